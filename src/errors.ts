@@ -1,0 +1,101 @@
+/**
+ * The few errors thrown at the public API edge. Outcomes inside a task are data (codes), not exceptions.
+ * Each has a stable `code` and an actionable message.
+ */
+
+export class AgentError extends Error {
+  readonly code: string;
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+    this.code = code;
+  }
+}
+
+export class TaskNotFoundError extends AgentError {
+  constructor(readonly taskId: string) {
+    super('task_not_found', `Task ${JSON.stringify(taskId)} does not exist in this store.`);
+  }
+}
+
+export class TaskExistsError extends AgentError {
+  constructor(readonly taskId: string) {
+    super('task_exists', `Task ${JSON.stringify(taskId)} already exists; choose another id or resume it.`);
+  }
+}
+
+/** Another writer saved the task since it was read: reload before writing again. */
+export class RevisionConflictError extends AgentError {
+  constructor(
+    readonly taskId: string,
+    readonly expected: number,
+    readonly actual: number | null,
+  ) {
+    super(
+      'revision_conflict',
+      `Task ${JSON.stringify(taskId)} is at revision ${actual ?? 'none'}, not ${expected}: another writer saved it first.`,
+    );
+  }
+}
+
+/** This process no longer holds the task's lease: its writes are refused. */
+export class FencedOutError extends AgentError {
+  constructor(
+    readonly taskId: string,
+    detail: string,
+  ) {
+    super('fenced_out', `Task ${JSON.stringify(taskId)}: ${detail}. Another process drives it now.`);
+  }
+}
+
+/** A stored task could not be read safely: corrupted, foreign, or of an unsupported version. */
+export class CorruptTaskError extends AgentError {
+  constructor(
+    readonly taskId: string,
+    readonly reason: string,
+    options?: { cause?: unknown },
+  ) {
+    super('corrupt_task', `Task ${JSON.stringify(taskId)} cannot be restored: ${reason}`, options);
+  }
+}
+
+export class UnsupportedVersionError extends AgentError {
+  constructor(
+    readonly taskId: string,
+    detail: string,
+  ) {
+    super('unsupported_version', `Task ${JSON.stringify(taskId)}: ${detail}`);
+  }
+}
+
+export class TaskQuarantinedError extends AgentError {
+  constructor(
+    readonly taskId: string,
+    readonly reason: string,
+  ) {
+    super('task_quarantined', `Task ${JSON.stringify(taskId)} is quarantined: ${reason}`);
+  }
+}
+
+/** The store could not be reached or answered with an error; nothing was written. */
+export class StoreUnavailableError extends AgentError {
+  constructor(detail: string, options?: { cause?: unknown }) {
+    super('store_unavailable', `The task store is unavailable: ${detail}`, options);
+  }
+}
+
+/** An event or request from the host was malformed or not allowed for this task. */
+export class HostRequestError extends AgentError {}
+
+export class ToolDefinitionError extends AgentError {
+  constructor(tool: string, detail: string) {
+    super('invalid_tool_definition', `Tool ${JSON.stringify(tool)} is not a valid definition: ${detail}`);
+  }
+}
+
+/** The scripted model was asked for more turns than its script has. */
+export class ScriptExhaustedError extends AgentError {
+  constructor(turn: number, length: number) {
+    super('script_exhausted', `The scripted model was asked for turn ${turn}, but its script has ${length} step(s).`);
+  }
+}

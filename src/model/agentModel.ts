@@ -1,0 +1,71 @@
+/**
+ * The model seam. A model reads the task's conversation and replies with a proposal: tool calls, an answer, a
+ * question for the user, or a refusal. Its reply is untrusted: the runtime validates it into a `model.*` event
+ * and the machine's gates decide what, if anything, runs.
+ */
+import type { Observation, Principal } from '../../machines/agentTypes.js';
+import type { TranscriptEntry } from '../../machines/journal.js';
+
+/** A tool as offered to the model: only the ones the task's principal may use. */
+export interface OfferedTool {
+  name: string;
+  description: string;
+  /** JSON Schema of the arguments (strict: additionalProperties false). */
+  parameters: Record<string, unknown>;
+  effect: 'read' | 'write';
+}
+
+export interface ModelRequest {
+  taskId: string;
+  /** 1-based model turn of the task. */
+  turn: number;
+  goal: string;
+  /** Who the task acts for (for the prompt); identity is never taken back from the model. */
+  principal: Readonly<Pick<Principal, 'userId' | 'tenantId'>>;
+  tools: OfferedTool[];
+  /** Results of the previous batch, paired by call id. */
+  observations: Observation[];
+  /** The whole persisted conversation, loaded on demand (real models rebuild their messages from it). */
+  transcript(): Promise<TranscriptEntry[]>;
+  /** Aborted on timeout or when the task is cancelled. */
+  signal: AbortSignal;
+}
+
+export interface ModelUsageReport {
+  inputTokens: number;
+  outputTokens: number;
+  /** Cost of the turn in micro-units; omit to let the runtime price it (or count zero). */
+  costMicros?: number;
+}
+
+export type ModelReply =
+  | {
+      type: 'tool_calls';
+      calls: { callId?: string; name: string; arguments: string }[];
+      text?: string | null;
+      usage?: ModelUsageReport;
+    }
+  | { type: 'answer'; text: string; usage?: ModelUsageReport }
+  | { type: 'ask_user'; question: string; usage?: ModelUsageReport }
+  | { type: 'refusal'; reason: string; usage?: ModelUsageReport }
+  /** The adapter could not make sense of the response (empty, truncated, malformed). */
+  | { type: 'invalid'; detail: string; usage?: ModelUsageReport };
+
+export interface AgentModel {
+  /** For audit and status. */
+  readonly name: string;
+  /** What one turn may spend at most; reserved from the budgets before the call starts. */
+  readonly reservation?: { tokens: number; costMicros: number };
+  decide(request: ModelRequest): Promise<ModelReply>;
+}
+
+/** Throw from `decide` for a failure worth retrying (timeout, 429, 5xx); retries spend the retry budget. */
+export class TransientModelError extends Error {
+  constructor(
+    message: string,
+    readonly retryAfterMs?: number,
+  ) {
+    super(message);
+    this.name = new.target.name;
+  }
+}

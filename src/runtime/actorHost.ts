@@ -1,0 +1,32 @@
+/** What the runtime actors need from the orchestrator. */
+import type { AgentContext } from '../../machines/agentTypes.js';
+import type { TranscriptEntry } from '../../machines/journal.js';
+import type { Clock } from '../clock.js';
+import type { AgentModel } from '../model/agentModel.js';
+import type { ToolRegistry } from './toolRegistry.js';
+
+/** The live task an invoked actor belongs to. */
+export interface TaskPort {
+  /** True only while XState is restarting the invocations of a restored snapshot. */
+  readonly restoring: boolean;
+  /** The current context (read-only). */
+  context(): AgentContext;
+  /**
+   * Resolves once the snapshot that started the caller is durably saved. Rejects if the task can no longer be
+   * saved (its lease was lost or the store failed for good): the caller must not start a side effect then.
+   */
+  barrier(): Promise<void>;
+  /** The committed transcript plus entries not yet saved. */
+  transcript(): Promise<TranscriptEntry[]>;
+}
+
+export interface ActorHost {
+  registry: ToolRegistry;
+  model: AgentModel;
+  clock: Clock;
+  random: () => number;
+  modelTimeoutMs: number;
+  /** Backoff of model transport retries and of repeated write lookups. */
+  backoff: { baseDelayMs: number; maxDelayMs: number };
+  task(taskId: string): TaskPort;
+}

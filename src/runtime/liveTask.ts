@@ -1,0 +1,289 @@
+/**
+ * One task driven in this process: its actor, and the persistence loop that saves every new snapshot with the
+ * journal entries it emitted, in order, by compare-and-set.
+ *
+ * Invariants:
+ * - Saves are serialized; each goes from the last saved revision to the next. Snapshots that arrive while a save
+ *   is in flight are coalesced into the next save (the journal entries are all kept).
+ * - `barrier()` resolves only when the snapshot current at the call is durable. Side effects wait on it, so a
+ *   write's intent is always persisted before the write can start.
+ * - A save that cannot succeed (lost lease, revision conflict, store down past the retry bound) stops the actor:
+ *   no further side effect starts from a state that is not durable.
+ */
+import { type Actor, type AnyMachineSnapshot, type InspectionEvent, createActor } from 'xstate';
+import type { AgentEvent } from '../../machines/agentEvents.js';
+import type { AgentContext, AgentInput } from '../../machines/agentTypes.js';
+import type { AuditEntry, TranscriptEntry } from '../../machines/journal.js';
+import { AGENT_MACHINE_VERSION, type AgentMachine } from '../../machines/agentMachine.js';
+import { type Clock, backoffDelay, sleep } from '../clock.js';
+import { RevisionConflictError, StoreUnavailableError } from '../errors.js';
+import { canonicalJson } from '../json/canonicalJson.js';
+import {
+  ENVELOPE_SCHEMA_VERSION,
+  type PersistedAgentSnapshot,
+  type TaskEnvelope,
+  type TaskSummary,
+  summarize,
+} from '../store/envelope.js';
+import type { TaskStore } from '../store/taskStore.js';
+import type { TaskPort } from './actorHost.js';
+
+export interface LiveTaskDeps {
+  store: TaskStore;
+  machine: AgentMachine;
+  clock: Clock;
+  random: () => number;
+  inspect?: (event: InspectionEvent) => void;
+  /** Transient store failures are retried this many times with backoff before the task stops here. */
+  saveRetries: number;
+  /** Fencing token to present with every save, when leases are in use. */
+  fence?: () => string | undefined;
+}
+
+export type LiveTaskOrigin =
+  | { kind: 'new'; input: AgentInput }
+  | { kind: 'restored'; envelope: TaskEnvelope };
+
+interface Waiter {
+  version: number;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
+export class LiveTask implements TaskPort {
+  readonly taskId: string;
+  readonly actor: Actor<AgentMachine>;
+  restoring = false;
+  private readonly restoringOrigin: boolean;
+
+  private revision: number;
+  private journal: { audit: number; transcript: number };
+  private readonly createdAt: number;
+  private pendingAudit: AuditEntry[] = [];
+  private pendingTranscript: TranscriptEntry[] = [];
+  /** Audit entries emitted since `collect` started, for the host API to read its event's effect. */
+  private collecting: AuditEntry[] | null = null;
+  private observed = 0;
+  private persisted = 0;
+  private saving = false;
+  private waiters: Waiter[] = [];
+  private settledWaiters: Waiter[] = [];
+  private failure: Error | null = null;
+  private savedSummary: TaskSummary | null = null;
+  private readonly listeners = new Set<(summary: TaskSummary) => void>();
+
+  constructor(
+    private readonly deps: LiveTaskDeps,
+    origin: LiveTaskOrigin,
+  ) {
+    if (origin.kind === 'new') {
+      this.taskId = origin.input.taskId;
+      this.revision = 0;
+      this.journal = { audit: 0, transcript: 0 };
+      this.createdAt = origin.input.startedAt;
+      this.actor = createActor(deps.machine, { input: origin.input, inspect: deps.inspect });
+    } else {
+      const { envelope } = origin;
+      this.taskId = envelope.taskId;
+      this.revision = envelope.revision;
+      this.journal = { ...envelope.journal };
+      this.createdAt = envelope.createdAt;
+      this.savedSummary = envelope.summary;
+      // No input: a restored actor takes its context from the snapshot.
+      this.actor = createActor(deps.machine, { snapshot: envelope.snapshot, inspect: deps.inspect } as never);
+    }
+    this.actor.on('audit', (event) => {
+      this.pendingAudit.push(event.entry);
+      this.collecting?.push(event.entry);
+    });
+    this.actor.on('transcript', (event) => this.pendingTranscript.push(event.entry));
+    this.actor.subscribe({
+      next: () => this.onSnapshot(),
+      error: (error) => this.fail(error instanceof Error ? error : new Error(String(error))),
+    });
+    this.restoringOrigin = origin.kind === 'restored';
+  }
+
+  /** Starts the actor; a restored one re-runs its in-flight invocations with `restoring` set. */
+  start(): void {
+    this.restoring = this.restoringOrigin;
+    try {
+      this.actor.start();
+    } finally {
+      this.restoring = false;
+    }
+  }
+
+  // --- TaskPort -------------------------------------------------------------------------------------------
+
+  context(): AgentContext {
+    return this.actor.getSnapshot().context;
+  }
+
+  async barrier(): Promise<void> {
+    // Let the running macrostep finish so the snapshot it produces is counted.
+    await Promise.resolve();
+    if (this.failure) throw this.failure;
+    const version = this.observed;
+    if (this.persisted >= version) return;
+    return new Promise((resolve, reject) => this.waiters.push({ version, resolve, reject }));
+  }
+
+  async transcript(): Promise<TranscriptEntry[]> {
+    const committed = (await this.deps.store.readJournal(this.taskId, 'transcript', 0, this.journal.transcript)) as TranscriptEntry[];
+    return [...committed, ...this.pendingTranscript];
+  }
+
+  // --- host API -------------------------------------------------------------------------------------------
+
+  /** Sends a host event and returns the audit entries its processing emitted. */
+  send(event: AgentEvent): AuditEntry[] {
+    if (this.failure) throw this.failure;
+    const collected: AuditEntry[] = [];
+    this.collecting = collected;
+    try {
+      this.actor.send(event);
+    } finally {
+      this.collecting = null;
+    }
+    return collected;
+  }
+
+  /** Resolves when the persisted state is a waiting or final one. */
+  settled(): Promise<void> {
+    if (this.failure) return Promise.reject(this.failure);
+    if (this.isSettled()) return Promise.resolve();
+    return new Promise((resolve, reject) => this.settledWaiters.push({ version: 0, resolve, reject }));
+  }
+
+  /** Persisted, and nothing left to do without an outside event. */
+  isSettled(): boolean {
+    return this.persisted === this.observed && this.savedSummary !== null && this.savedSummary.state !== 'running';
+  }
+
+  get failed(): Error | null {
+    return this.failure;
+  }
+
+  get summary(): TaskSummary | null {
+    return this.savedSummary;
+  }
+
+  /** Called after every successful save. */
+  onSaved(listener: (summary: TaskSummary) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  stop(): void {
+    this.actor.stop();
+  }
+
+  // --- persistence ----------------------------------------------------------------------------------------
+
+  private onSnapshot(): void {
+    this.observed += 1;
+    if (!this.saving && !this.failure) {
+      this.saving = true;
+      // Coalesce the snapshots of one synchronous burst into one save.
+      queueMicrotask(() => void this.saveLoop());
+    }
+  }
+
+  private async saveLoop(): Promise<void> {
+    try {
+      while (this.persisted < this.observed && !this.failure) {
+        const version = this.observed;
+        const snapshot = this.actor.getPersistedSnapshot() as unknown as PersistedAgentSnapshot;
+        const audit = this.pendingAudit;
+        const transcript = this.pendingTranscript;
+        this.pendingAudit = [];
+        this.pendingTranscript = [];
+        const journal = { audit: this.journal.audit + audit.length, transcript: this.journal.transcript + transcript.length };
+        const revision = this.revision + 1;
+        const now = this.deps.clock.now();
+        const summary = summarize(snapshot, { revision, createdAt: this.createdAt, updatedAt: now });
+        const envelope: TaskEnvelope = {
+          schemaVersion: ENVELOPE_SCHEMA_VERSION,
+          machineVersion: AGENT_MACHINE_VERSION,
+          taskId: this.taskId,
+          revision,
+          createdAt: this.createdAt,
+          updatedAt: now,
+          summary,
+          journal,
+          snapshot,
+        };
+        await this.saveWithRetry(envelope, { audit, transcript });
+        this.revision = revision;
+        this.journal = journal;
+        this.persisted = version;
+        this.savedSummary = summary;
+        this.release(version);
+        for (const listener of this.listeners) listener(summary);
+      }
+    } catch (error) {
+      this.fail(error instanceof Error ? error : new Error(String(error)));
+    } finally {
+      this.saving = false;
+      if (this.persisted < this.observed && !this.failure) {
+        this.saving = true;
+        queueMicrotask(() => void this.saveLoop());
+      }
+    }
+  }
+
+  private async saveWithRetry(envelope: TaskEnvelope, append: { audit: unknown[]; transcript: unknown[] }) {
+    const request = { envelope, expectedRevision: envelope.revision - 1, append, fence: this.deps.fence?.() };
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.deps.store.save(request);
+        return;
+      } catch (error) {
+        if (error instanceof RevisionConflictError && attempt > 0 && (await this.landedEarlier(envelope))) return;
+        if (!(error instanceof StoreUnavailableError) || attempt >= this.deps.saveRetries) throw error;
+        await sleep(this.deps.clock, backoffDelay(attempt, { baseDelayMs: 50, maxDelayMs: 2000 }, this.deps.random));
+      }
+    }
+  }
+
+  /** After an ambiguous failure, a retry can conflict with our own earlier write: check whether it landed. */
+  private async landedEarlier(envelope: TaskEnvelope): Promise<boolean> {
+    try {
+      const stored = await this.deps.store.load(this.taskId);
+      return stored !== null && stored.revision === envelope.revision && canonicalJson(stored) === canonicalJson(envelope);
+    } catch {
+      return false;
+    }
+  }
+
+  private release(version: number): void {
+    const ready = this.waiters.filter((w) => w.version <= version);
+    this.waiters = this.waiters.filter((w) => w.version > version);
+    for (const waiter of ready) waiter.resolve();
+    if (this.isSettled()) {
+      const settled = this.settledWaiters;
+      this.settledWaiters = [];
+      for (const waiter of settled) waiter.resolve();
+    }
+  }
+
+  /** Stops driving this task here: rejects every waiter, stops the actor (aborting in-flight work). */
+  fail(error: Error): void {
+    if (this.failure) return;
+    this.failure = error;
+    for (const waiter of [...this.waiters, ...this.settledWaiters]) waiter.reject(error);
+    this.waiters = [];
+    this.settledWaiters = [];
+    try {
+      this.actor.stop();
+    } catch {
+      // already stopped
+    }
+  }
+
+  /** The current (possibly not yet saved) snapshot, for status views. */
+  currentSnapshot(): AnyMachineSnapshot {
+    return this.actor.getSnapshot();
+  }
+}

@@ -1,0 +1,35 @@
+/** Checks that a persisted snapshot can be restored into this build's machine without getting stuck. */
+import type { AgentMachine } from '../../machines/agentMachine.js';
+import type { TaskEnvelope } from '../store/envelope.js';
+import { stateValueToString } from '../store/envelope.js';
+
+const KNOWN_ACTORS = new Set(['model', 'vetCalls', 'executeReads', 'executeWrite', 'lookupWrite']);
+
+/** The reason a snapshot cannot be restored safely, or null when it can. */
+export function unrestorableReason(machine: AgentMachine, envelope: TaskEnvelope): string | null {
+  const { snapshot } = envelope;
+  if (snapshot.status === 'error') return 'the snapshot records a machine error';
+  if (snapshot.status === 'stopped') return 'the snapshot is of a stopped actor';
+  if (!valueExists(machine.root, snapshot.value)) {
+    return `state "${stateValueToString(snapshot.value)}" does not exist in machine ${machine.id}`;
+  }
+  for (const [id, child] of Object.entries(snapshot.children ?? {})) {
+    const src = (child as { src?: unknown })?.src;
+    if (typeof src !== 'string' || !KNOWN_ACTORS.has(src)) {
+      return `in-flight invocation ${id} refers to actor ${JSON.stringify(src)}, which this build does not provide`;
+    }
+  }
+  return null;
+}
+
+interface NodeLike {
+  states: Record<string, NodeLike>;
+}
+
+function valueExists(node: NodeLike, value: unknown): boolean {
+  if (typeof value === 'string') return Object.hasOwn(node.states, value);
+  if (!value || typeof value !== 'object') return false;
+  const entries = Object.entries(value);
+  if (entries.length === 0) return false;
+  return entries.every(([key, inner]) => Object.hasOwn(node.states, key) && valueExists(node.states[key]!, inner));
+}

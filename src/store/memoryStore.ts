@@ -1,0 +1,77 @@
+/**
+ * An in-process store. Data is kept serialized, as a real store would keep it, so nothing shares references with
+ * live actors and a value JSON cannot carry fails here as it would in Redis.
+ */
+import { RevisionConflictError, TaskExistsError } from '../errors.js';
+import { type TaskEnvelope, type TaskSummary, parseEnvelope } from './envelope.js';
+import type { JournalStream, ListQuery, SaveRequest, TaskStore } from './taskStore.js';
+import { checkSaveRequest, matchesQuery } from './storeChecks.js';
+
+interface Row {
+  envelope: string;
+  revision: number;
+  summary: TaskSummary;
+  audit: string[];
+  transcript: string[];
+}
+
+export class MemoryStore implements TaskStore {
+  readonly kind = 'memory';
+  private readonly rows = new Map<string, Row>();
+  private readonly quarantine_ = new Map<string, string>();
+
+  async load(taskId: string): Promise<TaskEnvelope | null> {
+    const row = this.rows.get(taskId);
+    return row ? parseEnvelope(taskId, row.envelope) : null;
+  }
+
+  async save(request: SaveRequest): Promise<void> {
+    const { envelope, expectedRevision } = request;
+    checkSaveRequest(request);
+    const row = this.rows.get(envelope.taskId);
+    if (expectedRevision === 0 && row) throw new TaskExistsError(envelope.taskId);
+    if (expectedRevision !== 0 && row?.revision !== expectedRevision) {
+      throw new RevisionConflictError(envelope.taskId, expectedRevision, row?.revision ?? null);
+    }
+    const audit = [...(row?.audit ?? []), ...request.append.audit.map((e) => JSON.stringify(e))];
+    const transcript = [...(row?.transcript ?? []), ...request.append.transcript.map((e) => JSON.stringify(e))];
+    if (audit.length !== envelope.journal.audit || transcript.length !== envelope.journal.transcript) {
+      throw new RevisionConflictError(envelope.taskId, expectedRevision, row?.revision ?? null);
+    }
+    this.rows.set(envelope.taskId, {
+      envelope: JSON.stringify(envelope),
+      revision: envelope.revision,
+      summary: envelope.summary,
+      audit,
+      transcript,
+    });
+  }
+
+  async list(query: ListQuery = {}): Promise<TaskSummary[]> {
+    const rows = [...this.rows.values()].map((r) => r.summary).filter((s) => matchesQuery(s, query));
+    rows.sort((a, b) => b.updatedAt - a.updatedAt || a.taskId.localeCompare(b.taskId));
+    return rows.slice(0, query.limit ?? rows.length);
+  }
+
+  async readJournal(taskId: string, stream: JournalStream, from = 0, to?: number): Promise<unknown[]> {
+    const row = this.rows.get(taskId);
+    if (!row) return [];
+    return row[stream].slice(from, to).map((e) => JSON.parse(e));
+  }
+
+  async quarantine(taskId: string, reason: string): Promise<void> {
+    this.quarantine_.set(taskId, reason);
+  }
+
+  async quarantined(taskId: string): Promise<string | null> {
+    return this.quarantine_.get(taskId) ?? null;
+  }
+
+  async close(): Promise<void> {}
+
+  /** Test helper: replaces the stored envelope text of a task (to simulate corruption). */
+  corruptForTest(taskId: string, text: string): void {
+    const row = this.rows.get(taskId);
+    if (row) row.envelope = text;
+  }
+}

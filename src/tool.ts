@@ -1,0 +1,164 @@
+/**
+ * The tool contract: a tool is data (name, schemas, effect, scopes, confirmation rule, timeout, retry) plus code
+ * (execute, and for writes an idempotent execute + lookup pair). The host calls it; the model never does.
+ *
+ * Tools receive the trusted principal and an AbortSignal from the host. No input schema may carry identity:
+ * `defineTool` refuses fields such as `requester_id` or `user_id`.
+ */
+import { z } from 'zod';
+import type { Json, Principal } from '../machines/agentTypes.js';
+import { ToolDefinitionError } from './errors.js';
+
+/** What a tool call produced. Business-terminal failures (conflict, not_found) are values, not throws. */
+export type ToolResult<O> = { ok: true; value: O } | { ok: false; code: string; summary: string; retryable?: boolean };
+
+/** Throw from a read's execute to mark a failure as transient: it is retried within the retry policy. */
+export class TransientToolError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+export interface ToolContext {
+  taskId: string;
+  callId: string;
+  /** The task's trusted principal, from the host session. */
+  principal: Readonly<Principal>;
+  /** Aborted on timeout or cancellation: stop work and return. */
+  signal: AbortSignal;
+  /** 1 for the first attempt. */
+  attempt: number;
+}
+
+export interface WriteContext extends ToolContext {
+  /** Host-made, derived from task + tool + canonical arguments; send it to the service as its idempotency key. */
+  idempotencyKey: string;
+}
+
+export interface LookupContext {
+  taskId: string;
+  principal: Readonly<Principal>;
+  signal: AbortSignal;
+}
+
+export type ValidationResult = { ok: true } | { ok: false; code?: string; summary: string };
+
+export interface ValidationContext {
+  taskId: string;
+  principal: Readonly<Principal>;
+  signal: AbortSignal;
+}
+
+/** Never, always, or a predicate over the validated arguments and the principal (e.g. refunds above an amount). */
+export type ConfirmationRule<I> = 'never' | 'always' | ((args: I, principal: Readonly<Principal>) => boolean);
+
+export interface RetryPolicy {
+  /** Total attempts including the first (2 = one retry). */
+  maxAttempts: number;
+  baseDelayMs: number;
+  maxDelayMs: number;
+}
+
+export type LookupResult<O> = { found: true; value: O } | { found: false };
+
+interface ToolBase<I, O> {
+  /** snake_case, as the model sees it. */
+  name: string;
+  /** When to use it, what it changes, what success means. */
+  description: string;
+  /** Input schema; must reject unknown fields (z.strictObject). */
+  input: z.ZodType<I>;
+  /** Output schema; results that do not match are not trusted. */
+  output: z.ZodType<O>;
+  /** Scopes the principal must hold. */
+  scopes: string[];
+  /** Whether a human must confirm these exact arguments first. Default: never. */
+  confirm?: ConfirmationRule<I>;
+  /** One line shown to the approver, e.g. "Refund 999.00 on order O-1001". */
+  describeConfirmation?: (args: I) => string;
+  /** Per-attempt timeout in milliseconds. */
+  timeoutMs: number;
+  /** Business validation after the schema: time order, capacity, refundable amount... */
+  validate?: (args: I, ctx: ValidationContext) => ValidationResult | Promise<ValidationResult>;
+  /** Resource-level permission beyond scopes (e.g. executive rooms). Runs after business validation. */
+  authorize?: (args: I, ctx: ValidationContext) => ValidationResult | Promise<ValidationResult>;
+  /** Arguments as recorded in the audit trail; default: as they are. */
+  redact?: (args: I) => Json;
+}
+
+export interface ReadTool<I = any, O = any> extends ToolBase<I, O> {
+  effect: 'read';
+  /** Transient failures (timeouts, TransientToolError, retryable results) are retried within this policy. */
+  retry?: RetryPolicy;
+  execute(args: I, ctx: ToolContext): Promise<ToolResult<O>>;
+}
+
+export interface WriteTool<I = any, O = any> extends ToolBase<I, O> {
+  effect: 'write';
+  /** True only if the service guarantees that re-sending the same idempotency key never duplicates the effect. */
+  sameKeyRetrySafe: boolean;
+  /** Must pass `ctx.idempotencyKey` to the service. Never retried blindly by the host. */
+  execute(args: I, ctx: WriteContext): Promise<ToolResult<O>>;
+  /** Finds the effect of an earlier execute by its idempotency key, for reconciliation. Throw if unsure. */
+  lookup(idempotencyKey: string, ctx: LookupContext): Promise<LookupResult<O>>;
+  /** Retry policy for lookups of an unknown outcome. */
+  lookupRetry?: Omit<RetryPolicy, 'maxAttempts'>;
+}
+
+export type Tool<I = any, O = any> = ReadTool<I, O> | WriteTool<I, O>;
+
+const NAME = /^[a-z][a-z0-9_]{0,63}$/;
+/** Identity comes from the host session; an argument that names a user would let the model choose one. */
+const IDENTITY_FIELDS = /^(requester|requester_id|requested_by|user|user_id|userid|principal|principal_id|tenant|tenant_id|on_behalf_of|actor|actor_id|employee_id|caller|caller_id|scopes?|role|roles|permissions?)$/i;
+
+/**
+ * Checks a tool definition and returns it unchanged. Throws `ToolDefinitionError` for: a name that is not
+ * snake_case, an input schema that is not a strict object, an identity field in the input, retries on a write,
+ * a write without lookup, a non-positive timeout.
+ *
+ * @example
+ * const getOrder = defineTool({
+ *   name: 'get_order', description: 'Reads one order.', effect: 'read', scopes: ['orders:read'], timeoutMs: 2000,
+ *   input: z.strictObject({ order_id: z.string() }), output: orderSchema,
+ *   execute: async (args, ctx) => ({ ok: true, value: await orders.get(args.order_id, ctx.signal) }),
+ * });
+ */
+export function defineTool<I, O>(tool: ReadTool<I, O>): ReadTool<I, O>;
+export function defineTool<I, O>(tool: WriteTool<I, O>): WriteTool<I, O>;
+export function defineTool(tool: Tool): Tool {
+  const fail = (detail: string): never => {
+    throw new ToolDefinitionError(tool.name, detail);
+  };
+  if (!NAME.test(tool.name)) fail('the name must be snake_case (a-z, 0-9, _), starting with a letter');
+  if (!tool.description.trim()) fail('the description is empty');
+  if (!(tool.timeoutMs > 0)) fail('timeoutMs must be positive');
+  let schema: Record<string, unknown>;
+  try {
+    schema = z.toJSONSchema(tool.input, { io: 'input' }) as Record<string, unknown>;
+  } catch (error) {
+    return fail(`the input schema cannot be expressed as JSON Schema (${(error as Error).message})`);
+  }
+  if (schema.type !== 'object') fail('the input schema must be an object');
+  if (schema.additionalProperties !== false) fail('the input schema must reject unknown fields (use z.strictObject)');
+  for (const field of Object.keys((schema.properties as Record<string, unknown>) ?? {})) {
+    if (IDENTITY_FIELDS.test(field)) {
+      fail(`the input has an identity field "${field}"; identity comes from the host's principal, not from arguments`);
+    }
+  }
+  if (tool.effect === 'write') {
+    if ('retry' in tool && tool.retry) fail('writes are never retried blindly; remove retry (reconciliation uses lookup)');
+    if (typeof tool.lookup !== 'function') fail('a write needs lookup(idempotencyKey) for reconciliation');
+    if (typeof tool.sameKeyRetrySafe !== 'boolean') fail('a write must declare sameKeyRetrySafe');
+  }
+  if (tool.effect === 'read' && tool.retry) {
+    if (!(tool.retry.maxAttempts >= 1 && tool.retry.maxAttempts <= 10)) fail('retry.maxAttempts must be 1..10');
+  }
+  return tool;
+}
+
+/** The JSON Schema of a tool's input, as offered to a model. */
+export function toolParametersSchema(tool: Tool): Record<string, unknown> {
+  const { $schema: _drop, ...schema } = z.toJSONSchema(tool.input, { io: 'input' }) as Record<string, unknown>;
+  return schema;
+}
