@@ -17,6 +17,12 @@ export const systemClock: Clock = {
   },
 };
 
+/** Real time, shifted so that it starts at `start` (the demo runs on the fictional date of its story). */
+export function shiftedClock(start: number): Clock {
+  const offset = start - Date.now();
+  return { now: () => Date.now() + offset, setTimeout: systemClock.setTimeout };
+}
+
 /** Resolves after `ms` on `clock`, or rejects with the signal's reason when it aborts first. */
 export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
   if (signal?.aborted) return Promise.reject(signal.reason);

@@ -16,7 +16,7 @@ import type { AgentContext, AgentInput } from '../../machines/agentTypes.js';
 import type { AuditEntry, TranscriptEntry } from '../../machines/journal.js';
 import { AGENT_MACHINE_VERSION, type AgentMachine } from '../../machines/agentMachine.js';
 import { type Clock, backoffDelay, sleep } from '../clock.js';
-import { RevisionConflictError, StoreUnavailableError } from '../errors.js';
+import { AgentError, RevisionConflictError, StoreUnavailableError } from '../errors.js';
 import { canonicalJson } from '../json/canonicalJson.js';
 import {
   ENVELOPE_SCHEMA_VERSION,
@@ -175,8 +175,12 @@ export class LiveTask implements TaskPort {
     return () => this.listeners.delete(listener);
   }
 
+  /**
+   * Stops driving the task here without saving anything more: what is durable stays as it was, and a later
+   * resume continues from there (reconciling a write that was in flight).
+   */
   stop(): void {
-    this.actor.stop();
+    this.fail(new AgentError('task_stopped', `task ${this.taskId} was stopped in this process`));
   }
 
   // --- persistence ----------------------------------------------------------------------------------------
@@ -195,6 +199,8 @@ export class LiveTask implements TaskPort {
       while (this.persisted < this.observed && !this.failure) {
         const version = this.observed;
         const snapshot = this.actor.getPersistedSnapshot() as unknown as PersistedAgentSnapshot;
+        // A stopped actor's snapshot has lost its in-flight invocations: never persist it.
+        if (snapshot.status === 'stopped') break;
         const audit = this.pendingAudit;
         const transcript = this.pendingTranscript;
         this.pendingAudit = [];

@@ -28,7 +28,29 @@ export interface ListQuery {
   limit?: number;
 }
 
+/** The right to drive one task, held by one process at a time. */
+export interface Lease {
+  taskId: string;
+  /** Random, identifies this holder; renew and release compare it. */
+  token: string;
+  /** Monotonic fencing token: each acquisition gets a larger one; saves carry it and stale ones are refused. */
+  fence: string;
+  /** Absolute expiry (ms since epoch) as last set. */
+  expiresAt: number;
+}
+
+export interface LeaseManager {
+  /** Takes the lease if nobody holds it (SET NX PX); null when another holder has it. */
+  acquire(taskId: string, ttlMs: number): Promise<Lease | null>;
+  /** Extends the lease if still held by this token; false if it was lost. */
+  renew(lease: Lease, ttlMs: number): Promise<boolean>;
+  /** Gives the lease up if still held by this token. */
+  release(lease: Lease): Promise<void>;
+}
+
 export interface TaskStore {
+  /** Present on stores that can coordinate several processes (one driver per task). */
+  readonly leases?: LeaseManager;
   /** "memory", "file", "redis"... */
   readonly kind: string;
   /** The validated envelope, or null if there is no such task. Throws CorruptTaskError for unreadable data. */

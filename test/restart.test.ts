@@ -1,0 +1,254 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import type { Booking, ReserveRoomInput } from '../tools/reserveRoom.js';
+import { BookingService } from '../src/demo/bookingService.js';
+import { StoreUnavailableError, TaskQuarantinedError } from '../src/errors.js';
+import type { AgentModel } from '../src/model/agentModel.js';
+import { reply, scriptedModel } from '../src/model/scriptedModel.js';
+import { MemoryStore } from '../src/store/memoryStore.js';
+import type { SaveRequest, TaskStore } from '../src/store/taskStore.js';
+import { defineTool } from '../src/tool.js';
+import { BOOKING_SUCCESS, E17, byKind, harness, reserveArgs, until } from './support/harness.js';
+
+const goal = 'book R7';
+const bookScript = () => [reply.call('reserve_room', reserveArgs()), (v: { data: (t: string) => unknown }) => reply.answer(`booked ${(v.data('reserve_room') as Booking | undefined)?.booking_id}`)];
+
+/** A booking service whose reservations never reach the real one until released: a crash before the effect. */
+class StalledBookings extends BookingService {
+  override async reserve(_request: ReserveRoomInput & { requesterId: string; idempotencyKey: string }, signal: AbortSignal): Promise<never> {
+    this.reserveRequests.push({ idempotencyKey: 'stalled', roomId: 'stalled' });
+    return new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }));
+  }
+}
+
+describe('restart in the middle of a write', () => {
+  it('reconciles by idempotency key instead of writing again when the effect already happened', async () => {
+    const store = new MemoryStore();
+    const bookings = new BookingService();
+    bookings.faults.loseNextReserveResponse = true;
+    const first = harness({ store, bookings, script: bookScript(), timeouts: { reserve: 60_000 } });
+    await first.orchestrator.start({ principal: E17, goal, success: BOOKING_SUCCESS, taskId: 't1' });
+    await until(() => bookings.bookings.length === 1);
+    expect((await store.load('t1'))?.summary.stateValue).toBe('executing.writing');
+    await first.orchestrator.close(); // the process dies with the write in flight
+
+    const second = harness({ store, bookings, script: bookScript() });
+    await second.orchestrator.resume('t1');
+    const status = await second.orchestrator.settled('t1');
+    expect(status.state).toBe('done');
+    expect(status.outcome?.answer).toBe('booked B204');
+    expect(bookings.bookings.map((b) => b.bookingId)).toEqual(['B204']);
+    expect(bookings.reserveRequests).toHaveLength(1);
+    const audit = await second.orchestrator.audit('t1');
+    expect(byKind(audit, 'tool_finished').map((e) => e.code)).toEqual(['interrupted']);
+    expect(byKind(audit, 'write_lookup').map((e) => e.result)).toEqual(['found']);
+    expect(byKind(audit, 'tool_started')).toHaveLength(1);
+  });
+
+  it('retries with the same key only after a lookup shows the write never happened', async () => {
+    const store = new MemoryStore();
+    const real = new BookingService();
+    const stalled = new StalledBookings();
+    const first = harness({ store, bookings: stalled, script: bookScript(), timeouts: { reserve: 60_000 } });
+    await first.orchestrator.start({ principal: E17, goal, success: BOOKING_SUCCESS, taskId: 't2' });
+    await until(() => stalled.reserveRequests.length === 1);
+    const intent = (await store.load('t2'))!.snapshot.context.batch!.calls[0]!;
+    expect(intent).toMatchObject({ phase: 'running', idempotencyKey: expect.stringMatching(/^idem_/) });
+    await first.orchestrator.close();
+
+    const second = harness({ store, bookings: real, script: bookScript() });
+    await second.orchestrator.resume('t2');
+    const status = await second.orchestrator.settled('t2');
+    expect(status.state).toBe('done');
+    expect(real.bookings).toHaveLength(1);
+    expect(real.reserveRequests.map((r) => r.idempotencyKey)).toEqual([intent.idempotencyKey]);
+    const audit = await second.orchestrator.audit('t2');
+    expect(byKind(audit, 'write_lookup').map((e) => e.result)).toEqual(['not_found']);
+    expect(byKind(audit, 'tool_started').map((e) => [e.attempt, e.idempotencyKey])).toEqual([
+      [1, intent.idempotencyKey],
+      [2, intent.idempotencyKey],
+    ]);
+  });
+
+  it('ends in review_required when the write is not found and same-key retry is not declared safe', async () => {
+    const sent: string[] = [];
+    const unsafe = defineTool({
+      name: 'send_payment',
+      description: 'x',
+      effect: 'write',
+      scopes: [],
+      timeoutMs: 60_000,
+      sameKeyRetrySafe: false,
+      input: z.strictObject({ amount: z.number() }),
+      output: z.strictObject({ status: z.literal('sent') }),
+      execute: (_args, ctx) =>
+        new Promise<never>((_, reject) => {
+          sent.push(ctx.idempotencyKey);
+          ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason), { once: true });
+        }),
+      lookup: async () => ({ found: false as const }),
+    });
+    const store = new MemoryStore();
+    const script = [reply.calls({ name: 'send_payment', args: { amount: 5 }, callId: 'p' }, { name: 'find_available_rooms', args: { start_at: '2026-09-28T14:00:00+08:00', end_at: '2026-09-28T15:00:00+08:00', attendees: 1, needs_projector: false }, callId: 'q' })];
+    const first = harness({ store, script, extraTools: [unsafe] });
+    await first.orchestrator.start({ principal: E17, goal: 'pay', taskId: 't3' });
+    await until(() => sent.length === 1);
+    await first.orchestrator.close();
+    const second = harness({ store, script, extraTools: [unsafe] });
+    await second.orchestrator.resume('t3');
+    const status = await second.orchestrator.settled('t3');
+    expect(status.state).toBe('review_required');
+    expect(status.outcome?.reason).toMatchObject({ code: 'write_outcome_unknown', detail: { idempotencyKey: sent[0] } });
+    expect(sent).toHaveLength(1);
+    expect(status.observations.map((o) => [o.callId, !o.ok && o.code])).toEqual([
+      ['p', 'outcome_unknown'],
+      ['q', 'skipped_pending_review'],
+    ]);
+  });
+
+  it('re-asks the model for a turn that was in flight (its response was never persisted)', async () => {
+    const store = new MemoryStore();
+    let calls = 0;
+    const stuck: AgentModel = {
+      name: 'stuck',
+      decide: ({ signal }) =>
+        new Promise((_, reject) => {
+          calls += 1;
+          signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+        }),
+    };
+    const first = harness({ store, model: stuck });
+    await first.orchestrator.start({ principal: E17, goal: 'hello', taskId: 't4' });
+    await until(() => calls === 1);
+    await first.orchestrator.close();
+    const model = scriptedModel([reply.answer('hi')]);
+    const second = harness({ store, model });
+    await second.orchestrator.resume('t4');
+    const status = await second.orchestrator.settled('t4');
+    expect(status.state).toBe('done');
+    expect(model.requests.map((r) => r.turn)).toEqual([1]);
+    // The turn was debited once, before the first call; the restart did not debit it again.
+    expect(status.budget.used.modelTurns).toBe(1);
+  });
+});
+
+describe('stored tasks that cannot be restored', () => {
+  async function storedTask(store: MemoryStore, taskId: string) {
+    const h = harness({ store, script: [reply.call('refund_order', { order_id: 'O-1001', amount_cents: 99_900, reason: 'x' })] });
+    await h.orchestrator.run({ principal: { userId: 'E17', tenantId: 'acme', scopes: ['refunds:write'] }, goal: 'refund', taskId });
+    await h.orchestrator.close();
+  }
+
+  it.each([
+    ['corrupted JSON', (text: string) => text.slice(0, text.length / 2), /not JSON/],
+    ['a wrong type', (text: string) => text.replace('"turn":1', '"turn":"one"'), /context\.turn/],
+    ['a state that no longer exists', (text: string) => text.replace('"awaitingConfirmation"', '"awaitingApproval"'), /does not exist/],
+    ['an unknown machine version', (text: string) => text.replace('"agent/1"', '"agent/99"'), /machine version "agent\/99" is not supported/],
+    ['another task’s envelope', (text: string) => text.replaceAll('"bad"', '"other"'), /belongs to task "other"/],
+  ])('quarantines a task with %s, with a clear reason, and leaves other tasks alone', async (_label, corrupt, reason) => {
+    const store = new MemoryStore();
+    await storedTask(store, 'bad');
+    await storedTask(store, 'good');
+    const raw = (store as unknown as { rows: Map<string, { envelope: string }> }).rows.get('bad')!.envelope;
+    store.corruptForTest('bad', corrupt(raw));
+    const h = harness({ store });
+    await expect(h.orchestrator.resume('bad')).rejects.toThrow(TaskQuarantinedError);
+    await expect(h.orchestrator.resume('bad')).rejects.toThrow(reason);
+    expect(await store.quarantined('bad')).toMatch(reason);
+    const good = await h.orchestrator.resume('good');
+    expect(good.state).toBe('waiting_for_confirmation');
+  });
+});
+
+/** A store whose saves fail while `down` is set. */
+class FlakyStore implements TaskStore {
+  readonly kind = 'flaky';
+  down = false;
+  failures = 0;
+  constructor(private readonly inner: MemoryStore) {}
+  async save(request: SaveRequest) {
+    if (this.down) {
+      this.failures += 1;
+      throw new StoreUnavailableError('connection refused');
+    }
+    return this.inner.save(request);
+  }
+  load = (id: string) => this.inner.load(id);
+  list = (q?: Parameters<MemoryStore['list']>[0]) => this.inner.list(q);
+  readJournal = (...a: Parameters<MemoryStore['readJournal']>) => this.inner.readJournal(...a);
+  quarantine = (id: string, r: string) => this.inner.quarantine(id, r);
+  quarantined = (id: string) => this.inner.quarantined(id);
+  close = () => this.inner.close();
+}
+
+describe('when the store goes away', () => {
+  it('starts no write until the intent is saved, and loses nothing acknowledged', async () => {
+    const inner = new MemoryStore();
+    const store = new FlakyStore(inner);
+    const h = harness({ store, script: [reply.call('find_available_rooms', { start_at: '2026-09-28T14:00:00+08:00', end_at: '2026-09-28T15:00:00+08:00', attendees: 3, needs_projector: true }), (v) => reply.call('reserve_room', reserveArgs()), reply.answer('booked')] });
+    (h.orchestrator as unknown as { options: { saveRetries: number } }).options.saveRetries = 2;
+    const started = await h.orchestrator.start({ principal: E17, goal, taskId: 't5' });
+    expect(started.revision).toBe(1);
+    store.down = true;
+    await expect(h.orchestrator.settled('t5')).rejects.toThrow(/unavailable/);
+    expect(store.failures).toBeGreaterThan(1);
+    expect(h.bookings.reserveRequests).toEqual([]);
+    // Whatever was acknowledged is intact; a new process resumes from it once the store is back.
+    store.down = false;
+    const stored = await inner.load('t5');
+    expect(stored?.revision).toBeGreaterThanOrEqual(1);
+    const again = harness({ store: inner, bookings: h.bookings, script: [reply.call('find_available_rooms', { start_at: '2026-09-28T14:00:00+08:00', end_at: '2026-09-28T15:00:00+08:00', attendees: 3, needs_projector: true }), () => reply.call('reserve_room', reserveArgs()), reply.answer('booked')] });
+    await again.orchestrator.resume('t5');
+    const status = await again.orchestrator.settled('t5');
+    expect(status.state).toBe('done');
+    expect(h.bookings.bookings).toHaveLength(1);
+  });
+});
+
+describe('cancel', () => {
+  it('lets a write in flight settle (reconciled) before the task ends as cancelled', async () => {
+    const bookings = new BookingService();
+    bookings.faults.loseNextReserveResponse = true;
+    const h = harness({ bookings, script: bookScript(), timeouts: { reserve: 100 } });
+    await h.orchestrator.start({ principal: E17, goal, taskId: 't6' });
+    await until(() => bookings.bookings.length === 1);
+    const result = await h.orchestrator.cancel('t6', E17, 'changed my mind');
+    expect(result).toMatchObject({ accepted: true, message: expect.stringContaining('once the write in flight') });
+    const status = await h.orchestrator.settled('t6');
+    expect(status.state).toBe('cancelled');
+    // The booking exists and the trajectory says so: cancelling did not pretend it away.
+    expect(status.observations[0]).toMatchObject({ ok: true, data: expect.objectContaining({ booking_id: 'B204' }) });
+    const audit = await h.orchestrator.audit('t6');
+    expect(byKind(audit, 'write_lookup').map((e) => e.result)).toEqual(['found']);
+  });
+
+  it('refuses a cancel from another user of the tenant', async () => {
+    const h = harness({ script: [reply.ask('which room?')] });
+    const status = await h.orchestrator.run({ principal: E17, goal });
+    const result = await h.orchestrator.cancel(status.taskId, { ...E17, userId: 'E99' });
+    expect(result).toMatchObject({ accepted: false, code: 'wrong_user' });
+  });
+});
+
+describe('model failures', () => {
+  it('fails with model_unavailable when the scripted model runs out of script', async () => {
+    const h = harness({ script: [reply.call('find_available_rooms', { start_at: '2026-09-28T14:00:00+08:00', end_at: '2026-09-28T15:00:00+08:00', attendees: 3, needs_projector: true })] });
+    const status = await h.orchestrator.run({ principal: E17, goal });
+    expect(status.state).toBe('failed');
+    expect(status.outcome?.reason).toMatchObject({ code: 'model_unavailable', message: expect.stringContaining('turn 2') });
+  });
+
+  it('asks the user and continues with the answer', async () => {
+    const model = scriptedModel([reply.ask('How many people?'), reply.answer('noted')]);
+    const h = harness({ model });
+    const waiting = await h.orchestrator.run({ principal: E17, goal: 'book' });
+    expect(waiting).toMatchObject({ state: 'waiting_for_user', question: 'How many people?' });
+    const wrong = await h.orchestrator.answer(waiting.taskId, '3', { ...E17, userId: 'E99' });
+    expect(wrong.accepted).toBe(false);
+    const ok = await h.orchestrator.answer(waiting.taskId, '3', E17);
+    expect(ok.accepted).toBe(true);
+    expect((await h.orchestrator.settled(waiting.taskId)).state).toBe('done');
+    const transcript = await h.orchestrator.transcript(waiting.taskId);
+    expect(transcript.map((e) => e.kind)).toEqual(['goal', 'question', 'user_answer', 'answer']);
+  });
+});

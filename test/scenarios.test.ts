@@ -1,0 +1,103 @@
+import { describe, expect, it } from 'vitest';
+import type { AuditEntry } from '../machines/journal.js';
+import { scenarios } from '../src/demo/scenarios.js';
+import { MemoryStore } from '../src/store/memoryStore.js';
+
+const run = (name: keyof typeof scenarios) => scenarios[name]({ store: new MemoryStore() });
+
+function kinds<K extends AuditEntry['kind']>(audit: AuditEntry[], kind: K) {
+  return audit.filter((e): e is Extract<AuditEntry, { kind: K }> => e.kind === kind);
+}
+
+describe('demo trajectories', () => {
+  it('1. normal: R7 booked as B204, exactly one booking, success from the trusted receipt', async () => {
+    const r = await run('normal');
+    expect(r.status.state).toBe('done');
+    expect(r.status.outcome?.reason.code).toBe('goal_met');
+    expect(r.bookings.map((b) => [b.bookingId, b.roomId, b.requesterId])).toEqual([['B204', 'R7', 'E17']]);
+    expect(r.status.evidence).toEqual([expect.objectContaining({ tool: 'reserve_room', fields: { status: 'confirmed', booking_id: 'B204' } })]);
+    const writes = kinds(r.audit, 'tool_started').filter((e) => e.effect === 'write');
+    expect(writes).toHaveLength(1);
+    // The key is the host's (task + intent), never the model's call id.
+    expect(writes[0]!.idempotencyKey).toMatch(/^idem_[0-9a-f]{40}$/);
+    expect(writes[0]!.idempotencyKey).toBe(r.bookings[0]!.idempotencyKey);
+    expect(writes[0]!.idempotencyKey).not.toContain(writes[0]!.callId);
+    expect(kinds(r.audit, 'task_stopped')).toEqual([expect.objectContaining({ status: 'done' })]);
+  });
+
+  it('2. conflict: R7 taken between read and write, re-query, R9 booked as B205', async () => {
+    const r = await run('conflict');
+    expect(r.status.state).toBe('done');
+    expect(r.bookings.map((b) => `${b.bookingId} ${b.roomId} ${b.requesterId}`)).toEqual(['B204 R7 E42', 'B205 R9 E17']);
+    const finished = kinds(r.audit, 'tool_finished').map((e) => `${e.tool}:${e.code}`);
+    expect(finished).toEqual(['find_available_rooms:ok', 'reserve_room:conflict', 'find_available_rooms:ok', 'reserve_room:ok']);
+    // The conflict was an observation the model re-planned from, not a retry of the same write.
+    const writes = kinds(r.audit, 'tool_started').filter((e) => e.effect === 'write');
+    expect(writes.map((w) => (w.args as { room_id: string }).room_id)).toEqual(['R7', 'R9']);
+    expect(new Set(writes.map((w) => w.idempotencyKey)).size).toBe(2);
+    expect(r.status.evidence.at(-1)?.fields.booking_id).toBe('B205');
+  });
+
+  it('3. search timeout: one bounded retry, then "could not verify", nothing written', async () => {
+    const r = await run('searchTimeout');
+    expect(r.status.state).toBe('failed');
+    expect(r.status.outcome?.reason.code).toBe('could_not_verify');
+    expect(r.status.outcome?.reason.message).toMatch(/could not verify/);
+    expect(r.bookings).toEqual([]);
+    expect(r.reserveRequests).toBe(0);
+    const search = kinds(r.audit, 'tool_finished');
+    expect(search).toEqual([expect.objectContaining({ tool: 'find_available_rooms', code: 'timeout', attempts: 2 })]);
+    expect(r.status.budget.used.retries).toBe(1);
+    expect(kinds(r.audit, 'tool_started').filter((e) => e.effect === 'write')).toEqual([]);
+  });
+
+  it('4. lost response: reconciled by idempotency key, B204 reported, exactly one booking', async () => {
+    const r = await run('lostResponse');
+    expect(r.status.state).toBe('done');
+    expect(r.bookings.map((b) => b.bookingId)).toEqual(['B204']);
+    expect(r.reserveRequests).toBe(1);
+    const write = kinds(r.audit, 'tool_finished').find((e) => e.tool === 'reserve_room');
+    expect(write?.code).toBe('timeout');
+    const lookups = kinds(r.audit, 'write_lookup');
+    expect(lookups).toEqual([expect.objectContaining({ result: 'found', idempotencyKey: r.bookings[0]!.idempotencyKey })]);
+    expect(r.status.outcome?.answer).toContain('B204');
+    expect(r.status.evidence.at(-1)?.fields.booking_id).toBe('B204');
+  });
+
+  it('5. refused: unauthorized room and invalid time refused by the host, nothing written', async () => {
+    const r = await run('refused');
+    expect(r.status.state).toBe('failed');
+    expect(r.bookings).toEqual([]);
+    expect(r.reserveRequests).toBe(0);
+    const rejections = kinds(r.audit, 'gate').filter((g) => g.decision === 'reject');
+    expect(rejections.map((g) => [g.gate, g.code])).toEqual([
+      ['permission', 'permission_denied'],
+      ['business', 'invalid_time_range'],
+    ]);
+    expect(kinds(r.audit, 'tool_started')).toEqual([]);
+  });
+
+  it('refund: a confirmation for 199.00 does not authorize 999.00; 199.00 runs after its own confirmation', async () => {
+    const r = await run('refund');
+    expect(r.status.state).toBe('done');
+    expect(r.refunds.map((x) => [x.refundId, x.amountCents])).toEqual([['TX-9001', 19_900]]);
+    const confirmations = kinds(r.audit, 'confirmation').map((c) => `${c.action}:${c.code ?? ''}`);
+    expect(confirmations).toEqual([
+      'requested:',
+      'refused:arguments_changed',
+      'requested:',
+      'refused:wrong_user',
+      'rejected:confirmation_rejected',
+      'requested:',
+      'granted:',
+    ]);
+    const writes = kinds(r.audit, 'tool_started').filter((e) => e.effect === 'write');
+    expect(writes).toHaveLength(1);
+    expect((writes[0]!.args as { amount_cents: number }).amount_cents).toBe(19_900);
+    // The write ran under the confirmation granted for exactly its arguments.
+    const granted = kinds(r.audit, 'confirmation').find((c) => c.action === 'granted')!;
+    expect(writes[0]!.confirmationId).toBe(granted.confirmationId);
+    expect(writes[0]!.argsHash).toBe(granted.argsHash);
+    expect(r.steps.join('\n')).toContain('refused: arguments_changed');
+  });
+});

@@ -1,0 +1,82 @@
+/** Builds an orchestrator around the demo booking/refund services for tests. */
+import type { InspectionEvent } from 'xstate';
+import type { BudgetLimits, Policy, Principal } from '../../machines/agentTypes.js';
+import type { AuditEntry } from '../../machines/journal.js';
+import { findAvailableRooms } from '../../tools/findAvailableRooms.js';
+import { getOrder } from '../../tools/getOrder.js';
+import { refundOrder } from '../../tools/refundOrder.js';
+import { reserveRoom } from '../../tools/reserveRoom.js';
+import type { Clock } from '../../src/clock.js';
+import { BookingService } from '../../src/demo/bookingService.js';
+import { RefundDesk } from '../../src/demo/refundService.js';
+import { BOOKING_GOAL, BOOKING_SUCCESS, E17, MEETING } from '../../src/demo/scenarios.js';
+import type { AgentModel } from '../../src/model/agentModel.js';
+import { type ScriptStep, scriptedModel } from '../../src/model/scriptedModel.js';
+import { createOrchestrator } from '../../src/orchestrator.js';
+import { MemoryStore } from '../../src/store/memoryStore.js';
+import type { TaskStore } from '../../src/store/taskStore.js';
+import type { Tool } from '../../src/tool.js';
+
+export { E17, MEETING, BOOKING_GOAL, BOOKING_SUCCESS };
+
+export interface HarnessOptions {
+  script?: ScriptStep[];
+  model?: AgentModel;
+  store?: TaskStore;
+  clock?: Clock;
+  policy?: Partial<Policy>;
+  limits?: Partial<BudgetLimits>;
+  extraTools?: Tool[];
+  bookings?: BookingService;
+  refunds?: RefundDesk;
+  timeouts?: { search?: number; reserve?: number };
+  inspect?: (event: InspectionEvent) => void;
+  random?: () => number;
+}
+
+export function harness(options: HarnessOptions = {}) {
+  const bookings = options.bookings ?? new BookingService();
+  const refunds = options.refunds ?? new RefundDesk();
+  const store = options.store ?? new MemoryStore();
+  const model = options.model ?? scriptedModel(options.script ?? []);
+  const orchestrator = createOrchestrator({
+    tools: [
+      findAvailableRooms(bookings, {
+        timeoutMs: options.timeouts?.search ?? 200,
+        retry: { maxAttempts: 2, baseDelayMs: 10, maxDelayMs: 40 },
+      }),
+      reserveRoom(bookings, { timeoutMs: options.timeouts?.reserve ?? 200 }),
+      getOrder(refunds),
+      refundOrder(refunds),
+      ...(options.extraTools ?? []),
+    ],
+    model,
+    store,
+    clock: options.clock,
+    policy: options.policy,
+    limits: options.limits,
+    inspect: options.inspect,
+    random: options.random ?? (() => 0.5),
+    backoff: { baseDelayMs: 5, maxDelayMs: 20 },
+  });
+  return { orchestrator, bookings, refunds, store, model };
+}
+
+export const SUPPORT: Principal = { userId: 'E17', tenantId: 'acme', scopes: ['orders:read', 'refunds:write'] };
+
+export function reserveArgs(overrides: Record<string, unknown> = {}) {
+  return { room_id: 'R7', start_at: MEETING.start_at, end_at: MEETING.end_at, attendees: 3, expected_version: 17, ...overrides };
+}
+
+export function byKind<K extends AuditEntry['kind']>(audit: readonly AuditEntry[], kind: K) {
+  return audit.filter((e): e is Extract<AuditEntry, { kind: K }> => e.kind === kind);
+}
+
+/** Waits until `predicate` holds (polling), for states reached in the background. */
+export async function until(predicate: () => boolean | Promise<boolean>, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await predicate())) {
+    if (Date.now() > deadline) throw new Error('condition not reached in time');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}

@@ -1,0 +1,79 @@
+/**
+ * refund_order: a write that moves money. Refunds above a threshold wait for a human confirmation bound to the
+ * exact amount; the amount can never exceed what is refundable. Idempotent by the host's key.
+ */
+import { z } from 'zod';
+import { type ToolResult, type ValidationResult, defineTool } from '../src/tool.js';
+import type { Order } from './getOrder.js';
+
+export const refundOrderInput = z.strictObject({
+  order_id: z.string().min(1).max(64),
+  amount_cents: z.number().int().positive().max(100_000_000),
+  reason: z.string().min(1).max(200),
+});
+
+export const refundSchema = z.strictObject({
+  status: z.literal('succeeded'),
+  refund_id: z.string(),
+  order_id: z.string(),
+  amount_cents: z.number().int().positive(),
+});
+
+export type RefundOrderInput = z.infer<typeof refundOrderInput>;
+export type Refund = z.infer<typeof refundSchema>;
+
+export interface RefundService {
+  getOrder(tenantId: string, orderId: string, signal: AbortSignal): Promise<Order | undefined>;
+  refund(
+    request: RefundOrderInput & { tenantId: string; requestedBy: string; idempotencyKey: string },
+    signal: AbortSignal,
+  ): Promise<{ status: 'succeeded'; refund: Refund } | { status: 'rejected'; code: string; detail: string }>;
+  findByIdempotencyKey(key: string): Promise<Refund | undefined>;
+}
+
+const money = (cents: number) => (cents / 100).toFixed(2);
+
+export function refundOrder(
+  service: RefundService,
+  options: { confirmAboveCents?: number; timeoutMs?: number } = {},
+) {
+  const threshold = options.confirmAboveCents ?? 10_000;
+  return defineTool({
+    name: 'refund_order',
+    description:
+      `Refunds part or all of an order. Moves money. Refunds above ${money(threshold)} need the user's confirmation ` +
+      'of the exact amount. Success only with status "succeeded" and a refund_id.',
+    effect: 'write',
+    scopes: ['refunds:write'],
+    input: refundOrderInput,
+    output: refundSchema,
+    timeoutMs: options.timeoutMs ?? 5_000,
+    sameKeyRetrySafe: true,
+    confirm: (args) => args.amount_cents > threshold,
+    describeConfirmation: (args) => `Refund ${money(args.amount_cents)} on order ${args.order_id} (${args.reason})`,
+    async validate(args, ctx): Promise<ValidationResult> {
+      const order = await service.getOrder(ctx.principal.tenantId, args.order_id, ctx.signal);
+      if (!order) return { ok: false, code: 'not_found', summary: `no order ${args.order_id}` };
+      if (args.amount_cents > order.refundable_cents) {
+        return {
+          ok: false,
+          code: 'amount_exceeds_refundable',
+          summary: `${money(args.amount_cents)} is more than the refundable ${money(order.refundable_cents)}`,
+        };
+      }
+      return { ok: true };
+    },
+    async execute(args, ctx): Promise<ToolResult<Refund>> {
+      const result = await service.refund(
+        { ...args, tenantId: ctx.principal.tenantId, requestedBy: ctx.principal.userId, idempotencyKey: ctx.idempotencyKey },
+        ctx.signal,
+      );
+      if (result.status === 'succeeded') return { ok: true, value: result.refund };
+      return { ok: false, code: result.code, summary: result.detail };
+    },
+    async lookup(idempotencyKey) {
+      const refund = await service.findByIdempotencyKey(idempotencyKey);
+      return refund ? { found: true, value: refund } : { found: false };
+    },
+  });
+}
