@@ -2,7 +2,7 @@
  * An in-process store. Data is kept serialized, as a real store would keep it, so nothing shares references with
  * live actors and a value JSON cannot carry fails here as it would in Redis.
  */
-import { RevisionConflictError, TaskExistsError } from '../errors.js';
+import { AgentError, RevisionConflictError, TaskExistsError } from '../errors.js';
 import { type TaskEnvelope, type TaskSummary, parseEnvelope } from './envelope.js';
 import type { JournalStream, ListQuery, SaveRequest, TaskStore } from './taskStore.js';
 import { checkSaveRequest, matchesQuery } from './storeChecks.js';
@@ -33,23 +33,25 @@ export class MemoryStore implements TaskStore {
     if (expectedRevision !== 0 && row?.revision !== expectedRevision) {
       throw new RevisionConflictError(envelope.taskId, expectedRevision, row?.revision ?? null);
     }
-    const audit = [...(row?.audit ?? []), ...request.append.audit.map((e) => JSON.stringify(e))];
-    const transcript = [...(row?.transcript ?? []), ...request.append.transcript.map((e) => JSON.stringify(e))];
+    const audit = [...(row?.audit ?? []), ...request.append.audit.map(serialize)];
+    const transcript = [...(row?.transcript ?? []), ...request.append.transcript.map(serialize)];
     if (audit.length !== envelope.journal.audit || transcript.length !== envelope.journal.transcript) {
       throw new RevisionConflictError(envelope.taskId, expectedRevision, row?.revision ?? null);
     }
     this.rows.set(envelope.taskId, {
-      envelope: JSON.stringify(envelope),
+      envelope: serialize(envelope),
       revision: envelope.revision,
-      summary: envelope.summary,
+      // A copy: the caller's envelope (and what list() hands out) must not alias the stored row.
+      summary: { ...envelope.summary },
       audit,
       transcript,
     });
   }
 
   async list(query: ListQuery = {}): Promise<TaskSummary[]> {
-    const rows = [...this.rows.values()].map((r) => r.summary).filter((s) => matchesQuery(s, query));
-    rows.sort((a, b) => b.updatedAt - a.updatedAt || a.taskId.localeCompare(b.taskId));
+    const rows = [...this.rows.values()].map((r) => ({ ...r.summary })).filter((s) => matchesQuery(s, query));
+    // Ties by code unit, not localeCompare: the order must not depend on the process's locale.
+    rows.sort((a, b) => b.updatedAt - a.updatedAt || (a.taskId < b.taskId ? -1 : a.taskId > b.taskId ? 1 : 0));
     return rows.slice(0, query.limit ?? rows.length);
   }
 
@@ -74,4 +76,16 @@ export class MemoryStore implements TaskStore {
     const row = this.rows.get(taskId);
     if (row) row.envelope = text;
   }
+}
+
+/** JSON text of a value, refusing what JSON cannot carry (as a real store would) instead of storing garbage. */
+function serialize(value: unknown): string {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value);
+  } catch (error) {
+    throw new AgentError('invalid_save', `a value to save is not JSON: ${(error as Error).message}`);
+  }
+  if (text === undefined) throw new AgentError('invalid_save', 'a value to save is not JSON (undefined or a function)');
+  return text;
 }

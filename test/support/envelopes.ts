@@ -1,0 +1,237 @@
+/**
+ * Valid task envelopes for store tests. The base snapshot comes from actually starting the agent machine (with a
+ * model that never answers), so it has the shape XState persists, an in-flight invocation included; other states
+ * are derived from it by setting the fields the summary reads. Every envelope passes `parseEnvelope`.
+ */
+import { createActor, fromPromise } from 'xstate';
+import { agentMachine, AGENT_MACHINE_VERSION } from '../../machines/agentMachine.js';
+import type { AgentInput, FinalStatus } from '../../machines/agentTypes.js';
+import {
+  ENVELOPE_SCHEMA_VERSION,
+  type PersistedAgentSnapshot,
+  type TaskEnvelope,
+  type TaskState,
+  summarize,
+} from '../../src/store/envelope.js';
+import type { SaveRequest } from '../../src/store/taskStore.js';
+
+/** The time tasks start at unless a test says otherwise. */
+export const T0 = 1_700_000_000_000;
+
+/** A plausible task input for `taskId`. */
+export function taskInput(taskId: string, overrides: Partial<AgentInput> = {}): AgentInput {
+  return {
+    taskId,
+    goal: 'Book a meeting room for Friday 10:00',
+    principal: { userId: 'E17', tenantId: 'acme', scopes: ['rooms:read', 'rooms:book'] },
+    catalog: {
+      find_rooms: { effect: 'read', sameKeyRetrySafe: true },
+      book_room: { effect: 'write', sameKeyRetrySafe: true },
+    },
+    policy: {
+      version: 'policy/1',
+      maxCallsPerBatch: 4,
+      maxArgumentBytes: 4096,
+      maxRejectedTurns: 3,
+      maxInvalidOutputs: 2,
+      confirmationTtlMs: 600_000,
+      maxConfirmationRequests: 2,
+      maxReconcileAttempts: 3,
+      observationCapBytes: 8192,
+    },
+    limits: { modelTurns: 8, toolCalls: 16, writes: 2, retries: 4, tokens: 100_000, costMicros: 1_000_000, wallClockMs: 600_000 },
+    modelReservation: { tokens: 1000, costMicros: 1000 },
+    success: { tool: 'book_room', match: { status: 'confirmed' }, require: ['bookingId'] },
+    startedAt: T0,
+    ...overrides,
+  };
+}
+
+/** Plain JSON copy: what any store gives back. */
+export function jsonCopy<T>(value: T): T {
+  return JSON.parse(JSON.stringify(value)) as T;
+}
+
+/**
+ * Starts the real agent machine and returns its persisted snapshot (waiting on its first model turn) and the
+ * journal entries it emitted, as LiveTask would save them.
+ */
+export function startedTask(input: AgentInput): { snapshot: PersistedAgentSnapshot; audit: unknown[]; transcript: unknown[] } {
+  const model = fromPromise(() => new Promise<never>(() => {}));
+  const actor = createActor(agentMachine.provide({ actors: { model } as never }), { input });
+  const audit: unknown[] = [];
+  const transcript: unknown[] = [];
+  actor.on('audit', (event) => audit.push(event.entry));
+  actor.on('transcript', (event) => transcript.push(event.entry));
+  actor.start();
+  const snapshot = jsonCopy(actor.getPersistedSnapshot()) as unknown as PersistedAgentSnapshot;
+  actor.stop();
+  return { snapshot, audit: jsonCopy(audit), transcript: jsonCopy(transcript) };
+}
+
+const FINAL_STATE_NODES: Record<FinalStatus, string> = {
+  done: 'done',
+  failed: 'failed',
+  budget_exhausted: 'budgetExhausted',
+  cancelled: 'cancelled',
+  review_required: 'reviewRequired',
+};
+
+function modelChild(taskId: string, turn: number) {
+  return {
+    snapshot: { status: 'active', input: { taskId, turn, observations: [], retryAllowance: 4 } },
+    src: 'model',
+    syncSnapshot: false,
+  };
+}
+
+/** A copy of `snapshot` moved into the machine state that `summarize` reports as `state`. */
+export function snapshotIn(
+  snapshot: PersistedAgentSnapshot,
+  state: TaskState,
+  options: { at?: number; wakeAt?: number } = {},
+): PersistedAgentSnapshot {
+  const next = jsonCopy(snapshot);
+  const { context } = next;
+  const at = options.at ?? context.startedAt;
+  if (state === 'running') {
+    if (next.value === 'thinking') return next;
+    // Back to a model turn in flight, as the machine persists it.
+    Object.assign(next, { status: 'active', value: 'thinking', children: { model: modelChild(context.taskId, context.turn) } });
+    Object.assign(context, { batch: null, pendingConfirmation: null, question: null, waitingSince: null, outcome: null });
+    return next;
+  }
+  next.children = {};
+  if (state === 'waiting_for_confirmation') {
+    const callId = 'call_1';
+    const args = { roomId: 'R-4.12', start: '2024-05-10T10:00' };
+    next.value = { executing: 'awaitingConfirmation' };
+    context.batch = {
+      turn: context.turn,
+      closed: false,
+      calls: [
+        {
+          callId,
+          tool: 'book_room',
+          effect: 'write',
+          args,
+          argsHash: 'sha256:abc',
+          redactedArgs: args,
+          idempotencyKey: 'idem_abc',
+          needsConfirmation: true,
+          confirmationSummary: 'Book R-4.12 on Friday 10:00',
+          confirmedBy: null,
+          confirmationRequests: 1,
+          phase: 'ready',
+          writeAttempts: 0,
+          lookups: 0,
+          observation: null,
+        },
+      ],
+    };
+    context.pendingConfirmation = {
+      id: 'conf_1',
+      taskId: context.taskId,
+      callId,
+      tool: 'book_room',
+      argsHash: 'sha256:abc',
+      args,
+      summary: 'Book R-4.12 on Friday 10:00',
+      userId: context.principal.userId,
+      policyVersion: context.policy.version,
+      requestedAt: at,
+      expiresAt: options.wakeAt ?? at + context.policy.confirmationTtlMs,
+      request: 1,
+    };
+    context.waitingSince = at;
+  } else if (state === 'waiting_for_user') {
+    next.value = 'awaitingUser';
+    context.question = 'Which building?';
+    context.waitingSince = at;
+  } else {
+    next.status = 'done';
+    next.value = FINAL_STATE_NODES[state];
+    context.outcome = {
+      status: state,
+      reason: { code: state === 'done' ? 'goal_met' : `stopped_${state}`, message: `The task ended: ${state}.` },
+      answer: state === 'done' ? 'Booked R-4.12.' : null,
+      evidence: [],
+    };
+  }
+  return next;
+}
+
+/** An envelope for `snapshot` at `revision`, with its summary derived as the runtime derives it. */
+export function envelopeOf(
+  snapshot: PersistedAgentSnapshot,
+  meta: { revision: number; createdAt: number; updatedAt: number; journal: { audit: number; transcript: number } },
+): TaskEnvelope {
+  const { revision, createdAt, updatedAt, journal } = meta;
+  return jsonCopy({
+    schemaVersion: ENVELOPE_SCHEMA_VERSION,
+    machineVersion: AGENT_MACHINE_VERSION,
+    taskId: snapshot.context.taskId,
+    revision,
+    createdAt,
+    updatedAt,
+    summary: summarize(snapshot, { revision, createdAt, updatedAt }),
+    journal,
+    snapshot,
+  });
+}
+
+export interface CreateOptions {
+  state?: TaskState;
+  /** Defaults to T0. */
+  createdAt?: number;
+  /** Defaults to createdAt. */
+  updatedAt?: number;
+  /** The confirmation expiry, for waiting_for_confirmation. */
+  wakeAt?: number;
+  input?: Partial<AgentInput>;
+}
+
+/** The request that creates `taskId` at revision 1, with the journal entries the machine emitted on start. */
+export function createRequest(taskId: string, options: CreateOptions = {}): SaveRequest {
+  const createdAt = options.createdAt ?? T0;
+  const started = startedTask(taskInput(taskId, { startedAt: createdAt, ...options.input }));
+  const snapshot = snapshotIn(started.snapshot, options.state ?? 'running', { at: createdAt, wakeAt: options.wakeAt });
+  const envelope = envelopeOf(snapshot, {
+    revision: 1,
+    createdAt,
+    updatedAt: options.updatedAt ?? createdAt,
+    journal: { audit: started.audit.length, transcript: started.transcript.length },
+  });
+  return { envelope, expectedRevision: 0, append: { audit: started.audit, transcript: started.transcript } };
+}
+
+export interface NextOptions {
+  state?: TaskState;
+  /** Defaults to the previous updatedAt + 1000. */
+  updatedAt?: number;
+  wakeAt?: number;
+  audit?: unknown[];
+  transcript?: unknown[];
+}
+
+/** The request that saves the revision after `previous`, appending the given entries. */
+export function nextRequest(previous: TaskEnvelope, options: NextOptions = {}): SaveRequest {
+  const audit = options.audit ?? [];
+  const transcript = options.transcript ?? [];
+  const updatedAt = options.updatedAt ?? previous.updatedAt + 1000;
+  const snapshot = jsonCopy(previous.snapshot);
+  snapshot.context.turn += 1;
+  const moved = options.state ? snapshotIn(snapshot, options.state, { at: updatedAt, wakeAt: options.wakeAt }) : snapshot;
+  const envelope = envelopeOf(moved, {
+    revision: previous.revision + 1,
+    createdAt: previous.createdAt,
+    updatedAt,
+    journal: { audit: previous.journal.audit + audit.length, transcript: previous.journal.transcript + transcript.length },
+  });
+  return { envelope, expectedRevision: previous.revision, append: { audit, transcript } };
+}
+
+/** A small audit-like entry with a marker, to check order. */
+export function marker(n: number, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { kind: 'test_marker', n, ...extra };
+}
