@@ -77,7 +77,10 @@ export class TaskQuarantinedError extends AgentError {
   }
 }
 
-/** The store could not be reached or answered with an error; nothing was written. */
+/**
+ * The store could not be reached or answered with an error. After a timeout or a dropped connection a write may
+ * still have landed: the runtime checks for its own write before treating a retry's conflict as fatal.
+ */
 export class StoreUnavailableError extends AgentError {
   constructor(detail: string, options?: { cause?: unknown }) {
     super('store_unavailable', `The task store is unavailable: ${detail}`, options);

@@ -16,7 +16,10 @@ export interface SaveRequest {
   expectedRevision: number;
   /** Entries to append; the envelope's journal lengths already count them. */
   append: { audit: unknown[]; transcript: unknown[] };
-  /** With leases: the fencing token this writer holds. A store with leases refuses a stale token. */
+  /**
+   * With leases: the fencing token this writer holds. A store with leases refuses a token older than the newest
+   * acquisition (FencedOutError), and refuses a save without a token while someone holds the lease.
+   */
   fence?: string;
 }
 

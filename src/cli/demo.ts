@@ -1,0 +1,134 @@
+/**
+ * `npm start`: the meeting-room booking (and a refund) from the design sources, on an embedded store with the
+ * scripted model: no network, no keys. `npm start -- --help` lists the options.
+ */
+import { mkdir, rm } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import { formatTrace } from '../audit/formatTrace.js';
+import { shiftedClock } from '../clock.js';
+import { DEMO_NOW } from '../demo/bookingService.js';
+import { EXPECTED, SCENARIO_NAMES, type ScenarioEnv, type ScenarioName, type ScenarioResult, rowsOf, scenarios } from '../demo/scenarios.js';
+import type { TaskStore } from '../store/taskStore.js';
+import { openStore } from './openStore.js';
+
+const HELP = `Usage: npm start -- [options]
+
+  --scenario <name>   run one scenario: ${SCENARIO_NAMES.join(', ')} (default: all)
+  --store <kind>      file (default, under --data-dir), memory, or redis (REDIS_URL)
+  --data-dir <dir>    where the file store keeps tasks (default: .data/demo)
+  --verbose           show every gate pass, budget check and model request
+  --no-color          plain output
+  --help              this text`;
+
+const color = process.stdout.isTTY && !process.env.NO_COLOR;
+
+async function main(): Promise<number> {
+  const { values } = parseArgs({
+    options: {
+      scenario: { type: 'string' },
+      store: { type: 'string', default: 'file' },
+      'data-dir': { type: 'string', default: '.data/demo' },
+      verbose: { type: 'boolean', default: false },
+      'no-color': { type: 'boolean', default: false },
+      help: { type: 'boolean', default: false },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    console.log(HELP);
+    return 0;
+  }
+  const useColor = color && !values['no-color'];
+  const names = values.scenario ? [values.scenario] : [...SCENARIO_NAMES];
+  for (const name of names) {
+    if (!(SCENARIO_NAMES as readonly string[]).includes(name)) {
+      console.error(`Unknown scenario "${name}". Choose one of: ${SCENARIO_NAMES.join(', ')}.`);
+      return 2;
+    }
+  }
+
+  const dataDir = values['data-dir']!;
+  if (values.store === 'file') {
+    await rm(dataDir, { recursive: true, force: true });
+    await mkdir(dataDir, { recursive: true });
+  }
+  const results: { result: ScenarioResult; problems: string[] }[] = [];
+  for (const [index, name] of (names as ScenarioName[]).entries()) {
+    const store: TaskStore = await openStore(values.store!, { dataDir: `${dataDir}/${name}`, prefix: `statechart-agent-demo:${name}`, fresh: true });
+    try {
+      const env: ScenarioEnv = { store, clock: shiftedClock(DEMO_NOW) };
+      const result = await scenarios[name](env);
+      const problems = check(result);
+      results.push({ result, problems });
+      print(index + 1, result, problems, useColor, values.verbose!, store.kind);
+    } finally {
+      await store.close();
+    }
+  }
+  printSummary(results, useColor);
+  return results.every((r) => r.problems.length === 0) ? 0 : 1;
+}
+
+function check(result: ScenarioResult): string[] {
+  const expected = EXPECTED[result.name];
+  const problems: string[] = [];
+  if (result.status.state !== expected.state) problems.push(`state ${result.status.state}, expected ${expected.state}`);
+  const code = result.status.outcome?.reason.code ?? '';
+  if (code !== expected.code) problems.push(`reason ${code}, expected ${expected.code}`);
+  const rows = rowsOf(result);
+  if (rows.join('|') !== expected.rows.join('|')) problems.push(`rows [${rows.join(', ')}], expected [${expected.rows.join(', ')}]`);
+  return problems;
+}
+
+const paint = (on: boolean, code: string, text: string) => (on ? `\x1b[${code}m${text}\x1b[0m` : text);
+
+function print(n: number, result: ScenarioResult, problems: string[], useColor: boolean, verbose: boolean, store: string) {
+  const bold = (t: string) => paint(useColor, '1', t);
+  const dim = (t: string) => paint(useColor, '2', t);
+  const title = `${n}. ${result.title}`;
+  console.log(`\n${bold(title)} ${dim(`(--scenario ${result.name}, ${store} store)`)}`);
+  console.log(dim(`   ${result.expectation}`));
+  console.log(formatTrace(result.audit, { color: useColor, verbose, indent: '   ' }));
+  for (const step of result.steps) console.log(`   ${paint(useColor, '35', 'human')}    ${step}`);
+  const outcome = result.status.outcome;
+  if (outcome?.answer) console.log(`   ${bold('answer')}   ${JSON.stringify(outcome.answer)}`);
+  printRows(result, useColor);
+  if (problems.length) console.log(paint(useColor, '31', `   ✗ unexpected: ${problems.join('; ')}`));
+}
+
+function printRows(result: ScenarioResult, useColor: boolean) {
+  const dim = (t: string) => paint(useColor, '2', t);
+  if (result.refunds.length || result.name === 'refund') {
+    console.log(`   ${dim(`refunds: ${result.refunds.length} row${result.refunds.length === 1 ? '' : 's'}`)}`);
+    for (const r of result.refunds) {
+      console.log(`     ${r.refundId}  ${r.orderId}  ${(r.amountCents / 100).toFixed(2)}  by ${r.requestedBy}  ${dim(`key ${r.idempotencyKey.slice(0, 17)}…`)}`);
+    }
+    return;
+  }
+  console.log(`   ${dim(`bookings: ${result.bookings.length} row${result.bookings.length === 1 ? '' : 's'}, ${result.reserveRequests} reservation request${result.reserveRequests === 1 ? '' : 's'} sent`)}`);
+  for (const b of result.bookings) {
+    const key = b.idempotencyKey ? dim(`key ${b.idempotencyKey.slice(0, 17)}…`) : dim('(another employee)');
+    console.log(`     ${b.bookingId}  ${b.roomId}  ${b.startAt.slice(0, 10)} ${b.startAt.slice(11, 16)}-${b.endAt.slice(11, 16)} ${b.startAt.slice(19)}  ${b.attendees} people  by ${b.requesterId}  ${key}`);
+  }
+}
+
+function printSummary(results: { result: ScenarioResult; problems: string[] }[], useColor: boolean) {
+  if (results.length < 2) return;
+  console.log(`\n${paint(useColor, '1', 'Summary')}`);
+  console.log(paint(useColor, '2', `   ${'scenario'.padEnd(15)}${'outcome'.padEnd(35)}rows`));
+  for (const { result, problems } of results) {
+    const outcome = `${result.status.state} · ${result.status.outcome?.reason.code ?? '-'}`;
+    const mark = problems.length ? paint(useColor, '31', '✗') : paint(useColor, '32', '✓');
+    console.log(`   ${result.name.padEnd(15)}${outcome.padEnd(35)}${String(rowsOf(result).length).padEnd(6)}${mark}`);
+  }
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    console.error(error instanceof Error ? `${error.name}: ${error.message}` : error);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,26 @@
+/** Opens the store a CLI asked for: file (default), memory, or redis. */
+import { AgentError } from '../errors.js';
+import { MemoryStore } from '../store/memoryStore.js';
+import type { TaskStore } from '../store/taskStore.js';
+
+export async function openStore(
+  kind: string,
+  options: { dataDir: string; prefix?: string; /** Start empty: delete what the prefix holds (Redis). */ fresh?: boolean },
+): Promise<TaskStore> {
+  switch (kind) {
+    case 'memory':
+      return new MemoryStore();
+    case 'file': {
+      const { FileStore } = await import('../store/fileStore.js');
+      return new FileStore(options.dataDir);
+    }
+    case 'redis': {
+      const { RedisStore } = await import('../store/redisStore.js');
+      const store = new RedisStore({ prefix: options.prefix });
+      if (options.fresh) await store.deleteAll();
+      return store;
+    }
+    default:
+      throw new AgentError('invalid_option', `unknown store "${kind}"; use file, memory or redis`);
+  }
+}
