@@ -59,6 +59,13 @@ export class CorruptTaskError extends AgentError {
   }
 }
 
+/** Another process holds the task's lease (drives it now); retry later, or let recovery take it when it expires. */
+export class TaskBusyError extends AgentError {
+  constructor(readonly taskId: string) {
+    super('task_busy', `Task ${JSON.stringify(taskId)} is being driven by another process; retry when its lease is released or expires.`);
+  }
+}
+
 export class UnsupportedVersionError extends AgentError {
   constructor(
     readonly taskId: string,

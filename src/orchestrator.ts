@@ -34,7 +34,9 @@ import { type Clock, systemClock } from './clock.js';
 import {
   AgentError,
   CorruptTaskError,
+  FencedOutError,
   HostRequestError,
+  TaskBusyError,
   TaskExistsError,
   TaskNotFoundError,
   TaskQuarantinedError,
@@ -46,9 +48,9 @@ import { LiveTask } from './runtime/liveTask.js';
 import { unrestorableReason } from './runtime/restore.js';
 import { createRuntimeActors } from './runtime/runtimeActors.js';
 import { ToolRegistry } from './runtime/toolRegistry.js';
-import { type TaskState, type TaskSummary, summarize } from './store/envelope.js';
+import { type TaskEnvelope, type TaskState, type TaskSummary, summarize } from './store/envelope.js';
 import { MemoryStore } from './store/memoryStore.js';
-import type { ListQuery, TaskStore } from './store/taskStore.js';
+import type { Lease, ListQuery, TaskStore } from './store/taskStore.js';
 import type { Tool } from './tool.js';
 
 export const DEFAULT_POLICY: Policy = {
@@ -100,6 +102,29 @@ export interface OrchestratorOptions {
   adminScope?: string;
   /** Makes task ids (default: "task_" + random UUID). */
   newTaskId?: () => string;
+  /**
+   * Leases, used when the store has them (Redis): a process must hold a task's lease to drive it, every save
+   * carries its fencing token, and a process that lost its lease stops. Times are real milliseconds.
+   */
+  lease?: {
+    /** How long a lease lasts without renewal (default 15 s): the time recovery waits after a crash. */
+    ttlMs?: number;
+    /** Renewal period (default ttl / 3). */
+    renewEveryMs?: number;
+    /** How long an API call waits for another process to release a task (default 2 s), then TaskBusyError. */
+    acquireTimeoutMs?: number;
+  };
+}
+
+export interface RecoveryReport {
+  /** Running tasks this process took over (their lease had expired or was free). */
+  resumed: string[];
+  /** Running tasks another live process drives. */
+  busy: string[];
+  /** Tasks that cannot be restored, with the reason now recorded on them. */
+  quarantined: { taskId: string; reason: string }[];
+  /** Confirmations that had expired while no process was running. */
+  expired: number;
 }
 
 export interface StartTaskRequest {
@@ -173,6 +198,9 @@ export class Orchestrator {
   private readonly locks = new Map<string, Promise<unknown>>();
   private readonly ownsStore: boolean;
   private sweeper: ReturnType<typeof setInterval> | null = null;
+  private renewer: ReturnType<typeof setInterval> | null = null;
+  private readonly leases = new Map<string, Lease>();
+  private readonly leaseTtlMs: number;
   private closed = false;
 
   constructor(private readonly options: OrchestratorOptions) {
@@ -193,6 +221,11 @@ export class Orchestrator {
       task: (taskId) => this.port(taskId),
     });
     this.machine = agentMachine.provide({ actors }) as AgentMachine;
+    this.leaseTtlMs = options.lease?.ttlMs ?? 15_000;
+    if (this.store.leases) {
+      this.renewer = setInterval(() => void this.renewLeases(), options.lease?.renewEveryMs ?? this.leaseTtlMs / 3);
+      this.renewer.unref();
+    }
     const sweepMs = options.expirySweepMs ?? 0;
     if (sweepMs > 0) {
       this.sweeper = setInterval(() => void this.expireDue().catch(() => {}), sweepMs);
@@ -225,8 +258,15 @@ export class Orchestrator {
       startedAt: this.clock.now(),
     };
     return this.exclusive(taskId, async () => {
-      if (this.live.has(taskId) || (await this.store.load(taskId).catch(() => true))) throw new TaskExistsError(taskId);
-      const task = this.attach(new LiveTask(this.liveDeps(), { kind: 'new', input }));
+      if (this.live.has(taskId)) throw new TaskExistsError(taskId);
+      await this.takeLease(taskId);
+      try {
+        if (await this.store.load(taskId).catch(() => true)) throw new TaskExistsError(taskId);
+      } catch (error) {
+        await this.releaseLease(taskId);
+        throw error;
+      }
+      const task = this.attach(new LiveTask(this.liveDeps(taskId), { kind: 'new', input }));
       task.start();
       await task.barrier();
       return this.statusOf(task);
@@ -266,20 +306,28 @@ export class Orchestrator {
     return this.exclusive(taskId, async () => this.statusOf(await this.hydrate(taskId)));
   }
 
-  /** Resumes every stored task in the running state that is not live here. Returns their ids. */
-  async resumeRunning(): Promise<string[]> {
-    const running = await this.store.list({ states: ['running'] });
-    const resumed: string[] = [];
-    for (const summary of running) {
+  /**
+   * Takes over tasks left running by a process that died: every stored task in the running state whose lease is
+   * free (or expired) is resumed here; in-flight writes are reconciled, never re-run blindly. Then expires due
+   * confirmations. Safe to run in several processes at once: the lease decides who drives each task.
+   */
+  async recover(): Promise<RecoveryReport> {
+    const report: RecoveryReport = { resumed: [], busy: [], quarantined: [], expired: 0 };
+    for (const summary of await this.store.list({ states: ['running'] })) {
       if (this.live.has(summary.taskId)) continue;
       try {
-        await this.resume(summary.taskId);
-        resumed.push(summary.taskId);
+        await this.exclusive(summary.taskId, async () => {
+          await this.hydrate(summary.taskId, { wait: false });
+        });
+        report.resumed.push(summary.taskId);
       } catch (error) {
-        if (!(error instanceof AgentError)) throw error;
+        if (error instanceof TaskBusyError) report.busy.push(summary.taskId);
+        else if (error instanceof TaskQuarantinedError) report.quarantined.push({ taskId: summary.taskId, reason: error.reason });
+        else throw error;
       }
     }
-    return resumed;
+    report.expired = await this.expireDue();
+    return report;
   }
 
   list(query?: ListQuery): Promise<TaskSummary[]> {
@@ -370,8 +418,10 @@ export class Orchestrator {
   async close(): Promise<void> {
     this.closed = true;
     if (this.sweeper) clearInterval(this.sweeper);
-    for (const task of this.live.values()) task.stop();
+    if (this.renewer) clearInterval(this.renewer);
+    for (const task of [...this.live.values()]) task.stop();
     this.live.clear();
+    await Promise.all([...this.leases.keys()].map((taskId) => this.releaseLease(taskId)));
     if (this.ownsStore) await this.store.close();
   }
 
@@ -413,23 +463,39 @@ export class Orchestrator {
     task.onSaved((summary) => {
       if (summary.state !== 'running') void this.evictIfIdle(task);
     });
+    // Stopped, fenced out or store failure: this process no longer drives the task.
+    task.onFailure(() => {
+      if (this.live.get(task.taskId) === task) this.live.delete(task.taskId);
+      void this.releaseLease(task.taskId);
+    });
     return task;
   }
 
   /** A waiting or finished task holds no memory here: it is reloaded when an event arrives. */
   private evictIfIdle(task: LiveTask): Promise<void> {
     return this.exclusive(task.taskId, async () => {
-      if (this.live.get(task.taskId) === task && task.isSettled()) {
-        task.stop();
-        this.live.delete(task.taskId);
-      }
+      if (this.live.get(task.taskId) === task && task.isSettled()) task.stop();
     });
   }
 
-  private async hydrate(taskId: string): Promise<LiveTask> {
+  /** Makes the task live here: takes its lease (if the store has leases), validates and restores it. */
+  private async hydrate(taskId: string, options: { wait?: boolean } = {}): Promise<LiveTask> {
     const existing = this.live.get(taskId);
     if (existing && !existing.failed) return existing;
     if (existing) this.live.delete(taskId);
+    await this.takeLease(taskId, options.wait ?? true);
+    try {
+      const envelope = await this.loadRestorable(taskId);
+      const task = this.attach(new LiveTask(this.liveDeps(taskId), { kind: 'restored', envelope }));
+      task.start();
+      return task;
+    } catch (error) {
+      await this.releaseLease(taskId);
+      throw error;
+    }
+  }
+
+  private async loadRestorable(taskId: string): Promise<TaskEnvelope> {
     const quarantined = await this.store.quarantined(taskId);
     if (quarantined) throw new TaskQuarantinedError(taskId, quarantined);
     let envelope;
@@ -448,12 +514,10 @@ export class Orchestrator {
       await this.store.quarantine(taskId, reason);
       throw new TaskQuarantinedError(taskId, reason);
     }
-    const task = this.attach(new LiveTask(this.liveDeps(), { kind: 'restored', envelope }));
-    task.start();
-    return task;
+    return envelope;
   }
 
-  private liveDeps() {
+  private liveDeps(taskId: string) {
     return {
       store: this.store,
       machine: this.machine,
@@ -461,7 +525,46 @@ export class Orchestrator {
       random: this.random,
       inspect: this.options.inspect,
       saveRetries: this.options.saveRetries ?? 8,
+      fence: () => this.leases.get(taskId)?.fence,
     };
+  }
+
+  // --- leases ---------------------------------------------------------------------------------------------
+
+  /** Takes the task's lease when the store has leases; waits up to acquireTimeoutMs (real time) unless told not to. */
+  private async takeLease(taskId: string, wait = true): Promise<void> {
+    const leases = this.store.leases;
+    if (!leases || this.leases.has(taskId)) return;
+    const deadline = Date.now() + (wait ? (this.options.lease?.acquireTimeoutMs ?? 2_000) : 0);
+    for (let attempt = 0; ; attempt++) {
+      const lease = await leases.acquire(taskId, this.leaseTtlMs);
+      if (lease) {
+        this.leases.set(taskId, lease);
+        return;
+      }
+      if (Date.now() >= deadline) throw new TaskBusyError(taskId);
+      await new Promise((resolve) => setTimeout(resolve, Math.min(25 * 2 ** attempt, 250)));
+    }
+  }
+
+  private async releaseLease(taskId: string): Promise<void> {
+    const lease = this.leases.get(taskId);
+    if (!lease || this.live.has(taskId)) return;
+    this.leases.delete(taskId);
+    await this.store.leases?.release(lease).catch(() => {});
+  }
+
+  /** Renews every lease held; a task whose lease is lost (or may be, past its expiry) stops being driven here. */
+  private async renewLeases(): Promise<void> {
+    for (const [taskId, lease] of [...this.leases]) {
+      let kept: boolean;
+      try {
+        kept = await this.store.leases!.renew(lease, this.leaseTtlMs);
+      } catch {
+        kept = Date.now() < lease.expiresAt;
+      }
+      if (!kept) this.live.get(taskId)?.fail(new FencedOutError(taskId, 'this process lost the lease'));
+    }
   }
 
   private port(taskId: string): TaskPort {

@@ -71,6 +71,7 @@ export class LiveTask implements TaskPort {
   private failure: Error | null = null;
   private savedSummary: TaskSummary | null = null;
   private readonly listeners = new Set<(summary: TaskSummary) => void>();
+  private readonly failureListeners = new Set<(error: Error) => void>();
 
   constructor(
     private readonly deps: LiveTaskDeps,
@@ -167,6 +168,11 @@ export class LiveTask implements TaskPort {
 
   get summary(): TaskSummary | null {
     return this.savedSummary;
+  }
+
+  /** Called once when the task stops being driven here (stopped, fenced out, store failed). */
+  onFailure(listener: (error: Error) => void): void {
+    this.failureListeners.add(listener);
   }
 
   /** Called after every successful save. */
@@ -286,6 +292,7 @@ export class LiveTask implements TaskPort {
     } catch {
       // already stopped
     }
+    for (const listener of this.failureListeners) listener(error);
   }
 
   /** The current (possibly not yet saved) snapshot, for status views. */

@@ -2,9 +2,10 @@
  * An in-process store. Data is kept serialized, as a real store would keep it, so nothing shares references with
  * live actors and a value JSON cannot carry fails here as it would in Redis.
  */
-import { AgentError, RevisionConflictError, TaskExistsError } from '../errors.js';
+import { randomBytes } from 'node:crypto';
+import { AgentError, FencedOutError, RevisionConflictError, TaskExistsError } from '../errors.js';
 import { type TaskEnvelope, type TaskSummary, parseEnvelope } from './envelope.js';
-import type { JournalStream, ListQuery, SaveRequest, TaskStore } from './taskStore.js';
+import type { JournalStream, Lease, LeaseManager, ListQuery, SaveRequest, TaskStore } from './taskStore.js';
 import { checkSaveRequest, matchesQuery } from './storeChecks.js';
 
 interface Row {
@@ -17,8 +18,36 @@ interface Row {
 
 export class MemoryStore implements TaskStore {
   readonly kind = 'memory';
+  /** Leases with the same semantics as the Redis store, so several orchestrators can share one store in tests. */
+  readonly leases: LeaseManager;
   private readonly rows = new Map<string, Row>();
   private readonly quarantine_ = new Map<string, string>();
+  private readonly held = new Map<string, { token: string; expiresAt: number }>();
+  private readonly fences = new Map<string, number>();
+
+  /** `now` drives lease expiry (default: the system clock). */
+  constructor(private readonly now: () => number = Date.now) {
+    this.leases = {
+      acquire: async (taskId, ttlMs) => {
+        const current = this.held.get(taskId);
+        if (current && current.expiresAt > this.now()) return null;
+        const fence = (this.fences.get(taskId) ?? 0) + 1;
+        this.fences.set(taskId, fence);
+        const lease: Lease = { taskId, token: randomBytes(16).toString('hex'), fence: String(fence), expiresAt: this.now() + ttlMs };
+        this.held.set(taskId, { token: lease.token, expiresAt: lease.expiresAt });
+        return lease;
+      },
+      renew: async (lease, ttlMs) => {
+        const current = this.held.get(lease.taskId);
+        if (!current || current.token !== lease.token || current.expiresAt <= this.now()) return false;
+        current.expiresAt = lease.expiresAt = this.now() + ttlMs;
+        return true;
+      },
+      release: async (lease) => {
+        if (this.held.get(lease.taskId)?.token === lease.token) this.held.delete(lease.taskId);
+      },
+    };
+  }
 
   async load(taskId: string): Promise<TaskEnvelope | null> {
     const row = this.rows.get(taskId);
@@ -28,6 +57,7 @@ export class MemoryStore implements TaskStore {
   async save(request: SaveRequest): Promise<void> {
     const { envelope, expectedRevision } = request;
     checkSaveRequest(request);
+    this.checkFence(envelope.taskId, request.fence);
     const row = this.rows.get(envelope.taskId);
     if (expectedRevision === 0 && row) throw new TaskExistsError(envelope.taskId);
     if (expectedRevision !== 0 && row?.revision !== expectedRevision) {
@@ -46,6 +76,19 @@ export class MemoryStore implements TaskStore {
       audit,
       transcript,
     });
+  }
+
+  /** As in Redis: a fence must be the newest; no fence is refused while someone holds the lease. */
+  private checkFence(taskId: string, fence: string | undefined): void {
+    const current = this.fences.get(taskId) ?? 0;
+    if (fence !== undefined && fence !== '') {
+      if (Number(fence) !== current) throw new FencedOutError(taskId, `fence ${fence} is stale (current ${current})`);
+      return;
+    }
+    const holder = this.held.get(taskId);
+    if (holder && holder.expiresAt > this.now()) {
+      throw new FencedOutError(taskId, 'a save without a fence while another process holds the lease');
+    }
   }
 
   async list(query: ListQuery = {}): Promise<TaskSummary[]> {

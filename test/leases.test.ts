@@ -1,0 +1,103 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { TaskBusyError } from '../src/errors.js';
+import { reply, scriptedModel } from '../src/model/scriptedModel.js';
+import { createOrchestrator } from '../src/orchestrator.js';
+import { MemoryStore } from '../src/store/memoryStore.js';
+import { defineTool } from '../src/tool.js';
+import { E17, until } from './support/harness.js';
+
+/** A read that waits until released, counting how often it started, per process label. */
+function gatedRead() {
+  const started: string[] = [];
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  const tool = (process: string) =>
+    defineTool({
+      name: 'slow_read',
+      description: 'a read that takes a while',
+      effect: 'read',
+      scopes: [],
+      timeoutMs: 60_000,
+      input: z.strictObject({}),
+      output: z.strictObject({ by: z.string() }),
+      async execute() {
+        started.push(process);
+        await gate;
+        return { ok: true, value: { by: process } };
+      },
+    });
+  return { tool, started, release: () => release() };
+}
+
+function processWith(store: MemoryStore, tool: ReturnType<ReturnType<typeof gatedRead>['tool']>, lease: { ttlMs: number; renewEveryMs?: number; acquireTimeoutMs?: number }) {
+  return createOrchestrator({
+    tools: [tool],
+    model: scriptedModel([reply.call('slow_read', {}), (v) => reply.answer(`read by ${(v.data('slow_read') as { by: string }).by}`)]),
+    store,
+    lease,
+  });
+}
+
+describe('leases: one driver per task', () => {
+  it('refuses to drive a task another process holds', async () => {
+    const store = new MemoryStore();
+    const read = gatedRead();
+    const a = processWith(store, read.tool('A'), { ttlMs: 10_000 });
+    const b = processWith(store, read.tool('B'), { ttlMs: 10_000, acquireTimeoutMs: 50 });
+    await a.start({ principal: E17, goal: 'read', taskId: 't' });
+    await until(() => read.started.length === 1);
+    await expect(b.resume('t')).rejects.toBeInstanceOf(TaskBusyError);
+    expect((await b.recover()).busy).toEqual(['t']);
+    read.release();
+    expect((await a.settled('t')).outcome?.answer).toBe('read by A');
+    expect(read.started).toEqual(['A']);
+    await a.close();
+    await b.close();
+  });
+
+  it('fences out a process that lost its lease: its later writes are refused and it stops', async () => {
+    const store = new MemoryStore();
+    const read = gatedRead();
+    // A never renews: its lease lapses while its read hangs (a long GC pause, a frozen VM).
+    const a = processWith(store, read.tool('A'), { ttlMs: 100, renewEveryMs: 3_600_000 });
+    await a.start({ principal: E17, goal: 'read', taskId: 't' });
+    await until(() => read.started.length === 1);
+    await new Promise((r) => setTimeout(r, 150));
+
+    const b = processWith(store, read.tool('B'), { ttlMs: 10_000 });
+    const report = await b.recover();
+    expect(report.resumed).toEqual(['t']);
+    await until(() => read.started.length === 2);
+    const revisionAfterTakeover = (await store.load('t'))!.revision;
+
+    read.release(); // both reads finish; only B may record its result
+    const status = await b.settled('t');
+    expect(status.outcome?.answer).toBe('read by B');
+    await expect(a.settled('t')).resolves.toMatchObject({ outcome: { answer: 'read by B' } });
+    // A's save was refused by the fence: nothing it computed after losing the lease reached the store.
+    const audit = await b.audit('t');
+    expect(audit.filter((e) => e.kind === 'tool_finished')).toHaveLength(1);
+    expect((await store.load('t'))!.revision).toBeGreaterThan(revisionAfterTakeover);
+    await a.close();
+    await b.close();
+  });
+
+  it('recovers a task left running by a process that died (lease expired), and skips finished ones', async () => {
+    const store = new MemoryStore();
+    const dead = gatedRead(); // never released: the process that runs it is gone
+    const alive = gatedRead();
+    alive.release();
+    const a = processWith(store, dead.tool('A'), { ttlMs: 100, renewEveryMs: 3_600_000 });
+    await a.start({ principal: E17, goal: 'read', taskId: 'orphan' });
+    await until(() => dead.started.length === 1);
+    await new Promise((r) => setTimeout(r, 150));
+    const b = processWith(store, alive.tool('B'), { ttlMs: 10_000 });
+    const report = await b.recover();
+    expect(report).toMatchObject({ resumed: ['orphan'], busy: [], quarantined: [] });
+    expect((await b.settled('orphan')).outcome?.answer).toBe('read by B');
+    expect((await b.recover()).resumed).toEqual([]);
+    await a.close();
+    await b.close();
+  });
+});
