@@ -94,7 +94,10 @@ export interface OrchestratorOptions {
   backoff?: { baseDelayMs: number; maxDelayMs: number };
   /** Retries of a save that failed because the store was unreachable (default 8, about 10 s in all). */
   saveRetries?: number;
-  /** Interval of the sweep that expires due confirmations; 0 disables it (call `expireDue()` yourself). */
+  /**
+   * Interval of the sweep that expires due confirmations, from the store's index of deadlines (so it also catches
+   * tasks that expired while no process ran). Default 5 s; 0 disables it (call `expireDue()` yourself).
+   */
   expirySweepMs?: number;
   /** Receives XState inspection events of every task actor (see `src/inspect`). */
   inspect?: (event: InspectionEvent) => void;
@@ -200,6 +203,7 @@ export class Orchestrator {
   private sweeper: ReturnType<typeof setInterval> | null = null;
   private renewer: ReturnType<typeof setInterval> | null = null;
   private readonly leases = new Map<string, Lease>();
+  private readonly savedListeners = new Set<(summary: TaskSummary) => void>();
   private readonly leaseTtlMs: number;
   private closed = false;
 
@@ -226,7 +230,7 @@ export class Orchestrator {
       this.renewer = setInterval(() => void this.renewLeases(), options.lease?.renewEveryMs ?? this.leaseTtlMs / 3);
       this.renewer.unref();
     }
-    const sweepMs = options.expirySweepMs ?? 0;
+    const sweepMs = options.expirySweepMs ?? 5_000;
     if (sweepMs > 0) {
       this.sweeper = setInterval(() => void this.expireDue().catch(() => {}), sweepMs);
       this.sweeper.unref();
@@ -332,6 +336,15 @@ export class Orchestrator {
 
   list(query?: ListQuery): Promise<TaskSummary[]> {
     return this.store.list(query);
+  }
+
+  /**
+   * Calls `listener` after every save of a task driven by this process (a transition is acknowledged when this
+   * fires). For progress views and tests; the listener must not throw. Returns an unsubscribe function.
+   */
+  onSaved(listener: (summary: TaskSummary) => void): () => void {
+    this.savedListeners.add(listener);
+    return () => this.savedListeners.delete(listener);
   }
 
   // --- user events ----------------------------------------------------------------------------------------
@@ -461,6 +474,7 @@ export class Orchestrator {
   private attach(task: LiveTask): LiveTask {
     this.live.set(task.taskId, task);
     task.onSaved((summary) => {
+      for (const listener of this.savedListeners) listener(summary);
       if (summary.state !== 'running') void this.evictIfIdle(task);
     });
     // Stopped, fenced out or store failure: this process no longer drives the task.
