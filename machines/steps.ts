@@ -170,8 +170,12 @@ export const deferCancel: Step = (context, event) => {
 };
 
 export const stopForModelError: Step = (context, event) => {
-  const message = event.type === 'xstate.error.actor.model' ? safeErrorText(event.error) : 'the model failed';
-  return stop(context, event, 'failed', { code: 'model_unavailable', message: `the model could not be reached: ${message}` });
+  const error = event.type === 'xstate.error.actor.model' ? event.error : undefined;
+  const message = error === undefined ? 'the model failed' : safeErrorText(error);
+  const spent = (error as { retriesUsed?: unknown } | undefined)?.retriesUsed;
+  const result = stop(context, event, 'failed', { code: 'model_unavailable', message: `the model could not be reached: ${message}` });
+  if (typeof spent === 'number' && spent > 0) result.context!.budget = debit(context.budget, { retries: spent });
+  return result;
 };
 
 export const stopForInternalError: Step = (context, event) =>

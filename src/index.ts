@@ -40,6 +40,8 @@ export {
   type OfferedTool,
 } from './model/agentModel.js';
 export { ScriptedModel, reply, scriptedModel, type ScriptStep, type ScriptView } from './model/scriptedModel.js';
+export { createOpenAIModel, ModelConfigError, type OpenAIModelOptions } from './model/openaiModel.js';
+export { ModelRequestError, type ModelPrices } from './model/openaiReply.js';
 export { MemoryStore } from './store/memoryStore.js';
 export type { JournalStream, Lease, LeaseManager, ListQuery, SaveRequest, TaskStore } from './store/taskStore.js';
 export {

@@ -81,9 +81,11 @@ export function createRuntimeActors(host: ActorHost) {
           return { ...toModelEvent(timed.value.reply, clock.now()), retriesUsed };
         }
         if (!failure!.transient || retriesUsed >= input.retryAllowance) {
-          throw new Error(
+          const error = new Error(
             failure!.transient ? `${failure!.message} (after ${retriesUsed} retries)` : failure!.message,
           );
+          // The retries were spent even though the turn failed: the machine debits them from the budget.
+          throw Object.assign(error, { retriesUsed });
         }
         const delay = Math.max(failure!.retryAfterMs ?? 0, backoffDelay(retriesUsed, host.backoff, host.random));
         retriesUsed += 1;

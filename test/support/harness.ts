@@ -32,6 +32,8 @@ export interface HarnessOptions {
   timeouts?: { search?: number; reserve?: number };
   inspect?: (event: InspectionEvent) => void;
   random?: () => number;
+  /** Per model call (the orchestrator's modelTimeoutMs; default 60 s). */
+  modelTimeoutMs?: number;
 }
 
 export function harness(options: HarnessOptions = {}) {
@@ -58,6 +60,7 @@ export function harness(options: HarnessOptions = {}) {
     inspect: options.inspect,
     random: options.random ?? (() => 0.5),
     backoff: { baseDelayMs: 5, maxDelayMs: 20 },
+    modelTimeoutMs: options.modelTimeoutMs,
   });
   return { orchestrator, bookings, refunds, store, model };
 }
