@@ -34,6 +34,14 @@ export function runningCall(context: AgentContext) {
   return context.batch?.calls.find((c) => c.phase === 'running');
 }
 
+/**
+ * True when the host's gates rejected a call of the batch. A user's refusal of a confirmation is the user's
+ * decision, not a rejected proposal, so it does not count towards the rejected-turns limit.
+ */
+export function hasHostRejection(batch: AgentContext['batch']): boolean {
+  return batch?.calls.some((c) => c.observation?.ok === false && c.observation.gate !== undefined && c.observation.gate !== 'confirmation') ?? false;
+}
+
 export const guards = {
   // --- budget -------------------------------------------------------------------------------------------
   hasBudgetForModelTurn: (context, event) =>
@@ -75,10 +83,8 @@ export const guards = {
   // --- executing ------------------------------------------------------------------------------------------
   isBatchComplete: (context) => batchComplete(context.batch),
 
-  hasTooManyRejectedTurns: (context) => {
-    const rejectedNow = context.batch?.calls.some((c) => c.observation?.ok === false && c.observation.gate) ?? false;
-    return context.rejectedTurns + (rejectedNow ? 1 : 0) > context.policy.maxRejectedTurns;
-  },
+  hasTooManyRejectedTurns: (context) =>
+    context.rejectedTurns + (hasHostRejection(context.batch) ? 1 : 0) > context.policy.maxRejectedTurns,
 
   isCancelRequested: (context) => context.cancelRequested !== null,
 

@@ -18,7 +18,7 @@ import * as B from './batch.js';
 import { ZERO_COUNTERS, debit, describeShortfall, modelTurnNeed, shortfall } from './budget.js';
 import { REFUSAL_MESSAGES, judgeConfirmation, newConfirmation } from './confirmation.js';
 import { checkProtocol } from './protocol.js';
-import { currentCall, runningCall } from './guards.js';
+import { currentCall, hasHostRejection, runningCall } from './guards.js';
 import { fingerprint } from '../src/json/fingerprint.js';
 
 export interface StepResult {
@@ -174,7 +174,7 @@ export const stopForModelError: Step = (context, event) => {
   const message = error === undefined ? 'the model failed' : safeErrorText(error);
   const spent = (error as { retriesUsed?: unknown } | undefined)?.retriesUsed;
   const result = stop(context, event, 'failed', { code: 'model_unavailable', message: `the model could not be reached: ${message}` });
-  if (typeof spent === 'number' && spent > 0) result.context!.budget = debit(context.budget, { retries: spent });
+  if (typeof spent === 'number' && spent > 0) result.context!.budget = debit(context.budget, { retries: retriesWithin(context, spent) });
   return result;
 };
 
@@ -265,7 +265,7 @@ export const settleModelTurn: Step = (context, event) => {
   const tokens = usage.inputTokens + usage.outputTokens - context.modelReservation.tokens;
   const costMicros = usage.costMicros - context.modelReservation.costMicros;
   return {
-    context: { budget: debit(context.budget, { tokens, costMicros, retries: output.retriesUsed }) },
+    context: { budget: debit(context.budget, { tokens, costMicros, retries: retriesWithin(context, output.retriesUsed) }) },
     audit: [
       entry(context, event, {
         kind: 'model_output',
@@ -465,7 +465,7 @@ export const closeBatch: Step = (context, event) => {
     }
     if (!observation.ok) lastFailure = { tool: call.tool, code: observation.code, summary: observation.summary };
   }
-  const rejected = batch.calls.some((c) => c.observation?.ok === false && c.observation.gate);
+  const rejected = hasHostRejection(batch);
   return {
     context: {
       batch: { ...batch, closed: true },
@@ -540,7 +540,7 @@ export const finishReads: Step = (context, event) => {
   for (const call of batch.calls.filter((c) => c.phase === 'running')) {
     batch = B.finishCall(batch, call.callId, B.rejection(call, 'internal_error', 'the host lost this read', undefined, false));
   }
-  return { context: { batch, evidence, budget: debit(context.budget, { retries: output.retriesUsed }) }, audit };
+  return { context: { batch, evidence, budget: debit(context.budget, { retries: retriesWithin(context, output.retriesUsed) }) }, audit };
 };
 
 function codeOf(observation: Observation): string {
@@ -773,6 +773,15 @@ export const giveUpConfirmation: Step = (context, event) =>
   );
 
 // --- helpers ----------------------------------------------------------------------------------------------
+
+/**
+ * Retries an actor reports, never more than the allowance it was given (the remaining budget): the budget's
+ * `used` cannot pass its limit even if an actor misreports.
+ */
+function retriesWithin(context: AgentContext, reported: number): number {
+  const allowance = Math.max(0, context.budget.limits.retries - context.budget.used.retries);
+  return Math.min(Math.max(0, Math.floor(reported)), allowance);
+}
 
 /** Ends a wait for a human: the deadline moves by the time waited, so waiting does not spend the budget. */
 function endWait(context: AgentContext, event: AnyAgentEvent): Pick<AgentContext, 'waitingSince' | 'budget'> {

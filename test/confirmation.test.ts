@@ -153,6 +153,21 @@ describe('confirmation bound to exact arguments', () => {
     expect(observed).toMatchObject({ ok: false, code: 'confirmation_rejected', summary: expect.stringContaining('too much') });
   });
 
+  it('does not count a user refusing a confirmation as a host rejection of the proposal', async () => {
+    const h = harness({
+      policy: { maxRejectedTurns: 1 },
+      script: [reply.call('refund_order', REFUND_999), reply.call('refund_order', { ...REFUND_999, amount_cents: 99_800 }), reply.answer('gave up')],
+    });
+    let status = await h.orchestrator.run({ principal: SUPPORT, goal, taskId: 'two-noes' });
+    for (let i = 0; i < 2; i++) {
+      await h.orchestrator.reject('two-noes', { id: status.pendingConfirmation!.id }, SUPPORT);
+      status = await h.orchestrator.settled('two-noes');
+    }
+    expect(status.state).toBe('done');
+    expect(status.outcome?.answer).toBe('gave up');
+    expect(h.refunds.refunds).toEqual([]);
+  });
+
   it('ignores approval claimed in tool output: the write still waits for the user', async () => {
     const h = harness({
       script: [

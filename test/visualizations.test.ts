@@ -1,0 +1,81 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { AnyStateNode } from 'xstate';
+import { describe, expect, it } from 'vitest';
+import { agentMachine } from '../machines/agentMachine.js';
+import { VISUALIZATIONS_DIR, renderVisualizations } from '../scripts/visualize.js';
+
+/** Named guards of the chart, read from the definition independently of the script (composed ones unfolded). */
+function guardNames(guard: unknown): string[] {
+  if (guard === undefined || guard === null) return [];
+  if (typeof guard === 'string') return [guard];
+  const inner = (guard as { guards?: unknown[] }).guards;
+  if (Array.isArray(inner)) return inner.flatMap(guardNames);
+  const type = (guard as { type?: unknown }).type;
+  return typeof type === 'string' ? [type] : [];
+}
+
+function walk(node: AnyStateNode): AnyStateNode[] {
+  return [node, ...Object.values(node.states).flatMap(walk)];
+}
+
+const nodes = walk(agentMachine.root);
+const usedGuards = [
+  ...new Set(
+    nodes.flatMap((node) =>
+      [...(node.always ?? []), ...[...node.transitions.values()].flat()].flatMap((t) => guardNames(t.guard)),
+    ),
+  ),
+].sort();
+
+describe('visualizations', () => {
+  const generated = renderVisualizations();
+
+  it.each(Object.keys(generated))('committed %s matches the machine definition', (name) => {
+    let committed: string | null = null;
+    try {
+      committed = readFileSync(join(VISUALIZATIONS_DIR, name), 'utf8');
+    } catch {
+      committed = null;
+    }
+    if (committed !== generated[name]) {
+      expect.fail(`visualizations are stale: run npm run visualize (visualizations/${name} differs from the machine)`);
+    }
+  });
+
+  it('is deterministic', () => {
+    expect(renderVisualizations()).toEqual(generated);
+  });
+
+  it('names every guard the chart uses in the Mermaid diagram', () => {
+    const mermaid = generated['agentMachine.mmd']!;
+    expect(usedGuards.length).toBeGreaterThan(20);
+    const missing = usedGuards.filter((name) => !new RegExp(`\\b${name}\\b`).test(mermaid));
+    expect(missing).toEqual([]);
+  });
+
+  it('shows every state, marks final states and notes invoke sources', () => {
+    const mermaid = generated['agentMachine.mmd']!;
+    for (const node of nodes.filter((n) => n !== agentMachine.root)) {
+      const id = node.path.join('_');
+      expect(mermaid, `state ${node.path.join('.')}`).toMatch(
+        new RegExp(`state ("${node.key}" as ${id}|${id} \\{)`),
+      );
+      if (node.type === 'final') expect(mermaid).toContain(`${id} --> [*]`);
+      for (const invoke of node.invoke) expect(mermaid).toContain(`${id} : invokes ${invoke.src as string} as ${invoke.id}`);
+    }
+  });
+
+  it('labels a guarded edge with its event and composed guard', () => {
+    const mermaid = generated['agentMachine.mmd']!;
+    expect(mermaid).toContain('thinking --> reasking: model.toolsProposed [not hasPairableCallIds]');
+    expect(mermaid).toContain('[needsConfirmation and not isConfirmedForExactArguments]');
+  });
+
+  it('renders a self-contained HTML page with an inline SVG and no external resources', () => {
+    const html = generated['agentMachine.html']!;
+    expect(html).toContain('<svg');
+    expect(html).not.toMatch(/<script|https?:\/\/(?!www\.w3\.org\/2000\/svg)/);
+    for (const name of usedGuards) expect(html).toContain(name);
+  });
+});
