@@ -307,7 +307,11 @@ export class Orchestrator {
   /** Restores a persisted task into this process and lets it continue (a no-op for a live one). */
   async resume(taskId: string): Promise<TaskStatus> {
     this.assertOpen();
-    return this.exclusive(taskId, async () => this.statusOf(await this.hydrate(taskId)));
+    return this.exclusive(taskId, async () => {
+      const task = await this.hydrate(taskId);
+      this.releaseIfSettled(task);
+      return this.statusOf(task);
+    });
   }
 
   /**
@@ -397,6 +401,7 @@ export class Orchestrator {
           if (!pending || pending.expiresAt > now) return;
           task.send({ type: 'timer.confirmationExpired', at: now, confirmationId: pending.id });
           await task.barrier();
+          this.releaseIfSettled(task);
           expired += 1;
         });
       } catch (error) {
@@ -467,7 +472,9 @@ export class Orchestrator {
       const emitted = task.send(event);
       await task.barrier();
       const changed = task.currentSnapshot() !== before;
-      return { ...interpret(event, emitted, changed), status: this.statusOf(task) };
+      const result = { ...interpret(event, emitted, changed), status: this.statusOf(task) };
+      this.releaseIfSettled(task);
+      return result;
     });
   }
 
@@ -483,6 +490,19 @@ export class Orchestrator {
       void this.releaseLease(task.taskId);
     });
     return task;
+  }
+
+  /** Tasks driven by this process right now (waiting and finished ones are not kept). */
+  get liveTasks(): number {
+    return this.live.size;
+  }
+
+  /**
+   * Inside an exclusive section: a task that was loaded only to read it or to refuse an event, and needs nothing
+   * more, is dropped again (no save follows to trigger the usual eviction).
+   */
+  private releaseIfSettled(task: LiveTask): void {
+    if (this.live.get(task.taskId) === task && task.isSettled()) task.stop();
   }
 
   /** A waiting or finished task holds no memory here: it is reloaded when an event arrives. */

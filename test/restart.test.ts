@@ -252,3 +252,21 @@ describe('model failures', () => {
     expect(transcript.map((e) => e.kind)).toEqual(['goal', 'question', 'user_answer', 'answer']);
   });
 });
+
+describe('memory', () => {
+  it('keeps no task in memory that waits or has finished, even after events it refused', async () => {
+    const h = harness({ script: [reply.call('refund_order', { order_id: 'O-1001', amount_cents: 99_900, reason: 'x' }), reply.answer('x')] });
+    const principal = { userId: 'E17', tenantId: 'acme', scopes: ['refunds:write'] };
+    const waiting = await h.orchestrator.run({ principal, goal: 'refund', taskId: 'w' });
+    await until(() => h.orchestrator.liveTasks === 0);
+    await h.orchestrator.confirm('w', { id: 'wrong', argsHash: 'x' }, principal);
+    expect(h.orchestrator.liveTasks).toBe(0);
+    await h.orchestrator.resume('w');
+    expect(h.orchestrator.liveTasks).toBe(0);
+    await h.orchestrator.reject('w', { id: waiting.pendingConfirmation!.id }, principal);
+    await h.orchestrator.settled('w');
+    await until(() => h.orchestrator.liveTasks === 0);
+    await h.orchestrator.cancel('w', principal);
+    expect(h.orchestrator.liveTasks).toBe(0);
+  });
+});
