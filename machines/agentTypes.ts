@@ -176,14 +176,6 @@ export interface Outcome {
   evidence: Evidence[];
 }
 
-/** Loop detection memory: what was proposed when. Bounded ring. */
-export interface RecentCall {
-  tool: string;
-  argsHash: string;
-  /** `knowledge` when the call was last proposed. */
-  knowledge: number;
-}
-
 export interface AgentContext {
   taskId: string;
   goal: string;
@@ -208,9 +200,13 @@ export interface AgentContext {
   evidence: Evidence[];
   /** Increments whenever an observation carries information not seen before. */
   knowledge: number;
-  /** Hashes of recent observations (bounded), to tell new information from repeats. */
+  /** Fingerprints of recent observations (bounded), to tell new information from repeats. */
   seenObservations: string[];
-  recentCalls: RecentCall[];
+  /**
+   * Calls (tool + short argument hash) proposed since the last new observation. Proposing one of them again is a
+   * loop. Emptied whenever something new is observed, so it stays small and the snapshot does not grow.
+   */
+  proposedSinceNew: string[];
   rejectedTurns: number;
   invalidOutputs: number;
   /** The last failed observation, to explain an unmet goal. */

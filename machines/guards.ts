@@ -34,6 +34,11 @@ export function runningCall(context: AgentContext) {
   return context.batch?.calls.find((c) => c.phase === 'running');
 }
 
+/** The loop-detection key of a call: tool and the first 64 bits of its arguments hash. */
+export function callKey(tool: string, argsHash: string): string {
+  return `${tool}:${argsHash.replace(/^sha256:/, '').slice(0, 16)}`;
+}
+
 /**
  * True when the host's gates rejected a call of the batch. A user's refusal of a confirmation is the user's
  * decision, not a rejected proposal, so it does not count towards the rejected-turns limit.
@@ -74,9 +79,7 @@ export const guards = {
     const { verdicts } = outputOf(event, 'vet');
     return verdicts.some((v) => {
       const call = findCall(context.batch, v.callId);
-      return context.recentCalls.some(
-        (r) => r.tool === call?.tool && r.argsHash === v.argsHash && r.knowledge === context.knowledge,
-      );
+      return call !== undefined && context.proposedSinceNew.includes(callKey(call.tool, v.argsHash));
     });
   },
 

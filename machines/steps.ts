@@ -18,7 +18,7 @@ import * as B from './batch.js';
 import { ZERO_COUNTERS, debit, describeShortfall, modelTurnNeed, shortfall } from './budget.js';
 import { REFUSAL_MESSAGES, judgeConfirmation, newConfirmation } from './confirmation.js';
 import { checkProtocol } from './protocol.js';
-import { currentCall, hasHostRejection, runningCall } from './guards.js';
+import { callKey, currentCall, hasHostRejection, runningCall } from './guards.js';
 import { fingerprint } from '../src/json/fingerprint.js';
 
 export interface StepResult {
@@ -31,8 +31,8 @@ export type Step = (context: AgentContext, event: AnyAgentEvent) => StepResult;
 
 type AuditBody = AuditEntry extends infer E ? (E extends unknown ? Omit<E, 'at' | 'turn'> : never) : never;
 
-const RECENT_CALLS = 32;
-const SEEN_OBSERVATIONS = 64;
+const PROPOSED_SINCE_NEW = 32;
+const SEEN_OBSERVATIONS = 16;
 const UNKNOWN_OUTCOME_CODES = new Set(['timeout', 'unavailable', 'outcome_unknown', 'lookup_failed']);
 
 function at(context: AgentContext, event: AnyAgentEvent): number {
@@ -80,7 +80,7 @@ export function initialContext(input: AgentInput): AgentContext {
     evidence: [],
     knowledge: 0,
     seenObservations: [],
-    recentCalls: [],
+    proposedSinceNew: [],
     rejectedTurns: 0,
     invalidOutputs: 0,
     lastFailure: null,
@@ -206,9 +206,10 @@ export const stopForRejections: Step = (context, event) => {
 
 export const stopForLoop: Step = (context, event) => {
   const { verdicts } = outputOf(event, 'vet');
-  const repeated = verdicts.find((v) =>
-    context.recentCalls.some((r) => r.argsHash === v.argsHash && r.knowledge === context.knowledge),
-  );
+  const repeated = verdicts.find((v) => {
+    const proposed = B.findCall(context.batch, v.callId);
+    return proposed !== undefined && context.proposedSinceNew.includes(callKey(proposed.tool, v.argsHash));
+  });
   const call = repeated && B.findCall(context.batch, repeated.callId);
   const message = `the model proposed ${call?.tool ?? 'a call'} again with the same arguments and nothing new was observed`;
   const batch = context.batch && B.applyVerdicts(context.batch, verdicts);
@@ -436,14 +437,11 @@ export const applyVerdicts: Step = (context, event) => {
 };
 
 function rememberProposals(context: AgentContext, batch: AgentContext['batch'], verdicts: Verdict[]) {
-  const recentCalls = context.recentCalls.filter(
-    (r) => !verdicts.some((v) => v.argsHash === r.argsHash && B.findCall(batch, v.callId)?.tool === r.tool),
-  );
-  for (const v of verdicts) {
+  const keys = verdicts.flatMap((v) => {
     const tool = B.findCall(batch, v.callId)?.tool;
-    if (tool) recentCalls.push({ tool, argsHash: v.argsHash, knowledge: context.knowledge });
-  }
-  return { recentCalls: recentCalls.slice(-RECENT_CALLS) };
+    return tool ? [callKey(tool, v.argsHash)] : [];
+  });
+  return { proposedSinceNew: [...new Set([...context.proposedSinceNew, ...keys])].slice(-PROPOSED_SINCE_NEW) };
 }
 
 // --- executing --------------------------------------------------------------------------------------------
@@ -470,6 +468,8 @@ export const closeBatch: Step = (context, event) => {
     context: {
       batch: { ...batch, closed: true },
       knowledge,
+      // Something new was observed: earlier proposals may be worth making again.
+      proposedSinceNew: knowledge === context.knowledge ? context.proposedSinceNew : [],
       lastFailure: batch.calls.some((c) => c.observation?.ok === false) ? lastFailure : null,
       seenObservations: seen.slice(-SEEN_OBSERVATIONS),
       rejectedTurns: context.rejectedTurns + (rejected ? 1 : 0),

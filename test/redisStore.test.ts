@@ -83,10 +83,17 @@ describe.skipIf(!redis)('RedisStore', () => {
       expect(await client.type(k.task('a'))).toBe('hash');
       expect(await client.type(k.audit('a'))).toBe('stream');
       expect(await client.type(k.transcript('a'))).toBe('list');
-      // The audit trail is a plain stream: readable with XRANGE from any Redis client, ids numbered from 1.
+      // The audit trail is a plain stream, one message per save, readable with XRANGE from any Redis client:
+      // id "<n>-0" numbers the message's first entry from 1; `entries` holds them as a JSON array.
       const stream = await client.xrange(k.audit('a'), '-', '+');
-      expect(stream.map(([id]) => id)).toEqual(stream.map((_, i) => `${i + 1}-0`));
-      expect(stream.map(([, fields]) => JSON.parse(fields[1]!))).toStrictEqual(await store.readJournal('a', 'audit'));
+      const fields = stream.map(([, f]) => Object.fromEntries([[f[0], f[1]], [f[2], f[3]]]) as { entries: string; count: string });
+      const entries = fields.flatMap((f) => JSON.parse(f.entries) as unknown[]);
+      expect(entries).toStrictEqual(await store.readJournal('a', 'audit'));
+      let next = 1;
+      stream.forEach(([id], i) => {
+        expect(id).toBe(`${next}-0`);
+        next += Number(fields[i]!.count);
+      });
       expect(await client.type(k.state('waiting_for_confirmation'))).toBe('zset');
     });
 
@@ -115,12 +122,13 @@ describe.skipIf(!redis)('RedisStore', () => {
 
     it('writes nothing when the journal lengths disagree with the stored journals', async () => {
       const first = await create(store, 't-gap');
-      // An entry nobody committed (written around the store): the next save's journal check must fail.
-      await client.xadd(redisKeys(prefix).audit('t-gap'), `${first.journal.audit + 1}-0`, 'entry', JSON.stringify(marker(99)));
+      const messages = await client.xlen(redisKeys(prefix).audit('t-gap'));
+      // A message nobody committed (written around the store): the next save's journal append must fail.
+      await client.xadd(redisKeys(prefix).audit('t-gap'), `${first.journal.audit + 1}-0`, 'entries', JSON.stringify([marker(99)]), 'count', 1);
       const request = nextRequest(first, { state: 'done', audit: [marker(1)] });
       await expect(store.save(request)).rejects.toBeInstanceOf(RevisionConflictError);
       expect(await store.load('t-gap')).toStrictEqual(first);
-      expect(await client.xlen(redisKeys(prefix).audit('t-gap'))).toBe(first.journal.audit + 1);
+      expect(await client.xlen(redisKeys(prefix).audit('t-gap'))).toBe(messages + 1);
       expect(await store.list({ states: ['done'] })).toEqual([]);
       // ...and the uncommitted entry is never read back.
       expect(await store.readJournal('t-gap', 'audit', 0, 10_000)).toHaveLength(first.journal.audit);

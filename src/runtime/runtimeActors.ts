@@ -45,6 +45,8 @@ export function createRuntimeActors(host: ActorHost) {
   return {
     model: fromPromise<ModelActorOutput, ModelActorInput>(async ({ input, signal }) => {
       const task = host.task(input.taskId);
+      // The turn is paid for only once the state that debits it is durable. Waiting here also yields to the event
+      // loop between turns, so a task whose tools and model answer at once cannot starve other work.
       await task.barrier();
       const context = task.context();
       let retriesUsed = 0;

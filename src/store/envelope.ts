@@ -159,7 +159,7 @@ const contextSchema = z.object({
   evidence: z.array(z.object({ tool: z.string(), callId: z.string(), idempotencyKey: z.string().nullable(), fields: z.record(z.string(), json) })),
   knowledge: count,
   seenObservations: z.array(z.string()),
-  recentCalls: z.array(z.object({ tool: z.string(), argsHash: z.string(), knowledge: count })),
+  proposedSinceNew: z.array(z.string()),
   rejectedTurns: count,
   invalidOutputs: count,
   lastFailure: z.object({ tool: z.string(), code: z.string(), summary: z.string() }).nullable(),

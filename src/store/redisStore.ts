@@ -109,8 +109,8 @@ export class RedisStore implements TaskStore {
       envelope.journal.transcript - append.transcript.length,
       append.audit.length,
       append.transcript.length,
+      `[${append.audit.map(entryJson).join(',')}]`,
       ...TASK_STATES,
-      ...append.audit.map(entryJson),
       ...append.transcript.map(entryJson),
     ];
     const [code, detail] = await this.call(
@@ -148,15 +148,24 @@ export class RedisStore implements TaskStore {
       { taskId, key: listKey },
     );
     if (code < 0) throw scriptError(code, String(detail), { taskId });
-    return (detail as string[]).map((text, i) => {
+    const parse = (text: string, what: string): unknown => {
       try {
         return JSON.parse(text) as unknown;
       } catch (error) {
-        throw new CorruptTaskError(taskId, `entry ${i} of the requested ${stream} range in ${listKey} is not JSON`, {
-          cause: error,
-        });
+        throw new CorruptTaskError(taskId, `${what} of the requested ${stream} range in ${listKey} is not JSON`, { cause: error });
       }
-    });
+    };
+    if (code === 1) return (detail as string[]).map((text, i) => parse(text, `entry ${i}`));
+    // Stream: (first entry number, JSON array) per save; cut to [from, to) of the committed entries.
+    const [start, end, ...pairs] = (detail as (string | number)[]).map((x, i) => (i < 2 ? Number(x) : x));
+    const entries: { index: number; entry: unknown }[] = [];
+    for (let i = 0; i < pairs.length; i += 2) {
+      const first = Number(pairs[i]) - 1;
+      const array = parse(String(pairs[i + 1]), `the audit message at entry ${first + 1}`);
+      if (!Array.isArray(array)) throw new CorruptTaskError(taskId, `the audit message at entry ${first + 1} in ${listKey} is not an array`);
+      array.forEach((entry, k) => entries.push({ index: first + k, entry }));
+    }
+    return entries.filter((e) => e.index >= (start as number) && e.index < (end as number)).map((e) => e.entry);
   }
 
   async quarantine(taskId: string, reason: string): Promise<void> {

@@ -1,11 +1,15 @@
 #!lua
 --[[
   Saves a task: one atomic compare-and-set of the envelope plus the append of its new journal entries and the
-  update of every index. Everything is checked before the first write, so a refused save changes nothing.
-  The shebang makes Redis refuse the whole script up front when it is out of memory, instead of failing at the
-  first write. Cost does not depend on journal length: journals are only measured and appended to, never read.
-  The audit journal is a stream (XADD) whose entry ids are the 1-based entry numbers ("<n>-0"), so a range of
-  entries maps to an XRANGE; the transcript is a list.
+  update of every index. Every check happens before the first write, and the first write is the one that can
+  still fail (the XADD, if its id is taken), so a refused save changes nothing.
+  The shebang makes Redis refuse the whole script up front when it is out of memory.
+
+  Cost does not depend on journal length: journals are never read, only measured (the transcript list) or
+  appended to. The audit journal is a stream with one message per save: id "<n>-0" where n is the 1-based number
+  of the save's first audit entry, fields `entries` (a JSON array of the entries) and `count`. The transcript is a
+  list, one JSON entry per element.
+
   Fencing: a presented fence must equal the task's fence counter, i.e. nobody acquired the lease after this
   writer. A writer whose lease merely expired, with no acquisition since, is still accepted: fencing guards
   against a newer holder, and expiry alone does not create one.
@@ -24,9 +28,9 @@
   ARGV[9]   wakeAt (ms), "" for none
   ARGV[10]  audit length before the append       ARGV[11]  transcript length before the append
   ARGV[12]  number of audit entries (A)          ARGV[13]  number of transcript entries (T)
-  ARGV[14..13+S]           state names, aligned with KEYS[8..]
-  ARGV[14+S..13+S+A]       audit entries (JSON)
-  ARGV[14+S+A..13+S+A+T]   transcript entries (JSON)
+  ARGV[14]  the audit entries as one JSON array
+  ARGV[15..14+S]           state names, aligned with KEYS[8..]
+  ARGV[15+S..14+S+T]       transcript entries (JSON)
 
   Returns {code, detail}:
     { 1, new revision }        saved
@@ -43,62 +47,76 @@ local taskKey, auditKey, transcriptKey, fenceKey, leaseKey = KEYS[1], KEYS[2], K
 local updatedKey, wakeKey = KEYS[6], KEYS[7]
 local taskId, expected, revision, fence = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 local state, updatedAt, wakeAt = ARGV[7], ARGV[8], ARGV[9]
-local stateCount = #KEYS - 7
+local auditBefore, transcriptBefore = tonumber(ARGV[10]), tonumber(ARGV[11])
 local auditCount, transcriptCount = tonumber(ARGV[12]), tonumber(ARGV[13])
-local firstEntry = 14 + stateCount
+local stateCount = #KEYS - 7
+local firstTranscript = 15 + stateCount
 
-local function wrongType(key, expectedType)
-  local actual = redis.call('TYPE', key)['ok']
-  return actual ~= 'none' and actual ~= expectedType
-end
-
-for _, pair in ipairs({{taskKey, 'hash'}, {auditKey, 'stream'}, {transcriptKey, 'list'}, {fenceKey, 'string'}, {leaseKey, 'string'}}) do
-  if wrongType(pair[1], pair[2]) then return {-6, pair[1]} end
-end
-for i = 6, #KEYS do
-  if wrongType(KEYS[i], 'zset') then return {-7, KEYS[i]} end
+-- A read that reports a wrong-typed key instead of aborting the script.
+local function read(code, key, ...)
+  local reply = redis.pcall(...)
+  if type(reply) == 'table' and reply.err then return nil, {code, key} end
+  return reply, nil
 end
 
 local stateKeys = {}
-for i = 1, stateCount do stateKeys[ARGV[13 + i]] = KEYS[7 + i] end
+for i = 1, stateCount do stateKeys[ARGV[14 + i]] = KEYS[7 + i] end
 if not stateKeys[state] then return {-8, state} end
 
-local currentFence = redis.call('GET', fenceKey) or '0'
+local current, failure = read(-6, taskKey, 'HMGET', taskKey, 'revision', 'state', 'auditLength')
+if failure then return failure end
+local currentRevision, oldState, auditLength = current[1], current[2], tonumber(current[3] or '0')
+
+local currentFence
+currentFence, failure = read(-6, fenceKey, 'GET', fenceKey)
+if failure then return failure end
+currentFence = currentFence or '0'
+local holder
+holder, failure = read(-6, leaseKey, 'GET', leaseKey)
+if failure then return failure end
 if fence ~= '' then
   if tonumber(fence) ~= tonumber(currentFence) then return {-3, currentFence} end
-elseif redis.call('EXISTS', leaseKey) == 1 then
+elseif holder then
   return {-4, ''}
 end
 
-local current = redis.call('HMGET', taskKey, 'revision', 'state')
-local currentRevision, oldState = current[1], current[2]
 if expected == 0 then
   if currentRevision then return {-1, ''} end
 elseif not currentRevision or tonumber(currentRevision) ~= expected then
   return {-2, currentRevision or ''}
 end
 
-local auditBefore, transcriptBefore = tonumber(ARGV[10]), tonumber(ARGV[11])
-if redis.call('XLEN', auditKey) ~= auditBefore or redis.call('LLEN', transcriptKey) ~= transcriptBefore then
+local transcriptLength
+transcriptLength, failure = read(-6, transcriptKey, 'LLEN', transcriptKey)
+if failure then return failure end
+if auditLength ~= auditBefore or transcriptLength ~= transcriptBefore then
   return {-5, currentRevision or ''}
 end
+local auditType = redis.call('TYPE', auditKey)['ok']
+if auditType ~= 'none' and auditType ~= 'stream' then return {-6, auditKey} end
 
--- Validated; from here on every command succeeds.
+-- Index keys: a wrong type would fail a ZADD after the task was written, so look first.
+local indexes = {updatedKey, wakeKey, stateKeys[state]}
+if oldState and stateKeys[oldState] and oldState ~= state then indexes[#indexes + 1] = stateKeys[oldState] end
+for _, key in ipairs(indexes) do
+  _, failure = read(-7, key, 'ZSCORE', key, taskId)
+  if failure then return failure end
+end
+
+-- Writes. The XADD goes first: it is the only one that can still be refused (a message someone else added
+-- past our last entry), and then nothing else has been written.
+if auditCount > 0 then
+  local added = redis.pcall('XADD', auditKey, (auditBefore + 1) .. '-0', 'entries', ARGV[14], 'count', auditCount)
+  if type(added) == 'table' and added.err then return {-5, currentRevision or ''} end
+end
+-- unpack() is bounded by the Lua stack, so long appends go in chunks.
+local last = firstTranscript + transcriptCount - 1
+for from = firstTranscript, last, 1000 do
+  redis.call('RPUSH', transcriptKey, unpack(ARGV, from, math.min(from + 999, last)))
+end
 redis.call('HSET', taskKey,
   'envelope', ARGV[5], 'summary', ARGV[6], 'revision', revision, 'state', state, 'fence', fence,
   'auditLength', auditBefore + auditCount, 'transcriptLength', transcriptBefore + transcriptCount)
-
--- unpack() is bounded by the Lua stack, so long appends go in chunks.
-local function append(key, first, count)
-  local last = first + count - 1
-  for from = first, last, 1000 do
-    redis.call('RPUSH', key, unpack(ARGV, from, math.min(from + 999, last)))
-  end
-end
-for i = 0, auditCount - 1 do
-  redis.call('XADD', auditKey, (auditBefore + i + 1) .. '-0', 'entry', ARGV[firstEntry + i])
-end
-append(transcriptKey, firstEntry + auditCount, transcriptCount)
 
 redis.call('ZADD', updatedKey, updatedAt, taskId)
 if oldState and oldState ~= state and stateKeys[oldState] then

@@ -1,0 +1,143 @@
+/**
+ * The tasks CLI (src/cli/tasks.ts), run as a child process against prepared stores: a file store holding a finished
+ * booking and a refund waiting for confirmation, and a Redis store holding a task whose process was killed.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { RedisBookingService } from '../src/demo/redisBookingService.js';
+import { REFUND_GOAL, REFUND_SUCCESS, refundScript, scenarios } from '../src/demo/scenarios.js';
+import type { AuditRecord } from '../src/orchestrator.js';
+import type { TaskSummary } from '../src/store/envelope.js';
+import { FileStore } from '../src/store/fileStore.js';
+import { leaseExpired } from './support/crashMatrix.js';
+import { SUPPORT, harness } from './support/harness.js';
+import { useTestRedis } from './support/redis.js';
+import { ChildPool } from './support/workers.js';
+
+const redis = await useTestRedis();
+const pool = new ChildPool();
+
+async function tasks(args: string[], env: NodeJS.ProcessEnv = {}) {
+  const child = pool.spawnTs('tasks', 'src/cli/tasks.ts', args, env);
+  const { code } = await child.ended(20_000);
+  return { code, out: child.lines.join('\n'), err: child.stderr };
+}
+
+afterEach(() => pool.killAll());
+
+describe('tasks CLI on a file store', () => {
+  let dir: string;
+  let file: string[];
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'tasks-cli-'));
+    file = ['--data-dir', dir];
+    await scenarios.normal({ store: new FileStore(dir) });
+    const { orchestrator } = harness({ store: new FileStore(dir), script: refundScript() });
+    const waiting = await orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, success: REFUND_SUCCESS, taskId: 'refund-wait' });
+    expect(waiting.state).toBe('waiting_for_confirmation');
+    await orchestrator.close();
+  });
+  afterAll(() => rm(dir, { recursive: true, force: true }));
+
+  it('lists the tasks, newest first, and filters by state', async () => {
+    const all = await tasks(['list', ...file]);
+    expect(all.code).toBe(0);
+    const lines = all.out.split('\n');
+    expect(lines[0]).toMatch(/^TASK\s+STATE\s+MACHINE STATE\s+REV\s+USER\s+UPDATED\s+OUTCOME$/);
+    expect(lines.slice(1).map((l) => l.split(/\s+/).slice(0, 2))).toEqual([
+      ['refund-wait', 'waiting_for_confirmation'],
+      ['normal-1', 'done'],
+    ]);
+    const done = await tasks(['list', '--state', 'done', '--json', ...file]);
+    expect((JSON.parse(done.out) as TaskSummary[]).map((t) => [t.taskId, t.outcomeCode])).toEqual([['normal-1', 'goal_met']]);
+  }, 30_000);
+
+  it('shows a waiting task with its pending confirmation and budgets', async () => {
+    const { code, out } = await tasks(['show', 'refund-wait', ...file]);
+    expect(code).toBe(0);
+    expect(out).toMatch(/^state\s+waiting_for_confirmation \(executing\.awaitingConfirmation\)/m);
+    expect(out).toMatch(/^confirm\s+Refund 999\.00 on order O-1001/m);
+    expect(out).toMatch(/id refund-wait\/t2\.c1\.r1, by E17, args sha256:[0-9a-f]{64}/);
+    expect(out).toMatch(/^ {2}modelTurns\s+2 \/ 12\s+\(10\)$/m);
+    expect(out).toMatch(/^outcome\s+\(not finished\)$/m);
+  }, 30_000);
+
+  it('shows the outcome of a finished task, also as JSON', async () => {
+    const text = await tasks(['show', 'normal-1', ...file]);
+    expect(text.out).toMatch(/^outcome\s+done: goal_met/m);
+    expect(text.out).toMatch(/^answer\s+Booked R7 .* booking B204\.$/m);
+    const json = await tasks(['show', 'normal-1', '--json', ...file]);
+    expect(JSON.parse(json.out)).toMatchObject({ taskId: 'normal-1', state: 'done', outcome: { reason: { code: 'goal_met' } } });
+  }, 30_000);
+
+  it('prints the audit trail as a trace, or its entries as JSON', async () => {
+    const trace = await tasks(['audit', 'normal-1', ...file]);
+    expect(trace.code).toBe(0);
+    expect(trace.out).toMatch(/t2  write    reserve_room \{.*"expected_version":17,"room_id":"R7".* key idem_/);
+    expect(trace.out).toMatch(/stop\s+done goal_met/);
+    const json = await tasks(['audit', 'normal-1', '--json', ...file]);
+    const entries = JSON.parse(json.out) as AuditRecord[];
+    expect(entries[0]).toMatchObject({ seq: 0, kind: 'task_started' });
+    expect(entries.at(-1)).toMatchObject({ kind: 'task_stopped', status: 'done' });
+  }, 30_000);
+
+  it('fails with a message for an unknown task, command or state', async () => {
+    const missing = await tasks(['show', 'nope', ...file]);
+    expect(missing).toMatchObject({ code: 1, err: expect.stringContaining('Task "nope" does not exist') });
+    const command = await tasks(['frob', ...file]);
+    expect(command).toMatchObject({ code: 2, err: expect.stringContaining('unknown command "frob"') });
+    const state = await tasks(['list', '--state', 'asleep', ...file]);
+    expect(state).toMatchObject({ code: 2, err: expect.stringContaining('unknown state "asleep"') });
+  }, 30_000);
+});
+
+describe.skipIf(!redis)('tasks CLI recover on Redis', () => {
+  let client: Redis;
+  let prefix: string;
+
+  beforeAll(() => {
+    client = redis!.connect();
+    prefix = redis!.freshPrefix();
+  });
+  afterAll(async () => {
+    await redis!.deleteKeys(prefix);
+    await redis!.stop();
+  });
+
+  it('resumes a task whose process was killed and drives it to the end', async () => {
+    const orphaned = pool.worker('orphaned', {
+      redisUrl: redis!.url,
+      prefix,
+      taskId: 'orphan-1',
+      flow: 'booking',
+      action: 'run',
+      hangModelTurn: 2,
+      lease: { ttlMs: 500 },
+    });
+    await orphaned.waitFor('AT model-call');
+    await orphaned.kill();
+    await leaseExpired(client, prefix, 'orphan-1');
+    const redisArgs = ['--store', 'redis', '--prefix', prefix];
+    const env = { REDIS_URL: redis!.url };
+
+    const running = await tasks(['list', '--state', 'running', ...redisArgs], env);
+    expect(running.out).toMatch(/^orphan-1\s+running\s+thinking\s+r\d+\s+E17@acme/m);
+    const recovered = await tasks(['recover', ...redisArgs], env);
+    expect(recovered.code).toBe(0);
+    expect(recovered.out.split('\n')).toEqual([
+      'resumed 1: orphan-1',
+      'busy 0: -',
+      'quarantined 0',
+      'expired confirmations 0',
+      'orphan-1: done (goal_met)',
+    ]);
+    const services = new RedisBookingService({ client, prefix });
+    expect((await services.bookings()).map((b) => `${b.bookingId} ${b.roomId} ${b.requesterId}`)).toEqual(['B204 R7 E17']);
+    const again = await tasks(['recover', '--json', ...redisArgs], env);
+    expect(JSON.parse(again.out)).toEqual({ report: { resumed: [], busy: [], quarantined: [], expired: 0 }, settled: [] });
+  }, 40_000);
+});
