@@ -53,6 +53,11 @@ export {
   type TaskSummary,
 } from './store/envelope.js';
 export { formatTrace, type TraceOptions } from './audit/formatTrace.js';
+export { replayAudit, foldAuditEntry, type ReplayedTask } from './audit/replayAudit.js';
+export { renderTraceHtml, type TraceInput } from './visualize/traceHtml.js';
+// Inspection (the Stately inspector relay, offline JSON-lines and WebSocket streams) is a separate entry point,
+// `statechart-agent/inspect`, so importing the library does not load @statelyai/inspect and ws.
+export { gatedModel, type GatedModel } from './model/gatedModel.js';
 export { ManualClock, systemClock, type Clock } from './clock.js';
 export { canonicalJson } from './json/canonicalJson.js';
 export { hashArguments } from './json/hashing.js';

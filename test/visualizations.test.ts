@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { AnyStateNode } from 'xstate';
 import { describe, expect, it } from 'vitest';
 import { agentMachine } from '../machines/agentMachine.js';
-import { VISUALIZATIONS_DIR, renderVisualizations } from '../scripts/visualize.js';
+import { README, VISUALIZATIONS_DIR, embedDiagram, renderVisualizations } from '../scripts/visualize.js';
 
 /** Named guards of the chart, read from the definition independently of the script (composed ones unfolded). */
 function guardNames(guard: unknown): string[] {
@@ -30,6 +30,11 @@ const usedGuards = [
 
 describe('visualizations', () => {
   const generated = renderVisualizations();
+
+  it('README embeds the current diagram', () => {
+    const readme = readFileSync(README, 'utf8');
+    expect(embedDiagram(readme, generated['agentMachine.mmd']!) === readme, 'the README diagram is stale: run npm run visualize').toBe(true);
+  });
 
   it.each(Object.keys(generated))('committed %s matches the machine definition', (name) => {
     let committed: string | null = null;

@@ -10,6 +10,7 @@ import { DEMO_NOW } from '../demo/bookingService.js';
 import { EXPECTED, SCENARIO_NAMES, type ScenarioEnv, type ScenarioName, type ScenarioResult, rowsOf, scenarios } from '../demo/scenarios.js';
 import { createOpenAIModel } from '../model/openaiModel.js';
 import type { TaskStore } from '../store/taskStore.js';
+import { type CliInspection, parsePort, pauseIfInteractive, startInspection } from './inspection.js';
 import { openStore } from './openStore.js';
 
 const HELP = `Usage: npm start -- [options]
@@ -20,6 +21,14 @@ const HELP = `Usage: npm start -- [options]
   --model <kind>      scripted (default) or openai: a real model through OPENAI_API_KEY, OPENAI_MODEL and
                       OPENAI_BASE_URL (any OpenAI-compatible server); its outcomes are shown, not checked
   --verbose           show every gate pass, budget check and model request
+  --leave-waiting     leave the refund task waiting for its first confirmation (to step through it with
+                      npm run step -- refund-1 --data-dir .data/demo/refund)
+  --inspect           live view in the Stately inspector: serves a local relay page (it loads the inspector UI
+                      from stately.ai, so it needs internet; the relay and its event stream do not)
+  --inspect-port <n>  port of that page (default 8080; 0 picks a free one)
+  --inspect-stream <file.jsonl>
+                      the offline inspection stream as JSON lines (actor, event and snapshot messages)
+  --inspect-ws <port> the offline inspection stream on ws://127.0.0.1:<port> (0 picks a free port)
   --no-color          plain output
   --help              this text`;
 
@@ -33,6 +42,11 @@ async function main(): Promise<number> {
       'data-dir': { type: 'string', default: '.data/demo' },
       model: { type: 'string', default: 'scripted' },
       verbose: { type: 'boolean', default: false },
+      'leave-waiting': { type: 'boolean', default: false },
+      inspect: { type: 'boolean', default: false },
+      'inspect-port': { type: 'string', default: '8080' },
+      'inspect-stream': { type: 'string' },
+      'inspect-ws': { type: 'string' },
       'no-color': { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
@@ -78,25 +92,56 @@ async function main(): Promise<number> {
     await rm(dataDir, { recursive: true, force: true });
     await mkdir(dataDir, { recursive: true });
   }
+  const inspection = await startInspection({
+    ...(values.inspect ? { stately: { port: parsePort(values['inspect-port']!, '--inspect-port'), open: false } } : {}),
+    ...(values['inspect-stream'] !== undefined ? { streamFile: values['inspect-stream'] } : {}),
+    ...(values['inspect-ws'] !== undefined ? { wsPort: parsePort(values['inspect-ws'], '--inspect-ws') } : {}),
+  });
   const results: { result: ScenarioResult; problems: string[] }[] = [];
-  for (const [index, name] of (names as ScenarioName[]).entries()) {
-    const store: TaskStore = await openStore(values.store!, { dataDir: `${dataDir}/${name}`, prefix: `statechart-agent-demo:${name}`, fresh: true });
-    try {
-      const env: ScenarioEnv = { store, clock: shiftedClock(DEMO_NOW), ...(realModel ? { model: () => createOpenAIModel() } : {}) };
-      const result = await scenarios[name](env);
-      const problems = check(result);
-      results.push({ result, problems });
-      print(index + 1, result, problems, useColor, values.verbose!, store.kind);
-    } finally {
-      await store.close();
+  try {
+    await announce(inspection);
+    for (const [index, name] of (names as ScenarioName[]).entries()) {
+      const store: TaskStore = await openStore(values.store!, { dataDir: `${dataDir}/${name}`, prefix: `statechart-agent-demo:${name}`, fresh: true });
+      try {
+        const env: ScenarioEnv = {
+          store,
+          clock: shiftedClock(DEMO_NOW),
+          ...(realModel ? { model: () => createOpenAIModel() } : {}),
+          ...(inspection ? { inspect: inspection.inspect } : {}),
+          leaveWaiting: values['leave-waiting'],
+        };
+        const result = await scenarios[name](env);
+        const waiting = values['leave-waiting'] && result.status.state === 'waiting_for_confirmation';
+        const problems = waiting ? [] : check(result);
+        results.push({ result, problems });
+        print(index + 1, result, problems, useColor, values.verbose!, store.kind);
+        if (waiting) printStepHint(result, values.store!, `${dataDir}/${name}`);
+      } finally {
+        await store.close();
+      }
     }
+    printSummary(results, useColor);
+    if (inspection?.live) await pauseIfInteractive('\nThe inspector is still serving. Press Enter to stop it and exit. ');
+  } finally {
+    await inspection?.stop();
   }
-  printSummary(results, useColor);
   if (realModel) {
     console.log(`\n${paint(useColor, '2', 'Real model: ✗ marks differences from the scripted expectations; they do not fail the run.')}`);
     return 0;
   }
   return results.every((r) => r.problems.length === 0) ? 0 : 1;
+}
+
+async function announce(inspection: CliInspection | null): Promise<void> {
+  if (!inspection) return;
+  for (const note of inspection.notes) console.log(note);
+  if (inspection.live) await pauseIfInteractive('Open the page now, then press Enter to run the demo. ');
+}
+
+function printStepHint(result: ScenarioResult, store: string, dir: string): void {
+  const where = store === 'file' ? ` --data-dir ${dir}` : store === 'redis' ? ` --store redis --prefix statechart-agent-demo:${result.name}` : '';
+  if (store === 'memory') console.log('   left waiting in the memory store: it is gone when this process exits (use --store file)');
+  else console.log(`   left waiting; step through it: npm run step -- ${result.status.taskId}${where}`);
 }
 
 function check(result: ScenarioResult): string[] {

@@ -51,6 +51,8 @@ export interface ScenarioEnv {
   /** Replaces the scripted model (e.g. a real one); receives the script the scenario would use. */
   model?: (script: ScriptStep[]) => AgentModel;
   inspect?: OrchestratorOptions['inspect'];
+  /** Refund: stop at the first confirmation and leave the task waiting (for the step CLI). */
+  leaveWaiting?: boolean;
 }
 
 /** The demo's scenarios, in the order they run. */
@@ -250,6 +252,10 @@ export const scenarios: Record<ScenarioName, (env: ScenarioEnv) => Promise<Scena
       });
       const taskId = status.taskId;
       let pending = status.pendingConfirmation;
+      if (pending && env.leaveWaiting) {
+        steps.push(`left waiting for confirmation: ${pending.summary}`);
+        pending = null;
+      }
       if (pending) {
         steps.push(`waiting for confirmation: ${pending.summary}`);
         // The user agreed to 199.00 in the chat; a confirmation for 199.00 is not one for what would run.

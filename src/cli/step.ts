@@ -1,0 +1,272 @@
+/**
+ * `npm run step -- <taskId>`: step through a stored task, one event at a time. Loads the task, shows its state
+ * and the events allowed now, reads one command per line from stdin (a terminal or a pipe), sends it through the
+ * orchestrator API (so it is persisted like any host event) and shows the new state. The demo's scripted model is
+ * gated: each model turn waits for `next`; tools and gates run as usual. `at <N>` shows the task as it was after
+ * its first N audit entries, replayed from the journal. `npm run step -- --help` lists the options.
+ */
+import { createInterface } from 'node:readline';
+import { parseArgs } from 'node:util';
+import { type ReplayedTask, replayAudit } from '../audit/replayAudit.js';
+import { type Clock, shiftedClock, systemClock } from '../clock.js';
+import { type DemoServices, openDemoServices } from '../demo/demoServices.js';
+import { REFUND_GOAL, bookingScript, refundScript } from '../demo/scenarios.js';
+import { AgentError, TaskNotFoundError } from '../errors.js';
+import { type GatedModel, gatedModel } from '../model/gatedModel.js';
+import { scriptedModel } from '../model/scriptedModel.js';
+import { type Orchestrator, type TaskStatus, createOrchestrator } from '../orchestrator.js';
+import type { TaskStore } from '../store/taskStore.js';
+import { openStore } from './openStore.js';
+import { type StepCommand, allowedCommands, formatAllowed, formatReplay, formatStatus } from './stepView.js';
+import { locateTask } from './taskLocation.js';
+
+const HELP = `Usage: npm run step -- <taskId> [options]
+
+Steps through a stored task. Commands, one per line on stdin:
+  next               let the model take its turn; the task then runs until it needs the model again, needs a
+                     human, or ends
+  confirm            confirm the pending call (exactly the arguments shown)
+  reject [reason]    reject the pending call; the model is told
+  answer <text>      answer the model's question
+  cancel [reason]    cancel the task
+  at <N>             show the task as it was after its first N audit entries (replayed from the journal)
+  quit               stop here (also at the end of input); the task stays as persisted
+
+Options:
+  --store <kind>     file (default) or redis (REDIS_URL)
+  --data-dir <dir>   the file store's directory (default: .data/demo/<scenario> for a demo task id such as
+                     refund-1, else .data/demo)
+  --prefix <prefix>  Redis key prefix of the store and the demo services (default: statechart-agent-demo[:<scenario>])
+  --at <N>           first show the task at step N
+  --script <name>    booking or refund: the scripted model to step (default: from the task's goal)
+  --as <userId>      send user events as this user (default: the task's user)
+  --real-clock       use the system clock (default: the task's own time, resumed from its last save, so a
+                     confirmation does not expire while you read; demo tasks live on a fictional date)
+  --help             this text`;
+
+class UsageError extends AgentError {
+  constructor(message: string) {
+    super('usage', message);
+  }
+}
+
+async function main(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      store: { type: 'string', default: 'file' },
+      'data-dir': { type: 'string' },
+      prefix: { type: 'string' },
+      at: { type: 'string' },
+      script: { type: 'string' },
+      as: { type: 'string' },
+      'real-clock': { type: 'boolean', default: false },
+      help: { type: 'boolean', default: false },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    console.log(HELP);
+    return 0;
+  }
+  const [taskId, ...extra] = positionals;
+  if (!taskId) throw new UsageError('step needs a task id');
+  if (extra.length > 0) throw new UsageError(`unexpected arguments: ${extra.join(' ')}`);
+  if (values.store !== 'file' && values.store !== 'redis') throw new UsageError(`--store must be file or redis, not "${values.store}"`);
+  if (values.script !== undefined && values.script !== 'booking' && values.script !== 'refund') {
+    throw new UsageError(`--script must be booking or refund, not "${values.script}"`);
+  }
+  const startAt = values.at === undefined ? undefined : parseStep(values.at);
+
+  const location = locateTask(taskId, { store: values.store, dataDir: values['data-dir'], prefix: values.prefix });
+  const store = await openStore(location.store, { dataDir: location.dataDir, prefix: location.prefix });
+  let services: DemoServices | null = null;
+  try {
+    const stored = await store.load(taskId);
+    if (!stored) throw new TaskNotFoundError(taskId);
+    const clock: Clock = values['real-clock'] ? systemClock : shiftedClock(stored.updatedAt);
+    services = await openDemoServices(location.store === 'redis' ? 'redis' : 'memory', { prefix: location.prefix, clock });
+    const script = values.script ?? (stored.snapshot.context.goal === REFUND_GOAL || /refund/i.test(stored.snapshot.context.goal) ? 'refund' : 'booking');
+    const model = gatedModel(scriptedModel(script === 'refund' ? refundScript() : bookingScript(), { name: `scripted-${script} (stepped)` }));
+    const orchestrator = createOrchestrator({
+      tools: services.tools,
+      model,
+      store,
+      clock,
+      expirySweepMs: 0,
+      // A stepped turn waits for a human: no model timeout worth the name.
+      modelTimeoutMs: 24 * 3_600_000,
+    });
+    console.log(`step ${taskId} · ${location.description} · ${script} script (gated: each model turn waits for \`next\`)`);
+    console.log(`business data ${services.where}`);
+    try {
+      const session = new StepSession(orchestrator, model, services, taskId, clock, values.as);
+      return await session.run(startAt);
+    } finally {
+      await orchestrator.close();
+    }
+  } finally {
+    await services?.close();
+    await store.close();
+  }
+}
+
+class StepSession {
+  constructor(
+    private readonly orchestrator: Orchestrator,
+    private readonly model: GatedModel,
+    private readonly services: DemoServices,
+    private readonly taskId: string,
+    private readonly clock: Clock,
+    private readonly as: string | undefined,
+  ) {}
+
+  async run(startAt: number | undefined): Promise<number> {
+    let status = await this.orchestrator.status(this.taskId);
+    if (status.state === 'running') {
+      console.log(`the task was left running (${status.stateValue}): resuming it here`);
+      await this.orchestrator.resume(this.taskId);
+      status = await this.quiet();
+    }
+    if (startAt !== undefined) await this.showAt(startAt);
+    await this.show(status);
+
+    const interactive = process.stdin.isTTY === true;
+    const rl = createInterface({ input: process.stdin, output: interactive ? process.stdout : undefined, terminal: interactive });
+    rl.setPrompt('step> ');
+    if (interactive) rl.prompt();
+    try {
+      for await (const raw of rl) {
+        const line = raw.trim();
+        if (line === '') {
+          if (interactive) rl.prompt();
+          continue;
+        }
+        if (!interactive) console.log(`\n> ${line}`);
+        const done = await this.handle(line).catch((error: unknown) => {
+          console.log(`error: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`);
+          return false;
+        });
+        if (done) break;
+        if (interactive) rl.prompt();
+      }
+    } finally {
+      rl.close();
+    }
+    const final = await this.orchestrator.status(this.taskId);
+    console.log(`\nbye: ${this.taskId} stays ${final.state} (${final.stateValue}), revision ${final.revision}`);
+    return 0;
+  }
+
+  /** Handles one command line; true to stop. */
+  private async handle(line: string): Promise<boolean> {
+    const [word = '', ...rest] = line.split(/\s+/);
+    const text = line.slice(word.length).trim();
+    const command = word.toLowerCase() as StepCommand;
+    if (command === 'quit' || (command as string) === 'exit') return true;
+    if (command === 'at') {
+      if (rest.length !== 1) throw new UsageError('at needs one step number: at <N>');
+      await this.showAt(parseStep(rest[0]!));
+      return false;
+    }
+    const status = await this.orchestrator.status(this.taskId);
+    const allowed = allowedCommands(status, this.model.waiting !== null);
+    if (!(['next', 'confirm', 'reject', 'answer', 'cancel'] as string[]).includes(command)) {
+      console.log(`unknown command "${word}"; allowed now: ${formatAllowed(allowed)}`);
+      return false;
+    }
+    if (!allowed.includes(command)) {
+      console.log(`${command} is not allowed now (${status.state}, ${status.stateValue}); allowed: ${formatAllowed(allowed)}`);
+      return false;
+    }
+    const principal = { userId: this.as ?? status.principal.userId, tenantId: status.principal.tenantId, scopes: [] };
+    const pending = status.pendingConfirmation;
+    let outcome: string;
+    switch (command) {
+      case 'next':
+        this.model.release();
+        outcome = `model turn ${status.turn} released`;
+        break;
+      case 'confirm': {
+        const result = await this.orchestrator.confirm(this.taskId, { id: pending!.id, argsHash: pending!.argsHash }, principal);
+        outcome = `${result.accepted ? 'accepted' : `refused (${result.code})`}: ${result.message}`;
+        break;
+      }
+      case 'reject': {
+        const result = await this.orchestrator.reject(this.taskId, { id: pending!.id, ...(text ? { reason: text } : {}) }, principal);
+        outcome = `${result.accepted ? 'accepted' : `refused (${result.code})`}: ${result.message}`;
+        break;
+      }
+      case 'answer': {
+        if (!text) throw new UsageError('answer needs the text: answer <text>');
+        const result = await this.orchestrator.answer(this.taskId, text, principal);
+        outcome = `${result.accepted ? 'accepted' : `refused (${result.code})`}: ${result.message}`;
+        break;
+      }
+      case 'cancel': {
+        const result = await this.orchestrator.cancel(this.taskId, principal, text);
+        outcome = `${result.accepted ? 'accepted' : `refused (${result.code})`}: ${result.message}`;
+        break;
+      }
+      default:
+        return false;
+    }
+    console.log(`${command} → ${outcome}`);
+    await this.show(await this.quiet());
+    return false;
+  }
+
+  /** Waits until the task needs the model (gated), needs a human, or has ended; every step so far persisted. */
+  private async quiet(): Promise<TaskStatus> {
+    await Promise.race([this.orchestrator.settled(this.taskId), this.model.whenWaiting()]);
+    return this.orchestrator.status(this.taskId);
+  }
+
+  private async show(status: TaskStatus): Promise<void> {
+    const audit = await this.orchestrator.audit(this.taskId);
+    const waiting = this.model.waiting !== null && !status.outcome;
+    console.log(formatStatus(status, { auditLength: audit.length, modelWaiting: waiting, now: this.clock.now() }));
+    const { bookings, refunds } = await this.services.rows();
+    const rows = [
+      ...bookings.map((b) => `booking ${b.bookingId} ${b.roomId} by ${b.requesterId}`),
+      ...refunds.map((r) => `refund ${r.refundId} ${r.orderId} ${(r.amountCents / 100).toFixed(2)} by ${r.requestedBy}`),
+    ];
+    console.log(`rows      ${rows.length === 0 ? '(none written)' : rows.join('; ')}`);
+    console.log(`events    ${formatAllowed(allowedCommands(status, waiting))}`);
+  }
+
+  private async showAt(n: number): Promise<ReplayedTask> {
+    const audit = await this.orchestrator.audit(this.taskId);
+    const replayed = replayAudit(audit, n);
+    if (n > audit.length) console.log(`(the journal has ${audit.length} entries; showing the last step)`);
+    console.log(formatReplay(replayed, audit));
+    return replayed;
+  }
+}
+
+function parseStep(text: string): number {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 0) throw new UsageError(`a step is a whole number of audit entries (0 or more), not "${text}"`);
+  return n;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    if (error instanceof UsageError || (error instanceof Error && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS'))) {
+      console.error(`${error.message}\n\n${HELP}`);
+      process.exitCode = 2;
+      return;
+    }
+    if (error instanceof TaskNotFoundError) {
+      console.error(`${error.message.replace(/\.$/, '')}. Is it in another store? Pass --store, --data-dir or --prefix (see --help).`);
+      process.exitCode = 1;
+      return;
+    }
+    console.error(error instanceof Error ? `${error.name}: ${error.message}` : error);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,120 @@
+/**
+ * What the step CLI prints: a task's current status, the events allowed now, and the task as it was at step N
+ * (replayed from its audit journal). Pure functions from data to text.
+ */
+import type { BudgetCounters, BudgetLimits, Observation } from '../../machines/agentTypes.js';
+import type { AuditEntry } from '../../machines/journal.js';
+import { formatTrace } from '../audit/formatTrace.js';
+import type { ReplayedTask } from '../audit/replayAudit.js';
+import { canonicalJson } from '../json/canonicalJson.js';
+import type { TaskStatus } from '../orchestrator.js';
+
+export type StepCommand = 'next' | 'confirm' | 'reject' | 'answer' | 'cancel' | 'at' | 'quit';
+
+/** The commands that make sense now. `modelWaiting`: the task is running and its model waits for `next`. */
+export function allowedCommands(status: TaskStatus, modelWaiting: boolean): StepCommand[] {
+  if (status.outcome) return ['at', 'quit'];
+  if (status.state === 'waiting_for_confirmation') return ['confirm', 'reject', 'cancel', 'at', 'quit'];
+  if (status.state === 'waiting_for_user') return ['answer', 'cancel', 'at', 'quit'];
+  return modelWaiting ? ['next', 'cancel', 'at', 'quit'] : ['cancel', 'at', 'quit'];
+}
+
+const USAGE: Record<StepCommand, string> = {
+  next: 'next',
+  confirm: 'confirm',
+  reject: 'reject [reason]',
+  answer: 'answer <text>',
+  cancel: 'cancel [reason]',
+  at: 'at <N>',
+  quit: 'quit',
+};
+
+export function formatAllowed(commands: StepCommand[]): string {
+  return commands.map((c) => USAGE[c]).join(' · ');
+}
+
+export function formatStatus(status: TaskStatus, extra: { auditLength: number; modelWaiting: boolean; now: number }): string {
+  const { budget, outcome, pendingConfirmation: pending } = status;
+  const lines = [
+    `task      ${status.taskId} · ${status.state} (${status.stateValue}) · revision ${status.revision} · turn ${status.turn} · ${extra.auditLength} audit entries`,
+    `goal      ${status.goal}`,
+  ];
+  if (pending) {
+    lines.push(
+      `confirm   ${pending.summary}`,
+      `          id ${pending.id} · by ${pending.userId} · args ${pending.argsHash}`,
+      `          expires ${new Date(pending.expiresAt).toISOString()} (${describeIn(pending.expiresAt - extra.now)})`,
+    );
+  }
+  if (status.question) lines.push(`question  ${status.question}`);
+  lines.push(`budget    ${formatBudget(budget.used, budget.limits)}`);
+  lines.push(...formatObservations(status.observations));
+  if (outcome) {
+    lines.push(`outcome   ${outcome.status}: ${outcome.reason.code} (${outcome.reason.message})`);
+    if (outcome.answer) lines.push(`answer    ${outcome.answer}`);
+  } else if (extra.modelWaiting) {
+    lines.push('model     its turn waits for you: `next` lets it decide (tools and gates then run as usual)');
+  }
+  return lines.join('\n');
+}
+
+/** `used/limit` per dimension, on one line. */
+export function formatBudget(used: BudgetCounters, limits: BudgetLimits | null): string {
+  return (Object.keys(used) as (keyof BudgetCounters)[])
+    .map((key) => `${key} ${used[key]}${limits ? `/${limits[key]}` : ''}`)
+    .join(' · ');
+}
+
+function formatObservations(observations: Observation[]): string[] {
+  if (observations.length === 0) return ['last      (no results in the current batch)'];
+  return observations.map((o, i) => {
+    const head = i === 0 ? 'last      ' : '          ';
+    return o.ok ? `${head}${o.tool} ok ${clip(json(o.data), 140)}` : `${head}${o.tool} ${o.code}: ${clip(o.summary, 140)}`;
+  });
+}
+
+/** The task at step N of its journal, as `at N` prints it. */
+export function formatReplay(replayed: ReplayedTask, entries: readonly AuditEntry[]): string {
+  const n = replayed.step;
+  const lines = [
+    `at ${n} of ${entries.length} (the task after its first ${n} audit entr${n === 1 ? 'y' : 'ies'}; at 0 is before it started)`,
+    `  state     ${replayed.state ?? '(not started)'} · ${replayed.status} · turn ${replayed.turn}`,
+    `  budget    ${formatBudget(replayed.budget.used, replayed.budget.limits)}`,
+  ];
+  const pending = replayed.pendingConfirmation;
+  lines.push(
+    pending
+      ? `  pending   ${pending.id} for ${pending.tool} · args ${pending.argsHash} · expires ${pending.expiresAt === null ? '?' : new Date(pending.expiresAt).toISOString()}`
+      : '  pending   (no confirmation pending)',
+  );
+  if (replayed.waitingForAnswer) lines.push('  question  the model asked the user (the text is in the transcript)');
+  if (replayed.lastResults.length === 0) lines.push('  results   (none in the current batch)');
+  for (const [i, c] of replayed.lastResults.entries()) {
+    const result = c.result !== null ? (c.gate ? `${c.result} (${c.gate} gate)` : c.result) : c.effect === null ? 'not run yet' : 'running';
+    lines.push(`  ${i === 0 ? 'results   ' : '          '}${c.tool} ${c.args === null ? '' : `${clip(json(c.args), 100)} `}→ ${result}`);
+  }
+  if (replayed.outcome) lines.push(`  outcome   ${replayed.outcome.status}: ${replayed.outcome.reason.code}`);
+  lines.push(`  path      ${replayed.visited.join(' → ') || '(none)'}`);
+  lines.push('  decisions');
+  const trace = formatTrace(entries.slice(0, n), { indent: '    ', verbose: true });
+  lines.push(trace || '    (none)');
+  return lines.join('\n');
+}
+
+function describeIn(ms: number): string {
+  if (ms <= 0) return 'expired';
+  const minutes = Math.round(ms / 60_000);
+  return minutes >= 1 ? `in ${minutes} min` : `in ${Math.ceil(ms / 1000)} s`;
+}
+
+function json(value: unknown): string {
+  try {
+    return canonicalJson(value);
+  } catch {
+    return String(value);
+  }
+}
+
+function clip(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}

@@ -1,0 +1,90 @@
+/**
+ * `npm run trace -- <taskId> [--out file.html]`: writes a task's trace page (the statechart with the states it
+ * visited highlighted, and a timeline of gate decisions, tool calls, confirmations and the stop reason) as one
+ * self-contained HTML file. `npm run trace -- --help` lists the options.
+ */
+import { mkdir, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { parseArgs } from 'node:util';
+import { AgentError, TaskNotFoundError } from '../errors.js';
+import { scriptedModel } from '../model/scriptedModel.js';
+import { createOrchestrator } from '../orchestrator.js';
+import { renderTraceHtml } from '../visualize/traceHtml.js';
+import { openStore } from './openStore.js';
+import { locateTask } from './taskLocation.js';
+
+const HELP = `Usage: npm run trace -- <taskId> [options]
+
+Writes the task's trace page: the statechart with visited states and taken transitions highlighted, the final
+state emphasized, and a timeline of gate decisions, tool calls, confirmations and the stop reason.
+
+Options:
+  --store <kind>     file (default) or redis (REDIS_URL)
+  --data-dir <dir>   the file store's directory (default: .data/demo/<scenario> for a demo task id such as
+                     conflict-1, else .data/demo)
+  --prefix <prefix>  Redis key prefix (default: statechart-agent-demo[:<scenario>])
+  --out <file>       where to write the page (default: .data/traces/<taskId>.html)
+  --help             this text`;
+
+class UsageError extends AgentError {
+  constructor(message: string) {
+    super('usage', message);
+  }
+}
+
+async function main(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      store: { type: 'string', default: 'file' },
+      'data-dir': { type: 'string' },
+      prefix: { type: 'string' },
+      out: { type: 'string' },
+      help: { type: 'boolean', default: false },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    console.log(HELP);
+    return 0;
+  }
+  const [taskId, ...extra] = positionals;
+  if (!taskId) throw new UsageError('trace needs a task id');
+  if (extra.length > 0) throw new UsageError(`unexpected arguments: ${extra.join(' ')}`);
+  const location = locateTask(taskId, { store: values.store, dataDir: values['data-dir'], prefix: values.prefix });
+  const store = await openStore(location.store, { dataDir: location.dataDir, prefix: location.prefix });
+  const orchestrator = createOrchestrator({ tools: [], model: scriptedModel([]), store, expirySweepMs: 0 });
+  try {
+    const status = await orchestrator.status(taskId);
+    const audit = await orchestrator.audit(taskId);
+    const out = values.out ?? `.data/traces/${taskId.replace(/[^\w.-]/g, '_')}.html`;
+    await mkdir(dirname(out), { recursive: true });
+    await writeFile(out, renderTraceHtml({ status, audit }));
+    console.log(`wrote ${out}: ${status.taskId} ${status.state} (${status.stateValue}), ${audit.length} audit entries`);
+    return 0;
+  } finally {
+    await orchestrator.close();
+    await store.close();
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    if (error instanceof UsageError || (error instanceof Error && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS'))) {
+      console.error(`${error.message}\n\n${HELP}`);
+      process.exitCode = 2;
+      return;
+    }
+    if (error instanceof TaskNotFoundError) {
+      console.error(`${error.message.replace(/\.$/, '')}. Is it in another store? Pass --store, --data-dir or --prefix (see --help).`);
+      process.exitCode = 1;
+      return;
+    }
+    console.error(error instanceof Error ? `${error.name}: ${error.message}` : error);
+    process.exitCode = 1;
+  },
+);

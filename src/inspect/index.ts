@@ -1,0 +1,12 @@
+/**
+ * `statechart-agent/inspect`: watch tasks live. Off unless you attach one of these to `createOrchestrator({ inspect })`.
+ */
+export {
+  createInspectionStream,
+  type InspectionMessage,
+  type InspectionSink,
+  type InspectionStreamOptions,
+} from './inspectionStream.js';
+export { jsonLinesFileSink, jsonLinesSink } from './jsonLinesSink.js';
+export { webSocketSink, type WebSocketSink, type WebSocketSinkOptions } from './webSocketSink.js';
+export { createStatelyInspection, type StatelyInspection, type StatelyInspectionOptions } from './statelyInspector.js';

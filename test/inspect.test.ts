@@ -1,0 +1,256 @@
+/**
+ * Inspection: the offline stream (messages, the JSON-lines sink, the local WebSocket sink) on real demo runs, and
+ * the Stately inspector relay: it receives frames, and a process using it exits on its own once it is stopped,
+ * even with a viewer still connected (the reconnect-forever pitfall of the WebSocket client must not bite).
+ * Nothing here is on by default: every test turns inspection on for itself.
+ */
+import { once } from 'node:events';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { scenarios } from '../src/demo/scenarios.js';
+import { type InspectionMessage, createInspectionStream, toSafeJson } from '../src/inspect/inspectionStream.js';
+import { jsonLinesFileSink, parseJsonLines } from '../src/inspect/jsonLinesSink.js';
+import { createStatelyInspection } from '../src/inspect/statelyInspector.js';
+import { webSocketSink } from '../src/inspect/webSocketSink.js';
+import { MemoryStore } from '../src/store/memoryStore.js';
+import { ChildPool } from './support/workers.js';
+
+const pool = new ChildPool();
+const sockets: WebSocket[] = [];
+const closers: (() => Promise<void>)[] = [];
+
+afterEach(async () => {
+  for (const socket of sockets.splice(0)) socket.terminate();
+  for (const close of closers.splice(0)) await close().catch(() => {});
+  await pool.killAll();
+});
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'inspect-'));
+});
+afterAll(() => rm(dir, { recursive: true, force: true }));
+
+/** A WebSocket client that collects every JSON frame it receives. */
+async function collect(url: string): Promise<{ frames: unknown[]; socket: WebSocket; closed: Promise<unknown> }> {
+  const socket = new WebSocket(url);
+  sockets.push(socket);
+  const frames: unknown[] = [];
+  socket.on('message', (data) => frames.push(JSON.parse(String(data))));
+  const closed = once(socket, 'close');
+  await once(socket, 'open');
+  return { frames, socket, closed };
+}
+
+const ofTask = (messages: InspectionMessage[], taskId: string) => messages.filter((m) => m.taskId === taskId && m.root);
+
+describe('inspection stream', () => {
+  it('sends actor, event and snapshot messages of the task actor, in order, to a local WebSocket client', async () => {
+    const sink = await webSocketSink({ port: 0 });
+    closers.push(() => sink.close());
+    expect(sink.url).toMatch(/^ws:\/\/127\.0\.0\.1:\d+$/);
+    const client = await collect(sink.url);
+    const result = await scenarios.conflict({ store: new MemoryStore(), inspect: createInspectionStream(sink) });
+    expect(result.status.state).toBe('done');
+    await sink.close();
+    await client.closed;
+
+    const messages = client.frames as InspectionMessage[];
+    const task = ofTask(messages, 'conflict-1');
+    // Registered, initialized, then in its first state; `seq` orders everything.
+    expect(task.slice(0, 3).map((m) => [m.type, m.event?.type ?? null, m.snapshot?.value ?? null])).toEqual([
+      ['@xstate.actor', null, null],
+      ['@xstate.event', 'xstate.init', null],
+      ['@xstate.snapshot', 'xstate.init', 'thinking'],
+    ]);
+    const seqs = messages.map((m) => m.seq);
+    expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
+    expect(new Set(messages.map((m) => m.type))).toEqual(new Set(['@xstate.actor', '@xstate.event', '@xstate.snapshot']));
+    // The snapshots walk the conflict path and end in done, with the context's headline.
+    const values = task.filter((m) => m.type === '@xstate.snapshot').map((m) => JSON.stringify(m.snapshot!.value));
+    expect(values).toEqual([
+      '"thinking"',
+      '"vetting"',
+      '{"executing":"reading"}',
+      '"thinking"',
+      '"vetting"',
+      '{"executing":"writing"}',
+      '"thinking"',
+      '"vetting"',
+      '{"executing":"reading"}',
+      '"thinking"',
+      '"vetting"',
+      '{"executing":"writing"}',
+      '"thinking"',
+      '"done"',
+    ]);
+    const last = task.at(-1)!;
+    expect(last.snapshot).toMatchObject({ status: 'done', context: { taskId: 'conflict-1', turn: 5, outcome: { status: 'done', code: 'goal_met' } } });
+    // Every event the task received is there, each before the snapshot it produced.
+    const events = task.filter((m) => m.type === '@xstate.event').map((m) => m.event!.type);
+    expect(events.filter((t) => t === 'xstate.done.actor.model')).toHaveLength(5);
+    expect(events).toContain('xstate.done.actor.write');
+    // The invoked children stream too, as children of the task actor.
+    const children = messages.filter((m) => m.taskId === 'conflict-1' && m.type === '@xstate.actor' && !m.root).map((m) => m.actorId);
+    expect(children).toEqual(['model', 'vet', 'reads', 'model', 'vet', 'write', 'model', 'vet', 'reads', 'model', 'vet', 'write', 'model']);
+    // Compact: no message carries a snapshot's actor refs or the machine.
+    for (const m of messages) expect(JSON.stringify(m).length).toBeLessThan(6_000);
+  });
+
+  it('writes parseable JSON lines to a file, the same messages a WebSocket client gets, and keeps tasks apart', async () => {
+    const file = await jsonLinesFileSink(join(dir, 'refund.jsonl'));
+    const ws = await webSocketSink({ port: 0 });
+    closers.push(() => ws.close());
+    const client = await collect(ws.url);
+    const seen: InspectionMessage[] = [];
+    const inspect = createInspectionStream((m) => {
+      seen.push(m);
+      file.write(m);
+      ws.write(m);
+    });
+    await scenarios.refund({ store: new MemoryStore(), inspect });
+    await scenarios.normal({ store: new MemoryStore(), inspect });
+    await file.close();
+    await ws.close();
+    await client.closed;
+
+    const text = await readFile(file.path, 'utf8');
+    const lines = text.split('\n').filter((l) => l !== '');
+    expect(lines.length).toBe(seen.length);
+    for (const line of lines) expect(() => JSON.parse(line)).not.toThrow();
+    expect(parseJsonLines(text)).toEqual(seen);
+    expect(client.frames).toEqual(seen);
+    // The refund task is unloaded while it waits and reloaded for each answer: a new root actor (session) each
+    // time, all tagged with the one task id.
+    expect(new Set(seen.map((m) => m.taskId))).toEqual(new Set(['refund-1', 'normal-1']));
+    const refundRoots = new Set(ofTask(seen, 'refund-1').map((m) => m.sessionId));
+    expect(refundRoots.size).toBeGreaterThan(2);
+    expect(ofTask(seen, 'refund-1').filter((m) => m.type === '@xstate.actor')).toHaveLength(refundRoots.size);
+    // Host events are streamed with their fields, the user's decisions included.
+    const hostEvents = ofTask(seen, 'refund-1').filter((m) => m.type === '@xstate.event' && /^(user|task)\./.test(m.event!.type));
+    expect(hostEvents.map((m) => m.event!.type)).toEqual(['user.confirmed', 'user.confirmed', 'user.rejected', 'user.confirmed']);
+    expect(hostEvents[0]!.event).toMatchObject({ userId: 'E17', confirmationId: 'refund-1/t2.c1.r1' });
+    const waiting = ofTask(seen, 'refund-1').find((m) => JSON.stringify(m.snapshot?.value) === '{"executing":"awaitingConfirmation"}');
+    expect(waiting?.snapshot?.context).toMatchObject({ pendingConfirmation: { id: 'refund-1/t2.c1.r1', tool: 'refund_order' } });
+  });
+
+  it('includes actions and microsteps only when asked', async () => {
+    const plain: InspectionMessage[] = [];
+    const detailed: InspectionMessage[] = [];
+    const inspectPlain = createInspectionStream((m) => plain.push(m));
+    const inspectDetailed = createInspectionStream((m) => detailed.push(m), { actions: true, microsteps: true });
+    await scenarios.normal({ store: new MemoryStore(), inspect: (e) => (inspectPlain(e), inspectDetailed(e)) });
+    expect(plain.some((m) => m.type === '@xstate.action' || m.type === '@xstate.microstep')).toBe(false);
+    const actions = detailed.filter((m) => m.type === '@xstate.action');
+    expect(actions.map((m) => m.action!.type)).toContain('xstate.emit');
+    const micro = detailed.find((m) => m.type === '@xstate.microstep' && m.transitions!.some((t) => t.targets.includes('agent.vetting')));
+    expect(micro?.transitions).toContainEqual({ event: 'model.toolsProposed', source: 'agent.thinking', targets: ['agent.vetting'] });
+  });
+
+  it('serializes free-form values safely: actor refs, errors, cycles, depth and size are bounded', () => {
+    const ref = { id: 'model', sessionId: 'x:1', send: () => {}, getSnapshot: () => ({}) };
+    const cyclic: Record<string, unknown> = { name: 'loop' };
+    cyclic.self = cyclic;
+    const value = {
+      ref,
+      error: new TypeError('boom'),
+      cyclic,
+      deep: { a: { b: { c: { d: { e: { f: 1 } } } } } },
+      long: 'x'.repeat(1_000),
+      many: Array.from({ length: 30 }, (_, i) => i),
+      fn: () => 1,
+      big: 10n,
+      nan: Number.NaN,
+    };
+    const safe = toSafeJson(value) as Record<string, unknown>;
+    expect(() => JSON.stringify(safe)).not.toThrow();
+    expect(safe.ref).toEqual({ $actor: 'model' });
+    expect(safe.error).toEqual({ $error: 'TypeError', message: 'boom' });
+    expect(safe.cyclic).toEqual({ name: 'loop', self: '[circular]' });
+    expect(JSON.stringify(safe.deep)).toContain('[…]');
+    expect((safe.long as string).length).toBe(300);
+    expect((safe.many as unknown[]).at(-1)).toBe('[+18 more]');
+    expect('fn' in safe).toBe(false);
+    expect([safe.big, safe.nan]).toEqual(['10', 'NaN']);
+  });
+});
+
+describe('Stately inspector relay', () => {
+  it('relays the task actor frames to a viewer, then releases the port and disconnects the viewer on stop', async () => {
+    const inspection = await createStatelyInspection({ port: 0 });
+    closers.push(() => inspection.stop());
+    expect(inspection.url).toBe(`http://localhost:${inspection.port}`);
+    const page = await fetch(inspection.url).then((r) => r.text());
+    expect(page).toContain(`new WebSocket('ws://localhost:${inspection.port}')`);
+    const viewer = await collect(inspection.wsUrl);
+
+    const result = await scenarios.normal({ store: new MemoryStore(), inspect: inspection.inspect });
+    expect(result.status.state).toBe('done');
+    await inspection.stop();
+    await viewer.closed;
+
+    const frames = viewer.frames as { type: string; sessionId: string; rootId?: string; event?: { type: string }; snapshot?: { value?: unknown } }[];
+    expect(new Set(frames.map((f) => f.type))).toEqual(new Set(['@xstate.actor', '@xstate.event', '@xstate.snapshot']));
+    const rootId = frames.find((f) => f.type === '@xstate.actor')!.sessionId;
+    const root = frames.filter((f) => f.sessionId === rootId);
+    expect(root[0]!.type).toBe('@xstate.actor');
+    expect(root.filter((f) => f.type === '@xstate.snapshot').at(-1)!.snapshot!.value).toBe('done');
+    // The port is free again.
+    const probe = createServer();
+    probe.listen(inspection.port);
+    await once(probe, 'listening');
+    await new Promise((resolve) => probe.close(resolve));
+  });
+
+  it('reports a port in use instead of crashing the process', async () => {
+    const blocker = createServer().listen(0);
+    await once(blocker, 'listening');
+    closers.push(() => new Promise((resolve) => blocker.close(() => resolve())));
+    const port = (blocker.address() as { port: number }).port;
+    await expect(createStatelyInspection({ port })).rejects.toThrow(`port ${port} is in use`);
+  });
+
+  it('lets a process that used it exit on its own, even with a viewer still connected', async () => {
+    const child = pool.spawnTs('stately', 'test/support/statelyChild.ts', []);
+    const port = Number((await child.waitFor('READY ', 15_000)).split(' ')[1]);
+    // A viewer (like an open browser tab) that never closes by itself.
+    const viewer = await collect(`ws://localhost:${port}`);
+    child.send('go');
+    const exit = await child.ended(15_000);
+    expect(exit).toEqual({ code: 0, signal: null });
+    expect(child.lines).toContain('RESULT done');
+    const stopped = child.values<string[]>('STOPPED')[0]!;
+    // No timer (a reconnect), no socket, no server left (stdout/stderr pipes are fine).
+    expect(stopped.filter((r) => r !== 'PipeWrap')).toEqual([]);
+    expect(viewer.frames.length).toBeGreaterThan(20);
+    await viewer.closed;
+  }, 30_000);
+
+  it('npm start -- --inspect runs the demo with the relay and exits cleanly', async () => {
+    const child = pool.spawnTs('demo', 'src/cli/demo.ts', [
+      '--scenario',
+      'normal',
+      '--store',
+      'memory',
+      '--inspect',
+      '--inspect-port',
+      '0',
+      '--inspect-stream',
+      join(dir, 'demo.jsonl'),
+      '--no-color',
+    ]);
+    child.process.stdin!.end();
+    const exit = await child.ended(20_000);
+    expect(exit).toEqual({ code: 0, signal: null });
+    const out = child.lines.join('\n');
+    expect(out).toMatch(/Stately inspector: open http:\/\/localhost:\d+ in a browser\. The page embeds the inspector UI from stately\.ai, which needs/);
+    expect(out).toContain('the local relay and its event stream do not');
+    expect(out).toContain('Normal booking');
+    const lines = parseJsonLines(await readFile(join(dir, 'demo.jsonl'), 'utf8'));
+    expect(lines.filter((m) => m.taskId === 'normal-1' && m.root && m.type === '@xstate.snapshot').at(-1)!.snapshot!.status).toBe('done');
+  }, 30_000);
+});

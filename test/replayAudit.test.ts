@@ -1,0 +1,172 @@
+/**
+ * replayAudit: the pure fold that reconstructs a task at step N from its audit journal. Checked against every
+ * snapshot the runtime actually persisted (state, budgets, pending confirmation), for every demo scenario, plus
+ * hand-made journals for the paths the scenarios do not take.
+ */
+import { describe, expect, it } from 'vitest';
+import type { AgentContext, BudgetLimits } from '../machines/agentTypes.js';
+import type { AuditEntry } from '../machines/journal.js';
+import { agentMachine } from '../machines/agentMachine.js';
+import { EMPTY_REPLAY, foldAuditEntry, replayAudit } from '../src/audit/replayAudit.js';
+import { SCENARIO_NAMES, scenarios } from '../src/demo/scenarios.js';
+import { MemoryStore } from '../src/store/memoryStore.js';
+import type { SaveRequest } from '../src/store/taskStore.js';
+import { describeChart } from '../src/visualize/describeChart.js';
+
+/** A memory store that remembers what each save made durable: journal length, state, budgets, pending confirmation. */
+class RecordingStore extends MemoryStore {
+  readonly saves: { audit: number; stateValue: string; context: AgentContext }[] = [];
+
+  override async save(request: SaveRequest): Promise<void> {
+    await super.save(request);
+    const { envelope } = request;
+    this.saves.push({ audit: envelope.journal.audit, stateValue: envelope.summary.stateValue, context: structuredClone(envelope.snapshot.context) });
+  }
+}
+
+const chartStates = new Set(describeChart(agentMachine).states.map((s) => s.path));
+
+describe('replayAudit', () => {
+  describe.each(SCENARIO_NAMES)('on the %s scenario', (name) => {
+    it('matches every persisted snapshot: state, budgets used, pending confirmation', async () => {
+      const store = new RecordingStore();
+      const result = await scenarios[name]({ store });
+      expect(store.saves.length).toBeGreaterThan(3);
+      for (const save of store.saves) {
+        const replayed = replayAudit(result.audit, save.audit);
+        const where = `${name} after ${save.audit} entries`;
+        expect(replayed.state, where).toBe(save.stateValue);
+        expect(replayed.budget.used, where).toEqual(save.context.budget.used);
+        expect(replayed.pendingConfirmation?.id ?? null, where).toBe(save.context.pendingConfirmation?.id ?? null);
+        expect(replayed.pendingConfirmation?.argsHash ?? null, where).toBe(save.context.pendingConfirmation?.argsHash ?? null);
+        expect(replayed.turn, where).toBe(save.context.turn);
+      }
+    });
+
+    it('visits only states of the chart and takes only transitions the chart has', async () => {
+      const result = await scenarios[name]({ store: new MemoryStore() });
+      const replayed = replayAudit(result.audit);
+      const edges = describeChart(agentMachine).edges;
+      for (const state of replayed.visited) expect(chartStates, state).toContain(state);
+      for (const t of replayed.transitions) {
+        const exists = edges.some(
+          (e) =>
+            (e.source === t.from || e.source === '*' || t.from.startsWith(`${e.source}.`)) &&
+            (e.target === t.to || (e.target === null && t.from === t.to) || (e.target !== null && t.to.startsWith(`${e.target}.`))),
+        );
+        expect(exists, `${t.from} → ${t.to}`).toBe(true);
+      }
+      expect(replayed.status).toBe(result.status.state);
+      expect(replayed.outcome?.reason.code).toBe(result.status.outcome?.reason.code);
+    });
+  });
+
+  it('is a fold: replaying N entries equals folding them one by one, and does not mutate its input', async () => {
+    const { audit } = await scenarios.refund({ store: new MemoryStore() });
+    const frozen = JSON.stringify(audit);
+    let folded = EMPTY_REPLAY;
+    for (const [seq, entry] of audit.entries()) {
+      const before = JSON.stringify(folded);
+      folded = foldAuditEntry(folded, entry, seq);
+      expect(folded).toEqual(replayAudit(audit, seq + 1));
+      if (seq > 0) expect(JSON.stringify(replayAudit(audit, seq))).toBe(before);
+    }
+    expect(JSON.stringify(audit)).toBe(frozen);
+    expect(replayAudit(audit, 0)).toEqual(EMPTY_REPLAY);
+    expect(replayAudit(audit, 10_000)).toEqual(replayAudit(audit));
+  });
+
+  it('shows the refund at its first confirmation: waiting, budgets so far, the gate decisions up to it', async () => {
+    const { audit } = await scenarios.refund({ store: new MemoryStore() });
+    const n = audit.findIndex((e) => e.kind === 'confirmation' && e.action === 'requested') + 1;
+    const at = replayAudit(audit, n);
+    expect(at.status).toBe('waiting_for_confirmation');
+    expect(at.state).toBe('executing.awaitingConfirmation');
+    expect(at.pendingConfirmation).toMatchObject({ id: 'refund-1/t2.c1.r1', tool: 'refund_order', request: 1 });
+    expect(at.budget.used).toMatchObject({ modelTurns: 2, toolCalls: 1, writes: 0 });
+    expect(at.lastResults).toEqual([expect.objectContaining({ tool: 'refund_order', result: null, effect: null, argsHash: at.pendingConfirmation!.argsHash })]);
+    expect(at.decisions.filter((d) => d.kind === 'gate' && d.callId !== null).map((d) => `${d.tool} ${d.name} ${d.decision}`)).toEqual([
+      'get_order schema pass',
+      'get_order business pass',
+      'get_order permission pass',
+      'refund_order schema pass',
+      'refund_order business pass',
+      'refund_order permission pass',
+    ]);
+    expect(at.visited).toEqual(['deciding', 'thinking', 'vetting', 'executing.selecting', 'executing.reading', 'executing.selecting', 'deciding', 'thinking', 'vetting', 'executing.selecting', 'executing.awaitingConfirmation']);
+  });
+
+  it('shows the rejected call as the last result after the user rejects it', async () => {
+    const { audit } = await scenarios.refund({ store: new MemoryStore() });
+    const n = audit.findIndex((e) => e.kind === 'confirmation' && e.action === 'rejected') + 1;
+    const at = replayAudit(audit, n);
+    expect(at.state).toBe('executing.selecting');
+    expect(at.pendingConfirmation).toBeNull();
+    expect(at.lastResults).toEqual([expect.objectContaining({ tool: 'refund_order', result: 'confirmation_rejected', gate: 'confirmation' })]);
+    expect(at.decisions.filter((d) => d.kind === 'confirmation').map((d) => `${d.name}${d.code ? ` ${d.code}` : ''}`)).toEqual([
+      'requested',
+      'refused arguments_changed',
+      'requested',
+      'refused wrong_user',
+      'rejected confirmation_rejected',
+    ]);
+  });
+
+  it('follows a lost write through reconciling to the lookup that found it', async () => {
+    const { audit } = await scenarios.lostResponse({ store: new MemoryStore() });
+    const replayed = replayAudit(audit);
+    expect(replayed.visited).toContain('executing.reconciling');
+    expect(replayed.transitions).toContainEqual(expect.objectContaining({ from: 'executing.writing', to: 'executing.reconciling' }));
+    expect(replayed.transitions).toContainEqual(expect.objectContaining({ from: 'executing.reconciling', to: 'executing.selecting' }));
+    expect(replayed.decisions.filter((d) => d.kind === 'lookup').map((d) => d.decision)).toEqual(['found']);
+    expect(replayed.state).toBe('done');
+  });
+
+  describe('on hand-made journals', () => {
+    const limits: BudgetLimits = { modelTurns: 5, toolCalls: 5, writes: 2, retries: 3, tokens: 10_000, costMicros: 0, wallClockMs: 60_000 };
+    const started: AuditEntry = { at: 1, turn: 0, kind: 'task_started', userId: 'E17', tenantId: 'acme', scopes: [], goal: 'g', limits, policyVersion: '1' };
+    const requested = (turn: number): AuditEntry => ({ at: 2, turn, kind: 'model_requested', reservation: { tokens: 1_000, costMicros: 0 } });
+    const output = (turn: number, out: string, tokens = 100): AuditEntry => ({
+      at: 3,
+      turn,
+      kind: 'model_output',
+      output: out,
+      usage: { inputTokens: tokens, outputTokens: 0, costMicros: 0 },
+      calls: out === 'model.toolsProposed' ? 1 : 0,
+    });
+
+    it('waits for the user after a question and resumes deciding after the answer', () => {
+      const journal: AuditEntry[] = [started, requested(1), output(1, 'model.askedUser'), { at: 4, turn: 1, kind: 'user_answered', userId: 'E17' }, requested(2)];
+      expect(replayAudit(journal, 3)).toMatchObject({ state: 'awaitingUser', status: 'waiting_for_user', waitingForAnswer: true });
+      expect(replayAudit(journal, 4)).toMatchObject({ state: 'deciding', status: 'running', waitingForAnswer: false });
+      expect(replayAudit(journal)).toMatchObject({ state: 'thinking', turn: 2, budget: { used: { modelTurns: 2, tokens: 1_100 } } });
+    });
+
+    it('re-asks after unusable output and counts settled tokens', () => {
+      const journal: AuditEntry[] = [started, requested(1), output(1, 'model.invalidOutput', 40), requested(2)];
+      expect(replayAudit(journal, 3).state).toBe('reasking');
+      expect(replayAudit(journal).visited).toEqual(['deciding', 'thinking', 'reasking', 'deciding', 'thinking']);
+      expect(replayAudit(journal).budget.used.tokens).toBe(1_040);
+    });
+
+    it('goes to review when a write stays unknown, without counting the last lookup as a retry', () => {
+      const write = { callId: 'c1', tool: 'refund_order', idempotencyKey: 'idem_1' };
+      const journal: AuditEntry[] = [
+        started,
+        requested(1),
+        output(1, 'model.toolsProposed'),
+        { at: 4, turn: 1, kind: 'gate', gate: 'protocol', decision: 'pass', callId: null, tool: null, argsHash: null, code: null, summary: null },
+        { at: 5, turn: 1, kind: 'tool_started', ...write, effect: 'write', argsHash: 'h', args: {}, attempt: 1, confirmationId: null },
+        { at: 6, turn: 1, kind: 'tool_finished', ...write, code: 'timeout', durationMs: 5, attempts: 1 },
+        { at: 7, turn: 1, kind: 'write_lookup', ...write, result: 'inconclusive', durationMs: 1 },
+        { at: 8, turn: 1, kind: 'write_lookup', ...write, result: 'inconclusive', durationMs: 1 },
+        { at: 9, turn: 1, kind: 'task_stopped', status: 'review_required', reason: { code: 'write_outcome_unknown', message: 'unknown' } },
+      ];
+      expect(replayAudit(journal, 6).state).toBe('executing.reconciling');
+      expect(replayAudit(journal, 7).budget.used.retries).toBe(1);
+      const end = replayAudit(journal);
+      expect(end).toMatchObject({ state: 'reviewRequired', status: 'review_required', budget: { used: { retries: 1, writes: 1, toolCalls: 1 } } });
+      expect(end.lastResults).toEqual([expect.objectContaining({ callId: 'c1', result: 'timeout', effect: 'write' })]);
+    });
+  });
+});
