@@ -177,6 +177,31 @@ const principalSchema = z.strictObject({
   scopes: z.array(z.string().min(1)).max(256),
 });
 
+/** As the envelope stores it: a criterion it could not read back would quarantine the task at its first reload. */
+const successSchema = z.strictObject({
+  tool: z.string().min(1),
+  match: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional(),
+  require: z.array(z.string()).optional(),
+  description: z.string().optional(),
+});
+
+const taskIdSchema = z.string().min(1).max(512);
+
+/** What the envelope accepts back, and a version `confirm` can carry (it must be non-empty). */
+const policySchema = z
+  .strictObject({
+    version: z.string().min(1),
+    maxCallsPerBatch: z.number().int().positive(),
+    maxArgumentBytes: z.number().int().positive(),
+    maxRejectedTurns: z.number().int().nonnegative(),
+    maxInvalidOutputs: z.number().int().nonnegative(),
+    confirmationTtlMs: z.number().int().positive(),
+    maxConfirmationRequests: z.number().int().positive(),
+    maxReconcileAttempts: z.number().int().nonnegative(),
+    observationCapBytes: z.number().int().positive(),
+  })
+  .partial();
+
 const limitsSchema = z
   .strictObject({
     modelTurns: z.number().int().nonnegative(),
@@ -211,7 +236,7 @@ export class Orchestrator {
     this.registry = new ToolRegistry(options.tools);
     this.store = options.store ?? new MemoryStore();
     this.ownsStore = options.store === undefined;
-    this.policy = { ...DEFAULT_POLICY, ...options.policy };
+    this.policy = { ...DEFAULT_POLICY, ...parseOrThrow(policySchema, options.policy ?? {}, 'policy') };
     this.limits = { ...DEFAULT_LIMITS, ...limitsSchema.parse(options.limits ?? {}) };
     this.clock = options.clock ?? systemClock;
     this.random = options.random ?? Math.random;
@@ -246,10 +271,11 @@ export class Orchestrator {
     if (typeof request.goal !== 'string' || request.goal.trim() === '') {
       throw new HostRequestError('invalid_request', 'start: goal must be a non-empty string');
     }
-    if (request.success && !this.registry.get(request.success.tool)) {
-      throw new HostRequestError('invalid_request', `start: success criterion names unknown tool ${request.success.tool}`);
+    const success = request.success === undefined ? null : parseOrThrow(successSchema, request.success, 'success');
+    if (success && !this.registry.get(success.tool)) {
+      throw new HostRequestError('invalid_request', `start: success criterion names unknown tool ${success.tool}`);
     }
-    const taskId = request.taskId ?? this.options.newTaskId?.() ?? `task_${randomUUID()}`;
+    const taskId = parseOrThrow(taskIdSchema, request.taskId ?? this.options.newTaskId?.() ?? `task_${randomUUID()}`, 'taskId');
     const input: AgentInput = {
       taskId,
       goal: request.goal,
@@ -258,14 +284,19 @@ export class Orchestrator {
       policy: this.policy,
       limits: { ...this.limits, ...parseOrThrow(limitsSchema, request.limits ?? {}, 'limits') },
       modelReservation: this.options.model.reservation ?? { tokens: 4_000, costMicros: 0 },
-      success: request.success ?? null,
+      success,
       startedAt: this.clock.now(),
     };
     return this.exclusive(taskId, async () => {
       if (this.live.has(taskId)) throw new TaskExistsError(taskId);
       await this.takeLease(taskId);
       try {
-        if (await this.store.load(taskId).catch(() => true)) throw new TaskExistsError(taskId);
+        // Unreadable data under this id still means the id is taken; a store that cannot answer is not a clash.
+        const existing = await this.store.load(taskId).catch((error: unknown) => {
+          if (error instanceof CorruptTaskError || error instanceof UnsupportedVersionError) return true;
+          throw error;
+        });
+        if (existing) throw new TaskExistsError(taskId);
       } catch (error) {
         await this.releaseLease(taskId);
         throw error;

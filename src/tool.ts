@@ -146,6 +146,9 @@ export function defineTool(tool: Tool): Tool {
       fail(`the input has an identity field "${field}"; identity comes from the host's principal, not from arguments`);
     }
   }
+  if (tool.confirm !== undefined && tool.confirm !== 'never' && tool.confirm !== 'always' && typeof tool.confirm !== 'function') {
+    fail(`confirm must be 'never', 'always' or a function, not ${JSON.stringify(tool.confirm)}`);
+  }
   if (tool.effect === 'write') {
     if ('retry' in tool && tool.retry) fail('writes are never retried blindly; remove retry (reconciliation uses lookup)');
     if (typeof tool.lookup !== 'function') fail('a write needs lookup(idempotencyKey) for reconciliation');

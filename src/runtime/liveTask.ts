@@ -16,7 +16,7 @@ import type { AgentContext, AgentInput } from '../../machines/agentTypes.js';
 import type { AuditEntry, TranscriptEntry } from '../../machines/journal.js';
 import { AGENT_MACHINE_VERSION, type AgentMachine } from '../../machines/agentMachine.js';
 import { type Clock, backoffDelay, sleep } from '../clock.js';
-import { AgentError, RevisionConflictError, StoreUnavailableError } from '../errors.js';
+import { AgentError, RevisionConflictError, StoreUnavailableError, TaskExistsError } from '../errors.js';
 import { canonicalJson } from '../json/canonicalJson.js';
 import {
   ENVELOPE_SCHEMA_VERSION,
@@ -252,9 +252,14 @@ export class LiveTask implements TaskPort {
         await this.deps.store.save(request);
         return;
       } catch (error) {
-        if (error instanceof RevisionConflictError && attempt > 0 && (await this.landedEarlier(envelope))) return;
+        // A retry after an ambiguous failure meets our own earlier write as a conflict (or, for the first save, as
+        // "task exists"): check whether it landed.
+        const ownWrite = error instanceof RevisionConflictError || (error instanceof TaskExistsError && request.expectedRevision === 0);
+        if (ownWrite && attempt > 0 && (await this.landedEarlier(envelope))) return;
         if (!(error instanceof StoreUnavailableError) || attempt >= this.deps.saveRetries) throw error;
         await sleep(this.deps.clock, backoffDelay(attempt, { baseDelayMs: 50, maxDelayMs: 2000 }, this.deps.random));
+        // Stopped here meanwhile (closed, lease lost, evicted): a task no longer driven here must not save again.
+        if (this.failure) throw this.failure;
       }
     }
   }
@@ -263,7 +268,10 @@ export class LiveTask implements TaskPort {
   private async landedEarlier(envelope: TaskEnvelope): Promise<boolean> {
     try {
       const stored = await this.deps.store.load(this.taskId);
-      return stored !== null && stored.revision === envelope.revision && canonicalJson(stored) === canonicalJson(envelope);
+      // Compared as stored: the live envelope holds `undefined` members (e.g. the snapshot's `error`) that JSON drops
+      // and canonicalJson refuses.
+      const sent = JSON.parse(JSON.stringify(envelope)) as unknown;
+      return stored !== null && stored.revision === envelope.revision && canonicalJson(stored) === canonicalJson(sent);
     } catch {
       return false;
     }

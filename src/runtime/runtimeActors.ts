@@ -80,7 +80,7 @@ export function createRuntimeActors(host: ActorHost) {
                   retryAfterMs: (timed.value.error as TransientModelError).retryAfterMs,
                 };
         if (!failure && timed.kind === 'done' && timed.value.ok) {
-          return { ...toModelEvent(timed.value.reply, clock.now()), retriesUsed };
+          return { ...toModelEvent(timed.value.reply, clock.now(), context.modelReservation), retriesUsed };
         }
         if (!failure!.transient || retriesUsed >= input.retryAllowance) {
           const error = new Error(
@@ -193,6 +193,13 @@ async function vet(host: ActorHost, taskId: string, principal: Principal, call: 
   } catch (error) {
     return base(call.args, [{ gate: 'schema', ok: false, code: 'invalid_arguments', summary: safeText(error) }]);
   }
+  // The executors parse these validated arguments again before running them. A schema whose output does not parse
+  // to itself (a non-idempotent transform) would run other arguments than the ones hashed, confirmed and keyed.
+  if (!parsesToItself(tool, args)) {
+    return base(call.args, [
+      { gate: 'schema', ok: false, code: 'invalid_arguments', summary: `the validated arguments of ${tool.name} do not validate to themselves; the tool's input schema transforms them` },
+    ]);
+  }
   const argsHash = hashArguments(args);
   const verdict: Verdict = {
     ...base(args, [{ gate: 'schema', ok: true, code: null, summary: 'arguments match the input schema' }]),
@@ -224,8 +231,15 @@ async function vet(host: ActorHost, taskId: string, principal: Principal, call: 
   if (!permission.ok) return verdict;
 
   try {
-    const rule = tool.confirm ?? 'never';
-    verdict.needsConfirmation = rule === 'always' || (typeof rule === 'function' && rule(parsed.data, principal));
+    const rule: unknown = tool.confirm ?? 'never';
+    let decided: unknown = rule !== 'never';
+    if (typeof rule === 'function') {
+      const timed = await runWithTimeout(host.clock, tool.timeoutMs, signal, async () => rule(parsed.data, principal));
+      decided = timed.kind === 'done' ? timed.value : true;
+    }
+    // Only a plain `false` skips the confirmation: a promise, a truthy non-boolean or an unknown rule ('Always')
+    // must fail closed, never be read as "no confirmation needed" downstream.
+    verdict.needsConfirmation = decided !== false;
     if (verdict.needsConfirmation) {
       verdict.confirmationSummary = tool.describeConfirmation?.(parsed.data) ?? `${tool.name} ${canonicalJson(verdict.redactedArgs)}`;
     }
@@ -235,6 +249,16 @@ async function vet(host: ActorHost, taskId: string, principal: Principal, call: 
     verdict.confirmationSummary = `${tool.name} (confirmation rule failed: ${safeText(error)})`;
   }
   return verdict;
+}
+
+function parsesToItself(tool: Tool, args: Json): boolean {
+  const again = tool.input.safeParse(args);
+  if (!again.success) return false;
+  try {
+    return canonicalJson(toJson(again.data)) === canonicalJson(args);
+  } catch {
+    return false;
+  }
 }
 
 type HookResult = { ok: true } | { ok: false; code?: string; summary: string };
@@ -250,8 +274,14 @@ async function runHook(
     (error: unknown) => ({ kind: 'error' as const, error }),
   );
   if (timed.kind === 'done') {
-    const result = timed.value;
-    return result.ok ? result : { ok: false, code: result.code, summary: cap(result.summary) };
+    const result = timed.value as Partial<{ ok: unknown; code: unknown; summary: unknown }> | null | undefined;
+    // Only `ok: true` passes a gate; anything else (a truthy non-boolean, no result at all) rejects.
+    if (result?.ok === true) return { ok: true };
+    return {
+      ok: false,
+      code: typeof result?.code === 'string' ? result.code : undefined,
+      summary: typeof result?.summary === 'string' ? cap(result.summary) : `${what} did not return { ok: true }`,
+    };
   }
   if (timed.kind === 'timeout') return { ok: false, code: 'unavailable', summary: `${what} did not finish within ${tool.timeoutMs} ms` };
   if (timed.kind === 'aborted') return { ok: false, code: 'unavailable', summary: `${what} was aborted` };
@@ -392,13 +422,22 @@ async function runWrite(host: ActorHost, input: WriteActorInput, signal: AbortSi
 
 // --- model ------------------------------------------------------------------------------------------------
 
-/** Turns an adapter's reply into a validated `model.*` event; anything malformed becomes `model.invalidOutput`. */
-export function toModelEvent(reply: ModelReply, at: number): ModelEvent {
-  const usage = {
-    inputTokens: Math.max(0, Math.round(reply?.usage?.inputTokens ?? 0)),
-    outputTokens: Math.max(0, Math.round(reply?.usage?.outputTokens ?? 0)),
-    costMicros: Math.max(0, Math.round(reply?.usage?.costMicros ?? 0)),
-  };
+/**
+ * Turns an adapter's reply into a validated `model.*` event; anything malformed becomes `model.invalidOutput`.
+ * Usage that is not a finite number (NaN, Infinity, a string) is charged as the turn's whole `reservation`: it would
+ * otherwise disable the token and cost budgets (NaN compares false) and be persisted as null.
+ */
+export function toModelEvent(
+  reply: ModelReply,
+  at: number,
+  reservation: { tokens: number; costMicros: number } = { tokens: 0, costMicros: 0 },
+): ModelEvent {
+  const reported = [reply?.usage?.inputTokens, reply?.usage?.outputTokens, reply?.usage?.costMicros];
+  const unusable = reported.some((n) => n !== undefined && (typeof n !== 'number' || !Number.isFinite(n)));
+  const count = (n: number | undefined) => Math.max(0, Math.round(n ?? 0));
+  const usage = unusable
+    ? { inputTokens: reservation.tokens, outputTokens: 0, costMicros: reservation.costMicros }
+    : { inputTokens: count(reported[0]), outputTokens: count(reported[1]), costMicros: count(reported[2]) };
   let candidate: unknown;
   switch (reply?.type) {
     case 'tool_calls':
