@@ -9,6 +9,9 @@
 import { z } from 'zod';
 
 const at = z.number().int().nonnegative();
+/** Bounds on text a host event may carry (it is persisted and shown to the model). */
+const TEXT = 16_384;
+const SHORT = 1_024;
 
 export const modelUsageSchema = z.strictObject({
   inputTokens: z.number().int().nonnegative(),
@@ -41,21 +44,21 @@ export const hostEventSchema = z.discriminatedUnion('type', [
   z.strictObject({
     type: z.literal('user.confirmed'),
     at,
-    confirmationId: z.string().min(1),
-    argsHash: z.string().min(1),
-    userId: z.string().min(1),
-    policyVersion: z.string().min(1),
+    confirmationId: z.string().min(1).max(SHORT),
+    argsHash: z.string().min(1).max(SHORT),
+    userId: z.string().min(1).max(SHORT),
+    policyVersion: z.string().min(1).max(SHORT),
   }),
   z.strictObject({
     type: z.literal('user.rejected'),
     at,
-    confirmationId: z.string().min(1),
-    userId: z.string().min(1),
-    reason: z.string().nullable(),
+    confirmationId: z.string().min(1).max(SHORT),
+    userId: z.string().min(1).max(SHORT),
+    reason: z.string().max(SHORT).nullable(),
   }),
-  z.strictObject({ type: z.literal('user.answered'), at, text: z.string().min(1), userId: z.string().min(1) }),
-  z.strictObject({ type: z.literal('task.cancelled'), at, reason: z.string(), by: z.string().min(1) }),
-  z.strictObject({ type: z.literal('timer.confirmationExpired'), at, confirmationId: z.string().min(1) }),
+  z.strictObject({ type: z.literal('user.answered'), at, text: z.string().min(1).max(TEXT), userId: z.string().min(1).max(SHORT) }),
+  z.strictObject({ type: z.literal('task.cancelled'), at, reason: z.string().max(SHORT), by: z.string().min(1).max(SHORT) }),
+  z.strictObject({ type: z.literal('timer.confirmationExpired'), at, confirmationId: z.string().min(1).max(SHORT) }),
 ]);
 
 export type ModelEvent = z.infer<typeof modelEventSchema>;

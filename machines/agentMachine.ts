@@ -29,7 +29,7 @@ import { type Guard, guards, runningCall } from './guards.js';
 import * as steps from './steps.js';
 
 /** Bumped whenever a change makes old snapshots unsafe to restore; stored in every persisted envelope. */
-export const AGENT_MACHINE_VERSION = 'agent/1';
+export const AGENT_MACHINE_VERSION = 'agent/2';
 
 export type JournalEmitted = { type: 'audit'; entry: AuditEntry } | { type: 'transcript'; entry: TranscriptEntry };
 
@@ -183,6 +183,7 @@ export const agentMachine = base.extend({
             { guard: and(['isBatchComplete', 'hasTooManyRejectedTurns']), target: '#agent.failed', actions: 'stopForRejections' },
             { guard: 'isBatchComplete', target: '#agent.deciding', actions: 'closeBatch' },
             { guard: 'isCancelRequested', target: '#agent.cancelled', actions: 'stopCancelled' },
+            { guard: 'isNextWriteAlreadyDone', target: 'selecting', actions: 'refuseDuplicateWrite' },
             { guard: not('hasBudgetForNextStep'), target: '#agent.budgetExhausted', actions: 'stopForBudget' },
             {
               guard: and(['needsConfirmation', not('isConfirmedForExactArguments')]),
@@ -234,6 +235,7 @@ export const agentMachine = base.extend({
             },
             onDone: [
               { guard: 'wasWriteFound', target: 'selecting', actions: 'finishReconciledWrite' },
+              { guard: and(['wasWriteNotFound', 'isCancelRequested']), target: 'selecting', actions: 'abandonWriteForCancel' },
               {
                 guard: and(['wasWriteNotFound', 'isSameKeyRetrySafe', 'canRetryWrite', 'hasBudgetForRetry']),
                 target: 'writing',

@@ -207,6 +207,11 @@ export interface AgentContext {
    * loop. Emptied whenever something new is observed, so it stays small and the snapshot does not grow.
    */
   proposedSinceNew: string[];
+  /**
+   * Idempotency keys of writes that succeeded in this task (a result, or found by lookup). The same business intent
+   * is never sent again: a later proposal of it is refused as a duplicate. Bounded.
+   */
+  writtenKeys: string[];
   rejectedTurns: number;
   invalidOutputs: number;
   /** The last failed observation, to explain an unmet goal. */

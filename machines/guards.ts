@@ -93,6 +93,13 @@ export const guards = {
 
   isNextStepWrite: (context) => nextStep(context.batch)?.kind === 'write',
 
+  /** The next write is a business intent (idempotency key) that already succeeded in this task. */
+  isNextWriteAlreadyDone: (context) => {
+    const step = nextStep(context.batch);
+    const call = step?.kind === 'write' ? findCall(context.batch, step.callIds[0]!) : undefined;
+    return call?.idempotencyKey != null && context.writtenKeys.includes(call.idempotencyKey);
+  },
+
   needsConfirmation: (context) => nextStep(context.batch)?.needsConfirmation === true,
 
   isConfirmedForExactArguments: (context) => {

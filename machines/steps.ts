@@ -32,6 +32,7 @@ export type Step = (context: AgentContext, event: AnyAgentEvent) => StepResult;
 type AuditBody = AuditEntry extends infer E ? (E extends unknown ? Omit<E, 'at' | 'turn'> : never) : never;
 
 const PROPOSED_SINCE_NEW = 32;
+const WRITTEN_KEYS = 64;
 const SEEN_OBSERVATIONS = 16;
 const UNKNOWN_OUTCOME_CODES = new Set(['timeout', 'unavailable', 'outcome_unknown', 'lookup_failed']);
 
@@ -81,6 +82,7 @@ export function initialContext(input: AgentInput): AgentContext {
     knowledge: 0,
     seenObservations: [],
     proposedSinceNew: [],
+    writtenKeys: [],
     rejectedTurns: 0,
     invalidOutputs: 0,
     lastFailure: null,
@@ -580,6 +582,7 @@ export const finishWrite: Step = (context, event) => {
     context: {
       batch: B.finishCall(context.batch!, call.callId, observation),
       evidence: output.outcome.kind === 'ok' ? withEvidence(context, call, output.outcome.value) : context.evidence,
+      writtenKeys: output.outcome.kind === 'ok' ? written(context, call) : context.writtenKeys,
     },
     audit: [finishedEntry(context, event, call, codeOf(observation), output.durationMs, call.writeAttempts)],
   };
@@ -609,7 +612,33 @@ export const finishReconciledWrite: Step = (context, event) => {
     context: {
       batch: B.finishCall(context.batch!, call.callId, observation),
       evidence: withEvidence(context, call, output.result.value),
+      writtenKeys: written(context, call),
     },
+    audit: [lookupEntry(context, event, call)],
+  };
+};
+
+function written(context: AgentContext, call: CallState): string[] {
+  if (!call.idempotencyKey || context.writtenKeys.includes(call.idempotencyKey)) return context.writtenKeys;
+  return [...context.writtenKeys, call.idempotencyKey].slice(-WRITTEN_KEYS);
+}
+
+/** The same business intent already succeeded in this task: it is not sent again, and the model is told. */
+export const refuseDuplicateWrite: Step = (context, event) => {
+  const call = currentCall(context)!;
+  const summary = `this write (same tool and arguments) already succeeded in this task; it was not sent again`;
+  return {
+    context: { batch: B.finishCall(context.batch!, call.callId, B.rejection(call, 'duplicate_write', summary, 'loop', false)) },
+    audit: [gate(context, event, { gate: 'loop', decision: 'reject', call, code: 'duplicate_write', summary })],
+  };
+};
+
+/** Looked up and not found after a cancel: the write is not sent again, and the task ends as cancelled. */
+export const abandonWriteForCancel: Step = (context, event) => {
+  const call = runningCall(context)!;
+  const summary = `looked up by idempotency key ${call.idempotencyKey}: not found; not sent again because the task was cancelled`;
+  return {
+    context: { batch: B.finishCall(context.batch!, call.callId, B.rejection(call, 'not_executed', summary, undefined, false)) },
     audit: [lookupEntry(context, event, call)],
   };
 };

@@ -147,7 +147,8 @@ export interface TaskStatus {
   stateValue: string;
   revision: number;
   goal: string;
-  principal: { userId: string; tenantId: string };
+  /** The principal the task runs for, as the host gave it at start. */
+  principal: Principal;
   turn: number;
   outcome: Outcome | null;
   pendingConfirmation: PendingConfirmation | null;
@@ -268,8 +269,8 @@ export class Orchestrator {
   async start(request: StartTaskRequest): Promise<TaskStatus> {
     this.assertOpen();
     const principal = parseOrThrow(principalSchema, request.principal, 'principal');
-    if (typeof request.goal !== 'string' || request.goal.trim() === '') {
-      throw new HostRequestError('invalid_request', 'start: goal must be a non-empty string');
+    if (typeof request.goal !== 'string' || request.goal.trim() === '' || request.goal.length > 16_384) {
+      throw new HostRequestError('invalid_request', 'start: goal must be a non-empty string of at most 16,384 characters');
     }
     const success = request.success === undefined ? null : parseOrThrow(successSchema, request.success, 'success');
     if (success && !this.registry.get(success.tool)) {
@@ -348,7 +349,8 @@ export class Orchestrator {
   /**
    * Takes over tasks left running by a process that died: every stored task in the running state whose lease is
    * free (or expired) is resumed here; in-flight writes are reconciled, never re-run blindly. Then expires due
-   * confirmations. Safe to run in several processes at once: the lease decides who drives each task.
+   * confirmations. Safe to run in several processes at once on a store with leases (Redis): the lease decides who
+   * drives each task. The file store has no leases: run recovery in one process only.
    */
   async recover(): Promise<RecoveryReport> {
     const report: RecoveryReport = { resumed: [], busy: [], quarantined: [], expired: 0 };
@@ -483,30 +485,39 @@ export class Orchestrator {
     parseOrThrow(hostEventSchema, event, event.type);
     return this.exclusive(taskId, async () => {
       const task = await this.hydrate(taskId);
-      const context = task.context();
-      const refuse = (code: string, message: string): UserEventResult => ({
-        accepted: false,
-        code,
-        message,
-        status: this.statusOf(task),
-      });
-      if (by.tenantId !== context.principal.tenantId) return refuse('wrong_tenant', 'the task belongs to another tenant');
-      if (context.outcome) return refuse('task_finished', `the task already ended (${context.outcome.status})`);
-      if (
-        event.type === 'task.cancelled' &&
-        by.userId !== context.principal.userId &&
-        !(this.options.adminScope && by.scopes.includes(this.options.adminScope))
-      ) {
-        return refuse('wrong_user', 'only the task user or an administrator may cancel it');
+      try {
+        return await this.apply(task, by, event);
+      } finally {
+        // Loaded only for this event (refused, or leaving it waiting/finished): do not keep it in memory.
+        this.releaseIfSettled(task);
       }
-      const before = task.currentSnapshot();
-      const emitted = task.send(event);
-      await task.barrier();
-      const changed = task.currentSnapshot() !== before;
-      const result = { ...interpret(event, emitted, changed), status: this.statusOf(task) };
-      this.releaseIfSettled(task);
-      return result;
     });
+  }
+
+  /** Checks what the host knows (tenant, finished, current scopes, who may cancel), then sends the event. */
+  private async apply(task: LiveTask, by: Principal, event: HostEvent): Promise<UserEventResult> {
+    const context = task.context();
+    const refuse = (code: string, message: string): UserEventResult => ({ accepted: false, code, message, status: this.statusOf(task) });
+    if (by.tenantId !== context.principal.tenantId) return refuse('wrong_tenant', 'the task belongs to another tenant');
+    if (context.outcome) return refuse('task_finished', `the task already ended (${context.outcome.status})`);
+    if (event.type === 'user.confirmed' && context.pendingConfirmation?.userId === by.userId) {
+      // The confirming user must still hold the scopes the tool needs, not only have held them at task start.
+      const tool = this.registry.get(context.pendingConfirmation.tool);
+      const missing = tool?.scopes.filter((scope) => !by.scopes.includes(scope)) ?? [];
+      if (missing.length > 0) return refuse('permission_denied', `the confirming session lacks scope ${missing.join(', ')}`);
+    }
+    if (
+      event.type === 'task.cancelled' &&
+      by.userId !== context.principal.userId &&
+      !(this.options.adminScope && by.scopes.includes(this.options.adminScope))
+    ) {
+      return refuse('wrong_user', 'only the task user or an administrator may cancel it');
+    }
+    const before = task.currentSnapshot();
+    const emitted = task.send(event);
+    await task.barrier();
+    const changed = task.currentSnapshot() !== before;
+    return { ...interpret(event, emitted, changed), status: this.statusOf(task) };
   }
 
   private attach(task: LiveTask): LiveTask {
@@ -678,7 +689,7 @@ function statusFrom(context: AgentContext, summary: TaskSummary): TaskStatus {
     stateValue: summary.stateValue,
     revision: summary.revision,
     goal: context.goal,
-    principal: { userId: context.principal.userId, tenantId: context.principal.tenantId },
+    principal: { userId: context.principal.userId, tenantId: context.principal.tenantId, scopes: [...context.principal.scopes] },
     turn: context.turn,
     outcome: context.outcome,
     pendingConfirmation: context.pendingConfirmation,

@@ -10,7 +10,7 @@ import { TaskQuarantinedError } from '../src/errors.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
 import { SUPPORT, harness } from './support/harness.js';
 
-const DIR = join(import.meta.dirname, 'fixtures', 'envelopes', 'agent-1');
+const ROOT = join(import.meta.dirname, 'fixtures', 'envelopes');
 
 interface Fixture {
   envelope: { taskId: string; revision: number; summary: unknown };
@@ -19,8 +19,8 @@ interface Fixture {
 }
 
 /** A MemoryStore holding one fixture exactly as stored (bypassing save, as if written by an earlier build). */
-function storeWith(name: string): { store: MemoryStore; taskId: string; fixture: Fixture } {
-  const fixture = JSON.parse(readFileSync(join(DIR, `${name}.json`), 'utf8')) as Fixture;
+function storeWith(name: string, version = 'agent-1'): { store: MemoryStore; taskId: string; fixture: Fixture } {
+  const fixture = JSON.parse(readFileSync(join(ROOT, version, `${name}.json`), 'utf8')) as Fixture;
   const store = new MemoryStore();
   const rows = (store as unknown as { rows: Map<string, unknown> }).rows;
   rows.set(fixture.envelope.taskId, {
@@ -33,9 +33,21 @@ function storeWith(name: string): { store: MemoryStore; taskId: string; fixture:
   return { store, taskId: fixture.envelope.taskId, fixture };
 }
 
-describe('envelopes written by machine version agent/1', () => {
+describe('migration of agent/1 envelopes', () => {
+  it('is migrated to agent/2 on read: writtenKeys added, nothing else changed', async () => {
+    const { store, taskId, fixture } = storeWith('done-booking');
+    const loaded = await store.load(taskId);
+    expect(loaded?.machineVersion).toBe('agent/2');
+    expect(loaded?.snapshot.context.writtenKeys).toEqual([]);
+    const { writtenKeys: _added, ...rest } = loaded!.snapshot.context;
+    expect(rest).toEqual((fixture.envelope as unknown as { snapshot: { context: unknown } }).snapshot.context);
+  });
+
+});
+
+describe.each(['agent-1', 'agent-2'])('envelopes of %s', (version) => {
   it('restores a finished task: status, outcome and audit as they were', async () => {
-    const { store, taskId } = storeWith('done-booking');
+    const { store, taskId } = storeWith('done-booking', version);
     const h = harness({ store });
     const status = await h.orchestrator.resume(taskId);
     expect(status).toMatchObject({ state: 'done', outcome: { reason: { code: 'goal_met' } } });
@@ -44,7 +56,7 @@ describe('envelopes written by machine version agent/1', () => {
   });
 
   it('restores a task waiting for confirmation and runs the call once it is confirmed', async () => {
-    const { store, taskId } = storeWith('waiting-for-confirmation');
+    const { store, taskId } = storeWith('waiting-for-confirmation', version);
     const refunds = new RefundDesk();
     const h = harness({ store, refunds, script: refundScript(), clock: new ManualClock(DEMO_NOW) });
     const waiting = await h.orchestrator.status(taskId);
@@ -57,7 +69,7 @@ describe('envelopes written by machine version agent/1', () => {
   });
 
   it('restores a task stopped in the middle of a write: reconciled by its idempotency key, written once', async () => {
-    const { store, taskId, fixture } = storeWith('mid-write');
+    const { store, taskId, fixture } = storeWith('mid-write', version);
     const bookings = new BookingService();
     const h = harness({ store, bookings, script: bookingScript(), clock: new ManualClock(DEMO_NOW) });
     await h.orchestrator.resume(taskId);
@@ -70,6 +82,9 @@ describe('envelopes written by machine version agent/1', () => {
     expect(bookings.bookings).toHaveLength(1);
   });
 
+});
+
+describe('broken envelopes', () => {
   it.each([
     ['bad-schema-version', /envelope schema version 2 is not supported; this build reads 1/],
     ['bad-machine-version', /machine version "agent\/0" is not supported; this build restores agent\/1/],

@@ -353,7 +353,7 @@ describe('createOpenAIModel over HTTP', () => {
       expect(status.state).toBe('failed');
       expect(status.outcome?.reason.code).toBe('goal_not_met');
       expect(refunds.refunds).toEqual([]);
-      expect(status.principal).toEqual({ userId: 'E17', tenantId: 'acme' });
+      expect(status.principal).toEqual(SUPPORT);
       const audit = await orchestrator.audit('injected');
       expect(byKind(audit, 'tool_started').map((e) => e.tool)).toEqual(['get_order']);
       expect(byKind(audit, 'confirmation').map((e) => e.action)).toEqual(['requested', 'rejected']);

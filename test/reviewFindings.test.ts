@@ -10,7 +10,7 @@ import { reply } from '../src/model/scriptedModel.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
 import type { SaveRequest } from '../src/store/taskStore.js';
 import { defineTool } from '../src/tool.js';
-import { E17, byKind, harness, until } from './support/harness.js';
+import { E17, byKind, harness, reserveArgs, until } from './support/harness.js';
 
 /** Saves, then reports the store as unreachable for the chosen revisions: the reply of a save that landed is lost. */
 class LostReplies extends MemoryStore {
@@ -114,7 +114,7 @@ describe('an input schema that transforms its arguments', () => {
   });
 });
 
-describe('known defects (not fixed; see the review report)', () => {
+describe('defects found in review, now fixed', () => {
   function payment(sent: string[], options: { hangFirst?: boolean; sameKeyRetrySafe?: boolean } = {}) {
     return defineTool({
       name: 'send_payment',
@@ -136,7 +136,7 @@ describe('known defects (not fixed; see the review report)', () => {
     });
   }
 
-  it.fails('a write not declared sameKeyRetrySafe is never sent twice with one key without a lookup', async () => {
+  it('a write not declared sameKeyRetrySafe is never sent twice with one key without a lookup', async () => {
     const sent: string[] = [];
     const h = harness({
       extraTools: [payment(sent)],
@@ -148,7 +148,7 @@ describe('known defects (not fixed; see the review report)', () => {
     expect(sent.length === 1 || lookups.length > 0).toBe(true);
   });
 
-  it.fails('no write is sent after the task was cancelled', async () => {
+  it('no write is sent after the task was cancelled', async () => {
     const sent: string[] = [];
     const h = harness({ extraTools: [payment(sent, { hangFirst: true, sameKeyRetrySafe: true })], script: [reply.call('send_payment', { amount: 5 })] });
     await h.orchestrator.start({ principal: E17, goal: 'pay', taskId: 'cx' });
@@ -258,5 +258,101 @@ describe('a validation or authorization hook that does not return { ok: true }',
     const status = await h.orchestrator.run({ principal: E17, goal: 'pay', taskId: 'hook' });
     expect(sent).toEqual([]);
     expect(status.observations[0]).toMatchObject({ ok: false, gate: 'permission', code: 'permission_denied' });
+  });
+});
+
+describe('one business intent, one write', () => {
+  it('refuses a second proposal of a write that already succeeded, even for a retry-safe tool', async () => {
+    const h = harness({ script: [reply.call('reserve_room', reserveArgs()), reply.call('reserve_room', reserveArgs()), reply.answer('booked')] });
+    const status = await h.orchestrator.run({ principal: E17, goal: 'book', taskId: 'twice' });
+    expect(h.bookings.reserveRequests).toHaveLength(1);
+    expect(status.observations[0]).toMatchObject({ ok: false, code: 'duplicate_write', gate: 'loop' });
+    expect(status.state).toBe('done');
+  });
+
+  it('runs the same arguments again after a business failure (nothing was written)', async () => {
+    const h = harness({
+      script: [reply.call('reserve_room', reserveArgs({ expected_version: 16 })), reply.call('reserve_room', reserveArgs({ expected_version: 16 })), reply.answer('x')],
+    });
+    await h.orchestrator.run({ principal: E17, goal: 'book', taskId: 'conflicted' });
+    expect(h.bookings.reserveRequests).toHaveLength(2);
+    expect(h.bookings.bookings).toEqual([]);
+  });
+});
+
+describe('cancel while a write waits for its intent to be saved', () => {
+  it('does not send the write', async () => {
+    class SlowWrites extends MemoryStore {
+      gate: Promise<void> | null = null;
+      release!: () => void;
+      override async save(request: SaveRequest) {
+        if (request.envelope.summary.stateValue === 'executing.writing' && !this.gate) {
+          this.gate = new Promise((resolve) => (this.release = resolve));
+          await this.gate;
+        }
+        return super.save(request);
+      }
+    }
+    const store = new SlowWrites();
+    const h = harness({ store, script: [reply.call('reserve_room', reserveArgs()), reply.answer('x')] });
+    await h.orchestrator.start({ principal: E17, goal: 'book', taskId: 'cancel-early' });
+    await until(() => store.gate !== null);
+    const cancelled = h.orchestrator.cancel('cancel-early', E17, 'changed my mind');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    store.release();
+    expect((await cancelled).accepted).toBe(true);
+    const status = await h.orchestrator.settled('cancel-early');
+    expect(status.state).toBe('cancelled');
+    expect(h.bookings.reserveRequests).toEqual([]);
+    expect(status.observations[0]).toMatchObject({ ok: false, code: 'cancelled' });
+  });
+});
+
+describe('low-severity findings, fixed', () => {
+  it('shows the model only the name of an error a validation hook threw, not its message', async () => {
+    const leaky = defineTool({
+      name: 'leaky_read',
+      description: 'x',
+      effect: 'read',
+      scopes: [],
+      timeoutMs: 100,
+      input: z.strictObject({}),
+      output: z.strictObject({}),
+      validate: () => {
+        throw new TypeError('connect ECONNREFUSED 10.1.2.3:5432 (db-internal.corp)');
+      },
+      execute: async () => ({ ok: true, value: {} }),
+    });
+    const h = harness({ extraTools: [leaky], script: [reply.call('leaky_read', {}), reply.answer('x')] });
+    const status = await h.orchestrator.run({ principal: E17, goal: 'g', taskId: 'leak' });
+    expect(status.observations[0]).toMatchObject({ ok: false, code: 'unavailable', summary: 'business validation failed (TypeError)' });
+    expect(JSON.stringify(await h.orchestrator.transcript('leak'))).not.toContain('10.1.2.3');
+  });
+
+  it('does not write a new revision when a task is only loaded to read it or to refuse an event', async () => {
+    const h = harness({ script: [reply.call('refund_order', { order_id: 'O-1001', amount_cents: 99_900, reason: 'x' })] });
+    const principal = { userId: 'E17', tenantId: 'acme', scopes: ['refunds:write'] };
+    const waiting = await h.orchestrator.run({ principal, goal: 'refund', taskId: 'quiet' });
+    const revision = (await h.store.load('quiet'))!.revision;
+    await h.orchestrator.resume('quiet');
+    await h.orchestrator.confirm('quiet', { id: waiting.pendingConfirmation!.id, argsHash: 'x' }, { ...principal, tenantId: 'other' });
+    expect((await h.store.load('quiet'))!.revision).toBe(revision);
+  });
+
+  it('refuses a confirmation from the right user whose session no longer holds the tool scopes', async () => {
+    const h = harness({ script: [reply.call('refund_order', { order_id: 'O-1001', amount_cents: 99_900, reason: 'x' })] });
+    const principal = { userId: 'E17', tenantId: 'acme', scopes: ['refunds:write'] };
+    const waiting = await h.orchestrator.run({ principal, goal: 'refund', taskId: 'revoked' });
+    const result = await h.orchestrator.confirm('revoked', waiting.pendingConfirmation!, { ...principal, scopes: [] });
+    expect(result).toMatchObject({ accepted: false, code: 'permission_denied' });
+    expect(h.refunds.refunds).toEqual([]);
+    expect((await h.orchestrator.confirm('revoked', waiting.pendingConfirmation!, principal)).accepted).toBe(true);
+  });
+
+  it('refuses oversized text in host events and goals', async () => {
+    const h = harness({ script: [reply.ask('which room?')] });
+    await expect(h.orchestrator.start({ principal: E17, goal: 'x'.repeat(20_000) })).rejects.toThrow(HostRequestError);
+    const status = await h.orchestrator.run({ principal: E17, goal: 'g', taskId: 'big' });
+    await expect(h.orchestrator.answer(status.taskId, 'y'.repeat(20_000), E17)).rejects.toThrow(HostRequestError);
   });
 });

@@ -180,7 +180,10 @@ class StepSession {
       console.log(`${command} is not allowed now (${status.state}, ${status.stateValue}); allowed: ${formatAllowed(allowed)}`);
       return false;
     }
-    const principal = { userId: this.as ?? status.principal.userId, tenantId: status.principal.tenantId, scopes: [] };
+    // As the task's user, with the session the task was started with; `--as` someone else: a session without scopes.
+    const principal = this.as && this.as !== status.principal.userId
+      ? { userId: this.as, tenantId: status.principal.tenantId, scopes: [] }
+      : status.principal;
     const pending = status.pendingConfirmation;
     let outcome: string;
     switch (command) {

@@ -113,6 +113,11 @@ export class LiveTask implements TaskPort {
     } finally {
       this.restoring = false;
     }
+    // A restored actor reports the snapshot it was restored from: the store already holds it, so it is not saved
+    // again (a reload to read a task or to refuse an event leaves the revision alone).
+    if (this.restoringOrigin && this.pendingAudit.length === 0 && this.pendingTranscript.length === 0) {
+      this.persisted = this.observed;
+    }
   }
 
   // --- TaskPort -------------------------------------------------------------------------------------------

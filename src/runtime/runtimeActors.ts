@@ -126,6 +126,14 @@ export function createRuntimeActors(host: ActorHost) {
       }
       // The snapshot holding this write's intent (idempotency key, args hash) must be durable first.
       await task.barrier();
+      // A cancel that arrived meanwhile wins: this is the last moment before the side effect.
+      if (task.context().cancelRequested) {
+        return {
+          at: clock.now(),
+          durationMs: 0,
+          outcome: { kind: 'error', code: 'cancelled', summary: 'not sent: the task was cancelled before the write started', retryable: false },
+        };
+      }
       const outcome = await runWrite(host, input, signal);
       return { at: clock.now(), outcome, durationMs: elapsed(started) };
     }),
@@ -285,7 +293,8 @@ async function runHook(
   }
   if (timed.kind === 'timeout') return { ok: false, code: 'unavailable', summary: `${what} did not finish within ${tool.timeoutMs} ms` };
   if (timed.kind === 'aborted') return { ok: false, code: 'unavailable', summary: `${what} was aborted` };
-  return { ok: false, code: 'unavailable', summary: `${what} failed: ${safeText(timed.error)}` };
+  // Only the error's name reaches the model: a hook's message may name internal hosts or data.
+  return { ok: false, code: 'unavailable', summary: `${what} failed (${errorName(timed.error)})` };
 }
 
 function safeRedact(tool: Tool, args: unknown): Json {

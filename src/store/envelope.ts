@@ -7,8 +7,8 @@ import type { AgentContext, FinalStatus } from '../../machines/agentTypes.js';
 import { CorruptTaskError, UnsupportedVersionError } from '../errors.js';
 
 export const ENVELOPE_SCHEMA_VERSION = 1;
-/** Machine versions this build can restore. */
-export const SUPPORTED_MACHINE_VERSIONS = ['agent/1'] as const;
+/** Machine versions this build can restore: the current one, and older ones it migrates on read. */
+export const SUPPORTED_MACHINE_VERSIONS = ['agent/1', 'agent/2'] as const;
 
 export type TaskState = 'running' | 'waiting_for_confirmation' | 'waiting_for_user' | FinalStatus;
 
@@ -160,6 +160,8 @@ const contextSchema = z.object({
   knowledge: count,
   seenObservations: z.array(z.string()),
   proposedSinceNew: z.array(z.string()),
+  /** Since agent/2; agent/1 envelopes get [] on migration. */
+  writtenKeys: z.array(z.string()).optional(),
   rejectedTurns: count,
   invalidOutputs: count,
   lastFailure: z.object({ tool: z.string(), code: z.string(), summary: z.string() }).nullable(),
@@ -241,6 +243,21 @@ export function parseEnvelope(taskId: string, raw: unknown): TaskEnvelope {
       taskId,
       `machine version ${JSON.stringify(envelope.machineVersion)} is not supported; this build restores ${SUPPORTED_MACHINE_VERSIONS.join(', ')}`,
     );
+  }
+  return migrate(envelope);
+}
+
+/**
+ * Brings an envelope of an older machine version to the current one. Each step is explicit and only ever adds
+ * what the newer machine needs; a version with no step here is refused above.
+ *
+ * - agent/1 -> agent/2: adds `writtenKeys` (writes that succeeded), empty: an agent/1 task has no record of
+ *   them, so it behaves as before for writes made before the upgrade. No state was renamed or removed.
+ */
+function migrate(envelope: TaskEnvelope): TaskEnvelope {
+  if (envelope.machineVersion === 'agent/1') {
+    const context = { ...envelope.snapshot.context, writtenKeys: envelope.snapshot.context.writtenKeys ?? [] };
+    return { ...envelope, machineVersion: 'agent/2', snapshot: { ...envelope.snapshot, context } };
   }
   return envelope;
 }
