@@ -16,7 +16,7 @@ import type { AuditEntry, TranscriptEntry } from './journal.js';
 import { type AnyAgentEvent, eventTime, outputOf } from './agentEventsInternal.js';
 import * as B from './batch.js';
 import { ZERO_COUNTERS, debit, describeShortfall, modelTurnNeed, shortfall } from './budget.js';
-import { REFUSAL_MESSAGES, judgeConfirmation, newConfirmation } from './confirmation.js';
+import { judgeConfirmation, newConfirmation } from './confirmation.js';
 import { checkProtocol } from './protocol.js';
 import { callKey, currentCall, hasHostRejection, runningCall } from './guards.js';
 import { fingerprint } from '../src/json/fingerprint.js';

@@ -30,6 +30,7 @@ import type {
 import type { AuditEntry, TranscriptEntry } from '../machines/journal.js';
 import { type AgentMachine, agentMachine } from '../machines/agentMachine.js';
 import { remaining } from '../machines/budget.js';
+import { type ConfirmationRefusal, REFUSAL_MESSAGES } from '../machines/confirmation.js';
 import { type Clock, systemClock } from './clock.js';
 import {
   AgentError,
@@ -717,10 +718,11 @@ function interpret(event: HostEvent, emitted: AuditEntry[], changed: boolean): O
       const refused = confirmation.find((e) => e.action === 'refused');
       if (refused) {
         const asked = confirmation.find((e) => e.action === 'requested');
+        const why = REFUSAL_MESSAGES[refused.code as ConfirmationRefusal] ?? refused.code;
         return {
           accepted: false,
           code: refused.code,
-          message: asked ? `refused (${refused.code}); asked again as ${asked.confirmationId}` : `refused (${refused.code})`,
+          message: asked ? `refused: ${why} (now ${asked.confirmationId})` : `refused: ${why}`,
         };
       }
       return { accepted: false, code: 'not_waiting_for_confirmation', message: 'the task is not waiting for a confirmation' };

@@ -3,7 +3,7 @@
  * folded into one line, failures with their code and summary.
  */
 import type { AuditEntry } from '../../machines/journal.js';
-import { canonicalJson } from '../json/canonicalJson.js';
+import { clip, jsonPreview } from '../text.js';
 
 export interface TraceOptions {
   /** ANSI colours (default: false). */
@@ -128,13 +128,7 @@ function describeModelOutput(entry: Extract<AuditEntry, { kind: 'model_output' }
 }
 
 function compactArgs(args: unknown): string {
-  let text: string;
-  try {
-    text = canonicalJson(args);
-  } catch {
-    text = String(args);
-  }
-  return text.length > 120 ? `${text.slice(0, 117)}...` : text;
+  return clip(jsonPreview(args), 120);
 }
 
 function short(hashOrKey: string): string {

@@ -11,12 +11,12 @@ import { type ReplayedTask, replayAudit } from '../audit/replayAudit.js';
 import { type Clock, shiftedClock, systemClock } from '../clock.js';
 import { type DemoServices, openDemoServices } from '../demo/demoServices.js';
 import { REFUND_GOAL, bookingScript, refundScript } from '../demo/scenarios.js';
-import { AgentError, TaskNotFoundError } from '../errors.js';
+import { TaskNotFoundError } from '../errors.js';
 import { type GatedModel, gatedModel } from '../model/gatedModel.js';
 import { scriptedModel } from '../model/scriptedModel.js';
 import { type Orchestrator, type TaskStatus, createOrchestrator } from '../orchestrator.js';
-import type { TaskStore } from '../store/taskStore.js';
 import { openStore } from './openStore.js';
+import { UsageError } from './usageError.js';
 import { type StepCommand, allowedCommands, formatAllowed, formatReplay, formatStatus } from './stepView.js';
 import { locateTask } from './taskLocation.js';
 
@@ -43,12 +43,6 @@ Options:
   --real-clock       use the system clock (default: the task's own time, resumed from its last save, so a
                      confirmation does not expire while you read; demo tasks live on a fictional date)
   --help             this text`;
-
-class UsageError extends AgentError {
-  constructor(message: string) {
-    super('usage', message);
-  }
-}
 
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({

@@ -6,8 +6,8 @@ import type { BudgetCounters, BudgetLimits, Observation } from '../../machines/a
 import type { AuditEntry } from '../../machines/journal.js';
 import { formatTrace } from '../audit/formatTrace.js';
 import type { ReplayedTask } from '../audit/replayAudit.js';
-import { canonicalJson } from '../json/canonicalJson.js';
 import type { TaskStatus } from '../orchestrator.js';
+import { clip, jsonPreview as json } from '../text.js';
 
 export type StepCommand = 'next' | 'confirm' | 'reject' | 'answer' | 'cancel' | 'at' | 'quit';
 
@@ -105,16 +105,4 @@ function describeIn(ms: number): string {
   if (ms <= 0) return 'expired';
   const minutes = Math.round(ms / 60_000);
   return minutes >= 1 ? `in ${minutes} min` : `in ${Math.ceil(ms / 1000)} s`;
-}
-
-function json(value: unknown): string {
-  try {
-    return canonicalJson(value);
-  } catch {
-    return String(value);
-  }
-}
-
-function clip(text: string, max: number): string {
-  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }

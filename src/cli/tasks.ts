@@ -13,12 +13,12 @@ import { parseArgs } from 'node:util';
 import { formatTrace } from '../audit/formatTrace.js';
 import { demoModel, durableDemoTools } from '../demo/durableDemo.js';
 import { RedisBookingService } from '../demo/redisBookingService.js';
-import { AgentError } from '../errors.js';
 import { type Orchestrator, type TaskStatus, createOrchestrator } from '../orchestrator.js';
 import { TASK_STATES, type TaskState, type TaskSummary } from '../store/envelope.js';
 import type { TaskStore } from '../store/taskStore.js';
 import type { Tool } from '../tool.js';
 import { openStore } from './openStore.js';
+import { UsageError } from './usageError.js';
 
 const DEFAULT_PREFIX = 'statechart-agent-demo';
 
@@ -40,12 +40,6 @@ Options:
   --json               machine-readable output
   --verbose            audit: include budget checks and model requests
   --help               this text`;
-
-class UsageError extends AgentError {
-  constructor(message: string) {
-    super('usage', message);
-  }
-}
 
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({

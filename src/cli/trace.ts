@@ -6,11 +6,12 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
-import { AgentError, TaskNotFoundError } from '../errors.js';
+import { TaskNotFoundError } from '../errors.js';
 import { scriptedModel } from '../model/scriptedModel.js';
 import { createOrchestrator } from '../orchestrator.js';
 import { renderTraceHtml } from '../visualize/traceHtml.js';
 import { openStore } from './openStore.js';
+import { UsageError } from './usageError.js';
 import { locateTask } from './taskLocation.js';
 
 const HELP = `Usage: npm run trace -- <taskId> [options]
@@ -25,12 +26,6 @@ Options:
   --prefix <prefix>  Redis key prefix (default: statechart-agent-demo[:<scenario>])
   --out <file>       where to write the page (default: .data/traces/<taskId>.html)
   --help             this text`;
-
-class UsageError extends AgentError {
-  constructor(message: string) {
-    super('usage', message);
-  }
-}
 
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({

@@ -41,6 +41,34 @@ export interface BookingFaults {
 
 export const DEMO_NOW = Date.parse('2026-09-26T13:00:00+08:00');
 
+/**
+ * The rooms free for the whole interval with enough seats (and a projector if asked), smallest first, as the
+ * search tool reports them. Shared by the in-memory and the Redis-backed services.
+ */
+export function availableRooms(
+  rooms: Iterable<Room>,
+  bookings: readonly Pick<BookingRow, 'roomId' | 'startAt' | 'endAt'>[],
+  query: RoomSearchInput,
+): RoomSearchOutput['rooms'] {
+  const start = Date.parse(query.start_at);
+  const end = Date.parse(query.end_at);
+  const taken = (roomId: string) =>
+    bookings.some((b) => b.roomId === roomId && Date.parse(b.startAt) < end && start < Date.parse(b.endAt));
+  return [...rooms]
+    .filter((room) => room.capacity >= query.attendees && (!query.needs_projector || room.hasProjector))
+    .filter((room) => !taken(room.roomId))
+    .sort((a, b) => a.capacity - b.capacity || (a.roomId < b.roomId ? -1 : a.roomId > b.roomId ? 1 : 0))
+    .map((room) => ({
+      room_id: room.roomId,
+      name: room.name,
+      capacity: room.capacity,
+      has_projector: room.hasProjector,
+      tier: room.tier,
+      version: room.version,
+      note: room.note,
+    }));
+}
+
 export function demoRooms(): Room[] {
   return [
     { roomId: 'R7', name: 'Room 7', capacity: 4, hasProjector: true, tier: 'ordinary', version: 17, note: 'Whiteboard on the east wall.' },
@@ -77,21 +105,7 @@ export class BookingService implements RoomSearchService, RoomBookingService {
       this.faults.hangingSearches -= 1;
       return never(signal);
     }
-    const start = Date.parse(query.start_at);
-    const end = Date.parse(query.end_at);
-    const rooms = [...this.rooms.values()]
-      .filter((room) => room.capacity >= query.attendees && (!query.needs_projector || room.hasProjector))
-      .filter((room) => !this.overlaps(room.roomId, start, end))
-      .sort((a, b) => a.capacity - b.capacity || a.roomId.localeCompare(b.roomId))
-      .map((room) => ({
-        room_id: room.roomId,
-        name: room.name,
-        capacity: room.capacity,
-        has_projector: room.hasProjector,
-        tier: room.tier,
-        version: room.version,
-        note: room.note,
-      }));
+    const rooms = availableRooms(this.rooms.values(), this.bookings, query);
     return { observed_at: new Date(this.now()).toISOString(), rooms };
   }
 

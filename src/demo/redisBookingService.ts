@@ -15,7 +15,7 @@ import type { Order } from '../../tools/getOrder.js';
 import type { Refund, RefundOrderInput, RefundService } from '../../tools/refundOrder.js';
 import type { Booking, ReserveRoomInput, RoomBookingService, RoomFacts } from '../../tools/reserveRoom.js';
 import { DEFAULT_REDIS_URL, createRedisClient } from '../store/redisConnection.js';
-import { type BookingRow, DEMO_NOW, type Room, demoRooms } from './bookingService.js';
+import { type BookingRow, DEMO_NOW, type Room, availableRooms, demoRooms } from './bookingService.js';
 import { type OrderRecord, type RefundRow, demoOrders } from './refundService.js';
 
 /** Faults to inject: each is a count of occurrences, consumed one at a time by any process using the prefix. */
@@ -127,30 +127,16 @@ export class RedisBookingService implements RoomSearchService, RoomBookingServic
       const ms = Number((await this.client.hget(this.k.faults, 'slowSearchMs')) ?? 1000);
       await abortableDelay(ms, signal);
     }
-    const start = Date.parse(query.start_at);
-    const end = Date.parse(query.end_at);
     const [rooms, versions, bookings] = await Promise.all([
       this.client.hgetall(this.k.rooms),
       this.client.hgetall(this.k.versions),
       this.bookings(),
     ]);
-    const taken = (roomId: string) =>
-      bookings.some((b) => b.roomId === roomId && Date.parse(b.startAt) < end && start < Date.parse(b.endAt));
-    const found = Object.values(rooms)
-      .map((text) => JSON.parse(text) as Omit<Room, 'version'>)
-      .filter((room) => room.capacity >= query.attendees && (!query.needs_projector || room.hasProjector))
-      .filter((room) => !taken(room.roomId))
-      .sort((a, b) => a.capacity - b.capacity || a.roomId.localeCompare(b.roomId))
-      .map((room) => ({
-        room_id: room.roomId,
-        name: room.name,
-        capacity: room.capacity,
-        has_projector: room.hasProjector,
-        tier: room.tier,
-        version: Number(versions[room.roomId]),
-        note: room.note,
-      }));
-    return { observed_at: new Date(this.now()).toISOString(), rooms: found };
+    const withVersions = Object.values(rooms).map((text) => {
+      const room = JSON.parse(text) as Omit<Room, 'version'>;
+      return { ...room, version: Number(versions[room.roomId]) };
+    });
+    return { observed_at: new Date(this.now()).toISOString(), rooms: availableRooms(withVersions, bookings, query) };
   }
 
   async room(roomId: string): Promise<RoomFacts | undefined> {

@@ -8,11 +8,11 @@ import type { AnyStateMachine } from 'xstate';
 import type { AuditEntry } from '../../machines/journal.js';
 import { agentMachine } from '../../machines/agentMachine.js';
 import { type ReplayedTask, replayAudit } from '../audit/replayAudit.js';
-import { canonicalJson } from '../json/canonicalJson.js';
 import type { TaskStatus } from '../orchestrator.js';
 import { CHART_STYLE } from './chartHtml.js';
 import { esc, toSvg } from './chartSvg.js';
 import { type Chart, describeChart } from './describeChart.js';
+import { clip, jsonPreview as json } from '../text.js';
 
 /** The page's colours; tests look for them in screenshots. */
 export const TRACE_COLORS = {
@@ -171,16 +171,4 @@ function timelineRow(entry: AuditEntry, seq: number, start: number): string | nu
     case 'task_stopped':
       return row('stop', null, entry.status, entry.status === 'done' ? 'pass' : entry.status === 'review_required' ? 'warn' : 'reject', `<code>${esc(entry.reason.code)}</code>: ${esc(entry.reason.message)}`, ' stop');
   }
-}
-
-function json(value: unknown): string {
-  try {
-    return canonicalJson(value);
-  } catch {
-    return String(value);
-  }
-}
-
-function clip(text: string, max: number): string {
-  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
