@@ -12,6 +12,7 @@ import { createOpenAIModel } from '../model/openaiModel.js';
 import type { TaskStore } from '../store/taskStore.js';
 import { type CliInspection, parsePort, pauseIfInteractive, startInspection } from './inspection.js';
 import { openStore } from './openStore.js';
+import { runCli } from './runCli.js';
 
 const HELP = `Usage: npm start -- [options]
 
@@ -198,12 +199,4 @@ function printSummary(results: { result: ScenarioResult; problems: string[] }[],
   }
 }
 
-main().then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (error: unknown) => {
-    console.error(error instanceof Error ? `${error.name}: ${error.message}` : error);
-    process.exitCode = 1;
-  },
-);
+runCli(() => main(), HELP);

@@ -16,7 +16,7 @@ import { type GatedModel, gatedModel } from '../model/gatedModel.js';
 import { scriptedModel } from '../model/scriptedModel.js';
 import { type Orchestrator, type TaskStatus, createOrchestrator } from '../orchestrator.js';
 import { openStore } from './openStore.js';
-import { UsageError } from './usageError.js';
+import { UsageError, runCli } from './runCli.js';
 import { type StepCommand, allowedCommands, formatAllowed, formatReplay, formatStatus } from './stepView.js';
 import { locateTask } from './taskLocation.js';
 
@@ -248,22 +248,4 @@ function parseStep(text: string): number {
   return n;
 }
 
-main(process.argv.slice(2)).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (error: unknown) => {
-    if (error instanceof UsageError || (error instanceof Error && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS'))) {
-      console.error(`${error.message}\n\n${HELP}`);
-      process.exitCode = 2;
-      return;
-    }
-    if (error instanceof TaskNotFoundError) {
-      console.error(`${error.message.replace(/\.$/, '')}. Is it in another store? Pass --store, --data-dir or --prefix (see --help).`);
-      process.exitCode = 1;
-      return;
-    }
-    console.error(error instanceof Error ? `${error.name}: ${error.message}` : error);
-    process.exitCode = 1;
-  },
-);
+runCli(() => main(process.argv.slice(2)), HELP);

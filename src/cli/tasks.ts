@@ -18,7 +18,7 @@ import { TASK_STATES, type TaskState, type TaskSummary } from '../store/envelope
 import type { TaskStore } from '../store/taskStore.js';
 import type { Tool } from '../tool.js';
 import { openStore } from './openStore.js';
-import { UsageError } from './usageError.js';
+import { UsageError, runCli } from './runCli.js';
 
 const DEFAULT_PREFIX = 'statechart-agent-demo';
 
@@ -196,17 +196,4 @@ function printColumns(rows: string[][]): void {
   for (const row of rows) console.log(row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ').trimEnd());
 }
 
-main(process.argv.slice(2)).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (error: unknown) => {
-    if (error instanceof UsageError || (error instanceof Error && error.name === 'TypeError' && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS'))) {
-      console.error(`${error.message}\n\n${HELP}`);
-      process.exitCode = 2;
-      return;
-    }
-    console.error(error instanceof Error ? `${error.name}: ${error.message}` : error);
-    process.exitCode = 1;
-  },
-);
+runCli(() => main(process.argv.slice(2)), HELP);

@@ -6,12 +6,11 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
-import { TaskNotFoundError } from '../errors.js';
 import { scriptedModel } from '../model/scriptedModel.js';
 import { createOrchestrator } from '../orchestrator.js';
 import { renderTraceHtml } from '../visualize/traceHtml.js';
 import { openStore } from './openStore.js';
-import { UsageError } from './usageError.js';
+import { UsageError, runCli } from './runCli.js';
 import { locateTask } from './taskLocation.js';
 
 const HELP = `Usage: npm run trace -- <taskId> [options]
@@ -64,22 +63,4 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-main(process.argv.slice(2)).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (error: unknown) => {
-    if (error instanceof UsageError || (error instanceof Error && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS'))) {
-      console.error(`${error.message}\n\n${HELP}`);
-      process.exitCode = 2;
-      return;
-    }
-    if (error instanceof TaskNotFoundError) {
-      console.error(`${error.message.replace(/\.$/, '')}. Is it in another store? Pass --store, --data-dir or --prefix (see --help).`);
-      process.exitCode = 1;
-      return;
-    }
-    console.error(error instanceof Error ? `${error.name}: ${error.message}` : error);
-    process.exitCode = 1;
-  },
-);
+runCli(() => main(process.argv.slice(2)), HELP);
