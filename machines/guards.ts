@@ -7,7 +7,7 @@ import { type AnyAgentEvent, eventTime, outputOf } from './agentEventsInternal.j
 import { findCall, isBatchComplete as batchComplete, nextStep } from './batch.js';
 import { modelTurnNeed, shortfall } from './budget.js';
 import { judgeConfirmation } from './confirmation.js';
-import { checkProtocol } from './protocol.js';
+import { protocolVerdict } from './protocol.js';
 
 export type Guard = (context: AgentContext, event: AnyAgentEvent) => boolean;
 
@@ -63,10 +63,10 @@ export const guards = {
 
   // --- model output ---------------------------------------------------------------------------------------
   hasPairableCallIds: (context, event) =>
-    checkProtocol(proposal(event).calls, context.catalog, context.policy).kind !== 'unpairable',
+    protocolVerdict(proposal(event).calls, context.catalog, context.policy).kind !== 'unpairable',
 
   isBatchWellFormed: (context, event) =>
-    checkProtocol(proposal(event).calls, context.catalog, context.policy).kind === 'accepted',
+    protocolVerdict(proposal(event).calls, context.catalog, context.policy).kind === 'accepted',
 
   canReaskModel: (context) => context.invalidOutputs <= context.policy.maxInvalidOutputs,
 

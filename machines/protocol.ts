@@ -44,6 +44,20 @@ export type ProtocolVerdict =
 
 const MAX_CALL_ID_LENGTH = 256;
 
+/**
+ * The verdict for one proposal, computed once: the guards and the action of the same transition all ask for it,
+ * and it parses every argument text. Cached per calls array, valid only for the same catalog and policy.
+ */
+const verdicts = new WeakMap<ProposedCall[], { catalog: Catalog; policy: Policy; verdict: ProtocolVerdict }>();
+
+export function protocolVerdict(calls: ProposedCall[], catalog: Catalog, policy: Policy): ProtocolVerdict {
+  const cached = verdicts.get(calls);
+  if (cached && cached.catalog === catalog && cached.policy === policy) return cached.verdict;
+  const verdict = checkProtocol(calls, catalog, policy);
+  verdicts.set(calls, { catalog, policy, verdict });
+  return verdict;
+}
+
 export function checkProtocol(calls: ProposedCall[], catalog: Catalog, policy: Policy): ProtocolVerdict {
   const idProblems: ProtocolProblem[] = [];
   const seen = new Set<string>();

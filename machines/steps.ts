@@ -17,7 +17,7 @@ import { type AnyAgentEvent, eventTime, outputOf } from './agentEventsInternal.j
 import * as B from './batch.js';
 import { ZERO_COUNTERS, debit, describeShortfall, modelTurnNeed, shortfall } from './budget.js';
 import { judgeConfirmation, newConfirmation } from './confirmation.js';
-import { checkProtocol } from './protocol.js';
+import { protocolVerdict } from './protocol.js';
 import { callKey, currentCall, hasHostRejection, runningCall } from './guards.js';
 import { fingerprint } from '../src/json/fingerprint.js';
 
@@ -292,7 +292,7 @@ export const recordInvalidOutput: Step = (context, event) =>
 
 export const recordUnpairableProposal: Step = (context, event) => {
   if (event.type !== 'model.toolsProposed') return {};
-  const verdict = checkProtocol(event.calls, context.catalog, context.policy);
+  const verdict = protocolVerdict(event.calls, context.catalog, context.policy);
   const problems = verdict.kind === 'unpairable' ? verdict.problems : [];
   const detail = `tool calls must each have a unique call id: ${problems.map((p) => p.summary).join('; ')}`;
   const result = invalidOutput(context, event, detail);
@@ -321,7 +321,7 @@ function proposalEntry(context: AgentContext, event: AnyAgentEvent): TranscriptE
 
 export const rejectWholeBatch: Step = (context, event) => {
   if (event.type !== 'model.toolsProposed') return {};
-  const verdict = checkProtocol(event.calls, context.catalog, context.policy);
+  const verdict = protocolVerdict(event.calls, context.catalog, context.policy);
   if (verdict.kind !== 'rejected') return {};
   const batch = B.rejectedBatch(context.turn, event.calls, verdict.problems, context.catalog);
   return {
@@ -341,7 +341,7 @@ export const rejectWholeBatch: Step = (context, event) => {
 
 export const acceptProposal: Step = (context, event) => {
   if (event.type !== 'model.toolsProposed') return {};
-  const verdict = checkProtocol(event.calls, context.catalog, context.policy);
+  const verdict = protocolVerdict(event.calls, context.catalog, context.policy);
   if (verdict.kind !== 'accepted') return {};
   return {
     context: { batch: B.createBatch(context.turn, verdict.calls, context.catalog), pendingConfirmation: null },
