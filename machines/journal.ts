@@ -1,10 +1,15 @@
 /**
- * Entries the machine emits for the append-only journal of a task: the audit trail (every decision) and the
- * transcript (what the model is shown). The runtime appends them with the snapshot that produced them, so the
- * snapshot stays the same size however long the task runs.
+ * What the machine emits besides its snapshot: entries for the task's append-only journals (the audit trail of
+ * every decision, and the transcript of what the model is shown), and its answer to a host event. The runtime
+ * appends the entries with the snapshot that produced them, so the snapshot stays the same size however long the
+ * task runs; the answer goes back to whoever sent the event.
  */
+import type { MachineEvent } from './actors.js';
+import { eventTime } from './actors.js';
 import type {
+  AgentContext,
   BudgetLimits,
+  CallState,
   Effect,
   FinalStatus,
   GateName,
@@ -13,7 +18,8 @@ import type {
   ModelUsage,
   Observation,
   StopReason,
-} from './agentTypes.js';
+} from './context.js';
+import type { ReplyCode } from './failures.js';
 
 export type TranscriptEntry =
   | { kind: 'goal'; at: number; text: string }
@@ -56,6 +62,8 @@ export type AuditEntry = { at: number; turn: number } & (
       code: string | null;
       summary: string | null;
     }
+  /** A gate that asks one of the tool's hooks (business validation, resource permission) started asking. */
+  | { kind: 'check_started'; gate: 'business' | 'permission'; callId: string; tool: string; argsHash: string | null }
   | {
       kind: 'tool_started';
       callId: string;
@@ -101,3 +109,45 @@ export type AuditEntry = { at: number; turn: number } & (
 );
 
 export type AuditKind = AuditEntry['kind'];
+
+/** The chart's answer to a host event: whether it changed the task, and why not or what happens now. */
+export interface HostReply {
+  accepted: boolean;
+  code: ReplyCode | null;
+  message: string;
+}
+
+/** What the machine emits (`actor.on(type, ...)`). */
+export type MachineEmitted =
+  | { type: 'audit'; entry: AuditEntry }
+  | { type: 'transcript'; entry: TranscriptEntry }
+  | { type: 'reply'; reply: HostReply };
+
+type AuditBody = AuditEntry extends infer E ? (E extends unknown ? Omit<E, 'at' | 'turn'> : never) : never;
+type GateBody = Omit<Extract<AuditEntry, { kind: 'gate' }>, 'kind' | 'at' | 'turn' | 'callId' | 'tool' | 'argsHash'>;
+
+/** The host time of `event` (every event carries one). */
+export function timeOf(context: AgentContext, event: MachineEvent): number {
+  return eventTime(event, context.startedAt);
+}
+
+/** An audit entry stamped with the event's time and the current turn. */
+export function auditEntry(context: AgentContext, event: MachineEvent, body: AuditBody): AuditEntry {
+  return { at: timeOf(context, event), turn: context.turn, ...body } as AuditEntry;
+}
+
+/** A gate decision, about one call or (without `call`) about the task. */
+export function gateEntry(
+  context: AgentContext,
+  event: MachineEvent,
+  body: GateBody & { call?: Pick<CallState, 'callId' | 'tool' | 'argsHash'> },
+): AuditEntry {
+  const { call, ...rest } = body;
+  return auditEntry(context, event, {
+    kind: 'gate',
+    callId: call?.callId ?? null,
+    tool: call?.tool ?? null,
+    argsHash: call?.argsHash ?? null,
+    ...rest,
+  });
+}

@@ -11,12 +11,12 @@ import { runInNewContext } from 'node:vm';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import type { AgentModel } from '../src/model/agentModel.js';
-import { reply } from '../src/model/scriptedModel.js';
-import { type Orchestrator, type OrchestratorOptions, createOrchestrator } from '../src/orchestrator.js';
-import type { Principal } from '../machines/agentTypes.js';
-import { DEFAULT_REDIS_URL, createRedisClient } from '../src/store/redisConnection.js';
-import { redisKeys } from '../src/store/redisKeys.js';
-import { RedisStore } from '../src/store/redisStore.js';
+import { reply } from '../src/testing/scriptedModel.js';
+import { type Orchestrator, type OrchestratorOptions, createOrchestrator } from '../src/orchestrator/orchestrator.js';
+import type { Principal } from '../machines/context.js';
+import { DEFAULT_REDIS_URL, createRedisClient } from '../src/store/redis/redisConnection.js';
+import { redisKeys } from '../src/store/redis/redisKeys.js';
+import { RedisStore } from '../src/store/redis/redisStore.js';
 import type { TaskStore } from '../src/store/taskStore.js';
 import { defineTool } from '../src/tool.js';
 

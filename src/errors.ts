@@ -102,10 +102,3 @@ export class ToolDefinitionError extends AgentError {
     super('invalid_tool_definition', `Tool ${JSON.stringify(tool)} is not a valid definition: ${detail}`);
   }
 }
-
-/** The scripted model was asked for more turns than its script has. */
-export class ScriptExhaustedError extends AgentError {
-  constructor(turn: number, length: number) {
-    super('script_exhausted', `The scripted model was asked for turn ${turn}, but its script has ${length} step(s).`);
-  }
-}

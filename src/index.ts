@@ -1,19 +1,28 @@
 /**
- * statechart-agent: an explicit statechart agent orchestrator on XState v5. The model proposes; the host's
- * guards decide; tools run as invoked actors with timeouts, bounded read retries and idempotent writes; tasks
- * persist after every step.
+ * statechart-agent: an explicit statechart agent orchestrator on XState v5. The model proposes; the host's guards
+ * decide; tools run as invoked actors with timeouts, bounded read retries and idempotent writes; tasks persist
+ * after every step.
+ *
+ * Other entries: `statechart-agent/redis` (RedisStore), `statechart-agent/openai` (an OpenAI-compatible model),
+ * `statechart-agent/inspect` (live inspection streams), `statechart-agent/testing` (scripted model, manual clock).
+ * They are apart so that importing this entry loads neither ioredis, nor the OpenAI SDK, nor test doubles.
  */
+
+// The orchestrator
 export {
-  createOrchestrator,
   Orchestrator,
+  createOrchestrator,
   DEFAULT_LIMITS,
   DEFAULT_POLICY,
   type AuditRecord,
   type OrchestratorOptions,
+  type RecoveryReport,
   type StartTaskRequest,
   type TaskStatus,
   type UserEventResult,
-} from './orchestrator.js';
+} from './orchestrator/orchestrator.js';
+
+// Tools
 export {
   defineTool,
   toolParametersSchema,
@@ -31,6 +40,8 @@ export {
   type WriteContext,
   type WriteTool,
 } from './tool.js';
+
+// Models
 export {
   TransientModelError,
   type AgentModel,
@@ -39,34 +50,78 @@ export {
   type ModelUsageReport,
   type OfferedTool,
 } from './model/agentModel.js';
-export { ScriptedModel, reply, scriptedModel, type ScriptStep, type ScriptView } from './model/scriptedModel.js';
-export { createOpenAIModel, ModelConfigError, type OpenAIModelOptions } from './model/openaiModel.js';
-export { ModelRequestError, type ModelPrices } from './model/openaiReply.js';
+
+// Stores
 export { MemoryStore } from './store/memoryStore.js';
+export { FileStore, type FileStoreOptions } from './store/file/fileStore.js';
 export type { JournalStream, Lease, LeaseManager, ListQuery, SaveRequest, TaskStore } from './store/taskStore.js';
-export {
-  ENVELOPE_SCHEMA_VERSION,
-  SUPPORTED_MACHINE_VERSIONS,
-  parseEnvelope,
-  type TaskEnvelope,
-  type TaskState,
-  type TaskSummary,
-} from './store/envelope.js';
+export { ENVELOPE_SCHEMA_VERSION, SUPPORTED_MACHINE_VERSIONS, parseEnvelope, type PersistedAgentSnapshot, type TaskEnvelope } from './store/envelope.js';
+export { TASK_STATES, type TaskState, type TaskSummary } from './store/summary.js';
+
+// Reading what happened
 export { formatTrace, type TraceOptions } from './audit/formatTrace.js';
-export { replayAudit, foldAuditEntry, type ReplayedTask } from './audit/replayAudit.js';
+export {
+  foldAuditEntry,
+  replayAudit,
+  type ReplayedCall,
+  type ReplayedConfirmation,
+  type ReplayedDecision,
+  type ReplayedTask,
+  type ReplayedTransition,
+  type ReplayStatus,
+} from './audit/replayAudit.js';
 export { renderTraceHtml, type TraceInput } from './visualize/traceHtml.js';
-// Inspection (the Stately inspector relay, offline JSON-lines and WebSocket streams) is a separate entry point,
-// `statechart-agent/inspect`, so importing the library does not load @statelyai/inspect and ws.
-export { gatedModel, type GatedModel } from './model/gatedModel.js';
-export { ManualClock, systemClock, type Clock } from './clock.js';
-export { canonicalJson } from './json/canonicalJson.js';
-export { hashArguments } from './json/hashing.js';
-export * from './errors.js';
-export { agentMachine, AGENT_MACHINE_VERSION, type AgentMachine } from '../machines/agentMachine.js';
+export type { HostContext, HostFactory, HostSetup } from './cli/host.js';
+
+// Time, hashing, errors
+export { systemClock, type Clock } from './clock.js';
+export { canonicalJson } from '../machines/lib/canonicalJson.js';
+export { hashArguments } from './hashing.js';
+export {
+  AgentError,
+  CorruptTaskError,
+  FencedOutError,
+  HostRequestError,
+  RevisionConflictError,
+  StoreUnavailableError,
+  TaskBusyError,
+  TaskExistsError,
+  TaskNotFoundError,
+  TaskQuarantinedError,
+  ToolDefinitionError,
+  UnsupportedVersionError,
+} from './errors.js';
+
+// The chart and its data model
+export { AGENT_MACHINE_VERSION, agentMachine, createAgentMachine, type AgentMachine } from '../machines/agentMachine.js';
+export type { ToolRules, Toolkit } from '../machines/toolkit.js';
+export { TAGS, type Tag } from '../machines/tags.js';
+export {
+  CALL_CODES,
+  CONFIRMATION_REFUSALS,
+  STOP_CODES,
+  type CallCode,
+  type ConfirmationRefusal,
+  type ReplyCode,
+  type StopCode,
+} from '../machines/failures.js';
 export type {
   AgentContext,
+  AgentInput,
+  Batch,
+  BudgetCounters,
   BudgetLimits,
+  BudgetState,
+  CallPhase,
+  CallState,
+  Catalog,
+  Effect,
   Evidence,
+  FinalStatus,
+  GateName,
+  Json,
+  ModelReservation,
+  ModelUsage,
   Observation,
   Outcome,
   PendingConfirmation,
@@ -74,5 +129,7 @@ export type {
   Principal,
   StopReason,
   SuccessCriterion,
-} from '../machines/agentTypes.js';
-export type { AuditEntry, TranscriptEntry } from '../machines/journal.js';
+  ToolFacts,
+} from '../machines/context.js';
+export type { AgentEvent, HostEvent, ModelEvent, ProposedCall } from '../machines/events.js';
+export type { AuditEntry, AuditKind, ConfirmationAction, HostReply, TranscriptEntry } from '../machines/journal.js';

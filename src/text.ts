@@ -1,5 +1,5 @@
 /** Small text helpers shared by the trace views. */
-import { canonicalJson } from './json/canonicalJson.js';
+import { canonicalJson } from '../machines/lib/canonicalJson.js';
 
 /** Canonical JSON of a value for display, or its string form when it is not JSON. */
 export function jsonPreview(value: unknown): string {

@@ -6,7 +6,8 @@
  * `defineTool` refuses fields such as `requester_id` or `user_id`.
  */
 import { z } from 'zod';
-import type { Json, Principal } from '../machines/agentTypes.js';
+import type { Json, Principal } from '../machines/context.js';
+import type { ConfirmationRule } from '../machines/toolkit.js';
 import { ToolDefinitionError } from './errors.js';
 
 /** What a tool call produced. Business-terminal failures (conflict, not_found) are values, not throws. */
@@ -50,8 +51,7 @@ export interface ValidationContext {
   signal: AbortSignal;
 }
 
-/** Never, always, or a predicate over the validated arguments and the principal (e.g. refunds above an amount). */
-export type ConfirmationRule<I> = 'never' | 'always' | ((args: I, principal: Readonly<Principal>) => boolean);
+export type { ConfirmationRule };
 
 export interface RetryPolicy {
   /** Total attempts including the first (2 = one retry). */

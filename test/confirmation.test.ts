@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '../src/clock.js';
-import { hashArguments } from '../src/json/hashing.js';
-import { reply } from '../src/model/scriptedModel.js';
+import { ManualClock } from '../src/testing/manualClock.js';
+import { hashArguments } from '../src/hashing.js';
+import { reply } from '../src/testing/scriptedModel.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
 import { SUPPORT, byKind, harness } from './support/harness.js';
 
@@ -51,7 +51,7 @@ describe('confirmation bound to exact arguments', () => {
 
   it('runs the call once the matching confirmation arrives', async () => {
     const { orchestrator, pending, refunds } = await waiting();
-    const result = await orchestrator.confirm('refund-task', pending, SUPPORT);
+    const result = await orchestrator.confirm('refund-task', SUPPORT, pending);
     expect(result).toMatchObject({ accepted: true, code: null });
     const status = await orchestrator.settled('refund-task');
     expect(status.state).toBe('done');
@@ -64,7 +64,7 @@ describe('confirmation bound to exact arguments', () => {
     ['the hash of other arguments (199.00)', (p: { id: string; argsHash: string }) => ({ ...p, argsHash: hashArguments({ ...REFUND_999, amount_cents: 19_900 }) }), SUPPORT, 'arguments_changed', true],
   ])('refuses a confirmation with %s and runs nothing', async (_label, forge, by, code, asksAgain) => {
     const { orchestrator, pending, refunds } = await waiting();
-    const result = await orchestrator.confirm('refund-task', forge(pending), by);
+    const result = await orchestrator.confirm('refund-task', by, forge(pending));
     expect(result).toMatchObject({ accepted: false, code });
     expect(result.status.state).toBe('waiting_for_confirmation');
     expect(refunds.refunds).toEqual([]);
@@ -73,7 +73,7 @@ describe('confirmation bound to exact arguments', () => {
       expect(next.id).not.toBe(pending.id);
       expect(next.request).toBe(2);
       // The old id is spent.
-      const replay = await orchestrator.confirm('refund-task', pending, SUPPORT);
+      const replay = await orchestrator.confirm('refund-task', SUPPORT, pending);
       expect(replay.code).toBe('unknown_confirmation');
     } else {
       expect(next).toEqual(pending);
@@ -82,7 +82,7 @@ describe('confirmation bound to exact arguments', () => {
 
   it('refuses a confirmation from another tenant without delivering it', async () => {
     const { orchestrator, pending, refunds } = await waiting();
-    const result = await orchestrator.confirm('refund-task', pending, { ...SUPPORT, tenantId: 'globex' });
+    const result = await orchestrator.confirm('refund-task', { ...SUPPORT, tenantId: 'globex' }, pending);
     expect(result).toMatchObject({ accepted: false, code: 'wrong_tenant' });
     expect(refunds.refunds).toEqual([]);
     const audit = await orchestrator.audit('refund-task');
@@ -93,12 +93,12 @@ describe('confirmation bound to exact arguments', () => {
     const clock = new ManualClock();
     const { orchestrator, pending, refunds } = await waiting({ clock });
     await clock.advance(15 * 60_000);
-    const late = await orchestrator.confirm('refund-task', pending, SUPPORT);
+    const late = await orchestrator.confirm('refund-task', SUPPORT, pending);
     expect(late).toMatchObject({ accepted: false, code: 'confirmation_expired' });
     const again = late.status.pendingConfirmation!;
     expect(again.expiresAt).toBe(clock.now() + 15 * 60_000);
     expect(refunds.refunds).toEqual([]);
-    const ok = await orchestrator.confirm('refund-task', again, SUPPORT);
+    const ok = await orchestrator.confirm('refund-task', SUPPORT, again);
     expect(ok.accepted).toBe(true);
     await orchestrator.settled('refund-task');
     expect(refunds.refunds).toHaveLength(1);
@@ -127,7 +127,7 @@ describe('confirmation bound to exact arguments', () => {
     await first.orchestrator.close();
     await clock.advance(16 * 60_000);
     const second = harness({ clock, store, refunds: first.refunds, script: [reply.call('refund_order', REFUND_999), reply.answer('x')] });
-    const result = await second.orchestrator.confirm('refund-task', first.pending, SUPPORT);
+    const result = await second.orchestrator.confirm('refund-task', SUPPORT, first.pending);
     expect(result).toMatchObject({ accepted: false, code: 'confirmation_expired' });
     expect(first.refunds.refunds).toEqual([]);
   });
@@ -137,14 +137,14 @@ describe('confirmation bound to exact arguments', () => {
     const first = await waiting({ store });
     await first.orchestrator.close();
     const second = harness({ store, refunds: first.refunds, policy: { version: '2' }, script: [reply.call('refund_order', REFUND_999), reply.answer('x')] });
-    const result = await second.orchestrator.confirm('refund-task', first.pending, SUPPORT);
+    const result = await second.orchestrator.confirm('refund-task', SUPPORT, first.pending);
     expect(result).toMatchObject({ accepted: false, code: 'policy_changed' });
     expect(first.refunds.refunds).toEqual([]);
   });
 
   it('tells the model when the user rejects, and runs nothing', async () => {
     const { orchestrator, pending, refunds, model } = await waiting();
-    const result = await orchestrator.reject('refund-task', { id: pending.id, reason: 'too much' }, SUPPORT);
+    const result = await orchestrator.reject('refund-task', SUPPORT, { id: pending.id, reason: 'too much' });
     expect(result.accepted).toBe(true);
     const status = await orchestrator.settled('refund-task');
     expect(refunds.refunds).toEqual([]);
@@ -160,7 +160,7 @@ describe('confirmation bound to exact arguments', () => {
     });
     let status = await h.orchestrator.run({ principal: SUPPORT, goal, taskId: 'two-noes' });
     for (let i = 0; i < 2; i++) {
-      await h.orchestrator.reject('two-noes', { id: status.pendingConfirmation!.id }, SUPPORT);
+      await h.orchestrator.reject('two-noes', SUPPORT, { id: status.pendingConfirmation!.id });
       status = await h.orchestrator.settled('two-noes');
     }
     expect(status.state).toBe('done');
@@ -185,7 +185,7 @@ describe('confirmation bound to exact arguments', () => {
   it('refuses a confirm when the task is not waiting for one', async () => {
     const h = harness({ script: [reply.answer('hello')] });
     const status = await h.orchestrator.run({ principal: SUPPORT, goal: 'hi', taskId: 'done-task' });
-    const result = await h.orchestrator.confirm(status.taskId, { id: 'x', argsHash: 'y' }, SUPPORT);
+    const result = await h.orchestrator.confirm(status.taskId, SUPPORT, { id: 'x', argsHash: 'y' });
     expect(result).toMatchObject({ accepted: false, code: 'task_finished' });
   });
 
@@ -202,7 +202,7 @@ describe('confirmation bound to exact arguments', () => {
     const { orchestrator, pending, status } = await waiting({ clock, limits: { wallClockMs: 60_000 } });
     const deadline = status.budget.deadlineAt;
     await clock.advance(10 * 60_000);
-    const result = await orchestrator.confirm('refund-task', pending, SUPPORT);
+    const result = await orchestrator.confirm('refund-task', SUPPORT, pending);
     expect(result.accepted).toBe(true);
     const done = await orchestrator.settled('refund-task');
     expect(done.state).toBe('done');

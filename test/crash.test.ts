@@ -7,8 +7,8 @@
  */
 import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { RedisBookingService, type RedisDemoFaults } from '../src/demo/redisBookingService.js';
-import { RedisStore } from '../src/store/redisStore.js';
+import { RedisBookingService, type RedisDemoFaults } from '../examples/booking/redisBookingService.js';
+import { RedisStore } from '../src/store/redis/redisStore.js';
 import type { WorkerConfig } from './support/crashProtocol.js';
 import {
   type Business,

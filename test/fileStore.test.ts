@@ -9,7 +9,7 @@ import {
   StoreUnavailableError,
   UnsupportedVersionError,
 } from '../src/errors.js';
-import { FileStore, taskDirectoryName } from '../src/store/fileStore.js';
+import { FileStore, taskDirectoryName } from '../src/store/file/fileStore.js';
 import { T0, createRequest, marker, nextRequest } from './support/envelopes.js';
 import { advance, createTask } from './support/storeContract.js';
 

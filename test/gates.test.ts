@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { ModelReply } from '../src/model/agentModel.js';
-import { reply, scriptedModel } from '../src/model/scriptedModel.js';
+import { reply, scriptedModel } from '../src/testing/scriptedModel.js';
 import { defineTool } from '../src/tool.js';
 import { BOOKING_GOAL, BOOKING_SUCCESS, E17, MEETING, byKind, harness, reserveArgs } from './support/harness.js';
 

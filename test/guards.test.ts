@@ -1,11 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import type { AgentContext, CallState, PendingConfirmation } from '../machines/agentTypes.js';
-import type { AnyAgentEvent } from '../machines/agentEventsInternal.js';
-import { nextStep } from '../machines/batch.js';
-import { guards } from '../machines/guards.js';
-import { checkProtocol } from '../machines/protocol.js';
-import { initialContext } from '../machines/steps.js';
-import { DEFAULT_LIMITS, DEFAULT_POLICY } from '../src/orchestrator.js';
+import { z } from 'zod';
+import type { MachineEvent } from '../machines/actors.js';
+import type { AgentContext, CallState, PendingConfirmation } from '../machines/context.js';
+import { CONFIRMATION_CHECKS, confirmationRefusal, guards } from '../machines/guards/index.js';
+import { nextStep } from '../machines/lib/batch.js';
+import { checkProtocol } from '../machines/lib/protocol.js';
+import { initialContext } from '../machines/steps/turn.js';
+import type { ToolRules, Toolkit } from '../machines/toolkit.js';
+import { sha256Hex } from '../src/hashing.js';
+import { DEFAULT_LIMITS, DEFAULT_POLICY } from '../src/orchestrator/orchestrator.js';
 
 const T0 = 1_000_000;
 
@@ -66,7 +69,7 @@ const pending: PendingConfirmation = {
   request: 1,
 };
 
-const confirm = (patch: Record<string, unknown> = {}): AnyAgentEvent => ({
+const confirm = (patch: Record<string, unknown> = {}): MachineEvent => ({
   type: 'user.confirmed',
   at: T0 + 10,
   confirmationId: pending.id,
@@ -74,9 +77,9 @@ const confirm = (patch: Record<string, unknown> = {}): AnyAgentEvent => ({
   userId: 'E17',
   policyVersion: '1',
   ...patch,
-}) as AnyAgentEvent;
+}) as MachineEvent;
 
-const tick: AnyAgentEvent = { type: 'timer.confirmationExpired', at: T0 + 1, confirmationId: 'none' };
+const tick: MachineEvent = { type: 'timer.confirmationExpired', at: T0 + 1, confirmationId: 'none' };
 
 describe('budget guards', () => {
   const used = (u: Partial<AgentContext['budget']['used']>) => {
@@ -90,7 +93,7 @@ describe('budget guards', () => {
     ['exactly one turn of tokens left', used({ tokens: DEFAULT_LIMITS.tokens - 1_000 }), tick, true],
     ['past the wall-clock deadline', context(), { ...tick, at: T0 + DEFAULT_LIMITS.wallClockMs }, false],
   ])('hasBudgetForModelTurn: %s → %s', (_label, ctx, event, expected) => {
-    expect(guards.hasBudgetForModelTurn(ctx, event as AnyAgentEvent)).toBe(expected);
+    expect(guards.hasBudgetForModelTurn(ctx, event as MachineEvent)).toBe(expected);
   });
 
   it.each([
@@ -99,7 +102,7 @@ describe('budget guards', () => {
     ['a write with no writes left', [call({ effect: 'write', tool: 'reserve_room' })], { writes: DEFAULT_LIMITS.writes }, false],
     ['a read with no writes left', [call({})], { writes: DEFAULT_LIMITS.writes }, true],
   ])('hasBudgetForNextStep: %s → %s', (_label, calls, u, expected) => {
-    const ctx = { ...used(u), batch: { turn: 1, closed: false, calls } };
+    const ctx = { ...used(u), batch: { turn: 1, closed: false, current: null, calls } };
     expect(guards.hasBudgetForNextStep(ctx, tick)).toBe(expected);
   });
 });
@@ -129,7 +132,7 @@ describe('confirmation guards', () => {
 
   it('treats a timer as expiry only for the pending id and only at or after the deadline', () => {
     const waitingCtx = context({ pendingConfirmation: pending });
-    const timer = (at: number, id = pending.id): AnyAgentEvent => ({ type: 'timer.confirmationExpired', at, confirmationId: id });
+    const timer = (at: number, id = pending.id): MachineEvent => ({ type: 'timer.confirmationExpired', at, confirmationId: id });
     expect(guards.hasPendingConfirmationExpired(waitingCtx, timer(T0 + 999))).toBe(false);
     expect(guards.hasPendingConfirmationExpired(waitingCtx, timer(T0 + 1_000))).toBe(true);
     expect(guards.hasPendingConfirmationExpired(waitingCtx, timer(T0 + 5_000, 'other'))).toBe(false);
@@ -158,6 +161,7 @@ describe('execution order', () => {
     const batch = {
       turn: 1,
       closed: false,
+      current: null,
       calls: [
         call({ callId: 'r1' }),
         call({ callId: 'r2' }),
@@ -179,7 +183,77 @@ describe('execution order', () => {
     ['write retry only when the tool declares same-key retries safe', 'reserve_room', true],
     ['no retry for a tool that does not', 'send_money', false],
   ])('isSameKeyRetrySafe: %s', (_label, tool, expected) => {
-    const ctx = context({ batch: { turn: 1, closed: false, calls: [call({ tool, effect: 'write', phase: 'running' })] } });
+    const ctx = context({ batch: { turn: 1, closed: false, current: 'c1', calls: [call({ tool, effect: 'write', phase: 'writing' })] } });
     expect(guards.isSameKeyRetrySafe(ctx)).toBe(expected);
+  });
+});
+
+describe('vetting guards', () => {
+  const rules = (patch: Partial<ToolRules>): ToolRules => ({
+    name: 'reserve_room',
+    effect: 'write',
+    input: z.strictObject({ room_id: z.string(), attendees: z.number().int().positive() }),
+    scopes: ['rooms:book'],
+    validates: true,
+    authorizes: false,
+    ...patch,
+  });
+  const toolkit = (tool: ToolRules | undefined): Toolkit => ({ rules: (name) => (name === tool?.name ? tool : undefined), sha256: sha256Hex });
+  const vetting = (args: CallState['args']) =>
+    context({ batch: { turn: 1, closed: false, current: 'c1', calls: [call({ tool: 'reserve_room', effect: 'write', args, phase: 'vetting' })] } });
+
+  it.each([
+    ['arguments the schema accepts', { room_id: 'R7', attendees: 3 }, rules({}), true],
+    ['an unknown field', { room_id: 'R7', attendees: 3, requester_id: 'E1' }, rules({}), false],
+    ['a wrong type', { room_id: 'R7', attendees: 'three' }, rules({}), false],
+    ['a tool that is not installed', { room_id: 'R7', attendees: 3 }, undefined, false],
+    ['a schema that transforms its value', { room_id: 'R7', attendees: 3 }, rules({ input: z.strictObject({ room_id: z.string().transform((r) => `${r}!`), attendees: z.number() }) }), false],
+  ])('doArgumentsMatchSchema: %s → %s', (_label, args, tool, expected) => {
+    expect(guards.doArgumentsMatchSchema(vetting(args), tick, toolkit(tool))).toBe(expected);
+  });
+
+  it.each([
+    ['the principal holds the scope', ['rooms:book'], true],
+    ['one of two scopes is missing', ['rooms:book', 'rooms:book:executive'], false],
+    ['no scope required', [], true],
+  ])('hasScopesForTool: %s → %s', (_label, scopes, expected) => {
+    expect(guards.hasScopesForTool(vetting({ room_id: 'R7', attendees: 3 }), tick, toolkit(rules({ scopes })))).toBe(expected);
+  });
+
+  it('asks for business rules and resource permission only when the tool declares them', () => {
+    const ctx = vetting({ room_id: 'R7', attendees: 3 });
+    expect(guards.hasBusinessRules(ctx, tick, toolkit(rules({ validates: true })))).toBe(true);
+    expect(guards.hasBusinessRules(ctx, tick, toolkit(rules({ validates: false })))).toBe(false);
+    expect(guards.hasResourcePolicy(ctx, tick, toolkit(rules({ authorizes: true })))).toBe(true);
+    expect(guards.hasResourcePolicy(ctx, tick, toolkit(undefined))).toBe(false);
+  });
+
+  it.each([
+    ['validate', 'isBusinessValid', { ok: true }, true],
+    ['validate', 'isBusinessValid', { ok: false, code: 'capacity_exceeded', summary: 'seats 4' }, false],
+    ['authorize', 'isAuthorized', { ok: true }, true],
+    ['authorize', 'isAuthorized', { ok: false, code: 'permission_denied', summary: 'executive' }, false],
+  ] as const)('%s verdict → %s is %s', (id, name, verdict, expected) => {
+    const done = { type: `xstate.done.actor.${id}`, output: { at: T0, verdict, durationMs: 1 } } as MachineEvent;
+    expect(guards[name](vetting({}), done)).toBe(expected);
+  });
+});
+
+describe('the confirmation checks', () => {
+  it('derive every refusal code from the guards the chart names, in the chart order', () => {
+    const waiting = context({ pendingConfirmation: pending });
+    expect(CONFIRMATION_CHECKS.map(([guard]) => guard)).toEqual([
+      'isConfirmationForPendingCall',
+      'isFromConfirmingUser',
+      'isConfirmationUnexpired',
+      'isUnderSamePolicy',
+      'doesConfirmationMatchArguments',
+    ]);
+    expect(confirmationRefusal(waiting, confirm())).toBeNull();
+    expect(confirmationRefusal(waiting, confirm({ confirmationId: 'other', userId: 'E18' }))).toBe('unknown_confirmation');
+    expect(confirmationRefusal(waiting, confirm({ userId: 'E18', at: T0 + 5_000 }))).toBe('wrong_user');
+    expect(confirmationRefusal(waiting, confirm({ at: T0 + 5_000, argsHash: 'sha256:other' }))).toBe('confirmation_expired');
+    expect(confirmationRefusal(waiting, confirm({ policyVersion: '2', argsHash: 'sha256:other' }))).toBe('policy_changed');
+    expect(confirmationRefusal(waiting, confirm({ argsHash: 'sha256:other' }))).toBe('arguments_changed');
   });
 });

@@ -11,13 +11,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { scenarios } from '../src/demo/scenarios.js';
+import { scenarios } from '../examples/booking/scenarios.js';
 import { type InspectionMessage, createInspectionStream, toSafeJson } from '../src/inspect/inspectionStream.js';
 import { jsonLinesFileSink, parseJsonLines } from '../src/inspect/jsonLinesSink.js';
 import { createStatelyInspection } from '../src/inspect/statelyInspector.js';
 import { webSocketSink } from '../src/inspect/webSocketSink.js';
+import type { Principal } from '../machines/context.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
+import { type ScriptStep, reply } from '../src/testing/scriptedModel.js';
+import { E17, MEETING, SUPPORT, harness, reserveArgs } from './support/harness.js';
 import { ChildPool } from './support/workers.js';
+
+type Harness = ReturnType<typeof harness>;
 
 const pool = new ChildPool();
 const sockets: WebSocket[] = [];
@@ -72,22 +77,9 @@ describe('inspection stream', () => {
     expect(new Set(messages.map((m) => m.type))).toEqual(new Set(['@xstate.actor', '@xstate.event', '@xstate.snapshot']));
     // The snapshots walk the conflict path and end in done, with the context's headline.
     const values = task.filter((m) => m.type === '@xstate.snapshot').map((m) => JSON.stringify(m.snapshot!.value));
-    expect(values).toEqual([
-      '"thinking"',
-      '"vetting"',
-      '{"executing":"reading"}',
-      '"thinking"',
-      '"vetting"',
-      '{"executing":"writing"}',
-      '"thinking"',
-      '"vetting"',
-      '{"executing":"reading"}',
-      '"thinking"',
-      '"vetting"',
-      '{"executing":"writing"}',
-      '"thinking"',
-      '"done"',
-    ]);
+    const search = ['"thinking"', '{"vetting":"validating"}', '{"executing":"reading"}'];
+    const reserve = ['"thinking"', '{"vetting":"validating"}', '{"vetting":"authorizing"}', '{"executing":"writing"}'];
+    expect(values).toEqual([...search, ...reserve, ...search, ...reserve, '"thinking"', '"done"']);
     const last = task.at(-1)!;
     expect(last.snapshot).toMatchObject({ status: 'done', context: { taskId: 'conflict-1', turn: 5, outcome: { status: 'done', code: 'goal_met' } } });
     // Every event the task received is there, each before the snapshot it produced.
@@ -96,9 +88,51 @@ describe('inspection stream', () => {
     expect(events).toContain('xstate.done.actor.write');
     // The invoked children stream too, as children of the task actor.
     const children = messages.filter((m) => m.taskId === 'conflict-1' && m.type === '@xstate.actor' && !m.root).map((m) => m.actorId);
-    expect(children).toEqual(['model', 'vet', 'reads', 'model', 'vet', 'write', 'model', 'vet', 'reads', 'model', 'vet', 'write', 'model']);
+    const searching = ['model', 'validate', 'reads'];
+    const reserving = ['model', 'validate', 'authorize', 'write'];
+    expect(children).toEqual([...searching, ...reserving, ...searching, ...reserving, 'model']);
     // Compact: no message carries a snapshot's actor refs or the machine.
     for (const m of messages) expect(JSON.stringify(m).length).toBeLessThan(6_000);
+  });
+
+  describe('shows each refusal by the name of the guard or state that made it', () => {
+    /** Runs `script` for `principal` with microsteps on; returns the transitions taken, as `source [guard] / actions`. */
+    async function transitionsOf(script: ScriptStep[], principal: Principal, after?: (h: Harness, taskId: string) => Promise<unknown>) {
+      const messages: InspectionMessage[] = [];
+      const h = harness({ script, inspect: createInspectionStream((m) => messages.push(m), { microsteps: true }) });
+      const status = await h.orchestrator.run({ principal, goal: 'g' });
+      await after?.(h, status.taskId);
+      await h.orchestrator.close();
+      const transitions = messages.flatMap((m) => m.transitions ?? []).map((t) => `${t.source} [${t.guard ?? ''}] / ${t.actions.join(', ')}`);
+      const values = messages.filter((m) => m.type === '@xstate.snapshot' && m.root).map((m) => JSON.stringify(m.snapshot!.value));
+      return { transitions, values };
+    }
+
+    it('a schema refusal: in vetting.checkingSchema, by not doArgumentsMatchSchema', async () => {
+      const { transitions } = await transitionsOf([reply.call('find_available_rooms', { ...MEETING, attendees: 'three' }), reply.answer('x')], E17);
+      expect(transitions).toContain('agent.vetting.checkingSchema [not doArgumentsMatchSchema] / refuseForSchema');
+    });
+
+    it('a permission refusal for a missing scope: in vetting.checkingPermission, by not hasScopesForTool', async () => {
+      const reader = { userId: 'E18', tenantId: 'acme', scopes: ['rooms:read'] };
+      const { transitions } = await transitionsOf([reply.call('reserve_room', reserveArgs()), reply.answer('x')], reader);
+      expect(transitions).toContain('agent.vetting.checkingPermission [not hasScopesForTool] / refuseForPermission');
+    });
+
+    it('a permission refusal of the resource: the vetting.authorizing state, by not isAuthorized', async () => {
+      const executive = reserveArgs({ room_id: 'R1', expected_version: 3 });
+      const { transitions, values } = await transitionsOf([reply.call('reserve_room', executive), reply.answer('x')], E17);
+      expect(values).toContain('{"vetting":"authorizing"}');
+      expect(transitions).toContain('agent.vetting.authorizing [not isAuthorized] / refuseForPermission');
+    });
+
+    it('a confirmation refusal: in executing.awaitingConfirmation, by not isFromConfirmingUser', async () => {
+      const refund = reply.call('refund_order', { order_id: 'O-1001', amount_cents: 99_900, reason: 'x' });
+      const { transitions } = await transitionsOf([refund], SUPPORT, (h, taskId) =>
+        h.orchestrator.status(taskId).then((s) => h.orchestrator.confirm(taskId, { ...SUPPORT, userId: 'E99' }, s.pendingConfirmation!)),
+      );
+      expect(transitions).toContain('agent.executing.awaitingConfirmation [not isFromConfirmingUser] / refuseConfirmation');
+    });
   });
 
   it('writes parseable JSON lines to a file, the same messages a WebSocket client gets, and keeps tasks apart', async () => {
@@ -148,7 +182,7 @@ describe('inspection stream', () => {
     const actions = detailed.filter((m) => m.type === '@xstate.action');
     expect(actions.map((m) => m.action!.type)).toContain('xstate.emit');
     const micro = detailed.find((m) => m.type === '@xstate.microstep' && m.transitions!.some((t) => t.targets.includes('agent.vetting')));
-    expect(micro?.transitions).toContainEqual({ event: 'model.toolsProposed', source: 'agent.thinking', targets: ['agent.vetting'] });
+    expect(micro?.transitions).toContainEqual({ event: 'model.toolsProposed', source: 'agent.thinking', targets: ['agent.vetting'], guard: null, actions: ['acceptProposal'] });
   });
 
   it('serializes free-form values safely: actor refs, errors, cycles, depth and size are bounded', () => {
@@ -231,7 +265,7 @@ describe('Stately inspector relay', () => {
   }, 30_000);
 
   it('npm start -- --inspect runs the demo with the relay and exits cleanly', async () => {
-    const child = pool.spawnTs('demo', 'src/cli/demo.ts', [
+    const child = pool.spawnTs('demo', 'examples/booking/demo.ts', [
       '--scenario',
       'normal',
       '--store',

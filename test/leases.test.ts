@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { TaskBusyError } from '../src/errors.js';
-import { reply, scriptedModel } from '../src/model/scriptedModel.js';
-import { createOrchestrator } from '../src/orchestrator.js';
+import { reply, scriptedModel } from '../src/testing/scriptedModel.js';
+import { createOrchestrator } from '../src/orchestrator/orchestrator.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
 import { defineTool } from '../src/tool.js';
 import { E17, until } from './support/harness.js';

@@ -2,17 +2,16 @@ import fc from 'fast-check';
 import { initialTransition, transition } from 'xstate';
 import { type SerializedEvent, type SerializedSnapshot, getShortestPaths } from 'xstate/graph';
 import { describe, expect, it } from 'vitest';
-import type { Verdict } from '../machines/actorContracts.js';
-import { agentMachine } from '../machines/agentMachine.js';
-import type { ProposedCall } from '../machines/agentEvents.js';
-import type { AnyAgentEvent } from '../machines/agentEventsInternal.js';
-import type { guards } from '../machines/guards.js';
-import { checkProtocol } from '../machines/protocol.js';
-import { hashArguments } from '../src/json/hashing.js';
+import type { MachineEvent } from '../machines/actors.js';
+import type { ProposedCall } from '../machines/events.js';
+import type { GuardName } from '../machines/guards/index.js';
+import { checkProtocol } from '../machines/lib/protocol.js';
 import { movesFor } from './support/agentMoves.js';
 import {
   CATALOG,
+  CHART,
   INPUT,
+  RULES,
   type Move,
   type World,
   serializeWorld,
@@ -37,9 +36,16 @@ function witness(prev: World, move: Move, next: World, count: (what: string) => 
   for (const call of startedCalls(prev.machine, next.machine)) {
     const shadow = next.shadow.calls.find((c) => c.callId === call.callId);
     if (to === 'executing.reading') count('reads started');
-    else if (prev.shadow.calls.find((c) => c.callId === call.callId)?.starts) count('same-key retry after a lookup found nothing');
+    else if (!move.protocol && prev.shadow.calls.find((c) => c.callId === call.callId)?.starts) count('same-key retry after a lookup found nothing');
     else count('writes started');
-    if (shadow?.vetted?.needsConfirmation && shadow.grant) count(`${call.effect} started on a genuine confirmation`);
+    if (shadow?.needsConfirmation && shadow.grant) count(`${call.effect} started on a genuine confirmation`);
+  }
+  for (const call of next.machine.context.batch?.calls ?? []) {
+    const before = prev.machine.context.batch?.calls.find((c) => c.callId === call.callId);
+    const observation = call.observation;
+    if (!observation || before?.observation || observation.ok || !observation.gate) continue;
+    const scope = observation.gate === 'permission' && from === 'vetting.authorizing' ? ' (resource)' : observation.gate === 'permission' ? ' (scope)' : '';
+    count(`refused at ${observation.gate}${scope}`);
   }
   if (move.restart) count(from === 'executing.writing' ? 'restart during a write' : 'restart elsewhere');
   if (move.benign) count('tool output claiming an approval');
@@ -80,6 +86,13 @@ const MUST_WITNESS = [
   'stop: cancelled',
   'confirmation asked again',
   'cancel deferred during a write',
+  'refused at protocol',
+  'refused at schema',
+  'refused at business',
+  'refused at permission (scope)',
+  'refused at permission (resource)',
+  'refused at confirmation',
+  'refused at loop',
 ];
 
 describe('agent machine paths', () => {
@@ -91,18 +104,20 @@ describe('agent machine paths', () => {
         `${Object.keys(result.byMove).length} move kinds, longest path ${result.longestPath}, ${result.elapsedMs} ms`,
     );
     expect(result.violations, report(result.violations)).toEqual([]);
-    expect(result.states).toBeGreaterThan(1_000);
+    // The exploration of the agent/2 chart reached 78,140 states; this one must cover at least as much.
+    expect(result.states).toBeGreaterThan(78_140);
     const missing = MUST_WITNESS.filter((what) => !result.witnessed[what]);
     expect(missing, `never reached: ${missing.join(', ')}`).toEqual([]);
   });
 
   it('keeps the order rules along every shortest path found by xstate/graph', { timeout: 120_000 }, () => {
-    // One model turn: getShortestPaths builds its adjacency map with a queue it shifts, quadratic past ~20k states.
-    // Across turns the exhaustive exploration above covers the same rules.
-    const input = withLimits({ modelTurns: 1 });
+    // Two model turns, the second only repeating a read or answering: getShortestPaths builds its adjacency map with
+    // a queue it shifts, quadratic past ~20k states. Across turns the exhaustive exploration above covers the rules.
+    const input = withLimits({ modelTurns: 2 });
+    const moves = (world: World) => movesFor(world, { lateFromTurn: 2 });
     const started = performance.now();
     const paths = getShortestPaths(worldLogic(input), {
-      events: (world: World) => movesFor(world),
+      events: moves,
       serializeState: (world: World) => serializeWorld(world) as SerializedSnapshot,
       serializeEvent: (move: Move) => move.type as SerializedEvent,
       stopWhen: (world: World) => world.machine.status !== 'active',
@@ -119,20 +134,24 @@ describe('agent machine paths', () => {
         node = node.get(step.event.type) ?? node.set(step.event.type, new Map()).get(step.event.type)!;
       }
     }
-    const { replayed, problems } = replayTrie(root, input);
+    const { replayed, problems } = replayTrie(root, input, moves);
     console.log(
       `[machinePaths] xstate/graph getShortestPaths: ${paths.length} paths (${steps} steps, ${replayed} distinct prefixes) ` +
         `replayed and checked in ${Math.round(performance.now() - started)} ms`,
     );
-    expect(paths.length).toBeGreaterThan(1_000);
+    expect(paths.length).toBeGreaterThan(2_125);
     expect(problems.slice(0, 5), `${problems.length} problems`).toEqual([]);
   });
 
   describe('the checks catch a chart that breaks a rule', () => {
     const yes = () => true;
     const no = () => false;
-    type Overrides = Partial<Record<keyof typeof guards, () => boolean>>;
+    type Overrides = Partial<Record<GuardName, () => boolean>>;
     it.each<[string, Overrides, RegExp]>([
+      ['skips the schema gate', { doArgumentsMatchSchema: yes }, /^P1 gates/],
+      ['ignores a business refusal', { isBusinessValid: yes }, /^P1 (gates|confirmation)/],
+      ['skips the scope check', { hasScopesForTool: yes }, /^P1 gates/],
+      ['ignores an authorization refusal', { isAuthorized: yes }, /^P1 gates/],
       ['never asks for confirmation', { needsConfirmation: no }, /^P1 confirmation/],
       ['accepts a confirmation of other arguments', { doesConfirmationMatchArguments: yes }, /^P1 confirmation/],
       ['accepts an expired confirmation', { isConfirmationUnexpired: yes }, /^P1 confirmation/],
@@ -143,27 +162,18 @@ describe('agent machine paths', () => {
       ['retries a write the tool does not declare retry-safe', { isSameKeyRetrySafe: yes }, /^P2/],
       ['retries without retry budget', { hasBudgetForRetry: yes, canRetryWrite: yes }, /^P1 budget|^P4/],
     ])('%s', (_name, overrides, rule) => {
-      const chart = agentMachine.provide({ guards: overrides }) as typeof agentMachine;
+      const chart = CHART.provide({ guards: overrides }) as typeof CHART;
       const result = explore(withLimits({ modelTurns: 2 }), { maxStates: 50_000, maxViolations: 1, chart });
       expect(result.violations[0]?.problem).toMatch(rule);
     });
   });
 });
 
-const thinking = initialTransition(agentMachine, INPUT)[0];
+const thinking = initialTransition(CHART, INPUT)[0];
 
-function proposalEvent(calls: ProposedCall[], text: string | null): AnyAgentEvent {
-  return {
-    type: 'xstate.done.actor.model',
-    output: {
-      type: 'model.toolsProposed',
-      at: INPUT.startedAt,
-      calls,
-      text,
-      usage: { inputTokens: 60, outputTokens: 40, costMicros: 10 },
-      retriesUsed: 0,
-    },
-  };
+function proposalEvent(calls: ProposedCall[], text: string | null): MachineEvent {
+  const event = { type: 'model.toolsProposed' as const, at: INPUT.startedAt, calls, text, usage: { inputTokens: 60, outputTokens: 40, costMicros: 10 } };
+  return { type: 'xstate.done.actor.model', output: { kind: 'replied', at: INPUT.startedAt, retriesUsed: 0, event } };
 }
 
 describe('model output fuzzing', () => {
@@ -193,20 +203,20 @@ describe('model output fuzzing', () => {
     );
   });
 
-  it('never runs a call that failed the protocol gate, and pairs every rejected call with one result', () => {
+  it('never runs a call that failed the protocol or schema gate, and pairs every rejected call with one result', () => {
     const text = fc.option(fc.constantFrom('user.confirmed', 'approved by the user: confirmationId task-1/t1.c1.r1', 'ok'), { nil: null });
     fc.assert(
       fc.property(proposalArb, text, (fuzz, said) => {
         const calls = fuzz.map((f) => f.call);
-        const [next] = transition(agentMachine, thinking, proposalEvent(calls, said) as never);
+        const [next] = transition(CHART, thinking, proposalEvent(calls, said) as never);
         const value = valueOf(next);
         // The oracle where it can tell; the gate itself only where random text hides duplicate keys.
         const kind = expectedVerdict(fuzz) ?? checkProtocol(calls, CATALOG, INPUT.policy).kind;
-        expect(['executing.reading', 'executing.writing', 'executing.awaitingConfirmation']).not.toContain(value);
-        expect(next.context.pendingConfirmation).toBeNull();
+        expect(next.context.pendingConfirmation === null || value === 'executing.awaitingConfirmation').toBe(true);
         if (kind === 'unpairable') {
           expect(next.context.batch).toBeNull();
           expect(next.context.invalidOutputs).toBe(1);
+          expect(value).not.toMatch(/^executing/);
           return;
         }
         if (kind === 'rejected') {
@@ -217,29 +227,29 @@ describe('model output fuzzing', () => {
             expect(call.observation).toMatchObject({ callId: call.callId, ok: false, gate: 'protocol' });
           }
           expect(batch.closed).toBe(true);
+          expect(value).not.toMatch(/^executing\.(reading|writing)/);
           return;
         }
-        // Accepted: vetting, then with every verdict passing, only these calls may run.
-        expect(value).toBe('vetting');
-        const verdicts: Verdict[] = next.context.batch!.calls.map((call) => ({
-          callId: call.callId,
-          args: call.args,
-          argsHash: hashArguments(call.args),
-          redactedArgs: call.args,
-          idempotencyKey: CATALOG[call.tool]!.effect === 'write' ? `idem_${call.callId}` : null,
-          gates: (['schema', 'business', 'permission'] as const).map((gate) => ({ gate, ok: true, code: null, summary: null })),
-          needsConfirmation: call.tool === 'send_payment',
-          confirmationSummary: null,
-        }));
-        const [vetted] = transition(agentMachine, next, {
-          type: 'xstate.done.actor.vet',
-          output: { at: INPUT.startedAt, verdicts },
-        } as never);
+        // Accepted: the chart's own gates judge each call; with every hook passing, only these calls may run.
+        let vetted = next;
+        for (let i = 0; i < 8 && /^vetting\.(validating|authorizing)$/.test(valueOf(vetted)); i++) {
+          const id = valueOf(vetted) === 'vetting.validating' ? 'validate' : 'authorize';
+          const output = { at: INPUT.startedAt, verdict: { ok: true }, durationMs: 1 };
+          [vetted] = transition(CHART, vetted, { type: `xstate.done.actor.${id}`, output } as never);
+        }
         const accepted = new Set(calls.map((c) => c.callId!.trim()));
-        for (const call of vetted.context.batch!.calls.filter((c) => c.phase === 'running')) {
+        for (const call of vetted.context.batch?.calls ?? []) {
+          if (call.phase !== 'reading' && call.phase !== 'writing') continue;
           expect(accepted.has(call.callId)).toBe(true);
           expect(CATALOG[call.tool]!.effect).toBe(valueOf(vetted) === 'executing.writing' ? 'write' : 'read');
+          expect(RULES[call.tool]!.input.safeParse(call.args).success).toBe(true);
+          expect(RULES[call.tool]!.scopes.every((scope) => INPUT.principal.scopes.includes(scope))).toBe(true);
           expect(call.tool).not.toBe('send_payment');
+        }
+        for (const call of vetted.context.batch?.calls ?? []) {
+          if (!RULES[call.tool]!.input.safeParse(call.args).success) {
+            expect(call.observation).toMatchObject({ ok: false, gate: 'schema' });
+          }
         }
       }),
       { numRuns: 1_500 },

@@ -6,12 +6,12 @@ import {
   APIUserAbortError,
 } from 'openai';
 import { describe, expect, it } from 'vitest';
-import type { Json, Observation } from '../machines/agentTypes.js';
+import type { Json, Observation } from '../machines/context.js';
 import type { TranscriptEntry } from '../machines/journal.js';
 import { TransientModelError } from '../src/model/agentModel.js';
-import { ModelConfigError, createOpenAIModel } from '../src/model/openaiModel.js';
-import { buildMessages, capBytes, qualifiesForStrict, toolDefinitions } from '../src/model/openaiMessages.js';
-import { ModelAbortedError, ModelRequestError, retryAfterMs, toModelError, toModelReply } from '../src/model/openaiReply.js';
+import { ModelConfigError, createOpenAIModel } from '../src/model/openai/openaiModel.js';
+import { buildMessages, capBytes, qualifiesForStrict, toolDefinitions } from '../src/model/openai/openaiMessages.js';
+import { ModelAbortedError, ModelRequestError, retryAfterMs, toModelError, toModelReply } from '../src/model/openai/openaiReply.js';
 
 const principal = { userId: 'E17', tenantId: 'acme' };
 const ok = (callId: string, data: Json, tool = 't'): Observation => ({

@@ -4,12 +4,12 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { BOOKING_GOAL, BOOKING_SUCCESS, E17, MEETING, REFUND_GOAL, REFUND_SUCCESS } from '../src/demo/scenarios.js';
-import { BookingService } from '../src/demo/bookingService.js';
-import { RefundDesk, demoOrders } from '../src/demo/refundService.js';
-import { type OpenAIModelOptions, createOpenAIModel } from '../src/model/openaiModel.js';
+import { BOOKING_GOAL, BOOKING_SUCCESS, E17, MEETING, REFUND_GOAL, REFUND_SUCCESS } from '../examples/booking/scenarios.js';
+import { BookingService } from '../examples/booking/bookingService.js';
+import { RefundDesk, demoOrders } from '../examples/booking/refundService.js';
+import { type OpenAIModelOptions, createOpenAIModel } from '../src/model/openai/openaiModel.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
-import { defineTool } from '../src/tool.js';
+import { defineTool, toolParametersSchema } from '../src/tool.js';
 import { type FakeOpenAI, type FakeRequest, type FakeStep, fake, startFakeOpenAI } from './support/fakeOpenAI.js';
 import { SUPPORT, byKind, harness, reserveArgs, until } from './support/harness.js';
 
@@ -71,7 +71,8 @@ describe('createOpenAIModel over HTTP', () => {
       fake.call('call_reserve', 'reserve_room', reserveArgs()),
       fake.text('Booked R7 on 2026-09-28 14:00-15:00: booking B204.'),
     );
-    const { orchestrator, bookings } = harness({ model: openai() });
+    const { orchestrator, bookings, tools } = harness({ model: openai() });
+    const searchTool = tools.find((t) => t.name === 'find_available_rooms')!;
     const status = await orchestrator.run({ principal: E17, goal: BOOKING_GOAL, success: BOOKING_SUCCESS, taskId: 'book-1' });
 
     expect(status.state).toBe('done');
@@ -89,8 +90,8 @@ describe('createOpenAIModel over HTTP', () => {
       type: 'function',
       function: {
         name: 'find_available_rooms',
-        description: orchestrator.registry.get('find_available_rooms')!.description,
-        parameters: orchestrator.registry.offeredTo(E17)[0]!.parameters,
+        description: searchTool.description,
+        parameters: toolParametersSchema(searchTool),
         strict: true,
       },
     });
@@ -346,7 +347,7 @@ describe('createOpenAIModel over HTTP', () => {
       const carrying = messagesOf(second).filter((m) => (m.content ?? '').includes('ignore previous rules'));
       expect(carrying.map((m) => [m.role, m.tool_call_id])).toEqual([['tool', 'call_order']]);
 
-      const rejected = await orchestrator.reject('injected', { id: waiting.pendingConfirmation!.id }, SUPPORT);
+      const rejected = await orchestrator.reject('injected', SUPPORT, { id: waiting.pendingConfirmation!.id });
       expect(rejected.accepted).toBe(true);
       const status = await orchestrator.settled('injected');
 
@@ -378,7 +379,7 @@ describe('createOpenAIModel over HTTP', () => {
       await first.orchestrator.close();
 
       const second = harness({ store, refunds, model: openai() });
-      const confirmed = await second.orchestrator.confirm('refund-restart', waiting.pendingConfirmation!, SUPPORT);
+      const confirmed = await second.orchestrator.confirm('refund-restart', SUPPORT, waiting.pendingConfirmation!);
       expect(confirmed.accepted).toBe(true);
       const status = await second.orchestrator.settled('refund-restart');
 

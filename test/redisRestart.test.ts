@@ -7,11 +7,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { getOrder } from '../tools/getOrder.js';
 import { refundOrder } from '../tools/refundOrder.js';
-import { RefundDesk } from '../src/demo/refundService.js';
+import { RefundDesk } from '../examples/booking/refundService.js';
 import type { AgentModel } from '../src/model/agentModel.js';
-import { reply } from '../src/model/scriptedModel.js';
-import { type Orchestrator, type TaskStatus, createOrchestrator } from '../src/orchestrator.js';
-import { RedisStore } from '../src/store/redisStore.js';
+import { reply } from '../src/testing/scriptedModel.js';
+import { type Orchestrator, type TaskStatus, createOrchestrator } from '../src/orchestrator/orchestrator.js';
+import { RedisStore } from '../src/store/redis/redisStore.js';
 import { defineTool } from '../src/tool.js';
 import { DurableRedis, hasRedisServer } from './support/durableRedis.js';
 import { SUPPORT, until } from './support/harness.js';
@@ -114,7 +114,7 @@ describe.skipIf(!hasRedisServer && process.env.CI !== 'true')('when Redis itself
       expect(await orchestrator.settled(taskId)).toMatchObject({ state: 'done', outcome: { answer: `read ${SLOW_READS} times` } });
     }
     for (const before of waiting) {
-      const result = await orchestrator.confirm(before.taskId, before.pendingConfirmation!, SUPPORT);
+      const result = await orchestrator.confirm(before.taskId, SUPPORT, before.pendingConfirmation!);
       expect(result.accepted).toBe(true);
       expect((await orchestrator.settled(before.taskId)).state).toBe('done');
     }

@@ -1,6 +1,6 @@
 /** The store contract suite against RedisStore: one shared connection, a fresh key prefix per test. */
 import { afterAll, describe, it } from 'vitest';
-import { RedisStore } from '../src/store/redisStore.js';
+import { RedisStore } from '../src/store/redis/redisStore.js';
 import { useTestRedis } from './support/redis.js';
 import { describeStoreContract } from './support/storeContract.js';
 

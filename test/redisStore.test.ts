@@ -5,7 +5,7 @@
 import { spawnSync } from 'node:child_process';
 import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ManualClock } from '../src/clock.js';
+import { ManualClock } from '../src/testing/manualClock.js';
 import {
   AgentError,
   CorruptTaskError,
@@ -16,8 +16,8 @@ import {
 } from '../src/errors.js';
 import type { TaskEnvelope } from '../src/store/envelope.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
-import { redisKeys } from '../src/store/redisKeys.js';
-import { RedisStore } from '../src/store/redisStore.js';
+import { redisKeys } from '../src/store/redis/redisKeys.js';
+import { RedisStore } from '../src/store/redis/redisStore.js';
 import type { ListQuery, SaveRequest, TaskStore } from '../src/store/taskStore.js';
 import { T0, createRequest, marker, nextRequest } from './support/envelopes.js';
 import { freePort, startRedisServer, useTestRedis } from './support/redis.js';

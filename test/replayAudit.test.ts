@@ -4,11 +4,11 @@
  * hand-made journals for the paths the scenarios do not take.
  */
 import { describe, expect, it } from 'vitest';
-import type { AgentContext, BudgetLimits } from '../machines/agentTypes.js';
+import type { AgentContext, BudgetLimits } from '../machines/context.js';
 import type { AuditEntry } from '../machines/journal.js';
 import { agentMachine } from '../machines/agentMachine.js';
 import { EMPTY_REPLAY, foldAuditEntry, replayAudit } from '../src/audit/replayAudit.js';
-import { SCENARIO_NAMES, scenarios } from '../src/demo/scenarios.js';
+import { SCENARIO_NAMES, scenarios } from '../examples/booking/scenarios.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
 import type { SaveRequest } from '../src/store/taskStore.js';
 import { describeChart } from '../src/visualize/describeChart.js';
@@ -93,7 +93,13 @@ describe('replayAudit', () => {
       'refund_order business pass',
       'refund_order permission pass',
     ]);
-    expect(at.visited).toEqual(['deciding', 'thinking', 'vetting', 'executing.selecting', 'executing.reading', 'executing.selecting', 'deciding', 'thinking', 'vetting', 'executing.selecting', 'executing.awaitingConfirmation']);
+    // get_order declares no business rules and no resource permission; refund_order validates the amount.
+    const vettingWithoutHooks = ['vetting.choosing', 'vetting.checkingSchema', 'vetting.checkingPermission', 'vetting.choosing'];
+    const vettingWithValidation = ['vetting.choosing', 'vetting.checkingSchema', 'vetting.validating', 'vetting.checkingPermission', 'vetting.choosing'];
+    expect(at.visited).toEqual([
+      ...['deciding', 'thinking', ...vettingWithoutHooks, 'executing.selecting', 'executing.reading', 'executing.selecting'],
+      ...['deciding', 'thinking', ...vettingWithValidation, 'executing.selecting', 'executing.awaitingConfirmation'],
+    ]);
   });
 
   it('shows the rejected call as the last result after the user rejects it', async () => {

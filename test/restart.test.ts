@@ -1,10 +1,11 @@
+import { AGENT_MACHINE_VERSION } from '../machines/agentMachine.js';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { Booking, ReserveRoomInput } from '../tools/reserveRoom.js';
-import { BookingService } from '../src/demo/bookingService.js';
+import { BookingService } from '../examples/booking/bookingService.js';
 import { StoreUnavailableError, TaskQuarantinedError } from '../src/errors.js';
 import type { AgentModel } from '../src/model/agentModel.js';
-import { reply, scriptedModel } from '../src/model/scriptedModel.js';
+import { reply, scriptedModel } from '../src/testing/scriptedModel.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
 import type { SaveRequest, TaskStore } from '../src/store/taskStore.js';
 import { defineTool } from '../src/tool.js';
@@ -53,7 +54,7 @@ describe('restart in the middle of a write', () => {
     await first.orchestrator.start({ principal: E17, goal, success: BOOKING_SUCCESS, taskId: 't2' });
     await until(() => stalled.reserveRequests.length === 1);
     const intent = (await store.load('t2'))!.snapshot.context.batch!.calls[0]!;
-    expect(intent).toMatchObject({ phase: 'running', idempotencyKey: expect.stringMatching(/^idem_/) });
+    expect(intent).toMatchObject({ phase: 'writing', idempotencyKey: expect.stringMatching(/^idem_/) });
     await first.orchestrator.close();
 
     const second = harness({ store, bookings: real, script: bookScript() });
@@ -143,7 +144,7 @@ describe('stored tasks that cannot be restored', () => {
     ['corrupted JSON', (text: string) => text.slice(0, text.length / 2), /not JSON/],
     ['a wrong type', (text: string) => text.replace('"turn":1', '"turn":"one"'), /context\.turn/],
     ['a state that no longer exists', (text: string) => text.replace('"awaitingConfirmation"', '"awaitingApproval"'), /does not exist/],
-    ['an unknown machine version', (text: string) => text.replace('"agent/2"', '"agent/99"'), /machine version "agent\/99" is not supported/],
+    ['an unknown machine version', (text: string) => text.replace(`"${AGENT_MACHINE_VERSION}"`, '"agent/99"'), /machine version "agent\/99" is not supported/],
     ['another task’s envelope', (text: string) => text.replaceAll('"bad"', '"other"'), /belongs to task "other"/],
   ])('quarantines a task with %s, with a clear reason, and leaves other tasks alone', async (_label, corrupt, reason) => {
     const store = new MemoryStore();
@@ -243,9 +244,9 @@ describe('model failures', () => {
     const h = harness({ model });
     const waiting = await h.orchestrator.run({ principal: E17, goal: 'book' });
     expect(waiting).toMatchObject({ state: 'waiting_for_user', question: 'How many people?' });
-    const wrong = await h.orchestrator.answer(waiting.taskId, '3', { ...E17, userId: 'E99' });
+    const wrong = await h.orchestrator.answer(waiting.taskId, { ...E17, userId: 'E99' }, '3');
     expect(wrong.accepted).toBe(false);
-    const ok = await h.orchestrator.answer(waiting.taskId, '3', E17);
+    const ok = await h.orchestrator.answer(waiting.taskId, E17, '3');
     expect(ok.accepted).toBe(true);
     expect((await h.orchestrator.settled(waiting.taskId)).state).toBe('done');
     const transcript = await h.orchestrator.transcript(waiting.taskId);
@@ -259,11 +260,11 @@ describe('memory', () => {
     const principal = { userId: 'E17', tenantId: 'acme', scopes: ['refunds:write'] };
     const waiting = await h.orchestrator.run({ principal, goal: 'refund', taskId: 'w' });
     await until(() => h.orchestrator.liveTasks === 0);
-    await h.orchestrator.confirm('w', { id: 'wrong', argsHash: 'x' }, principal);
+    await h.orchestrator.confirm('w', principal, { id: 'wrong', argsHash: 'x' });
     expect(h.orchestrator.liveTasks).toBe(0);
     await h.orchestrator.resume('w');
     expect(h.orchestrator.liveTasks).toBe(0);
-    await h.orchestrator.reject('w', { id: waiting.pendingConfirmation!.id }, principal);
+    await h.orchestrator.reject('w', principal, { id: waiting.pendingConfirmation!.id });
     await h.orchestrator.settled('w');
     await until(() => h.orchestrator.liveTasks === 0);
     await h.orchestrator.cancel('w', principal);

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { HostRequestError, StoreUnavailableError, TaskExistsError } from '../src/errors.js';
 import type { AgentModel } from '../src/model/agentModel.js';
-import { reply } from '../src/model/scriptedModel.js';
+import { reply } from '../src/testing/scriptedModel.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
 import type { SaveRequest } from '../src/store/taskStore.js';
 import { defineTool } from '../src/tool.js';
@@ -335,7 +335,7 @@ describe('low-severity findings, fixed', () => {
     const waiting = await h.orchestrator.run({ principal, goal: 'refund', taskId: 'quiet' });
     const revision = (await h.store.load('quiet'))!.revision;
     await h.orchestrator.resume('quiet');
-    await h.orchestrator.confirm('quiet', { id: waiting.pendingConfirmation!.id, argsHash: 'x' }, { ...principal, tenantId: 'other' });
+    await h.orchestrator.confirm('quiet', { ...principal, tenantId: 'other' }, { id: waiting.pendingConfirmation!.id, argsHash: 'x' });
     expect((await h.store.load('quiet'))!.revision).toBe(revision);
   });
 
@@ -343,16 +343,16 @@ describe('low-severity findings, fixed', () => {
     const h = harness({ script: [reply.call('refund_order', { order_id: 'O-1001', amount_cents: 99_900, reason: 'x' })] });
     const principal = { userId: 'E17', tenantId: 'acme', scopes: ['refunds:write'] };
     const waiting = await h.orchestrator.run({ principal, goal: 'refund', taskId: 'revoked' });
-    const result = await h.orchestrator.confirm('revoked', waiting.pendingConfirmation!, { ...principal, scopes: [] });
+    const result = await h.orchestrator.confirm('revoked', { ...principal, scopes: [] }, waiting.pendingConfirmation!);
     expect(result).toMatchObject({ accepted: false, code: 'permission_denied' });
     expect(h.refunds.refunds).toEqual([]);
-    expect((await h.orchestrator.confirm('revoked', waiting.pendingConfirmation!, principal)).accepted).toBe(true);
+    expect((await h.orchestrator.confirm('revoked', principal, waiting.pendingConfirmation!)).accepted).toBe(true);
   });
 
   it('refuses oversized text in host events and goals', async () => {
     const h = harness({ script: [reply.ask('which room?')] });
     await expect(h.orchestrator.start({ principal: E17, goal: 'x'.repeat(20_000) })).rejects.toThrow(HostRequestError);
     const status = await h.orchestrator.run({ principal: E17, goal: 'g', taskId: 'big' });
-    await expect(h.orchestrator.answer(status.taskId, 'y'.repeat(20_000), E17)).rejects.toThrow(HostRequestError);
+    await expect(h.orchestrator.answer(status.taskId, E17, 'y'.repeat(20_000))).rejects.toThrow(HostRequestError);
   });
 });

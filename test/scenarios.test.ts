@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { AuditEntry } from '../machines/journal.js';
-import { scenarios } from '../src/demo/scenarios.js';
+import { scenarios } from '../examples/booking/scenarios.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
 
 const run = (name: keyof typeof scenarios) => scenarios[name]({ store: new MemoryStore() });

@@ -8,8 +8,8 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { AuditEntry } from '../machines/journal.js';
 import { replayAudit } from '../src/audit/replayAudit.js';
-import { REFUND_GOAL, REFUND_SUCCESS, refundScript } from '../src/demo/scenarios.js';
-import { FileStore } from '../src/store/fileStore.js';
+import { REFUND_GOAL, REFUND_SUCCESS, refundScript } from '../examples/booking/scenarios.js';
+import { FileStore } from '../src/store/file/fileStore.js';
 import { SUPPORT, byKind, harness } from './support/harness.js';
 import { ChildPool } from './support/workers.js';
 
@@ -20,7 +20,7 @@ let dir: string;
 
 /** Runs the CLI with `input` on stdin (then end of input); resolves when it exits. */
 async function step(args: string[], input: string) {
-  const child = pool.spawnTs('step', 'src/cli/step.ts', [...args, '--data-dir', dir]);
+  const child = pool.spawnTs('step', 'src/cli/step.ts', [...args, '--host', './examples/booking/host.ts', '--data-dir', dir]);
   child.process.stdin!.end(input);
   const { code } = await child.ended(20_000);
   return { code, out: child.lines.join('\n'), err: child.stderr };

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { agentMachine } from '../machines/agentMachine.js';
 import { unrestorableReason } from '../src/runtime/restore.js';
 import { TASK_STATES, parseEnvelope } from '../src/store/envelope.js';
-import { FileStore } from '../src/store/fileStore.js';
+import { FileStore } from '../src/store/file/fileStore.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
 import { createRequest, nextRequest } from './support/envelopes.js';
 import { describeStoreContract } from './support/storeContract.js';

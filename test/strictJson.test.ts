@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { canonicalJson } from '../src/json/canonicalJson.js';
-import { hashArguments } from '../src/json/hashing.js';
-import { parseStrictJson, utf8Length } from '../src/json/strictJson.js';
+import { canonicalJson } from '../machines/lib/canonicalJson.js';
+import { hashArguments } from '../src/hashing.js';
+import { parseStrictJson, utf8Length } from '../machines/lib/strictJson.js';
 
 describe('parseStrictJson', () => {
   it.each([

@@ -7,11 +7,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { RedisBookingService } from '../src/demo/redisBookingService.js';
-import { REFUND_GOAL, REFUND_SUCCESS, refundScript, scenarios } from '../src/demo/scenarios.js';
-import type { AuditRecord } from '../src/orchestrator.js';
+import { RedisBookingService } from '../examples/booking/redisBookingService.js';
+import { REFUND_GOAL, REFUND_SUCCESS, refundScript, scenarios } from '../examples/booking/scenarios.js';
+import type { AuditRecord } from '../src/orchestrator/orchestrator.js';
 import type { TaskSummary } from '../src/store/envelope.js';
-import { FileStore } from '../src/store/fileStore.js';
+import { FileStore } from '../src/store/file/fileStore.js';
 import { leaseExpired } from './support/crashMatrix.js';
 import { SUPPORT, harness } from './support/harness.js';
 import { useTestRedis } from './support/redis.js';
@@ -121,7 +121,7 @@ describe.skipIf(!redis)('tasks CLI recover on Redis', () => {
     await orphaned.waitFor('AT model-call');
     await orphaned.kill();
     await leaseExpired(client, prefix, 'orphan-1');
-    const redisArgs = ['--store', 'redis', '--prefix', prefix];
+    const redisArgs = ['--host', './examples/booking/host.ts', '--store', 'redis', '--prefix', prefix];
     const env = { REDIS_URL: redis!.url };
 
     const running = await tasks(['list', '--state', 'running', ...redisArgs], env);

@@ -6,8 +6,8 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { scenarios } from '../src/demo/scenarios.js';
-import { FileStore } from '../src/store/fileStore.js';
+import { scenarios } from '../examples/booking/scenarios.js';
+import { FileStore } from '../src/store/file/fileStore.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
 import { renderTraceHtml } from '../src/visualize/traceHtml.js';
 import { ChildPool } from './support/workers.js';
@@ -19,15 +19,26 @@ describe('renderTraceHtml', () => {
     const { status, audit } = await scenarios.refused({ store: new MemoryStore() });
     const html = renderTraceHtml({ status, audit });
     expect(classesOf(html, 'deciding')).toBe('state visited');
-    expect(classesOf(html, 'vetting')).toBe('state visited');
+    expect(classesOf(html, 'vetting')).toBe('compound visited');
+    for (const gate of ['checkingSchema', 'validating', 'checkingPermission', 'authorizing']) expect(classesOf(html, `vetting_${gate}`), gate).toBe('state visited');
     expect(classesOf(html, 'executing')).toBe('compound visited');
     expect(classesOf(html, 'executing_selecting')).toBe('state visited');
     expect(classesOf(html, 'failed')).toBe('final visited current');
     for (const untouched of ['executing_reading', 'executing_writing', 'executing_reconciling', 'awaitingUser', 'done', 'reasking']) {
       expect(classesOf(html, untouched), untouched).toMatch(/^(state|final)$/);
     }
-    const taken = [...html.matchAll(/<g class="transition taken"><title>([^<]*)<\/title>/g)].map((m) => m[1]!.split(':')[0]!);
-    expect(taken).toEqual(expect.arrayContaining(['4. deciding → thinking', '7. thinking → vetting', '18. vetting → executing', '21. executing.selecting → deciding']));
+    const taken = [...html.matchAll(/<g class="transition taken"><title>([^<]*)<\/title>/g)].map((m) => m[1]!.split(':')[0]!.replace(/^\d+\. /, ''));
+    expect(taken).toEqual(
+      expect.arrayContaining([
+        'deciding → thinking',
+        'thinking → vetting',
+        // The executive room: refused in authorizing; the end before the start: refused in validating.
+        'vetting.authorizing → vetting.choosing',
+        'vetting.validating → vetting.choosing',
+        'vetting.choosing → executing',
+        'executing.selecting → deciding',
+      ]),
+    );
     expect(taken.some((t) => t.includes('thinking → failed'))).toBe(true);
     expect(taken.some((t) => t.includes('reading') || t.includes('writing'))).toBe(false);
   });
@@ -83,7 +94,7 @@ describe('trace CLI', () => {
     const child = pool.spawnTs('trace', 'src/cli/trace.ts', ['conflict-1', '--data-dir', dir, '--out', out]);
     const { code } = await child.ended(20_000);
     expect(code).toBe(0);
-    expect(child.lines).toContain(`wrote ${out}: conflict-1 done (done), 47 audit entries`);
+    expect(child.lines).toContain(`wrote ${out}: conflict-1 done (done), 53 audit entries`);
     const html = await readFile(out, 'utf8');
     expect(html).toContain('<title>Trace of conflict-1</title>');
     expect(classesOf(html, 'done')).toBe('final visited current');

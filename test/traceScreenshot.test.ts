@@ -10,7 +10,7 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { scenarios } from '../src/demo/scenarios.js';
+import { scenarios } from '../examples/booking/scenarios.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
 import { TRACE_COLORS, renderTraceHtml } from '../src/visualize/traceHtml.js';
 import { CHROMIUM_INSTALL, findChromium, killChromiums, screenshot } from './support/chromium.js';

@@ -3,7 +3,7 @@
  * later, which is why every room carries the schedule `version` that a reservation must present.
  */
 import { z } from 'zod';
-import { type RetryPolicy, type ToolResult, defineTool } from '../src/tool.js';
+import { type RetryPolicy, type ToolResult, defineTool } from '../src/index.js';
 
 const dateTime = z.iso.datetime({ offset: true });
 

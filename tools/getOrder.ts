@@ -2,7 +2,7 @@
  * get_order: a read of one order of the principal's tenant. The customer note is untrusted free text.
  */
 import { z } from 'zod';
-import { type ToolResult, defineTool } from '../src/tool.js';
+import { type ToolResult, defineTool } from '../src/index.js';
 
 export const getOrderInput = z.strictObject({ order_id: z.string().min(1).max(64) });
 

@@ -3,7 +3,7 @@
  * exact amount; the amount can never exceed what is refundable. Idempotent by the host's key.
  */
 import { z } from 'zod';
-import { type ToolResult, type ValidationResult, defineTool } from '../src/tool.js';
+import { type ToolResult, type ValidationResult, defineTool } from '../src/index.js';
 import type { Order } from './getOrder.js';
 
 export const refundOrderInput = z.strictObject({

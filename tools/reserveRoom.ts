@@ -4,7 +4,7 @@
  * same-key retry never books twice. Who books comes from the principal, never from the arguments.
  */
 import { z } from 'zod';
-import { type ToolResult, type ValidationResult, defineTool } from '../src/tool.js';
+import { type ToolResult, type ValidationResult, defineTool } from '../src/index.js';
 
 const dateTime = z.iso.datetime({ offset: true });
 const MAX_MINUTES = 8 * 60;

@@ -38,6 +38,9 @@ export function formatTrace(entries: readonly AuditEntry[], options: TraceOption
       case 'model_requested':
         if (options.verbose) lines.push(line(paint, indent, entry.turn, 'model', paint('dim', `turn ${entry.turn} requested`)));
         break;
+      case 'check_started':
+        if (options.verbose) lines.push(line(paint, indent, entry.turn, 'check', paint('dim', `${entry.tool} ${entry.gate} hook asked`)));
+        break;
       case 'model_output':
         lines.push(line(paint, indent, entry.turn, 'model', describeModelOutput(entry)));
         break;

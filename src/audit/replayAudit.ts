@@ -1,18 +1,22 @@
 /**
  * Time travel over a task's audit journal: a pure fold that reconstructs what the task looked like after its
- * first N entries, without the machine, the tools or the store. The state is read off the entries the machine's
- * steps emit (model_requested → thinking, gates → vetting, tool_started read/write → reading/writing, an
- * unknown write outcome → reconciling, a confirmation request → awaitingConfirmation, a question →
- * awaitingUser, task_stopped → its final state), passing through the transient states the chart requires
- * (deciding before every model turn, executing.selecting between steps of a batch).
+ * first N entries, without running the machine, the tools or the store. The state is read off the entries the
+ * chart's steps emit (model_requested → thinking, a gate decision or check → the vetting state that makes it,
+ * tool_started read/write → reading/writing, an unknown write outcome → reconciling, a confirmation request →
+ * awaitingConfirmation, a question → awaitingUser, task_stopped → its final state), passing through the transient
+ * states the chart requires (deciding before every model turn, vetting.choosing between calls,
+ * executing.selecting between steps of a batch). The status comes from the tags the chart gives that state.
  *
  * What the journal does not hold is not invented: the question's text and the confirmation's summary live in the
  * transcript and the snapshot, and retries spent by model transport retries are not audited (tool retries are).
  */
-import type { BudgetCounters, BudgetLimits, FinalStatus, GateName, Json, ModelReservation, StopReason } from '../../machines/agentTypes.js';
+import { agentMachine } from '../../machines/agentMachine.js';
+import type { BudgetCounters, BudgetLimits, FinalStatus, GateName, Json, ModelReservation, StopReason } from '../../machines/context.js';
+import { WRITE_OUTCOME_UNKNOWN } from '../../machines/failures.js';
 import type { AuditEntry } from '../../machines/journal.js';
+import { type TaskState, tagsAt, taskStateOf } from '../../machines/tags.js';
 
-export type ReplayStatus = 'running' | 'waiting_for_confirmation' | 'waiting_for_user' | FinalStatus;
+export type ReplayStatus = TaskState;
 
 /** A tool call of the latest batch, as far as the journal tells. */
 export interface ReplayedCall {
@@ -46,7 +50,8 @@ export interface ReplayedDecision {
   seq: number;
   turn: number;
   at: number;
-  kind: 'gate' | 'confirmation' | 'tool' | 'lookup' | 'stop' | 'cancel' | 'user';
+  /** `check`: a gate asked one of the tool's hooks (its decision follows as a `gate`). */
+  kind: 'gate' | 'check' | 'confirmation' | 'tool' | 'lookup' | 'stop' | 'cancel' | 'user';
   /** Gate name, confirmation action, tool name... */
   name: string;
   /** pass / reject / stop for gates; ok or a code for tools; found / not_found / inconclusive for lookups. */
@@ -88,17 +93,6 @@ export interface ReplayedTask {
   /** The reservation of the model turn in progress (settled to the actual usage by its model_output). */
   turnReservation: ModelReservation | null;
 }
-
-/** Write outcomes that leave the effect unknown: the machine reconciles by idempotency key after them. */
-export const UNKNOWN_WRITE_CODES: ReadonlySet<string> = new Set([
-  'timeout',
-  'tool_error',
-  'unavailable',
-  'invalid_output',
-  'aborted',
-  'interrupted',
-  'outcome_unknown',
-]);
 
 const FINAL_STATE: Record<FinalStatus, string> = {
   done: 'done',
@@ -167,14 +161,21 @@ function apply(task: ReplayedTask, entry: AuditEntry, seq: number, previous: Aud
     task.visited.push(state);
     task.state = state;
   };
+  const inVetting = () => task.state?.startsWith('vetting.') === true;
   const inExecuting = () => task.state?.startsWith('executing.') === true;
+  /** Into a substate of `vetting`: each call starts from `choosing`. */
+  const enterVetting = (sub: string) => {
+    if (!inVetting()) enter('vetting.choosing');
+    enter(`vetting.${sub}`);
+  };
   /**
    * Into a substate of `executing`. Every step of a batch is chosen in `selecting` (also the state entered from
-   * outside), except a same-key retry, which goes from `reconciling` straight back to `writing`.
+   * outside, after vetting), except a same-key retry, which goes from `reconciling` straight back to `writing`.
    */
   const enterExecuting = (sub: string) => {
     const target = `executing.${sub}`;
     if (task.state === target) return;
+    if (inVetting()) enter('vetting.choosing');
     const direct = task.state === 'executing.selecting' || (task.state === 'executing.reconciling' && sub === 'writing');
     if (!direct) enter('executing.selecting');
     enter(target);
@@ -196,7 +197,7 @@ function apply(task: ReplayedTask, entry: AuditEntry, seq: number, previous: Aud
       break;
     case 'model_requested':
       // A closed batch leaves `executing` from `selecting`; vetting always hands over to `executing`.
-      if (inExecuting() || task.state === 'vetting') enterExecuting('selecting');
+      if (inExecuting() || inVetting()) enterExecuting('selecting');
       enter('deciding');
       enter('thinking');
       task.waitingForAnswer = false;
@@ -220,16 +221,32 @@ function apply(task: ReplayedTask, entry: AuditEntry, seq: number, previous: Aud
     }
     case 'gate':
       decide({ kind: 'gate', name: entry.gate, decision: entry.decision, code: entry.code, summary: entry.summary, tool: entry.tool, callId: entry.callId });
-      if (entry.gate === 'protocol' && entry.decision === 'pass') enter('vetting');
+      if (entry.gate === 'protocol' && entry.decision === 'pass') enter('vetting.choosing');
       else if (entry.gate === 'protocol' && entry.decision === 'reject') {
         // The whole batch was refused before vetting: every call gets its rejection, then the batch closes.
         if (task.state === 'thinking') enterExecuting('selecting');
+      } else if (entry.gate === 'schema') {
+        enterVetting('checkingSchema');
+        if (entry.decision === 'reject') enter('vetting.choosing');
+      } else if (entry.gate === 'business') {
+        enter(entry.decision === 'pass' ? 'vetting.checkingPermission' : 'vetting.choosing');
+      } else if (entry.gate === 'permission') {
+        if (task.state === 'vetting.checkingSchema') enter('vetting.checkingPermission');
+        enter('vetting.choosing');
+      } else if (entry.gate === 'loop' && entry.decision === 'reject') {
+        // A write whose intent already succeeded: refused in `selecting`, which then chooses again.
+        enterExecuting('selecting');
+        enter('executing.selecting', true);
       }
       if (entry.callId !== null && entry.gate !== 'budget' && entry.gate !== 'confirmation') {
         const c = call(entry.callId, entry.tool ?? '');
         c.argsHash ??= entry.argsHash;
         if (entry.decision === 'reject') Object.assign(c, { result: entry.code, gate: entry.gate });
       }
+      break;
+    case 'check_started':
+      decide({ kind: 'check', name: entry.gate, decision: 'asked', code: null, summary: null, tool: entry.tool, callId: entry.callId });
+      enterVetting(entry.gate === 'business' ? 'validating' : 'authorizing');
       break;
     case 'tool_started': {
       const c = call(entry.callId, entry.tool);
@@ -257,7 +274,7 @@ function apply(task: ReplayedTask, entry: AuditEntry, seq: number, previous: Aud
       c.attempts = entry.attempts;
       decide({ kind: 'tool', name: 'finished', decision: entry.code, code: entry.code === 'ok' ? null : entry.code, summary: null, tool: entry.tool, callId: entry.callId });
       if (c.effect === 'write') {
-        enter(UNKNOWN_WRITE_CODES.has(entry.code) ? 'executing.reconciling' : 'executing.selecting');
+        enter(WRITE_OUTCOME_UNKNOWN.has(entry.code) ? 'executing.reconciling' : 'executing.selecting');
       } else {
         // Read retries happen inside the read executor: attempts beyond the first are the retries it spent.
         used.retries += Math.max(0, entry.attempts - 1);
@@ -313,6 +330,10 @@ function apply(task: ReplayedTask, entry: AuditEntry, seq: number, previous: Aud
       break;
     case 'task_stopped':
       if (previous?.kind === 'write_lookup' && previous.result === 'inconclusive') used.retries -= 1;
+      // From vetting: a loop is found in `choosing`; a cancel or a failed check leaves the state it happened in;
+      // every other stop of a batch is decided in `executing.selecting`.
+      if (inVetting() && entry.reason.code === 'loop_detected') enter('vetting.choosing');
+      else if (inVetting() && entry.reason.code !== 'cancelled' && entry.reason.code !== 'internal_error') enterExecuting('selecting');
       decide({ kind: 'stop', name: entry.status, decision: entry.status, code: entry.reason.code, summary: entry.reason.message, tool: null, callId: null });
       task.outcome = { status: entry.status, reason: entry.reason };
       task.pendingConfirmation = null;
@@ -323,8 +344,7 @@ function apply(task: ReplayedTask, entry: AuditEntry, seq: number, previous: Aud
 }
 
 function statusOf(state: string | null, outcome: ReplayedTask['outcome']): ReplayStatus {
-  if (outcome) return outcome.status;
-  if (state === 'executing.awaitingConfirmation') return 'waiting_for_confirmation';
-  if (state === 'awaitingUser') return 'waiting_for_user';
-  return 'running';
+  if (state === null) return 'running';
+  const value = state.split('.').reduceRight<unknown>((inner, key) => (inner === null ? key : { [key]: inner }), null);
+  return taskStateOf(tagsAt(agentMachine.root, value), outcome?.status ?? null);
 }

@@ -11,11 +11,11 @@ export async function openStore(
     case 'memory':
       return new MemoryStore();
     case 'file': {
-      const { FileStore } = await import('../store/fileStore.js');
+      const { FileStore } = await import('../store/file/fileStore.js');
       return new FileStore(options.dataDir);
     }
     case 'redis': {
-      const { RedisStore } = await import('../store/redisStore.js');
+      const { RedisStore } = await import('../store/redis/redisStore.js');
       const store = new RedisStore({ prefix: options.prefix });
       if (options.fresh) await store.deleteAll();
       return store;

@@ -1,26 +1,24 @@
 /**
- * `npm run step -- <taskId>`: step through a stored task, one event at a time. Loads the task, shows its state
- * and the events allowed now, reads one command per line from stdin (a terminal or a pipe), sends it through the
- * orchestrator API (so it is persisted like any host event) and shows the new state. The demo's scripted model is
- * gated: each model turn waits for `next`; tools and gates run as usual. `at <N>` shows the task as it was after
- * its first N audit entries, replayed from the journal. `npm run step -- --help` lists the options.
+ * `step <taskId> --host <module>`: step through a stored task, one event at a time, for any host. Loads the task,
+ * shows its state and the events allowed now, reads one command per line from stdin (a terminal or a pipe), sends
+ * it through the orchestrator API (so it is persisted like any host event) and shows the new state. The host's
+ * model is gated: each model turn waits for `next`; tools and gates run as usual. `at <N>` shows the task as it
+ * was after its first N audit entries, replayed from the journal. `step --help` lists the options.
  */
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { type ReplayedTask, replayAudit } from '../audit/replayAudit.js';
 import { type Clock, shiftedClock, systemClock } from '../clock.js';
-import { type DemoServices, openDemoServices } from '../demo/demoServices.js';
-import { REFUND_GOAL, bookingScript, refundScript } from '../demo/scenarios.js';
 import { TaskNotFoundError } from '../errors.js';
-import { type GatedModel, gatedModel } from '../model/gatedModel.js';
-import { scriptedModel } from '../model/scriptedModel.js';
-import { type Orchestrator, type TaskStatus, createOrchestrator } from '../orchestrator.js';
+import { type Orchestrator, type TaskStatus, createOrchestrator } from '../orchestrator/orchestrator.js';
+import { type GatedModel, gatedModel } from '../testing/gatedModel.js';
+import { type HostSetup, loadHost } from './host.js';
 import { openStore } from './openStore.js';
 import { UsageError, runCli } from './runCli.js';
 import { type StepCommand, allowedCommands, formatAllowed, formatReplay, formatStatus } from './stepView.js';
-import { locateTask } from './taskLocation.js';
+import { DEFAULT_DATA_DIR, DEFAULT_PREFIX, locateTask } from './taskLocation.js';
 
-const HELP = `Usage: npm run step -- <taskId> [options]
+const HELP = `Usage: step <taskId> --host <module> [options]
 
 Steps through a stored task. Commands, one per line on stdin:
   next               let the model take its turn; the task then runs until it needs the model again, needs a
@@ -33,15 +31,14 @@ Steps through a stored task. Commands, one per line on stdin:
   quit               stop here (also at the end of input); the task stays as persisted
 
 Options:
+  --host <module>    the host module: its tools and model continue the task (see src/cli/host.ts)
   --store <kind>     file (default) or redis (REDIS_URL)
-  --data-dir <dir>   the file store's directory (default: .data/demo/<scenario> for a demo task id such as
-                     refund-1, else .data/demo)
-  --prefix <prefix>  Redis key prefix of the store and the demo services (default: statechart-agent-demo[:<scenario>])
+  --data-dir <dir>   the file store's directory (default: ${DEFAULT_DATA_DIR}, or where the host module locates it)
+  --prefix <prefix>  Redis key prefix (default: ${DEFAULT_PREFIX}, or where the host module locates it)
   --at <N>           first show the task at step N
-  --script <name>    booking or refund: the scripted model to step (default: from the task's goal)
   --as <userId>      send user events as this user (default: the task's user)
   --real-clock       use the system clock (default: the task's own time, resumed from its last save, so a
-                     confirmation does not expire while you read; demo tasks live on a fictional date)
+                     confirmation does not expire while you read)
   --help             this text`;
 
 async function main(argv: string[]): Promise<number> {
@@ -49,11 +46,11 @@ async function main(argv: string[]): Promise<number> {
     args: argv,
     allowPositionals: true,
     options: {
+      host: { type: 'string' },
       store: { type: 'string', default: 'file' },
       'data-dir': { type: 'string' },
       prefix: { type: 'string' },
       at: { type: 'string' },
-      script: { type: 'string' },
       as: { type: 'string' },
       'real-clock': { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
@@ -67,24 +64,23 @@ async function main(argv: string[]): Promise<number> {
   const [taskId, ...extra] = positionals;
   if (!taskId) throw new UsageError('step needs a task id');
   if (extra.length > 0) throw new UsageError(`unexpected arguments: ${extra.join(' ')}`);
+  if (!values.host) throw new UsageError('step needs --host <module>: the tools and model that continue the task');
   if (values.store !== 'file' && values.store !== 'redis') throw new UsageError(`--store must be file or redis, not "${values.store}"`);
-  if (values.script !== undefined && values.script !== 'booking' && values.script !== 'refund') {
-    throw new UsageError(`--script must be booking or refund, not "${values.script}"`);
-  }
   const startAt = values.at === undefined ? undefined : parseStep(values.at);
 
-  const location = locateTask(taskId, { store: values.store, dataDir: values['data-dir'], prefix: values.prefix });
+  const host = await loadHost(values.host);
+  const location = locateTask(taskId, { store: values.store, dataDir: values['data-dir'], prefix: values.prefix }, host);
   const store = await openStore(location.store, { dataDir: location.dataDir, prefix: location.prefix });
-  let services: DemoServices | null = null;
+  let setup: HostSetup | null = null;
   try {
     const stored = await store.load(taskId);
     if (!stored) throw new TaskNotFoundError(taskId);
     const clock: Clock = values['real-clock'] ? systemClock : shiftedClock(stored.updatedAt);
-    services = await openDemoServices(location.store === 'redis' ? 'redis' : 'memory', { prefix: location.prefix, clock });
-    const script = values.script ?? (stored.snapshot.context.goal === REFUND_GOAL || /refund/i.test(stored.snapshot.context.goal) ? 'refund' : 'booking');
-    const model = gatedModel(scriptedModel(script === 'refund' ? refundScript() : bookingScript(), { name: `scripted-${script} (stepped)` }));
+    setup = await host.setup({ store: location.store, dataDir: location.dataDir, prefix: location.prefix, clock });
+    if (!setup.model) throw new UsageError('the host module gives no model: step needs one to take the next turns');
+    const model = gatedModel(setup.model);
     const orchestrator = createOrchestrator({
-      tools: services.tools,
+      tools: setup.tools,
       model,
       store,
       clock,
@@ -92,16 +88,16 @@ async function main(argv: string[]): Promise<number> {
       // A stepped turn waits for a human: no model timeout worth the name.
       modelTimeoutMs: 24 * 3_600_000,
     });
-    console.log(`step ${taskId} · ${location.description} · ${script} script (gated: each model turn waits for \`next\`)`);
-    console.log(`business data ${services.where}`);
+    console.log(`step ${taskId} · ${location.description} · model ${setup.model.name} (gated: each model turn waits for \`next\`)`);
+    if (setup.where) console.log(`business data ${setup.where}`);
     try {
-      const session = new StepSession(orchestrator, model, services, taskId, clock, values.as);
+      const session = new StepSession(orchestrator, model, setup, taskId, clock, values.as);
       return await session.run(startAt);
     } finally {
       await orchestrator.close();
     }
   } finally {
-    await services?.close();
+    await setup?.close?.();
     await store.close();
   }
 }
@@ -110,7 +106,7 @@ class StepSession {
   constructor(
     private readonly orchestrator: Orchestrator,
     private readonly model: GatedModel,
-    private readonly services: DemoServices,
+    private readonly host: HostSetup,
     private readonly taskId: string,
     private readonly clock: Clock,
     private readonly as: string | undefined,
@@ -186,18 +182,18 @@ class StepSession {
         outcome = `model turn ${status.turn} released`;
         break;
       case 'confirm': {
-        const result = await this.orchestrator.confirm(this.taskId, { id: pending!.id, argsHash: pending!.argsHash }, principal);
+        const result = await this.orchestrator.confirm(this.taskId, principal, { id: pending!.id, argsHash: pending!.argsHash });
         outcome = `${result.accepted ? 'accepted' : `refused (${result.code})`}: ${result.message}`;
         break;
       }
       case 'reject': {
-        const result = await this.orchestrator.reject(this.taskId, { id: pending!.id, ...(text ? { reason: text } : {}) }, principal);
+        const result = await this.orchestrator.reject(this.taskId, principal, { id: pending!.id, ...(text ? { reason: text } : {}) });
         outcome = `${result.accepted ? 'accepted' : `refused (${result.code})`}: ${result.message}`;
         break;
       }
       case 'answer': {
         if (!text) throw new UsageError('answer needs the text: answer <text>');
-        const result = await this.orchestrator.answer(this.taskId, text, principal);
+        const result = await this.orchestrator.answer(this.taskId, principal, text);
         outcome = `${result.accepted ? 'accepted' : `refused (${result.code})`}: ${result.message}`;
         break;
       }
@@ -224,12 +220,10 @@ class StepSession {
     const audit = await this.orchestrator.audit(this.taskId);
     const waiting = this.model.waiting !== null && !status.outcome;
     console.log(formatStatus(status, { auditLength: audit.length, modelWaiting: waiting, now: this.clock.now() }));
-    const { bookings, refunds } = await this.services.rows();
-    const rows = [
-      ...bookings.map((b) => `booking ${b.bookingId} ${b.roomId} by ${b.requesterId}`),
-      ...refunds.map((r) => `refund ${r.refundId} ${r.orderId} ${(r.amountCents / 100).toFixed(2)} by ${r.requestedBy}`),
-    ];
-    console.log(`rows      ${rows.length === 0 ? '(none written)' : rows.join('; ')}`);
+    if (this.host.rows) {
+      const rows = await this.host.rows();
+      console.log(`rows      ${rows.length === 0 ? '(none written)' : rows.join('; ')}`);
+    }
     console.log(`events    ${formatAllowed(allowedCommands(status, waiting))}`);
   }
 

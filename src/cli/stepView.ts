@@ -2,11 +2,11 @@
  * What the step CLI prints: a task's current status, the events allowed now, and the task as it was at step N
  * (replayed from its audit journal). Pure functions from data to text.
  */
-import type { BudgetCounters, BudgetLimits, Observation } from '../../machines/agentTypes.js';
+import type { BudgetCounters, BudgetLimits, Observation } from '../../machines/context.js';
 import type { AuditEntry } from '../../machines/journal.js';
 import { formatTrace } from '../audit/formatTrace.js';
 import type { ReplayedTask } from '../audit/replayAudit.js';
-import type { TaskStatus } from '../orchestrator.js';
+import type { TaskStatus } from '../orchestrator/status.js';
 import { clip, jsonPreview as json } from '../text.js';
 
 export type StepCommand = 'next' | 'confirm' | 'reject' | 'answer' | 'cancel' | 'at' | 'quit';

@@ -1,42 +1,41 @@
 /**
- * `npm run tasks -- <command>`: look into a task store and take over orphaned tasks.
+ * `tasks <command>`: look into a task store and take over orphaned tasks, for any host.
  *
  *   list [--state s]     stored tasks, most recently updated first
  *   show <taskId>        status, pending confirmation, budgets, outcome
  *   audit <taskId>       the audit trail as a readable trace (or --json)
- *   recover              resume tasks whose process died, with the demo's tools over the Redis-backed demo
- *                        services and the scripted demo model; prints the RecoveryReport, then drives them
+ *   recover              resume tasks whose process died, with the tools and model of the host module given by
+ *                        --host; prints the RecoveryReport, then drives them until they settle
  *
- * `npm run tasks -- --help` lists the options.
+ * `tasks --help` lists the options.
  */
 import { parseArgs } from 'node:util';
 import { formatTrace } from '../audit/formatTrace.js';
-import { demoModel, durableDemoTools } from '../demo/durableDemo.js';
-import { RedisBookingService } from '../demo/redisBookingService.js';
-import { type Orchestrator, type TaskStatus, createOrchestrator } from '../orchestrator.js';
-import { TASK_STATES, type TaskState, type TaskSummary } from '../store/envelope.js';
+import { systemClock } from '../clock.js';
+import { type Orchestrator, type TaskStatus, createOrchestrator } from '../orchestrator/orchestrator.js';
+import { TASK_STATES, type TaskState, type TaskSummary } from '../store/summary.js';
 import type { TaskStore } from '../store/taskStore.js';
-import type { Tool } from '../tool.js';
+import { type HostModule, type HostSetup, READ_ONLY_HOST, loadHost } from './host.js';
 import { openStore } from './openStore.js';
 import { UsageError, runCli } from './runCli.js';
+import { DEFAULT_DATA_DIR, DEFAULT_PREFIX, locateTask } from './taskLocation.js';
 
-const DEFAULT_PREFIX = 'statechart-agent-demo';
-
-const HELP = `Usage: npm run tasks -- <command> [options]
+const HELP = `Usage: tasks <command> [options]
 
 Commands:
   list [--state <s>]   stored tasks, newest first; --state filters (${TASK_STATES.join(', ')})
   show <taskId>        status, pending confirmation, budgets and outcome of one task
   audit <taskId>       the task's audit trail as a trace (--json: the entries)
-  recover              resume running tasks whose process died (their lease expired), with the demo tools
-                       over the Redis-backed demo services (REDIS_URL, --prefix) and the scripted demo model;
-                       prints the recovery report, then drives the resumed tasks until they settle
+  recover              resume running tasks whose process died (their lease expired), with the tools and the
+                       model of the host module (--host); prints the recovery report, then drives the resumed
+                       tasks until they settle
 
 Options:
+  --host <module>      the host module: default-exports ({ store, dataDir, prefix, clock }) => ({ tools, model })
+                       (see src/cli/host.ts); needed by recover
   --store <kind>       file (default) or redis (REDIS_URL)
-  --data-dir <dir>     the file store's directory (default: .data/demo; the demo keeps one per scenario,
-                       e.g. .data/demo/refund)
-  --prefix <prefix>    Redis key prefix of the store and of the demo services (default: ${DEFAULT_PREFIX})
+  --data-dir <dir>     the file store's directory (default: ${DEFAULT_DATA_DIR}, or where the host module locates the task)
+  --prefix <prefix>    Redis key prefix (default: ${DEFAULT_PREFIX}, or where the host module locates the task)
   --json               machine-readable output
   --verbose            audit: include budget checks and model requests
   --help               this text`;
@@ -46,9 +45,10 @@ async function main(argv: string[]): Promise<number> {
     args: argv,
     allowPositionals: true,
     options: {
+      host: { type: 'string' },
       store: { type: 'string', default: 'file' },
-      'data-dir': { type: 'string', default: '.data/demo' },
-      prefix: { type: 'string', default: DEFAULT_PREFIX },
+      'data-dir': { type: 'string' },
+      prefix: { type: 'string' },
       state: { type: 'string' },
       json: { type: 'boolean', default: false },
       verbose: { type: 'boolean', default: false },
@@ -66,21 +66,24 @@ async function main(argv: string[]): Promise<number> {
   if (needsTask && !taskId) throw new UsageError(`${command} needs a task id`);
   if (!needsTask && taskId) throw new UsageError(`${command} takes no task id`);
 
-  const store = await openStore(values.store!, { dataDir: values['data-dir']!, prefix: values.prefix });
+  if (command === 'recover' && !values.host) throw new UsageError('recover needs --host <module>: the tools and model to continue tasks with');
+  const host = values.host ? await loadHost(values.host) : READ_ONLY_HOST;
+  const location = locateTask(taskId, { store: values.store, dataDir: values['data-dir'], prefix: values.prefix }, host);
+  const store = await openStore(location.store, { dataDir: location.dataDir, prefix: location.prefix });
   try {
     switch (command) {
       case 'list':
         return await list(store, values.state, values.json!);
       case 'show':
-        return await withOrchestrator(store, [], async (o) => show(await o.status(taskId!), values.json!));
+        return await withOrchestrator(store, { tools: [] }, async (o) => show(await o.status(taskId!), values.json!));
       case 'audit':
-        return await withOrchestrator(store, [], async (o) => {
+        return await withOrchestrator(store, { tools: [] }, async (o) => {
           const entries = await o.audit(taskId!);
           console.log(values.json ? JSON.stringify(entries, null, 2) : formatTrace(entries, { verbose: values.verbose! }));
           return 0;
         });
       case 'recover':
-        return await recover(store, values.prefix!, values.json!);
+        return await recover(store, host, { store: location.store, dataDir: location.dataDir, prefix: location.prefix }, values.json!);
       default:
         throw new UsageError(`unknown command "${command}"; use list, show, audit or recover`);
     }
@@ -136,7 +139,7 @@ function show(status: TaskStatus, json: boolean): number {
   }
   if (status.question) lines.push(`question    ${status.question}`);
   lines.push('budget      used / limit (remaining)');
-  for (const key of Object.keys(budget.used) as (keyof typeof budget.used)[]) {
+  for (const key of Object.keys(budget.used) as (keyof typeof budget.used & string)[]) {
     lines.push(`  ${key.padEnd(10)}${String(budget.used[key]).padStart(10)} / ${String(budget.limits[key]).padEnd(10)} (${budget.remaining[key]})`);
   }
   lines.push(`  deadline  ${new Date(budget.deadlineAt).toISOString()}`);
@@ -151,11 +154,11 @@ function show(status: TaskStatus, json: boolean): number {
   return 0;
 }
 
-async function recover(store: TaskStore, prefix: string, json: boolean): Promise<number> {
-  const services = new RedisBookingService({ prefix });
+async function recover(store: TaskStore, host: HostModule, where: { store: string; dataDir: string; prefix: string }, json: boolean): Promise<number> {
+  const setup = await host.setup({ ...where, clock: systemClock });
+  if (!setup.model) throw new UsageError('the host module gives no model: recover needs one to continue tasks');
   try {
-    await services.seed();
-    return await withOrchestrator(store, durableDemoTools(services), async (orchestrator) => {
+    return await withOrchestrator(store, setup, async (orchestrator) => {
       const report = await orchestrator.recover();
       if (!json) {
         console.log(`resumed ${report.resumed.length}: ${report.resumed.join(', ') || '-'}`);
@@ -177,13 +180,14 @@ async function recover(store: TaskStore, prefix: string, json: boolean): Promise
       return settled.some((s) => s.error) ? 1 : 0;
     });
   } finally {
-    await services.close();
+    await setup.close?.();
   }
 }
 
 /** An orchestrator over `store` for reading (no tools) or recovering; closed afterwards, the store left open. */
-async function withOrchestrator(store: TaskStore, tools: Tool[], fn: (o: Orchestrator) => Promise<number>): Promise<number> {
-  const orchestrator = createOrchestrator({ tools, model: demoModel(), store, expirySweepMs: 0 });
+async function withOrchestrator(store: TaskStore, setup: HostSetup, fn: (o: Orchestrator) => Promise<number>): Promise<number> {
+  const model = setup.model ?? { name: 'none', decide: () => Promise.reject(new Error('this command takes no model turns')) };
+  const orchestrator = createOrchestrator({ tools: setup.tools, model, store, expirySweepMs: 0 });
   try {
     return await fn(orchestrator);
   } finally {

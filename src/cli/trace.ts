@@ -1,28 +1,28 @@
 /**
- * `npm run trace -- <taskId> [--out file.html]`: writes a task's trace page (the statechart with the states it
+ * `trace <taskId> [--out file.html]`: writes a task's trace page (the statechart with the states it
  * visited highlighted, and a timeline of gate decisions, tool calls, confirmations and the stop reason) as one
- * self-contained HTML file. `npm run trace -- --help` lists the options.
+ * self-contained HTML file. `trace --help` lists the options.
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
-import { scriptedModel } from '../model/scriptedModel.js';
-import { createOrchestrator } from '../orchestrator.js';
+import { createOrchestrator } from '../orchestrator/orchestrator.js';
 import { renderTraceHtml } from '../visualize/traceHtml.js';
+import { READ_ONLY_HOST, loadHost } from './host.js';
 import { openStore } from './openStore.js';
 import { UsageError, runCli } from './runCli.js';
-import { locateTask } from './taskLocation.js';
+import { DEFAULT_DATA_DIR, DEFAULT_PREFIX, locateTask } from './taskLocation.js';
 
-const HELP = `Usage: npm run trace -- <taskId> [options]
+const HELP = `Usage: trace <taskId> [options]
 
 Writes the task's trace page: the statechart with visited states and taken transitions highlighted, the final
 state emphasized, and a timeline of gate decisions, tool calls, confirmations and the stop reason.
 
 Options:
+  --host <module>    a host module; only its locate(taskId) is used, to find the task (see src/cli/host.ts)
   --store <kind>     file (default) or redis (REDIS_URL)
-  --data-dir <dir>   the file store's directory (default: .data/demo/<scenario> for a demo task id such as
-                     conflict-1, else .data/demo)
-  --prefix <prefix>  Redis key prefix (default: statechart-agent-demo[:<scenario>])
+  --data-dir <dir>   the file store's directory (default: ${DEFAULT_DATA_DIR}, or where the host module locates it)
+  --prefix <prefix>  Redis key prefix (default: ${DEFAULT_PREFIX}, or where the host module locates it)
   --out <file>       where to write the page (default: .data/traces/<taskId>.html)
   --help             this text`;
 
@@ -31,6 +31,7 @@ async function main(argv: string[]): Promise<number> {
     args: argv,
     allowPositionals: true,
     options: {
+      host: { type: 'string' },
       store: { type: 'string', default: 'file' },
       'data-dir': { type: 'string' },
       prefix: { type: 'string' },
@@ -46,9 +47,11 @@ async function main(argv: string[]): Promise<number> {
   const [taskId, ...extra] = positionals;
   if (!taskId) throw new UsageError('trace needs a task id');
   if (extra.length > 0) throw new UsageError(`unexpected arguments: ${extra.join(' ')}`);
-  const location = locateTask(taskId, { store: values.store, dataDir: values['data-dir'], prefix: values.prefix });
+  const host = values.host ? await loadHost(values.host) : READ_ONLY_HOST;
+  const location = locateTask(taskId, { store: values.store, dataDir: values['data-dir'], prefix: values.prefix }, host);
   const store = await openStore(location.store, { dataDir: location.dataDir, prefix: location.prefix });
-  const orchestrator = createOrchestrator({ tools: [], model: scriptedModel([]), store, expirySweepMs: 0 });
+  const model = { name: 'none', decide: () => Promise.reject(new Error('trace takes no model turns')) };
+  const orchestrator = createOrchestrator({ tools: [], model, store, expirySweepMs: 0 });
   try {
     const status = await orchestrator.status(taskId);
     const audit = await orchestrator.audit(taskId);

@@ -11,6 +11,7 @@
  * context (or its `xstate.init` input) and shared by its children through their actor system.
  */
 import type { AnyActorRef, InspectionEvent } from 'xstate';
+import { actionName, describeGuard } from '../visualize/describeChart.js';
 import { DEFAULT_LIMITS, type SafeJsonLimits, toSafeJson, truncate } from './safeJson.js';
 
 export { toSafeJson, type SafeJsonLimits } from './safeJson.js';
@@ -47,8 +48,11 @@ export interface InspectionMessage {
   snapshot?: SnapshotSummary;
   /** `@xstate.action`: the action executed. */
   action?: { type: string; params?: unknown };
-  /** `@xstate.microstep`: the transitions taken (source → targets). */
-  transitions?: { event: string; source: string; targets: string[] }[];
+  /**
+   * `@xstate.microstep`: the transitions taken (source → targets), with the guard that allowed each (as the chart
+   * spells it, e.g. `not hasScopesForTool`) and its actions: a refusal shows up by the name of the gate that made it.
+   */
+  transitions?: { event: string; source: string; targets: string[]; guard: string | null; actions: string[] }[];
   /** Milliseconds since the epoch, when the stream saw the event. */
   at: number;
 }
@@ -182,6 +186,8 @@ function toMessage(
           event: String(t.eventType),
           source: String(t.source?.id ?? ''),
           targets: (t.target ?? []).map((node) => String(node.id)),
+          guard: describeGuard(t.guard as never).text || null,
+          actions: (t.actions ?? []).map(actionName),
         })),
       };
     default:
@@ -213,7 +219,11 @@ export function summarizeContext(context: unknown, limits: SafeJsonLimits = DEFA
   if (!c || typeof c !== 'object' || typeof c.taskId !== 'string' || typeof c.budget !== 'object') return toSafeJson(context, limits);
   const budget = c.budget as { used?: unknown };
   const pending = c.pendingConfirmation as { id?: unknown; tool?: unknown; argsHash?: unknown; expiresAt?: unknown } | null;
-  const batch = c.batch as { turn?: unknown; calls?: { callId: string; tool: string; phase: string; observation: { ok: boolean; code?: string } | null }[] } | null;
+  const batch = c.batch as {
+    turn?: unknown;
+    current?: unknown;
+    calls?: { callId: string; tool: string; phase: string; observation: { ok: boolean; code?: string; gate?: string } | null }[];
+  } | null;
   const outcome = c.outcome as { status?: unknown; reason?: { code?: unknown } } | null;
   return {
     taskId: c.taskId,
@@ -224,11 +234,13 @@ export function summarizeContext(context: unknown, limits: SafeJsonLimits = DEFA
     batch: batch
       ? {
           turn: batch.turn ?? null,
+          current: typeof batch.current === 'string' ? batch.current : null,
           calls: (batch.calls ?? []).slice(0, limits.maxItems).map((call) => ({
             callId: call.callId,
             tool: call.tool,
             phase: call.phase,
             result: call.observation ? (call.observation.ok ? 'ok' : call.observation.code ?? 'error') : null,
+            gate: call.observation && !call.observation.ok ? (call.observation.gate ?? null) : null,
           })),
         }
       : null,

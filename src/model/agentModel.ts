@@ -3,7 +3,7 @@
  * question for the user, or a refusal. Its reply is untrusted: the runtime validates it into a `model.*` event
  * and the machine's gates decide what, if anything, runs.
  */
-import type { Observation, Principal } from '../../machines/agentTypes.js';
+import type { Observation, Principal } from '../../machines/context.js';
 import type { TranscriptEntry } from '../../machines/journal.js';
 
 /** A tool as offered to the model: only the ones the task's principal may use. */

@@ -1,5 +1,5 @@
 /** What the runtime actors need from the orchestrator. */
-import type { AgentContext } from '../../machines/agentTypes.js';
+import type { AgentContext } from '../../machines/context.js';
 import type { TranscriptEntry } from '../../machines/journal.js';
 import type { Clock } from '../clock.js';
 import type { AgentModel } from '../model/agentModel.js';

@@ -10,21 +10,16 @@
  * - A save that cannot succeed (lost lease, revision conflict, store down past the retry bound) stops the actor:
  *   no further side effect starts from a state that is not durable.
  */
-import { type Actor, type AnyMachineSnapshot, type InspectionEvent, createActor } from 'xstate';
-import type { AgentEvent } from '../../machines/agentEvents.js';
-import type { AgentContext, AgentInput } from '../../machines/agentTypes.js';
-import type { AuditEntry, TranscriptEntry } from '../../machines/journal.js';
+import { type Actor, type InspectionEvent, type SnapshotFrom, createActor } from 'xstate';
+import type { AgentEvent } from '../../machines/events.js';
+import type { AgentContext, AgentInput } from '../../machines/context.js';
+import type { AuditEntry, HostReply, TranscriptEntry } from '../../machines/journal.js';
 import { AGENT_MACHINE_VERSION, type AgentMachine } from '../../machines/agentMachine.js';
+import { canonicalJson } from '../../machines/lib/canonicalJson.js';
 import { type Clock, backoffDelay, sleep } from '../clock.js';
 import { AgentError, RevisionConflictError, StoreUnavailableError, TaskExistsError } from '../errors.js';
-import { canonicalJson } from '../json/canonicalJson.js';
-import {
-  ENVELOPE_SCHEMA_VERSION,
-  type PersistedAgentSnapshot,
-  type TaskEnvelope,
-  type TaskSummary,
-  summarize,
-} from '../store/envelope.js';
+import { ENVELOPE_SCHEMA_VERSION, type PersistedAgentSnapshot, type TaskEnvelope } from '../store/envelope.js';
+import { type TaskSummary, summarize } from '../store/summary.js';
 import type { TaskStore } from '../store/taskStore.js';
 import type { TaskPort } from './actorHost.js';
 
@@ -61,8 +56,10 @@ export class LiveTask implements TaskPort {
   private readonly createdAt: number;
   private pendingAudit: AuditEntry[] = [];
   private pendingTranscript: TranscriptEntry[] = [];
-  /** Audit entries emitted since `collect` started, for the host API to read its event's effect. */
-  private collecting: AuditEntry[] | null = null;
+  /** The chart's answer to the host event being sent, if it gave one. */
+  private reply: HostReply | null = null;
+  /** The last snapshot seen: XState notifies subscribers also when an event changed nothing. */
+  private lastSnapshot: unknown = null;
   private observed = 0;
   private persisted = 0;
   private saving = false;
@@ -93,11 +90,11 @@ export class LiveTask implements TaskPort {
       // No input: a restored actor takes its context from the snapshot.
       this.actor = createActor(deps.machine, { snapshot: envelope.snapshot, inspect: deps.inspect } as never);
     }
-    this.actor.on('audit', (event) => {
-      this.pendingAudit.push(event.entry);
-      this.collecting?.push(event.entry);
-    });
+    this.actor.on('audit', (event) => this.pendingAudit.push(event.entry));
     this.actor.on('transcript', (event) => this.pendingTranscript.push(event.entry));
+    this.actor.on('reply', (event) => {
+      this.reply = event.reply;
+    });
     this.actor.subscribe({
       next: () => this.onSnapshot(),
       error: (error) => this.fail(error instanceof Error ? error : new Error(String(error))),
@@ -142,17 +139,16 @@ export class LiveTask implements TaskPort {
 
   // --- host API -------------------------------------------------------------------------------------------
 
-  /** Sends a host event and returns the audit entries its processing emitted. */
-  send(event: AgentEvent): AuditEntry[] {
+  /** Sends a host event and returns the chart's answer to it (null if the chart gave none). */
+  send(event: AgentEvent): HostReply | null {
     if (this.failure) throw this.failure;
-    const collected: AuditEntry[] = [];
-    this.collecting = collected;
+    this.reply = null;
     try {
       this.actor.send(event);
+      return this.reply;
     } finally {
-      this.collecting = null;
+      this.reply = null;
     }
-    return collected;
   }
 
   /** Resolves when the persisted state is a waiting or final one. */
@@ -197,6 +193,10 @@ export class LiveTask implements TaskPort {
   // --- persistence ----------------------------------------------------------------------------------------
 
   private onSnapshot(): void {
+    const snapshot = this.actor.getSnapshot();
+    // An event no state took leaves the very same snapshot and emits nothing: there is nothing to save.
+    if (snapshot === this.lastSnapshot && this.pendingAudit.length === 0 && this.pendingTranscript.length === 0) return;
+    this.lastSnapshot = snapshot;
     this.observed += 1;
     if (!this.saving && !this.failure) {
       this.saving = true;
@@ -219,7 +219,7 @@ export class LiveTask implements TaskPort {
         const journal = { audit: this.journal.audit + audit.length, transcript: this.journal.transcript + transcript.length };
         const revision = this.revision + 1;
         const now = this.deps.clock.now();
-        const summary = summarize(snapshot, { revision, createdAt: this.createdAt, updatedAt: now });
+        const summary = summarize(snapshot, this.actor.getSnapshot().tags, { revision, createdAt: this.createdAt, updatedAt: now });
         const envelope: TaskEnvelope = {
           schemaVersion: ENVELOPE_SCHEMA_VERSION,
           machineVersion: AGENT_MACHINE_VERSION,
@@ -309,7 +309,7 @@ export class LiveTask implements TaskPort {
   }
 
   /** The current (possibly not yet saved) snapshot, for status views. */
-  currentSnapshot(): AnyMachineSnapshot {
+  currentSnapshot(): SnapshotFrom<AgentMachine> {
     return this.actor.getSnapshot();
   }
 }

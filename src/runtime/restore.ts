@@ -1,9 +1,10 @@
 /** Checks that a persisted snapshot can be restored into this build's machine without getting stuck. */
 import type { AgentMachine } from '../../machines/agentMachine.js';
+import { ACTORS } from '../../machines/actors.js';
 import type { TaskEnvelope } from '../store/envelope.js';
-import { stateValueToString } from '../store/envelope.js';
+import { stateValueToString } from '../store/summary.js';
 
-const KNOWN_ACTORS = new Set(['model', 'vetCalls', 'executeReads', 'executeWrite', 'lookupWrite']);
+const KNOWN_ACTORS: ReadonlySet<string> = new Set(Object.values(ACTORS));
 
 /** The reason a snapshot cannot be restored safely, or null when it can. */
 export function unrestorableReason(machine: AgentMachine, envelope: TaskEnvelope): string | null {

@@ -1,14 +1,20 @@
 /**
- * The tools an orchestrator knows, with the derived views the machine and the model need.
+ * The tools an orchestrator knows, with the derived views the machine and the model need: the catalog of facts
+ * persisted with a task, the toolkit the chart's gates read, and the tools offered to the model.
  */
-import type { Catalog, Principal } from '../../machines/agentTypes.js';
+import type { Catalog, Principal } from '../../machines/context.js';
+import type { ToolRules, Toolkit } from '../../machines/toolkit.js';
 import { AgentError } from '../errors.js';
+import { sha256Hex } from '../hashing.js';
 import type { OfferedTool } from '../model/agentModel.js';
 import { type Tool, defineTool, toolParametersSchema } from '../tool.js';
 
 export class ToolRegistry {
   private readonly tools = new Map<string, Tool>();
   private readonly schemas = new Map<string, Record<string, unknown>>();
+  private readonly rules = new Map<string, ToolRules>();
+  /** What the chart's gates read: the tools as installed now, and node:crypto's SHA-256. */
+  readonly toolkit: Toolkit;
 
   constructor(tools: readonly Tool[]) {
     for (const tool of tools) {
@@ -16,7 +22,19 @@ export class ToolRegistry {
       defineTool(tool as never);
       this.tools.set(tool.name, tool);
       this.schemas.set(tool.name, toolParametersSchema(tool));
+      this.rules.set(tool.name, {
+        name: tool.name,
+        effect: tool.effect,
+        input: tool.input,
+        scopes: [...tool.scopes],
+        validates: typeof tool.validate === 'function',
+        authorizes: typeof tool.authorize === 'function',
+        confirm: tool.confirm,
+        describeConfirmation: tool.describeConfirmation,
+        redact: tool.redact,
+      });
     }
+    this.toolkit = { rules: (name) => this.rules.get(name), sha256: sha256Hex };
   }
 
   get(name: string): Tool | undefined {
@@ -40,12 +58,7 @@ export class ToolRegistry {
   offeredTo(principal: Readonly<Principal>): OfferedTool[] {
     return [...this.tools.values()]
       .filter((tool) => hasScopes(principal, tool.scopes))
-      .map((tool) => ({
-        name: tool.name,
-        description: tool.description,
-        parameters: this.schemas.get(tool.name)!,
-        effect: tool.effect,
-      }));
+      .map((tool) => ({ name: tool.name, description: tool.description, parameters: this.schemas.get(tool.name)!, effect: tool.effect }));
   }
 }
 

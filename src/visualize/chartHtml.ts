@@ -23,7 +23,7 @@ export function toHtml(chart: Chart, mermaid: string): string {
   });
   const states = chart.states.map((s) => {
     const invokes = s.invokes.map((i) => `${i.src} (id ${i.id})`).join(', ');
-    return `<tr><td><code>${esc(s.path)}</code></td><td>${s.type}</td><td>${esc(invokes)}</td><td>${s.initial ? `<code>${esc(s.initial)}</code>` : ''}</td></tr>`;
+    return `<tr><td><code>${esc(s.path)}</code></td><td>${s.type}</td><td>${esc(s.tags.join(', '))}</td><td>${esc(invokes)}</td><td>${s.initial ? `<code>${esc(s.initial)}</code>` : ''}</td><td>${esc(s.description ?? '')}</td></tr>`;
   });
   return `<!doctype html>
 <html lang="en">
@@ -49,7 +49,7 @@ ${rows.join('\n')}
 </table>
 <h2>States</h2>
 <table>
-<thead><tr><th>state</th><th>type</th><th>invokes</th><th>initial child</th></tr></thead>
+<thead><tr><th>state</th><th>type</th><th>tags</th><th>invokes</th><th>initial child</th><th>what it does</th></tr></thead>
 <tbody>
 ${states.join('\n')}
 </tbody>

@@ -156,6 +156,8 @@ export function toSvg(chart: Chart, highlight?: SvgHighlight): string {
     const compound = state.type === 'compound' || state.type === 'parallel';
     const cls = compound ? 'compound' : state.type === 'final' ? 'final' : 'state';
     parts.push(`<g class="${cls}${mark(state.path)}" id="state-${esc(mermaidId(state.path))}">`);
+    const about = [state.description, state.tags.length > 0 ? `tags: ${state.tags.join(', ')}` : null].filter(Boolean).join('\n');
+    if (about) parts.push(`<title>${esc(about)}</title>`);
     parts.push(`<rect x="${fmt(b.x)}" y="${fmt(b.y)}" width="${fmt(b.w)}" height="${fmt(b.h)}" rx="8"/>`);
     if (state.type === 'final') {
       parts.push(`<rect class="inner" x="${fmt(b.x + 4)}" y="${fmt(b.y + 4)}" width="${fmt(b.w - 8)}" height="${fmt(b.h - 8)}" rx="5"/>`);

@@ -16,6 +16,9 @@ export interface ChartState {
   initial: string | null;
   invokes: { id: string; src: string }[];
   entry: string[];
+  /** What the state means to the outside (`waiting`, `terminal`, `effect`...). */
+  tags: string[];
+  description: string | null;
 }
 
 export interface ChartEdge {
@@ -50,7 +53,8 @@ function pathOf(node: AnyStateNode): string {
   return node.path.join('.');
 }
 
-function actionName(action: unknown): string {
+/** An action as the chart names it. */
+export function actionName(action: unknown): string {
   if (typeof action === 'string') return action;
   if (typeof action === 'function') return action.name || 'inline';
   if (action && typeof action === 'object' && 'type' in action) return String(action.type);
@@ -109,6 +113,8 @@ export function describeChart(machine: AnyStateMachine): Chart {
         initial: node.initial?.target?.[0] ? pathOf(node.initial.target[0]) : null,
         invokes: node.invoke.map((i) => ({ id: i.id, src: typeof i.src === 'string' ? i.src : 'inline' })),
         entry: node.entry.map(actionName),
+        tags: [...node.tags],
+        description: node.description ?? null,
       });
     }
     const source = node === machine.root ? '*' : path;

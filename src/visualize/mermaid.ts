@@ -31,6 +31,7 @@ export function toMermaid(chart: Chart): string {
       }
       for (const invoke of state.invokes) lines.push(`${indent}${id} : invokes ${invoke.src} as ${invoke.id}`);
       for (const action of state.entry) lines.push(`${indent}${id} : entry / ${action}`);
+      if (state.tags.length > 0) lines.push(`${indent}${id} : tags ${state.tags.join(', ')}`);
       if (state.type === 'final') lines.push(`${indent}${id} --> [*]`);
     }
     for (const edge of chart.edges.filter((e) => e.source !== '*' && containerOf(e) === parent)) {

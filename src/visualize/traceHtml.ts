@@ -8,7 +8,7 @@ import type { AnyStateMachine } from 'xstate';
 import type { AuditEntry } from '../../machines/journal.js';
 import { agentMachine } from '../../machines/agentMachine.js';
 import { type ReplayedTask, replayAudit } from '../audit/replayAudit.js';
-import type { TaskStatus } from '../orchestrator.js';
+import type { TaskStatus } from '../orchestrator/status.js';
 import { CHART_STYLE } from './chartHtml.js';
 import { esc, toSvg } from './chartSvg.js';
 import { type Chart, describeChart } from './describeChart.js';
@@ -138,6 +138,7 @@ function timelineRow(entry: AuditEntry, seq: number, start: number): string | nu
     case 'task_started':
       return row('start', null, 'started', '', `${esc(entry.userId)}@${esc(entry.tenantId)} [${esc(entry.scopes.join(' '))}]: ${esc(entry.goal)}`);
     case 'model_requested':
+    case 'check_started':
       return null;
     case 'model_output':
       return row('model', null, entry.output.replace('model.', ''), entry.output === 'model.invalidOutput' ? 'reject' : '', `${entry.calls} call(s), ${entry.usage.inputTokens + entry.usage.outputTokens} tokens`);

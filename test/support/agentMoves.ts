@@ -3,22 +3,12 @@
  * from the current state (call ids, confirmation ids, argument hashes, times), so the same move kind means the
  * same thing wherever it is taken.
  */
-import type {
-  CallOutcome,
-  GateDecision,
-  LookupResult,
-  ModelActorOutput,
-  ReadResult,
-  Verdict,
-} from '../../machines/actorContracts.js';
-import type { ProposedCall } from '../../machines/agentEvents.js';
-import type { AnyAgentEvent } from '../../machines/agentEventsInternal.js';
-import type { AgentContext, CallState, Json } from '../../machines/agentTypes.js';
-import { deriveIdempotencyKey, hashArguments } from '../../src/json/hashing.js';
-import { CATALOG, INPUT, INTRUDER, type Move, type ProtocolExpectation, USER, type World, valueOf } from './agentWorld.js';
-
-/** The tool policy of the harness's vetting: payments always need a confirmation. */
-const NEEDS_CONFIRMATION = new Set(['send_payment']);
+import type { CallOutcome, CheckVerdict, LookupResult, ModelActorOutput, ReadResult } from '../../machines/actors.js';
+import type { ModelEvent, ProposedCall } from '../../machines/events.js';
+import type { MachineEvent } from '../../machines/actors.js';
+import type { AgentContext, Json } from '../../machines/context.js';
+import { hashArguments } from '../../src/hashing.js';
+import { type CallFacts, INPUT, INTRUDER, type Move, type ProtocolExpectation, USER, type World, valueOf } from './agentWorld.js';
 
 const USAGE = { inputTokens: 60, outputTokens: 40, costMicros: 10 };
 
@@ -26,6 +16,8 @@ interface Proposal {
   label: string;
   protocol: ProtocolExpectation;
   calls: ProposedCall[];
+  /** Calls built to fail the schema gate (by id); every other call of an accepted proposal is schema-valid. */
+  schemaInvalid?: string[];
   text?: string;
 }
 
@@ -33,6 +25,7 @@ const read = (callId: string, day = 'mon'): ProposedCall => ({ callId, name: 'se
 
 export const PROPOSALS: Proposal[] = [
   { label: 'valid read', protocol: 'accepted', calls: [read('c1')] },
+  { label: 'read needing confirmation', protocol: 'accepted', calls: [read('c1', 'sun')] },
   { label: 'valid write', protocol: 'accepted', calls: [{ callId: 'c1', name: 'book_room', arguments: '{"room":"A"}' }] },
   {
     label: 'write needing confirmation (model claims approval)',
@@ -53,6 +46,13 @@ export const PROPOSALS: Proposal[] = [
       { callId: 'c2', name: 'send_payment', arguments: '{"amount":7}' },
     ],
   },
+  {
+    label: 'schema-invalid write',
+    protocol: 'accepted',
+    calls: [{ callId: 'c1', name: 'book_room', arguments: '{"room":5,"admin":true}' }],
+    schemaInvalid: ['c1'],
+  },
+  { label: 'write without scope', protocol: 'accepted', calls: [{ callId: 'c1', name: 'close_rooms', arguments: '{}' }] },
   { label: 'invalid arguments (not an object)', protocol: 'rejected', calls: [{ callId: 'c1', name: 'book_room', arguments: '["A"]' }] },
   {
     label: 'duplicate-key arguments',
@@ -66,98 +66,81 @@ export const PROPOSALS: Proposal[] = [
   { label: 'missing call id', protocol: 'unpairable', calls: [{ name: 'book_room', arguments: '{"room":"A"}' }] },
 ];
 
-function modelDone(output: ModelActorOutput): AnyAgentEvent {
+function modelDone(event: ModelEvent, retriesUsed = 0): MachineEvent {
+  const output: ModelActorOutput = { kind: 'replied', at: event.at, retriesUsed, event };
   return { type: 'xstate.done.actor.model', output };
+}
+
+function modelFailed(at: number, retriesUsed: number): MachineEvent {
+  const output: ModelActorOutput = { kind: 'failed', at, retriesUsed, failure: { code: 'model_unavailable', message: 'unreachable', transient: true } };
+  return { type: 'xstate.done.actor.model', output };
+}
+
+function facts(p: Proposal): CallFacts[] {
+  return p.calls.map((c) => ({ callId: c.callId?.trim() ?? '', schemaOk: !(p.schemaInvalid ?? []).includes(c.callId ?? '') }));
 }
 
 function modelMoves(world: World): Move[] {
   const at = world.shadow.now;
   const { budget } = world.machine.context;
   const allowance = budget.limits.retries - budget.used.retries;
+  const proposal = (calls: ProposedCall[], text: string | null = null): ModelEvent => ({ type: 'model.toolsProposed', at, calls, text, usage: USAGE });
   const moves: Move[] = PROPOSALS.map((p) => ({
     type: `model: ${p.label}`,
     protocol: p.protocol,
-    event: modelDone({ type: 'model.toolsProposed', at, calls: p.calls, text: p.text ?? null, usage: USAGE, retriesUsed: 0 }),
+    calls: facts(p),
+    event: modelDone(proposal(p.calls, p.text ?? null)),
   }));
   if (allowance > 0) {
     moves.push({
       type: 'model: valid read after a transport retry',
       protocol: 'accepted',
-      event: modelDone({ type: 'model.toolsProposed', at, calls: [read('c1')], text: null, usage: USAGE, retriesUsed: 1 }),
+      calls: [{ callId: 'c1', schemaOk: true }],
+      event: modelDone(proposal([read('c1')]), 1),
     });
   }
   moves.push(
-    { type: 'model: answer', event: modelDone({ type: 'model.answered', at, text: 'Room A is booked.', usage: USAGE, retriesUsed: 0 }) },
-    { type: 'model: ask user', event: modelDone({ type: 'model.askedUser', at, question: 'Which room?', usage: USAGE, retriesUsed: 0 }) },
-    { type: 'model: refuse', event: modelDone({ type: 'model.refused', at, reason: 'not allowed', usage: USAGE, retriesUsed: 0 }) },
-    { type: 'model: invalid output', event: modelDone({ type: 'model.invalidOutput', at, detail: 'not JSON', usage: USAGE, retriesUsed: 0 }) },
-    { type: 'model: unreachable', event: { type: 'xstate.error.actor.model', error: 'model unreachable' } },
+    { type: 'model: answer', event: modelDone({ type: 'model.answered', at, text: 'Room A is booked.', usage: USAGE }) },
+    { type: 'model: ask user', event: modelDone({ type: 'model.askedUser', at, question: 'Which room?', usage: USAGE }) },
+    { type: 'model: refuse', event: modelDone({ type: 'model.refused', at, reason: 'not allowed', usage: USAGE }) },
+    { type: 'model: invalid output', event: modelDone({ type: 'model.invalidOutput', at, detail: 'not JSON', usage: USAGE }) },
+    { type: 'model: unreachable', event: modelFailed(at, 0) },
+    { type: 'model: actor crashes', event: { type: 'xstate.error.actor.model', error: 'model actor crashed' } },
   );
-  if (allowance > 0) {
-    // The runtime attaches the transport retries a failed turn spent; the machine debits them.
-    const error = Object.assign(new Error('model unreachable (after retries)'), { retriesUsed: allowance });
-    moves.push({ type: 'model: unreachable after transport retries', event: { type: 'xstate.error.actor.model', error } });
-  }
+  // The runtime reports the transport retries a failed turn spent; the machine debits them.
+  if (allowance > 0) moves.push({ type: 'model: unreachable after transport retries', event: modelFailed(at, allowance) });
   return moves;
 }
 
-function verdictFor(call: CallState, kind: 'pass' | 'confirm' | 'schema' | 'business' | 'permission'): Verdict {
-  const argsHash = hashArguments(call.args);
-  const ok = (gate: GateDecision['gate']): GateDecision => ({ gate, ok: true, code: null, summary: `${gate} ok` });
-  const no = (gate: GateDecision['gate'], code: string): GateDecision => ({ gate, ok: false, code, summary: `${gate} says no` });
-  const gates: Record<typeof kind, GateDecision[]> = {
-    pass: [ok('schema'), ok('business'), ok('permission')],
-    confirm: [ok('schema'), ok('business'), ok('permission')],
-    schema: [no('schema', 'invalid_arguments')],
-    business: [ok('schema'), no('business', 'conflict')],
-    permission: [ok('schema'), ok('business'), no('permission', 'permission_denied')],
-  };
-  const passed = kind === 'pass' || kind === 'confirm';
-  const needsConfirmation = passed && (kind === 'confirm' || NEEDS_CONFIRMATION.has(call.tool));
-  const isWrite = CATALOG[call.tool]?.effect === 'write';
-  return {
-    callId: call.callId,
-    args: call.args,
-    argsHash,
-    redactedArgs: call.args,
-    idempotencyKey: isWrite && kind !== 'schema' ? deriveIdempotencyKey(INPUT.taskId, call.tool, argsHash) : null,
-    gates: gates[kind],
-    needsConfirmation,
-    confirmationSummary: needsConfirmation ? `${call.tool} ${JSON.stringify(call.args)}` : null,
-  };
-}
-
-/** The id the machine will give the first confirmation request of the batch's first write (predictable). */
+/** The id the machine will give the first confirmation request of the batch's first unfinished call (predictable). */
 function predictedConfirmationId(context: AgentContext): string {
   const calls = context.batch?.calls ?? [];
-  const index = Math.max(0, calls.findIndex((c) => c.effect === 'write' && c.phase !== 'finished'));
+  const index = Math.max(0, calls.findIndex((c) => c.phase !== 'finished'));
   return `${context.taskId}/t${context.turn}.c${index + 1}.r1`;
 }
 
-function vetMoves(world: World): Move[] {
+/** Business validation (`vetting.validating`) or resource permission (`vetting.authorizing`) of the current call. */
+function checkMoves(world: World, gate: 'business' | 'permission'): Move[] {
   const { context } = world.machine;
-  const calls = (context.batch?.calls ?? []).filter((c) => c.phase === 'vetting');
+  const callId = context.batch?.current ?? '?';
   const at = world.shadow.now;
-  const done = (label: string, verdicts: Verdict[], when = at): Move => ({
-    type: `vet: ${label}`,
-    event: { type: 'xstate.done.actor.vet', output: { at: when, verdicts } },
+  const id = gate === 'business' ? 'validate' : 'authorize';
+  const verdictMove = (label: string, verdict: CheckVerdict, when = at): Move => ({
+    type: `${id}: ${label}`,
+    check: { gate, callId, ok: verdict.ok },
+    event: { type: `xstate.done.actor.${id}`, output: { at: when, verdict, durationMs: 4 } } as MachineEvent,
   });
   const moves = [
-    done('pass', calls.map((c) => verdictFor(c, 'pass'))),
-    done('schema reject', calls.map((c) => verdictFor(c, 'schema'))),
-    done('business reject', calls.map((c) => verdictFor(c, 'business'))),
-    done('permission reject', calls.map((c) => verdictFor(c, 'permission'))),
-    done('pass after the deadline', calls.map((c) => verdictFor(c, 'pass')), context.budget.deadlineAt),
+    verdictMove('pass', { ok: true }),
+    gate === 'business'
+      ? verdictMove('reject', { ok: false, code: 'conflict', summary: 'the room is closed that day' })
+      : verdictMove('deny', { ok: false, code: 'permission_denied', summary: 'executive rooms only' }),
+    verdictMove('unavailable', { ok: false, code: 'unavailable', summary: `${gate} check did not answer` }),
+    { type: `${id}: fails`, event: { type: `xstate.error.actor.${id}`, error: `${id} crashed` } as MachineEvent },
   ];
-  if (calls.some((c) => !NEEDS_CONFIRMATION.has(c.tool))) {
-    moves.push(done('pass, needs confirmation', calls.map((c) => verdictFor(c, 'confirm'))));
-  }
-  if (calls.length > 1) {
-    moves.push(done('first passes, rest denied', calls.map((c, i) => verdictFor(c, i === 0 ? 'pass' : 'permission'))));
-  }
-  moves.push({ type: 'vet: fails', event: { type: 'xstate.error.actor.vet', error: 'vetting crashed' } });
-  const first = calls[0];
-  if (first) {
+  if (gate === 'business') moves.push(verdictMove('pass after the deadline', { ok: true }, context.budget.deadlineAt));
+  const current = context.batch?.calls.find((c) => c.callId === callId);
+  if (current) {
     // A user "confirms" before anything was asked, guessing the id the request will get: must be ignored.
     moves.push({
       type: 'user: confirms before being asked',
@@ -166,7 +149,7 @@ function vetMoves(world: World): Move[] {
         type: 'user.confirmed',
         at,
         confirmationId: predictedConfirmationId(context),
-        argsHash: hashArguments(first.args),
+        argsHash: hashArguments(current.args),
         userId: USER,
         policyVersion: INPUT.policy.version,
       },
@@ -188,10 +171,10 @@ function approvalClaim(context: AgentContext): Json {
 
 function readMoves(world: World): Move[] {
   const { context } = world.machine;
-  const running = (context.batch?.calls ?? []).filter((c) => c.phase === 'running');
+  const running = (context.batch?.calls ?? []).filter((c) => c.phase === 'reading');
   const allowance = Math.max(0, context.budget.limits.retries - context.budget.used.retries);
   const at = world.shadow.now;
-  const done = (results: ReadResult[], retriesUsed = 0): AnyAgentEvent => ({
+  const done = (results: ReadResult[], retriesUsed = 0): MachineEvent => ({
     type: 'xstate.done.actor.reads',
     output: { at, results, retriesUsed },
   });
@@ -217,7 +200,7 @@ function readMoves(world: World): Move[] {
 
 function writeMoves(world: World): Move[] {
   const at = world.shadow.now;
-  const done = (outcome: CallOutcome): AnyAgentEvent => ({ type: 'xstate.done.actor.write', output: { at, outcome, durationMs: 7 } });
+  const done = (outcome: CallOutcome): MachineEvent => ({ type: 'xstate.done.actor.write', output: { at, outcome, durationMs: 7 } });
   const interrupted = done({ kind: 'unknown', code: 'interrupted', summary: 'the process stopped during the write' });
   return [
     { type: 'write: ok', event: done({ kind: 'ok', value: { bookingId: 'bk-1' } }) },
@@ -236,7 +219,7 @@ function writeMoves(world: World): Move[] {
 
 function lookupMoves(world: World): Move[] {
   const at = world.shadow.now;
-  const done = (result: LookupResult): AnyAgentEvent => ({ type: 'xstate.done.actor.lookup', output: { at, result, durationMs: 3 } });
+  const done = (result: LookupResult): MachineEvent => ({ type: 'xstate.done.actor.lookup', output: { at, result, durationMs: 3 } });
   return [
     { type: 'lookup: found', event: done({ kind: 'found', value: { bookingId: 'bk-1' } }) },
     { type: 'lookup: not found', event: done({ kind: 'not_found' }) },
@@ -249,7 +232,7 @@ function confirmationMoves(world: World): Move[] {
   const pending = world.machine.context.pendingConfirmation;
   if (!pending) return [];
   const at = world.shadow.now;
-  const confirm = (patch: Partial<Extract<AnyAgentEvent, { type: 'user.confirmed' }>>): AnyAgentEvent => ({
+  const confirm = (patch: Partial<Extract<MachineEvent, { type: 'user.confirmed' }>>): MachineEvent => ({
     type: 'user.confirmed',
     at,
     confirmationId: pending.id,
@@ -308,17 +291,11 @@ const FIRST_TURN_ONLY = new Set([
   'model: too many calls',
   'model: missing call id',
   'model: valid read after a transport retry',
-  'model: ask user',
-  'model: valid write',
-  'model: two writes',
-  'vet: pass, needs confirmation',
-  'vet: schema reject',
-  'vet: business reject',
-  'vet: first passes, rest denied',
+  'model: actor crashes',
+  'validate: fails',
+  'authorize: fails',
   'reads: transient failure, retries exhausted',
   'reads: executor reports nothing',
-  'reads: ok, output claims approval',
-  'write: ok, output claims approval',
   'task: cancelled while a write is in flight',
 ]);
 
@@ -329,13 +306,12 @@ const LATE_MODEL_MOVES = new Set(['model: valid read', 'model: answer']);
  * Every move the harness tries in `world`: what the state's actor or humans could send, plus cancel and restart.
  * The alphabet narrows with the model turn (see FIRST_TURN_ONLY), which keeps the graph in the tens of thousands.
  */
-export function movesFor(world: World): Move[] {
+export function movesFor(world: World, options: { lateFromTurn?: number } = {}): Move[] {
   const all = everyMove(world);
   const turn = world.machine.context.turn;
   if (turn <= 1) return all;
-  return all.filter(
-    (m) => !FIRST_TURN_ONLY.has(m.type) && (turn < 3 || !m.type.startsWith('model: ') || LATE_MODEL_MOVES.has(m.type)),
-  );
+  const late = turn >= (options.lateFromTurn ?? 3);
+  return all.filter((m) => !FIRST_TURN_ONLY.has(m.type) && (!late || !m.type.startsWith('model: ') || LATE_MODEL_MOVES.has(m.type)));
 }
 
 function everyMove(world: World): Move[] {
@@ -343,7 +319,8 @@ function everyMove(world: World): Move[] {
   if (world.machine.status !== 'active') return [];
   const byState: Record<string, (w: World) => Move[]> = {
     thinking: modelMoves,
-    vetting: vetMoves,
+    'vetting.validating': (w) => checkMoves(w, 'business'),
+    'vetting.authorizing': (w) => checkMoves(w, 'permission'),
     'executing.reading': readMoves,
     'executing.writing': writeMoves,
     'executing.reconciling': lookupMoves,

@@ -1,17 +1,21 @@
 /**
- * A closed world for exploring the agent machine: a fixed task (small budgets, a three-tool catalog), moves that
- * depend on the current state (see `agentMoves.ts`: model outputs, vetting verdicts, tool and lookup outcomes,
- * confirmations good and forged, cancels, restarts), and a *shadow*: what the harness itself delivered (protocol
- * validity, verdicts, genuine confirmations, unknown write outcomes), kept apart from the machine's context so the
- * safety properties check the machine against facts it did not compute.
+ * A closed world for exploring the agent machine: a fixed task (small budgets, a four-tool catalog with the host's
+ * rules for each), moves that depend on the current state (see `agentMoves.ts`: model outputs, business and
+ * authorization verdicts, tool and lookup outcomes, confirmations good and forged, cancels, restarts), and a
+ * *shadow*: what the harness itself knows and delivered (which proposals are well-formed and schema-valid, which
+ * scopes the principal holds, the hook verdicts it gave, genuine confirmations, unknown write outcomes), kept apart
+ * from the machine's context so the safety properties check the machine against facts it did not compute.
  *
  * A world is an ActorLogic over `{ machine, shadow }` snapshots, so `xstate/graph` can traverse it; the state
  * identity is (state value, context without the constant task fields, shadow).
  */
 import { type ActorLogic, type AnyActorScope, type SnapshotFrom, createActor } from 'xstate';
-import { type AgentMachine, agentMachine } from '../../machines/agentMachine.js';
-import { type AnyAgentEvent, eventTime } from '../../machines/agentEventsInternal.js';
-import type { AgentContext, AgentInput, CallState, Catalog } from '../../machines/agentTypes.js';
+import { z } from 'zod';
+import { type AgentMachine, createAgentMachine } from '../../machines/agentMachine.js';
+import { type MachineEvent, eventTime } from '../../machines/actors.js';
+import type { AgentContext, AgentInput, CallState, Catalog } from '../../machines/context.js';
+import type { ToolRules, Toolkit } from '../../machines/toolkit.js';
+import { hashArguments, sha256Hex } from '../../src/hashing.js';
 
 export type AgentSnapshot = SnapshotFrom<AgentMachine>;
 
@@ -23,7 +27,41 @@ export const CATALOG: Catalog = {
   search_rooms: { effect: 'read', sameKeyRetrySafe: false },
   book_room: { effect: 'write', sameKeyRetrySafe: true },
   send_payment: { effect: 'write', sameKeyRetrySafe: false },
+  close_rooms: { effect: 'write', sameKeyRetrySafe: true },
 };
+
+/**
+ * The host's rules of the world's tools. A read on Sundays needs confirmation; a booking goes through business
+ * validation and a resource permission check; a payment through business validation and always a confirmation;
+ * closing rooms needs a scope the task's principal lacks.
+ */
+export const RULES: Record<string, ToolRules> = {
+  search_rooms: {
+    name: 'search_rooms',
+    effect: 'read',
+    input: z.strictObject({ day: z.string() }),
+    scopes: ['rooms:read'],
+    validates: false,
+    authorizes: false,
+    confirm: (args: { day: string }) => args.day === 'sun',
+  },
+  book_room: { name: 'book_room', effect: 'write', input: z.strictObject({ room: z.string() }), scopes: ['rooms:book'], validates: true, authorizes: true },
+  send_payment: {
+    name: 'send_payment',
+    effect: 'write',
+    input: z.strictObject({ amount: z.number() }),
+    scopes: ['payments:send'],
+    validates: true,
+    authorizes: false,
+    confirm: 'always',
+  },
+  close_rooms: { name: 'close_rooms', effect: 'write', input: z.strictObject({}), scopes: ['rooms:admin'], validates: false, authorizes: false },
+};
+
+export const TOOLKIT: Toolkit = { rules: (name) => RULES[name], sha256: sha256Hex };
+
+/** The chart under exploration, with the world's tools. */
+export const CHART: AgentMachine = createAgentMachine(TOOLKIT);
 
 export const INPUT: AgentInput = {
   taskId: 'task-1',
@@ -49,19 +87,52 @@ export const INPUT: AgentInput = {
 
 // --- the shadow -------------------------------------------------------------------------------------------
 
+/** What the harness knows of one proposed call, from its own reading of the host's rules. */
+export interface CallFacts {
+  callId: string;
+  /** The proposal built this call to pass the schema gate. */
+  schemaOk: boolean;
+}
+
+/** A hook verdict the harness delivered: `n/a` when the tool has no such hook, null while none was given yet. */
+export type Verdict = 'pass' | 'reject' | 'n/a' | null;
+
 export interface ShadowCall {
   callId: string;
   tool: string;
   /** The harness built this proposal to pass the protocol gate. */
   protocolOk: boolean;
-  /** The verdict the harness's vetting gave. */
-  vetted: { gatesOk: boolean; argsHash: string; needsConfirmation: boolean } | null;
-  /** A confirmation the harness delivered that is genuine: right id, user, policy, unexpired, vetted arguments. */
+  schemaOk: boolean;
+  /** The principal holds every scope the tool requires. */
+  scopeOk: boolean;
+  business: Verdict;
+  authorize: Verdict;
+  /** The host's rule asks a human for these arguments. */
+  needsConfirmation: boolean;
+  /** Hash of the arguments as proposed (parsed), when they are a JSON object. */
+  argsHash: string | null;
+  /** A confirmation the harness delivered that is genuine: right id, user, policy, unexpired, the proposed arguments. */
   grant: { confirmationId: string; argsHash: string } | null;
   /** Executions the machine started (observed on the edges). */
   starts: number;
   /** The last write attempt ended with an unknown outcome (timeout, executor error, restart). */
   unknown: boolean;
+}
+
+/** Every gate passed by the harness's own account: protocol, schema, business, scope and resource permission. */
+export function gatesOk(call: ShadowCall | undefined): boolean {
+  if (!call) return false;
+  const done = (v: Verdict) => v === 'pass' || v === 'n/a';
+  return call.protocolOk && call.schemaOk && call.scopeOk && done(call.business) && done(call.authorize);
+}
+
+/** The gate that must refuse the call, by the harness's account (first in gate order), or null. */
+export function refusingGate(call: ShadowCall): 'protocol' | 'schema' | 'business' | 'permission' | null {
+  if (!call.protocolOk) return 'protocol';
+  if (!call.schemaOk) return 'schema';
+  if (call.business === 'reject') return 'business';
+  if (!call.scopeOk || call.authorize === 'reject') return 'permission';
+  return null;
 }
 
 export interface Shadow {
@@ -87,12 +158,15 @@ export interface Move {
   /** Readable and unique per state; also the traversal's event type. */
   type: string;
   /** Delivered to the machine; for a restart, delivered after restoring (the executor's `interrupted`). */
-  event: AnyAgentEvent | null;
+  event: MachineEvent | null;
   restart?: boolean;
-  /** For proposals: what the protocol gate must decide. */
+  /** For proposals: what the protocol gate must decide, and what the harness knows of each call. */
   protocol?: ProtocolExpectation;
+  calls?: CallFacts[];
+  /** For a hook's verdict: which gate, for which call, and whether it passes. */
+  check?: { gate: 'business' | 'permission'; callId: string; ok: boolean };
   /** For outcomes whose data claims an approval: the same outcome with neutral data. */
-  benign?: AnyAgentEvent;
+  benign?: MachineEvent;
   /** Human input that must be refused or ignored: it may not change the machine at all. */
   inert?: boolean;
 }
@@ -114,11 +188,14 @@ export const WAITING_STATES = new Set(['executing.awaitingConfirmation', 'awaiti
 /** Stable states where the machine waits on one of its invoked actors, with the invoke id. */
 export const INVOKING_STATES: Record<string, string> = {
   thinking: 'model',
-  vetting: 'vet',
+  'vetting.validating': 'validate',
+  'vetting.authorizing': 'authorize',
   'executing.reading': 'reads',
   'executing.writing': 'write',
   'executing.reconciling': 'lookup',
 };
+/** The states in which a call's effect runs. */
+export const RUNNING_PHASES = new Set(['reading', 'writing']);
 
 /** The context fields that change; the rest are the task's constants and are checked separately. */
 export function variableContext(context: AgentContext) {
@@ -148,16 +225,16 @@ export function startedCalls(prev: AgentSnapshot, next: AgentSnapshot): CallStat
   if (value !== 'executing.reading' && value !== 'executing.writing') return [];
   const before = (callId: string) => prev.context.batch?.calls.find((c) => c.callId === callId);
   return (next.context.batch?.calls ?? []).filter((call) => {
-    if (call.phase !== 'running') return false;
+    if (!RUNNING_PHASES.has(call.phase)) return false;
     const old = before(call.callId);
-    return !old || old.phase !== 'running' || old.writeAttempts !== call.writeAttempts || valueOf(prev) !== value;
+    return !old || !RUNNING_PHASES.has(old.phase) || old.writeAttempts !== call.writeAttempts || valueOf(prev) !== value;
   });
 }
 
 // --- the world as actor logic -----------------------------------------------------------------------------
 
 /** Restores a snapshot the way the runtime does after a crash: persist, JSON round trip, restore (not started). */
-export function restore(snapshot: AgentSnapshot, chart: AgentMachine = agentMachine): AgentSnapshot {
+export function restore(snapshot: AgentSnapshot, chart: AgentMachine = CHART): AgentSnapshot {
   const persisted = JSON.parse(JSON.stringify(chart.getPersistedSnapshot(snapshot)));
   return createActor(chart, { snapshot: persisted, input: INPUT }).getSnapshot();
 }
@@ -169,6 +246,38 @@ export function applyMove(world: World, move: Move, scope: AnyActorScope): World
   return { ...world, machine: next, shadow: advanceShadow(world.shadow, prev, move, next) };
 }
 
+function parsedArgs(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The harness's own reading of the host's rules for one proposed call. */
+function shadowOf(callId: string, tool: string, text: string, protocolOk: boolean, facts: CallFacts | undefined): ShadowCall {
+  const rules = RULES[tool];
+  const args = parsedArgs(text);
+  const object = args !== null && typeof args === 'object' && !Array.isArray(args);
+  const schemaOk = protocolOk && facts?.schemaOk === true;
+  // Read independently of the rules' own code: payments always ask, a search asks on Sundays.
+  const needsConfirmation = schemaOk && (tool === 'send_payment' || (tool === 'search_rooms' && (args as { day?: unknown }).day === 'sun'));
+  return {
+    callId,
+    tool,
+    protocolOk,
+    schemaOk,
+    scopeOk: rules !== undefined && rules.scopes.every((s) => INPUT.principal.scopes.includes(s)),
+    business: rules?.validates ? null : 'n/a',
+    authorize: rules?.authorizes ? null : 'n/a',
+    needsConfirmation,
+    argsHash: object ? hashArguments(args) : null,
+    grant: null,
+    starts: 0,
+    unknown: false,
+  };
+}
+
 function advanceShadow(shadow: Shadow, prev: AgentSnapshot, move: Move, next: AgentSnapshot): Shadow {
   const event = move.event;
   const now = event ? Math.max(shadow.now, eventTime(event, shadow.now)) : shadow.now;
@@ -176,38 +285,30 @@ function advanceShadow(shadow: Shadow, prev: AgentSnapshot, move: Move, next: Ag
   const update = (callId: string, patch: Partial<ShadowCall>) => {
     calls = calls.map((c) => (c.callId === callId ? { ...c, ...patch } : c));
   };
-  if (event?.type === 'xstate.done.actor.model' && event.output.type === 'model.toolsProposed' && move.protocol !== 'unpairable') {
-    calls = event.output.calls.map((c) => ({
-      callId: c.callId!.trim(),
-      tool: c.name,
-      protocolOk: move.protocol === 'accepted',
-      vetted: null,
-      grant: null,
-      starts: 0,
-      unknown: false,
-    }));
+  if (event?.type === 'xstate.done.actor.model' && event.output.kind === 'replied' && event.output.event.type === 'model.toolsProposed' && move.protocol !== 'unpairable') {
+    calls = event.output.event.calls.map((c) => {
+      const callId = c.callId!.trim();
+      return shadowOf(callId, c.name, c.arguments, move.protocol === 'accepted', move.calls?.find((f) => f.callId === callId));
+    });
   }
-  if (event?.type === 'xstate.done.actor.vet') {
-    for (const v of event.output.verdicts) {
-      update(v.callId, {
-        vetted: { gatesOk: v.gates.every((g) => g.ok), argsHash: v.argsHash, needsConfirmation: v.needsConfirmation },
-      });
-    }
+  if (move.check && (event?.type === 'xstate.done.actor.validate' || event?.type === 'xstate.done.actor.authorize')) {
+    const verdict = move.check.ok ? 'pass' : 'reject';
+    update(move.check.callId, move.check.gate === 'business' ? { business: verdict } : { authorize: verdict });
   }
   const pending = prev.context.pendingConfirmation;
   if (event?.type === 'user.confirmed' && pending && valueOf(prev) === 'executing.awaitingConfirmation') {
-    const vetted = calls.find((c) => c.callId === pending.callId)?.vetted;
+    const call = calls.find((c) => c.callId === pending.callId);
     const genuine =
       event.confirmationId === pending.id &&
       event.userId === USER &&
       event.at < pending.expiresAt &&
       event.policyVersion === INPUT.policy.version &&
-      vetted !== null &&
-      vetted !== undefined &&
-      event.argsHash === vetted.argsHash;
+      call !== undefined &&
+      gatesOk(call) &&
+      event.argsHash === call.argsHash;
     if (genuine) update(pending.callId, { grant: { confirmationId: event.confirmationId, argsHash: event.argsHash } });
   }
-  const writing = prev.context.batch?.calls.find((c) => c.phase === 'running');
+  const writing = prev.context.batch?.calls.find((c) => c.phase === 'writing');
   if (writing && valueOf(prev) === 'executing.writing') {
     if (event?.type === 'xstate.done.actor.write') update(writing.callId, { unknown: event.output.outcome.kind === 'unknown' });
     if (event?.type === 'xstate.error.actor.write') update(writing.callId, { unknown: true });
@@ -219,7 +320,7 @@ function advanceShadow(shadow: Shadow, prev: AgentSnapshot, move: Move, next: Ag
   return { now, calls };
 }
 
-export function initialWorld(scope: AnyActorScope, input: AgentInput = INPUT, chart: AgentMachine = agentMachine): World {
+export function initialWorld(scope: AnyActorScope, input: AgentInput = INPUT, chart: AgentMachine = CHART): World {
   return {
     status: 'active',
     output: undefined,

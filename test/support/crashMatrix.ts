@@ -1,10 +1,10 @@
 /** Checks shared by the crash tests: what a finished task and the business data must show. */
 import { expect } from 'vitest';
 import type { AuditEntry } from '../../machines/journal.js';
-import type { RedisBookingService } from '../../src/demo/redisBookingService.js';
+import type { RedisBookingService } from '../../examples/booking/redisBookingService.js';
 import type { TaskEnvelope } from '../../src/store/envelope.js';
-import { redisKeys } from '../../src/store/redisKeys.js';
-import type { RedisStore } from '../../src/store/redisStore.js';
+import { redisKeys } from '../../src/store/redis/redisKeys.js';
+import type { RedisStore } from '../../src/store/redis/redisStore.js';
 import { type AckedSave, entryDigest } from './crashProtocol.js';
 import { until } from './harness.js';
 

@@ -12,8 +12,8 @@
  * Stdout to a pipe is synchronous on Linux, so a line the parent did not receive before SIGKILL was never
  * written: what the parent counts as acknowledged is a subset of what was.
  */
-import { canonicalJson } from '../../src/json/canonicalJson.js';
-import { sha256Hex } from '../../src/json/hashing.js';
+import { canonicalJson } from '../../machines/lib/canonicalJson.js';
+import { sha256Hex } from '../../src/hashing.js';
 import type { TaskSummary } from '../../src/store/envelope.js';
 import type { SaveRequest, TaskStore } from '../../src/store/taskStore.js';
 

@@ -8,11 +8,11 @@
  */
 import { createInterface } from 'node:readline';
 import type { AgentModel } from '../../src/model/agentModel.js';
-import { type RedisDemoFault, RedisBookingService } from '../../src/demo/redisBookingService.js';
-import { DEMO_FLOWS, demoModel, durableDemoTools } from '../../src/demo/durableDemo.js';
+import { type RedisDemoFault, RedisBookingService } from '../../examples/booking/redisBookingService.js';
+import { DEMO_FLOWS, demoModel, durableDemoTools } from '../../examples/booking/durableDemo.js';
 import { AgentError } from '../../src/errors.js';
-import { type TaskStatus, createOrchestrator } from '../../src/orchestrator.js';
-import { RedisStore } from '../../src/store/redisStore.js';
+import { type TaskStatus, createOrchestrator } from '../../src/orchestrator/orchestrator.js';
+import { RedisStore } from '../../src/store/redis/redisStore.js';
 import { type AckedSave, type WorkerConfig, type WorkerResult, recordingAcks } from './crashProtocol.js';
 
 const config = JSON.parse(process.argv[2] ?? '{}') as WorkerConfig;
@@ -79,7 +79,7 @@ async function main(): Promise<void> {
   }
   if (status?.pendingConfirmation && (config.confirmWaiting || config.action === 'run')) {
     const principal = DEMO_FLOWS[config.flow].principal;
-    const confirmed = await orchestrator.confirm(config.taskId, status.pendingConfirmation, principal);
+    const confirmed = await orchestrator.confirm(config.taskId, principal, status.pendingConfirmation);
     if (!confirmed.accepted) throw new AgentError('not_confirmed', `confirmation refused: ${confirmed.code}`);
     status = await orchestrator.settled(config.taskId);
   }

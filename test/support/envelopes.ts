@@ -5,14 +5,11 @@
  */
 import { createActor, fromPromise } from 'xstate';
 import { agentMachine, AGENT_MACHINE_VERSION } from '../../machines/agentMachine.js';
-import type { AgentInput, FinalStatus } from '../../machines/agentTypes.js';
-import {
-  ENVELOPE_SCHEMA_VERSION,
-  type PersistedAgentSnapshot,
-  type TaskEnvelope,
-  type TaskState,
-  summarize,
-} from '../../src/store/envelope.js';
+import type { AgentInput, FinalStatus } from '../../machines/context.js';
+import type { StopCode } from '../../machines/failures.js';
+import { tagsAt } from '../../machines/tags.js';
+import { ENVELOPE_SCHEMA_VERSION, type PersistedAgentSnapshot, type TaskEnvelope } from '../../src/store/envelope.js';
+import { type TaskState, summarize } from '../../src/store/summary.js';
 import type { SaveRequest } from '../../src/store/taskStore.js';
 
 /** The time tasks start at unless a test says otherwise. */
@@ -69,6 +66,15 @@ export function startedTask(input: AgentInput): { snapshot: PersistedAgentSnapsh
   return { snapshot, audit: jsonCopy(audit), transcript: jsonCopy(transcript) };
 }
 
+/** A stop code each final status can end with. */
+const STOP_CODE: Record<FinalStatus, StopCode> = {
+  done: 'goal_met',
+  failed: 'goal_not_met',
+  budget_exhausted: 'budget_exhausted',
+  cancelled: 'cancelled',
+  review_required: 'write_outcome_unknown',
+};
+
 const FINAL_STATE_NODES: Record<FinalStatus, string> = {
   done: 'done',
   failed: 'failed',
@@ -109,6 +115,7 @@ export function snapshotIn(
     context.batch = {
       turn: context.turn,
       closed: false,
+      current: callId,
       calls: [
         {
           callId,
@@ -122,7 +129,7 @@ export function snapshotIn(
           confirmationSummary: 'Book R-4.12 on Friday 10:00',
           confirmedBy: null,
           confirmationRequests: 1,
-          phase: 'ready',
+          phase: 'awaitingConfirmation',
           writeAttempts: 0,
           lookups: 0,
           observation: null,
@@ -153,7 +160,7 @@ export function snapshotIn(
     next.value = FINAL_STATE_NODES[state];
     context.outcome = {
       status: state,
-      reason: { code: state === 'done' ? 'goal_met' : `stopped_${state}`, message: `The task ended: ${state}.` },
+      reason: { code: STOP_CODE[state], message: `The task ended: ${state}.` },
       answer: state === 'done' ? 'Booked R-4.12.' : null,
       evidence: [],
     };
@@ -174,7 +181,7 @@ export function envelopeOf(
     revision,
     createdAt,
     updatedAt,
-    summary: summarize(snapshot, { revision, createdAt, updatedAt }),
+    summary: summarize(snapshot, tagsAt(agentMachine.root, snapshot.value), { revision, createdAt, updatedAt }),
     journal,
     snapshot,
   });

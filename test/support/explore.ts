@@ -9,7 +9,7 @@
  */
 import { type AnyActorScope, createEmptyActor } from 'xstate';
 import type { AgentMachine } from '../../machines/agentMachine.js';
-import type { AgentInput } from '../../machines/agentTypes.js';
+import type { AgentInput } from '../../machines/context.js';
 import { movesFor } from './agentMoves.js';
 import { FINAL_STATES, type Move, type World, applyMove, initialWorld, serializeWorld, valueOf } from './agentWorld.js';
 import { checkEdge, checkState } from './safetyProperties.js';

@@ -1,18 +1,18 @@
 /** Builds an orchestrator around the demo booking/refund services for tests. */
 import type { InspectionEvent } from 'xstate';
-import type { BudgetLimits, Policy, Principal } from '../../machines/agentTypes.js';
+import type { BudgetLimits, Policy, Principal } from '../../machines/context.js';
 import type { AuditEntry } from '../../machines/journal.js';
 import { findAvailableRooms } from '../../tools/findAvailableRooms.js';
 import { getOrder } from '../../tools/getOrder.js';
 import { refundOrder } from '../../tools/refundOrder.js';
 import { reserveRoom } from '../../tools/reserveRoom.js';
 import type { Clock } from '../../src/clock.js';
-import { BookingService } from '../../src/demo/bookingService.js';
-import { RefundDesk } from '../../src/demo/refundService.js';
-import { BOOKING_GOAL, BOOKING_SUCCESS, E17, MEETING } from '../../src/demo/scenarios.js';
+import { BookingService } from '../../examples/booking/bookingService.js';
+import { RefundDesk } from '../../examples/booking/refundService.js';
+import { BOOKING_GOAL, BOOKING_SUCCESS, E17, MEETING } from '../../examples/booking/scenarios.js';
 import type { AgentModel } from '../../src/model/agentModel.js';
-import { type ScriptStep, scriptedModel } from '../../src/model/scriptedModel.js';
-import { createOrchestrator } from '../../src/orchestrator.js';
+import { type ScriptStep, scriptedModel } from '../../src/testing/scriptedModel.js';
+import { createOrchestrator } from '../../src/orchestrator/orchestrator.js';
 import { MemoryStore } from '../../src/store/memoryStore.js';
 import type { TaskStore } from '../../src/store/taskStore.js';
 import type { Tool } from '../../src/tool.js';
@@ -34,6 +34,8 @@ export interface HarnessOptions {
   random?: () => number;
   /** Per model call (the orchestrator's modelTimeoutMs; default 60 s). */
   modelTimeoutMs?: number;
+  /** Retries of a save the store could not take (the orchestrator's saveRetries). */
+  saveRetries?: number;
 }
 
 export function harness(options: HarnessOptions = {}) {
@@ -41,8 +43,7 @@ export function harness(options: HarnessOptions = {}) {
   const refunds = options.refunds ?? new RefundDesk();
   const store = options.store ?? new MemoryStore();
   const model = options.model ?? scriptedModel(options.script ?? []);
-  const orchestrator = createOrchestrator({
-    tools: [
+  const tools: Tool[] = [
       findAvailableRooms(bookings, {
         timeoutMs: options.timeouts?.search ?? 200,
         retry: { maxAttempts: 2, baseDelayMs: 10, maxDelayMs: 40 },
@@ -51,7 +52,9 @@ export function harness(options: HarnessOptions = {}) {
       getOrder(refunds),
       refundOrder(refunds),
       ...(options.extraTools ?? []),
-    ],
+  ];
+  const orchestrator = createOrchestrator({
+    tools,
     model,
     store,
     clock: options.clock,
@@ -61,8 +64,9 @@ export function harness(options: HarnessOptions = {}) {
     random: options.random ?? (() => 0.5),
     backoff: { baseDelayMs: 5, maxDelayMs: 20 },
     modelTimeoutMs: options.modelTimeoutMs,
+    saveRetries: options.saveRetries,
   });
-  return { orchestrator, bookings, refunds, store, model };
+  return { orchestrator, bookings, refunds, store, model, tools };
 }
 
 export const SUPPORT: Principal = { userId: 'E17', tenantId: 'acme', scopes: ['orders:read', 'refunds:write'] };

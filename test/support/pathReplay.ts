@@ -1,19 +1,20 @@
 /**
  * Replays the paths `xstate/graph` finds, from the start, and checks the order rules from the moves' payloads
- * alone, without the harness's shadow: the verdict and the confirmation a run relies on must appear earlier on the
- * same path; a write runs again only right after a lookup found nothing, following an unknown outcome.
+ * alone, without the harness's shadow: the proposal's facts, the hook verdicts and the confirmation a run relies on
+ * must appear earlier on the same path; a write runs again only right after a lookup found nothing, following an
+ * unknown outcome.
  *
  * The paths of `getShortestPaths` form a tree (each is its predecessor's path plus one move), so they are replayed
  * as a trie, each prefix once.
  */
 import type { AnyActorScope } from 'xstate';
-import type { Verdict } from '../../machines/actorContracts.js';
-import type { AgentInput } from '../../machines/agentTypes.js';
-import { hashArguments } from '../../src/json/hashing.js';
+import type { AgentInput } from '../../machines/context.js';
+import { hashArguments } from '../../src/hashing.js';
 import { movesFor } from './agentMoves.js';
 import {
   CATALOG,
   FINAL_STATES,
+  RULES,
   INVOKING_STATES,
   type Move,
   USER,
@@ -35,7 +36,8 @@ export type Trie = Map<string, Trie>;
 /** Where a replay stands: the world, and what the path delivered since the batch began. */
 interface Replay {
   world: World;
-  verdicts: Verdict[];
+  /** The moves of this batch that judged calls: the proposal (its facts) and the hook verdicts, by call id. */
+  proposal: Move | null;
   /** Moves since the current batch was proposed, with the world each was taken in. */
   batch: { move: Move; before: World }[];
   /** Call id → index in `batch` of the move that last started it. */
@@ -46,27 +48,33 @@ interface Replay {
 
 function startReplay(input: AgentInput): Replay {
   const scope = inertScope();
-  return { world: initialWorld(scope, input), verdicts: [], batch: [], starts: new Map(), modelMoves: 0, scope };
+  return { world: initialWorld(scope, input), proposal: null, batch: [], starts: new Map(), modelMoves: 0, scope };
 }
 
 /** One move of a path (found on a representative of each state), replayed, with the order rules checked. */
-function replayStep(replay: Replay, type: string, input: AgentInput): Replay & { problems: string[] } {
+function replayStep(replay: Replay, type: string, input: AgentInput, moves: (world: World) => Move[]): Replay & { problems: string[] } {
   const problems: string[] = [];
   const { world, scope } = replay;
-  const move = movesFor(world).find((m) => m.type === type);
+  const move = moves(world).find((m) => m.type === type);
   if (!move) return { ...replay, problems: [`move "${type}" is not offered in ${valueOf(world.machine)}`] };
   const next = applyMove(world, move, scope);
   const newBatch = move.protocol === 'accepted' || move.protocol === 'rejected';
   const batch = [...(newBatch ? [] : replay.batch), { move, before: world }];
   const starts = new Map(newBatch ? [] : replay.starts);
-  let verdicts = newBatch ? [] : replay.verdicts;
-  if (move.event?.type === 'xstate.done.actor.vet') verdicts = move.event.output.verdicts;
+  const proposal = newBatch ? move : replay.proposal;
   const modelMoves = replay.modelMoves + (type.startsWith('model: ') ? 1 : 0);
 
   for (const call of startedCalls(world.machine, next.machine)) {
-    const verdict = verdicts.find((v) => v.callId === call.callId);
-    if (!verdict || !verdict.gates.every((g) => g.ok)) problems.push(`${call.callId} runs without a passing verdict on this path`);
-    if (verdict?.needsConfirmation) {
+    const facts = proposal?.protocol === 'accepted' ? proposal.calls?.find((f) => f.callId === call.callId) : undefined;
+    const rules = RULES[call.tool];
+    const passed = (gate: 'business' | 'permission') =>
+      batch.some(({ move: m }) => m.check?.gate === gate && m.check.callId === call.callId && m.check.ok);
+    if (!facts?.schemaOk) problems.push(`${call.callId} runs without an accepted, schema-valid proposal on this path`);
+    if (!rules || !rules.scopes.every((scope) => input.principal.scopes.includes(scope))) problems.push(`${call.callId} runs without the scopes of ${call.tool}`);
+    if (rules?.validates && !passed('business')) problems.push(`${call.callId} runs without a passing business validation on this path`);
+    if (rules?.authorizes && !passed('permission')) problems.push(`${call.callId} runs without a passing authorization on this path`);
+    const needsConfirmation = call.tool === 'send_payment' || (call.tool === 'search_rooms' && (call.args as { day?: unknown }).day === 'sun');
+    if (needsConfirmation) {
       const confirmed = batch.some(({ move: m, before }) => {
         const pending = before.machine.context.pendingConfirmation;
         return (
@@ -99,11 +107,11 @@ function replayStep(replay: Replay, type: string, input: AgentInput): Replay & {
   if (modelMoves > input.limits.modelTurns) problems.push(`${modelMoves} model outputs exceed ${input.limits.modelTurns} turns`);
   const end = valueOf(next.machine);
   if (!FINAL_STATES.has(end) && !WAITING_STATES.has(end) && !(end in INVOKING_STATES)) problems.push(`the path ends stuck in ${end}`);
-  return { world: next, verdicts, batch, starts, modelMoves, scope, problems };
+  return { world: next, proposal, batch, starts, modelMoves, scope, problems };
 }
 
 /** Replays every prefix in `root` once, depth first; returns the broken rules with their paths. */
-export function replayTrie(root: Trie, input: AgentInput): { replayed: number; problems: string[] } {
+export function replayTrie(root: Trie, input: AgentInput, alphabet: (world: World) => Move[] = movesFor): { replayed: number; problems: string[] } {
   const problems: string[] = [];
   let replayed = 0;
   const stack: [Trie, Replay, string[]][] = [[root, startReplay(input), []]];
@@ -111,7 +119,7 @@ export function replayTrie(root: Trie, input: AgentInput): { replayed: number; p
     const [node, replay, moves] = stack.pop()!;
     for (const [type, child] of node) {
       const path = [...moves, type];
-      const next = replayStep(replay, type, input);
+      const next = replayStep(replay, type, input, alphabet);
       replayed += 1;
       for (const problem of next.problems) problems.push(`${problem}\n    after: ${path.join(' → ')}`);
       stack.push([child, next, path]);

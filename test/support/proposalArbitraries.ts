@@ -5,7 +5,7 @@
  * what the protocol gate must decide.
  */
 import fc from 'fast-check';
-import type { ProposedCall } from '../../machines/agentEvents.js';
+import type { ProposedCall } from '../../machines/events.js';
 import { CATALOG, INPUT } from './agentWorld.js';
 
 export type ArgsKind = 'object' | 'duplicate_key' | 'truncated' | 'not_object' | 'too_large' | 'random';

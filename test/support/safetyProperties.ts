@@ -3,13 +3,14 @@
  * `agentWorld`. Each returns the broken rules as readable strings (empty when all hold); the explorer attaches the
  * path that led there.
  *
- * The checks compare the machine with the harness's shadow (what the harness itself delivered), never with the
- * machine's own bookkeeping alone: "the call passed every gate" means the harness's vetting said so.
+ * The checks compare the machine with the harness's shadow (what the harness itself knows and delivered), never
+ * with the machine's own bookkeeping alone: "the call passed every gate" means the harness built it well-formed and
+ * schema-valid, the principal holds its scopes, and the harness's own verdicts passed its hooks.
  */
 import type { AnyActorScope } from 'xstate';
-import { eventTime } from '../../machines/agentEventsInternal.js';
-import type { AgentInput, BudgetCounters } from '../../machines/agentTypes.js';
-import { hashArguments } from '../../src/json/hashing.js';
+import { eventTime } from '../../machines/actors.js';
+import type { AgentInput, BudgetCounters } from '../../machines/context.js';
+import { hashArguments } from '../../src/hashing.js';
 import {
   type AgentSnapshot,
   CATALOG,
@@ -20,6 +21,8 @@ import {
   WAITING_STATES,
   type World,
   applyMove,
+  gatesOk,
+  refusingGate,
   serializeWorld,
   startedCalls,
   valueOf,
@@ -64,6 +67,14 @@ export function checkState(world: World, input: AgentInput): string[] {
     }
   }
 
+  // The call a single-call state works on is named, and is in that state's phase.
+  const current = context.batch?.calls.find((c) => c.callId === context.batch?.current);
+  const sub = value.split('.')[1];
+  if ((value === 'executing.writing' || value === 'executing.reconciling') && current?.phase !== sub) {
+    fail('P2 unknown writes', `${value} works on ${context.batch?.current ?? 'no call'}, whose phase is ${current?.phase}`);
+  }
+  if (value.startsWith('vetting.') && current?.phase !== 'vetting') fail('P1 gates', `${value} vets ${context.batch?.current ?? 'no call'}`);
+
   // (1)/(5) A pending confirmation exists exactly while waiting for it, bound to what was vetted.
   const pending = context.pendingConfirmation;
   if ((pending !== null) !== (value === 'executing.awaitingConfirmation')) {
@@ -72,9 +83,11 @@ export function checkState(world: World, input: AgentInput): string[] {
   if (pending) {
     const call = context.batch?.calls.find((c) => c.callId === pending.callId);
     const shadow = world.shadow.calls.find((c) => c.callId === pending.callId);
-    if (!call || call.phase !== 'ready') fail('P1 confirmation', `confirmation ${pending.id} is for a call that is not waiting to run`);
+    if (!call || call.phase !== 'awaitingConfirmation') fail('P1 confirmation', `confirmation ${pending.id} is for a call that is not waiting to run`);
+    if (context.batch?.current !== pending.callId) fail('P1 confirmation', `${pending.id} is not for the current call (${context.batch?.current})`);
     if (call && pending.argsHash !== hashArguments(call.args)) fail('P1 confirmation', `${pending.id} is bound to other arguments than the call's`);
-    if (!shadow?.vetted || pending.argsHash !== shadow.vetted.argsHash) fail('P1 confirmation', `${pending.id} is bound to arguments that were not vetted`);
+    if (!gatesOk(shadow) || pending.argsHash !== shadow!.argsHash) fail('P1 confirmation', `${pending.id} is bound to arguments that did not pass every gate`);
+    if (!shadow?.needsConfirmation) fail('P1 confirmation', `${pending.id} asks for a call the host's rules do not require confirming`);
     if (pending.userId !== context.principal.userId || pending.policyVersion !== context.policy.version) {
       fail('P1 confirmation', `${pending.id} asks ${pending.userId} under ${pending.policyVersion}`);
     }
@@ -120,20 +133,22 @@ export function checkEdge(prev: World, move: Move, next: World, scope: AnyActorS
     // What the harness delivered up to and including this move (a verdict or confirmation may be this move)...
     const shadow = next.shadow.calls.find((c) => c.callId === call.callId);
     // ...and what it had seen of this call before it.
-    const history = prev.shadow.calls.find((c) => c.callId === call.callId);
-    const old = before.context.batch?.calls.find((c) => c.callId === call.callId);
+    const history = move.protocol ? undefined : prev.shadow.calls.find((c) => c.callId === call.callId);
+    // The same call of the same batch (a new proposal may reuse the call ids of the one before).
+    const sameBatch = before.context.batch?.turn === after.context.batch?.turn;
+    const old = sameBatch ? before.context.batch?.calls.find((c) => c.callId === call.callId) : undefined;
     const write = to === 'executing.writing';
     const what = `${write ? 'write' : 'read'} ${call.tool} (${call.callId})`;
     // (1) Every gate before any effect.
     if (!shadow?.protocolOk) fail('P1 gates', `${what} runs but its proposal failed the protocol gate`);
-    if (shadow?.vetted?.gatesOk !== true) fail('P1 gates', `${what} runs without passing schema, business and permission`);
+    if (!gatesOk(shadow)) fail('P1 gates', `${what} runs without passing schema, business and permission (${shadow ? refusingGate(shadow) ?? 'no verdict' : 'unknown call'})`);
     if (old && old.observation !== null) fail('P1 gates', `${what} runs although it already has an observation`);
     if (CATALOG[call.tool]?.effect !== (write ? 'write' : 'read')) fail('P1 gates', `${what} runs in the wrong executor`);
     const runs = hashArguments(call.args);
-    if (shadow?.vetted && (runs !== shadow.vetted.argsHash || call.argsHash !== shadow.vetted.argsHash)) {
-      fail('P1 gates', `${what} runs with other arguments than were vetted`);
+    if (shadow && (runs !== shadow.argsHash || call.argsHash !== shadow.argsHash)) {
+      fail('P1 gates', `${what} runs with other arguments than were proposed and vetted`);
     }
-    if (shadow?.vetted?.needsConfirmation) {
+    if (shadow?.needsConfirmation) {
       if (!shadow.grant) fail('P1 confirmation', `${what} runs without a genuine confirmation`);
       else if (shadow.grant.argsHash !== runs) fail('P1 confirmation', `${what} runs with arguments other than those confirmed`);
       else if (call.confirmedBy?.confirmationId !== shadow.grant.confirmationId) {
@@ -167,11 +182,26 @@ export function checkEdge(prev: World, move: Move, next: World, scope: AnyActorS
   for (const shadow of prev.shadow.calls.filter((c) => c.unknown)) {
     const was = before.context.batch?.calls.find((c) => c.callId === shadow.callId);
     const now = after.context.batch?.calls.find((c) => c.callId === shadow.callId);
-    if (was?.phase !== 'running' || now?.phase !== 'finished') continue;
+    if ((was?.phase !== 'writing' && was?.phase !== 'reconciling') || now?.phase !== 'finished') continue;
     const byLookup = event?.type === 'xstate.done.actor.lookup' || event?.type === 'xstate.error.actor.lookup';
     if (!byLookup) fail('P2 unknown writes', `write ${shadow.callId} with an unknown outcome is settled by ${move.type}`);
     if (now.observation?.ok && !(event?.type === 'xstate.done.actor.lookup' && event.output.result.kind === 'found')) {
       fail('P2 unknown writes', `write ${shadow.callId} with an unknown outcome is reported ok without being found`);
+    }
+  }
+
+  // (1) A call the harness knows must be refused gets its refusal from that gate, and no other result.
+  for (const shadow of next.shadow.calls) {
+    const sameBatch = before.context.batch?.turn === after.context.batch?.turn;
+    const was = sameBatch ? before.context.batch?.calls.find((c) => c.callId === shadow.callId) : undefined;
+    const now = after.context.batch?.calls.find((c) => c.callId === shadow.callId);
+    if (!now?.observation || was?.observation) continue;
+    const gate = refusingGate(shadow);
+    if (gate === null) continue;
+    const got = now.observation.ok ? 'ok' : (now.observation.gate ?? now.observation.code);
+    const stopped = !now.observation.ok && ['loop_detected', 'cancelled', 'internal_error', 'budget_exhausted'].includes(now.observation.code);
+    if (now.observation.ok || (!stopped && now.observation.gate !== gate)) {
+      fail('P1 gates', `${shadow.tool} (${shadow.callId}) should be refused at the ${gate} gate, got ${got} after ${move.type}`);
     }
   }
 
@@ -205,9 +235,15 @@ export function checkEdge(prev: World, move: Move, next: World, scope: AnyActorS
   }
 
   // The protocol gate decides as the harness built the proposal to be decided.
-  if (move.protocol && event?.type === 'xstate.done.actor.model' && event.output.type === 'model.toolsProposed') {
-    const proposed = event.output.calls;
-    if (move.protocol === 'accepted' && to !== 'vetting') fail('protocol', `${move.type} leads to ${to}, not vetting`);
+  if (move.protocol && event?.type === 'xstate.done.actor.model' && event.output.kind === 'replied' && event.output.event.type === 'model.toolsProposed') {
+    const proposed = event.output.event.calls;
+    if (move.protocol === 'accepted') {
+      const calls = after.context.batch?.calls ?? [];
+      if (calls.length !== proposed.length || calls.some((c, i) => c.callId !== proposed[i]!.callId!.trim())) {
+        fail('protocol', `${move.type}: the accepted batch is not the proposed calls`);
+      }
+      if (calls.some((c) => c.observation?.ok === false && c.observation.gate === 'protocol')) fail('protocol', `${move.type} was refused at the protocol gate`);
+    }
     if (move.protocol === 'unpairable') {
       if (JSON.stringify(after.context.batch) !== JSON.stringify(before.context.batch)) fail('protocol', `${move.type} changed the batch`);
       if (after.context.invalidOutputs !== before.context.invalidOutputs + 1) fail('protocol', `${move.type} was not counted as invalid`);
@@ -239,5 +275,6 @@ function authority(snapshot: AgentSnapshot): string {
     policy: context.policy,
     cancel: context.cancelRequested,
     calls: context.batch?.calls.map((c) => [c.callId, c.phase, c.confirmedBy, c.needsConfirmation, c.confirmationRequests, c.argsHash]),
+    current: context.batch?.current ?? null,
   });
 }

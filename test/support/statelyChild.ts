@@ -5,7 +5,7 @@
  * If anything (a reconnect timer, a socket, the server) were left behind, the process would not exit.
  */
 import { createInterface } from 'node:readline';
-import { scenarios } from '../../src/demo/scenarios.js';
+import { scenarios } from '../../examples/booking/scenarios.js';
 import { createStatelyInspection } from '../../src/inspect/statelyInspector.js';
 import { MemoryStore } from '../../src/store/memoryStore.js';
 

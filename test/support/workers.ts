@@ -5,7 +5,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import type { RecoveryReport } from '../../src/orchestrator.js';
+import type { RecoveryReport } from '../../src/orchestrator/orchestrator.js';
 import type { AckedSave, WorkerConfig, WorkerResult } from './crashProtocol.js';
 
 export const PROJECT_ROOT = fileURLToPath(new URL('../../', import.meta.url));

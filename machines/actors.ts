@@ -1,0 +1,154 @@
+/**
+ * The contract between the agent machine and the invoked actors the runtime provides (`machine.provide`), and the
+ * done/error events those actors send back. Inputs are persisted with the snapshot (XState re-runs restored
+ * invocations with them), so they are plain JSON. Every output carries `at`, the host clock when the actor
+ * finished. Actors report every expected failure as output data; an error event means a bug in the runtime.
+ */
+import type { CallCode, ModelFailureCode } from './failures.js';
+import type { Json, Observation, Principal } from './context.js';
+import type { AgentEvent, ModelEvent } from './events.js';
+
+/** The invoked actors, by invoke id (the key of `snapshot.children`) and by implementation name (`src`). */
+export const ACTORS = {
+  model: 'model',
+  validate: 'validateCall',
+  authorize: 'authorizeCall',
+  reads: 'executeReads',
+  write: 'executeWrite',
+  lookup: 'lookupWrite',
+} as const;
+
+export interface ModelActorInput {
+  taskId: string;
+  turn: number;
+  /** Results of the previous batch, paired by call id (empty on the first turn). */
+  observations: Observation[];
+  /** Transport retries (timeouts, 429, 5xx) this turn may spend; checked against the retry budget. */
+  retryAllowance: number;
+}
+
+export interface ModelFailure {
+  code: ModelFailureCode;
+  message: string;
+  /** The last failure was transient (the retries ran out) rather than a refused request. */
+  transient: boolean;
+}
+
+/** Exactly one `model.*` event, or why the turn produced none; either way, the transport retries it spent. */
+export type ModelActorOutput =
+  | { kind: 'replied'; at: number; retriesUsed: number; event: ModelEvent }
+  | { kind: 'failed'; at: number; retriesUsed: number; failure: ModelFailure };
+
+/** A call as the runtime runs it: its validated arguments. */
+export interface CallRef {
+  callId: string;
+  tool: string;
+  args: Json;
+}
+
+/** Input of the business-validation and authorization hooks of one call. */
+export interface CheckActorInput {
+  taskId: string;
+  principal: Principal;
+  call: CallRef;
+}
+
+/** What a host hook decided. Anything but a plain `{ ok: true }` from the hook is a refusal. */
+export type CheckVerdict = { ok: true } | { ok: false; code: string; summary: string };
+
+export interface CheckActorOutput {
+  at: number;
+  verdict: CheckVerdict;
+  durationMs: number;
+}
+
+/** A finished call attempt as the executors report it. `value` is the schema-validated output. */
+export type CallOutcome =
+  | { kind: 'ok'; value: Json }
+  | { kind: 'error'; code: string; summary: string; retryable: boolean }
+  /** A write whose effect may or may not have happened (timeout, crash, unclassified failure). */
+  | { kind: 'unknown'; code: CallCode; summary: string };
+
+export interface ReadsActorInput {
+  taskId: string;
+  principal: Principal;
+  calls: CallRef[];
+  /** Retries all these reads together may spend (the remaining retry budget). */
+  retryAllowance: number;
+}
+
+export interface ReadResult {
+  callId: string;
+  outcome: CallOutcome;
+  attempts: number;
+  durationMs: number;
+}
+
+export interface ReadsActorOutput {
+  at: number;
+  results: ReadResult[];
+  retriesUsed: number;
+}
+
+export interface WriteActorInput {
+  taskId: string;
+  principal: Principal;
+  call: CallRef;
+  idempotencyKey: string;
+  /** 1 for the first attempt, higher for same-key retries after a lookup found nothing. */
+  attempt: number;
+}
+
+export interface WriteActorOutput {
+  at: number;
+  outcome: CallOutcome;
+  durationMs: number;
+}
+
+export interface LookupActorInput extends WriteActorInput {}
+
+export type LookupResult =
+  | { kind: 'found'; value: Json }
+  | { kind: 'not_found' }
+  | { kind: 'inconclusive'; code: 'timeout' | 'lookup_failed' | 'unknown_tool' | 'invalid_output'; summary: string };
+
+export interface LookupActorOutput {
+  at: number;
+  result: LookupResult;
+  durationMs: number;
+}
+
+interface ActorOutputs {
+  model: ModelActorOutput;
+  validate: CheckActorOutput;
+  authorize: CheckActorOutput;
+  reads: ReadsActorOutput;
+  write: WriteActorOutput;
+  lookup: LookupActorOutput;
+}
+
+export type ActorId = keyof ActorOutputs;
+export type DoneEvent<Id extends ActorId> = { type: `xstate.done.actor.${Id}`; output: ActorOutputs[Id] };
+export type ErrorEvent<Id extends ActorId> = { type: `xstate.error.actor.${Id}`; error: unknown };
+
+/** Every event the chart can see: the external vocabulary plus the done/error events of its invoked actors. */
+export type MachineEvent =
+  | AgentEvent
+  | { [Id in ActorId]: DoneEvent<Id> }[ActorId]
+  | ErrorEvent<ActorId>
+  | { type: 'xstate.init'; input?: { startedAt?: number } };
+
+/** Host time of an event: `at` on external events, `output.at` on our actors' done events. */
+export function eventTime(event: MachineEvent, fallback: number): number {
+  if ('at' in event && typeof event.at === 'number') return event.at;
+  if ('output' in event && event.output && typeof event.output.at === 'number') return event.output.at;
+  return fallback;
+}
+
+/** The output of one of our invoked actors' done events; throws if `event` is not that done event. */
+export function outputOf<Id extends ActorId>(event: MachineEvent, id: Id): ActorOutputs[Id] {
+  if (event.type !== `xstate.done.actor.${id}`) {
+    throw new Error(`expected the done event of actor "${id}", got "${event.type}"`);
+  }
+  return (event as DoneEvent<Id>).output;
+}

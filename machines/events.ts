@@ -1,0 +1,66 @@
+/**
+ * The event vocabulary of the agent machine, declared once as zod schemas; the TS types are inferred.
+ *
+ * The prefix says who may send an event: `model.*` only comes from the invoked model actor (the host API refuses
+ * to forward it), `user.*` and `task.*` only through the host API with the caller's authenticated user, `timer.*`
+ * only from the host's scheduler. Every event carries `at`, the host's clock when it was received, so guards can
+ * compare times without reading a clock themselves. The done and error events of invoked actors are in `actors.ts`.
+ */
+import { z } from 'zod';
+import { modelUsageSchema } from './context.js';
+
+const at = z.number().int().nonnegative();
+/** Bounds on text a host event may carry (it is persisted and shown to the model). */
+const TEXT = 16_384;
+const SHORT = 1_024;
+
+/** One proposed call as the model emitted it. The call id may be missing: the protocol gate decides. */
+export const proposedCallSchema = z.strictObject({
+  callId: z.string().optional(),
+  name: z.string(),
+  arguments: z.string(),
+});
+
+export const modelEventSchema = z.discriminatedUnion('type', [
+  z.strictObject({
+    type: z.literal('model.toolsProposed'),
+    at,
+    calls: z.array(proposedCallSchema).min(1),
+    text: z.string().nullable(),
+    usage: modelUsageSchema,
+  }),
+  z.strictObject({ type: z.literal('model.answered'), at, text: z.string().min(1), usage: modelUsageSchema }),
+  z.strictObject({ type: z.literal('model.askedUser'), at, question: z.string().min(1), usage: modelUsageSchema }),
+  z.strictObject({ type: z.literal('model.refused'), at, reason: z.string(), usage: modelUsageSchema }),
+  z.strictObject({ type: z.literal('model.invalidOutput'), at, detail: z.string(), usage: modelUsageSchema }),
+]);
+
+export const hostEventSchema = z.discriminatedUnion('type', [
+  z.strictObject({
+    type: z.literal('user.confirmed'),
+    at,
+    confirmationId: z.string().min(1).max(SHORT),
+    argsHash: z.string().min(1).max(SHORT),
+    userId: z.string().min(1).max(SHORT),
+    policyVersion: z.string().min(1).max(SHORT),
+  }),
+  z.strictObject({
+    type: z.literal('user.rejected'),
+    at,
+    confirmationId: z.string().min(1).max(SHORT),
+    userId: z.string().min(1).max(SHORT),
+    reason: z.string().max(SHORT).nullable(),
+  }),
+  z.strictObject({ type: z.literal('user.answered'), at, text: z.string().min(1).max(TEXT), userId: z.string().min(1).max(SHORT) }),
+  z.strictObject({ type: z.literal('task.cancelled'), at, reason: z.string().max(SHORT), by: z.string().min(1).max(SHORT) }),
+  z.strictObject({ type: z.literal('timer.confirmationExpired'), at, confirmationId: z.string().min(1).max(SHORT) }),
+]);
+
+export type ModelEvent = z.infer<typeof modelEventSchema>;
+export type HostEvent = z.infer<typeof hostEventSchema>;
+export type ProposedCall = z.infer<typeof proposedCallSchema>;
+export type AgentEvent = ModelEvent | HostEvent;
+export type HostEventOf<T extends HostEvent['type']> = Extract<HostEvent, { type: T }>;
+
+/** Event types the host API may forward to a task. Everything else is refused at the API edge. */
+export const HOST_EVENT_TYPES = hostEventSchema.options.map((option) => option.shape.type.value);

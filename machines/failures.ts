@@ -1,0 +1,118 @@
+/**
+ * Every code the host makes, in one place: how a task ends (stop codes), why a call got no result or a failed one
+ * (call codes, with whether the model may usefully try again), what a host event was answered (reply codes).
+ * Tools add their own business codes (`conflict`, `capacity_exceeded`...); those are plain strings the host
+ * passes on and never interprets.
+ */
+
+/** How a task can end. */
+export const FINAL_STATUSES = ['done', 'failed', 'budget_exhausted', 'cancelled', 'review_required'] as const;
+export type FinalStatusCode = (typeof FINAL_STATUSES)[number];
+
+/** Why a task ended. */
+export const STOP_CODES = [
+  'goal_met',
+  'goal_not_met',
+  'could_not_verify',
+  'model_refused',
+  'model_unavailable',
+  'protocol_error',
+  'too_many_rejections',
+  'loop_detected',
+  'budget_exhausted',
+  'cancelled',
+  'write_outcome_unknown',
+  'internal_error',
+] as const;
+export type StopCode = (typeof STOP_CODES)[number];
+
+/**
+ * Codes the host gives a call's observation, with whether proposing again can help. A refusal at the business or
+ * schema gate is retryable (the model can correct the arguments); a permission refusal is not.
+ */
+export const CALL_CODES = {
+  // protocol gate, decided on the whole batch
+  missing_call_id: { retryable: true },
+  duplicate_call_id: { retryable: true },
+  too_many_calls: { retryable: true },
+  unknown_tool: { retryable: true },
+  malformed_arguments: { retryable: true },
+  duplicate_key: { retryable: true },
+  arguments_too_large: { retryable: true },
+  /** Not run because another call of its batch was refused. */
+  batch_rejected: { retryable: false },
+  // schema, business and permission gates
+  invalid_arguments: { retryable: true },
+  permission_denied: { retryable: false },
+  // loop and confirmation gates
+  duplicate_write: { retryable: false },
+  confirmation_rejected: { retryable: false },
+  confirmation_expired: { retryable: false },
+  // not run because the task stopped first
+  budget_exhausted: { retryable: false },
+  cancelled: { retryable: false },
+  loop_detected: { retryable: false },
+  skipped_pending_review: { retryable: false },
+  internal_error: { retryable: false },
+  /** A write looked up and not found, not sent again (the task was cancelled). */
+  not_executed: { retryable: false },
+  // execution
+  /** No answer in time. For a read the result is unknown, not empty; for a write the effect may exist. */
+  timeout: { retryable: true },
+  /** The tool (or a hook) could not be reached. */
+  unavailable: { retryable: true },
+  tool_error: { retryable: false },
+  aborted: { retryable: false },
+  /** The tool answered with data its output schema refuses: not trusted. */
+  invalid_output: { retryable: false },
+  /** The process stopped while a write was in flight. */
+  interrupted: { retryable: false },
+  /** A write whose effect could not be established, even by lookup. */
+  outcome_unknown: { retryable: false },
+  lookup_failed: { retryable: false },
+} as const satisfies Record<string, { retryable: boolean }>;
+
+export type CallCode = keyof typeof CALL_CODES;
+
+/** The default retryability of a host call code; business codes of tools are retryable (the model can adjust). */
+export function isRetryable(code: string): boolean {
+  return Object.hasOwn(CALL_CODES, code) ? CALL_CODES[code as CallCode].retryable : true;
+}
+
+/** A write attempt that ended with one of these may have taken effect: it is looked up before anything else. */
+export const WRITE_OUTCOME_UNKNOWN: ReadonlySet<string> = new Set<CallCode>([
+  'timeout',
+  'unavailable',
+  'tool_error',
+  'invalid_output',
+  'aborted',
+  'interrupted',
+]);
+
+/** Observations with these codes say "we do not know", never "there is none": nothing can be verified from them. */
+export const UNVERIFIED: ReadonlySet<string> = new Set<CallCode>(['timeout', 'unavailable', 'outcome_unknown', 'lookup_failed']);
+
+/** Why a `user.confirmed` event does not satisfy the pending confirmation, in the order the chart checks. */
+export const CONFIRMATION_REFUSALS = {
+  unknown_confirmation: 'no pending confirmation has this id',
+  wrong_user: 'this confirmation can only be given by the user it was asked of',
+  confirmation_expired: 'the confirmation expired before it was given; it is asked again',
+  policy_changed: 'the host policy changed since the confirmation was asked; it is asked again',
+  arguments_changed: 'the confirmed arguments differ from the arguments that would run; it is asked again',
+} as const;
+export type ConfirmationRefusal = keyof typeof CONFIRMATION_REFUSALS;
+
+/** Codes of the chart's answer to a host event, and of the host's refusals before the event reaches the chart. */
+export type ReplyCode =
+  | ConfirmationRefusal
+  | 'confirmation_rejected'
+  | 'not_waiting_for_confirmation'
+  | 'not_waiting_for_answer'
+  | 'nothing_due'
+  | 'cancel_deferred'
+  | 'wrong_tenant'
+  | 'task_finished'
+  | 'permission_denied';
+
+/** The model turn could not produce an event (transport failure past its retries, or a request refused). */
+export type ModelFailureCode = 'model_unavailable';

@@ -1,0 +1,42 @@
+/** The inputs of the chart's invoked actors, read off the context (they are persisted with the snapshot). */
+import type { CheckActorInput, LookupActorInput, ModelActorInput, ReadsActorInput, WriteActorInput } from '../actors.js';
+import type { AgentContext } from '../context.js';
+import { currentCall } from './batch.js';
+import { remaining } from './budget.js';
+
+type Args = { context: AgentContext };
+
+/** The call a single-call invoked state works on, as its actor runs it. */
+function callRef(context: AgentContext) {
+  const call = currentCall(context.batch);
+  if (!call) throw new Error('no current call');
+  return { callId: call.callId, tool: call.tool, args: call.args };
+}
+
+export const modelInput = ({ context }: Args): ModelActorInput => ({
+  taskId: context.taskId,
+  turn: context.turn,
+  observations: context.batch?.calls.flatMap((c) => (c.observation ? [c.observation] : [])) ?? [],
+  retryAllowance: Math.max(0, remaining(context.budget).retries),
+});
+
+export const checkInput = ({ context }: Args): CheckActorInput => ({
+  taskId: context.taskId,
+  principal: context.principal,
+  call: callRef(context),
+});
+
+export const readsInput = ({ context }: Args): ReadsActorInput => ({
+  taskId: context.taskId,
+  principal: context.principal,
+  calls: (context.batch?.calls ?? []).filter((c) => c.phase === 'reading').map((c) => ({ callId: c.callId, tool: c.tool, args: c.args })),
+  retryAllowance: Math.max(0, remaining(context.budget).retries),
+});
+
+export const writeInput = ({ context }: Args): WriteActorInput => {
+  const call = currentCall(context.batch);
+  if (!call || !call.idempotencyKey) throw new Error('no write is in flight');
+  return { taskId: context.taskId, principal: context.principal, call: callRef(context), idempotencyKey: call.idempotencyKey, attempt: call.writeAttempts };
+};
+
+export const lookupInput = (args: Args): LookupActorInput => ({ ...writeInput(args), attempt: currentCall(args.context.batch)!.lookups });

@@ -1,0 +1,158 @@
+/** Running a batch: reads together, writes one at a time; every result is an observation paired by call id. */
+import type { MachineEvent } from '../actors.js';
+import { outputOf } from '../actors.js';
+import type { AgentContext, CallState, Json, Observation } from '../context.js';
+import { CONTEXT_BOUNDS } from '../context.js';
+import { currentCall, evidenceFrom, finishCall, findCall, hasHostRejection, nextCall, nextStep, observationOf, rejection, updateCall } from '../lib/batch.js';
+import { debit } from '../lib/budget.js';
+import { fingerprint } from '../lib/fingerprint.js';
+import type { AuditEntry, TranscriptEntry } from '../journal.js';
+import { auditEntry, gateEntry, timeOf } from '../journal.js';
+import { type Step, bounded, retriesWithin } from './step.js';
+
+/** Closes the batch: every result goes to the transcript, paired by call id, and new knowledge is counted. */
+export const closeBatch: Step = (context, event) => {
+  const batch = context.batch!;
+  let { knowledge, lastFailure } = context;
+  const seen = [...context.seenObservations];
+  const transcript: TranscriptEntry[] = [];
+  for (const call of batch.calls) {
+    const observation = call.observation!;
+    transcript.push({ kind: 'result', at: timeOf(context, event), turn: batch.turn, observation });
+    const { callId: _ignored, ...content } = observation;
+    const print = fingerprint(content);
+    if (!seen.includes(print)) {
+      seen.push(print);
+      knowledge += 1;
+    }
+    if (!observation.ok) lastFailure = { tool: call.tool, code: observation.code, summary: observation.summary };
+  }
+  return {
+    context: {
+      batch: { ...batch, closed: true, current: null },
+      knowledge,
+      // Something new was observed: earlier proposals may be worth making again.
+      proposedSinceNew: knowledge === context.knowledge ? context.proposedSinceNew : [],
+      lastFailure: batch.calls.some((c) => c.observation?.ok === false) ? lastFailure : null,
+      seenObservations: seen.slice(-CONTEXT_BOUNDS.seenObservations),
+      rejectedTurns: context.rejectedTurns + (hasHostRejection(batch) ? 1 : 0),
+    },
+    transcript,
+  };
+};
+
+export function startedEntry(context: AgentContext, event: MachineEvent, call: CallState, attempt: number): AuditEntry {
+  return auditEntry(context, event, {
+    kind: 'tool_started',
+    callId: call.callId,
+    tool: call.tool,
+    effect: call.effect,
+    argsHash: call.argsHash,
+    args: call.redactedArgs,
+    idempotencyKey: call.idempotencyKey,
+    attempt,
+    confirmationId: call.confirmedBy?.confirmationId ?? null,
+  });
+}
+
+export function finishedEntry(context: AgentContext, event: MachineEvent, call: CallState, code: string, durationMs: number, attempts: number): AuditEntry {
+  return auditEntry(context, event, { kind: 'tool_finished', callId: call.callId, tool: call.tool, code, durationMs, attempts, idempotencyKey: call.idempotencyKey });
+}
+
+export function withEvidence(context: AgentContext, call: CallState, value: Json) {
+  const found = evidenceFrom(context.success, call, value);
+  return found ? bounded(context.evidence, [found], CONTEXT_BOUNDS.evidence) : context.evidence;
+}
+
+/** The write's intent succeeded: remembered by its key, so the same business intent is never sent again. */
+export function written(context: AgentContext, call: CallState): string[] {
+  if (!call.idempotencyKey || context.writtenKeys.includes(call.idempotencyKey)) return context.writtenKeys;
+  return bounded(context.writtenKeys, [call.idempotencyKey], CONTEXT_BOUNDS.writtenKeys);
+}
+
+function codeOf(observation: Observation): string {
+  return observation.ok ? 'ok' : observation.code;
+}
+
+export const startReads: Step = (context, event) => {
+  const step = nextStep(context.batch)!;
+  let batch = context.batch!;
+  const audit: AuditEntry[] = [
+    gateEntry(context, event, { gate: 'budget', decision: 'pass', code: null, summary: `${step.callIds.length} read(s) within budget` }),
+  ];
+  for (const callId of step.callIds) {
+    batch = updateCall(batch, callId, { phase: 'reading' });
+    audit.push(startedEntry(context, event, findCall(batch, callId)!, 1));
+  }
+  return { context: { batch, budget: debit(context.budget, { toolCalls: step.callIds.length }) }, audit };
+};
+
+export const finishReads: Step = (context, event) => {
+  const output = outputOf(event, 'reads');
+  let batch = context.batch!;
+  let evidence = context.evidence;
+  const audit: AuditEntry[] = [];
+  for (const result of output.results) {
+    const call = findCall(batch, result.callId);
+    if (!call || call.phase !== 'reading') continue;
+    const observation = observationOf(call, result.outcome, context.policy.observationCapBytes);
+    batch = finishCall(batch, call.callId, observation);
+    if (result.outcome.kind === 'ok') evidence = withEvidence({ ...context, evidence }, call, result.outcome.value);
+    audit.push(finishedEntry(context, event, call, codeOf(observation), result.durationMs, result.attempts));
+  }
+  // A read the executor did not report is still paired with a result.
+  for (const call of batch.calls.filter((c) => c.phase === 'reading')) {
+    batch = finishCall(batch, call.callId, rejection(call, 'internal_error', 'the host lost this read', undefined, false));
+  }
+  return { context: { batch, evidence, budget: debit(context.budget, { retries: retriesWithin(context, output.retriesUsed) }) }, audit };
+};
+
+/** Gates (e) and (f) passed for the write: its intent (key, arguments hash) is in the snapshot saved before it runs. */
+export const startWrite: Step = (context, event) => {
+  const call = nextCall(context.batch)!;
+  return {
+    context: {
+      batch: { ...updateCall(context.batch!, call.callId, { phase: 'writing', writeAttempts: 1 }), current: call.callId },
+      budget: debit(context.budget, { toolCalls: 1, writes: 1 }),
+      pendingConfirmation: null,
+    },
+    audit: [
+      gateEntry(context, event, { gate: 'budget', decision: 'pass', call, code: null, summary: 'write within budget' }),
+      gateEntry(context, event, {
+        gate: 'confirmation',
+        decision: 'pass',
+        call,
+        code: null,
+        summary: call.confirmedBy
+          ? `confirmed by ${call.confirmedBy.userId} (${call.confirmedBy.confirmationId}) for exactly these arguments`
+          : 'no confirmation required by the tool policy',
+      }),
+      startedEntry(context, event, call, 1),
+    ],
+  };
+};
+
+export const finishWrite: Step = (context, event) => {
+  const output = outputOf(event, 'write');
+  const call = currentCall(context.batch)!;
+  const observation = observationOf(call, output.outcome, context.policy.observationCapBytes);
+  const ok = output.outcome.kind === 'ok';
+  return {
+    context: {
+      batch: finishCall(context.batch!, call.callId, observation),
+      evidence: output.outcome.kind === 'ok' ? withEvidence(context, call, output.outcome.value) : context.evidence,
+      writtenKeys: ok ? written(context, call) : context.writtenKeys,
+    },
+    audit: [finishedEntry(context, event, call, codeOf(observation), output.durationMs, call.writeAttempts)],
+  };
+};
+
+/** The same business intent already succeeded in this task: it is not sent again, and the model is told. */
+export const refuseDuplicateWrite: Step = (context, event) => {
+  const call = nextCall(context.batch)!;
+  const summary = 'this write (same tool and arguments) already succeeded in this task; it was not sent again';
+  return {
+    context: { batch: finishCall(context.batch!, call.callId, rejection(call, 'duplicate_write', summary, 'loop')) },
+    audit: [gateEntry(context, event, { gate: 'loop', decision: 'reject', call, code: 'duplicate_write', summary })],
+  };
+};

@@ -1,0 +1,111 @@
+/**
+ * A write whose outcome is unknown (timeout, crash, unclassified failure) is looked up by its idempotency key
+ * before anything else: found means it happened; not found may allow one same-key retry; otherwise a human reviews.
+ */
+import type { MachineEvent } from '../actors.js';
+import { outputOf } from '../actors.js';
+import type { AgentContext, CallState } from '../context.js';
+import { currentCall, finishCall, observationOf, rejection, updateCall } from '../lib/batch.js';
+import { debit } from '../lib/budget.js';
+import type { AuditEntry } from '../journal.js';
+import { auditEntry } from '../journal.js';
+import { finishedEntry, startedEntry, withEvidence, written } from './execution.js';
+import { type Step, type StepResult } from './step.js';
+import { stop } from './stop.js';
+
+function inFlight(context: AgentContext): CallState {
+  const call = currentCall(context.batch);
+  if (!call) throw new Error('no write is in flight');
+  return call;
+}
+
+function lookupEntry(context: AgentContext, event: MachineEvent, call: CallState): AuditEntry {
+  const output = event.type === 'xstate.done.actor.lookup' ? event.output : null;
+  return auditEntry(context, event, {
+    kind: 'write_lookup',
+    callId: call.callId,
+    tool: call.tool,
+    idempotencyKey: call.idempotencyKey!,
+    result: output?.result.kind ?? 'inconclusive',
+    durationMs: output?.durationMs ?? 0,
+  });
+}
+
+/** The write's effect may have happened: it goes to reconciling, to be looked up first. */
+export const noteUnknownWrite: Step = (context, event) => {
+  const call = inFlight(context);
+  let code = 'outcome_unknown';
+  let durationMs = 0;
+  if (event.type === 'xstate.done.actor.write') {
+    if (event.output.outcome.kind === 'unknown') code = event.output.outcome.code;
+    durationMs = event.output.durationMs;
+  }
+  return {
+    context: { batch: updateCall(context.batch!, call.callId, { phase: 'reconciling', lookups: call.lookups + 1 }) },
+    audit: [finishedEntry(context, event, call, code, durationMs, call.writeAttempts)],
+  };
+};
+
+export const finishReconciledWrite: Step = (context, event) => {
+  const output = outputOf(event, 'lookup');
+  const call = inFlight(context);
+  if (output.result.kind !== 'found') return {};
+  const observation = observationOf(call, { kind: 'ok', value: output.result.value }, context.policy.observationCapBytes);
+  return {
+    context: {
+      batch: finishCall(context.batch!, call.callId, observation),
+      evidence: withEvidence(context, call, output.result.value),
+      writtenKeys: written(context, call),
+    },
+    audit: [lookupEntry(context, event, call)],
+  };
+};
+
+/** Looked up and not found after a cancel: the write is not sent again, and the task ends as cancelled. */
+export const abandonWriteForCancel: Step = (context, event) => {
+  const call = inFlight(context);
+  const summary = `looked up by idempotency key ${call.idempotencyKey}: not found; not sent again because the task was cancelled`;
+  return {
+    context: { batch: finishCall(context.batch!, call.callId, rejection(call, 'not_executed', summary)) },
+    audit: [lookupEntry(context, event, call)],
+  };
+};
+
+/** Not found, and the tool declares same-key retries safe: sent again with the same key. */
+export const retryWriteWithSameKey: Step = (context, event) => {
+  const call = inFlight(context);
+  const attempt = call.writeAttempts + 1;
+  return {
+    context: {
+      batch: updateCall(context.batch!, call.callId, { phase: 'writing', writeAttempts: attempt }),
+      budget: debit(context.budget, { retries: 1 }),
+    },
+    audit: [lookupEntry(context, event, call), startedEntry(context, event, call, attempt)],
+  };
+};
+
+export const lookUpAgain: Step = (context, event) => {
+  const call = inFlight(context);
+  return {
+    context: {
+      batch: updateCall(context.batch!, call.callId, { lookups: call.lookups + 1 }),
+      budget: debit(context.budget, { retries: 1 }),
+    },
+    audit: [lookupEntry(context, event, call)],
+  };
+};
+
+/** The outcome could not be established: the task stops for a human, with the key to look it up by. */
+export const stopForUnknownWrite: Step = (context, event) => {
+  const call = inFlight(context);
+  const summary = `the outcome of ${call.tool} could not be established; look it up with idempotency key ${call.idempotencyKey}`;
+  const batch = finishCall(context.batch!, call.callId, rejection(call, 'outcome_unknown', summary, undefined, false));
+  const result: StepResult = stop(
+    { ...context, batch },
+    event,
+    'review_required',
+    { code: 'write_outcome_unknown', message: summary, detail: { tool: call.tool, idempotencyKey: call.idempotencyKey, callId: call.callId } },
+    { skipCode: 'skipped_pending_review' },
+  );
+  return { ...result, audit: [lookupEntry(context, event, call), ...(result.audit ?? [])] };
+};

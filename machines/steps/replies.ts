@@ -1,0 +1,18 @@
+/** The chart's answers to host events that the current state does not take: nothing changes, the sender is told why. */
+import type { Step } from './step.js';
+
+export const replyNotWaitingForConfirmation: Step = () => ({
+  reply: { accepted: false, code: 'not_waiting_for_confirmation', message: 'the task is not waiting for a confirmation' },
+});
+
+export const replyNoSuchConfirmation: Step = () => ({
+  reply: { accepted: false, code: 'unknown_confirmation', message: 'no pending confirmation matches this id and user' },
+});
+
+export const replyNotWaitingForAnswer: Step = () => ({
+  reply: { accepted: false, code: 'not_waiting_for_answer', message: 'the task is not waiting for this user to answer' },
+});
+
+export const replyNothingDue: Step = () => ({
+  reply: { accepted: false, code: 'nothing_due', message: 'no pending confirmation with this id is due to expire' },
+});

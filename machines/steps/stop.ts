@@ -1,0 +1,156 @@
+/** How a task ends: every stop records its reason, and every proposed call still gets its paired result. */
+import type { MachineEvent } from '../actors.js';
+import { outputOf } from '../actors.js';
+import type { AgentContext, FinalStatus, StopReason } from '../context.js';
+import { UNVERIFIED } from '../failures.js';
+import { callKey, nextStep, skipUnfinished } from '../lib/batch.js';
+import { debit, describeShortfall, modelTurnNeed, shortfall } from '../lib/budget.js';
+import { safeErrorText } from '../lib/text.js';
+import type { AuditEntry, TranscriptEntry } from '../journal.js';
+import { auditEntry, gateEntry, timeOf } from '../journal.js';
+import { type Step, type StepResult, describeFields, retriesWithin } from './step.js';
+
+/** Ends the task with `status`: unfinished calls get a "not run" result (`skipCode`), results go to the transcript. */
+export function stop(
+  context: AgentContext,
+  event: MachineEvent,
+  status: FinalStatus,
+  reason: StopReason,
+  extra: { answer?: string; skipCode?: string } = {},
+): StepResult {
+  const batch = context.batch && extra.skipCode ? skipUnfinished(context.batch, extra.skipCode, reason.message) : context.batch;
+  const transcript: TranscriptEntry[] = [];
+  const complete = batch !== null && batch.calls.every((c) => c.phase === 'finished');
+  if (batch && !batch.closed && complete) {
+    // Keep the trajectory: every proposed call still gets its paired result.
+    for (const call of batch.calls) {
+      transcript.push({ kind: 'result', at: timeOf(context, event), turn: batch.turn, observation: call.observation! });
+    }
+  }
+  return {
+    context: {
+      batch: batch && { ...batch, closed: complete },
+      pendingConfirmation: null,
+      outcome: { status, reason, answer: extra.answer ?? null, evidence: context.evidence },
+    },
+    audit: [auditEntry(context, event, { kind: 'task_stopped', status, reason })],
+    transcript,
+  };
+}
+
+function withFirst(result: StepResult, ...entries: AuditEntry[]): StepResult {
+  return { ...result, audit: [...entries, ...(result.audit ?? [])] };
+}
+
+export const stopForBudget: Step = (context, event) => {
+  const step = nextStep(context.batch);
+  const inBatch = step !== null && context.batch !== null && !context.batch.closed;
+  const need = inBatch ? { toolCalls: step.callIds.length, writes: step.kind === 'write' ? 1 : 0 } : modelTurnNeed(context.modelReservation);
+  const dimension = shortfall(context.budget, need, timeOf(context, event)) ?? 'wallClock';
+  const message = `stopped before the next ${inBatch ? 'tool call' : 'model turn'}: ${describeShortfall(context.budget, dimension)}`;
+  const result = stop(context, event, 'budget_exhausted', { code: 'budget_exhausted', message, detail: { dimension } }, { skipCode: 'budget_exhausted' });
+  return withFirst(result, gateEntry(context, event, { gate: 'budget', decision: 'stop', code: 'budget_exhausted', summary: message }));
+};
+
+export const stopCancelled: Step = (context, event) => {
+  const request = event.type === 'task.cancelled' ? { by: event.by, reason: event.reason } : (context.cancelRequested ?? { by: 'host', reason: '' });
+  const message = `cancelled by ${request.by}${request.reason ? `: ${request.reason}` : ''}`;
+  return {
+    ...stop(context, event, 'cancelled', { code: 'cancelled', message }, { skipCode: 'cancelled' }),
+    reply: { accepted: true, code: null, message: 'cancelled' },
+  };
+};
+
+/** A cancel while a write is in flight: it applies once the write is reconciled. */
+export const deferCancel: Step = (context, event) => {
+  if (event.type !== 'task.cancelled') return {};
+  return {
+    context: { cancelRequested: { by: event.by, reason: event.reason, at: event.at } },
+    audit: [auditEntry(context, event, { kind: 'cancel_requested', by: event.by, reason: event.reason, deferred: true })],
+    reply: { accepted: true, code: 'cancel_deferred', message: 'cancel requested; it applies once the write in flight is reconciled' },
+  };
+};
+
+export const stopForModelFailure: Step = (context, event) => {
+  const output = outputOf(event, 'model');
+  if (output.kind !== 'failed') return {};
+  const result = stop(context, event, 'failed', { code: output.failure.code, message: `the model could not be reached: ${output.failure.message}` });
+  const retries = retriesWithin(context, output.retriesUsed);
+  if (retries > 0) result.context!.budget = debit(context.budget, { retries });
+  return result;
+};
+
+export const stopForInternalError: Step = (context, event) =>
+  stop(
+    context,
+    event,
+    'failed',
+    { code: 'internal_error', message: `a host step failed: ${'error' in event ? safeErrorText(event.error) : event.type}` },
+    { skipCode: 'internal_error' },
+  );
+
+export const stopForProtocolError: Step = (context, event) =>
+  stop(context, event, 'failed', {
+    code: 'protocol_error',
+    message: `the model produced ${context.invalidOutputs} unusable outputs; the limit is ${context.policy.maxInvalidOutputs}`,
+  });
+
+export const stopForRejections: Step = (context, event) => {
+  const turns = context.rejectedTurns + 1;
+  const reason: StopReason = {
+    code: 'too_many_rejections',
+    message: `calls were rejected by the host in ${turns} turns; the limit is ${context.policy.maxRejectedTurns}`,
+  };
+  const failed = context.batch?.calls.findLast((c) => c.observation?.ok === false)?.observation;
+  if (failed && !failed.ok) reason.detail = { lastFailure: { tool: failed.tool, code: failed.code } };
+  return stop(context, event, 'failed', reason);
+};
+
+/** The model proposed a call it proposed before, and nothing new was observed since: it would go round forever. */
+export const stopForLoop: Step = (context, event) => {
+  const call = context.batch?.calls.find((c) => c.argsHash !== null && context.proposedSinceNew.includes(callKey(c.tool, c.argsHash)));
+  const message = `the model proposed ${call?.tool ?? 'a call'} again with the same arguments and nothing new was observed`;
+  const result = stop(context, event, 'failed', { code: 'loop_detected', message }, { skipCode: 'loop_detected' });
+  return withFirst(result, gateEntry(context, event, { gate: 'loop', decision: 'stop', call, code: 'loop_detected', summary: message }));
+};
+
+function answerEntry(context: AgentContext, event: MachineEvent, text: string): TranscriptEntry {
+  return { kind: 'answer', at: timeOf(context, event), turn: context.turn, text };
+}
+
+export const finishDone: Step = (context, event) => {
+  if (event.type !== 'model.answered') return {};
+  const evidence = context.evidence.at(-1);
+  const message = evidence
+    ? `goal met: ${evidence.tool} returned ${describeFields(evidence.fields)}`
+    : 'the model answered; the task declares no success criterion';
+  const result = stop(context, event, 'done', { code: 'goal_met', message }, { answer: event.text });
+  result.transcript!.push(answerEntry(context, event, event.text));
+  return result;
+};
+
+/** An answer without a trusted result: never "done", and flagged whatever the answer claims. */
+export const finishUnmetGoal: Step = (context, event) => {
+  if (event.type !== 'model.answered') return {};
+  const failure = context.lastFailure;
+  const wanted = context.success?.description ?? `a trusted result of ${context.success?.tool}`;
+  const detail = { flag: 'answer_without_trusted_result', lastFailure: failure };
+  const reason: StopReason =
+    failure && UNVERIFIED.has(failure.code)
+      ? { code: 'could_not_verify', message: `could not verify: ${failure.tool} ended with ${failure.code}; nothing shows ${wanted}`, detail }
+      : {
+          code: 'goal_not_met',
+          message: `the model answered, but no trusted result shows ${wanted}${failure ? ` (last failure: ${failure.tool} ${failure.code})` : ''}`,
+          detail,
+        };
+  const result = stop(context, event, 'failed', reason, { answer: event.text });
+  result.transcript!.push(answerEntry(context, event, event.text));
+  return result;
+};
+
+export const finishRefused: Step = (context, event) => {
+  if (event.type !== 'model.refused') return {};
+  const result = stop(context, event, 'failed', { code: 'model_refused', message: `the model refused: ${event.reason}` });
+  result.transcript!.push({ kind: 'refusal', at: event.at, turn: context.turn, text: event.reason });
+  return result;
+};

@@ -1,0 +1,184 @@
+/** A task's start, its model turns, and what the model proposed or asked: gate (a), protocol, included. */
+import type { MachineEvent } from '../actors.js';
+import { outputOf } from '../actors.js';
+import type { AgentContext, AgentInput } from '../context.js';
+import { createBatch, rejectedBatch } from '../lib/batch.js';
+import { ZERO_COUNTERS, debit, modelTurnNeed } from '../lib/budget.js';
+import { protocolVerdict } from '../lib/protocol.js';
+import type { TranscriptEntry } from '../journal.js';
+import { auditEntry, gateEntry, timeOf } from '../journal.js';
+import { type Step, type StepResult, endWait, retriesWithin } from './step.js';
+
+/** Builds the initial context from the host's task input. */
+export function initialContext(input: AgentInput): AgentContext {
+  return {
+    taskId: input.taskId,
+    goal: input.goal,
+    principal: input.principal,
+    catalog: input.catalog,
+    policy: input.policy,
+    budget: { limits: input.limits, used: { ...ZERO_COUNTERS }, deadlineAt: input.startedAt + input.limits.wallClockMs },
+    modelReservation: input.modelReservation,
+    success: input.success,
+    startedAt: input.startedAt,
+    turn: 0,
+    batch: null,
+    pendingConfirmation: null,
+    question: null,
+    waitingSince: null,
+    evidence: [],
+    knowledge: 0,
+    seenObservations: [],
+    proposedSinceNew: [],
+    writtenKeys: [],
+    rejectedTurns: 0,
+    invalidOutputs: 0,
+    lastFailure: null,
+    cancelRequested: null,
+    outcome: null,
+  };
+}
+
+export const recordTaskStarted: Step = (context, event) => ({
+  audit: [
+    auditEntry(context, event, {
+      kind: 'task_started',
+      userId: context.principal.userId,
+      tenantId: context.principal.tenantId,
+      scopes: context.principal.scopes,
+      goal: context.goal,
+      limits: context.budget.limits,
+      policyVersion: context.policy.version,
+    }),
+  ],
+  transcript: [{ kind: 'goal', at: context.startedAt, text: context.goal }],
+});
+
+/** Debits the turn (one model turn, its token and cost reservation) before the model is asked. */
+export const startModelTurn: Step = (context, event) => {
+  const turn = context.turn + 1;
+  const next = { ...context, turn };
+  return {
+    context: { turn, budget: debit(context.budget, modelTurnNeed(context.modelReservation)) },
+    audit: [
+      gateEntry(next, event, { gate: 'budget', decision: 'pass', code: null, summary: 'model turn within budget' }),
+      auditEntry(next, event, { kind: 'model_requested', reservation: context.modelReservation }),
+    ],
+  };
+};
+
+/** Settles the turn's reservation to actual usage and debits transport retries, before its event is handled. */
+export const settleModelTurn: Step = (context, event) => {
+  const output = outputOf(event, 'model');
+  if (output.kind !== 'replied') return {};
+  const { usage } = output.event;
+  const tokens = usage.inputTokens + usage.outputTokens - context.modelReservation.tokens;
+  const costMicros = usage.costMicros - context.modelReservation.costMicros;
+  return {
+    context: { budget: debit(context.budget, { tokens, costMicros, retries: retriesWithin(context, output.retriesUsed) }) },
+    audit: [
+      auditEntry(context, event, {
+        kind: 'model_output',
+        output: output.event.type,
+        usage,
+        calls: output.event.type === 'model.toolsProposed' ? output.event.calls.length : 0,
+      }),
+    ],
+  };
+};
+
+function invalidOutput(context: AgentContext, event: MachineEvent, detail: string): StepResult {
+  return {
+    context: { invalidOutputs: context.invalidOutputs + 1 },
+    transcript: [{ kind: 'invalid_output', at: timeOf(context, event), turn: context.turn, detail }],
+  };
+}
+
+export const recordInvalidOutput: Step = (context, event) =>
+  invalidOutput(context, event, event.type === 'model.invalidOutput' ? event.detail : 'unusable output');
+
+/** Call ids missing or repeated: no result could be paired with its call, so the model is asked again. */
+export const recordUnpairableProposal: Step = (context, event) => {
+  if (event.type !== 'model.toolsProposed') return {};
+  const verdict = protocolVerdict(event.calls, context.catalog, context.policy);
+  const problems = verdict.kind === 'unpairable' ? verdict.problems : [];
+  const result = invalidOutput(context, event, `tool calls must each have a unique call id: ${problems.map((p) => p.summary).join('; ')}`);
+  result.audit = problems.map((p) =>
+    gateEntry(context, event, {
+      gate: 'protocol',
+      decision: 'reject',
+      call: { callId: p.callId ?? `#${p.index + 1}`, tool: event.calls[p.index]?.name ?? '', argsHash: null },
+      code: p.code,
+      summary: p.summary,
+    }),
+  );
+  return result;
+};
+
+function proposalEntry(context: AgentContext, event: MachineEvent): TranscriptEntry {
+  if (event.type !== 'model.toolsProposed') throw new Error('expected model.toolsProposed');
+  return {
+    kind: 'proposal',
+    at: event.at,
+    turn: context.turn,
+    text: event.text,
+    calls: event.calls.map((c) => ({ callId: c.callId!.trim(), tool: c.name, arguments: c.arguments })),
+  };
+}
+
+/** Refused whole at the protocol gate: every call gets its paired rejection, and nothing in the batch runs. */
+export const rejectWholeBatch: Step = (context, event) => {
+  if (event.type !== 'model.toolsProposed') return {};
+  const verdict = protocolVerdict(event.calls, context.catalog, context.policy);
+  if (verdict.kind !== 'rejected') return {};
+  const batch = rejectedBatch(context.turn, event.calls, verdict.problems, context.catalog);
+  return {
+    context: { batch, pendingConfirmation: null },
+    transcript: [proposalEntry(context, event)],
+    audit: verdict.problems.map((p, i) =>
+      gateEntry(context, event, {
+        gate: 'protocol',
+        decision: 'reject',
+        call: { callId: batch.calls[i]!.callId, tool: batch.calls[i]!.tool, argsHash: null },
+        code: p.code,
+        summary: p.summary,
+      }),
+    ),
+  };
+};
+
+export const acceptProposal: Step = (context, event) => {
+  if (event.type !== 'model.toolsProposed') return {};
+  const verdict = protocolVerdict(event.calls, context.catalog, context.policy);
+  if (verdict.kind !== 'accepted') return {};
+  return {
+    context: { batch: createBatch(context.turn, verdict.calls, context.catalog), pendingConfirmation: null },
+    transcript: [proposalEntry(context, event)],
+    audit: [
+      gateEntry(context, event, {
+        gate: 'protocol',
+        decision: 'pass',
+        code: null,
+        summary: `${verdict.calls.length} call(s) with unique ids, known tools and well-formed JSON`,
+      }),
+    ],
+  };
+};
+
+export const recordQuestion: Step = (context, event) => {
+  if (event.type !== 'model.askedUser') return {};
+  return {
+    context: { question: event.question, waitingSince: event.at },
+    transcript: [{ kind: 'question', at: event.at, turn: context.turn, text: event.question }],
+  };
+};
+
+export const recordUserAnswer: Step = (context, event) => {
+  if (event.type !== 'user.answered') return {};
+  return {
+    context: { question: null, ...endWait(context, event) },
+    transcript: [{ kind: 'user_answer', at: event.at, text: event.text }],
+    audit: [auditEntry(context, event, { kind: 'user_answered', userId: event.userId })],
+    reply: { accepted: true, code: null, message: 'answer passed to the model' },
+  };
+};

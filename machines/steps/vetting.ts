@@ -1,0 +1,157 @@
+/**
+ * Vetting, one call at a time (`batch.current`): each gate's decision is audited; a refused call is finished with
+ * its observation at once, a call that passes every gate is `ready` to run.
+ */
+import type { MachineEvent } from '../actors.js';
+import type { AgentContext, CallState, GateName, Json } from '../context.js';
+import { checkArguments, toJson } from '../lib/arguments.js';
+import { bounded, type Step, type StepResult } from './step.js';
+import { callKey, currentCall, finishCall, rejection, updateCall } from '../lib/batch.js';
+import { canonicalJson } from '../lib/canonicalJson.js';
+import { argumentsHash, idempotencyKeyFor } from '../lib/hashing.js';
+import { cap, safeErrorText } from '../lib/text.js';
+import { CONTEXT_BOUNDS } from '../context.js';
+import { auditEntry, gateEntry } from '../journal.js';
+import type { ToolRules } from '../toolkit.js';
+
+function current(context: AgentContext): CallState {
+  const call = currentCall(context.batch);
+  if (!call) throw new Error('no call is being vetted');
+  return call;
+}
+
+/** Finishes the current call with a refusal at `gate`, audited. */
+function refuse(context: AgentContext, event: MachineEvent, gate: GateName, code: string, summary: string, call = current(context)): StepResult {
+  return {
+    context: { batch: finishCall(context.batch!, call.callId, rejection(call, code, summary, gate)) },
+    audit: [gateEntry(context, event, { gate, decision: 'reject', call, code, summary })],
+  };
+}
+
+function pass(context: AgentContext, event: MachineEvent, gate: GateName, summary: string, call = current(context)) {
+  return gateEntry(context, event, { gate, decision: 'pass', call, code: null, summary });
+}
+
+/** The next call still to vet becomes the current one. */
+export const takeNextCall: Step = (context) => {
+  const call = context.batch?.calls.find((c) => c.phase === 'vetting');
+  return call ? { context: { batch: { ...context.batch!, current: call.callId } } } : {};
+};
+
+/** Gate (b) refused the arguments. They are hashed as proposed, so a repeat of them is still seen as a loop. */
+export const refuseForSchema: Step = (context, event, toolkit) => {
+  const call = current(context);
+  const check = checkArguments(call.tool, toolkit.rules(call.tool), call.args);
+  const hashed = { ...call, argsHash: argumentsHash(toolkit.sha256, call.args) };
+  const code = check.ok ? 'invalid_arguments' : check.code;
+  const summary = check.ok ? 'the arguments do not match the input schema' : check.summary;
+  const batch = updateCall(context.batch!, call.callId, { argsHash: hashed.argsHash });
+  return refuse({ ...context, batch }, event, 'schema', code, summary, hashed);
+};
+
+/**
+ * Gate (b) passed: from here on the call holds the validated arguments (what will run), their hash, their redacted
+ * form, and for a write its idempotency key, derived from task + tool + arguments hash.
+ */
+export const acceptArguments: Step = (context, event, toolkit) => {
+  const call = current(context);
+  const rules = toolkit.rules(call.tool);
+  // The chart asked `doArgumentsMatchSchema` first; this step does not judge again, it takes the validated value.
+  const check = checkArguments(call.tool, rules, call.args);
+  const args = check.ok ? check.args : call.args;
+  const argsHash = argumentsHash(toolkit.sha256, args);
+  const accepted: Partial<CallState> = {
+    args,
+    argsHash,
+    redactedArgs: rules?.redact && check.ok ? redacted(rules, check.parsed) : args,
+    idempotencyKey: call.effect === 'write' ? idempotencyKeyFor(toolkit.sha256, context.taskId, call.tool, argsHash) : null,
+  };
+  const vetted = { ...call, ...accepted };
+  return {
+    context: { batch: updateCall(context.batch!, call.callId, accepted) },
+    audit: [pass(context, event, 'schema', 'arguments match the input schema', vetted)],
+  };
+};
+
+function redacted(rules: ToolRules, parsed: unknown): Json {
+  try {
+    return toJson(rules.redact!(parsed));
+  } catch {
+    return '[redaction failed]';
+  }
+}
+
+/** Gate (c) has nothing to ask: the tool declares no business rules. */
+export const passWithoutBusinessRules: Step = (context, event) => ({
+  audit: [pass(context, event, 'business', 'the tool declares no business rules')],
+});
+
+/** Entering `validating`: the tool's business validation is asked. */
+export const noteBusinessCheck: Step = (context, event) => {
+  const call = current(context);
+  return { audit: [auditEntry(context, event, { kind: 'check_started', gate: 'business', callId: call.callId, tool: call.tool, argsHash: call.argsHash })] };
+};
+
+export const passBusiness: Step = (context, event) => ({ audit: [pass(context, event, 'business', 'business rules hold')] });
+
+export const refuseForBusiness: Step = (context, event) => {
+  const verdict = event.type === 'xstate.done.actor.validate' ? event.output.verdict : null;
+  if (verdict && !verdict.ok) return refuse(context, event, 'business', verdict.code, verdict.summary);
+  return refuse(context, event, 'business', 'unavailable', 'business validation did not answer');
+};
+
+/** Entering `authorizing`: the tool's resource-level permission check is asked. */
+export const notePermissionCheck: Step = (context, event) => {
+  const call = current(context);
+  return { audit: [auditEntry(context, event, { kind: 'check_started', gate: 'permission', callId: call.callId, tool: call.tool, argsHash: call.argsHash })] };
+};
+
+/** Gate (d) refused: the session lacks a scope, or the tool's authorization said no. Retrying cannot help. */
+export const refuseForPermission: Step = (context, event, toolkit) => {
+  const call = current(context);
+  if (event.type === 'xstate.done.actor.authorize' && !event.output.verdict.ok) {
+    const { code, summary } = event.output.verdict;
+    return refuse(context, event, 'permission', code === 'unavailable' ? 'unavailable' : 'permission_denied', summary);
+  }
+  const missing = (toolkit.rules(call.tool)?.scopes ?? []).filter((scope) => !context.principal.scopes.includes(scope));
+  return refuse(context, event, 'permission', 'permission_denied', `the session of ${context.principal.userId} lacks scope ${missing.join(', ')}`);
+};
+
+/**
+ * Gate (d) passed: the call is ready to run. Whether it needs a human's confirmation is decided now, by the tool's
+ * rule over the validated arguments; anything but a plain `false` (a throw, a promise, a truthy value) asks.
+ */
+export const admitCall: Step = (context, event, toolkit) => {
+  const call = current(context);
+  const rules = toolkit.rules(call.tool);
+  const { needsConfirmation, confirmationSummary } = confirmationNeed(context, call, rules);
+  return {
+    context: {
+      batch: { ...updateCall(context.batch!, call.callId, { phase: 'ready', needsConfirmation, confirmationSummary }), current: null },
+    },
+    audit: [pass(context, event, 'permission', `${context.principal.userId} may use ${call.tool} with these arguments`)],
+  };
+};
+
+function confirmationNeed(context: AgentContext, call: CallState, rules: ToolRules | undefined) {
+  const check = checkArguments(call.tool, rules, call.args);
+  try {
+    if (!rules || !check.ok) throw new Error('the arguments no longer validate');
+    const rule: unknown = rules.confirm ?? 'never';
+    let decided: unknown = rule !== 'never';
+    if (typeof rule === 'function') decided = rule(check.parsed, context.principal);
+    // A promise is never awaited here (a rule is synchronous): it asks, and its rejection is not left unhandled.
+    if (decided instanceof Promise) decided.catch(() => {});
+    if (decided === false) return { needsConfirmation: false, confirmationSummary: null };
+    const summary = rules.describeConfirmation?.(check.parsed) ?? `${call.tool} ${canonicalJson(call.redactedArgs)}`;
+    return { needsConfirmation: true, confirmationSummary: cap(String(summary), 1_000) };
+  } catch (error) {
+    return { needsConfirmation: true, confirmationSummary: `${call.tool} (confirmation rule failed: ${safeErrorText(error)})` };
+  }
+}
+
+/** Every call is judged: the proposals are remembered (a repeat with nothing new observed is a loop). */
+export const finishVetting: Step = (context) => {
+  const keys = (context.batch?.calls ?? []).flatMap((c) => (c.argsHash ? [callKey(c.tool, c.argsHash)] : []));
+  return { context: { proposedSinceNew: bounded(context.proposedSinceNew, keys, CONTEXT_BOUNDS.proposedSinceNew, true) } };
+};

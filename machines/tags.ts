@@ -1,0 +1,77 @@
+/**
+ * State tags: what a state means to the outside, so the store summary, the status views and the audit replay read
+ * a task's condition from the chart instead of matching state names.
+ */
+import type { FinalStatus } from './context.js';
+
+export const TAGS = {
+  /** The task rests until a human acts. */
+  waiting: 'waiting',
+  /** Waiting for a confirmation of exact arguments. */
+  confirmation: 'confirmation',
+  /** Waiting for the user's answer to the model's question. */
+  question: 'question',
+  /** A final state: the outcome is in the context. */
+  terminal: 'terminal',
+  /** The model is being asked. */
+  model: 'model',
+  /** A gate is judging a call. */
+  gate: 'gate',
+  /** A tool runs: its effect (for a write) may be happening now. */
+  effect: 'effect',
+  /** A write's outcome is unknown and is being looked up. */
+  reconciling: 'reconciling',
+} as const;
+
+export type Tag = (typeof TAGS)[keyof typeof TAGS];
+
+/** The states a stored task is listed by. */
+export type TaskState = 'running' | 'waiting_for_confirmation' | 'waiting_for_user' | FinalStatus;
+
+export const TASK_STATES: readonly TaskState[] = [
+  'running',
+  'waiting_for_confirmation',
+  'waiting_for_user',
+  'done',
+  'failed',
+  'budget_exhausted',
+  'cancelled',
+  'review_required',
+];
+
+/** A task's listed state from the tags of the state it is in (and, when final, its outcome). */
+export function taskStateOf(tags: ReadonlySet<string> | readonly string[], outcome: FinalStatus | null): TaskState {
+  const has = (tag: Tag) => (Array.isArray(tags) ? tags.includes(tag) : (tags as ReadonlySet<string>).has(tag));
+  if (has(TAGS.terminal)) {
+    if (!outcome) throw new Error('a final state without an outcome');
+    return outcome;
+  }
+  if (has(TAGS.waiting) && has(TAGS.confirmation)) return 'waiting_for_confirmation';
+  if (has(TAGS.waiting) && has(TAGS.question)) return 'waiting_for_user';
+  return 'running';
+}
+
+interface NodeLike {
+  tags: readonly string[];
+  states: Record<string, NodeLike>;
+}
+
+/** The tags of the states a (possibly persisted) state value is in, read off the chart's definition. */
+export function tagsAt(root: NodeLike, value: unknown): Set<string> {
+  const tags = new Set<string>();
+  const visit = (node: NodeLike, inner: unknown) => {
+    if (typeof inner === 'string') {
+      for (const tag of node.states[inner]?.tags ?? []) tags.add(tag);
+      return;
+    }
+    if (!inner || typeof inner !== 'object') return;
+    for (const [key, sub] of Object.entries(inner)) {
+      const child = node.states[key];
+      if (!child) continue;
+      for (const tag of child.tags) tags.add(tag);
+      visit(child, sub);
+    }
+  };
+  visit(root, value);
+  return tags;
+}

@@ -1,0 +1,94 @@
+/**
+ * Writes the persisted-task fixtures of the current machine version into `test/fixtures/envelopes/<version>/`:
+ * a finished booking, a task stopped in the middle of a write, one waiting for a confirmation, and one stopped
+ * while a tool's business validation ran. Each is the envelope and journals exactly as a store held them.
+ *
+ * Run once per released machine version (`npx tsx scripts/fixtures.ts`); the files are immutable afterwards: a
+ * change that cannot restore them needs a new machine version and a migration, never an edit of the files.
+ */
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { AGENT_MACHINE_VERSION } from '../machines/agentMachine.js';
+import { BookingService, DEMO_NOW } from '../examples/booking/bookingService.js';
+import { RefundDesk } from '../examples/booking/refundService.js';
+import { BOOKING_GOAL, BOOKING_SUCCESS, E17, E17_SUPPORT, REFUND_GOAL, REFUND_SUCCESS, bookingScript, refundScript } from '../examples/booking/scenarios.js';
+import { findAvailableRooms } from '../tools/findAvailableRooms.js';
+import { getOrder } from '../tools/getOrder.js';
+import { refundOrder } from '../tools/refundOrder.js';
+import { reserveRoom } from '../tools/reserveRoom.js';
+import { type Tool, createOrchestrator } from '../src/index.js';
+import { MemoryStore } from '../src/store/memoryStore.js';
+import { ManualClock, scriptedModel } from '../src/testing/index.js';
+
+const OUT = join(import.meta.dirname, '..', 'test', 'fixtures', 'envelopes', AGENT_MACHINE_VERSION.replace('/', '-'));
+
+interface StoredRow {
+  envelope: string;
+  audit: string[];
+  transcript: string[];
+}
+
+/** The stored form of one task, as the fixture files hold it. */
+function dump(store: MemoryStore, taskId: string) {
+  const row = (store as unknown as { rows: Map<string, StoredRow> }).rows.get(taskId)!;
+  const envelope = JSON.parse(row.envelope) as { journal: { audit: number; transcript: number } };
+  return {
+    envelope,
+    audit: row.audit.slice(0, envelope.journal.audit).map((e) => JSON.parse(e) as unknown),
+    transcript: row.transcript.slice(0, envelope.journal.transcript).map((e) => JSON.parse(e) as unknown),
+  };
+}
+
+/** Runs until `stop` holds for the stored task, then stops the orchestrator without saving more. */
+async function capture(tools: Tool[], script: Parameters<typeof scriptedModel>[0], start: Parameters<ReturnType<typeof createOrchestrator>['start']>[0], stop: (state: string) => boolean) {
+  const store = new MemoryStore();
+  const orchestrator = createOrchestrator({ tools, model: scriptedModel(script), store, clock: new ManualClock(DEMO_NOW), expirySweepMs: 0 });
+  const taskId = start.taskId!;
+  const reached = new Promise<void>((resolve) => orchestrator.onSaved((summary) => stop(summary.stateValue) && resolve()));
+  await orchestrator.start(start);
+  await reached;
+  const fixture = dump(store, taskId);
+  await orchestrator.close();
+  return fixture;
+}
+
+function bookingTools(bookings: BookingService): Tool[] {
+  return [findAvailableRooms(bookings, { timeoutMs: 60_000 }), reserveRoom(bookings, { timeoutMs: 60_000 })];
+}
+
+/** A booking service whose next reservation never answers, or whose room lookups (for validation) never answer. */
+function stalled(what: 'reserve' | 'validation'): BookingService {
+  const bookings = new BookingService();
+  const never = () => new Promise<never>(() => {});
+  if (what === 'reserve') bookings.reserve = never;
+  else bookings.room = never;
+  return bookings;
+}
+
+function refundTools(): Tool[] {
+  const desk = new RefundDesk();
+  return [getOrder(desk), refundOrder(desk, { confirmAboveCents: 10_000 })];
+}
+
+async function main() {
+  if (existsSync(OUT)) throw new Error(`${OUT} exists: fixtures of a released version are immutable`);
+  mkdirSync(OUT, { recursive: true });
+  const booking = { principal: E17, goal: BOOKING_GOAL, success: BOOKING_SUCCESS };
+  const fixtures = {
+    'done-booking': await capture(bookingTools(new BookingService()), bookingScript(), { ...booking, taskId: 'normal-1' }, (s) => s === 'done'),
+    'mid-write': await capture(bookingTools(stalled('reserve')), bookingScript(), { ...booking, taskId: 'writing-1' }, (s) => s === 'executing.writing'),
+    'mid-validation': await capture(bookingTools(stalled('validation')), bookingScript(), { ...booking, taskId: 'validating-1' }, (s) => s === 'vetting.validating'),
+    'waiting-for-confirmation': await capture(
+      refundTools(),
+      refundScript(),
+      { principal: E17_SUPPORT, goal: REFUND_GOAL, success: REFUND_SUCCESS, taskId: 'refund-1' },
+      (s) => s === 'executing.awaitingConfirmation',
+    ),
+  };
+  for (const [name, fixture] of Object.entries(fixtures)) {
+    writeFileSync(join(OUT, `${name}.json`), `${JSON.stringify(fixture, null, 2)}\n`);
+    console.log(`wrote ${join(OUT, `${name}.json`)}`);
+  }
+}
+
+await main();

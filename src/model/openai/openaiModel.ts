@@ -1,0 +1,130 @@
+/**
+ * A model adapter on the official `openai` package (Chat Completions with tool calling). It works against the
+ * OpenAI API and against OpenAI-compatible servers (vLLM, Ollama, llama.cpp, LM Studio) through `baseURL`.
+ *
+ * The adapter only translates. Each turn it rebuilds the conversation from the task's persisted transcript,
+ * offers the tools the runtime passed (already filtered by the principal's scopes), and maps the response to a
+ * ModelReply without repairing anything: call ids, tool names and argument strings go to the machine's gates as
+ * the model produced them. The client runs with `maxRetries: 0`: retries are the runtime's, counted against the
+ * task's retry budget.
+ *
+ * @example
+ * const model = createOpenAIModel({ baseURL: 'http://127.0.0.1:11434/v1', model: 'qwen2.5:7b', apiKey: 'ollama' });
+ * const orchestrator = createOrchestrator({ tools, model });
+ */
+import OpenAI from 'openai';
+import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
+import { AgentError } from '../../errors.js';
+import type { AgentModel, ModelReply, ModelRequest } from '../agentModel.js';
+import { buildMessages, toolDefinitions } from './openaiMessages.js';
+import { type ModelPrices, priceOf, toModelError, toModelReply } from './openaiReply.js';
+
+export interface OpenAIModelOptions {
+  /** Default: OPENAI_API_KEY. Local servers that ignore keys still need a non-empty value. */
+  apiKey?: string;
+  /** Default: OPENAI_BASE_URL, else the OpenAI API. For local servers, e.g. http://127.0.0.1:8000/v1. */
+  baseURL?: string;
+  /** Model name. Default: OPENAI_MODEL. */
+  model?: string;
+  /** Output token limit per turn (default 1,024). */
+  maxTokens?: number;
+  /** Which request field carries maxTokens: `max_tokens` (default, what most compatible servers read) or `max_completion_tokens` (OpenAI reasoning models). */
+  maxTokensField?: 'max_tokens' | 'max_completion_tokens';
+  /** Upper bound of one turn's prompt tokens, for the reservation (default 16,000). */
+  promptTokenBound?: number;
+  /** Sampling temperature; omitted from the request when unset. */
+  temperature?: number;
+  /** Replaces the default host instructions of the system message. */
+  systemPrompt?: string;
+  /** Cap of each tool message's content in UTF-8 bytes (default 8,192). */
+  maxToolResultBytes?: number;
+  /** Prices per million tokens in micro-units; without them a turn costs 0. */
+  prices?: ModelPrices;
+  /** Offer tools with `strict: true` when their schema qualifies (default true). Set false for servers that reject `strict`. */
+  strictTools?: boolean;
+  /** Longest Retry-After honoured, in ms (default 60,000); a server asking for longer is retried sooner. */
+  maxRetryAfterMs?: number;
+  /** Transport timeout of the client in ms (default 10 min); the orchestrator's modelTimeoutMs usually fires first. */
+  requestTimeoutMs?: number;
+  /** A ready client (tests, proxies, custom fetch). Its own retries should be off (`maxRetries: 0`). */
+  client?: OpenAI;
+  /** Where the env fallbacks are read (default process.env). */
+  env?: Record<string, string | undefined>;
+  /** For audit and status (default "openai:<model>"). */
+  name?: string;
+}
+
+/** The adapter cannot start: something it needs is not configured. */
+export class ModelConfigError extends AgentError {
+  constructor(message: string) {
+    super('model_not_configured', message);
+  }
+}
+
+const DEFAULT_MAX_TOKENS = 1_024;
+const DEFAULT_PROMPT_TOKEN_BOUND = 16_000;
+const DEFAULT_MAX_TOOL_RESULT_BYTES = 8_192;
+
+/** Creates an AgentModel backed by Chat Completions. Throws ModelConfigError when the key or model is missing. */
+export function createOpenAIModel(options: OpenAIModelOptions = {}): AgentModel {
+  const env = options.env ?? process.env;
+  const model = options.model ?? nonEmpty(env.OPENAI_MODEL);
+  if (!model) {
+    throw new ModelConfigError('No model name: set OPENAI_MODEL (e.g. gpt-4o-mini, or the name your local server serves) or pass `model`.');
+  }
+  const apiKey = options.apiKey ?? nonEmpty(env.OPENAI_API_KEY);
+  if (!options.client && !apiKey) {
+    throw new ModelConfigError(
+      'No API key: set OPENAI_API_KEY or pass `apiKey`. A local OpenAI-compatible server that ignores keys still needs a non-empty value (e.g. OPENAI_API_KEY=local).',
+    );
+  }
+  const maxTokens = positive(options.maxTokens, DEFAULT_MAX_TOKENS, 'maxTokens');
+  const promptTokenBound = positive(options.promptTokenBound, DEFAULT_PROMPT_TOKEN_BOUND, 'promptTokenBound');
+  const maxToolResultBytes = positive(options.maxToolResultBytes, DEFAULT_MAX_TOOL_RESULT_BYTES, 'maxToolResultBytes');
+  const maxRetryAfterMs = options.maxRetryAfterMs ?? 60_000;
+  const client =
+    options.client ??
+    new OpenAI({
+      apiKey,
+      baseURL: options.baseURL ?? nonEmpty(env.OPENAI_BASE_URL) ?? null,
+      maxRetries: 0,
+      timeout: options.requestTimeoutMs ?? 600_000,
+    });
+  const fallbackUsage = { inputTokens: promptTokenBound, outputTokens: maxTokens };
+  const reservation = {
+    tokens: promptTokenBound + maxTokens,
+    costMicros: options.prices ? priceOf(fallbackUsage, options.prices) : 0,
+  };
+
+  return {
+    name: options.name ?? `openai:${model}`,
+    reservation,
+    async decide(request: ModelRequest): Promise<ModelReply> {
+      const transcript = await request.transcript();
+      const body: ChatCompletionCreateParamsNonStreaming = {
+        model,
+        messages: buildMessages(transcript, request.principal, { systemPrompt: options.systemPrompt, maxToolResultBytes }),
+        ...(request.tools.length > 0 ? { tools: toolDefinitions(request.tools, options.strictTools ?? true) } : {}),
+        [options.maxTokensField ?? 'max_tokens']: maxTokens,
+        ...(options.temperature !== undefined ? { temperature: options.temperature } : {}),
+      };
+      let response: unknown;
+      try {
+        response = await client.chat.completions.create(body, { signal: request.signal });
+      } catch (error) {
+        throw toModelError(error, apiKey, maxRetryAfterMs);
+      }
+      return toModelReply(response, { prices: options.prices, fallbackUsage });
+    },
+  };
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value !== undefined && value.trim() !== '' ? value.trim() : undefined;
+}
+
+function positive(value: number | undefined, fallback: number, what: string): number {
+  if (value === undefined) return fallback;
+  if (!Number.isInteger(value) || value <= 0) throw new ModelConfigError(`${what} must be a positive integer, not ${value}.`);
+  return value;
+}

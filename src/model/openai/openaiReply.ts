@@ -1,0 +1,165 @@
+/**
+ * Response side of the OpenAI adapter: a Chat Completions response mapped to a ModelReply, and transport errors
+ * sorted into retryable (TransientModelError) and not. The mapping never parses, repairs or drops tool calls:
+ * duplicate or missing call ids and malformed JSON arguments reach the machine's protocol gate as they came.
+ */
+import { APIConnectionError, APIError, APIUserAbortError } from 'openai';
+import type { ChatCompletion } from 'openai/resources/chat/completions';
+import { AgentError } from '../../errors.js';
+import { type ModelReply, type ModelUsageReport, TransientModelError } from '../agentModel.js';
+
+/** Prices in micro-units of the host currency per million tokens. */
+export interface ModelPrices {
+  inputPerMillionMicros: number;
+  outputPerMillionMicros: number;
+}
+
+export interface ReplyOptions {
+  prices?: ModelPrices;
+  /** Charged when the server reports no usage: the turn's reservation, so budgets fail closed. */
+  fallbackUsage: { inputTokens: number; outputTokens: number };
+}
+
+/** Maps one response. `response` is whatever the client returned (a server may send non-JSON text). */
+export function toModelReply(response: unknown, options: ReplyOptions): ModelReply {
+  const completion = (typeof response === 'object' && response !== null ? response : {}) as Partial<ChatCompletion>;
+  const usage = usageOf(completion, options);
+  const invalid = (detail: string): ModelReply => ({ type: 'invalid', detail, usage });
+  const choice = Array.isArray(completion.choices) ? completion.choices[0] : undefined;
+  if (!choice || typeof choice !== 'object') return invalid('the response has no choices');
+  const message = choice.message as Partial<ChatCompletion.Choice['message']> | undefined;
+  if (!message || typeof message !== 'object') return invalid('the response choice has no message');
+  if (choice.finish_reason === 'length') {
+    return invalid('the output was cut off at the token limit (finish_reason "length"); reply more briefly');
+  }
+  if (choice.finish_reason === 'content_filter') return invalid('the output was withheld by a content filter');
+  if (typeof message.refusal === 'string' && message.refusal.trim() !== '') {
+    return { type: 'refusal', reason: message.refusal, usage };
+  }
+  const toolCalls = message.tool_calls;
+  if (Array.isArray(toolCalls) && toolCalls.length > 0) {
+    const other = toolCalls.find((call) => call?.type !== 'function');
+    if (other) return invalid(`unsupported tool call type ${JSON.stringify(String(other?.type))}; only function calls are accepted`);
+    return {
+      type: 'tool_calls',
+      calls: toolCalls.map((call) => {
+        const fn = (call as { function?: { name?: unknown; arguments?: unknown } }).function;
+        // Passed as they came: the protocol and schema gates decide. A non-string fails event validation.
+        return {
+          ...(typeof call.id === 'string' ? { callId: call.id } : {}),
+          name: fn?.name as string,
+          arguments: fn?.arguments as string,
+        };
+      }),
+      text: typeof message.content === 'string' && message.content !== '' ? message.content : null,
+      usage,
+    };
+  }
+  if (message.function_call) return invalid('legacy function_call output is not supported; use tool calls');
+  if (typeof message.content === 'string' && message.content.trim() !== '') {
+    return { type: 'answer', text: message.content, usage };
+  }
+  return invalid('empty output: no text, tool calls or refusal');
+}
+
+function usageOf(completion: Partial<ChatCompletion>, options: ReplyOptions): ModelUsageReport {
+  const reported = completion.usage;
+  const count = (n: unknown) => (typeof n === 'number' && Number.isFinite(n) && n >= 0 ? Math.round(n) : null);
+  const input = count(reported?.prompt_tokens);
+  const output = count(reported?.completion_tokens);
+  const tokens =
+    input === null || output === null
+      ? options.fallbackUsage
+      : { inputTokens: input, outputTokens: output };
+  return options.prices ? { ...tokens, costMicros: priceOf(tokens, options.prices) } : tokens;
+}
+
+/** Cost in micro-units, rounded up. */
+export function priceOf(tokens: { inputTokens: number; outputTokens: number }, prices: ModelPrices): number {
+  return Math.ceil(
+    (tokens.inputTokens * prices.inputPerMillionMicros + tokens.outputTokens * prices.outputPerMillionMicros) / 1_000_000,
+  );
+}
+
+// --- errors -----------------------------------------------------------------------------------------------
+
+/** The model server refused the request for a reason a retry cannot fix (bad request, key, model name). */
+export class ModelRequestError extends AgentError {
+  constructor(
+    readonly status: number | null,
+    message: string,
+  ) {
+    super('model_request_failed', message);
+  }
+}
+
+/** Statuses worth retrying: timeouts, lock conflicts, rate limits and server errors (as the SDK's own retry). */
+const TRANSIENT_STATUS = (status: number) => status === 408 || status === 409 || status === 429 || status >= 500;
+
+const STATUS_HINT: Record<number, string> = {
+  400: 'bad request',
+  401: 'authentication failed: check OPENAI_API_KEY',
+  403: 'permission denied for this key or model',
+  404: 'not found: check OPENAI_BASE_URL and OPENAI_MODEL',
+  422: 'unprocessable request',
+};
+
+/**
+ * Sorts a failure of `chat.completions.create` into what the runtime expects: TransientModelError to retry
+ * within the task's retry budget, anything else to fail the task. Messages carry no stack and no key.
+ */
+export function toModelError(error: unknown, apiKey: string | undefined, maxRetryAfterMs: number): Error {
+  if (error instanceof APIUserAbortError) return new ModelAbortedError();
+  if (error instanceof APIConnectionError) {
+    return new TransientModelError(`the model server could not be reached (${error.name})`);
+  }
+  if (error instanceof APIError && typeof error.status === 'number') {
+    const detail = serverDetail(error, apiKey);
+    if (TRANSIENT_STATUS(error.status)) {
+      const retryAfter = retryAfterMs(error.headers);
+      return new TransientModelError(
+        `the model server answered ${error.status}${detail ? `: ${detail}` : ''}`,
+        retryAfter === undefined ? undefined : Math.min(retryAfter, maxRetryAfterMs),
+      );
+    }
+    const hint = STATUS_HINT[error.status] ?? 'request refused';
+    return new ModelRequestError(error.status, `The model server answered ${error.status} (${hint})${detail ? `: ${detail}` : ''}.`);
+  }
+  const name = error instanceof Error ? error.name : typeof error;
+  return new ModelRequestError(null, `The model request failed unexpectedly (${name}).`);
+}
+
+/** The request's signal was aborted (timeout or cancellation): nothing to retry from here. */
+export class ModelAbortedError extends Error {
+  constructor() {
+    super('the model request was aborted');
+    this.name = new.target.name;
+  }
+}
+
+/** Milliseconds from `retry-after-ms` or `retry-after` (seconds or an HTTP date), if present and sane. */
+export function retryAfterMs(headers: Headers | undefined, now = Date.now()): number | undefined {
+  const ms = headers?.get('retry-after-ms');
+  if (ms) {
+    const value = Number.parseFloat(ms);
+    if (Number.isFinite(value) && value >= 0) return Math.round(value);
+  }
+  const after = headers?.get('retry-after');
+  if (after) {
+    const seconds = Number(after.trim());
+    if (after.trim() !== '' && Number.isFinite(seconds) && seconds >= 0) return Math.round(seconds * 1000);
+    const date = Date.parse(after);
+    if (Number.isFinite(date)) return Math.max(0, date - now);
+  }
+  return undefined;
+}
+
+/** The server's own error message, one line, capped, with anything key-like masked. */
+function serverDetail(error: APIError, apiKey: string | undefined): string {
+  const body = error.error as { message?: unknown } | undefined;
+  const raw = typeof body?.message === 'string' ? body.message : '';
+  let text = raw.replace(/\s+/g, ' ').trim();
+  if (apiKey && apiKey.length >= 4) text = text.split(apiKey).join('[key]');
+  text = text.replace(/\bsk-[A-Za-z0-9_*-]{6,}/g, '[key]').replace(/\bBearer\s+[A-Za-z0-9._~+/*-]+=*/g, 'Bearer [key]');
+  return text.length > 200 ? `${text.slice(0, 200)}…` : text;
+}

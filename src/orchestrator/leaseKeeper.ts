@@ -1,0 +1,78 @@
+/**
+ * The leases this process holds, when the store has leases (Redis): one driver per task. Every save carries the
+ * lease's fencing token; a lease that cannot be renewed stops its task here, so no side effect starts from a task
+ * another process may now drive.
+ */
+import { TaskBusyError } from '../errors.js';
+import type { Lease, LeaseManager } from '../store/taskStore.js';
+
+export class LeaseKeeper {
+  private readonly held = new Map<string, Lease>();
+  private renewer: ReturnType<typeof setInterval> | null = null;
+  private renewing = false;
+
+  constructor(
+    private readonly leases: LeaseManager | undefined,
+    private readonly settings: { ttlMs: number; renewEveryMs: number; acquireTimeoutMs: number },
+    /** Called when a held lease is lost (or may be, past its expiry): the task must stop being driven here. */
+    private readonly onLost: (taskId: string) => void,
+  ) {
+    if (leases) {
+      this.renewer = setInterval(() => void this.renewAll(), settings.renewEveryMs);
+      this.renewer.unref();
+    }
+  }
+
+  /** The fencing token to present with the task's next save, if a lease is held. */
+  fence(taskId: string): string | undefined {
+    return this.held.get(taskId)?.fence;
+  }
+
+  /** Takes the task's lease; waits up to acquireTimeoutMs (real time) unless told not to, then TaskBusyError. */
+  async take(taskId: string, wait = true): Promise<void> {
+    if (!this.leases || this.held.has(taskId)) return;
+    const deadline = Date.now() + (wait ? this.settings.acquireTimeoutMs : 0);
+    for (let attempt = 0; ; attempt++) {
+      const lease = await this.leases.acquire(taskId, this.settings.ttlMs);
+      if (lease) {
+        this.held.set(taskId, lease);
+        return;
+      }
+      if (Date.now() >= deadline) throw new TaskBusyError(taskId);
+      await new Promise((resolve) => setTimeout(resolve, Math.min(25 * 2 ** attempt, 250)));
+    }
+  }
+
+  /** Gives the task's lease up (best effort: an expired lease frees itself). */
+  async release(taskId: string): Promise<void> {
+    const lease = this.held.get(taskId);
+    if (!lease) return;
+    this.held.delete(taskId);
+    await this.leases?.release(lease).catch(() => {});
+  }
+
+  /** Renews every lease held; one pass at a time, so a slow store cannot pile passes up. */
+  private async renewAll(): Promise<void> {
+    if (this.renewing || !this.leases) return;
+    this.renewing = true;
+    try {
+      for (const [taskId, lease] of [...this.held]) {
+        let kept: boolean;
+        try {
+          kept = await this.leases.renew(lease, this.settings.ttlMs);
+        } catch {
+          kept = Date.now() < lease.expiresAt;
+        }
+        // Renewed an old lease object after the task released and re-took its lease: not a loss.
+        if (!kept && this.held.get(taskId) === lease) this.onLost(taskId);
+      }
+    } finally {
+      this.renewing = false;
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.renewer) clearInterval(this.renewer);
+    await Promise.all([...this.held.keys()].map((taskId) => this.release(taskId)));
+  }
+}

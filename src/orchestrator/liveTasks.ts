@@ -1,0 +1,157 @@
+/**
+ * The table of tasks this process drives right now, and how a task gets into it: created, or loaded, validated and
+ * restored under its lease. Waiting and finished tasks are not kept: they are reloaded when an event arrives.
+ * Every operation on one task runs in that task's exclusive section (one at a time per task, in this process).
+ */
+import type { InspectionEvent } from 'xstate';
+import type { AgentMachine } from '../../machines/agentMachine.js';
+import type { AgentInput } from '../../machines/context.js';
+import type { Clock } from '../clock.js';
+import { CorruptTaskError, FencedOutError, TaskNotFoundError, TaskQuarantinedError, UnsupportedVersionError } from '../errors.js';
+import { LiveTask } from '../runtime/liveTask.js';
+import { unrestorableReason } from '../runtime/restore.js';
+import type { TaskEnvelope } from '../store/envelope.js';
+import type { TaskSummary } from '../store/summary.js';
+import type { TaskStore } from '../store/taskStore.js';
+import { LeaseKeeper } from './leaseKeeper.js';
+
+export interface LiveTasksDeps {
+  store: TaskStore;
+  machine: AgentMachine;
+  clock: Clock;
+  random: () => number;
+  inspect?: (event: InspectionEvent) => void;
+  saveRetries: number;
+  lease: { ttlMs: number; renewEveryMs: number; acquireTimeoutMs: number };
+  /** Called after every save of a task driven here. */
+  onSaved: (summary: TaskSummary) => void;
+}
+
+export class LiveTasks {
+  private readonly live = new Map<string, LiveTask>();
+  private readonly locks = new Map<string, Promise<unknown>>();
+  readonly leases: LeaseKeeper;
+
+  constructor(private readonly deps: LiveTasksDeps) {
+    this.leases = new LeaseKeeper(deps.store.leases, deps.lease, (taskId) =>
+      this.live.get(taskId)?.fail(new FencedOutError(taskId, 'this process lost the lease')),
+    );
+  }
+
+  get size(): number {
+    return this.live.size;
+  }
+
+  /** The task if this process drives it and can still save it. */
+  get(taskId: string): LiveTask | undefined {
+    const task = this.live.get(taskId);
+    return task && !task.failed ? task : undefined;
+  }
+
+  has(taskId: string): boolean {
+    return this.live.has(taskId);
+  }
+
+  /** Runs `fn` with exclusive access to one task in this process. */
+  exclusive<T>(taskId: string, fn: () => Promise<T>): Promise<T> {
+    const previous = this.locks.get(taskId) ?? Promise.resolve();
+    const next = previous.then(fn, fn);
+    const tail = next.catch(() => {});
+    this.locks.set(taskId, tail);
+    void tail.then(() => {
+      if (this.locks.get(taskId) === tail) this.locks.delete(taskId);
+    });
+    return next;
+  }
+
+  /** Creates a task (its lease already taken) and starts it. */
+  create(input: AgentInput): LiveTask {
+    const task = this.attach(new LiveTask(this.liveDeps(input.taskId), { kind: 'new', input }));
+    task.start();
+    return task;
+  }
+
+  /** Makes the task live here: takes its lease (if the store has leases), validates and restores it. */
+  async hydrate(taskId: string, options: { wait?: boolean } = {}): Promise<LiveTask> {
+    const existing = this.live.get(taskId);
+    if (existing && !existing.failed) return existing;
+    if (existing) this.live.delete(taskId);
+    await this.leases.take(taskId, options.wait ?? true);
+    try {
+      const envelope = await this.loadRestorable(taskId);
+      const task = this.attach(new LiveTask(this.liveDeps(taskId), { kind: 'restored', envelope }));
+      task.start();
+      return task;
+    } catch (error) {
+      await this.releaseLease(taskId);
+      throw error;
+    }
+  }
+
+  /**
+   * Inside an exclusive section: a task that was loaded only to read it or to refuse an event, and needs nothing
+   * more, is dropped again (no save follows to trigger the usual eviction).
+   */
+  releaseIfSettled(task: LiveTask): void {
+    if (this.live.get(task.taskId) === task && task.isSettled()) task.stop();
+  }
+
+  /** Gives the lease up unless the task is (again) driven here. */
+  async releaseLease(taskId: string): Promise<void> {
+    if (!this.live.has(taskId)) await this.leases.release(taskId);
+  }
+
+  /** Stops driving every task here; what is durable stays, and a later resume continues from it. */
+  async close(): Promise<void> {
+    for (const task of [...this.live.values()]) task.stop();
+    this.live.clear();
+    await this.leases.close();
+  }
+
+  private attach(task: LiveTask): LiveTask {
+    this.live.set(task.taskId, task);
+    task.onSaved((summary) => {
+      this.deps.onSaved(summary);
+      if (summary.state !== 'running') void this.evictIfIdle(task);
+    });
+    // Stopped, fenced out or store failure: this process no longer drives the task.
+    task.onFailure(() => {
+      if (this.live.get(task.taskId) === task) this.live.delete(task.taskId);
+      void this.releaseLease(task.taskId);
+    });
+    return task;
+  }
+
+  /** A waiting or finished task holds no memory here: it is reloaded when an event arrives. */
+  private evictIfIdle(task: LiveTask): Promise<void> {
+    return this.exclusive(task.taskId, async () => this.releaseIfSettled(task));
+  }
+
+  /** The stored envelope, if it can be restored; otherwise it is quarantined with the reason, and refused. */
+  private async loadRestorable(taskId: string): Promise<TaskEnvelope> {
+    const quarantined = await this.deps.store.quarantined(taskId);
+    if (quarantined) throw new TaskQuarantinedError(taskId, quarantined);
+    let envelope: TaskEnvelope | null;
+    try {
+      envelope = await this.deps.store.load(taskId);
+    } catch (error) {
+      if (error instanceof CorruptTaskError || error instanceof UnsupportedVersionError) {
+        await this.deps.store.quarantine(taskId, error.message);
+        throw new TaskQuarantinedError(taskId, error.message);
+      }
+      throw error;
+    }
+    if (!envelope) throw new TaskNotFoundError(taskId);
+    const reason = unrestorableReason(this.deps.machine, envelope);
+    if (reason) {
+      await this.deps.store.quarantine(taskId, reason);
+      throw new TaskQuarantinedError(taskId, reason);
+    }
+    return envelope;
+  }
+
+  private liveDeps(taskId: string) {
+    const { store, machine, clock, random, inspect, saveRetries } = this.deps;
+    return { store, machine, clock, random, inspect, saveRetries, fence: () => this.leases.fence(taskId) };
+  }
+}

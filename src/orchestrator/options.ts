@@ -1,0 +1,158 @@
+/**
+ * What a host configures, the defaults, and the validation of everything it passes in. The input schemas are the
+ * machine's own (`machines/context.ts`): a start request the orchestrator accepts is one the store can read back.
+ */
+import type { InspectionEvent } from 'xstate';
+import { z } from 'zod';
+import {
+  type BudgetLimits,
+  type Policy,
+  agentInputSchema,
+  budgetLimitsSchema,
+  policySchema,
+  principalSchema,
+  successCriterionSchema,
+} from '../../machines/context.js';
+import type { Clock } from '../clock.js';
+import { HostRequestError } from '../errors.js';
+import type { AgentModel } from '../model/agentModel.js';
+import type { TaskStore } from '../store/taskStore.js';
+import type { Tool } from '../tool.js';
+
+export const DEFAULT_POLICY: Policy = {
+  version: '1',
+  maxCallsPerBatch: 8,
+  maxArgumentBytes: 16_384,
+  maxRejectedTurns: 3,
+  maxInvalidOutputs: 2,
+  confirmationTtlMs: 15 * 60_000,
+  maxConfirmationRequests: 3,
+  maxReconcileAttempts: 3,
+  observationCapBytes: 8_192,
+};
+
+export const DEFAULT_LIMITS: BudgetLimits = {
+  modelTurns: 12,
+  toolCalls: 24,
+  writes: 4,
+  retries: 8,
+  tokens: 200_000,
+  costMicros: 2_000_000,
+  wallClockMs: 10 * 60_000,
+};
+
+export interface OrchestratorOptions {
+  /** Every tool tasks may use. The model is offered only those the task's principal holds scopes for. */
+  tools: readonly Tool[];
+  model: AgentModel;
+  /** Where tasks persist. Default: an in-memory store (lost with the process). */
+  store?: TaskStore;
+  /** Host policy; persisted with each task at start. */
+  policy?: Partial<Policy>;
+  /** Default budget limits of new tasks. */
+  limits?: Partial<BudgetLimits>;
+  clock?: Clock;
+  /** Randomness for backoff jitter. */
+  random?: () => number;
+  /** Per model call (default 60 s). */
+  modelTimeoutMs?: number;
+  /** Backoff of model transport retries and repeated lookups (default 200 ms doubling to 5 s). */
+  backoff?: { baseDelayMs: number; maxDelayMs: number };
+  /** Retries of a save that failed because the store was unreachable (default 8, about 10 s in all). */
+  saveRetries?: number;
+  /**
+   * Interval of the sweep that expires due confirmations, from the store's index of deadlines (so it also catches
+   * tasks that expired while no process ran). Default 5 s; 0 disables it (call `expireDue()` yourself).
+   */
+  expirySweepMs?: number;
+  /** Receives XState inspection events of every task actor (see `statechart-agent/inspect`). */
+  inspect?: (event: InspectionEvent) => void;
+  /** A principal with this scope may cancel other users' tasks in its tenant. */
+  adminScope?: string;
+  /** Makes task ids (default: "task_" + random UUID). */
+  newTaskId?: () => string;
+  /**
+   * Leases, used when the store has them (Redis): a process must hold a task's lease to drive it, every save
+   * carries its fencing token, and a process that lost its lease stops. Times are real milliseconds.
+   */
+  lease?: {
+    /** How long a lease lasts without renewal (default 15 s): the time recovery waits after a crash. */
+    ttlMs?: number;
+    /** Renewal period (default ttl / 3). */
+    renewEveryMs?: number;
+    /** How long an API call waits for another process to release a task (default 2 s), then TaskBusyError. */
+    acquireTimeoutMs?: number;
+  };
+}
+
+/** The options with every default applied and every value checked. */
+export interface Settings {
+  policy: Policy;
+  limits: BudgetLimits;
+  clock: Clock;
+  random: () => number;
+  modelTimeoutMs: number;
+  backoff: { baseDelayMs: number; maxDelayMs: number };
+  saveRetries: number;
+  expirySweepMs: number;
+  adminScope: string | null;
+  newTaskId: () => string;
+  lease: { ttlMs: number; renewEveryMs: number; acquireTimeoutMs: number };
+}
+
+const positive = z.number().int().positive();
+const settingsSchema = z.strictObject({
+  modelTimeoutMs: positive.optional(),
+  saveRetries: z.number().int().nonnegative().optional(),
+  expirySweepMs: z.number().int().nonnegative().optional(),
+  backoff: z.strictObject({ baseDelayMs: z.number().nonnegative(), maxDelayMs: z.number().nonnegative() }).optional(),
+  lease: z.strictObject({ ttlMs: positive.optional(), renewEveryMs: positive.optional(), acquireTimeoutMs: z.number().int().nonnegative().optional() }).optional(),
+});
+
+export function resolveSettings(options: OrchestratorOptions, systemClock: Clock, newId: () => string): Settings {
+  const checked = parseOrThrow(settingsSchema, pick(options, ['modelTimeoutMs', 'saveRetries', 'expirySweepMs', 'backoff', 'lease']), 'options');
+  const ttlMs = checked.lease?.ttlMs ?? 15_000;
+  return {
+    policy: parseOrThrow(policySchema, { ...DEFAULT_POLICY, ...options.policy }, 'policy'),
+    limits: parseOrThrow(budgetLimitsSchema, { ...DEFAULT_LIMITS, ...options.limits }, 'limits'),
+    clock: options.clock ?? systemClock,
+    random: options.random ?? Math.random,
+    modelTimeoutMs: checked.modelTimeoutMs ?? 60_000,
+    backoff: checked.backoff ?? { baseDelayMs: 200, maxDelayMs: 5_000 },
+    saveRetries: checked.saveRetries ?? 8,
+    expirySweepMs: checked.expirySweepMs ?? 5_000,
+    adminScope: options.adminScope ?? null,
+    newTaskId: options.newTaskId ?? newId,
+    lease: { ttlMs, renewEveryMs: checked.lease?.renewEveryMs ?? Math.max(1, Math.floor(ttlMs / 3)), acquireTimeoutMs: checked.lease?.acquireTimeoutMs ?? 2_000 },
+  };
+}
+
+function pick<T extends object, K extends keyof T>(value: T, keys: K[]): Partial<Pick<T, K>> {
+  const out: Partial<Pick<T, K>> = {};
+  for (const key of keys) if (value[key] !== undefined) out[key] = value[key];
+  return out;
+}
+
+/** A start request as the host sends it; every part is checked against the schema the task is stored with. */
+export const startRequestSchema = z.strictObject({
+  /** From the host's authenticated session. */
+  principal: principalSchema,
+  goal: agentInputSchema.shape.goal.refine((goal) => goal.trim() !== '', 'must not be blank'),
+  /** Overrides of the default budget limits. */
+  limits: budgetLimitsSchema.partial().optional(),
+  /** What counts as success; without it, any final answer ends the task as done. */
+  success: successCriterionSchema.optional(),
+  taskId: agentInputSchema.shape.taskId.max(512).optional(),
+});
+
+export type StartTaskRequest = z.input<typeof startRequestSchema>;
+
+/** Parses host input, or throws HostRequestError naming the first problem's path. */
+export function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown, what: string): z.output<S> {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0]!;
+  throw new HostRequestError('invalid_request', `${what}: ${issue.path.join('.') || '(root)'}: ${issue.message}`);
+}
+
+export { principalSchema };

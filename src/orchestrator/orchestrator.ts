@@ -1,0 +1,272 @@
+/**
+ * The public API for an embedding backend: start tasks for a trusted principal, deliver the user's decisions,
+ * read status, outcome and audit, resume persisted tasks. The work is done by the pieces next to this file: the
+ * table of live tasks and their leases, host events and their authorization, the status projection, the expiry
+ * sweeper and recovery.
+ *
+ * @example
+ * const orchestrator = createOrchestrator({ tools, model, store: new FileStore('.data/tasks') });
+ * const status = await orchestrator.run({ principal: session.principal, goal: 'Book a room for 3 at 14:00' });
+ * if (status.pendingConfirmation) {
+ *   await orchestrator.confirm(status.taskId, session.principal, status.pendingConfirmation);
+ * }
+ */
+import { randomUUID } from 'node:crypto';
+import { type AgentMachine, createAgentMachine } from '../../machines/agentMachine.js';
+import type { AgentInput, Policy, Principal } from '../../machines/context.js';
+import type { AuditEntry, TranscriptEntry } from '../../machines/journal.js';
+import { systemClock } from '../clock.js';
+import { AgentError, CorruptTaskError, HostRequestError, TaskExistsError, TaskNotFoundError, UnsupportedVersionError } from '../errors.js';
+import { createRuntimeActors } from '../runtime/actors/index.js';
+import { ToolRegistry } from '../runtime/toolRegistry.js';
+import { MemoryStore } from '../store/memoryStore.js';
+import type { TaskSummary } from '../store/summary.js';
+import type { ListQuery, TaskStore } from '../store/taskStore.js';
+import { ExpirySweeper } from './expirySweeper.js';
+import { HostEvents } from './hostEvents.js';
+import { LiveTasks } from './liveTasks.js';
+import { type OrchestratorOptions, type Settings, type StartTaskRequest, parseOrThrow, resolveSettings, startRequestSchema } from './options.js';
+import { type RecoveryReport, recover } from './recovery.js';
+import { type AuditRecord, type TaskStatus, type UserEventResult, statusFrom, statusOfLive } from './status.js';
+
+export class Orchestrator {
+  /** Where this orchestrator's tasks persist. */
+  readonly store: TaskStore;
+  /** The host policy every new task is started with. */
+  readonly policy: Policy;
+  private readonly settings: Settings;
+  private readonly registry: ToolRegistry;
+  private readonly live: LiveTasks;
+  private readonly events: HostEvents;
+  private readonly sweeper: ExpirySweeper;
+  private readonly savedListeners = new Set<(summary: TaskSummary) => void>();
+  private readonly ownsStore: boolean;
+  private closed = false;
+
+  constructor(private readonly options: OrchestratorOptions) {
+    this.settings = resolveSettings(options, systemClock, () => `task_${randomUUID()}`);
+    this.policy = this.settings.policy;
+    this.registry = new ToolRegistry(options.tools);
+    this.store = options.store ?? new MemoryStore();
+    this.ownsStore = options.store === undefined;
+    const { clock, random, modelTimeoutMs, backoff } = this.settings;
+    const actors = createRuntimeActors({
+      registry: this.registry,
+      model: options.model,
+      clock,
+      random,
+      modelTimeoutMs,
+      backoff,
+      task: (taskId) => {
+        const task = this.live.get(taskId);
+        if (!task) throw new AgentError('task_not_live', `task ${taskId} is not running in this process`);
+        return task;
+      },
+    });
+    const machine = createAgentMachine(this.registry.toolkit).provide({ actors }) as AgentMachine;
+    this.live = new LiveTasks({
+      store: this.store,
+      machine,
+      clock,
+      random,
+      inspect: options.inspect,
+      saveRetries: this.settings.saveRetries,
+      lease: this.settings.lease,
+      onSaved: (summary) => {
+        for (const listener of this.savedListeners) listener(summary);
+      },
+    });
+    this.events = new HostEvents(this.live, this.registry, this.settings.adminScope);
+    this.sweeper = new ExpirySweeper(this.store, this.live, clock, this.settings.expirySweepMs);
+  }
+
+  // --- tasks ----------------------------------------------------------------------------------------------
+
+  /** Creates and persists a task, then lets it run. Resolves once its first state is saved. */
+  async start(request: StartTaskRequest): Promise<TaskStatus> {
+    this.assertOpen();
+    const { principal, goal, limits, success, taskId: requestedId } = parseOrThrow(startRequestSchema, request, 'start');
+    if (success && !this.registry.get(success.tool)) {
+      throw new HostRequestError('invalid_request', `start: success criterion names unknown tool ${success.tool}`);
+    }
+    const taskId = parseOrThrow(startRequestSchema.shape.taskId, requestedId ?? this.settings.newTaskId(), 'taskId')!;
+    const input: AgentInput = {
+      taskId,
+      goal,
+      principal,
+      catalog: this.registry.catalog(),
+      policy: this.policy,
+      limits: { ...this.settings.limits, ...limits },
+      modelReservation: this.options.model.reservation ?? { tokens: 4_000, costMicros: 0 },
+      success: success ?? null,
+      startedAt: this.settings.clock.now(),
+    };
+    return this.live.exclusive(taskId, async () => {
+      if (this.live.has(taskId)) throw new TaskExistsError(taskId);
+      await this.live.leases.take(taskId);
+      try {
+        // Unreadable data under this id still means the id is taken; a store that cannot answer is not a clash.
+        const existing = await this.store.load(taskId).catch((error: unknown) => {
+          if (error instanceof CorruptTaskError || error instanceof UnsupportedVersionError) return true;
+          throw error;
+        });
+        if (existing) throw new TaskExistsError(taskId);
+      } catch (error) {
+        await this.live.releaseLease(taskId);
+        throw error;
+      }
+      const task = this.live.create(input);
+      await task.barrier();
+      return statusOfLive(task);
+    });
+  }
+
+  /** Starts a task and waits until it needs a human or has finished. */
+  async run(request: StartTaskRequest): Promise<TaskStatus> {
+    const started = await this.start(request);
+    return this.settled(started.taskId);
+  }
+
+  /**
+   * Resolves when the task waits for a human or has finished, with that state persisted. A task that is not
+   * running in this process resolves with its stored status (use `resume` to drive an interrupted one).
+   */
+  async settled(taskId: string): Promise<TaskStatus> {
+    const task = this.live.get(taskId);
+    if (!task) return this.status(taskId);
+    await task.settled();
+    return statusOfLive(task);
+  }
+
+  async status(taskId: string): Promise<TaskStatus> {
+    const task = this.live.get(taskId);
+    if (task) return statusOfLive(task);
+    const envelope = await this.store.load(taskId);
+    if (!envelope) throw new TaskNotFoundError(taskId);
+    return statusFrom(envelope.snapshot.context, envelope.summary);
+  }
+
+  /** Restores a persisted task into this process and lets it continue (a no-op for a live one). */
+  async resume(taskId: string): Promise<TaskStatus> {
+    this.assertOpen();
+    return this.live.exclusive(taskId, async () => {
+      const task = await this.live.hydrate(taskId);
+      this.live.releaseIfSettled(task);
+      return statusOfLive(task);
+    });
+  }
+
+  /**
+   * Takes over tasks left running by a process that died: every stored task in the running state whose lease is
+   * free (or expired) is resumed here; in-flight writes are reconciled, never re-run blindly. Then expires due
+   * confirmations. Safe to run in several processes at once on a store with leases (Redis): the lease decides who
+   * drives each task. The file store has no leases: run recovery in one process only.
+   */
+  recover(): Promise<RecoveryReport> {
+    this.assertOpen();
+    return recover(this.store, this.live, this.sweeper);
+  }
+
+  list(query?: ListQuery): Promise<TaskSummary[]> {
+    return this.store.list(query);
+  }
+
+  /**
+   * Calls `listener` after every save of a task driven by this process (a transition is acknowledged when this
+   * fires). For progress views and tests; the listener must not throw. Returns an unsubscribe function.
+   */
+  onSaved(listener: (summary: TaskSummary) => void): () => void {
+    this.savedListeners.add(listener);
+    return () => this.savedListeners.delete(listener);
+  }
+
+  /** Tasks driven by this process right now (waiting and finished ones are not kept). */
+  get liveTasks(): number {
+    return this.live.size;
+  }
+
+  // --- user events: (taskId, the caller's principal, what they decided) ---------------------------------
+
+  /** Confirms the pending call. Must name the pending confirmation id and the hash of the exact arguments. */
+  async confirm(taskId: string, by: Principal, confirmation: { id: string; argsHash: string }): Promise<UserEventResult> {
+    const at = this.now();
+    return this.events.deliver(taskId, by, {
+      type: 'user.confirmed',
+      at,
+      confirmationId: confirmation.id,
+      argsHash: confirmation.argsHash,
+      userId: by.userId,
+      policyVersion: this.policy.version,
+    });
+  }
+
+  /** Rejects the pending call: it will not run, and the model is told (with the reason, if given). */
+  async reject(taskId: string, by: Principal, confirmation: { id: string; reason?: string }): Promise<UserEventResult> {
+    const at = this.now();
+    return this.events.deliver(taskId, by, { type: 'user.rejected', at, confirmationId: confirmation.id, userId: by.userId, reason: confirmation.reason ?? null });
+  }
+
+  /** Answers the model's question (only the task's user can). */
+  async answer(taskId: string, by: Principal, text: string): Promise<UserEventResult> {
+    const at = this.now();
+    return this.events.deliver(taskId, by, { type: 'user.answered', at, text, userId: by.userId });
+  }
+
+  /** Cancels the task. A write in flight is first reconciled; then the task ends as cancelled. */
+  async cancel(taskId: string, by: Principal, reason = ''): Promise<UserEventResult> {
+    const at = this.now();
+    return this.events.deliver(taskId, by, { type: 'task.cancelled', at, reason, by: by.userId });
+  }
+
+  /** Expires confirmations whose deadline passed (also while no process was running). Returns how many. */
+  expireDue(): Promise<number> {
+    return this.sweeper.expireDue();
+  }
+
+  // --- journal --------------------------------------------------------------------------------------------
+
+  /** Every decision of the task, in order. */
+  async audit(taskId: string): Promise<AuditRecord[]> {
+    const entries = (await this.journal(taskId, 'audit')) as AuditEntry[];
+    return entries.map((entry, seq) => ({ seq, ...entry }));
+  }
+
+  /** What the model was shown, in order. */
+  async transcript(taskId: string): Promise<TranscriptEntry[]> {
+    return (await this.journal(taskId, 'transcript')) as TranscriptEntry[];
+  }
+
+  private async journal(taskId: string, stream: 'audit' | 'transcript'): Promise<unknown[]> {
+    await this.live.get(taskId)?.barrier().catch(() => {});
+    const envelope = await this.store.load(taskId);
+    if (!envelope) throw new TaskNotFoundError(taskId);
+    return this.store.readJournal(taskId, stream, 0, envelope.journal[stream]);
+  }
+
+  /** Stops driving tasks in this process. In-flight work is abandoned; resume reconciles it. */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.sweeper.stop();
+    await this.live.close();
+    if (this.ownsStore) await this.store.close();
+  }
+
+  private now(): number {
+    this.assertOpen();
+    return this.settings.clock.now();
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new AgentError('orchestrator_closed', 'this orchestrator was closed');
+  }
+}
+
+/** Creates an orchestrator. */
+export function createOrchestrator(options: OrchestratorOptions): Orchestrator {
+  return new Orchestrator(options);
+}
+
+export type { OrchestratorOptions, StartTaskRequest } from './options.js';
+export type { AuditRecord, TaskStatus, UserEventResult } from './status.js';
+export type { RecoveryReport } from './recovery.js';
+export { DEFAULT_LIMITS, DEFAULT_POLICY } from './options.js';

@@ -1,0 +1,38 @@
+/**
+ * Recovery: tasks left running by a process that died are resumed here when their lease is free (or expired); a
+ * write that was in flight is reconciled by its idempotency key, never re-run blindly.
+ */
+import { TaskBusyError, TaskQuarantinedError } from '../errors.js';
+import type { TaskStore } from '../store/taskStore.js';
+import type { ExpirySweeper } from './expirySweeper.js';
+import type { LiveTasks } from './liveTasks.js';
+
+export interface RecoveryReport {
+  /** Running tasks this process took over (their lease had expired or was free). */
+  resumed: string[];
+  /** Running tasks another live process drives. */
+  busy: string[];
+  /** Tasks that cannot be restored, with the reason now recorded on them. */
+  quarantined: { taskId: string; reason: string }[];
+  /** Confirmations that had expired while no process was running. */
+  expired: number;
+}
+
+export async function recover(store: TaskStore, live: LiveTasks, sweeper: ExpirySweeper): Promise<RecoveryReport> {
+  const report: RecoveryReport = { resumed: [], busy: [], quarantined: [], expired: 0 };
+  for (const summary of await store.list({ states: ['running'] })) {
+    if (live.has(summary.taskId)) continue;
+    try {
+      await live.exclusive(summary.taskId, async () => {
+        await live.hydrate(summary.taskId, { wait: false });
+      });
+      report.resumed.push(summary.taskId);
+    } catch (error) {
+      if (error instanceof TaskBusyError) report.busy.push(summary.taskId);
+      else if (error instanceof TaskQuarantinedError) report.quarantined.push({ taskId: summary.taskId, reason: error.reason });
+      else throw error;
+    }
+  }
+  report.expired = await sweeper.expireDue();
+  return report;
+}

@@ -1,0 +1,87 @@
+/** The status projection: what a host sees of a task, from its context and its summary. */
+import type {
+  AgentContext,
+  BudgetCounters,
+  BudgetLimits,
+  Evidence,
+  Observation,
+  Outcome,
+  PendingConfirmation,
+  Principal,
+} from '../../machines/context.js';
+import type { ReplyCode } from '../../machines/failures.js';
+import type { AuditEntry } from '../../machines/journal.js';
+import { remaining } from '../../machines/lib/budget.js';
+import type { LiveTask } from '../runtime/liveTask.js';
+import { type TaskState, type TaskSummary, summarize } from '../store/summary.js';
+
+export interface TaskStatus {
+  taskId: string;
+  state: TaskState;
+  /** The machine state, dotted ("executing.awaitingConfirmation"). */
+  stateValue: string;
+  revision: number;
+  goal: string;
+  /** The principal the task runs for, as the host gave it at start. */
+  principal: Principal;
+  turn: number;
+  outcome: Outcome | null;
+  pendingConfirmation: PendingConfirmation | null;
+  question: string | null;
+  budget: { limits: BudgetLimits; used: BudgetCounters; remaining: BudgetCounters; deadlineAt: number };
+  evidence: Evidence[];
+  /** Results of the last batch, paired by call id. */
+  observations: Observation[];
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface UserEventResult {
+  /** True when the event changed the task (a confirmation granted, an answer taken, a cancel applied). */
+  accepted: boolean;
+  /** Why not, or what happens now: arguments_changed, confirmation_expired, wrong_user, cancel_deferred... */
+  code: ReplyCode | null;
+  message: string;
+  status: TaskStatus;
+}
+
+/** An audit entry with its position in the task's journal. */
+export type AuditRecord = AuditEntry & { seq: number };
+
+export function statusFrom(context: AgentContext, summary: TaskSummary): TaskStatus {
+  return {
+    taskId: context.taskId,
+    state: summary.state,
+    stateValue: summary.stateValue,
+    revision: summary.revision,
+    goal: context.goal,
+    principal: { userId: context.principal.userId, tenantId: context.principal.tenantId, scopes: [...context.principal.scopes] },
+    turn: context.turn,
+    outcome: context.outcome,
+    pendingConfirmation: context.pendingConfirmation,
+    question: context.question,
+    budget: {
+      limits: context.budget.limits,
+      used: context.budget.used,
+      remaining: remaining(context.budget),
+      deadlineAt: context.budget.deadlineAt,
+    },
+    evidence: context.evidence,
+    observations: context.batch?.calls.flatMap((c) => (c.observation ? [c.observation] : [])) ?? [],
+    createdAt: summary.createdAt,
+    updatedAt: summary.updatedAt,
+  };
+}
+
+/** The status of a task driven here: its current snapshot (saved or about to be), with the last saved revision. */
+export function statusOfLive(task: LiveTask): TaskStatus {
+  const snapshot = task.currentSnapshot();
+  const saved = task.summary;
+  const context = snapshot.context as AgentContext;
+  const summary = summarize({ value: snapshot.value, context }, snapshot.tags, {
+    revision: saved?.revision ?? 0,
+    createdAt: saved?.createdAt ?? context.startedAt,
+    updatedAt: saved?.updatedAt ?? context.startedAt,
+  });
+  return statusFrom(context, summary);
+}

@@ -1,0 +1,48 @@
+/**
+ * The business-validation and authorization actors: run one call's `validate` or `authorize` hook with the tool's
+ * timeout. Only a plain `{ ok: true }` passes; a throw, a timeout or any other value is a refusal, reported as data
+ * (the chart's guards judge it). A thrown error's message never reaches the model: it may name internal hosts.
+ */
+import { fromPromise } from 'xstate';
+import type { CheckActorInput, CheckActorOutput, CheckVerdict } from '../../../machines/actors.js';
+import { cap, errorName } from '../../../machines/lib/text.js';
+import type { Tool, ValidationContext, ValidationResult } from '../../tool.js';
+import type { ActorHost } from '../actorHost.js';
+import { runWithTimeout } from '../timeouts.js';
+import { parseArguments } from './callAttempt.js';
+
+type Hook = 'validate' | 'authorize';
+const WHAT: Record<Hook, string> = { validate: 'business validation', authorize: 'authorization' };
+
+export function checkActor(host: ActorHost, hook: Hook) {
+  return fromPromise<CheckActorOutput, CheckActorInput>(async ({ input, signal }) => {
+    const started = host.clock.now();
+    const verdict = await check(host, hook, input, signal);
+    return { at: host.clock.now(), verdict, durationMs: Math.max(0, host.clock.now() - started) };
+  });
+}
+
+async function check(host: ActorHost, hook: Hook, input: CheckActorInput, signal: AbortSignal): Promise<CheckVerdict> {
+  const what = WHAT[hook];
+  const tool = host.registry.get(input.call.tool);
+  const run = tool?.[hook] as ((args: unknown, ctx: ValidationContext) => ValidationResult | Promise<ValidationResult>) | undefined;
+  if (!tool || !run) return { ok: false, code: 'unavailable', summary: `${what} of ${input.call.tool} is not installed` };
+  const args = parseArguments(tool as Tool, input.call.args);
+  if (!args.ok) return { ok: false, code: 'invalid_arguments', summary: args.summary };
+  const ctx: ValidationContext = { taskId: input.taskId, principal: input.principal, signal };
+  const timed = await runWithTimeout(host.clock, tool.timeoutMs, signal, async (s) => run(args.value, { ...ctx, signal: s })).catch(
+    (error: unknown) => ({ kind: 'error' as const, error }),
+  );
+  if (timed.kind === 'done') {
+    const result = timed.value as Partial<{ ok: unknown; code: unknown; summary: unknown }> | null | undefined;
+    if (result?.ok === true) return { ok: true };
+    return {
+      ok: false,
+      code: typeof result?.code === 'string' ? result.code : hook === 'authorize' ? 'permission_denied' : 'invalid_arguments',
+      summary: typeof result?.summary === 'string' ? cap(result.summary) : `${what} did not return { ok: true }`,
+    };
+  }
+  if (timed.kind === 'timeout') return { ok: false, code: 'unavailable', summary: `${what} did not finish within ${tool.timeoutMs} ms` };
+  if (timed.kind === 'aborted') return { ok: false, code: 'unavailable', summary: `${what} was aborted` };
+  return { ok: false, code: 'unavailable', summary: `${what} failed (${errorName(timed.error)})` };
+}

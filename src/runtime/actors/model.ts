@@ -1,0 +1,113 @@
+/**
+ * The model actor: asks the model for one turn, with a timeout and transport retries against the retry budget,
+ * and resolves with exactly one validated `model.*` event, or with the failure as data.
+ */
+import { fromPromise } from 'xstate';
+import type { ModelActorInput, ModelActorOutput } from '../../../machines/actors.js';
+import { type ModelEvent, modelEventSchema } from '../../../machines/events.js';
+import { cap, safeErrorText, zodSummary } from '../../../machines/lib/text.js';
+import { backoffDelay, sleep } from '../../clock.js';
+import { type ModelReply, TransientModelError } from '../../model/agentModel.js';
+import type { ActorHost } from '../actorHost.js';
+import { runWithTimeout } from '../timeouts.js';
+
+export function modelActor(host: ActorHost) {
+  const { clock } = host;
+  return fromPromise<ModelActorOutput, ModelActorInput>(async ({ input, signal }) => {
+    const task = host.task(input.taskId);
+    // The turn is paid for only once the state that debits it is durable. Waiting here also yields to the event
+    // loop between turns, so a task whose tools and model answer at once cannot starve other work.
+    await task.barrier();
+    const context = task.context();
+    let retriesUsed = 0;
+    for (;;) {
+      const timed = await runWithTimeout(clock, host.modelTimeoutMs, signal, (s) =>
+        host.model
+          .decide({
+            taskId: input.taskId,
+            turn: input.turn,
+            goal: context.goal,
+            principal: { userId: context.principal.userId, tenantId: context.principal.tenantId },
+            tools: host.registry.offeredTo(context.principal),
+            observations: input.observations,
+            transcript: () => task.transcript(),
+            signal: s,
+          })
+          .then(
+            (reply) => ({ ok: true as const, reply }),
+            (error: unknown) => ({ ok: false as const, error }),
+          ),
+      );
+      if (timed.kind === 'aborted') throw new Error('the model call was aborted');
+      const answered = timed.kind === 'done' ? timed.value : null;
+      if (answered?.ok) {
+        const event = toModelEvent(answered.reply, clock.now(), context.modelReservation);
+        return { kind: 'replied', at: clock.now(), retriesUsed, event };
+      }
+      const error = answered?.ok === false ? answered.error : undefined;
+      const failure =
+        answered === null
+          ? { transient: true, message: `no answer within ${host.modelTimeoutMs} ms`, retryAfterMs: undefined }
+          : {
+              transient: error instanceof TransientModelError,
+              message: safeErrorText(error),
+              retryAfterMs: error instanceof TransientModelError ? error.retryAfterMs : undefined,
+            };
+      if (!failure.transient || retriesUsed >= input.retryAllowance) {
+        // The retries were spent even though the turn failed: the machine debits them from the budget.
+        const message = failure.transient ? `${failure.message} (after ${retriesUsed} retries)` : failure.message;
+        return { kind: 'failed', at: clock.now(), retriesUsed, failure: { code: 'model_unavailable', message, transient: failure.transient } };
+      }
+      const delay = Math.max(failure.retryAfterMs ?? 0, backoffDelay(retriesUsed, host.backoff, host.random));
+      retriesUsed += 1;
+      await sleep(clock, delay, signal);
+    }
+  });
+}
+
+/**
+ * Turns an adapter's reply into a validated `model.*` event; anything malformed becomes `model.invalidOutput`.
+ * Usage that is not a finite number (NaN, Infinity, a string) is charged as the turn's whole `reservation`: it would
+ * otherwise disable the token and cost budgets (NaN compares false) and be persisted as null.
+ */
+export function toModelEvent(
+  reply: ModelReply,
+  at: number,
+  reservation: { tokens: number; costMicros: number } = { tokens: 0, costMicros: 0 },
+): ModelEvent {
+  const reported = [reply?.usage?.inputTokens, reply?.usage?.outputTokens, reply?.usage?.costMicros];
+  const unusable = reported.some((n) => n !== undefined && (typeof n !== 'number' || !Number.isFinite(n)));
+  const count = (n: number | undefined) => Math.max(0, Math.round(n ?? 0));
+  const usage = unusable
+    ? { inputTokens: reservation.tokens, outputTokens: 0, costMicros: reservation.costMicros }
+    : { inputTokens: count(reported[0]), outputTokens: count(reported[1]), costMicros: count(reported[2]) };
+  let candidate: unknown;
+  switch (reply?.type) {
+    case 'tool_calls':
+      candidate = {
+        type: 'model.toolsProposed',
+        at,
+        text: reply.text ?? null,
+        usage,
+        calls: (reply.calls ?? []).map((c) => (c.callId === undefined ? { name: c.name, arguments: c.arguments } : { callId: c.callId, name: c.name, arguments: c.arguments })),
+      };
+      break;
+    case 'answer':
+      candidate = { type: 'model.answered', at, text: reply.text, usage };
+      break;
+    case 'ask_user':
+      candidate = { type: 'model.askedUser', at, question: reply.question, usage };
+      break;
+    case 'refusal':
+      candidate = { type: 'model.refused', at, reason: reply.reason, usage };
+      break;
+    case 'invalid':
+      candidate = { type: 'model.invalidOutput', at, detail: cap(reply.detail), usage };
+      break;
+    default:
+      return { type: 'model.invalidOutput', at, detail: 'the model adapter returned an unknown reply type', usage };
+  }
+  const parsed = modelEventSchema.safeParse(candidate);
+  if (parsed.success) return parsed.data;
+  return { type: 'model.invalidOutput', at, detail: `unusable model output: ${zodSummary(parsed.error)}`, usage };
+}

@@ -1,0 +1,59 @@
+/** The reads actor: one step's reads run concurrently; transient failures retry within the tool's policy and budget. */
+import { fromPromise } from 'xstate';
+import type { CallOutcome, CallRef, ReadResult, ReadsActorInput, ReadsActorOutput } from '../../../machines/actors.js';
+import type { Principal } from '../../../machines/context.js';
+import { backoffDelay, sleep } from '../../clock.js';
+import type { ReadTool } from '../../tool.js';
+import type { ActorHost } from '../actorHost.js';
+import { attemptTool, parseArguments } from './callAttempt.js';
+
+export function readsActor(host: ActorHost) {
+  return fromPromise<ReadsActorOutput, ReadsActorInput>(async ({ input, signal }) => {
+    const allowance = { left: input.retryAllowance };
+    const results = await Promise.all(input.calls.map((call) => runRead(host, input.taskId, input.principal, call, allowance, signal)));
+    return { at: host.clock.now(), results, retriesUsed: input.retryAllowance - allowance.left };
+  });
+}
+
+async function runRead(
+  host: ActorHost,
+  taskId: string,
+  principal: Principal,
+  call: CallRef,
+  allowance: { left: number },
+  signal: AbortSignal,
+): Promise<ReadResult> {
+  const started = host.clock.now();
+  const tool = host.registry.get(call.tool) as ReadTool | undefined;
+  const finish = (outcome: CallOutcome, attempts: number): ReadResult => ({
+    callId: call.callId,
+    outcome,
+    attempts,
+    durationMs: Math.max(0, host.clock.now() - started),
+  });
+  if (!tool || tool.effect !== 'read') {
+    return finish({ kind: 'error', code: 'unknown_tool', summary: `no read tool named ${call.tool}`, retryable: false }, 0);
+  }
+  const args = parseArguments(tool, call.args);
+  if (!args.ok) return finish({ kind: 'error', code: 'invalid_arguments', summary: args.summary, retryable: true }, 0);
+  const maxAttempts = tool.retry?.maxAttempts ?? 1;
+  for (let attempt = 1; ; attempt++) {
+    const outcome = await attemptTool(host.clock, tool, signal, (s) =>
+      tool.execute(args.value, { taskId, callId: call.callId, principal, signal: s, attempt }),
+    );
+    const transient = outcome.kind === 'error' && outcome.retryable;
+    if (!transient || attempt >= maxAttempts || allowance.left <= 0 || signal.aborted) {
+      if (outcome.kind === 'error' && outcome.code === 'timeout') {
+        const attempts = `${attempt} attempt${attempt > 1 ? 's' : ''}`;
+        return finish({ ...outcome, summary: `${tool.name} did not answer within ${tool.timeoutMs} ms (${attempts}); the result is unknown, not empty` }, attempt);
+      }
+      return finish(outcome, attempt);
+    }
+    allowance.left -= 1;
+    try {
+      await sleep(host.clock, backoffDelay(attempt - 1, tool.retry!, host.random), signal);
+    } catch {
+      return finish(outcome, attempt);
+    }
+  }
+}

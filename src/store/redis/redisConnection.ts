@@ -1,0 +1,73 @@
+/**
+ * The ioredis client the store creates for itself, configured so that a Redis that is down or unreachable gives
+ * an error within seconds instead of queueing commands forever, and the mapping of client errors to store errors.
+ */
+import { Redis } from 'ioredis';
+import { AgentError, CorruptTaskError, StoreUnavailableError } from '../../errors.js';
+
+/** Bounds of the store's own client. */
+export interface RedisClientBounds {
+  /** A command (including its wait for a connection) fails after this long. Default 3000. */
+  commandTimeoutMs?: number;
+  /** One TCP connect attempt gives up after this long. Default 1000. */
+  connectTimeoutMs?: number;
+}
+
+/** Where the store connects when given neither a client, a url nor REDIS_URL. */
+export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
+
+/**
+ * A client for `url` with bounded failure: it reconnects forever in the background with capped backoff, but a
+ * command fails within about a second when Redis is down, and within `commandTimeoutMs` in any case.
+ */
+export function createRedisClient(url: string, bounds: RedisClientBounds = {}): Redis {
+  const client = new Redis(url, {
+    // ioredis fails the queued commands every (maxRetriesPerRequest + 1) reconnection attempts, so this and the
+    // cap on the delay bound how long a command waits for a Redis that is down: about 2 x 400 ms.
+    maxRetriesPerRequest: 1,
+    retryStrategy: (times) => Math.min(50 * 2 ** (times - 1), 400),
+    connectTimeout: bounds.connectTimeoutMs ?? 1000,
+    commandTimeout: bounds.commandTimeoutMs ?? 3000,
+    // Kept on so commands issued before the first connect completes wait for it (bounded by the above).
+    enableOfflineQueue: true,
+    // A save whose connection dropped may or may not have run. Resending it silently could report our own write
+    // as a revision conflict; failing it (as unavailable) lets the caller retry and check what landed.
+    autoResendUnfulfilledCommands: false,
+  });
+  // Failures reach callers as rejected commands; without a listener ioredis would log every reconnect failure.
+  client.on('error', () => {});
+  return client;
+}
+
+/** host:port (or socket path) of a client, without credentials, for error messages. */
+export function describeRedis(client: Redis): string {
+  const { host, port, path } = client.options;
+  return path ? path : `${host ?? '127.0.0.1'}:${port ?? 6379}`;
+}
+
+/**
+ * The error to throw for a failed Redis call: store errors pass through; WRONGTYPE on a task's own key means the
+ * task's data is unusable (CorruptTaskError naming `key`); anything else means the store is unavailable.
+ */
+export function toStoreError(
+  error: unknown,
+  where: string,
+  action: string,
+  task?: { taskId: string; key: string },
+): Error {
+  if (error instanceof AgentError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  if (task && message.includes('WRONGTYPE')) {
+    return new CorruptTaskError(task.taskId, `Redis key ${task.key} holds a value of the wrong type for this store`, {
+      cause: error,
+    });
+  }
+  if (error instanceof Error && error.name === 'ReplyError') {
+    return new StoreUnavailableError(`Redis at ${where} refused the ${action}: ${message}`, { cause: error });
+  }
+  return new StoreUnavailableError(
+    `Redis at ${where} could not be reached for the ${action} (${message}); check that it is running and that ` +
+      'REDIS_URL or the store\'s url option points to it',
+    { cause: error },
+  );
+}

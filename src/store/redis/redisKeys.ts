@@ -1,0 +1,70 @@
+/**
+ * Every Redis key of the store, built in one place. All keys start with the `{prefix}` hash tag, so a Redis
+ * Cluster puts them in one slot and a Lua script may touch a task, its journals and the indexes atomically.
+ *
+ * The task id always comes last: a task id may contain ":" and could otherwise make one task's journal key equal
+ * another task's hash key (`task:a:audit` vs. task "a:audit").
+ */
+import { TASK_STATES, type TaskState } from '../summary.js';
+
+/** Fields of the task hash. The envelope is authoritative; the others are kept beside it so reads stay cheap. */
+export const TASK_FIELDS = {
+  envelope: 'envelope',
+  /** The envelope's summary, so `list` does not parse whole envelopes. */
+  summary: 'summary',
+  revision: 'revision',
+  state: 'state',
+  /** Fence presented by the last write ("" for an unfenced write); for diagnosis. */
+  fence: 'fence',
+  /** Committed journal lengths (the envelope's `journal`), so `readJournal` does not parse the envelope. */
+  auditLength: 'auditLength',
+  transcriptLength: 'transcriptLength',
+} as const;
+
+export interface RedisKeys {
+  /** The `{prefix}` hash tag every key starts with. */
+  readonly root: string;
+  /** Hash: the envelope and the fields in TASK_FIELDS. */
+  task(taskId: string): string;
+  /** Stream: append-only audit journal (XADD, entry ids "<n>-0"); readable with XRANGE. */
+  audit(taskId: string): string;
+  /** List: append-only transcript journal. */
+  transcript(taskId: string): string;
+  /** String: lease holder's token, with a PX expiry. */
+  lease(taskId: string): string;
+  /** String: counter incremented by every lease acquisition; never expires, so fences only grow. */
+  fence(taskId: string): string;
+  /** Sorted set: every task id, scored by updatedAt. */
+  readonly updated: string;
+  /** Sorted set: ids of tasks in `state`, scored by updatedAt. */
+  state(state: TaskState): string;
+  /** Sorted set: ids of tasks with a wakeAt, scored by wakeAt. */
+  readonly wake: string;
+  /** Hash: taskId -> quarantine reason. */
+  readonly quarantine: string;
+}
+
+/** The key layout for one prefix. The prefix may not contain braces: they would end the hash tag early. */
+export function redisKeys(prefix: string): RedisKeys {
+  if (prefix.length === 0 || /[{}]/.test(prefix)) {
+    throw new TypeError(`Redis key prefix ${JSON.stringify(prefix)} must be non-empty and contain no braces`);
+  }
+  const root = `{${prefix}}`;
+  return {
+    root,
+    task: (id) => `${root}:task:${id}`,
+    audit: (id) => `${root}:audit:${id}`,
+    transcript: (id) => `${root}:transcript:${id}`,
+    lease: (id) => `${root}:lease:${id}`,
+    fence: (id) => `${root}:fence:${id}`,
+    updated: `${root}:index:updated`,
+    state: (state) => `${root}:index:state:${state}`,
+    wake: `${root}:index:wake`,
+    quarantine: `${root}:quarantine`,
+  };
+}
+
+/** The per-state index keys in TASK_STATES order (the save script receives all of them). */
+export function stateIndexKeys(keys: RedisKeys): string[] {
+  return TASK_STATES.map((state) => keys.state(state));
+}

@@ -1,0 +1,72 @@
+/**
+ * Leases on Redis: a per-task string holding the holder's random token with a PX expiry, and a per-task counter
+ * that every acquisition increments in the same script, giving the monotonic fence that saves present.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Clock } from '../../clock.js';
+import { AgentError } from '../../errors.js';
+import type { RedisKeys } from './redisKeys.js';
+import { type StoreScripts, scriptError } from './redisScripts.js';
+import type { Lease, LeaseManager } from '../taskStore.js';
+
+/** Runs one Redis call, mapping its failure to a store error (see RedisStore). */
+export type RedisCall = <T>(action: string, fn: () => Promise<T>, task?: { taskId: string; key: string }) => Promise<T>;
+
+/** The LeaseManager of a RedisStore. */
+export class RedisLeaseManager implements LeaseManager {
+  constructor(
+    private readonly scripts: StoreScripts,
+    private readonly keys: RedisKeys,
+    private readonly clock: Clock,
+    private readonly call: RedisCall,
+  ) {}
+
+  async acquire(taskId: string, ttlMs: number): Promise<Lease | null> {
+    const ttl = checkTtl(ttlMs);
+    const token = randomBytes(16).toString('hex');
+    const key = this.keys.lease(taskId);
+    // Taken before the request, so the expiry we report is never later than the one Redis applies.
+    const now = this.clock.now();
+    const [code, detail] = await this.call(
+      `lease acquisition for task ${taskId}`,
+      () => this.scripts.taskStoreAcquireLease(key, this.keys.fence(taskId), token, ttl),
+      { taskId, key },
+    );
+    if (code === 0) return null;
+    if (code < 0) throw scriptError(code, detail, { taskId });
+    return { taskId, token, fence: String(detail), expiresAt: now + ttl };
+  }
+
+  /** Also moves `lease.expiresAt` forward when the renewal succeeds. */
+  async renew(lease: Lease, ttlMs: number): Promise<boolean> {
+    const ttl = checkTtl(ttlMs);
+    const key = this.keys.lease(lease.taskId);
+    const now = this.clock.now();
+    const [code, detail] = await this.call(
+      `lease renewal for task ${lease.taskId}`,
+      () => this.scripts.taskStoreRenewLease(key, lease.token, ttl),
+      { taskId: lease.taskId, key },
+    );
+    if (code < 0) throw scriptError(code, detail, { taskId: lease.taskId });
+    if (code === 0) return false;
+    lease.expiresAt = now + ttl;
+    return true;
+  }
+
+  async release(lease: Lease): Promise<void> {
+    const key = this.keys.lease(lease.taskId);
+    const [code, detail] = await this.call(
+      `lease release for task ${lease.taskId}`,
+      () => this.scripts.taskStoreReleaseLease(key, lease.token),
+      { taskId: lease.taskId, key },
+    );
+    if (code < 0) throw scriptError(code, detail, { taskId: lease.taskId });
+  }
+}
+
+function checkTtl(ttlMs: number): number {
+  if (!Number.isFinite(ttlMs) || ttlMs < 1) {
+    throw new AgentError('invalid_lease_ttl', `a lease needs a positive, finite ttlMs; got ${ttlMs}`);
+  }
+  return Math.ceil(ttlMs);
+}

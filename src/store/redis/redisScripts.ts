@@ -1,0 +1,86 @@
+/**
+ * The store's Lua scripts (`./lua/*.lua`, documented in their headers), registered on an ioredis client with
+ * `defineCommand`, and the one place where their negative return codes become errors.
+ */
+import { readFileSync } from 'node:fs';
+import type { Redis } from 'ioredis';
+import {
+  AgentError,
+  CorruptTaskError,
+  FencedOutError,
+  RevisionConflictError,
+  StoreUnavailableError,
+  TaskExistsError,
+} from '../../errors.js';
+import { TASK_STATES } from '../summary.js';
+
+/** Every script replies `[code, detail]`; a negative code is a refusal, mapped by `scriptError`. */
+export type ScriptReply<T = string> = [code: number, detail: T];
+
+type Command<T = string> = (...args: (string | number)[]) => Promise<ScriptReply<T>>;
+
+/** The commands `defineStoreScripts` adds to a client. Prefixed so they cannot clash with an app's own. */
+export interface StoreScripts {
+  taskStoreSave: Command;
+  taskStoreAcquireLease: Command;
+  taskStoreRenewLease: Command;
+  taskStoreReleaseLease: Command;
+  taskStoreReadJournal: Command<string[] | string>;
+}
+
+const lua = (name: string) => readFileSync(new URL(`./lua/${name}.lua`, import.meta.url), 'utf8');
+
+/** Number of KEYS of the save script: 7 fixed keys, then one index per state. */
+export const SAVE_KEY_COUNT = 7 + TASK_STATES.length;
+
+const definitions: Record<keyof StoreScripts, { lua: string; numberOfKeys: number }> = {
+  taskStoreSave: { lua: lua('save'), numberOfKeys: SAVE_KEY_COUNT },
+  taskStoreAcquireLease: { lua: lua('acquireLease'), numberOfKeys: 2 },
+  taskStoreRenewLease: { lua: lua('renewLease'), numberOfKeys: 1 },
+  taskStoreReleaseLease: { lua: lua('releaseLease'), numberOfKeys: 1 },
+  taskStoreReadJournal: { lua: lua('readJournal'), numberOfKeys: 2 },
+};
+
+/** Registers the scripts on `client` (idempotent: redefining replaces them with the same code). */
+export function defineStoreScripts(client: Redis): Redis & StoreScripts {
+  for (const [name, definition] of Object.entries(definitions)) client.defineCommand(name, definition);
+  return client as Redis & StoreScripts;
+}
+
+/** What a script was doing, for the error it may turn into. */
+export interface ScriptContext {
+  taskId: string;
+  expectedRevision?: number;
+  fence?: string | undefined;
+}
+
+/** The error for a script's negative return code. */
+export function scriptError(code: number, detail: string, context: ScriptContext): Error {
+  const { taskId, expectedRevision = 0 } = context;
+  switch (code) {
+    case -1:
+      return new TaskExistsError(taskId);
+    case -2:
+    case -5:
+      return new RevisionConflictError(taskId, expectedRevision, detail === '' ? null : Number(detail));
+    case -3:
+      return new FencedOutError(
+        taskId,
+        Number(context.fence) < Number(detail)
+          ? `fence ${context.fence} is stale; the lease was acquired since with fence ${detail}`
+          : `fence ${context.fence} was never handed out; the last acquisition got fence ${detail}`,
+      );
+    case -4:
+      return new FencedOutError(taskId, 'a save without a fence was refused while another holder has the lease');
+    case -6:
+      return new CorruptTaskError(taskId, `Redis key ${detail} holds a value of the wrong type for this store`);
+    case -7:
+      return new StoreUnavailableError(
+        `index key ${detail} holds a value of the wrong type; something other than this store wrote under its prefix`,
+      );
+    case -8:
+      return new AgentError('invalid_save', `save of task ${taskId}: unknown state ${JSON.stringify(detail)}`);
+    default:
+      return new StoreUnavailableError(`a store script answered with unknown code ${code} (${detail})`);
+  }
+}
