@@ -1,9 +1,11 @@
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { ManualClock } from '../src/testing/manualClock.js';
 import { hashArguments } from '../src/hashing.js';
 import { reply } from '../src/testing/scriptedModel.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
-import { SUPPORT, byKind, harness } from './support/harness.js';
+import { defineTool } from '../src/tool.js';
+import { SUPPORT, byKind, harness, E17 } from './support/harness.js';
 
 const REFUND_999 = { order_id: 'O-1001', amount_cents: 99_900, reason: 'per note' };
 const REFUND_50 = { order_id: 'O-1001', amount_cents: 5_000, reason: 'small' };
@@ -207,5 +209,54 @@ describe('confirmation bound to exact arguments', () => {
     const done = await orchestrator.settled('refund-task');
     expect(done.state).toBe('done');
     expect(done.budget.deadlineAt).toBe(deadline + 10 * 60_000);
+  });
+});
+
+describe('a confirmation rule that does not return a plain boolean', () => {
+  const payment = (confirm: unknown, sent: number[]) =>
+    defineTool({
+      name: 'send_payment',
+      description: 'Sends a payment.',
+      effect: 'write',
+      scopes: [],
+      timeoutMs: 100,
+      sameKeyRetrySafe: true,
+      input: z.strictObject({ amount: z.number() }),
+      output: z.strictObject({ status: z.literal('sent') }),
+      confirm: confirm as never,
+      execute: async (args) => {
+        sent.push(args.amount);
+        return { ok: true, value: { status: 'sent' as const } };
+      },
+      lookup: async () => ({ found: false as const }),
+    });
+
+  for (const [name, rule] of [
+    ['an async rule', async () => true],
+    ['a truthy non-boolean', () => 1],
+  ] as const) {
+    it(`fails closed: ${name} asks for confirmation`, async () => {
+      const sent: number[] = [];
+      const h = harness({ extraTools: [payment(rule, sent)], script: [reply.call('send_payment', { amount: 5 }), reply.answer('x')] });
+      const status = await h.orchestrator.run({ principal: E17, goal: 'pay', taskId: 'rule' });
+      expect(status.state).toBe('waiting_for_confirmation');
+      expect(sent).toEqual([]);
+    });
+  }
+
+  it('an unknown rule name is refused by defineTool', () => {
+    expect(() => payment('Always', [])).toThrow(/confirm must be/);
+  });
+});
+
+describe('a confirmation from a session that lost its scopes', () => {
+  it('refuses a confirmation from the right user whose session no longer holds the tool scopes', async () => {
+    const h = harness({ script: [reply.call('refund_order', { order_id: 'O-1001', amount_cents: 99_900, reason: 'x' })] });
+    const principal = { userId: 'E17', tenantId: 'acme', scopes: ['refunds:write'] };
+    const waiting = await h.orchestrator.run({ principal, goal: 'refund', taskId: 'revoked' });
+    const result = await h.orchestrator.confirm('revoked', { ...principal, scopes: [] }, waiting.pendingConfirmation!);
+    expect(result).toMatchObject({ accepted: false, code: 'permission_denied' });
+    expect(h.refunds.refunds).toEqual([]);
+    expect((await h.orchestrator.confirm('revoked', principal, waiting.pendingConfirmation!)).accepted).toBe(true);
   });
 });

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import type { ModelReply } from '../src/model/agentModel.js';
+import type { AgentModel, ModelReply } from '../src/model/agentModel.js';
 import { reply, scriptedModel } from '../src/testing/scriptedModel.js';
+import { MemoryStore } from '../src/store/memoryStore.js';
 import { defineTool } from '../src/tool.js';
 import { BOOKING_GOAL, BOOKING_SUCCESS, E17, MEETING, byKind, harness, reserveArgs } from './support/harness.js';
 
@@ -56,7 +57,7 @@ describe('gate (a): protocol', () => {
     const { orchestrator, bookings } = harness({ script: [reply.calls(...calls), reply.answer('stop')], policy: { maxCallsPerBatch: 2 } });
     const status = await orchestrator.run({ principal: E17, goal });
     expect(bookings.searches).toBe(0);
-    expect(status.observations.every((o) => !o.ok && o.code === 'too_many_calls')).toBe(true);
+    expect(status.observations).toEqual(calls.map((c) => expect.objectContaining({ callId: c.callId, ok: false, code: 'too_many_calls' })));
   });
 
   it.each([
@@ -384,5 +385,105 @@ describe('execution', () => {
     const status = await orchestrator.run({ principal: E17, goal });
     expect(bookings.reserveRequests).toHaveLength(1);
     expect(status.observations[0]).toMatchObject({ ok: false, code: 'conflict', retryable: false });
+  });
+});
+
+describe('an input schema that transforms its arguments', () => {
+  it('is refused at the schema gate instead of running arguments other than the confirmed ones', async () => {
+    const executed: number[] = [];
+    const refundCents = defineTool({
+      name: 'refund_cents',
+      description: 'Refunds an amount given in whole units.',
+      effect: 'write',
+      scopes: [],
+      timeoutMs: 100,
+      sameKeyRetrySafe: true,
+      input: z.strictObject({ amount: z.number().transform((units) => units * 100) }),
+      output: z.strictObject({ ok: z.boolean() }),
+      confirm: 'always',
+      describeConfirmation: (args) => `refund ${args.amount} cents`,
+      execute: async (args) => {
+        executed.push(args.amount);
+        return { ok: true, value: { ok: true } };
+      },
+      lookup: async () => ({ found: false as const }),
+    });
+    const h = harness({ extraTools: [refundCents], script: [reply.call('refund_cents', { amount: 2 }), reply.answer('x')] });
+    const status = await h.orchestrator.run({ principal: E17, goal: 'refund', taskId: 'tx' });
+    expect(status.pendingConfirmation).toBeNull();
+    expect(executed).toEqual([]);
+    const audit = await h.orchestrator.audit('tx');
+    expect(byKind(audit, 'gate').find((g) => g.gate === 'schema' && g.decision === 'reject')?.code).toBe('invalid_arguments');
+  });
+});
+
+describe('a validation or authorization hook that does not return { ok: true }', () => {
+  it('rejects the call instead of passing it on a truthy value', async () => {
+    const sent: number[] = [];
+    const tool = defineTool({
+      name: 'send_payment',
+      description: 'Sends a payment.',
+      effect: 'write',
+      scopes: [],
+      timeoutMs: 100,
+      sameKeyRetrySafe: true,
+      input: z.strictObject({ amount: z.number() }),
+      output: z.strictObject({ status: z.literal('sent') }),
+      authorize: (() => ({ ok: 'no' })) as never,
+      execute: async (args) => {
+        sent.push(args.amount);
+        return { ok: true, value: { status: 'sent' as const } };
+      },
+      lookup: async () => ({ found: false as const }),
+    });
+    const h = harness({ extraTools: [tool], script: [reply.call('send_payment', { amount: 5 }), reply.answer('x')] });
+    const status = await h.orchestrator.run({ principal: E17, goal: 'pay', taskId: 'hook' });
+    expect(sent).toEqual([]);
+    expect(status.observations[0]).toMatchObject({ ok: false, gate: 'permission', code: 'permission_denied' });
+  });
+});
+
+describe('a business validation hook that throws', () => {
+  it('shows the model only the name of an error a validation hook threw, not its message', async () => {
+    const leaky = defineTool({
+      name: 'leaky_read',
+      description: 'x',
+      effect: 'read',
+      scopes: [],
+      timeoutMs: 100,
+      input: z.strictObject({}),
+      output: z.strictObject({}),
+      validate: () => {
+        throw new TypeError('connect ECONNREFUSED 10.1.2.3:5432 (db-internal.corp)');
+      },
+      execute: async () => ({ ok: true, value: {} }),
+    });
+    const h = harness({ extraTools: [leaky], script: [reply.call('leaky_read', {}), reply.answer('x')] });
+    const status = await h.orchestrator.run({ principal: E17, goal: 'g', taskId: 'leak' });
+    expect(status.observations[0]).toMatchObject({ ok: false, code: 'unavailable', summary: 'business validation failed (TypeError)' });
+    expect(JSON.stringify(await h.orchestrator.transcript('leak'))).not.toContain('10.1.2.3');
+  });
+});
+
+describe('model usage that is not a finite number', () => {
+  it('is charged as the reservation, so budgets stay enforced and the task stays restorable', async () => {
+    let turn = 0;
+    const model: AgentModel = {
+      name: 'nan-usage',
+      reservation: { tokens: 1_000, costMicros: 0 },
+      decide: async () => {
+        turn += 1;
+        return turn === 1
+          ? { type: 'ask_user', question: 'which room?', usage: { inputTokens: Number.NaN, outputTokens: 5 } }
+          : { type: 'answer', text: 'done' };
+      },
+    };
+    const store = new MemoryStore();
+    const h = harness({ model, store });
+    const status = await h.orchestrator.run({ principal: E17, goal: 'g', taskId: 'nan' });
+    expect(Number.isFinite(status.budget.used.tokens)).toBe(true);
+    expect(status.budget.used.tokens).toBeGreaterThanOrEqual(1_000);
+    const again = harness({ model, store });
+    expect((await again.orchestrator.status('nan')).budget.used.tokens).toBe(status.budget.used.tokens);
   });
 });

@@ -1,146 +1,24 @@
+/**
+ * The quick tier of the path checks: one model turn of the adversarial world explored exhaustively, charts broken on
+ * purpose (each must be caught), and fuzzed model output against the protocol and schema gates. The exhaustive
+ * exploration across turns is machinePaths.paths.test.ts.
+ */
 import fc from 'fast-check';
 import { initialTransition, transition } from 'xstate';
-import { type SerializedEvent, type SerializedSnapshot, getShortestPaths } from 'xstate/graph';
 import { describe, expect, it } from 'vitest';
 import type { MachineEvent } from '../machines/actors.js';
 import type { ProposedCall } from '../machines/events.js';
 import type { GuardName } from '../machines/guards/index.js';
 import { checkProtocol } from '../machines/lib/protocol.js';
-import { movesFor } from './support/agentMoves.js';
-import {
-  CATALOG,
-  CHART,
-  INPUT,
-  RULES,
-  type Move,
-  type World,
-  serializeWorld,
-  startedCalls,
-  valueOf,
-  withLimits,
-  worldLogic,
-} from './support/agentWorld.js';
-import { type Violation, explore } from './support/explore.js';
-import { type Trie, replayTrie } from './support/pathReplay.js';
+import { CATALOG, CHART, INPUT, RULES, valueOf, withLimits } from './support/agentWorld.js';
+import { explore, report } from './support/explore.js';
 import { expectedVerdict, proposalArb } from './support/proposalArbitraries.js';
 
-function report(violations: Violation[]): string {
-  const shown = violations.slice(0, 8).map((v) => `- ${v.problem}\n    after: ${v.path.join(' → ')}`);
-  return `${violations.length} broken rule(s):\n${shown.join('\n')}`;
-}
-
-/** Situations the exploration must have gone through, or the rules would hold vacuously. */
-function witness(prev: World, move: Move, next: World, count: (what: string) => void) {
-  const from = valueOf(prev.machine);
-  const to = valueOf(next.machine);
-  for (const call of startedCalls(prev.machine, next.machine)) {
-    const shadow = next.shadow.calls.find((c) => c.callId === call.callId);
-    if (to === 'executing.reading') count('reads started');
-    else if (!move.protocol && prev.shadow.calls.find((c) => c.callId === call.callId)?.starts) count('same-key retry after a lookup found nothing');
-    else count('writes started');
-    if (shadow?.needsConfirmation && shadow.grant) count(`${call.effect} started on a genuine confirmation`);
-  }
-  for (const call of next.machine.context.batch?.calls ?? []) {
-    const before = prev.machine.context.batch?.calls.find((c) => c.callId === call.callId);
-    const observation = call.observation;
-    if (!observation || before?.observation || observation.ok || !observation.gate) continue;
-    const scope = observation.gate === 'permission' && from === 'vetting.authorizing' ? ' (resource)' : observation.gate === 'permission' ? ' (scope)' : '';
-    count(`refused at ${observation.gate}${scope}`);
-  }
-  if (move.restart) count(from === 'executing.writing' ? 'restart during a write' : 'restart elsewhere');
-  if (move.benign) count('tool output claiming an approval');
-  if (move.inert) count('refused or premature human input');
-  if (move.protocol) count(`proposal ${move.protocol}`);
-  const outcome = next.machine.context.outcome;
-  if (outcome && !prev.machine.context.outcome) {
-    const dimension = (outcome.reason.detail as { dimension?: string } | undefined)?.dimension;
-    count(dimension ? `budget stop: ${dimension}` : `stop: ${outcome.reason.code}`);
-  }
-  const [was, is] = [prev.machine.context.pendingConfirmation, next.machine.context.pendingConfirmation];
-  if (was && is && was.id !== is.id) count('confirmation asked again');
-  if (!prev.machine.context.cancelRequested && next.machine.context.cancelRequested) count('cancel deferred during a write');
-}
-
-const MUST_WITNESS = [
-  'reads started',
-  'writes started',
-  'write started on a genuine confirmation',
-  'read started on a genuine confirmation',
-  'same-key retry after a lookup found nothing',
-  'restart during a write',
-  'restart elsewhere',
-  'tool output claiming an approval',
-  'refused or premature human input',
-  'proposal accepted',
-  'proposal rejected',
-  'proposal unpairable',
-  'budget stop: modelTurns',
-  'budget stop: toolCalls',
-  'budget stop: writes',
-  'budget stop: wallClock',
-  'stop: goal_met',
-  'stop: write_outcome_unknown',
-  'stop: too_many_rejections',
-  'stop: protocol_error',
-  'stop: loop_detected',
-  'stop: cancelled',
-  'confirmation asked again',
-  'cancel deferred during a write',
-  'refused at protocol',
-  'refused at schema',
-  'refused at business',
-  'refused at permission (scope)',
-  'refused at permission (resource)',
-  'refused at confirmation',
-  'refused at loop',
-];
-
-describe('agent machine paths', () => {
-  it('keeps every safety rule on every transition of the bounded adversarial world', { timeout: 120_000 }, () => {
-    const result = explore(INPUT, { maxStates: 150_000, witness });
-    console.log(
-      `[machinePaths] exhaustive BFS: ${result.states} distinct states (${result.finalStates} final), ` +
-        `${result.transitions} transitions checked (${result.revisits} into states already seen, ${result.selfLoops} self-loops), ` +
-        `${Object.keys(result.byMove).length} move kinds, longest path ${result.longestPath}, ${result.elapsedMs} ms`,
-    );
+describe('agent machine paths, one model turn', () => {
+  it('keeps every safety rule on every transition', () => {
+    const result = explore(withLimits({ modelTurns: 1 }), { maxStates: 50_000 });
     expect(result.violations, report(result.violations)).toEqual([]);
-    // The exploration of the agent/2 chart reached 78,140 states; this one must cover at least as much.
-    expect(result.states).toBeGreaterThan(78_140);
-    const missing = MUST_WITNESS.filter((what) => !result.witnessed[what]);
-    expect(missing, `never reached: ${missing.join(', ')}`).toEqual([]);
-  });
-
-  it('keeps the order rules along every shortest path found by xstate/graph', { timeout: 120_000 }, () => {
-    // Two model turns, the second only repeating a read or answering: getShortestPaths builds its adjacency map with
-    // a queue it shifts, quadratic past ~20k states. Across turns the exhaustive exploration above covers the rules.
-    const input = withLimits({ modelTurns: 2 });
-    const moves = (world: World) => movesFor(world, { lateFromTurn: 2 });
-    const started = performance.now();
-    const paths = getShortestPaths(worldLogic(input), {
-      events: moves,
-      serializeState: (world: World) => serializeWorld(world) as SerializedSnapshot,
-      serializeEvent: (move: Move) => move.type as SerializedEvent,
-      stopWhen: (world: World) => world.machine.status !== 'active',
-    });
-    // The paths share prefixes (they form a shortest-path tree): replay each prefix once, depth first.
-    const root: Trie = new Map();
-    let steps = 0;
-    for (const path of paths) {
-      let node = root;
-      // The first step is xstate.init; the others carry our moves.
-      for (const step of path.steps) {
-        if (!('event' in step.event)) continue;
-        steps += 1;
-        node = node.get(step.event.type) ?? node.set(step.event.type, new Map()).get(step.event.type)!;
-      }
-    }
-    const { replayed, problems } = replayTrie(root, input, moves);
-    console.log(
-      `[machinePaths] xstate/graph getShortestPaths: ${paths.length} paths (${steps} steps, ${replayed} distinct prefixes) ` +
-        `replayed and checked in ${Math.round(performance.now() - started)} ms`,
-    );
-    expect(paths.length).toBeGreaterThan(2_125);
-    expect(problems.slice(0, 5), `${problems.length} problems`).toEqual([]);
+    expect(result.states).toBeGreaterThan(600);
   });
 
   describe('the checks catch a chart that breaks a rule', () => {

@@ -289,7 +289,7 @@ describe('createOpenAIModel over HTTP', () => {
       expect(status.budget.used.retries).toBe(2);
       expect(srv.requests).toHaveLength(3);
       await Promise.all(srv.requests.map((r) => r.closed));
-      expect(srv.requests.every((r) => r.aborted)).toBe(true);
+      expect(srv.requests.map((r) => r.aborted)).toEqual([true, true, true]);
     });
 
     it('fails at once on a 401 with a clear message that carries no key', async () => {

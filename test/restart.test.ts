@@ -10,6 +10,7 @@ import { MemoryStore } from '../src/store/memoryStore.js';
 import type { SaveRequest, TaskStore } from '../src/store/taskStore.js';
 import { defineTool } from '../src/tool.js';
 import { BOOKING_SUCCESS, E17, byKind, harness, reserveArgs, until } from './support/harness.js';
+import { rawRows } from './support/rawRows.js';
 
 const goal = 'book R7';
 const bookScript = () => [reply.call('reserve_room', reserveArgs()), (v: { data: (t: string) => unknown }) => reply.answer(`booked ${(v.data('reserve_room') as Booking | undefined)?.booking_id}`)];
@@ -150,8 +151,8 @@ describe('stored tasks that cannot be restored', () => {
     const store = new MemoryStore();
     await storedTask(store, 'bad');
     await storedTask(store, 'good');
-    const raw = (store as unknown as { rows: Map<string, { envelope: string }> }).rows.get('bad')!.envelope;
-    store.corruptForTest('bad', corrupt(raw));
+    const row = rawRows(store).get('bad')!;
+    row.envelope = corrupt(row.envelope);
     const h = harness({ store });
     await expect(h.orchestrator.resume('bad')).rejects.toThrow(TaskQuarantinedError);
     await expect(h.orchestrator.resume('bad')).rejects.toThrow(reason);
@@ -269,5 +270,73 @@ describe('memory', () => {
     await until(() => h.orchestrator.liveTasks === 0);
     await h.orchestrator.cancel('w', principal);
     expect(h.orchestrator.liveTasks).toBe(0);
+  });
+});
+
+/** Saves, then reports the store as unreachable for the chosen revisions: the reply of a save that landed is lost. */
+class LostReplies extends MemoryStore {
+  readonly loseReplyOf = new Set<number>();
+  override async save(request: SaveRequest) {
+    await super.save(request);
+    if (this.loseReplyOf.delete(request.envelope.revision)) throw new StoreUnavailableError('connection reset after send');
+  }
+}
+
+describe('a save whose reply was lost', () => {
+  it('is recognised as our own on retry, and the task goes on', async () => {
+    const store = new LostReplies();
+    store.loseReplyOf.add(2);
+    const h = harness({ store, script: [reply.ask('which room?')] });
+    const status = await h.orchestrator.run({ principal: E17, goal: 'book', taskId: 'lost-2' });
+    expect(status.state).toBe('waiting_for_user');
+    expect(store.loseReplyOf.size).toBe(0);
+  });
+
+  it('is recognised for the first save too (not reported as "task exists")', async () => {
+    const store = new LostReplies();
+    store.loseReplyOf.add(1);
+    const h = harness({ store, script: [reply.ask('which room?')] });
+    const status = await h.orchestrator.run({ principal: E17, goal: 'book', taskId: 'lost-1' });
+    expect(status.state).toBe('waiting_for_user');
+  });
+});
+
+describe('a task stopped while its save is being retried', () => {
+  it('makes no further save attempt', async () => {
+    class Outage extends MemoryStore {
+      down = false;
+      attempts = 0;
+      override async save(request: SaveRequest) {
+        if (this.down) {
+          this.attempts += 1;
+          throw new StoreUnavailableError('connection refused');
+        }
+        return super.save(request);
+      }
+    }
+    const store = new Outage();
+    const h = harness({ store, script: [reply.ask('which room?')], saveRetries: 50 });
+    store.down = true;
+    const started = h.orchestrator.start({ principal: E17, goal: 'g', taskId: 'stop-retry' }).catch((e: unknown) => e);
+    await until(() => store.attempts >= 1);
+    await h.orchestrator.close();
+    await started;
+    store.down = false;
+    const attempts = store.attempts;
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await store.load('stop-retry')).toBeNull();
+    expect(store.attempts).toBe(attempts);
+  });
+});
+
+describe('a task loaded only to read it or to refuse an event', () => {
+  it('does not write a new revision when a task is only loaded to read it or to refuse an event', async () => {
+    const h = harness({ script: [reply.call('refund_order', { order_id: 'O-1001', amount_cents: 99_900, reason: 'x' })] });
+    const principal = { userId: 'E17', tenantId: 'acme', scopes: ['refunds:write'] };
+    const waiting = await h.orchestrator.run({ principal, goal: 'refund', taskId: 'quiet' });
+    const revision = (await h.store.load('quiet'))!.revision;
+    await h.orchestrator.resume('quiet');
+    await h.orchestrator.confirm('quiet', { ...principal, tenantId: 'other' }, { id: waiting.pendingConfirmation!.id, argsHash: 'x' });
+    expect((await h.store.load('quiet'))!.revision).toBe(revision);
   });
 });

@@ -1,23 +1,18 @@
 /**
- * The tasks CLI (src/cli/tasks.ts), run as a child process against prepared stores: a file store holding a finished
- * booking and a refund waiting for confirmation, and a Redis store holding a task whose process was killed.
+ * The tasks CLI (src/cli/tasks.ts), run as a child process against a prepared file store holding a finished booking
+ * and a refund waiting for confirmation. Its `recover` on Redis is in tasksCli.process.test.ts.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { RedisBookingService } from '../examples/booking/redisBookingService.js';
 import { REFUND_GOAL, REFUND_SUCCESS, refundScript, scenarios } from '../examples/booking/scenarios.js';
 import type { AuditRecord } from '../src/orchestrator/orchestrator.js';
 import type { TaskSummary } from '../src/store/envelope.js';
 import { FileStore } from '../src/store/file/fileStore.js';
-import { leaseExpired } from './support/crashMatrix.js';
 import { SUPPORT, harness } from './support/harness.js';
-import { useTestRedis } from './support/redis.js';
 import { ChildPool } from './support/workers.js';
 
-const redis = await useTestRedis();
 const pool = new ChildPool();
 
 async function tasks(args: string[], env: NodeJS.ProcessEnv = {}) {
@@ -93,51 +88,4 @@ describe('tasks CLI on a file store', () => {
     const state = await tasks(['list', '--state', 'asleep', ...file]);
     expect(state).toMatchObject({ code: 2, err: expect.stringContaining('unknown state "asleep"') });
   }, 30_000);
-});
-
-describe.skipIf(!redis)('tasks CLI recover on Redis', () => {
-  let client: Redis;
-  let prefix: string;
-
-  beforeAll(() => {
-    client = redis!.connect();
-    prefix = redis!.freshPrefix();
-  });
-  afterAll(async () => {
-    await redis!.deleteKeys(prefix);
-    await redis!.stop();
-  });
-
-  it('resumes a task whose process was killed and drives it to the end', async () => {
-    const orphaned = pool.worker('orphaned', {
-      redisUrl: redis!.url,
-      prefix,
-      taskId: 'orphan-1',
-      flow: 'booking',
-      action: 'run',
-      hangModelTurn: 2,
-      lease: { ttlMs: 500 },
-    });
-    await orphaned.waitFor('AT model-call');
-    await orphaned.kill();
-    await leaseExpired(client, prefix, 'orphan-1');
-    const redisArgs = ['--host', './examples/booking/host.ts', '--store', 'redis', '--prefix', prefix];
-    const env = { REDIS_URL: redis!.url };
-
-    const running = await tasks(['list', '--state', 'running', ...redisArgs], env);
-    expect(running.out).toMatch(/^orphan-1\s+running\s+thinking\s+r\d+\s+E17@acme/m);
-    const recovered = await tasks(['recover', ...redisArgs], env);
-    expect(recovered.code).toBe(0);
-    expect(recovered.out.split('\n')).toEqual([
-      'resumed 1: orphan-1',
-      'busy 0: -',
-      'quarantined 0',
-      'expired confirmations 0',
-      'orphan-1: done (goal_met)',
-    ]);
-    const services = new RedisBookingService({ client, prefix });
-    expect((await services.bookings()).map((b) => `${b.bookingId} ${b.roomId} ${b.requesterId}`)).toEqual(['B204 R7 E17']);
-    const again = await tasks(['recover', '--json', ...redisArgs], env);
-    expect(JSON.parse(again.out)).toEqual({ report: { resumed: [], busy: [], quarantined: [], expired: 0 }, settled: [] });
-  }, 40_000);
 });

@@ -113,12 +113,6 @@ export class MemoryStore implements TaskStore {
   }
 
   async close(): Promise<void> {}
-
-  /** Test helper: replaces the stored envelope text of a task (to simulate corruption). */
-  corruptForTest(taskId: string, text: string): void {
-    const row = this.rows.get(taskId);
-    if (row) row.envelope = text;
-  }
 }
 
 /** JSON text of a value, refusing what JSON cannot carry (as a real store would) instead of storing garbage. */

@@ -11,7 +11,7 @@ import { type AnyActorScope, createEmptyActor } from 'xstate';
 import type { AgentMachine } from '../../machines/agentMachine.js';
 import type { AgentInput } from '../../machines/context.js';
 import { movesFor } from './agentMoves.js';
-import { FINAL_STATES, type Move, type World, applyMove, initialWorld, serializeWorld, valueOf } from './agentWorld.js';
+import { FINAL_STATES, type Move, type World, applyMove, initialWorld, serializeWorld, startedCalls, valueOf } from './agentWorld.js';
 import { checkEdge, checkState } from './safetyProperties.js';
 
 export interface Violation {
@@ -195,3 +195,76 @@ export function explore(input: AgentInput, options: ExploreOptions): Exploration
     };
   }
 }
+
+// --- what the exhaustive exploration reports and must have seen -------------------------------------------
+
+export function report(violations: Violation[]): string {
+  const shown = violations.slice(0, 8).map((v) => `- ${v.problem}\n    after: ${v.path.join(' → ')}`);
+  return `${violations.length} broken rule(s):\n${shown.join('\n')}`;
+}
+
+/** Situations the exploration must have gone through, or the rules would hold vacuously. */
+export function witness(prev: World, move: Move, next: World, count: (what: string) => void) {
+  const from = valueOf(prev.machine);
+  const to = valueOf(next.machine);
+  for (const call of startedCalls(prev.machine, next.machine)) {
+    const shadow = next.shadow.calls.find((c) => c.callId === call.callId);
+    if (to === 'executing.reading') count('reads started');
+    else if (!move.protocol && prev.shadow.calls.find((c) => c.callId === call.callId)?.starts) count('same-key retry after a lookup found nothing');
+    else count('writes started');
+    if (shadow?.needsConfirmation && shadow.grant) count(`${call.effect} started on a genuine confirmation`);
+  }
+  for (const call of next.machine.context.batch?.calls ?? []) {
+    const before = prev.machine.context.batch?.calls.find((c) => c.callId === call.callId);
+    const observation = call.observation;
+    if (!observation || before?.observation || observation.ok || !observation.gate) continue;
+    const scope = observation.gate === 'permission' && from === 'vetting.authorizing' ? ' (resource)' : observation.gate === 'permission' ? ' (scope)' : '';
+    count(`refused at ${observation.gate}${scope}`);
+  }
+  if (move.restart) count(from === 'executing.writing' ? 'restart during a write' : 'restart elsewhere');
+  if (move.benign) count('tool output claiming an approval');
+  if (move.inert) count('refused or premature human input');
+  if (move.protocol) count(`proposal ${move.protocol}`);
+  const outcome = next.machine.context.outcome;
+  if (outcome && !prev.machine.context.outcome) {
+    const dimension = (outcome.reason.detail as { dimension?: string } | undefined)?.dimension;
+    count(dimension ? `budget stop: ${dimension}` : `stop: ${outcome.reason.code}`);
+  }
+  const [was, is] = [prev.machine.context.pendingConfirmation, next.machine.context.pendingConfirmation];
+  if (was && is && was.id !== is.id) count('confirmation asked again');
+  if (!prev.machine.context.cancelRequested && next.machine.context.cancelRequested) count('cancel deferred during a write');
+}
+
+export const MUST_WITNESS = [
+  'reads started',
+  'writes started',
+  'write started on a genuine confirmation',
+  'read started on a genuine confirmation',
+  'same-key retry after a lookup found nothing',
+  'restart during a write',
+  'restart elsewhere',
+  'tool output claiming an approval',
+  'refused or premature human input',
+  'proposal accepted',
+  'proposal rejected',
+  'proposal unpairable',
+  'budget stop: modelTurns',
+  'budget stop: toolCalls',
+  'budget stop: writes',
+  'budget stop: wallClock',
+  'stop: goal_met',
+  'stop: write_outcome_unknown',
+  'stop: too_many_rejections',
+  'stop: protocol_error',
+  'stop: loop_detected',
+  'stop: cancelled',
+  'confirmation asked again',
+  'cancel deferred during a write',
+  'refused at protocol',
+  'refused at schema',
+  'refused at business',
+  'refused at permission (scope)',
+  'refused at permission (resource)',
+  'refused at confirmation',
+  'refused at loop',
+];

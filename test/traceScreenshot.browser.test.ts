@@ -41,7 +41,7 @@ async function shoot(name: 'refused' | 'conflict') {
 }
 
 const available = chromium !== null || ci;
-if (!available) console.warn(`test/traceScreenshot.test.ts skipped: ${missing}`);
+if (!available) console.warn(`test/traceScreenshot.browser.test.ts skipped: ${missing}`);
 
 describe.runIf(available)('trace page screenshot', () => {
   it('highlights visited states, emphasizes the final one and colours the rejected gates (refused scenario)', async () => {
@@ -76,9 +76,3 @@ describe.runIf(available)('trace page screenshot', () => {
     expect(countColor(png, TRACE_COLORS.reject)).toBeLessThan(5_000);
   }, 60_000);
 });
-
-if (!available) {
-  describe('trace page screenshot', () => {
-    it.skip(`skipped: ${missing}`, () => {});
-  });
-}

@@ -1,5 +1,5 @@
 /**
- * RedisStore specifics beyond the shared contract (test/redisStore.contract.test.ts): fencing, concurrency across
+ * RedisStore specifics beyond the shared contract (test/redisContract.redis.test.ts): fencing, concurrency across
  * connections, corruption of keys under the prefix, an unreachable Redis, and the cost of a save.
  */
 import { spawnSync } from 'node:child_process';
@@ -481,9 +481,3 @@ describe.skipIf(!redis)('RedisStore', () => {
     });
   });
 });
-
-if (!redis) {
-  describe.skip('RedisStore (no Redis available, see the warning above)', () => {
-    it('runs against Redis', () => {});
-  });
-}
