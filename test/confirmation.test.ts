@@ -1,11 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import { ManualClock } from '../src/testing/manualClock.js';
 import { hashArguments } from '../src/hashing.js';
 import { reply } from '../src/testing/scriptedModel.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
-import { defineTool } from '../src/tool.js';
-import { SUPPORT, byKind, harness, E17 } from './support/harness.js';
+import { E17, SUPPORT, byKind, harness } from './support/harness.js';
+import { paymentTool } from './support/paymentTool.js';
 
 const REFUND_999 = { order_id: 'O-1001', amount_cents: 99_900, reason: 'per note' };
 const REFUND_50 = { order_id: 'O-1001', amount_cents: 5_000, reason: 'small' };
@@ -213,31 +212,13 @@ describe('confirmation bound to exact arguments', () => {
 });
 
 describe('a confirmation rule that does not return a plain boolean', () => {
-  const payment = (confirm: unknown, sent: number[]) =>
-    defineTool({
-      name: 'send_payment',
-      description: 'Sends a payment.',
-      effect: 'write',
-      scopes: [],
-      timeoutMs: 100,
-      sameKeyRetrySafe: true,
-      input: z.strictObject({ amount: z.number() }),
-      output: z.strictObject({ status: z.literal('sent') }),
-      confirm: confirm as never,
-      execute: async (args) => {
-        sent.push(args.amount);
-        return { ok: true, value: { status: 'sent' as const } };
-      },
-      lookup: async () => ({ found: false as const }),
-    });
-
   for (const [name, rule] of [
     ['an async rule', async () => true],
     ['a truthy non-boolean', () => 1],
   ] as const) {
     it(`fails closed: ${name} asks for confirmation`, async () => {
-      const sent: number[] = [];
-      const h = harness({ extraTools: [payment(rule, sent)], script: [reply.call('send_payment', { amount: 5 }), reply.answer('x')] });
+      const sent: string[] = [];
+      const h = harness({ extraTools: [paymentTool({ sent, confirm: rule, sameKeyRetrySafe: true })], script: [reply.call('send_payment', { amount: 5 }), reply.answer('x')] });
       const status = await h.orchestrator.run({ principal: E17, goal: 'pay', taskId: 'rule' });
       expect(status.state).toBe('waiting_for_confirmation');
       expect(sent).toEqual([]);
@@ -245,7 +226,7 @@ describe('a confirmation rule that does not return a plain boolean', () => {
   }
 
   it('an unknown rule name is refused by defineTool', () => {
-    expect(() => payment('Always', [])).toThrow(/confirm must be/);
+    expect(() => paymentTool({ confirm: 'Always' })).toThrow(/confirm must be/);
   });
 });
 

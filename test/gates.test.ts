@@ -5,6 +5,7 @@ import { reply, scriptedModel } from '../src/testing/scriptedModel.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
 import { defineTool } from '../src/tool.js';
 import { BOOKING_GOAL, BOOKING_SUCCESS, E17, MEETING, byKind, harness, reserveArgs } from './support/harness.js';
+import { paymentTool } from './support/paymentTool.js';
 
 const goal = BOOKING_GOAL;
 
@@ -419,23 +420,8 @@ describe('an input schema that transforms its arguments', () => {
 
 describe('a validation or authorization hook that does not return { ok: true }', () => {
   it('rejects the call instead of passing it on a truthy value', async () => {
-    const sent: number[] = [];
-    const tool = defineTool({
-      name: 'send_payment',
-      description: 'Sends a payment.',
-      effect: 'write',
-      scopes: [],
-      timeoutMs: 100,
-      sameKeyRetrySafe: true,
-      input: z.strictObject({ amount: z.number() }),
-      output: z.strictObject({ status: z.literal('sent') }),
-      authorize: (() => ({ ok: 'no' })) as never,
-      execute: async (args) => {
-        sent.push(args.amount);
-        return { ok: true, value: { status: 'sent' as const } };
-      },
-      lookup: async () => ({ found: false as const }),
-    });
+    const sent: string[] = [];
+    const tool = paymentTool({ sent, authorize: () => ({ ok: 'no' }), sameKeyRetrySafe: true });
     const h = harness({ extraTools: [tool], script: [reply.call('send_payment', { amount: 5 }), reply.answer('x')] });
     const status = await h.orchestrator.run({ principal: E17, goal: 'pay', taskId: 'hook' });
     expect(sent).toEqual([]);

@@ -1,6 +1,5 @@
 import { AGENT_MACHINE_VERSION } from '../machines/agentMachine.js';
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import type { Booking, ReserveRoomInput } from '../tools/reserveRoom.js';
 import { BookingService } from '../examples/booking/bookingService.js';
 import { StoreUnavailableError, TaskQuarantinedError } from '../src/errors.js';
@@ -8,8 +7,8 @@ import type { AgentModel } from '../src/model/agentModel.js';
 import { reply, scriptedModel } from '../src/testing/scriptedModel.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
 import type { SaveRequest, TaskStore } from '../src/store/taskStore.js';
-import { defineTool } from '../src/tool.js';
 import { BOOKING_SUCCESS, E17, byKind, harness, reserveArgs, until } from './support/harness.js';
+import { paymentTool } from './support/paymentTool.js';
 import { rawRows } from './support/rawRows.js';
 
 const goal = 'book R7';
@@ -74,22 +73,7 @@ describe('restart in the middle of a write', () => {
 
   it('ends in review_required when the write is not found and same-key retry is not declared safe', async () => {
     const sent: string[] = [];
-    const unsafe = defineTool({
-      name: 'send_payment',
-      description: 'x',
-      effect: 'write',
-      scopes: [],
-      timeoutMs: 60_000,
-      sameKeyRetrySafe: false,
-      input: z.strictObject({ amount: z.number() }),
-      output: z.strictObject({ status: z.literal('sent') }),
-      execute: (_args, ctx) =>
-        new Promise<never>((_, reject) => {
-          sent.push(ctx.idempotencyKey);
-          ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason), { once: true });
-        }),
-      lookup: async () => ({ found: false as const }),
-    });
+    const unsafe = paymentTool({ sent, timeoutMs: 60_000, hang: () => true, sameKeyRetrySafe: false });
     const store = new MemoryStore();
     const script = [reply.calls({ name: 'send_payment', args: { amount: 5 }, callId: 'p' }, { name: 'find_available_rooms', args: { start_at: '2026-09-28T14:00:00+08:00', end_at: '2026-09-28T15:00:00+08:00', attendees: 1, needs_projector: false }, callId: 'q' })];
     const first = harness({ store, script, extraTools: [unsafe] });

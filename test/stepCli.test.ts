@@ -19,12 +19,7 @@ afterEach(() => pool.killAll());
 let dir: string;
 
 /** Runs the CLI with `input` on stdin (then end of input); resolves when it exits. */
-async function step(args: string[], input: string) {
-  const child = pool.spawnTs('step', 'src/cli/step.ts', [...args, '--host', './examples/booking/host.ts', '--data-dir', dir]);
-  child.process.stdin!.end(input);
-  const { code } = await child.ended(20_000);
-  return { code, out: child.lines.join('\n'), err: child.stderr };
-}
+const step = (args: string[], input: string) => pool.run('src/cli/step.ts', [...args, '--host', './examples/booking/host.ts', '--data-dir', dir], { input });
 
 async function stored(taskId: string) {
   const store = new FileStore(dir);
@@ -174,5 +169,9 @@ describe('step CLI', () => {
     const usage = await step([], '');
     expect(usage.code).toBe(2);
     expect(usage.err).toContain('step needs a task id');
+    const hostless = await pool.run('src/cli/step.ts', ['refund-step', '--data-dir', dir], { input: '' });
+    expect(hostless).toMatchObject({ code: 2, err: expect.stringContaining('step needs --host <module>') });
+    const broken = await pool.run('src/cli/step.ts', ['refund-step', '--host', './no/such/host.ts', '--data-dir', dir], { input: '' });
+    expect(broken).toMatchObject({ code: 1, err: expect.stringContaining('cannot load the host module ./no/such/host.ts') });
   }, 30_000);
 });

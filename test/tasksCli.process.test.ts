@@ -12,11 +12,7 @@ import { ChildPool } from './support/workers.js';
 const redis = await useTestRedis();
 const pool = new ChildPool();
 
-async function tasks(args: string[], env: NodeJS.ProcessEnv = {}) {
-  const child = pool.spawnTs('tasks', 'src/cli/tasks.ts', args, env);
-  const { code } = await child.ended(20_000);
-  return { code, out: child.lines.join('\n'), err: child.stderr };
-}
+const tasks = (args: string[], env: NodeJS.ProcessEnv = {}) => pool.run('src/cli/tasks.ts', args, { env });
 
 afterEach(() => pool.killAll());
 

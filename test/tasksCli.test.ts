@@ -15,11 +15,7 @@ import { ChildPool } from './support/workers.js';
 
 const pool = new ChildPool();
 
-async function tasks(args: string[], env: NodeJS.ProcessEnv = {}) {
-  const child = pool.spawnTs('tasks', 'src/cli/tasks.ts', args, env);
-  const { code } = await child.ended(20_000);
-  return { code, out: child.lines.join('\n'), err: child.stderr };
-}
+const tasks = (args: string[], env: NodeJS.ProcessEnv = {}) => pool.run('src/cli/tasks.ts', args, { env });
 
 afterEach(() => pool.killAll());
 
@@ -87,5 +83,7 @@ describe('tasks CLI on a file store', () => {
     expect(command).toMatchObject({ code: 2, err: expect.stringContaining('unknown command "frob"') });
     const state = await tasks(['list', '--state', 'asleep', ...file]);
     expect(state).toMatchObject({ code: 2, err: expect.stringContaining('unknown state "asleep"') });
+    const hostless = await tasks(['recover', ...file]);
+    expect(hostless).toMatchObject({ code: 2, err: expect.stringContaining('recover needs --host <module>') });
   }, 30_000);
 });

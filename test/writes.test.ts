@@ -3,55 +3,35 @@
  * between, never after the task was cancelled, and never again once its intent succeeded in the task.
  */
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import { reply } from '../src/testing/scriptedModel.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
 import type { SaveRequest } from '../src/store/taskStore.js';
-import { defineTool } from '../src/tool.js';
 import { E17, byKind, harness, reserveArgs, until } from './support/harness.js';
+import { paymentTool } from './support/paymentTool.js';
 
 describe('a write that timed out', () => {
-  function payment(sent: string[], options: { hangFirst?: boolean; sameKeyRetrySafe?: boolean } = {}) {
-    return defineTool({
-      name: 'send_payment',
-      description: 'Sends a payment.',
-      effect: 'write',
-      scopes: [],
-      timeoutMs: 50,
-      sameKeyRetrySafe: options.sameKeyRetrySafe ?? false,
-      input: z.strictObject({ amount: z.number() }),
-      output: z.strictObject({ status: z.literal('sent') }),
-      execute: async (_args, ctx) => {
-        sent.push(ctx.idempotencyKey);
-        if (options.hangFirst && sent.length === 1) {
-          return new Promise<never>((_, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason)));
-        }
-        return { ok: true, value: { status: 'sent' as const } };
-      },
-      lookup: async () => ({ found: false as const }),
-    });
-  }
-
   it('a write not declared sameKeyRetrySafe is never sent twice with one key without a lookup', async () => {
     const sent: string[] = [];
     const h = harness({
-      extraTools: [payment(sent)],
+      extraTools: [paymentTool({ sent, timeoutMs: 50 })],
       script: [reply.call('send_payment', { amount: 5 }), reply.call('send_payment', { amount: 5 }), reply.answer('paid')],
     });
-    await h.orchestrator.run({ principal: E17, goal: 'pay', taskId: 'dup' });
-    const lookups = byKind(await h.orchestrator.audit('dup'), 'write_lookup');
-    // Today: sent twice with the same key, and no lookup in between.
-    expect(sent.length === 1 || lookups.length > 0).toBe(true);
+    const status = await h.orchestrator.run({ principal: E17, goal: 'pay', taskId: 'dup' });
+    // The second proposal is the same business intent (same key): refused, not sent, and nothing to look up.
+    expect(sent).toHaveLength(1);
+    expect(byKind(await h.orchestrator.audit('dup'), 'write_lookup')).toEqual([]);
+    expect(status.observations).toEqual([expect.objectContaining({ ok: false, code: 'duplicate_write' })]);
   });
 
   it('no write is sent after the task was cancelled', async () => {
     const sent: string[] = [];
-    const h = harness({ extraTools: [payment(sent, { hangFirst: true, sameKeyRetrySafe: true })], script: [reply.call('send_payment', { amount: 5 })] });
+    const payment = paymentTool({ sent, timeoutMs: 50, hang: (n) => n === 1, sameKeyRetrySafe: true });
+    const h = harness({ extraTools: [payment], script: [reply.call('send_payment', { amount: 5 })] });
     await h.orchestrator.start({ principal: E17, goal: 'pay', taskId: 'cx' });
     await until(() => sent.length === 1);
     await h.orchestrator.cancel('cx', E17, 'stop');
     expect((await h.orchestrator.settled('cx')).state).toBe('cancelled');
-    // Today: the timed-out write is looked up, not found, and sent again with the same key after the cancel.
+    // The timed-out write is looked up and not found; after the cancel it is not sent again with the same key.
     expect(sent).toHaveLength(1);
   });
 });

@@ -68,7 +68,7 @@ export async function startInspection(request: InspectionRequest): Promise<CliIn
       notes.push(`Inspection stream: ${ws.url} (local WebSocket, one JSON message per frame; late clients get a backlog).`);
     }
     if (sinks.length > 0) {
-      consumers.push(createInspectionStream({ write: (message) => sinks.forEach((sink) => sink.write(message)) }));
+      consumers.push(createInspectionStream({ write: (message) => sinks.forEach((sink) => sink.write(message)) }, { microsteps: true }));
       stops.push(async () => {
         await Promise.all(sinks.map((sink) => sink.close()));
       });

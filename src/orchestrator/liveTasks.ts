@@ -3,25 +3,16 @@
  * restored under its lease. Waiting and finished tasks are not kept: they are reloaded when an event arrives.
  * Every operation on one task runs in that task's exclusive section (one at a time per task, in this process).
  */
-import type { InspectionEvent } from 'xstate';
-import type { AgentMachine } from '../../machines/agentMachine.js';
 import type { AgentInput } from '../../machines/context.js';
-import type { Clock } from '../clock.js';
 import { CorruptTaskError, FencedOutError, TaskNotFoundError, TaskQuarantinedError, UnsupportedVersionError } from '../errors.js';
-import { LiveTask } from '../runtime/liveTask.js';
+import { LiveTask, type LiveTaskDeps } from '../runtime/liveTask.js';
 import { unrestorableReason } from '../runtime/restore.js';
 import type { TaskEnvelope } from '../store/envelope.js';
 import type { TaskSummary } from '../store/summary.js';
-import type { TaskStore } from '../store/taskStore.js';
 import { LeaseKeeper } from './leaseKeeper.js';
 
-export interface LiveTasksDeps {
-  store: TaskStore;
-  machine: AgentMachine;
-  clock: Clock;
-  random: () => number;
-  inspect?: (event: InspectionEvent) => void;
-  saveRetries: number;
+/** What every live task needs (the fencing token comes from the lease keeper), plus the lease settings. */
+export interface LiveTasksDeps extends Omit<LiveTaskDeps, 'fence'> {
   lease: { ttlMs: number; renewEveryMs: number; acquireTimeoutMs: number };
   /** Called after every save of a task driven here. */
   onSaved: (summary: TaskSummary) => void;
@@ -150,7 +141,7 @@ export class LiveTasks {
     return envelope;
   }
 
-  private liveDeps(taskId: string) {
+  private liveDeps(taskId: string): LiveTaskDeps {
     const { store, machine, clock, random, inspect, saveRetries } = this.deps;
     return { store, machine, clock, random, inspect, saveRetries, fence: () => this.leases.fence(taskId) };
   }

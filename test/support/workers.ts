@@ -140,6 +140,14 @@ export class Worker extends Child {
 export class ChildPool {
   private readonly children: Child[] = [];
 
+  /** Runs a command-line script to its end (with `input` on stdin, then end of input): its exit code and output. */
+  async run(file: string, args: string[], options: { env?: NodeJS.ProcessEnv; input?: string; timeoutMs?: number } = {}) {
+    const child = this.spawnTs(file, file, args, options.env);
+    if (options.input !== undefined) child.process.stdin!.end(options.input);
+    const { code } = await child.ended(options.timeoutMs ?? 20_000);
+    return { code, out: child.lines.join('\n'), err: child.stderr };
+  }
+
   /** Runs a TypeScript file with node --import tsx, from the project root. */
   spawnTs(name: string, file: string, args: string[], env: NodeJS.ProcessEnv = {}): Child {
     const child = new Child(name, this.start(file, args, env));
