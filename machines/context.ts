@@ -26,7 +26,7 @@ export const principalSchema = z.strictObject({
   /** Tenant the user acts in. */
   tenantId: z.string().min(1).max(SHORT),
   /** Scopes granted by the host session (e.g. "rooms:book"). */
-  scopes: z.array(z.string().min(1).max(SHORT)).max(SHORT),
+  scopes: z.array(z.string().min(1)).max(SHORT),
 });
 
 export const effectSchema = z.enum(['read', 'write']);
@@ -73,7 +73,7 @@ export const budgetStateSchema = z.strictObject({
 /** Host policy that the machine enforces. Persisted with the task so a restart enforces the same numbers. */
 export const policySchema = z.strictObject({
   /** Version of the host's policy; confirmations are bound to it. */
-  version: z.string().min(1).max(SHORT),
+  version: z.string().min(1),
   maxCallsPerBatch: z.number().int().positive(),
   maxArgumentBytes: z.number().int().positive(),
   /** Turns in which some call was rejected by a gate, before the task stops. */
@@ -94,11 +94,11 @@ export const modelReservationSchema = z.strictObject({ tokens: count, costMicros
 
 /** A task's declaration of success: a trusted result of `tool` whose output matches `match` and has `require`. */
 export const successCriterionSchema = z.strictObject({
-  tool: z.string().min(1).max(SHORT),
+  tool: z.string().min(1),
   match: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional(),
   require: z.array(z.string()).optional(),
   /** Shown in outcomes, e.g. "a confirmed booking with an id". */
-  description: z.string().max(1_024).optional(),
+  description: z.string().optional(),
 });
 
 /** A trusted tool result that satisfied the success criterion. */

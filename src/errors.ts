@@ -94,6 +94,21 @@ export class StoreUnavailableError extends AgentError {
   }
 }
 
+/**
+ * The agent machine threw while handling an event (a guard or an action failed: a bug, or a host function the
+ * gates call that broke every rule). Nothing after the last save happened durably; the task is quarantined with
+ * this message so that recovery does not run it into the same failure again.
+ */
+export class MachineError extends AgentError {
+  constructor(
+    readonly taskId: string,
+    detail: string,
+    options?: { cause?: unknown },
+  ) {
+    super('machine_error', `Task ${JSON.stringify(taskId)}: the agent machine failed (${detail}); it is quarantined`, options);
+  }
+}
+
 /** An event or request from the host was malformed or not allowed for this task. */
 export class HostRequestError extends AgentError {}
 

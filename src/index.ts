@@ -82,6 +82,7 @@ export {
   CorruptTaskError,
   FencedOutError,
   HostRequestError,
+  MachineError,
   RevisionConflictError,
   StoreUnavailableError,
   TaskBusyError,

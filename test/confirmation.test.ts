@@ -225,6 +225,35 @@ describe('a confirmation rule that does not return a plain boolean', () => {
     });
   }
 
+  it('fails closed when the rule throws something that is not an Error', async () => {
+    const sent: string[] = [];
+    const rule = () => {
+      throw Object.create(null);
+    };
+    const h = harness({ extraTools: [paymentTool({ sent, confirm: rule })], script: [reply.call('send_payment', { amount: 5 }), reply.answer('x')] });
+    const status = await h.orchestrator.run({ principal: E17, goal: 'pay', taskId: 'odd-throw' });
+    expect(status.state).toBe('waiting_for_confirmation');
+    expect(status.pendingConfirmation?.summary).toMatch(/^send_payment \(confirmation rule failed: \[object Object\]\)$/);
+    expect(sent).toEqual([]);
+  });
+
+  it('gives each host function its own copy of the arguments: a redact that edits them changes nothing else', async () => {
+    const amounts: number[] = [];
+    const shown: number[] = [];
+    const tool = paymentTool({ amounts, confirm: (args: { amount: number }) => args.amount > 100 });
+    Object.assign(tool, {
+      redact: (args: { amount: number }) => Object.assign(args, { amount: 0 }),
+      describeConfirmation: (args: { amount: number }) => (shown.push(args.amount), `Pay ${args.amount}`),
+    });
+    const h = harness({ extraTools: [tool], script: [reply.call('send_payment', { amount: 5_000 }), reply.answer('x')] });
+    const waiting = await h.orchestrator.run({ principal: E17, goal: 'pay', taskId: 'redact-copy' });
+    expect(waiting.pendingConfirmation).toMatchObject({ summary: 'Pay 5000', args: { amount: 0 } });
+    await h.orchestrator.confirm('redact-copy', E17, waiting.pendingConfirmation!);
+    await h.orchestrator.settled('redact-copy');
+    expect(shown).toEqual([5_000]);
+    expect(amounts).toEqual([5_000]);
+  });
+
   it('an unknown rule name is refused by defineTool', () => {
     expect(() => paymentTool({ confirm: 'Always' })).toThrow(/confirm must be/);
   });

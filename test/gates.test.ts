@@ -473,3 +473,36 @@ describe('model usage that is not a finite number', () => {
     expect((await again.orchestrator.status('nan')).budget.used.tokens).toBe(status.budget.used.tokens);
   });
 });
+
+describe('gate (b): a schema that cannot answer', () => {
+  it.each([
+    ['throws', z.strictObject({ amount: z.number() }).refine(() => { throw new Error('db down at 10.0.0.7'); })],
+    ['is asynchronous', z.strictObject({ amount: z.number() }).refine(async () => true)],
+  ])('refuses the call when the input schema %s, and the task goes on', async (_label, input) => {
+    const sent: string[] = [];
+    const tool = { ...paymentTool({ sent }), input } as never;
+    const h = harness({ extraTools: [tool], script: [reply.call('send_payment', { amount: 5 }), reply.answer('could not pay')] });
+    const status = await h.orchestrator.run({ principal: E17, goal: 'pay', taskId: 'schema-fails' });
+    expect(status.state).toBe('done');
+    expect(status.observations).toEqual([expect.objectContaining({ ok: false, gate: 'schema', code: 'invalid_arguments' })]);
+    expect(JSON.stringify(status.observations)).not.toContain('10.0.0.7');
+    expect(sent).toEqual([]);
+  });
+});
+
+describe('the host rules of a tool changed after the orchestrator was made', () => {
+  it('judges later calls by the tool as it is now: a new confirmation rule, a new scope', async () => {
+    const sent: string[] = [];
+    const tool = paymentTool({ sent, sameKeyRetrySafe: true });
+    const h = harness({ extraTools: [tool], script: [reply.call('send_payment', { amount: 5_000 }), reply.call('send_payment', { amount: 7 }), reply.answer('x')] });
+    tool.confirm = 'always';
+    const waiting = await h.orchestrator.run({ principal: E17, goal: 'pay', taskId: 'changed' });
+    expect(waiting.state).toBe('waiting_for_confirmation');
+    tool.scopes.push('payments:admin');
+    const done = await h.orchestrator.reject('changed', E17, { id: waiting.pendingConfirmation!.id });
+    expect(done.accepted).toBe(true);
+    const status = await h.orchestrator.settled('changed');
+    expect(status.observations).toEqual([expect.objectContaining({ ok: false, gate: 'permission', code: 'permission_denied' })]);
+    expect(sent).toEqual([]);
+  });
+});

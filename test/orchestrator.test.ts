@@ -5,10 +5,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AuditRecord, HostSetup, RecoveryReport, StartTaskRequest, TaskStatus, TaskSummary, UserEventResult } from 'statechart-agent';
 import { describe, expect, it } from 'vitest';
-import { HostRequestError, StoreUnavailableError, TaskExistsError } from '../src/errors.js';
+import { HostRequestError, MachineError, StoreUnavailableError, TaskExistsError } from '../src/errors.js';
 import { reply } from '../src/testing/scriptedModel.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
-import { E17, harness } from './support/harness.js';
+import { E17, harness, until } from './support/harness.js';
+import { paymentTool } from './support/paymentTool.js';
 
 describe('start', () => {
   it('reports a store that cannot be read as unavailable, not as an existing task', async () => {
@@ -38,6 +39,48 @@ describe('createOrchestrator', () => {
     expect(() => harness({ policy: { confirmationTtlMs: Number.NaN } })).toThrow(HostRequestError);
     expect(() => harness({ policy: { maxConfirmationRequests: -1 } })).toThrow(HostRequestError);
     expect(() => harness({ policy: { maxCallsPerBatch: 2 } })).not.toThrow();
+  });
+});
+
+describe('what a task is started with', () => {
+  it('refuses a model whose reservation the store could not read back', () => {
+    const model = { name: 'odd', reservation: { tokens: 100, costMicros: 0, label: 'x' }, decide: async () => reply.answer('x') };
+    expect(() => harness({ model: model as never })).toThrow(/model.reservation: \(root\): Unrecognized key/);
+    expect(() => harness({ model: { ...model, reservation: { tokens: 1.5, costMicros: 0 } } })).toThrow(HostRequestError);
+  });
+
+  it('reads back every task it accepted, long scopes, policy versions and descriptions included', async () => {
+    const long = 'x'.repeat(2_000);
+    const store = new MemoryStore();
+    const h = harness({ store, policy: { version: long }, script: [reply.ask('which room?')] });
+    const principal = { ...E17, scopes: [...E17.scopes, `custom:${long}`] };
+    await h.orchestrator.run({ principal, goal: 'g', taskId: 'long', success: { tool: 'reserve_room', description: long } });
+    expect((await store.load('long'))?.snapshot.context.principal.scopes.at(-1)).toBe(`custom:${long}`);
+    expect((await h.orchestrator.answer('long', principal, 'R7')).accepted).toBe(true);
+  });
+});
+
+describe('a machine that throws', () => {
+  it('quarantines the task with the reason, so that recovery does not run it into the same failure', async () => {
+    let armed = false;
+    const tool = paymentTool();
+    const scopes = tool.scopes;
+    Object.defineProperty(tool, 'scopes', {
+      get: () => {
+        if (armed) throw new Error('scopes unavailable');
+        return scopes;
+      },
+    });
+    const store = new MemoryStore();
+    // The scopes break after the model was offered the tools: the chart's scope guard is the first to meet them.
+    const propose = () => ((armed = true), reply.call('send_payment', { amount: 5 }));
+    const h = harness({ store, extraTools: [tool], script: [propose, reply.answer('x')] });
+    const started = await h.orchestrator.start({ principal: E17, goal: 'pay', taskId: 'throws' });
+    await expect(h.orchestrator.settled(started.taskId)).rejects.toThrow(MachineError);
+    await until(async () => (await store.quarantined('throws')) !== null);
+    expect(await store.quarantined('throws')).toMatch(/the agent machine failed \(Error: scopes unavailable\)/);
+    const report = await harness({ store, extraTools: [tool] }).orchestrator.recover();
+    expect(report).toMatchObject({ resumed: [], quarantined: [{ taskId: 'throws' }] });
   });
 });
 

@@ -171,8 +171,8 @@ describe('when the store goes away', () => {
   it('starts no write until the intent is saved, and loses nothing acknowledged', async () => {
     const inner = new MemoryStore();
     const store = new FlakyStore(inner);
-    const h = harness({ store, script: [reply.call('find_available_rooms', { start_at: '2026-09-28T14:00:00+08:00', end_at: '2026-09-28T15:00:00+08:00', attendees: 3, needs_projector: true }), (v) => reply.call('reserve_room', reserveArgs()), reply.answer('booked')] });
-    (h.orchestrator as unknown as { options: { saveRetries: number } }).options.saveRetries = 2;
+    const search = { start_at: '2026-09-28T14:00:00+08:00', end_at: '2026-09-28T15:00:00+08:00', attendees: 3, needs_projector: true };
+    const h = harness({ store, saveRetries: 2, script: [reply.call('find_available_rooms', search), () => reply.call('reserve_room', reserveArgs()), reply.answer('booked')] });
     const started = await h.orchestrator.start({ principal: E17, goal, taskId: 't5' });
     expect(started.revision).toBe(1);
     store.down = true;

@@ -77,6 +77,16 @@ describe('visualizations', () => {
     expect(mermaid).toContain('[needsConfirmation and not isConfirmedForExactArguments]');
   });
 
+  it('shows each gate where it refuses: schema and scopes as guards, business and resource permission as states', () => {
+    const mermaid = generated['agentMachine.mmd']!;
+    expect(mermaid).toContain('vetting_checkingSchema --> vetting_choosing: always [not doArgumentsMatchSchema] / refuseForSchema');
+    expect(mermaid).toContain('vetting_validating --> vetting_choosing: xstate.done.actor.validate [not isBusinessValid] / refuseForBusiness');
+    expect(mermaid).toContain('vetting_checkingPermission --> vetting_choosing: always [not hasScopesForTool] / refuseForPermission');
+    expect(mermaid).toContain('vetting_authorizing --> vetting_choosing: xstate.done.actor.authorize [not isAuthorized] / refuseForPermission');
+    expect(mermaid).toContain('executing_awaitingConfirmation --> executing_awaitingConfirmation: user.confirmed [not isFromConfirmingUser] / refuseConfirmation (stays)');
+    expect(mermaid).toContain('executing_awaitingConfirmation : tags waiting, confirmation');
+  });
+
   it('renders a self-contained HTML page with an inline SVG and no external resources', () => {
     const html = generated['agentMachine.html']!;
     expect(html).toContain('<svg');

@@ -5,30 +5,51 @@
 import type { Json } from '../context.js';
 import type { ToolRules } from '../toolkit.js';
 import { canonicalJson } from './canonicalJson.js';
-import { safeErrorText, zodSummary } from './text.js';
+import { errorName, safeErrorText, zodSummary } from './text.js';
 
 export type ArgumentCheck =
   /** `args`: the validated value as plain JSON (what will run); `parsed`: as the tool's schema typed it. */
   | { ok: true; args: Json; parsed: unknown }
   | { ok: false; code: 'unknown_tool' | 'invalid_arguments'; summary: string };
 
-const checked = new WeakMap<object, { rules: ToolRules | undefined; result: ArgumentCheck }>();
+const checked = new WeakMap<object, { schema: unknown; result: ArgumentCheck }>();
 
+/**
+ * The check of `args` against the tool's input schema. Never throws: a schema that throws, or is asynchronous (zod
+ * refuses an async refinement in a synchronous parse), refuses the call. `parsed` is shared between callers: hand
+ * a host function `copyOf(parsed)`, so that one that changes its argument cannot change what the next one sees.
+ */
 export function checkArguments(tool: string, rules: ToolRules | undefined, args: Json): ArgumentCheck {
   const key = args !== null && typeof args === 'object' ? args : null;
+  const schema = rules?.input;
   const cached = key ? checked.get(key) : undefined;
-  if (cached && cached.rules === rules) return cached.result;
+  if (cached && cached.schema === schema) return cached.result;
   const result = check(tool, rules, args);
-  if (key) checked.set(key, { rules, result });
+  if (key) checked.set(key, { schema, result });
   // The validated value parses to itself: the same answer holds for it (the steps that follow ask with it).
-  if (result.ok && result.args !== null && typeof result.args === 'object') checked.set(result.args, { rules, result });
+  if (result.ok && result.args !== null && typeof result.args === 'object') checked.set(result.args, { schema, result });
   return result;
+}
+
+/** A private copy of a validated value, for one host function. */
+export function copyOf<T>(value: T): T {
+  return structuredClone(value);
+}
+
+function parse(rules: ToolRules, value: unknown): { success: true; data: unknown } | { success: false; summary: string } {
+  try {
+    const parsed = rules.input.safeParse(value);
+    return parsed.success ? { success: true, data: parsed.data } : { success: false, summary: zodSummary(parsed.error) };
+  } catch (error) {
+    // Only the error's name: the model sees this, and a message may name internal hosts or data.
+    return { success: false, summary: `the input schema of ${rules.name} failed (${errorName(error)})` };
+  }
 }
 
 function check(tool: string, rules: ToolRules | undefined, args: Json): ArgumentCheck {
   if (!rules) return { ok: false, code: 'unknown_tool', summary: `no tool named ${tool} is installed` };
-  const parsed = rules.input.safeParse(args);
-  if (!parsed.success) return { ok: false, code: 'invalid_arguments', summary: zodSummary(parsed.error) };
+  const parsed = parse(rules, args);
+  if (!parsed.success) return { ok: false, code: 'invalid_arguments', summary: parsed.summary };
   let value: Json;
   try {
     value = toJson(parsed.data);
@@ -37,7 +58,7 @@ function check(tool: string, rules: ToolRules | undefined, args: Json): Argument
   }
   // The executors parse these arguments again before running them. A schema whose output does not parse to itself
   // (a transform) would run other arguments than the ones hashed, confirmed and keyed.
-  const again = rules.input.safeParse(value);
+  const again = parse(rules, value);
   let same = false;
   try {
     same = again.success && canonicalJson(toJson(again.data)) === canonicalJson(value);

@@ -19,13 +19,21 @@ export function zodSummary(error: z.ZodError): string {
   );
 }
 
-/** An error's name and first line, capped. */
+/** An error's name and first line, capped. Never throws, whatever was thrown (a null-prototype object, a symbol). */
 export function safeErrorText(error: unknown): string {
-  if (error instanceof Error) return cap(`${error.name}: ${error.message.split('\n')[0]}`);
-  return cap(String(error));
+  try {
+    if (error instanceof Error) return cap(`${String(error.name)}: ${String(error.message).split('\n')[0]}`);
+    return cap(String(error));
+  } catch {
+    return Object.prototype.toString.call(error);
+  }
 }
 
 /** Only an error's name: a message may name internal hosts or data. */
 export function errorName(error: unknown): string {
-  return error instanceof Error ? error.name : typeof error;
+  try {
+    return error instanceof Error ? String(error.name) : typeof error;
+  } catch {
+    return typeof error;
+  }
 }

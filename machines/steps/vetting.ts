@@ -4,7 +4,7 @@
  */
 import type { MachineEvent } from '../actors.js';
 import type { AgentContext, CallState, GateName, Json } from '../context.js';
-import { checkArguments, toJson } from '../lib/arguments.js';
+import { checkArguments, copyOf, toJson } from '../lib/arguments.js';
 import { bounded, type Step, type StepResult } from './step.js';
 import { callKey, currentCall, finishCall, rejection, updateCall } from '../lib/batch.js';
 import { canonicalJson } from '../lib/canonicalJson.js';
@@ -75,7 +75,7 @@ export const acceptArguments: Step = (context, event, toolkit) => {
 
 function redacted(rules: ToolRules, parsed: unknown): Json {
   try {
-    return toJson(rules.redact!(parsed));
+    return toJson(rules.redact!(copyOf(parsed)));
   } catch {
     return '[redaction failed]';
   }
@@ -139,11 +139,12 @@ function confirmationNeed(context: AgentContext, call: CallState, rules: ToolRul
     if (!rules || !check.ok) throw new Error('the arguments no longer validate');
     const rule: unknown = rules.confirm ?? 'never';
     let decided: unknown = rule !== 'never';
-    if (typeof rule === 'function') decided = rule(check.parsed, context.principal);
+    // Each host function gets its own copy: one that changes its argument cannot change what another sees.
+    if (typeof rule === 'function') decided = rule(copyOf(check.parsed), copyOf(context.principal));
     // A promise is never awaited here (a rule is synchronous): it asks, and its rejection is not left unhandled.
     if (decided instanceof Promise) decided.catch(() => {});
     if (decided === false) return { needsConfirmation: false, confirmationSummary: null };
-    const summary = rules.describeConfirmation?.(check.parsed) ?? `${call.tool} ${canonicalJson(call.redactedArgs)}`;
+    const summary = rules.describeConfirmation?.(copyOf(check.parsed)) ?? `${call.tool} ${canonicalJson(call.redactedArgs)}`;
     return { needsConfirmation: true, confirmationSummary: cap(String(summary), 1_000) };
   } catch (error) {
     return { needsConfirmation: true, confirmationSummary: `${call.tool} (confirmation rule failed: ${safeErrorText(error)})` };

@@ -4,7 +4,7 @@
  * Every operation on one task runs in that task's exclusive section (one at a time per task, in this process).
  */
 import type { AgentInput } from '../../machines/context.js';
-import { CorruptTaskError, FencedOutError, TaskNotFoundError, TaskQuarantinedError, UnsupportedVersionError } from '../errors.js';
+import { CorruptTaskError, FencedOutError, MachineError, TaskNotFoundError, TaskQuarantinedError, UnsupportedVersionError } from '../errors.js';
 import { LiveTask, type LiveTaskDeps } from '../runtime/liveTask.js';
 import { unrestorableReason } from '../runtime/restore.js';
 import type { TaskEnvelope } from '../store/envelope.js';
@@ -105,10 +105,11 @@ export class LiveTasks {
       this.deps.onSaved(summary);
       if (summary.state !== 'running') void this.evictIfIdle(task);
     });
-    // Stopped, fenced out or store failure: this process no longer drives the task.
-    task.onFailure(() => {
+    // Stopped, fenced out, store failure or a machine that threw: this process no longer drives the task.
+    task.onFailure((error) => {
       if (this.live.get(task.taskId) === task) this.live.delete(task.taskId);
-      void this.releaseLease(task.taskId);
+      const quarantined = error instanceof MachineError ? this.deps.store.quarantine(task.taskId, error.message).catch(() => {}) : Promise.resolve();
+      void quarantined.then(() => this.releaseLease(task.taskId));
     });
     return task;
   }

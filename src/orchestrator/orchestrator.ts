@@ -13,7 +13,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { type AgentMachine, createAgentMachine } from '../../machines/agentMachine.js';
-import type { AgentInput, Policy, Principal } from '../../machines/context.js';
+import { type AgentInput, type ModelReservation, type Policy, type Principal, agentInputSchema, modelReservationSchema } from '../../machines/context.js';
 import type { AuditEntry, TranscriptEntry } from '../../machines/journal.js';
 import { systemClock } from '../clock.js';
 import { AgentError, CorruptTaskError, HostRequestError, TaskExistsError, TaskNotFoundError, UnsupportedVersionError } from '../errors.js';
@@ -41,10 +41,13 @@ export class Orchestrator {
   private readonly sweeper: ExpirySweeper;
   private readonly savedListeners = new Set<(summary: TaskSummary) => void>();
   private readonly ownsStore: boolean;
+  /** What the model reserves per turn, checked once: it is persisted with every task. */
+  private readonly reservation: ModelReservation;
   private closed = false;
 
-  constructor(private readonly options: OrchestratorOptions) {
+  constructor(options: OrchestratorOptions) {
     this.settings = resolveSettings(options, systemClock, () => `task_${randomUUID()}`);
+    this.reservation = parseOrThrow(modelReservationSchema, options.model.reservation ?? { tokens: 4_000, costMicros: 0 }, 'model.reservation');
     this.policy = this.settings.policy;
     this.registry = new ToolRegistry(options.tools);
     this.store = options.store ?? new MemoryStore();
@@ -90,17 +93,22 @@ export class Orchestrator {
       throw new HostRequestError('invalid_request', `start: success criterion names unknown tool ${success.tool}`);
     }
     const taskId = parseOrThrow(startRequestSchema.shape.taskId, requestedId ?? this.settings.newTaskId(), 'taskId')!;
-    const input: AgentInput = {
-      taskId,
-      goal,
-      principal,
-      catalog: this.registry.catalog(),
-      policy: this.policy,
-      limits: { ...this.settings.limits, ...limits },
-      modelReservation: this.options.model.reservation ?? { tokens: 4_000, costMicros: 0 },
-      success: success ?? null,
-      startedAt: this.settings.clock.now(),
-    };
+    // Checked whole against the schema it is stored with, so that a task this accepts is one the store reads back.
+    const input: AgentInput = parseOrThrow(
+      agentInputSchema,
+      {
+        taskId,
+        goal,
+        principal,
+        catalog: this.registry.catalog(),
+        policy: this.policy,
+        limits: { ...this.settings.limits, ...limits },
+        modelReservation: this.reservation,
+        success: success ?? null,
+        startedAt: this.settings.clock.now(),
+      },
+      'start',
+    );
     return this.live.exclusive(taskId, async () => {
       if (this.live.has(taskId)) throw new TaskExistsError(taskId);
       await this.live.leases.take(taskId);

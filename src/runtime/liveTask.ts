@@ -17,7 +17,8 @@ import type { AuditEntry, HostReply, TranscriptEntry } from '../../machines/jour
 import { AGENT_MACHINE_VERSION, type AgentMachine } from '../../machines/agentMachine.js';
 import { canonicalJson } from '../../machines/lib/canonicalJson.js';
 import { type Clock, backoffDelay, sleep } from '../clock.js';
-import { AgentError, RevisionConflictError, StoreUnavailableError, TaskExistsError } from '../errors.js';
+import { AgentError, MachineError, RevisionConflictError, StoreUnavailableError, TaskExistsError } from '../errors.js';
+import { safeErrorText } from '../../machines/lib/text.js';
 import { ENVELOPE_SCHEMA_VERSION, type PersistedAgentSnapshot, type TaskEnvelope } from '../store/envelope.js';
 import { type TaskSummary, summarize } from '../store/summary.js';
 import type { TaskStore } from '../store/taskStore.js';
@@ -97,7 +98,7 @@ export class LiveTask implements TaskPort {
     });
     this.actor.subscribe({
       next: () => this.onSnapshot(),
-      error: (error) => this.fail(error instanceof Error ? error : new Error(String(error))),
+      error: (error) => this.fail(new MachineError(this.taskId, safeErrorText(error), { cause: error })),
     });
     this.restoringOrigin = origin.kind === 'restored';
   }

@@ -22,17 +22,7 @@ export class ToolRegistry {
       defineTool(tool as never);
       this.tools.set(tool.name, tool);
       this.schemas.set(tool.name, toolParametersSchema(tool));
-      this.rules.set(tool.name, {
-        name: tool.name,
-        effect: tool.effect,
-        input: tool.input,
-        scopes: [...tool.scopes],
-        validates: typeof tool.validate === 'function',
-        authorizes: typeof tool.authorize === 'function',
-        confirm: tool.confirm,
-        describeConfirmation: tool.describeConfirmation,
-        redact: tool.redact,
-      });
+      this.rules.set(tool.name, rulesOf(tool));
     }
     this.toolkit = { rules: (name) => this.rules.get(name), sha256: sha256Hex };
   }
@@ -60,6 +50,42 @@ export class ToolRegistry {
       .filter((tool) => hasScopes(principal, tool.scopes))
       .map((tool) => ({ name: tool.name, description: tool.description, parameters: this.schemas.get(tool.name)!, effect: tool.effect }));
   }
+}
+
+/**
+ * The gates' view of a tool, read through to the tool itself: a host that changes a tool's scopes or confirmation
+ * rule after the orchestrator was made has every later call judged by the new ones.
+ */
+function rulesOf(tool: Tool): ToolRules {
+  return {
+    get name() {
+      return tool.name;
+    },
+    get effect() {
+      return tool.effect;
+    },
+    get input() {
+      return tool.input;
+    },
+    get scopes() {
+      return tool.scopes;
+    },
+    get validates() {
+      return typeof tool.validate === 'function';
+    },
+    get authorizes() {
+      return typeof tool.authorize === 'function';
+    },
+    get confirm() {
+      return typeof tool.confirm === 'function' ? tool.confirm.bind(tool) : tool.confirm;
+    },
+    get describeConfirmation() {
+      return tool.describeConfirmation?.bind(tool);
+    },
+    get redact() {
+      return tool.redact?.bind(tool);
+    },
+  };
 }
 
 /** True when the principal holds every scope in `required`. */

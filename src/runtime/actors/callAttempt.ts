@@ -1,10 +1,16 @@
 /** One attempt of a tool call: its timeout, thrown errors and output validation turned into a CallOutcome. */
 import type { CallOutcome } from '../../../machines/actors.js';
+import { CALL_CODES, type CallCode } from '../../../machines/failures.js';
 import { toJson } from '../../../machines/lib/arguments.js';
 import { cap, errorName, safeErrorText, zodSummary } from '../../../machines/lib/text.js';
 import type { Clock } from '../../clock.js';
 import { type Tool, type ToolResult, TransientToolError } from '../../tool.js';
 import { runWithTimeout } from '../timeouts.js';
+
+/** A failure the host itself observed, retryable as the code table says. */
+function failed(code: CallCode, summary: string): CallOutcome {
+  return { kind: 'error', code, summary, retryable: CALL_CODES[code].retryable };
+}
 
 export async function attemptTool<O>(
   clock: Clock,
@@ -16,25 +22,21 @@ export async function attemptTool<O>(
   try {
     timed = await runWithTimeout(clock, tool.timeoutMs, signal, work);
   } catch (error) {
-    if (error instanceof TransientToolError) {
-      return { kind: 'error', code: 'unavailable', summary: `${tool.name} is unavailable: ${cap(error.message)}`, retryable: true };
-    }
-    return { kind: 'error', code: 'tool_error', summary: `${tool.name} failed unexpectedly (${errorName(error)})`, retryable: false };
+    if (error instanceof TransientToolError) return failed('unavailable', `${tool.name} is unavailable: ${cap(error.message)}`);
+    return failed('tool_error', `${tool.name} failed unexpectedly (${errorName(error)})`);
   }
-  if (timed.kind === 'timeout') return { kind: 'error', code: 'timeout', summary: `${tool.name} timed out`, retryable: true };
-  if (timed.kind === 'aborted') return { kind: 'error', code: 'aborted', summary: `${tool.name} was aborted`, retryable: false };
+  if (timed.kind === 'timeout') return failed('timeout', `${tool.name} timed out`);
+  if (timed.kind === 'aborted') return failed('aborted', `${tool.name} was aborted`);
   const result = timed.value;
   if (!result.ok) {
     return { kind: 'error', code: result.code, summary: cap(result.summary), retryable: result.retryable ?? false };
   }
   const parsed = tool.output.safeParse(result.value);
-  if (!parsed.success) {
-    return { kind: 'error', code: 'invalid_output', summary: `${tool.name} returned output that does not match its schema: ${zodSummary(parsed.error)}`, retryable: false };
-  }
+  if (!parsed.success) return failed('invalid_output', `${tool.name} returned output that does not match its schema: ${zodSummary(parsed.error)}`);
   try {
     return { kind: 'ok', value: toJson(parsed.data) };
   } catch (error) {
-    return { kind: 'error', code: 'invalid_output', summary: `${tool.name} returned non-JSON output (${safeErrorText(error)})`, retryable: false };
+    return failed('invalid_output', `${tool.name} returned non-JSON output (${safeErrorText(error)})`);
   }
 }
 
