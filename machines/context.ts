@@ -12,6 +12,11 @@ import type { Json } from './lib/strictJson.js';
 
 export type { Json };
 
+// zod is a peer dependency: the app's copy. zod 3 (or zod 3.25's root export) lacks what the schemas below use.
+if (typeof (z as { json?: unknown }).json !== 'function' || typeof z.strictObject !== 'function') {
+  throw new Error('statechart-agent needs zod ^4.0.0 (the zod this app resolves is older: install zod@4)');
+}
+
 const SHORT = 256;
 const count = z.number().int().nonnegative();
 const time = z.number().int().nonnegative();

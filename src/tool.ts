@@ -133,6 +133,11 @@ export function defineTool(tool: Tool): Tool {
   if (!NAME.test(tool.name)) fail('the name must be snake_case (a-z, 0-9, _), starting with a letter');
   if (!tool.description.trim()) fail('the description is empty');
   if (!(tool.timeoutMs > 0)) fail('timeoutMs must be positive');
+  for (const [which, schema] of [['input', tool.input], ['output', tool.output]] as const) {
+    if (!schema || typeof schema !== 'object' || !('_zod' in schema)) {
+      fail(`the ${which} schema is not a zod 4 schema; statechart-agent needs zod ^4.0.0 (zod 3 schemas, including zod 3.25's root export, are not supported)`);
+    }
+  }
   let schema: Record<string, unknown>;
   try {
     schema = z.toJSONSchema(tool.input, { io: 'input' }) as Record<string, unknown>;

@@ -3,7 +3,7 @@
  */
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { AuditRecord, HostSetup, RecoveryReport, StartTaskRequest, TaskStatus, TaskSummary, UserEventResult } from 'statechart-agent';
+import type { AuditRecord, HostSetup, RecoveryReport, StartTaskRequest, TaskStatus, TaskSummary, UserEventResult } from '../src/index.js';
 import { describe, expect, it } from 'vitest';
 import { HostRequestError, MachineError, StoreUnavailableError, TaskExistsError } from '../src/errors.js';
 import { reply } from '../src/testing/scriptedModel.js';
@@ -94,16 +94,17 @@ describe('host input', () => {
 });
 
 describe('the public entries', () => {
+  // The entry files themselves (package.json maps each subpath to its build: consumer.package.test.ts checks those).
   it('export the stores a host needs: MemoryStore and FileStore from the main entry, RedisStore from /redis', async () => {
-    const main = await import('statechart-agent');
-    const redis = await import('statechart-agent/redis');
+    const main = await import('../src/index.js');
+    const redis = await import('../src/redis.js');
     expect([typeof main.MemoryStore, typeof main.FileStore, typeof redis.RedisStore]).toEqual(['function', 'function', 'function']);
     expect(new main.FileStore(join(tmpdir(), 'api-file-store')).kind).toBe('file');
   });
 
   it('keep test doubles out of the main entry, in /testing', async () => {
-    const main: Record<string, unknown> = await import('statechart-agent');
-    const testing = await import('statechart-agent/testing');
+    const main: Record<string, unknown> = await import('../src/index.js');
+    const testing = await import('../src/testing/index.js');
     for (const name of ['scriptedModel', 'reply', 'ManualClock', 'gatedModel', 'ScriptedModel']) {
       expect(main[name], name).toBeUndefined();
       expect((testing as Record<string, unknown>)[name], name).toBeDefined();

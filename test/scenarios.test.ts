@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { AuditEntry } from '../machines/journal.js';
 import { scenarios } from '../examples/booking/scenarios.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
+import { reply, scriptedModel } from '../src/testing/scriptedModel.js';
 
 const run = (name: keyof typeof scenarios) => scenarios[name]({ store: new MemoryStore() });
 
@@ -99,5 +100,28 @@ describe('demo trajectories', () => {
     expect(writes[0]!.confirmationId).toBe(granted.confirmationId);
     expect(writes[0]!.argsHash).toBe(granted.argsHash);
     expect(r.steps.join('\n')).toContain('refused: arguments_changed');
+  });
+});
+
+describe('the refund scenario with another model', () => {
+  it('reports the confirmation flow it saw when the model proposes 199.00 at once', async () => {
+    const direct = () =>
+      scriptedModel([
+        reply.call('get_order', { order_id: 'O-1001' }),
+        reply.call('refund_order', { order_id: 'O-1001', amount_cents: 19_900, reason: 'projector arrived broken' }),
+        reply.answer('Refunded 199.00.'),
+      ]);
+    const r = await scenarios.refund({ store: new MemoryStore(), model: direct });
+    expect(r.status).toMatchObject({ state: 'done', outcome: { reason: { code: 'goal_met' } } });
+    expect(r.steps).toEqual(['waiting for confirmation: Refund 199.00 on order O-1001 (projector arrived broken)', 'E17 confirms exactly that → accepted']);
+    expect(r.refunds.map((x) => x.amountCents)).toEqual([19_900]);
+  });
+
+  it('rejects every other amount, and stops asking after a few rounds', async () => {
+    const stubborn = () => scriptedModel(Array.from({ length: 8 }, (_, i) => (i === 0 ? reply.call('get_order', { order_id: 'O-1001' }) : reply.call('refund_order', { order_id: 'O-1001', amount_cents: 99_900 + i, reason: 'per note' }))));
+    const r = await scenarios.refund({ store: new MemoryStore(), model: stubborn });
+    expect(r.refunds).toEqual([]);
+    expect(r.steps.filter((s) => s.startsWith('E17 rejects'))).not.toHaveLength(0);
+    expect(r.steps.some((s) => s.includes('confirms exactly that'))).toBe(false);
   });
 });

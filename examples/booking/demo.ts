@@ -2,24 +2,25 @@
  * `npm start`: the meeting-room booking (and a refund) from the design sources, on an embedded store with the
  * scripted model: no network, no keys. `npm start -- --help` lists the options.
  */
-import { mkdir, rm } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { formatTrace } from '../../src/index.js';
 import { shiftedClock } from '../../src/testing/index.js';
 import { DEMO_NOW } from './bookingService.js';
-import { DEMO_PREFIX } from './host.js';
+import { DEMO_DATA_DIR, DemoDataError, demoPrefix, openScenarioStore } from './demoStores.js';
 import { EXPECTED, SCENARIO_NAMES, type ScenarioEnv, type ScenarioName, type ScenarioResult, rowsOf, scenarios } from './scenarios.js';
 import { createOpenAIModel } from '../../src/openai.js';
 import type { TaskStore } from '../../src/index.js';
 import { type CliInspection, parsePort, pauseIfInteractive, startInspection } from './inspection.js';
-import { openStore } from '../../src/cli/openStore.js';
 import { runCli } from '../../src/cli/runCli.js';
 
 const HELP = `Usage: npm start -- [options]
 
   --scenario <name>   run one scenario: ${SCENARIO_NAMES.join(', ')} (default: all)
   --store <kind>      file (default, under --data-dir), memory, or redis (REDIS_URL)
-  --data-dir <dir>    where the file store keeps tasks (default: .data/demo)
+  --data-dir <dir>    where the file store keeps tasks, one folder per scenario (default: .data/demo); the demo
+                      only ever empties folders it made itself
+  --prefix <prefix>   Redis key prefix, one per scenario under it (default: statechart-agent-demo:<your user name>);
+                      the demo only ever deletes keys under a prefix it made itself
   --model <kind>      scripted (default) or openai: a real model through OPENAI_API_KEY, OPENAI_MODEL and
                       OPENAI_BASE_URL (any OpenAI-compatible server); its outcomes are shown, not checked
   --verbose           show every gate pass, budget check and model request
@@ -41,7 +42,8 @@ async function main(): Promise<number> {
     options: {
       scenario: { type: 'string' },
       store: { type: 'string', default: 'file' },
-      'data-dir': { type: 'string', default: '.data/demo' },
+      'data-dir': { type: 'string', default: DEMO_DATA_DIR },
+      prefix: { type: 'string' },
       model: { type: 'string', default: 'scripted' },
       verbose: { type: 'boolean', default: false },
       'leave-waiting': { type: 'boolean', default: false },
@@ -90,10 +92,7 @@ async function main(): Promise<number> {
   }
 
   const dataDir = values['data-dir']!;
-  if (values.store === 'file') {
-    await rm(dataDir, { recursive: true, force: true });
-    await mkdir(dataDir, { recursive: true });
-  }
+  const prefix = values.prefix ?? demoPrefix();
   const inspection = await startInspection({
     ...(values.inspect ? { stately: { port: parsePort(values['inspect-port']!, '--inspect-port'), open: false } } : {}),
     ...(values['inspect-stream'] !== undefined ? { streamFile: values['inspect-stream'] } : {}),
@@ -103,7 +102,7 @@ async function main(): Promise<number> {
   try {
     await announce(inspection);
     for (const [index, name] of (names as ScenarioName[]).entries()) {
-      const store: TaskStore = await openStore(values.store!, { dataDir: `${dataDir}/${name}`, prefix: `${DEMO_PREFIX}:${name}`, fresh: true });
+      const store: TaskStore = await openScenarioStore(values.store!, { dataDir, prefix, scenario: name });
       try {
         const env: ScenarioEnv = {
           store,
@@ -117,7 +116,7 @@ async function main(): Promise<number> {
         const problems = waiting ? [] : check(result);
         results.push({ result, problems });
         print(index + 1, result, problems, useColor, values.verbose!, store.kind);
-        if (waiting) printStepHint(result, values.store!, `${dataDir}/${name}`);
+        if (waiting) printStepHint(result, values.store!, `${dataDir}/${name}`, `${prefix}:${name}`);
       } finally {
         await store.close();
       }
@@ -140,8 +139,8 @@ async function announce(inspection: CliInspection | null): Promise<void> {
   if (inspection.live) await pauseIfInteractive('Open the page now, then press Enter to run the demo. ');
 }
 
-function printStepHint(result: ScenarioResult, store: string, dir: string): void {
-  const where = store === 'file' ? ` --data-dir ${dir}` : store === 'redis' ? ` --store redis --prefix ${DEMO_PREFIX}:${result.name}` : '';
+function printStepHint(result: ScenarioResult, store: string, dir: string, prefix: string): void {
+  const where = store === 'file' ? (dir === `${DEMO_DATA_DIR}/${result.name}` ? '' : ` --data-dir ${dir}`) : store === 'redis' ? ` --store redis --prefix ${prefix}` : '';
   if (store === 'memory') console.log('   left waiting in the memory store: it is gone when this process exits (use --store file)');
   else console.log(`   left waiting; step through it: npm run step -- ${result.status.taskId}${where}`);
 }
@@ -200,4 +199,12 @@ function printSummary(results: { result: ScenarioResult; problems: string[] }[],
   }
 }
 
-runCli(() => main(), HELP);
+runCli(
+  () =>
+    main().catch((error: unknown) => {
+      if (!(error instanceof DemoDataError)) throw error;
+      console.error(error.message);
+      return 2;
+    }),
+  HELP,
+);

@@ -14,15 +14,13 @@ import type { HostContext, HostSetup } from '../../src/index.js';
 import { BookingService, type BookingRow } from './bookingService.js';
 import { demoModel, durableDemoTools } from './durableDemo.js';
 import { RefundDesk, type RefundRow } from './refundService.js';
+import { DEMO_DATA_DIR, demoPrefix } from './demoStores.js';
 import { SCENARIO_NAMES } from './scenarios.js';
-
-export const DEMO_DATA_DIR = '.data/demo';
-export const DEMO_PREFIX = 'statechart-agent-demo';
 
 /** The demo keeps one store per scenario and names its tasks `<scenario>-1`: a demo task id says where it is. */
 export function locate(taskId: string): { dataDir?: string; prefix?: string } {
   const scenario = SCENARIO_NAMES.find((name) => taskId === `${name}-1`);
-  return scenario ? { dataDir: `${DEMO_DATA_DIR}/${scenario}`, prefix: `${DEMO_PREFIX}:${scenario}` } : {};
+  return scenario ? { dataDir: `${DEMO_DATA_DIR}/${scenario}`, prefix: `${demoPrefix()}:${scenario}` } : {};
 }
 
 export default async function demoHost(context: HostContext): Promise<HostSetup> {

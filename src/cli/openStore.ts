@@ -5,7 +5,7 @@ import type { TaskStore } from '../store/taskStore.js';
 
 export async function openStore(
   kind: string,
-  options: { dataDir: string; prefix?: string; /** Start empty: delete what the prefix holds (Redis). */ fresh?: boolean },
+  options: { dataDir: string; prefix?: string },
 ): Promise<TaskStore> {
   switch (kind) {
     case 'memory':
@@ -16,9 +16,7 @@ export async function openStore(
     }
     case 'redis': {
       const { RedisStore } = await import('../store/redis/redisStore.js');
-      const store = new RedisStore({ prefix: options.prefix });
-      if (options.fresh) await store.deleteAll();
-      return store;
+      return new RedisStore({ prefix: options.prefix });
     }
     default:
       throw new AgentError('invalid_option', `unknown store "${kind}"; use file, memory or redis`);

@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 /**
  * `step <taskId> --host <module>`: step through a stored task, one event at a time, for any host. Loads the task,
  * shows its state and the events allowed now, reads one command per line from stdin (a terminal or a pipe), sends

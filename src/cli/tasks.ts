@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 /**
  * `tasks <command>`: look into a task store and take over orphaned tasks, for any host.
  *

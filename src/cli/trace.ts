@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 /**
  * `trace <taskId> [--out file.html]`: writes a task's trace page (the statechart with the states it
  * visited highlighted, and a timeline of gate decisions, tool calls, confirmations and the stop reason) as one

@@ -19,10 +19,9 @@
 import http from 'node:http';
 import { once } from 'node:events';
 import type { Socket } from 'node:net';
-import { createWebSocketInspector } from '@statelyai/inspect';
-import { createInspectorServer } from '@statelyai/inspect/server';
 import type { InspectionEvent } from 'xstate';
 import { AgentError } from '../errors.js';
+import { optionalPeer } from './optionalPeer.js';
 
 export interface StatelyInspectionOptions {
   /** Port of the local relay (page and WebSocket). Default 8080; 0 picks a free one. */
@@ -80,9 +79,12 @@ export class InspectorStartError extends AgentError {
  */
 export async function createStatelyInspection(options: StatelyInspectionOptions = {}): Promise<StatelyInspection> {
   const port = options.port === 0 ? await freePort() : (options.port ?? 8080);
-  const relay = await startRelay(port, options);
+  // @statelyai/inspect is an optional peer: loaded only when the Stately inspector is asked for.
+  const stately = await optionalPeer('@statelyai/inspect', () => import('@statelyai/inspect'), 'createStatelyInspection');
+  const server = await optionalPeer('@statelyai/inspect', () => import('@statelyai/inspect/server'), 'createStatelyInspection');
+  const relay = await startRelay(port, options, server.createInspectorServer);
   const wsUrl = `ws://localhost:${port}`;
-  const inspector = createWebSocketInspector({ url: wsUrl });
+  const inspector = stately.createWebSocketInspector({ url: wsUrl });
   const client = inspector.adapter as unknown as ClientView;
   const socket = client.ws;
   let connectError: unknown = null;
@@ -137,7 +139,11 @@ export async function createStatelyInspection(options: StatelyInspectionOptions 
 }
 
 /** The library's relay, with its HTTP server captured (see the header) so it can be fully released. */
-async function startRelay(port: number, options: StatelyInspectionOptions): Promise<{ stop(): Promise<void> }> {
+async function startRelay(
+  port: number,
+  options: StatelyInspectionOptions,
+  createInspectorServer: typeof import('@statelyai/inspect/server').createInspectorServer,
+): Promise<{ stop(): Promise<void> }> {
   const { result: relay, server } = captureHttpServer(() =>
     createInspectorServer({ port, autoOpen: options.open ?? false, ...(options.inspectorUrl ? { url: options.inspectorUrl } : {}) }),
   );

@@ -9,8 +9,8 @@
  */
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
-import { WebSocket, WebSocketServer } from 'ws';
 import type { InspectionMessage, InspectionSink } from './inspectionStream.js';
+import { optionalPeer } from './optionalPeer.js';
 
 export interface WebSocketSinkOptions {
   /** TCP port; 0 (the default) picks a free one. */
@@ -35,6 +35,8 @@ export interface WebSocketSink extends InspectionSink {
 export async function webSocketSink(options: WebSocketSinkOptions = {}): Promise<WebSocketSink> {
   const host = options.host ?? '127.0.0.1';
   const limit = options.backlog ?? 1_000;
+  // ws is an optional peer: loaded when a WebSocket sink is asked for, so the inspect entry loads without it.
+  const { WebSocket, WebSocketServer } = await optionalPeer('ws', () => import('ws'), 'webSocketSink');
   const server = new WebSocketServer({ host, port: options.port ?? 0 });
   await Promise.race([
     once(server, 'listening'),

@@ -1,0 +1,149 @@
+/**
+ * The package as an app gets it: `npm pack` (which builds), then the tarball installed into new projects.
+ *
+ * - With the peer dependencies only (xstate, zod) at the low and the high end of their ranges: a plain `.mjs` runs a
+ *   refund task to done on MemoryStore; the main entry loads without any optional peer, and each entry that needs one
+ *   fails naming it.
+ * - With ioredis added: the same task on RedisStore.
+ * - A TypeScript consumer compiled by `tsc` (strict, skipLibCheck false) with node16 and with bundler resolution, run
+ *   with node; the types of every entry compile with the optional peers installed; the README's example, as written.
+ * - publint and @arethetypeswrong/cli (ESM-only profile) find no problem in the tarball.
+ */
+import { execFile } from 'node:child_process';
+import { cp, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectExampleOutput, readmeExample } from './support/readme.js';
+import { useTestRedis } from './support/redis.js';
+import { PROJECT_ROOT } from './support/workers.js';
+
+const run = promisify(execFile);
+const FILES = join(PROJECT_ROOT, 'test', 'fixtures', 'consumer');
+const pkg = JSON.parse(await readFile(join(PROJECT_ROOT, 'package.json'), 'utf8')) as {
+  version: string;
+  peerDependencies: Record<string, string>;
+  devDependencies: Record<string, string>;
+};
+const redis = await useTestRedis();
+
+let dir: string;
+let tarball: string;
+
+async function sh(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = {}, input = '') {
+  const running = run(command, args, { cwd, env: { ...process.env, ...env }, timeout: 240_000, maxBuffer: 16 * 1024 * 1024 });
+  running.child.stdin?.end(input);
+  const { stdout } = await running;
+  return stdout.trim();
+}
+
+/** A new project with the tarball and `packages` installed, and the consumer files copied in. */
+async function project(name: string, packages: string[]): Promise<string> {
+  const root = join(dir, name);
+  await mkdir(root, { recursive: true });
+  await writeFile(join(root, 'package.json'), JSON.stringify({ name, private: true, type: 'module' }));
+  await sh('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error', tarball, ...packages], root);
+  for (const file of await readdir(FILES)) await cp(join(FILES, file), join(root, file));
+  return root;
+}
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'consumer-'));
+  const packed = await sh('npm', ['pack', '--pack-destination', dir, '--loglevel=error'], PROJECT_ROOT);
+  tarball = join(dir, packed.split('\n').at(-1)!);
+}, 240_000);
+afterAll(() => rm(dir, { recursive: true, force: true }));
+
+describe('the packed package', () => {
+  it('ships only the build, the README, the license and the changelog', async () => {
+    const listing = await sh('tar', ['-tzf', tarball], dir);
+    const files = listing.split('\n');
+    expect(files.filter((f) => !/^package\/(dist\/|README\.md$|LICENSE$|CHANGELOG\.md$|package\.json$)/.test(f))).toEqual([]);
+    expect(files).toContain('package/dist/src/store/redis/lua/save.lua');
+    expect(files.filter((f) => /\/(test|examples|scripts|\.ci)\/|tsconfig|vitest|\.tgz$/.test(f) || (f.endsWith('.ts') && !f.endsWith('.d.ts')))).toEqual([]);
+  });
+
+  it('passes publint and arethetypeswrong (ESM only)', async () => {
+    expect(await sh(join(PROJECT_ROOT, 'node_modules', '.bin', 'publint'), ['run', tarball, '--strict'], dir)).toContain('All good');
+    await sh(join(PROJECT_ROOT, 'node_modules', '.bin', 'attw'), [tarball, '--profile', 'esm-only'], dir);
+  });
+});
+
+const [low, high] = [
+  { xstate: pkg.peerDependencies.xstate!.replace('^', ''), zod: pkg.peerDependencies.zod!.replace('^', '') },
+  { xstate: pkg.devDependencies.xstate!, zod: pkg.devDependencies.zod! },
+];
+
+describe.each([
+  ['the low end', low],
+  ['the high end', high],
+])('installed with its peers only, at %s of their ranges', (_label, versions) => {
+  let root: string;
+  beforeAll(async () => {
+    root = await project(`peers-${versions.xstate}-${versions.zod}`, [`xstate@${versions.xstate}`, `zod@${versions.zod}`]);
+  }, 240_000);
+
+  it(`runs a task to done from plain JavaScript (xstate ${versions.xstate}, zod ${versions.zod})`, async () => {
+    expect(await sh('node', ['memory.mjs', 'memory'], root)).toBe('memory: done goal_met 1 refund');
+  });
+
+  it('installs the store CLIs as commands that run the built JavaScript', async () => {
+    const bin = (name: string) => join(root, 'node_modules', '.bin', `statechart-agent-${name}`);
+    expect(await sh(bin('tasks'), ['list', '--data-dir', join(root, 'no-tasks')], root)).toBe('No tasks.');
+    expect(await sh(bin('trace'), ['--help'], root)).toMatch(/^Usage: trace <taskId>/);
+    expect(await sh(bin('step'), ['--help'], root)).toMatch(/^Usage: step <taskId> --host <module>/);
+  });
+
+  it('continues a waiting task through the installed step command with a JavaScript host module', async () => {
+    const dataDir = join(root, 'tasks-step');
+    expect(await sh('node', ['waiting.mjs', dataDir], root)).toBe('refund-1 waiting_for_confirmation');
+    const bin = join(root, 'node_modules', '.bin', 'statechart-agent-step');
+    const out = await sh(bin, ['refund-1', '--data-dir', dataDir, '--host', './host.mjs'], root, {}, 'confirm\nnext\n');
+    expect(out).toContain('waiting_for_confirmation');
+    expect(out).toMatch(/done\b[^\n]*goal_met/);
+    expect(out).toContain('refund TX-1');
+    expect(await sh(join(root, 'node_modules', '.bin', 'statechart-agent-tasks'), ['list', '--data-dir', dataDir], root)).toMatch(/refund-1\s+done/);
+  });
+
+  it('loads the main entry without any optional peer; the entries that need one fail naming it', async () => {
+    expect((await sh('node', ['optional.mjs'], root)).split('\n')).toEqual([
+      'statechart-agent/inspect: loaded (function, function)',
+      'webSocketSink: missing_peer webSocketSink needs the optional peer dependency ws: npm install ws',
+      'statechart-agent/redis: ERR_MODULE_NOT_FOUND ioredis',
+      'statechart-agent/openai: ERR_MODULE_NOT_FOUND openai',
+    ]);
+  });
+});
+
+describe('with ioredis installed', () => {
+  it.skipIf(!redis)('runs the task on RedisStore', async () => {
+    const root = await project('redis', [`xstate@${high.xstate}`, `zod@${high.zod}`, `ioredis@${pkg.devDependencies.ioredis}`]);
+    expect(await sh('node', ['redis.mjs'], root, { REDIS_URL: redis!.url })).toBe('redis: done goal_met 1 refund');
+  }, 240_000);
+  afterAll(() => redis?.stop());
+});
+
+describe('a TypeScript consumer (strict, skipLibCheck false)', () => {
+  let root: string;
+  beforeAll(async () => {
+    const optional = ['ioredis', 'openai', 'ws', '@statelyai/inspect'].map((name) => `${name}@${pkg.devDependencies[name]}`);
+    const types = [`typescript@${pkg.devDependencies.typescript}`, `@types/node@${pkg.devDependencies['@types/node']}`];
+    root = await project('typescript', [`xstate@${high.xstate}`, `zod@${high.zod}`, ...types, ...optional]);
+  }, 240_000);
+
+  it.each(['node16', 'bundler'])('compiles with %s resolution and runs with node', async (resolution) => {
+    await sh(join(root, 'node_modules', '.bin', 'tsc'), ['-p', `tsconfig.${resolution}.json`], root);
+    expect(await sh('node', [`dist-${resolution}/consumer.js`], root)).toBe('ts: done goal_met resumed 0');
+  });
+
+  it('compiles the types of every entry', async () => {
+    await sh(join(root, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.entries.json'], root);
+  });
+
+  it("compiles and runs the README's embedding example as written", async () => {
+    await writeFile(join(root, 'example.ts'), await readmeExample());
+    await sh(join(root, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.example.json'], root);
+    expectExampleOutput(await sh('node', ['dist-example/example.js'], root));
+  });
+});
