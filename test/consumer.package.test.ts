@@ -6,7 +6,7 @@
  *   fails naming it.
  * - With ioredis added: the same task on RedisStore.
  * - A TypeScript consumer compiled by `tsc` (strict, skipLibCheck false) with node16 and with bundler resolution, run
- *   with node; the types of every entry compile with the optional peers installed; the README's example, as written.
+ *   with node; the types of every entry compile with the optional peers installed; the README's examples, as written.
  * - publint and @arethetypeswrong/cli (ESM-only profile) find no problem in the tarball.
  */
 import { execFile } from 'node:child_process';
@@ -15,7 +15,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectExampleOutput, readmeExample } from './support/readme.js';
+import { fake, startFakeOpenAI } from './support/fakeOpenAI.js';
+import { type ExampleName, expectExampleOutput, readmeExamples } from './support/readme.js';
 import { useTestRedis } from './support/redis.js';
 import { PROJECT_ROOT } from './support/workers.js';
 
@@ -53,7 +54,10 @@ beforeAll(async () => {
   const packed = await sh('npm', ['pack', '--pack-destination', dir, '--loglevel=error'], PROJECT_ROOT);
   tarball = join(dir, packed.split('\n').at(-1)!);
 }, 240_000);
-afterAll(() => rm(dir, { recursive: true, force: true }));
+afterAll(async () => {
+  await redis?.stop();
+  await rm(dir, { recursive: true, force: true });
+});
 
 describe('the packed package', () => {
   it('ships only the build, the README, the license and the changelog', async () => {
@@ -121,7 +125,6 @@ describe('with ioredis installed', () => {
     const root = await project('redis', [`xstate@${high.xstate}`, `zod@${high.zod}`, `ioredis@${pkg.devDependencies.ioredis}`]);
     expect(await sh('node', ['redis.mjs'], root, { REDIS_URL: redis!.url })).toBe('redis: done goal_met 1 refund');
   }, 240_000);
-  afterAll(() => redis?.stop());
 });
 
 describe('a TypeScript consumer (strict, skipLibCheck false)', () => {
@@ -141,9 +144,21 @@ describe('a TypeScript consumer (strict, skipLibCheck false)', () => {
     await sh(join(root, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.entries.json'], root);
   });
 
-  it("compiles and runs the README's embedding example as written", async () => {
-    await writeFile(join(root, 'example.ts'), await readmeExample());
+  it("compiles the README's examples as written and runs each", async () => {
+    for (const [name, code] of await readmeExamples()) await writeFile(join(root, `readme-${name}.ts`), code);
     await sh(join(root, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.example.json'], root);
-    expectExampleOutput(await sh('node', ['dist-example/example.js'], root));
+    const node = (name: ExampleName, env: NodeJS.ProcessEnv = {}) => sh('node', [`dist-example/readme-${name}.js`], root, env);
+    for (const name of ['embed', 'inspect', 'visualize'] as const) expectExampleOutput[name](await node(name));
+    const server = await startFakeOpenAI([fake.text('Hello, E17.')]);
+    try {
+      expectExampleOutput.openai(await node('openai', { OPENAI_BASE_URL: server.url, OPENAI_MODEL: 'fake', OPENAI_API_KEY: 'local' }));
+    } finally {
+      await server.close();
+    }
+    if (redis) {
+      const prefix = redis.freshPrefix();
+      expectExampleOutput.redis(await node('redis', { REDIS_URL: redis.url, AGENT_PREFIX: prefix }));
+      await redis.deleteKeys(prefix);
+    }
   });
 });

@@ -1,12 +1,10 @@
-import { execFile } from 'node:child_process';
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { expectExampleOutput, readmeExample } from './support/readme.js';
+import { fake, startFakeOpenAI } from './support/fakeOpenAI.js';
+import { EXAMPLES, SOURCES, expectExampleOutput, readmeExamples, runExample } from './support/readme.js';
 
 const root = join(import.meta.dirname, '..');
-const run = promisify(execFile);
 
 describe('README', () => {
   it('has exactly two quick-start commands: one runs the demo, one runs the tests', async () => {
@@ -16,19 +14,29 @@ describe('README', () => {
     expect(commands).toEqual(['npm install && npm start', 'npm test']);
   });
 
-  it('runs its embedding example against the sources (the package tier runs it as written, installed)', async () => {
-    const code = (await readmeExample()).replace(/from 'statechart-agent(\/testing)?'/g, (_m, sub: string | undefined) =>
-      `from '${join(root, 'src', sub ? 'testing/index.ts' : 'index.ts')}'`,
-    );
-    const dir = join(root, '.data', 'readme');
-    await mkdir(dir, { recursive: true });
-    const file = join(dir, 'example.ts');
-    await writeFile(file, code);
+  it('marks one runnable example per entry, each checked here', async () => {
+    // The Redis example runs in readme.redis.test.ts.
+    expect([...(await readmeExamples()).keys()].sort()).toEqual([...EXAMPLES].sort());
+    const imported = new Set<string>();
+    for (const code of (await readmeExamples()).values()) {
+      for (const match of code.matchAll(/from '(statechart-agent(?:\/\w+)?)'/g)) imported.add(match[1]!);
+    }
+    expect([...imported].sort()).toEqual(Object.keys(SOURCES).sort());
+  });
+
+  it.each(['embed', 'inspect', 'visualize'] as const)('runs its %s example against the sources', async (name) => {
+    expectExampleOutput[name](await runExample(name));
+  });
+
+  it('runs its openai example against the sources, on a local OpenAI-compatible server', async () => {
+    const server = await startFakeOpenAI([fake.text('Hello, E17.')]);
     try {
-      const { stdout } = await run(join(root, 'node_modules', '.bin', 'tsx'), [file], { cwd: root, timeout: 30_000 });
-      expectExampleOutput(stdout);
+      const env = { OPENAI_BASE_URL: server.url, OPENAI_MODEL: 'fake', OPENAI_API_KEY: 'local' };
+      expectExampleOutput.openai(await runExample('openai', env));
+      expect(server.requests).toHaveLength(1);
+      expect(server.requests[0]!.body.max_tokens ?? server.requests[0]!.body.max_completion_tokens).toBe(1024);
     } finally {
-      await rm(dir, { recursive: true, force: true });
+      await server.close();
     }
   });
 });

@@ -1,19 +1,85 @@
-/** The README's embedding example, and what it must print (run by readme.test.ts and consumer.package.test.ts). */
-import { readFile } from 'node:fs/promises';
+/**
+ * The README's runnable examples, by name (`<!-- example:NAME -->` … `<!-- /example -->`), and what each must print.
+ * readme.test.ts runs them against the sources; consumer.package.test.ts runs them as written, installed.
+ */
+import { execFile } from 'node:child_process';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { expect } from 'vitest';
 import { PROJECT_ROOT } from './workers.js';
 
-/** The TypeScript between the README's example markers. */
-export async function readmeExample(): Promise<string> {
+const run = promisify(execFile);
+
+export const EXAMPLES = ['embed', 'redis', 'inspect', 'visualize', 'openai'] as const;
+export type ExampleName = (typeof EXAMPLES)[number];
+
+/** Every marked example in the README, by name (so a new one cannot be added without a check below). */
+export async function readmeExamples(): Promise<Map<string, string>> {
   const readme = await readFile(join(PROJECT_ROOT, 'README.md'), 'utf8');
-  const block = readme.split('<!-- example:start -->')[1]!.split('<!-- example:end -->')[0]!;
-  return block.replace(/^\s*```ts\n/, '').replace(/```\s*$/, '');
+  const examples = new Map<string, string>();
+  for (const match of readme.matchAll(/<!-- example:(\w+) -->\n```ts\n([\s\S]*?)```\n<!-- \/example -->/g)) {
+    if (examples.has(match[1]!)) throw new Error(`README: two examples named ${match[1]}`);
+    examples.set(match[1]!, match[2]!);
+  }
+  return examples;
 }
 
-export function expectExampleOutput(stdout: string): void {
-  expect(stdout).toContain('waiting_for_confirmation - Refund 199.00 on O-1001');
-  expect(stdout).toContain('confirmed: true');
-  expect(stdout).toContain('done - goal met: refund_order returned status=succeeded, refund_id=TX-1');
-  expect(stdout).toMatch(/confirm +granted by E17/);
+export async function readmeExample(name: ExampleName): Promise<string> {
+  const code = (await readmeExamples()).get(name);
+  if (!code) throw new Error(`README: no example named ${name}`);
+  return code;
+}
+
+/** What each example prints. */
+export const expectExampleOutput: Record<ExampleName, (stdout: string) => void> = {
+  embed(stdout) {
+    expect(stdout).toContain('waiting_for_confirmation - Refund 199.00 on O-1001');
+    expect(stdout).toContain('confirmed: true');
+    expect(stdout).toContain('done - goal met: refund_order returned status=succeeded, refund_id=TX-1');
+    expect(stdout).toMatch(/confirm +granted by E17/);
+  },
+  redis(stdout) {
+    expect(stdout.split('\n')[0]).toBe('done goal_met');
+    expect(stdout).toMatch(/t1 +model +answered/);
+    expect(stdout).toMatch(/t1 +stop +done goal_met/);
+  },
+  inspect(stdout) {
+    expect(stdout.split('\n')).toEqual(['agent.deciding → agent.thinking', 'agent.thinking → (stays)', 'agent.thinking → agent.done [isGoalMet]']);
+  },
+  visualize(stdout) {
+    expect(stdout).toMatch(/^\d{2,} states, \d{2,} transitions$/);
+  },
+  openai(stdout) {
+    // The fake server's one answer: 120 prompt + 30 completion tokens, at 0.15 and 0.60 per thousand, rounded up.
+    expect(stdout).toBe('done goal_met 150 tokens, 36 costMicros');
+  },
+};
+
+/** Package specifiers → the sources they are built from (the package tier runs the examples as written). */
+export const SOURCES: Record<string, string> = {
+  'statechart-agent': 'src/index.ts',
+  'statechart-agent/redis': 'src/redis.ts',
+  'statechart-agent/openai': 'src/openai.ts',
+  'statechart-agent/inspect': 'src/inspect/index.ts',
+  'statechart-agent/testing': 'src/testing/index.ts',
+  'statechart-agent/visualize': 'src/visualize/index.ts',
+};
+
+/** Runs an example with tsx, its package imports pointed at the sources, in a scratch folder as its cwd. */
+export async function runExample(name: ExampleName, env: NodeJS.ProcessEnv = {}): Promise<string> {
+  const code = (await readmeExample(name)).replace(/from '(statechart-agent(?:\/\w+)?)'/g, (_m, specifier: string) => {
+    const source = SOURCES[specifier];
+    if (!source) throw new Error(`README example ${name} imports ${specifier}, which is not an entry`);
+    return `from '${join(PROJECT_ROOT, source)}'`;
+  });
+  const dir = join(PROJECT_ROOT, '.data', `readme-${name}`);
+  await mkdir(dir, { recursive: true });
+  await writeFile(join(dir, 'example.ts'), code);
+  try {
+    const { stdout } = await run(join(PROJECT_ROOT, 'node_modules', '.bin', 'tsx'), ['example.ts'], { cwd: dir, timeout: 30_000, env: { ...process.env, ...env } });
+    return stdout.trim();
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 }
