@@ -13,6 +13,7 @@ export const ACTORS = {
   model: 'model',
   validate: 'validateCall',
   authorize: 'authorizeCall',
+  recheck: 'recheckCall',
   reads: 'executeReads',
   write: 'executeWrite',
   lookup: 'lookupWrite',
@@ -62,12 +63,41 @@ export interface CheckActorOutput {
   durationMs: number;
 }
 
+/** Input of the re-check right before a write runs: the call as it will run, for the task's principal. */
+export interface RecheckActorInput {
+  taskId: string;
+  principal: Principal;
+  call: CallRef;
+  /**
+   * A write sent again with the same key: business validation is not asked again (a first attempt that did take
+   * effect would change the facts it checks); the session, the resource permission and the rate limit are.
+   */
+  resend: boolean;
+}
+
+/**
+ * Fresh verdicts right before a write: the principal as the host's session sees it now (null when the session is
+ * gone), and the tool's hooks on the exact arguments. A tool without a hook, or without a rate limit, passes it.
+ */
+export interface RecheckActorOutput {
+  at: number;
+  principal: Principal | null;
+  /** Why there is no principal when the host could not say (it threw, timed out, answered for someone else). */
+  sessionError: string | null;
+  business: CheckVerdict;
+  permission: CheckVerdict;
+  rate: CheckVerdict;
+  durationMs: number;
+}
+
 /** A finished call attempt as the executors report it. `value` is the schema-validated output. */
 export type CallOutcome =
   | { kind: 'ok'; value: Json }
   | { kind: 'error'; code: string; summary: string; retryable: boolean }
   /** A write whose effect may or may not have happened (timeout, crash, unclassified failure). */
-  | { kind: 'unknown'; code: CallCode; summary: string };
+  | { kind: 'unknown'; code: CallCode; summary: string }
+  /** A write the tool found inconsistent (`needs_review`): a human decides what happened. */
+  | { kind: 'review'; code: 'needs_review'; summary: string };
 
 export interface ReadsActorInput {
   taskId: string;
@@ -94,6 +124,8 @@ export interface WriteActorInput {
   taskId: string;
   principal: Principal;
   call: CallRef;
+  /** The hash the arguments were validated, keyed and confirmed under: the executor checks them against it. */
+  argsHash: string;
   idempotencyKey: string;
   /** 1 for the first attempt, higher for same-key retries after a lookup found nothing. */
   attempt: number;
@@ -122,6 +154,7 @@ interface ActorOutputs {
   model: ModelActorOutput;
   validate: CheckActorOutput;
   authorize: CheckActorOutput;
+  recheck: RecheckActorOutput;
   reads: ReadsActorOutput;
   write: WriteActorOutput;
   lookup: LookupActorOutput;

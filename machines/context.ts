@@ -7,34 +7,25 @@
  * stable snake_case `code` (see `failures.ts`).
  */
 import { z } from 'zod';
+import { batchSchema, effectSchema, pendingConfirmationSchema } from './calls.js';
 import { FINAL_STATUSES, STOP_CODES } from './failures.js';
+import { SHORT, count, id, jsonSchema, principalSchema, time } from './lib/schemaParts.js';
 import type { Json } from './lib/strictJson.js';
 
 export type { Json };
+export { jsonSchema, principalSchema };
+export * from './calls.js';
 
-// zod is a peer dependency: the app's copy. zod 3 (or zod 3.25's root export) lacks what the schemas below use.
-if (typeof (z as { json?: unknown }).json !== 'function' || typeof z.strictObject !== 'function') {
-  throw new Error('statechart-agent needs zod ^4.0.0 (the zod this app resolves is older: install zod@4)');
-}
 
-const SHORT = 256;
-const count = z.number().int().nonnegative();
-const time = z.number().int().nonnegative();
-/** Any non-empty id; the host API bounds the ids it hands out further (`startRequestSchema`). */
-const id = z.string().min(1);
-export const jsonSchema: z.ZodType<Json> = z.json();
-
-/** The trusted principal of a task, given by the host from its session at task start. Never from model text. */
-export const principalSchema = z.strictObject({
-  /** Authenticated user id (e.g. "E17"). */
-  userId: z.string().min(1).max(SHORT),
-  /** Tenant the user acts in. */
-  tenantId: z.string().min(1).max(SHORT),
-  /** Scopes granted by the host session (e.g. "rooms:book"). */
-  scopes: z.array(z.string().min(1)).max(SHORT),
+/**
+ * What the host derived from the user's request before the task started: structured terms (a slot, an order and a
+ * maximum amount...) of a kind the host defines with its own zod schema (`defineMandate`). Persisted at start and
+ * never changed by the task; each tool says how its arguments must relate to it, and writes outside it are refused.
+ */
+export const mandateSchema = z.strictObject({
+  kind: z.string().min(1).max(SHORT),
+  terms: jsonSchema,
 });
-
-export const effectSchema = z.enum(['read', 'write']);
 
 /** What the chart persists about a tool at task start: the facts an in-flight call depends on. */
 export const toolFactsSchema = z.strictObject({
@@ -53,6 +44,8 @@ const counters = {
   tokens: count,
   /** Micro-units (1e-6) of the host's currency. */
   costMicros: count,
+  /** Money the task's writes may move, in minor units of the host's currency (tools declare what a call moves). */
+  money: count,
 };
 
 /** Budget limits of a task. `wallClockMs` becomes an absolute deadline at start. */
@@ -66,12 +59,16 @@ export const budgetCountersSchema = z.strictObject({
   retries: z.number().int(),
   tokens: z.number().int(),
   costMicros: z.number().int(),
+  money: z.number().int(),
 });
 
 export const budgetStateSchema = z.strictObject({
   limits: budgetLimitsSchema,
   used: budgetCountersSchema,
-  /** Absolute deadline (ms since epoch): startedAt + limits.wallClockMs, moved on by time spent waiting for humans. */
+  /**
+   * Absolute deadline (ms since epoch): startedAt + limits.wallClockMs, moved on by time spent waiting (for a human,
+   * or for a model that is down).
+   */
   deadlineAt: time,
 });
 
@@ -92,6 +89,18 @@ export const policySchema = z.strictObject({
   maxReconcileAttempts: count,
   /** Tool output larger than this (canonical JSON bytes) reaches the model as a truncated preview. */
   observationCapBytes: z.number().int().positive(),
+  /** A call refused at the permission or mandate gate, proposed again: `stop` ends the task, `replan` refuses again. */
+  onRepeatedDenial: z.enum(['stop', 'replan']),
+  /** The scope a reviewer must hold to resolve a task waiting for review. */
+  reviewScope: z.string().min(1),
+  /** How long the model's question waits for the user's answer. */
+  answerTtlMs: z.number().int().positive(),
+  /** An unanswered question: `stop` ends the task (`no_answer`), `replan` tells the model nobody answered. */
+  onAnswerExpiry: z.enum(['stop', 'replan']),
+  /** A model that stays unreachable this long (after its retries) fails the task; until then the task waits. */
+  modelOutageMs: z.number().int().nonnegative(),
+  /** Waits between model attempts during an outage: doubling from the first to the longest. */
+  modelWakeMs: z.strictObject({ first: z.number().int().positive(), longest: z.number().int().positive() }),
 });
 
 /** What the model reserves per turn; checked and debited before the call starts. */
@@ -114,89 +123,6 @@ export const evidenceSchema = z.strictObject({
   fields: z.record(z.string(), jsonSchema),
 });
 
-/** The gates, in the order a call meets them. `loop` refuses repeats; it is not a gate of the sources' list. */
-export const GATE_NAMES = ['protocol', 'schema', 'business', 'permission', 'loop', 'budget', 'confirmation'] as const;
-export const gateNameSchema = z.enum(GATE_NAMES);
-
-/** The result of one call as the model will see it: exactly one per call id. */
-export const observationSchema = z.discriminatedUnion('ok', [
-  z.strictObject({ callId: z.string(), tool: z.string(), ok: z.literal(true), data: jsonSchema, truncated: z.boolean() }),
-  z.strictObject({
-    callId: z.string(),
-    tool: z.string(),
-    ok: z.literal(false),
-    /** A host code (`failures.ts`) or a business code a tool returned (`conflict`, `capacity_exceeded`...). */
-    code: z.string(),
-    summary: z.string(),
-    retryable: z.boolean(),
-    /** The gate that refused the call, when one did. */
-    gate: gateNameSchema.optional(),
-  }),
-]);
-
-/**
- * Where a call is in its life. The names are the chart's: a call is `vetting` until the vetting states have judged
- * it, `ready` once it passed and waits for its turn, then in the executing state that works on it
- * (`awaitingConfirmation`, `reading`, `writing`, `reconciling`), and `finished` once it has its observation.
- */
-export const CALL_PHASES = ['vetting', 'ready', 'awaitingConfirmation', 'reading', 'writing', 'reconciling', 'finished'] as const;
-export const callPhaseSchema = z.enum(CALL_PHASES);
-
-export const callStateSchema = z.strictObject({
-  callId: z.string().min(1),
-  tool: z.string(),
-  effect: effectSchema,
-  /** Parsed arguments; once the schema gate passed, the validated value that will run (and only that). */
-  args: jsonSchema,
-  /** Hash of `args` (canonical JSON, SHA-256), set by the schema gate; confirmations and keys bind to it. */
-  argsHash: z.string().nullable(),
-  /** Arguments as the audit and the approver see them (the tool's `redact`). */
-  redactedArgs: jsonSchema,
-  /** For writes: derived from task + tool + args hash when the schema gate passed; never the model's call id. */
-  idempotencyKey: z.string().nullable(),
-  needsConfirmation: z.boolean(),
-  confirmationSummary: z.string().nullable(),
-  /** Set when a matching, unexpired confirmation was accepted for exactly these arguments. */
-  confirmedBy: z.strictObject({ confirmationId: z.string(), userId: z.string(), at: time }).nullable(),
-  /** Confirmation requests issued for this call so far. */
-  confirmationRequests: count,
-  phase: callPhaseSchema,
-  /** Times the write was attempted (first try plus same-key retries). */
-  writeAttempts: count,
-  /** Times the write was looked up by its idempotency key. */
-  lookups: count,
-  observation: observationSchema.nullable(),
-});
-
-export const batchSchema = z.strictObject({
-  turn: count,
-  calls: z.array(callStateSchema),
-  /** The call a single-call state (a vetting state, a confirmation, a write, its reconciliation) works on. */
-  current: z.string().nullable(),
-  /** True once every call has its observation and the results went to the transcript. */
-  closed: z.boolean(),
-});
-
-/** A confirmation request: a persisted state bound to exactly what will run. */
-export const pendingConfirmationSchema = z.strictObject({
-  id: z.string(),
-  taskId: z.string(),
-  callId: z.string(),
-  tool: z.string(),
-  argsHash: z.string(),
-  /** Redacted arguments for display to the approver. */
-  args: jsonSchema,
-  summary: z.string(),
-  /** The only user whose confirmation counts. */
-  userId: z.string(),
-  policyVersion: z.string(),
-  requestedAt: time,
-  /** Absolute expiry (ms since epoch); enforced on every confirm, so it holds across restarts. */
-  expiresAt: time,
-  /** 1 for the first request of this call, 2 after it was asked again, ... */
-  request: count,
-});
-
 export const finalStatusSchema = z.enum(FINAL_STATUSES);
 
 /** A machine-readable reason: stable `code`, readable `message`. */
@@ -215,12 +141,33 @@ export const outcomeSchema = z.strictObject({
 });
 
 /** Limits of the bounded lists in the context, so the snapshot stays the same size however long a task runs. */
-export const CONTEXT_BOUNDS = { evidence: 8, seenObservations: 16, proposedSinceNew: 32, writtenKeys: 64 } as const;
+export const CONTEXT_BOUNDS = { evidence: 8, seenObservations: 16, proposedSinceNew: 32, writtenKeys: 64, denied: 32 } as const;
+
+/** A write whose outcome a human must establish: the task waits for a reviewer. */
+export const reviewSchema = z.strictObject({
+  callId: z.string(),
+  tool: z.string(),
+  idempotencyKey: z.string().nullable(),
+  /** Why: `write_outcome_unknown` (lookups could not tell) or `needs_review` (the tool reported an inconsistency). */
+  reason: z.enum(['write_outcome_unknown', 'needs_review']),
+  summary: z.string(),
+  since: time,
+});
+
+/** The model could not be reached after its retries: the task waits and tries again at `wakeAt`. */
+export const outageSchema = z.strictObject({
+  since: time,
+  attempts: z.number().int().positive(),
+  wakeAt: time,
+  lastError: z.string(),
+});
 
 export const agentContextSchema = z.strictObject({
   taskId: id,
   goal: z.string().min(1).max(16_384),
   principal: principalSchema,
+  /** What the user asked for, as the host derived it at start; never changed by the task. */
+  mandate: mandateSchema.nullable(),
   catalog: catalogSchema,
   policy: policySchema,
   budget: budgetStateSchema,
@@ -233,6 +180,12 @@ export const agentContextSchema = z.strictObject({
   pendingConfirmation: pendingConfirmationSchema.nullable(),
   /** Question the model asked the user, while waiting for the answer. */
   question: z.string().nullable(),
+  /** When the question stops waiting for an answer (absolute). */
+  questionExpiresAt: time.nullable(),
+  /** The write a reviewer must resolve, while the task waits for review. */
+  review: reviewSchema.nullable(),
+  /** The model outage the task is waiting out, if any. */
+  outage: outageSchema.nullable(),
   /**
    * When the task started waiting for a human (confirmation or answer), else null. Waiting time does not count
    * against the wall-clock budget: the deadline moves by the time waited when the wait ends.
@@ -250,6 +203,8 @@ export const agentContextSchema = z.strictObject({
   proposedSinceNew: z.array(z.string()).max(CONTEXT_BOUNDS.proposedSinceNew),
   /** Idempotency keys of writes that succeeded in this task: the same business intent is never sent again. */
   writtenKeys: z.array(z.string()).max(CONTEXT_BOUNDS.writtenKeys),
+  /** Calls (tool + short argument hash) refused at the permission or mandate gate, with the code they got. */
+  denied: z.array(z.strictObject({ key: z.string(), code: z.string() })).max(CONTEXT_BOUNDS.denied),
   rejectedTurns: count,
   invalidOutputs: count,
   /** The last failed observation, to explain an unmet goal. */
@@ -263,6 +218,7 @@ export const agentInputSchema = z.strictObject({
   taskId: id,
   goal: agentContextSchema.shape.goal,
   principal: principalSchema,
+  mandate: mandateSchema.nullable(),
   catalog: catalogSchema,
   policy: policySchema,
   limits: budgetLimitsSchema,
@@ -279,6 +235,9 @@ export const modelUsageSchema = z.strictObject({
 });
 
 export type Principal = z.infer<typeof principalSchema>;
+export type Mandate = z.infer<typeof mandateSchema>;
+export type Review = z.infer<typeof reviewSchema>;
+export type Outage = z.infer<typeof outageSchema>;
 export type Effect = z.infer<typeof effectSchema>;
 export type ToolFacts = z.infer<typeof toolFactsSchema>;
 export type Catalog = z.infer<typeof catalogSchema>;
@@ -290,12 +249,6 @@ export type Policy = z.infer<typeof policySchema>;
 export type ModelReservation = z.infer<typeof modelReservationSchema>;
 export type SuccessCriterion = z.infer<typeof successCriterionSchema>;
 export type Evidence = z.infer<typeof evidenceSchema>;
-export type GateName = z.infer<typeof gateNameSchema>;
-export type Observation = z.infer<typeof observationSchema>;
-export type CallPhase = z.infer<typeof callPhaseSchema>;
-export type CallState = z.infer<typeof callStateSchema>;
-export type Batch = z.infer<typeof batchSchema>;
-export type PendingConfirmation = z.infer<typeof pendingConfirmationSchema>;
 export type FinalStatus = z.infer<typeof finalStatusSchema>;
 export type StopReason = z.infer<typeof stopReasonSchema>;
 export type Outcome = z.infer<typeof outcomeSchema>;

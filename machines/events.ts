@@ -2,12 +2,12 @@
  * The event vocabulary of the agent machine, declared once as zod schemas; the TS types are inferred.
  *
  * The prefix says who may send an event: `model.*` only comes from the invoked model actor (the host API refuses
- * to forward it), `user.*` and `task.*` only through the host API with the caller's authenticated user, `timer.*`
- * only from the host's scheduler. Every event carries `at`, the host's clock when it was received, so guards can
+ * to forward it), `user.*`, `review.*` and `task.*` only through the host API with the caller's authenticated user
+ * and scopes, `timer.*` only from the host's scheduler. Every event carries `at`, the host's clock when it was received, so guards can
  * compare times without reading a clock themselves. The done and error events of invoked actors are in `actors.ts`.
  */
 import { z } from 'zod';
-import { modelUsageSchema } from './context.js';
+import { jsonSchema, modelUsageSchema } from './context.js';
 
 const at = z.number().int().nonnegative();
 /** Bounds on text a host event may carry (it is persisted and shown to the model). */
@@ -35,25 +35,46 @@ export const modelEventSchema = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('model.invalidOutput'), at, detail: z.string(), usage: modelUsageSchema }),
 ]);
 
+const userId = z.string().min(1).max(SHORT);
+/** The deciding session's scopes, from the host's session (never from a request body): approvers need theirs. */
+const scopes = z.array(z.string().min(1).max(SHORT)).max(256);
+
 export const hostEventSchema = z.discriminatedUnion('type', [
   z.strictObject({
     type: z.literal('user.confirmed'),
     at,
     confirmationId: z.string().min(1).max(SHORT),
     argsHash: z.string().min(1).max(SHORT),
-    userId: z.string().min(1).max(SHORT),
+    userId,
+    scopes,
     policyVersion: z.string().min(1).max(SHORT),
   }),
   z.strictObject({
     type: z.literal('user.rejected'),
     at,
     confirmationId: z.string().min(1).max(SHORT),
-    userId: z.string().min(1).max(SHORT),
+    userId,
+    scopes,
     reason: z.string().max(SHORT).nullable(),
   }),
-  z.strictObject({ type: z.literal('user.answered'), at, text: z.string().min(1).max(TEXT), userId: z.string().min(1).max(SHORT) }),
+  z.strictObject({ type: z.literal('user.answered'), at, text: z.string().min(1).max(TEXT), userId }),
   z.strictObject({ type: z.literal('task.cancelled'), at, reason: z.string().max(SHORT), by: z.string().min(1).max(SHORT) }),
+  /**
+   * A reviewer's finding about the write a task waits on: it `happened` (with the result the reviewer found, checked
+   * against the tool's output schema), it `not_happened`, or `retry` it with the same idempotency key.
+   */
+  z.strictObject({
+    type: z.literal('review.resolved'),
+    at,
+    userId,
+    scopes,
+    resolution: z.enum(['happened', 'not_happened', 'retry']),
+    result: jsonSchema.nullable(),
+    note: z.string().max(SHORT).nullable(),
+  }),
   z.strictObject({ type: z.literal('timer.confirmationExpired'), at, confirmationId: z.string().min(1).max(SHORT) }),
+  z.strictObject({ type: z.literal('timer.answerExpired'), at }),
+  z.strictObject({ type: z.literal('timer.modelRetryDue'), at }),
 ]);
 
 export type ModelEvent = z.infer<typeof modelEventSchema>;

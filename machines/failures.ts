@@ -6,7 +6,7 @@
  */
 
 /** How a task can end. */
-export const FINAL_STATUSES = ['done', 'failed', 'budget_exhausted', 'cancelled', 'review_required'] as const;
+export const FINAL_STATUSES = ['done', 'failed', 'budget_exhausted', 'cancelled'] as const;
 export type FinalStatusCode = (typeof FINAL_STATUSES)[number];
 
 /** Why a task ended. */
@@ -19,9 +19,18 @@ export const STOP_CODES = [
   'protocol_error',
   'too_many_rejections',
   'loop_detected',
+  /** A call refused at the permission gate was proposed again (policy `onRepeatedDenial: 'stop'`). */
+  'permission_denied',
+  /** A call refused at the mandate gate was proposed again. */
+  'outside_mandate',
+  /** The model's question was not answered in time (policy `onAnswerExpiry: 'stop'`). */
+  'no_answer',
   'budget_exhausted',
   'cancelled',
-  'write_outcome_unknown',
+  /** A confirmation was rejected and the tool's policy ends the task (`onReject: 'cancel'`). */
+  'confirmation_rejected',
+  /** Nobody confirmed in time and the tool's policy ends the task (`onExpiry: 'cancel'`). */
+  'confirmation_expired',
   'internal_error',
 ] as const;
 export type StopCode = (typeof STOP_CODES)[number];
@@ -43,7 +52,15 @@ export const CALL_CODES = {
   batch_rejected: { retryable: false },
   // schema, business and permission gates
   invalid_arguments: { retryable: true },
+  /** The arguments do not fit what the user asked for (the task's mandate): the model may correct them. */
+  outside_mandate: { retryable: true },
   permission_denied: { retryable: false },
+  /** The tool's per-tenant rate limit is used up for now. */
+  rate_limited: { retryable: false },
+  /** The arguments about to run differ from the ones validated and confirmed: never run. */
+  arguments_changed: { retryable: false },
+  /** The tool's confirmation rule failed (threw, returned a promise or something that is not a rule): never run. */
+  confirmation_rule_failed: { retryable: false },
   // loop and confirmation gates
   duplicate_write: { retryable: false },
   confirmation_rejected: { retryable: false },
@@ -52,10 +69,11 @@ export const CALL_CODES = {
   budget_exhausted: { retryable: false },
   cancelled: { retryable: false },
   loop_detected: { retryable: false },
-  skipped_pending_review: { retryable: false },
   internal_error: { retryable: false },
-  /** A write looked up and not found, not sent again (the task was cancelled). */
+  /** A write that did not take effect: looked up and not found (the task was cancelled), or so a reviewer found. */
   not_executed: { retryable: false },
+  /** The tool found the business records inconsistent (an amount mismatch, a duplicate risk): a human decides. */
+  needs_review: { retryable: false },
   // execution
   /** No answer in time. For a read the result is unknown, not empty; for a write the effect may exist. */
   timeout: { retryable: true },
@@ -99,6 +117,9 @@ export const CONFIRMATION_REFUSALS = {
   confirmation_expired: 'the confirmation expired before it was given; it is asked again',
   policy_changed: 'the host policy changed since the confirmation was asked; it is asked again',
   arguments_changed: 'the confirmed arguments differ from the arguments that would run; it is asked again',
+  self_approval: 'the requester cannot approve their own request; another person holding the approver scope must',
+  missing_approver_scope: 'the deciding session lacks the approver scope this confirmation needs',
+  already_approved: 'this approver already approved; another approver must decide',
 } as const;
 export type ConfirmationRefusal = keyof typeof CONFIRMATION_REFUSALS;
 
@@ -110,6 +131,12 @@ export type ReplyCode =
   | 'not_waiting_for_answer'
   | 'nothing_due'
   | 'cancel_deferred'
+  | 'question_expired'
+  | 'approval_recorded'
+  | 'not_waiting_for_review'
+  | 'not_a_reviewer'
+  | 'invalid_review'
+  | 'review_pending'
   | 'wrong_tenant'
   | 'task_finished'
   | 'permission_denied';

@@ -10,6 +10,7 @@ import type {
   AgentContext,
   BudgetLimits,
   CallState,
+  Mandate,
   Effect,
   FinalStatus,
   GateName,
@@ -34,11 +35,14 @@ export type TranscriptEntry =
   | { kind: 'answer'; at: number; turn: number; text: string }
   | { kind: 'question'; at: number; turn: number; text: string }
   | { kind: 'user_answer'; at: number; text: string }
+  /** The user did not answer the model's question in time (policy `onAnswerExpiry: 'replan'`). */
+  | { kind: 'no_answer'; at: number; turn: number; question: string }
   | { kind: 'refusal'; at: number; turn: number; text: string }
   /** A host note to the model that its previous output could not be used. */
   | { kind: 'invalid_output'; at: number; turn: number; detail: string };
 
-export type ConfirmationAction = 'requested' | 'granted' | 'refused' | 'rejected' | 'expired';
+/** `approved`: one approval of several recorded; `granted`: the last decision needed, the call may run. */
+export type ConfirmationAction = 'requested' | 'approved' | 'granted' | 'refused' | 'rejected' | 'expired';
 
 export type AuditEntry = { at: number; turn: number } & (
   | {
@@ -47,6 +51,7 @@ export type AuditEntry = { at: number; turn: number } & (
       tenantId: string;
       scopes: string[];
       goal: string;
+      mandate: Mandate | null;
       limits: BudgetLimits;
       policyVersion: string;
     }
@@ -62,8 +67,11 @@ export type AuditEntry = { at: number; turn: number } & (
       code: string | null;
       summary: string | null;
     }
-  /** A gate that asks one of the tool's hooks (business validation, resource permission) started asking. */
-  | { kind: 'check_started'; gate: 'business' | 'permission'; callId: string; tool: string; argsHash: string | null }
+  /**
+   * A gate that asks one of the tool's hooks started asking: business validation, resource permission, or (`recheck`)
+   * all of them again, with the principal's current session and the rate limit, right before a write runs.
+   */
+  | { kind: 'check_started'; gate: 'business' | 'permission' | 'recheck'; callId: string; tool: string; argsHash: string | null }
   | {
       kind: 'tool_started';
       callId: string;
@@ -74,6 +82,8 @@ export type AuditEntry = { at: number; turn: number } & (
       idempotencyKey: string | null;
       attempt: number;
       confirmationId: string | null;
+      /** Money debited for it (minor units), 0 when it moves none or is a retry. */
+      money: number;
     }
   | {
       kind: 'tool_finished';
@@ -100,9 +110,27 @@ export type AuditEntry = { at: number; turn: number } & (
       tool: string;
       argsHash: string;
       userId: string | null;
+      /** How the deciding user decided: as the requester, or as an approver under `scope`. */
+      decidedAs: 'requester' | 'approver' | null;
+      scope: string | null;
       code: string | null;
       expiresAt: number | null;
     }
+  | {
+      kind: 'review';
+      /** `held`: the task waits for a reviewer; `resolved`: a reviewer decided; `refused`: a resolution was refused. */
+      action: 'held' | 'resolved' | 'refused';
+      callId: string;
+      tool: string;
+      idempotencyKey: string | null;
+      userId: string | null;
+      scope: string | null;
+      /** The reason it was held, the resolution, or the refusal's code. */
+      code: string;
+      summary: string;
+    }
+  | { kind: 'model_outage'; action: 'waiting' | 'retrying' | 'gave_up'; attempts: number; wakeAt: number | null; error: string }
+  | { kind: 'question_expired'; question: string }
   | { kind: 'user_answered'; userId: string }
   | { kind: 'cancel_requested'; by: string; reason: string; deferred: boolean }
   | { kind: 'task_stopped'; status: FinalStatus; reason: StopReason }

@@ -5,7 +5,7 @@
 import type { FinalStatus } from './context.js';
 
 export const TAGS = {
-  /** The task rests until a human acts. */
+  /** The task rests until a human acts (or, for an outage, its wake-up time comes). */
   waiting: 'waiting',
   /** Waiting for a confirmation of exact arguments. */
   confirmation: 'confirmation',
@@ -21,23 +21,34 @@ export const TAGS = {
   effect: 'effect',
   /** A write's outcome is unknown and is being looked up. */
   reconciling: 'reconciling',
+  /** Waiting for a reviewer to say what a write did. */
+  review: 'review',
+  /** Waiting out a model outage. */
+  outage: 'outage',
 } as const;
 
 export type Tag = (typeof TAGS)[keyof typeof TAGS];
 
-/** The states a stored task is listed by. */
-export type TaskState = 'running' | 'waiting_for_confirmation' | 'waiting_for_user' | FinalStatus;
+/**
+ * The states a stored task is listed by. `review_required` is a wait (a reviewer resolves it): listing by it is the
+ * review queue.
+ */
+export type TaskState = 'running' | 'waiting_for_confirmation' | 'waiting_for_user' | 'waiting_for_model' | 'review_required' | FinalStatus;
 
 export const TASK_STATES: readonly TaskState[] = [
   'running',
   'waiting_for_confirmation',
   'waiting_for_user',
+  'waiting_for_model',
+  'review_required',
   'done',
   'failed',
   'budget_exhausted',
   'cancelled',
-  'review_required',
 ];
+
+/** The listed states in which a task rests until someone (or its wake-up time) moves it. */
+export const WAITING_TASK_STATES: readonly TaskState[] = ['waiting_for_confirmation', 'waiting_for_user', 'waiting_for_model', 'review_required'];
 
 /** A task's listed state from the tags of the state it is in (and, when final, its outcome). */
 export function taskStateOf(tags: ReadonlySet<string> | readonly string[], outcome: FinalStatus | null): TaskState {
@@ -48,6 +59,8 @@ export function taskStateOf(tags: ReadonlySet<string> | readonly string[], outco
   }
   if (has(TAGS.waiting) && has(TAGS.confirmation)) return 'waiting_for_confirmation';
   if (has(TAGS.waiting) && has(TAGS.question)) return 'waiting_for_user';
+  if (has(TAGS.waiting) && has(TAGS.outage)) return 'waiting_for_model';
+  if (has(TAGS.waiting) && has(TAGS.review)) return 'review_required';
   return 'running';
 }
 

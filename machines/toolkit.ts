@@ -1,22 +1,61 @@
 /**
  * What the chart knows about tools beyond the facts persisted in a task's catalog: the host's current definitions,
- * read synchronously by the schema and permission guards and by the step that admits a call. The runtime builds
- * it from the installed tools (`src/runtime/toolRegistry.ts`) and passes it to `createAgentMachine`.
+ * read synchronously by the gates' guards and by the steps that admit a call. The runtime builds it from the
+ * installed tools (`src/runtime/toolRegistry.ts`) and passes it to `createAgentMachine`.
  *
- * Kept to pure pieces: a zod schema, scopes, flags, and the tool's own synchronous rules (confirmation, redaction,
- * the approver's summary). A rule that throws or returns something odd fails closed where it is called.
+ * Kept to pure pieces: zod schemas, scopes, flags, and the tool's own synchronous rules (confirmation, mandate,
+ * amount, redaction, the approver's summary). A rule that throws or returns something odd fails closed where it is
+ * called.
  */
 import type { z } from 'zod';
-import type { Effect, Json, Principal } from './context.js';
+import type { Effect, Json, Mandate, Principal } from './context.js';
 
-/** Never, always, or a predicate over the validated arguments and the principal (e.g. refunds above an amount). */
-export type ConfirmationRule<I = any> = 'never' | 'always' | ((args: I, principal: Readonly<Principal>) => boolean);
+/**
+ * What the task did so far, for rules that bound a total rather than one call: "at most 199.00 in all", "four eyes
+ * once the refunds of this task pass 100.00". `moneyMoved` counts every write started (debited before it ran).
+ */
+export interface TaskFacts {
+  moneyMoved: number;
+  writesStarted: number;
+}
+
+/** A confirmation by people other than the requester, each holding `approverScope` (four eyes and more). */
+export interface ApprovalRule {
+  approverScope: string;
+  /** Distinct approvers needed (default 1, at most 16). */
+  approvals?: number;
+}
+
+/**
+ * Who must confirm a call: nobody, the task's user (`'always'`, or a predicate returning true), or approvers (an
+ * `ApprovalRule`, or a predicate returning one, e.g. refunds above an amount need a second person).
+ */
+export type ConfirmationRule<I = any> =
+  | 'never'
+  | 'always'
+  | ApprovalRule
+  | ((args: I, principal: Readonly<Principal>, task: Readonly<TaskFacts>) => boolean | ApprovalRule);
+
+/** What happens when a confirmation of this tool is rejected, or nobody decides in time. */
+export interface ConfirmationPolicy {
+  /** `replan` (default): the model is told and proposes again. `cancel`: the task ends as cancelled. */
+  onReject?: 'replan' | 'cancel';
+  /** `ask_again` (default): asked again up to the policy's limit. `cancel`: the task ends as cancelled. */
+  onExpiry?: 'ask_again' | 'cancel';
+}
+
+export type MandateVerdict = { ok: true } | { ok: false; code?: string; summary: string };
+
+/** How a tool's arguments must relate to the task's mandate, given what the task did so far. Pure and synchronous. */
+export type MandateRule<I = any> = (args: I, mandate: Readonly<Mandate>, task: Readonly<TaskFacts>) => MandateVerdict;
 
 export interface ToolRules<I = any> {
   name: string;
   effect: Effect;
   /** The schema gate: the arguments must parse, and parse to themselves (no transforms). */
   input: z.ZodType<I>;
+  /** The tool's output schema: what a reviewer reports as the write's result must match it. */
+  output?: z.ZodType;
   /** The permission gate: the task's principal must hold every one. */
   scopes: readonly string[];
   /** The tool has business validation: its calls go through `vetting.validating`. */
@@ -24,6 +63,11 @@ export interface ToolRules<I = any> {
   /** The tool has a resource-level permission check: its calls go through `vetting.authorizing`. */
   authorizes: boolean;
   confirm?: ConfirmationRule<I>;
+  confirmation?: ConfirmationPolicy;
+  /** The mandate gate. A task with a mandate refuses a write whose tool has no rule (reads pass without one). */
+  mandate?: MandateRule<I>;
+  /** Money the call moves, in minor units of the host's currency: debited from the task's money budget first. */
+  amount?: (args: I) => number;
   /** One line shown to the approver, e.g. "Refund 999.00 on order O-1001". */
   describeConfirmation?: (args: I) => string;
   /** Arguments as the audit and the approver see them. */

@@ -1,7 +1,8 @@
 /**
  * Writes the persisted-task fixtures of the current machine version into `test/fixtures/envelopes/<version>/`:
- * a finished booking, a task stopped in the middle of a write, one waiting for a confirmation, and one stopped
- * while a tool's business validation ran. Each is the envelope and journals exactly as a store held them.
+ * a finished booking, a task stopped in the middle of a write, one waiting for a confirmation, one stopped while a
+ * tool's business validation ran, and (from agent/4) one stopped while a write was re-checked, one waiting for a
+ * reviewer and one waiting out a model outage. Each is the envelope and journals exactly as a store held them.
  *
  * Run once per released machine version (`npx tsx scripts/fixtures.ts`); the files are immutable afterwards: a
  * change that cannot restore them needs a new machine version and a migration, never an edit of the files.
@@ -11,14 +12,26 @@ import { join } from 'node:path';
 import { AGENT_MACHINE_VERSION } from '../machines/agentMachine.js';
 import { BookingService, DEMO_NOW } from '../examples/booking/bookingService.js';
 import { RefundDesk } from '../examples/booking/refundService.js';
-import { BOOKING_GOAL, BOOKING_SUCCESS, E17, E17_SUPPORT, REFUND_GOAL, REFUND_SUCCESS, bookingScript, refundScript } from '../examples/booking/scenarios.js';
+import {
+  BOOKING_GOAL,
+  BOOKING_MANDATE,
+  BOOKING_SUCCESS,
+  E17,
+  E17_SUPPORT,
+  REFUND_GOAL,
+  REFUND_MANDATE,
+  REFUND_SUCCESS,
+  bookingScript,
+  refundScript,
+} from '../examples/booking/scenarios.js';
+import { bookingMandate, refundMandate } from '../tools/mandates.js';
 import { findAvailableRooms } from '../tools/findAvailableRooms.js';
 import { getOrder } from '../tools/getOrder.js';
 import { refundOrder } from '../tools/refundOrder.js';
 import { reserveRoom } from '../tools/reserveRoom.js';
-import { type Tool, createOrchestrator } from '../src/index.js';
+import { type AgentModel, TransientModelError, type Tool, createOrchestrator } from '../src/index.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
-import { ManualClock, scriptedModel } from '../src/testing/index.js';
+import { ManualClock, scriptedModel, shiftedClock } from '../src/testing/index.js';
 
 const OUT = join(import.meta.dirname, '..', 'test', 'fixtures', 'envelopes', AGENT_MACHINE_VERSION.replace('/', '-'));
 
@@ -40,9 +53,26 @@ function dump(store: MemoryStore, taskId: string) {
 }
 
 /** Runs until `stop` holds for the stored task, then stops the orchestrator without saving more. */
-async function capture(tools: Tool[], script: Parameters<typeof scriptedModel>[0], start: Parameters<ReturnType<typeof createOrchestrator>['start']>[0], stop: (state: string) => boolean) {
+async function capture(
+  tools: Tool[],
+  script: Parameters<typeof scriptedModel>[0] | AgentModel,
+  start: Parameters<ReturnType<typeof createOrchestrator>['start']>[0],
+  stop: (state: string) => boolean,
+  /** Real time from the demo's "now" when the task sleeps (backoff of lookups and model retries); else frozen. */
+  moving = false,
+) {
   const store = new MemoryStore();
-  const orchestrator = createOrchestrator({ tools, model: scriptedModel(script), store, clock: new ManualClock(DEMO_NOW), expirySweepMs: 0 });
+  const model = Array.isArray(script) ? scriptedModel(script) : script;
+  const orchestrator = createOrchestrator({
+    tools,
+    model,
+    store,
+    clock: moving ? shiftedClock(DEMO_NOW) : new ManualClock(DEMO_NOW),
+    backoff: { baseDelayMs: 1, maxDelayMs: 2 },
+    expirySweepMs: 0,
+    mandates: [bookingMandate, refundMandate],
+    limits: { money: 19_900 },
+  });
   const taskId = start.taskId!;
   const reached = new Promise<void>((resolve) => orchestrator.onSaved((summary) => stop(summary.stateValue) && resolve()));
   await orchestrator.start(start);
@@ -56,14 +86,39 @@ function bookingTools(bookings: BookingService): Tool[] {
   return [findAvailableRooms(bookings, { timeoutMs: 60_000 }), reserveRoom(bookings, { timeoutMs: 60_000 })];
 }
 
-/** A booking service whose next reservation never answers, or whose room lookups (for validation) never answer. */
-function stalled(what: 'reserve' | 'validation'): BookingService {
+/**
+ * A booking service whose next reservation never answers; whose room lookups (for validation) never answer; whose
+ * room lookups never answer after the first vetting of a reservation (so its re-check hangs); or whose reservations
+ * and lookups fail (so the write's outcome stays unknown).
+ */
+function stalled(what: 'reserve' | 'validation' | 'recheck' | 'unknown'): BookingService {
   const bookings = new BookingService();
   const never = () => new Promise<never>(() => {});
   if (what === 'reserve') bookings.reserve = never;
-  else bookings.room = never;
+  else if (what === 'validation') bookings.room = never;
+  else if (what === 'recheck') {
+    const room = bookings.room.bind(bookings);
+    let lookups = 0;
+    // The reservation's validation and authorization each look the room up once; the re-check's lookup hangs.
+    bookings.room = (id) => (++lookups > 2 ? never() : room(id));
+  } else {
+    bookings.reserve = async () => {
+      throw new Error('connection reset');
+    };
+    bookings.findByIdempotencyKey = async () => {
+      throw new Error('lookup down');
+    };
+  }
   return bookings;
 }
+
+/** A model that never answers: its transport fails transiently every time. */
+const unreachable: AgentModel = {
+  name: 'unreachable',
+  decide: async () => {
+    throw new TransientModelError('connection refused');
+  },
+};
 
 function refundTools(): Tool[] {
   const desk = new RefundDesk();
@@ -73,7 +128,7 @@ function refundTools(): Tool[] {
 async function main() {
   if (existsSync(OUT)) throw new Error(`${OUT} exists: fixtures of a released version are immutable`);
   mkdirSync(OUT, { recursive: true });
-  const booking = { principal: E17, goal: BOOKING_GOAL, success: BOOKING_SUCCESS };
+  const booking = { principal: E17, goal: BOOKING_GOAL, success: BOOKING_SUCCESS, mandate: BOOKING_MANDATE };
   const fixtures = {
     'done-booking': await capture(bookingTools(new BookingService()), bookingScript(), { ...booking, taskId: 'normal-1' }, (s) => s === 'done'),
     'mid-write': await capture(bookingTools(stalled('reserve')), bookingScript(), { ...booking, taskId: 'writing-1' }, (s) => s === 'executing.writing'),
@@ -81,9 +136,12 @@ async function main() {
     'waiting-for-confirmation': await capture(
       refundTools(),
       refundScript(),
-      { principal: E17_SUPPORT, goal: REFUND_GOAL, success: REFUND_SUCCESS, taskId: 'refund-1' },
+      { principal: E17_SUPPORT, goal: REFUND_GOAL, success: REFUND_SUCCESS, mandate: REFUND_MANDATE, taskId: 'refund-1' },
       (s) => s === 'executing.awaitingConfirmation',
     ),
+    'mid-recheck': await capture(bookingTools(stalled('recheck')), bookingScript(), { ...booking, taskId: 'rechecking-1' }, (s) => s === 'executing.rechecking.hooks'),
+    'review-required': await capture(bookingTools(stalled('unknown')), bookingScript(), { ...booking, taskId: 'review-1' }, (s) => s === 'reviewRequired', true),
+    'waiting-for-model': await capture(bookingTools(new BookingService()), unreachable, { ...booking, taskId: 'outage-1' }, (s) => s === 'waitingForModel', true),
   };
   for (const [name, fixture] of Object.entries(fixtures)) {
     writeFileSync(join(OUT, `${name}.json`), `${JSON.stringify(fixture, null, 2)}\n`);

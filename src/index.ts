@@ -17,6 +17,7 @@ export {
   type AuditRecord,
   type OrchestratorOptions,
   type RecoveryReport,
+  type ReviewResolution,
   type StartTaskRequest,
   type TaskStatus,
   type UserEventResult,
@@ -27,7 +28,12 @@ export {
   defineTool,
   toolParametersSchema,
   TransientToolError,
+  type ApprovalRule,
+  type ConfirmationPolicy,
   type ConfirmationRule,
+  type MandateRule,
+  type MandateVerdict,
+  type RateLimit,
   type LookupContext,
   type LookupResult,
   type ReadTool,
@@ -40,6 +46,10 @@ export {
   type WriteContext,
   type WriteTool,
 } from './tool.js';
+
+// Mandates: what the user asked for
+export { defineMandate, type MandateKind } from './mandate.js';
+export type { RateLimitOptions } from './runtime/rateLimits.js';
 
 // Models
 export {
@@ -57,6 +67,7 @@ export { FileStore, type FileStoreOptions } from './store/file/fileStore.js';
 export type { JournalStream, Lease, LeaseManager, ListQuery, SaveRequest, TaskStore } from './store/taskStore.js';
 export { ENVELOPE_SCHEMA_VERSION, SUPPORTED_MACHINE_VERSIONS, parseEnvelope, type PersistedAgentSnapshot, type TaskEnvelope } from './store/envelope.js';
 export { TASK_STATES, type TaskState, type TaskSummary } from './store/summary.js';
+export { WAITING_TASK_STATES } from '../machines/tags.js';
 
 // Reading what happened
 export { formatTrace, type TraceOptions } from './audit/formatTrace.js';
@@ -116,18 +127,23 @@ export type {
   CallPhase,
   CallState,
   Catalog,
+  ConfirmationRequirement,
+  Decision,
   Effect,
   Evidence,
   FinalStatus,
   GateName,
   Json,
+  Mandate,
   ModelReservation,
   ModelUsage,
   Observation,
+  Outage,
   Outcome,
   PendingConfirmation,
   Policy,
   Principal,
+  Review,
   StopReason,
   SuccessCriterion,
   ToolFacts,

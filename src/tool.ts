@@ -7,7 +7,7 @@
  */
 import { z } from 'zod';
 import type { Json, Principal } from '../machines/context.js';
-import type { ConfirmationRule } from '../machines/toolkit.js';
+import type { ApprovalRule, ConfirmationPolicy, ConfirmationRule, MandateRule, MandateVerdict } from '../machines/toolkit.js';
 import { ToolDefinitionError } from './errors.js';
 
 /** What a tool call produced. Business-terminal failures (conflict, not_found) are values, not throws. */
@@ -51,7 +51,13 @@ export interface ValidationContext {
   signal: AbortSignal;
 }
 
-export type { ConfirmationRule };
+export type { ApprovalRule, ConfirmationPolicy, ConfirmationRule, MandateRule, MandateVerdict };
+
+/** A per-tenant rate limit of a tool: at most `points` calls per `perSeconds`, counted before a call runs. */
+export interface RateLimit {
+  points: number;
+  perSeconds: number;
+}
 
 export interface RetryPolicy {
   /** Total attempts including the first (2 = one retry). */
@@ -73,8 +79,21 @@ interface ToolBase<I, O> {
   output: z.ZodType<O>;
   /** Scopes the principal must hold. */
   scopes: string[];
-  /** Whether a human must confirm these exact arguments first. Default: never. */
+  /**
+   * Whether a human must confirm these exact arguments first, and who: the task's user (`'always'`, or a predicate
+   * returning true), or approvers other than the requester holding a scope (`{ approverScope, approvals? }`, or a
+   * predicate returning one). Default: never.
+   */
   confirm?: ConfirmationRule<I>;
+  /** What a rejected or expired confirmation does: re-plan (default) or cancel the task. */
+  confirmation?: ConfirmationPolicy;
+  /**
+   * How the arguments must relate to the task's mandate (what the user asked for); see `defineMandate`. A task with a
+   * mandate refuses a write whose tool declares none.
+   */
+  mandate?: MandateRule<I>;
+  /** A per-tenant rate limit, checked right before a call runs (`rate_limited` when used up). */
+  rateLimit?: RateLimit;
   /** One line shown to the approver, e.g. "Refund 999.00 on order O-1001". */
   describeConfirmation?: (args: I) => string;
   /** Per-attempt timeout in milliseconds. */
@@ -96,9 +115,15 @@ export interface ReadTool<I = any, O = any> extends ToolBase<I, O> {
 
 export interface WriteTool<I = any, O = any> extends ToolBase<I, O> {
   effect: 'write';
+  /** Money the call moves, in minor units of the host's currency: debited from the task's money budget before it runs. */
+  amount?: (args: I) => number;
   /** True only if the service guarantees that re-sending the same idempotency key never duplicates the effect. */
   sameKeyRetrySafe: boolean;
-  /** Must pass `ctx.idempotencyKey` to the service. Never retried blindly by the host. */
+  /**
+   * Must pass `ctx.idempotencyKey` to the service. Never retried blindly by the host. Return
+   * `{ ok: false, code: 'needs_review', summary }` when the service's records are inconsistent (an amount mismatch,
+   * a duplicate risk): the task then waits for a reviewer.
+   */
   execute(args: I, ctx: WriteContext): Promise<ToolResult<O>>;
   /** Finds the effect of an earlier execute by its idempotency key, for reconciliation. Throw if unsure. */
   lookup(idempotencyKey: string, ctx: LookupContext): Promise<LookupResult<O>>;
@@ -151,8 +176,18 @@ export function defineTool(tool: Tool): Tool {
       fail(`the input has an identity field "${field}"; identity comes from the host's principal, not from arguments`);
     }
   }
-  if (tool.confirm !== undefined && tool.confirm !== 'never' && tool.confirm !== 'always' && typeof tool.confirm !== 'function') {
-    fail(`confirm must be 'never', 'always' or a function, not ${JSON.stringify(tool.confirm)}`);
+  checkConfirmation(tool, fail);
+  if (tool.mandate !== undefined && typeof tool.mandate !== 'function') fail('mandate must be a function (args, mandate) => verdict; see defineMandate');
+  if (typeof tool.mandate === 'function' && tool.mandate.constructor?.name === 'AsyncFunction') fail('mandate must be synchronous (a pure rule over the arguments)');
+  if (tool.rateLimit !== undefined) {
+    const { points, perSeconds } = tool.rateLimit;
+    if (!(Number.isInteger(points) && points > 0 && Number.isInteger(perSeconds) && perSeconds > 0)) {
+      fail('rateLimit needs whole positive points and perSeconds');
+    }
+  }
+  if ('amount' in tool && tool.amount !== undefined) {
+    if (tool.effect !== 'write') fail('only a write moves money: remove amount from a read');
+    if (typeof tool.amount !== 'function') fail('amount must be a function (args) => minor units');
   }
   if (tool.effect === 'write') {
     if ('retry' in tool && tool.retry) fail('writes are never retried blindly; remove retry (reconciliation uses lookup)');
@@ -163,6 +198,30 @@ export function defineTool(tool: Tool): Tool {
     if (!(tool.retry.maxAttempts >= 1 && tool.retry.maxAttempts <= 10)) fail('retry.maxAttempts must be 1..10');
   }
   return tool;
+}
+
+function checkConfirmation(tool: Tool, fail: (detail: string) => never): void {
+  const { confirm, confirmation } = tool;
+  if (typeof confirm === 'function' && confirm.constructor?.name === 'AsyncFunction') {
+    fail('confirm must be synchronous: it is asked inside a transition, and a promise would decide nothing');
+  }
+  if (confirm !== undefined && confirm !== 'never' && confirm !== 'always' && typeof confirm !== 'function') {
+    const rule = confirm as Partial<ApprovalRule> | null;
+    if (!rule || typeof rule !== 'object' || typeof rule.approverScope !== 'string' || rule.approverScope === '') {
+      fail(`confirm must be 'never', 'always', { approverScope, approvals? } or a function, not ${JSON.stringify(confirm)}`);
+    }
+    if (rule.approvals !== undefined && !(Number.isInteger(rule.approvals) && rule.approvals >= 1 && rule.approvals <= 16)) {
+      fail('confirm.approvals must be a whole number from 1 to 16');
+    }
+  }
+  if (confirmation !== undefined) {
+    if (confirmation.onReject !== undefined && confirmation.onReject !== 'replan' && confirmation.onReject !== 'cancel') {
+      fail(`confirmation.onReject must be 'replan' or 'cancel'`);
+    }
+    if (confirmation.onExpiry !== undefined && confirmation.onExpiry !== 'ask_again' && confirmation.onExpiry !== 'cancel') {
+      fail(`confirmation.onExpiry must be 'ask_again' or 'cancel'`);
+    }
+  }
 }
 
 /** The JSON Schema of a tool's input, as offered to a model. */

@@ -211,30 +211,33 @@ describe('confirmation bound to exact arguments', () => {
   });
 });
 
-describe('a confirmation rule that does not return a plain boolean', () => {
+describe('a confirmation rule that does not decide', () => {
   for (const [name, rule] of [
-    ['an async rule', async () => true],
+    ['a rule that returns a promise', () => Promise.resolve(true)],
     ['a truthy non-boolean', () => 1],
+    ['an approval rule without a scope', () => ({ approvals: 2 })],
+    ['an approval rule asking for no approver', () => ({ approverScope: 'payments:approve', approvals: 0 })],
+    [
+      'a rule that throws something that is not an Error',
+      () => {
+        throw Object.create(null);
+      },
+    ],
   ] as const) {
-    it(`fails closed: ${name} asks for confirmation`, async () => {
+    it(`fails closed: ${name} refuses the call, and never asks anyone weaker than the rule meant`, async () => {
       const sent: string[] = [];
       const h = harness({ extraTools: [paymentTool({ sent, confirm: rule, sameKeyRetrySafe: true })], script: [reply.call('send_payment', { amount: 5 }), reply.answer('x')] });
       const status = await h.orchestrator.run({ principal: E17, goal: 'pay', taskId: 'rule' });
-      expect(status.state).toBe('waiting_for_confirmation');
       expect(sent).toEqual([]);
+      expect(byKind(await h.orchestrator.audit('rule'), 'confirmation')).toEqual([]);
+      expect(status.observations).toEqual([
+        expect.objectContaining({ ok: false, code: 'confirmation_rule_failed', gate: 'confirmation', retryable: false }),
+      ]);
     });
   }
 
-  it('fails closed when the rule throws something that is not an Error', async () => {
-    const sent: string[] = [];
-    const rule = () => {
-      throw Object.create(null);
-    };
-    const h = harness({ extraTools: [paymentTool({ sent, confirm: rule })], script: [reply.call('send_payment', { amount: 5 }), reply.answer('x')] });
-    const status = await h.orchestrator.run({ principal: E17, goal: 'pay', taskId: 'odd-throw' });
-    expect(status.state).toBe('waiting_for_confirmation');
-    expect(status.pendingConfirmation?.summary).toMatch(/^send_payment \(confirmation rule failed: \[object Object\]\)$/);
-    expect(sent).toEqual([]);
+  it('is refused at definition when it is an async function', () => {
+    expect(() => paymentTool({ confirm: async () => true })).toThrow(/confirm must be synchronous/);
   });
 
   it('gives each host function its own copy of the arguments: a redact that edits them changes nothing else', async () => {

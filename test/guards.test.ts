@@ -11,6 +11,8 @@ import { sha256Hex } from '../src/hashing.js';
 import { DEFAULT_LIMITS, DEFAULT_POLICY } from '../src/orchestrator/orchestrator.js';
 
 const T0 = 1_000_000;
+/** No tool declares an amount: the budget guards need the toolkit only for the money a write moves. */
+const TOOLKIT: Toolkit = { rules: () => undefined, sha256: sha256Hex };
 
 function context(patch: Partial<AgentContext> = {}): AgentContext {
   return {
@@ -18,6 +20,7 @@ function context(patch: Partial<AgentContext> = {}): AgentContext {
       taskId: 'task-1',
       goal: 'g',
       principal: { userId: 'E17', tenantId: 'acme', scopes: ['rooms:book'] },
+      mandate: null,
       catalog: {
         find_rooms: { effect: 'read', sameKeyRetrySafe: false },
         reserve_room: { effect: 'write', sameKeyRetrySafe: true },
@@ -42,7 +45,7 @@ function call(patch: Partial<CallState>): CallState {
     argsHash: 'sha256:a',
     redactedArgs: {},
     idempotencyKey: null,
-    needsConfirmation: false,
+    confirmation: null,
     confirmationSummary: null,
     confirmedBy: null,
     confirmationRequests: 0,
@@ -50,6 +53,8 @@ function call(patch: Partial<CallState>): CallState {
     writeAttempts: 0,
     lookups: 0,
     observation: null,
+    runAs: null,
+    resendAfter: null,
     ...patch,
   };
 }
@@ -63,6 +68,9 @@ const pending: PendingConfirmation = {
   args: {},
   summary: 's',
   userId: 'E17',
+  approverScope: null,
+  approvalsRequired: 1,
+  approvals: [],
   policyVersion: '1',
   requestedAt: T0,
   expiresAt: T0 + 1_000,
@@ -75,6 +83,7 @@ const confirm = (patch: Record<string, unknown> = {}): MachineEvent => ({
   confirmationId: pending.id,
   argsHash: 'sha256:good',
   userId: 'E17',
+  scopes: ['rooms:book'],
   policyVersion: '1',
   ...patch,
 }) as MachineEvent;
@@ -103,7 +112,7 @@ describe('budget guards', () => {
     ['a read with no writes left', [call({})], { writes: DEFAULT_LIMITS.writes }, true],
   ])('hasBudgetForNextStep: %s → %s', (_label, calls, u, expected) => {
     const ctx = { ...used(u), batch: { turn: 1, closed: false, current: null, calls } };
-    expect(guards.hasBudgetForNextStep(ctx, tick)).toBe(expected);
+    expect(guards.hasBudgetForNextStep(ctx, tick, TOOLKIT)).toBe(expected);
   });
 });
 
@@ -127,7 +136,7 @@ describe('confirmation guards', () => {
     const idle = context();
     expect(guards.isConfirmationForPendingCall(idle, confirm())).toBe(false);
     expect(guards.isConfirmationUnexpired(idle, confirm())).toBe(false);
-    expect(guards.isRejectionOfPendingConfirmation(idle, { type: 'user.rejected', at: 1, confirmationId: pending.id, userId: 'E17', reason: null })).toBe(false);
+    expect(guards.isRejectionOfPendingConfirmation(idle, { type: 'user.rejected', at: 1, confirmationId: pending.id, userId: 'E17', scopes: [], reason: null })).toBe(false);
   });
 
   it('treats a timer as expiry only for the pending id and only at or after the deadline', () => {
@@ -167,7 +176,7 @@ describe('execution order', () => {
         call({ callId: 'r2' }),
         call({ callId: 'w1', effect: 'write', tool: 'reserve_room' }),
         call({ callId: 'r3' }),
-        call({ callId: 'r4', needsConfirmation: true }),
+        call({ callId: 'r4', confirmation: { approverScope: null, approvals: 1, onReject: 'replan', onExpiry: 'ask_again' } }),
       ],
     };
     const order: string[][] = [];
@@ -245,6 +254,9 @@ describe('the confirmation checks', () => {
     expect(CONFIRMATION_CHECKS.map(([guard]) => guard)).toEqual([
       'isConfirmationForPendingCall',
       'isFromConfirmingUser',
+      'isNotSelfApproval',
+      'holdsApproverScope',
+      'isFirstDecisionOfApprover',
       'isConfirmationUnexpired',
       'isUnderSamePolicy',
       'doesConfirmationMatchArguments',

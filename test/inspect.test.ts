@@ -78,7 +78,8 @@ describe('inspection stream', () => {
     // The snapshots walk the conflict path and end in done, with the context's headline.
     const values = task.filter((m) => m.type === '@xstate.snapshot').map((m) => JSON.stringify(m.snapshot!.value));
     const search = ['"thinking"', '{"vetting":"validating"}', '{"executing":"reading"}'];
-    const reserve = ['"thinking"', '{"vetting":"validating"}', '{"vetting":"authorizing"}', '{"executing":"writing"}'];
+    // Right before the write, its hooks are asked again (`executing.rechecking.hooks`).
+    const reserve = ['"thinking"', '{"vetting":"validating"}', '{"vetting":"authorizing"}', '{"executing":{"rechecking":"hooks"}}', '{"executing":"writing"}'];
     expect(values).toEqual([...search, ...reserve, ...search, ...reserve, '"thinking"', '"done"']);
     const last = task.at(-1)!;
     expect(last.snapshot).toMatchObject({ status: 'done', context: { taskId: 'conflict-1', turn: 5, outcome: { status: 'done', code: 'goal_met' } } });
@@ -89,7 +90,7 @@ describe('inspection stream', () => {
     // The invoked children stream too, as children of the task actor.
     const children = messages.filter((m) => m.taskId === 'conflict-1' && m.type === '@xstate.actor' && !m.root).map((m) => m.actorId);
     const searching = ['model', 'validate', 'reads'];
-    const reserving = ['model', 'validate', 'authorize', 'write'];
+    const reserving = ['model', 'validate', 'authorize', 'recheck', 'write'];
     expect(children).toEqual([...searching, ...reserving, ...searching, ...reserving, 'model']);
     // Compact: no message carries a snapshot's actor refs or the machine.
     for (const m of messages) expect(JSON.stringify(m).length).toBeLessThan(6_000);
@@ -126,12 +127,14 @@ describe('inspection stream', () => {
       expect(transitions).toContain('agent.vetting.authorizing [not isAuthorized] / refuseForPermission');
     });
 
-    it('a confirmation refusal: in executing.awaitingConfirmation, by not isFromConfirmingUser', async () => {
+    it('a confirmation refusal: in executing.awaitingConfirmation, by the decider checks', async () => {
       const refund = reply.call('refund_order', { order_id: 'O-1001', amount_cents: 99_900, reason: 'x' });
       const { transitions } = await transitionsOf([refund], SUPPORT, (h, taskId) =>
         h.orchestrator.status(taskId).then((s) => h.orchestrator.confirm(taskId, { ...SUPPORT, userId: 'E99' }, s.pendingConfirmation!)),
       );
-      expect(transitions).toContain('agent.executing.awaitingConfirmation [not isFromConfirmingUser] / refuseConfirmation');
+      expect(transitions).toContain(
+        'agent.executing.awaitingConfirmation [not (isFromConfirmingUser and isNotSelfApproval and holdsApproverScope and isFirstDecisionOfApprover)] / refuseConfirmation',
+      );
     });
   });
 
@@ -166,10 +169,14 @@ describe('inspection stream', () => {
     expect(ofTask(seen, 'refund-1').filter((m) => m.type === '@xstate.actor')).toHaveLength(refundRoots.size);
     // Host events are streamed with their fields, the user's decisions included.
     const hostEvents = ofTask(seen, 'refund-1').filter((m) => m.type === '@xstate.event' && /^(user|task)\./.test(m.event!.type));
-    expect(hostEvents.map((m) => m.event!.type)).toEqual(['user.confirmed', 'user.confirmed', 'user.rejected', 'user.confirmed']);
-    expect(hostEvents[0]!.event).toMatchObject({ userId: 'E17', confirmationId: 'refund-1/t2.c1.r1' });
+    expect(hostEvents.map((m) => m.event!.type)).toEqual(['user.confirmed', 'user.confirmed']);
+    expect(hostEvents[0]!.event).toMatchObject({ userId: 'E99', confirmationId: 'refund-1/t3.c1.r1' });
+    expect(hostEvents[1]!.event).toMatchObject({ userId: 'E17', confirmationId: 'refund-1/t3.c1.r1', scopes: ['orders:read', 'refunds:write'] });
     const waiting = ofTask(seen, 'refund-1').find((m) => JSON.stringify(m.snapshot?.value) === '{"executing":"awaitingConfirmation"}');
-    expect(waiting?.snapshot?.context).toMatchObject({ pendingConfirmation: { id: 'refund-1/t2.c1.r1', tool: 'refund_order' } });
+    expect(waiting?.snapshot?.context).toMatchObject({
+      mandate: { kind: 'refund', terms: { order_id: 'O-1001', max_amount_cents: 19_900 } },
+      pendingConfirmation: { id: 'refund-1/t3.c1.r1', tool: 'refund_order', approverScope: null, approvals: 0, approvalsRequired: 1 },
+    });
   });
 
   it('includes actions and microsteps only when asked', async () => {

@@ -18,9 +18,11 @@ describe('agent machine paths', () => {
         `${result.transitions} transitions checked (${result.revisits} into states already seen, ${result.selfLoops} self-loops), ` +
         `${Object.keys(result.byMove).length} move kinds, longest path ${result.longestPath}, ${result.elapsedMs} ms`,
     );
+    // Cycles that need a human's decision on every round are not the machine going round by itself; shown, not failed.
+    for (const cycle of result.humanCycles.slice(0, 3)) console.log(`[machinePaths] ${cycle.problem}, after: ${cycle.path.join(' → ')}`);
     expect(result.violations, report(result.violations)).toEqual([]);
-    // The exploration of the agent/2 chart reached 78,140 states; this one must cover at least as much.
-    expect(result.states).toBeGreaterThan(78_140);
+    // The agent/4 world reaches 78,338 states (the agent/2 world reached 78,140 with fewer gates and states).
+    expect(result.states).toBeGreaterThan(78_000);
     const missing = MUST_WITNESS.filter((what) => !result.witnessed[what]);
     expect(missing, `never reached: ${missing.join(', ')}`).toEqual([]);
   });
@@ -54,7 +56,8 @@ describe('agent machine paths', () => {
       `[machinePaths] xstate/graph getShortestPaths: ${paths.length} paths (${steps} steps, ${replayed} distinct prefixes) ` +
         `replayed and checked in ${Math.round(performance.now() - started)} ms`,
     );
-    expect(paths.length).toBeGreaterThan(2_125);
+    // The agent/4 world gives 8,741 shortest paths over two turns.
+    expect(paths.length).toBeGreaterThan(8_700);
     expect(problems.slice(0, 5), `${problems.length} problems`).toEqual([]);
   });
 });

@@ -276,10 +276,10 @@ describe('createOpenAIModel over HTTP', () => {
       expect(srv.requests[0]!.aborted).toBe(true);
     });
 
-    it('fails the task when every attempt times out and the retry budget is gone', async () => {
+    it('fails the task when every attempt times out, the retry budget is gone and the policy waits out no outage', async () => {
       const slow = fake.delayed(2_000, fake.text('late'));
       const srv = await serve(slow, slow, slow, slow);
-      const { orchestrator } = harness({ model: openai(), modelTimeoutMs: 100, limits: { retries: 2 } });
+      const { orchestrator } = harness({ model: openai(), modelTimeoutMs: 100, limits: { retries: 2 }, policy: { modelOutageMs: 0 } });
       const status = await orchestrator.run({ principal: E17, goal: 'say ok', taskId: 'slow-always' });
 
       expect(status.state).toBe('failed');
@@ -290,6 +290,49 @@ describe('createOpenAIModel over HTTP', () => {
       expect(srv.requests).toHaveLength(3);
       await Promise.all(srv.requests.map((r) => r.closed));
       expect(srv.requests.map((r) => r.aborted)).toEqual([true, true, true]);
+    });
+
+    it('waits, persisted, through an outage longer than the retry budget, and finishes when the server is back', async () => {
+      const down = fake.error(503, 'overloaded');
+      const srv = await serve(down, down, down, down, fake.text('All good.'));
+      const policy = { modelOutageMs: 60_000, modelWakeMs: { first: 10, longest: 20 } };
+      const { orchestrator, store } = harness({ model: openai(), limits: { retries: 1 }, policy });
+      let status = await orchestrator.run({ principal: E17, goal: 'say ok', taskId: 'outage' });
+      expect(status.state).toBe('waiting_for_model');
+      expect(status.outage).toMatchObject({ attempts: 1, lastError: expect.stringContaining('503') });
+      expect(status.budget.used.retries).toBe(1);
+      // Nothing runs it but the sweep: the task rests in the store with its wake-up time.
+      const [summary] = await store.list({ states: ['waiting_for_model'] });
+      expect(summary?.wakeAt).toBe(status.outage!.wakeAt);
+      for (let i = 0; i < 100 && status.state !== 'done'; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 15));
+        await orchestrator.expireDue();
+        status = await orchestrator.settled('outage');
+      }
+      expect(status.state).toBe('done');
+      expect(status.outage).toBeNull();
+      expect(srv.requests).toHaveLength(5);
+      const outages = byKind(await orchestrator.audit('outage'), 'model_outage').map((e) => `${e.action} ${e.attempts}`);
+      expect(outages).toEqual(['waiting 1', 'retrying 1', 'waiting 2', 'retrying 2', 'waiting 3', 'retrying 3']);
+      // One model turn, however long the outage: the wake-ups re-ask the same turn.
+      expect(status.budget.used.modelTurns).toBe(1);
+    });
+
+    it('fails with model_unavailable once the outage outlasts the policy, saying for how long', async () => {
+      const down = fake.error(503, 'overloaded');
+      await serve(...Array.from({ length: 20 }, () => down));
+      const policy = { modelOutageMs: 40, modelWakeMs: { first: 10, longest: 10 } };
+      const { orchestrator } = harness({ model: openai(), limits: { retries: 0 }, policy });
+      let status = await orchestrator.run({ principal: E17, goal: 'say ok', taskId: 'outage-limit' });
+      for (let i = 0; i < 100 && status.state === 'waiting_for_model'; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 15));
+        await orchestrator.expireDue();
+        status = await orchestrator.settled('outage-limit');
+      }
+      expect(status.state).toBe('failed');
+      expect(status.outcome?.reason.code).toBe('model_unavailable');
+      expect(status.outcome?.reason.message).toMatch(/stayed unreachable for \d+ ms \(\d+ attempts; the limit is 40 ms\)/);
+      expect(byKind(await orchestrator.audit('outage-limit'), 'model_outage').at(-1)?.action).toBe('gave_up');
     });
 
     it('fails at once on a 401 with a clear message that carries no key', async () => {

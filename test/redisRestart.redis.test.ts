@@ -70,7 +70,7 @@ describe.skipIf(!hasRedisServer && process.env.CI !== 'true')('when Redis itself
       tools: [slowRead, getOrder(desk), refundOrder(desk)],
       model,
       store,
-      limits: { modelTurns: 30, toolCalls: 30 },
+      limits: { modelTurns: 30, toolCalls: 30, money: 10_000_000 },
       random: () => 0.5,
       expirySweepMs: 0,
       // Long enough that the outage cannot cost a lease; short enough that a lease a dead release left behind

@@ -10,6 +10,7 @@ import { agentMachine } from '../machines/agentMachine.js';
 import { EMPTY_REPLAY, foldAuditEntry, replayAudit } from '../src/audit/replayAudit.js';
 import { SCENARIO_NAMES, scenarios } from '../examples/booking/scenarios.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
+import { reply, scriptedModel } from '../src/testing/index.js';
 import type { SaveRequest } from '../src/store/taskStore.js';
 import { describeChart } from '../src/visualize/describeChart.js';
 
@@ -82,36 +83,47 @@ describe('replayAudit', () => {
     const at = replayAudit(audit, n);
     expect(at.status).toBe('waiting_for_confirmation');
     expect(at.state).toBe('executing.awaitingConfirmation');
-    expect(at.pendingConfirmation).toMatchObject({ id: 'refund-1/t2.c1.r1', tool: 'refund_order', request: 1 });
-    expect(at.budget.used).toMatchObject({ modelTurns: 2, toolCalls: 1, writes: 0 });
+    expect(at.pendingConfirmation).toMatchObject({ id: 'refund-1/t3.c1.r1', tool: 'refund_order', request: 1 });
+    expect(at.budget.used).toMatchObject({ modelTurns: 3, toolCalls: 1, writes: 0, money: 0 });
     expect(at.lastResults).toEqual([expect.objectContaining({ tool: 'refund_order', result: null, effect: null, argsHash: at.pendingConfirmation!.argsHash })]);
     expect(at.decisions.filter((d) => d.kind === 'gate' && d.callId !== null).map((d) => `${d.tool} ${d.name} ${d.decision}`)).toEqual([
       'get_order schema pass',
+      'get_order mandate pass',
       'get_order business pass',
       'get_order permission pass',
       'refund_order schema pass',
+      'refund_order mandate reject',
+      'refund_order schema pass',
+      'refund_order mandate pass',
       'refund_order business pass',
       'refund_order permission pass',
     ]);
-    // get_order declares no business rules and no resource permission; refund_order validates the amount.
-    const vettingWithoutHooks = ['vetting.choosing', 'vetting.checkingSchema', 'vetting.checkingPermission', 'vetting.choosing'];
-    const vettingWithValidation = ['vetting.choosing', 'vetting.checkingSchema', 'vetting.validating', 'vetting.checkingPermission', 'vetting.choosing'];
+    // get_order declares no business rules and no resource permission; 999.00 is outside the mandate (at most
+    // 199.00); refund_order validates the amount.
+    const vetting = (...states: string[]) => ['vetting.choosing', 'vetting.checkingSchema', 'vetting.checkingMandate', ...states.map((s) => `vetting.${s}`), 'vetting.choosing'];
     expect(at.visited).toEqual([
-      ...['deciding', 'thinking', ...vettingWithoutHooks, 'executing.selecting', 'executing.reading', 'executing.selecting'],
-      ...['deciding', 'thinking', ...vettingWithValidation, 'executing.selecting', 'executing.awaitingConfirmation'],
+      ...['deciding', 'thinking', ...vetting('checkingPermission'), 'executing.selecting', 'executing.reading', 'executing.selecting'],
+      ...['deciding', 'thinking', ...vetting(), 'executing.selecting'],
+      ...['deciding', 'thinking', ...vetting('validating', 'checkingPermission'), 'executing.selecting', 'executing.awaitingConfirmation'],
     ]);
   });
 
   it('shows the rejected call as the last result after the user rejects it', async () => {
-    const { audit } = await scenarios.refund({ store: new MemoryStore() });
+    // A model that proposes 150.00 (within the mandate, not what the customer agreed to): E17 rejects it.
+    const model = () =>
+      scriptedModel([
+        reply.call('get_order', { order_id: 'O-1001' }),
+        reply.call('refund_order', { order_id: 'O-1001', amount_cents: 15_000, reason: 'broken' }),
+        reply.call('refund_order', { order_id: 'O-1001', amount_cents: 19_900, reason: 'broken' }),
+        reply.answer('Refunded 199.00.'),
+      ]);
+    const { audit } = await scenarios.refund({ store: new MemoryStore(), model });
     const n = audit.findIndex((e) => e.kind === 'confirmation' && e.action === 'rejected') + 1;
     const at = replayAudit(audit, n);
     expect(at.state).toBe('executing.selecting');
     expect(at.pendingConfirmation).toBeNull();
     expect(at.lastResults).toEqual([expect.objectContaining({ tool: 'refund_order', result: 'confirmation_rejected', gate: 'confirmation' })]);
     expect(at.decisions.filter((d) => d.kind === 'confirmation').map((d) => `${d.name}${d.code ? ` ${d.code}` : ''}`)).toEqual([
-      'requested',
-      'refused arguments_changed',
       'requested',
       'refused wrong_user',
       'rejected confirmation_rejected',
@@ -129,8 +141,8 @@ describe('replayAudit', () => {
   });
 
   describe('on hand-made journals', () => {
-    const limits: BudgetLimits = { modelTurns: 5, toolCalls: 5, writes: 2, retries: 3, tokens: 10_000, costMicros: 0, wallClockMs: 60_000 };
-    const started: AuditEntry = { at: 1, turn: 0, kind: 'task_started', userId: 'E17', tenantId: 'acme', scopes: [], goal: 'g', limits, policyVersion: '1' };
+    const limits: BudgetLimits = { modelTurns: 5, toolCalls: 5, writes: 2, retries: 3, tokens: 10_000, costMicros: 0, money: 0, wallClockMs: 60_000 };
+    const started: AuditEntry = { at: 1, turn: 0, kind: 'task_started', userId: 'E17', tenantId: 'acme', scopes: [], goal: 'g', mandate: null, limits, policyVersion: '1' };
     const requested = (turn: number): AuditEntry => ({ at: 2, turn, kind: 'model_requested', reservation: { tokens: 1_000, costMicros: 0 } });
     const output = (turn: number, out: string, tokens = 100): AuditEntry => ({
       at: 3,
@@ -162,11 +174,11 @@ describe('replayAudit', () => {
         requested(1),
         output(1, 'model.toolsProposed'),
         { at: 4, turn: 1, kind: 'gate', gate: 'protocol', decision: 'pass', callId: null, tool: null, argsHash: null, code: null, summary: null },
-        { at: 5, turn: 1, kind: 'tool_started', ...write, effect: 'write', argsHash: 'h', args: {}, attempt: 1, confirmationId: null },
+        { at: 5, turn: 1, kind: 'tool_started', ...write, effect: 'write', argsHash: 'h', args: {}, attempt: 1, confirmationId: null, money: 0 },
         { at: 6, turn: 1, kind: 'tool_finished', ...write, code: 'timeout', durationMs: 5, attempts: 1 },
         { at: 7, turn: 1, kind: 'write_lookup', ...write, result: 'inconclusive', durationMs: 1 },
         { at: 8, turn: 1, kind: 'write_lookup', ...write, result: 'inconclusive', durationMs: 1 },
-        { at: 9, turn: 1, kind: 'task_stopped', status: 'review_required', reason: { code: 'write_outcome_unknown', message: 'unknown' } },
+        { at: 9, turn: 1, kind: 'review', action: 'held', ...write, userId: null, scope: null, code: 'write_outcome_unknown', summary: 'unknown' },
       ];
       expect(replayAudit(journal, 6).state).toBe('executing.reconciling');
       expect(replayAudit(journal, 7).budget.used.retries).toBe(1);

@@ -71,7 +71,7 @@ describe('restart in the middle of a write', () => {
     ]);
   });
 
-  it('ends in review_required when the write is not found and same-key retry is not declared safe', async () => {
+  it('waits for a reviewer when the write is not found and same-key retry is not declared safe', async () => {
     const sent: string[] = [];
     const unsafe = paymentTool({ sent, timeoutMs: 60_000, hang: () => true, sameKeyRetrySafe: false });
     const store = new MemoryStore();
@@ -84,12 +84,12 @@ describe('restart in the middle of a write', () => {
     await second.orchestrator.resume('t3');
     const status = await second.orchestrator.settled('t3');
     expect(status.state).toBe('review_required');
-    expect(status.outcome?.reason).toMatchObject({ code: 'write_outcome_unknown', detail: { idempotencyKey: sent[0] } });
+    expect(status.outcome).toBeNull();
+    expect(status.review).toMatchObject({ callId: 'p', tool: 'send_payment', reason: 'write_outcome_unknown', idempotencyKey: sent[0] });
     expect(sent).toHaveLength(1);
-    expect(status.observations.map((o) => [o.callId, !o.ok && o.code])).toEqual([
-      ['p', 'outcome_unknown'],
-      ['q', 'skipped_pending_review'],
-    ]);
+    // Nothing of the batch went on: the held write has no result yet, and the read after it has not run.
+    expect(status.observations).toEqual([]);
+    expect((await second.orchestrator.list({ states: ['review_required'] })).map((t) => t.taskId)).toEqual(['t3']);
   });
 
   it('re-asks the model for a turn that was in flight (its response was never persisted)', async () => {

@@ -65,7 +65,7 @@ describe('demo trajectories', () => {
     expect(r.status.evidence.at(-1)?.fields.booking_id).toBe('B204');
   });
 
-  it('5. refused: unauthorized room and invalid time refused by the host, nothing written', async () => {
+  it('5. refused: an unauthorized room and six people in a room for four refused by the host, nothing written', async () => {
     const r = await run('refused');
     expect(r.status.state).toBe('failed');
     expect(r.bookings).toEqual([]);
@@ -73,25 +73,44 @@ describe('demo trajectories', () => {
     const rejections = kinds(r.audit, 'gate').filter((g) => g.decision === 'reject');
     expect(rejections.map((g) => [g.gate, g.code])).toEqual([
       ['permission', 'permission_denied'],
-      ['business', 'invalid_time_range'],
+      ['business', 'capacity_exceeded'],
     ]);
     expect(kinds(r.audit, 'tool_started')).toEqual([]);
   });
 
-  it('refund: a confirmation for 199.00 does not authorize 999.00; 199.00 runs after its own confirmation', async () => {
+  it('6. wrongDate: a booking outside the mandate is refused before anything runs; proposed again, the task stops', async () => {
+    const r = await run('wrongDate');
+    expect(r.status).toMatchObject({ state: 'failed', outcome: { reason: { code: 'outside_mandate' } } });
+    expect(r.status.mandate).toMatchObject({ kind: 'room_booking', terms: { start_at: '2026-09-28T14:00:00+08:00' } });
+    expect(r.bookings).toEqual([]);
+    expect(r.reserveRequests).toBe(0);
+    const mandate = kinds(r.audit, 'gate').filter((g) => g.gate === 'mandate' && g.tool === 'reserve_room');
+    expect(mandate.map((g) => [g.decision, g.code])).toEqual([
+      ['reject', 'outside_mandate'],
+      ['stop', 'outside_mandate'],
+    ]);
+    // The model is told why, in the rule's own words: the slot it asked for is not the user's.
+    expect(mandate[0]!.summary).toMatch(/2026-10-05T14:00:00\+08:00.*is not the slot the user asked for \(2026-09-28T14:00:00\+08:00/);
+    // Nothing of the write ran, nor its business validation (the mandate comes first).
+    expect(kinds(r.audit, 'check_started').filter((c) => c.tool === 'reserve_room')).toEqual([]);
+    expect(kinds(r.audit, 'tool_started').filter((e) => e.effect === 'write')).toEqual([]);
+  });
+
+  it('refund: 999.00 is outside the mandate and never asked for; 199.00 runs after E17 (not E99) confirms it', async () => {
     const r = await run('refund');
     expect(r.status.state).toBe('done');
     expect(r.refunds.map((x) => [x.refundId, x.amountCents])).toEqual([['TX-9001', 19_900]]);
-    const confirmations = kinds(r.audit, 'confirmation').map((c) => `${c.action}:${c.code ?? ''}`);
-    expect(confirmations).toEqual([
-      'requested:',
-      'refused:arguments_changed',
-      'requested:',
-      'refused:wrong_user',
-      'rejected:confirmation_rejected',
-      'requested:',
-      'granted:',
+    const mandate = kinds(r.audit, 'gate').filter((g) => g.gate === 'mandate' && g.tool === 'refund_order');
+    expect(mandate.map((g) => [g.decision, g.code])).toEqual([
+      ['reject', 'outside_mandate'],
+      ['pass', null],
     ]);
+    expect(mandate[0]!.summary).toContain('999.00 is more than the 199.00 the user asked to refund');
+    const confirmations = kinds(r.audit, 'confirmation').map((c) => `${c.action}:${c.code ?? ''}`);
+    expect(confirmations).toEqual(['requested:', 'refused:wrong_user', 'granted:']);
+    // The money budget was the 199.00 asked for, and the refund spent it.
+    expect(r.status.budget.used.money).toBe(19_900);
+    expect(r.status.budget.limits.money).toBe(19_900);
     const writes = kinds(r.audit, 'tool_started').filter((e) => e.effect === 'write');
     expect(writes).toHaveLength(1);
     expect((writes[0]!.args as { amount_cents: number }).amount_cents).toBe(19_900);
@@ -99,7 +118,8 @@ describe('demo trajectories', () => {
     const granted = kinds(r.audit, 'confirmation').find((c) => c.action === 'granted')!;
     expect(writes[0]!.confirmationId).toBe(granted.confirmationId);
     expect(writes[0]!.argsHash).toBe(granted.argsHash);
-    expect(r.steps.join('\n')).toContain('refused: arguments_changed');
+    expect(writes[0]!.money).toBe(19_900);
+    expect(r.steps.join('\n')).toContain("E99 confirms on E17's behalf → refused: wrong_user");
   });
 });
 
@@ -113,15 +133,33 @@ describe('the refund scenario with another model', () => {
       ]);
     const r = await scenarios.refund({ store: new MemoryStore(), model: direct });
     expect(r.status).toMatchObject({ state: 'done', outcome: { reason: { code: 'goal_met' } } });
-    expect(r.steps).toEqual(['waiting for confirmation: Refund 199.00 on order O-1001 (projector arrived broken)', 'E17 confirms exactly that → accepted']);
+    expect(r.steps).toEqual([
+      'waiting for confirmation: Refund 199.00 on order O-1001 (projector arrived broken)',
+      "E99 confirms on E17's behalf → refused: wrong_user",
+      'E17 confirms exactly that → accepted',
+    ]);
     expect(r.refunds.map((x) => x.amountCents)).toEqual([19_900]);
   });
 
-  it('rejects every other amount, and stops asking after a few rounds', async () => {
-    const stubborn = () => scriptedModel(Array.from({ length: 8 }, (_, i) => (i === 0 ? reply.call('get_order', { order_id: 'O-1001' }) : reply.call('refund_order', { order_id: 'O-1001', amount_cents: 99_900 + i, reason: 'per note' }))));
+  it('rejects every other amount the mandate allows, and stops asking after a few rounds', async () => {
+    const stubborn = () =>
+      scriptedModel(
+        Array.from({ length: 8 }, (_, i) =>
+          i === 0 ? reply.call('get_order', { order_id: 'O-1001' }) : reply.call('refund_order', { order_id: 'O-1001', amount_cents: 10_100 + i, reason: 'per note' }),
+        ),
+      );
     const r = await scenarios.refund({ store: new MemoryStore(), model: stubborn });
     expect(r.refunds).toEqual([]);
     expect(r.steps.filter((s) => s.startsWith('E17 rejects'))).not.toHaveLength(0);
     expect(r.steps.some((s) => s.includes('confirms exactly that'))).toBe(false);
+  });
+
+  it('never asks anyone about amounts outside the mandate: the task stops when the model insists', async () => {
+    const greedy = () =>
+      scriptedModel([reply.call('get_order', { order_id: 'O-1001' }), ...Array.from({ length: 4 }, () => reply.call('refund_order', { order_id: 'O-1001', amount_cents: 99_900, reason: 'per note' }))]);
+    const r = await scenarios.refund({ store: new MemoryStore(), model: greedy });
+    expect(r.status).toMatchObject({ state: 'failed', outcome: { reason: { code: 'outside_mandate' } } });
+    expect(r.steps).toEqual([]);
+    expect(kinds(r.audit, 'confirmation')).toEqual([]);
   });
 });

@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { AuditEntry } from '../machines/journal.js';
 import { replayAudit } from '../src/audit/replayAudit.js';
-import { REFUND_GOAL, REFUND_SUCCESS, refundScript } from '../examples/booking/scenarios.js';
+import { BOOKING_GOAL, BOOKING_SUCCESS, E17, REFUND_GOAL, REFUND_SUCCESS, bookingScript, refundScript } from '../examples/booking/scenarios.js';
+import { BookingService } from '../examples/booking/bookingService.js';
 import { FileStore } from '../src/store/file/fileStore.js';
 import { SUPPORT, byKind, harness } from './support/harness.js';
 import { ChildPool } from './support/workers.js';
@@ -126,7 +127,7 @@ describe('step CLI', () => {
       expect(out).toMatch(/^ {2}state {5}executing\.awaitingConfirmation · waiting_for_confirmation · turn 2$/m);
       expect(out).toContain(`pending   ${pending.id} for refund_order · args ${pending.argsHash}`);
       expect(out).toMatch(/^ {2}results {3}refund_order → not run yet$/m);
-      expect(out).toMatch(/t2 {2}gates {4}refund_order schema ✓ business ✓ permission ✓/);
+      expect(out).toMatch(/t2 {2}gates {4}refund_order schema ✓ mandate ✓ business ✓ permission ✓/);
       // Then the present: done.
       expect(out).toMatch(/^task {6}refund-step · done \(done\)/m);
     }, 30_000);
@@ -137,7 +138,7 @@ describe('step CLI', () => {
     const { code, out } = await step(['refund-session'], 'reject the customer asked for 199.00\nnext\nconfirm\nnext\n');
     expect(code).toBe(0);
     expect(out).toContain('reject → accepted: rejected; the call will not run and the model is told');
-    expect(out).toMatch(/^last {6}refund_order confirmation_rejected: the user rejected this call: the customer asked for 199\.00; it was not run$/m);
+    expect(out).toMatch(/^last {6}refund_order confirmation_rejected: the call was rejected by E17: the customer asked for 199\.00; it was not run$/m);
     expect(out).toContain('next → model turn 3 released');
     expect(out).toMatch(/^confirm {3}Refund 199\.00 on order O-1001 \(projector arrived broken\)$/m);
     expect(out).toContain('confirm → accepted: confirmed; the call runs now');
@@ -160,6 +161,33 @@ describe('step CLI', () => {
     expect(out).toMatch(/^bye: refund-other stays waiting_for_confirmation/m);
     const after = await stored('refund-other');
     expect(byKind(after.audit, 'tool_started').filter((e) => e.effect === 'write')).toHaveLength(0);
+  }, 30_000);
+
+  it('lets a reviewer (--as with --scopes) resolve a held write, after the task user could not', async () => {
+    // A booking whose response is lost and whose lookups fail: it waits for a reviewer.
+    const bookings = new BookingService();
+    bookings.faults.loseNextReserveResponse = true;
+    bookings.findByIdempotencyKey = async () => {
+      throw new Error('booking index unavailable');
+    };
+    const { orchestrator } = harness({ store: new FileStore(dir), bookings, script: bookingScript() });
+    const held = await orchestrator.run({ principal: E17, goal: BOOKING_GOAL, success: BOOKING_SUCCESS, taskId: 'held' });
+    expect(held.state).toBe('review_required');
+    await orchestrator.close();
+    const user = await step(['held'], 'resolve not_happened\n');
+    expect(user.out).toMatch(/^review {4}reserve_room \(call_2_1\) · write_outcome_unknown · key idem_/m);
+    expect(user.out).toMatch(/^events {4}resolve happened <result json> \| not_happened \[note\] \| retry \[note\] · at <N> · quit$/m);
+    expect(user.out).toContain('resolve → refused (not_a_reviewer)');
+    const reviewer = await step(['held', '--as', 'R2', '--scopes', 'tasks:review'], 'resolve retry the room system has no record\nnext\n');
+    expect(reviewer.code).toBe(0);
+    expect(reviewer.out).toContain('resolve → accepted: resolved: the write is retried with the same idempotency key');
+    expect(reviewer.out).toMatch(/^outcome {3}done: goal_met/m);
+    const after = await stored('held');
+    expect(byKind(after.audit, 'review').map((r) => `${r.action} ${r.code} ${r.userId ?? '-'}`)).toEqual([
+      'held write_outcome_unknown -',
+      'refused not_a_reviewer E17',
+      'resolved retry R2',
+    ]);
   }, 30_000);
 
   it('explains a task it cannot find and a bad command line', async () => {

@@ -32,7 +32,7 @@ describe('renderTraceHtml', () => {
       expect.arrayContaining([
         'deciding → thinking',
         'thinking → vetting',
-        // The executive room: refused in authorizing; the end before the start: refused in validating.
+        // The executive room: refused in authorizing; six people in a room for four: refused in validating.
         'vetting.authorizing → vetting.choosing',
         'vetting.validating → vetting.choosing',
         'vetting.choosing → executing',
@@ -51,10 +51,12 @@ describe('renderTraceHtml', () => {
     );
     expect(rows).toEqual([
       'schema reserve_room pass/pass arguments',
+      'mandate reserve_room pass/pass within',
       'business reserve_room pass/pass business',
       'permission reserve_room reject/reject permission_denied',
       'schema reserve_room pass/pass arguments',
-      'business reserve_room reject/reject invalid_time_range',
+      'mandate reserve_room pass/pass within',
+      'business reserve_room reject/reject capacity_exceeded',
     ]);
     expect(html).toMatch(/<tr class="task_stopped stop">.*<td class="decision reject">failed<\/td><td><code>goal_not_met<\/code>: the model answered/);
   });
@@ -94,7 +96,10 @@ describe('trace CLI', () => {
     const child = pool.spawnTs('trace', 'src/cli/trace.ts', ['conflict-1', '--data-dir', dir, '--out', out]);
     const { code } = await child.ended(20_000);
     expect(code).toBe(0);
-    expect(child.lines).toContain(`wrote ${out}: conflict-1 done (done), 53 audit entries`);
+    const store = new FileStore(dir);
+    const entries = (await store.load('conflict-1'))!.journal.audit;
+    await store.close();
+    expect(child.lines).toContain(`wrote ${out}: conflict-1 done (done), ${entries} audit entries`);
     const html = await readFile(out, 'utf8');
     expect(html).toContain('<title>Trace of conflict-1</title>');
     expect(classesOf(html, 'done')).toBe('final visited current');

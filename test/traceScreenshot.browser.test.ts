@@ -20,7 +20,7 @@ import { PROJECT_ROOT } from './support/workers.js';
 const chromium = findChromium();
 const ci = process.env.CI === 'true';
 const missing = `chromium is not installed; install it with: ${CHROMIUM_INSTALL}`;
-const SIZE = { width: 1400, height: 1700 };
+const SIZE = { width: 1800, height: 2600 };
 const KEEP = join(PROJECT_ROOT, '.data', 'screenshots');
 
 let dir: string;

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { type RetryPolicy, type ToolResult, defineTool } from '../src/index.js';
+import { bookingMandate, enoughSeats, sameSlot } from './mandates.js';
 
 const dateTime = z.iso.datetime({ offset: true });
 
@@ -53,6 +54,15 @@ export function findAvailableRooms(
     output: roomSearchOutput,
     timeoutMs: options.timeoutMs ?? 2_000,
     retry: options.retry ?? { maxAttempts: 2, baseDelayMs: 100, maxDelayMs: 1_000 },
+    // Under a booking mandate: the slot the user asked for, at least their head count, a projector if they need one.
+    mandate: bookingMandate.rule((args, terms) => {
+      const slot = sameSlot(args, terms);
+      if (!slot.ok) return slot;
+      const seats = enoughSeats(args.attendees, terms);
+      if (!seats.ok) return seats;
+      if (terms.needs_projector && !args.needs_projector) return { ok: false, code: 'projector_required', summary: 'the user needs a projector' };
+      return { ok: true };
+    }),
     validate: (args) =>
       Date.parse(args.start_at) < Date.parse(args.end_at)
         ? { ok: true }

@@ -3,6 +3,7 @@
  */
 import { z } from 'zod';
 import { type ToolResult, defineTool } from '../src/index.js';
+import { refundMandate, withinRefund } from './mandates.js';
 
 export const getOrderInput = z.strictObject({ order_id: z.string().min(1).max(64) });
 
@@ -32,6 +33,8 @@ export function getOrder(service: OrderReader, options: { timeoutMs?: number } =
     output: orderSchema,
     timeoutMs: options.timeoutMs ?? 2_000,
     retry: { maxAttempts: 2, baseDelayMs: 100, maxDelayMs: 1_000 },
+    // Under a refund mandate: only the order the user asked about.
+    mandate: refundMandate.rule((args, terms) => withinRefund(args, terms)),
     async execute(args, ctx): Promise<ToolResult<Order>> {
       const order = await service.getOrder(ctx.principal.tenantId, args.order_id, ctx.signal);
       return order ? { ok: true, value: order } : { ok: false, code: 'not_found', summary: `no order ${args.order_id}` };

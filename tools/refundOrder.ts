@@ -1,9 +1,12 @@
 /**
  * refund_order: a write that moves money. Refunds above a threshold wait for a human confirmation bound to the
- * exact amount; the amount can never exceed what is refundable. Idempotent by the host's key.
+ * exact amount, and (optionally) refunds above a second threshold for an approver other than the requester (four
+ * eyes); the amount can never exceed what is refundable, nor what the user asked for (the refund mandate), and is
+ * debited from the task's money budget before it runs. Idempotent by the host's key.
  */
 import { z } from 'zod';
 import { type ToolResult, type ValidationResult, defineTool } from '../src/index.js';
+import { refundMandate, withinRefund } from './mandates.js';
 import type { Order } from './getOrder.js';
 
 export const refundOrderInput = z.strictObject({
@@ -33,11 +36,21 @@ export interface RefundService {
 
 const money = (cents: number) => (cents / 100).toFixed(2);
 
-export function refundOrder(
-  service: RefundService,
-  options: { confirmAboveCents?: number; timeoutMs?: number } = {},
-) {
+export interface RefundOrderOptions {
+  /** Above this, the task's user confirms the exact amount (default 100.00). */
+  confirmAboveCents?: number;
+  /** Above this, an approver holding `refunds:approve` (not the requester) must approve instead (default: never). */
+  approveAboveCents?: number;
+  /** How many approvers (default 1). */
+  approvals?: number;
+  /** A rejected confirmation ends the task instead of going back to the model. */
+  cancelOnReject?: boolean;
+  timeoutMs?: number;
+}
+
+export function refundOrder(service: RefundService, options: RefundOrderOptions = {}) {
   const threshold = options.confirmAboveCents ?? 10_000;
+  const approval = options.approveAboveCents;
   return defineTool({
     name: 'refund_order',
     description:
@@ -49,7 +62,16 @@ export function refundOrder(
     output: refundSchema,
     timeoutMs: options.timeoutMs ?? 5_000,
     sameKeyRetrySafe: true,
-    confirm: (args) => args.amount_cents > threshold,
+    // Thresholds on the task's total, so that splitting a refund into small ones does not avoid them.
+    confirm: (args, _principal, task) =>
+      approval !== undefined && args.amount_cents + task.moneyMoved > approval
+        ? { approverScope: 'refunds:approve', approvals: options.approvals ?? 1 }
+        : args.amount_cents + task.moneyMoved > threshold,
+    ...(options.cancelOnReject ? { confirmation: { onReject: 'cancel' as const } } : {}),
+    // Under a refund mandate: the order the user asked about, no more than they asked for.
+    mandate: refundMandate.rule((args, terms, task) => withinRefund(args, terms, task)),
+    // What the refund moves, debited from the task's money budget before it runs.
+    amount: (args) => args.amount_cents,
     describeConfirmation: (args) => `Refund ${money(args.amount_cents)} on order ${args.order_id} (${args.reason})`,
     async validate(args, ctx): Promise<ValidationResult> {
       const order = await service.getOrder(ctx.principal.tenantId, args.order_id, ctx.signal);

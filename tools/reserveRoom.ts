@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { type ToolResult, type ValidationResult, defineTool } from '../src/index.js';
+import { bookingMandate, enoughSeats, sameSlot } from './mandates.js';
 
 const dateTime = z.iso.datetime({ offset: true });
 const MAX_MINUTES = 8 * 60;
@@ -59,6 +60,12 @@ export function reserveRoom(service: RoomBookingService, options: { timeoutMs?: 
     output: bookingSchema,
     timeoutMs: options.timeoutMs ?? 3_000,
     sameKeyRetrySafe: true,
+    // Under a booking mandate: exactly the slot the user asked for, for at least as many people. (The projector is
+    // the search's to ask for: find_available_rooms refuses a search without one when the user needs it.)
+    mandate: bookingMandate.rule((args, terms) => {
+      const slot = sameSlot(args, terms);
+      return slot.ok ? enoughSeats(args.attendees, terms) : slot;
+    }),
     async validate(args): Promise<ValidationResult> {
       const start = Date.parse(args.start_at);
       const end = Date.parse(args.end_at);

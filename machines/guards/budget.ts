@@ -1,18 +1,33 @@
 /** Gate (e), budgets: every dimension is checked before the operation that spends it starts. */
-import { nextStep } from '../lib/batch.js';
+import type { AgentContext, BudgetCounters } from '../context.js';
+import { findCall, nextStep } from '../lib/batch.js';
 import { modelTurnNeed, shortfall } from '../lib/budget.js';
+import { amountOf } from '../lib/toolRules.js';
 import { timeOf } from '../journal.js';
+import type { Toolkit } from '../toolkit.js';
 import type { Guard } from './guard.js';
+
+/**
+ * What the next step of the batch spends: its calls, a write, and the money a write moves by its tool's rule. A rule
+ * that cannot say how much a write moves needs an infinite amount, which no budget holds (not even the unbounded one
+ * of a task migrated from agent/3): the write does not run.
+ */
+export function nextStepNeed(context: AgentContext, toolkit: Toolkit): Partial<BudgetCounters> | null {
+  const step = nextStep(context.batch);
+  if (!step) return null;
+  if (step.kind === 'read') return { toolCalls: step.callIds.length };
+  const call = findCall(context.batch, step.callIds[0]!)!;
+  const money = amountOf(call, toolkit.rules(call.tool));
+  return { toolCalls: 1, writes: 1, money: money ?? Number.POSITIVE_INFINITY };
+}
 
 export const budgetGuards = {
   hasBudgetForModelTurn: (context, event) =>
     shortfall(context.budget, modelTurnNeed(context.modelReservation), timeOf(context, event)) === null,
 
-  hasBudgetForNextStep: (context, event) => {
-    const step = nextStep(context.batch);
-    if (!step) return true;
-    const writes = step.kind === 'write' ? 1 : 0;
-    return shortfall(context.budget, { toolCalls: step.callIds.length, writes }, timeOf(context, event)) === null;
+  hasBudgetForNextStep: (context, event, toolkit) => {
+    const need = nextStepNeed(context, toolkit);
+    return need === null || shortfall(context.budget, need, timeOf(context, event)) === null;
   },
 
   hasBudgetForRetry: (context, event) => shortfall(context.budget, { retries: 1 }, timeOf(context, event)) === null,

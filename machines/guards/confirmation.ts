@@ -1,26 +1,50 @@
 /**
  * Gate (f), confirmation: a persisted request bound to tool, arguments hash, user, policy version and an absolute
- * expiry. Only a `user.confirmed` event from the host API can satisfy it, and only if every check below holds.
- * The chart names these checks; `confirmationRefusal` derives the refusal code from the same functions, so each
- * check exists once.
+ * expiry, decided by the task's user or (four eyes) by approvers other than the requester who hold the approver
+ * scope. Only a `user.confirmed` event from the host API can satisfy it, and only if every check below holds. The
+ * chart names these checks; `confirmationRefusal` derives the refusal code from the same functions, so each check
+ * exists once.
  */
-import { findCall, nextStep, nextCall } from '../lib/batch.js';
+import { findCall, nextCall, nextStep } from '../lib/batch.js';
 import type { ConfirmationRefusal } from '../failures.js';
 import type { MachineEvent } from '../actors.js';
-import type { AgentContext } from '../context.js';
+import type { AgentContext, CallState } from '../context.js';
 import { type Guard, eventOf } from './guard.js';
 
 const confirm = (event: MachineEvent) => eventOf(event, 'user.confirmed');
+const pendingCall = (context: AgentContext): CallState | undefined =>
+  context.pendingConfirmation ? findCall(context.batch, context.pendingConfirmation.callId) : undefined;
 
 export const confirmationGuards = {
   needsConfirmation: (context) => nextStep(context.batch)?.needsConfirmation === true,
 
-  isConfirmedForExactArguments: (context) => nextCall(context.batch)?.confirmedBy != null,
+  /** The call holds a granted confirmation, given for exactly the arguments it now has. */
+  isConfirmedForExactArguments: (context) => {
+    const call = nextCall(context.batch);
+    return call?.confirmedBy != null && call.confirmedBy.argsHash === call.argsHash;
+  },
 
   isConfirmationForPendingCall: (context, event) =>
     context.pendingConfirmation !== null && confirm(event).confirmationId === context.pendingConfirmation.id,
 
-  isFromConfirmingUser: (context, event) => confirm(event).userId === context.pendingConfirmation?.userId,
+  /** A confirmation the requester gives: only the task's user. (Approvals are checked by the next three.) */
+  isFromConfirmingUser: (context, event) =>
+    context.pendingConfirmation !== null &&
+    (context.pendingConfirmation.approverScope !== null || confirm(event).userId === context.pendingConfirmation.userId),
+
+  /** Four eyes: the requester never approves their own request. */
+  isNotSelfApproval: (context, event) =>
+    context.pendingConfirmation?.approverScope === null || confirm(event).userId !== context.pendingConfirmation?.userId,
+
+  /** The approver's session (from the host, not the request) holds the approver scope. */
+  holdsApproverScope: (context, event) => {
+    const scope = context.pendingConfirmation?.approverScope;
+    return scope === null || (scope !== undefined && confirm(event).scopes.includes(scope));
+  },
+
+  /** Each approver decides once: two approvals need two people. */
+  isFirstDecisionOfApprover: (context, event) =>
+    !(context.pendingConfirmation?.approvals ?? []).some((decision) => decision.userId === confirm(event).userId),
 
   isConfirmationUnexpired: (context, event) =>
     context.pendingConfirmation !== null && confirm(event).at < context.pendingConfirmation.expiresAt,
@@ -29,15 +53,26 @@ export const confirmationGuards = {
 
   doesConfirmationMatchArguments: (context, event) => confirm(event).argsHash === context.pendingConfirmation?.argsHash,
 
-  canAskConfirmationAgain: (context) => {
-    const call = context.pendingConfirmation && findCall(context.batch, context.pendingConfirmation.callId);
-    return (call?.confirmationRequests ?? Infinity) < context.policy.maxConfirmationRequests;
+  /** This decision is the last one needed (always, for the requester's confirmation). */
+  completesApprovals: (context) => {
+    const pending = context.pendingConfirmation;
+    return pending !== null && pending.approvals.length + 1 >= pending.approvalsRequired;
   },
 
-  isRejectionOfPendingConfirmation: (context, event) =>
-    event.type === 'user.rejected' &&
-    event.confirmationId === context.pendingConfirmation?.id &&
-    event.userId === context.pendingConfirmation.userId,
+  canAskConfirmationAgain: (context) => (pendingCall(context)?.confirmationRequests ?? Infinity) < context.policy.maxConfirmationRequests,
+
+  /** The tool's policy ends the task when this confirmation is rejected. */
+  cancelsOnReject: (context) => pendingCall(context)?.confirmation?.onReject === 'cancel',
+
+  /** The tool's policy ends the task when nobody confirms in time. */
+  cancelsOnExpiry: (context) => pendingCall(context)?.confirmation?.onExpiry === 'cancel',
+
+  /** The requester withdrawing, or an approver (holding the scope) turning it down. */
+  isRejectionOfPendingConfirmation: (context, event) => {
+    const pending = context.pendingConfirmation;
+    if (event.type !== 'user.rejected' || pending === null || event.confirmationId !== pending.id) return false;
+    return event.userId === pending.userId || (pending.approverScope !== null && event.scopes.includes(pending.approverScope));
+  },
 
   hasPendingConfirmationExpired: (context, event) =>
     event.type === 'timer.confirmationExpired' &&
@@ -49,6 +84,9 @@ export const confirmationGuards = {
 export const CONFIRMATION_CHECKS = [
   ['isConfirmationForPendingCall', 'unknown_confirmation'],
   ['isFromConfirmingUser', 'wrong_user'],
+  ['isNotSelfApproval', 'self_approval'],
+  ['holdsApproverScope', 'missing_approver_scope'],
+  ['isFirstDecisionOfApprover', 'already_approved'],
   ['isConfirmationUnexpired', 'confirmation_expired'],
   ['isUnderSamePolicy', 'policy_changed'],
   ['doesConfirmationMatchArguments', 'arguments_changed'],

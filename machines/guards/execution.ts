@@ -21,6 +21,9 @@ export const executionGuards = {
 
   isWriteOutcomeUnknown: (_context, event) => outputOf(event, 'write').outcome.kind === 'unknown',
 
+  /** The tool found the records inconsistent and asked for a human (`needs_review`). */
+  doesWriteNeedReview: (_context, event) => outputOf(event, 'write').outcome.kind === 'review',
+
   wasWriteFound: (_context, event) => outputOf(event, 'lookup').result.kind === 'found',
 
   wasWriteNotFound: (_context, event) => outputOf(event, 'lookup').result.kind === 'not_found',

@@ -3,7 +3,10 @@ import { budgetGuards } from './budget.js';
 import { confirmationGuards } from './confirmation.js';
 import { executionGuards } from './execution.js';
 import type { Guard } from './guard.js';
+import { mandateGuards } from './mandate.js';
 import { modelGuards } from './model.js';
+import { recheckGuards } from './recheck.js';
+import { reviewGuards } from './review.js';
 import { vettingGuards } from './vetting.js';
 
 export type { Guard } from './guard.js';
@@ -13,8 +16,11 @@ export const guards = {
   ...budgetGuards,
   ...modelGuards,
   ...vettingGuards,
+  ...mandateGuards,
   ...executionGuards,
+  ...recheckGuards,
   ...confirmationGuards,
+  ...reviewGuards,
 } satisfies Record<string, Guard>;
 
 export type GuardName = keyof typeof guards;

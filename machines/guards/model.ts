@@ -1,11 +1,26 @@
-/** Questions about the model's turn: did it produce an event, and (gate (a), protocol) is its proposal usable? */
+/**
+ * Questions about the model's turn: did it produce an event, and (gate (a), protocol) is its proposal usable? Also
+ * the waits around the model: an outage waited out, and the user's answer to its question.
+ */
 import { outputOf } from '../actors.js';
 import { protocolVerdict } from '../lib/protocol.js';
+import { timeOf } from '../journal.js';
 import { type Guard, eventOf } from './guard.js';
 
 export const modelGuards = {
   /** The turn produced no event (transport failure past its retries, or a refused request). */
   didModelFail: (_context, event) => outputOf(event, 'model').kind === 'failed',
+
+  /** The failure was transient (the provider did not answer, or was overloaded), not a refused request. */
+  isModelOutage: (_context, event) => {
+    const output = outputOf(event, 'model');
+    return output.kind === 'failed' && output.failure.transient;
+  },
+
+  /** The outage, counted from its first failure, is still shorter than the policy lets a task wait. */
+  canWaitOutModel: (context, event) => timeOf(context, event) - (context.outage?.since ?? timeOf(context, event)) < context.policy.modelOutageMs,
+
+  isModelRetryDue: (context, event) => event.type === 'timer.modelRetryDue' && context.outage !== null && event.at >= context.outage.wakeAt,
 
   /** Every call has a unique id, so each result can be paired with its call. */
   hasPairableCallIds: (context, event) =>
@@ -21,4 +36,13 @@ export const modelGuards = {
   isGoalMet: (context) => context.success === null || context.evidence.length > 0,
 
   isFromTaskUser: (context, event) => event.type === 'user.answered' && event.userId === context.principal.userId,
+
+  /** The answer came before the question expired (a question without an expiry never does). */
+  isQuestionUnexpired: (context, event) => context.questionExpiresAt === null || ('at' in event && event.at < context.questionExpiresAt),
+
+  hasQuestionExpired: (context, event) =>
+    event.type === 'timer.answerExpired' && context.questionExpiresAt !== null && event.at >= context.questionExpiresAt,
+
+  /** An unanswered question goes back to the model (policy `onAnswerExpiry: 'replan'`) rather than ending the task. */
+  replansOnAnswerExpiry: (context) => context.policy.onAnswerExpiry === 'replan',
 } satisfies Record<string, Guard>;

@@ -7,6 +7,7 @@
 import { outputOf } from '../actors.js';
 import { checkArguments } from '../lib/arguments.js';
 import { callKey, currentCall } from '../lib/batch.js';
+import { isConfirmationRuleSound } from '../lib/toolRules.js';
 import type { Guard } from './guard.js';
 
 export const vettingGuards = {
@@ -46,4 +47,10 @@ export const vettingGuards = {
 
   /** Gate (d), resource: the tool's authorization said `{ ok: true }` for these arguments and this principal. */
   isAuthorized: (_context, event) => outputOf(event, 'authorize').verdict.ok,
+
+  /** The tool's confirmation rule decides something usable for these arguments (never a throw or a promise). */
+  isConfirmationRuleSound: (context, _event, toolkit) => {
+    const call = currentCall(context.batch);
+    return call !== undefined && isConfirmationRuleSound(context, call, toolkit.rules(call.tool));
+  },
 } satisfies Record<string, Guard>;

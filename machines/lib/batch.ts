@@ -19,7 +19,7 @@ function blankCall(callId: string, tool: string, args: Json, catalog: Catalog): 
     argsHash: null,
     redactedArgs: null,
     idempotencyKey: null,
-    needsConfirmation: false,
+    confirmation: null,
     confirmationSummary: null,
     confirmedBy: null,
     confirmationRequests: 0,
@@ -27,6 +27,8 @@ function blankCall(callId: string, tool: string, args: Json, catalog: Catalog): 
     writeAttempts: 0,
     lookups: 0,
     observation: null,
+    runAs: null,
+    resendAfter: null,
   };
 }
 
@@ -74,13 +76,13 @@ export function nextStep(batch: Batch | null): Step | null {
   const start = batch.calls.findIndex((c) => c.phase !== 'finished');
   if (start < 0) return null;
   const first = batch.calls[start]!;
-  if (first.effect === 'write' || first.needsConfirmation) {
-    return { kind: first.effect, callIds: [first.callId], needsConfirmation: first.needsConfirmation };
+  if (first.effect === 'write' || first.confirmation !== null) {
+    return { kind: first.effect, callIds: [first.callId], needsConfirmation: first.confirmation !== null };
   }
   const callIds: string[] = [];
   for (const call of batch.calls.slice(start)) {
     if (call.phase === 'finished') continue;
-    if (call.phase !== 'ready' || call.effect !== 'read' || call.needsConfirmation) break;
+    if (call.phase !== 'ready' || call.effect !== 'read' || call.confirmation !== null) break;
     callIds.push(call.callId);
   }
   return { kind: 'read', callIds, needsConfirmation: false };

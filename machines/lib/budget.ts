@@ -10,6 +10,7 @@ export const ZERO_COUNTERS: BudgetCounters = {
   retries: 0,
   tokens: 0,
   costMicros: 0,
+  money: 0,
 };
 
 export function remaining(budget: BudgetState): BudgetCounters {
@@ -21,6 +22,7 @@ export function remaining(budget: BudgetState): BudgetCounters {
     retries: limits.retries - used.retries,
     tokens: limits.tokens - used.tokens,
     costMicros: limits.costMicros - used.costMicros,
+    money: limits.money - used.money,
   };
 }
 

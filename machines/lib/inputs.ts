@@ -1,5 +1,5 @@
 /** The inputs of the chart's invoked actors, read off the context (they are persisted with the snapshot). */
-import type { CheckActorInput, LookupActorInput, ModelActorInput, ReadsActorInput, WriteActorInput } from '../actors.js';
+import type { CheckActorInput, LookupActorInput, ModelActorInput, ReadsActorInput, RecheckActorInput, WriteActorInput } from '../actors.js';
 import type { AgentContext } from '../context.js';
 import { currentCall } from './batch.js';
 import { remaining } from './budget.js';
@@ -26,6 +26,10 @@ export const checkInput = ({ context }: Args): CheckActorInput => ({
   call: callRef(context),
 });
 
+export const recheckInput = ({ context }: Args): RecheckActorInput => ({ ...checkInput({ context }), resend: false });
+
+export const resendInput = ({ context }: Args): RecheckActorInput => ({ ...checkInput({ context }), resend: true });
+
 export const readsInput = ({ context }: Args): ReadsActorInput => ({
   taskId: context.taskId,
   principal: context.principal,
@@ -35,8 +39,16 @@ export const readsInput = ({ context }: Args): ReadsActorInput => ({
 
 export const writeInput = ({ context }: Args): WriteActorInput => {
   const call = currentCall(context.batch);
-  if (!call || !call.idempotencyKey) throw new Error('no write is in flight');
-  return { taskId: context.taskId, principal: context.principal, call: callRef(context), idempotencyKey: call.idempotencyKey, attempt: call.writeAttempts };
+  if (!call || !call.idempotencyKey || !call.argsHash) throw new Error('no write is in flight');
+  return {
+    taskId: context.taskId,
+    // The session as the re-check right before the write saw it (scopes revoked since the start are gone).
+    principal: call.runAs ?? context.principal,
+    call: callRef(context),
+    argsHash: call.argsHash,
+    idempotencyKey: call.idempotencyKey,
+    attempt: call.writeAttempts,
+  };
 };
 
 export const lookupInput = (args: Args): LookupActorInput => ({ ...writeInput(args), attempt: currentCall(args.context.batch)!.lookups });

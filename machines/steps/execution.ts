@@ -8,6 +8,7 @@ import { debit } from '../lib/budget.js';
 import { fingerprint } from '../lib/fingerprint.js';
 import type { AuditEntry, TranscriptEntry } from '../journal.js';
 import { auditEntry, gateEntry, timeOf } from '../journal.js';
+import { nextStepNeed } from '../guards/budget.js';
 import { type Step, bounded, retriesWithin } from './step.js';
 
 /** Closes the batch: every result goes to the transcript, paired by call id, and new knowledge is counted. */
@@ -41,7 +42,7 @@ export const closeBatch: Step = (context, event) => {
   };
 };
 
-export function startedEntry(context: AgentContext, event: MachineEvent, call: CallState, attempt: number): AuditEntry {
+export function startedEntry(context: AgentContext, event: MachineEvent, call: CallState, attempt: number, money = 0): AuditEntry {
   return auditEntry(context, event, {
     kind: 'tool_started',
     callId: call.callId,
@@ -52,6 +53,7 @@ export function startedEntry(context: AgentContext, event: MachineEvent, call: C
     idempotencyKey: call.idempotencyKey,
     attempt,
     confirmationId: call.confirmedBy?.confirmationId ?? null,
+    money,
   });
 }
 
@@ -107,30 +109,35 @@ export const finishReads: Step = (context, event) => {
   return { context: { batch, evidence, budget: debit(context.budget, { retries: retriesWithin(context, output.retriesUsed) }) }, audit };
 };
 
-/** Gates (e) and (f) passed for the write: its intent (key, arguments hash) is in the snapshot saved before it runs. */
-export const startWrite: Step = (context, event) => {
+/**
+ * Every gate passed again for the write, right before it runs: its intent (key, arguments hash) is in the snapshot
+ * saved before the executor sends it, and the budget (money included) is debited first.
+ */
+export const startWrite: Step = (context, event, toolkit) => {
   const call = nextCall(context.batch)!;
+  const need = nextStepNeed(context, toolkit) ?? { toolCalls: 1, writes: 1 };
+  const money = need.money ? `, ${need.money} in money` : '';
+  // The session the re-check just saw: what the tool's execute (and a later lookup) is given.
+  const runAs = event.type === 'xstate.done.actor.recheck' ? event.output.principal : null;
   return {
     context: {
-      batch: { ...updateCall(context.batch!, call.callId, { phase: 'writing', writeAttempts: 1 }), current: call.callId },
-      budget: debit(context.budget, { toolCalls: 1, writes: 1 }),
+      batch: { ...updateCall(context.batch!, call.callId, { phase: 'writing', writeAttempts: 1, runAs }), current: call.callId },
+      budget: debit(context.budget, need),
       pendingConfirmation: null,
     },
     audit: [
-      gateEntry(context, event, { gate: 'budget', decision: 'pass', call, code: null, summary: 'write within budget' }),
-      gateEntry(context, event, {
-        gate: 'confirmation',
-        decision: 'pass',
-        call,
-        code: null,
-        summary: call.confirmedBy
-          ? `confirmed by ${call.confirmedBy.userId} (${call.confirmedBy.confirmationId}) for exactly these arguments`
-          : 'no confirmation required by the tool policy',
-      }),
-      startedEntry(context, event, call, 1),
+      gateEntry(context, event, { gate: 'budget', decision: 'pass', call, code: null, summary: `write within budget${money}` }),
+      gateEntry(context, event, { gate: 'confirmation', decision: 'pass', call, code: null, summary: confirmedSummary(call) }),
+      startedEntry(context, event, call, 1, need.money ?? 0),
     ],
   };
 };
+
+function confirmedSummary(call: CallState): string {
+  if (!call.confirmedBy) return 'no confirmation required by the tool policy';
+  const who = call.confirmedBy.decisions.map((d) => (d.as === 'approver' ? `${d.userId} (${d.scope})` : d.userId)).join(', ');
+  return `confirmed by ${who} (${call.confirmedBy.confirmationId}) for exactly these arguments`;
+}
 
 export const finishWrite: Step = (context, event) => {
   const output = outputOf(event, 'write');

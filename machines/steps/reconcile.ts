@@ -1,6 +1,7 @@
 /**
  * A write whose outcome is unknown (timeout, crash, unclassified failure) is looked up by its idempotency key
- * before anything else: found means it happened; not found may allow one same-key retry; otherwise a human reviews.
+ * before anything else: found means it happened; not found may allow one same-key retry; otherwise a reviewer
+ * decides (`review.ts`).
  */
 import type { MachineEvent } from '../actors.js';
 import { outputOf } from '../actors.js';
@@ -9,9 +10,8 @@ import { currentCall, finishCall, observationOf, rejection, updateCall } from '.
 import { debit } from '../lib/budget.js';
 import type { AuditEntry } from '../journal.js';
 import { auditEntry } from '../journal.js';
-import { finishedEntry, startedEntry, withEvidence, written } from './execution.js';
-import { type Step, type StepResult } from './step.js';
-import { stop } from './stop.js';
+import { finishedEntry, withEvidence, written } from './execution.js';
+import type { Step } from './step.js';
 
 function inFlight(context: AgentContext): CallState {
   const call = currentCall(context.batch);
@@ -19,7 +19,7 @@ function inFlight(context: AgentContext): CallState {
   return call;
 }
 
-function lookupEntry(context: AgentContext, event: MachineEvent, call: CallState): AuditEntry {
+export function lookupEntry(context: AgentContext, event: MachineEvent, call: CallState): AuditEntry {
   const output = event.type === 'xstate.done.actor.lookup' ? event.output : null;
   return auditEntry(context, event, {
     kind: 'write_lookup',
@@ -71,16 +71,12 @@ export const abandonWriteForCancel: Step = (context, event) => {
   };
 };
 
-/** Not found, and the tool declares same-key retries safe: sent again with the same key. */
-export const retryWriteWithSameKey: Step = (context, event) => {
+/** Not found, and the tool declares same-key retries safe: to be sent again with the same key, once re-checked. */
+export const prepareResend: Step = (context, event) => {
   const call = inFlight(context);
-  const attempt = call.writeAttempts + 1;
   return {
-    context: {
-      batch: updateCall(context.batch!, call.callId, { phase: 'writing', writeAttempts: attempt }),
-      budget: debit(context.budget, { retries: 1 }),
-    },
-    audit: [lookupEntry(context, event, call), startedEntry(context, event, call, attempt)],
+    context: { batch: updateCall(context.batch!, call.callId, { phase: 'rechecking', resendAfter: 'lookup' }) },
+    audit: [lookupEntry(context, event, call)],
   };
 };
 
@@ -93,19 +89,4 @@ export const lookUpAgain: Step = (context, event) => {
     },
     audit: [lookupEntry(context, event, call)],
   };
-};
-
-/** The outcome could not be established: the task stops for a human, with the key to look it up by. */
-export const stopForUnknownWrite: Step = (context, event) => {
-  const call = inFlight(context);
-  const summary = `the outcome of ${call.tool} could not be established; look it up with idempotency key ${call.idempotencyKey}`;
-  const batch = finishCall(context.batch!, call.callId, rejection(call, 'outcome_unknown', summary, undefined, false));
-  const result: StepResult = stop(
-    { ...context, batch },
-    event,
-    'review_required',
-    { code: 'write_outcome_unknown', message: summary, detail: { tool: call.tool, idempotencyKey: call.idempotencyKey, callId: call.callId } },
-    { skipCode: 'skipped_pending_review' },
-  );
-  return { ...result, audit: [lookupEntry(context, event, call), ...(result.audit ?? [])] };
 };

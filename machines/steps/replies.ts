@@ -14,5 +14,5 @@ export const replyNotWaitingForAnswer: Step = () => ({
 });
 
 export const replyNothingDue: Step = () => ({
-  reply: { accepted: false, code: 'nothing_due', message: 'no pending confirmation with this id is due to expire' },
+  reply: { accepted: false, code: 'nothing_due', message: 'nothing of this task is due now' },
 });

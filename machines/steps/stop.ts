@@ -8,7 +8,8 @@ import { debit, describeShortfall, modelTurnNeed, shortfall } from '../lib/budge
 import { safeErrorText } from '../lib/text.js';
 import type { AuditEntry, TranscriptEntry } from '../journal.js';
 import { auditEntry, gateEntry, timeOf } from '../journal.js';
-import { type Step, type StepResult, describeFields, retriesWithin } from './step.js';
+import { nextStepNeed } from '../guards/budget.js';
+import { type Step, type StepResult, describeFields, endWait, retriesWithin } from './step.js';
 
 /** Ends the task with `status`: unfinished calls get a "not run" result (`skipCode`), results go to the transcript. */
 export function stop(
@@ -42,12 +43,14 @@ function withFirst(result: StepResult, ...entries: AuditEntry[]): StepResult {
   return { ...result, audit: [...entries, ...(result.audit ?? [])] };
 }
 
-export const stopForBudget: Step = (context, event) => {
+export const stopForBudget: Step = (context, event, toolkit) => {
   const step = nextStep(context.batch);
   const inBatch = step !== null && context.batch !== null && !context.batch.closed;
-  const need = inBatch ? { toolCalls: step.callIds.length, writes: step.kind === 'write' ? 1 : 0 } : modelTurnNeed(context.modelReservation);
+  const need = inBatch ? (nextStepNeed(context, toolkit) ?? {}) : modelTurnNeed(context.modelReservation);
   const dimension = shortfall(context.budget, need, timeOf(context, event)) ?? 'wallClock';
-  const message = `stopped before the next ${inBatch ? 'tool call' : 'model turn'}: ${describeShortfall(context.budget, dimension)}`;
+  const unknownAmount = dimension === 'money' && need.money === Number.POSITIVE_INFINITY;
+  const why = unknownAmount ? 'the money this write moves could not be determined (its amount rule failed)' : describeShortfall(context.budget, dimension);
+  const message = `stopped before the next ${inBatch ? 'tool call' : 'model turn'}: ${why}`;
   const result = stop(context, event, 'budget_exhausted', { code: 'budget_exhausted', message, detail: { dimension } }, { skipCode: 'budget_exhausted' });
   return withFirst(result, gateEntry(context, event, { gate: 'budget', decision: 'stop', code: 'budget_exhausted', summary: message }));
 };
@@ -74,9 +77,19 @@ export const deferCancel: Step = (context, event) => {
 export const stopForModelFailure: Step = (context, event) => {
   const output = outputOf(event, 'model');
   if (output.kind !== 'failed') return {};
-  const result = stop(context, event, 'failed', { code: output.failure.code, message: `the model could not be reached: ${output.failure.message}` });
+  const { outage } = context;
+  const at = timeOf(context, event);
+  const message = outage
+    ? `the model stayed unreachable for ${at - outage.since} ms (${outage.attempts + 1} attempts; the limit is ${context.policy.modelOutageMs} ms): ${output.failure.message}`
+    : `the model could not be reached: ${output.failure.message}`;
+  const result = stop(context, event, 'failed', { code: output.failure.code, message });
   const retries = retriesWithin(context, output.retriesUsed);
-  if (retries > 0) result.context!.budget = debit(context.budget, { retries });
+  result.context!.budget = retries > 0 ? debit(endWait(context, event).budget, { retries }) : endWait(context, event).budget;
+  result.context!.waitingSince = null;
+  if (outage) {
+    const gaveUp = auditEntry(context, event, { kind: 'model_outage', action: 'gave_up', attempts: outage.attempts + 1, wakeAt: null, error: output.failure.message });
+    result.audit = [gaveUp, ...(result.audit ?? [])];
+  }
   return result;
 };
 

@@ -15,6 +15,7 @@ export function initialContext(input: AgentInput): AgentContext {
     taskId: input.taskId,
     goal: input.goal,
     principal: input.principal,
+    mandate: input.mandate,
     catalog: input.catalog,
     policy: input.policy,
     budget: { limits: input.limits, used: { ...ZERO_COUNTERS }, deadlineAt: input.startedAt + input.limits.wallClockMs },
@@ -25,12 +26,16 @@ export function initialContext(input: AgentInput): AgentContext {
     batch: null,
     pendingConfirmation: null,
     question: null,
+    questionExpiresAt: null,
+    review: null,
+    outage: null,
     waitingSince: null,
     evidence: [],
     knowledge: 0,
     seenObservations: [],
     proposedSinceNew: [],
     writtenKeys: [],
+    denied: [],
     rejectedTurns: 0,
     invalidOutputs: 0,
     lastFailure: null,
@@ -47,6 +52,7 @@ export const recordTaskStarted: Step = (context, event) => ({
       tenantId: context.principal.tenantId,
       scopes: context.principal.scopes,
       goal: context.goal,
+      mandate: context.mandate,
       limits: context.budget.limits,
       policyVersion: context.policy.version,
     }),
@@ -75,7 +81,8 @@ export const settleModelTurn: Step = (context, event) => {
   const tokens = usage.inputTokens + usage.outputTokens - context.modelReservation.tokens;
   const costMicros = usage.costMicros - context.modelReservation.costMicros;
   return {
-    context: { budget: debit(context.budget, { tokens, costMicros, retries: retriesWithin(context, output.retriesUsed) }) },
+    // The model answered: an outage the task was waiting out is over.
+    context: { budget: debit(context.budget, { tokens, costMicros, retries: retriesWithin(context, output.retriesUsed) }), outage: null },
     audit: [
       auditEntry(context, event, {
         kind: 'model_output',
@@ -168,7 +175,7 @@ export const acceptProposal: Step = (context, event) => {
 export const recordQuestion: Step = (context, event) => {
   if (event.type !== 'model.askedUser') return {};
   return {
-    context: { question: event.question, waitingSince: event.at },
+    context: { question: event.question, questionExpiresAt: event.at + context.policy.answerTtlMs, waitingSince: event.at },
     transcript: [{ kind: 'question', at: event.at, turn: context.turn, text: event.question }],
   };
 };
@@ -176,7 +183,7 @@ export const recordQuestion: Step = (context, event) => {
 export const recordUserAnswer: Step = (context, event) => {
   if (event.type !== 'user.answered') return {};
   return {
-    context: { question: null, ...endWait(context, event) },
+    context: { question: null, questionExpiresAt: null, ...endWait(context, event) },
     transcript: [{ kind: 'user_answer', at: event.at, text: event.text }],
     audit: [auditEntry(context, event, { kind: 'user_answered', userId: event.userId })],
     reply: { accepted: true, code: null, message: 'answer passed to the model' },

@@ -3,32 +3,38 @@
  * its observation at once, a call that passes every gate is `ready` to run.
  */
 import type { MachineEvent } from '../actors.js';
-import type { AgentContext, CallState, GateName, Json } from '../context.js';
+import type { AgentContext, CallState, GateName, Json, Principal } from '../context.js';
 import { checkArguments, copyOf, toJson } from '../lib/arguments.js';
 import { bounded, type Step, type StepResult } from './step.js';
 import { callKey, currentCall, finishCall, rejection, updateCall } from '../lib/batch.js';
-import { canonicalJson } from '../lib/canonicalJson.js';
 import { argumentsHash, idempotencyKeyFor } from '../lib/hashing.js';
-import { cap, safeErrorText } from '../lib/text.js';
+import { confirmationNeed } from '../lib/toolRules.js';
 import { CONTEXT_BOUNDS } from '../context.js';
 import { auditEntry, gateEntry } from '../journal.js';
 import type { ToolRules } from '../toolkit.js';
 
-function current(context: AgentContext): CallState {
+export function current(context: AgentContext): CallState {
   const call = currentCall(context.batch);
   if (!call) throw new Error('no call is being vetted');
   return call;
 }
 
-/** Finishes the current call with a refusal at `gate`, audited. */
-function refuse(context: AgentContext, event: MachineEvent, gate: GateName, code: string, summary: string, call = current(context)): StepResult {
+/**
+ * Finishes the current call with a refusal at `gate`, audited. A refusal at the permission or mandate gate is
+ * remembered (tool + arguments hash), so that the same call proposed again is recognised as a repeated denial.
+ */
+export function refuse(context: AgentContext, event: MachineEvent, gate: GateName, code: string, summary: string, call = current(context)): StepResult {
+  // Only a definite denial is final: a check that could not answer (`unavailable`) may pass next time.
+  const remember = (code === 'permission_denied' || code === 'outside_mandate') && call.argsHash !== null;
+  const key = remember ? callKey(call.tool, call.argsHash!) : null;
+  const denied = key && !context.denied.some((d) => d.key === key) ? bounded(context.denied, [{ key, code }], CONTEXT_BOUNDS.denied) : context.denied;
   return {
-    context: { batch: finishCall(context.batch!, call.callId, rejection(call, code, summary, gate)) },
+    context: { batch: finishCall(context.batch!, call.callId, rejection(call, code, summary, gate)), denied },
     audit: [gateEntry(context, event, { gate, decision: 'reject', call, code, summary })],
   };
 }
 
-function pass(context: AgentContext, event: MachineEvent, gate: GateName, summary: string, call = current(context)) {
+export function pass(context: AgentContext, event: MachineEvent, gate: GateName, summary: string, call = current(context)) {
   return gateEntry(context, event, { gate, decision: 'pass', call, code: null, summary });
 }
 
@@ -113,9 +119,23 @@ export const refuseForPermission: Step = (context, event, toolkit) => {
     const { code, summary } = event.output.verdict;
     return refuse(context, event, 'permission', code === 'unavailable' ? 'unavailable' : 'permission_denied', summary);
   }
-  const missing = (toolkit.rules(call.tool)?.scopes ?? []).filter((scope) => !context.principal.scopes.includes(scope));
-  return refuse(context, event, 'permission', 'permission_denied', `the session of ${context.principal.userId} lacks scope ${missing.join(', ')}`);
+  return refuse(context, event, 'permission', 'permission_denied', missingScopes(context.principal, toolkit.rules(call.tool)));
 };
+
+/** The tool's confirmation rule could not decide for these arguments: the call is refused, never asked of the weakest. */
+export const refuseForConfirmationRule: Step = (context, event) =>
+  refuse(
+    context,
+    event,
+    'confirmation',
+    'confirmation_rule_failed',
+    `the confirmation rule of ${current(context).tool} could not decide who must confirm these arguments; the call was not run`,
+  );
+
+export function missingScopes(principal: Principal, rules: ToolRules | undefined): string {
+  const missing = (rules?.scopes ?? []).filter((scope) => !principal.scopes.includes(scope));
+  return `the session of ${principal.userId} lacks scope ${missing.join(', ')}`;
+}
 
 /**
  * Gate (d) passed: the call is ready to run. Whether it needs a human's confirmation is decided now, by the tool's
@@ -123,33 +143,14 @@ export const refuseForPermission: Step = (context, event, toolkit) => {
  */
 export const admitCall: Step = (context, event, toolkit) => {
   const call = current(context);
-  const rules = toolkit.rules(call.tool);
-  const { needsConfirmation, confirmationSummary } = confirmationNeed(context, call, rules);
+  const need = confirmationNeed(context, call, toolkit.rules(call.tool));
   return {
     context: {
-      batch: { ...updateCall(context.batch!, call.callId, { phase: 'ready', needsConfirmation, confirmationSummary }), current: null },
+      batch: { ...updateCall(context.batch!, call.callId, { phase: 'ready', confirmation: need.requirement, confirmationSummary: need.summary }), current: null },
     },
     audit: [pass(context, event, 'permission', `${context.principal.userId} may use ${call.tool} with these arguments`)],
   };
 };
-
-function confirmationNeed(context: AgentContext, call: CallState, rules: ToolRules | undefined) {
-  const check = checkArguments(call.tool, rules, call.args);
-  try {
-    if (!rules || !check.ok) throw new Error('the arguments no longer validate');
-    const rule: unknown = rules.confirm ?? 'never';
-    let decided: unknown = rule !== 'never';
-    // Each host function gets its own copy: one that changes its argument cannot change what another sees.
-    if (typeof rule === 'function') decided = rule(copyOf(check.parsed), copyOf(context.principal));
-    // A promise is never awaited here (a rule is synchronous): it asks, and its rejection is not left unhandled.
-    if (decided instanceof Promise) decided.catch(() => {});
-    if (decided === false) return { needsConfirmation: false, confirmationSummary: null };
-    const summary = rules.describeConfirmation?.(copyOf(check.parsed)) ?? `${call.tool} ${canonicalJson(call.redactedArgs)}`;
-    return { needsConfirmation: true, confirmationSummary: cap(String(summary), 1_000) };
-  } catch (error) {
-    return { needsConfirmation: true, confirmationSummary: `${call.tool} (confirmation rule failed: ${safeErrorText(error)})` };
-  }
-}
 
 /** Every call is judged: the proposals are remembered (a repeat with nothing new observed is a loop). */
 export const finishVetting: Step = (context) => {

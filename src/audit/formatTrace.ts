@@ -34,6 +34,7 @@ export function formatTrace(entries: readonly AuditEntry[], options: TraceOption
     switch (entry.kind) {
       case 'task_started':
         lines.push(line(paint, indent, 0, 'start', `${entry.userId}@${entry.tenantId} [${entry.scopes.join(' ')}]: ${entry.goal}`));
+        if (entry.mandate) lines.push(line(paint, indent, 0, 'mandate', `${entry.mandate.kind} ${compactArgs(entry.mandate.terms)}`));
         break;
       case 'model_requested':
         if (options.verbose) lines.push(line(paint, indent, entry.turn, 'model', paint('dim', `turn ${entry.turn} requested`)));
@@ -61,12 +62,12 @@ export function formatTrace(entries: readonly AuditEntry[], options: TraceOption
       }
       case 'confirmation': {
         flushGates(entry.callId);
-        const who = entry.userId ? ` by ${entry.userId}` : '';
+        const who = entry.userId ? ` by ${entry.userId}${entry.decidedAs === 'approver' ? ` (approver, ${entry.scope})` : ''}` : '';
         const detail =
           entry.action === 'requested'
             ? `asked ${entry.confirmationId} for ${entry.tool} ${short(entry.argsHash)}, expires ${new Date(entry.expiresAt!).toISOString()}`
             : `${entry.action}${who} ${entry.confirmationId}${entry.code ? ` (${entry.code})` : ''}`;
-        const style = entry.action === 'granted' ? 'green' : entry.action === 'requested' ? 'yellow' : 'red';
+        const style = entry.action === 'granted' || entry.action === 'approved' ? 'green' : entry.action === 'requested' ? 'yellow' : 'red';
         lines.push(line(paint, indent, entry.turn, 'confirm', paint(style, detail)));
         break;
       }
@@ -93,12 +94,26 @@ export function formatTrace(entries: readonly AuditEntry[], options: TraceOption
       case 'user_answered':
         lines.push(line(paint, indent, entry.turn, 'user', `${entry.userId} answered`));
         break;
+      case 'review': {
+        const who = entry.userId ? ` by ${entry.userId}` : '';
+        const style = entry.action === 'held' ? 'yellow' : entry.action === 'resolved' ? 'green' : 'red';
+        lines.push(line(paint, indent, entry.turn, 'review', `${paint(style, `${entry.action} ${entry.code}`)}${who}: ${entry.summary}`));
+        break;
+      }
+      case 'model_outage': {
+        const when = entry.wakeAt ? `, next attempt ${new Date(entry.wakeAt).toISOString()}` : '';
+        lines.push(line(paint, indent, entry.turn, 'outage', `${paint('yellow', entry.action)} after ${entry.attempts} attempt(s)${when}: ${entry.error}`));
+        break;
+      }
+      case 'question_expired':
+        lines.push(line(paint, indent, entry.turn, 'user', paint('yellow', `no answer in time: ${entry.question}`)));
+        break;
       case 'cancel_requested':
         lines.push(line(paint, indent, entry.turn, 'cancel', `by ${entry.by}${entry.deferred ? ' (after the write in flight is settled)' : ''}`));
         break;
       case 'task_stopped': {
         for (const key of [...gates.keys()]) flushGates(key);
-        const style = entry.status === 'done' ? 'green' : entry.status === 'review_required' ? 'yellow' : 'red';
+        const style = entry.status === 'done' ? 'green' : entry.status === 'cancelled' ? 'yellow' : 'red';
         lines.push(line(paint, indent, entry.turn, 'stop', `${paint(style, paint('bold', entry.status))} ${paint(style, entry.reason.code)}: ${entry.reason.message}`));
         break;
       }

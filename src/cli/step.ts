@@ -11,7 +11,7 @@ import { parseArgs } from 'node:util';
 import { type ReplayedTask, replayAudit } from '../audit/replayAudit.js';
 import { type Clock, shiftedClock, systemClock } from '../clock.js';
 import { TaskNotFoundError } from '../errors.js';
-import { type Orchestrator, type TaskStatus, createOrchestrator } from '../orchestrator/orchestrator.js';
+import { type Orchestrator, type ReviewResolution, type TaskStatus, createOrchestrator } from '../orchestrator/orchestrator.js';
 import { type GatedModel, gatedModel } from '../testing/gatedModel.js';
 import { type HostSetup, loadHost } from './host.js';
 import { openStore } from './openStore.js';
@@ -27,6 +27,8 @@ Steps through a stored task. Commands, one per line on stdin:
   confirm            confirm the pending call (exactly the arguments shown)
   reject [reason]    reject the pending call; the model is told
   answer <text>      answer the model's question
+  resolve happened <result json> | not_happened [note] | retry [note]
+                     as a reviewer (--as, --scopes with the review scope): say what a held write did
   cancel [reason]    cancel the task
   at <N>             show the task as it was after its first N audit entries (replayed from the journal)
   quit               stop here (also at the end of input); the task stays as persisted
@@ -38,6 +40,7 @@ Options:
   --prefix <prefix>  Redis key prefix (default: ${DEFAULT_PREFIX}, or where the host module locates it)
   --at <N>           first show the task at step N
   --as <userId>      send user events as this user (default: the task's user)
+  --scopes <a,b>     the scopes of the --as session (default: none), e.g. an approver's or a reviewer's
   --real-clock       use the system clock (default: the task's own time, resumed from its last save, so a
                      confirmation does not expire while you read)
   --help             this text`;
@@ -53,6 +56,7 @@ async function main(argv: string[]): Promise<number> {
       prefix: { type: 'string' },
       at: { type: 'string' },
       as: { type: 'string' },
+      scopes: { type: 'string' },
       'real-clock': { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
@@ -92,7 +96,8 @@ async function main(argv: string[]): Promise<number> {
     console.log(`step ${taskId} · ${location.description} · model ${setup.model.name} (gated: each model turn waits for \`next\`)`);
     if (setup.where) console.log(`business data ${setup.where}`);
     try {
-      const session = new StepSession(orchestrator, model, setup, taskId, clock, values.as);
+      const scopes = values.scopes === undefined ? [] : values.scopes.split(',').map((scope) => scope.trim()).filter(Boolean);
+      const session = new StepSession(orchestrator, model, setup, taskId, clock, values.as, scopes);
       return await session.run(startAt);
     } finally {
       await orchestrator.close();
@@ -111,6 +116,7 @@ class StepSession {
     private readonly taskId: string,
     private readonly clock: Clock,
     private readonly as: string | undefined,
+    private readonly scopes: string[],
   ) {}
 
   async run(startAt: number | undefined): Promise<number> {
@@ -163,7 +169,7 @@ class StepSession {
     }
     const status = await this.orchestrator.status(this.taskId);
     const allowed = allowedCommands(status, this.model.waiting !== null);
-    if (!(['next', 'confirm', 'reject', 'answer', 'cancel'] as string[]).includes(command)) {
+    if (!(['next', 'confirm', 'reject', 'answer', 'resolve', 'cancel'] as string[]).includes(command)) {
       console.log(`unknown command "${word}"; allowed now: ${formatAllowed(allowed)}`);
       return false;
     }
@@ -171,9 +177,10 @@ class StepSession {
       console.log(`${command} is not allowed now (${status.state}, ${status.stateValue}); allowed: ${formatAllowed(allowed)}`);
       return false;
     }
-    // As the task's user, with the session the task was started with; `--as` someone else: a session without scopes.
+    // As the task's user, with the session the task was started with; `--as` someone else: a session with the
+    // scopes given by --scopes (none by default).
     const principal = this.as && this.as !== status.principal.userId
-      ? { userId: this.as, tenantId: status.principal.tenantId, scopes: [] }
+      ? { userId: this.as, tenantId: status.principal.tenantId, scopes: this.scopes }
       : status.principal;
     const pending = status.pendingConfirmation;
     let outcome: string;
@@ -195,6 +202,11 @@ class StepSession {
       case 'answer': {
         if (!text) throw new UsageError('answer needs the text: answer <text>');
         const result = await this.orchestrator.answer(this.taskId, principal, text);
+        outcome = `${result.accepted ? 'accepted' : `refused (${result.code})`}: ${result.message}`;
+        break;
+      }
+      case 'resolve': {
+        const result = await this.orchestrator.resolveReview(this.taskId, principal, parseResolution(text));
         outcome = `${result.accepted ? 'accepted' : `refused (${result.code})`}: ${result.message}`;
         break;
       }
@@ -235,6 +247,23 @@ class StepSession {
     console.log(formatReplay(replayed, audit));
     return replayed;
   }
+}
+
+/** `happened <json>`, `not_happened [note]`, `retry [note]`. */
+function parseResolution(text: string): ReviewResolution {
+  const [kind = '', ...rest] = text.split(/\s+/);
+  const tail = text.slice(kind.length).trim();
+  if (kind === 'happened') {
+    let result: unknown;
+    try {
+      result = JSON.parse(tail);
+    } catch {
+      throw new UsageError('resolve happened needs the result the reviewer found, as JSON: resolve happened {"booking_id":"B204",...}');
+    }
+    return { resolution: 'happened', result };
+  }
+  if (kind === 'not_happened' || kind === 'retry') return { resolution: kind, ...(rest.length ? { note: tail } : {}) };
+  throw new UsageError('resolve needs happened <result json>, not_happened [note] or retry [note]');
 }
 
 function parseStep(text: string): number {

@@ -9,13 +9,16 @@ import type { ReplayedTask } from '../audit/replayAudit.js';
 import type { TaskStatus } from '../orchestrator/status.js';
 import { clip, jsonPreview as json } from '../text.js';
 
-export type StepCommand = 'next' | 'confirm' | 'reject' | 'answer' | 'cancel' | 'at' | 'quit';
+export type StepCommand = 'next' | 'confirm' | 'reject' | 'answer' | 'resolve' | 'cancel' | 'at' | 'quit';
 
 /** The commands that make sense now. `modelWaiting`: the task is running and its model waits for `next`. */
 export function allowedCommands(status: TaskStatus, modelWaiting: boolean): StepCommand[] {
   if (status.outcome) return ['at', 'quit'];
   if (status.state === 'waiting_for_confirmation') return ['confirm', 'reject', 'cancel', 'at', 'quit'];
   if (status.state === 'waiting_for_user') return ['answer', 'cancel', 'at', 'quit'];
+  // A held write is resolved by a reviewer before anything else (a cancel waits for it too).
+  if (status.state === 'review_required') return ['resolve', 'at', 'quit'];
+  if (status.state === 'waiting_for_model') return ['cancel', 'at', 'quit'];
   return modelWaiting ? ['next', 'cancel', 'at', 'quit'] : ['cancel', 'at', 'quit'];
 }
 
@@ -24,6 +27,7 @@ const USAGE: Record<StepCommand, string> = {
   confirm: 'confirm',
   reject: 'reject [reason]',
   answer: 'answer <text>',
+  resolve: 'resolve happened <result json> | not_happened [note] | retry [note]',
   cancel: 'cancel [reason]',
   at: 'at <N>',
   quit: 'quit',
@@ -39,14 +43,32 @@ export function formatStatus(status: TaskStatus, extra: { auditLength: number; m
     `task      ${status.taskId} · ${status.state} (${status.stateValue}) · revision ${status.revision} · turn ${status.turn} · ${extra.auditLength} audit entries`,
     `goal      ${status.goal}`,
   ];
+  if (status.mandate) lines.push(`mandate   ${status.mandate.kind} ${clip(json(status.mandate.terms), 160)}`);
   if (pending) {
+    const who = pending.approverScope
+      ? `by approvers holding ${pending.approverScope}, not ${pending.userId} (${pending.approvals.length} of ${pending.approvalsRequired}${
+          pending.approvals.length ? `: ${pending.approvals.map((a) => a.userId).join(', ')}` : ''
+        })`
+      : `by ${pending.userId}`;
     lines.push(
       `confirm   ${pending.summary}`,
-      `          id ${pending.id} · by ${pending.userId} · args ${pending.argsHash}`,
+      `          id ${pending.id} · ${who} · args ${pending.argsHash}`,
       `          expires ${new Date(pending.expiresAt).toISOString()} (${describeIn(pending.expiresAt - extra.now)})`,
     );
   }
-  if (status.question) lines.push(`question  ${status.question}`);
+  if (status.question) {
+    const expires = status.questionExpiresAt === null ? '' : ` (expires ${describeIn(status.questionExpiresAt - extra.now)})`;
+    lines.push(`question  ${status.question}${expires}`);
+  }
+  if (status.review) {
+    lines.push(
+      `review    ${status.review.tool} (${status.review.callId}) · ${status.review.reason} · key ${status.review.idempotencyKey ?? '-'}`,
+      `          ${status.review.summary}`,
+    );
+  }
+  if (status.outage) {
+    lines.push(`outage    ${status.outage.attempts} attempt(s) since ${new Date(status.outage.since).toISOString()}; next ${describeIn(status.outage.wakeAt - extra.now)}: ${status.outage.lastError}`);
+  }
   lines.push(`budget    ${formatBudget(budget.used, budget.limits)}`);
   lines.push(...formatObservations(status.observations));
   if (outcome) {

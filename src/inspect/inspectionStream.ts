@@ -23,7 +23,7 @@ export interface SnapshotSummary {
   /** Machine state value (`"thinking"`, `{ "executing": "writing" }`); null for non-machine actors. */
   value: unknown;
   status: string;
-  /** The agent context's headline (turn, budgets used, pending confirmation, outcome), or a bounded copy. */
+  /** The agent context's headline (turn, mandate, budgets used, pending confirmation, review, outage, outcome), or a bounded copy. */
   context?: unknown;
   /** Output of a finished child actor (bounded). */
   output?: unknown;
@@ -225,11 +225,27 @@ export function summarizeContext(context: unknown, limits: SafeJsonLimits = DEFA
     calls?: { callId: string; tool: string; phase: string; observation: { ok: boolean; code?: string; gate?: string } | null }[];
   } | null;
   const outcome = c.outcome as { status?: unknown; reason?: { code?: unknown } } | null;
+  const review = c.review as { callId?: unknown; tool?: unknown; reason?: unknown } | null;
+  const outage = c.outage as { attempts?: unknown; wakeAt?: unknown } | null;
+  const approvals = (pending as { approvals?: unknown[]; approvalsRequired?: unknown; approverScope?: unknown } | null) ?? null;
   return {
     taskId: c.taskId,
     turn: c.turn ?? null,
+    mandate: c.mandate ? toSafeJson(c.mandate, limits) : null,
     budgetUsed: toSafeJson(budget.used, limits),
-    pendingConfirmation: pending ? { id: pending.id, tool: pending.tool, argsHash: pending.argsHash, expiresAt: pending.expiresAt } : null,
+    pendingConfirmation: pending
+      ? {
+          id: pending.id,
+          tool: pending.tool,
+          argsHash: pending.argsHash,
+          expiresAt: pending.expiresAt,
+          approverScope: approvals?.approverScope ?? null,
+          approvals: Array.isArray(approvals?.approvals) ? approvals.approvals.length : 0,
+          approvalsRequired: approvals?.approvalsRequired ?? 1,
+        }
+      : null,
+    review: review ? { callId: review.callId, tool: review.tool, reason: review.reason } : null,
+    outage: outage ? { attempts: outage.attempts, wakeAt: outage.wakeAt } : null,
     question: typeof c.question === 'string' ? truncate(c.question, limits.maxString) : null,
     batch: batch
       ? {

@@ -1,12 +1,28 @@
 /**
- * The expiry sweeper: confirmations whose deadline passed are expired from the store's index of deadlines, so a
- * confirmation also expires when no process held its task at the time. A `timer.confirmationExpired` event is the
- * only way expiry enters a task; the chart then asks again or gives up.
+ * The timer sweep: whatever is due (a confirmation or a question that expired, a model retry whose wake-up time came)
+ * is delivered from the store's index of deadlines, so it also happens when no process held the task at the time.
+ * A `timer.*` event is the only way time enters a task; the chart decides what it does.
  */
+import type { AgentContext } from '../../machines/context.js';
+import type { HostEvent } from '../../machines/events.js';
 import type { Clock } from '../clock.js';
 import { AgentError } from '../errors.js';
 import type { TaskStore } from '../store/taskStore.js';
 import type { LiveTasks } from './liveTasks.js';
+import { statusOfLive } from './status.js';
+
+/** The timer event due for a task at `now`, or null when nothing is. */
+export function dueEvent(context: AgentContext, state: string, now: number): HostEvent | null {
+  const pending = context.pendingConfirmation;
+  if (state === 'waiting_for_confirmation' && pending && pending.expiresAt <= now) {
+    return { type: 'timer.confirmationExpired', at: now, confirmationId: pending.id };
+  }
+  if (state === 'waiting_for_user' && context.questionExpiresAt !== null && context.questionExpiresAt <= now) {
+    return { type: 'timer.answerExpired', at: now };
+  }
+  if (state === 'waiting_for_model' && context.outage && context.outage.wakeAt <= now) return { type: 'timer.modelRetryDue', at: now };
+  return null;
+}
 
 export class ExpirySweeper {
   private timer: ReturnType<typeof setInterval> | null = null;
@@ -23,28 +39,29 @@ export class ExpirySweeper {
     }
   }
 
-  /** Expires confirmations whose deadline passed (also while no process was running). Returns how many. */
+  /** Delivers every timer event due now (also for tasks whose deadline passed while no process ran). */
   async expireDue(): Promise<number> {
     const now = this.clock.now();
-    const due = await this.store.list({ states: ['waiting_for_confirmation'], dueBefore: now });
-    let expired = 0;
+    const due = await this.store.list({ dueBefore: now });
+    let delivered = 0;
     for (const summary of due) {
       try {
         await this.live.exclusive(summary.taskId, async () => {
           const task = await this.live.hydrate(summary.taskId);
-          const pending = task.context().pendingConfirmation;
-          if (!pending || pending.expiresAt > now) return;
-          task.send({ type: 'timer.confirmationExpired', at: now, confirmationId: pending.id });
-          await task.barrier();
+          const event = dueEvent(task.context(), statusOfLive(task).state, now);
+          if (event) {
+            task.send(event);
+            await task.barrier();
+            delivered += 1;
+          }
           this.live.releaseIfSettled(task);
-          expired += 1;
         });
       } catch (error) {
         // Busy elsewhere, quarantined, gone: the next sweep (or another process) deals with it.
         if (!(error instanceof AgentError)) throw error;
       }
     }
-    return expired;
+    return delivered;
   }
 
   stop(): void {

@@ -3,7 +3,7 @@
  * checked for what the chart cannot know (tenant, whether the task already ended, current scopes, who may
  * cancel), then the event is sent and the chart's own answer is returned with the task's new status.
  */
-import type { Principal } from '../../machines/context.js';
+import { type Principal, jsonSchema } from '../../machines/context.js';
 import { HOST_EVENT_TYPES, type HostEvent, hostEventSchema } from '../../machines/events.js';
 import type { ReplyCode } from '../../machines/failures.js';
 import { HostRequestError } from '../errors.js';
@@ -13,12 +13,56 @@ import type { LiveTasks } from './liveTasks.js';
 import { parseOrThrow, principalSchema } from './options.js';
 import { type UserEventResult, statusOfLive } from './status.js';
 
+/** What a reviewer found about a held write. */
+export type ReviewResolution =
+  | { resolution: 'happened'; result: unknown; note?: string }
+  | { resolution: 'not_happened'; note?: string }
+  | { resolution: 'retry'; note?: string };
+
 export class HostEvents {
   constructor(
     private readonly live: LiveTasks,
     private readonly registry: ToolRegistry,
     private readonly adminScope: string | null,
+    private readonly policyVersion: string,
   ) {}
+
+  /** A decision on the pending confirmation, with the deciding session's scopes (approvers need theirs). */
+  confirm(taskId: string, by: Principal, confirmation: { id: string; argsHash: string }, at: number): Promise<UserEventResult> {
+    return this.deliver(taskId, by, {
+      type: 'user.confirmed',
+      at,
+      confirmationId: confirmation.id,
+      argsHash: confirmation.argsHash,
+      userId: by.userId,
+      scopes: [...by.scopes],
+      policyVersion: this.policyVersion,
+    });
+  }
+
+  reject(taskId: string, by: Principal, confirmation: { id: string; reason?: string }, at: number): Promise<UserEventResult> {
+    return this.deliver(taskId, by, {
+      type: 'user.rejected',
+      at,
+      confirmationId: confirmation.id,
+      userId: by.userId,
+      scopes: [...by.scopes],
+      reason: confirmation.reason ?? null,
+    });
+  }
+
+  resolveReview(taskId: string, by: Principal, resolution: ReviewResolution, at: number): Promise<UserEventResult> {
+    const result = resolution.resolution === 'happened' ? parseOrThrow(jsonSchema, resolution.result, 'result') : null;
+    return this.deliver(taskId, by, {
+      type: 'review.resolved',
+      at,
+      userId: by.userId,
+      scopes: [...by.scopes],
+      resolution: resolution.resolution,
+      result,
+      note: resolution.note ?? null,
+    });
+  }
 
   /** Checks the event and the caller, loads the task if needed, and delivers the event. */
   async deliver(taskId: string, by: Principal, event: HostEvent): Promise<UserEventResult> {

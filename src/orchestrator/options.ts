@@ -13,33 +13,17 @@ import {
   principalSchema,
   successCriterionSchema,
 } from '../../machines/context.js';
+import type { Principal } from '../../machines/context.js';
 import type { Clock } from '../clock.js';
+import { DEFAULT_LIMITS, DEFAULT_POLICY } from '../defaults.js';
+import type { MandateKind } from '../mandate.js';
+import type { RateLimitOptions } from '../runtime/rateLimits.js';
 import { HostRequestError } from '../errors.js';
 import type { AgentModel } from '../model/agentModel.js';
 import type { TaskStore } from '../store/taskStore.js';
 import type { Tool } from '../tool.js';
 
-export const DEFAULT_POLICY: Policy = {
-  version: '1',
-  maxCallsPerBatch: 8,
-  maxArgumentBytes: 16_384,
-  maxRejectedTurns: 3,
-  maxInvalidOutputs: 2,
-  confirmationTtlMs: 15 * 60_000,
-  maxConfirmationRequests: 3,
-  maxReconcileAttempts: 3,
-  observationCapBytes: 8_192,
-};
-
-export const DEFAULT_LIMITS: BudgetLimits = {
-  modelTurns: 12,
-  toolCalls: 24,
-  writes: 4,
-  retries: 8,
-  tokens: 200_000,
-  costMicros: 2_000_000,
-  wallClockMs: 10 * 60_000,
-};
+export { DEFAULT_LIMITS, DEFAULT_POLICY };
 
 export interface OrchestratorOptions {
   /** Every tool tasks may use. The model is offered only those the task's principal holds scopes for. */
@@ -69,6 +53,15 @@ export interface OrchestratorOptions {
   inspect?: (event: InspectionEvent) => void;
   /** A principal with this scope may cancel other users' tasks in its tenant. */
   adminScope?: string;
+  /** The kinds of mandate tasks may start with (`defineMandate`); a start request's mandate must be one of them. */
+  mandates?: readonly MandateKind<any>[];
+  /**
+   * The task's principal as the host's session sees it now, asked right before every write: scopes revoked since the
+   * task started refuse the write. Return null when the session is gone. Default: the principal given at start.
+   */
+  refreshPrincipal?: (principal: Principal) => Promise<Principal | null> | Principal | null;
+  /** Where tools' per-tenant rate limits are counted: in this process (default), or on a Redis shared by all. */
+  rateLimits?: RateLimitOptions;
   /** Makes task ids (default: "task_" + random UUID). */
   newTaskId?: () => string;
   /**
@@ -96,6 +89,7 @@ export interface Settings {
   saveRetries: number;
   expirySweepMs: number;
   adminScope: string | null;
+  mandates: ReadonlyMap<string, MandateKind<unknown>>;
   newTaskId: () => string;
   lease: { ttlMs: number; renewEveryMs: number; acquireTimeoutMs: number };
 }
@@ -122,9 +116,19 @@ export function resolveSettings(options: OrchestratorOptions, systemClock: Clock
     saveRetries: checked.saveRetries ?? 8,
     expirySweepMs: checked.expirySweepMs ?? 5_000,
     adminScope: options.adminScope ?? null,
+    mandates: mandateKinds(options.mandates ?? []),
     newTaskId: options.newTaskId ?? newId,
     lease: { ttlMs, renewEveryMs: checked.lease?.renewEveryMs ?? Math.max(1, Math.floor(ttlMs / 3)), acquireTimeoutMs: checked.lease?.acquireTimeoutMs ?? 2_000 },
   };
+}
+
+function mandateKinds(kinds: readonly MandateKind<unknown>[]): Map<string, MandateKind<unknown>> {
+  const map = new Map<string, MandateKind<unknown>>();
+  for (const kind of kinds) {
+    if (map.has(kind.kind)) throw new HostRequestError('invalid_request', `options: two mandate kinds are named ${kind.kind}`);
+    map.set(kind.kind, kind);
+  }
+  return map;
 }
 
 function pick<T extends object, K extends keyof T>(value: T, keys: K[]): Partial<Pick<T, K>> {
@@ -142,6 +146,8 @@ export const startRequestSchema = z.strictObject({
   limits: budgetLimitsSchema.partial().optional(),
   /** What counts as success; without it, any final answer ends the task as done. */
   success: successCriterionSchema.optional(),
+  /** What the user asked for, as structured terms of an installed mandate kind; persisted, never changed. */
+  mandate: z.strictObject({ kind: z.string().min(1).max(256), terms: z.unknown() }).optional(),
   taskId: agentInputSchema.shape.taskId.max(512).optional(),
 });
 

@@ -18,12 +18,14 @@ import type { AuditEntry, TranscriptEntry } from '../../machines/journal.js';
 import { systemClock } from '../clock.js';
 import { AgentError, CorruptTaskError, HostRequestError, TaskExistsError, TaskNotFoundError, UnsupportedVersionError } from '../errors.js';
 import { createRuntimeActors } from '../runtime/actors/index.js';
+import { RateLimits } from '../runtime/rateLimits.js';
 import { ToolRegistry } from '../runtime/toolRegistry.js';
+import { checkMandate, moneyUnder } from '../mandate.js';
 import { MemoryStore } from '../store/memoryStore.js';
 import type { TaskSummary } from '../store/summary.js';
 import type { ListQuery, TaskStore } from '../store/taskStore.js';
 import { ExpirySweeper } from './expirySweeper.js';
-import { HostEvents } from './hostEvents.js';
+import { HostEvents, type ReviewResolution } from './hostEvents.js';
 import { LiveTasks } from './liveTasks.js';
 import { type OrchestratorOptions, type Settings, type StartTaskRequest, parseOrThrow, resolveSettings, startRequestSchema } from './options.js';
 import { type RecoveryReport, recover } from './recovery.js';
@@ -60,6 +62,8 @@ export class Orchestrator {
       random,
       modelTimeoutMs,
       backoff,
+      rateLimits: new RateLimits(options.rateLimits),
+      refreshPrincipal: options.refreshPrincipal,
       task: (taskId) => {
         const task = this.live.get(taskId);
         if (!task) throw new AgentError('task_not_live', `task ${taskId} is not running in this process`);
@@ -79,7 +83,7 @@ export class Orchestrator {
         for (const listener of this.savedListeners) listener(summary);
       },
     });
-    this.events = new HostEvents(this.live, this.registry, this.settings.adminScope);
+    this.events = new HostEvents(this.live, this.registry, this.settings.adminScope, this.policy.version);
     this.sweeper = new ExpirySweeper(this.store, this.live, clock, this.settings.expirySweepMs);
   }
 
@@ -88,10 +92,12 @@ export class Orchestrator {
   /** Creates and persists a task, then lets it run. Resolves once its first state is saved. */
   async start(request: StartTaskRequest): Promise<TaskStatus> {
     this.assertOpen();
-    const { principal, goal, limits, success, taskId: requestedId } = parseOrThrow(startRequestSchema, request, 'start');
+    const { principal, goal, limits, success, mandate, taskId: requestedId } = parseOrThrow(startRequestSchema, request, 'start');
     if (success && !this.registry.get(success.tool)) {
       throw new HostRequestError('invalid_request', `start: success criterion names unknown tool ${success.tool}`);
     }
+    // Checked against the schema of its kind, and stored as plain JSON: the task can never see it change.
+    const checkedMandate = mandate ? checkMandate(this.settings.mandates, mandate) : null;
     const taskId = parseOrThrow(startRequestSchema.shape.taskId, requestedId ?? this.settings.newTaskId(), 'taskId')!;
     // Checked whole against the schema it is stored with, so that a task this accepts is one the store reads back.
     const input: AgentInput = parseOrThrow(
@@ -100,9 +106,10 @@ export class Orchestrator {
         taskId,
         goal,
         principal,
+        mandate: checkedMandate,
         catalog: this.registry.catalog(),
         policy: this.policy,
-        limits: { ...this.settings.limits, ...limits },
+        limits: { ...this.settings.limits, ...limits, money: moneyUnder(this.settings.mandates, checkedMandate, limits?.money, this.settings.limits.money) },
         modelReservation: this.reservation,
         success: success ?? null,
         startedAt: this.settings.clock.now(),
@@ -195,48 +202,62 @@ export class Orchestrator {
 
   // --- user events: (taskId, the caller's principal, what they decided) ---------------------------------
 
-  /** Confirms the pending call. Must name the pending confirmation id and the hash of the exact arguments. */
-  async confirm(taskId: string, by: Principal, confirmation: { id: string; argsHash: string }): Promise<UserEventResult> {
-    const at = this.now();
-    return this.events.deliver(taskId, by, {
-      type: 'user.confirmed',
-      at,
-      confirmationId: confirmation.id,
-      argsHash: confirmation.argsHash,
-      userId: by.userId,
-      policyVersion: this.policy.version,
-    });
+  /**
+   * Confirms the pending call. Must name the pending confirmation id and the hash of the exact arguments. `by` is the
+   * deciding session's principal: the task's user, or (when the tool's rule asks for approvers) someone else holding
+   * the approver scope; each approval is one call, and the call runs after the last one needed.
+   */
+  confirm(taskId: string, by: Principal, confirmation: { id: string; argsHash: string }): Promise<UserEventResult> {
+    return this.events.confirm(taskId, by, confirmation, this.now());
   }
 
-  /** Rejects the pending call: it will not run, and the model is told (with the reason, if given). */
-  async reject(taskId: string, by: Principal, confirmation: { id: string; reason?: string }): Promise<UserEventResult> {
-    const at = this.now();
-    return this.events.deliver(taskId, by, { type: 'user.rejected', at, confirmationId: confirmation.id, userId: by.userId, reason: confirmation.reason ?? null });
+  /**
+   * Rejects the pending call (the task's user, or an approver): it will not run, and the model is told (with the
+   * reason, if given), or the task is cancelled when the tool's policy says so.
+   */
+  reject(taskId: string, by: Principal, confirmation: { id: string; reason?: string }): Promise<UserEventResult> {
+    return this.events.reject(taskId, by, confirmation, this.now());
   }
 
   /** Answers the model's question (only the task's user can). */
-  async answer(taskId: string, by: Principal, text: string): Promise<UserEventResult> {
-    const at = this.now();
-    return this.events.deliver(taskId, by, { type: 'user.answered', at, text, userId: by.userId });
+  answer(taskId: string, by: Principal, text: string): Promise<UserEventResult> {
+    return this.events.deliver(taskId, by, { type: 'user.answered', at: this.now(), text, userId: by.userId });
   }
 
-  /** Cancels the task. A write in flight is first reconciled; then the task ends as cancelled. */
-  async cancel(taskId: string, by: Principal, reason = ''): Promise<UserEventResult> {
-    const at = this.now();
-    return this.events.deliver(taskId, by, { type: 'task.cancelled', at, reason, by: by.userId });
+  /** Cancels the task. A write in flight is first reconciled; a write held for review, resolved. */
+  cancel(taskId: string, by: Principal, reason = ''): Promise<UserEventResult> {
+    return this.events.deliver(taskId, by, { type: 'task.cancelled', at: this.now(), reason, by: by.userId });
   }
 
-  /** Expires confirmations whose deadline passed (also while no process was running). Returns how many. */
+  /**
+   * A reviewer's finding about the write a task waits on (state `review_required`; `list({ states:
+   * ['review_required'] })` is the queue). `by` must hold the policy's review scope and not be the task's user.
+   * `happened` needs the `result` the reviewer found (it must match the tool's output schema and becomes the write's
+   * trusted result); `not_happened` tells the model; `retry` sends the write again with the same idempotency key
+   * (only for tools that never duplicate on one).
+   */
+  resolveReview(taskId: string, by: Principal, resolution: ReviewResolution): Promise<UserEventResult> {
+    return this.events.resolveReview(taskId, by, resolution, this.now());
+  }
+
+  /**
+   * Delivers what is due (also while no process was running): confirmations and questions whose deadline passed,
+   * model retries whose wake-up time came. Returns how many tasks it moved.
+   */
   expireDue(): Promise<number> {
     return this.sweeper.expireDue();
   }
 
   // --- journal --------------------------------------------------------------------------------------------
 
-  /** Every decision of the task, in order. */
-  async audit(taskId: string): Promise<AuditRecord[]> {
-    const entries = (await this.journal(taskId, 'audit')) as AuditEntry[];
-    return entries.map((entry, seq) => ({ seq, ...entry }));
+  /**
+   * Every decision of the task, in order; with `from`, only the durable ones from that position on (each record
+   * keeps its `seq`), so a follower that saw `seq` N reads on from N + 1.
+   */
+  async audit(taskId: string, from = 0): Promise<AuditRecord[]> {
+    if (!Number.isInteger(from) || from < 0) throw new HostRequestError('invalid_request', `audit: from must be a whole number (0 or more), not ${from}`);
+    const entries = (await this.journal(taskId, 'audit', from)) as AuditEntry[];
+    return entries.map((entry, i) => ({ seq: from + i, ...entry }));
   }
 
   /** What the model was shown, in order. */
@@ -244,11 +265,12 @@ export class Orchestrator {
     return (await this.journal(taskId, 'transcript')) as TranscriptEntry[];
   }
 
-  private async journal(taskId: string, stream: 'audit' | 'transcript'): Promise<unknown[]> {
+  private async journal(taskId: string, stream: 'audit' | 'transcript', from = 0): Promise<unknown[]> {
     await this.live.get(taskId)?.barrier().catch(() => {});
     const envelope = await this.store.load(taskId);
     if (!envelope) throw new TaskNotFoundError(taskId);
-    return this.store.readJournal(taskId, stream, 0, envelope.journal[stream]);
+    const to = envelope.journal[stream];
+    return from >= to ? [] : this.store.readJournal(taskId, stream, from, to);
   }
 
   /** Stops driving tasks in this process. In-flight work is abandoned; resume reconciles it. */
@@ -276,5 +298,6 @@ export function createOrchestrator(options: OrchestratorOptions): Orchestrator {
 
 export type { OrchestratorOptions, StartTaskRequest } from './options.js';
 export type { AuditRecord, TaskStatus, UserEventResult } from './status.js';
+export type { ReviewResolution } from './hostEvents.js';
 export type { RecoveryReport } from './recovery.js';
 export { DEFAULT_LIMITS, DEFAULT_POLICY } from './options.js';

@@ -4,10 +4,13 @@ import type {
   BudgetCounters,
   BudgetLimits,
   Evidence,
+  Mandate,
   Observation,
+  Outage,
   Outcome,
   PendingConfirmation,
   Principal,
+  Review,
 } from '../../machines/context.js';
 import type { ReplyCode } from '../../machines/failures.js';
 import type { AuditEntry } from '../../machines/journal.js';
@@ -26,8 +29,16 @@ export interface TaskStatus {
   principal: Principal;
   turn: number;
   outcome: Outcome | null;
+  /** What the user asked for, as the host derived it at start (never changed by the task). */
+  mandate: Mandate | null;
   pendingConfirmation: PendingConfirmation | null;
   question: string | null;
+  /** When the question stops waiting for an answer. */
+  questionExpiresAt: number | null;
+  /** The write a reviewer must resolve (state `review_required`). */
+  review: Review | null;
+  /** The model outage the task is waiting out (state `waiting_for_model`), with its next attempt. */
+  outage: Outage | null;
   budget: { limits: BudgetLimits; used: BudgetCounters; remaining: BudgetCounters; deadlineAt: number };
   evidence: Evidence[];
   /** Results of the last batch, paired by call id. */
@@ -58,8 +69,12 @@ export function statusFrom(context: AgentContext, summary: TaskSummary): TaskSta
     principal: { userId: context.principal.userId, tenantId: context.principal.tenantId, scopes: [...context.principal.scopes] },
     turn: context.turn,
     outcome: context.outcome,
+    mandate: context.mandate,
     pendingConfirmation: context.pendingConfirmation,
     question: context.question,
+    questionExpiresAt: context.questionExpiresAt,
+    review: context.review,
+    outage: context.outage,
     budget: {
       limits: context.budget.limits,
       used: context.budget.used,

@@ -1,8 +1,9 @@
 /** What the runtime actors need from the orchestrator. */
-import type { AgentContext } from '../../machines/context.js';
+import type { AgentContext, Principal } from '../../machines/context.js';
 import type { TranscriptEntry } from '../../machines/journal.js';
 import type { Clock } from '../clock.js';
 import type { AgentModel } from '../model/agentModel.js';
+import type { RateLimits } from './rateLimits.js';
 import type { ToolRegistry } from './toolRegistry.js';
 
 /** The live task an invoked actor belongs to. */
@@ -29,4 +30,8 @@ export interface ActorHost {
   /** Backoff of model transport retries and of repeated write lookups. */
   backoff: { baseDelayMs: number; maxDelayMs: number };
   task(taskId: string): TaskPort;
+  /** Per-tenant rate limits of tools, counted right before a call runs. */
+  rateLimits: RateLimits;
+  /** The principal as the host's session sees it now (asked right before a write), or null when it is gone. */
+  refreshPrincipal?: (principal: Principal) => Promise<Principal | null> | Principal | null;
 }

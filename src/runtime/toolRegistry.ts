@@ -67,6 +67,9 @@ function rulesOf(tool: Tool): ToolRules {
     get input() {
       return tool.input;
     },
+    get output() {
+      return tool.output;
+    },
     get scopes() {
       return tool.scopes;
     },
@@ -78,6 +81,15 @@ function rulesOf(tool: Tool): ToolRules {
     },
     get confirm() {
       return typeof tool.confirm === 'function' ? tool.confirm.bind(tool) : tool.confirm;
+    },
+    get confirmation() {
+      return tool.confirmation;
+    },
+    get mandate() {
+      return tool.mandate?.bind(tool);
+    },
+    get amount() {
+      return tool.effect === 'write' ? tool.amount?.bind(tool) : undefined;
     },
     get describeConfirmation() {
       return tool.describeConfirmation?.bind(tool);

@@ -8,10 +8,19 @@
  *   `reconciling`; the call awaiting confirmation becomes `awaitingConfirmation`) and the batch names its current
  *   call. Vetting became a state per gate: an agent/2 task that rested in `vetting` (its validation hooks were
  *   running) cannot be placed in one of them and is refused; nothing of its batch had run.
+ * - agent/3 -> agent/4: the task gains a mandate (none), a memory of denials (empty), money in its budget (none
+ *   used, and no limit: an agent/3 task was started without a money budget, and keeps the freedom it had; every
+ *   other gate still applies), and the policy fields of agent/4 at their defaults
+ *   (`DEFAULT_POLICY`). A call's `needsConfirmation` becomes the requirement it stood for (the task's user confirms,
+ *   re-plan on reject, ask again on expiry); a granted confirmation records the hash it was given for and its one
+ *   decision. A pending confirmation waits for the task's user. A task that ended in `reviewRequired` (then final)
+ *   waits for a reviewer: the write it held is reopened, so a reviewer can resolve it. Questions asked under agent/3
+ *   do not expire (they did not then).
  */
 import { UnsupportedVersionError } from '../errors.js';
+import { DEFAULT_POLICY } from '../defaults.js';
 
-export const MIGRATED_VERSIONS = ['agent/1', 'agent/2'] as const;
+export const MIGRATED_VERSIONS = ['agent/1', 'agent/2', 'agent/3'] as const;
 
 type Raw = Record<string, unknown>;
 
@@ -20,7 +29,8 @@ const isObject = (value: unknown): value is Raw => typeof value === 'object' && 
 export function migrate(taskId: string, version: string, envelope: Raw): Raw {
   let current = envelope;
   if (version === 'agent/1') current = toAgent2(current);
-  return toAgent3(taskId, current);
+  if (version === 'agent/1' || version === 'agent/2') current = toAgent3(taskId, current);
+  return toAgent4(current);
 }
 
 function withContext(envelope: Raw, change: (context: Raw, snapshot: Raw) => Raw, machineVersion: string): Raw {
@@ -67,4 +77,90 @@ function toAgent3(taskId: string, envelope: Raw): Raw {
     },
     'agent/3',
   );
+}
+
+const V4_POLICY = {
+  onRepeatedDenial: DEFAULT_POLICY.onRepeatedDenial,
+  reviewScope: DEFAULT_POLICY.reviewScope,
+  answerTtlMs: DEFAULT_POLICY.answerTtlMs,
+  onAnswerExpiry: DEFAULT_POLICY.onAnswerExpiry,
+  modelOutageMs: DEFAULT_POLICY.modelOutageMs,
+  modelWakeMs: DEFAULT_POLICY.modelWakeMs,
+};
+
+function toAgent4(envelope: Raw): Raw {
+  const snapshot = isObject(envelope.snapshot) ? envelope.snapshot : null;
+  const held = snapshot?.value === 'reviewRequired' && isObject(snapshot.context) ? heldWrite(snapshot.context) : null;
+  const migrated = withContext(
+    envelope,
+    (context) => {
+      const next: Raw = {
+        ...context,
+        mandate: context.mandate ?? null,
+        questionExpiresAt: context.questionExpiresAt ?? null,
+        review: context.review ?? null,
+        outage: context.outage ?? null,
+        denied: context.denied ?? [],
+        policy: isObject(context.policy) ? { ...V4_POLICY, ...context.policy } : context.policy,
+        budget: withMoney(context.budget),
+        pendingConfirmation: isObject(context.pendingConfirmation)
+          ? { approverScope: null, approvalsRequired: 1, approvals: [], ...context.pendingConfirmation }
+          : context.pendingConfirmation,
+        batch: isObject(context.batch) && Array.isArray(context.batch.calls) ? { ...context.batch, calls: context.batch.calls.map(toV4Call) } : context.batch,
+      };
+      return held ? reopen(next, held) : next;
+    },
+    'agent/4',
+  );
+  if (!held || !isObject(migrated.snapshot)) return migrated;
+  // No longer final: the task waits for a reviewer.
+  const { output: _output, ...rest } = migrated.snapshot;
+  return { ...migrated, snapshot: { ...rest, status: 'active' } };
+}
+
+function withMoney(budget: unknown): unknown {
+  if (!isObject(budget) || !isObject(budget.limits) || !isObject(budget.used)) return budget;
+  return { ...budget, limits: { money: Number.MAX_SAFE_INTEGER, ...budget.limits }, used: { money: 0, ...budget.used } };
+}
+
+function toV4Call(call: unknown): unknown {
+  if (!isObject(call) || !('needsConfirmation' in call)) return call;
+  const { needsConfirmation, ...rest } = call;
+  rest.runAs = null;
+  rest.resendAfter = null;
+  const confirmedBy = isObject(call.confirmedBy)
+    ? {
+        confirmationId: call.confirmedBy.confirmationId,
+        argsHash: call.argsHash,
+        at: call.confirmedBy.at,
+        decisions: [{ userId: call.confirmedBy.userId, as: 'requester', scope: null, at: call.confirmedBy.at }],
+      }
+    : (call.confirmedBy ?? null);
+  const confirmation = needsConfirmation === true ? { approverScope: null, approvals: 1, onReject: 'replan', onExpiry: 'ask_again' } : null;
+  return { ...rest, confirmation, confirmedBy };
+}
+
+/** The write an agent/3 `reviewRequired` task stopped on (its outcome names it), or null. */
+function heldWrite(context: Raw): { callId: string; summary: string; at: number } | null {
+  const outcome = isObject(context.outcome) ? context.outcome : null;
+  const reason = outcome && isObject(outcome.reason) ? outcome.reason : null;
+  const detail = reason && isObject(reason.detail) ? reason.detail : null;
+  if (!detail || typeof detail.callId !== 'string') return null;
+  const at = typeof context.waitingSince === 'number' ? context.waitingSince : typeof context.startedAt === 'number' ? context.startedAt : 0;
+  return { callId: detail.callId, summary: typeof reason?.message === 'string' ? reason.message : 'the outcome of the write could not be established', at };
+}
+
+function reopen(context: Raw, held: { callId: string; summary: string; at: number }): Raw {
+  const batch = isObject(context.batch) ? context.batch : null;
+  const list: unknown[] = batch && Array.isArray(batch.calls) ? batch.calls : [];
+  const call = list.find((c): c is Raw => isObject(c) && c.callId === held.callId);
+  if (!batch || !call) return context;
+  const calls = list.map((c) => (c === call ? { ...call, phase: 'awaitingReview', observation: null } : c));
+  return {
+    ...context,
+    outcome: null,
+    batch: { ...batch, calls, current: held.callId, closed: false },
+    review: { callId: held.callId, tool: call.tool, idempotencyKey: call.idempotencyKey ?? null, reason: 'write_outcome_unknown', summary: held.summary, since: held.at },
+    waitingSince: held.at,
+  };
 }

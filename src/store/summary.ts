@@ -18,7 +18,7 @@ export interface TaskSummary {
   revision: number;
   createdAt: number;
   updatedAt: number;
-  /** When something is due without an event (a confirmation's expiry), else null. */
+  /** When something is due without an event (a confirmation's or a question's expiry, a model retry), else null. */
   wakeAt: number | null;
   outcomeCode: string | null;
 }
@@ -65,7 +65,15 @@ export function summarize(
     revision: meta.revision,
     createdAt: meta.createdAt,
     updatedAt: meta.updatedAt,
-    wakeAt: state === 'waiting_for_confirmation' ? (context.pendingConfirmation?.expiresAt ?? null) : null,
+    wakeAt: wakeAtOf(state, context),
     outcomeCode: context.outcome?.reason.code ?? null,
   };
+}
+
+/** When a waiting task needs a timer event: its confirmation or question expires, or its model retry is due. */
+export function wakeAtOf(state: TaskState, context: AgentContext): number | null {
+  if (state === 'waiting_for_confirmation') return context.pendingConfirmation?.expiresAt ?? null;
+  if (state === 'waiting_for_user') return context.questionExpiresAt;
+  if (state === 'waiting_for_model') return context.outage?.wakeAt ?? null;
+  return null;
 }

@@ -44,7 +44,7 @@ export function renderTraceHtml({ status, audit, machine = agentMachine }: Trace
   const svg = toSvg(chart, highlightOf(chart, replayed));
   const outcome = status.outcome;
   const verdict = outcome
-    ? `<span class="pill ${outcome.status === 'done' ? 'pass' : outcome.status === 'review_required' ? 'warn' : 'reject'}">${esc(outcome.status)}</span> <code>${esc(outcome.reason.code)}</code>: ${esc(outcome.reason.message)}`
+    ? `<span class="pill ${outcome.status === 'done' ? 'pass' : outcome.status === 'cancelled' ? 'warn' : 'reject'}">${esc(outcome.status)}</span> <code>${esc(outcome.reason.code)}</code>: ${esc(outcome.reason.message)}`
     : `<span class="pill warn">${esc(status.state)}</span> in <code>${esc(status.stateValue)}</code> (not finished)`;
   const visits = countVisits(replayed.visited);
   const start = audit[0]?.at ?? 0;
@@ -158,18 +158,24 @@ function timelineRow(entry: AuditEntry, seq: number, start: number): string | nu
     case 'write_lookup':
       return row('lookup', entry.tool, entry.result, entry.result === 'found' ? 'pass' : 'warn', `by key <code>${esc(entry.idempotencyKey.slice(0, 16))}…</code>`);
     case 'confirmation': {
-      const cls = entry.action === 'granted' ? 'pass' : entry.action === 'requested' ? 'warn' : 'reject';
+      const cls = entry.action === 'granted' || entry.action === 'approved' ? 'pass' : entry.action === 'requested' ? 'warn' : 'reject';
       const detail =
         entry.action === 'requested'
           ? `<code>${esc(entry.confirmationId)}</code> for args <code>${esc(entry.argsHash.slice(0, 19))}…</code>${entry.expiresAt ? `, expires ${new Date(entry.expiresAt).toISOString()}` : ''}`
-          : `<code>${esc(entry.confirmationId)}</code>${entry.userId ? ` by ${esc(entry.userId)}` : ''}${entry.code ? ` <code>${esc(entry.code)}</code>` : ''}`;
+          : `<code>${esc(entry.confirmationId)}</code>${entry.userId ? ` by ${esc(entry.userId)}` : ''}${entry.decidedAs === 'approver' ? ` (approver, ${esc(entry.scope ?? '')})` : ''}${entry.code ? ` <code>${esc(entry.code)}</code>` : ''}`;
       return row('confirmation', entry.tool, entry.action, cls, detail);
     }
     case 'user_answered':
       return row('user', null, 'answered', 'pass', esc(entry.userId));
+    case 'review':
+      return row(`review ${entry.action}`, entry.tool, entry.code, entry.action === 'resolved' ? 'pass' : entry.action === 'held' ? 'warn' : 'reject', `${entry.userId ? `${esc(entry.userId)}: ` : ''}${esc(entry.summary)}`);
+    case 'model_outage':
+      return row('model outage', null, entry.action, entry.action === 'gave_up' ? 'reject' : 'warn', `${entry.attempts} attempt(s)${entry.wakeAt ? `, next ${new Date(entry.wakeAt).toISOString()}` : ''}: ${esc(entry.error)}`);
+    case 'question_expired':
+      return row('user', null, 'no answer', 'warn', esc(entry.question));
     case 'cancel_requested':
       return row('cancel', null, entry.deferred ? 'deferred' : 'requested', 'warn', `by ${esc(entry.by)}${entry.reason ? `: ${esc(entry.reason)}` : ''}`);
     case 'task_stopped':
-      return row('stop', null, entry.status, entry.status === 'done' ? 'pass' : entry.status === 'review_required' ? 'warn' : 'reject', `<code>${esc(entry.reason.code)}</code>: ${esc(entry.reason.message)}`, ' stop');
+      return row('stop', null, entry.status, entry.status === 'done' ? 'pass' : entry.status === 'cancelled' ? 'warn' : 'reject', `<code>${esc(entry.reason.code)}</code>: ${esc(entry.reason.message)}`, ' stop');
   }
 }

@@ -3,12 +3,32 @@
  * from the current state (call ids, confirmation ids, argument hashes, times), so the same move kind means the
  * same thing wherever it is taken.
  */
-import type { CallOutcome, CheckVerdict, LookupResult, ModelActorOutput, ReadResult } from '../../machines/actors.js';
+import type { CallOutcome, CheckVerdict, LookupResult, ModelActorOutput, ReadResult, RecheckActorOutput } from '../../machines/actors.js';
 import type { ModelEvent, ProposedCall } from '../../machines/events.js';
 import type { MachineEvent } from '../../machines/actors.js';
 import type { AgentContext, Json } from '../../machines/context.js';
 import { hashArguments } from '../../src/hashing.js';
-import { type CallFacts, INPUT, INTRUDER, type Move, type ProtocolExpectation, USER, type World, valueOf } from './agentWorld.js';
+import {
+  APPROVER_A,
+  APPROVER_B,
+  APPROVER_SCOPE,
+  CATALOG,
+  type CallFacts,
+  INPUT,
+  INTRUDER,
+  MANDATE_MAX_AMOUNT,
+  type Move,
+  NOT_APPROVER,
+  type ProtocolExpectation,
+  type RecheckGate,
+  REVIEW_SCOPE,
+  REVIEWED_RESULT,
+  REFRESHED_PRINCIPAL,
+  REVIEWER,
+  USER,
+  type World,
+  valueOf,
+} from './agentWorld.js';
 
 const USAGE = { inputTokens: 60, outputTokens: 40, costMicros: 10 };
 
@@ -53,6 +73,10 @@ export const PROPOSALS: Proposal[] = [
     schemaInvalid: ['c1'],
   },
   { label: 'write without scope', protocol: 'accepted', calls: [{ callId: 'c1', name: 'close_rooms', arguments: '{}' }] },
+  { label: 'write outside the mandate', protocol: 'accepted', calls: [{ callId: 'c1', name: 'book_room', arguments: '{"room":"Z"}' }] },
+  { label: 'write no mandate rule covers', protocol: 'accepted', calls: [{ callId: 'c1', name: 'release_room', arguments: '{"room":"A"}' }] },
+  { label: 'payment needing approvers', protocol: 'accepted', calls: [{ callId: 'c1', name: 'send_payment', arguments: '{"amount":8}' }] },
+  { label: 'payment over the money budget', protocol: 'accepted', calls: [{ callId: 'c1', name: 'send_payment', arguments: '{"amount":10}' }] },
   { label: 'invalid arguments (not an object)', protocol: 'rejected', calls: [{ callId: 'c1', name: 'book_room', arguments: '["A"]' }] },
   {
     label: 'duplicate-key arguments',
@@ -71,8 +95,9 @@ function modelDone(event: ModelEvent, retriesUsed = 0): MachineEvent {
   return { type: 'xstate.done.actor.model', output };
 }
 
-function modelFailed(at: number, retriesUsed: number): MachineEvent {
-  const output: ModelActorOutput = { kind: 'failed', at, retriesUsed, failure: { code: 'model_unavailable', message: 'unreachable', transient: true } };
+function modelFailed(at: number, retriesUsed: number, transient = true): MachineEvent {
+  const failure = { code: 'model_unavailable' as const, message: transient ? 'unreachable' : 'request refused', transient };
+  const output: ModelActorOutput = { kind: 'failed', at, retriesUsed, failure };
   return { type: 'xstate.done.actor.model', output };
 }
 
@@ -90,6 +115,9 @@ function modelMoves(world: World): Move[] {
     protocol: p.protocol,
     calls: facts(p),
     event: modelDone(proposal(p.calls, p.text ?? null)),
+    // What a batch of two writes shows (the second meets a spent write budget, or runs after the first was refused)
+    // is in its own turn; the turns after it go on with the late alphabet.
+    ...(p.label === 'two writes' ? { narrows: true } : {}),
   }));
   if (allowance > 0) {
     moves.push({
@@ -105,6 +133,7 @@ function modelMoves(world: World): Move[] {
     { type: 'model: refuse', event: modelDone({ type: 'model.refused', at, reason: 'not allowed', usage: USAGE }) },
     { type: 'model: invalid output', event: modelDone({ type: 'model.invalidOutput', at, detail: 'not JSON', usage: USAGE }) },
     { type: 'model: unreachable', event: modelFailed(at, 0) },
+    { type: 'model: request refused (not transient)', event: modelFailed(at, 0, false) },
     { type: 'model: actor crashes', event: { type: 'xstate.error.actor.model', error: 'model actor crashed' } },
   );
   // The runtime reports the transport retries a failed turn spent; the machine debits them.
@@ -127,7 +156,7 @@ function checkMoves(world: World, gate: 'business' | 'permission'): Move[] {
   const id = gate === 'business' ? 'validate' : 'authorize';
   const verdictMove = (label: string, verdict: CheckVerdict, when = at): Move => ({
     type: `${id}: ${label}`,
-    check: { gate, callId, ok: verdict.ok },
+    check: { gate, callId, ok: verdict.ok, unanswered: !verdict.ok && verdict.code === 'unavailable' },
     event: { type: `xstate.done.actor.${id}`, output: { at: when, verdict, durationMs: 4 } } as MachineEvent,
   });
   const moves = [
@@ -151,7 +180,8 @@ function checkMoves(world: World, gate: 'business' | 'permission'): Move[] {
         confirmationId: predictedConfirmationId(context),
         argsHash: hashArguments(current.args),
         userId: USER,
-        policyVersion: INPUT.policy.version,
+        scopes: INPUT.principal.scopes,
+        policyVersion: world.shadow.hostPolicy,
       },
     });
   }
@@ -198,6 +228,42 @@ function readMoves(world: World): Move[] {
   ];
 }
 
+/**
+ * The re-check right before a write (`executing.rechecking.hooks`): the session and the hooks asked again. Before a
+ * write is sent again (`executing.resending`) the runtime does not ask business validation again, nor is the
+ * budget's clock asked again: those verdicts are not offered there.
+ */
+function recheckMoves(world: World, resend = false): Move[] {
+  const { context } = world.machine;
+  const callId = context.batch?.current ?? '?';
+  const at = world.shadow.now;
+  const ok: CheckVerdict = { ok: true };
+  // The session as the host sees it now: refreshed (one scope more than at start), so a write shows whose it runs as.
+  const principal = REFRESHED_PRINCIPAL;
+  const verdict = (label: string, patch: Partial<RecheckActorOutput>, refuses?: RecheckGate, unanswered = false): Move => ({
+    type: `recheck: ${label}`,
+    check: refuses ? { gate: 'recheck', callId, ok: false, refuses, unanswered } : { gate: 'recheck', callId, ok: true },
+    event: {
+      type: 'xstate.done.actor.recheck',
+      output: { at, principal, sessionError: null, business: ok, permission: ok, rate: ok, durationMs: 3, ...patch },
+    },
+  });
+  const moves: Move[] = [
+    verdict('pass', {}),
+    verdict('session gone', { principal: null }, 'permission'),
+    // The host could not say whether the session is valid: no write, but no denial either.
+    verdict('session check fails', { principal: null, sessionError: 'the host could not say whether the session is still valid' }, 'permission', true),
+    // The session now holds only the read scope: no write of the world may run.
+    verdict('scopes revoked', { principal: { ...INPUT.principal, scopes: ['rooms:read'] } }, 'permission'),
+    verdict('business changed', { business: { ok: false, code: 'conflict', summary: 'the room was taken meanwhile' } }, 'business'),
+    verdict('authorization denied', { permission: { ok: false, code: 'permission_denied', summary: 'executive rooms only' } }, 'permission'),
+    verdict('rate limited', { rate: { ok: false, code: 'rate_limited', summary: 'too many writes for this tenant' } }, 'rate'),
+    verdict('pass after the deadline', { at: Math.max(at, context.budget.deadlineAt) }),
+    { type: 'recheck: fails', event: { type: 'xstate.error.actor.recheck', error: 'recheck crashed' } },
+  ];
+  return resend ? moves.filter((m) => m.type !== 'recheck: business changed' && m.type !== 'recheck: pass after the deadline') : moves;
+}
+
 function writeMoves(world: World): Move[] {
   const at = world.shadow.now;
   const done = (outcome: CallOutcome): MachineEvent => ({ type: 'xstate.done.actor.write', output: { at, outcome, durationMs: 7 } });
@@ -211,6 +277,7 @@ function writeMoves(world: World): Move[] {
     },
     { type: 'write: business error (conflict)', event: done({ kind: 'error', code: 'conflict', summary: 'room taken', retryable: false }) },
     { type: 'write: unknown (timeout)', event: done({ kind: 'unknown', code: 'timeout', summary: 'no answer in time' }) },
+    { type: 'write: needs review', event: done({ kind: 'review', code: 'needs_review', summary: 'two bookings share this key' }) },
     { type: 'write: executor fails', event: { type: 'xstate.error.actor.write', error: 'executor crashed' } },
     // On restore XState re-runs the invoke; the runtime's write executor then reports "interrupted".
     { type: 'restart (write interrupted)', restart: true, event: interrupted },
@@ -228,39 +295,72 @@ function lookupMoves(world: World): Move[] {
   ];
 }
 
+type Confirm = Extract<MachineEvent, { type: 'user.confirmed' }>;
+
+/** The decisions that confirm a call when they are the genuine ones. */
+const GENUINE_DECISIONS = new Set(['user: confirms', 'approver A: approves', 'approver B: approves']);
+
 function confirmationMoves(world: World): Move[] {
   const pending = world.machine.context.pendingConfirmation;
   if (!pending) return [];
   const at = world.shadow.now;
-  const confirm = (patch: Partial<Extract<MachineEvent, { type: 'user.confirmed' }>>): MachineEvent => ({
+  const confirm = (patch: Partial<Confirm>): MachineEvent => ({
     type: 'user.confirmed',
     at,
     confirmationId: pending.id,
     argsHash: pending.argsHash,
     userId: USER,
-    policyVersion: INPUT.policy.version,
+    scopes: INPUT.principal.scopes,
+    policyVersion: world.shadow.hostPolicy,
     ...patch,
   });
+  const approve = (userId: string, patch: Partial<Confirm> = {}) => confirm({ userId, scopes: [APPROVER_SCOPE], ...patch });
   // A stale id (of an earlier request for the same call) when there is one, else a forged one.
   const wrongId = pending.request > 1 ? pending.id.replace(/r\d+$/, 'r1') : `${pending.id}-forged`;
-  const moves: Move[] = [
-    { type: 'user: confirms', event: confirm({}) },
-    { type: 'user: confirms other arguments', event: confirm({ argsHash: hashArguments({ amount: 500 }) }) },
+  const shadow = world.shadow.calls.find((c) => c.callId === pending.callId);
+  const moves: Move[] = [];
+  if (shadow && shadow.approvers > 0) {
+    // Approvers decide (the harness's reading): each once, none the requester, each holding the approver scope.
+    const approved = (userId: string) => shadow.approvals.some((a) => a.confirmationId === pending.id && a.userId === userId);
+    moves.push(
+      approved(APPROVER_A)
+        ? { type: 'approver A: approves again', inert: true, event: approve(APPROVER_A) }
+        : { type: 'approver A: approves', event: approve(APPROVER_A) },
+      { type: 'approver without the scope: approves', inert: true, event: confirm({ userId: NOT_APPROVER, scopes: [] }) },
+      {
+        type: 'user: approves their own request',
+        inert: true,
+        event: confirm({ scopes: [...INPUT.principal.scopes, APPROVER_SCOPE] }),
+      },
+      {
+        type: 'approver A: rejects',
+        event: { type: 'user.rejected', at, confirmationId: pending.id, userId: APPROVER_A, scopes: [APPROVER_SCOPE], reason: 'over the limit' },
+      },
+    );
+    if (!approved(APPROVER_B)) moves.push({ type: 'approver B: approves', event: approve(APPROVER_B) });
+  } else {
+    moves.push(
+      { type: 'user: confirms', event: confirm({}) },
+      { type: 'user: confirms other arguments', event: confirm({ argsHash: hashArguments({ amount: 500 }) }) },
+      { type: 'user: confirms after expiry', event: confirm({ at: Math.max(at, pending.expiresAt) }) },
+    );
+    // The host's policy changes (once): its confirmations carry the new version from then on.
+    if (world.shadow.hostPolicy === INPUT.policy.version) moves.push({ type: 'user: confirms under another policy', event: confirm({ policyVersion: 'policy-v2' }) });
+  }
+  moves.push(
     { type: 'user: confirms a wrong id', inert: true, event: confirm({ confirmationId: wrongId }) },
     { type: 'intruder: confirms', inert: true, event: confirm({ userId: INTRUDER }) },
-    { type: 'user: confirms after expiry', event: confirm({ at: Math.max(at, pending.expiresAt) }) },
-    { type: 'user: confirms under another policy', event: confirm({ policyVersion: 'policy-v2' }) },
-    { type: 'user: rejects', event: { type: 'user.rejected', at, confirmationId: pending.id, userId: USER, reason: 'no' } },
+    { type: 'user: rejects', event: { type: 'user.rejected', at, confirmationId: pending.id, userId: USER, scopes: INPUT.principal.scopes, reason: 'no' } },
     {
       type: 'intruder: rejects',
       inert: true,
-      event: { type: 'user.rejected', at, confirmationId: pending.id, userId: INTRUDER, reason: null },
+      event: { type: 'user.rejected', at, confirmationId: pending.id, userId: INTRUDER, scopes: [], reason: null },
     },
     {
       type: 'timer: confirmation expired',
       event: { type: 'timer.confirmationExpired', at: Math.max(at, pending.expiresAt), confirmationId: pending.id },
     },
-  ];
+  );
   if (at < pending.expiresAt) {
     moves.push({
       type: 'timer: fires early',
@@ -268,21 +368,90 @@ function confirmationMoves(world: World): Move[] {
       event: { type: 'timer.confirmationExpired', at, confirmationId: pending.id },
     });
   }
+  // Once tampered with, what matters is what happens when the call comes to run: only its genuine confirmations.
+  if (shadow?.tampered) return moves.filter((m) => GENUINE_DECISIONS.has(m.type) && !m.inert);
+  // Someone with access to the store raises the payment while it waits for its first confirmation (the hash is kept).
+  const stored = world.machine.context.batch?.calls.find((c) => c.callId === pending.callId);
+  const amount = (stored?.args as { amount?: unknown } | undefined)?.amount;
+  const untouched = pending.request === 1 && pending.approvals.length === 0;
+  if (stored && CATALOG[stored.tool]?.effect === 'write' && typeof amount === 'number' && amount < MANDATE_MAX_AMOUNT && untouched) {
+    moves.push({ type: 'storage tampered: the payment raised by 1', tamper: { callId: stored.callId, args: { amount: amount + 1 } }, event: null });
+  }
   return moves;
 }
 
 function answerMoves(world: World): Move[] {
   const at = world.shadow.now;
-  return [
+  const expiresAt = world.machine.context.questionExpiresAt ?? at;
+  const moves: Move[] = [
     { type: 'user: answers', event: { type: 'user.answered', at, text: 'Room A', userId: USER } },
     { type: 'intruder: answers', inert: true, event: { type: 'user.answered', at, text: 'Room Z', userId: INTRUDER } },
+    { type: 'timer: answer expired', event: { type: 'timer.answerExpired', at: Math.max(at, expiresAt) } },
+  ];
+  if (at < expiresAt) moves.push({ type: 'timer: answer timer early', inert: true, event: { type: 'timer.answerExpired', at } });
+  return moves;
+}
+
+/** The model is down (`waitingForModel`): its wake-up timer, due or early. */
+function outageMoves(world: World): Move[] {
+  const at = world.shadow.now;
+  const wakeAt = world.machine.context.outage?.wakeAt ?? at;
+  const moves: Move[] = [{ type: 'timer: model retry due', event: { type: 'timer.modelRetryDue', at: Math.max(at, wakeAt) } }];
+  if (at < wakeAt) moves.push({ type: 'timer: model retry early', inert: true, event: { type: 'timer.modelRetryDue', at } });
+  return moves;
+}
+
+/** A write is held for review (`reviewRequired`): reviewers, and people who are not. */
+function reviewMoves(world: World): Move[] {
+  const { context } = world.machine;
+  const held = context.review;
+  if (!held) return [];
+  const at = world.shadow.now;
+  const resolve = (userId: string, scopes: string[], resolution: 'happened' | 'not_happened' | 'retry', result: Json | null = null): MachineEvent => ({
+    type: 'review.resolved',
+    at,
+    userId,
+    scopes,
+    resolution,
+    result,
+    note: null,
+  });
+  const { limits, used } = context.budget;
+  // The harness's reading: a retry needs a tool that declares same-key retries safe, and retry budget left.
+  // ...and no cancel waiting (a cancel asked during the review applies once it is resolved, not after a retry).
+  const canRetry =
+    CATALOG[held.tool]?.sameKeyRetrySafe === true && used.retries < limits.retries && at < context.budget.deadlineAt && !world.shadow.cancelAsked;
+  const valid = REVIEWED_RESULT[held.tool] ?? null;
+  return [
+    { type: 'reviewer: happened', review: { reviewer: true, valid: valid !== null }, event: resolve(REVIEWER, [REVIEW_SCOPE], 'happened', valid) },
+    {
+      type: 'reviewer: happened, with a result the tool never returns',
+      inert: true,
+      review: { reviewer: true, valid: false },
+      event: resolve(REVIEWER, [REVIEW_SCOPE], 'happened', { bookingId: 5 }),
+    },
+    { type: 'reviewer: not happened', review: { reviewer: true, valid: true }, event: resolve(REVIEWER, [REVIEW_SCOPE], 'not_happened') },
+    { type: 'reviewer: retry', inert: !canRetry, review: { reviewer: true, valid: true }, event: resolve(REVIEWER, [REVIEW_SCOPE], 'retry') },
+    {
+      type: 'task user: resolves their own review',
+      inert: true,
+      review: { reviewer: false, valid: valid !== null },
+      event: resolve(USER, [...INPUT.principal.scopes, REVIEW_SCOPE], 'happened', valid),
+    },
+    {
+      type: 'non-reviewer: resolves',
+      inert: true,
+      review: { reviewer: false, valid: true },
+      event: resolve(INTRUDER, INPUT.principal.scopes, 'not_happened'),
+    },
   ];
 }
 
 /**
  * Moves explored only in the first model turn. Their effect does not depend on history (protocol rejections,
- * single-gate rejections, transport details, the approval-claim twins), so later turns keep to the moves whose
- * effect does: confirmations, writes and their reconciliation, repeats (loop detection), budgets across turns.
+ * single-gate rejections, transport details, the approval-claim twins, hooks that fail), so later turns keep to the
+ * moves whose effect does: confirmations, writes and their reconciliation and review, repeats (loop detection and
+ * repeated denials), budgets across turns.
  */
 const FIRST_TURN_ONLY = new Set([
   'model: invalid arguments (not an object)',
@@ -292,26 +461,68 @@ const FIRST_TURN_ONLY = new Set([
   'model: missing call id',
   'model: valid read after a transport retry',
   'model: actor crashes',
+  'model: request refused (not transient)',
+  'model: write no mandate rule covers',
+  'model: payment needing approvers',
+  'model: payment over the money budget',
+  'model: two writes',
+  'model: unreachable',
+  'model: unreachable after transport retries',
   'validate: fails',
   'authorize: fails',
+  'recheck: fails',
+  'recheck: pass after the deadline',
+  'recheck: session gone',
+  'recheck: session check fails',
+  'recheck: business changed',
+  'recheck: authorization denied',
+  'recheck: rate limited',
   'reads: transient failure, retries exhausted',
   'reads: executor reports nothing',
-  'task: cancelled while a write is in flight',
+  'reads: executor fails',
+  'reads: ok, output claims approval',
+  'write: ok, output claims approval',
+  'write: executor fails',
+  'write: needs review',
+  'lookup: fails',
+  'storage tampered: the payment raised by 1',
+  'task: cancelled while a write is unsettled',
 ]);
 
-/** From the third model turn on, the model only repeats a read (loop detection) or answers. */
+/** After the first turn a task is cancelled only while it waits for a human (where a cancel is most likely). */
+const CANCEL_FROM_TURN_TWO = new Set(['executing.awaitingConfirmation', 'awaitingUser']);
+
+/** From the third model turn on, the model only repeats a read (loop detection) or answers... */
 const LATE_MODEL_MOVES = new Set(['model: valid read', 'model: answer']);
+/** ...and its read succeeds. */
+const LATE_NARROWED = new Set(['reads: conflict']);
+
+/**
+ * While an outage lasts (after a wait, the model is asked again), the model fails again, reads or answers: what it
+ * proposes after an outage does not depend on the outage, and every other proposal is explored without one.
+ */
+const OUTAGE_MODEL_MOVES = new Set(['model: valid read', 'model: answer', 'model: unreachable']);
 
 /**
  * Every move the harness tries in `world`: what the state's actor or humans could send, plus cancel and restart.
- * The alphabet narrows with the model turn (see FIRST_TURN_ONLY), which keeps the graph in the tens of thousands.
+ * The alphabet narrows with the model turn (see FIRST_TURN_ONLY), which keeps the graph bounded.
  */
 export function movesFor(world: World, options: { lateFromTurn?: number } = {}): Move[] {
-  const all = everyMove(world);
+  const outage = world.shadow.outage !== null && valueOf(world.machine) === 'thinking';
+  const all = outage ? everyMove(world).filter((m) => !m.type.startsWith('model: ') || OUTAGE_MODEL_MOVES.has(m.type)) : everyMove(world);
   const turn = world.machine.context.turn;
   if (turn <= 1) return all;
-  const late = turn >= (options.lateFromTurn ?? 3);
-  return all.filter((m) => !FIRST_TURN_ONLY.has(m.type) && (!late || !m.type.startsWith('model: ') || LATE_MODEL_MOVES.has(m.type)));
+  // A task that waited out an outage goes on with the late alphabet (the outage changed nothing but the clock), as
+  // does one that went through a batch that narrows the turns after it.
+  const late = turn >= (options.lateFromTurn ?? 3) || world.shadow.outagesWaited > 0 || world.shadow.narrowed;
+  const value = valueOf(world.machine);
+  return all.filter(
+    (m) =>
+      !FIRST_TURN_ONLY.has(m.type) &&
+      (m.type !== 'task: cancelled' || CANCEL_FROM_TURN_TWO.has(value)) &&
+      (!late || !LATE_NARROWED.has(m.type)) &&
+      (!late || !m.type.startsWith('model: ') || LATE_MODEL_MOVES.has(m.type)),
+  );
 }
 
 function everyMove(world: World): Move[] {
@@ -319,18 +530,24 @@ function everyMove(world: World): Move[] {
   if (world.machine.status !== 'active') return [];
   const byState: Record<string, (w: World) => Move[]> = {
     thinking: modelMoves,
+    waitingForModel: outageMoves,
     'vetting.validating': (w) => checkMoves(w, 'business'),
     'vetting.authorizing': (w) => checkMoves(w, 'permission'),
+    'executing.rechecking.hooks': (w) => recheckMoves(w),
+    'executing.resending': (w) => recheckMoves(w, true),
     'executing.reading': readMoves,
     'executing.writing': writeMoves,
     'executing.reconciling': lookupMoves,
     'executing.awaitingConfirmation': confirmationMoves,
     awaitingUser: answerMoves,
+    reviewRequired: reviewMoves,
   };
   const moves = byState[value]?.(world) ?? [];
   const inFlight = value === 'executing.writing' || value === 'executing.reconciling';
+  // A cancel while a write is in flight, or held for review, waits for it to be settled.
+  const deferred = inFlight || value === 'reviewRequired';
   moves.push({
-    type: inFlight ? 'task: cancelled while a write is in flight' : 'task: cancelled',
+    type: deferred ? 'task: cancelled while a write is unsettled' : 'task: cancelled',
     event: { type: 'task.cancelled', at: world.shadow.now, reason: 'changed my mind', by: USER },
   });
   if (value !== 'executing.writing') moves.push({ type: 'restart', restart: true, event: null });

@@ -1,10 +1,12 @@
 /**
- * A closed world for exploring the agent machine: a fixed task (small budgets, a four-tool catalog with the host's
- * rules for each), moves that depend on the current state (see `agentMoves.ts`: model outputs, business and
- * authorization verdicts, tool and lookup outcomes, confirmations good and forged, cancels, restarts), and a
- * *shadow*: what the harness itself knows and delivered (which proposals are well-formed and schema-valid, which
- * scopes the principal holds, the hook verdicts it gave, genuine confirmations, unknown write outcomes), kept apart
- * from the machine's context so the safety properties check the machine against facts it did not compute.
+ * A closed world for exploring the agent machine: a fixed task (small budgets, a five-tool catalog with the host's
+ * rules for each, the user's mandate), moves that depend on the current state (see `agentMoves.ts`: model outputs
+ * and outages, business and authorization verdicts, the re-check before a write, tool and lookup outcomes,
+ * confirmations by the user and by approvers, good and forged, reviewers, timers, cancels, restarts, tampered
+ * storage), and a *shadow*: what the harness itself knows and delivered (which proposals are well-formed,
+ * schema-valid and within the mandate, which scopes the principal holds, who must confirm, the hook and re-check
+ * verdicts it gave, genuine confirmations and approvals, unknown and held writes, denials, outages, questions),
+ * kept apart from the machine's context so the safety properties check the machine against facts it did not compute.
  *
  * A world is an ActorLogic over `{ machine, shadow }` snapshots, so `xstate/graph` can traverse it; the state
  * identity is (state value, context without the constant task fields, shadow).
@@ -13,7 +15,7 @@ import { type ActorLogic, type AnyActorScope, type SnapshotFrom, createActor } f
 import { z } from 'zod';
 import { type AgentMachine, createAgentMachine } from '../../machines/agentMachine.js';
 import { type MachineEvent, eventTime } from '../../machines/actors.js';
-import type { AgentContext, AgentInput, CallState, Catalog } from '../../machines/context.js';
+import type { AgentContext, AgentInput, CallState, Catalog, Json, Mandate } from '../../machines/context.js';
 import type { ToolRules, Toolkit } from '../../machines/toolkit.js';
 import { hashArguments, sha256Hex } from '../../src/hashing.js';
 
@@ -22,18 +24,50 @@ export type AgentSnapshot = SnapshotFrom<AgentMachine>;
 export const T0 = 1_700_000_000_000;
 export const USER = 'E17';
 export const INTRUDER = 'mallory';
+/** Approvers of large payments: two holding the approver scope, one who does not. */
+export const APPROVER_A = 'ann';
+export const APPROVER_B = 'bob';
+export const NOT_APPROVER = 'carl';
+export const APPROVER_SCOPE = 'payments:approve';
+/** A reviewer of held writes (holds the review scope), and the review scope. */
+export const REVIEWER = 'rita';
+export const REVIEW_SCOPE = 'tasks:review';
+
+// The harness's own reading of what the user asked for and of who must confirm what. The host's rules below say
+// the same in their own code; the safety properties compare the machine with these constants, never with the rules.
+/** The mandate: these rooms, payments of at most this amount. */
+export const MANDATE_ROOMS = ['A', 'B', 'C'];
+export const MANDATE_MAX_AMOUNT = 10;
+/** Payments above this amount need approvers (this many, holding APPROVER_SCOPE, none the requester). */
+export const APPROVAL_THRESHOLD = 6;
+export const APPROVALS_NEEDED = 2;
+/** Tools whose confirmation, rejected, cancels the task; tools whose confirmation, expired, cancels it. */
+export const CANCELS_ON_REJECT = new Set(['send_payment']);
+export const CANCELS_ON_EXPIRY = new Set(['search_rooms']);
+/** What a reviewer who found that the write happened reports, per tool (it matches the tool's output schema). */
+export const REVIEWED_RESULT: Record<string, Json> = { book_room: { bookingId: 'bk-9' }, send_payment: { paymentId: 'pay-9' } };
 
 export const CATALOG: Catalog = {
   search_rooms: { effect: 'read', sameKeyRetrySafe: false },
   book_room: { effect: 'write', sameKeyRetrySafe: true },
   send_payment: { effect: 'write', sameKeyRetrySafe: false },
   close_rooms: { effect: 'write', sameKeyRetrySafe: true },
+  release_room: { effect: 'write', sameKeyRetrySafe: false },
 };
 
+interface RoomTerms {
+  rooms: string[];
+  maxAmount: number;
+}
+const terms = (mandate: Readonly<Mandate>) => mandate.terms as unknown as RoomTerms;
+
 /**
- * The host's rules of the world's tools. A read on Sundays needs confirmation; a booking goes through business
- * validation and a resource permission check; a payment through business validation and always a confirmation;
- * closing rooms needs a scope the task's principal lacks.
+ * The host's rules of the world's tools. A read on Sundays needs confirmation (nobody deciding in time cancels the
+ * task); a booking goes through business validation and a resource permission check, and must be for a room of
+ * the mandate; a payment goes through business validation, must stay within the mandate's amount, moves money, and
+ * always needs a confirmation: by the user up to APPROVAL_THRESHOLD, by two approvers above (a rejection cancels the
+ * task); closing rooms fits any mandate but needs a scope the task's principal lacks; releasing a room is a write
+ * no mandate rule covers.
  */
 export const RULES: Record<string, ToolRules> = {
   search_rooms: {
@@ -44,18 +78,43 @@ export const RULES: Record<string, ToolRules> = {
     validates: false,
     authorizes: false,
     confirm: (args: { day: string }) => args.day === 'sun',
+    confirmation: { onExpiry: 'cancel' },
   },
-  book_room: { name: 'book_room', effect: 'write', input: z.strictObject({ room: z.string() }), scopes: ['rooms:book'], validates: true, authorizes: true },
+  book_room: {
+    name: 'book_room',
+    effect: 'write',
+    input: z.strictObject({ room: z.string() }),
+    output: z.strictObject({ bookingId: z.string() }),
+    scopes: ['rooms:book'],
+    validates: true,
+    authorizes: true,
+    mandate: (args: { room: string }, mandate) =>
+      terms(mandate).rooms.includes(args.room) ? { ok: true } : { ok: false, summary: `room ${args.room} is not one the user asked for` },
+  },
   send_payment: {
     name: 'send_payment',
     effect: 'write',
     input: z.strictObject({ amount: z.number() }),
+    output: z.strictObject({ paymentId: z.string() }),
     scopes: ['payments:send'],
     validates: true,
     authorizes: false,
-    confirm: 'always',
+    confirm: (args: { amount: number }) => (args.amount > 6 ? { approverScope: 'payments:approve', approvals: 2 } : true),
+    confirmation: { onReject: 'cancel' },
+    mandate: (args: { amount: number }, mandate) =>
+      args.amount <= terms(mandate).maxAmount ? { ok: true } : { ok: false, summary: `${args.amount} is more than the user allowed` },
+    amount: (args: { amount: number }) => args.amount,
   },
-  close_rooms: { name: 'close_rooms', effect: 'write', input: z.strictObject({}), scopes: ['rooms:admin'], validates: false, authorizes: false },
+  close_rooms: {
+    name: 'close_rooms',
+    effect: 'write',
+    input: z.strictObject({}),
+    scopes: ['rooms:admin'],
+    validates: false,
+    authorizes: false,
+    mandate: () => ({ ok: true }),
+  },
+  release_room: { name: 'release_room', effect: 'write', input: z.strictObject({ room: z.string() }), scopes: ['rooms:book'], validates: false, authorizes: false },
 };
 
 export const TOOLKIT: Toolkit = { rules: (name) => RULES[name], sha256: sha256Hex };
@@ -67,6 +126,7 @@ export const INPUT: AgentInput = {
   taskId: 'task-1',
   goal: 'book room A for Monday',
   principal: { userId: USER, tenantId: 'acme', scopes: ['rooms:read', 'rooms:book', 'payments:send'] },
+  mandate: { kind: 'rooms', terms: { rooms: [...MANDATE_ROOMS], maxAmount: MANDATE_MAX_AMOUNT } },
   catalog: CATALOG,
   policy: {
     version: 'policy-v1',
@@ -78,12 +138,22 @@ export const INPUT: AgentInput = {
     maxConfirmationRequests: 2,
     maxReconcileAttempts: 2,
     observationCapBytes: 512,
+    onRepeatedDenial: 'stop',
+    reviewScope: REVIEW_SCOPE,
+    answerTtlMs: 600_000,
+    onAnswerExpiry: 'replan',
+    // Waits of 1 s then 2 s: the third failure in a row comes 3 s into the outage, past its 1.5 s limit.
+    modelOutageMs: 1_500,
+    modelWakeMs: { first: 1_000, longest: 4_000 },
   },
-  limits: { modelTurns: 3, toolCalls: 3, writes: 1, retries: 2, tokens: 10_000, costMicros: 10_000, wallClockMs: 3_600_000 },
+  limits: { modelTurns: 3, toolCalls: 3, writes: 1, retries: 2, tokens: 10_000, costMicros: 10_000, money: 9, wallClockMs: 3_600_000 },
   modelReservation: { tokens: 100, costMicros: 10 },
   success: { tool: 'book_room', require: ['bookingId'], description: 'a booking with an id' },
   startedAt: T0,
 };
+
+/** The task's principal as the host's session shows it at a passing re-check: refreshed, with one scope more. */
+export const REFRESHED_PRINCIPAL = { ...INPUT.principal, scopes: [...INPUT.principal.scopes, 'session:refreshed'] };
 
 // --- the shadow -------------------------------------------------------------------------------------------
 
@@ -96,6 +166,9 @@ export interface CallFacts {
 
 /** A hook verdict the harness delivered: `n/a` when the tool has no such hook, null while none was given yet. */
 export type Verdict = 'pass' | 'reject' | 'n/a' | null;
+/** The gate a refusing re-check verdict belongs to. */
+export type RecheckGate = 'permission' | 'business' | 'rate';
+export type RefusingGate = 'protocol' | 'schema' | 'mandate' | 'business' | 'permission' | 'rate' | 'confirmation';
 
 export interface ShadowCall {
   callId: string;
@@ -103,42 +176,99 @@ export interface ShadowCall {
   /** The harness built this proposal to pass the protocol gate. */
   protocolOk: boolean;
   schemaOk: boolean;
+  /** The arguments fit the user's mandate, by the harness's reading (MANDATE_*; a write no rule covers does not). */
+  mandateOk: boolean;
   /** The principal holds every scope the tool requires. */
   scopeOk: boolean;
   business: Verdict;
   authorize: Verdict;
   /** The host's rule asks a human for these arguments. */
   needsConfirmation: boolean;
+  /** Distinct approvers (not the requester, holding APPROVER_SCOPE) the call needs; 0: the requester confirms. */
+  approvers: number;
+  /** Money the call moves, by the harness's reading. */
+  amount: number;
   /** Hash of the arguments as proposed (parsed), when they are a JSON object. */
   argsHash: string | null;
-  /** A confirmation the harness delivered that is genuine: right id, user, policy, unexpired, the proposed arguments. */
-  grant: { confirmationId: string; argsHash: string } | null;
+  /** Genuine approvals the harness delivered (right id, policy, arguments, unexpired), by confirmation id. */
+  approvals: { confirmationId: string; userId: string }[];
+  /**
+   * A genuine confirmation the harness delivered: the requester's (right id, user, policy, unexpired, the proposed
+   * arguments), or the last of enough genuine approvals of one request; `by` says who decided.
+   */
+  grant: { confirmationId: string; argsHash: string; by: string[] } | null;
+  /** The re-check verdict the harness delivered right before the write, and the gate a refusal belongs to. */
+  recheck: Verdict;
+  recheckGate: RecheckGate | null;
+  /** A refusing verdict the harness delivered was a check that could not answer (not a denial). */
+  unanswered: boolean;
+  /** The stored arguments were altered (their hash kept) while the call waited for a confirmation. */
+  tampered: boolean;
   /** Executions the machine started (observed on the edges). */
   starts: number;
   /** The last write attempt ended with an unknown outcome (timeout, executor error, restart). */
   unknown: boolean;
+  /** The last write attempt came back as needing review (the tool found its records inconsistent). */
+  needsReview: boolean;
+  /**
+   * What the harness delivered that lets the write be sent again with its key: a lookup that found nothing after an
+   * unknown outcome, or a reviewer's retry of a held write. Cleared when it is sent.
+   */
+  resend: 'lookup' | 'review' | null;
+  /** A resend a reviewer asked for was refused by its re-check: the write is held again, still unsettled. */
+  heldAgain: boolean;
 }
 
-/** Every gate passed by the harness's own account: protocol, schema, business, scope and resource permission. */
+/** Every gate passed by the harness's own account: protocol, schema, mandate, business, scope and resource permission. */
 export function gatesOk(call: ShadowCall | undefined): boolean {
   if (!call) return false;
   const done = (v: Verdict) => v === 'pass' || v === 'n/a';
-  return call.protocolOk && call.schemaOk && call.scopeOk && done(call.business) && done(call.authorize);
+  return call.protocolOk && call.schemaOk && call.mandateOk && call.scopeOk && done(call.business) && done(call.authorize);
 }
 
 /** The gate that must refuse the call, by the harness's account (first in gate order), or null. */
-export function refusingGate(call: ShadowCall): 'protocol' | 'schema' | 'business' | 'permission' | null {
+export function refusingGate(call: ShadowCall): RefusingGate | null {
   if (!call.protocolOk) return 'protocol';
   if (!call.schemaOk) return 'schema';
+  if (!call.mandateOk) return 'mandate';
   if (call.business === 'reject') return 'business';
   if (!call.scopeOk || call.authorize === 'reject') return 'permission';
+  // The re-check before a write: the arguments first (tampered ones are refused as changed), then the hooks.
+  if (call.tampered) return 'confirmation';
+  // (A resend a reviewer asked for, refused by its re-check, is held for review again rather than refused.)
+  if (call.recheck === 'reject' && !call.heldAgain) return call.recheckGate;
   return null;
+}
+
+/** The vetting gate that must refuse the call (before it is admitted), by the harness's account, or null. */
+export function vettingRefusal(call: ShadowCall): RefusingGate | null {
+  const gate = refusingGate(call);
+  return call.tampered || call.recheck === 'reject' ? null : gate;
+}
+
+/** The key the harness files a denial under: tool and the hash of the proposed arguments. */
+export function denialKey(tool: string, argsHash: string | null): string {
+  return `${tool} ${argsHash}`;
 }
 
 export interface Shadow {
   /** Harness clock: the latest `at` delivered. */
   now: number;
   calls: ShadowCall[];
+  /** Calls the host refused at the permission or mandate gate (denialKey), with the gate that refused them. */
+  denied: { key: string; gate: 'permission' | 'mandate' }[];
+  /** The model outage the harness is making: its first and latest failure, and how many in a row. */
+  outage: { since: number; lastFailureAt: number; failures: number } | null;
+  /** When the model asked the question the task waits on. */
+  questionAt: number | null;
+  /** Outages the task waited out so far (the explorer narrows later turns after one). */
+  outagesWaited: number;
+  /** The task went through a batch whose later turns the explorer narrows (two writes in one batch). */
+  narrowed: boolean;
+  /** The policy version the host confirms under now (the task's, until the harness delivers a confirm under another). */
+  hostPolicy: string;
+  /** The harness delivered a cancel (one the task still runs after was deferred). */
+  cancelAsked: boolean;
 }
 
 export interface World {
@@ -160,15 +290,24 @@ export interface Move {
   /** Delivered to the machine; for a restart, delivered after restoring (the executor's `interrupted`). */
   event: MachineEvent | null;
   restart?: boolean;
+  /** Storage tampered: the snapshot is restored with this call's stored arguments replaced (its hash kept). */
+  tamper?: { callId: string; args: Json };
   /** For proposals: what the protocol gate must decide, and what the harness knows of each call. */
   protocol?: ProtocolExpectation;
   calls?: CallFacts[];
-  /** For a hook's verdict: which gate, for which call, and whether it passes. */
-  check?: { gate: 'business' | 'permission'; callId: string; ok: boolean };
+  /**
+   * For a hook's verdict (or the re-check's): which gate, for which call, whether it passes, what refuses, and
+   * whether a refusal is a check that could not answer (`unavailable`) rather than a decision.
+   */
+  check?: { gate: 'business' | 'permission' | 'recheck'; callId: string; ok: boolean; refuses?: RecheckGate; unanswered?: boolean };
+  /** For a reviewer's resolution: whether the harness counts its sender as a reviewer and its result as valid. */
+  review?: { reviewer: boolean; valid: boolean };
   /** For outcomes whose data claims an approval: the same outcome with neutral data. */
   benign?: MachineEvent;
-  /** Human input that must be refused or ignored: it may not change the machine at all. */
+  /** Human input (or a timer) that must be refused or ignored: it may not change the machine at all. */
   inert?: boolean;
+  /** The explorer goes on from this move with the late alphabet (see `movesFor`). */
+  narrows?: boolean;
 }
 
 // --- reading snapshots ------------------------------------------------------------------------------------
@@ -183,13 +322,16 @@ export function valueOf(snapshot: AgentSnapshot): string {
   return flat(snapshot.value);
 }
 
-export const FINAL_STATES = new Set(['done', 'failed', 'budgetExhausted', 'cancelled', 'reviewRequired']);
-export const WAITING_STATES = new Set(['executing.awaitingConfirmation', 'awaitingUser']);
+export const FINAL_STATES = new Set(['done', 'failed', 'budgetExhausted', 'cancelled']);
+/** States that wait for a human, a reviewer or a timer (persisted, nothing running). */
+export const WAITING_STATES = new Set(['executing.awaitingConfirmation', 'awaitingUser', 'waitingForModel', 'reviewRequired']);
 /** Stable states where the machine waits on one of its invoked actors, with the invoke id. */
 export const INVOKING_STATES: Record<string, string> = {
   thinking: 'model',
   'vetting.validating': 'validate',
   'vetting.authorizing': 'authorize',
+  'executing.rechecking.hooks': 'recheck',
+  'executing.resending': 'recheck',
   'executing.reading': 'reads',
   'executing.writing': 'write',
   'executing.reconciling': 'lookup',
@@ -199,27 +341,49 @@ export const RUNNING_PHASES = new Set(['reading', 'writing']);
 
 /** The context fields that change; the rest are the task's constants and are checked separately. */
 export function variableContext(context: AgentContext) {
-  const { taskId: _t, goal: _g, principal: _p, catalog: _c, policy: _o, modelReservation: _m, success: _s, startedAt: _a, ...rest } =
-    context;
+  const {
+    taskId: _t,
+    goal: _g,
+    principal: _p,
+    mandate: _d,
+    catalog: _c,
+    policy: _o,
+    modelReservation: _m,
+    success: _s,
+    startedAt: _a,
+    ...rest
+  } = context;
   return rest;
 }
 
 /**
  * State identity for the traversal. A closed batch is kept only as its turn: once closed, no guard or step reads its
  * calls again (the next proposal replaces it, stops leave a closed batch as it is), and every closed batch was
- * checked when it was reached. Without this the graph would multiply by every past batch's details.
+ * checked when it was reached. Without this the graph would multiply by every past batch's details. What the
+ * shadow carries across batches (denials, the outage, the question) is kept.
  */
 export function serializeWorld(world: World): string {
+  const known = identities.get(world);
+  if (known !== undefined) return known;
   const context = variableContext(world.machine.context);
   const closed = context.batch?.closed === true;
-  return JSON.stringify([
+  const { calls: _calls, ...across } = world.shadow;
+  const identity = JSON.stringify([
     valueOf(world.machine),
     closed ? { ...context, batch: { turn: context.batch!.turn, closed } } : context,
-    closed ? { now: world.shadow.now } : world.shadow,
+    closed ? across : world.shadow,
   ]);
+  identities.set(world, identity);
+  return identity;
 }
+/** Worlds are never changed once built, so each one's identity is computed once. */
+const identities = new WeakMap<World, string>();
 
-/** Calls whose execution starts on the edge prev → next (a read run, a first write, or a same-key retry). */
+/**
+ * Calls whose execution starts on the edge prev → next: a read run, a first write (from the re-check), or a
+ * same-key resend (after a lookup found nothing, or on a reviewer's word, each re-checked in `resending`). Read off
+ * the phases, whatever state the edge comes from, so a chart that starts a write from anywhere else is seen doing so.
+ */
 export function startedCalls(prev: AgentSnapshot, next: AgentSnapshot): CallState[] {
   const value = valueOf(next);
   if (value !== 'executing.reading' && value !== 'executing.writing') return [];
@@ -233,15 +397,29 @@ export function startedCalls(prev: AgentSnapshot, next: AgentSnapshot): CallStat
 
 // --- the world as actor logic -----------------------------------------------------------------------------
 
-/** Restores a snapshot the way the runtime does after a crash: persist, JSON round trip, restore (not started). */
-export function restore(snapshot: AgentSnapshot, chart: AgentMachine = CHART): AgentSnapshot {
+/**
+ * Restores a snapshot the way the runtime does after a crash: persist, JSON round trip, restore (not started).
+ * `tamper` alters the stored copy first, as someone with write access to the store could.
+ */
+export function restore(snapshot: AgentSnapshot, chart: AgentMachine = CHART, tamper?: (stored: { context: AgentContext }) => void): AgentSnapshot {
   const persisted = JSON.parse(JSON.stringify(chart.getPersistedSnapshot(snapshot)));
+  tamper?.(persisted);
   return createActor(chart, { snapshot: persisted, input: INPUT }).getSnapshot();
+}
+
+/** A stored copy whose call `callId` has other arguments, with everything else (its hash, its key) as it was. */
+function tampering(callId: string, args: Json) {
+  return (stored: { context: AgentContext }) => {
+    const call = stored.context.batch?.calls.find((c) => c.callId === callId);
+    if (call) call.args = args;
+  };
 }
 
 export function applyMove(world: World, move: Move, scope: AnyActorScope): World {
   const prev = world.machine;
-  let next = move.restart ? restore(prev, world.chart) : prev;
+  let next = prev;
+  if (move.restart) next = restore(prev, world.chart);
+  if (move.tamper) next = restore(prev, world.chart, tampering(move.tamper.callId, move.tamper.args));
   if (move.event) next = world.chart.transition(next, move.event as never, scope);
   return { ...world, machine: next, shadow: advanceShadow(world.shadow, prev, move, next) };
 }
@@ -254,70 +432,165 @@ function parsedArgs(text: string): unknown {
   }
 }
 
+/** The harness's reading of the mandate: which calls fit what the user asked for. */
+export function fitsMandate(tool: string, args: Record<string, unknown>): boolean {
+  switch (tool) {
+    case 'book_room':
+      return typeof args.room === 'string' && MANDATE_ROOMS.includes(args.room);
+    case 'send_payment':
+      return typeof args.amount === 'number' && args.amount <= MANDATE_MAX_AMOUNT;
+    case 'close_rooms':
+    case 'search_rooms':
+      return true;
+    default:
+      // A write no rule relates to the mandate is outside it.
+      return CATALOG[tool]?.effect === 'read';
+  }
+}
+
 /** The harness's own reading of the host's rules for one proposed call. */
 function shadowOf(callId: string, tool: string, text: string, protocolOk: boolean, facts: CallFacts | undefined): ShadowCall {
   const rules = RULES[tool];
   const args = parsedArgs(text);
   const object = args !== null && typeof args === 'object' && !Array.isArray(args);
+  const fields = (object ? args : {}) as Record<string, unknown>;
   const schemaOk = protocolOk && facts?.schemaOk === true;
-  // Read independently of the rules' own code: payments always ask, a search asks on Sundays.
-  const needsConfirmation = schemaOk && (tool === 'send_payment' || (tool === 'search_rooms' && (args as { day?: unknown }).day === 'sun'));
+  // Read independently of the rules' own code: payments always ask (large ones the approvers), a search on Sundays.
+  const payment = tool === 'send_payment' && typeof fields.amount === 'number' ? fields.amount : null;
+  const needsConfirmation = schemaOk && (payment !== null || (tool === 'search_rooms' && fields.day === 'sun'));
   return {
     callId,
     tool,
     protocolOk,
     schemaOk,
+    mandateOk: schemaOk && fitsMandate(tool, fields),
     scopeOk: rules !== undefined && rules.scopes.every((s) => INPUT.principal.scopes.includes(s)),
     business: rules?.validates ? null : 'n/a',
     authorize: rules?.authorizes ? null : 'n/a',
     needsConfirmation,
+    approvers: schemaOk && payment !== null && payment > APPROVAL_THRESHOLD ? APPROVALS_NEEDED : 0,
+    amount: payment ?? 0,
     argsHash: object ? hashArguments(args) : null,
+    approvals: [],
     grant: null,
+    recheck: null,
+    recheckGate: null,
+    unanswered: false,
+    tampered: false,
     starts: 0,
     unknown: false,
+    needsReview: false,
+    resend: null,
+    heldAgain: false,
   };
 }
 
 function advanceShadow(shadow: Shadow, prev: AgentSnapshot, move: Move, next: AgentSnapshot): Shadow {
   const event = move.event;
   const now = event ? Math.max(shadow.now, eventTime(event, shadow.now)) : shadow.now;
-  let calls = shadow.calls;
+  let { calls, denied, outage, questionAt, outagesWaited, narrowed, hostPolicy, cancelAsked } = shadow;
   const update = (callId: string, patch: Partial<ShadowCall>) => {
     calls = calls.map((c) => (c.callId === callId ? { ...c, ...patch } : c));
   };
-  if (event?.type === 'xstate.done.actor.model' && event.output.kind === 'replied' && event.output.event.type === 'model.toolsProposed' && move.protocol !== 'unpairable') {
-    calls = event.output.event.calls.map((c) => {
-      const callId = c.callId!.trim();
-      return shadowOf(callId, c.name, c.arguments, move.protocol === 'accepted', move.calls?.find((f) => f.callId === callId));
-    });
+  const find = (callId: string) => calls.find((c) => c.callId === callId);
+  if (event?.type === 'xstate.done.actor.model') {
+    const output = event.output;
+    if (output.kind === 'replied') outage = null;
+    else if (output.failure.transient) {
+      outage = { since: outage?.since ?? output.at, lastFailureAt: output.at, failures: (outage?.failures ?? 0) + 1 };
+    }
+    if (output.kind === 'replied' && output.event.type === 'model.askedUser') questionAt = output.event.at;
+    if (output.kind === 'replied' && output.event.type === 'model.toolsProposed' && move.protocol !== 'unpairable') {
+      calls = output.event.calls.map((c) => {
+        const callId = c.callId!.trim();
+        return shadowOf(callId, c.name, c.arguments, move.protocol === 'accepted', move.calls?.find((f) => f.callId === callId));
+      });
+    }
   }
-  if (move.check && (event?.type === 'xstate.done.actor.validate' || event?.type === 'xstate.done.actor.authorize')) {
+  if (valueOf(next) !== 'awaitingUser') questionAt = null;
+  if (move.check && event?.type.startsWith('xstate.done.actor.')) {
     const verdict = move.check.ok ? 'pass' : 'reject';
-    update(move.check.callId, move.check.gate === 'business' ? { business: verdict } : { authorize: verdict });
+    if (!move.check.ok && move.check.unanswered) update(move.check.callId, { unanswered: true });
+    if (move.check.gate === 'business') update(move.check.callId, { business: verdict });
+    if (move.check.gate === 'permission') update(move.check.callId, { authorize: verdict });
+    if (move.check.gate === 'recheck') update(move.check.callId, { recheck: verdict, recheckGate: move.check.ok ? null : (move.check.refuses ?? null) });
   }
   const pending = prev.context.pendingConfirmation;
   if (event?.type === 'user.confirmed' && pending && valueOf(prev) === 'executing.awaitingConfirmation') {
-    const call = calls.find((c) => c.callId === pending.callId);
-    const genuine =
-      event.confirmationId === pending.id &&
-      event.userId === USER &&
-      event.at < pending.expiresAt &&
-      event.policyVersion === INPUT.policy.version &&
+    const call = find(pending.callId);
+    const valid =
       call !== undefined &&
+      event.confirmationId === pending.id &&
+      event.at < pending.expiresAt &&
+      // Under the version the request is bound to: the task's, or the host's after a change of its policy.
+      event.policyVersion === pending.policyVersion &&
+      (pending.policyVersion === INPUT.policy.version || pending.policyVersion === shadow.hostPolicy) &&
       gatesOk(call) &&
       event.argsHash === call.argsHash;
-    if (genuine) update(pending.callId, { grant: { confirmationId: event.confirmationId, argsHash: event.argsHash } });
+    if (valid && call.approvers === 0 && event.userId === USER) {
+      update(call.callId, { grant: { confirmationId: event.confirmationId, argsHash: event.argsHash, by: [USER] } });
+    }
+    const approver = event.userId !== USER && event.scopes.includes(APPROVER_SCOPE);
+    const first = !call?.approvals.some((a) => a.confirmationId === event.confirmationId && a.userId === event.userId);
+    if (valid && call.approvers > 0 && approver && first) {
+      const approvals = [...call.approvals, { confirmationId: event.confirmationId, userId: event.userId }];
+      const by = approvals.filter((a) => a.confirmationId === event.confirmationId).map((a) => a.userId);
+      const grant = by.length >= call.approvers ? { confirmationId: event.confirmationId, argsHash: event.argsHash, by } : call.grant;
+      update(call.callId, { approvals, grant });
+    }
   }
+  if (move.tamper) update(move.tamper.callId, { tampered: true });
   const writing = prev.context.batch?.calls.find((c) => c.phase === 'writing');
   if (writing && valueOf(prev) === 'executing.writing') {
-    if (event?.type === 'xstate.done.actor.write') update(writing.callId, { unknown: event.output.outcome.kind === 'unknown' });
+    if (event?.type === 'xstate.done.actor.write') {
+      update(writing.callId, { unknown: event.output.outcome.kind === 'unknown', needsReview: event.output.outcome.kind === 'review' });
+    }
     if (event?.type === 'xstate.error.actor.write') update(writing.callId, { unknown: true });
   }
-  for (const call of startedCalls(prev, next)) {
-    const starts = calls.find((c) => c.callId === call.callId)?.starts ?? 0;
-    update(call.callId, { starts: starts + 1, unknown: false });
+  // What lets a write be sent again, by the harness's reading: a lookup that found nothing (for a retry-safe tool,
+  // with attempts and retry budget left, no cancel asked), or a reviewer's retry the harness did not deliver as inert.
+  const current = prev.context.batch?.calls.find((c) => c.callId === prev.context.batch?.current);
+  const { limits, used, deadlineAt } = prev.context.budget;
+  if (current && event?.type === 'xstate.done.actor.lookup' && event.output.result.kind === 'not_found' && valueOf(prev) === 'executing.reconciling') {
+    const facts = find(current.callId);
+    const permits =
+      CATALOG[current.tool]?.sameKeyRetrySafe === true &&
+      (facts?.starts ?? 0) < INPUT.policy.maxReconcileAttempts &&
+      used.retries < limits.retries &&
+      event.output.at < deadlineAt &&
+      !shadow.cancelAsked;
+    if (permits) update(current.callId, { resend: 'lookup' });
   }
-  return { now, calls };
+  const held = prev.context.review;
+  if (held && move.review?.reviewer && !move.inert && event?.type === 'review.resolved' && event.resolution === 'retry' && valueOf(prev) === 'reviewRequired') {
+    update(held.callId, { resend: 'review' });
+  }
+  if (current && valueOf(prev) === 'executing.resending' && !move.restart && find(current.callId)?.resend === 'review' && !(move.check?.ok ?? false)) {
+    update(current.callId, { heldAgain: true });
+  }
+  for (const call of startedCalls(prev, next)) {
+    update(call.callId, { starts: (find(call.callId)?.starts ?? 0) + 1, unknown: false, needsReview: false, resend: null, heldAgain: false });
+  }
+  // A call refused at the permission or mandate gate, as the harness expected it to be, is a denial to remember,
+  // unless the refusal came from a check that could not answer (it may pass next time).
+  const sameBatch = prev.context.batch?.turn === next.context.batch?.turn;
+  for (const call of next.context.batch?.calls ?? []) {
+    const was = sameBatch ? prev.context.batch?.calls.find((c) => c.callId === call.callId) : undefined;
+    const facts = find(call.callId);
+    const observation = call.observation;
+    if (!facts || was?.observation || !observation || observation.ok) continue;
+    const gate = observation.gate;
+    if ((gate === 'permission' || gate === 'mandate') && refusingGate(facts) === gate && !facts.unanswered) {
+      const key = denialKey(facts.tool, facts.argsHash);
+      if (!denied.some((d) => d.key === key)) denied = [...denied, { key, gate }];
+    }
+  }
+  if (valueOf(prev) === 'waitingForModel' && valueOf(next) === 'thinking') outagesWaited += 1;
+  // Confirm events carry the version of the host's policy: one under another version means the host's changed.
+  if (event?.type === 'user.confirmed') hostPolicy = event.policyVersion;
+  if (event?.type === 'task.cancelled') cancelAsked = true;
+  if (move.narrows) narrowed = true;
+  return { now, calls, denied, outage, questionAt, outagesWaited, narrowed, hostPolicy, cancelAsked };
 }
 
 export function initialWorld(scope: AnyActorScope, input: AgentInput = INPUT, chart: AgentMachine = CHART): World {
@@ -327,15 +600,15 @@ export function initialWorld(scope: AnyActorScope, input: AgentInput = INPUT, ch
     error: undefined,
     chart,
     machine: chart.getInitialSnapshot(scope, input),
-    shadow: { now: input.startedAt, calls: [] },
+    shadow: { now: input.startedAt, calls: [], denied: [], outage: null, questionAt: null, outagesWaited: 0, narrowed: false, hostPolicy: input.policy.version, cancelAsked: false },
   };
 }
 
 /** The world of a task with `input` as actor logic, for `xstate/graph`. */
-export function worldLogic(input: AgentInput = INPUT): ActorLogic<World, Move, undefined> {
+export function worldLogic(input: AgentInput = INPUT, chart: AgentMachine = CHART): ActorLogic<World, Move, undefined> {
   return {
     transition: (world, move, scope) => applyMove(world, move, scope as unknown as AnyActorScope),
-    getInitialSnapshot: (scope) => initialWorld(scope as unknown as AnyActorScope, input),
+    getInitialSnapshot: (scope) => initialWorld(scope as unknown as AnyActorScope, input, chart),
     getPersistedSnapshot: (world) => world,
   };
 }
@@ -343,4 +616,9 @@ export function worldLogic(input: AgentInput = INPUT): ActorLogic<World, Move, u
 /** The same task with other limits. */
 export function withLimits(limits: Partial<AgentInput['limits']>): AgentInput {
   return { ...INPUT, limits: { ...INPUT.limits, ...limits } };
+}
+
+/** The same task under another policy. */
+export function withPolicy(policy: Partial<AgentInput['policy']>, input: AgentInput = INPUT): AgentInput {
+  return { ...input, policy: { ...input.policy, ...policy } };
 }

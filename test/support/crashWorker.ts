@@ -43,6 +43,8 @@ async function main(): Promise<void> {
     tools: durableDemoTools(services, config.timeouts),
     model: hanging(demoModel(), config.hangModelTurn),
     store,
+    // The refund tool declares the money it moves: these tasks may move up to 10,000.00.
+    limits: { money: 1_000_000 },
     lease: { acquireTimeoutMs: 5_000, ...config.lease },
     expirySweepMs: 0,
     backoff: { baseDelayMs: 20, maxDelayMs: 100 },

@@ -5,7 +5,7 @@
  */
 import { createActor, fromPromise } from 'xstate';
 import { agentMachine, AGENT_MACHINE_VERSION } from '../../machines/agentMachine.js';
-import type { AgentInput, FinalStatus } from '../../machines/context.js';
+import type { AgentContext, AgentInput, CallState, FinalStatus } from '../../machines/context.js';
 import type { StopCode } from '../../machines/failures.js';
 import { tagsAt } from '../../machines/tags.js';
 import { ENVELOPE_SCHEMA_VERSION, type PersistedAgentSnapshot, type TaskEnvelope } from '../../src/store/envelope.js';
@@ -21,6 +21,7 @@ export function taskInput(taskId: string, overrides: Partial<AgentInput> = {}): 
     taskId,
     goal: 'Book a meeting room for Friday 10:00',
     principal: { userId: 'E17', tenantId: 'acme', scopes: ['rooms:read', 'rooms:book'] },
+    mandate: null,
     catalog: {
       find_rooms: { effect: 'read', sameKeyRetrySafe: true },
       book_room: { effect: 'write', sameKeyRetrySafe: true },
@@ -35,8 +36,14 @@ export function taskInput(taskId: string, overrides: Partial<AgentInput> = {}): 
       maxConfirmationRequests: 2,
       maxReconcileAttempts: 3,
       observationCapBytes: 8192,
+      onRepeatedDenial: 'stop',
+      reviewScope: 'tasks:review',
+      answerTtlMs: 3_600_000,
+      onAnswerExpiry: 'stop',
+      modelOutageMs: 600_000,
+      modelWakeMs: { first: 1_000, longest: 60_000 },
     },
-    limits: { modelTurns: 8, toolCalls: 16, writes: 2, retries: 4, tokens: 100_000, costMicros: 1_000_000, wallClockMs: 600_000 },
+    limits: { modelTurns: 8, toolCalls: 16, writes: 2, retries: 4, tokens: 100_000, costMicros: 1_000_000, money: 0, wallClockMs: 600_000 },
     modelReservation: { tokens: 1000, costMicros: 1000 },
     success: { tool: 'book_room', match: { status: 'confirmed' }, require: ['bookingId'] },
     startedAt: T0,
@@ -72,7 +79,6 @@ const STOP_CODE: Record<FinalStatus, StopCode> = {
   failed: 'goal_not_met',
   budget_exhausted: 'budget_exhausted',
   cancelled: 'cancelled',
-  review_required: 'write_outcome_unknown',
 };
 
 const FINAL_STATE_NODES: Record<FinalStatus, string> = {
@@ -80,7 +86,6 @@ const FINAL_STATE_NODES: Record<FinalStatus, string> = {
   failed: 'failed',
   budget_exhausted: 'budgetExhausted',
   cancelled: 'cancelled',
-  review_required: 'reviewRequired',
 };
 
 function modelChild(taskId: string, turn: number) {
@@ -112,30 +117,12 @@ export function snapshotIn(
     const callId = 'call_1';
     const args = { roomId: 'R-4.12', start: '2024-05-10T10:00' };
     next.value = { executing: 'awaitingConfirmation' };
-    context.batch = {
-      turn: context.turn,
-      closed: false,
-      current: callId,
-      calls: [
-        {
-          callId,
-          tool: 'book_room',
-          effect: 'write',
-          args,
-          argsHash: 'sha256:abc',
-          redactedArgs: args,
-          idempotencyKey: 'idem_abc',
-          needsConfirmation: true,
-          confirmationSummary: 'Book R-4.12 on Friday 10:00',
-          confirmedBy: null,
-          confirmationRequests: 1,
-          phase: 'awaitingConfirmation',
-          writeAttempts: 0,
-          lookups: 0,
-          observation: null,
-        },
-      ],
-    };
+    context.batch = bookRoomBatch(context.turn, {
+      confirmation: { approverScope: null, approvals: 1, onReject: 'replan', onExpiry: 'ask_again' },
+      confirmationSummary: 'Book R-4.12 on Friday 10:00',
+      confirmationRequests: 1,
+      phase: 'awaitingConfirmation',
+    });
     context.pendingConfirmation = {
       id: 'conf_1',
       taskId: context.taskId,
@@ -145,6 +132,9 @@ export function snapshotIn(
       args,
       summary: 'Book R-4.12 on Friday 10:00',
       userId: context.principal.userId,
+      approverScope: null,
+      approvalsRequired: 1,
+      approvals: [],
       policyVersion: context.policy.version,
       requestedAt: at,
       expiresAt: options.wakeAt ?? at + context.policy.confirmationTtlMs,
@@ -154,13 +144,25 @@ export function snapshotIn(
   } else if (state === 'waiting_for_user') {
     next.value = 'awaitingUser';
     context.question = 'Which building?';
+    context.questionExpiresAt = options.wakeAt ?? at + context.policy.answerTtlMs;
+    context.waitingSince = at;
+  } else if (state === 'waiting_for_model') {
+    next.value = 'waitingForModel';
+    context.outage = { since: at, attempts: 1, wakeAt: options.wakeAt ?? at + context.policy.modelWakeMs.first, lastError: 'connection refused' };
+    context.waitingSince = at;
+  } else if (state === 'review_required') {
+    const callId = 'call_1';
+    next.value = 'reviewRequired';
+    context.batch = bookRoomBatch(context.turn, { phase: 'awaitingReview', writeAttempts: 1, lookups: 3 });
+    context.review = { callId, tool: 'book_room', idempotencyKey: 'idem_abc', reason: 'write_outcome_unknown', summary: 'lookups timed out', since: at };
     context.waitingSince = at;
   } else {
+    const final = state as FinalStatus;
     next.status = 'done';
-    next.value = FINAL_STATE_NODES[state];
+    next.value = FINAL_STATE_NODES[final];
     context.outcome = {
-      status: state,
-      reason: { code: STOP_CODE[state], message: `The task ended: ${state}.` },
+      status: final,
+      reason: { code: STOP_CODE[final], message: `The task ended: ${state}.` },
       answer: state === 'done' ? 'Booked R-4.12.' : null,
       evidence: [],
     };
@@ -241,4 +243,30 @@ export function nextRequest(previous: TaskEnvelope, options: NextOptions = {}): 
 /** A small audit-like entry with a marker, to check order. */
 export function marker(n: number, extra: Record<string, unknown> = {}): Record<string, unknown> {
   return { kind: 'test_marker', n, ...extra };
+}
+
+/** A batch of one book_room write (call_1), with the fields a waiting state sets. */
+function bookRoomBatch(turn: number, patch: Partial<CallState>): NonNullable<AgentContext['batch']> {
+  const args = { roomId: 'R-4.12', start: '2024-05-10T10:00' };
+  const call: CallState = {
+    callId: 'call_1',
+    tool: 'book_room',
+    effect: 'write',
+    args,
+    argsHash: 'sha256:abc',
+    redactedArgs: args,
+    idempotencyKey: 'idem_abc',
+    confirmation: null,
+    confirmationSummary: null,
+    confirmedBy: null,
+    confirmationRequests: 0,
+    phase: 'writing',
+    writeAttempts: 0,
+    lookups: 0,
+    observation: null,
+    runAs: null,
+    resendAfter: null,
+    ...patch,
+  };
+  return { turn, closed: false, current: call.callId, calls: [call] };
 }

@@ -4,20 +4,21 @@ import type { BudgetLimits, Policy, Principal } from '../../machines/context.js'
 import type { AuditEntry } from '../../machines/journal.js';
 import { findAvailableRooms } from '../../tools/findAvailableRooms.js';
 import { getOrder } from '../../tools/getOrder.js';
-import { refundOrder } from '../../tools/refundOrder.js';
+import { type RefundOrderOptions, refundOrder } from '../../tools/refundOrder.js';
+import { bookingMandate, refundMandate } from '../../tools/mandates.js';
 import { reserveRoom } from '../../tools/reserveRoom.js';
 import type { Clock } from '../../src/clock.js';
 import { BookingService } from '../../examples/booking/bookingService.js';
 import { RefundDesk } from '../../examples/booking/refundService.js';
-import { BOOKING_GOAL, BOOKING_SUCCESS, E17, MEETING } from '../../examples/booking/scenarios.js';
+import { BOOKING_GOAL, BOOKING_MANDATE, BOOKING_SUCCESS, E17, MEETING, REFUND_GOAL, REFUND_MANDATE, REFUND_SUCCESS } from '../../examples/booking/scenarios.js';
 import type { AgentModel } from '../../src/model/agentModel.js';
 import { type ScriptStep, scriptedModel } from '../../src/testing/scriptedModel.js';
-import { createOrchestrator } from '../../src/orchestrator/orchestrator.js';
+import { type OrchestratorOptions, createOrchestrator } from '../../src/orchestrator/orchestrator.js';
 import { MemoryStore } from '../../src/store/memoryStore.js';
 import type { TaskStore } from '../../src/store/taskStore.js';
 import type { Tool } from '../../src/tool.js';
 
-export { E17, MEETING, BOOKING_GOAL, BOOKING_SUCCESS };
+export { E17, MEETING, BOOKING_GOAL, BOOKING_MANDATE, BOOKING_SUCCESS, REFUND_GOAL, REFUND_MANDATE, REFUND_SUCCESS };
 
 export interface HarnessOptions {
   script?: ScriptStep[];
@@ -36,6 +37,14 @@ export interface HarnessOptions {
   modelTimeoutMs?: number;
   /** Retries of a save the store could not take (the orchestrator's saveRetries). */
   saveRetries?: number;
+  /** Mandate kinds tasks may start with (default: the demo's booking and refund mandates). */
+  mandates?: OrchestratorOptions['mandates'];
+  refreshPrincipal?: OrchestratorOptions['refreshPrincipal'];
+  rateLimits?: OrchestratorOptions['rateLimits'];
+  /** Options of the demo's refund tool (thresholds, approvers, cancel on reject). */
+  refundOptions?: RefundOrderOptions;
+  /** The orchestrator's expiry sweep (default 5 s; 0 disables it). */
+  expirySweepMs?: number;
 }
 
 export function harness(options: HarnessOptions = {}) {
@@ -50,7 +59,7 @@ export function harness(options: HarnessOptions = {}) {
       }),
       reserveRoom(bookings, { timeoutMs: options.timeouts?.reserve ?? 200 }),
       getOrder(refunds),
-      refundOrder(refunds),
+      refundOrder(refunds, options.refundOptions),
       ...(options.extraTools ?? []),
   ];
   const orchestrator = createOrchestrator({
@@ -59,12 +68,17 @@ export function harness(options: HarnessOptions = {}) {
     store,
     clock: options.clock,
     policy: options.policy,
-    limits: options.limits,
+    // The refund tool declares the money it moves: the tests' tasks may move up to 10,000.00 unless they say less.
+    limits: { money: 1_000_000, ...options.limits },
     inspect: options.inspect,
     random: options.random ?? (() => 0.5),
     backoff: { baseDelayMs: 5, maxDelayMs: 20 },
     modelTimeoutMs: options.modelTimeoutMs,
     saveRetries: options.saveRetries,
+    mandates: options.mandates ?? [bookingMandate, refundMandate],
+    refreshPrincipal: options.refreshPrincipal,
+    rateLimits: options.rateLimits,
+    expirySweepMs: options.expirySweepMs,
   });
   return { orchestrator, bookings, refunds, store, model, tools };
 }

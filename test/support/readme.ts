@@ -11,7 +11,7 @@ import { PROJECT_ROOT } from './workers.js';
 
 const run = promisify(execFile);
 
-export const EXAMPLES = ['embed', 'redis', 'inspect', 'visualize', 'openai'] as const;
+export const EXAMPLES = ['embed', 'mandate', 'redis', 'inspect', 'visualize', 'openai'] as const;
 export type ExampleName = (typeof EXAMPLES)[number];
 
 /** Every marked example in the README, by name (so a new one cannot be added without a check below). */
@@ -38,6 +38,9 @@ export const expectExampleOutput: Record<ExampleName, (stdout: string) => void> 
     expect(stdout).toContain('confirmed: true');
     expect(stdout).toContain('done - goal met: refund_order returned status=succeeded, refund_id=TX-1');
     expect(stdout).toMatch(/confirm +granted by E17/);
+  },
+  mandate(stdout) {
+    expect(stdout.split('\n')).toEqual(['mandate gate: outside_mandate - waiting_for_confirmation', 'requester: self_approval', 'manager: true', 'done 19900 TX-1']);
   },
   redis(stdout) {
     expect(stdout.split('\n')[0]).toBe('done goal_met');

@@ -82,6 +82,12 @@ export function buildMessages(
       case 'user_answer':
         messages.push({ role: 'user', content: entry.text });
         break;
+      case 'no_answer':
+        messages.push({
+          role: 'user',
+          content: `[Host note, not from the user] Nobody answered your question in time ("${entry.question}"). Go on without an answer, or end with a final answer.`,
+        });
+        break;
       case 'invalid_output':
         messages.push({
           role: 'user',
@@ -164,8 +170,8 @@ function resultsByCall(transcript: readonly TranscriptEntry[]): Map<string, Obse
   const results = new Map<string, Observation>();
   for (const entry of transcript) {
     if (entry.kind !== 'result') continue;
-    const key = resultKey(entry.turn, entry.observation.callId);
-    if (!results.has(key)) results.set(key, entry.observation);
+    // The latest result of a call wins: a write a reviewer resolved after the fact is sent as they found it.
+    results.set(resultKey(entry.turn, entry.observation.callId), entry.observation);
   }
   return results;
 }

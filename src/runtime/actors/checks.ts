@@ -17,12 +17,13 @@ const WHAT: Record<Hook, string> = { validate: 'business validation', authorize:
 export function checkActor(host: ActorHost, hook: Hook) {
   return fromPromise<CheckActorOutput, CheckActorInput>(async ({ input, signal }) => {
     const started = host.clock.now();
-    const verdict = await check(host, hook, input, signal);
+    const verdict = await runCheck(host, hook, input, signal);
     return { at: host.clock.now(), verdict, durationMs: Math.max(0, host.clock.now() - started) };
   });
 }
 
-async function check(host: ActorHost, hook: Hook, input: CheckActorInput, signal: AbortSignal): Promise<CheckVerdict> {
+/** One call's `validate` or `authorize` hook, as a verdict (never throws). */
+export async function runCheck(host: ActorHost, hook: Hook, input: CheckActorInput, signal: AbortSignal): Promise<CheckVerdict> {
   const what = WHAT[hook];
   const tool = host.registry.get(input.call.tool);
   const run = tool?.[hook] as ((args: unknown, ctx: ValidationContext) => ValidationResult | Promise<ValidationResult>) | undefined;

@@ -8,6 +8,7 @@ import { checkActor } from './checks.js';
 import { lookupActor } from './lookup.js';
 import { modelActor } from './model.js';
 import { readsActor } from './reads.js';
+import { recheckActor } from './recheck.js';
 import { writeActor } from './write.js';
 
 export { toModelEvent } from './model.js';
@@ -17,6 +18,7 @@ export function createRuntimeActors(host: ActorHost) {
     [ACTORS.model]: modelActor(host),
     [ACTORS.validate]: checkActor(host, 'validate'),
     [ACTORS.authorize]: checkActor(host, 'authorize'),
+    [ACTORS.recheck]: recheckActor(host),
     [ACTORS.reads]: readsActor(host),
     [ACTORS.write]: writeActor(host),
     [ACTORS.lookup]: lookupActor(host),

@@ -36,11 +36,14 @@ async function runRead(
   }
   const args = parseArguments(tool, call.args);
   if (!args.ok) return finish({ kind: 'error', code: 'invalid_arguments', summary: args.summary, retryable: true }, 0);
+  const limit = await host.rateLimits.consume(tool, principal.tenantId);
+  if (!limit.ok) return finish({ kind: 'error', code: limit.code, summary: limit.summary, retryable: false }, 0);
   const maxAttempts = tool.retry?.maxAttempts ?? 1;
   for (let attempt = 1; ; attempt++) {
     const outcome = await attemptTool(host.clock, tool, signal, (s) =>
       tool.execute(args.value, { taskId, callId: call.callId, principal, signal: s, attempt }),
     );
+    // A read has no review desk: a tool's `needs_review` is a business failure the model is told of.
     const transient = outcome.kind === 'error' && outcome.retryable;
     if (!transient || attempt >= maxAttempts || allowance.left <= 0 || signal.aborted) {
       if (outcome.kind === 'error' && outcome.code === 'timeout') {

@@ -10,6 +10,7 @@ import { WRITE_OUTCOME_UNKNOWN } from '../../../machines/failures.js';
 import type { CallCode } from '../../../machines/failures.js';
 import type { WriteTool } from '../../tool.js';
 import type { ActorHost } from '../actorHost.js';
+import { argumentsHash } from '../../../machines/lib/hashing.js';
 import { attemptTool, parseArguments } from './callAttempt.js';
 
 export function writeActor(host: ActorHost) {
@@ -39,6 +40,10 @@ async function runWrite(host: ActorHost, input: WriteActorInput, signal: AbortSi
   if (!tool || tool.effect !== 'write') {
     return { kind: 'error', code: 'unknown_tool', summary: `no write tool named ${input.call.tool}`, retryable: false };
   }
+  // The last check before the side effect: the arguments that leave are the ones hashed, keyed and confirmed.
+  if (argumentsHash(host.registry.toolkit.sha256, input.call.args) !== input.argsHash) {
+    return { kind: 'error', code: 'arguments_changed', summary: 'the arguments differ from the ones validated and confirmed; the write was not sent', retryable: false };
+  }
   const args = parseArguments(tool, input.call.args);
   if (!args.ok) return { kind: 'error', code: 'invalid_arguments', summary: args.summary, retryable: false };
   const outcome = await attemptTool(host.clock, tool, signal, (s) =>
@@ -51,6 +56,7 @@ async function runWrite(host: ActorHost, input: WriteActorInput, signal: AbortSi
       idempotencyKey: input.idempotencyKey,
     }),
   );
+  if (outcome.kind === 'error' && outcome.code === 'needs_review') return { kind: 'review', code: 'needs_review', summary: outcome.summary };
   if (outcome.kind !== 'error' || !WRITE_OUTCOME_UNKNOWN.has(outcome.code)) {
     // A result the service returned itself (conflict, not_found...) is a business outcome, reported to the model.
     return outcome;

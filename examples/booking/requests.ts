@@ -1,0 +1,44 @@
+/**
+ * Who asks for what in the demo: the principals the host's session gives, the goals, what counts as success, and the
+ * mandates the host reads off each request.
+ */
+import type { Principal, SuccessCriterion } from '../../src/index.js';
+import { bookingMandate, refundMandate } from '../../tools/mandates.js';
+
+export const MEETING = {
+  start_at: '2026-09-28T14:00:00+08:00',
+  end_at: '2026-09-28T15:00:00+08:00',
+  attendees: 3,
+  needs_projector: true,
+} as const;
+
+/** E17's session: may read rooms and book ordinary ones. */
+export const E17: Principal = { userId: 'E17', tenantId: 'acme', scopes: ['rooms:read', 'rooms:book'] };
+/** E17 acting as a support agent on orders. */
+export const E17_SUPPORT: Principal = { userId: 'E17', tenantId: 'acme', scopes: ['orders:read', 'refunds:write'] };
+
+export const BOOKING_GOAL =
+  'Book a meeting room on 2026-09-28 from 14:00 to 15:00 (+08:00) for 3 people with a projector. Any suitable ordinary room is fine.';
+export const BOOKING_SUCCESS: SuccessCriterion = {
+  tool: 'reserve_room',
+  match: { status: 'confirmed' },
+  require: ['booking_id'],
+  description: 'a confirmed booking with a booking id',
+};
+/** What E17 asked for, as the host reads it off the request: the slot, at least 3 people, a projector. */
+export const BOOKING_MANDATE = bookingMandate.of({
+  start_at: MEETING.start_at,
+  end_at: MEETING.end_at,
+  min_attendees: MEETING.attendees,
+  needs_projector: MEETING.needs_projector,
+});
+export const REFUND_GOAL = 'The customer of order O-1001 asks for a refund of 199.00 because the projector arrived broken.';
+/** The refund the customer asked for: order O-1001, at most 199.00. */
+export const REFUND_MANDATE = refundMandate.of({ order_id: 'O-1001', max_amount_cents: 19_900 });
+export const REFUND_SUCCESS: SuccessCriterion = {
+  tool: 'refund_order',
+  match: { status: 'succeeded' },
+  require: ['refund_id'],
+  description: 'a succeeded refund with a refund id',
+};
+

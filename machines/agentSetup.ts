@@ -1,0 +1,144 @@
+/**
+ * The agent chart's vocabulary, bound to the host's tools: the types, the actor placeholders, every guard by the
+ * name the chart uses, and every step wired as an action. `agentMachine.ts` draws the chart from these names.
+ *
+ * Actors are placeholders until `machine.provide({ actors })`; every guard is a pure question in `guards/`, every
+ * action a pure step in `steps/` that returns a context patch, the journal entries to append, and for host events
+ * the chart's answer.
+ */
+import { enqueueActions, fromPromise, setup } from 'xstate';
+import type * as A from './actors.js';
+import type { AgentContext, AgentInput, Outcome } from './context.js';
+import type { AgentEvent } from './events.js';
+import { budgetGuards as budget } from './guards/budget.js';
+import { confirmationGuards as confirmation } from './guards/confirmation.js';
+import { executionGuards as execution } from './guards/execution.js';
+import type { Guard } from './guards/guard.js';
+import { mandateGuards as mandate } from './guards/mandate.js';
+import { modelGuards as model } from './guards/model.js';
+import { recheckGuards as recheck } from './guards/recheck.js';
+import { reviewGuards as review } from './guards/review.js';
+import { vettingGuards as vetting } from './guards/vetting.js';
+import type { MachineEmitted } from './journal.js';
+import * as asking from './steps/confirmation.js';
+import * as running from './steps/execution.js';
+import * as fitting from './steps/mandate.js';
+import * as rechecking from './steps/recheck.js';
+import * as reconciling from './steps/reconcile.js';
+import * as replies from './steps/replies.js';
+import * as reviewing from './steps/review.js';
+import type { Step } from './steps/step.js';
+import * as stopping from './steps/stop.js';
+import * as turn from './steps/turn.js';
+import * as judging from './steps/vetting.js';
+import * as waiting from './steps/waits.js';
+import type { Tag } from './tags.js';
+import type { Toolkit } from './toolkit.js';
+
+function notProvided<TOutput, TInput>(name: string) {
+  return fromPromise<TOutput, TInput>(async () => {
+    throw new Error(`actor "${name}" is not provided; attach it with machine.provide({ actors })`);
+  });
+}
+
+/** The chart's setup for the host's tools: the gates read the tools' current definitions through `toolkit`. */
+export function agentSetup(toolkit: Toolkit) {
+  /** Binds the named guards of a family to the toolkit; the names are listed, never read off a module. */
+  const named = <F extends Record<string, Guard>, K extends keyof F & string>(family: F, names: readonly K[]) =>
+    Object.fromEntries(
+      names.map((name) => [name, ({ context, event }: { context: AgentContext; event: AgentEvent }) => family[name]!(context, event as A.MachineEvent, toolkit)]),
+    ) as Record<K, (args: { context: AgentContext; event: AgentEvent }) => boolean>;
+
+  const base = setup({
+    types: {
+      context: {} as AgentContext,
+      input: {} as AgentInput,
+      events: {} as AgentEvent,
+      emitted: {} as MachineEmitted,
+      output: {} as Outcome | null,
+      tags: {} as Tag,
+    },
+    actors: {
+      model: notProvided<A.ModelActorOutput, A.ModelActorInput>('model'),
+      validateCall: notProvided<A.CheckActorOutput, A.CheckActorInput>('validateCall'),
+      authorizeCall: notProvided<A.CheckActorOutput, A.CheckActorInput>('authorizeCall'),
+      recheckCall: notProvided<A.RecheckActorOutput, A.RecheckActorInput>('recheckCall'),
+      executeReads: notProvided<A.ReadsActorOutput, A.ReadsActorInput>('executeReads'),
+      executeWrite: notProvided<A.WriteActorOutput, A.WriteActorInput>('executeWrite'),
+      lookupWrite: notProvided<A.LookupActorOutput, A.LookupActorInput>('lookupWrite'),
+    },
+    guards: {
+      // the model's turn, gate (a) protocol, and the waits around the model
+      ...named(model, ['didModelFail', 'isModelOutage', 'canWaitOutModel', 'isModelRetryDue', 'hasPairableCallIds', 'isBatchWellFormed']),
+      ...named(model, ['canReaskModel', 'isGoalMet', 'isFromTaskUser', 'isQuestionUnexpired', 'hasQuestionExpired', 'replansOnAnswerExpiry']),
+      // gates (b) schema, mandate, (c) business validation, (d) permission
+      ...named(vetting, ['isEveryCallVetted', 'isRepeatingWithoutNewObservation', 'doArgumentsMatchSchema', 'hasBusinessRules']),
+      ...named(vetting, ['isBusinessValid', 'hasScopesForTool', 'hasResourcePolicy', 'isAuthorized', 'isConfirmationRuleSound']),
+      ...named(mandate, ['isWithinMandate', 'isRepeatOfDeniedCall', 'stopsOnRepeatedDenial']),
+      // gate (e), budget
+      ...named(budget, ['hasBudgetForModelTurn', 'hasBudgetForNextStep', 'hasBudgetForRetry']),
+      // executing, the re-check before a write, reconciling
+      ...named(execution, ['isBatchComplete', 'hasTooManyRejectedTurns', 'isCancelRequested', 'isNextStepWrite', 'isNextWriteAlreadyDone']),
+      ...named(execution, ['isWriteOutcomeUnknown', 'doesWriteNeedReview', 'wasWriteFound', 'wasWriteNotFound', 'isLookupInconclusive']),
+      ...named(execution, ['isSameKeyRetrySafe', 'canRetryWrite', 'canLookUpAgain']),
+      ...named(recheck, ['areArgumentsIntact', 'isConfirmationStillSufficient', 'holdsScopesNow', 'isStillBusinessValid']),
+      ...named(recheck, ['isStillAuthorized', 'isWithinRateLimit', 'isResendAfterReview']),
+      // gate (f), confirmation, with approvers
+      ...named(confirmation, ['needsConfirmation', 'isConfirmedForExactArguments', 'isConfirmationForPendingCall', 'isFromConfirmingUser']),
+      ...named(confirmation, ['isNotSelfApproval', 'holdsApproverScope', 'isFirstDecisionOfApprover', 'completesApprovals']),
+      ...named(confirmation, ['isConfirmationUnexpired', 'isUnderSamePolicy', 'doesConfirmationMatchArguments', 'canAskConfirmationAgain']),
+      ...named(confirmation, ['cancelsOnReject', 'cancelsOnExpiry', 'isRejectionOfPendingConfirmation', 'hasPendingConfirmationExpired']),
+      // the review desk
+      ...named(review, ['isFromReviewer', 'isResolvedAsHappened', 'isResolvedAsNotHappened', 'isResolvedAsRetry', 'isReviewResultValid']),
+      ...named(review, ['isHeldWriteRetrySafe']),
+    },
+  });
+
+  /** Wires a pure step as an action: assign its context patch, emit its journal entries and its answer. */
+  const action = (step: Step) =>
+    base.createAction(
+      enqueueActions(({ context, event, enqueue }) => {
+        const result = step(context, event as A.MachineEvent, toolkit);
+        if (result.context) enqueue.assign(result.context);
+        for (const entry of result.audit ?? []) enqueue.emit({ type: 'audit', entry });
+        for (const entry of result.transcript ?? []) enqueue.emit({ type: 'transcript', entry });
+        if (result.reply) enqueue.emit({ type: 'reply', reply: result.reply });
+      }),
+    );
+  /** The named steps of a phase as actions; the names are listed, never read off a module's exports. */
+  const steps = <F extends Record<string, unknown>, K extends keyof F & string>(phase: F, names: readonly K[]) =>
+    Object.fromEntries(names.map((name) => [name, action(phase[name] as Step)])) as Record<K, ReturnType<typeof action>>;
+
+  return base.extend({
+    actions: {
+      ...steps(turn, ['recordTaskStarted', 'startModelTurn', 'recordInvalidOutput', 'recordUnpairableProposal']),
+      ...steps(turn, ['rejectWholeBatch', 'acceptProposal', 'recordQuestion', 'recordUserAnswer']),
+      /** Settles the turn's budget, then hands the model's event to the chart as `model.*`. */
+      relayModelOutput: base.createAction(
+        enqueueActions(({ context, event, enqueue }) => {
+          const result = turn.settleModelTurn(context, event as A.MachineEvent, toolkit);
+          if (result.context) enqueue.assign(result.context);
+          for (const entry of result.audit ?? []) enqueue.emit({ type: 'audit', entry });
+          const output = (event as unknown as { output: A.ModelActorOutput }).output;
+          if (output.kind === 'replied') enqueue.raise(output.event);
+        }),
+      ),
+      ...steps(waiting, ['pauseForModel', 'resumeModel', 'expireQuestion', 'stopForNoAnswer']),
+      ...steps(judging, ['takeNextCall', 'refuseForSchema', 'acceptArguments', 'passWithoutBusinessRules', 'noteBusinessCheck']),
+      ...steps(judging, ['passBusiness', 'refuseForBusiness', 'notePermissionCheck', 'refuseForPermission', 'admitCall', 'finishVetting']),
+      ...steps(judging, ['refuseForConfirmationRule']),
+      ...steps(fitting, ['passMandate', 'refuseForMandate', 'stopForRepeatedDenial']),
+      ...steps(running, ['closeBatch', 'startReads', 'finishReads', 'startWrite', 'finishWrite', 'refuseDuplicateWrite']),
+      ...steps(rechecking, ['startRecheck', 'noteRecheck', 'refuseChangedArguments', 'askForFreshConfirmation', 'refuseAtRecheck']),
+      ...steps(rechecking, ['resendWrite']),
+      ...steps(reconciling, ['noteUnknownWrite', 'finishReconciledWrite', 'abandonWriteForCancel', 'prepareResend', 'lookUpAgain']),
+      ...steps(reviewing, ['holdForReview', 'holdWriteForReview', 'acceptReviewedWrite', 'closeReviewedWrite', 'prepareReviewedResend']),
+      ...steps(reviewing, ['holdRefusedResend', 'refuseReview', 'replyNotWaitingForReview', 'deferCancelInReview']),
+      ...steps(asking, ['requestConfirmation', 'grantConfirmation', 'recordApproval', 'refuseConfirmation', 'askConfirmationAgain']),
+      ...steps(asking, ['rejectConfirmedCall', 'giveUpConfirmation', 'cancelForConfirmation']),
+      ...steps(stopping, ['stopForBudget', 'stopCancelled', 'deferCancel', 'stopForModelFailure', 'stopForInternalError']),
+      ...steps(stopping, ['stopForProtocolError', 'stopForRejections', 'stopForLoop', 'finishDone', 'finishUnmetGoal', 'finishRefused']),
+      ...steps(replies, ['replyNotWaitingForConfirmation', 'replyNoSuchConfirmation', 'replyNotWaitingForAnswer', 'replyNothingDue']),
+    },
+  });
+}

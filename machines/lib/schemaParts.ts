@@ -1,0 +1,25 @@
+/** The building blocks of the data model's schemas, shared by `context.ts` and `calls.ts`. */
+import { z } from 'zod';
+import type { Json } from './strictJson.js';
+
+// zod is a peer dependency: the app's copy. zod 3 (or zod 3.25's root export) lacks what the schemas below use.
+if (typeof (z as { json?: unknown }).json !== 'function' || typeof z.strictObject !== 'function') {
+  throw new Error('statechart-agent needs zod ^4.0.0 (the zod this app resolves is older: install zod@4)');
+}
+
+export const SHORT = 256;
+export const count = z.number().int().nonnegative();
+export const time = z.number().int().nonnegative();
+/** Any non-empty id; the host API bounds the ids it hands out further (`startRequestSchema`). */
+export const id = z.string().min(1);
+export const jsonSchema: z.ZodType<Json> = z.json();
+
+/** The trusted principal of a task, given by the host from its session at task start. Never from model text. */
+export const principalSchema = z.strictObject({
+  /** Authenticated user id (e.g. "E17"). */
+  userId: z.string().min(1).max(SHORT),
+  /** Tenant the user acts in. */
+  tenantId: z.string().min(1).max(SHORT),
+  /** Scopes granted by the host session (e.g. "rooms:book"). */
+  scopes: z.array(z.string().min(1)).max(SHORT),
+});

@@ -1,0 +1,133 @@
+/**
+ * The tool's own synchronous rules, asked of one call: who must confirm it, whether it fits the task's mandate, how
+ * much money it moves. Pure; each host function gets its own copy of the validated arguments, and a rule that
+ * throws, returns a promise or returns something odd fails closed (it asks, refuses, or stops).
+ */
+import type { AgentContext, CallState, ConfirmationRequirement, Decision } from '../context.js';
+import type { TaskFacts, ToolRules } from '../toolkit.js';
+
+/** What the task did so far, as the rules see it. */
+export function taskFacts(context: AgentContext): TaskFacts {
+  return { moneyMoved: context.budget.used.money, writesStarted: context.budget.used.writes };
+}
+import { checkArguments, copyOf } from './arguments.js';
+import { canonicalJson } from './canonicalJson.js';
+import { cap, safeErrorText } from './text.js';
+
+export interface ConfirmationNeed {
+  requirement: ConfirmationRequirement | null;
+  summary: string | null;
+}
+
+/** Who must confirm `call`, by the tool's rule over its validated arguments and the task's principal. */
+export function confirmationNeed(context: AgentContext, call: CallState, rules: ToolRules | undefined): ConfirmationNeed {
+  const decided = decide(context, call, rules);
+  if (decided.failed !== null) return { requirement: requirementOf(true, rules), summary: `${call.tool} (confirmation rule failed: ${decided.failed})` };
+  if (decided.value === false) return { requirement: null, summary: null };
+  const check = checkArguments(call.tool, rules, call.args);
+  let summary: string;
+  try {
+    summary = cap(String((check.ok && rules?.describeConfirmation?.(copyOf(check.parsed))) || `${call.tool} ${canonicalJson(call.redactedArgs)}`), 1_000);
+  } catch (error) {
+    summary = `${call.tool} (describing the confirmation failed: ${safeErrorText(error)})`;
+  }
+  return { requirement: requirementOf(decided.value, rules), summary };
+}
+
+/**
+ * The rule decided something usable: `false`, `true`, or an approval rule with a scope and a whole number of
+ * approvals (1 to 16). A throw, a promise or anything else is not a decision: the call is refused.
+ */
+export function isConfirmationRuleSound(context: AgentContext, call: CallState, rules: ToolRules | undefined): boolean {
+  const decided = decide(context, call, rules);
+  if (decided.failed !== null) return false;
+  const value = decided.value as { approverScope?: unknown; approvals?: unknown } | boolean | null | undefined;
+  if (typeof value === 'boolean') return true;
+  if (!value || typeof value !== 'object' || value instanceof Promise) return false;
+  const { approverScope, approvals } = value;
+  return typeof approverScope === 'string' && approverScope !== '' && (approvals === undefined || (Number.isInteger(approvals) && (approvals as number) >= 1 && (approvals as number) <= 16));
+}
+
+/** Only the requirement, without describing it (for the re-check before a write, which shows nobody anything). */
+export function confirmationRequirement(context: AgentContext, call: CallState, rules: ToolRules | undefined): ConfirmationRequirement | null {
+  const decided = decide(context, call, rules);
+  if (decided.failed !== null) return requirementOf(true, rules);
+  return decided.value === false ? null : requirementOf(decided.value, rules);
+}
+
+/** The rule's raw answer; anything but a plain `false` asks. A throw is reported, never propagated. */
+function decide(context: AgentContext, call: CallState, rules: ToolRules | undefined): { value: unknown; failed: string | null } {
+  const check = checkArguments(call.tool, rules, call.args);
+  try {
+    if (!rules || !check.ok) throw new Error('the arguments no longer validate');
+    const rule: unknown = rules.confirm ?? 'never';
+    let decided: unknown = rule === 'always' ? true : rule === 'never' ? false : rule;
+    // Each host function gets its own copy: one that changes its argument cannot change what another sees.
+    if (typeof rule === 'function') decided = rule(copyOf(check.parsed), copyOf(context.principal), taskFacts(context));
+    // A promise is never awaited here (a rule is synchronous): it asks, and its rejection is not left unhandled.
+    if (decided instanceof Promise) decided.catch(() => {});
+    return { value: decided, failed: null };
+  } catch (error) {
+    return { value: true, failed: safeErrorText(error) };
+  }
+}
+
+/** `true` (or anything unexpected): the requester confirms. An approval rule: that many approvers with the scope. */
+function requirementOf(decided: unknown, rules: ToolRules | undefined): ConfirmationRequirement {
+  const policy = { onReject: rules?.confirmation?.onReject ?? 'replan', onExpiry: rules?.confirmation?.onExpiry ?? 'ask_again' } as const;
+  const approval = decided as { approverScope?: unknown; approvals?: unknown } | null;
+  if (approval && typeof approval === 'object' && typeof approval.approverScope === 'string' && approval.approverScope !== '') {
+    const approvals = approval.approvals ?? 1;
+    // An approval rule asking for an impossible count asks for the most the schema allows, never for none.
+    const count = typeof approvals === 'number' && Number.isInteger(approvals) ? Math.min(Math.max(approvals, 1), 16) : 16;
+    return { approverScope: approval.approverScope, approvals: count, ...policy };
+  }
+  return { approverScope: null, approvals: 1, ...policy };
+}
+
+/** True when `decisions` satisfy `requirement`: the requester's one, or enough distinct approvers with the scope. */
+export function decisionsSatisfy(requirement: ConfirmationRequirement, decisions: readonly Decision[], requester: string): boolean {
+  if (requirement.approverScope === null) return decisions.some((d) => d.as === 'requester' && d.userId === requester);
+  const approvers = new Set(
+    decisions.filter((d) => d.as === 'approver' && d.scope === requirement.approverScope && d.userId !== requester).map((d) => d.userId),
+  );
+  return approvers.size >= requirement.approvals;
+}
+
+export type MandateCheck = { ok: true; summary: string } | { ok: false; code: string; summary: string };
+
+/** Whether `call` fits the task's mandate, by the tool's rule. Without a mandate every call fits. */
+export function mandateCheck(context: AgentContext, call: CallState, rules: ToolRules | undefined): MandateCheck {
+  const { mandate } = context;
+  if (mandate === null) return { ok: true, summary: 'the task has no mandate' };
+  const check = checkArguments(call.tool, rules, call.args);
+  if (!rules || !check.ok) return { ok: false, code: 'mandate_unchecked', summary: 'the arguments do not validate, so they cannot be checked against the mandate' };
+  if (!rules.mandate) {
+    if (rules.effect === 'read') return { ok: true, summary: `${call.tool} reads only and declares no mandate rule` };
+    return { ok: false, code: 'mandate_unchecked', summary: `${call.tool} declares no rule against the user's mandate (${mandate.kind}), so this write is not covered by it` };
+  }
+  try {
+    const verdict = rules.mandate(copyOf(check.parsed), copyOf(mandate), taskFacts(context)) as unknown;
+    if (verdict instanceof Promise) verdict.catch(() => {});
+    const v = verdict as { ok?: unknown; code?: unknown; summary?: unknown } | null;
+    if (v?.ok === true) return { ok: true, summary: `within the mandate (${mandate.kind})` };
+    const code = typeof v?.code === 'string' && v.code !== '' ? v.code : 'outside_mandate';
+    const summary = typeof v?.summary === 'string' ? cap(v.summary) : `the rule did not return { ok: true } for the mandate (${mandate.kind})`;
+    return { ok: false, code, summary };
+  } catch (error) {
+    return { ok: false, code: 'mandate_check_failed', summary: `the mandate rule of ${call.tool} failed (${safeErrorText(error)})` };
+  }
+}
+
+/** Money `call` moves (minor units), 0 when its tool declares none, null when the rule failed or is not a count. */
+export function amountOf(call: CallState, rules: ToolRules | undefined): number | null {
+  if (!rules?.amount) return 0;
+  const check = checkArguments(call.tool, rules, call.args);
+  if (!check.ok) return null;
+  try {
+    const amount: unknown = rules.amount(copyOf(check.parsed));
+    return typeof amount === 'number' && Number.isSafeInteger(amount) && amount >= 0 ? amount : null;
+  } catch {
+    return null;
+  }
+}

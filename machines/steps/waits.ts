@@ -1,0 +1,61 @@
+/**
+ * Waits that are not a human's decision: a model outage waited out (the task rests, persisted, and tries again at
+ * a wake-up time with backoff, failing only after the policy's outage limit), and a question nobody answered.
+ */
+import { type MachineEvent, outputOf } from '../actors.js';
+import type { Outage } from '../context.js';
+import { debit } from '../lib/budget.js';
+import { auditEntry, timeOf } from '../journal.js';
+import { type Step, endWait, retriesWithin } from './step.js';
+import { stop } from './stop.js';
+
+/** The model stayed unreachable past its retries: wait, persisted, until the next attempt is due. */
+export const pauseForModel: Step = (context, event) => {
+  const output = outputOf(event, 'model');
+  if (output.kind !== 'failed') return {};
+  const at = timeOf(context, event);
+  const attempts = (context.outage?.attempts ?? 0) + 1;
+  const { first, longest } = context.policy.modelWakeMs;
+  const wait = Math.min(longest, first * 2 ** Math.min(attempts - 1, 30));
+  const outage: Outage = { since: context.outage?.since ?? at, attempts, wakeAt: at + wait, lastError: output.failure.message };
+  const retries = retriesWithin(context, output.retriesUsed);
+  return {
+    context: { outage, waitingSince: context.waitingSince ?? at, budget: retries > 0 ? debit(context.budget, { retries }) : context.budget },
+    audit: [auditEntry(context, event, { kind: 'model_outage', action: 'waiting', attempts, wakeAt: outage.wakeAt, error: output.failure.message })],
+  };
+};
+
+/** The wake-up is due: the same turn asks the model again (its budget was debited when the turn started). */
+export const resumeModel: Step = (context, event) => ({
+  context: endWait(context, event),
+  audit: [
+    auditEntry(context, event, {
+      kind: 'model_outage',
+      action: 'retrying',
+      attempts: context.outage?.attempts ?? 0,
+      wakeAt: null,
+      error: context.outage?.lastError ?? '',
+    }),
+  ],
+});
+
+/** An answer that came after the question expired is not taken: the expiry applies instead. */
+const tooLate = (event: MachineEvent) =>
+  event.type === 'user.answered' ? { reply: { accepted: false, code: 'question_expired' as const, message: 'the question expired before this answer came' } } : {};
+
+/** Nobody answered the model's question in time, and the policy lets the model go on without an answer. */
+export const expireQuestion: Step = (context, event) => {
+  const question = context.question ?? '';
+  return {
+    context: { question: null, questionExpiresAt: null, ...endWait(context, event) },
+    transcript: [{ kind: 'no_answer', at: timeOf(context, event), turn: context.turn, question }],
+    audit: [auditEntry(context, event, { kind: 'question_expired', question })],
+    ...tooLate(event),
+  };
+};
+
+export const stopForNoAnswer: Step = (context, event) => {
+  const question = context.question ?? '';
+  const result = stop(context, event, 'failed', { code: 'no_answer', message: `nobody answered the question in time: ${question}` });
+  return { ...result, context: { ...result.context, question: null, questionExpiresAt: null, ...endWait(context, event) }, ...tooLate(event) };
+};

@@ -1,0 +1,417 @@
+/**
+ * Regressions from an adversarial review of machine version agent/4 (the mandate, the re-check before every write,
+ * approvers, the review desk, waits, money and rate limits, the agent/3 -> agent/4 migration). Each "finding" block
+ * reproduced a guarantee the first agent/4 build broke, and now checks it holds; the "held" blocks are probes that
+ * held from the start.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import type { Principal } from '../machines/context.js';
+import { DEMO_NOW } from '../examples/booking/bookingService.js';
+import { RefundDesk } from '../examples/booking/refundService.js';
+import { refundScript } from '../examples/booking/scenarios.js';
+import { MemoryStore } from '../src/store/memoryStore.js';
+import { ManualClock, reply } from '../src/testing/index.js';
+import { paymentTool } from './support/paymentTool.js';
+import { rawRows } from './support/rawRows.js';
+import {
+  BOOKING_GOAL,
+  BOOKING_MANDATE,
+  BOOKING_SUCCESS,
+  E17,
+  REFUND_GOAL,
+  REFUND_MANDATE,
+  REFUND_SUCCESS,
+  SUPPORT,
+  byKind,
+  harness,
+  reserveArgs,
+  until,
+} from './support/harness.js';
+
+const REVIEWER: Principal = { userId: 'R2', tenantId: 'acme', scopes: ['tasks:review'] };
+const M1: Principal = { userId: 'M1', tenantId: 'acme', scopes: ['refunds:approve'] };
+const M2: Principal = { userId: 'M2', tenantId: 'acme', scopes: ['refunds:approve'] };
+const refund = (cents: number, reason = 'broken') => reply.call('refund_order', { order_id: 'O-1001', amount_cents: cents, reason });
+
+/** A MemoryStore holding an agent/3 fixture exactly as an agent/3 build stored it. */
+function agent3Store(name: string): { store: MemoryStore; taskId: string } {
+  const fixture = JSON.parse(readFileSync(join(import.meta.dirname, 'fixtures', 'envelopes', 'agent-3', `${name}.json`), 'utf8'));
+  const store = new MemoryStore();
+  rawRows(store).set(fixture.envelope.taskId, {
+    envelope: JSON.stringify(fixture.envelope),
+    revision: fixture.envelope.revision,
+    summary: fixture.envelope.summary,
+    audit: fixture.audit.map((e: unknown) => JSON.stringify(e)),
+    transcript: fixture.transcript.map((e: unknown) => JSON.stringify(e)),
+  });
+  return { store, taskId: fixture.envelope.taskId };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Findings (failing on purpose)
+// ---------------------------------------------------------------------------------------------------------------
+
+describe('finding: the re-check runs authorize (and the write) with the session as the host sees it now', () => {
+  it('does not book an executive room after the session lost rooms:book:executive', async () => {
+    // E17 started with the executive scope; the identity system has since revoked it (refreshPrincipal says so).
+    const EXECUTIVE: Principal = { ...E17, scopes: [...E17.scopes, 'rooms:book:executive'] };
+    const asked: string[][] = [];
+    const h = harness({
+      script: [reply.call('reserve_room', reserveArgs({ room_id: 'R1', expected_version: 3 })), reply.answer('booked R1')],
+      refreshPrincipal: (p) => {
+        asked.push(p.scopes);
+        return { ...E17 }; // the current session: ordinary rooms only
+      },
+    });
+    const status = await h.orchestrator.run({ principal: EXECUTIVE, goal: BOOKING_GOAL, mandate: BOOKING_MANDATE, taskId: 'exec' });
+    expect(asked).toHaveLength(1); // the re-check did ask the session
+    // Was broken: the tool's own resource check (authorize: executive rooms need rooms:book:executive) must be asked with
+    // the principal as the host sees it NOW. recheckActor passes `input` (the start principal) to runCheck, so the
+    // revoked scope still authorizes the booking, and execute() also gets the stale principal.
+    expect(h.bookings.bookings).toEqual([]);
+    expect(status.observations[0]).toMatchObject({ ok: false, code: 'permission_denied' });
+  });
+});
+
+describe('finding: a write whose amount is unknown never runs, whatever the money budget', () => {
+  it('does not run a write whose amount rule throws when the host budgets Number.MAX_SAFE_INTEGER', async () => {
+    const sent: string[] = [];
+    const tool = Object.assign(paymentTool({ sent }), {
+      amount: () => {
+        throw new Error('no exchange rate');
+      },
+    });
+    const h = harness({ extraTools: [tool], script: [reply.call('send_payment', { amount: 5 }), reply.answer('x')], limits: { money: Number.MAX_SAFE_INTEGER } });
+    const status = await h.orchestrator.run({ principal: SUPPORT, goal: 'pay', taskId: 'unlimited' });
+    // Was broken: "A rule that cannot say how much a write moves spends more than any budget holds: the write does not
+    // run" (guards/budget.ts). The sentinel is MAX_SAFE_INTEGER, which fits a budget of MAX_SAFE_INTEGER exactly.
+    expect(sent).toEqual([]);
+    expect(status.outcome?.reason.detail).toEqual({ dimension: 'money' });
+  });
+
+  it('does not run it in a task migrated from agent/3 (whose money budget is unbounded)', async () => {
+    const { store, taskId } = agent3Store('waiting-for-confirmation');
+    const refunds = new RefundDesk();
+    const h = harness({ store, refunds, script: refundScript(), clock: new ManualClock(DEMO_NOW) });
+    Object.assign(h.tools.find((t) => t.name === 'refund_order')!, {
+      amount: () => {
+        throw new Error('amount service down');
+      },
+    });
+    const waiting = await h.orchestrator.status(taskId);
+    await h.orchestrator.confirm(taskId, SUPPORT, waiting.pendingConfirmation!);
+    await h.orchestrator.settled(taskId);
+    // Was broken: the refund's amount could not be established, yet 999.00 moved (used.money is now MAX_SAFE_INTEGER).
+    expect(refunds.refunds).toEqual([]);
+  });
+});
+
+describe('finding: a mandate cap and a confirmation threshold hold for the task\'s total, not only per call', () => {
+  it('does not refund 3 x 99.00 on a mandate of "at most 199.00" without anyone confirming', async () => {
+    const split = (n: number) => ({ name: 'refund_order', args: { order_id: 'O-1001', amount_cents: 9_900, reason: `projector broken (part ${n})` } });
+    const h = harness({ script: [reply.calls(split(1), split(2), split(3)), reply.answer('refunded')] });
+    await h.orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, success: REFUND_SUCCESS, mandate: REFUND_MANDATE, taskId: 'split' });
+    const total = h.refunds.refunds.reduce((sum, r) => sum + r.amountCents, 0);
+    const confirmations = byKind(await h.orchestrator.audit('split'), 'confirmation');
+    // Was broken: the user asked to refund at most 199.00 on O-1001; 297.00 was refunded, and although a single refund
+    // above 100.00 needs the user's confirmation, three refunds of 99.00 needed none. Neither the mandate rule nor
+    // the confirmation rule sees what the task already moved.
+    expect(total).toBeLessThanOrEqual(19_900);
+    expect(confirmations.length).toBeGreaterThan(0);
+  });
+});
+
+describe('finding: a confirmation rule that fails refuses the call instead of asking the requester', () => {
+  const TIERS: Record<number, false | { approverScope: string }> = { 0: false, 1: { approverScope: 'payments:approve' } };
+
+  it.each([
+    [
+      'throws',
+      (args: { amount: number }) => {
+        const tier = TIERS[Math.floor(args.amount / 1_000)];
+        if (tier === undefined) throw new Error(`no approval tier for ${args.amount}`);
+        return tier;
+      },
+    ],
+    ['returns a promise', () => Promise.resolve({ approverScope: 'payments:approve' })],
+  ])('a rule that %s does not let the requester confirm their own payment', async (name, confirm) => {
+    const sent: string[] = [];
+    const h = harness({ extraTools: [paymentTool({ sent, confirm })], script: [reply.call('send_payment', { amount: 5_000 }), reply.answer('paid')] });
+    const taskId = `rule-${name.replace(' ', '-')}`;
+    const waiting = await h.orchestrator.run({ principal: SUPPORT, goal: 'pay', taskId });
+    if (waiting.pendingConfirmation) await h.orchestrator.confirm(taskId, SUPPORT, waiting.pendingConfirmation);
+    await h.orchestrator.settled(taskId);
+    // Was broken: a payment of 5,000 needs an approver other than the requester; the model picked an amount the rule
+    // could not evaluate (or the rule was async), and "fail closed" became requirementOf(true): the requester's own
+    // confirmation. It must not run on the requester's word (refuse it, or keep the strictest requirement).
+    expect(sent).toEqual([]);
+  });
+});
+
+describe('finding: a write sent again (by the review desk or after a lookup) is re-checked first', () => {
+  it('the reviewer retry is not sent for a session that is gone', async () => {
+    let session: Principal | null = SUPPORT;
+    const sent: string[] = [];
+    const tool = paymentTool({ sent, sameKeyRetrySafe: true, hang: (n) => n <= 3, timeoutMs: 20 });
+    const h = harness({ extraTools: [tool], script: [reply.call('send_payment', { amount: 5 }), reply.answer('paid')], refreshPrincipal: () => session });
+    const held = await h.orchestrator.run({ principal: SUPPORT, goal: 'pay', taskId: 'rv-session' });
+    expect(held.state).toBe('review_required');
+    expect(sent).toHaveLength(3);
+    // Days later: E17 has left the company; a reviewer finds no payment and asks for a retry.
+    session = null;
+    await h.orchestrator.resolveReview('rv-session', REVIEWER, { resolution: 'retry' });
+    await h.orchestrator.settled('rv-session');
+    // The retry passes through executing.resending first: the session is gone, nothing is sent, and the write goes
+    // back to the reviewer (its first attempts are still unknown).
+    expect(sent).toHaveLength(3);
+    expect((await h.orchestrator.status('rv-session')).state).toBe('review_required');
+  });
+
+  it('the reviewer retry is counted against the tenant rate limit another task already used up', async () => {
+    const sent: string[] = [];
+    const tool = Object.assign(paymentTool({ sent, sameKeyRetrySafe: true, hang: (n) => n === 1, timeoutMs: 20 }), {
+      rateLimit: { points: 2, perSeconds: 3_600 },
+      // The payee cannot be asked: every lookup fails, so the first payment is held for review.
+      lookup: async () => {
+        throw new Error('payee index down');
+      },
+    });
+    const h = harness({ extraTools: [tool], script: [reply.call('send_payment', { amount: 5 }), reply.answer('x')] });
+    expect((await h.orchestrator.run({ principal: SUPPORT, goal: 'pay', taskId: 'rl-held' })).state).toBe('review_required');
+    // Another task of the same tenant takes the hour's second point.
+    await h.orchestrator.run({ principal: SUPPORT, goal: 'pay 6', taskId: 'rl-other' });
+    expect(sent).toHaveLength(2);
+    await h.orchestrator.resolveReview('rl-held', REVIEWER, { resolution: 'retry' });
+    const status = await h.orchestrator.settled('rl-held');
+    // The retry goes through its re-check: rate limited, not sent, and back to the reviewer (still unknown).
+    expect(sent).toHaveLength(2);
+    expect(status).toMatchObject({ state: 'review_required', review: { reason: 'write_outcome_unknown', summary: expect.stringContaining('allows 2 call(s) per 3600 s') } });
+  });
+
+  it('the same-key retry after an unknown outcome is not sent for a session revoked meanwhile', async () => {
+    let session: Principal | null = SUPPORT;
+    const sent: string[] = [];
+    const tool = paymentTool({ sent, sameKeyRetrySafe: true, hang: (n) => n === 1, timeoutMs: 50 });
+    const h = harness({ extraTools: [tool], script: [reply.call('send_payment', { amount: 5 }), reply.answer('paid')], refreshPrincipal: () => session });
+    await h.orchestrator.start({ principal: SUPPORT, goal: 'pay', taskId: 'rc-session' });
+    await until(() => sent.length === 1);
+    session = null; // revoked while the first attempt hangs (it never reached the payee)
+    await h.orchestrator.settled('rc-session');
+    // Was broken: looked up, not found, retried with the same key without asking the session again.
+    expect(sent).toHaveLength(1);
+  });
+});
+
+describe('finding: an authorization hook that is unavailable is not a final denial', () => {
+  it('runs the call proposed again after a transient outage of the hook', async () => {
+    const sent: string[] = [];
+    let asked = 0;
+    const authorize = () => {
+      asked += 1;
+      if (asked === 1) throw new Error('ETIMEDOUT authz.internal');
+      return { ok: true as const };
+    };
+    const h = harness({
+      extraTools: [paymentTool({ sent, authorize })],
+      script: [reply.call('send_payment', { amount: 5 }), reply.call('send_payment', { amount: 5 }), reply.answer('paid')],
+    });
+    const status = await h.orchestrator.run({ principal: SUPPORT, goal: 'pay', taskId: 'authz-down' });
+    expect(status.observations.length + sent.length).toBeGreaterThan(0);
+    // Was broken: refuseForPermission records the `unavailable` verdict in `denied` (gate 'permission'), so the retry is
+    // treated as "a denial is final" and stops with permission_denied. Nobody denied anything.
+    expect(status.outcome?.reason.code).not.toBe('permission_denied');
+    expect(sent).toHaveLength(1);
+  });
+});
+
+describe('finding: a cancel during review waits for the review, then stops the rest of the batch', () => {
+  it('does not run the second write of the batch once the user cancelled', async () => {
+    const sent: string[] = [];
+    const tool = paymentTool({ sent, hang: (n) => n === 1, timeoutMs: 20 });
+    const script = [reply.calls({ name: 'send_payment', args: { amount: 1 } }, { name: 'send_payment', args: { amount: 2 } }), reply.answer('x')];
+    const h = harness({ extraTools: [tool], script });
+    expect((await h.orchestrator.run({ principal: SUPPORT, goal: 'pay twice', taskId: 'cancel-review' })).state).toBe('review_required');
+    const cancel = await h.orchestrator.cancel('cancel-review', SUPPORT, 'stop everything');
+    expect(cancel).toMatchObject({ accepted: true, code: 'cancel_deferred' });
+    await h.orchestrator.resolveReview('cancel-review', REVIEWER, { resolution: 'not_happened' });
+    const status = await h.orchestrator.settled('cancel-review');
+    // The cancel waited for the review, then applied before the second payment.
+    expect(sent).toHaveLength(1);
+    expect(status.state).toBe('cancelled');
+  });
+});
+
+describe('finding: confirmations can be granted after the host bumps its policy version', () => {
+  it('asks again under the host\'s new version, which can then be confirmed', async () => {
+    const store = new MemoryStore();
+    const refunds = new RefundDesk();
+    const first = harness({ store, refunds, script: [refund(15_000), reply.answer('refunded')] });
+    const waiting = await first.orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, mandate: REFUND_MANDATE, taskId: 'pv' });
+    await first.orchestrator.close();
+    const second = harness({ store, refunds, script: [refund(15_000), reply.answer('refunded')], policy: { version: '2' } });
+    const stale = await second.orchestrator.confirm('pv', SUPPORT, waiting.pendingConfirmation!);
+    expect(stale).toMatchObject({ accepted: false, code: 'policy_changed' });
+    const fresh = stale.status.pendingConfirmation!;
+    expect(fresh.request).toBe(2);
+    // The request is asked again under the version the host confirms under now, and can be granted.
+    expect(fresh.policyVersion).toBe('2');
+    const again = await second.orchestrator.confirm('pv', SUPPORT, fresh);
+    expect(again).toMatchObject({ accepted: true });
+    await second.orchestrator.settled('pv');
+    expect(refunds.refunds).toHaveLength(1);
+  });
+});
+
+describe('finding: an answer after the question expired is not taken', () => {
+  it('refuses an answer given after answerTtlMs even when the sweep has not run yet', async () => {
+    const clock = new ManualClock();
+    const h = harness({ clock, script: [reply.ask('Which building?'), reply.answer('x')], expirySweepMs: 0, policy: { answerTtlMs: 60_000 } });
+    await h.orchestrator.run({ principal: E17, goal: 'book', taskId: 'late-answer' });
+    await clock.advance(24 * 60 * 60_000);
+    const late = await h.orchestrator.answer('late-answer', E17, 'Main');
+    // Was broken: "A question to the user expires after answerTtlMs; then the task stops with no_answer". isFromTaskUser
+    // does not compare event.at with questionExpiresAt (confirmations do: isConfirmationUnexpired), so whether it
+    // expired depends on when a sweep happened to run.
+    expect(late.accepted).toBe(false);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+// Probes that held (passing)
+// ---------------------------------------------------------------------------------------------------------------
+
+describe('held: approvals', () => {
+  async function waiting(options: Parameters<typeof harness>[0] = {}) {
+    const h = harness({ script: [refund(15_000), refund(15_000), reply.answer('refunded')], refundOptions: { approveAboveCents: 10_000, approvals: 2 }, ...options });
+    const status = await h.orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, success: REFUND_SUCCESS, mandate: REFUND_MANDATE, taskId: 'ap' });
+    return { ...h, pending: status.pendingConfirmation! };
+  }
+
+  it('do not carry over an expiry: the re-asked request starts with none', async () => {
+    const clock = new ManualClock();
+    const { orchestrator, refunds, pending } = await waiting({ clock, expirySweepMs: 0 });
+    expect((await orchestrator.confirm('ap', M1, pending)).code).toBe('approval_recorded');
+    await clock.advance(orchestrator.policy.confirmationTtlMs);
+    expect(await orchestrator.expireDue()).toBe(1);
+    const again = (await orchestrator.status('ap')).pendingConfirmation!;
+    expect(again).toMatchObject({ request: 2, approvals: [] });
+    // M1's old approval does not count on the new request; M2 alone is one of two.
+    expect((await orchestrator.confirm('ap', M2, again)).code).toBe('approval_recorded');
+    // And the old request's id is dead.
+    expect((await orchestrator.confirm('ap', M1, pending)).code).toBe('unknown_confirmation');
+    expect(refunds.refunds).toEqual([]);
+  });
+
+  it('never count the requester: not by holding the scope, not after a rejection and a re-proposal', async () => {
+    const { orchestrator, refunds, pending } = await waiting();
+    const self = { ...SUPPORT, scopes: [...SUPPORT.scopes, 'refunds:approve'] };
+    await orchestrator.confirm('ap', M1, pending);
+    expect((await orchestrator.confirm('ap', self, pending)).code).toBe('self_approval');
+    await orchestrator.reject('ap', SUPPORT, { id: pending.id });
+    const next = (await orchestrator.settled('ap')).pendingConfirmation!;
+    expect(next.approvals).toEqual([]);
+    expect((await orchestrator.confirm('ap', self, next)).code).toBe('self_approval');
+    expect((await orchestrator.confirm('ap', M1, next)).code).toBe('approval_recorded');
+    expect((await orchestrator.confirm('ap', M1, next)).code).toBe('already_approved');
+    expect(refunds.refunds).toEqual([]);
+  });
+
+  it('of another tenant do not count', async () => {
+    const { orchestrator, pending } = await waiting();
+    expect((await orchestrator.confirm('ap', { ...M1, tenantId: 'globex' }, pending)).code).toBe('wrong_tenant');
+    expect((await orchestrator.reject('ap', { ...M1, tenantId: 'globex' }, { id: pending.id })).code).toBe('wrong_tenant');
+  });
+
+  it('compare user ids exactly (NOTE: "E17 " is another user to the library; the host must canonicalise ids)', async () => {
+    const h = harness({ script: [refund(15_000), reply.answer('refunded')], refundOptions: { approveAboveCents: 10_000 } });
+    const status = await h.orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, mandate: REFUND_MANDATE, taskId: 'ws' });
+    const padded = await h.orchestrator.confirm('ws', { userId: 'E17 ', tenantId: 'acme', scopes: ['refunds:approve'] }, status.pendingConfirmation!);
+    expect(padded.accepted).toBe(true);
+  });
+});
+
+describe('held: the migration of a pending agent/3 confirmation', () => {
+  it('asks for an approver when the agent/4 tool wants one; the requester\'s confirmation alone runs nothing', async () => {
+    const { store, taskId } = agent3Store('waiting-for-confirmation');
+    const refunds = new RefundDesk();
+    const h = harness({ store, refunds, script: refundScript(), clock: new ManualClock(DEMO_NOW), refundOptions: { approveAboveCents: 10_000 } });
+    const waiting = await h.orchestrator.status(taskId);
+    expect((await h.orchestrator.confirm(taskId, SUPPORT, waiting.pendingConfirmation!)).accepted).toBe(true);
+    const next = await h.orchestrator.settled(taskId);
+    expect(next.pendingConfirmation).toMatchObject({ approverScope: 'refunds:approve', request: 2 });
+    expect(refunds.refunds).toEqual([]);
+    expect((await h.orchestrator.confirm(taskId, SUPPORT, next.pendingConfirmation!)).code).toBe('self_approval');
+    expect((await h.orchestrator.confirm(taskId, M1, next.pendingConfirmation!)).accepted).toBe(true);
+    await h.orchestrator.settled(taskId);
+    expect(refunds.refunds.map((r) => r.amountCents)).toEqual([99_900]);
+  });
+});
+
+describe('held: money', () => {
+  it('a same-key retry does not debit the money again, and the budget still stops the next write', async () => {
+    const sent: string[] = [];
+    const amounts: number[] = [];
+    const tool = Object.assign(paymentTool({ sent, amounts, sameKeyRetrySafe: true, hang: (n) => n === 1, timeoutMs: 20 }), { amount: (a: { amount: number }) => a.amount });
+    const script = [reply.call('send_payment', { amount: 600 }), reply.call('send_payment', { amount: 500 }), reply.answer('x')];
+    const h = harness({ extraTools: [tool], script, limits: { money: 1_000 } });
+    const status = await h.orchestrator.run({ principal: SUPPORT, goal: 'pay', taskId: 'money-retry' });
+    expect(amounts).toEqual([600, 600]);
+    expect(status.budget.used.money).toBe(600);
+    expect(status.state).toBe('budget_exhausted');
+  });
+
+  it('the review desk\'s "happened" result must match the output schema before it counts as evidence', async () => {
+    const sent: string[] = [];
+    const h = harness({ extraTools: [paymentTool({ sent, hang: () => true, timeoutMs: 20 })], script: [reply.call('send_payment', { amount: 5 }), reply.answer('paid')] });
+    await h.orchestrator.run({ principal: E17, goal: 'pay', success: { tool: 'send_payment', match: { status: 'sent' } }, taskId: 'rv-result' });
+    for (const result of [{ status: 'sent', extra: 1 }, { status: 'SENT' }, 'sent', null]) {
+      const answer = await h.orchestrator.resolveReview('rv-result', REVIEWER, { resolution: 'happened', result });
+      expect(answer.accepted, JSON.stringify(result)).toBe(false);
+    }
+    expect((await h.orchestrator.resolveReview('rv-result', { ...E17, scopes: ['tasks:review'] }, { resolution: 'happened', result: { status: 'sent' } })).code).toBe('not_a_reviewer');
+    expect((await h.orchestrator.status('rv-result')).state).toBe('review_required');
+  });
+});
+
+describe('held: denials and the re-check', () => {
+  it('a write refused at the re-check (scope revoked) and proposed again stops the task', async () => {
+    const h = harness({ script: [refund(5_000), refund(5_000), reply.answer('x')], refreshPrincipal: () => ({ ...SUPPORT, scopes: ['orders:read'] }) });
+    const status = await h.orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, mandate: REFUND_MANDATE, taskId: 'deny-twice' });
+    expect(status.outcome?.reason.code).toBe('permission_denied');
+    expect(h.refunds.refunds).toEqual([]);
+  });
+
+  it('a rate limiter that cannot answer (a broken Redis client) refuses the write', async () => {
+    const h = harness({ script: [refund(5_000), reply.answer('x')], rateLimits: { redis: {} } });
+    Object.assign(h.tools.find((t) => t.name === 'refund_order')!, { rateLimit: { points: 10, perSeconds: 60 } });
+    const status = await h.orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, mandate: REFUND_MANDATE, taskId: 'redis-down' });
+    expect(h.refunds.refunds).toEqual([]);
+    expect(status.observations[0]).toMatchObject({ ok: false, code: 'rate_limited' });
+  });
+
+  it('the sweep has nothing to deliver to a task waiting for review, and timer events change nothing there', async () => {
+    const clock = new ManualClock();
+    const sent: string[] = [];
+    const h = harness({ clock, expirySweepMs: 0, extraTools: [paymentTool({ sent, hang: () => true, timeoutMs: 20 })], script: [reply.call('send_payment', { amount: 5 }), reply.answer('x')] });
+    const start = h.orchestrator.run({ principal: E17, goal: 'pay', taskId: 'rv-timer' });
+    // The write's timeout runs on the manual clock.
+    await until(() => sent.length === 1);
+    await clock.advance(1_000);
+    expect((await start).state).toBe('review_required');
+    await clock.advance(48 * 60 * 60_000);
+    expect(await h.orchestrator.expireDue()).toBe(0);
+    expect((await h.orchestrator.status('rv-timer')).state).toBe('review_required');
+  });
+});
+
+describe('held: the mandate', () => {
+  it('a booking for another slot is refused at vetting and nothing runs, however the model phrases it', async () => {
+    const other = reserveArgs({ start_at: '2026-09-28T15:00:00+08:00', end_at: '2026-09-28T16:00:00+08:00' });
+    const h = harness({ script: [reply.call('reserve_room', other), reply.answer('x')] });
+    const status = await h.orchestrator.run({ principal: E17, goal: BOOKING_GOAL, success: BOOKING_SUCCESS, mandate: BOOKING_MANDATE, taskId: 'slot' });
+    expect(h.bookings.reserveRequests).toEqual([]);
+    expect(status.observations[0]).toMatchObject({ code: 'outside_mandate' });
+  });
+});

@@ -1,0 +1,147 @@
+/**
+ * Confirmations by approvers (four eyes and more), and what a rejected or expired confirmation does by the tool's
+ * policy. The requester never approves their own request; each approver decides once and must hold the approver
+ * scope; every decision records who decided, with which scope.
+ */
+import { describe, expect, it } from 'vitest';
+import { ManualClock, reply } from '../src/testing/index.js';
+import { REFUND_GOAL, REFUND_MANDATE, REFUND_SUCCESS, SUPPORT, byKind, harness } from './support/harness.js';
+
+const M1 = { userId: 'M1', tenantId: 'acme', scopes: ['refunds:approve'] };
+const M2 = { userId: 'M2', tenantId: 'acme', scopes: ['refunds:approve'] };
+const refund = (cents: number) => reply.call('refund_order', { order_id: 'O-1001', amount_cents: cents, reason: 'broken' });
+
+async function waitingForApproval(options: Parameters<typeof harness>[0] = {}) {
+  const h = harness({ script: [refund(15_000), refund(15_000), reply.answer('refunded')], refundOptions: { approveAboveCents: 10_000 }, ...options });
+  const status = await h.orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, success: REFUND_SUCCESS, mandate: REFUND_MANDATE, taskId: 'a1' });
+  expect(status.state).toBe('waiting_for_confirmation');
+  return { ...h, pending: status.pendingConfirmation! };
+}
+
+describe('a four-eyes refund', () => {
+  it('is refused to the requester, to a session without the scope and to another tenant, and runs on an approver', async () => {
+    const { orchestrator, refunds, pending } = await waitingForApproval();
+    expect(pending).toMatchObject({ userId: 'E17', approverScope: 'refunds:approve', approvalsRequired: 1, approvals: [] });
+    const own = await orchestrator.confirm('a1', { ...SUPPORT, scopes: [...SUPPORT.scopes, 'refunds:approve'] }, pending);
+    expect(own).toMatchObject({ accepted: false, code: 'self_approval' });
+    const noScope = await orchestrator.confirm('a1', { userId: 'M3', tenantId: 'acme', scopes: ['refunds:write'] }, pending);
+    expect(noScope).toMatchObject({ accepted: false, code: 'missing_approver_scope' });
+    const otherTenant = await orchestrator.confirm('a1', { ...M1, tenantId: 'globex' }, pending);
+    expect(otherTenant).toMatchObject({ accepted: false, code: 'wrong_tenant' });
+    expect(refunds.refunds).toEqual([]);
+
+    const approved = await orchestrator.confirm('a1', M1, pending);
+    expect(approved).toMatchObject({ accepted: true, code: null });
+    const status = await orchestrator.settled('a1');
+    expect(status.state).toBe('done');
+    expect(refunds.refunds).toEqual([expect.objectContaining({ amountCents: 15_000, requestedBy: 'E17' })]);
+
+    const audit = await orchestrator.audit('a1');
+    const decisions = byKind(audit, 'confirmation').map((c) => `${c.action} ${c.userId ?? '-'} ${c.decidedAs ?? '-'} ${c.scope ?? '-'} ${c.code ?? ''}`.trim());
+    expect(decisions).toEqual([
+      'requested - - -',
+      'refused E17 requester - self_approval',
+      'refused M3 approver refunds:approve missing_approver_scope',
+      'granted M1 approver refunds:approve',
+    ]);
+    const write = byKind(audit, 'gate').find((g) => g.gate === 'confirmation' && g.decision === 'pass');
+    expect(write?.summary).toBe(`confirmed by M1 (refunds:approve) (${pending.id}) for exactly these arguments`);
+  });
+
+  it('needs as many distinct approvers as the rule asks: one approval is recorded, the same approver twice is not two', async () => {
+    const script = [refund(15_000), reply.answer('refunded')];
+    const { orchestrator, refunds, pending } = await waitingForApproval({ script, refundOptions: { approveAboveCents: 10_000, approvals: 2 } });
+    expect(pending.approvalsRequired).toBe(2);
+    const first = await orchestrator.confirm('a1', M1, pending);
+    expect(first).toMatchObject({ accepted: true, code: 'approval_recorded', message: 'approval 1 of 2 recorded; another approver must decide' });
+    expect(first.status.state).toBe('waiting_for_confirmation');
+    expect(first.status.pendingConfirmation!.approvals).toEqual([expect.objectContaining({ userId: 'M1', as: 'approver', scope: 'refunds:approve' })]);
+    const again = await orchestrator.confirm('a1', M1, pending);
+    expect(again).toMatchObject({ accepted: false, code: 'already_approved' });
+    expect(refunds.refunds).toEqual([]);
+    const second = await orchestrator.confirm('a1', M2, pending);
+    expect(second.accepted).toBe(true);
+    expect((await orchestrator.settled('a1')).state).toBe('done');
+    expect(refunds.refunds).toHaveLength(1);
+    const granted = (await orchestrator.store.load('a1'))!.snapshot.context.batch!.calls[0]!.confirmedBy!;
+    expect(granted.decisions.map((d) => d.userId)).toEqual(['M1', 'M2']);
+    expect(granted.argsHash).toBe(pending.argsHash);
+  });
+
+  it('refuses an approval of other arguments and asks again, with fresh approvals', async () => {
+    const { orchestrator, pending } = await waitingForApproval({ refundOptions: { approveAboveCents: 10_000, approvals: 2 } });
+    await orchestrator.confirm('a1', M1, pending);
+    const wrong = await orchestrator.confirm('a1', M2, { id: pending.id, argsHash: 'sha256:other' });
+    expect(wrong).toMatchObject({ accepted: false, code: 'arguments_changed' });
+    expect(wrong.status.pendingConfirmation).toMatchObject({ request: 2, approvals: [] });
+  });
+
+  it('lets an approver reject it (the model is told) and the requester withdraw it', async () => {
+    const { orchestrator, refunds, pending } = await waitingForApproval();
+    const rejected = await orchestrator.reject('a1', M1, { id: pending.id, reason: 'not covered by the warranty' });
+    expect(rejected.accepted).toBe(true);
+    const next = await orchestrator.settled('a1');
+    // The model proposed the same refund again: a new request, which the requester withdraws.
+    expect(next.state).toBe('waiting_for_confirmation');
+    expect((await orchestrator.transcript('a1')).some((e) => e.kind === 'result' && !e.observation.ok && e.observation.summary.includes('rejected by M1: not covered by the warranty'))).toBe(true);
+    const withdrawn = await orchestrator.reject('a1', SUPPORT, { id: next.pendingConfirmation!.id });
+    expect(withdrawn.accepted).toBe(true);
+    const outsider = { userId: 'X1', tenantId: 'acme', scopes: [] };
+    expect(refunds.refunds).toEqual([]);
+    const status = await orchestrator.settled('a1');
+    expect(status.state).toBe('failed');
+    const rejecters = byKind(await orchestrator.audit('a1'), 'confirmation').filter((c) => c.action === 'rejected').map((c) => `${c.userId} ${c.decidedAs}`);
+    expect(rejecters).toEqual(['M1 approver', 'E17 requester']);
+    expect(outsider.scopes).toEqual([]);
+  });
+
+  it('does not take a rejection from someone who is neither the requester nor an approver', async () => {
+    const { orchestrator, pending } = await waitingForApproval();
+    const result = await orchestrator.reject('a1', { userId: 'X1', tenantId: 'acme', scopes: ['refunds:write'] }, { id: pending.id });
+    expect(result).toMatchObject({ accepted: false, code: 'unknown_confirmation' });
+    expect(result.status.state).toBe('waiting_for_confirmation');
+  });
+});
+
+describe('confirmation policies of a tool', () => {
+  it('cancels the task on a rejection when the tool says onReject: cancel', async () => {
+    const h = harness({ script: [refund(15_000), reply.answer('x')], refundOptions: { cancelOnReject: true } });
+    const waiting = await h.orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, mandate: REFUND_MANDATE, taskId: 'c1' });
+    const result = await h.orchestrator.reject('c1', SUPPORT, { id: waiting.pendingConfirmation!.id, reason: 'no' });
+    expect(result.accepted).toBe(true);
+    expect(result.status).toMatchObject({ state: 'cancelled', outcome: { status: 'cancelled', reason: { code: 'confirmation_rejected' } } });
+    expect(result.status.outcome!.reason.message).toBe('the call was rejected by E17: no; it was not run; the policy of refund_order cancels the task');
+    expect(result.status.observations).toEqual([expect.objectContaining({ ok: false, code: 'cancelled' })]);
+    expect(h.refunds.refunds).toEqual([]);
+  });
+
+  it('cancels the task when nobody confirms in time and the tool says onExpiry: cancel; a late confirmation too', async () => {
+    for (const how of ['timer', 'late confirm'] as const) {
+      const clock = new ManualClock();
+      const h = harness({ clock, script: [refund(15_000), reply.answer('x')], expirySweepMs: 0 });
+      Object.assign(h.tools.find((t) => t.name === 'refund_order')!, { confirmation: { onExpiry: 'cancel' } });
+      const taskId = `e-${how.replace(' ', '-')}`;
+      const waiting = await h.orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, mandate: REFUND_MANDATE, taskId });
+      await clock.advance(h.orchestrator.policy.confirmationTtlMs);
+      if (how === 'timer') expect(await h.orchestrator.expireDue()).toBe(1);
+      else expect(await h.orchestrator.confirm(taskId, SUPPORT, waiting.pendingConfirmation!)).toMatchObject({ accepted: false, code: 'confirmation_expired' });
+      const status = await h.orchestrator.status(taskId);
+      expect(status, how).toMatchObject({ state: 'cancelled', outcome: { reason: { code: 'confirmation_expired' } } });
+      expect(h.refunds.refunds).toEqual([]);
+    }
+  });
+
+  it('asks again on expiry by default, up to the policy limit, then tells the model', async () => {
+    const clock = new ManualClock();
+    const h = harness({ clock, script: [refund(15_000), reply.answer('not refunded')], expirySweepMs: 0, policy: { maxConfirmationRequests: 2 } });
+    await h.orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, mandate: REFUND_MANDATE, taskId: 'again' });
+    await clock.advance(h.orchestrator.policy.confirmationTtlMs);
+    await h.orchestrator.expireDue();
+    expect((await h.orchestrator.status('again')).pendingConfirmation?.request).toBe(2);
+    await clock.advance(h.orchestrator.policy.confirmationTtlMs);
+    await h.orchestrator.expireDue();
+    const status = await h.orchestrator.settled('again');
+    expect(status.state).toBe('done');
+    expect(byKind(await h.orchestrator.audit('again'), 'confirmation').map((c) => c.action)).toEqual(['requested', 'expired', 'requested', 'expired']);
+  });
+});

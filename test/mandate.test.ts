@@ -1,0 +1,198 @@
+/**
+ * The mandate: what the user asked for, as structured terms the host derives before the task starts. Checked at
+ * start against its kind's schema, persisted, never changed; each tool's rule relates its arguments to it; a write
+ * outside it is refused before anything runs, and the same call proposed again stops the task.
+ */
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { HostRequestError } from '../src/errors.js';
+import { defineMandate } from '../src/mandate.js';
+import { MemoryStore } from '../src/store/memoryStore.js';
+import { reply } from '../src/testing/index.js';
+import { defineTool } from '../src/tool.js';
+import { bookingMandate, refundMandate } from '../tools/mandates.js';
+import { paymentTool } from './support/paymentTool.js';
+import { BOOKING_GOAL, BOOKING_MANDATE, BOOKING_SUCCESS, E17, MEETING, SUPPORT, byKind, harness, reserveArgs } from './support/harness.js';
+
+const search = { ...MEETING };
+const NO_HISTORY = { moneyMoved: 0, writesStarted: 0 };
+
+describe('a start request with a mandate', () => {
+  it('is refused with the kinds installed when its kind is not one of them', async () => {
+    const { orchestrator } = harness();
+    const start = orchestrator.start({ principal: E17, goal: 'g', mandate: { kind: 'holiday', terms: {} } });
+    await expect(start).rejects.toBeInstanceOf(HostRequestError);
+    await expect(start).rejects.toThrow('no mandate kind "holiday" is installed (known: room_booking, refund)');
+  });
+
+  it('is refused, naming the field, when its terms do not match the schema of its kind', async () => {
+    const { orchestrator } = harness();
+    const start = orchestrator.start({ principal: E17, goal: 'g', mandate: { kind: 'refund', terms: { order_id: 'O-1', max_amount_cents: -5 } } });
+    await expect(start).rejects.toThrow(/^start: mandate\.terms: max_amount_cents: /);
+    expect(() => refundMandate.of({ order_id: 'O-1', max_amount_cents: 1.5 })).toThrow(/mandate\.terms: max_amount_cents/);
+  });
+
+  it('is stored as plain JSON, shown in status, and cannot change: the host object is copied at start', async () => {
+    const store = new MemoryStore();
+    const { orchestrator } = harness({ store, script: [reply.call('find_available_rooms', search)] });
+    const terms: Record<string, unknown> = { start_at: MEETING.start_at, end_at: MEETING.end_at, min_attendees: 3, needs_projector: true };
+    const status = await orchestrator.start({ principal: E17, goal: BOOKING_GOAL, mandate: { kind: 'room_booking', terms }, taskId: 'copied' });
+    terms.start_at = '2030-01-01T00:00:00+00:00';
+    expect(status.mandate).toEqual({ kind: 'room_booking', terms: { ...terms, start_at: MEETING.start_at } });
+    const stored = (await store.load('copied'))!.snapshot.context.mandate;
+    expect(stored).toEqual(status.mandate);
+    const started = byKind(await orchestrator.audit('copied'), 'task_started')[0]!;
+    expect(started.mandate).toEqual(status.mandate);
+    await orchestrator.close();
+  });
+
+  it('refuses a mandate kind whose name is not a plain identifier', () => {
+    expect(() => defineMandate('Room Booking!', z.strictObject({}))).toThrow(/lower case/);
+  });
+});
+
+describe('the mandate gate', () => {
+  it('refuses a write outside the mandate before its business validation, telling the model why in the rule\'s words', async () => {
+    const wrongDay = reserveArgs({ start_at: '2026-09-29T14:00:00+08:00', end_at: '2026-09-29T15:00:00+08:00' });
+    const { orchestrator, bookings } = harness({ script: [reply.call('reserve_room', wrongDay), reply.answer('done')] });
+    const status = await orchestrator.run({ principal: E17, goal: BOOKING_GOAL, success: BOOKING_SUCCESS, mandate: BOOKING_MANDATE });
+    expect(bookings.reserveRequests).toEqual([]);
+    const audit = await orchestrator.audit(status.taskId);
+    const gates = byKind(audit, 'gate').filter((g) => g.tool === 'reserve_room').map((g) => `${g.gate} ${g.decision}`);
+    expect(gates).toEqual(['schema pass', 'mandate reject']);
+    expect(byKind(audit, 'check_started')).toEqual([]);
+    const transcript = await orchestrator.transcript(status.taskId);
+    const result = transcript.find((e) => e.kind === 'result');
+    expect(result).toMatchObject({ observation: { ok: false, code: 'outside_mandate', gate: 'mandate', retryable: true } });
+    expect(JSON.stringify(result)).toContain('is not the slot the user asked for (2026-09-28T14:00:00+08:00');
+  });
+
+  it('lets the model correct itself: the right slot after the wrong one is booked', async () => {
+    const wrongDay = reserveArgs({ start_at: '2026-09-29T14:00:00+08:00', end_at: '2026-09-29T15:00:00+08:00' });
+    const script = [reply.call('reserve_room', wrongDay), reply.call('reserve_room', reserveArgs()), reply.answer('booked')];
+    const { orchestrator, bookings } = harness({ script });
+    const status = await orchestrator.run({ principal: E17, goal: BOOKING_GOAL, success: BOOKING_SUCCESS, mandate: BOOKING_MANDATE });
+    expect(status).toMatchObject({ state: 'done', outcome: { reason: { code: 'goal_met' } } });
+    expect(bookings.bookings.map((b) => b.startAt)).toEqual([MEETING.start_at]);
+  });
+
+  it('accepts the same instant written with another offset', async () => {
+    const utc = reserveArgs({ start_at: '2026-09-28T06:00:00Z', end_at: '2026-09-28T07:00:00Z' });
+    const { orchestrator, bookings } = harness({ script: [reply.call('reserve_room', utc), reply.answer('booked')] });
+    await orchestrator.run({ principal: E17, goal: BOOKING_GOAL, success: BOOKING_SUCCESS, mandate: BOOKING_MANDATE });
+    expect(bookings.bookings).toHaveLength(1);
+  });
+
+  it('refuses a read outside the mandate too when its tool declares a rule (a search without the projector)', async () => {
+    const { orchestrator } = harness({ script: [reply.call('find_available_rooms', { ...search, needs_projector: false }), reply.answer('x')] });
+    const status = await orchestrator.run({ principal: E17, goal: BOOKING_GOAL, mandate: BOOKING_MANDATE });
+    expect(status.observations).toEqual([expect.objectContaining({ ok: false, code: 'outside_mandate', summary: expect.stringContaining('[projector_required]') })]);
+  });
+
+  it('refuses a write whose tool declares no rule: a mandate covers only what its tools can be checked against', async () => {
+    const sent: string[] = [];
+    const { orchestrator } = harness({ extraTools: [paymentTool({ sent })], script: [reply.call('send_payment', { amount: 5 }), reply.answer('x')] });
+    const status = await orchestrator.run({ principal: E17, goal: BOOKING_GOAL, mandate: BOOKING_MANDATE });
+    expect(sent).toEqual([]);
+    expect(status.observations[0]).toMatchObject({ code: 'outside_mandate', summary: expect.stringContaining('declares no rule against the user\'s mandate (room_booking)') });
+  });
+
+  it('passes every call of a task started without a mandate, and says so in the audit', async () => {
+    const sent: string[] = [];
+    const { orchestrator } = harness({ extraTools: [paymentTool({ sent })], script: [reply.call('send_payment', { amount: 5 }), reply.answer('x')] });
+    const status = await orchestrator.run({ principal: E17, goal: 'pay' });
+    expect(sent).toHaveLength(1);
+    const mandate = byKind(await orchestrator.audit(status.taskId), 'gate').find((g) => g.gate === 'mandate');
+    expect(mandate).toMatchObject({ decision: 'pass', summary: 'the task has no mandate' });
+  });
+
+  it('fails closed on a rule that throws, returns a promise, or is for another kind', async () => {
+    const rules = {
+      throws: () => {
+        throw new Error('boom');
+      },
+      promise: () => Promise.resolve({ ok: true as const }),
+      other: refundMandate.rule(() => ({ ok: true })),
+    };
+    for (const [name, rule] of Object.entries(rules)) {
+      const sent: string[] = [];
+      const tool = Object.assign(paymentTool({ sent }), { mandate: rule });
+      const { orchestrator } = harness({ extraTools: [tool], script: [reply.call('send_payment', { amount: 5 }), reply.answer('x')] });
+      const status = await orchestrator.run({ principal: E17, goal: 'pay', mandate: BOOKING_MANDATE, taskId: `rule-${name}` });
+      expect(sent, name).toEqual([]);
+      expect(status.observations[0]?.ok, name).toBe(false);
+      expect((status.observations[0] as { code: string }).code, name).toBe('outside_mandate');
+    }
+  });
+
+  it('gives the rule its own copy of the arguments and the mandate', async () => {
+    const seen: unknown[] = [];
+    const tool = Object.assign(paymentTool(), {
+      mandate: (args: { amount: number }, mandate: { terms: Record<string, unknown> }) => {
+        seen.push(structuredClone({ args, mandate }));
+        args.amount = 0;
+        mandate.terms.min_attendees = 999;
+        return { ok: true as const };
+      },
+    });
+    const { orchestrator, store } = harness({ extraTools: [tool], script: [reply.call('send_payment', { amount: 5 }), reply.answer('x')] });
+    const status = await orchestrator.run({ principal: E17, goal: 'pay', mandate: BOOKING_MANDATE, taskId: 'copies' });
+    const context = (await store.load('copies'))!.snapshot.context;
+    expect(context.mandate).toEqual(BOOKING_MANDATE);
+    expect(context.batch!.calls[0]!.args).toEqual({ amount: 5 });
+    expect(status.state).toBe('done');
+    expect(seen.length).toBeGreaterThanOrEqual(2);
+  });
+});
+
+describe('a denial is final for that call', () => {
+  const executive = reserveArgs({ room_id: 'R1', expected_version: 3 });
+
+  it('stops the task with permission_denied when the model proposes a denied call again', async () => {
+    const script = [reply.call('reserve_room', executive), reply.call('reserve_room', executive), reply.answer('x')];
+    const { orchestrator, bookings } = harness({ script });
+    const status = await orchestrator.run({ principal: E17, goal: BOOKING_GOAL, success: BOOKING_SUCCESS });
+    expect(status).toMatchObject({ state: 'failed', outcome: { reason: { code: 'permission_denied' } } });
+    expect(status.outcome!.reason.message).toContain('was proposed again with the same arguments after the host denied it');
+    expect(bookings.reserveRequests).toEqual([]);
+    // The second proposal was not asked of the tool's hooks again: the denial was remembered.
+    const audit = await orchestrator.audit(status.taskId);
+    expect(byKind(audit, 'check_started').filter((c) => c.gate === 'permission')).toHaveLength(1);
+    expect(byKind(audit, 'model_output')).toHaveLength(2);
+  });
+
+  it("refuses it again instead when the policy says replan, and other arguments are judged afresh", async () => {
+    const script = [reply.call('reserve_room', executive), reply.call('reserve_room', executive), reply.call('reserve_room', reserveArgs()), reply.answer('booked')];
+    const { orchestrator, bookings } = harness({ script, policy: { onRepeatedDenial: 'replan', maxRejectedTurns: 3 } });
+    const status = await orchestrator.run({ principal: E17, goal: BOOKING_GOAL, success: BOOKING_SUCCESS });
+    expect(status.state).toBe('done');
+    const denials = byKind(await orchestrator.audit(status.taskId), 'gate').filter((g) => g.gate === 'permission' && g.decision === 'reject');
+    expect(denials).toHaveLength(2);
+    expect(bookings.bookings.map((b) => b.roomId)).toEqual(['R7']);
+  });
+
+  it('stops with outside_mandate when a call outside the mandate is proposed again, even after new observations', async () => {
+    const wrongDay = reserveArgs({ start_at: '2026-09-29T14:00:00+08:00', end_at: '2026-09-29T15:00:00+08:00' });
+    const script = [reply.call('reserve_room', wrongDay), reply.call('find_available_rooms', search), reply.call('reserve_room', wrongDay), reply.answer('x')];
+    const { orchestrator } = harness({ script });
+    const status = await orchestrator.run({ principal: E17, goal: BOOKING_GOAL, mandate: BOOKING_MANDATE });
+    expect(status).toMatchObject({ state: 'failed', outcome: { reason: { code: 'outside_mandate' } } });
+  });
+});
+
+describe('defineTool and mandate rules', () => {
+  it('refuses a mandate that is not a function, or is asynchronous', () => {
+    expect(() =>
+      defineTool({ ...paymentTool(), mandate: { kind: 'x' } as never }),
+    ).toThrow(/mandate must be a function/);
+    expect(() => defineTool({ ...paymentTool(), mandate: (async () => ({ ok: true as const })) as never })).toThrow(/mandate must be synchronous/);
+  });
+
+  it('types the terms of a kind in its rule', () => {
+    const rule = bookingMandate.rule<{ attendees: number }>((args, terms) => (args.attendees >= terms.min_attendees ? { ok: true } : { ok: false, summary: 'too few' }));
+    expect(rule({ attendees: 5 }, BOOKING_MANDATE, NO_HISTORY)).toEqual({ ok: true });
+    expect(rule({ attendees: 1 }, BOOKING_MANDATE, NO_HISTORY)).toEqual({ ok: false, summary: 'too few' });
+    expect(rule({ attendees: 5 }, { kind: 'room_booking', terms: { start_at: 'not a date' } }, NO_HISTORY)).toMatchObject({ ok: false, code: 'invalid_mandate' });
+    expect(SUPPORT.userId).toBe('E17');
+  });
+});
