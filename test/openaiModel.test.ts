@@ -235,6 +235,55 @@ describe('createOpenAIModel over HTTP', () => {
       expect(messagesOf(srv.requests[1]!)[2]!.content).toContain('cut off at the token limit');
     });
 
+    it.each([
+      ['a body that claims JSON and is not', fake.body('{"choices": [ {"message": ', 'application/json')],
+      ['an HTML error page with status 200', fake.body('<html><body>Bad gateway</body></html>', 'text/html')],
+    ])('re-asks after %s, then stops with protocol_error at the limit', async (_label, broken) => {
+      const srv = await serve(broken, broken, broken);
+      const { orchestrator } = harness({ model: openai(), policy: { maxInvalidOutputs: 2 } });
+      const status = await orchestrator.run({ principal: E17, goal: BOOKING_GOAL, taskId: 'non-json' });
+
+      expect(status.state).toBe('failed');
+      expect(status.outcome?.reason.code).toBe('protocol_error');
+      expect(srv.requests).toHaveLength(3);
+      expect(messagesOf(srv.requests[1]!)[2]!.content).toMatch(/^\[Host note, not from the user\] Your previous reply could not be used: the server('s response is not valid JSON| answered text, not a chat completion)/);
+    });
+
+    it('re-asks a tool call written as text instead of taking it as the final answer', async () => {
+      const written = [
+        '<tool_call>{"name": "find_available_rooms", "arguments": {"attendees": 3}}</tool_call>',
+        '[TOOL_CALLS] [{"name": "find_available_rooms", "arguments": {}}]',
+        '```json\n{"name": "reserve_room", "arguments": {"room_id": "R7"}}\n```',
+      ];
+      const srv = await serve(...written.map((text) => fake.text(text)), fake.text('I could not search for rooms.'));
+      const { orchestrator } = harness({ model: openai(), policy: { maxInvalidOutputs: 3 } });
+      const status = await orchestrator.run({ principal: E17, goal: BOOKING_GOAL, success: BOOKING_SUCCESS, taskId: 'text-calls' });
+
+      expect(srv.requests).toHaveLength(4);
+      for (const request of srv.requests.slice(1)) {
+        expect(messagesOf(request).at(-1)!.content).toMatch(/could not be used: a tool call was written as text \((marker "<tool_call>"|marker "\[TOOL_CALLS\]"|a JSON object with "name" and "arguments")\)/);
+      }
+      // Only the plain sentence is an answer; it claims nothing, so the task fails (no trusted result), not done.
+      expect(status.state).toBe('failed');
+      expect(status.outcome?.reason.code).toBe('goal_not_met');
+      expect(byKind(await orchestrator.audit('text-calls'), 'tool_started')).toEqual([]);
+    });
+
+    it('keeps a refused oversized argument out of the transcript and out of every later request', async () => {
+      const huge = JSON.stringify({ ...MEETING, note: 'x'.repeat(2_000_000) });
+      const srv = await serve(fake.call('c1', 'find_available_rooms', huge), fake.call('c2', 'find_available_rooms', { ...MEETING }), fake.text('R7 and R9 are free.'));
+      const { orchestrator } = harness({ model: openai() });
+      await orchestrator.run({ principal: E17, goal: BOOKING_GOAL, taskId: 'oversized' });
+
+      const sizes = srv.requests.map((r) => JSON.stringify(r.body).length);
+      expect(Math.max(...sizes.slice(1))).toBeLessThan(20_000);
+      const sent = messagesOf(srv.requests[1]!).find((m) => m.tool_calls)!.tool_calls![0]!;
+      expect(JSON.parse(sent.function.arguments)).toEqual({ omitted_by_host: expect.stringMatching(/^arguments of 2000\d+ bytes were refused \(the limit is 16384 bytes\)$/) });
+      expect(parsed(toolMessagesOf(srv.requests[1]!)[0])).toMatchObject({ ok: false, code: 'arguments_too_large' });
+      const transcript = await orchestrator.transcript('oversized');
+      expect(JSON.stringify(transcript).length).toBeLessThan(20_000);
+    });
+
     it('ends the task on a refusal', async () => {
       await serve(fake.refusal('I will not help with that.'));
       const { orchestrator } = harness({ model: openai() });

@@ -5,6 +5,7 @@ import type { AgentContext, AgentInput } from '../context.js';
 import { createBatch, rejectedBatch } from '../lib/batch.js';
 import { ZERO_COUNTERS, debit, modelTurnNeed } from '../lib/budget.js';
 import { protocolVerdict } from '../lib/protocol.js';
+import { utf8Length } from '../lib/strictJson.js';
 import type { TranscriptEntry } from '../journal.js';
 import { auditEntry, gateEntry, timeOf } from '../journal.js';
 import { type Step, type StepResult, endWait, retriesWithin } from './step.js';
@@ -129,8 +130,23 @@ function proposalEntry(context: AgentContext, event: MachineEvent): TranscriptEn
     at: event.at,
     turn: context.turn,
     text: event.text,
-    calls: event.calls.map((c) => ({ callId: c.callId!.trim(), tool: c.name, arguments: c.arguments })),
+    calls: event.calls.map((c) => ({ callId: c.callId!.trim(), tool: keptName(c.name), arguments: keptArguments(c.arguments, context.policy.maxArgumentBytes) })),
   };
+}
+
+/**
+ * Arguments over the limit are refused at the protocol gate; the transcript keeps a short JSON placeholder instead of
+ * them, so that they are neither stored nor sent back to the model on every later turn.
+ */
+function keptArguments(text: string, maxBytes: number): string {
+  const bytes = utf8Length(text);
+  if (bytes <= maxBytes) return text;
+  return JSON.stringify({ omitted_by_host: `arguments of ${bytes} bytes were refused (the limit is ${maxBytes} bytes)` });
+}
+
+/** A tool name no tool can have (a catalog name is at most 64 characters) is kept cut. */
+function keptName(name: string): string {
+  return name.length <= 128 ? name : `${name.slice(0, 128)}…`;
 }
 
 /** Refused whole at the protocol gate: every call gets its paired rejection, and nothing in the batch runs. */

@@ -23,6 +23,8 @@ export interface FakeRequest {
 
 export type FakeReply =
   | { kind: 'json'; body: unknown; status?: number; headers?: Record<string, string>; delayMs?: number }
+  /** A body sent as it is, under the given content type (a server that answers HTML or broken JSON). */
+  | { kind: 'text'; text: string; contentType: string; status?: number; delayMs?: number }
   /** Never answers: the request stays in flight until the client gives up. */
   | { kind: 'hang' };
 
@@ -76,11 +78,15 @@ export const fake = {
   raw(body: unknown): FakeReply {
     return { kind: 'json', body };
   },
+  /** A body that is not the JSON it claims to be, or not JSON at all. */
+  body(text: string, contentType = 'application/json'): FakeReply {
+    return { kind: 'text', text, contentType };
+  },
   error(status: number, message: string, headers: Record<string, string> = {}): FakeReply {
     return { kind: 'json', status, headers, body: { error: { message, type: 'fake_error', code: null } } };
   },
   delayed(delayMs: number, reply: FakeReply): FakeReply {
-    return reply.kind === 'json' ? { ...reply, delayMs } : reply;
+    return reply.kind === 'hang' ? reply : { ...reply, delayMs };
   },
   hang(): FakeReply {
     return { kind: 'hang' };
@@ -140,6 +146,11 @@ export async function startFakeOpenAI(script: FakeStep[] = []): Promise<FakeOpen
       if (reply.kind === 'hang') return;
       if (reply.delayMs) await new Promise((resolve) => setTimeout(resolve, reply.delayMs));
       if (record.aborted || res.destroyed) return;
+      if (reply.kind === 'text') {
+        res.writeHead(reply.status ?? 200, { 'content-type': reply.contentType });
+        res.end(reply.text);
+        return;
+      }
       res.writeHead(reply.status ?? 200, { 'content-type': 'application/json', ...reply.headers });
       res.end(JSON.stringify(reply.body));
     }

@@ -17,7 +17,7 @@ import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/ch
 import { AgentError } from '../../errors.js';
 import type { AgentModel, ModelReply, ModelRequest } from '../agentModel.js';
 import { buildMessages, toolDefinitions } from './openaiMessages.js';
-import { type ModelPrices, priceOf, toModelError, toModelReply } from './openaiReply.js';
+import { type ModelPrices, priceOf, toModelError, toModelReply, unusableBody } from './openaiReply.js';
 
 export interface OpenAIModelOptions {
   /** Default: OPENAI_API_KEY. Local servers that ignore keys still need a non-empty value. */
@@ -112,6 +112,8 @@ export function createOpenAIModel(options: OpenAIModelOptions = {}): AgentModel 
       try {
         response = await client.chat.completions.create(body, { signal: request.signal });
       } catch (error) {
+        // A body that claims JSON and is not: the server answered, with output nobody can use. Re-asked, counted.
+        if (error instanceof SyntaxError) return unusableBody(error, fallbackUsage, options.prices);
         throw toModelError(error, apiKey, maxRetryAfterMs);
       }
       return toModelReply(response, { prices: options.prices, fallbackUsage });

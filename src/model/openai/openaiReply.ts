@@ -22,6 +22,9 @@ export interface ReplyOptions {
 
 /** Maps one response. `response` is whatever the client returned (a server may send non-JSON text). */
 export function toModelReply(response: unknown, options: ReplyOptions): ModelReply {
+  if (typeof response === 'string') {
+    return { type: 'invalid', detail: `the server answered text, not a chat completion: ${JSON.stringify(response.slice(0, 80))}`, usage: usageOf({}, options) };
+  }
   const completion = (typeof response === 'object' && response !== null ? response : {}) as Partial<ChatCompletion>;
   const usage = usageOf(completion, options);
   const invalid = (detail: string): ModelReply => ({ type: 'invalid', detail, usage });
@@ -57,9 +60,40 @@ export function toModelReply(response: unknown, options: ReplyOptions): ModelRep
   }
   if (message.function_call) return invalid('legacy function_call output is not supported; use tool calls');
   if (typeof message.content === 'string' && message.content.trim() !== '') {
+    const written = textualToolCall(message.content);
+    if (written) return invalid(`a tool call was written as text (${written}) instead of through the tools interface; call tools as tool calls`);
     return { type: 'answer', text: message.content, usage };
   }
   return invalid('empty output: no text, tool calls or refusal');
+}
+
+/** A response body that could not be parsed as the JSON it claimed to be. */
+export function unusableBody(error: SyntaxError, fallbackUsage: ReplyOptions['fallbackUsage'], prices?: ModelPrices): ModelReply {
+  const usage = usageOf({}, { fallbackUsage, prices });
+  return { type: 'invalid', detail: `the server's response is not valid JSON (${error.message.slice(0, 120)})`, usage };
+}
+
+/**
+ * The markers servers leave in the text when their tool-call parser failed (Hermes/Qwen `<tool_call>`, Mistral
+ * `[TOOL_CALLS]`, Llama `<|python_tag|>` and `<function=`), or a whole reply that is a JSON tool call. Such a reply
+ * is not a final answer: taken as one, the task would end on a call that never ran.
+ */
+const TOOL_CALL_MARKERS = [/<tool_call>/i, /<\|tool_call\|>/i, /\[TOOL_CALLS\]/, /<\|python_tag\|>/, /<function=[\w.-]+>/, /<\|tool▁call/];
+
+function textualToolCall(content: string): string | null {
+  const marker = TOOL_CALL_MARKERS.find((pattern) => pattern.test(content));
+  if (marker) return `marker ${JSON.stringify(content.match(marker)![0])}`;
+  const trimmed = content.trim().replace(/^```(?:json)?\s*([\s\S]*?)\s*```$/, '$1');
+  if (!trimmed.startsWith('{') && !trimmed.startsWith('[')) return null;
+  try {
+    const parsed: unknown = JSON.parse(trimmed);
+    const items = Array.isArray(parsed) ? parsed : [parsed];
+    const looksLikeCall = (item: unknown) =>
+      typeof item === 'object' && item !== null && typeof (item as { name?: unknown }).name === 'string' && ('arguments' in item || 'parameters' in item);
+    return items.length > 0 && items.every(looksLikeCall) ? 'a JSON object with "name" and "arguments"' : null;
+  } catch {
+    return null;
+  }
 }
 
 function usageOf(completion: Partial<ChatCompletion>, options: ReplyOptions): ModelUsageReport {
