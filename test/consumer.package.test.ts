@@ -116,6 +116,7 @@ describe.each([
       'webSocketSink: missing_peer webSocketSink needs the optional peer dependency ws: npm install ws',
       'statechart-agent/redis: ERR_MODULE_NOT_FOUND ioredis',
       'statechart-agent/openai: ERR_MODULE_NOT_FOUND openai',
+      'statechart-agent/fastify: loaded (function)',
     ]);
   });
 });
@@ -130,7 +131,7 @@ describe('with ioredis installed', () => {
 describe('a TypeScript consumer (strict, skipLibCheck false)', () => {
   let root: string;
   beforeAll(async () => {
-    const optional = ['ioredis', 'openai', 'ws', '@statelyai/inspect'].map((name) => `${name}@${pkg.devDependencies[name]}`);
+    const optional = ['ioredis', 'openai', 'ws', '@statelyai/inspect', 'fastify', 'elkjs'].map((name) => `${name}@${pkg.devDependencies[name]}`);
     const types = [`typescript@${pkg.devDependencies.typescript}`, `@types/node@${pkg.devDependencies['@types/node']}`];
     root = await project('typescript', [`xstate@${high.xstate}`, `zod@${high.zod}`, ...types, ...optional]);
   }, 240_000);
@@ -138,6 +139,10 @@ describe('a TypeScript consumer (strict, skipLibCheck false)', () => {
   it.each(['node16', 'bundler'])('compiles with %s resolution and runs with node', async (resolution) => {
     await sh(join(root, 'node_modules', '.bin', 'tsc'), ['-p', `tsconfig.${resolution}.json`], root);
     expect(await sh('node', [`dist-${resolution}/consumer.js`], root)).toBe('ts: done goal_met resumed 0');
+  });
+
+  it('serves a task over HTTP with statechart-agent/fastify (pages and elkjs layout included)', async () => {
+    expect(await sh('node', ['service.mjs'], root)).toBe('service: 200 done true 200 true 200');
   });
 
   it('compiles the types of every entry', async () => {
@@ -148,7 +153,7 @@ describe('a TypeScript consumer (strict, skipLibCheck false)', () => {
     for (const [name, code] of await readmeExamples()) await writeFile(join(root, `readme-${name}.ts`), code);
     await sh(join(root, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.example.json'], root);
     const node = (name: ExampleName, env: NodeJS.ProcessEnv = {}) => sh('node', [`dist-example/readme-${name}.js`], root, env);
-    for (const name of ['embed', 'mandate', 'inspect', 'visualize'] as const) expectExampleOutput[name](await node(name));
+    for (const name of ['embed', 'mandate', 'inspect', 'visualize', 'fastify'] as const) expectExampleOutput[name](await node(name));
     const server = await startFakeOpenAI([fake.text('Hello, E17.')]);
     try {
       expectExampleOutput.openai(await node('openai', { OPENAI_BASE_URL: server.url, OPENAI_MODEL: 'fake', OPENAI_API_KEY: 'local' }));
@@ -160,5 +165,5 @@ describe('a TypeScript consumer (strict, skipLibCheck false)', () => {
       expectExampleOutput.redis(await node('redis', { REDIS_URL: redis.url, AGENT_PREFIX: prefix }));
       await redis.deleteKeys(prefix);
     }
-  });
+  }, 120_000);
 });

@@ -224,7 +224,7 @@ describe('Stately inspector relay', () => {
   it('relays the task actor frames to a viewer, then releases the port and disconnects the viewer on stop', async () => {
     const inspection = await createStatelyInspection({ port: 0 });
     closers.push(() => inspection.stop());
-    expect(inspection.url).toBe(`http://localhost:${inspection.port}`);
+    expect(inspection.url).toBe(`http://127.0.0.1:${inspection.port}`);
     const page = await fetch(inspection.url).then((r) => r.text());
     expect(page).toContain(`new WebSocket('ws://localhost:${inspection.port}')`);
     const viewer = await collect(inspection.wsUrl);
@@ -288,7 +288,7 @@ describe('Stately inspector relay', () => {
     const exit = await child.ended(20_000);
     expect(exit).toEqual({ code: 0, signal: null });
     const out = child.lines.join('\n');
-    expect(out).toMatch(/Stately inspector: open http:\/\/localhost:\d+ in a browser\. The page embeds the inspector UI from stately\.ai, which needs/);
+    expect(out).toMatch(/Stately inspector: open http:\/\/127\.0\.0\.1:\d+ in a browser\. The page embeds the inspector UI from stately\.ai, which needs/);
     expect(out).toContain('the local relay and its event stream do not');
     expect(out).toContain('Normal booking');
     const lines = parseJsonLines(await readFile(join(dir, 'demo.jsonl'), 'utf8'));

@@ -12,6 +12,7 @@ import { type ReplayedTask, replayAudit } from '../audit/replayAudit.js';
 import { type Clock, shiftedClock, systemClock } from '../clock.js';
 import { TaskNotFoundError } from '../errors.js';
 import { type Orchestrator, type ReviewResolution, type TaskStatus, createOrchestrator } from '../orchestrator/orchestrator.js';
+import { type StatelyInspection, createStatelyInspection } from '../inspect/statelyInspector.js';
 import { type GatedModel, gatedModel } from '../testing/gatedModel.js';
 import { type HostSetup, loadHost } from './host.js';
 import { openStore } from './openStore.js';
@@ -41,6 +42,9 @@ Options:
   --at <N>           first show the task at step N
   --as <userId>      send user events as this user (default: the task's user)
   --scopes <a,b>     the scopes of the --as session (default: none), e.g. an approver's or a reviewer's
+  --inspect          watch the task live in the Stately inspector while you step it: a local relay on 127.0.0.1
+                     (the inspector UI loads from stately.ai and needs internet; needs @statelyai/inspect and ws)
+  --inspect-port <n> the relay's port (default 8080; 0 picks a free one)
   --real-clock       use the system clock (default: the task's own time, resumed from its last save, so a
                      confirmation does not expire while you read)
   --help             this text`;
@@ -58,6 +62,8 @@ async function main(argv: string[]): Promise<number> {
       as: { type: 'string' },
       scopes: { type: 'string' },
       'real-clock': { type: 'boolean', default: false },
+      inspect: { type: 'boolean', default: false },
+      'inspect-port': { type: 'string' },
       help: { type: 'boolean', default: false },
     },
     strict: true,
@@ -72,11 +78,14 @@ async function main(argv: string[]): Promise<number> {
   if (!values.host) throw new UsageError('step needs --host <module>: the tools and model that continue the task');
   if (values.store !== 'file' && values.store !== 'redis') throw new UsageError(`--store must be file or redis, not "${values.store}"`);
   const startAt = values.at === undefined ? undefined : parseStep(values.at);
+  if (values['inspect-port'] !== undefined && !values.inspect) throw new UsageError('--inspect-port needs --inspect');
+  const inspectPort = values['inspect-port'] === undefined ? 8080 : parsePort(values['inspect-port']);
 
   const host = await loadHost(values.host);
   const location = locateTask(taskId, { store: values.store, dataDir: values['data-dir'], prefix: values.prefix }, host);
   const store = await openStore(location.store, { dataDir: location.dataDir, prefix: location.prefix });
   let setup: HostSetup | null = null;
+  let inspection: StatelyInspection | null = null;
   try {
     const stored = await store.load(taskId);
     if (!stored) throw new TaskNotFoundError(taskId);
@@ -84,6 +93,10 @@ async function main(argv: string[]): Promise<number> {
     setup = await host.setup({ store: location.store, dataDir: location.dataDir, prefix: location.prefix, clock });
     if (!setup.model) throw new UsageError('the host module gives no model: step needs one to take the next turns');
     const model = gatedModel(setup.model);
+    if (values.inspect) {
+      inspection = await createStatelyInspection({ port: inspectPort });
+      console.log(`Stately inspector: open ${inspection.url} (the task is one actor there, task:${taskId}; the UI loads from stately.ai)`);
+    }
     const orchestrator = createOrchestrator({
       tools: setup.tools,
       model,
@@ -92,6 +105,7 @@ async function main(argv: string[]): Promise<number> {
       expirySweepMs: 0,
       // A stepped turn waits for a human: no model timeout worth the name.
       modelTimeoutMs: 24 * 3_600_000,
+      ...(inspection ? { inspect: inspection.inspect } : {}),
     });
     console.log(`step ${taskId} · ${location.description} · model ${setup.model.name} (gated: each model turn waits for \`next\`)`);
     if (setup.where) console.log(`business data ${setup.where}`);
@@ -105,6 +119,7 @@ async function main(argv: string[]): Promise<number> {
   } finally {
     await setup?.close?.();
     await store.close();
+    await inspection?.stop();
   }
 }
 
@@ -264,6 +279,12 @@ function parseResolution(text: string): ReviewResolution {
   }
   if (kind === 'not_happened' || kind === 'retry') return { resolution: kind, ...(rest.length ? { note: tail } : {}) };
   throw new UsageError('resolve needs happened <result json>, not_happened [note] or retry [note]');
+}
+
+function parsePort(text: string): number {
+  const port = Number(text);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new UsageError(`--inspect-port needs a port number (0-65535), not "${text}"`);
+  return port;
 }
 
 function parseStep(text: string): number {

@@ -15,6 +15,13 @@
  *   crashing the process.
  * `stop()` therefore lets queued events go out, closes the client (waiting for its close), then stops the relay
  * and destroys its sockets, last.
+ *
+ * What it streams is ours, not the library's: the relay listens on 127.0.0.1 only (unless told otherwise), and the
+ * frames are built from the offline inspection stream's messages (`createInspectionStream`), so a snapshot carries
+ * the same reduced context (turn, budgets used, pending confirmation, batch, outcome), and an event only its type and
+ * identifiers (never the goal, the principal's scopes, actor inputs or tool output such as a customer's note). Each task is one actor in the inspector, named
+ * `task:<taskId>` (its children `task:<taskId>/<invoke id>`), however often it is evicted while it waits and
+ * reloaded: XState gives every reload a new session id, which would show as a new root actor each time.
  */
 import http from 'node:http';
 import { once } from 'node:events';
@@ -22,10 +29,13 @@ import type { Socket } from 'node:net';
 import type { InspectionEvent } from 'xstate';
 import { AgentError } from '../errors.js';
 import { optionalPeer } from './optionalPeer.js';
+import { statelyFrames } from './statelyFrames.js';
 
 export interface StatelyInspectionOptions {
   /** Port of the local relay (page and WebSocket). Default 8080; 0 picks a free one. */
   port?: number;
+  /** Interface the relay listens on (default 127.0.0.1: this machine only). */
+  host?: string;
   /** Open the page in the default browser (default false). */
   open?: boolean;
   /** The inspector UI the page embeds (default: the library's, https://stately.ai/inspect). */
@@ -37,9 +47,9 @@ export interface StatelyInspectionOptions {
 export interface StatelyInspection {
   /** For `createOrchestrator({ inspect })`. Does nothing once stopped. */
   inspect: (event: InspectionEvent) => void;
-  /** The page to open in a browser: `http://localhost:<port>`. */
+  /** The page to open in a browser: `http://127.0.0.1:<port>`. */
   url: string;
-  /** The relay's WebSocket: `ws://localhost:<port>`. */
+  /** The relay's WebSocket: `ws://127.0.0.1:<port>`. */
   wsUrl: string;
   port: number;
   /** Releases the client, the relay and every socket; the process can exit afterwards. Idempotent. */
@@ -78,12 +88,14 @@ export class InspectorStartError extends AgentError {
  * await inspection.stop();
  */
 export async function createStatelyInspection(options: StatelyInspectionOptions = {}): Promise<StatelyInspection> {
-  const port = options.port === 0 ? await freePort() : (options.port ?? 8080);
+  const host = options.host ?? '127.0.0.1';
+  const port = options.port === 0 ? await freePort(host) : (options.port ?? 8080);
   // @statelyai/inspect is an optional peer: loaded only when the Stately inspector is asked for.
   const stately = await optionalPeer('@statelyai/inspect', () => import('@statelyai/inspect'), 'createStatelyInspection');
   const server = await optionalPeer('@statelyai/inspect', () => import('@statelyai/inspect/server'), 'createStatelyInspection');
-  const relay = await startRelay(port, options, server.createInspectorServer);
-  const wsUrl = `ws://localhost:${port}`;
+  const relay = await startRelay(port, host, options, server.createInspectorServer);
+  const address = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
+  const wsUrl = `ws://${address}:${port}`;
   const inspector = stately.createWebSocketInspector({ url: wsUrl });
   const client = inspector.adapter as unknown as ClientView;
   const socket = client.ws;
@@ -127,11 +139,12 @@ export async function createStatelyInspection(options: StatelyInspectionOptions 
     throw error;
   }
 
+  const frames = statelyFrames((frame) => inspector.adapter.send(frame as never));
   return {
     inspect: (event) => {
-      if (!stopped) inspector.inspect.next?.(event);
+      if (!stopped) frames(event);
     },
-    url: `http://localhost:${port}`,
+    url: `http://${address}:${port}`,
     wsUrl,
     port,
     stop,
@@ -141,10 +154,11 @@ export async function createStatelyInspection(options: StatelyInspectionOptions 
 /** The library's relay, with its HTTP server captured (see the header) so it can be fully released. */
 async function startRelay(
   port: number,
+  host: string,
   options: StatelyInspectionOptions,
   createInspectorServer: typeof import('@statelyai/inspect/server').createInspectorServer,
 ): Promise<{ stop(): Promise<void> }> {
-  const { result: relay, server } = captureHttpServer(() =>
+  const { result: relay, server } = captureHttpServer(host, () =>
     createInspectorServer({ port, autoOpen: options.open ?? false, ...(options.inspectorUrl ? { url: options.inspectorUrl } : {}) }),
   );
   if (!server) {
@@ -189,14 +203,21 @@ async function startRelay(
   return { stop: stopRelay };
 }
 
-/** Runs `start` while `http.createServer` is observed, and returns the server it created (synchronously). */
-function captureHttpServer<T>(start: () => T): { result: T; server: http.Server | null } {
+/**
+ * Runs `start` while `http.createServer` is observed, and returns the server it created (synchronously). The
+ * library listens with `listen(port, callback)`, which is every interface: the captured server listens on `host`.
+ */
+function captureHttpServer<T>(host: string, start: () => T): { result: T; server: http.Server | null } {
   const module = http as unknown as { createServer: typeof http.createServer };
   const original = module.createServer;
   const captured: { server: http.Server | null } = { server: null };
   module.createServer = ((...args: Parameters<typeof http.createServer>) => {
-    captured.server = original(...args);
-    return captured.server;
+    const server = original(...args);
+    const listen = server.listen.bind(server) as (...rest: unknown[]) => http.Server;
+    server.listen = ((port: unknown, ...rest: unknown[]) =>
+      typeof port === 'number' && (rest.length === 0 || typeof rest[0] === 'function') ? listen(port, host, ...rest) : listen(port, ...rest)) as typeof server.listen;
+    captured.server = server;
+    return server;
   }) as typeof http.createServer;
   try {
     const result = start();
@@ -206,9 +227,9 @@ function captureHttpServer<T>(start: () => T): { result: T; server: http.Server 
   }
 }
 
-async function freePort(): Promise<number> {
+async function freePort(host: string): Promise<number> {
   const probe = http.createServer();
-  probe.listen(0);
+  probe.listen(0, host);
   await once(probe, 'listening');
   const { port } = probe.address() as { port: number };
   await new Promise((resolve) => probe.close(resolve));

@@ -11,7 +11,7 @@ import { PROJECT_ROOT } from './workers.js';
 
 const run = promisify(execFile);
 
-export const EXAMPLES = ['embed', 'mandate', 'redis', 'inspect', 'visualize', 'openai'] as const;
+export const EXAMPLES = ['embed', 'mandate', 'redis', 'inspect', 'visualize', 'openai', 'fastify'] as const;
 export type ExampleName = (typeof EXAMPLES)[number];
 
 /** Every marked example in the README, by name (so a new one cannot be added without a check below). */
@@ -53,6 +53,9 @@ export const expectExampleOutput: Record<ExampleName, (stdout: string) => void> 
   visualize(stdout) {
     expect(stdout).toMatch(/^\d{2,} states, \d{2,} transitions$/);
   },
+  fastify(stdout) {
+    expect(stdout).toBe('201 done 404 task_not_found');
+  },
   openai(stdout) {
     // The fake server's one answer: 120 prompt + 30 completion tokens, at 0.15 and 0.60 per thousand, rounded up.
     expect(stdout).toBe('done goal_met 150 tokens, 36 costMicros');
@@ -67,6 +70,7 @@ export const SOURCES: Record<string, string> = {
   'statechart-agent/inspect': 'src/inspect/index.ts',
   'statechart-agent/testing': 'src/testing/index.ts',
   'statechart-agent/visualize': 'src/visualize/index.ts',
+  'statechart-agent/fastify': 'src/http/index.ts',
 };
 
 /** Runs an example with tsx, its package imports pointed at the sources, in a scratch folder as its cwd. */

@@ -1,0 +1,82 @@
+/**
+ * `npm run serve`: the demo as an HTTP service on the embedded file store, with the demo's tools and the scripted
+ * model (no network, no keys). It starts one refund task for E17 when its store is empty, so the inbox has
+ * something to decide: 999.00 refused by the mandate, 199.00 waiting for E17's confirmation.
+ * `npm run serve -- --help` lists the options.
+ */
+import { mkdir } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import { FileStore } from '../../src/index.js';
+import { parsePort, startInspection } from './inspection.js';
+import { DEMO_USERS, REFUND_GOAL, createDemoService, demoStartRequest } from './service.js';
+
+const HELP = `Usage: npm run serve -- [options]
+
+  --port <n>          HTTP port (default 3000; 0 picks a free one)
+  --host <address>    interface to listen on (default 127.0.0.1)
+  --data-dir <dir>    the file store's directory (default .data/serve)
+  --model <kind>      scripted (default) or openai: a real model through OPENAI_API_KEY, OPENAI_MODEL and
+                      OPENAI_BASE_URL (any OpenAI-compatible server)
+  --step              step the model: each model turn waits for "next" on the live task page
+  --inspect           also stream every task to the Stately inspector relay (local; its UI needs internet)
+  --inspect-port <n>  the relay's port (default 8080; 0 picks one)
+  --empty             do not start the demo refund task when the store is empty
+  --help              this text`;
+
+const { values } = parseArgs({
+  options: {
+    port: { type: 'string', default: '3000' },
+    host: { type: 'string', default: '127.0.0.1' },
+    'data-dir': { type: 'string', default: '.data/serve' },
+    model: { type: 'string', default: 'scripted' },
+    step: { type: 'boolean', default: false },
+    inspect: { type: 'boolean', default: false },
+    'inspect-port': { type: 'string', default: '8080' },
+    empty: { type: 'boolean', default: false },
+    help: { type: 'boolean', default: false },
+  },
+  strict: true,
+});
+if (values.help) {
+  console.log(HELP);
+  process.exit(0);
+}
+const port = parsePort(values.port, '--port');
+if (values.model !== 'scripted' && values.model !== 'openai') {
+  console.error(`--model must be scripted or openai, not "${values.model}"`);
+  process.exit(2);
+}
+const missing = ['OPENAI_API_KEY', 'OPENAI_MODEL'].filter((name) => !process.env[name]);
+if (values.model === 'openai' && missing.length > 0) {
+  console.error(`--model openai needs ${missing.join(' and ')} (and OPENAI_BASE_URL for a local server)`);
+  process.exit(2);
+}
+const model = values.model === 'openai' ? (await import('../../src/openai.js')).createOpenAIModel() : undefined;
+const inspection = values.inspect ? await startInspection({ stately: { port: parsePort(values['inspect-port'], '--inspect-port'), open: false } }) : null;
+await mkdir(values['data-dir'], { recursive: true });
+const store = new FileStore(values['data-dir']);
+const service = await createDemoService({ store, step: values.step, ...(model ? { model } : {}), ...(inspection ? { inspect: inspection.inspect } : {}) });
+const address = await service.app.listen({ port, host: values.host });
+const origin = address.replace('[::1]', 'localhost');
+
+if (!values.empty && (await store.list({ limit: 1 })).length === 0) {
+  const status = await service.orchestrator.start(demoStartRequest({ goal: REFUND_GOAL, taskId: `refund-${Date.now().toString(36)}` }, DEMO_USERS.E17!));
+  console.log(`started ${status.taskId} for E17 (refund of O-1001)${values.step ? ': press "next" on its live page to let the model take each turn' : ''}`);
+}
+console.log(`statechart-agent service on ${origin} (file store ${values['data-dir']}, ${model ? `model ${model.name}` : 'scripted model'}${values.step ? ', stepped' : ''})`);
+console.log(`  sign in:   ${origin}/login?user=E17   (also E99, M1, Z5@globex; curl: -H 'authorization: Bearer E17')`);
+console.log(`  inbox:     ${origin}/inbox`);
+console.log(`  API:       ${origin}/api/tasks · ${origin}/api/openapi.json`);
+for (const note of inspection?.notes ?? []) console.log(`  ${note}`);
+
+let stopping = false;
+const shutdown = async () => {
+  if (stopping) return;
+  stopping = true;
+  await service.close();
+  await store.close();
+  await inspection?.stop();
+  process.exit(0);
+};
+process.on('SIGINT', shutdown);
+process.on('SIGTERM', shutdown);

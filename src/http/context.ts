@@ -1,0 +1,73 @@
+/** What every route of the service shares: the orchestrator, the session checks, parsing, and the caller's view of a task. */
+import type { FastifyRequest } from 'fastify';
+import type { AnyStateMachine } from 'xstate';
+import type { z } from 'zod';
+import type { Principal } from '../../machines/context.js';
+import type { Clock } from '../clock.js';
+import { TaskNotFoundError } from '../errors.js';
+import type { Orchestrator, StartTaskRequest, TaskStatus } from '../orchestrator/orchestrator.js';
+import { type Access, type Authenticate, CsrfGuard, accessOf, authenticateRequest, notFound } from './access.js';
+import type { StartBody } from './schemas.js';
+import { ServiceError } from './serviceError.js';
+import type { SseOptions } from './sse.js';
+import type { Stepper } from './stepper.js';
+
+export interface ServiceContext {
+  orchestrator: Orchestrator;
+  machine: AnyStateMachine;
+  clock: Clock;
+  csrf: CsrfGuard;
+  stepper: Stepper | null;
+  sse: SseOptions;
+  bodyLimit: number;
+  startRequest: (body: StartBody, principal: Principal, request: FastifyRequest) => StartTaskRequest | Promise<StartTaskRequest>;
+  /** The signed-in caller, or 401. */
+  principal(request: FastifyRequest): Promise<Principal>;
+  /** The task as the caller may see it, or 404 (also when it exists but is not theirs to see). */
+  visible(principal: Principal, taskId: string): Promise<{ status: TaskStatus; access: Access }>;
+}
+
+export function createContext(options: {
+  orchestrator: Orchestrator;
+  authenticate: Authenticate;
+  machine: AnyStateMachine;
+  clock: Clock;
+  csrfSecret?: string;
+  stepper?: Stepper;
+  sse?: Partial<SseOptions>;
+  bodyLimit?: number;
+  startRequest?: ServiceContext['startRequest'];
+}): ServiceContext {
+  const { orchestrator, authenticate } = options;
+  return {
+    orchestrator,
+    machine: options.machine,
+    clock: options.clock,
+    csrf: new CsrfGuard(options.csrfSecret),
+    stepper: options.stepper ?? null,
+    sse: { pollMs: options.sse?.pollMs ?? 2_000, heartbeatMs: options.sse?.heartbeatMs ?? 15_000 },
+    bodyLimit: options.bodyLimit ?? 16 * 1024,
+    startRequest: options.startRequest ?? ((body, principal) => ({ ...body, principal }) as StartTaskRequest),
+    principal: (request) => authenticateRequest(request, authenticate),
+    async visible(principal, taskId) {
+      let status: TaskStatus;
+      try {
+        status = await orchestrator.status(taskId);
+      } catch (error) {
+        if (error instanceof TaskNotFoundError) throw notFound(taskId);
+        throw error;
+      }
+      const access = accessOf(principal, status);
+      if (!access) throw notFound(taskId);
+      return { status, access };
+    },
+  };
+}
+
+/** Parses with a zod schema, or answers 400 with `code` naming the first problem's field. */
+export function parse<S extends z.ZodType>(schema: S, value: unknown, what: string, code = 'invalid_request'): z.output<S> {
+  const parsed = schema.safeParse(value ?? {});
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0]!;
+  throw new ServiceError(400, code, `${what}: ${issue.path.join('.') || '(root)'}: ${issue.message}`);
+}

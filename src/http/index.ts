@@ -1,0 +1,107 @@
+/**
+ * `statechart-agent/fastify`: the orchestrator as an HTTP service, a Fastify plugin. Routes under `/api` (start, list,
+ * get, audit, events as SSE, replay, inbox, confirm, reject, answer, cancel, next), the OpenAPI document at
+ * `/api/openapi.json`, and two pages: the approval inbox (`/inbox`) and the live task page (`/tasks/:taskId`).
+ * The host authenticates; every read and decision is checked against the caller's tenant and user.
+ *
+ * Fastify is not loaded by this module (it only uses its types): the host brings its own Fastify 5 app.
+ *
+ * @example
+ * const app = Fastify();
+ * await app.register(agentService, {
+ *   orchestrator,
+ *   authenticate: (request) => sessions.principalOf(request), // -> { userId, tenantId, scopes } or null
+ * });
+ * await app.listen({ port: 3000 });
+ */
+import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
+import type { AnyStateMachine } from 'xstate';
+import type { Principal } from '../../machines/context.js';
+import { agentMachine } from '../../machines/agentMachine.js';
+import { type Clock, systemClock } from '../clock.js';
+import { AgentError, HostRequestError, TaskBusyError, TaskExistsError, TaskNotFoundError, TaskQuarantinedError } from '../errors.js';
+import type { Orchestrator, StartTaskRequest } from '../orchestrator/orchestrator.js';
+import type { Authenticate } from './access.js';
+import { createContext } from './context.js';
+import { registerDecisionRoutes } from './decisions.js';
+import { type RouteDoc, openApiDocument } from './openapi.js';
+import { registerPages } from './pages.js';
+import { registerReadRoutes } from './routes.js';
+import type { StartBody } from './schemas.js';
+import { ServiceError } from './serviceError.js';
+import type { SseOptions } from './sse.js';
+import type { Stepper } from './stepper.js';
+
+export interface AgentServiceOptions {
+  orchestrator: Orchestrator;
+  /** The caller's principal from your session (cookie, bearer token...), or null when not signed in. */
+  authenticate: Authenticate;
+  /**
+   * The start request for a caller's body. Default: the body as it is, for the signed-in principal. A host that
+   * derives the mandate or the limits from its own records does it here.
+   */
+  startRequest?: (body: StartBody, principal: Principal, request: FastifyRequest) => StartTaskRequest | Promise<StartTaskRequest>;
+  /** Step the model one turn per `POST /api/tasks/:taskId/next` (the live page's "next"): `createStepper(model)`. */
+  stepper?: Stepper;
+  /** The machine the live page draws (default: the agent machine). */
+  machine?: AnyStateMachine;
+  /** The orchestrator's clock: confirmation expiry is checked against it (default: the system clock). */
+  clock?: Clock;
+  /** Secret of the CSRF tokens (default: random per process, so tokens do not survive a restart). */
+  csrfSecret?: string;
+  /** Largest request body in bytes (default 16 KiB); larger ones get 413 `body_too_large`. */
+  bodyLimit?: number;
+  /** Serve the inbox and live task pages (default true). */
+  pages?: boolean;
+  sse?: Partial<SseOptions>;
+  /** Title of the OpenAPI document. */
+  title?: string;
+}
+
+export async function agentService(app: FastifyInstance, options: AgentServiceOptions): Promise<void> {
+  const ctx = createContext({ ...options, machine: options.machine ?? agentMachine, clock: options.clock ?? systemClock });
+  const docs: RouteDoc[] = [];
+  // JSON only: a cross-site form can post text/plain without a preflight, so nothing but JSON is parsed here.
+  app.removeContentTypeParser('text/plain');
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const { statusCode, body } = errorResponse(error);
+    if (statusCode >= 500) request.log.error({ err: error }, 'agent service error');
+    void reply.code(statusCode).send(body);
+  });
+  app.setNotFoundHandler((request, reply) => {
+    void reply.code(404).send({ code: 'not_found', message: `no route ${request.method} ${request.url}` });
+  });
+  registerReadRoutes(app, ctx, docs);
+  registerDecisionRoutes(app, ctx, docs);
+  const document = openApiDocument(docs, app.prefix, { title: options.title ?? 'statechart-agent service', version: '1' });
+  app.get('/api/openapi.json', async () => document);
+  if (options.pages ?? true) registerPages(app, app.prefix);
+}
+
+/** The error body every route answers with: `{ code, message }` (plus the unchanged status of a refused decision). */
+function errorResponse(error: FastifyError | Error): { statusCode: number; body: { code: string; message: string; status?: unknown } } {
+  if (error instanceof ServiceError) {
+    return { statusCode: error.statusCode, body: { code: error.code, message: error.message, ...(error.status !== undefined ? { status: error.status } : {}) } };
+  }
+  const code = (error as FastifyError).code;
+  if (code === 'FST_ERR_CTP_BODY_TOO_LARGE') return { statusCode: 413, body: { code: 'body_too_large', message: error.message } };
+  if (code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return { statusCode: 415, body: { code: 'unsupported_media_type', message: 'send the body as application/json' } };
+  if (code === 'FST_ERR_CTP_EMPTY_JSON_BODY') return { statusCode: 400, body: { code: 'invalid_request', message: 'the JSON body is empty' } };
+  if (code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH') return { statusCode: 400, body: { code: 'invalid_request', message: error.message } };
+  if ((error as FastifyError).statusCode === 400) return { statusCode: 400, body: { code: 'invalid_json', message: `the body is not valid JSON: ${error.message}` } };
+  if (error instanceof HostRequestError) return { statusCode: 400, body: { code: error.code, message: error.message } };
+  if (error instanceof TaskExistsError) return { statusCode: 409, body: { code: error.code, message: error.message } };
+  if (error instanceof TaskNotFoundError) return { statusCode: 404, body: { code: error.code, message: error.message } };
+  if (error instanceof TaskQuarantinedError) return { statusCode: 409, body: { code: error.code, message: error.message } };
+  if (error instanceof TaskBusyError) return { statusCode: 503, body: { code: error.code, message: error.message } };
+  if (error instanceof AgentError && error.code === 'orchestrator_closed') return { statusCode: 503, body: { code: error.code, message: error.message } };
+  return { statusCode: 500, body: { code: 'internal_error', message: 'the service failed; see its log' } };
+}
+
+export { createStepper, type Stepper } from './stepper.js';
+export { accessOf, CsrfGuard, type Access, type Authenticate } from './access.js';
+export { chartLayout, type ChartLayout, type LaidOutEdge, type LaidOutState } from './chartLayout.js';
+export { earlierProposals } from './inbox.js';
+export { ServiceError } from './serviceError.js';
+export type { InboxItem, EarlierProposal, StartBody } from './schemas.js';
+export type { SseOptions } from './sse.js';

@@ -1,0 +1,171 @@
+// The live task page: the chart with the path taken, the timeline, budgets and the pending confirmation, kept live
+// over the task's Server-Sent Events (the browser resumes with Last-Event-ID on its own after a drop); step
+// controls through the API; time travel to step N from the audit journal (GET /api/tasks/:id/replay?at=N).
+import { drawChart } from './chart.js';
+import { base, clock, el, get, json, post, session, showError } from './common.js';
+
+const taskId = decodeURIComponent(location.pathname.split('/').pop() ?? '');
+const path = `/api/tasks/${encodeURIComponent(taskId)}`;
+const $ = (id) => document.getElementById(id);
+const message = $('message');
+let chart = null;
+let view = null;
+let travelAt = null;
+let auditLength = 0;
+let refreshTimer = null;
+
+$('task-id').textContent = taskId;
+
+function describe(entry) {
+  switch (entry.kind) {
+    case 'gate': return [`${entry.gate} gate`, entry.decision, [entry.tool, entry.code, entry.summary].filter(Boolean).join(' · ')];
+    case 'check_started': return [`${entry.gate} check`, 'asking', entry.tool];
+    case 'tool_started': return [`${entry.effect} ${entry.tool}`, 'started', `${JSON.stringify(entry.args)}${entry.idempotencyKey ? ` key ${entry.idempotencyKey.slice(0, 16)}…` : ''}`];
+    case 'tool_finished': return [`${entry.tool}`, entry.code, `${entry.durationMs} ms, ${entry.attempts} attempt(s)`];
+    case 'write_lookup': return [`lookup ${entry.tool}`, entry.result, `key ${entry.idempotencyKey.slice(0, 16)}…`];
+    case 'confirmation': return [`confirmation ${entry.tool}`, entry.action, [entry.userId, entry.decidedAs, entry.code].filter(Boolean).join(' · ')];
+    case 'task_stopped': return ['stop', entry.status, `${entry.reason.code}: ${entry.reason.message}`];
+    case 'model_requested': return ['model', 'asked', ''];
+    case 'model_output': return ['model', `${entry.calls} call(s)`, `${entry.usage.inputTokens + entry.usage.outputTokens} tokens`];
+    case 'task_started': return ['start', entry.userId, entry.goal];
+    case 'review': return [`review ${entry.tool}`, entry.action, entry.summary];
+    case 'cancel_requested': return ['cancel', entry.deferred ? 'deferred' : 'requested', `${entry.by}: ${entry.reason}`];
+    default: return [entry.kind, '', ''];
+  }
+}
+
+function decisionClass(decision) {
+  if (['pass', 'ok', 'granted', 'found', 'approved', 'done'].includes(decision)) return 'pass';
+  if (['reject', 'stop', 'refused', 'rejected', 'expired', 'failed', 'cancelled', 'not_found', 'conflict'].includes(decision)) return 'reject';
+  return '';
+}
+
+function addTimeline(data) {
+  const [what, decision, details] = describe(data.entry);
+  $('timeline').append(el('tr', { 'data-seq': data.seq, 'data-kind': data.kind },
+    el('td', {}, String(data.seq)), el('td', {}, String(data.entry.turn)), el('td', {}, what),
+    el('td', { class: decisionClass(decision) }, decision), el('td', { class: 'details' }, details), el('td', { class: 'small' }, data.state ?? '')));
+  auditLength = Math.max(auditLength, data.seq + 1);
+  $('travel-of').textContent = `of ${auditLength}`;
+}
+
+function renderBudget(used, limits) {
+  $('budget').replaceChildren(el('tr', {}, el('th', {}, 'budget'), el('th', {}, 'used'), el('th', {}, 'limit')),
+    ...Object.keys(used).map((key) => el('tr', {}, el('td', {}, key), el('td', {}, String(used[key])), el('td', {}, limits ? String(limits[key]) : '?'))));
+}
+
+function renderPending(pending, decidable) {
+  if (!pending) return $('pending').replaceChildren(el('p', { class: 'small' }, 'no confirmation pending'));
+  $('pending').replaceChildren(...[
+    el('p', { 'data-testid': 'pending-summary' }, el('strong', {}, pending.summary ?? `${pending.tool} ${pending.argsHash}`)),
+    pending.args !== undefined ? el('pre', {}, json(pending.args)) : null,
+    el('p', { class: 'small' }, `id ${pending.id} · args ${pending.argsHash} · ${pending.approverScope ? `approvers holding ${pending.approverScope}` : `by ${pending.userId ?? 'the requester'}`} · expires ${pending.expiresAt ? clock(pending.expiresAt) : '?'}`),
+    decidable ? null : el('p', { class: 'small' }, '(as it was at this step)'),
+  ].filter(Boolean));
+}
+
+function renderLive() {
+  const { status, allowed } = view;
+  $('state').textContent = status.state;
+  $('state').className = `badge ${status.state}`;
+  $('goal').textContent = status.goal;
+  renderBudget(status.budget.used, status.budget.limits);
+  renderPending(status.pendingConfirmation, true);
+  $('outcome').textContent = status.outcome ? `${status.outcome.status}: ${status.outcome.reason.code} — ${status.outcome.reason.message}` : '—';
+  for (const button of document.querySelectorAll('[data-command]')) button.disabled = travelAt !== null || !allowed.includes(button.dataset.command);
+}
+
+async function refresh() {
+  try {
+    view = await get(path);
+    const { replay, auditLength: length } = await get(`${path}/replay${travelAt === null ? '' : `?at=${travelAt}`}`);
+    auditLength = Math.max(auditLength, length);
+    $('travel-of').textContent = `of ${auditLength}`;
+    if (travelAt === null) {
+      renderLive();
+      $('travel-step').value = String(length);
+      $('travel-note').textContent = 'live';
+    } else {
+      $('state').textContent = `${replay.status} (step ${replay.step})`;
+      renderBudget(replay.budget.used, replay.budget.limits);
+      renderPending(replay.pendingConfirmation, false);
+      $('outcome').textContent = replay.outcome ? `${replay.outcome.status}: ${replay.outcome.reason.code}` : '—';
+      $('travel-note').textContent = `showing the task after its first ${replay.step} audit entries (state ${replay.state ?? 'not started'}); "live" goes back`;
+      for (const button of document.querySelectorAll('[data-command]')) button.disabled = true;
+    }
+    chart?.highlight({ visited: replay.visited, current: replay.state, transitions: replay.transitions, final: replay.outcome !== null });
+    document.body.dataset.state = view.status.state;
+  } catch (error) {
+    showError(message, error);
+  }
+}
+
+function scheduleRefresh() {
+  clearTimeout(refreshTimer);
+  refreshTimer = setTimeout(refresh, 60);
+}
+
+async function command(name) {
+  const status = view.status;
+  const pending = status.pendingConfirmation;
+  const body =
+    name === 'confirm' ? { confirmationId: pending.id, argsHash: pending.argsHash }
+    : name === 'reject' ? { confirmationId: pending.id, reason: 'rejected on the live page' }
+    : name === 'answer' ? { text: $('answer-text').value }
+    : name === 'cancel' ? { reason: 'cancelled on the live page' }
+    : {};
+  $('control-result').textContent = `${name}…`;
+  try {
+    const result = await post(`${path}/${name}`, body);
+    $('control-result').textContent = `${name} → ${result.message || 'accepted'} (now ${result.status.state})`;
+  } catch (error) {
+    $('control-result').textContent = `${name} refused: ${error.code}: ${error.message}`;
+  }
+  scheduleRefresh();
+}
+
+for (const button of document.querySelectorAll('.controls [data-command]')) button.addEventListener('click', () => command(button.dataset.command));
+$('answer-form').addEventListener('submit', (event) => {
+  event.preventDefault();
+  command('answer');
+});
+$('travel-form').addEventListener('submit', (event) => {
+  event.preventDefault();
+  travelAt = Math.max(0, Number($('travel-step').value) || 0);
+  refresh();
+});
+$('travel-live').addEventListener('click', () => {
+  travelAt = null;
+  refresh();
+});
+
+function connect() {
+  const source = new EventSource(`${base}${path}/events`, { withCredentials: true });
+  const onEntry = (event) => {
+    const data = JSON.parse(event.data);
+    addTimeline(data);
+    scheduleRefresh();
+  };
+  for (const name of ['gate', 'check', 'confirmation', 'tool', 'lookup', 'review', 'stop', 'entry']) source.addEventListener(name, onEntry);
+  source.addEventListener('status', scheduleRefresh);
+  source.addEventListener('open', () => ($('live').textContent = 'live: following the task events'));
+  source.addEventListener('end', () => {
+    source.close();
+    $('live').textContent = 'the task has ended: every event received';
+    document.body.dataset.ended = 'true';
+    scheduleRefresh();
+  });
+  source.addEventListener('error', () => {
+    if (source.readyState !== EventSource.CLOSED) $('live').textContent = 'reconnecting (the stream resumes after the last event received)…';
+  });
+}
+
+try {
+  const { principal, stepping } = await session();
+  document.querySelector('[data-testid="who"]').textContent = `signed in as ${principal.userId} @ ${principal.tenantId}${stepping ? ' · this service steps its model: "next" lets it take a turn' : ''}`;
+  chart = drawChart($('chart'), await get('/api/chart'));
+  await refresh();
+  connect();
+} catch (error) {
+  showError(message, error);
+}

@@ -1,0 +1,180 @@
+/**
+ * The read routes and `start`: the caller's session, start a task, list the tasks the caller may see, one task (with
+ * the step controls allowed now), its audit, its events (SSE), the task at step N (time travel), the approval
+ * inbox, and the chart's layout for the live page. Decisions are in `decisions.ts`.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import type { Principal } from '../../machines/context.js';
+import { replayAudit } from '../audit/replayAudit.js';
+import { allowedCommands } from '../cli/stepView.js';
+import type { TaskStatus } from '../orchestrator/orchestrator.js';
+import { accessOf, decidesPending } from './access.js';
+import { chartLayout } from './chartLayout.js';
+import { type ServiceContext, parse } from './context.js';
+import { inboxItem } from './inbox.js';
+import type { RouteDoc } from './openapi.js';
+import {
+  auditQuerySchema,
+  eventsQuerySchema,
+  inboxItemSchema,
+  lastEventIdSchema,
+  listQuerySchema,
+  replayQuerySchema,
+  sessionSchema,
+  startBodySchema,
+  summarySchema,
+  taskParamsSchema,
+} from './schemas.js';
+import { streamTaskEvents } from './sse.js';
+
+type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+
+/** Registers a route and records its documentation for the OpenAPI document. */
+export function route(app: FastifyInstance, docs: RouteDoc[], doc: RouteDoc, handler: Handler, bodyLimit?: number): void {
+  docs.push(doc);
+  app.route({ method: doc.method, url: doc.url, handler, ...(bodyLimit ? { bodyLimit } : {}) });
+}
+
+const taskView = z.object({ status: z.unknown(), access: z.enum(['owner', 'approver']), allowed: z.array(z.string()), modelWaiting: z.boolean() });
+
+export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, docs: RouteDoc[]): void {
+  const { orchestrator } = ctx;
+  const modelWaiting = (status: TaskStatus) => !status.outcome && ctx.stepper?.waiting(status.taskId) != null;
+  const view = (status: TaskStatus, access: 'owner' | 'approver') => ({
+    status,
+    access,
+    allowed: allowedCommands(status, modelWaiting(status)).filter((c) => c !== 'quit' && c !== 'resolve'),
+    modelWaiting: modelWaiting(status),
+  });
+
+  route(app, docs, { method: 'GET', url: '/api/session', summary: 'The signed-in caller and the CSRF token for browser decisions', response: sessionSchema }, async (request) => {
+    const principal = await ctx.principal(request);
+    return { principal, csrfToken: ctx.csrf.token(principal), stepping: ctx.stepper !== null };
+  });
+
+  route(
+    app,
+    docs,
+    { method: 'POST', url: '/api/tasks', summary: 'Start a task for the caller', body: startBodySchema, response: taskView, errors: { 400: ['invalid_request'], 403: ['csrf_token_invalid', 'cross_origin'], 409: ['task_exists'], 413: ['body_too_large'] } },
+    async (request, reply) => {
+      const principal = await ctx.principal(request);
+      ctx.csrf.check(request, principal);
+      const body = parse(startBodySchema, request.body, 'body');
+      const status = await orchestrator.start(await ctx.startRequest(body, principal, request));
+      reply.code(201);
+      return view(status, 'owner');
+    },
+    ctx.bodyLimit,
+  );
+
+  route(
+    app,
+    docs,
+    { method: 'GET', url: '/api/tasks', summary: 'Tasks the caller may see: theirs, and those waiting for their approval', query: listQuerySchema, response: z.object({ tasks: z.array(summarySchema) }), errors: { 400: ['invalid_query'] } },
+    async (request) => {
+      const principal = await ctx.principal(request);
+      const query = parse(listQuerySchema, request.query, 'query', 'invalid_query');
+      const tasks = [];
+      for (const summary of await orchestrator.list(query.state ? { states: query.state } : {})) {
+        if (summary.tenantId !== principal.tenantId) continue;
+        const mine = summary.userId === principal.userId;
+        // Someone else's task is visible only while it waits for a confirmation this caller may approve.
+        if (!mine && summary.state !== 'waiting_for_confirmation') continue;
+        if (!mine || query.waiting) {
+          const status = await orchestrator.status(summary.taskId);
+          const access = accessOf(principal, status);
+          if (!access || (query.waiting && !waitsFor(principal, status))) continue;
+        }
+        const { wakeAt: _wake, ...rest } = summary;
+        tasks.push({ ...rest, access: mine ? ('owner' as const) : ('approver' as const) });
+        if (query.limit && tasks.length >= query.limit) break;
+      }
+      return { tasks };
+    },
+  );
+
+  route(app, docs, { method: 'GET', url: '/api/tasks/:taskId', summary: 'One task, with the step controls allowed now', params: taskParamsSchema, response: taskView, errors: { 404: ['task_not_found'] } }, async (request) => {
+    const principal = await ctx.principal(request);
+    const { taskId } = parse(taskParamsSchema, request.params, 'params');
+    const { status, access } = await ctx.visible(principal, taskId);
+    return view(status, access);
+  });
+
+  route(
+    app,
+    docs,
+    { method: 'GET', url: '/api/tasks/:taskId/audit', summary: 'The task audit trail (from an offset)', params: taskParamsSchema, query: auditQuerySchema, response: z.object({ entries: z.array(z.unknown()) }), errors: { 404: ['task_not_found'] } },
+    async (request) => {
+      const principal = await ctx.principal(request);
+      const { taskId } = parse(taskParamsSchema, request.params, 'params');
+      const { from } = parse(auditQuerySchema, request.query, 'query', 'invalid_query');
+      await ctx.visible(principal, taskId);
+      return { entries: await orchestrator.audit(taskId, from ?? 0) };
+    },
+  );
+
+  route(
+    app,
+    docs,
+    {
+      method: 'GET',
+      url: '/api/tasks/:taskId/events',
+      summary: 'The task events as Server-Sent Events; resumes after Last-Event-ID (header, or lastEventId query)',
+      params: taskParamsSchema,
+      query: eventsQuerySchema,
+      response: { mediaType: 'text/event-stream', description: 'events gate, check, confirmation, tool, lookup, review, stop, entry, status; then end' },
+      errors: { 400: ['invalid_last_event_id', 'unknown_event_id'], 404: ['task_not_found'] },
+    },
+    async (request, reply) => {
+      const principal = await ctx.principal(request);
+      const { taskId } = parse(taskParamsSchema, request.params, 'params');
+      const query = parse(eventsQuerySchema, request.query, 'query', 'invalid_query');
+      const header = request.headers['last-event-id'];
+      const lastId = typeof header === 'string' && header !== '' ? header : query.lastEventId;
+      const resume = lastId === undefined ? null : parse(lastEventIdSchema, lastId, 'Last-Event-ID', 'invalid_last_event_id');
+      const { access } = await ctx.visible(principal, taskId);
+      // An owner sees their task for good; an approver only while its confirmation waits for them.
+      const stillVisible = access === 'owner' ? undefined : () => ctx.visible(principal, taskId).then(() => true, () => false);
+      await streamTaskEvents(request, reply, orchestrator, taskId, resume, ctx.sse, stillVisible);
+      return reply;
+    },
+  );
+
+  route(
+    app,
+    docs,
+    { method: 'GET', url: '/api/tasks/:taskId/replay', summary: 'The task as it was after its first N audit entries (time travel)', params: taskParamsSchema, query: replayQuerySchema, response: z.object({ auditLength: z.number(), replay: z.unknown() }), errors: { 404: ['task_not_found'] } },
+    async (request) => {
+      const principal = await ctx.principal(request);
+      const { taskId } = parse(taskParamsSchema, request.params, 'params');
+      const { at } = parse(replayQuerySchema, request.query, 'query', 'invalid_query');
+      await ctx.visible(principal, taskId);
+      const audit = await orchestrator.audit(taskId);
+      return { auditLength: audit.length, replay: replayAudit(audit, at ?? audit.length) };
+    },
+  );
+
+  route(app, docs, { method: 'GET', url: '/api/inbox', summary: 'The confirmations the caller may decide now', response: z.object({ items: z.array(inboxItemSchema) }) }, async (request) => {
+    const principal = await ctx.principal(request);
+    const items = [];
+    for (const summary of await orchestrator.list({ states: ['waiting_for_confirmation'] })) {
+      if (summary.tenantId !== principal.tenantId) continue;
+      const item = await inboxItem(orchestrator, principal, await orchestrator.status(summary.taskId), ctx.clock.now());
+      if (item) items.push(item);
+    }
+    items.sort((a, b) => a.expiresAt - b.expiresAt);
+    return { items };
+  });
+
+  route(app, docs, { method: 'GET', url: '/api/chart', summary: 'The statechart laid out by elkjs, for the live page', response: z.unknown() }, async (request) => {
+    await ctx.principal(request);
+    return chartLayout(ctx.machine);
+  });
+}
+
+/** The task waits for this caller: a confirmation they decide, or their own task's question. */
+function waitsFor(principal: Principal, status: TaskStatus): boolean {
+  if (status.state === 'waiting_for_confirmation') return decidesPending(principal, status) !== null;
+  return status.state === 'waiting_for_user' && status.principal.userId === principal.userId;
+}

@@ -1,0 +1,119 @@
+/**
+ * The service's request and response shapes, as zod schemas: handlers parse every body, query and header with
+ * them (a failure is a 400 naming the field), and the OpenAPI document is generated from the same schemas.
+ */
+import { z } from 'zod';
+import { TASK_STATES, type TaskState } from '../store/summary.js';
+
+const id = z.string().min(1).max(512);
+
+/** Every error the service answers with: a machine-readable code and a sentence for a human. */
+export const errorSchema = z.strictObject({
+  code: z.string(),
+  message: z.string(),
+  /** The task's status after a refused decision (nothing changed), when there is one. */
+  status: z.unknown().optional(),
+});
+
+export const startBodySchema = z.strictObject({
+  goal: z.string().min(1).max(4_000),
+  /** What the user asked for, as terms of a mandate kind the host installed. */
+  mandate: z.strictObject({ kind: z.string().min(1).max(256), terms: z.unknown() }).optional(),
+  limits: z.record(z.string(), z.number()).optional(),
+  success: z.unknown().optional(),
+  taskId: id.optional(),
+});
+
+const stateList = z
+  .string()
+  .max(512)
+  .transform((text) => text.split(',').map((s) => s.trim()).filter(Boolean))
+  .pipe(z.array(z.enum(TASK_STATES as [TaskState, ...TaskState[]])).min(1));
+
+export const listQuerySchema = z.strictObject({
+  /** Comma-separated task states. */
+  state: stateList.optional(),
+  /** `me`: only tasks waiting for a decision of the caller (a confirmation they may give, their question). */
+  waiting: z.literal('me').optional(),
+  limit: z.coerce.number().int().min(1).max(500).optional(),
+});
+
+export const taskParamsSchema = z.strictObject({ taskId: id });
+
+export const auditQuerySchema = z.strictObject({ from: z.coerce.number().int().min(0).optional() });
+export const replayQuerySchema = z.strictObject({ at: z.coerce.number().int().min(0).optional() });
+
+/** `Last-Event-ID` (header or `lastEventId` query): `N` after entry N, `N.status` after the status event of N. */
+export const lastEventIdSchema = z
+  .string()
+  .regex(/^\d{1,9}(\.status)?$/, 'must be an event id this stream sent: N or N.status')
+  .transform((text) => ({ seq: Number(text.split('.')[0]), statusSent: text.endsWith('.status') }));
+
+export const eventsQuerySchema = z.strictObject({ lastEventId: z.string().max(32).optional() });
+
+export const confirmBodySchema = z.strictObject({
+  confirmationId: id,
+  /** The hash of exactly the arguments the caller saw (`pendingConfirmation.argsHash`). */
+  argsHash: z.string().min(1).max(128),
+});
+export const rejectBodySchema = z.strictObject({ confirmationId: id, reason: z.string().max(500).optional() });
+export const answerBodySchema = z.strictObject({ text: z.string().min(1).max(4_000) });
+export const cancelBodySchema = z.strictObject({ reason: z.string().max(500).optional() });
+export const emptyBodySchema = z.strictObject({});
+
+export const summarySchema = z.strictObject({
+  taskId: z.string(),
+  state: z.enum(TASK_STATES as [TaskState, ...TaskState[]]),
+  stateValue: z.string(),
+  userId: z.string(),
+  tenantId: z.string(),
+  revision: z.number(),
+  createdAt: z.number(),
+  updatedAt: z.number(),
+  outcomeCode: z.string().nullable(),
+  /** Why the caller sees it: their own task, or a confirmation they may approve. */
+  access: z.enum(['owner', 'approver']),
+});
+
+export const decisionResultSchema = z.strictObject({ accepted: z.literal(true), code: z.string().nullable(), message: z.string(), status: z.unknown() });
+
+export const earlierProposalSchema = z.strictObject({
+  callId: z.string(),
+  turn: z.number(),
+  args: z.unknown(),
+  /** What became of it: `ok`, or the refusal's code (outside_mandate, confirmation_rejected...). */
+  result: z.string().nullable(),
+  summary: z.string().nullable(),
+  /** Fields whose value differs from the pending call's: `{ field, was, now }`. */
+  differences: z.array(z.strictObject({ field: z.string(), was: z.unknown(), now: z.unknown() })),
+});
+
+export const inboxItemSchema = z.strictObject({
+  taskId: z.string(),
+  goal: z.string(),
+  confirmationId: z.string(),
+  tool: z.string(),
+  /** Exactly the arguments that will run (as the tool shows them to approvers). */
+  args: z.unknown(),
+  argsHash: z.string(),
+  summary: z.string(),
+  requestedBy: z.string(),
+  requestedAt: z.number(),
+  expiresAt: z.number(),
+  timeLeftMs: z.number(),
+  decideAs: z.enum(['requester', 'approver']),
+  approverScope: z.string().nullable(),
+  approvals: z.strictObject({ given: z.number(), required: z.number() }),
+  earlier: z.array(earlierProposalSchema),
+});
+
+export const sessionSchema = z.strictObject({
+  principal: z.strictObject({ userId: z.string(), tenantId: z.string(), scopes: z.array(z.string()) }),
+  /** Send it as `x-csrf-token` with every decision made from a browser (a request that carries cookies). */
+  csrfToken: z.string(),
+  stepping: z.boolean(),
+});
+
+export type StartBody = z.infer<typeof startBodySchema>;
+export type InboxItem = z.infer<typeof inboxItemSchema>;
+export type EarlierProposal = z.infer<typeof earlierProposalSchema>;

@@ -1,0 +1,34 @@
+/**
+ * The service's errors: one small class carrying the HTTP status and a specific code, and the table that maps the
+ * chart's (and the host's) refusal codes of a decision to an HTTP status.
+ */
+import type { ReplyCode } from '../../machines/failures.js';
+
+export class ServiceError extends Error {
+  constructor(
+    readonly statusCode: number,
+    readonly code: string,
+    message: string,
+    /** The task's status after a refused decision (nothing changed). */
+    readonly status?: unknown,
+  ) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+/** HTTP status of a refused decision, by the code the chart or the host gave. */
+const REFUSAL_STATUS: Partial<Record<ReplyCode, number>> = {
+  wrong_tenant: 404,
+  wrong_user: 403,
+  self_approval: 403,
+  missing_approver_scope: 403,
+  permission_denied: 403,
+  not_a_reviewer: 403,
+  confirmation_expired: 410,
+  question_expired: 410,
+};
+
+export function refusalStatus(code: string | null): number {
+  return (code && REFUSAL_STATUS[code as ReplyCode]) || 409;
+}

@@ -1,0 +1,133 @@
+/**
+ * A task's events as Server-Sent Events, read from its audit journal: one event per entry (named by kind: `gate`,
+ * `check`, `confirmation`, `tool`, `lookup`, `review`, `stop`, `entry` for the rest), with the chart state the
+ * journal shows after it, and a `status` event after each entry that changed the task's status
+ * (running → waiting_for_confirmation → ... → done). Event ids come from the journal: `N` is entry N, `N.status`
+ * the status event that followed it. A client that reconnects with `Last-Event-ID` gets exactly what came after
+ * that id, so nothing is lost and nothing is sent twice. When the task has ended and every entry was sent, an
+ * `end` event (no id) closes the stream.
+ *
+ * New entries are picked up on every save this process acknowledges (`orchestrator.onSaved`), and by a slow poll
+ * of the store for tasks another process drives.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { AuditEntry } from '../../machines/journal.js';
+import { EMPTY_REPLAY, type ReplayedTask, foldAuditEntry } from '../audit/replayAudit.js';
+import type { AuditRecord, Orchestrator } from '../orchestrator/orchestrator.js';
+import { ServiceError } from './serviceError.js';
+
+export interface SseOptions {
+  /** How often the store is polled for entries saved by other processes (default 2 s). */
+  pollMs: number;
+  /** A comment line keeps proxies from closing an idle stream (default 15 s). */
+  heartbeatMs: number;
+}
+
+const EVENT_NAMES: Partial<Record<AuditEntry['kind'], string>> = {
+  gate: 'gate',
+  check_started: 'check',
+  confirmation: 'confirmation',
+  tool_started: 'tool',
+  tool_finished: 'tool',
+  write_lookup: 'lookup',
+  review: 'review',
+  task_stopped: 'stop',
+};
+
+/** Where a resumed stream continues: after entry `seq`, and after its status event too when `statusSent`. */
+export interface ResumePoint {
+  seq: number;
+  statusSent: boolean;
+}
+
+export async function streamTaskEvents(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  orchestrator: Orchestrator,
+  taskId: string,
+  resume: ResumePoint | null,
+  options: SseOptions,
+  /** Asked before each read of new entries: a caller who may no longer see the task (an approver, once decided) is cut off. */
+  stillVisible: () => Promise<boolean> = async () => true,
+): Promise<void> {
+  const history = await orchestrator.audit(taskId);
+  if (resume && resume.seq >= history.length) {
+    throw new ServiceError(400, 'unknown_event_id', `event ${resume.seq} was never sent: the task has ${history.length} entries`);
+  }
+  reply.hijack();
+  const raw = reply.raw;
+  raw.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache, no-transform',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+  });
+  raw.write('retry: 1000\n\n');
+
+  let replayed: ReplayedTask = EMPTY_REPLAY;
+  let next = 0;
+  let closed = false;
+  const write = (text: string) => {
+    if (!closed) raw.write(text);
+  };
+  const emit = (record: AuditRecord, skipEntry: boolean, skipStatus: boolean) => {
+    const before = replayed.status;
+    const { seq, ...entry } = record;
+    replayed = foldAuditEntry(replayed, entry as AuditEntry, seq);
+    next = seq + 1;
+    if (!skipEntry) {
+      const data = { seq, kind: entry.kind, entry: record, state: replayed.state, status: replayed.status };
+      write(`id: ${seq}\nevent: ${EVENT_NAMES[entry.kind] ?? 'entry'}\ndata: ${JSON.stringify(data)}\n\n`);
+    }
+    if (replayed.status !== before && !skipStatus) {
+      const data = { seq, state: replayed.state, status: replayed.status, previous: before };
+      write(`id: ${seq}.status\nevent: status\ndata: ${JSON.stringify(data)}\n\n`);
+    }
+  };
+  const finishIfEnded = () => {
+    if (replayed.outcome && !closed) {
+      write('event: end\ndata: {}\n\n');
+      stop();
+      raw.end();
+    }
+  };
+
+  for (const record of history) {
+    const sent = resume !== null && record.seq <= resume.seq;
+    emit(record, sent, sent && (record.seq < resume!.seq || resume!.statusSent));
+  }
+
+  let chain: Promise<void> = Promise.resolve();
+  const pump = () => {
+    chain = chain
+      .then(async () => {
+        if (closed) return;
+        if (!(await stillVisible())) {
+          write('event: end\ndata: {"reason":"no_longer_visible"}\n\n');
+          stop();
+          raw.end();
+          return;
+        }
+        for (const record of await orchestrator.audit(taskId, next)) emit(record, false, false);
+        finishIfEnded();
+      })
+      .catch((error: unknown) => {
+        request.log.warn({ err: error, taskId }, 'task event stream could not read the journal');
+      });
+  };
+  const unsubscribe = orchestrator.onSaved((summary) => {
+    if (summary.taskId === taskId) pump();
+  });
+  const poll = setInterval(pump, options.pollMs);
+  const heartbeat = setInterval(() => write(': keep-alive\n\n'), options.heartbeatMs);
+  function stop() {
+    closed = true;
+    unsubscribe();
+    clearInterval(poll);
+    clearInterval(heartbeat);
+  }
+  raw.on('close', stop);
+  // Entries saved between the first read and the subscription are read now.
+  pump();
+  finishIfEnded();
+}

@@ -1,0 +1,79 @@
+/**
+ * The frames the Stately inspector reads, built from the offline inspection stream's messages rather than from
+ * XState's raw inspection events: the same reduced context (turn, budgets used, pending confirmation, batch,
+ * outcome), events reduced to their type and identifiers, and one stable actor id per task (`task:<taskId>`, its
+ * children `task:<taskId>/<invoke id>`), so a task that is evicted while it waits and reloaded stays one actor.
+ */
+import type { InspectionEvent } from 'xstate';
+import { type InspectionMessage, createInspectionStream } from './inspectionStream.js';
+
+/** The fields of an event the inspector shows: its type and its identifiers, never inputs, outputs or free text. */
+const EVENT_FIELDS = ['actorId', 'confirmationId', 'callId', 'tool', 'argsHash', 'userId', 'at'];
+
+function reducedEvent(event: { type: string; [field: string]: unknown } | undefined): Record<string, unknown> {
+  if (!event) return { type: '' };
+  const reduced: Record<string, unknown> = { type: event.type };
+  for (const field of EVENT_FIELDS) if (typeof event[field] === 'string' || typeof event[field] === 'number') reduced[field] = event[field];
+  return reduced;
+}
+
+/** The Stately inspector's protocol version these frames follow (@statelyai/inspect 0.7). */
+const STATELY_VERSION = '0.7.2';
+
+/**
+ * Turns XState inspection events into the Stately inspector's frames, by way of the offline stream's messages (the
+ * reduced context, bounded events), with one stable actor id per task (see the header).
+ */
+export function statelyFrames(send: (frame: Record<string, unknown>) => void): (event: InspectionEvent) => void {
+  // The root's definition, which the inspector draws the chart from: read from the actor's logic, once per machine.
+  const definitions = new WeakMap<object, string>();
+  const definitionOf = new Map<string, string>();
+  const stableIds = new Map<string, string>();
+  const stableId = (message: InspectionMessage) => {
+    const id = message.taskId === null ? message.sessionId : message.root ? `task:${message.taskId}` : `task:${message.taskId}/${message.actorId}`;
+    stableIds.set(message.sessionId, id);
+    return id;
+  };
+  const stream = createInspectionStream((message) => {
+    const sessionId = stableId(message);
+    const rootId = message.taskId === null ? (message.root ? sessionId : null) : `task:${message.taskId}`;
+    const base = { sessionId, rootId, _version: STATELY_VERSION, createdAt: String(message.at) };
+    const snapshot = message.snapshot ? { status: message.snapshot.status === 'active' ? 'active' : message.snapshot.status, value: message.snapshot.value, context: message.snapshot.context ?? null } : undefined;
+    switch (message.type) {
+      case '@xstate.actor':
+        send({
+          ...base,
+          type: '@xstate.actor',
+          name: message.root ? (message.taskId ?? sessionId) : message.actorId,
+          parentId: message.parentId === null ? undefined : (stableIds.get(message.parentId) ?? message.parentId),
+          id: null,
+          definition: message.root ? definitionOf.get(message.sessionId) : undefined,
+          snapshot: { status: 'active' },
+        });
+        definitionOf.delete(message.sessionId);
+        break;
+      case '@xstate.event':
+        send({ ...base, type: '@xstate.event', event: reducedEvent(message.event), sourceId: message.sourceId ? (stableIds.get(message.sourceId) ?? message.sourceId) : undefined, id: String(message.seq) });
+        break;
+      case '@xstate.snapshot':
+        send({ ...base, type: '@xstate.snapshot', event: reducedEvent(message.event), snapshot, id: null });
+        break;
+      default:
+        break;
+    }
+  });
+  return (event) => {
+    if (event.type === '@xstate.actor' && event.actorRef.sessionId === event.rootId) {
+      const logic = (event.actorRef as { logic?: { config?: unknown } }).logic;
+      if (logic?.config) {
+        let definition = definitions.get(logic);
+        if (definition === undefined) {
+          definition = JSON.stringify(logic.config, (_key, value: unknown) => (typeof value === 'function' ? undefined : value));
+          definitions.set(logic, definition);
+        }
+        definitionOf.set(event.actorRef.sessionId, definition);
+      }
+    }
+    stream(event);
+  };
+}

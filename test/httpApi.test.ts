@@ -1,0 +1,351 @@
+/**
+ * The HTTP service (`statechart-agent/fastify`) through `fastify.inject`: sessions, tenancy and visibility, the inbox
+ * with the 999.00 vs 199.00 difference, decisions that must change nothing (forged, replayed, expired, other user,
+ * other tenant, oversized, cross-site), the approver path, stepping, time travel, and the OpenAPI document.
+ */
+import Fastify from 'fastify';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { DEMO_USERS, REFUND_GOAL, type DemoService, createDemoService } from '../examples/booking/service.js';
+import { RefundDesk } from '../examples/booking/refundService.js';
+import { REFUND_MANDATE, REFUND_SUCCESS } from '../examples/booking/requests.js';
+import { refundScript } from '../examples/booking/refundScenario.js';
+import { MemoryStore, createOrchestrator } from '../src/index.js';
+import { agentService } from '../src/http/index.js';
+import { ManualClock, scriptedModel } from '../src/testing/index.js';
+import { getOrder } from '../tools/getOrder.js';
+import { refundMandate } from '../tools/mandates.js';
+import { refundOrder } from '../tools/refundOrder.js';
+
+type Method = 'GET' | 'POST';
+
+let service: DemoService;
+let clock: ManualClock;
+
+beforeEach(async () => {
+  clock = new ManualClock();
+  service = await createDemoService({ store: new MemoryStore(), clock, expirySweepMs: 0 });
+});
+afterEach(() => service.close());
+
+function call(user: string | null, method: Method, url: string, payload?: unknown, headers: Record<string, string> = {}) {
+  return service.app.inject({
+    method,
+    url,
+    headers: { ...(user ? { authorization: `Bearer ${user}` } : {}), ...headers },
+    ...(payload === undefined ? {} : typeof payload === 'string' ? { payload } : { payload: payload as object }),
+  });
+}
+
+/** Starts the demo refund as E17 and waits until it asks E17 to confirm 199.00. */
+async function waitingRefund() {
+  const started = await call('E17', 'POST', '/api/tasks', { goal: REFUND_GOAL });
+  expect(started.statusCode).toBe(201);
+  const taskId = started.json().status.taskId as string;
+  const status = await service.orchestrator.settled(taskId);
+  expect(status.state).toBe('waiting_for_confirmation');
+  expect(status.pendingConfirmation!.args).toMatchObject({ amount_cents: 19_900 });
+  return { taskId, pending: status.pendingConfirmation! };
+}
+
+/** What a refused decision must leave alone: state, revision, the pending confirmation, business rows, the audit. */
+async function footprint(taskId: string) {
+  const status = await service.orchestrator.status(taskId);
+  return {
+    state: status.state,
+    revision: status.revision,
+    pending: status.pendingConfirmation?.id ?? null,
+    request: status.pendingConfirmation?.request ?? null,
+    audit: (await service.orchestrator.audit(taskId)).length,
+    rows: await service.rows(),
+  };
+}
+
+describe('sessions', () => {
+  it('answers 401 unauthenticated without a session or for an unknown user', async () => {
+    for (const user of [null, 'nobody']) {
+      const response = await call(user, 'GET', '/api/tasks');
+      expect(response.statusCode).toBe(401);
+      expect(response.json()).toMatchObject({ code: 'unauthenticated' });
+    }
+  });
+
+  it('gives the caller and a CSRF token bound to them', async () => {
+    const e17 = (await call('E17', 'GET', '/api/session')).json();
+    const e99 = (await call('E99', 'GET', '/api/session')).json();
+    expect(e17.principal).toEqual(DEMO_USERS.E17);
+    expect(e17.csrfToken).toMatch(/^[\w-]{20,}$/);
+    expect(e17.csrfToken).not.toBe(e99.csrfToken);
+  });
+});
+
+describe('starting a task', () => {
+  it('starts for the signed-in principal with the mandate the host reads off the request', async () => {
+    const { taskId } = await waitingRefund();
+    const view = (await call('E17', 'GET', `/api/tasks/${taskId}`)).json();
+    expect(view.access).toBe('owner');
+    expect(view.status.principal.userId).toBe('E17');
+    expect(view.status.mandate).toEqual(REFUND_MANDATE);
+    expect(view.allowed).toEqual(['confirm', 'reject', 'cancel', 'at']);
+  });
+
+  it.each([
+    ['a blank goal', { goal: '' }, 'invalid_request', /goal/],
+    ['an unknown field', { goal: 'x', principal: DEMO_USERS.M1 }, 'invalid_request', /unrecognized/i],
+    ['a task id too long', { goal: 'x', taskId: 'x'.repeat(600) }, 'invalid_request', /taskId/],
+  ])('refuses %s with 400 %s', async (_name, body, code, message) => {
+    const response = await call('E17', 'POST', '/api/tasks', body);
+    expect(response.statusCode).toBe(400);
+    expect(response.json().code).toBe(code);
+    expect(response.json().message).toMatch(message);
+  });
+
+  it('refuses a body that is not JSON (400 invalid_json) or not sent as JSON (415)', async () => {
+    const broken = await call('E17', 'POST', '/api/tasks', '{"goal": ', { 'content-type': 'application/json' });
+    expect([broken.statusCode, broken.json().code]).toEqual([400, 'invalid_json']);
+    const text = await call('E17', 'POST', '/api/tasks', 'goal=x', { 'content-type': 'text/plain' });
+    expect([text.statusCode, text.json().code]).toEqual([415, 'unsupported_media_type']);
+  });
+
+  it('refuses a second task with the same id (409 task_exists)', async () => {
+    expect((await call('E17', 'POST', '/api/tasks', { goal: 'Greet', taskId: 'same' })).statusCode).toBe(201);
+    const again = await call('E17', 'POST', '/api/tasks', { goal: 'Greet', taskId: 'same' });
+    expect([again.statusCode, again.json().code]).toEqual([409, 'task_exists']);
+  });
+});
+
+describe('who sees what', () => {
+  it('shows E17 their task, and nothing of it to E99 (same tenant) or Z5 (another tenant)', async () => {
+    const { taskId } = await waitingRefund();
+    expect((await call('E17', 'GET', '/api/tasks')).json().tasks.map((t: { taskId: string }) => t.taskId)).toEqual([taskId]);
+    for (const user of ['E99', 'Z5', 'M1']) {
+      expect((await call(user, 'GET', '/api/tasks')).json().tasks).toEqual([]);
+      expect((await call(user, 'GET', '/api/inbox')).json().items).toEqual([]);
+      for (const path of ['', '/audit', '/events', '/replay']) {
+        const response = await call(user, 'GET', `/api/tasks/${taskId}${path}`);
+        expect([path, response.statusCode, response.json().code]).toEqual([path, 404, 'task_not_found']);
+      }
+    }
+    // The same answer as for a task that does not exist: ids leak nothing.
+    const missing = await call('E99', 'GET', '/api/tasks/no-such-task');
+    const hidden = await call('E99', 'GET', `/api/tasks/${taskId}`);
+    expect([missing.statusCode, missing.json().code]).toEqual([hidden.statusCode, hidden.json().code]);
+  });
+
+  it('filters by state and by "waiting for me", and refuses an unknown state', async () => {
+    const { taskId } = await waitingRefund();
+    const ids = async (query: string) => (await call('E17', 'GET', `/api/tasks?${query}`)).json().tasks.map((t: { taskId: string }) => t.taskId);
+    expect(await ids('state=waiting_for_confirmation')).toEqual([taskId]);
+    expect(await ids('state=done,failed')).toEqual([]);
+    expect(await ids('waiting=me')).toEqual([taskId]);
+    const bad = await call('E17', 'GET', '/api/tasks?state=sleeping');
+    expect([bad.statusCode, bad.json().code]).toEqual([400, 'invalid_query']);
+    expect(bad.json().message).toMatch(/state/);
+  });
+
+  it("puts the 199.00 refund in E17's inbox with the earlier 999.00 proposal and what differs", async () => {
+    const { taskId, pending } = await waitingRefund();
+    const [item] = (await call('E17', 'GET', '/api/inbox')).json().items;
+    expect(item).toMatchObject({
+      taskId,
+      confirmationId: pending.id,
+      argsHash: pending.argsHash,
+      tool: 'refund_order',
+      args: { order_id: 'O-1001', amount_cents: 19_900 },
+      summary: 'Refund 199.00 on order O-1001 (projector arrived broken)',
+      requestedBy: 'E17',
+      decideAs: 'requester',
+      timeLeftMs: pending.expiresAt - clock.now(),
+    });
+    expect(item.earlier).toHaveLength(1);
+    expect(item.earlier[0]).toMatchObject({ result: 'outside_mandate', args: { amount_cents: 99_900 } });
+    expect(item.earlier[0].differences).toContainEqual({ field: 'amount_cents', was: 99_900, now: 19_900 });
+  });
+});
+
+describe('decisions that change nothing', () => {
+  it('refuses a forged arguments hash (409 arguments_changed) and an unknown confirmation (409 unknown_confirmation)', async () => {
+    const { taskId, pending } = await waitingRefund();
+    const before = await footprint(taskId);
+    const forged = await call('E17', 'POST', `/api/tasks/${taskId}/confirm`, { confirmationId: pending.id, argsHash: `sha256:${'0'.repeat(64)}` });
+    expect([forged.statusCode, forged.json().code]).toEqual([409, 'arguments_changed']);
+    const unknown = await call('E17', 'POST', `/api/tasks/${taskId}/confirm`, { confirmationId: `${pending.id}x`, argsHash: pending.argsHash });
+    expect([unknown.statusCode, unknown.json().code]).toEqual([409, 'unknown_confirmation']);
+    expect(await footprint(taskId)).toEqual(before);
+  });
+
+  it('refuses E99 (same tenant) and Z5 (another tenant) with 404, even with the right id and hash', async () => {
+    const { taskId, pending } = await waitingRefund();
+    const before = await footprint(taskId);
+    for (const user of ['E99', 'Z5', 'M1']) {
+      for (const [kind, body] of [['confirm', { confirmationId: pending.id, argsHash: pending.argsHash }], ['reject', { confirmationId: pending.id }], ['cancel', {}]] as const) {
+        const response = await call(user, 'POST', `/api/tasks/${taskId}/${kind}`, body);
+        expect([user, kind, response.statusCode, response.json().code]).toEqual([user, kind, 404, 'task_not_found']);
+      }
+    }
+    expect(await footprint(taskId)).toEqual(before);
+  });
+
+  it('refuses an expired confirmation (410 confirmation_expired) without asking again', async () => {
+    const { taskId, pending } = await waitingRefund();
+    await clock.advance(pending.expiresAt - clock.now() + 1);
+    const before = await footprint(taskId);
+    const late = await call('E17', 'POST', `/api/tasks/${taskId}/confirm`, { confirmationId: pending.id, argsHash: pending.argsHash });
+    expect([late.statusCode, late.json().code]).toEqual([410, 'confirmation_expired']);
+    expect(late.json().status.state).toBe('waiting_for_confirmation');
+    expect(await footprint(taskId)).toEqual(before);
+  });
+
+  it('refuses an oversized body (413 body_too_large)', async () => {
+    const { taskId, pending } = await waitingRefund();
+    const before = await footprint(taskId);
+    const big = await call('E17', 'POST', `/api/tasks/${taskId}/reject`, { confirmationId: pending.id, reason: 'x'.repeat(20_000) });
+    expect([big.statusCode, big.json().code]).toEqual([413, 'body_too_large']);
+    const bigStart = await call('E17', 'POST', '/api/tasks', { goal: 'y'.repeat(20_000) });
+    expect([bigStart.statusCode, bigStart.json().code]).toEqual([413, 'body_too_large']);
+    expect(await footprint(taskId)).toEqual(before);
+  });
+
+  it('refuses a browser request without the CSRF token (403) and one from another origin (403 cross_origin)', async () => {
+    const { taskId, pending } = await waitingRefund();
+    const before = await footprint(taskId);
+    const body = { confirmationId: pending.id, argsHash: pending.argsHash };
+    const cookie = { cookie: 'demo_user=E17' };
+    const noToken = await service.app.inject({ method: 'POST', url: `/api/tasks/${taskId}/confirm`, headers: cookie, payload: body });
+    expect([noToken.statusCode, noToken.json().code]).toEqual([403, 'csrf_token_invalid']);
+    const { csrfToken } = (await service.app.inject({ method: 'GET', url: '/api/session', headers: cookie })).json();
+    const otherUsersToken = (await call('E99', 'GET', '/api/session')).json().csrfToken;
+    const wrong = await service.app.inject({ method: 'POST', url: `/api/tasks/${taskId}/confirm`, headers: { ...cookie, 'x-csrf-token': otherUsersToken }, payload: body });
+    expect([wrong.statusCode, wrong.json().code]).toEqual([403, 'csrf_token_invalid']);
+    const crossSite = await service.app.inject({
+      method: 'POST',
+      url: `/api/tasks/${taskId}/confirm`,
+      headers: { ...cookie, 'x-csrf-token': csrfToken, origin: 'https://evil.example', host: 'localhost:80' },
+      payload: body,
+    });
+    expect([crossSite.statusCode, crossSite.json().code]).toEqual([403, 'cross_origin']);
+    expect(await footprint(taskId)).toEqual(before);
+    // With its token, from its own page, E17's browser decides.
+    const ok = await service.app.inject({ method: 'POST', url: `/api/tasks/${taskId}/confirm`, headers: { ...cookie, 'x-csrf-token': csrfToken }, payload: body });
+    expect(ok.statusCode).toBe(200);
+  });
+
+  it('takes E17 confirming exactly 199.00 once; the same confirmation replayed gets 409 and refunds nothing more', async () => {
+    const { taskId, pending } = await waitingRefund();
+    const body = { confirmationId: pending.id, argsHash: pending.argsHash };
+    const ok = await call('E17', 'POST', `/api/tasks/${taskId}/confirm`, body);
+    expect(ok.statusCode).toBe(200);
+    expect(ok.json()).toMatchObject({ accepted: true });
+    expect((await service.orchestrator.settled(taskId)).state).toBe('done');
+    const rows = await service.rows();
+    expect(rows).toEqual([expect.stringMatching(/^refund \S+ O-1001 199\.00 by E17$/)]);
+    const replayed = await call('E17', 'POST', `/api/tasks/${taskId}/confirm`, body);
+    expect([replayed.statusCode, replayed.json().code]).toEqual([409, 'task_finished']);
+    expect(await service.rows()).toEqual(rows);
+  });
+
+  it('answers 409 with the reason for decisions the task is not waiting for', async () => {
+    const { taskId } = await waitingRefund();
+    const answer = await call('E17', 'POST', `/api/tasks/${taskId}/answer`, { text: 'yes' });
+    expect([answer.statusCode, answer.json().code]).toEqual([409, 'not_waiting_for_answer']);
+    const next = await call('E17', 'POST', `/api/tasks/${taskId}/next`, {});
+    expect([next.statusCode, next.json().code]).toEqual([409, 'not_stepping']);
+    const cancel = await call('E17', 'POST', `/api/tasks/${taskId}/cancel`, { reason: 'changed my mind' });
+    expect(cancel.statusCode).toBe(200);
+    expect(cancel.json().status.state).toBe('cancelled');
+    expect(await service.rows()).toEqual([]);
+  });
+});
+
+describe('with a four-eyes rule', () => {
+  it('shows the refund to M1 (approver scope) and not to E17 as a decision; M1 approves it', async () => {
+    const desk = new RefundDesk();
+    const orchestrator = createOrchestrator({
+      tools: [getOrder(desk), refundOrder(desk, { confirmAboveCents: 10_000, approveAboveCents: 10_000 })],
+      mandates: [refundMandate],
+      model: scriptedModel(refundScript()),
+      store: new MemoryStore(),
+      expirySweepMs: 0,
+    });
+    const app = Fastify();
+    await app.register(agentService, { orchestrator, authenticate: (request) => DEMO_USERS[String(request.headers['x-user'])] ?? null, pages: false });
+    try {
+      const { taskId } = await orchestrator.run({ principal: DEMO_USERS.E17!, goal: REFUND_GOAL, mandate: REFUND_MANDATE, success: REFUND_SUCCESS, limits: { money: 19_900 } });
+      const as = (user: string, method: Method, url: string, payload?: object) => app.inject({ method, url, headers: { 'x-user': user }, ...(payload ? { payload } : {}) });
+      expect((await as('E17', 'GET', '/api/inbox')).json().items).toEqual([]);
+      const [item] = (await as('M1', 'GET', '/api/inbox')).json().items;
+      expect(item).toMatchObject({ taskId, decideAs: 'approver', approverScope: 'refunds:approve', approvals: { given: 0, required: 1 } });
+      expect((await as('M1', 'GET', `/api/tasks/${taskId}`)).json().access).toBe('approver');
+      expect((await as('E99', 'GET', `/api/tasks/${taskId}`)).statusCode).toBe(404);
+      const self = await as('E17', 'POST', `/api/tasks/${taskId}/confirm`, { confirmationId: item.confirmationId, argsHash: item.argsHash });
+      expect([self.statusCode, self.json().code]).toEqual([403, 'self_approval']);
+      const approved = await as('M1', 'POST', `/api/tasks/${taskId}/confirm`, { confirmationId: item.confirmationId, argsHash: item.argsHash });
+      expect(approved.statusCode).toBe(200);
+      expect((await orchestrator.settled(taskId)).state).toBe('done');
+      // Once decided, the task is E17's alone again.
+      expect((await as('M1', 'GET', `/api/tasks/${taskId}`)).statusCode).toBe(404);
+      expect(desk.refunds).toHaveLength(1);
+    } finally {
+      await app.close();
+      await orchestrator.close();
+    }
+  });
+});
+
+describe('stepping and time travel', () => {
+  it('lets the model take one turn per next, and replays the task at step N', async () => {
+    await service.close();
+    service = await createDemoService({ store: new MemoryStore(), clock, expirySweepMs: 0, step: true });
+    const started = (await call('E17', 'POST', '/api/tasks', { goal: REFUND_GOAL })).json();
+    const taskId = started.status.taskId as string;
+    await service.stepper!.whenWaiting(taskId);
+    expect((await call('E17', 'GET', `/api/tasks/${taskId}`)).json()).toMatchObject({ modelWaiting: true, allowed: ['next', 'cancel', 'at'] });
+    const byE99 = await call('E99', 'POST', `/api/tasks/${taskId}/next`, {});
+    expect(byE99.statusCode).toBe(404);
+    const turns = [];
+    for (let i = 0; i < 3; i++) {
+      const next = await call('E17', 'POST', `/api/tasks/${taskId}/next`, {});
+      expect(next.statusCode).toBe(200);
+      turns.push(next.json().status.state);
+    }
+    expect(turns).toEqual(['running', 'running', 'waiting_for_confirmation']);
+    const audit = await service.orchestrator.audit(taskId);
+    const at3 = (await call('E17', 'GET', `/api/tasks/${taskId}/replay?at=3`)).json();
+    expect(at3.auditLength).toBe(audit.length);
+    expect(at3.replay).toMatchObject({ step: 3, state: 'thinking', status: 'running' });
+    const now = (await call('E17', 'GET', `/api/tasks/${taskId}/replay`)).json().replay;
+    expect(now).toMatchObject({ state: 'executing.awaitingConfirmation', status: 'waiting_for_confirmation' });
+    const from = (await call('E17', 'GET', `/api/tasks/${taskId}/audit?from=${audit.length - 2}`)).json().entries;
+    expect(from.map((e: { seq: number }) => e.seq)).toEqual([audit.length - 2, audit.length - 1]);
+    const bad = await call('E17', 'GET', `/api/tasks/${taskId}/replay?at=-1`);
+    expect([bad.statusCode, bad.json().code]).toEqual([400, 'invalid_query']);
+  });
+});
+
+describe('documents and pages', () => {
+  it('serves an OpenAPI document generated from the request schemas', async () => {
+    const document = (await call(null, 'GET', '/api/openapi.json')).json();
+    expect(document.openapi).toBe('3.1.0');
+    const confirm = document.paths['/api/tasks/{taskId}/confirm'].post;
+    expect(confirm.requestBody.content['application/json'].schema).toMatchObject({ required: ['confirmationId', 'argsHash'], additionalProperties: false });
+    expect(confirm.responses['410'].description).toContain('confirmation_expired');
+    expect(Object.keys(document.paths)).toEqual(expect.arrayContaining(['/api/tasks', '/api/tasks/{taskId}/events', '/api/inbox', '/api/tasks/{taskId}/next']));
+  });
+
+  it('serves the pages with a strict content security policy and only scripts of its own', async () => {
+    for (const url of ['/inbox', '/tasks/some-task']) {
+      const page = await call(null, 'GET', url);
+      expect(page.statusCode).toBe(200);
+      expect(page.headers['content-security-policy']).toContain("script-src 'self'");
+      expect(page.headers['content-security-policy']).toContain("frame-ancestors 'none'");
+      const sources = [...page.body.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]);
+      expect(sources.every((s) => s!.startsWith('/assets/') || s === 'data:,')).toBe(true);
+    }
+    for (const asset of ['common.js', 'inbox.js', 'task.js', 'chart.js', 'style.css']) {
+      const response = await call(null, 'GET', `/assets/${asset}`);
+      expect([asset, response.statusCode]).toEqual([asset, 200]);
+      // Nothing loaded from elsewhere (the SVG namespace URI is a name, not a load).
+      expect(response.body).not.toMatch(/(?:import|from|fetch\(|url\()\s*['"(]?\s*(?:https?:)?\/\//);
+    }
+    expect((await call(null, 'GET', '/assets/..%2Fpages.ts')).statusCode).toBe(404);
+  });
+});

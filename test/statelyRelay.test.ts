@@ -1,0 +1,90 @@
+/**
+ * The Stately inspector relay as the service and the step CLI use it: it listens on 127.0.0.1 only, what it streams
+ * is the reduced context of the offline stream (no goal, no scopes, no tool output such as the customer's note),
+ * and a task keeps one actor identity (`task:<taskId>`) although it is evicted while it waits and reloaded when
+ * E17 confirms (XState gives the reload a new session id).
+ */
+import { once } from 'node:events';
+import net from 'node:net';
+import { networkInterfaces } from 'node:os';
+import { afterEach, describe, expect, it } from 'vitest';
+import { WebSocket } from 'ws';
+import { RefundDesk } from '../examples/booking/refundService.js';
+import { REFUND_GOAL, REFUND_MANDATE, REFUND_SUCCESS, E17_SUPPORT } from '../examples/booking/requests.js';
+import { refundScript } from '../examples/booking/refundScenario.js';
+import { MemoryStore, createOrchestrator } from '../src/index.js';
+import { createStatelyInspection } from '../src/inspect/statelyInspector.js';
+import { scriptedModel } from '../src/testing/index.js';
+import { getOrder } from '../tools/getOrder.js';
+import { refundMandate } from '../tools/mandates.js';
+import { refundOrder } from '../tools/refundOrder.js';
+
+const closers: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const close of closers.splice(0).reverse()) await close();
+});
+
+type Frame = { type: string; sessionId: string; rootId?: string | null; parentId?: string; definition?: string; snapshot?: { value?: unknown; context?: Record<string, unknown> | null } };
+
+describe('Stately relay', () => {
+  it('listens on 127.0.0.1 only by default', async () => {
+    const inspection = await createStatelyInspection({ port: 0 });
+    closers.push(() => inspection.stop());
+    expect(inspection.url).toBe(`http://127.0.0.1:${inspection.port}`);
+    expect(inspection.wsUrl).toBe(`ws://127.0.0.1:${inspection.port}`);
+    const outside = Object.values(networkInterfaces()).flat().find((i) => i && i.family === 'IPv4' && !i.internal);
+    if (outside) {
+      const socket = net.connect(inspection.port, outside.address);
+      const [error] = (await once(socket, 'error')) as [NodeJS.ErrnoException];
+      expect(error.code).toBe('ECONNREFUSED');
+    }
+    const local = net.connect(inspection.port, '127.0.0.1');
+    await once(local, 'connect');
+    local.destroy();
+  });
+
+  it('streams one actor per task across reloads, with the reduced context only', async () => {
+    const inspection = await createStatelyInspection({ port: 0 });
+    closers.push(() => inspection.stop());
+    const viewer = new WebSocket(inspection.wsUrl);
+    const frames: Frame[] = [];
+    viewer.on('message', (data) => frames.push(JSON.parse(String(data)) as Frame));
+    await once(viewer, 'open');
+    const desk = new RefundDesk();
+    const orchestrator = createOrchestrator({
+      tools: [getOrder(desk), refundOrder(desk, { confirmAboveCents: 10_000 })],
+      mandates: [refundMandate],
+      model: scriptedModel(refundScript()),
+      store: new MemoryStore(),
+      expirySweepMs: 0,
+      inspect: inspection.inspect,
+    });
+    closers.push(() => orchestrator.close());
+    const waiting = await orchestrator.run({ principal: E17_SUPPORT, goal: REFUND_GOAL, mandate: REFUND_MANDATE, success: REFUND_SUCCESS, limits: { money: 19_900 }, taskId: 'refund-7' });
+    expect(orchestrator.liveTasks).toBe(0); // evicted while it waits
+    const pending = waiting.pendingConfirmation!;
+    expect((await orchestrator.confirm('refund-7', E17_SUPPORT, pending)).accepted).toBe(true);
+    expect((await orchestrator.settled('refund-7')).state).toBe('done');
+    await inspection.stop();
+    await once(viewer, 'close');
+
+    const roots = frames.filter((f) => f.type === '@xstate.actor' && f.parentId === undefined);
+    // Started, reloaded for the confirmation: the same actor both times.
+    expect(roots.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(roots.map((f) => f.sessionId))).toEqual(new Set(['task:refund-7']));
+    expect(JSON.parse(roots[0]!.definition!)).toMatchObject({ id: 'agent' });
+    expect(new Set(frames.map((f) => f.rootId))).toEqual(new Set(['task:refund-7']));
+    const children = frames.filter((f) => f.type === '@xstate.actor' && f.parentId !== undefined);
+    expect(children.length).toBeGreaterThan(0);
+    expect(children.every((f) => f.parentId === 'task:refund-7' && f.sessionId.startsWith('task:refund-7/'))).toBe(true);
+    const snapshots = frames.filter((f) => f.type === '@xstate.snapshot' && f.sessionId === 'task:refund-7');
+    expect(snapshots.at(-1)!.snapshot!.value).toBe('done');
+    const context = snapshots.find((f) => f.snapshot?.context?.pendingConfirmation)!.snapshot!.context!;
+    expect(Object.keys(context)).not.toContain('goal');
+    expect(Object.keys(context)).not.toContain('principal');
+    const everything = JSON.stringify(frames);
+    expect(everything).not.toContain(REFUND_GOAL);
+    expect(everything).not.toContain('refunds:write');
+    expect(everything).not.toContain(desk.orders.get('O-1001')!.customerNote);
+  });
+});
