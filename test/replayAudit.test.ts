@@ -98,11 +98,11 @@ describe('replayAudit', () => {
       'refund_order business pass',
       'refund_order permission pass',
     ]);
-    // get_order declares no business rules and no resource permission; 999.00 is outside the mandate (at most
-    // 199.00); refund_order validates the amount.
+    // get_order declares no business rules, and checks the order's tenant (resource permission); 999.00 is outside
+    // the mandate (at most 199.00); refund_order validates the amount.
     const vetting = (...states: string[]) => ['vetting.choosing', 'vetting.checkingSchema', 'vetting.checkingMandate', ...states.map((s) => `vetting.${s}`), 'vetting.choosing'];
     expect(at.visited).toEqual([
-      ...['deciding', 'thinking', ...vetting('checkingPermission'), 'executing.selecting', 'executing.reading', 'executing.selecting'],
+      ...['deciding', 'thinking', ...vetting('checkingPermission', 'authorizing'), 'executing.selecting', 'executing.reading', 'executing.selecting'],
       ...['deciding', 'thinking', ...vetting(), 'executing.selecting'],
       ...['deciding', 'thinking', ...vetting('validating', 'checkingPermission'), 'executing.selecting', 'executing.awaitingConfirmation'],
     ]);

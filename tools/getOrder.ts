@@ -35,6 +35,11 @@ export function getOrder(service: OrderReader, options: { timeoutMs?: number } =
     retry: { maxAttempts: 2, baseDelayMs: 100, maxDelayMs: 1_000 },
     // Under a refund mandate: only the order the user asked about.
     mandate: refundMandate.rule((args, terms) => withinRefund(args, terms)),
+    // Tenant isolation before the read runs: an order of another tenant (or none) is not this session's to read.
+    async authorize(args, ctx) {
+      const order = await service.getOrder(ctx.principal.tenantId, args.order_id, ctx.signal);
+      return order ? { ok: true } : { ok: false, summary: `no order ${args.order_id} in tenant ${ctx.principal.tenantId}` };
+    },
     async execute(args, ctx): Promise<ToolResult<Order>> {
       const order = await service.getOrder(ctx.principal.tenantId, args.order_id, ctx.signal);
       return order ? { ok: true, value: order } : { ok: false, code: 'not_found', summary: `no order ${args.order_id}` };

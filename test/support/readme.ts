@@ -11,7 +11,7 @@ import { PROJECT_ROOT } from './workers.js';
 
 const run = promisify(execFile);
 
-export const EXAMPLES = ['embed', 'mandate', 'redis', 'inspect', 'visualize', 'openai', 'fastify'] as const;
+export const EXAMPLES = ['embed', 'mandate', 'redis', 'inspect', 'visualize', 'openai', 'fastify', 'acceptance'] as const;
 export type ExampleName = (typeof EXAMPLES)[number];
 
 /** Every marked example in the README, by name (so a new one cannot be added without a check below). */
@@ -56,6 +56,13 @@ export const expectExampleOutput: Record<ExampleName, (stdout: string) => void> 
   fastify(stdout) {
     expect(stdout).toBe('201 done 404 task_not_found');
   },
+  acceptance(stdout) {
+    expect(stdout).toMatch(/^acceptance: payments on the memory store, seed 1: \d+ tasks, \d+ tool calls proposed/);
+    expect(stdout).toMatch(/\| lost_write_response +\| +\d+ \| +\d+ \| +0 \| +0 \| +\d+ \| +\d+ \| +0 \| +0 \| +\d+ \| +- \|/);
+    expect(stdout).toMatch(/\| out_of_scope +\|.*\| +permission \d+ \|/);
+    expect(stdout).toMatch(/unconfirmed side effects +\| +0 \|/);
+    expect(stdout.split('\n').at(-1)).toBe('every invariant held');
+  },
   openai(stdout) {
     // The fake server's one answer: 120 prompt + 30 completion tokens, at 0.15 and 0.60 per thousand, rounded up.
     expect(stdout).toBe('done goal_met 150 tokens, 36 costMicros');
@@ -71,6 +78,7 @@ export const SOURCES: Record<string, string> = {
   'statechart-agent/testing': 'src/testing/index.ts',
   'statechart-agent/visualize': 'src/visualize/index.ts',
   'statechart-agent/fastify': 'src/http/index.ts',
+  'statechart-agent/acceptance': 'src/acceptance/index.ts',
 };
 
 /** Runs an example with tsx, its package imports pointed at the sources, in a scratch folder as its cwd. */
