@@ -68,17 +68,22 @@ describe('the kit catches a broken host', () => {
 
 describe('the kit catches a broken host, found by an adversarial review', () => {
   const failed = (report: AcceptanceReport) => [...new Set(report.failures.map((f) => f.invariant))].sort();
+  type RefundRow = RefundDesk['refunds'][number];
+  const receipt = (row: RefundRow): Refund => ({ status: 'succeeded', refund_id: row.refundId, order_id: row.orderId, amount_cents: row.amountCents });
   /** A refund desk that refunds again on every request, whatever the key; its lookup does find by key. */
   class NoDedupeDesk extends RefundDesk {
     private counter = 1;
+    protected commit(request: Parameters<RefundDesk['refund']>[0]) {
+      const row = { refundId: `TX-N${this.counter++}`, orderId: request.order_id, amountCents: request.amount_cents, requestedBy: request.requestedBy, idempotencyKey: request.idempotencyKey };
+      this.refunds.push(row);
+      return { status: 'succeeded' as const, refund: receipt(row) };
+    }
     override async refund(request: Parameters<RefundDesk['refund']>[0]) {
-      const refundId = `TX-N${this.counter++}`;
-      this.refunds.push({ refundId, orderId: request.order_id, amountCents: request.amount_cents, requestedBy: request.requestedBy, idempotencyKey: request.idempotencyKey });
-      return { status: 'succeeded' as const, refund: { status: 'succeeded' as const, refund_id: refundId, order_id: request.order_id, amount_cents: request.amount_cents } };
+      return this.commit(request);
     }
     override async findByIdempotencyKey(key: string): Promise<Refund | undefined> {
       const row = this.refunds.find((r) => r.idempotencyKey === key);
-      return row && { status: 'succeeded', refund_id: row.refundId, order_id: row.orderId, amount_cents: row.amountCents };
+      return row && receipt(row);
     }
   }
   const refunds = (options: Parameters<typeof demoAcceptanceDomain>[0] = {}) => demoAcceptanceDomain({ refundShare: 1, ...options });
@@ -134,23 +139,16 @@ describe('the kit catches a broken host, found by an adversarial review', () => 
 
   it('a service that commits after its timeout: the kit waits for it and sees the second refund', { timeout: 30_000 }, async () => {
     /** Check, then act, with the act late: a resend under the same key during the first send commits twice. */
-    class LateDesk extends RefundDesk {
-      private counter = 1;
+    class LateDesk extends NoDedupeDesk {
       private readonly first = new Set<string>();
       override async refund(request: Parameters<RefundDesk['refund']>[0]) {
         const existing = this.refunds.find((r) => r.idempotencyKey === request.idempotencyKey);
-        if (existing) return { status: 'succeeded' as const, refund: { status: 'succeeded' as const, refund_id: existing.refundId, order_id: existing.orderId, amount_cents: existing.amountCents } };
+        if (existing) return { status: 'succeeded' as const, refund: receipt(existing) };
         if (!this.first.has(request.idempotencyKey)) {
           this.first.add(request.idempotencyKey);
           await new Promise((resolve) => setTimeout(resolve, 200));
         }
-        const refundId = `TX-L${this.counter++}`;
-        this.refunds.push({ refundId, orderId: request.order_id, amountCents: request.amount_cents, requestedBy: request.requestedBy, idempotencyKey: request.idempotencyKey });
-        return { status: 'succeeded' as const, refund: { status: 'succeeded' as const, refund_id: refundId, order_id: request.order_id, amount_cents: request.amount_cents } };
-      }
-      override async findByIdempotencyKey(key: string): Promise<Refund | undefined> {
-        const row = this.refunds.find((r) => r.idempotencyKey === key);
-        return row && { status: 'succeeded', refund_id: row.refundId, order_id: row.orderId, amount_cents: row.amountCents };
+        return this.commit(request);
       }
     }
     const report = await runAcceptance({ domain: refunds({ desk: (orders) => new LateDesk(orders) }), plan: { tasks: { clean: 2 }, seed: 15 } });
