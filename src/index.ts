@@ -22,6 +22,7 @@ export {
   type TaskStatus,
   type UserEventResult,
 } from './orchestrator/orchestrator.js';
+export { SILENT_LOGGER, type Logger, type TaskHooks, type TransitionEvent } from './orchestrator/hooks.js';
 
 // Tools
 export {

@@ -8,6 +8,8 @@ import type { HostEvent } from '../../machines/events.js';
 import type { Clock } from '../clock.js';
 import { AgentError } from '../errors.js';
 import type { TaskStore } from '../store/taskStore.js';
+import { safeErrorText } from '../../machines/lib/text.js';
+import { type Logger, SILENT_LOGGER } from './hooks.js';
 import type { LiveTasks } from './liveTasks.js';
 import { statusOfLive } from './status.js';
 
@@ -32,9 +34,11 @@ export class ExpirySweeper {
     private readonly live: LiveTasks,
     private readonly clock: Clock,
     everyMs: number,
+    logger: Logger = SILENT_LOGGER,
   ) {
     if (everyMs > 0) {
-      this.timer = setInterval(() => void this.expireDue().catch(() => {}), everyMs);
+      // The next sweep tries again; the host hears why this one failed.
+      this.timer = setInterval(() => void this.expireDue().catch((error: unknown) => logger.warn({ err: safeErrorText(error) }, 'the expiry sweep failed')), everyMs);
       this.timer.unref();
     }
   }

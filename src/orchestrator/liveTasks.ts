@@ -4,8 +4,8 @@
  * Every operation on one task runs in that task's exclusive section (one at a time per task, in this process).
  */
 import type { AgentInput } from '../../machines/context.js';
-import { CorruptTaskError, FencedOutError, MachineError, TaskNotFoundError, TaskQuarantinedError, UnsupportedVersionError } from '../errors.js';
-import { LiveTask, type LiveTaskDeps } from '../runtime/liveTask.js';
+import { AgentError, CorruptTaskError, FencedOutError, MachineError, TaskNotFoundError, TaskQuarantinedError, UnsupportedVersionError } from '../errors.js';
+import { LiveTask, type LiveTaskDeps, type SavedBatch } from '../runtime/liveTask.js';
 import { unrestorableReason } from '../runtime/restore.js';
 import type { TaskEnvelope } from '../store/envelope.js';
 import type { TaskSummary } from '../store/summary.js';
@@ -15,7 +15,9 @@ import { LeaseKeeper } from './leaseKeeper.js';
 export interface LiveTasksDeps extends Omit<LiveTaskDeps, 'fence'> {
   lease: { ttlMs: number; renewEveryMs: number; acquireTimeoutMs: number };
   /** Called after every save of a task driven here. */
-  onSaved: (summary: TaskSummary) => void;
+  onSaved: (summary: TaskSummary, saved: SavedBatch) => void;
+  /** A task stopped being driven here for a reason other than a plain stop (fenced out, store failure, a bug). */
+  onTaskFailure?: (taskId: string, error: Error) => void;
 }
 
 export class LiveTasks {
@@ -101,13 +103,14 @@ export class LiveTasks {
 
   private attach(task: LiveTask): LiveTask {
     this.live.set(task.taskId, task);
-    task.onSaved((summary) => {
-      this.deps.onSaved(summary);
+    task.onSaved((summary, saved) => {
+      this.deps.onSaved(summary, saved);
       if (summary.state !== 'running') void this.evictIfIdle(task);
     });
     // Stopped, fenced out, store failure or a machine that threw: this process no longer drives the task.
     task.onFailure((error) => {
       if (this.live.get(task.taskId) === task) this.live.delete(task.taskId);
+      if (!(error instanceof AgentError && error.code === 'task_stopped')) this.deps.onTaskFailure?.(task.taskId, error);
       const quarantined = error instanceof MachineError ? this.deps.store.quarantine(task.taskId, error.message).catch(() => {}) : Promise.resolve();
       void quarantined.then(() => this.releaseLease(task.taskId));
     });

@@ -22,6 +22,7 @@ import { HostRequestError } from '../errors.js';
 import type { AgentModel } from '../model/agentModel.js';
 import type { TaskStore } from '../store/taskStore.js';
 import type { Tool } from '../tool.js';
+import type { Logger, TaskHooks } from './hooks.js';
 
 export { DEFAULT_LIMITS, DEFAULT_POLICY };
 
@@ -64,6 +65,14 @@ export interface OrchestratorOptions {
   rateLimits?: RateLimitOptions;
   /** Makes task ids (default: "task_" + random UUID). */
   newTaskId?: () => string;
+  /** Typed listeners, called after the save that made each event durable; one that throws is logged, not fatal. */
+  hooks?: TaskHooks;
+  /**
+   * Where the library reports what went wrong outside a task's own outcome (a hook that threw, a task that stopped
+   * being driven here, a failed expiry sweep). Pino-compatible; silent by default: the library never writes to the
+   * console.
+   */
+  logger?: Logger;
   /**
    * Leases, used when the store has them (Redis): a process must hold a task's lease to drive it, every save
    * carries its fencing token, and a process that lost its lease stops. Times are real milliseconds.

@@ -24,7 +24,9 @@ import { checkMandate, moneyUnder } from '../mandate.js';
 import { MemoryStore } from '../store/memoryStore.js';
 import type { TaskSummary } from '../store/summary.js';
 import type { ListQuery, TaskStore } from '../store/taskStore.js';
+import { safeErrorText } from '../../machines/lib/text.js';
 import { ExpirySweeper } from './expirySweeper.js';
+import { HookDispatcher, SILENT_LOGGER } from './hooks.js';
 import { HostEvents, type ReviewResolution } from './hostEvents.js';
 import { LiveTasks } from './liveTasks.js';
 import { type OrchestratorOptions, type Settings, type StartTaskRequest, parseOrThrow, resolveSettings, startRequestSchema } from './options.js';
@@ -55,6 +57,8 @@ export class Orchestrator {
     this.store = options.store ?? new MemoryStore();
     this.ownsStore = options.store === undefined;
     const { clock, random, modelTimeoutMs, backoff } = this.settings;
+    const logger = options.logger ?? SILENT_LOGGER;
+    const hooks = new HookDispatcher(options.hooks ?? {}, logger);
     const actors = createRuntimeActors({
       registry: this.registry,
       model: options.model,
@@ -79,12 +83,16 @@ export class Orchestrator {
       inspect: options.inspect,
       saveRetries: this.settings.saveRetries,
       lease: this.settings.lease,
-      onSaved: (summary) => {
-        for (const listener of this.savedListeners) listener(summary);
+      onSaved: (summary, saved) => {
+        for (const listener of this.savedListeners) hooks.call('onSaved', summary.taskId, () => listener(summary));
+        hooks.saved(summary, saved);
       },
+      onListenerError: (error) => logger.warn({ err: safeErrorText(error) }, 'a save listener threw; the task goes on'),
+      onTaskFailure: (taskId, error) =>
+        logger.error({ taskId, code: (error as { code?: unknown }).code ?? null, err: safeErrorText(error) }, 'this process stopped driving the task'),
     });
     this.events = new HostEvents(this.live, this.registry, this.settings.adminScope, this.policy.version);
-    this.sweeper = new ExpirySweeper(this.store, this.live, clock, this.settings.expirySweepMs);
+    this.sweeper = new ExpirySweeper(this.store, this.live, clock, this.settings.expirySweepMs, logger);
   }
 
   // --- tasks ----------------------------------------------------------------------------------------------

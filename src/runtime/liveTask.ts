@@ -34,6 +34,14 @@ export interface LiveTaskDeps {
   saveRetries: number;
   /** Fencing token to present with every save, when leases are in use. */
   fence?: () => string | undefined;
+  /** What a save listener threw (it never stops the task). */
+  onListenerError?: (error: unknown) => void;
+}
+
+/** What one save made durable: its audit entries, and the summary saved before it. */
+export interface SavedBatch {
+  audit: readonly AuditEntry[];
+  previous: TaskSummary | null;
 }
 
 export type LiveTaskOrigin =
@@ -68,7 +76,7 @@ export class LiveTask implements TaskPort {
   private settledWaiters: Waiter[] = [];
   private failure: Error | null = null;
   private savedSummary: TaskSummary | null = null;
-  private readonly listeners = new Set<(summary: TaskSummary) => void>();
+  private readonly listeners = new Set<(summary: TaskSummary, saved: SavedBatch) => void>();
   private readonly failureListeners = new Set<(error: Error) => void>();
 
   constructor(
@@ -177,8 +185,8 @@ export class LiveTask implements TaskPort {
     this.failureListeners.add(listener);
   }
 
-  /** Called after every successful save. */
-  onSaved(listener: (summary: TaskSummary) => void): () => void {
+  /** Called after every successful save; a listener that throws is reported, and the task goes on. */
+  onSaved(listener: (summary: TaskSummary, saved: SavedBatch) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
@@ -236,9 +244,16 @@ export class LiveTask implements TaskPort {
         this.revision = revision;
         this.journal = journal;
         this.persisted = version;
+        const previous = this.savedSummary;
         this.savedSummary = summary;
         this.release(version);
-        for (const listener of this.listeners) listener(summary);
+        for (const listener of this.listeners) {
+          try {
+            listener(summary, { audit: audit as AuditEntry[], previous });
+          } catch (error) {
+            this.deps.onListenerError?.(error);
+          }
+        }
       }
     } catch (error) {
       this.fail(error instanceof Error ? error : new Error(String(error)));

@@ -45,6 +45,8 @@ export interface HarnessOptions {
   refundOptions?: RefundOrderOptions;
   /** The orchestrator's expiry sweep (default 5 s; 0 disables it). */
   expirySweepMs?: number;
+  hooks?: OrchestratorOptions['hooks'];
+  logger?: OrchestratorOptions['logger'];
 }
 
 export function harness(options: HarnessOptions = {}) {
@@ -79,6 +81,8 @@ export function harness(options: HarnessOptions = {}) {
     refreshPrincipal: options.refreshPrincipal,
     rateLimits: options.rateLimits,
     expirySweepMs: options.expirySweepMs,
+    hooks: options.hooks,
+    logger: options.logger,
   });
   return { orchestrator, bookings, refunds, store, model, tools };
 }
