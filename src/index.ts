@@ -4,8 +4,10 @@
  * after every step.
  *
  * Other entries: `statechart-agent/redis` (RedisStore), `statechart-agent/openai` (an OpenAI-compatible model),
- * `statechart-agent/inspect` (live inspection streams), `statechart-agent/testing` (scripted model, manual clock).
- * They are apart so that importing this entry loads neither ioredis, nor the OpenAI SDK, nor test doubles.
+ * `statechart-agent/ai-sdk` (any Vercel AI SDK provider), `statechart-agent/inspect` (live inspection streams),
+ * `statechart-agent/visualize` (the chart as pictures), `statechart-agent/fastify` (the HTTP service and its pages),
+ * `statechart-agent/acceptance` (the fault-injection run), `statechart-agent/testing` (scripted model, manual clock).
+ * They are apart so that importing this entry loads neither ioredis, nor a model SDK, nor Fastify, nor test doubles.
  */
 
 // The orchestrator

@@ -19,12 +19,12 @@ describe('README', () => {
     expect([...(await readmeExamples()).keys()].sort()).toEqual([...EXAMPLES].sort());
     const imported = new Set<string>();
     for (const code of (await readmeExamples()).values()) {
-      for (const match of code.matchAll(/from '(statechart-agent(?:\/\w+)?)'/g)) imported.add(match[1]!);
+      for (const match of code.matchAll(/from '(statechart-agent(?:\/[\w-]+)?)'/g)) imported.add(match[1]!);
     }
     expect([...imported].sort()).toEqual(Object.keys(SOURCES).sort());
   });
 
-  it.each(['embed', 'mandate', 'inspect', 'visualize', 'fastify', 'acceptance'] as const)('runs its %s example against the sources', async (name) => {
+  it.each(['embed', 'mandate', 'inspect', 'visualize', 'aisdk', 'fastify', 'acceptance'] as const)('runs its %s example against the sources', async (name) => {
     expectExampleOutput[name](await runExample(name));
   });
 

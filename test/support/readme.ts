@@ -11,7 +11,7 @@ import { PROJECT_ROOT } from './workers.js';
 
 const run = promisify(execFile);
 
-export const EXAMPLES = ['embed', 'mandate', 'redis', 'inspect', 'visualize', 'openai', 'fastify', 'acceptance'] as const;
+export const EXAMPLES = ['embed', 'mandate', 'redis', 'inspect', 'visualize', 'openai', 'aisdk', 'fastify', 'acceptance'] as const;
 export type ExampleName = (typeof EXAMPLES)[number];
 
 /** Every marked example in the README, by name (so a new one cannot be added without a check below). */
@@ -67,6 +67,10 @@ export const expectExampleOutput: Record<ExampleName, (stdout: string) => void> 
     // The fake server's one answer: 120 prompt + 30 completion tokens, at 0.15 and 0.60 per thousand, rounded up.
     expect(stdout).toBe('done goal_met 150 tokens, 36 costMicros');
   },
+  aisdk(stdout) {
+    // The AI SDK mock model's one answer: 120 input + 30 output tokens, priced as in the openai example.
+    expect(stdout).toBe('done goal_met 150 tokens, 36 costMicros, 1 provider call');
+  },
 };
 
 /** Package specifiers → the sources they are built from (the package tier runs the examples as written). */
@@ -74,6 +78,7 @@ export const SOURCES: Record<string, string> = {
   'statechart-agent': 'src/index.ts',
   'statechart-agent/redis': 'src/redis.ts',
   'statechart-agent/openai': 'src/openai.ts',
+  'statechart-agent/ai-sdk': 'src/aisdk.ts',
   'statechart-agent/inspect': 'src/inspect/index.ts',
   'statechart-agent/testing': 'src/testing/index.ts',
   'statechart-agent/visualize': 'src/visualize/index.ts',
@@ -83,7 +88,7 @@ export const SOURCES: Record<string, string> = {
 
 /** Runs an example with tsx, its package imports pointed at the sources, in a scratch folder as its cwd. */
 export async function runExample(name: ExampleName, env: NodeJS.ProcessEnv = {}): Promise<string> {
-  const code = (await readmeExample(name)).replace(/from '(statechart-agent(?:\/\w+)?)'/g, (_m, specifier: string) => {
+  const code = (await readmeExample(name)).replace(/from '(statechart-agent(?:\/[\w-]+)?)'/g, (_m, specifier: string) => {
     const source = SOURCES[specifier];
     if (!source) throw new Error(`README example ${name} imports ${specifier}, which is not an entry`);
     return `from '${join(PROJECT_ROOT, source)}'`;

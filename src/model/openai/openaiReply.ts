@@ -7,12 +7,9 @@ import { APIConnectionError, APIError, APIUserAbortError } from 'openai';
 import type { ChatCompletion } from 'openai/resources/chat/completions';
 import { AgentError } from '../../errors.js';
 import { type ModelReply, type ModelUsageReport, TransientModelError } from '../agentModel.js';
+import { type ModelPrices, isTransientStatus, maskedLine, priceOf, retryAfterMs, textualToolCall, writtenCallDetail } from '../replyRules.js';
 
-/** Prices in micro-units of the host currency per million tokens. */
-export interface ModelPrices {
-  inputPerMillionMicros: number;
-  outputPerMillionMicros: number;
-}
+export { type ModelPrices, priceOf, retryAfterMs };
 
 export interface ReplyOptions {
   prices?: ModelPrices;
@@ -61,7 +58,7 @@ export function toModelReply(response: unknown, options: ReplyOptions): ModelRep
   if (message.function_call) return invalid('legacy function_call output is not supported; use tool calls');
   if (typeof message.content === 'string' && message.content.trim() !== '') {
     const written = textualToolCall(message.content);
-    if (written) return invalid(`a tool call was written as text (${written}) instead of through the tools interface; call tools as tool calls`);
+    if (written) return invalid(writtenCallDetail(written));
     return { type: 'answer', text: message.content, usage };
   }
   return invalid('empty output: no text, tool calls or refusal');
@@ -71,29 +68,6 @@ export function toModelReply(response: unknown, options: ReplyOptions): ModelRep
 export function unusableBody(error: SyntaxError, fallbackUsage: ReplyOptions['fallbackUsage'], prices?: ModelPrices): ModelReply {
   const usage = usageOf({}, { fallbackUsage, prices });
   return { type: 'invalid', detail: `the server's response is not valid JSON (${error.message.slice(0, 120)})`, usage };
-}
-
-/**
- * The markers servers leave in the text when their tool-call parser failed (Hermes/Qwen `<tool_call>`, Mistral
- * `[TOOL_CALLS]`, Llama `<|python_tag|>` and `<function=`), or a whole reply that is a JSON tool call. Such a reply
- * is not a final answer: taken as one, the task would end on a call that never ran.
- */
-const TOOL_CALL_MARKERS = [/<tool_call>/i, /<\|tool_call\|>/i, /\[TOOL_CALLS\]/, /<\|python_tag\|>/, /<function=[\w.-]+>/, /<\|tool▁call/];
-
-function textualToolCall(content: string): string | null {
-  const marker = TOOL_CALL_MARKERS.find((pattern) => pattern.test(content));
-  if (marker) return `marker ${JSON.stringify(content.match(marker)![0])}`;
-  const trimmed = content.trim().replace(/^```(?:json)?\s*([\s\S]*?)\s*```$/, '$1');
-  if (!trimmed.startsWith('{') && !trimmed.startsWith('[')) return null;
-  try {
-    const parsed: unknown = JSON.parse(trimmed);
-    const items = Array.isArray(parsed) ? parsed : [parsed];
-    const looksLikeCall = (item: unknown) =>
-      typeof item === 'object' && item !== null && typeof (item as { name?: unknown }).name === 'string' && ('arguments' in item || 'parameters' in item);
-    return items.length > 0 && items.every(looksLikeCall) ? 'a JSON object with "name" and "arguments"' : null;
-  } catch {
-    return null;
-  }
 }
 
 function usageOf(completion: Partial<ChatCompletion>, options: ReplyOptions): ModelUsageReport {
@@ -108,13 +82,6 @@ function usageOf(completion: Partial<ChatCompletion>, options: ReplyOptions): Mo
   return options.prices ? { ...tokens, costMicros: priceOf(tokens, options.prices) } : tokens;
 }
 
-/** Cost in micro-units, rounded up. */
-export function priceOf(tokens: { inputTokens: number; outputTokens: number }, prices: ModelPrices): number {
-  return Math.ceil(
-    (tokens.inputTokens * prices.inputPerMillionMicros + tokens.outputTokens * prices.outputPerMillionMicros) / 1_000_000,
-  );
-}
-
 // --- errors -----------------------------------------------------------------------------------------------
 
 /** The model server refused the request for a reason a retry cannot fix (bad request, key, model name). */
@@ -126,9 +93,6 @@ export class ModelRequestError extends AgentError {
     super('model_request_failed', message);
   }
 }
-
-/** Statuses worth retrying: timeouts, lock conflicts, rate limits and server errors (as the SDK's own retry). */
-const TRANSIENT_STATUS = (status: number) => status === 408 || status === 409 || status === 429 || status >= 500;
 
 const STATUS_HINT: Record<number, string> = {
   400: 'bad request',
@@ -149,8 +113,8 @@ export function toModelError(error: unknown, apiKey: string | undefined, maxRetr
   }
   if (error instanceof APIError && typeof error.status === 'number') {
     const detail = serverDetail(error, apiKey);
-    if (TRANSIENT_STATUS(error.status)) {
-      const retryAfter = retryAfterMs(error.headers);
+    if (isTransientStatus(error.status)) {
+      const retryAfter = retryAfterMs((name) => error.headers?.get(name));
       return new TransientModelError(
         `the model server answered ${error.status}${detail ? `: ${detail}` : ''}`,
         retryAfter === undefined ? undefined : Math.min(retryAfter, maxRetryAfterMs),
@@ -171,29 +135,8 @@ export class ModelAbortedError extends Error {
   }
 }
 
-/** Milliseconds from `retry-after-ms` or `retry-after` (seconds or an HTTP date), if present and sane. */
-export function retryAfterMs(headers: Headers | undefined, now = Date.now()): number | undefined {
-  const ms = headers?.get('retry-after-ms');
-  if (ms) {
-    const value = Number.parseFloat(ms);
-    if (Number.isFinite(value) && value >= 0) return Math.round(value);
-  }
-  const after = headers?.get('retry-after');
-  if (after) {
-    const seconds = Number(after.trim());
-    if (after.trim() !== '' && Number.isFinite(seconds) && seconds >= 0) return Math.round(seconds * 1000);
-    const date = Date.parse(after);
-    if (Number.isFinite(date)) return Math.max(0, date - now);
-  }
-  return undefined;
-}
-
 /** The server's own error message, one line, capped, with anything key-like masked. */
 function serverDetail(error: APIError, apiKey: string | undefined): string {
   const body = error.error as { message?: unknown } | undefined;
-  const raw = typeof body?.message === 'string' ? body.message : '';
-  let text = raw.replace(/\s+/g, ' ').trim();
-  if (apiKey && apiKey.length >= 4) text = text.split(apiKey).join('[key]');
-  text = text.replace(/\bsk-[A-Za-z0-9_*-]{6,}/g, '[key]').replace(/\bBearer\s+[A-Za-z0-9._~+/*-]+=*/g, 'Bearer [key]');
-  return text.length > 200 ? `${text.slice(0, 200)}…` : text;
+  return maskedLine(typeof body?.message === 'string' ? body.message : '', [apiKey]);
 }

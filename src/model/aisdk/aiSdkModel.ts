@@ -1,0 +1,140 @@
+/**
+ * A model adapter on the Vercel AI SDK (`ai` 6): any AI SDK provider's language model (Anthropic, Google, OpenAI,
+ * Ollama and the others implementing the v3 model spec) drives a task with the same guarantees as the OpenAI
+ * adapter.
+ *
+ * The adapter only translates. Each turn it rebuilds the messages from the task's persisted transcript, offers the
+ * tools the runtime passed (already filtered by the principal's scopes) without `execute`, and runs one
+ * `generateText` step with `maxRetries: 0`: no automatic tool loop, no SDK retries (retries are the runtime's,
+ * counted against the task's retry budget). The reply is mapped from the provider's own result, captured by a
+ * middleware, so call ids, names and argument texts reach the machine's gates as the model produced them.
+ *
+ * @example
+ * import { anthropic } from '@ai-sdk/anthropic';
+ * const model = createAiSdkModel({ model: anthropic('claude-sonnet-4-5') });
+ * const orchestrator = createOrchestrator({ tools, model });
+ */
+import { type LanguageModelMiddleware, generateText, stepCountIs, wrapLanguageModel } from 'ai';
+import { AgentError } from '../../errors.js';
+import type { AgentModel, ModelReply, ModelRequest } from '../agentModel.js';
+import { AiSdkAbortedError, classifyError } from './aiSdkErrors.js';
+import { buildModelMessages, systemPrompt, toolSet } from './aiSdkMessages.js';
+import { type ModelPrices, type ProviderResult, priceOf, toModelReply, unusableOutput } from './aiSdkReply.js';
+
+/** A provider's language model object, e.g. `anthropic('claude-sonnet-4-5')` or `ollama('qwen2.5:7b')`. */
+export type AiSdkLanguageModel = Parameters<typeof wrapLanguageModel>[0]['model'];
+type ProviderOptions = NonNullable<Parameters<typeof generateText>[0]['providerOptions']>;
+
+export interface AiSdkModelOptions {
+  /** The provider's model object (AI SDK model spec v3, which every AI SDK 6 provider implements). */
+  model: AiSdkLanguageModel;
+  /** Output token limit per turn (default 1,024), sent as `maxOutputTokens`. */
+  maxOutputTokens?: number;
+  /** Upper bound of one turn's prompt tokens, for the reservation (default 16,000). */
+  promptTokenBound?: number;
+  /** Sampling temperature; omitted from the call when unset. */
+  temperature?: number;
+  /** Replaces the default host instructions of the system prompt. */
+  systemPrompt?: string;
+  /** Cap of each tool result's text in UTF-8 bytes (default 8,192). */
+  maxToolResultBytes?: number;
+  /** Prices per million tokens in micro-units; without them a turn costs 0. */
+  prices?: ModelPrices;
+  /** Mark tools `strict` when their schema qualifies (default true). Set false for providers that reject it. */
+  strictTools?: boolean;
+  /** Longest Retry-After honoured, in ms (default 60,000); a provider asking for longer is retried sooner. */
+  maxRetryAfterMs?: number;
+  /** Passed to `generateText` as they are (e.g. `{ anthropic: { sendReasoning: false } }`). */
+  providerOptions?: ProviderOptions;
+  /** Values masked out of error messages, such as the API key the provider was given. */
+  secrets?: string[];
+  /** For audit and status (default "ai-sdk:<provider>:<modelId>"). */
+  name?: string;
+}
+
+/** The adapter cannot start: its options are incomplete or wrong. */
+export class AiSdkConfigError extends AgentError {
+  constructor(message: string) {
+    super('model_not_configured', message);
+  }
+}
+
+const DEFAULT_MAX_OUTPUT_TOKENS = 1_024;
+const DEFAULT_PROMPT_TOKEN_BOUND = 16_000;
+const DEFAULT_MAX_TOOL_RESULT_BYTES = 8_192;
+
+/** Creates an AgentModel backed by an AI SDK language model. Throws AiSdkConfigError for a missing or unsupported model. */
+export function createAiSdkModel(options: AiSdkModelOptions): AgentModel {
+  const model = options?.model as unknown;
+  if (typeof model !== 'object' || model === null) {
+    throw new AiSdkConfigError(
+      'No model: pass a provider model object, e.g. `model: anthropic("claude-sonnet-4-5")` from @ai-sdk/anthropic (model id strings are not accepted).',
+    );
+  }
+  const spec = (model as { specificationVersion?: unknown }).specificationVersion;
+  if (spec !== 'v3') {
+    throw new AiSdkConfigError(`The model implements AI SDK model spec ${JSON.stringify(spec)}; this adapter needs spec "v3" (providers for ai 6).`);
+  }
+  const languageModel = options.model;
+  const maxOutputTokens = positive(options.maxOutputTokens, DEFAULT_MAX_OUTPUT_TOKENS, 'maxOutputTokens');
+  const promptTokenBound = positive(options.promptTokenBound, DEFAULT_PROMPT_TOKEN_BOUND, 'promptTokenBound');
+  const maxToolResultBytes = positive(options.maxToolResultBytes, DEFAULT_MAX_TOOL_RESULT_BYTES, 'maxToolResultBytes');
+  const errorOptions = { maxRetryAfterMs: options.maxRetryAfterMs ?? 60_000, secrets: options.secrets ?? [] };
+  const fallbackUsage = { inputTokens: promptTokenBound, outputTokens: maxOutputTokens };
+  const replyOptions = { prices: options.prices, fallbackUsage };
+  const reservation = {
+    tokens: promptTokenBound + maxOutputTokens,
+    costMicros: options.prices ? priceOf(fallbackUsage, options.prices) : 0,
+  };
+
+  return {
+    name: options.name ?? `ai-sdk:${languageModel.provider}:${languageModel.modelId}`,
+    reservation,
+    async decide(request: ModelRequest): Promise<ModelReply> {
+      const transcript = await request.transcript();
+      // The provider's own result for this call, before generateText parses anything.
+      let captured: ProviderResult | undefined;
+      const capture: LanguageModelMiddleware = {
+        specificationVersion: 'v3',
+        async wrapGenerate({ doGenerate }) {
+          const result = await doGenerate();
+          captured = result;
+          return result;
+        },
+      };
+      try {
+        await generateText({
+          model: wrapLanguageModel({ model: languageModel, middleware: capture }),
+          system: systemPrompt(request.principal, options.systemPrompt),
+          messages: buildModelMessages(transcript, { maxToolResultBytes }),
+          ...(request.tools.length > 0 ? { tools: toolSet(request.tools, options.strictTools ?? true), toolChoice: 'auto' as const } : {}),
+          maxOutputTokens,
+          ...(options.temperature !== undefined ? { temperature: options.temperature } : {}),
+          ...(options.providerOptions ? { providerOptions: options.providerOptions } : {}),
+          maxRetries: 0,
+          // One step: with no execute functions there is nothing to loop on, and the host decides what runs next.
+          stopWhen: stepCountIs(1),
+          abortSignal: request.signal,
+        });
+      } catch (error) {
+        if (request.signal.aborted) throw new AiSdkAbortedError();
+        // The provider answered, and the SDK choked on its output while processing it: unusable output, re-asked.
+        if (captured) {
+          const name = error instanceof Error ? error.name : typeof error;
+          return unusableOutput(`the response could not be processed (${name})`, replyOptions, captured);
+        }
+        const classified = classifyError(error, request.signal, errorOptions);
+        if (classified.kind === 'unusable') return unusableOutput(classified.detail, replyOptions);
+        throw classified.error;
+      }
+      if (!captured) return unusableOutput('the model returned no result', replyOptions);
+      return toModelReply(captured, replyOptions);
+    },
+  };
+}
+
+function positive(value: number | undefined, fallback: number, what: string): number {
+  if (value === undefined) return fallback;
+  if (!Number.isInteger(value) || value <= 0) throw new AiSdkConfigError(`${what} must be a positive integer, not ${value}.`);
+  return value;
+}

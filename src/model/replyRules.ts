@@ -1,0 +1,131 @@
+/**
+ * The rules every model adapter applies the same way, whatever the provider SDK: what a turn costs, which statuses
+ * are worth retrying and after how long, which text is a tool call written as text (never a final answer), how a
+ * provider's message is made safe to store, and the host's notes to the model. Imports no provider SDK, so each
+ * adapter entry loads only its own.
+ */
+
+import type { Observation } from '../../machines/context.js';
+import type { TranscriptEntry } from '../../machines/journal.js';
+
+/** Prices in micro-units of the host currency per million tokens. */
+export interface ModelPrices {
+  inputPerMillionMicros: number;
+  outputPerMillionMicros: number;
+}
+
+/** Cost in micro-units, rounded up. */
+export function priceOf(tokens: { inputTokens: number; outputTokens: number }, prices: ModelPrices): number {
+  return Math.ceil((tokens.inputTokens * prices.inputPerMillionMicros + tokens.outputTokens * prices.outputPerMillionMicros) / 1_000_000);
+}
+
+/** Statuses worth retrying: timeouts, lock conflicts, rate limits and server errors (as the SDKs' own retry rules). */
+export const isTransientStatus = (status: number) => status === 408 || status === 409 || status === 429 || status >= 500;
+
+/** Milliseconds from `retry-after-ms` or `retry-after` (seconds or an HTTP date), if present and sane. */
+export function retryAfterMs(header: (name: 'retry-after-ms' | 'retry-after') => string | null | undefined, now = Date.now()): number | undefined {
+  const ms = header('retry-after-ms');
+  if (ms) {
+    const value = Number.parseFloat(ms);
+    if (Number.isFinite(value) && value >= 0) return Math.round(value);
+  }
+  const after = header('retry-after')?.trim();
+  if (after) {
+    const seconds = Number(after);
+    if (Number.isFinite(seconds) && seconds >= 0) return Math.round(seconds * 1000);
+    const date = Date.parse(after);
+    if (Number.isFinite(date)) return Math.max(0, date - now);
+  }
+  return undefined;
+}
+
+/** One line, capped at 200 characters, with the given secrets and anything key-like masked. */
+export function maskedLine(message: string, secrets: readonly (string | undefined)[] = []): string {
+  let text = message.replace(/\s+/g, ' ').trim();
+  for (const secret of secrets) if (secret && secret.length >= 4) text = text.split(secret).join('[key]');
+  text = text
+    .replace(/\b(sk|pk|rk)-[A-Za-z0-9_*-]{6,}/g, '[key]')
+    .replace(/\bAIza[0-9A-Za-z_-]{20,}/g, '[key]')
+    .replace(/\bBearer\s+[A-Za-z0-9._~+/*-]+=*/g, 'Bearer [key]')
+    .replace(/([?&](?:key|api_key|apikey)=)[^&\s]+/gi, '$1[key]');
+  return text.length > 200 ? `${text.slice(0, 200)}…` : text;
+}
+
+/**
+ * The markers servers leave in the text when their tool-call parser failed (Hermes/Qwen `<tool_call>`, Mistral
+ * `[TOOL_CALLS]`, Llama `<|python_tag|>` and `<function=`), or a whole reply that is a JSON tool call. Such a reply
+ * is not a final answer: taken as one, the task would end on a call that never ran.
+ */
+const TOOL_CALL_MARKERS = [/<tool_call>/i, /<\|tool_call\|>/i, /\[TOOL_CALLS\]/, /<\|python_tag\|>/, /<function=[\w.-]+>/, /<\|tool▁call/];
+
+/** How `content` shows a tool call written as text, or null when it is plain text. */
+export function textualToolCall(content: string): string | null {
+  const marker = TOOL_CALL_MARKERS.find((pattern) => pattern.test(content));
+  if (marker) return `marker ${JSON.stringify(content.match(marker)![0])}`;
+  const trimmed = content.trim().replace(/^```(?:json)?\s*([\s\S]*?)\s*```$/, '$1');
+  if (!trimmed.startsWith('{') && !trimmed.startsWith('[')) return null;
+  try {
+    const parsed: unknown = JSON.parse(trimmed);
+    const items = Array.isArray(parsed) ? parsed : [parsed];
+    const looksLikeCall = (item: unknown) =>
+      typeof item === 'object' && item !== null && typeof (item as { name?: unknown }).name === 'string' && ('arguments' in item || 'parameters' in item);
+    return items.length > 0 && items.every(looksLikeCall) ? 'a JSON object with "name" and "arguments"' : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The detail of an unusable reply that wrote a tool call as text. */
+export const writtenCallDetail = (how: string) => `a tool call was written as text (${how}) instead of through the tools interface; call tools as tool calls`;
+
+
+/**
+ * A transcript entry that is plain text as a chat message: the model's answers, questions and refusals as the
+ * assistant's, the user's answers as the user's, and the host's notes as user messages marked as the host's. Null
+ * for the other entries (proposals and results are each provider's own shape).
+ */
+export function textMessageOf(entry: TranscriptEntry): { role: 'assistant' | 'user'; content: string } | null {
+  switch (entry.kind) {
+    case 'answer':
+    case 'question':
+    case 'refusal':
+      return { role: 'assistant', content: entry.text };
+    case 'user_answer':
+      return { role: 'user', content: entry.text };
+    case 'no_answer':
+      return { role: 'user', content: hostNotes.noAnswer(entry.question) };
+    case 'invalid_output':
+      return { role: 'user', content: hostNotes.invalidOutput(entry.detail) };
+    default:
+      return null;
+  }
+}
+
+/** The host's notes to the model, sent as user messages marked as not coming from the user. */
+export const hostNotes = {
+  noAnswer: (question: string) =>
+    `[Host note, not from the user] Nobody answered your question in time ("${question}"). Go on without an answer, or end with a final answer.`,
+  invalidOutput: (detail: string) =>
+    `[Host note, not from the user] Your previous reply could not be used: ${detail}. ` +
+    'Reply again with tool calls (each with a unique id and a JSON object as arguments) or with a final answer.',
+};
+
+/**
+ * Each call's result, by turn and call id (some servers reuse ids such as "call_0" from one response to the next).
+ * The latest result of a call wins: a write a reviewer resolved after the fact is sent as they found it. A call
+ * without one is said not to have run.
+ */
+export function pairedResults(transcript: readonly TranscriptEntry[]): (turn: number, call: { callId: string; tool: string }) => Observation {
+  const key = (turn: number, callId: string) => `${turn}\u0000${callId}`;
+  const results = new Map<string, Observation>();
+  for (const entry of transcript) if (entry.kind === 'result') results.set(key(entry.turn, entry.observation.callId), entry.observation);
+  return (turn, call) =>
+    results.get(key(turn, call.callId)) ?? {
+      callId: call.callId,
+      tool: call.tool,
+      ok: false,
+      code: 'missing_result',
+      summary: 'the host has no result for this call; assume it did not run',
+      retryable: false,
+    };
+}
