@@ -6,7 +6,7 @@
  * Other entries: `statechart-agent/redis` (RedisStore), `statechart-agent/openai` (an OpenAI-compatible model),
  * `statechart-agent/ai-sdk` (any Vercel AI SDK provider), `statechart-agent/inspect` (live inspection streams),
  * `statechart-agent/visualize` (the chart as pictures), `statechart-agent/fastify` (the HTTP service and its pages),
- * `statechart-agent/acceptance` (the fault-injection run), `statechart-agent/testing` (scripted model, manual clock).
+ * `statechart-agent/acceptance` (the fault-injection run), `statechart-agent/otel` (tracing), `statechart-agent/testing` (scripted model, manual clock).
  * They are apart so that importing this entry loads neither ioredis, nor a model SDK, nor Fastify, nor test doubles.
  */
 
@@ -25,6 +25,7 @@ export {
   type UserEventResult,
 } from './orchestrator/orchestrator.js';
 export { SILENT_LOGGER, type Logger, type TaskHooks, type TransitionEvent } from './orchestrator/hooks.js';
+export { NO_TRACING, type TraceAttributes, type Tracing } from './runtime/tracing.js';
 
 // Tools
 export {

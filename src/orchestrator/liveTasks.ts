@@ -9,6 +9,7 @@ import { LiveTask, type LiveTaskDeps, type SavedBatch } from '../runtime/liveTas
 import { unrestorableReason } from '../runtime/restore.js';
 import type { TaskEnvelope } from '../store/envelope.js';
 import type { TaskSummary } from '../store/summary.js';
+import type { Tracing } from '../runtime/tracing.js';
 import { LeaseKeeper } from './leaseKeeper.js';
 
 /** What every live task needs (the fencing token comes from the lease keeper), plus the lease settings. */
@@ -18,6 +19,8 @@ export interface LiveTasksDeps extends Omit<LiveTaskDeps, 'fence'> {
   onSaved: (summary: TaskSummary, saved: SavedBatch) => void;
   /** A task stopped being driven here for a reason other than a plain stop (fenced out, store failure, a bug). */
   onTaskFailure?: (taskId: string, error: Error) => void;
+  /** Runs of tasks as spans, their gate decisions and confirmations as events. */
+  tracing: Tracing;
 }
 
 export class LiveTasks {
@@ -103,14 +106,21 @@ export class LiveTasks {
 
   private attach(task: LiveTask): LiveTask {
     this.live.set(task.taskId, task);
+    const { tracing } = this.deps;
+    const run = (summary: TaskSummary) => ({ 'statechart_agent.task_id': summary.taskId, 'statechart_agent.tenant_id': summary.tenantId, 'statechart_agent.state': summary.state });
     task.onSaved((summary, saved) => {
+      if (summary.state === 'running') tracing.runStarted(task.taskId, run(summary));
+      tracing.recorded(task.taskId, saved.audit);
+      if (summary.state !== 'running') tracing.runEnded(task.taskId, { ...run(summary), 'statechart_agent.state_value': summary.stateValue });
       this.deps.onSaved(summary, saved);
       if (summary.state !== 'running') void this.evictIfIdle(task);
     });
     // Stopped, fenced out, store failure or a machine that threw: this process no longer drives the task.
     task.onFailure((error) => {
       if (this.live.get(task.taskId) === task) this.live.delete(task.taskId);
-      if (!(error instanceof AgentError && error.code === 'task_stopped')) this.deps.onTaskFailure?.(task.taskId, error);
+      const stopped = error instanceof AgentError && error.code === 'task_stopped';
+      tracing.runEnded(task.taskId, { 'statechart_agent.task_id': task.taskId }, stopped ? undefined : error.message);
+      if (!stopped) this.deps.onTaskFailure?.(task.taskId, error);
       const quarantined = error instanceof MachineError ? this.deps.store.quarantine(task.taskId, error.message).catch(() => {}) : Promise.resolve();
       void quarantined.then(() => this.releaseLease(task.taskId));
     });

@@ -23,6 +23,7 @@ import type { AgentModel } from '../model/agentModel.js';
 import type { TaskStore } from '../store/taskStore.js';
 import type { Tool } from '../tool.js';
 import type { Logger, TaskHooks } from './hooks.js';
+import type { Tracing } from '../runtime/tracing.js';
 
 export { DEFAULT_LIMITS, DEFAULT_POLICY };
 
@@ -73,6 +74,11 @@ export interface OrchestratorOptions {
    * console.
    */
   logger?: Logger;
+  /**
+   * Spans for each run of a task, model turn, tool call and lookup, with gate decisions and confirmations as events
+   * (`otelTracing(tracer)` from `statechart-agent/otel`). Default: none.
+   */
+  tracing?: Tracing;
   /**
    * Leases, used when the store has them (Redis): a process must hold a task's lease to drive it, every save
    * carries its fencing token, and a process that lost its lease stops. Times are real milliseconds.

@@ -27,6 +27,7 @@ import type { ListQuery, TaskStore } from '../store/taskStore.js';
 import { safeErrorText } from '../../machines/lib/text.js';
 import { ExpirySweeper } from './expirySweeper.js';
 import { HookDispatcher, SILENT_LOGGER } from './hooks.js';
+import { NO_TRACING } from '../runtime/tracing.js';
 import { HostEvents, type ReviewResolution } from './hostEvents.js';
 import { LiveTasks } from './liveTasks.js';
 import { type OrchestratorOptions, type Settings, type StartTaskRequest, parseOrThrow, resolveSettings, startRequestSchema } from './options.js';
@@ -59,7 +60,9 @@ export class Orchestrator {
     const { clock, random, modelTimeoutMs, backoff } = this.settings;
     const logger = options.logger ?? SILENT_LOGGER;
     const hooks = new HookDispatcher(options.hooks ?? {}, logger);
+    const tracing = options.tracing ?? NO_TRACING;
     const actors = createRuntimeActors({
+      tracing,
       registry: this.registry,
       model: options.model,
       clock,
@@ -83,6 +86,7 @@ export class Orchestrator {
       inspect: options.inspect,
       saveRetries: this.settings.saveRetries,
       lease: this.settings.lease,
+      tracing,
       onSaved: (summary, saved) => {
         for (const listener of this.savedListeners) hooks.call('onSaved', summary.taskId, () => listener(summary));
         hooks.saved(summary, saved);

@@ -4,6 +4,7 @@ import type { TranscriptEntry } from '../../machines/journal.js';
 import type { Clock } from '../clock.js';
 import type { AgentModel } from '../model/agentModel.js';
 import type { RateLimits } from './rateLimits.js';
+import type { Tracing } from './tracing.js';
 import type { ToolRegistry } from './toolRegistry.js';
 
 /** The live task an invoked actor belongs to. */
@@ -34,4 +35,6 @@ export interface ActorHost {
   rateLimits: RateLimits;
   /** The principal as the host's session sees it now (asked right before a write), or null when it is gone. */
   refreshPrincipal?: (principal: Principal) => Promise<Principal | null> | Principal | null;
+  /** Spans around model turns, tool calls and lookups (no-op by default). */
+  tracing: Tracing;
 }

@@ -46,6 +46,7 @@ export interface HarnessOptions {
   /** The orchestrator's expiry sweep (default 5 s; 0 disables it). */
   expirySweepMs?: number;
   hooks?: OrchestratorOptions['hooks'];
+  tracing?: OrchestratorOptions['tracing'];
   logger?: OrchestratorOptions['logger'];
 }
 
@@ -82,6 +83,7 @@ export function harness(options: HarnessOptions = {}) {
     rateLimits: options.rateLimits,
     expirySweepMs: options.expirySweepMs,
     hooks: options.hooks,
+    tracing: options.tracing,
     logger: options.logger,
   });
   return { orchestrator, bookings, refunds, store, model, tools };

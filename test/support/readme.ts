@@ -11,7 +11,7 @@ import { PROJECT_ROOT } from './workers.js';
 
 const run = promisify(execFile);
 
-export const EXAMPLES = ['embed', 'mandate', 'redis', 'inspect', 'visualize', 'openai', 'aisdk', 'fastify', 'acceptance'] as const;
+export const EXAMPLES = ['embed', 'mandate', 'redis', 'inspect', 'visualize', 'openai', 'aisdk', 'fastify', 'acceptance', 'otel'] as const;
 export type ExampleName = (typeof EXAMPLES)[number];
 
 /** Every marked example in the README, by name (so a new one cannot be added without a check below). */
@@ -63,6 +63,9 @@ export const expectExampleOutput: Record<ExampleName, (stdout: string) => void> 
     expect(stdout).toMatch(/unconfirmed side effects +\| +0 \|/);
     expect(stdout.split('\n').at(-1)).toBe('every invariant held');
   },
+  otel(stdout) {
+    expect(stdout).toBe('done chat scripted (0 events), task run (2 events)');
+  },
   openai(stdout) {
     // The fake server's one answer: 120 prompt + 30 completion tokens, at 0.15 and 0.60 per thousand, rounded up.
     expect(stdout).toBe('done goal_met 150 tokens, 36 costMicros');
@@ -84,6 +87,7 @@ export const SOURCES: Record<string, string> = {
   'statechart-agent/visualize': 'src/visualize/index.ts',
   'statechart-agent/fastify': 'src/http/index.ts',
   'statechart-agent/acceptance': 'src/acceptance/index.ts',
+  'statechart-agent/otel': 'src/otel.ts',
 };
 
 /** Runs an example with tsx, its package imports pointed at the sources, in a scratch folder as its cwd. */

@@ -40,6 +40,22 @@ export async function attemptTool<O>(
   }
 }
 
+/** The span attributes of a tool call, and what its outcome adds. */
+export function toolSpanAttributes(tool: Tool, callId: string, attempt: number, idempotencyKey?: string) {
+  return {
+    'statechart_agent.tool.name': tool.name,
+    'statechart_agent.tool.effect': tool.effect,
+    'statechart_agent.call.id': callId,
+    'statechart_agent.call.attempt': attempt,
+    ...(idempotencyKey ? { 'statechart_agent.idempotency_key': idempotencyKey } : {}),
+  };
+}
+
+export function describeOutcome(outcome: CallOutcome): { attributes: Record<string, string>; error?: string } {
+  const code = outcome.kind === 'ok' ? 'ok' : outcome.code;
+  return { attributes: { 'statechart_agent.call.code': code }, ...(outcome.kind === 'ok' ? {} : { error: `${code}: ${outcome.summary}` }) };
+}
+
 /** Re-validates arguments the schema gate accepted, as the tool's own typed value. */
 export function parseArguments(tool: Tool, args: unknown): { ok: true; value: unknown } | { ok: false; summary: string } {
   const parsed = tool.input.safeParse(args);

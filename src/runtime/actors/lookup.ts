@@ -17,9 +17,19 @@ export function lookupActor(host: ActorHost) {
     if (input.attempt > 1) {
       await sleep(clock, backoffDelay(input.attempt - 2, tool.lookupRetry ?? host.backoff, host.random), signal);
     }
-    const timed = await runWithTimeout(clock, tool.timeoutMs, signal, (s) =>
-      tool.lookup(input.idempotencyKey, { taskId: input.taskId, principal: input.principal, signal: s }),
-    ).catch((error: unknown) => ({ kind: 'error' as const, error }));
+    const timed = await host.tracing.span(
+      input.taskId,
+      `lookup ${tool.name}`,
+      { 'statechart_agent.tool.name': tool.name, 'statechart_agent.idempotency_key': input.idempotencyKey, 'statechart_agent.lookup.attempt': input.attempt },
+      () =>
+        runWithTimeout(clock, tool.timeoutMs, signal, (s) => tool.lookup(input.idempotencyKey, { taskId: input.taskId, principal: input.principal, signal: s })).catch(
+          (error: unknown) => ({ kind: 'error' as const, error }),
+        ),
+      (timed) => ({
+        attributes: { 'statechart_agent.lookup.result': timed.kind === 'done' ? (timed.value.found ? 'found' : 'not_found') : timed.kind },
+        ...(timed.kind === 'done' ? {} : { error: `lookup ${timed.kind}` }),
+      }),
+    );
     if (timed.kind === 'done') {
       if (!timed.value.found) return done({ kind: 'not_found' });
       const parsed = tool.output.safeParse(timed.value.value);

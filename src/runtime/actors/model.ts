@@ -21,22 +21,45 @@ export function modelActor(host: ActorHost) {
     const context = task.context();
     let retriesUsed = 0;
     for (;;) {
-      const timed = await runWithTimeout(clock, host.modelTimeoutMs, signal, (s) =>
-        host.model
-          .decide({
-            taskId: input.taskId,
-            turn: input.turn,
-            goal: context.goal,
-            principal: { userId: context.principal.userId, tenantId: context.principal.tenantId },
-            tools: host.registry.offeredTo(context.principal),
-            observations: input.observations,
-            transcript: () => task.transcript(),
-            signal: s,
-          })
-          .then(
-            (reply) => ({ ok: true as const, reply }),
-            (error: unknown) => ({ ok: false as const, error }),
-          ),
+      const ask = () =>
+        runWithTimeout(clock, host.modelTimeoutMs, signal, (s) =>
+          host.model
+            .decide({
+              taskId: input.taskId,
+              turn: input.turn,
+              goal: context.goal,
+              principal: { userId: context.principal.userId, tenantId: context.principal.tenantId },
+              tools: host.registry.offeredTo(context.principal),
+              observations: input.observations,
+              transcript: () => task.transcript(),
+              signal: s,
+            })
+            .then(
+              (reply) => ({ ok: true as const, reply }),
+              (error: unknown) => ({ ok: false as const, error }),
+            ),
+        );
+      // The GenAI semantic conventions' names: operation, model, token usage.
+      const timed = await host.tracing.span(
+        input.taskId,
+        `chat ${host.model.name}`,
+        { 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': host.model.name, 'statechart_agent.turn': input.turn, 'statechart_agent.model.retry': retriesUsed },
+        ask,
+        (timed) => {
+          if (timed.kind !== 'done') return { error: `model call ${timed.kind}` };
+          if (!timed.value.ok) return { error: safeErrorText(timed.value.error) };
+          const usage = timed.value.reply?.usage;
+          const finite = (n: unknown) => (typeof n === 'number' && Number.isFinite(n) ? { value: n } : null);
+          const inputTokens = finite(usage?.inputTokens);
+          const outputTokens = finite(usage?.outputTokens);
+          return {
+            attributes: {
+              'statechart_agent.reply.type': String(timed.value.reply?.type),
+              ...(inputTokens ? { 'gen_ai.usage.input_tokens': inputTokens.value } : {}),
+              ...(outputTokens ? { 'gen_ai.usage.output_tokens': outputTokens.value } : {}),
+            },
+          };
+        },
       );
       if (timed.kind === 'aborted') throw new Error('the model call was aborted');
       const answered = timed.kind === 'done' ? timed.value : null;

@@ -5,7 +5,7 @@ import type { Principal } from '../../../machines/context.js';
 import { backoffDelay, sleep } from '../../clock.js';
 import type { ReadTool } from '../../tool.js';
 import type { ActorHost } from '../actorHost.js';
-import { attemptTool, parseArguments } from './callAttempt.js';
+import { attemptTool, describeOutcome, parseArguments, toolSpanAttributes } from './callAttempt.js';
 
 export function readsActor(host: ActorHost) {
   return fromPromise<ReadsActorOutput, ReadsActorInput>(async ({ input, signal }) => {
@@ -40,8 +40,12 @@ async function runRead(
   if (!limit.ok) return finish({ kind: 'error', code: limit.code, summary: limit.summary, retryable: false }, 0);
   const maxAttempts = tool.retry?.maxAttempts ?? 1;
   for (let attempt = 1; ; attempt++) {
-    const outcome = await attemptTool(host.clock, tool, signal, (s) =>
-      tool.execute(args.value, { taskId, callId: call.callId, principal, signal: s, attempt }),
+    const outcome = await host.tracing.span(
+      taskId,
+      `execute_tool ${tool.name}`,
+      toolSpanAttributes(tool, call.callId, attempt),
+      () => attemptTool(host.clock, tool, signal, (s) => tool.execute(args.value, { taskId, callId: call.callId, principal, signal: s, attempt })),
+      describeOutcome,
     );
     // A read has no review desk: a tool's `needs_review` is a business failure the model is told of.
     const transient = outcome.kind === 'error' && outcome.retryable;

@@ -11,7 +11,7 @@ import type { CallCode } from '../../../machines/failures.js';
 import type { WriteTool } from '../../tool.js';
 import type { ActorHost } from '../actorHost.js';
 import { argumentsHash } from '../../../machines/lib/hashing.js';
-import { attemptTool, parseArguments } from './callAttempt.js';
+import { attemptTool, describeOutcome, parseArguments, toolSpanAttributes } from './callAttempt.js';
 
 export function writeActor(host: ActorHost) {
   const { clock } = host;
@@ -46,15 +46,22 @@ async function runWrite(host: ActorHost, input: WriteActorInput, signal: AbortSi
   }
   const args = parseArguments(tool, input.call.args);
   if (!args.ok) return { kind: 'error', code: 'invalid_arguments', summary: args.summary, retryable: false };
-  const outcome = await attemptTool(host.clock, tool, signal, (s) =>
-    tool.execute(args.value, {
-      taskId: input.taskId,
-      callId: input.call.callId,
-      principal: input.principal,
-      signal: s,
-      attempt: input.attempt,
-      idempotencyKey: input.idempotencyKey,
-    }),
+  const outcome = await host.tracing.span(
+    input.taskId,
+    `execute_tool ${tool.name}`,
+    toolSpanAttributes(tool, input.call.callId, input.attempt, input.idempotencyKey),
+    () =>
+      attemptTool(host.clock, tool, signal, (s) =>
+        tool.execute(args.value, {
+          taskId: input.taskId,
+          callId: input.call.callId,
+          principal: input.principal,
+          signal: s,
+          attempt: input.attempt,
+          idempotencyKey: input.idempotencyKey,
+        }),
+      ),
+    describeOutcome,
   );
   if (outcome.kind === 'error' && outcome.code === 'needs_review') return { kind: 'review', code: 'needs_review', summary: outcome.summary };
   if (outcome.kind !== 'error' || !WRITE_OUTCOME_UNKNOWN.has(outcome.code)) {
