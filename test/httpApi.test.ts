@@ -6,15 +6,11 @@
 import Fastify from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DEMO_USERS, REFUND_GOAL, type DemoService, createDemoService } from '../examples/booking/service.js';
-import { RefundDesk } from '../examples/booking/refundService.js';
 import { REFUND_MANDATE, REFUND_SUCCESS } from '../examples/booking/requests.js';
-import { refundScript } from '../examples/booking/refundScenario.js';
-import { MemoryStore, createOrchestrator } from '../src/index.js';
+import { MemoryStore } from '../src/index.js';
 import { agentService } from '../src/http/index.js';
-import { ManualClock, scriptedModel } from '../src/testing/index.js';
-import { getOrder } from '../tools/getOrder.js';
-import { refundMandate } from '../tools/mandates.js';
-import { refundOrder } from '../tools/refundOrder.js';
+import { fourEyesOrchestrator } from './support/fourEyes.js';
+import { ManualClock } from '../src/testing/index.js';
 
 type Method = 'GET' | 'POST';
 
@@ -258,14 +254,7 @@ describe('decisions that change nothing', () => {
 
 describe('with a four-eyes rule', () => {
   it('shows the refund to M1 (approver scope) and not to E17 as a decision; M1 approves it', async () => {
-    const desk = new RefundDesk();
-    const orchestrator = createOrchestrator({
-      tools: [getOrder(desk), refundOrder(desk, { confirmAboveCents: 10_000, approveAboveCents: 10_000 })],
-      mandates: [refundMandate],
-      model: scriptedModel(refundScript()),
-      store: new MemoryStore(),
-      expirySweepMs: 0,
-    });
+    const { orchestrator, desk } = fourEyesOrchestrator();
     const app = Fastify();
     await app.register(agentService, { orchestrator, authenticate: (request) => DEMO_USERS[String(request.headers['x-user'])] ?? null, pages: false });
     try {

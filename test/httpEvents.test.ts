@@ -7,16 +7,11 @@
 import http from 'node:http';
 import Fastify from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { RefundDesk } from '../examples/booking/refundService.js';
-import { refundScript } from '../examples/booking/refundScenario.js';
 import { REFUND_MANDATE, REFUND_SUCCESS } from '../examples/booking/requests.js';
 import { DEMO_USERS, REFUND_GOAL, type DemoService, createDemoService } from '../examples/booking/service.js';
-import { MemoryStore, createOrchestrator } from '../src/index.js';
+import { MemoryStore } from '../src/index.js';
 import { agentService } from '../src/http/index.js';
-import { scriptedModel } from '../src/testing/index.js';
-import { getOrder } from '../tools/getOrder.js';
-import { refundMandate } from '../tools/mandates.js';
-import { refundOrder } from '../tools/refundOrder.js';
+import { fourEyesOrchestrator } from './support/fourEyes.js';
 
 interface SseEvent {
   id: string | null;
@@ -147,14 +142,7 @@ describe('task events (SSE)', () => {
   });
 
   it("cuts an approver off once their decision is made: the rest of the task is the requester's", async () => {
-    const desk = new RefundDesk();
-    const orchestrator = createOrchestrator({
-      tools: [getOrder(desk), refundOrder(desk, { confirmAboveCents: 10_000, approveAboveCents: 10_000 })],
-      mandates: [refundMandate],
-      model: scriptedModel(refundScript()),
-      store: new MemoryStore(),
-      expirySweepMs: 0,
-    });
+    const { orchestrator } = fourEyesOrchestrator();
     const app = Fastify();
     await app.register(agentService, { orchestrator, authenticate: (request) => DEMO_USERS[/^Bearer (\w+)$/.exec(request.headers.authorization ?? '')?.[1] ?? ''] ?? null, pages: false });
     try {

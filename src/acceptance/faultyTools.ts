@@ -68,15 +68,14 @@ export class FaultyTools {
     this.faults.set(taskId, { ...NO_FAULTS, ...faults });
   }
 
-  of(taskId: string): Execution[] {
-    return this.executions.filter((e) => e.taskId === taskId);
-  }
-
   /** Waits (at most `ms`) for the tools' own calls still running, so that a late commit is judged too. */
   async settle(ms: number): Promise<Settling> {
     const deadline = Date.now() + ms;
     while (this.inflight.size > 0 && Date.now() < deadline) {
-      await Promise.race([Promise.allSettled([...this.inflight]), new Promise((resolve) => setTimeout(resolve, Math.max(1, deadline - Date.now())))]);
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const late = new Promise((resolve) => (timer = setTimeout(resolve, Math.max(1, deadline - Date.now()))));
+      await Promise.race([Promise.allSettled([...this.inflight]), late]);
+      clearTimeout(timer);
     }
     return { stillRunning: this.inflight.size };
   }

@@ -4,6 +4,7 @@
  * business service really did.
  */
 import type { Json } from '../../machines/context.js';
+import { FINAL_STATUSES } from '../../machines/failures.js';
 import { canonicalJson } from '../../machines/lib/canonicalJson.js';
 import { createOrchestrator } from '../orchestrator/orchestrator.js';
 import type { TaskStatus } from '../orchestrator/status.js';
@@ -14,7 +15,7 @@ import { INJECTIONS, type TaskSpec, expandPlan, seededRandom } from './plan.js';
 import { type TaskRun, judge } from './verdict.js';
 import type { AcceptanceOptions, AcceptanceReport } from './types.js';
 
-const FINAL = new Set(['done', 'failed', 'cancelled', 'budget_exhausted']);
+const FINAL: ReadonlySet<string> = new Set(FINAL_STATUSES);
 
 export async function runAcceptance(options: AcceptanceOptions): Promise<AcceptanceReport> {
   const started = performance.now();

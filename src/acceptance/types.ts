@@ -25,17 +25,6 @@ export const FAULT_CLASSES = [
 ] as const;
 export type FaultClass = (typeof FAULT_CLASSES)[number];
 
-/** The classes whose faulty call must be refused before anything executes. */
-export const BLOCKED_CLASSES: readonly FaultClass[] = [
-  'invalid_schema',
-  'invalid_business',
-  'out_of_scope',
-  'other_tenant',
-  'unknown_tool',
-  'duplicate_call_ids',
-  'malformed_arguments',
-  'injected_output',
-];
 /**
  * The gates that must refuse each blocked class's faulty call: a refusal by another gate (the mandate refusing an
  * out-of-scope call first) leaves the gate under test unexercised, and is reported as such. `unpaired` is the

@@ -80,12 +80,16 @@ export const writtenCallDetail = (how: string) => `a tool call was written as te
 
 
 /**
- * A transcript entry that is plain text as a chat message: the model's answers, questions and refusals as the
- * assistant's, the user's answers as the user's, and the host's notes as user messages marked as the host's. Null
- * for the other entries (proposals and results are each provider's own shape).
+ * A transcript entry that is plain text as a chat message: the goal and the user's answers as the user's; the
+ * model's answers, questions, refusals and text without calls as the assistant's; the host's notes as user messages
+ * marked as the host's. Null for the other entries (calls and their results are each provider's own shape).
  */
 export function textMessageOf(entry: TranscriptEntry): { role: 'assistant' | 'user'; content: string } | null {
   switch (entry.kind) {
+    case 'goal':
+      return { role: 'user', content: entry.text };
+    case 'proposal':
+      return entry.calls.length === 0 && entry.text ? { role: 'assistant', content: entry.text } : null;
     case 'answer':
     case 'question':
     case 'refusal':

@@ -9,7 +9,7 @@ import { LiveTask, type LiveTaskDeps, type SavedBatch } from '../runtime/liveTas
 import { unrestorableReason } from '../runtime/restore.js';
 import type { TaskEnvelope } from '../store/envelope.js';
 import type { TaskSummary } from '../store/summary.js';
-import type { Tracing } from '../runtime/tracing.js';
+import { NO_TRACING, type Tracing } from '../runtime/tracing.js';
 import { LeaseKeeper } from './leaseKeeper.js';
 
 /** What every live task needs (the fencing token comes from the lease keeper), plus the lease settings. */
@@ -108,10 +108,14 @@ export class LiveTasks {
     this.live.set(task.taskId, task);
     const { tracing } = this.deps;
     const run = (summary: TaskSummary) => ({ 'statechart_agent.task_id': summary.taskId, 'statechart_agent.tenant_id': summary.tenantId, 'statechart_agent.state': summary.state });
+    const traced = tracing !== NO_TRACING;
     task.onSaved((summary, saved) => {
-      if (summary.state === 'running') tracing.runStarted(task.taskId, run(summary));
-      tracing.recorded(task.taskId, saved.audit);
-      if (summary.state !== 'running') tracing.runEnded(task.taskId, { ...run(summary), 'statechart_agent.state_value': summary.stateValue });
+      // Nothing is built for tracing on the hot path when nobody traces.
+      if (traced) {
+        if (summary.state === 'running') tracing.runStarted(task.taskId, run(summary));
+        tracing.recorded(task.taskId, saved.audit);
+        if (summary.state !== 'running') tracing.runEnded(task.taskId, { ...run(summary), 'statechart_agent.state_value': summary.stateValue });
+      }
       this.deps.onSaved(summary, saved);
       if (summary.state !== 'running') void this.evictIfIdle(task);
     });

@@ -35,12 +35,10 @@ export function buildModelMessages(transcript: readonly TranscriptEntry[], optio
   const resultOf = pairedResults(transcript);
   for (const entry of transcript) {
     switch (entry.kind) {
-      case 'goal':
-        messages.push({ role: 'user', content: entry.text });
-        break;
       case 'proposal': {
         if (entry.calls.length === 0) {
-          if (entry.text) messages.push({ role: 'assistant', content: entry.text });
+          const text = textMessageOf(entry);
+          if (text) messages.push(text);
           break;
         }
         const calls: ToolCallPart[] = entry.calls.map((call) => ({

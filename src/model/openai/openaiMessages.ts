@@ -48,12 +48,10 @@ export function buildMessages(
   const resultOf = pairedResults(transcript);
   for (const entry of transcript) {
     switch (entry.kind) {
-      case 'goal':
-        messages.push({ role: 'user', content: entry.text });
-        break;
       case 'proposal': {
         if (entry.calls.length === 0) {
-          if (entry.text) messages.push({ role: 'assistant', content: entry.text });
+          const text = textMessageOf(entry);
+          if (text) messages.push(text);
           break;
         }
         const toolCalls: ChatCompletionMessageToolCall[] = entry.calls.map((call) => ({

@@ -1,0 +1,20 @@
+/** The demo's refund behind a four-eyes rule (an approver holding refunds:approve decides), for the service tests. */
+import { RefundDesk } from '../../examples/booking/refundService.js';
+import { refundScript } from '../../examples/booking/refundScenario.js';
+import { MemoryStore, createOrchestrator } from '../../src/index.js';
+import { scriptedModel } from '../../src/testing/index.js';
+import { getOrder } from '../../tools/getOrder.js';
+import { refundMandate } from '../../tools/mandates.js';
+import { refundOrder } from '../../tools/refundOrder.js';
+
+export function fourEyesOrchestrator() {
+  const desk = new RefundDesk();
+  const orchestrator = createOrchestrator({
+    tools: [getOrder(desk), refundOrder(desk, { confirmAboveCents: 10_000, approveAboveCents: 10_000 })],
+    mandates: [refundMandate],
+    model: scriptedModel(refundScript()),
+    store: new MemoryStore(),
+    expirySweepMs: 0,
+  });
+  return { orchestrator, desk };
+}
