@@ -5,7 +5,7 @@
  * finished. Actors report every expected failure as output data; an error event means a bug in the runtime.
  */
 import type { CallCode, ModelFailureCode } from './failures.js';
-import type { Json, Observation, Principal } from './context.js';
+import type { Json, Observation, Principal, Provenance } from './context.js';
 import type { AgentEvent, ModelEvent } from './events.js';
 
 /** The invoked actors, by invoke id (the key of `snapshot.children`) and by implementation name (`src`). */
@@ -37,7 +37,7 @@ export interface ModelFailure {
 
 /** Exactly one `model.*` event, or why the turn produced none; either way, the transport retries it spent. */
 export type ModelActorOutput =
-  | { kind: 'replied'; at: number; retriesUsed: number; event: ModelEvent }
+  | { kind: 'replied'; at: number; retriesUsed: number; event: ModelEvent; provenance?: Provenance }
   | { kind: 'failed'; at: number; retriesUsed: number; failure: ModelFailure };
 
 /** A call as the runtime runs it: its validated arguments. */

@@ -16,7 +16,7 @@ import { type Toolkit, emptyToolkit } from './toolkit.js';
 import { initialContext } from './steps/turn.js';
 
 /** Bumped whenever a change makes old snapshots unsafe to restore; stored in every persisted envelope. */
-export const AGENT_MACHINE_VERSION = 'agent/4';
+export const AGENT_MACHINE_VERSION = 'agent/5';
 
 /**
  * The agent chart for the host's tools: the gates read the tools' current definitions, hashing uses the injected

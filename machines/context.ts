@@ -32,6 +32,8 @@ export const toolFactsSchema = z.strictObject({
   effect: effectSchema,
   /** Declared by the tool: re-sending a write with the same idempotency key never duplicates it. */
   sameKeyRetrySafe: z.boolean(),
+  /** The tool's version when the task started (the host's `version`, or a hash of the tool's contract). */
+  version: z.string().min(1).max(SHORT).optional(),
 });
 
 export const catalogSchema = z.record(z.string().min(1).max(SHORT), toolFactsSchema);
@@ -162,6 +164,15 @@ export const outageSchema = z.strictObject({
   lastError: z.string(),
 });
 
+/**
+ * Which model and which prompt the task's decisions came from, as of its latest model turn: the configured model
+ * id, the version the provider reported (or the host pinned), and the version of the model adapter's prompt.
+ */
+export const provenanceSchema = z.strictObject({
+  model: z.strictObject({ id: z.string().min(1).max(SHORT), version: z.string().min(1).max(SHORT).nullable() }),
+  prompt: z.string().min(1).max(SHORT).nullable(),
+});
+
 export const agentContextSchema = z.strictObject({
   taskId: id,
   goal: z.string().min(1).max(16_384),
@@ -170,6 +181,7 @@ export const agentContextSchema = z.strictObject({
   mandate: mandateSchema.nullable(),
   catalog: catalogSchema,
   policy: policySchema,
+  provenance: provenanceSchema,
   budget: budgetStateSchema,
   modelReservation: modelReservationSchema,
   success: successCriterionSchema.nullable(),
@@ -221,6 +233,7 @@ export const agentInputSchema = z.strictObject({
   mandate: mandateSchema.nullable(),
   catalog: catalogSchema,
   policy: policySchema,
+  provenance: provenanceSchema,
   limits: budgetLimitsSchema,
   modelReservation: modelReservationSchema,
   success: successCriterionSchema.nullable(),
@@ -246,6 +259,7 @@ export type BudgetCounters = z.infer<typeof budgetCountersSchema>;
 export type BudgetDimension = keyof BudgetCounters | 'wallClock';
 export type BudgetState = z.infer<typeof budgetStateSchema>;
 export type Policy = z.infer<typeof policySchema>;
+export type Provenance = z.infer<typeof provenanceSchema>;
 export type ModelReservation = z.infer<typeof modelReservationSchema>;
 export type SuccessCriterion = z.infer<typeof successCriterionSchema>;
 export type Evidence = z.infer<typeof evidenceSchema>;

@@ -13,6 +13,8 @@ const at = z.number().int().nonnegative();
 /** Bounds on text a host event may carry (it is persisted and shown to the model). */
 const TEXT = 16_384;
 const SHORT = 1_024;
+/** How much of an unusable model output the audit keeps. */
+export const RECEIVED = 4_096;
 
 /** One proposed call as the model emitted it. The call id may be missing: the protocol gate decides. */
 export const proposedCallSchema = z.strictObject({
@@ -32,12 +34,15 @@ export const modelEventSchema = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('model.answered'), at, text: z.string().min(1), usage: modelUsageSchema }),
   z.strictObject({ type: z.literal('model.askedUser'), at, question: z.string().min(1), usage: modelUsageSchema }),
   z.strictObject({ type: z.literal('model.refused'), at, reason: z.string(), usage: modelUsageSchema }),
-  z.strictObject({ type: z.literal('model.invalidOutput'), at, detail: z.string(), usage: modelUsageSchema }),
+  /** `received`: the output as the model gave it (capped, redacted), for the audit; null when there was none. */
+  z.strictObject({ type: z.literal('model.invalidOutput'), at, detail: z.string(), received: z.string().max(RECEIVED).nullable().optional(), usage: modelUsageSchema }),
 ]);
 
 const userId = z.string().min(1).max(SHORT);
 /** The deciding session's scopes, from the host's session (never from a request body): approvers need theirs. */
 const scopes = z.array(z.string().min(1).max(SHORT)).max(256);
+/** The host session the event came from (the caller's `principal.sessionId`), for the audit. */
+const sessionId = z.string().min(1).max(SHORT).optional();
 
 export const hostEventSchema = z.discriminatedUnion('type', [
   z.strictObject({
@@ -48,6 +53,7 @@ export const hostEventSchema = z.discriminatedUnion('type', [
     userId,
     scopes,
     policyVersion: z.string().min(1).max(SHORT),
+    sessionId,
   }),
   z.strictObject({
     type: z.literal('user.rejected'),
@@ -56,9 +62,10 @@ export const hostEventSchema = z.discriminatedUnion('type', [
     userId,
     scopes,
     reason: z.string().max(SHORT).nullable(),
+    sessionId,
   }),
-  z.strictObject({ type: z.literal('user.answered'), at, text: z.string().min(1).max(TEXT), userId }),
-  z.strictObject({ type: z.literal('task.cancelled'), at, reason: z.string().max(SHORT), by: z.string().min(1).max(SHORT) }),
+  z.strictObject({ type: z.literal('user.answered'), at, text: z.string().min(1).max(TEXT), userId, sessionId }),
+  z.strictObject({ type: z.literal('task.cancelled'), at, reason: z.string().max(SHORT), by: z.string().min(1).max(SHORT), sessionId }),
   /**
    * A reviewer's finding about the write a task waits on: it `happened` (with the result the reviewer found, checked
    * against the tool's output schema), it `not_happened`, or `retry` it with the same idempotency key.
@@ -71,6 +78,7 @@ export const hostEventSchema = z.discriminatedUnion('type', [
     resolution: z.enum(['happened', 'not_happened', 'retry']),
     result: jsonSchema.nullable(),
     note: z.string().max(SHORT).nullable(),
+    sessionId,
   }),
   z.strictObject({ type: z.literal('timer.confirmationExpired'), at, confirmationId: z.string().min(1).max(SHORT) }),
   z.strictObject({ type: z.literal('timer.answerExpired'), at }),

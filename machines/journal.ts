@@ -18,6 +18,7 @@ import type {
   ModelReservation,
   ModelUsage,
   Observation,
+  Provenance,
   StopReason,
 } from './context.js';
 import type { ReplyCode } from './failures.js';
@@ -44,7 +45,23 @@ export type TranscriptEntry =
 /** `approved`: one approval of several recorded; `granted`: the last decision needed, the call may run. */
 export type ConfirmationAction = 'requested' | 'approved' | 'granted' | 'refused' | 'rejected' | 'expired';
 
-export type AuditEntry = { at: number; turn: number } & (
+/**
+ * What every audit entry says about where its decision came from. Entries written before agent/5 lack these fields.
+ */
+export interface AuditStamp {
+  /** The model the task's decisions come from, as of this entry: the configured id and the reported version. */
+  model: Provenance['model'];
+  /** The version of the model adapter's prompt. */
+  prompt: string | null;
+  /** The host policy's version. */
+  policy: string;
+  /** The host session of the event behind the entry: the caller's for a user's event, else the task's own. */
+  session: string | null;
+  /** For an entry about a tool: the tool's version when the task started. */
+  toolVersion?: string | null;
+}
+
+export type AuditEntry = { at: number; turn: number } & Partial<AuditStamp> & (
   | {
       kind: 'task_started';
       userId: string;
@@ -56,7 +73,8 @@ export type AuditEntry = { at: number; turn: number } & (
       policyVersion: string;
     }
   | { kind: 'model_requested'; reservation: ModelReservation }
-  | { kind: 'model_output'; output: string; usage: ModelUsage; calls: number }
+  /** For an unusable output, why it was refused (`detail`) and what the model sent (`received`, capped and redacted). */
+  | { kind: 'model_output'; output: string; usage: ModelUsage; calls: number; detail?: string; received?: string | null }
   | {
       kind: 'gate';
       gate: GateName;
@@ -151,8 +169,8 @@ export type MachineEmitted =
   | { type: 'transcript'; entry: TranscriptEntry }
   | { type: 'reply'; reply: HostReply };
 
-type AuditBody = AuditEntry extends infer E ? (E extends unknown ? Omit<E, 'at' | 'turn'> : never) : never;
-type GateBody = Omit<Extract<AuditEntry, { kind: 'gate' }>, 'kind' | 'at' | 'turn' | 'callId' | 'tool' | 'argsHash'>;
+type AuditBody = AuditEntry extends infer E ? (E extends unknown ? Omit<E, 'at' | 'turn' | keyof AuditStamp> : never) : never;
+type GateBody = Omit<Extract<AuditEntry, { kind: 'gate' }>, 'kind' | 'at' | 'turn' | keyof AuditStamp | 'callId' | 'tool' | 'argsHash'>;
 
 /** The host time of `event` (every event carries one). */
 export function timeOf(context: AgentContext, event: MachineEvent): number {
@@ -161,7 +179,20 @@ export function timeOf(context: AgentContext, event: MachineEvent): number {
 
 /** An audit entry stamped with the event's time and the current turn. */
 export function auditEntry(context: AgentContext, event: MachineEvent, body: AuditBody): AuditEntry {
-  return { at: timeOf(context, event), turn: context.turn, ...body } as AuditEntry;
+  const stamp: AuditStamp = {
+    model: context.provenance.model,
+    prompt: context.provenance.prompt,
+    policy: context.policy.version,
+    session: sessionOf(event) ?? context.principal.sessionId ?? null,
+  };
+  const tool = 'tool' in body && typeof body.tool === 'string' && body.tool ? body.tool : null;
+  if (tool !== null) stamp.toolVersion = context.catalog[tool]?.version ?? null;
+  return { at: timeOf(context, event), turn: context.turn, ...stamp, ...body } as AuditEntry;
+}
+
+/** The session a user's event came from, if the host named it. */
+function sessionOf(event: MachineEvent): string | null {
+  return 'sessionId' in event && typeof event.sessionId === 'string' ? event.sessionId : null;
 }
 
 /** A gate decision, about one call or (without `call`) about the task. */

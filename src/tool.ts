@@ -8,6 +8,7 @@
 import { z } from 'zod';
 import type { Json, Principal } from '../machines/context.js';
 import type { ApprovalRule, ConfirmationPolicy, ConfirmationRule, MandateRule, MandateVerdict } from '../machines/toolkit.js';
+import { canonicalJson } from '../machines/lib/canonicalJson.js';
 import { ToolDefinitionError } from './errors.js';
 
 /** What a tool call produced. Business-terminal failures (conflict, not_found) are values, not throws. */
@@ -73,6 +74,12 @@ interface ToolBase<I, O> {
   name: string;
   /** When to use it, what it changes, what success means. */
   description: string;
+  /**
+   * The tool's version, recorded with every audit entry about it ("2.3.0", a git sha). Default: `contract:` and a
+   * hash of what the tool declares (name, description, effect, scopes, input and output schemas), so a changed
+   * contract shows as a new version even if nobody bumps it.
+   */
+  version?: string;
   /** Input schema; must reject unknown fields (z.strictObject). */
   input: z.ZodType<I>;
   /** Output schema; results that do not match are not trusted. */
@@ -158,6 +165,9 @@ export function defineTool(tool: Tool): Tool {
   if (!NAME.test(tool.name)) fail('the name must be snake_case (a-z, 0-9, _), starting with a letter');
   if (!tool.description.trim()) fail('the description is empty');
   if (!(tool.timeoutMs > 0)) fail('timeoutMs must be positive');
+  if (tool.version !== undefined && !(typeof tool.version === 'string' && /^\S.{0,127}$/.test(tool.version))) {
+    fail('version must be a non-empty string of at most 128 characters');
+  }
   for (const [which, schema] of [['input', tool.input], ['output', tool.output]] as const) {
     if (!schema || typeof schema !== 'object' || !('_zod' in schema)) {
       fail(`the ${which} schema is not a zod 4 schema; statechart-agent needs zod ^4.0.0 (zod 3 schemas, including zod 3.25's root export, are not supported)`);
@@ -225,6 +235,19 @@ function checkConfirmation(tool: Tool, fail: (detail: string) => never): void {
 }
 
 /** The JSON Schema of a tool's input, as offered to a model. */
+/** The version recorded for `tool`: its own, or a hash of its declared contract. */
+export function toolVersion(tool: Tool, sha256: (text: string) => string): string {
+  if (tool.version !== undefined) return tool.version;
+  let output: unknown;
+  try {
+    output = z.toJSONSchema(tool.output, { io: 'output', unrepresentable: 'any' });
+  } catch {
+    output = null;
+  }
+  const contract = { name: tool.name, description: tool.description, effect: tool.effect, scopes: [...tool.scopes].sort(), input: toolParametersSchema(tool), output };
+  return `contract:${sha256(canonicalJson(contract)).slice(0, 16)}`;
+}
+
 export function toolParametersSchema(tool: Tool): Record<string, unknown> {
   const { $schema: _drop, ...schema } = z.toJSONSchema(tool.input, { io: 'input' }) as Record<string, unknown>;
   return schema;

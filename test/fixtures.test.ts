@@ -56,16 +56,18 @@ function rawFixture(name: string, version: string): Raw {
 }
 
 describe('migration of older envelopes', () => {
-  it('brings an agent/1 envelope to agent/4 on read: the fields each version added, nothing else', async () => {
+  it('brings an agent/1 envelope to agent/5 on read: the fields each version added, nothing else', async () => {
     const { store, taskId, fixture } = storeWith('done-booking');
     const loaded = await store.load(taskId);
-    expect(loaded?.machineVersion).toBe('agent/4');
+    expect(loaded?.machineVersion).toBe('agent/5');
     const context = loaded!.snapshot.context;
     // agent/2 added writtenKeys; agent/4 a mandate, the waits' fields, denials, money and the new policy fields.
     expect(context).toMatchObject({ writtenKeys: [], mandate: null, questionExpiresAt: null, review: null, outage: null, denied: [] });
     expect(context.budget.limits.money).toBe(Number.MAX_SAFE_INTEGER);
     expect(context.budget.used.money).toBe(0);
-    const { writtenKeys: _w, mandate: _m, questionExpiresAt: _q, review: _r, outage: _o, denied: _d, batch, budget, policy, ...rest } = context;
+    // agent/5: the model of its decisions, unrecorded before.
+    expect(context.provenance).toEqual({ model: { id: 'unrecorded', version: null }, prompt: null });
+    const { writtenKeys: _w, mandate: _m, questionExpiresAt: _q, review: _r, outage: _o, denied: _d, provenance: _p, batch, budget, policy, ...rest } = context;
     const { batch: oldBatch, budget: oldBudget, policy: oldPolicy, ...oldRest } = (fixture.envelope as unknown as Raw).snapshot.context as Record<string, any>;
     expect(rest).toEqual(oldRest);
     expect(policy).toEqual({ ...DEFAULT_POLICY, ...oldPolicy });

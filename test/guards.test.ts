@@ -27,6 +27,7 @@ function context(patch: Partial<AgentContext> = {}): AgentContext {
         send_money: { effect: 'write', sameKeyRetrySafe: false },
       },
       policy: DEFAULT_POLICY,
+      provenance: { model: { id: 'test-model', version: null }, prompt: null },
       limits: DEFAULT_LIMITS,
       modelReservation: { tokens: 1_000, costMicros: 0 },
       success: null,

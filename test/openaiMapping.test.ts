@@ -8,7 +8,7 @@ import {
 import { describe, expect, it } from 'vitest';
 import type { Json, Observation } from '../machines/context.js';
 import type { TranscriptEntry } from '../machines/journal.js';
-import { TransientModelError } from '../src/model/agentModel.js';
+import { type ModelReply, TransientModelError } from '../src/model/agentModel.js';
 import { ModelConfigError, createOpenAIModel } from '../src/model/openai/openaiModel.js';
 import { buildMessages, capBytes, qualifiesForStrict, toolDefinitions } from '../src/model/openai/openaiMessages.js';
 import { ModelAbortedError, ModelRequestError, retryAfterMs, toModelError, toModelReply } from '../src/model/openai/openaiReply.js';
@@ -243,7 +243,19 @@ describe('toModelReply', () => {
     ],
     ['no usage reported: the reservation is charged', response({ content: 'ok' }, 'stop', {}), { type: 'answer', text: 'ok', usage: options.fallbackUsage }],
   ])('%s', (_name, input, expected) => {
-    expect(toModelReply(input, options)).toEqual(expected);
+    const { received, modelVersion: _version, ...reply } = toModelReply(input, options) as ModelReply & { received?: string; modelVersion?: string };
+    expect(reply).toEqual(expected);
+    // An unusable output is handed on as received, for the audit.
+    if (reply.type === 'invalid') expect(typeof received === 'string' && received.length > 0).toBe(true);
+    else expect(received).toBeUndefined();
+  });
+
+  it('hands on an unusable output as the model sent it, and the model version the server reports', () => {
+    const content = '<tool_call>{"name": "x", "arguments": {}}</tool_call>';
+    const reply = toModelReply({ ...(response({ content }) as object), model: 'gpt-4o-2024-08-06' }, options);
+    expect(reply).toMatchObject({ type: 'invalid', modelVersion: 'gpt-4o-2024-08-06' });
+    expect(JSON.parse((reply as { received: string }).received)).toMatchObject({ role: 'assistant', content });
+    expect(toModelReply('Bad Gateway', options)).toMatchObject({ type: 'invalid', received: 'Bad Gateway' });
   });
 
   it('prices usage from the price table', () => {

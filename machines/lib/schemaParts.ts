@@ -22,4 +22,6 @@ export const principalSchema = z.strictObject({
   tenantId: z.string().min(1).max(SHORT),
   /** Scopes granted by the host session (e.g. "rooms:book"). */
   scopes: z.array(z.string().min(1)).max(SHORT),
+  /** The host's session this principal was authenticated in; recorded in the audit of what the session did. */
+  sessionId: z.string().min(1).max(SHORT).optional(),
 });

@@ -19,6 +19,7 @@ export function initialContext(input: AgentInput): AgentContext {
     mandate: input.mandate,
     catalog: input.catalog,
     policy: input.policy,
+    provenance: input.provenance,
     budget: { limits: input.limits, used: { ...ZERO_COUNTERS }, deadlineAt: input.startedAt + input.limits.wallClockMs },
     modelReservation: input.modelReservation,
     success: input.success,
@@ -81,15 +82,19 @@ export const settleModelTurn: Step = (context, event) => {
   const { usage } = output.event;
   const tokens = usage.inputTokens + usage.outputTokens - context.modelReservation.tokens;
   const costMicros = usage.costMicros - context.modelReservation.costMicros;
+  // From here on the task's entries name the model that answered (the version its provider reported).
+  const provenance = output.provenance ?? context.provenance;
+  const invalid = output.event.type === 'model.invalidOutput' ? { detail: output.event.detail, received: output.event.received ?? null } : {};
   return {
     // The model answered: an outage the task was waiting out is over.
-    context: { budget: debit(context.budget, { tokens, costMicros, retries: retriesWithin(context, output.retriesUsed) }), outage: null },
+    context: { budget: debit(context.budget, { tokens, costMicros, retries: retriesWithin(context, output.retriesUsed) }), outage: null, provenance },
     audit: [
-      auditEntry(context, event, {
+      auditEntry({ ...context, provenance }, event, {
         kind: 'model_output',
         output: output.event.type,
         usage,
         calls: output.event.type === 'model.toolsProposed' ? output.event.calls.length : 0,
+        ...invalid,
       }),
     ],
   };

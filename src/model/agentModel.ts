@@ -3,7 +3,7 @@
  * question for the user, or a refusal. Its reply is untrusted: the runtime validates it into a `model.*` event
  * and the machine's gates decide what, if anything, runs.
  */
-import type { Observation, Principal } from '../../machines/context.js';
+import type { Observation, Principal, Provenance } from '../../machines/context.js';
 import type { TranscriptEntry } from '../../machines/journal.js';
 
 /** A tool as offered to the model: only the ones the task's principal may use. */
@@ -48,15 +48,25 @@ export type ModelReply =
   | { type: 'answer'; text: string; usage?: ModelUsageReport }
   | { type: 'ask_user'; question: string; usage?: ModelUsageReport }
   | { type: 'refusal'; reason: string; usage?: ModelUsageReport }
-  /** The adapter could not make sense of the response (empty, truncated, malformed). */
-  | { type: 'invalid'; detail: string; usage?: ModelUsageReport };
+  /**
+   * The adapter could not make sense of the response (empty, truncated, malformed). `received`: the output as the
+   * model sent it, for the audit (the runtime caps and redacts it).
+   */
+  | { type: 'invalid'; detail: string; received?: string; usage?: ModelUsageReport };
+
+/** What every reply may add: the model that actually answered, as the provider reported it ("gpt-4o-2024-08-06"). */
+export type ModelReplyWithVersion = ModelReply & { modelVersion?: string };
 
 export interface AgentModel {
-  /** For audit and status. */
+  /** For audit and status: the configured model id ("gpt-4o", "claude-sonnet-4-5"). */
   readonly name: string;
+  /** The model's version if the host pins one; otherwise each reply's `modelVersion` (as the provider reports it). */
+  readonly version?: string;
+  /** The version of the adapter's prompt (its system instructions), recorded with every audit entry. */
+  readonly promptVersion?: string;
   /** What one turn may spend at most; reserved from the budgets before the call starts. */
   readonly reservation?: { tokens: number; costMicros: number };
-  decide(request: ModelRequest): Promise<ModelReply>;
+  decide(request: ModelRequest): Promise<ModelReplyWithVersion>;
 }
 
 /** Throw from `decide` for a failure worth retrying (timeout, 429, 5xx); retries spend the retry budget. */
@@ -68,4 +78,9 @@ export class TransientModelError extends Error {
     super(message);
     this.name = new.target.name;
   }
+}
+
+/** The model and prompt a task starts with: the model's id and pinned version, and its prompt's version. */
+export function modelProvenance(model: Pick<AgentModel, 'name' | 'version' | 'promptVersion'>): Provenance {
+  return { model: { id: model.name, version: model.version ?? null }, prompt: model.promptVersion ?? null };
 }

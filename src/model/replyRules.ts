@@ -5,6 +5,7 @@
  * adapter entry loads only its own.
  */
 
+import { createHash } from 'node:crypto';
 import type { Observation } from '../../machines/context.js';
 import type { TranscriptEntry } from '../../machines/journal.js';
 
@@ -132,4 +133,23 @@ export function pairedResults(transcript: readonly TranscriptEntry[]): (turn: nu
       summary: 'the host has no result for this call; assume it did not run',
       retryable: false,
     };
+}
+
+/** Most of an unusable output an adapter hands on for the audit (the runtime cuts it further and redacts it). */
+const RECEIVED_BOUND = 16_384;
+
+/** An unusable output as text for the audit: a string as it is, anything else as JSON; bounded either way. */
+export function receivedText(output: unknown): string | undefined {
+  let text: string | undefined;
+  try {
+    text = typeof output === 'string' ? output : JSON.stringify(output);
+  } catch {
+    text = undefined;
+  }
+  return text === undefined || text === '' ? undefined : text.slice(0, RECEIVED_BOUND);
+}
+
+/** The version of an adapter's prompt: the host's name for it, or a hash of the instructions themselves. */
+export function promptVersionOf(instructions: string, named?: string): string {
+  return named ?? `prompt:${createHash('sha256').update(instructions, 'utf8').digest('hex').slice(0, 12)}`;
 }

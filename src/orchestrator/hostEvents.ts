@@ -65,8 +65,10 @@ export class HostEvents {
   }
 
   /** Checks the event and the caller, loads the task if needed, and delivers the event. */
-  async deliver(taskId: string, by: Principal, event: HostEvent): Promise<UserEventResult> {
+  async deliver(taskId: string, by: Principal, hostEvent: HostEvent): Promise<UserEventResult> {
     parseOrThrow(principalSchema, by, 'principal');
+    // The caller's session goes into the audit of whatever the event decides.
+    const event: HostEvent = by.sessionId !== undefined && !hostEvent.type.startsWith('timer.') ? ({ ...hostEvent, sessionId: by.sessionId } as HostEvent) : hostEvent;
     if (!HOST_EVENT_TYPES.includes(event.type)) throw new HostRequestError('invalid_event', `event ${event.type} is not allowed`);
     parseOrThrow(hostEventSchema, event, event.type);
     return this.live.exclusive(taskId, async () => {

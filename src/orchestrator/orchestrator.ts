@@ -13,11 +13,21 @@
  */
 import { randomUUID } from 'node:crypto';
 import { type AgentMachine, createAgentMachine } from '../../machines/agentMachine.js';
-import { type AgentInput, type ModelReservation, type Policy, type Principal, agentInputSchema, modelReservationSchema } from '../../machines/context.js';
+import {
+  type AgentInput,
+  type ModelReservation,
+  type Policy,
+  type Principal,
+  type Provenance,
+  agentInputSchema,
+  modelReservationSchema,
+  provenanceSchema,
+} from '../../machines/context.js';
 import type { AuditEntry, TranscriptEntry } from '../../machines/journal.js';
 import { systemClock } from '../clock.js';
 import { AgentError, CorruptTaskError, HostRequestError, TaskExistsError, TaskNotFoundError, UnsupportedVersionError } from '../errors.js';
 import { createRuntimeActors } from '../runtime/actors/index.js';
+import { modelProvenance } from '../model/agentModel.js';
 import { RateLimits } from '../runtime/rateLimits.js';
 import { ToolRegistry } from '../runtime/toolRegistry.js';
 import { checkMandate, moneyUnder } from '../mandate.js';
@@ -48,11 +58,14 @@ export class Orchestrator {
   private readonly ownsStore: boolean;
   /** What the model reserves per turn, checked once: it is persisted with every task. */
   private readonly reservation: ModelReservation;
+  /** The model and prompt tasks start with (each model turn updates it with the version the provider reports). */
+  private readonly provenance: Provenance;
   private closed = false;
 
   constructor(options: OrchestratorOptions) {
     this.settings = resolveSettings(options, systemClock, () => `task_${randomUUID()}`);
     this.reservation = parseOrThrow(modelReservationSchema, options.model.reservation ?? { tokens: 4_000, costMicros: 0 }, 'model.reservation');
+    this.provenance = parseOrThrow(provenanceSchema, modelProvenance(options.model), 'model');
     this.policy = this.settings.policy;
     this.registry = new ToolRegistry(options.tools);
     this.store = options.store ?? new MemoryStore();
@@ -123,6 +136,7 @@ export class Orchestrator {
         policy: this.policy,
         limits: { ...this.settings.limits, ...limits, money: moneyUnder(this.settings.mandates, checkedMandate, limits?.money, this.settings.limits.money) },
         modelReservation: this.reservation,
+        provenance: this.provenance,
         success: success ?? null,
         startedAt: this.settings.clock.now(),
       },

@@ -7,12 +7,14 @@ import type { ToolRules, Toolkit } from '../../machines/toolkit.js';
 import { AgentError } from '../errors.js';
 import { sha256Hex } from '../hashing.js';
 import type { OfferedTool } from '../model/agentModel.js';
-import { type Tool, defineTool, toolParametersSchema } from '../tool.js';
+import { type Tool, defineTool, toolParametersSchema, toolVersion } from '../tool.js';
 
 export class ToolRegistry {
   private readonly tools = new Map<string, Tool>();
   private readonly schemas = new Map<string, Record<string, unknown>>();
   private readonly rules = new Map<string, ToolRules>();
+  /** Computed once: hashing a contract means rendering its schemas. */
+  private readonly versions = new Map<string, string>();
   /** What the chart's gates read: the tools as installed now, and node:crypto's SHA-256. */
   readonly toolkit: Toolkit;
 
@@ -39,9 +41,24 @@ export class ToolRegistry {
   catalog(): Catalog {
     const catalog: Catalog = {};
     for (const tool of this.tools.values()) {
-      catalog[tool.name] = { effect: tool.effect, sameKeyRetrySafe: tool.effect === 'write' && tool.sameKeyRetrySafe };
+      catalog[tool.name] = { effect: tool.effect, sameKeyRetrySafe: tool.effect === 'write' && tool.sameKeyRetrySafe, version: this.versionOf(tool) };
     }
     return catalog;
+  }
+
+  /** The tool's version, computed on first use; none when the tool's declarations cannot be read. */
+  private versionOf(tool: Tool): string | undefined {
+    if (!this.versions.has(tool.name)) {
+      let version: string | undefined;
+      try {
+        version = toolVersion(tool, sha256Hex);
+      } catch {
+        version = undefined;
+      }
+      if (version !== undefined) this.versions.set(tool.name, version);
+      return version;
+    }
+    return this.versions.get(tool.name);
   }
 
   /** The tools a principal may use (holds every required scope): the only ones offered to the model. */

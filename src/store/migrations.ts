@@ -16,11 +16,14 @@
  *   decision. A pending confirmation waits for the task's user. A task that ended in `reviewRequired` (then final)
  *   waits for a reviewer: the write it held is reopened, so a reviewer can resolve it. Questions asked under agent/3
  *   do not expire (they did not then).
+ * - agent/4 -> agent/5: the task records which model and prompt its decisions came from. An agent/4 task did not,
+ *   so it starts with an "unrecorded" model (no version, no prompt version) until its next model turn names the one
+ *   that answered. Tool versions in the catalog, and session ids, stay absent (both are optional).
  */
 import { UnsupportedVersionError } from '../errors.js';
 import { DEFAULT_POLICY } from '../defaults.js';
 
-export const MIGRATED_VERSIONS = ['agent/1', 'agent/2', 'agent/3'] as const;
+export const MIGRATED_VERSIONS = ['agent/1', 'agent/2', 'agent/3', 'agent/4'] as const;
 
 type Raw = Record<string, unknown>;
 
@@ -30,7 +33,15 @@ export function migrate(taskId: string, version: string, envelope: Raw): Raw {
   let current = envelope;
   if (version === 'agent/1') current = toAgent2(current);
   if (version === 'agent/1' || version === 'agent/2') current = toAgent3(taskId, current);
-  return toAgent4(current);
+  if (version !== 'agent/4') current = toAgent4(current);
+  return toAgent5(current);
+}
+
+/** The model of an agent/4 task's decisions was not recorded. */
+export const UNRECORDED_PROVENANCE = { model: { id: 'unrecorded', version: null }, prompt: null } as const;
+
+function toAgent5(envelope: Raw): Raw {
+  return withContext(envelope, (context) => ({ ...context, provenance: context.provenance ?? UNRECORDED_PROVENANCE }), 'agent/5');
 }
 
 function withContext(envelope: Raw, change: (context: Raw, snapshot: Raw) => Raw, machineVersion: string): Raw {

@@ -128,6 +128,7 @@ export const INPUT: AgentInput = {
   principal: { userId: USER, tenantId: 'acme', scopes: ['rooms:read', 'rooms:book', 'payments:send'] },
   mandate: { kind: 'rooms', terms: { rooms: [...MANDATE_ROOMS], maxAmount: MANDATE_MAX_AMOUNT } },
   catalog: CATALOG,
+  provenance: { model: { id: 'world-model', version: null }, prompt: null },
   policy: {
     version: 'policy-v1',
     maxCallsPerBatch: 2,

@@ -26,6 +26,7 @@ export function taskInput(taskId: string, overrides: Partial<AgentInput> = {}): 
       find_rooms: { effect: 'read', sameKeyRetrySafe: true },
       book_room: { effect: 'write', sameKeyRetrySafe: true },
     },
+    provenance: { model: { id: 'scripted', version: null }, prompt: null },
     policy: {
       version: 'policy/1',
       maxCallsPerBatch: 4,

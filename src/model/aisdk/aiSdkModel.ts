@@ -16,7 +16,9 @@
  */
 import { type LanguageModelMiddleware, generateText, stepCountIs, wrapLanguageModel } from 'ai';
 import { AgentError } from '../../errors.js';
-import type { AgentModel, ModelReply, ModelRequest } from '../agentModel.js';
+import type { AgentModel, ModelReplyWithVersion, ModelRequest } from '../agentModel.js';
+import { DEFAULT_SYSTEM_PROMPT } from '../openai/openaiMessages.js';
+import { promptVersionOf } from '../replyRules.js';
 import { AiSdkAbortedError, classifyError } from './aiSdkErrors.js';
 import { buildModelMessages, systemPrompt, toolSet } from './aiSdkMessages.js';
 import { type ModelPrices, type ProviderResult, priceOf, toModelReply, unusableOutput } from './aiSdkReply.js';
@@ -36,6 +38,10 @@ export interface AiSdkModelOptions {
   temperature?: number;
   /** Replaces the default host instructions of the system prompt. */
   systemPrompt?: string;
+  /** The version of `systemPrompt` recorded in the audit (default: a hash of the instructions). */
+  promptVersion?: string;
+  /** The model version to record, when the host pins one (default: the model id each response reports). */
+  modelVersion?: string;
   /** Cap of each tool result's text in UTF-8 bytes (default 8,192). */
   maxToolResultBytes?: number;
   /** Prices per million tokens in micro-units; without them a turn costs 0. */
@@ -89,8 +95,10 @@ export function createAiSdkModel(options: AiSdkModelOptions): AgentModel {
 
   return {
     name: options.name ?? `ai-sdk:${languageModel.provider}:${languageModel.modelId}`,
+    ...(options.modelVersion ? { version: options.modelVersion } : {}),
+    promptVersion: promptVersionOf(options.systemPrompt ?? DEFAULT_SYSTEM_PROMPT, options.promptVersion),
     reservation,
-    async decide(request: ModelRequest): Promise<ModelReply> {
+    async decide(request: ModelRequest): Promise<ModelReplyWithVersion> {
       const transcript = await request.transcript();
       // The provider's own result for this call, before generateText parses anything.
       let captured: ProviderResult | undefined;

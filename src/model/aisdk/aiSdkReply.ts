@@ -6,8 +6,8 @@
  * or dropped: ids, names and argument texts reach the machine's protocol gate exactly as the provider returned them.
  */
 import type { LanguageModelMiddleware } from 'ai';
-import type { ModelReply, ModelUsageReport } from '../agentModel.js';
-import { type ModelPrices, priceOf, textualToolCall, writtenCallDetail } from '../replyRules.js';
+import type { ModelReply, ModelReplyWithVersion, ModelUsageReport } from '../agentModel.js';
+import { type ModelPrices, priceOf, receivedText, textualToolCall, writtenCallDetail } from '../replyRules.js';
 
 export { type ModelPrices, priceOf };
 
@@ -21,9 +21,15 @@ export interface ReplyOptions {
 }
 
 /** Maps one provider result. */
-export function toModelReply(result: ProviderResult, options: ReplyOptions): ModelReply {
-  const usage = usageOf(result, options);
-  const invalid = (detail: string): ModelReply => ({ type: 'invalid', detail, usage });
+export function toModelReply(result: ProviderResult, options: ReplyOptions): ModelReplyWithVersion {
+  const reply = mapResult(result, usageOf(result, options));
+  // The model that answered, as the provider names it: the audit records it.
+  const version = result.response?.modelId;
+  return typeof version === 'string' && version !== '' ? { ...reply, modelVersion: version } : reply;
+}
+
+function mapResult(result: ProviderResult, usage: ModelUsageReport): ModelReply {
+  const invalid = (detail: string): ModelReply => ({ type: 'invalid', detail, received: receivedText(result.content), usage });
   const finish = result.finishReason?.unified;
   if (finish === 'length') return invalid('the output was cut off at the token limit (finish reason "length"); reply more briefly');
   if (finish === 'content-filter') return invalid('the output was withheld by a content filter');

@@ -15,8 +15,9 @@
 import OpenAI from 'openai';
 import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
 import { AgentError } from '../../errors.js';
-import type { AgentModel, ModelReply, ModelRequest } from '../agentModel.js';
-import { buildMessages, toolDefinitions } from './openaiMessages.js';
+import type { AgentModel, ModelReplyWithVersion, ModelRequest } from '../agentModel.js';
+import { promptVersionOf } from '../replyRules.js';
+import { DEFAULT_SYSTEM_PROMPT, buildMessages, toolDefinitions } from './openaiMessages.js';
 import { type ModelPrices, priceOf, toModelError, toModelReply, unusableBody } from './openaiReply.js';
 
 export interface OpenAIModelOptions {
@@ -36,6 +37,10 @@ export interface OpenAIModelOptions {
   temperature?: number;
   /** Replaces the default host instructions of the system message. */
   systemPrompt?: string;
+  /** The version of `systemPrompt` recorded in the audit (default: a hash of the instructions). */
+  promptVersion?: string;
+  /** The model version to record, when the host pins one (default: the `model` each response reports). */
+  modelVersion?: string;
   /** Cap of each tool message's content in UTF-8 bytes (default 8,192). */
   maxToolResultBytes?: number;
   /** Prices per million tokens in micro-units; without them a turn costs 0. */
@@ -98,8 +103,10 @@ export function createOpenAIModel(options: OpenAIModelOptions = {}): AgentModel 
 
   return {
     name: options.name ?? `openai:${model}`,
+    ...(options.modelVersion ? { version: options.modelVersion } : {}),
+    promptVersion: promptVersionOf(options.systemPrompt ?? DEFAULT_SYSTEM_PROMPT, options.promptVersion),
     reservation,
-    async decide(request: ModelRequest): Promise<ModelReply> {
+    async decide(request: ModelRequest): Promise<ModelReplyWithVersion> {
       const transcript = await request.transcript();
       const body: ChatCompletionCreateParamsNonStreaming = {
         model,

@@ -6,8 +6,8 @@
 import { APIConnectionError, APIError, APIUserAbortError } from 'openai';
 import type { ChatCompletion } from 'openai/resources/chat/completions';
 import { AgentError } from '../../errors.js';
-import { type ModelReply, type ModelUsageReport, TransientModelError } from '../agentModel.js';
-import { type ModelPrices, isTransientStatus, maskedLine, priceOf, retryAfterMs, textualToolCall, writtenCallDetail } from '../replyRules.js';
+import { type ModelReply, type ModelReplyWithVersion, type ModelUsageReport, TransientModelError } from '../agentModel.js';
+import { type ModelPrices, isTransientStatus, maskedLine, priceOf, receivedText, retryAfterMs, textualToolCall, writtenCallDetail } from '../replyRules.js';
 
 export { type ModelPrices, priceOf, retryAfterMs };
 
@@ -18,16 +18,27 @@ export interface ReplyOptions {
 }
 
 /** Maps one response. `response` is whatever the client returned (a server may send non-JSON text). */
-export function toModelReply(response: unknown, options: ReplyOptions): ModelReply {
+export function toModelReply(response: unknown, options: ReplyOptions): ModelReplyWithVersion {
   if (typeof response === 'string') {
-    return { type: 'invalid', detail: `the server answered text, not a chat completion: ${JSON.stringify(response.slice(0, 80))}`, usage: usageOf({}, options) };
+    return {
+      type: 'invalid',
+      detail: `the server answered text, not a chat completion: ${JSON.stringify(response.slice(0, 80))}`,
+      received: response,
+      usage: usageOf({}, options),
+    };
   }
   const completion = (typeof response === 'object' && response !== null ? response : {}) as Partial<ChatCompletion>;
-  const usage = usageOf(completion, options);
-  const invalid = (detail: string): ModelReply => ({ type: 'invalid', detail, usage });
+  const reply = mapCompletion(completion, usageOf(completion, options));
+  // The model that answered, as the server names it ("gpt-4o-2024-08-06"): the audit records it.
+  return typeof completion.model === 'string' && completion.model !== '' ? { ...reply, modelVersion: completion.model } : reply;
+}
+
+function mapCompletion(completion: Partial<ChatCompletion>, usage: ModelUsageReport): ModelReply {
   const choice = Array.isArray(completion.choices) ? completion.choices[0] : undefined;
+  const message = (choice && typeof choice === 'object' ? choice.message : undefined) as Partial<ChatCompletion.Choice['message']> | undefined;
+  // What the audit keeps of an output it cannot use: the message, else the whole response.
+  const invalid = (detail: string): ModelReply => ({ type: 'invalid', detail, received: receivedText(message ?? completion), usage });
   if (!choice || typeof choice !== 'object') return invalid('the response has no choices');
-  const message = choice.message as Partial<ChatCompletion.Choice['message']> | undefined;
   if (!message || typeof message !== 'object') return invalid('the response choice has no message');
   if (choice.finish_reason === 'length') {
     return invalid('the output was cut off at the token limit (finish_reason "length"); reply more briefly');

@@ -4,10 +4,11 @@
  */
 import { fromPromise } from 'xstate';
 import type { ModelActorInput, ModelActorOutput } from '../../../machines/actors.js';
-import { type ModelEvent, modelEventSchema } from '../../../machines/events.js';
+import type { Provenance } from '../../../machines/context.js';
+import { type ModelEvent, RECEIVED, modelEventSchema } from '../../../machines/events.js';
 import { cap, safeErrorText, zodSummary } from '../../../machines/lib/text.js';
 import { backoffDelay, sleep } from '../../clock.js';
-import { type ModelReply, TransientModelError } from '../../model/agentModel.js';
+import { type ModelReply, type ModelReplyWithVersion, TransientModelError, modelProvenance } from '../../model/agentModel.js';
 import type { ActorHost } from '../actorHost.js';
 import { runWithTimeout } from '../timeouts.js';
 
@@ -65,7 +66,7 @@ export function modelActor(host: ActorHost) {
       const answered = timed.kind === 'done' ? timed.value : null;
       if (answered?.ok) {
         const event = toModelEvent(answered.reply, clock.now(), context.modelReservation);
-        return { kind: 'replied', at: clock.now(), retriesUsed, event };
+        return { kind: 'replied', at: clock.now(), retriesUsed, event, provenance: provenanceOf(host, answered.reply) };
       }
       const error = answered?.ok === false ? answered.error : undefined;
       const failure =
@@ -86,6 +87,17 @@ export function modelActor(host: ActorHost) {
       await sleep(clock, delay, signal);
     }
   });
+}
+
+/**
+ * The model behind a turn: the configured id, the version the host pinned or else the one the provider reported for
+ * this reply (a string, capped; anything else is ignored), and the adapter's prompt version.
+ */
+function provenanceOf(host: ActorHost, reply: ModelReplyWithVersion | undefined): Provenance {
+  const base = modelProvenance(host.model);
+  const reported = reply?.modelVersion;
+  const version = base.model.version ?? (typeof reported === 'string' && reported.trim() ? cap(reported.trim(), 200) : null);
+  return { ...base, model: { id: cap(base.model.id, 200), version } };
 }
 
 /**
@@ -125,7 +137,7 @@ export function toModelEvent(
       candidate = { type: 'model.refused', at, reason: reply.reason, usage };
       break;
     case 'invalid':
-      candidate = { type: 'model.invalidOutput', at, detail: cap(reply.detail), usage };
+      candidate = { type: 'model.invalidOutput', at, detail: cap(reply.detail), received: receivedOf(reply.received), usage };
       break;
     default:
       return { type: 'model.invalidOutput', at, detail: 'the model adapter returned an unknown reply type', usage };
@@ -133,4 +145,12 @@ export function toModelEvent(
   const parsed = modelEventSchema.safeParse(candidate);
   if (parsed.success) return parsed.data;
   return { type: 'model.invalidOutput', at, detail: `unusable model output: ${zodSummary(parsed.error)}`, usage };
+}
+
+/** An unusable output as received, cut to what the audit keeps (the cut marked), or null when there was none. */
+function receivedOf(received: unknown): string | null {
+  if (typeof received !== 'string' || received === '') return null;
+  if (received.length <= RECEIVED) return received;
+  const note = ` [${received.length - (RECEIVED - 40)} more characters cut]`;
+  return received.slice(0, RECEIVED - note.length) + note;
 }
