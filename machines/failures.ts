@@ -83,6 +83,11 @@ export const CALL_CODES = {
   aborted: { retryable: false },
   /** The tool answered with data its output schema refuses: not trusted. */
   invalid_output: { retryable: false },
+  /**
+   * A sealed sensitive value the call needs could not be opened (a memory sealer's, after a restart; or a token of
+   * another task): nothing ran.
+   */
+  sealed_value_unavailable: { retryable: false },
   /** The process stopped while a write was in flight. */
   interrupted: { retryable: false },
   /** A write whose effect could not be established, even by lookup. */

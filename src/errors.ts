@@ -117,3 +117,53 @@ export class ToolDefinitionError extends AgentError {
     super('invalid_tool_definition', `Tool ${JSON.stringify(tool)} is not a valid definition: ${detail}`);
   }
 }
+
+/** An MCP tool's host policy cannot be applied to what the server offers (a bad field, a contradiction, a loose write). */
+export class McpPolicyError extends AgentError {
+  constructor(readonly tool: string, detail: string) {
+    super('invalid_mcp_policy', `MCP tool ${JSON.stringify(tool)}: ${detail}`);
+  }
+}
+
+/** The MCP server could not be reached, or answered the handshake or tool listing with something unusable. */
+export class McpConnectionError extends AgentError {
+  constructor(detail: string, options?: { cause?: unknown }) {
+    super('mcp_connection_failed', `MCP server: ${detail}`, options);
+  }
+}
+
+/**
+ * Thrown by the lookup of an MCP write whose host gave no lookup: nobody can say whether it took effect, so the
+ * lookup is inconclusive and the task waits for a reviewer; the write is never sent again on a guess.
+ */
+export class McpLookupUnavailableError extends AgentError {
+  constructor(readonly tool: string) {
+    super('mcp_lookup_unavailable', `${tool} has no host lookup: whether the call took effect cannot be established here; a reviewer decides`);
+  }
+}
+
+/**
+ * The task was erased (on request, or by a retention period): its data is gone and its id cannot be used again
+ * while its tombstone is kept. A TaskNotFoundError, so code that treats a missing task as not found (the HTTP
+ * layer's 404) keeps doing so; the code is `task_erased`.
+ */
+export class TaskErasedError extends TaskNotFoundError {
+  constructor(
+    override readonly taskId: string,
+    readonly erasedAt: number,
+    readonly reason: string,
+  ) {
+    super(taskId);
+    // The parent's code and message say "does not exist"; this one says when it stopped existing.
+    (this as { code: string }).code = 'task_erased';
+    const when = Number.isNaN(new Date(erasedAt).getTime()) ? `${erasedAt} ms` : new Date(erasedAt).toISOString();
+    this.message = `Task ${JSON.stringify(taskId)} was erased at ${when} (${reason}); its data is gone and the id cannot be used again.`;
+  }
+}
+
+/** The task is running in this process: erase it once it waits or has finished, or ask to cancel it first. */
+export class TaskRunningError extends AgentError {
+  constructor(readonly taskId: string) {
+    super('task_running', `Task ${JSON.stringify(taskId)} is running; erase it when it waits or has finished, or pass { cancelRunning: true }.`);
+  }
+}

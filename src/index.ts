@@ -154,3 +154,28 @@ export type {
 } from '../machines/context.js';
 export type { AgentEvent, HostEvent, ModelEvent, ProposedCall } from '../machines/events.js';
 export type { AuditEntry, AuditKind, ConfirmationAction, HostReply, TranscriptEntry } from '../machines/journal.js';
+
+// Sensitive values: sealed wherever they enter a task, opened only for the tools that take them
+export { Privacy, displayText, type OpenedToken, type PrivacyOptions, type SealFailure, type SensitivePaths } from './privacy/privacy.js';
+export { cardNumbers, emailAddresses, ibans, type Redactor } from './privacy/redactors.js';
+export { keyedSealer, memorySealer, type OpenedValue, type Sealer } from './privacy/sealer.js';
+export type { AuditStamp } from '../machines/journal.js';
+export type { Provenance } from '../machines/context.js';
+
+// Erasure and retention
+export { TaskErasedError, TaskRunningError } from './errors.js';
+export { type MemoryStoreOptions } from './store/memoryStore.js';
+export { isErasable, type ErasableTaskStore } from './store/taskStore.js';
+export {
+  FINISHED_TASK_STATES,
+  RETENTION_REASON,
+  type EraseRequest,
+  type RetentionOptions,
+  type RetentionReport,
+  type SweepOptions,
+  type TaskOwner,
+  type Tombstone,
+  type UserErasure,
+} from './store/erasure.js';
+export type { EraseTaskRequest, UserErasureReport } from './orchestrator/erasure.js';
+export { DEFAULT_RETENTION_SWEEP_MS, type RetentionSweepOptions } from './orchestrator/retentionSweeper.js';

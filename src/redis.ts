@@ -1,3 +1,4 @@
 /** `statechart-agent/redis`: the Redis store (plain Redis 7, Lua compare-and-set, leases with fencing). */
 export { RedisStore, type RedisStoreOptions } from './store/redis/redisStore.js';
 export type { RedisClientBounds } from './store/redis/redisConnection.js';
+export type { OwnerIndexReport } from './store/redis/redisErasure.js';

@@ -111,6 +111,14 @@ interface ToolBase<I, O> {
   authorize?: (args: I, ctx: ValidationContext) => ValidationResult | Promise<ValidationResult>;
   /** Arguments as recorded in the audit trail; default: as they are. */
   redact?: (args: I) => Json;
+  /**
+   * Fields that hold sensitive values, as dotted paths (`*` for any array element or key): `args` the tool takes,
+   * `output` it returns. Their values are sealed before anything is persisted, streamed or shown to the model (a
+   * token such as `[[sealed:card_number:…]]` stands in), and opened only for this tool's `validate`, `authorize`,
+   * `execute`. The chart's synchronous rules (`mandate`, `amount`, `confirm`, `describeConfirmation`, `redact`)
+   * see the token: do not mark a field they depend on.
+   */
+  sensitive?: { args?: string[]; output?: string[] };
 }
 
 export interface ReadTool<I = any, O = any> extends ToolBase<I, O> {
@@ -187,6 +195,17 @@ export function defineTool(tool: Tool): Tool {
     }
   }
   checkConfirmation(tool, fail);
+  if (tool.sensitive !== undefined) {
+    const { args = [], output = [] } = tool.sensitive;
+    for (const path of [...args, ...output]) {
+      if (typeof path !== 'string' || !/^[^.\s]+(\.[^.\s]+)*$/.test(path)) fail(`sensitive path ${JSON.stringify(path)} must be dotted field names ("card.number", "items.*.iban")`);
+    }
+    const fields = Object.keys((schema.properties as Record<string, unknown>) ?? {});
+    for (const path of args) {
+      const first = path.split('.')[0]!;
+      if (first !== '*' && !fields.includes(first)) fail(`sensitive argument ${JSON.stringify(path)} names no field of the input schema`);
+    }
+  }
   if (tool.mandate !== undefined && typeof tool.mandate !== 'function') fail('mandate must be a function (args, mandate) => verdict; see defineMandate');
   if (typeof tool.mandate === 'function' && tool.mandate.constructor?.name === 'AsyncFunction') fail('mandate must be synchronous (a pure rule over the arguments)');
   if (tool.rateLimit !== undefined) {

@@ -118,6 +118,8 @@ describe.each([
       'statechart-agent/openai: ERR_MODULE_NOT_FOUND openai',
       'statechart-agent/ai-sdk: ERR_MODULE_NOT_FOUND ai',
       'statechart-agent/otel: ERR_MODULE_NOT_FOUND @opentelemetry/api',
+      'statechart-agent/mcp: loaded (function)',
+      'connectMcp: missing_peer connectMcp needs the optional peer dependency @modelcontextprotocol/sdk: npm install @modelcontextprotocol/sdk',
       'statechart-agent/fastify: loaded (function)',
     ]);
   });
@@ -133,7 +135,7 @@ describe('with ioredis installed', () => {
 describe('a TypeScript consumer (strict, skipLibCheck false)', () => {
   let root: string;
   beforeAll(async () => {
-    const optional = ['ioredis', 'openai', 'ai', 'ws', '@statelyai/inspect', 'fastify', 'elkjs', '@opentelemetry/api', '@opentelemetry/sdk-trace-base'].map((name) => `${name}@${pkg.devDependencies[name]}`);
+    const optional = ['ioredis', 'openai', 'ai', 'ws', '@statelyai/inspect', 'fastify', 'elkjs', '@opentelemetry/api', '@opentelemetry/sdk-trace-base', '@modelcontextprotocol/sdk'].map((name) => `${name}@${pkg.devDependencies[name]}`);
     // @ai-sdk/provider's declarations import `json-schema` types that it does not depend on (vercel/ai#15874): a
     // consumer that checks libraries (skipLibCheck false) needs @types/json-schema next to `ai`.
     const types = [`typescript@${pkg.devDependencies.typescript}`, `@types/node@${pkg.devDependencies['@types/node']}`, '@types/json-schema@7.0.15'];
@@ -157,7 +159,7 @@ describe('a TypeScript consumer (strict, skipLibCheck false)', () => {
     for (const [name, code] of await readmeExamples()) await writeFile(join(root, `readme-${name}.ts`), code);
     await sh(join(root, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.example.json'], root);
     const node = (name: ExampleName, env: NodeJS.ProcessEnv = {}) => sh('node', [`dist-example/readme-${name}.js`], root, env);
-    for (const name of ['embed', 'mandate', 'inspect', 'visualize', 'aisdk', 'fastify', 'acceptance', 'otel'] as const) expectExampleOutput[name](await node(name));
+    for (const name of ['embed', 'mandate', 'inspect', 'visualize', 'aisdk', 'fastify', 'acceptance', 'otel', 'privacy', 'mcp', 'erasure'] as const) expectExampleOutput[name](await node(name));
     const server = await startFakeOpenAI([fake.text('Hello, E17.')]);
     try {
       expectExampleOutput.openai(await node('openai', { OPENAI_BASE_URL: server.url, OPENAI_MODEL: 'fake', OPENAI_API_KEY: 'local' }));

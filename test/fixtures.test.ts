@@ -176,7 +176,7 @@ describe('an envelope missing a field the machine needs', () => {
   }
 });
 
-describe.each(['agent-1', 'agent-2', 'agent-3', 'agent-4'])('envelopes of %s', (version) => {
+describe.each(['agent-1', 'agent-2', 'agent-3', 'agent-4', 'agent-5'])('envelopes of %s', (version) => {
   it('restores a finished task: status, outcome and audit as they were', async () => {
     const { store, taskId } = storeWith('done-booking', version);
     const h = harness({ store });
@@ -192,8 +192,9 @@ describe.each(['agent-1', 'agent-2', 'agent-3', 'agent-4'])('envelopes of %s', (
     const h = harness({ store, refunds, script: refundScript(), clock: new ManualClock(DEMO_NOW) });
     const waiting = await h.orchestrator.status(taskId);
     // Up to agent/3 the fixture's model asked for 999.00; from agent/4 the refund mandate keeps it to 199.00.
-    const cents = version === 'agent-4' ? 19_900 : 99_900;
-    const reason = version === 'agent-4' ? 'projector arrived broken' : 'manager approved per note';
+    const fromAgent4 = version === 'agent-4' || version === 'agent-5';
+    const cents = fromAgent4 ? 19_900 : 99_900;
+    const reason = fromAgent4 ? 'projector arrived broken' : 'manager approved per note';
     expect(waiting.pendingConfirmation?.summary).toBe(`Refund ${(cents / 100).toFixed(2)} on order O-1001 (${reason})`);
     const result = await h.orchestrator.confirm(taskId, SUPPORT, waiting.pendingConfirmation!);
     expect(result.accepted).toBe(true);
@@ -218,7 +219,7 @@ describe.each(['agent-1', 'agent-2', 'agent-3', 'agent-4'])('envelopes of %s', (
 
 });
 
-describe.each(['agent-3', 'agent-4'])('envelopes of %s (from agent/3 on)', (version) => {
+describe.each(['agent-3', 'agent-4', 'agent-5'])('envelopes of %s (from agent/3 on)', (version) => {
   it('restores a task stopped while a tool validated its call: the validation runs again and the task goes on', async () => {
     const { store, taskId } = storeWith('mid-validation', version);
     const bookings = new BookingService();
@@ -234,9 +235,9 @@ describe.each(['agent-3', 'agent-4'])('envelopes of %s (from agent/3 on)', (vers
   });
 });
 
-describe('envelopes of agent-4 only', () => {
+describe.each(['agent-4', 'agent-5'])('envelopes of %s (from agent/4 on)', (version) => {
   it('restores a task stopped while its write was re-checked: the re-check runs again, then the write, once', async () => {
-    const { store, taskId } = storeWith('mid-recheck', 'agent-4');
+    const { store, taskId } = storeWith('mid-recheck', version);
     const bookings = new BookingService();
     const h = harness({ store, bookings, script: bookingScript(), clock: new ManualClock(DEMO_NOW) });
     await h.orchestrator.resume(taskId);
@@ -249,7 +250,7 @@ describe('envelopes of agent-4 only', () => {
   });
 
   it('restores a task waiting for a reviewer; the task user cannot resolve it, a reviewer can', async () => {
-    const { store, taskId } = storeWith('review-required', 'agent-4');
+    const { store, taskId } = storeWith('review-required', version);
     const bookings = new BookingService();
     const h = harness({ store, bookings, script: bookingScript(), clock: new ManualClock(DEMO_NOW) });
     const waiting = await h.orchestrator.status(taskId);
@@ -266,7 +267,7 @@ describe('envelopes of agent-4 only', () => {
   });
 
   it('restores a task waiting out a model outage: the sweep wakes it when due and the task goes on', async () => {
-    const { store, taskId } = storeWith('waiting-for-model', 'agent-4');
+    const { store, taskId } = storeWith('waiting-for-model', version);
     const clock = new ManualClock(DEMO_NOW);
     const h = harness({ store, script: bookingScript(), clock });
     const waiting = await h.orchestrator.status(taskId);

@@ -8,14 +8,25 @@ import { TASK_STATES, parseEnvelope } from '../src/store/envelope.js';
 import { FileStore } from '../src/store/file/fileStore.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
 import { createRequest, nextRequest } from './support/envelopes.js';
+import { fileRaw, memoryRaw } from './support/rawDumps.js';
 import { describeStoreContract } from './support/storeContract.js';
 
-describeStoreContract('memory', async () => ({ store: new MemoryStore(), cleanup: async () => {} }));
+describeStoreContract('memory', async (options) => {
+  const store = new MemoryStore(options ?? {});
+  return { store, cleanup: async () => {}, raw: memoryRaw(store) };
+});
 
-describeStoreContract('file', async () => {
+describeStoreContract('file', async (options) => {
   const root = await mkdtemp(join(tmpdir(), 'file-store-contract-'));
-  // A directory that does not exist yet: the store must create it on the first write.
-  return { store: new FileStore(join(root, 'tasks')), cleanup: () => rm(root, { recursive: true, force: true }) };
+  const cleanup = () => rm(root, { recursive: true, force: true });
+  try {
+    // A directory that does not exist yet: the store must create it on the first write.
+    const store = new FileStore(join(root, 'tasks'), options);
+    return { store, cleanup, raw: fileRaw(store) };
+  } catch (error) {
+    await cleanup();
+    throw error;
+  }
 });
 
 describe('test envelopes', () => {

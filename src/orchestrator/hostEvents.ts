@@ -85,9 +85,31 @@ export class HostEvents {
   private async send(task: LiveTask, by: Principal, event: HostEvent): Promise<UserEventResult> {
     const refusal = this.refusal(task, by, event);
     if (refusal) return { accepted: false, ...refusal, status: statusOfLive(task) };
-    const reply = task.send(event) ?? { accepted: false, code: null, message: `the task did not take ${event.type}` };
+    const reply = task.send(this.sealed(task, event)) ?? { accepted: false, code: null, message: `the task did not take ${event.type}` };
     await task.barrier();
     return { ...reply, status: statusOfLive(task) };
+  }
+
+  /** The event with the sensitive values in its text (and a reviewer's result) sealed, before the task records it. */
+  private sealed(task: LiveTask, event: HostEvent): HostEvent {
+    const { privacy } = this.registry;
+    const taskId = task.taskId;
+    switch (event.type) {
+      case 'user.answered':
+        return { ...event, text: privacy.text(taskId, event.text) };
+      case 'user.rejected':
+        return event.reason === null ? event : { ...event, reason: privacy.text(taskId, event.reason) };
+      case 'task.cancelled':
+        return { ...event, reason: privacy.text(taskId, event.reason) };
+      case 'review.resolved': {
+        const tool = this.registry.get(task.context().review?.tool ?? '');
+        const note = event.note === null ? null : privacy.text(taskId, event.note);
+        const result = event.result === null ? null : privacy.json(taskId, event.result, tool?.sensitive?.output ?? []);
+        return { ...event, note, result };
+      }
+      default:
+        return event;
+    }
   }
 
   /** What the host knows and the chart cannot: who the caller is now. */

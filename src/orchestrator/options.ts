@@ -2,6 +2,8 @@
  * What a host configures, the defaults, and the validation of everything it passes in. The input schemas are the
  * machine's own (`machines/context.ts`): a start request the orchestrator accepts is one the store can read back.
  */
+import { DEFAULT_RETENTION_SWEEP_MS } from './retentionSweeper.js';
+import type { PrivacyOptions } from '../privacy/privacy.js';
 import type { InspectionEvent } from 'xstate';
 import { z } from 'zod';
 import {
@@ -47,6 +49,11 @@ export interface OrchestratorOptions {
   /** Retries of a save that failed because the store was unreachable (default 8, about 10 s in all). */
   saveRetries?: number;
   /**
+   * Period of the retention sweep (default 1 h; 0 disables it): erases finished tasks and tombstones past the store's
+   * `retention` periods. Does nothing on a store without retention options.
+   */
+  retentionSweepMs?: number;
+  /**
    * Interval of the sweep that expires due confirmations, from the store's index of deadlines (so it also catches
    * tasks that expired while no process ran). Default 5 s; 0 disables it (call `expireDue()` yourself).
    */
@@ -80,6 +87,12 @@ export interface OrchestratorOptions {
    */
   tracing?: Tracing;
   /**
+   * Sensitive values kept out of everything persisted and streamed: the host's redactors (`cardNumbers()`...) seal
+   * matches in any text, tools' `sensitive` fields are sealed whole, and the sealer decides where the values live
+   * (`memorySealer()`, the default, in this process only; `keyedSealer({ key })` encrypted, so durable).
+   */
+  privacy?: PrivacyOptions;
+  /**
    * Leases, used when the store has them (Redis): a process must hold a task's lease to drive it, every save
    * carries its fencing token, and a process that lost its lease stops. Times are real milliseconds.
    */
@@ -103,6 +116,7 @@ export interface Settings {
   backoff: { baseDelayMs: number; maxDelayMs: number };
   saveRetries: number;
   expirySweepMs: number;
+  retentionSweepMs: number;
   adminScope: string | null;
   mandates: ReadonlyMap<string, MandateKind<unknown>>;
   newTaskId: () => string;
@@ -114,12 +128,13 @@ const settingsSchema = z.strictObject({
   modelTimeoutMs: positive.optional(),
   saveRetries: z.number().int().nonnegative().optional(),
   expirySweepMs: z.number().int().nonnegative().optional(),
+  retentionSweepMs: z.number().int().nonnegative().optional(),
   backoff: z.strictObject({ baseDelayMs: z.number().nonnegative(), maxDelayMs: z.number().nonnegative() }).optional(),
   lease: z.strictObject({ ttlMs: positive.optional(), renewEveryMs: positive.optional(), acquireTimeoutMs: z.number().int().nonnegative().optional() }).optional(),
 });
 
 export function resolveSettings(options: OrchestratorOptions, systemClock: Clock, newId: () => string): Settings {
-  const checked = parseOrThrow(settingsSchema, pick(options, ['modelTimeoutMs', 'saveRetries', 'expirySweepMs', 'backoff', 'lease']), 'options');
+  const checked = parseOrThrow(settingsSchema, pick(options, ['modelTimeoutMs', 'saveRetries', 'expirySweepMs', 'retentionSweepMs', 'backoff', 'lease']), 'options');
   const ttlMs = checked.lease?.ttlMs ?? 15_000;
   return {
     policy: parseOrThrow(policySchema, { ...DEFAULT_POLICY, ...options.policy }, 'policy'),
@@ -130,6 +145,7 @@ export function resolveSettings(options: OrchestratorOptions, systemClock: Clock
     backoff: checked.backoff ?? { baseDelayMs: 200, maxDelayMs: 5_000 },
     saveRetries: checked.saveRetries ?? 8,
     expirySweepMs: checked.expirySweepMs ?? 5_000,
+    retentionSweepMs: checked.retentionSweepMs ?? DEFAULT_RETENTION_SWEEP_MS,
     adminScope: options.adminScope ?? null,
     mandates: mandateKinds(options.mandates ?? []),
     newTaskId: options.newTaskId ?? newId,

@@ -28,6 +28,7 @@ import { systemClock } from '../clock.js';
 import { AgentError, CorruptTaskError, HostRequestError, TaskExistsError, TaskNotFoundError, UnsupportedVersionError } from '../errors.js';
 import { createRuntimeActors } from '../runtime/actors/index.js';
 import { modelProvenance } from '../model/agentModel.js';
+import { Privacy } from '../privacy/privacy.js';
 import { RateLimits } from '../runtime/rateLimits.js';
 import { ToolRegistry } from '../runtime/toolRegistry.js';
 import { checkMandate, moneyUnder } from '../mandate.js';
@@ -43,6 +44,10 @@ import { LiveTasks } from './liveTasks.js';
 import { type OrchestratorOptions, type Settings, type StartTaskRequest, parseOrThrow, resolveSettings, startRequestSchema } from './options.js';
 import { type RecoveryReport, recover } from './recovery.js';
 import { type AuditRecord, type TaskStatus, type UserEventResult, statusFrom, statusOfLive } from './status.js';
+import type { RetentionReport, TaskOwner, Tombstone } from '../store/erasure.js';
+import { isErasable } from '../store/taskStore.js';
+import { type EraseTaskRequest, TaskEraser, type UserErasureReport } from './erasure.js';
+import { RetentionSweeper, type RetentionSweepOptions } from './retentionSweeper.js';
 
 export class Orchestrator {
   /** Where this orchestrator's tasks persist. */
@@ -67,7 +72,7 @@ export class Orchestrator {
     this.reservation = parseOrThrow(modelReservationSchema, options.model.reservation ?? { tokens: 4_000, costMicros: 0 }, 'model.reservation');
     this.provenance = parseOrThrow(provenanceSchema, modelProvenance(options.model), 'model');
     this.policy = this.settings.policy;
-    this.registry = new ToolRegistry(options.tools);
+    this.registry = new ToolRegistry(options.tools, new Privacy(options.privacy));
     this.store = options.store ?? new MemoryStore();
     this.ownsStore = options.store === undefined;
     const { clock, random, modelTimeoutMs, backoff } = this.settings;
@@ -110,6 +115,9 @@ export class Orchestrator {
     });
     this.events = new HostEvents(this.live, this.registry, this.settings.adminScope, this.policy.version);
     this.sweeper = new ExpirySweeper(this.store, this.live, clock, this.settings.expirySweepMs, logger);
+    if (this.settings.retentionSweepMs > 0 && isErasable(this.store)) {
+      this.startRetentionSweep({ everyMs: this.settings.retentionSweepMs, onError: (error) => logger.warn({ err: safeErrorText(error) }, 'the retention sweep failed') });
+    }
   }
 
   // --- tasks ----------------------------------------------------------------------------------------------
@@ -129,7 +137,8 @@ export class Orchestrator {
       agentInputSchema,
       {
         taskId,
-        goal,
+        // Sensitive text is sealed before the task (and anything that records it) sees it.
+        goal: this.registry.privacy.text(taskId, goal),
         principal,
         mandate: checkedMandate,
         catalog: this.registry.catalog(),
@@ -303,6 +312,7 @@ export class Orchestrator {
   async close(): Promise<void> {
     this.closed = true;
     this.sweeper.stop();
+    this.retentionSweeper?.stop();
     await this.live.close();
     if (this.ownsStore) await this.store.close();
   }
@@ -314,6 +324,76 @@ export class Orchestrator {
 
   private assertOpen(): void {
     if (this.closed) throw new AgentError('orchestrator_closed', 'this orchestrator was closed');
+  }
+
+  // --- erasure and retention (`erasure.ts`, `retentionSweeper.ts`) ------------------------------------------
+
+  /** The periodic retention sweep, once started. */
+  private retentionSweeper: RetentionSweeper | null = null;
+
+  /**
+   * Erases a task: its envelope, both journals, its index entries, quarantine marker and lease go, and a minimal
+   * tombstone stays (when, why, who asked, how much; nothing about the person). Afterwards every read and write of
+   * the id (`status`, `audit`, the user events, `resume`, `start` with that id) throws TaskErasedError. Refuses a
+   * task running in this process (TaskRunningError) unless `cancelRunning` (cancelled, reconciled, then erased),
+   * and one another process drives (TaskBusyError). Idempotent: an erased task gives its first tombstone.
+   *
+   * @example
+   * const tombstone = await orchestrator.erase(taskId, { reason: 'gdpr_erasure', by: request.ticketId });
+   */
+  async erase(taskId: string, request: EraseTaskRequest): Promise<Tombstone> {
+    this.assertOpen();
+    const tombstone = await new TaskEraser(this.store, this.live, this.settings.clock).erase(taskId, request);
+    this.forgetSealed([tombstone]);
+    return tombstone;
+  }
+
+  /**
+   * Erases every task of one user of one tenant, each as `erase` does; tasks it must leave (running, driven
+   * elsewhere) are listed in `skipped` for a retry. On Redis, tasks saved by a version before owner indexes are
+   * found only after `RedisStore.indexOwners()`.
+   */
+  async eraseUser(owner: TaskOwner, request: EraseTaskRequest): Promise<UserErasureReport> {
+    this.assertOpen();
+    const report = await new TaskEraser(this.store, this.live, this.settings.clock).eraseUser(owner, request);
+    this.forgetSealed(report.erased);
+    return report;
+  }
+
+  /** Sealed values this process keeps for erased tasks go with them (a memory sealer's). */
+  private forgetSealed(erased: readonly Tombstone[]): void {
+    for (const tombstone of erased) this.registry.privacy.sealer.forget?.(tombstone.taskId);
+  }
+
+  /** The tombstone of an erased task, or null (also on a store that cannot erase). */
+  async tombstone(taskId: string): Promise<Tombstone | null> {
+    return isErasable(this.store) ? this.store.tombstone(taskId) : null;
+  }
+
+  /**
+   * Applies the store's retention periods now (see the store's `retention` option): finished tasks past theirs are
+   * erased (tombstones with reason "retention"), tombstones past theirs removed. Nothing without retention options.
+   */
+  async sweepRetention(): Promise<RetentionReport> {
+    this.assertOpen();
+    const report = await (this.retentionSweeper ?? new RetentionSweeper(this.store, this.settings.clock, { everyMs: 0 })).sweep();
+    this.forgetSealed(report.erased);
+    return report;
+  }
+
+  /**
+   * Runs `sweepRetention` every `everyMs` (default 1 h; 0: never) until `close()` or the returned stop function.
+   * Starting it again replaces the running one. Safe in several processes at once: each erasure is atomic.
+   */
+  startRetentionSweep(options: RetentionSweepOptions = {}): () => void {
+    this.assertOpen();
+    this.retentionSweeper?.stop();
+    const sweeper = new RetentionSweeper(this.store, this.settings.clock, { ...options, stopWhen: () => this.closed });
+    this.retentionSweeper = sweeper;
+    return () => {
+      sweeper.stop();
+      if (this.retentionSweeper === sweeper) this.retentionSweeper = null;
+    };
   }
 }
 

@@ -2,7 +2,7 @@
  * Recovery: tasks left running by a process that died are resumed here when their lease is free (or expired); a
  * write that was in flight is reconciled by its idempotency key, never re-run blindly.
  */
-import { TaskBusyError, TaskQuarantinedError } from '../errors.js';
+import { TaskBusyError, TaskNotFoundError, TaskQuarantinedError } from '../errors.js';
 import type { TaskStore } from '../store/taskStore.js';
 import type { ExpirySweeper } from './expirySweeper.js';
 import type { LiveTasks } from './liveTasks.js';
@@ -30,6 +30,8 @@ export async function recover(store: TaskStore, live: LiveTasks, sweeper: Expiry
     } catch (error) {
       if (error instanceof TaskBusyError) report.busy.push(summary.taskId);
       else if (error instanceof TaskQuarantinedError) report.quarantined.push({ taskId: summary.taskId, reason: error.reason });
+      // Erased (or gone) between the list and the load: nothing left to recover.
+      else if (error instanceof TaskNotFoundError) continue;
       else throw error;
     }
   }

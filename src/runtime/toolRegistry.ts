@@ -7,6 +7,9 @@ import type { ToolRules, Toolkit } from '../../machines/toolkit.js';
 import { AgentError } from '../errors.js';
 import { sha256Hex } from '../hashing.js';
 import type { OfferedTool } from '../model/agentModel.js';
+import { z } from 'zod';
+import type { Json } from '../../machines/context.js';
+import { Privacy, type SealFailure } from '../privacy/privacy.js';
 import { type Tool, defineTool, toolParametersSchema, toolVersion } from '../tool.js';
 
 export class ToolRegistry {
@@ -18,13 +21,17 @@ export class ToolRegistry {
   /** What the chart's gates read: the tools as installed now, and node:crypto's SHA-256. */
   readonly toolkit: Toolkit;
 
-  constructor(tools: readonly Tool[]) {
+  /** Seals sensitive values where they enter a task and opens them for the tools that take them. */
+  readonly privacy: Privacy;
+
+  constructor(tools: readonly Tool[], privacy: Privacy = new Privacy()) {
+    this.privacy = privacy;
     for (const tool of tools) {
       if (this.tools.has(tool.name)) throw new AgentError('duplicate_tool', `two tools are named ${JSON.stringify(tool.name)}`);
       defineTool(tool as never);
       this.tools.set(tool.name, tool);
       this.schemas.set(tool.name, toolParametersSchema(tool));
-      this.rules.set(tool.name, rulesOf(tool));
+      this.rules.set(tool.name, rulesOf(tool, privacy));
     }
     this.toolkit = { rules: (name) => this.rules.get(name), sha256: sha256Hex };
   }
@@ -73,7 +80,7 @@ export class ToolRegistry {
  * The gates' view of a tool, read through to the tool itself: a host that changes a tool's scopes or confirmation
  * rule after the orchestrator was made has every later call judged by the new ones.
  */
-function rulesOf(tool: Tool): ToolRules {
+function rulesOf(tool: Tool, privacy: Privacy): ToolRules {
   return {
     get name() {
       return tool.name;
@@ -82,10 +89,10 @@ function rulesOf(tool: Tool): ToolRules {
       return tool.effect;
     },
     get input() {
-      return tool.input;
+      return tool.sensitive?.args?.length ? sealedSchema(tool.input, tool.sensitive.args, privacy) : tool.input;
     },
     get output() {
-      return tool.output;
+      return tool.sensitive?.output?.length ? sealedSchema(tool.output, tool.sensitive.output, privacy) : tool.output;
     },
     get scopes() {
       return tool.scopes;
@@ -120,4 +127,48 @@ function rulesOf(tool: Tool): ToolRules {
 /** True when the principal holds every scope in `required`. */
 export function hasScopes(principal: Readonly<Principal>, required: readonly string[]): boolean {
   return required.every((scope) => principal.scopes.includes(scope));
+}
+
+const sealedSchemas = new WeakMap<z.ZodType, { paths: readonly string[]; wrapped: z.ZodType }>();
+
+/**
+ * The chart's view of a schema with sensitive fields (a tool's input at the schema gate, its output when a reviewer
+ * reports a write's result): the sealed values are opened (for any task: this only validates), checked against the
+ * tool's schema, and sealed again. Sealing is deterministic, so the validated arguments hold the same tokens, and
+ * their hash and idempotency key do not depend on the values. What the schema says about a sensitive field is
+ * replaced by a plain note: a message might quote the value.
+ */
+function sealedSchema(schema: z.ZodType, paths: readonly string[], privacy: Privacy): z.ZodType {
+  const cached = sealedSchemas.get(schema);
+  if (cached && cached.paths === paths) return cached.wrapped;
+  const wrapped = z.unknown().transform((value, ctx) => {
+    const opened = privacy.open(value as Json, paths, null);
+    if (!opened.ok) {
+      ctx.issues.push({ code: 'custom', message: sealFailureText(opened.failure), input: undefined, path: opened.failure.path.split('.') });
+      return z.NEVER;
+    }
+    const parsed = schema.safeParse(opened.value);
+    if (!parsed.success) {
+      for (const issue of parsed.error.issues) {
+        const sensitive = paths.some((path) => underPath(path, issue.path));
+        ctx.issues.push({ code: 'custom', message: sensitive ? 'invalid value (a sensitive field)' : issue.message, input: undefined, path: issue.path as PropertyKey[] as (string | number)[] });
+      }
+      return z.NEVER;
+    }
+    return opened.taskId === null ? parsed.data : privacy.json(opened.taskId, parsed.data as Json, paths);
+  });
+  sealedSchemas.set(schema, { paths, wrapped });
+  return wrapped;
+}
+
+/** Why a sealed value cannot be used, for the model and the audit. */
+export function sealFailureText(failure: SealFailure): string {
+  return failure.reason === 'other_task'
+    ? `the sealed value at ${failure.path} (${failure.label}) belongs to another task`
+    : `the sealed value at ${failure.path} (${failure.label}) is not available: it was sealed by a process that no longer runs, or it is not a sealed value`;
+}
+
+function underPath(path: string, issuePath: readonly PropertyKey[]): boolean {
+  const segments = path.split('.');
+  return segments.length <= issuePath.length && segments.every((segment, i) => segment === '*' || segment === String(issuePath[i]));
 }

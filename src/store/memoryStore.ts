@@ -1,12 +1,41 @@
 /**
  * An in-process store. Data is kept serialized, as a real store would keep it, so nothing shares references with
- * live actors and a value JSON cannot carry fails here as it would in Redis.
+ * live actors and a value JSON cannot carry fails here as it would in Redis. Every method runs without awaiting in
+ * between, so each one (an erasure included) is atomic.
  */
 import { randomBytes } from 'node:crypto';
-import { AgentError, FencedOutError, RevisionConflictError, TaskExistsError } from '../errors.js';
+import { AgentError, FencedOutError, RevisionConflictError, TaskExistsError, TaskNotFoundError } from '../errors.js';
 import { type TaskEnvelope, type TaskSummary, parseEnvelope } from './envelope.js';
-import type { JournalStream, Lease, LeaseManager, ListQuery, SaveRequest, TaskStore } from './taskStore.js';
-import { checkSaveRequest, matchesQuery } from './storeChecks.js';
+import {
+  type EraseRequest,
+  type Retention,
+  type RetentionOptions,
+  type RetentionReport,
+  type SweepOptions,
+  type TaskOwner,
+  type Tombstone,
+  type UserErasure,
+  checkEraseRequest,
+  checkOwner,
+  checkRetention,
+  erasedError,
+  isFinished,
+  retentionCutoffs,
+  retentionRequest,
+  sameOwner,
+  sweepLimit,
+  tombstoneOf,
+} from './erasure.js';
+import type { ErasableTaskStore, JournalStream, Lease, LeaseManager, ListQuery, SaveRequest } from './taskStore.js';
+import { checkSameOwner, checkSaveRequest, matchesQuery } from './storeChecks.js';
+
+/** Options of a MemoryStore. */
+export interface MemoryStoreOptions {
+  /** Drives lease expiry, and the default `now` of `sweepRetention` (default: the system clock). */
+  now?: () => number;
+  /** How long finished tasks and tombstones are kept (enforced by `sweepRetention`). Default: forever. */
+  retention?: RetentionOptions;
+}
 
 interface Row {
   envelope: string;
@@ -16,7 +45,7 @@ interface Row {
   transcript: string[];
 }
 
-export class MemoryStore implements TaskStore {
+export class MemoryStore implements ErasableTaskStore {
   readonly kind = 'memory';
   /** Leases with the same semantics as the Redis store, so several orchestrators can share one store in tests. */
   readonly leases: LeaseManager;
@@ -24,11 +53,19 @@ export class MemoryStore implements TaskStore {
   private readonly quarantine_ = new Map<string, string>();
   private readonly held = new Map<string, { token: string; expiresAt: number }>();
   private readonly fences = new Map<string, number>();
+  /** Tombstones of erased tasks, serialized like everything else. */
+  private readonly tombstones = new Map<string, { text: string; erasedAt: number }>();
+  private readonly now: () => number;
+  private readonly retention: Retention;
 
-  /** `now` drives lease expiry (default: the system clock). */
-  constructor(private readonly now: () => number = Date.now) {
+  /** Options, or (as before) just the `now` function. */
+  constructor(options: MemoryStoreOptions | (() => number) = {}) {
+    const { now = Date.now, retention } = typeof options === 'function' ? { now: options } : options;
+    this.now = now;
+    this.retention = checkRetention(retention);
     this.leases = {
       acquire: async (taskId, ttlMs) => {
+        this.refuseIfErased(taskId);
         const current = this.held.get(taskId);
         if (current && current.expiresAt > this.now()) return null;
         const fence = (this.fences.get(taskId) ?? 0) + 1;
@@ -51,18 +88,22 @@ export class MemoryStore implements TaskStore {
 
   async load(taskId: string): Promise<TaskEnvelope | null> {
     const row = this.rows.get(taskId);
-    return row ? parseEnvelope(taskId, row.envelope) : null;
+    if (row) return parseEnvelope(taskId, row.envelope);
+    this.refuseIfErased(taskId);
+    return null;
   }
 
   async save(request: SaveRequest): Promise<void> {
     const { envelope, expectedRevision } = request;
     checkSaveRequest(request);
+    this.refuseIfErased(envelope.taskId);
     this.checkFence(envelope.taskId, request.fence);
     const row = this.rows.get(envelope.taskId);
     if (expectedRevision === 0 && row) throw new TaskExistsError(envelope.taskId);
     if (expectedRevision !== 0 && row?.revision !== expectedRevision) {
       throw new RevisionConflictError(envelope.taskId, expectedRevision, row?.revision ?? null);
     }
+    if (row) checkSameOwner(envelope.taskId, row.summary, envelope.summary);
     const audit = [...(row?.audit ?? []), ...request.append.audit.map(serialize)];
     const transcript = [...(row?.transcript ?? []), ...request.append.transcript.map(serialize)];
     if (audit.length !== envelope.journal.audit || transcript.length !== envelope.journal.transcript) {
@@ -105,6 +146,7 @@ export class MemoryStore implements TaskStore {
   }
 
   async quarantine(taskId: string, reason: string): Promise<void> {
+    this.refuseIfErased(taskId);
     this.quarantine_.set(taskId, reason);
   }
 
@@ -113,6 +155,66 @@ export class MemoryStore implements TaskStore {
   }
 
   async close(): Promise<void> {}
+
+  // --- erasure and retention ------------------------------------------------------------------------------
+
+  async erase(taskId: string, request: EraseRequest): Promise<Tombstone> {
+    return this.eraseNow(taskId, checkEraseRequest(`erase of task ${taskId}`, request));
+  }
+
+  async eraseUser(owner: TaskOwner, request: EraseRequest): Promise<UserErasure> {
+    const checked = checkEraseRequest('eraseUser', request);
+    const { tenantId, userId } = checkOwner(owner);
+    const ids = [...this.rows].filter(([, row]) => sameOwner(row.summary, { tenantId, userId })).map(([id]) => id);
+    return { erased: ids.map((id) => this.eraseNow(id, checked)), unreadable: [] };
+  }
+
+  async tombstone(taskId: string): Promise<Tombstone | null> {
+    const stored = this.tombstones.get(taskId);
+    return stored ? (JSON.parse(stored.text) as Tombstone) : null;
+  }
+
+  async sweepRetention(now = this.now(), options?: SweepOptions): Promise<RetentionReport> {
+    const limit = sweepLimit(options);
+    const { finishedBefore, tombstonesBefore } = retentionCutoffs(this.retention, now);
+    const due =
+      finishedBefore === null
+        ? []
+        : [...this.rows.values()]
+            .map((row) => row.summary)
+            .filter((s) => isFinished(s.state) && s.updatedAt <= finishedBefore)
+            .sort((a, b) => a.updatedAt - b.updatedAt);
+    const old = tombstonesBefore === null ? [] : [...this.tombstones].filter(([, t]) => t.erasedAt <= tombstonesBefore).map(([id]) => id);
+    const request = retentionRequest(now);
+    const erased = due.slice(0, limit).map((s) => this.eraseNow(s.taskId, request));
+    for (const id of old.slice(0, limit)) this.tombstones.delete(id);
+    return { erased, tombstonesRemoved: Math.min(old.length, limit), more: due.length > limit || old.length > limit };
+  }
+
+  private eraseNow(taskId: string, request: EraseRequest): Tombstone {
+    const existing = this.tombstones.get(taskId);
+    if (existing) return JSON.parse(existing.text) as Tombstone;
+    const row = this.rows.get(taskId);
+    const quarantined = this.quarantine_.has(taskId);
+    if (!row && !quarantined) throw new TaskNotFoundError(taskId);
+    const tombstone = tombstoneOf(taskId, request, {
+      snapshot: row !== undefined,
+      audit: row?.audit.length ?? 0,
+      transcript: row?.transcript.length ?? 0,
+      quarantine: quarantined,
+    });
+    this.rows.delete(taskId);
+    this.quarantine_.delete(taskId);
+    this.held.delete(taskId);
+    this.fences.delete(taskId);
+    this.tombstones.set(taskId, { text: serialize(tombstone), erasedAt: tombstone.erasedAt });
+    return tombstone;
+  }
+
+  private refuseIfErased(taskId: string): void {
+    const stored = this.tombstones.get(taskId);
+    if (stored) throw erasedError(JSON.parse(stored.text) as Tombstone);
+  }
 }
 
 /** JSON text of a value, refusing what JSON cannot carry (as a real store would) instead of storing garbage. */

@@ -16,8 +16,16 @@ export function checkSaveRequest({ envelope, expectedRevision }: SaveRequest): v
   }
 }
 
+/** Refuses a save that would give a task another owner (the per-user index, and erasure by user, rely on it). */
+export function checkSameOwner(taskId: string, previous: { tenantId: string; userId: string }, next: TaskSummary): void {
+  if (previous.tenantId !== next.tenantId || previous.userId !== next.userId) {
+    throw new AgentError('invalid_save', `save of task ${taskId}: it belongs to another user; a task's owner never changes`);
+  }
+}
+
 export function matchesQuery(summary: TaskSummary, query: ListQuery): boolean {
   if (query.states && !query.states.includes(summary.state)) return false;
+  if (query.owner && (summary.tenantId !== query.owner.tenantId || summary.userId !== query.owner.userId)) return false;
   if (query.dueBefore !== undefined && (summary.wakeAt === null || summary.wakeAt > query.dueBefore)) return false;
   return true;
 }

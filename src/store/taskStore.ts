@@ -4,8 +4,15 @@
  * compare-and-set: it succeeds only if the stored revision is the expected one (and, with leases, the fencing
  * token is current), and it appends the new journal entries in the same step. Shaped so a Redis Lua script can
  * implement it: check revision + fence, SET the envelope, RPUSH the entries, update the indexes.
+ *
+ * Erasure (`erase`, `eraseUser`, `tombstone`, `sweepRetention`) removes every byte of a task and leaves a minimal
+ * tombstone (`erasure.ts`). Once a task id has a tombstone, the store refuses every write to it with
+ * TaskErasedError, a create included, and `load` answers TaskErasedError instead of null: a writer that was
+ * driving the task when it was erased cannot bring it back. The erasure methods are optional in the type so that
+ * wrapping and third-party stores keep compiling; every built-in store has them (`ErasableTaskStore`).
  */
 import type { TaskEnvelope, TaskSummary } from './envelope.js';
+import type { EraseRequest, RetentionReport, SweepOptions, TaskOwner, Tombstone, UserErasure } from './erasure.js';
 
 export type JournalStream = 'audit' | 'transcript';
 
@@ -28,6 +35,8 @@ export interface ListQuery {
   states?: TaskSummary['state'][];
   /** Only tasks whose `wakeAt` is at or before this time (confirmations due to expire). */
   dueBefore?: number;
+  /** Only tasks of this user (of this tenant). */
+  owner?: TaskOwner;
   limit?: number;
 }
 
@@ -43,7 +52,7 @@ export interface Lease {
 }
 
 export interface LeaseManager {
-  /** Takes the lease if nobody holds it (SET NX PX); null when another holder has it. */
+  /** Takes the lease if nobody holds it (SET NX PX); null when another holder has it. TaskErasedError for an erased task. */
   acquire(taskId: string, ttlMs: number): Promise<Lease | null>;
   /** Extends the lease if still held by this token; false if it was lost. */
   renew(lease: Lease, ttlMs: number): Promise<boolean>;
@@ -56,17 +65,57 @@ export interface TaskStore {
   readonly leases?: LeaseManager;
   /** "memory", "file", "redis"... */
   readonly kind: string;
-  /** The validated envelope, or null if there is no such task. Throws CorruptTaskError for unreadable data. */
+  /**
+   * The validated envelope, or null if there is no such task. Throws CorruptTaskError for unreadable data,
+   * TaskErasedError for an erased task.
+   */
   load(taskId: string): Promise<TaskEnvelope | null>;
-  /** Atomic compare-and-set plus journal append. Throws RevisionConflictError, FencedOutError, StoreUnavailableError. */
+  /**
+   * Atomic compare-and-set plus journal append. Throws RevisionConflictError, FencedOutError, StoreUnavailableError,
+   * TaskErasedError (any save of an erased task id), AgentError `invalid_save` (also for a save that would change
+   * the task's owner: it never changes).
+   */
   save(request: SaveRequest): Promise<void>;
   /** Summaries of stored tasks, most recently updated first. */
   list(query?: ListQuery): Promise<TaskSummary[]>;
-  /** Committed journal entries [from, to) of a task (only up to the lengths its envelope references). */
+  /** Committed journal entries [from, to) of a task (only up to the lengths its envelope references); none when erased. */
   readJournal(taskId: string, stream: JournalStream, from?: number, to?: number): Promise<unknown[]>;
-  /** Marks a task that cannot be restored, with a visible reason; it is skipped by recovery. */
+  /** Marks a task that cannot be restored, with a visible reason; it is skipped by recovery. TaskErasedError when erased. */
   quarantine(taskId: string, reason: string): Promise<void>;
   /** The quarantine reason of a task, or null. */
   quarantined(taskId: string): Promise<string | null>;
   close(): Promise<void>;
+
+  /**
+   * Removes everything stored for the task (envelope, both journals, its entries in every index, its quarantine
+   * marker, its lease and fencing counter) and leaves its tombstone, in one atomic step (the file store: see its
+   * header for the order). Unconditional: it neither waits for nor respects a lease; a process still driving the
+   * task has its next save refused with TaskErasedError and stops (the orchestrator's `erase` is the careful one).
+   * Idempotent: erasing an erased task returns its first tombstone (and removes whatever a crash left). Throws
+   * TaskNotFoundError when nothing is stored under the id.
+   */
+  erase?(taskId: string, request: EraseRequest): Promise<Tombstone>;
+  /** Erases every task of one user of one tenant, as `erase` does (unconditionally, running ones included). */
+  eraseUser?(owner: TaskOwner, request: EraseRequest): Promise<UserErasure>;
+  /** The tombstone of an erased task, or null. */
+  tombstone?(taskId: string): Promise<Tombstone | null>;
+  /**
+   * Applies the store's retention periods at `now` (default: the store's clock): erases finished tasks last
+   * updated a period ago or earlier (tombstones with reason "retention") and removes tombstones past theirs.
+   * Without retention options it does nothing. Also completes erasures a crash interrupted (file store).
+   */
+  sweepRetention?(now?: number, options?: SweepOptions): Promise<RetentionReport>;
+}
+
+/** A store with every erasure method: all the built-in ones. */
+export type ErasableTaskStore = TaskStore & Required<Pick<TaskStore, 'erase' | 'eraseUser' | 'tombstone' | 'sweepRetention'>>;
+
+/** Whether `store` can erase. */
+export function isErasable(store: TaskStore): store is ErasableTaskStore {
+  return (
+    typeof store.erase === 'function' &&
+    typeof store.eraseUser === 'function' &&
+    typeof store.tombstone === 'function' &&
+    typeof store.sweepRetention === 'function'
+  );
 }

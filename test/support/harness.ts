@@ -48,6 +48,7 @@ export interface HarnessOptions {
   hooks?: OrchestratorOptions['hooks'];
   tracing?: OrchestratorOptions['tracing'];
   logger?: OrchestratorOptions['logger'];
+  privacy?: OrchestratorOptions['privacy'];
 }
 
 export function harness(options: HarnessOptions = {}) {
@@ -85,6 +86,7 @@ export function harness(options: HarnessOptions = {}) {
     hooks: options.hooks,
     tracing: options.tracing,
     logger: options.logger,
+    privacy: options.privacy,
   });
   return { orchestrator, bookings, refunds, store, model, tools };
 }

@@ -11,7 +11,7 @@ import { PROJECT_ROOT } from './workers.js';
 
 const run = promisify(execFile);
 
-export const EXAMPLES = ['embed', 'mandate', 'redis', 'inspect', 'visualize', 'openai', 'aisdk', 'fastify', 'acceptance', 'otel'] as const;
+export const EXAMPLES = ['embed', 'mandate', 'redis', 'inspect', 'visualize', 'openai', 'aisdk', 'fastify', 'acceptance', 'otel', 'privacy', 'mcp', 'erasure'] as const;
 export type ExampleName = (typeof EXAMPLES)[number];
 
 /** Every marked example in the README, by name (so a new one cannot be added without a check below). */
@@ -66,6 +66,22 @@ export const expectExampleOutput: Record<ExampleName, (stdout: string) => void> 
   otel(stdout) {
     expect(stdout).toBe('done chat scripted (0 events), task run (2 events)');
   },
+  privacy(stdout) {
+    expect(stdout.split('\n')).toEqual([
+      'done; the tool got 4111111111111111',
+      'stored goal: Charge 5.00 to card ‹card-1111›',
+      'card in the snapshot, audit or transcript: false',
+      'stamp: scripted, policy 1, session web-7',
+    ]);
+  },
+  erasure(stdout) {
+    const lines = stdout.split('\n');
+    expect(lines[0]).toMatch(/^t1 gdpr_erasure by dsar-118: \{"snapshot":true,"audit":\d+,"transcript":\d+,"quarantine":false\} 0$/);
+    expect(lines.slice(1)).toEqual(['task_erased 2026-01-05T09:00:00.000Z', 't2 retention']);
+  },
+  mcp(stdout) {
+    expect(stdout.split('\n')).toEqual(['waiting_for_confirmation send_payment; not imported: drop_database', 'done goal_met P-1']);
+  },
   openai(stdout) {
     // The fake server's one answer: 120 prompt + 30 completion tokens, at 0.15 and 0.60 per thousand, rounded up.
     expect(stdout).toBe('done goal_met 150 tokens, 36 costMicros');
@@ -87,6 +103,7 @@ export const SOURCES: Record<string, string> = {
   'statechart-agent/visualize': 'src/visualize/index.ts',
   'statechart-agent/fastify': 'src/http/index.ts',
   'statechart-agent/acceptance': 'src/acceptance/index.ts',
+  'statechart-agent/mcp': 'src/mcp.ts',
   'statechart-agent/otel': 'src/otel.ts',
 };
 

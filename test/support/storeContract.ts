@@ -15,10 +15,10 @@ import {
 import type { TaskEnvelope } from '../../src/store/envelope.js';
 import type { TaskStore } from '../../src/store/taskStore.js';
 import { T0, createRequest, jsonCopy, marker, nextRequest } from './envelopes.js';
+import { type StoreFactory, describeErasureContract } from './erasureContract.js';
 import { describeLeaseContract } from './leaseContract.js';
 
-/** Makes a fresh, empty store and the function that removes what it created. */
-export type StoreFactory = () => Promise<{ store: TaskStore; cleanup: () => Promise<void> }>;
+export type { MadeStore, RawAccess, RawEntry, StoreFactory } from './erasureContract.js';
 
 /** What a store holds for a task, to check a refused save changed nothing. */
 export async function storedState(store: TaskStore, taskId: string) {
@@ -333,4 +333,5 @@ export function describeStoreContract(name: string, makeStore: StoreFactory): vo
 
     describeLeaseContract(() => store);
   });
+  describe(`TaskStore contract: ${name}`, () => describeErasureContract(makeStore));
 }

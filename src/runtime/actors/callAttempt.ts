@@ -1,5 +1,8 @@
 /** One attempt of a tool call: its timeout, thrown errors and output validation turned into a CallOutcome. */
 import type { CallOutcome } from '../../../machines/actors.js';
+import type { Json } from '../../../machines/context.js';
+import type { OpenedToken, Privacy } from '../../privacy/privacy.js';
+import { openArguments } from '../sealing.js';
 import { CALL_CODES, type CallCode } from '../../../machines/failures.js';
 import { toJson } from '../../../machines/lib/arguments.js';
 import { cap, errorName, safeErrorText, zodSummary } from '../../../machines/lib/text.js';
@@ -56,8 +59,20 @@ export function describeOutcome(outcome: CallOutcome): { attributes: Record<stri
   return { attributes: { 'statechart_agent.call.code': code }, ...(outcome.kind === 'ok' ? {} : { error: `${code}: ${outcome.summary}` }) };
 }
 
-/** Re-validates arguments the schema gate accepted, as the tool's own typed value. */
-export function parseArguments(tool: Tool, args: unknown): { ok: true; value: unknown } | { ok: false; summary: string } {
-  const parsed = tool.input.safeParse(args);
-  return parsed.success ? { ok: true, value: parsed.data } : { ok: false, summary: zodSummary(parsed.error) };
+/**
+ * Re-validates arguments the schema gate accepted, as the tool's own typed value: with the sealed values at its
+ * sensitive paths opened (only this task's). What the schema says is not returned when the tool has sensitive
+ * fields: a message might quote a value.
+ */
+export function parseArguments(
+  privacy: Privacy,
+  taskId: string,
+  tool: Tool,
+  args: Json,
+): { ok: true; value: unknown; opened: OpenedToken[] } | { ok: false; code: 'invalid_arguments' | 'sealed_value_unavailable'; summary: string } {
+  const opened = openArguments(privacy, taskId, tool, args);
+  if (!opened.ok) return { ok: false, code: 'sealed_value_unavailable', summary: opened.summary };
+  const parsed = tool.input.safeParse(opened.value);
+  if (parsed.success) return { ok: true, value: parsed.data, opened: opened.opened };
+  return { ok: false, code: 'invalid_arguments', summary: tool.sensitive?.args?.length ? 'the arguments no longer match the input schema' : zodSummary(parsed.error) };
 }

@@ -11,8 +11,15 @@ export function lookupActor(host: ActorHost) {
   const { clock } = host;
   return fromPromise<LookupActorOutput, LookupActorInput>(async ({ input, signal }) => {
     const started = clock.now();
-    const done = (result: LookupResult): LookupActorOutput => ({ at: clock.now(), result, durationMs: Math.max(0, clock.now() - started) });
     const tool = host.registry.get(input.call.tool);
+    const { privacy } = host.registry;
+    // What the lookup found is a tool result like any other: sealed at the tool's sensitive output paths.
+    const sealed = (result: LookupResult): LookupResult => {
+      if (result.kind === 'found') return { ...result, value: privacy.json(input.taskId, result.value, tool?.sensitive?.output ?? []) };
+      if (result.kind === 'inconclusive') return { ...result, summary: privacy.text(input.taskId, result.summary) };
+      return result;
+    };
+    const done = (result: LookupResult): LookupActorOutput => ({ at: clock.now(), result: sealed(result), durationMs: Math.max(0, clock.now() - started) });
     if (tool?.effect !== 'write') return done({ kind: 'inconclusive', code: 'unknown_tool', summary: `no write tool ${input.call.tool}` });
     if (input.attempt > 1) {
       await sleep(clock, backoffDelay(input.attempt - 2, tool.lookupRetry ?? host.backoff, host.random), signal);

@@ -5,6 +5,7 @@ import type { Principal } from '../../../machines/context.js';
 import { backoffDelay, sleep } from '../../clock.js';
 import type { ReadTool } from '../../tool.js';
 import type { ActorHost } from '../actorHost.js';
+import { sealOutcome } from '../sealing.js';
 import { attemptTool, describeOutcome, parseArguments, toolSpanAttributes } from './callAttempt.js';
 
 export function readsActor(host: ActorHost) {
@@ -34,8 +35,9 @@ async function runRead(
   if (!tool || tool.effect !== 'read') {
     return finish({ kind: 'error', code: 'unknown_tool', summary: `no read tool named ${call.tool}`, retryable: false }, 0);
   }
-  const args = parseArguments(tool, call.args);
-  if (!args.ok) return finish({ kind: 'error', code: 'invalid_arguments', summary: args.summary, retryable: true }, 0);
+  const { privacy } = host.registry;
+  const args = parseArguments(privacy, taskId, tool, call.args);
+  if (!args.ok) return finish({ kind: 'error', code: args.code, summary: args.summary, retryable: args.code === 'invalid_arguments' }, 0);
   const limit = await host.rateLimits.consume(tool, principal.tenantId);
   if (!limit.ok) return finish({ kind: 'error', code: limit.code, summary: limit.summary, retryable: false }, 0);
   const maxAttempts = tool.retry?.maxAttempts ?? 1;
@@ -44,7 +46,10 @@ async function runRead(
       taskId,
       `execute_tool ${tool.name}`,
       toolSpanAttributes(tool, call.callId, attempt),
-      () => attemptTool(host.clock, tool, signal, (s) => tool.execute(args.value, { taskId, callId: call.callId, principal, signal: s, attempt })),
+      () =>
+        attemptTool(host.clock, tool, signal, (s) => tool.execute(args.value, { taskId, callId: call.callId, principal, signal: s, attempt })).then((outcome) =>
+          sealOutcome(privacy, taskId, tool, outcome, args.opened),
+        ),
       describeOutcome,
     );
     // A read has no review desk: a tool's `needs_review` is a business failure the model is told of.

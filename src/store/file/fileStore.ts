@@ -2,8 +2,9 @@
  * The embedded default store: plain files under one directory, crash-safe, no server.
  *
  * Layout, one subdirectory per task (named by `taskDirectoryName`, which never escapes the root):
- * - `envelope.json`: `{ format, offsets, envelope }`, replaced atomically. `offsets` are the committed byte
- *   lengths of the journals, committed in the same rename as the envelope that counts their lines.
+ * - `envelope.json`: the task record `{ format, offsets, envelope }`, replaced atomically. `offsets` are the
+ *   committed byte lengths of the journals, committed in the same rename as the envelope that counts their lines.
+ *   Once the task is erased, its tombstone `{ format: "file-tombstone/1", tombstone }` instead (`fileRecords.ts`).
  * - `audit.jsonl`, `transcript.jsonl`: one JSON entry per line, append-only.
  * - `quarantine.json`: the reason a task must not be restored, when it has one.
  * - `.lock`: present while a save runs.
@@ -16,19 +17,48 @@
  * processes from driving the same task; the revision check only makes the loser's save fail. A lock file whose
  * holder died is broken (same host: at once; otherwise after `staleLockMs`). Network file systems are not
  * supported: O_EXCL and rename atomicity are not reliable there.
+ *
+ * An erasure holds the task's lock and goes in this order: (1) count what is stored; (2) replace `envelope.json`
+ * by the tombstone record (temp file, fsync, rename, fsync of the directory): the commit point, after which every
+ * reader and writer sees the task as erased; (3) delete every other file of the task directory (journals,
+ * quarantine marker, temp files a crashed write left, which hold envelope text), then fsync the directory. A crash
+ * before (2) leaves the task whole; a crash between (2) and (3) leaves journal bytes that no reader reaches, and
+ * the next `erase` of the id or `sweepRetention` (which completes interrupted erasures) deletes them. The
+ * directory then holds only the tombstone until the tombstone's retention removes it. Every write (saves,
+ * quarantine, erasure) holds the lock, so nothing can write into a task being erased. Erasing by user and the
+ * retention sweep read every task's record, as `list` does: there is no index to keep in step.
  */
-import { mkdir, readFile, readdir } from 'node:fs/promises';
-import { createHash } from 'node:crypto';
+import { mkdir, readFile, rmdir, unlink } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
-import { z } from 'zod';
 import {
   AgentError,
   CorruptTaskError,
   RevisionConflictError,
   StoreUnavailableError,
   TaskExistsError,
+  TaskNotFoundError,
 } from '../../errors.js';
 import { type TaskEnvelope, type TaskSummary, parseEnvelope } from '../envelope.js';
+import {
+  type EraseRequest,
+  type Retention,
+  type RetentionOptions,
+  type RetentionReport,
+  type SweepOptions,
+  type TaskOwner,
+  type Tombstone,
+  type UserErasure,
+  checkEraseRequest,
+  checkOwner,
+  checkRetention,
+  erasedError,
+  isFinished,
+  retentionCutoffs,
+  retentionRequest,
+  sameOwner,
+  sweepLimit,
+  tombstoneOf,
+} from '../erasure.js';
 import {
   LockTimeoutError,
   errorCode,
@@ -38,47 +68,39 @@ import {
   withLockFile,
   writeFileAtomic,
 } from './fileIo.js';
-import { checkSaveRequest, matchesQuery } from '../storeChecks.js';
-import type { JournalStream, ListQuery, SaveRequest, TaskStore } from '../taskStore.js';
+import {
+  type Committed,
+  ENVELOPE_FILE,
+  LOCK_FILE,
+  QUARANTINE_FILE,
+  TASK_FORMAT,
+  type TaskFile,
+  type TaskRecord,
+  encodeJson,
+  encodeLines,
+  isTombstoneText,
+  parseCommitted,
+  parseRecord,
+  summaryFields,
+  taskDirectoryName,
+  tombstoneRecordText,
+} from './fileRecords.js';
+import { countLines, entriesOf, readRecordLeniently, removeRemains, scanTasks, taskDirectoryNames } from './fileErasure.js';
+import { checkSameOwner, checkSaveRequest, matchesQuery } from '../storeChecks.js';
+import type { ErasableTaskStore, JournalStream, ListQuery, SaveRequest } from '../taskStore.js';
 
-const FORMAT = 'file-task/1';
-const ENVELOPE_FILE = 'envelope.json';
-const QUARANTINE_FILE = 'quarantine.json';
-const LOCK_FILE = '.lock';
+export { taskDirectoryName };
+
 const STREAMS: readonly JournalStream[] = ['audit', 'transcript'];
 
-/** Tuning of the cross-process lock; the defaults suit a demo and a single host. */
+/** Tuning of the cross-process lock (the defaults suit a demo and a single host), and retention. */
 export interface FileStoreOptions {
   /** How long a save waits for another process's lock on the same task before StoreUnavailableError. */
   lockTimeoutMs?: number;
   /** A lock file older than this is considered left by a crashed process and is broken. */
   staleLockMs?: number;
-}
-
-const count = z.number().int().nonnegative();
-const taskFileSchema = z.object({
-  format: z.literal(FORMAT),
-  offsets: z.object({ audit: count, transcript: count }),
-  envelope: z.unknown(),
-});
-/** Just what a save and a journal read need, so they work on envelopes `parseEnvelope` would refuse. */
-const committedSchema = z.object({
-  taskId: z.string(),
-  revision: z.number().int().positive(),
-  journal: z.object({ audit: count, transcript: count }),
-});
-
-type TaskFile = z.infer<typeof taskFileSchema>;
-type Committed = z.infer<typeof committedSchema>;
-
-/**
- * The directory name of a task: a readable, sanitized prefix plus a hash of the exact id. Only `[A-Za-z0-9_-]`
- * survive in the prefix, so '/', '..' and '.' can never form a path, and the hash keeps ids distinct even on
- * case-insensitive file systems and when the prefix is cut.
- */
-export function taskDirectoryName(taskId: string): string {
-  const readable = taskId.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 48) || '_';
-  return `${readable}~${createHash('sha256').update(taskId, 'utf8').digest('hex').slice(0, 32)}`;
+  /** How long finished tasks and tombstones are kept (enforced by `sweepRetention`). Default: forever. */
+  retention?: RetentionOptions;
 }
 
 /**
@@ -88,18 +110,20 @@ export function taskDirectoryName(taskId: string): string {
  * const store = new FileStore('./.agent-tasks');
  * await store.save({ envelope, expectedRevision: 0, append: { audit, transcript } });
  */
-export class FileStore implements TaskStore {
+export class FileStore implements ErasableTaskStore {
   readonly kind = 'file';
   /** Absolute path of the root directory. */
   readonly directory: string;
   private readonly lockOptions: { timeoutMs: number; staleMs: number };
-  /** Per task: the tail of this instance's save queue (never rejects). */
+  private readonly retention: Retention;
+  /** Per task: the tail of this instance's queue of writes (never rejects). */
   private readonly queues = new Map<string, Promise<void>>();
   private readonly inFlight = new Set<Promise<void>>();
 
   constructor(directory: string, options: FileStoreOptions = {}) {
     this.directory = resolve(directory);
     this.lockOptions = { timeoutMs: options.lockTimeoutMs ?? 10_000, staleMs: options.staleLockMs ?? 30_000 };
+    this.retention = checkRetention(options.retention);
   }
 
   /** Absolute path of a task's directory. */
@@ -109,7 +133,8 @@ export class FileStore implements TaskStore {
 
   async load(taskId: string): Promise<TaskEnvelope | null> {
     const raw = await this.readText(taskId, ENVELOPE_FILE);
-    return raw === null ? null : parseEnvelope(taskId, parseTaskFile(taskId, raw).envelope);
+    if (raw === null) return null;
+    return parseEnvelope(taskId, liveTaskFile(parseRecord(taskId, raw)).envelope);
   }
 
   async save(request: SaveRequest): Promise<void> {
@@ -134,12 +159,16 @@ export class FileStore implements TaskStore {
     const { envelope, expectedRevision } = request;
     const { taskId } = envelope;
     const raw = await this.readText(taskId, ENVELOPE_FILE);
+    const record = raw === null ? null : parseRecord(taskId, raw);
+    if (record?.kind === 'tombstone') throw erasedError(record.tombstone);
     if (expectedRevision === 0 && raw !== null) throw new TaskExistsError(taskId);
     let file: TaskFile | null = null;
     let committed: Committed = { taskId, revision: 0, journal: { audit: 0, transcript: 0 } };
-    if (raw !== null) {
-      file = parseTaskFile(taskId, raw);
+    if (record !== null) {
+      file = record.file;
       committed = parseCommitted(taskId, file.envelope);
+      const previous = summaryFields(file.envelope);
+      if (previous) checkSameOwner(taskId, previous.summary, envelope.summary);
     }
     if (committed.revision !== expectedRevision) {
       throw new RevisionConflictError(taskId, expectedRevision, raw === null ? null : committed.revision);
@@ -156,19 +185,12 @@ export class FileStore implements TaskStore {
       if (length === null) throw new CorruptTaskError(taskId, `${stream}.jsonl is shorter than its committed length`);
       offsets[stream] = length;
     }
-    const text = `{"format":${JSON.stringify(FORMAT)},"offsets":${JSON.stringify(offsets)},"envelope":${envelopeText}}\n`;
+    const text = `{"format":${JSON.stringify(TASK_FORMAT)},"offsets":${JSON.stringify(offsets)},"envelope":${envelopeText}}\n`;
     await writeFileAtomic(join(dir, ENVELOPE_FILE), text);
   }
 
   async list(query: ListQuery = {}): Promise<TaskSummary[]> {
-    let entries;
-    try {
-      entries = await readdir(this.directory, { withFileTypes: true });
-    } catch (error) {
-      if (errorCode(error) === 'ENOENT') return [];
-      throw new StoreUnavailableError(`cannot list ${this.directory}: ${(error as Error).message}`, { cause: error });
-    }
-    const names = entries.filter((e) => e.isDirectory() && e.name.includes('~')).map((e) => e.name);
+    const names = await taskDirectoryNames(this.directory);
     const summaries: TaskSummary[] = [];
     // Bounded parallelism: thousands of tasks must not exhaust file descriptors.
     for (let i = 0; i < names.length; i += 32) {
@@ -183,7 +205,9 @@ export class FileStore implements TaskStore {
   private async readSummary(name: string): Promise<TaskSummary | null> {
     try {
       const raw = await readFile(join(this.directory, name, ENVELOPE_FILE), 'utf8');
-      const file = parseTaskFile(name, raw);
+      const record = parseRecord(name, raw, true);
+      if (record.kind === 'tombstone') return null;
+      const file = record.file;
       const taskId = (file.envelope as { taskId?: unknown } | null)?.taskId;
       // A record copied into another task's directory is not that task.
       if (typeof taskId !== 'string' || taskDirectoryName(taskId) !== name) return null;
@@ -197,12 +221,19 @@ export class FileStore implements TaskStore {
   async readJournal(taskId: string, stream: JournalStream, from = 0, to?: number): Promise<unknown[]> {
     const raw = await this.readText(taskId, ENVELOPE_FILE);
     if (raw === null) return [];
-    const file = parseTaskFile(taskId, raw);
+    const record = parseRecord(taskId, raw);
+    if (record.kind === 'tombstone') return [];
+    const file = record.file;
     const total = parseCommitted(taskId, file.envelope).journal[stream];
     const prefix = await this.io(`read of task ${JSON.stringify(taskId)}`, () =>
       readPrefix(join(this.taskDirectory(taskId), `${stream}.jsonl`), file.offsets[stream]),
     );
-    if (prefix === null) throw new CorruptTaskError(taskId, `${stream}.jsonl is shorter than its committed length`);
+    if (prefix === null) {
+      // Erased between the two reads: like any erased task, it has no entries.
+      const now = await this.readText(taskId, ENVELOPE_FILE);
+      if (now !== null && isTombstoneText(now)) return [];
+      throw new CorruptTaskError(taskId, `${stream}.jsonl is shorter than its committed length`);
+    }
     const lines = prefix.toString('utf8').split('\n');
     // Committed text ends with a newline, so splitting leaves one empty string after the last entry.
     if (lines.pop() !== '' || lines.length !== total) {
@@ -217,12 +248,20 @@ export class FileStore implements TaskStore {
     });
   }
 
+  /** Under the task's lock, so that no marker lands in a task being erased. */
   async quarantine(taskId: string, reason: string): Promise<void> {
-    await this.io(`quarantine of task ${JSON.stringify(taskId)}`, async () => {
-      const dir = this.taskDirectory(taskId);
-      await this.ensureDirectory(dir);
-      await writeFileAtomic(join(dir, QUARANTINE_FILE), `${JSON.stringify({ reason, at: Date.now() })}\n`);
-    });
+    const text = `${JSON.stringify({ reason, at: Date.now() })}\n`;
+    await this.enqueue(taskId, () =>
+      this.io(`quarantine of task ${JSON.stringify(taskId)}`, async () => {
+        const dir = this.taskDirectory(taskId);
+        await this.ensureDirectory(dir);
+        await withLockFile(join(dir, LOCK_FILE), this.lockOptions, async () => {
+          const raw = await this.readText(taskId, ENVELOPE_FILE);
+          if (raw !== null && isTombstoneText(raw)) throw erasedError(liveTombstone(parseRecord(taskId, raw)));
+          await writeFileAtomic(join(dir, QUARANTINE_FILE), text);
+        });
+      }),
+    );
   }
 
   async quarantined(taskId: string): Promise<string | null> {
@@ -238,12 +277,139 @@ export class FileStore implements TaskStore {
     return 'the quarantine record is unreadable';
   }
 
-  /** Waits for the saves this instance has started; the store stays usable afterwards. */
+  /** Waits for the writes this instance has started; the store stays usable afterwards. */
   async close(): Promise<void> {
     await Promise.all([...this.inFlight]);
   }
 
-  private enqueue(taskId: string, work: () => Promise<void>): Promise<void> {
+  // --- erasure and retention ------------------------------------------------------------------------------
+
+  async erase(taskId: string, request: EraseRequest): Promise<Tombstone> {
+    const checked = checkEraseRequest(`erase of task ${taskId}`, request);
+    return (await this.eraseTask(taskId, checked, null))!.tombstone;
+  }
+
+  async eraseUser(owner: TaskOwner, request: EraseRequest): Promise<UserErasure> {
+    const checked = checkEraseRequest('eraseUser', request);
+    const user = checkOwner(owner);
+    const result: UserErasure = { erased: [], unreadable: [] };
+    for (const found of await scanTasks(this.directory)) {
+      if (found.kind === 'unreadable') result.unreadable.push(found.name);
+      if (found.kind !== 'task' || !sameOwner(found.summary, user)) continue;
+      try {
+        // The owner never changes, so what the scan read still holds under the lock.
+        const erased = (await this.eraseTask(found.taskId, checked, null))!;
+        if (erased.fresh) result.erased.push(erased.tombstone);
+      } catch (error) {
+        if (!(error instanceof TaskNotFoundError)) throw error;
+      }
+    }
+    return result;
+  }
+
+  async tombstone(taskId: string): Promise<Tombstone | null> {
+    const raw = await this.readText(taskId, ENVELOPE_FILE);
+    if (raw === null || !isTombstoneText(raw)) return null;
+    return liveTombstone(parseRecord(taskId, raw));
+  }
+
+  async sweepRetention(now = Date.now(), options?: SweepOptions): Promise<RetentionReport> {
+    const limit = sweepLimit(options);
+    const { finishedBefore, tombstonesBefore } = retentionCutoffs(this.retention, now);
+    const scanned = await scanTasks(this.directory);
+    const isDue = (summary: { state: string; updatedAt: number }) =>
+      finishedBefore !== null && isFinished(summary.state) && summary.updatedAt <= finishedBefore;
+    const due = scanned
+      .flatMap((found) => (found.kind === 'task' && isDue(found.summary) ? [found] : []))
+      .sort((a, b) => a.summary.updatedAt - b.summary.updatedAt);
+    const tombstones = scanned.flatMap((found) => (found.kind === 'tombstone' ? [found] : []));
+    const old = tombstones.filter((t) => tombstonesBefore !== null && t.tombstone.erasedAt <= tombstonesBefore);
+    const request = retentionRequest(now);
+    const report: RetentionReport = { erased: [], tombstonesRemoved: 0, more: due.length > limit || old.length > limit };
+    for (const found of due.slice(0, limit)) {
+      const erased = await this.eraseTask(found.taskId, request, (summary) => summary !== null && isDue(summary)).catch((error: unknown) => {
+        if (error instanceof TaskNotFoundError) return null;
+        throw error;
+      });
+      // Another process may have erased it first: its tombstone is not this sweep's.
+      if (erased?.fresh) report.erased.push(erased.tombstone);
+    }
+    for (const found of old.slice(0, limit)) {
+      if (await this.forgetTombstone(found.tombstone.taskId, tombstonesBefore!)) report.tombstonesRemoved += 1;
+    }
+    // Erasures a crash interrupted after their commit point: their journals are unreachable but still on disk.
+    for (const found of tombstones) {
+      if (found.remains && !old.includes(found)) await this.eraseTask(found.tombstone.taskId, request, null);
+    }
+    return report;
+  }
+
+  /**
+   * Erases a task under its lock (header: the order and what a crash leaves). With `condition`, only when it holds
+   * for the summary read under the lock (null when unreadable); null when it did not. `fresh` is false when the task
+   * was erased before (the first tombstone is given back, and whatever a crash left is removed).
+   */
+  private eraseTask(
+    taskId: string,
+    request: EraseRequest,
+    condition: ((summary: { state: string; updatedAt: number } | null) => boolean) | null,
+  ): Promise<{ tombstone: Tombstone; fresh: boolean } | null> {
+    const dir = this.taskDirectory(taskId);
+    return this.enqueue(taskId, () =>
+      this.io(`erasure of task ${JSON.stringify(taskId)}`, async () => {
+        // Nothing to lock (and nothing to erase) when the directory does not exist; a lock would create it.
+        if ((await entriesOf(dir)).length === 0) throw new TaskNotFoundError(taskId);
+        return withLockFile(join(dir, LOCK_FILE), this.lockOptions, async () => {
+          const raw = await this.readText(taskId, ENVELOPE_FILE);
+          const record: TaskRecord | 'unreadable' | null = raw === null ? null : readRecordLeniently(taskId, raw);
+          if (record !== null && record !== 'unreadable' && record.kind === 'tombstone') {
+            await removeRemains(dir);
+            return { tombstone: record.tombstone, fresh: false };
+          }
+          const names = (await entriesOf(dir)).filter((name) => name !== LOCK_FILE);
+          if (names.length === 0) throw new TaskNotFoundError(taskId);
+          if (condition) {
+            const fields = record !== null && record !== 'unreadable' ? summaryFields(record.file.envelope) : null;
+            if (!condition(fields?.summary ?? null)) return null;
+          }
+          const tombstone = tombstoneOf(taskId, request, {
+            snapshot: raw !== null,
+            audit: await countLines(join(dir, 'audit.jsonl')),
+            transcript: await countLines(join(dir, 'transcript.jsonl')),
+            quarantine: names.includes(QUARANTINE_FILE),
+          });
+          await writeFileAtomic(join(dir, ENVELOPE_FILE), tombstoneRecordText(tombstone));
+          await removeRemains(dir);
+          return { tombstone, fresh: true };
+        });
+      }),
+    );
+  }
+
+  /** Removes a tombstone erased at or before `cutoff`, then its directory; false when it was not one (any more). */
+  private async forgetTombstone(taskId: string, cutoff: number): Promise<boolean> {
+    const dir = this.taskDirectory(taskId);
+    const removed = await this.enqueue(taskId, () =>
+      this.io(`removal of the tombstone of task ${JSON.stringify(taskId)}`, async () => {
+        // Removed meanwhile (by another process's sweep): taking the lock would fail on the missing directory.
+        if ((await entriesOf(dir)).length === 0) return false;
+        return withLockFile(join(dir, LOCK_FILE), this.lockOptions, async () => {
+          const raw = await this.readText(taskId, ENVELOPE_FILE);
+          if (raw === null || !isTombstoneText(raw) || liveTombstone(parseRecord(taskId, raw)).erasedAt > cutoff) return false;
+          await removeRemains(dir);
+          await unlink(join(dir, ENVELOPE_FILE));
+          return true;
+        });
+      }),
+    );
+    if (!removed) return false;
+    // After the lock file is gone; a task created under the id meanwhile keeps its directory.
+    await rmdir(dir).catch(() => undefined);
+    await fsyncDirectory(this.directory).catch(() => undefined);
+    return true;
+  }
+
+  private enqueue<T>(taskId: string, work: () => Promise<T>): Promise<T> {
     const run = (this.queues.get(taskId) ?? Promise.resolve()).then(work);
     const tail = run.then(
       () => undefined,
@@ -292,44 +458,13 @@ export class FileStore implements TaskStore {
   }
 }
 
-function parseTaskFile(taskId: string, raw: string): TaskFile {
-  let value: unknown;
-  try {
-    value = JSON.parse(raw);
-  } catch (error) {
-    throw new CorruptTaskError(taskId, `${ENVELOPE_FILE} is not JSON (${(error as Error).message})`);
-  }
-  const parsed = taskFileSchema.safeParse(value);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    const at = issue.path.join('.') || '(root)';
-    throw new CorruptTaskError(taskId, `${ENVELOPE_FILE} is not a file-store task record (at ${at}: ${issue.message})`);
-  }
-  return parsed.data;
+/** The live task's file of a record; TaskErasedError for a tombstone. */
+function liveTaskFile(record: TaskRecord): TaskFile {
+  if (record.kind === 'tombstone') throw erasedError(record.tombstone);
+  return record.file;
 }
 
-function parseCommitted(taskId: string, envelope: unknown): Committed {
-  const parsed = committedSchema.safeParse(envelope);
-  if (!parsed.success) throw new CorruptTaskError(taskId, 'the stored envelope has no valid revision and journal lengths');
-  // A record copied over from another task must not be extended as if it were this one.
-  if (parsed.data.taskId !== taskId) {
-    throw new CorruptTaskError(taskId, `the stored envelope belongs to task ${JSON.stringify(parsed.data.taskId)}`);
-  }
-  return parsed.data;
-}
-
-function encodeJson(taskId: string, what: string, value: unknown): string {
-  let text: string | undefined;
-  try {
-    text = JSON.stringify(value);
-  } catch (error) {
-    throw new AgentError('invalid_save', `save of task ${taskId}: ${what} is not JSON (${(error as Error).message})`);
-  }
-  if (text === undefined) throw new AgentError('invalid_save', `save of task ${taskId}: ${what} is not JSON`);
-  return text;
-}
-
-/** One line per entry; JSON.stringify escapes every newline inside a value, so lines split back exactly. */
-function encodeLines(taskId: string, entries: unknown[]): string {
-  return entries.map((entry, i) => `${encodeJson(taskId, `journal entry ${i}`, entry)}\n`).join('');
+function liveTombstone(record: TaskRecord): Tombstone {
+  if (record.kind !== 'tombstone') throw new AgentError('internal_error', 'expected a tombstone record');
+  return record.tombstone;
 }

@@ -5,6 +5,8 @@
  * The task id always comes last: a task id may contain ":" and could otherwise make one task's journal key equal
  * another task's hash key (`task:a:audit` vs. task "a:audit").
  */
+import { createHash } from 'node:crypto';
+import type { TaskOwner } from '../erasure.js';
 import { TASK_STATES, type TaskState } from '../summary.js';
 
 /** Fields of the task hash. The envelope is authoritative; the others are kept beside it so reads stay cheap. */
@@ -19,6 +21,8 @@ export const TASK_FIELDS = {
   /** Committed journal lengths (the envelope's `journal`), so `readJournal` does not parse the envelope. */
   auditLength: 'auditLength',
   transcriptLength: 'transcriptLength',
+  /** The key of the owner's index (`user(owner)`), set with the index entry, so an erasure finds it without JSON. */
+  owner: 'owner',
 } as const;
 
 export interface RedisKeys {
@@ -42,6 +46,17 @@ export interface RedisKeys {
   readonly wake: string;
   /** Hash: taskId -> quarantine reason. */
   readonly quarantine: string;
+  /** String: the tombstone (JSON) of an erased task; saves, leases and quarantine of the id are refused. */
+  tombstone(taskId: string): string;
+  /** Sorted set: ids of erased tasks, scored by erasedAt (for the tombstones' retention). */
+  readonly erased: string;
+  /**
+   * Sorted set: ids of one owner's tasks, scored by updatedAt. Named by a hash of (tenant, user), so that no user id
+   * shows in key listings; the set (and its key) goes away with the owner's last task.
+   */
+  user(owner: TaskOwner): string;
+  /** What every `user(...)` key starts with. */
+  readonly userPrefix: string;
 }
 
 /** The key layout for one prefix. The prefix may not contain braces: they would end the hash tag early. */
@@ -61,6 +76,10 @@ export function redisKeys(prefix: string): RedisKeys {
     state: (state) => `${root}:index:state:${state}`,
     wake: `${root}:index:wake`,
     quarantine: `${root}:quarantine`,
+    tombstone: (id) => `${root}:tombstone:${id}`,
+    erased: `${root}:index:erased`,
+    user: (owner) => `${root}:index:user:${createHash('sha256').update(JSON.stringify([owner.tenantId, owner.userId]), 'utf8').digest('hex')}`,
+    userPrefix: `${root}:index:user:`,
   };
 }
 

@@ -29,7 +29,7 @@ export class RedisLeaseManager implements LeaseManager {
     const now = this.clock.now();
     const [code, detail] = await this.call(
       `lease acquisition for task ${taskId}`,
-      () => this.scripts.taskStoreAcquireLease(key, this.keys.fence(taskId), token, ttl),
+      () => this.scripts.taskStoreAcquireLease(key, this.keys.fence(taskId), this.keys.tombstone(taskId), token, ttl),
       { taskId, key },
     );
     if (code === 0) return null;

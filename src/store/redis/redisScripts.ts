@@ -12,6 +12,7 @@ import {
   StoreUnavailableError,
   TaskExistsError,
 } from '../../errors.js';
+import { erasedError, parseTombstone } from '../erasure.js';
 import { TASK_STATES } from '../summary.js';
 
 /** Every script replies `[code, detail]`; a negative code is a refusal, mapped by `scriptError`. */
@@ -26,16 +27,26 @@ export interface StoreScripts {
   taskStoreRenewLease: Command;
   taskStoreReleaseLease: Command;
   taskStoreReadJournal: Command<string[] | string>;
+  taskStoreErase: Command;
+  taskStoreForgetTombstone: Command;
+  taskStoreQuarantine: Command;
+  taskStoreIndexOwner: Command;
 }
 
 const lua = (name: string) => readFileSync(new URL(`./lua/${name}.lua`, import.meta.url), 'utf8');
 
-/** Number of KEYS of the save script: 7 fixed keys, then one index per state. */
-export const SAVE_KEY_COUNT = 7 + TASK_STATES.length;
+/** Number of KEYS of the save script: 9 fixed keys, then one index per state. */
+export const SAVE_KEY_COUNT = 9 + TASK_STATES.length;
+/** Number of KEYS of the erase script: 10 fixed keys, then one index per state. */
+export const ERASE_KEY_COUNT = 10 + TASK_STATES.length;
 
 const definitions: Record<keyof StoreScripts, { lua: string; numberOfKeys: number }> = {
   taskStoreSave: { lua: lua('save'), numberOfKeys: SAVE_KEY_COUNT },
-  taskStoreAcquireLease: { lua: lua('acquireLease'), numberOfKeys: 2 },
+  taskStoreErase: { lua: lua('erase'), numberOfKeys: ERASE_KEY_COUNT },
+  taskStoreForgetTombstone: { lua: lua('forgetTombstone'), numberOfKeys: 2 },
+  taskStoreQuarantine: { lua: lua('quarantine'), numberOfKeys: 2 },
+  taskStoreIndexOwner: { lua: lua('indexOwner'), numberOfKeys: 2 },
+  taskStoreAcquireLease: { lua: lua('acquireLease'), numberOfKeys: 3 },
   taskStoreRenewLease: { lua: lua('renewLease'), numberOfKeys: 1 },
   taskStoreReleaseLease: { lua: lua('releaseLease'), numberOfKeys: 1 },
   taskStoreReadJournal: { lua: lua('readJournal'), numberOfKeys: 2 },
@@ -80,6 +91,14 @@ export function scriptError(code: number, detail: string, context: ScriptContext
       );
     case -8:
       return new AgentError('invalid_save', `save of task ${taskId}: unknown state ${JSON.stringify(detail)}`);
+    case -9:
+      try {
+        return erasedError(parseTombstone(taskId, detail));
+      } catch (error) {
+        return error as Error;
+      }
+    case -10:
+      return new AgentError('invalid_save', `save of task ${taskId}: it belongs to another user; a task's owner never changes`);
     default:
       return new StoreUnavailableError(`a store script answered with unknown code ${code} (${detail})`);
   }

@@ -1,13 +1,24 @@
 /**
  * A TaskStore on plain Redis 7, for several processes sharing tasks. A save is one Lua script: check fence,
  * revision and journal lengths, then write the envelope, append the journal entries and update the indexes, all
- * or nothing. Its cost does not depend on how long the task's journals are. Keys: `redisKeys.ts`; scripts:
- * `lua/*.lua`.
+ * or nothing. Its cost does not depend on how long the task's journals are. An erasure is one script too
+ * (`redisErasure.ts`). Keys: `redisKeys.ts`; scripts: `lua/*.lua`.
  */
 import type { ChainableCommander, Redis } from 'ioredis';
 import { type Clock, systemClock } from '../../clock.js';
 import { CorruptTaskError, StoreUnavailableError } from '../../errors.js';
 import { type TaskEnvelope, parseEnvelope } from '../envelope.js';
+import {
+  type EraseRequest,
+  type RetentionOptions,
+  type RetentionReport,
+  type SweepOptions,
+  type TaskOwner,
+  type Tombstone,
+  type UserErasure,
+  checkRetention,
+  erasedError,
+} from '../erasure.js';
 import { TASK_STATES, type TaskSummary } from '../summary.js';
 import {
   DEFAULT_REDIS_URL,
@@ -17,10 +28,11 @@ import {
   toStoreError,
 } from './redisConnection.js';
 import { type RedisKeys, TASK_FIELDS, redisKeys, stateIndexKeys } from './redisKeys.js';
+import { type OwnerIndexReport, RedisErasure } from './redisErasure.js';
 import { RedisLeaseManager } from './redisLeases.js';
 import { type StoreScripts, defineStoreScripts, scriptError } from './redisScripts.js';
 import { checkSaveRequest, matchesQuery } from '../storeChecks.js';
-import type { JournalStream, LeaseManager, ListQuery, SaveRequest, TaskStore } from '../taskStore.js';
+import type { ErasableTaskStore, JournalStream, LeaseManager, ListQuery, SaveRequest } from '../taskStore.js';
 
 /** How a RedisStore connects; the bounds apply only to a client the store creates itself. */
 export interface RedisStoreOptions extends RedisClientBounds {
@@ -30,8 +42,10 @@ export interface RedisStoreOptions extends RedisClientBounds {
   url?: string;
   /** Key prefix, used as the `{prefix}` hash tag of every key. Default "agent". */
   prefix?: string;
-  /** The store's idea of now, for lease expiries. Default: the system clock. */
+  /** The store's idea of now, for lease expiries and the default `now` of `sweepRetention`. Default: the system clock. */
   clock?: Clock;
+  /** How long finished tasks and tombstones are kept (enforced by `sweepRetention`). Default: forever. */
+  retention?: RetentionOptions;
 }
 
 /**
@@ -42,7 +56,7 @@ export interface RedisStoreOptions extends RedisClientBounds {
  * const store = new RedisStore({ url: process.env.REDIS_URL, prefix: 'agent' });
  * const lease = await store.leases.acquire(taskId, 30_000);
  */
-export class RedisStore implements TaskStore {
+export class RedisStore implements ErasableTaskStore {
   readonly kind = 'redis';
   readonly leases: LeaseManager;
   private readonly client: Redis & StoreScripts;
@@ -50,16 +64,21 @@ export class RedisStore implements TaskStore {
   private readonly keys: RedisKeys;
   private readonly stateKeys: string[];
   private readonly where: string;
+  private readonly clock: Clock;
+  private readonly erasure: RedisErasure;
   private closed = false;
 
   constructor(options: RedisStoreOptions = {}) {
     this.keys = redisKeys(options.prefix ?? 'agent');
     this.stateKeys = stateIndexKeys(this.keys);
+    const retention = checkRetention(options.retention);
     this.ownsClient = options.client === undefined;
     const client = options.client ?? createRedisClient(options.url ?? process.env.REDIS_URL ?? DEFAULT_REDIS_URL, options);
     this.client = defineStoreScripts(client);
     this.where = describeRedis(client);
-    this.leases = new RedisLeaseManager(this.client, this.keys, options.clock ?? systemClock, this.call);
+    this.clock = options.clock ?? systemClock;
+    this.leases = new RedisLeaseManager(this.client, this.keys, this.clock, this.call);
+    this.erasure = new RedisErasure(this.client, this.keys, retention, this.call);
   }
 
   async load(taskId: string): Promise<TaskEnvelope | null> {
@@ -73,6 +92,9 @@ export class RedisStore implements TaskStore {
       if (revision !== null && revision !== undefined) {
         throw new CorruptTaskError(taskId, `Redis key ${key} has a revision but no envelope`);
       }
+      // Only a miss pays for the second read.
+      const tombstone = await this.erasure.tombstone(taskId);
+      if (tombstone) throw erasedError(tombstone);
       return null;
     }
     const parsed = parseEnvelope(taskId, envelope);
@@ -94,6 +116,8 @@ export class RedisStore implements TaskStore {
       this.keys.lease(taskId),
       this.keys.updated,
       this.keys.wake,
+      this.keys.tombstone(taskId),
+      this.keys.user(summary),
       ...this.stateKeys,
     ];
     const args = [
@@ -130,6 +154,9 @@ export class RedisStore implements TaskStore {
       if (query.dueBefore !== undefined) {
         // Tasks due are few (expiring confirmations), so all of them are fetched and filtered.
         ids = await this.client.zrangebyscore(this.keys.wake, '-inf', query.dueBefore);
+      } else if (query.owner) {
+        // One user's tasks are few: with a state filter, all of them are fetched and filtered.
+        ids = await this.newest([this.keys.user(query.owner)], query.states ? Number.POSITIVE_INFINITY : limit);
       } else {
         const indexes = query.states ? [...new Set(query.states)].map((s) => this.keys.state(s)) : [this.keys.updated];
         ids = await this.newest(indexes, limit);
@@ -170,11 +197,40 @@ export class RedisStore implements TaskStore {
   }
 
   async quarantine(taskId: string, reason: string): Promise<void> {
-    await this.call(`quarantine of task ${taskId}`, () => this.client.hset(this.keys.quarantine, taskId, reason));
+    const [code, detail] = await this.call(`quarantine of task ${taskId}`, () =>
+      this.client.taskStoreQuarantine(this.keys.quarantine, this.keys.tombstone(taskId), taskId, reason),
+    );
+    if (code < 0) throw scriptError(code, detail, { taskId });
   }
 
   async quarantined(taskId: string): Promise<string | null> {
     return this.call(`quarantine lookup of task ${taskId}`, () => this.client.hget(this.keys.quarantine, taskId));
+  }
+
+  erase(taskId: string, request: EraseRequest): Promise<Tombstone> {
+    return this.erasure.erase(taskId, request);
+  }
+
+  /** Finds the user's tasks by the owner index; tasks saved before it existed need `indexOwners()` first. */
+  eraseUser(owner: TaskOwner, request: EraseRequest): Promise<UserErasure> {
+    return this.erasure.eraseUser(owner, request);
+  }
+
+  tombstone(taskId: string): Promise<Tombstone | null> {
+    return this.erasure.tombstone(taskId);
+  }
+
+  sweepRetention(now = this.clock.now(), options?: SweepOptions): Promise<RetentionReport> {
+    return this.erasure.sweepRetention(now, options);
+  }
+
+  /**
+   * The migration for data saved before owner indexes existed (before 0.4): adds every such task to its owner's
+   * index, so that `eraseUser` and `list({ owner })` find it. Idempotent and safe while other processes run; run it
+   * once after every process runs this version (until then, saves by older processes do not index their tasks).
+   */
+  indexOwners(): Promise<OwnerIndexReport> {
+    return this.erasure.indexOwners();
   }
 
   /**

@@ -14,10 +14,16 @@
   writer. A writer whose lease merely expired, with no acquisition since, is still accepted: fencing guards
   against a newer holder, and expiry alone does not create one.
 
-  KEYS[1]   task hash                    KEYS[5]  lease string (token, PX)
-  KEYS[2]   audit stream                 KEYS[6]  index: all tasks by updatedAt (zset)
-  KEYS[3]   transcript list              KEYS[7]  index: tasks by wakeAt (zset)
-  KEYS[4]   fence counter (string)       KEYS[8..7+S]  index per state (zset), aligned with the state names below
+  Erasure: an id with a tombstone is refused before anything else, a create included, so a writer that was
+  driving the task when it was erased cannot recreate it (the erasure also deleted its fence counter).
+  Owner: the task's owner index (KEYS[9]) is kept with the task, and the task hash records its key; a save that
+  names another owner's index than the one recorded is refused (a task's owner never changes).
+
+  KEYS[1]   task hash                    KEYS[6]  index: all tasks by updatedAt (zset)
+  KEYS[2]   audit stream                 KEYS[7]  index: tasks by wakeAt (zset)
+  KEYS[3]   transcript list              KEYS[8]  tombstone string
+  KEYS[4]   fence counter (string)       KEYS[9]  index: the owner's tasks by updatedAt (zset)
+  KEYS[5]   lease string (token, PX)     KEYS[10..9+S]  index per state (zset), aligned with the state names below
 
   ARGV[1]   task id (the member in the indexes)
   ARGV[2]   expected revision (0 = the task must not exist)
@@ -42,14 +48,16 @@
     {-6, key }                 a task key holds another Redis type
     {-7, key }                 an index key holds another Redis type
     {-8, state }               unknown state name
+    {-9, tombstone }           the task was erased (its tombstone JSON)
+    {-10, recorded key }       the task belongs to another owner
 ]]
 local taskKey, auditKey, transcriptKey, fenceKey, leaseKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local updatedKey, wakeKey = KEYS[6], KEYS[7]
+local updatedKey, wakeKey, tombstoneKey, ownerKey = KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local taskId, expected, revision, fence = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 local state, updatedAt, wakeAt = ARGV[7], ARGV[8], ARGV[9]
 local auditBefore, transcriptBefore = tonumber(ARGV[10]), tonumber(ARGV[11])
 local auditCount, transcriptCount = tonumber(ARGV[12]), tonumber(ARGV[13])
-local stateCount = #KEYS - 7
+local stateCount = #KEYS - 9
 local firstTranscript = 15 + stateCount
 
 -- A read that reports a wrong-typed key instead of aborting the script.
@@ -60,12 +68,17 @@ local function read(code, key, ...)
 end
 
 local stateKeys = {}
-for i = 1, stateCount do stateKeys[ARGV[14 + i]] = KEYS[7 + i] end
+for i = 1, stateCount do stateKeys[ARGV[14 + i]] = KEYS[9 + i] end
 if not stateKeys[state] then return {-8, state} end
 
-local current, failure = read(-6, taskKey, 'HMGET', taskKey, 'revision', 'state', 'auditLength')
+local tombstone, failure = read(-6, tombstoneKey, 'GET', tombstoneKey)
 if failure then return failure end
-local currentRevision, oldState, auditLength = current[1], current[2], tonumber(current[3] or '0')
+if tombstone then return {-9, tombstone} end
+
+local current
+current, failure = read(-6, taskKey, 'HMGET', taskKey, 'revision', 'state', 'auditLength', 'owner')
+if failure then return failure end
+local currentRevision, oldState, auditLength, recordedOwner = current[1], current[2], tonumber(current[3] or '0'), current[4]
 
 local currentFence
 currentFence, failure = read(-6, fenceKey, 'GET', fenceKey)
@@ -85,6 +98,8 @@ if expected == 0 then
 elseif not currentRevision or tonumber(currentRevision) ~= expected then
   return {-2, currentRevision or ''}
 end
+-- A task saved before owner indexes existed has none recorded: this save records it.
+if recordedOwner and recordedOwner ~= ownerKey then return {-10, recordedOwner} end
 
 local transcriptLength
 transcriptLength, failure = read(-6, transcriptKey, 'LLEN', transcriptKey)
@@ -96,7 +111,7 @@ local auditType = redis.call('TYPE', auditKey)['ok']
 if auditType ~= 'none' and auditType ~= 'stream' then return {-6, auditKey} end
 
 -- Index keys: a wrong type would fail a ZADD after the task was written, so look first.
-local indexes = {updatedKey, wakeKey, stateKeys[state]}
+local indexes = {updatedKey, wakeKey, ownerKey, stateKeys[state]}
 if oldState and stateKeys[oldState] and oldState ~= state then indexes[#indexes + 1] = stateKeys[oldState] end
 for _, key in ipairs(indexes) do
   _, failure = read(-7, key, 'ZSCORE', key, taskId)
@@ -116,9 +131,10 @@ for from = firstTranscript, last, 1000 do
 end
 redis.call('HSET', taskKey,
   'envelope', ARGV[5], 'summary', ARGV[6], 'revision', revision, 'state', state, 'fence', fence,
-  'auditLength', auditBefore + auditCount, 'transcriptLength', transcriptBefore + transcriptCount)
+  'auditLength', auditBefore + auditCount, 'transcriptLength', transcriptBefore + transcriptCount, 'owner', ownerKey)
 
 redis.call('ZADD', updatedKey, updatedAt, taskId)
+redis.call('ZADD', ownerKey, updatedAt, taskId)
 if oldState and oldState ~= state and stateKeys[oldState] then
   redis.call('ZREM', stateKeys[oldState], taskId)
 end
