@@ -175,7 +175,8 @@ export const provenanceSchema = z.strictObject({
 
 export const agentContextSchema = z.strictObject({
   taskId: id,
-  goal: z.string().min(1).max(16_384),
+  /** At most 16,384 characters as the host gives it; sealing the sensitive values in it can make it longer. */
+  goal: z.string().min(1).max(65_536),
   principal: principalSchema,
   /** What the user asked for, as the host derived it at start; never changed by the task. */
   mandate: mandateSchema.nullable(),

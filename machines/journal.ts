@@ -183,11 +183,17 @@ export function auditEntry(context: AgentContext, event: MachineEvent, body: Aud
     model: context.provenance.model,
     prompt: context.provenance.prompt,
     policy: context.policy.version,
-    session: sessionOf(event) ?? context.principal.sessionId ?? null,
+    // A user's event names its caller's session (none, if the caller named none): never the task owner's.
+    session: isHostEvent(event) ? sessionOf(event) : (context.principal.sessionId ?? null),
   };
   const tool = 'tool' in body && typeof body.tool === 'string' && body.tool ? body.tool : null;
   if (tool !== null) stamp.toolVersion = context.catalog[tool]?.version ?? null;
   return { at: timeOf(context, event), turn: context.turn, ...stamp, ...body } as AuditEntry;
+}
+
+/** Events the host API forwards for a caller (a user, an approver, a reviewer, an administrator). */
+function isHostEvent(event: MachineEvent): boolean {
+  return event.type.startsWith('user.') || event.type.startsWith('review.') || event.type === 'task.cancelled';
 }
 
 /** The session a user's event came from, if the host named it. */

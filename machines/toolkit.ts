@@ -49,6 +49,16 @@ export type MandateVerdict = { ok: true } | { ok: false; code?: string; summary:
 /** How a tool's arguments must relate to the task's mandate, given what the task did so far. Pure and synchronous. */
 export type MandateRule<I = any> = (args: I, mandate: Readonly<Mandate>, task: Readonly<TaskFacts>) => MandateVerdict;
 
+/** Which task a check is for (a toolkit whose tools take sealed values opens only that task's). */
+export interface TaskRef {
+  taskId: string;
+  tenantId: string;
+  startedAt: number;
+}
+
+/** A schema check's answer, as zod's `safeParse` gives it. */
+export type ParseAnswer = { success: true; data: unknown } | { success: false; error: { issues: readonly { path: readonly PropertyKey[]; message: string }[] } };
+
 export interface ToolRules<I = any> {
   name: string;
   effect: Effect;
@@ -56,6 +66,10 @@ export interface ToolRules<I = any> {
   input: z.ZodType<I>;
   /** The tool's output schema: what a reviewer reports as the write's result must match it. */
   output?: z.ZodType;
+  /** Checks arguments for `task` instead of `input.safeParse` (the runtime's, for tools that take sealed values). */
+  parseInput?: (value: unknown, task: TaskRef) => ParseAnswer;
+  /** Checks a reviewer's result for `task` instead of `output.safeParse`. */
+  parseOutput?: (value: unknown, task: TaskRef) => ParseAnswer;
   /** The permission gate: the task's principal must hold every one. */
   scopes: readonly string[];
   /** The tool has business validation: its calls go through `vetting.validating`. */

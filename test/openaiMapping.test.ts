@@ -227,7 +227,7 @@ describe('toModelReply', () => {
     ],
     ['a content filter stop', response({ content: '' }, 'content_filter'), { type: 'invalid', detail: 'the output was withheld by a content filter', usage: used }],
     ['no choices', { choices: [], usage }, { type: 'invalid', detail: 'the response has no choices', usage: used }],
-    ['a body that is not JSON', 'Bad Gateway', { type: 'invalid', detail: 'the server answered text, not a chat completion: "Bad Gateway"', usage: options.fallbackUsage }],
+    ['a body that is not JSON', 'Bad Gateway', { type: 'invalid', detail: 'the server answered 11 characters of text, not a chat completion', usage: options.fallbackUsage }],
     ['a tool call written as text', response({ content: '<tool_call>{"name": "x", "arguments": {}}</tool_call>' }), { type: 'invalid', detail: 'a tool call was written as text (marker "<tool_call>") instead of through the tools interface; call tools as tool calls', usage: used }],
     ['a JSON tool call as the whole text', response({ content: '{"name": "get_order", "parameters": {"order_id": "O-1"}}' }), { type: 'invalid', detail: 'a tool call was written as text (a JSON object with "name" and "arguments") instead of through the tools interface; call tools as tool calls', usage: used }],
     ['an answer that quotes JSON without being a call', response({ content: 'The order is {"id": 1}.' }), { type: 'answer', text: 'The order is {"id": 1}.', usage: used }],

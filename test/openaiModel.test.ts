@@ -246,7 +246,7 @@ describe('createOpenAIModel over HTTP', () => {
       expect(status.state).toBe('failed');
       expect(status.outcome?.reason.code).toBe('protocol_error');
       expect(srv.requests).toHaveLength(3);
-      expect(messagesOf(srv.requests[1]!)[2]!.content).toMatch(/^\[Host note, not from the user\] Your previous reply could not be used: the server('s response is not valid JSON| answered text, not a chat completion)/);
+      expect(messagesOf(srv.requests[1]!)[2]!.content).toMatch(/^\[Host note, not from the user\] Your previous reply could not be used: the server('s response is not valid JSON| answered \d+ characters of text, not a chat completion)/);
     });
 
     it('re-asks a tool call written as text instead of taking it as the final answer', async () => {

@@ -94,39 +94,45 @@ describe('sealed values across a restart', () => {
 
 describe('Privacy', () => {
   const privacy = new Privacy({ sealer: keyedSealer({ key: KEY }), redactors: [cardNumbers(), emailAddresses(), ibans()] });
+  const t1 = { taskId: 't1', tenantId: 'acme', startedAt: 1 };
+  const t2 = { taskId: 't2', tenantId: 'acme', startedAt: 1 };
 
   it('seals redactor matches in text, deterministically within a task, and leaves other numbers alone', () => {
     const text = `card ${GOAL_CARD}, order 1234567890123 and mail ada@example.com, IBAN DE89 3704 0044 0532 0130 00`;
-    const sealed = privacy.text('t1', text);
+    const sealed = privacy.text(t1, text);
     expect(secretsIn(sealed)).toEqual([]);
     expect(sealed).toContain('order 1234567890123'); // fails the Luhn check: not a card
     expect(sealed).not.toContain('ada@example.com');
     expect(sealed).not.toContain('3704 0044');
-    expect(privacy.text('t1', text)).toBe(sealed);
-    expect(privacy.text('t2', text)).not.toBe(sealed);
+    expect(privacy.text(t1, text)).toBe(sealed);
+    expect(privacy.text(t2, text)).not.toBe(sealed);
     // Sealing what is sealed changes nothing.
-    expect(privacy.text('t1', sealed)).toBe(sealed);
+    expect(privacy.text(t1, sealed)).toBe(sealed);
     expect(displayText(sealed)).toBe('card ‹card-4444›, order 1234567890123 and mail ‹email›, IBAN ‹iban-3000›');
   });
 
   it('seals fields at sensitive paths whole, and opens them only for the task that sealed them', () => {
     const value = { card: { number: 4111111111111111, holder: 'Ada' }, items: [{ iban: 'x1' }, { iban: 'x2' }] };
-    const sealed = privacy.json('t1', value, ['card.number', 'items.*.iban']);
+    const sealed = privacy.json(t1, value, ['card.number', 'items.*.iban']);
     expect(sealed.card.holder).toBe('Ada');
     expect(String(sealed.card.number)).toMatch(/^\[\[sealed:number:[A-Za-z0-9_-]+\]\]$/);
     expect(JSON.stringify(sealed)).not.toContain('x1');
-    const opened = privacy.open(sealed, ['card.number', 'items.*.iban'], 't1');
+    expect(JSON.stringify(sealed)).toContain('[[sealed:iban:'); // labelled by the declared path, not by the data
+    const opened = privacy.open(sealed, ['card.number', 'items.*.iban'], t1);
     expect(opened).toMatchObject({ ok: true, value });
-    expect(privacy.open(sealed, ['card.number'], 't2')).toMatchObject({ ok: false, failure: { path: 'card.number', reason: 'other_task' } });
+    expect(privacy.open(sealed, ['card.number'], t2)).toMatchObject({ ok: false, failure: { path: 'card.number', reason: 'other_task' } });
+    // The same id in another tenant, or started at another time, is another task.
+    expect(privacy.open(sealed, ['card.number'], { ...t1, tenantId: 'evil' })).toMatchObject({ ok: false, failure: { reason: 'other_task' } });
+    expect(privacy.open(sealed, ['card.number'], { ...t1, startedAt: 2 })).toMatchObject({ ok: false, failure: { reason: 'other_task' } });
     // Unchanged input comes back as the same object (callers keep the original bytes).
     const plain = { note: 'nothing here' };
-    expect(privacy.json('t1', plain, [])).toBe(plain);
+    expect(privacy.json(t1, plain, [])).toBe(plain);
   });
 
   it('refuses forged and altered blobs, and a sealer with a key of the wrong size', () => {
     const sealer = keyedSealer({ key: KEY });
     const blob = sealer.seal('t1', '"4111111111111111"');
-    expect(sealer.open(blob)).toEqual({ taskId: 't1', plaintext: '"4111111111111111"' });
+    expect(sealer.open(blob)).toEqual({ owner: 't1', plaintext: '"4111111111111111"' });
     const altered = blob.slice(0, -2) + (blob.endsWith('AA') ? 'AB' : 'AA');
     expect(sealer.open(altered)).toBeUndefined();
     expect(keyedSealer({ key: randomBytes(32) }).open(blob)).toBeUndefined();
@@ -135,9 +141,9 @@ describe('Privacy', () => {
   });
 
   it('seals the values a hook quotes from the call it was given', () => {
-    const sealed = privacy.json('t1', { card: '4000-0000' }, ['card']);
-    const opened = privacy.open(sealed, ['card'], 't1');
+    const sealed = privacy.json(t1, { card: '4000-0000' }, ['card']);
+    const opened = privacy.open(sealed, ['card'], t1);
     if (!opened.ok) throw new Error('expected to open');
-    expect(privacy.echoes('t1', 'card 4000-0000 is blocked', opened.opened)).toBe(`card ${sealed.card} is blocked`);
+    expect(privacy.echoes(t1, 'card 4000-0000 is blocked', opened.opened)).toBe(`card ${sealed.card} is blocked`);
   });
 });

@@ -32,7 +32,7 @@ describe('replayAudit', () => {
     it('matches every persisted snapshot: state, budgets used, pending confirmation', async () => {
       const store = new RecordingStore();
       const result = await scenarios[name]({ store });
-      expect(store.saves.length).toBeGreaterThan(3);
+      expect(store.saves.length).toBeGreaterThanOrEqual(3);
       for (const save of store.saves) {
         const replayed = replayAudit(result.audit, save.audit);
         const where = `${name} after ${save.audit} entries`;

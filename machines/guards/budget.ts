@@ -17,7 +17,7 @@ export function nextStepNeed(context: AgentContext, toolkit: Toolkit): Partial<B
   if (!step) return null;
   if (step.kind === 'read') return { toolCalls: step.callIds.length };
   const call = findCall(context.batch, step.callIds[0]!)!;
-  const money = amountOf(call, toolkit.rules(call.tool));
+  const money = amountOf(context, call, toolkit.rules(call.tool));
   return { toolCalls: 1, writes: 1, money: money ?? Number.POSITIVE_INFINITY };
 }
 

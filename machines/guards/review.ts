@@ -1,4 +1,5 @@
 /** The review desk: only a reviewer (the policy's review scope, not the task's own user) resolves a held write. */
+import { taskRef } from '../lib/arguments.js';
 import type { MachineEvent } from '../actors.js';
 import type { AgentContext } from '../context.js';
 import { findCall } from '../lib/batch.js';
@@ -26,11 +27,11 @@ export const reviewGuards = {
   /** The result the reviewer found matches the tool's output schema: it becomes the write's trusted result. */
   isReviewResultValid: (context, event, toolkit) => {
     const call = reviewedCall(context);
-    const output = call && toolkit.rules(call.tool)?.output;
+    const rules = call ? toolkit.rules(call.tool) : undefined;
     const result = resolved(event).result;
-    if (!output || result === null) return false;
+    if (!rules?.output || result === null) return false;
     try {
-      return output.safeParse(result).success;
+      return (rules.parseOutput ? rules.parseOutput(result, taskRef(context)) : rules.output.safeParse(result)).success;
     } catch {
       return false;
     }

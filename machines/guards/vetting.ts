@@ -5,7 +5,7 @@
  * done events.
  */
 import { outputOf } from '../actors.js';
-import { checkArguments } from '../lib/arguments.js';
+import { checkArguments, taskRef } from '../lib/arguments.js';
 import { callKey, currentCall } from '../lib/batch.js';
 import { isConfirmationRuleSound } from '../lib/toolRules.js';
 import type { Guard } from './guard.js';
@@ -20,7 +20,7 @@ export const vettingGuards = {
   /** Gate (b): the installed tool's input schema accepts the arguments as they are. */
   doArgumentsMatchSchema: (context, _event, toolkit) => {
     const call = currentCall(context.batch);
-    return call !== undefined && checkArguments(call.tool, toolkit.rules(call.tool), call.args).ok;
+    return call !== undefined && checkArguments(call.tool, toolkit.rules(call.tool), call.args, taskRef(context)).ok;
   },
 
   /** The tool declares business validation (gate (c) then runs its hook in `validating`). */

@@ -3,7 +3,7 @@
  * per arguments object (the guard and the step of one transition both ask), since zod parsing is the costly part.
  */
 import type { Json } from '../context.js';
-import type { ToolRules } from '../toolkit.js';
+import type { TaskRef, ToolRules } from '../toolkit.js';
 import { canonicalJson } from './canonicalJson.js';
 import { errorName, safeErrorText, zodSummary } from './text.js';
 
@@ -19,12 +19,12 @@ const checked = new WeakMap<object, { schema: unknown; result: ArgumentCheck }>(
  * refuses an async refinement in a synchronous parse), refuses the call. `parsed` is shared between callers: hand
  * a host function `copyOf(parsed)`, so that one that changes its argument cannot change what the next one sees.
  */
-export function checkArguments(tool: string, rules: ToolRules | undefined, args: Json): ArgumentCheck {
+export function checkArguments(tool: string, rules: ToolRules | undefined, args: Json, task: TaskRef): ArgumentCheck {
   const key = args !== null && typeof args === 'object' ? args : null;
   const schema = rules?.input;
   const cached = key ? checked.get(key) : undefined;
   if (cached && cached.schema === schema) return cached.result;
-  const result = check(tool, rules, args);
+  const result = check(tool, rules, args, task);
   if (key) checked.set(key, { schema, result });
   // The validated value parses to itself: the same answer holds for it (the steps that follow ask with it).
   if (result.ok && result.args !== null && typeof result.args === 'object') checked.set(result.args, { schema, result });
@@ -36,19 +36,19 @@ export function copyOf<T>(value: T): T {
   return structuredClone(value);
 }
 
-function parse(rules: ToolRules, value: unknown): { success: true; data: unknown } | { success: false; summary: string } {
+function parse(rules: ToolRules, value: unknown, task: TaskRef): { success: true; data: unknown } | { success: false; summary: string } {
   try {
-    const parsed = rules.input.safeParse(value);
-    return parsed.success ? { success: true, data: parsed.data } : { success: false, summary: zodSummary(parsed.error) };
+    const parsed = rules.parseInput ? rules.parseInput(value, task) : rules.input.safeParse(value);
+    return parsed.success ? { success: true, data: parsed.data } : { success: false, summary: zodSummary(parsed.error as never) };
   } catch (error) {
     // Only the error's name: the model sees this, and a message may name internal hosts or data.
     return { success: false, summary: `the input schema of ${rules.name} failed (${errorName(error)})` };
   }
 }
 
-function check(tool: string, rules: ToolRules | undefined, args: Json): ArgumentCheck {
+function check(tool: string, rules: ToolRules | undefined, args: Json, task: TaskRef): ArgumentCheck {
   if (!rules) return { ok: false, code: 'unknown_tool', summary: `no tool named ${tool} is installed` };
-  const parsed = parse(rules, args);
+  const parsed = parse(rules, args, task);
   if (!parsed.success) return { ok: false, code: 'invalid_arguments', summary: parsed.summary };
   let value: Json;
   try {
@@ -58,7 +58,7 @@ function check(tool: string, rules: ToolRules | undefined, args: Json): Argument
   }
   // The executors parse these arguments again before running them. A schema whose output does not parse to itself
   // (a transform) would run other arguments than the ones hashed, confirmed and keyed.
-  const again = parse(rules, value);
+  const again = parse(rules, value, task);
   let same = false;
   try {
     same = again.success && canonicalJson(toJson(again.data)) === canonicalJson(value);
@@ -78,4 +78,9 @@ function check(tool: string, rules: ToolRules | undefined, args: Json): Argument
 /** Round-trips through canonical JSON: rejects non-JSON values, drops prototypes. */
 export function toJson(value: unknown): Json {
   return JSON.parse(canonicalJson(value)) as Json;
+}
+
+/** The task a check is for, from its context. */
+export function taskRef(context: { taskId: string; principal: { tenantId: string }; startedAt: number }): TaskRef {
+  return { taskId: context.taskId, tenantId: context.principal.tenantId, startedAt: context.startedAt };
 }

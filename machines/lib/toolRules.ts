@@ -10,7 +10,7 @@ import type { TaskFacts, ToolRules } from '../toolkit.js';
 export function taskFacts(context: AgentContext): TaskFacts {
   return { moneyMoved: context.budget.used.money, writesStarted: context.budget.used.writes };
 }
-import { checkArguments, copyOf } from './arguments.js';
+import { checkArguments, copyOf, taskRef } from './arguments.js';
 import { canonicalJson } from './canonicalJson.js';
 import { cap, safeErrorText } from './text.js';
 
@@ -24,7 +24,7 @@ export function confirmationNeed(context: AgentContext, call: CallState, rules: 
   const decided = decide(context, call, rules);
   if (decided.failed !== null) return { requirement: requirementOf(true, rules), summary: `${call.tool} (confirmation rule failed: ${decided.failed})` };
   if (decided.value === false) return { requirement: null, summary: null };
-  const check = checkArguments(call.tool, rules, call.args);
+  const check = checkArguments(call.tool, rules, call.args, taskRef(context));
   let summary: string;
   try {
     summary = cap(String((check.ok && rules?.describeConfirmation?.(copyOf(check.parsed))) || `${call.tool} ${canonicalJson(call.redactedArgs)}`), 1_000);
@@ -57,7 +57,7 @@ export function confirmationRequirement(context: AgentContext, call: CallState, 
 
 /** The rule's raw answer; anything but a plain `false` asks. A throw is reported, never propagated. */
 function decide(context: AgentContext, call: CallState, rules: ToolRules | undefined): { value: unknown; failed: string | null } {
-  const check = checkArguments(call.tool, rules, call.args);
+  const check = checkArguments(call.tool, rules, call.args, taskRef(context));
   try {
     if (!rules || !check.ok) throw new Error('the arguments no longer validate');
     const rule: unknown = rules.confirm ?? 'never';
@@ -100,7 +100,7 @@ export type MandateCheck = { ok: true; summary: string } | { ok: false; code: st
 export function mandateCheck(context: AgentContext, call: CallState, rules: ToolRules | undefined): MandateCheck {
   const { mandate } = context;
   if (mandate === null) return { ok: true, summary: 'the task has no mandate' };
-  const check = checkArguments(call.tool, rules, call.args);
+  const check = checkArguments(call.tool, rules, call.args, taskRef(context));
   if (!rules || !check.ok) return { ok: false, code: 'mandate_unchecked', summary: 'the arguments do not validate, so they cannot be checked against the mandate' };
   if (!rules.mandate) {
     if (rules.effect === 'read') return { ok: true, summary: `${call.tool} reads only and declares no mandate rule` };
@@ -120,9 +120,9 @@ export function mandateCheck(context: AgentContext, call: CallState, rules: Tool
 }
 
 /** Money `call` moves (minor units), 0 when its tool declares none, null when the rule failed or is not a count. */
-export function amountOf(call: CallState, rules: ToolRules | undefined): number | null {
+export function amountOf(context: AgentContext, call: CallState, rules: ToolRules | undefined): number | null {
   if (!rules?.amount) return 0;
-  const check = checkArguments(call.tool, rules, call.args);
+  const check = checkArguments(call.tool, rules, call.args, taskRef(context));
   if (!check.ok) return null;
   try {
     const amount: unknown = rules.amount(copyOf(check.parsed));

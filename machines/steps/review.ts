@@ -8,7 +8,7 @@ import { outputOf } from '../actors.js';
 import type { AgentContext, CallState, Json, Review } from '../context.js';
 import { currentCall, finishCall, observationOf, rejection, updateCall } from '../lib/batch.js';
 import { reviewedCall } from '../guards/review.js';
-import { toJson } from '../lib/arguments.js';
+import { taskRef, toJson } from '../lib/arguments.js';
 import type { ToolRules } from '../toolkit.js';
 import type { AuditEntry } from '../journal.js';
 import { auditEntry, timeOf } from '../journal.js';
@@ -84,7 +84,7 @@ function resolved(context: AgentContext, event: MachineEvent) {
  */
 export const acceptReviewedWrite: Step = (context, event, toolkit) => {
   const { call, by, note } = resolved(context, event);
-  const result = parsedResult(toolkit.rules(call.tool)?.output, by?.result ?? null);
+  const result = parsedResult(context, toolkit.rules(call.tool), by?.result ?? null);
   const observation = observationOf(call, { kind: 'ok', value: result }, context.policy.observationCapBytes);
   return {
     context: {
@@ -99,9 +99,9 @@ export const acceptReviewedWrite: Step = (context, event, toolkit) => {
   };
 };
 
-function parsedResult(output: ToolRules['output'], raw: Json): Json {
+function parsedResult(context: AgentContext, rules: ToolRules | undefined, raw: Json): Json {
   try {
-    const parsed = output?.safeParse(raw);
+    const parsed = rules?.parseOutput ? rules.parseOutput(raw, taskRef(context)) : rules?.output?.safeParse(raw);
     return parsed?.success ? toJson(parsed.data) : raw;
   } catch {
     return raw;

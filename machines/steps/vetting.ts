@@ -4,7 +4,7 @@
  */
 import type { MachineEvent } from '../actors.js';
 import type { AgentContext, CallState, GateName, Json, Principal } from '../context.js';
-import { checkArguments, copyOf, toJson } from '../lib/arguments.js';
+import { checkArguments, copyOf, taskRef, toJson } from '../lib/arguments.js';
 import { bounded, type Step, type StepResult } from './step.js';
 import { callKey, currentCall, finishCall, rejection, updateCall } from '../lib/batch.js';
 import { argumentsHash, idempotencyKeyFor } from '../lib/hashing.js';
@@ -47,7 +47,7 @@ export const takeNextCall: Step = (context) => {
 /** Gate (b) refused the arguments. They are hashed as proposed, so a repeat of them is still seen as a loop. */
 export const refuseForSchema: Step = (context, event, toolkit) => {
   const call = current(context);
-  const check = checkArguments(call.tool, toolkit.rules(call.tool), call.args);
+  const check = checkArguments(call.tool, toolkit.rules(call.tool), call.args, taskRef(context));
   const hashed = { ...call, argsHash: argumentsHash(toolkit.sha256, call.args) };
   const code = check.ok ? 'invalid_arguments' : check.code;
   const summary = check.ok ? 'the arguments do not match the input schema' : check.summary;
@@ -63,7 +63,7 @@ export const acceptArguments: Step = (context, event, toolkit) => {
   const call = current(context);
   const rules = toolkit.rules(call.tool);
   // The chart asked `doArgumentsMatchSchema` first; this step does not judge again, it takes the validated value.
-  const check = checkArguments(call.tool, rules, call.args);
+  const check = checkArguments(call.tool, rules, call.args, taskRef(context));
   const args = check.ok ? check.args : call.args;
   const argsHash = argumentsHash(toolkit.sha256, args);
   const accepted: Partial<CallState> = {

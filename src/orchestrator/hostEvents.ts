@@ -8,6 +8,7 @@ import { HOST_EVENT_TYPES, type HostEvent, hostEventSchema } from '../../machine
 import type { ReplyCode } from '../../machines/failures.js';
 import { HostRequestError } from '../errors.js';
 import type { LiveTask } from '../runtime/liveTask.js';
+import { scopeOf } from '../runtime/sealing.js';
 import type { ToolRegistry } from '../runtime/toolRegistry.js';
 import type { LiveTasks } from './liveTasks.js';
 import { parseOrThrow, principalSchema } from './options.js';
@@ -93,18 +94,18 @@ export class HostEvents {
   /** The event with the sensitive values in its text (and a reviewer's result) sealed, before the task records it. */
   private sealed(task: LiveTask, event: HostEvent): HostEvent {
     const { privacy } = this.registry;
-    const taskId = task.taskId;
+    const scope = scopeOf(task.context());
     switch (event.type) {
       case 'user.answered':
-        return { ...event, text: privacy.text(taskId, event.text) };
+        return { ...event, text: privacy.text(scope, event.text) };
       case 'user.rejected':
-        return event.reason === null ? event : { ...event, reason: privacy.text(taskId, event.reason) };
+        return event.reason === null ? event : { ...event, reason: privacy.text(scope, event.reason) };
       case 'task.cancelled':
-        return { ...event, reason: privacy.text(taskId, event.reason) };
+        return { ...event, reason: privacy.text(scope, event.reason) };
       case 'review.resolved': {
         const tool = this.registry.get(task.context().review?.tool ?? '');
-        const note = event.note === null ? null : privacy.text(taskId, event.note);
-        const result = event.result === null ? null : privacy.json(taskId, event.result, tool?.sensitive?.output ?? []);
+        const note = event.note === null ? null : privacy.text(scope, event.note);
+        const result = event.result === null ? null : privacy.json(scope, event.result, tool?.sensitive?.output ?? []);
         return { ...event, note, result };
       }
       default:

@@ -51,21 +51,28 @@ export class LeaseKeeper {
     await this.leases?.release(lease).catch(() => {});
   }
 
-  /** Renews every lease held; one pass at a time, so a slow store cannot pile passes up. */
+  /**
+   * Renews every lease held, all at once: on Redis the renewals go out as one pipeline (the client pipelines the
+   * commands of one tick), so a pass costs one round trip however many tasks this process drives. One pass at a
+   * time, so a slow store cannot pile passes up.
+   */
   private async renewAll(): Promise<void> {
     if (this.renewing || !this.leases) return;
+    const leases = this.leases;
     this.renewing = true;
     try {
-      for (const [taskId, lease] of [...this.held]) {
-        let kept: boolean;
-        try {
-          kept = await this.leases.renew(lease, this.settings.ttlMs);
-        } catch {
-          kept = Date.now() < lease.expiresAt;
-        }
-        // Renewed an old lease object after the task released and re-took its lease: not a loss.
-        if (!kept && this.held.get(taskId) === lease) this.onLost(taskId);
-      }
+      await Promise.all(
+        [...this.held].map(async ([taskId, lease]) => {
+          let kept: boolean;
+          try {
+            kept = await leases.renew(lease, this.settings.ttlMs);
+          } catch {
+            kept = Date.now() < lease.expiresAt;
+          }
+          // Renewed an old lease object after the task released and re-took its lease: not a loss.
+          if (!kept && this.held.get(taskId) === lease) this.onLost(taskId);
+        }),
+      );
     } finally {
       this.renewing = false;
     }

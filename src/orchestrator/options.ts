@@ -172,7 +172,7 @@ function pick<T extends object, K extends keyof T>(value: T, keys: K[]): Partial
 export const startRequestSchema = z.strictObject({
   /** From the host's authenticated session. */
   principal: principalSchema,
-  goal: agentInputSchema.shape.goal.refine((goal) => goal.trim() !== '', 'must not be blank'),
+  goal: z.string().min(1).max(16_384).refine((goal) => goal.trim() !== '', 'must not be blank'),
   /** Overrides of the default budget limits. */
   limits: budgetLimitsSchema.partial().optional(),
   /** What counts as success; without it, any final answer ends the task as done. */

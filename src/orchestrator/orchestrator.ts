@@ -132,13 +132,14 @@ export class Orchestrator {
     // Checked against the schema of its kind, and stored as plain JSON: the task can never see it change.
     const checkedMandate = mandate ? checkMandate(this.settings.mandates, mandate) : null;
     const taskId = parseOrThrow(startRequestSchema.shape.taskId, requestedId ?? this.settings.newTaskId(), 'taskId')!;
+    const startedAt = this.settings.clock.now();
     // Checked whole against the schema it is stored with, so that a task this accepts is one the store reads back.
     const input: AgentInput = parseOrThrow(
       agentInputSchema,
       {
         taskId,
         // Sensitive text is sealed before the task (and anything that records it) sees it.
-        goal: this.registry.privacy.text(taskId, goal),
+        goal: this.registry.privacy.text({ taskId, tenantId: principal.tenantId, startedAt }, goal),
         principal,
         mandate: checkedMandate,
         catalog: this.registry.catalog(),
@@ -147,7 +148,7 @@ export class Orchestrator {
         modelReservation: this.reservation,
         provenance: this.provenance,
         success: success ?? null,
-        startedAt: this.settings.clock.now(),
+        startedAt,
       },
       'start',
     );

@@ -11,9 +11,13 @@
  * its hooks or `execute` run, and only by the task that sealed it. Anywhere else it stays text.
  */
 import type { Json } from '../../machines/context.js';
+import { parseStrictJson } from '../../machines/lib/strictJson.js';
 import { AgentError } from '../errors.js';
 import type { Redactor } from './redactors.js';
 import { type Sealer, memorySealer } from './sealer.js';
+import { type SealScope, TOKEN, WHOLE_TOKEN, labelOf, leadsBelow, leaves, matches, ownerOf, pathLabel, splitPath, tokenText } from './tokens.js';
+
+export { displayText, type SealScope } from './tokens.js';
 
 export interface PrivacyOptions {
   /** How sealed values are kept: `memorySealer()` (default; lost on restart) or `keyedSealer({ key })` (durable). */
@@ -24,9 +28,6 @@ export interface PrivacyOptions {
 
 /** Paths of a tool's sensitive fields: dotted, `*` for any array element or key ("card.number", "items.*.iban"). */
 export type SensitivePaths = readonly string[];
-
-const TOKEN = /\[\[sealed:([a-z0-9_-]{1,40}):([A-Za-z0-9_-]{8,4096})\]\]/g;
-const WHOLE_TOKEN = /^\[\[sealed:([a-z0-9_-]{1,40}):([A-Za-z0-9_-]{8,4096})\]\]$/;
 
 /** A token a call opened, and the value it stood for. */
 export interface OpenedToken {
@@ -41,9 +42,15 @@ export interface SealFailure {
   reason: 'unavailable' | 'other_task';
 }
 
+/** Values shorter than this are not searched for in text (they would match everywhere). */
+const SHORTEST_ECHO = 3;
+/** Blobs verified as this task's, remembered (a keyed sealer's check is a decryption). */
+const VERIFIED_CACHE = 4_096;
+
 export class Privacy {
   readonly sealer: Sealer;
   private readonly redactors: readonly Redactor[];
+  private readonly verified = new Map<string, string>();
 
   constructor(options: PrivacyOptions = {}) {
     this.sealer = options.sealer ?? memorySealer();
@@ -55,92 +62,106 @@ export class Privacy {
     return this.redactors.length > 0;
   }
 
-  /** `text` with every redactor match sealed; tokens already in it are kept as they are. */
-  text(taskId: string, text: string): string {
+  /**
+   * `text` with every redactor match sealed. A token of this task in it is kept; anything else shaped like a token
+   * is text like the rest (a value wrapped in `[[sealed:…]]` by someone else is still found).
+   */
+  text(scope: SealScope, text: string): string {
     if (this.redactors.length === 0 || text === '') return text;
     let out = '';
     let last = 0;
     for (const token of text.matchAll(TOKEN)) {
-      out += this.redactPlain(taskId, text.slice(last, token.index));
+      if (!this.isOwn(scope, token[2]!)) continue;
+      out += this.redactPlain(scope, text.slice(last, token.index));
       out += token[0];
       last = token.index + token[0].length;
     }
-    return out + this.redactPlain(taskId, text.slice(last));
+    return out + this.redactPlain(scope, text.slice(last));
   }
 
   /**
-   * `value` with the values at `paths` sealed whole and every string redacted. Returns `value` itself when nothing
-   * changed, so callers can tell (and keep the original bytes).
+   * `value` with the values at `paths` sealed whole, every string (and object key, and long integer) redacted, and
+   * every value a call `opened` sealed again wherever the value quotes it. Returns `value` itself when nothing
+   * changed.
    */
-  json<T extends Json>(taskId: string, value: T, paths: SensitivePaths = []): T {
-    if (paths.length === 0 && this.redactors.length === 0) return value;
-    return this.walk(taskId, value, paths.map(splitPath), []) as T;
-  }
-
-  /** A string of JSON arguments from the model, sealed: unchanged bytes when nothing in it is sensitive. */
-  arguments(taskId: string, raw: string, paths: SensitivePaths): string {
-    if (paths.length === 0 && this.redactors.length === 0) return raw;
-    let parsed: Json;
-    try {
-      parsed = JSON.parse(raw) as Json;
-    } catch {
-      // Not JSON: the schema gate refuses it; what it says is still redacted.
-      return this.text(taskId, raw);
-    }
-    const sealed = this.json(taskId, parsed, paths);
-    return sealed === parsed ? raw : JSON.stringify(sealed);
+  json<T extends Json>(scope: SealScope, value: T, paths: SensitivePaths = [], opened: readonly OpenedToken[] = []): T {
+    if (paths.length === 0 && this.redactors.length === 0 && opened.length === 0) return value;
+    return this.walk(scope, value, paths.map(splitPath), [], echoList(opened)) as T;
   }
 
   /**
-   * The values at `paths` opened (as the tool needs them), when the tokens there belong to `taskId` (null: any task,
-   * for checks that only validate). A path whose value is not a token is left as it is.
+   * A string of JSON arguments from the model, sealed. Without sensitive paths the text is redacted as it is (its
+   * bytes, duplicate keys included, stay for the protocol gate). With them, only arguments that parse strictly to an
+   * object are kept (re-serialized, the values at the paths sealed); anything else is withheld whole as one token,
+   * which the protocol gate refuses as malformed: a value can hide in a duplicate key or in text that is not JSON.
    */
-  open(value: Json, paths: SensitivePaths, taskId: string | null): { ok: true; value: Json; taskId: string | null; opened: OpenedToken[] } | { ok: false; failure: SealFailure } {
-    if (paths.length === 0) return { ok: true, value, taskId: null, opened: [] };
-    let owner: string | null = null;
-    const tokens: OpenedToken[] = [];
+  arguments(scope: SealScope, raw: string, paths: SensitivePaths): string {
+    if (paths.length === 0) return this.text(scope, raw);
+    const parsed = parseStrictJson(raw);
+    if (!parsed.ok || parsed.value === null || typeof parsed.value !== 'object' || Array.isArray(parsed.value)) return this.withheld(scope, 'arguments', raw);
+    return JSON.stringify(this.json(scope, parsed.value, paths));
+  }
+
+  /** `text` kept as one token (it may hold a sensitive value nobody can point to). */
+  withheld(scope: SealScope, label: string, text: string): string {
+    return this.token(scope, labelOf(label), JSON.stringify(text));
+  }
+
+  /**
+   * The values at `paths` opened (as the tool needs them), when the tokens there are this task's. A path whose value
+   * is not a token is left as it is.
+   */
+  open(value: Json, paths: SensitivePaths, scope: SealScope): { ok: true; value: Json; opened: OpenedToken[] } | { ok: false; failure: SealFailure } {
+    if (paths.length === 0) return { ok: true, value, opened: [] };
+    const owner = ownerOf(scope);
     let failure: SealFailure | null = null;
+    const tokens: OpenedToken[] = [];
     const opened = mapAt(value, paths.map(splitPath), [], (leaf, path) => {
       if (failure || typeof leaf !== 'string') return leaf;
       const token = WHOLE_TOKEN.exec(leaf);
       if (!token) return leaf;
       const found = this.sealer.open(token[2]!);
-      if (!found) {
-        failure = { path: path.join('.'), label: token[1]!, reason: 'unavailable' };
+      if (!found || found.owner !== owner) {
+        failure = { path: path.join('.'), label: token[1]!, reason: found ? 'other_task' : 'unavailable' };
         return leaf;
       }
-      if ((taskId !== null && found.taskId !== taskId) || (owner !== null && found.taskId !== owner)) {
-        failure = { path: path.join('.'), label: token[1]!, reason: 'other_task' };
-        return leaf;
-      }
-      owner = found.taskId;
       const plain = JSON.parse(found.plaintext) as Json;
       tokens.push({ token: leaf, value: plain });
       return plain;
     });
-    return failure ? { ok: false, failure } : { ok: true, value: opened, taskId: owner, opened: tokens };
+    return failure ? { ok: false, failure } : { ok: true, value: opened, opened: tokens };
   }
 
   /**
-   * `text` (a hook's or a tool's summary) with every occurrence of the values a call opened sealed again as their
-   * tokens, and then redacted: a hook that quotes the value it was given does not leak it.
+   * Validated arguments sealed again at `paths`: a value equal to one the call opened gets its very token back (so
+   * its label, e.g. `card-1111`, stays what the approver is shown), anything else a new one.
    */
-  echoes(taskId: string, text: string, opened: readonly OpenedToken[]): string {
-    let out = text;
-    for (const { token, value } of opened) {
-      const plain = typeof value === 'string' ? value : JSON.stringify(value);
-      if (plain.length >= 4) out = out.split(plain).join(token);
-    }
-    return this.text(taskId, out);
+  reseal(scope: SealScope, value: Json, paths: SensitivePaths, opened: readonly OpenedToken[]): Json {
+    const split = paths.map(splitPath);
+    return mapAt(value, split, [], (leaf, at) => {
+      const same = opened.find((o) => jsonEqual(o.value, leaf));
+      return same ? same.token : this.sealWhole(scope, leaf, split.find((p) => matches(p, at)) ?? at);
+    });
   }
 
-  private walk(taskId: string, value: Json, paths: string[][], at: string[]): Json {
-    if (paths.some((path) => matches(path, at))) return this.sealWhole(taskId, value, at);
-    if (typeof value === 'string') return this.text(taskId, value);
+  /**
+   * `text` (a hook's or a tool's summary) with every value a call opened sealed again as its token wherever it is
+   * quoted (its string and number leaves, longest first, short ones only as whole words, whitespace runs matched
+   * loosely), then redacted: a hook that quotes the value it was given does not leak it.
+   */
+  echoes(scope: SealScope, text: string, opened: readonly OpenedToken[]): string {
+    return this.text(scope, replaceEchoes(text, echoList(opened)));
+  }
+
+  private walk(scope: SealScope, value: Json, paths: string[][], at: string[], echoes: Echo[]): Json {
+    const declared = paths.find((path) => matches(path, at));
+    if (declared) return this.sealWhole(scope, value, declared);
+    if (typeof value === 'string') return this.text(scope, echoes.length ? replaceEchoes(value, echoes) : value);
+    if (typeof value === 'number') return this.redactNumber(scope, value);
     if (Array.isArray(value)) {
       let changed = false;
       const next = value.map((item, index) => {
-        const sealed = this.walk(taskId, item, paths, [...at, String(index)]);
+        const sealed = this.walk(scope, item, paths, [...at, String(index)], echoes);
         if (sealed !== item) changed = true;
         return sealed;
       });
@@ -150,40 +171,104 @@ export class Privacy {
       let changed = false;
       const next: Record<string, Json> = {};
       for (const [key, item] of Object.entries(value)) {
-        const sealed = this.walk(taskId, item, paths, [...at, key]);
-        if (sealed !== item) changed = true;
-        next[key] = sealed;
+        // A key can be the secret too ({ "4111…": 100 }): redacted like any text; paths match the key as it was.
+        const sealedKey = this.text(scope, echoes.length ? replaceEchoes(key, echoes) : key);
+        const sealed = this.walk(scope, item, paths, [...at, key], echoes);
+        if (sealed !== item || sealedKey !== key) changed = true;
+        next[sealedKey] = sealed;
       }
       return changed ? next : value;
     }
     return value;
   }
 
-  private sealWhole(taskId: string, value: Json, at: string[]): Json {
-    if (typeof value === 'string' && WHOLE_TOKEN.test(value)) return value;
+  private sealWhole(scope: SealScope, value: Json, declared: readonly string[]): Json {
     if (value === null) return value;
-    return this.token(taskId, labelOf(at[at.length - 1] ?? 'value'), JSON.stringify(value));
+    if (typeof value === 'string') {
+      const token = WHOLE_TOKEN.exec(value);
+      if (token && this.isOwn(scope, token[2]!)) return value;
+    }
+    return this.token(scope, pathLabel(declared), JSON.stringify(value));
   }
 
-  private redactPlain(taskId: string, text: string): string {
+  /** An integer long enough to be a card or an account number is redacted as its digits would be. */
+  private redactNumber(scope: SealScope, value: number): Json {
+    if (this.redactors.length === 0 || !Number.isInteger(value) || Math.abs(value) < 1e9) return value;
+    const digits = String(value);
+    for (const redactor of this.redactors) {
+      redactor.pattern.lastIndex = 0;
+      const match = redactor.pattern.exec(digits);
+      redactor.pattern.lastIndex = 0;
+      if (match && match[0] === digits && (!redactor.accept || redactor.accept(digits))) {
+        return this.token(scope, labelOf(redactor.label?.(digits) ?? redactor.name), JSON.stringify(value));
+      }
+    }
+    return value;
+  }
+
+  private redactPlain(scope: SealScope, text: string): string {
     let out = text;
     for (const redactor of this.redactors) {
       out = out.replace(redactor.pattern, (match) => {
         if (redactor.accept && !redactor.accept(match)) return match;
-        return this.token(taskId, labelOf(redactor.label?.(match) ?? redactor.name), JSON.stringify(match));
+        return this.token(scope, labelOf(redactor.label?.(match) ?? redactor.name), JSON.stringify(match));
       });
     }
     return out;
   }
 
-  private token(taskId: string, label: string, plaintext: string): string {
-    return `[[sealed:${label}:${this.sealer.seal(taskId, plaintext)}]]`;
+  private token(scope: SealScope, label: string, plaintext: string): string {
+    const owner = ownerOf(scope);
+    const blob = this.sealer.seal(owner, plaintext);
+    this.remember(blob, owner);
+    return tokenText(label, blob);
+  }
+
+  /** True when `blob` is a sealed value of this task. */
+  private isOwn(scope: SealScope, blob: string): boolean {
+    const owner = ownerOf(scope);
+    const known = this.verified.get(blob);
+    if (known !== undefined) return known === owner;
+    const found = this.sealer.open(blob);
+    if (!found) return false;
+    this.remember(blob, found.owner);
+    return found.owner === owner;
+  }
+
+  private remember(blob: string, owner: string): void {
+    if (this.verified.size >= VERIFIED_CACHE) this.verified.clear();
+    this.verified.set(blob, owner);
   }
 }
 
-/** Text for people: each token shown as its label, e.g. `‹card-1111›`. */
-export function displayText(text: string): string {
-  return text.replace(TOKEN, (_token, label: string) => `‹${label}›`);
+interface Echo {
+  value: string;
+  token: string;
+  pattern: RegExp | null;
+}
+
+/** What to look for in text: each opened value's leaves, longest first. */
+function echoList(opened: readonly OpenedToken[]): Echo[] {
+  const list: Echo[] = [];
+  for (const { token, value } of opened) {
+    for (const leaf of leaves(value)) {
+      if (leaf.length < SHORTEST_ECHO) continue;
+      const escaped = leaf.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/\s+/g, '\\s+');
+      const loose = /\s/.test(leaf) || leaf.length < 6;
+      list.push({ value: leaf, token, pattern: loose ? new RegExp(leaf.length < 6 ? `(?<![A-Za-z0-9])${escaped}(?![A-Za-z0-9])` : escaped, 'g') : null });
+    }
+  }
+  return list.sort((a, b) => b.value.length - a.value.length);
+}
+
+function replaceEchoes(text: string, echoes: readonly Echo[]): string {
+  let out = text;
+  for (const echo of echoes) out = echo.pattern ? out.replace(echo.pattern, echo.token) : out.split(echo.value).join(echo.token);
+  return out;
+}
+
+function jsonEqual(a: Json, b: Json): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
 }
 
 function checkRedactor(redactor: Redactor): Redactor {
@@ -194,23 +279,10 @@ function checkRedactor(redactor: Redactor): Redactor {
   return redactor;
 }
 
-function labelOf(text: string): string {
-  const label = text.toLowerCase().replace(/[^a-z0-9_-]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 40);
-  return label || 'value';
-}
-
-function splitPath(path: string): string[] {
-  return path.split('.');
-}
-
-function matches(path: string[], at: string[]): boolean {
-  return path.length === at.length && path.every((segment, i) => segment === '*' || segment === at[i]);
-}
-
 /** `value` with each leaf at one of `paths` replaced by `change` (structure shared where nothing changed). */
 function mapAt(value: Json, paths: string[][], at: string[], change: (leaf: Json, path: string[]) => Json): Json {
   if (paths.some((path) => matches(path, at))) return change(value, at);
-  if (!paths.some((path) => path.length > at.length && at.every((segment, i) => path[i] === '*' || path[i] === segment))) return value;
+  if (!leadsBelow(paths, at)) return value;
   if (Array.isArray(value)) return value.map((item, index) => mapAt(item, paths, [...at, String(index)], change));
   if (value !== null && typeof value === 'object') {
     return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, mapAt(item, paths, [...at, key], change)]));

@@ -25,7 +25,7 @@ export interface Redactor {
 export function cardNumbers(): Redactor {
   return {
     name: 'card',
-    pattern: /(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])/g,
+    pattern: /(?<!\d)\d(?:[ -]?\d){12,18}(?!\d)/g,
     accept: (match) => luhn(match.replace(/[ -]/g, '')),
     label: (match) => `card-${match.replace(/[ -]/g, '').slice(-4)}`,
   };

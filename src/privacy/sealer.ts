@@ -2,25 +2,28 @@
  * Sealers turn a sensitive value into an opaque blob and back. A task persists, streams and shows the model only the
  * blob (inside a token, see `tokens.ts`); the runtime opens it right before a tool that needs the value runs.
  *
- * Each blob is bound to the task that sealed it. Opening reports the task, and the runtime refuses a blob of
- * another task: a token that leaked into a task from elsewhere opens nothing there.
+ * Each blob is bound to the task that sealed it (its id, tenant and start time). Opening reports the owner, and the
+ * runtime refuses a blob of another task: a token that leaked into a task from elsewhere, or a task created later
+ * under a reused id, opens nothing there.
  *
  * Sealing is deterministic within a task (the same value gives the same blob): a call's arguments hash, its
  * idempotency key and its confirmation stay the same when the model proposes the same sealed value again.
  */
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
 import { AgentError } from '../errors.js';
+import { taskOfOwner } from './tokens.js';
 
 export interface OpenedValue {
-  taskId: string;
+  /** Who sealed it: the task, as `Privacy` names it (task id, tenant, start time). */
+  owner: string;
   plaintext: string;
 }
 
 export interface Sealer {
   /** `memory`: values live in this process only (lost on restart); `keyed`: any process with the key opens them. */
   readonly kind: 'memory' | 'keyed';
-  /** An opaque blob of base64url characters for `plaintext`, bound to `taskId`. */
-  seal(taskId: string, plaintext: string): string;
+  /** An opaque blob of base64url characters for `plaintext`, bound to `owner` (the task that seals it). */
+  seal(owner: string, plaintext: string): string;
   /** The value and its task, or undefined for a blob this sealer did not make (forged, cut, or from a lost process). */
   open(blob: string): OpenedValue | undefined;
   /** Drops what it keeps of a task's values (called when the task is erased); a sealer that keeps nothing omits it. */
@@ -47,22 +50,22 @@ export function memorySealer(options: { ttlMs?: number; now?: () => number } = {
     for (const [blob, entry] of byBlob) {
       if (time - entry.at > ttlMs) {
         byBlob.delete(blob);
-        byValue.delete(valueKey(entry.taskId, entry.plaintext));
+        byValue.delete(valueKey(entry.owner, entry.plaintext));
       }
     }
   };
   return {
     kind: 'memory',
-    seal(taskId, plaintext) {
+    seal(owner, plaintext) {
       sweep();
-      const key = valueKey(taskId, plaintext);
+      const key = valueKey(owner, plaintext);
       const known = byValue.get(key);
       if (known) {
         byBlob.get(known)!.at = now();
         return known;
       }
       const blob = randomBytes(12).toString('base64url');
-      byBlob.set(blob, { taskId, plaintext, at: now() });
+      byBlob.set(blob, { owner, plaintext, at: now() });
       byValue.set(key, blob);
       return blob;
     },
@@ -70,27 +73,27 @@ export function memorySealer(options: { ttlMs?: number; now?: () => number } = {
       const entry = byBlob.get(blob);
       if (!entry) return undefined;
       entry.at = now();
-      return { taskId: entry.taskId, plaintext: entry.plaintext };
+      return { owner: entry.owner, plaintext: entry.plaintext };
     },
     forget(taskId) {
       for (const [blob, entry] of byBlob) {
-        if (entry.taskId !== taskId) continue;
+        if (taskOfOwner(entry.owner) !== taskId) continue;
         byBlob.delete(blob);
-        byValue.delete(valueKey(entry.taskId, entry.plaintext));
+        byValue.delete(valueKey(entry.owner, entry.plaintext));
       }
     },
   };
 }
 
-function valueKey(taskId: string, plaintext: string): string {
-  return `${taskId.length}:${taskId}${plaintext}`;
+function valueKey(owner: string, plaintext: string): string {
+  return `${owner.length}:${owner}${plaintext}`;
 }
 
 /**
  * Values encrypted under a host key (32 bytes, e.g. from a KMS or a secret manager): the blob is the ciphertext, so
  * any process holding the key opens it after a restart, and the stores hold only ciphertext.
  *
- * Deterministic authenticated encryption in the SIV manner: the IV is an HMAC-SHA-256 of the task id and the value
+ * Deterministic authenticated encryption in the SIV manner: the IV is an HMAC-SHA-256 of the owner and the value
  * (under a MAC key derived from the host key), the cipher is AES-256-CTR under a second derived key, and opening
  * recomputes the HMAC and compares. Equal values of one task give equal blobs (that is all it reveals); a changed or
  * forged blob fails to open. Rotating the key makes older blobs unopenable: finish or erase tasks first.
@@ -103,8 +106,8 @@ export function keyedSealer(options: { key: Uint8Array | string }): Sealer {
   const IV = 16;
   return {
     kind: 'keyed',
-    seal(taskId, plaintext) {
-      const body = Buffer.concat([lengthPrefixed(taskId), Buffer.from(plaintext, 'utf8')]);
+    seal(owner, plaintext) {
+      const body = Buffer.concat([lengthPrefixed(owner), Buffer.from(plaintext, 'utf8')]);
       const iv = createHmac('sha256', macKey).update(body).digest().subarray(0, IV);
       const cipher = createCipheriv('aes-256-ctr', encKey, iv);
       return Buffer.concat([iv, cipher.update(body), cipher.final()]).toString('base64url');
@@ -119,7 +122,7 @@ export function keyedSealer(options: { key: Uint8Array | string }): Sealer {
       if (!timingSafeEqual(expected, iv)) return undefined;
       const length = body.readUInt16BE(0);
       if (2 + length > body.length) return undefined;
-      return { taskId: body.subarray(2, 2 + length).toString('utf8'), plaintext: body.subarray(2 + length).toString('utf8') };
+      return { owner: body.subarray(2, 2 + length).toString('utf8'), plaintext: body.subarray(2 + length).toString('utf8') };
     },
   };
 }

@@ -3,6 +3,10 @@
  * journal entries it emitted, in order, by compare-and-set.
  *
  * Invariants:
+ * - A save happens when something needs it, not after every step: when a barrier asks (before a write's side
+ *   effect, before a model turn that spends budget, after a host event), and when the task comes to rest (it waits
+ *   for someone, or ended). A read round's bookkeeping rides with the save before the next model turn, so a round
+ *   costs one save. What is lost to a crash in between is only work that is safe to do again (reads, checks).
  * - Saves are serialized; each goes from the last saved revision to the next. Snapshots that arrive while a save
  *   is in flight are coalesced into the next save (the journal entries are all kept).
  * - `barrier()` resolves only when the snapshot current at the call is durable. Side effects wait on it, so a
@@ -21,6 +25,7 @@ import { AgentError, MachineError, RevisionConflictError, StoreUnavailableError,
 import { safeErrorText } from '../../machines/lib/text.js';
 import { ENVELOPE_SCHEMA_VERSION, type PersistedAgentSnapshot, type TaskEnvelope } from '../store/envelope.js';
 import { type TaskSummary, summarize } from '../store/summary.js';
+import { taskStateOf } from '../../machines/tags.js';
 import type { TaskStore } from '../store/taskStore.js';
 import type { TaskPort } from './actorHost.js';
 
@@ -138,7 +143,9 @@ export class LiveTask implements TaskPort {
     if (this.failure) throw this.failure;
     const version = this.observed;
     if (this.persisted >= version) return;
-    return new Promise((resolve, reject) => this.waiters.push({ version, resolve, reject }));
+    const durable = new Promise<void>((resolve, reject) => this.waiters.push({ version, resolve, reject }));
+    this.scheduleSave();
+    return durable;
   }
 
   async transcript(): Promise<TranscriptEntry[]> {
@@ -207,11 +214,15 @@ export class LiveTask implements TaskPort {
     if (snapshot === this.lastSnapshot && this.pendingAudit.length === 0 && this.pendingTranscript.length === 0) return;
     this.lastSnapshot = snapshot;
     this.observed += 1;
-    if (!this.saving && !this.failure) {
-      this.saving = true;
-      // Coalesce the snapshots of one synchronous burst into one save.
-      queueMicrotask(() => void this.saveLoop());
-    }
+    // At rest (waiting for someone, or ended): saved now. While it runs, the next barrier saves it.
+    if (taskStateOf(snapshot.tags, snapshot.context.outcome?.status ?? null) !== 'running') this.scheduleSave();
+  }
+
+  /** Starts the save loop unless it runs; the snapshots of one synchronous burst are coalesced into one save. */
+  private scheduleSave(): void {
+    if (this.saving || this.failure || this.persisted >= this.observed) return;
+    this.saving = true;
+    queueMicrotask(() => void this.saveLoop());
   }
 
   private async saveLoop(): Promise<void> {
@@ -259,10 +270,8 @@ export class LiveTask implements TaskPort {
       this.fail(error instanceof Error ? error : new Error(String(error)));
     } finally {
       this.saving = false;
-      if (this.persisted < this.observed && !this.failure) {
-        this.saving = true;
-        queueMicrotask(() => void this.saveLoop());
-      }
+      // What arrived during the last save: saved if someone waits for it, or if the task came to rest meanwhile.
+      if (this.persisted < this.observed && (this.waiters.length > 0 || this.atRest())) this.scheduleSave();
     }
   }
 
@@ -296,6 +305,11 @@ export class LiveTask implements TaskPort {
     } catch {
       return false;
     }
+  }
+
+  private atRest(): boolean {
+    const snapshot = this.actor.getSnapshot();
+    return taskStateOf(snapshot.tags, snapshot.context.outcome?.status ?? null) !== 'running';
   }
 
   private release(version: number): void {

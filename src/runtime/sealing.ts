@@ -1,53 +1,92 @@
 /**
  * Where values from outside enter a task in the runtime, sealed before the chart sees them: the model's output (its
- * text, and each call's arguments at the tool's sensitive paths), tools' results and summaries, and host hooks'
- * verdicts. Opening happens here too, right before a hook or a tool that takes the sensitive values runs.
+ * text, each call's name, id and arguments), tools' results and summaries, lookups, and host hooks' verdicts.
+ * Opening happens here too, right before a hook or a tool that takes the sensitive values runs. Text is sealed
+ * before it is cut to its bound: a cut must never leave part of a value that a whole one would have matched.
  */
 import type { CallOutcome, CheckVerdict } from '../../machines/actors.js';
-import type { Json } from '../../machines/context.js';
+import type { AgentContext, Json } from '../../machines/context.js';
 import type { ModelEvent } from '../../machines/events.js';
-import type { OpenedToken, Privacy, SealFailure } from '../privacy/privacy.js';
+import type { ParseAnswer, TaskRef } from '../../machines/toolkit.js';
+import type { z } from 'zod';
+import type { OpenedToken, Privacy, SealFailure, SealScope } from '../privacy/privacy.js';
 import type { Tool } from '../tool.js';
 import type { ToolRegistry } from './toolRegistry.js';
-import { sealFailureText } from './toolRegistry.js';
 
-/** A model event as the task may record it: every text redacted, every call's sensitive arguments sealed. */
-export function sealModelEvent(registry: ToolRegistry, taskId: string, event: ModelEvent): ModelEvent {
+/** The task whose values a sealing step seals and opens. */
+export function scopeOf(context: Pick<AgentContext, 'taskId' | 'startedAt'> & { principal: { tenantId: string } }): SealScope {
+  return { taskId: context.taskId, tenantId: context.principal.tenantId, startedAt: context.startedAt };
+}
+
+/** A model event as the task may record it: every text redacted, every call's name, id and arguments sealed. */
+export function sealModelEvent(registry: ToolRegistry, scope: SealScope, event: ModelEvent): ModelEvent {
   const { privacy } = registry;
   switch (event.type) {
     case 'model.toolsProposed':
       return {
         ...event,
-        text: event.text === null ? null : privacy.text(taskId, event.text),
+        text: event.text === null ? null : privacy.text(scope, event.text),
         calls: event.calls.map((call) => ({
-          ...call,
-          arguments: privacy.arguments(taskId, call.arguments, registry.get(call.name)?.sensitive?.args ?? []),
+          ...(call.callId === undefined ? {} : { callId: privacy.text(scope, call.callId) }),
+          name: privacy.text(scope, call.name),
+          arguments: privacy.arguments(scope, call.arguments, registry.get(call.name)?.sensitive?.args ?? []),
         })),
       };
     case 'model.answered':
-      return { ...event, text: privacy.text(taskId, event.text) };
+      return { ...event, text: privacy.text(scope, event.text) };
     case 'model.askedUser':
-      return { ...event, question: privacy.text(taskId, event.question) };
+      return { ...event, question: privacy.text(scope, event.question) };
     case 'model.refused':
-      return { ...event, reason: privacy.text(taskId, event.reason) };
+      return { ...event, reason: privacy.text(scope, event.reason) };
     case 'model.invalidOutput':
-      // `received` was sealed before it was cut (see the model actor): cutting may have split a token, never a value.
-      return { ...event, detail: privacy.text(taskId, event.detail) };
+      // `detail` and `received` were sealed before they were cut (see the model actor).
+      return event;
   }
 }
 
 /**
- * A tool's outcome as the task may record it: its result sealed at the tool's sensitive output paths; a failure's
- * summary redacted, with the values the call opened sealed again wherever it quotes them.
+ * An unusable output as the audit may keep it. When a tool takes sensitive arguments and the output names one of
+ * their fields, the output may hold a value (in call arguments nobody could parse): it is kept whole as one token.
  */
-export function sealOutcome(privacy: Privacy, taskId: string, tool: Tool, outcome: CallOutcome, opened: readonly OpenedToken[] = []): CallOutcome {
-  if (outcome.kind === 'ok') return { ...outcome, value: privacy.json(taskId, outcome.value, tool.sensitive?.output ?? []) };
-  return { ...outcome, summary: privacy.echoes(taskId, outcome.summary, opened) };
+export function sealReceived(registry: ToolRegistry, scope: SealScope, received: string): string {
+  const fields = registry.sensitiveArgumentNames();
+  if (fields.some((field) => received.includes(field))) return registry.privacy.withheld(scope, 'received', received);
+  return registry.privacy.text(scope, received);
 }
 
-/** A host hook's verdict, its summary sealed as a failure's is. */
-export function sealVerdict(privacy: Privacy, taskId: string, verdict: CheckVerdict, opened: readonly OpenedToken[] = []): CheckVerdict {
-  return verdict.ok ? verdict : { ...verdict, summary: privacy.echoes(taskId, verdict.summary, opened) };
+/** How one call's texts and results are sealed: the task, the tool, and the values the call opened. */
+export interface CallSealing {
+  privacy: Privacy;
+  scope: SealScope;
+  tool: Tool;
+  opened: readonly OpenedToken[];
+}
+
+/** Free text of a call (a summary, an error message): the values it opened sealed where quoted, then redacted. */
+export function sealCallText(sealing: CallSealing, text: string): string {
+  return sealing.privacy.echoes(sealing.scope, text, sealing.opened);
+}
+
+/**
+ * A tool's outcome as the task may record it: its result sealed at the tool's sensitive output paths, every value
+ * the call opened sealed wherever the result or a summary quotes it, and a code that quotes one replaced.
+ */
+export function sealOutcome(sealing: CallSealing, outcome: CallOutcome): CallOutcome {
+  const { privacy, scope, tool, opened } = sealing;
+  if (outcome.kind === 'ok') return { ...outcome, value: privacy.json(scope, outcome.value, tool.sensitive?.output ?? [], opened) };
+  const summary = sealCallText(sealing, outcome.summary);
+  if (outcome.kind !== 'error') return { ...outcome, summary };
+  return { ...outcome, code: sealCode(sealing, outcome.code), summary };
+}
+
+/** A host hook's verdict, its summary and code sealed as a failure's are. */
+export function sealVerdict(sealing: CallSealing, verdict: CheckVerdict): CheckVerdict {
+  return verdict.ok ? verdict : { ...verdict, code: sealCode(sealing, verdict.code), summary: sealCallText(sealing, verdict.summary) };
+}
+
+/** A host's failure code is a short name; one that quotes a value is replaced, never sealed into the code. */
+function sealCode(sealing: CallSealing, code: string): string {
+  return sealCallText(sealing, code) === code ? code : 'redacted_code';
 }
 
 /**
@@ -56,10 +95,51 @@ export function sealVerdict(privacy: Privacy, taskId: string, verdict: CheckVerd
  */
 export function openArguments(
   privacy: Privacy,
-  taskId: string,
+  scope: SealScope,
   tool: Tool,
   args: Json,
 ): { ok: true; value: Json; opened: OpenedToken[] } | { ok: false; summary: string; failure: SealFailure } {
-  const opened = privacy.open(args, tool.sensitive?.args ?? [], taskId);
+  const opened = privacy.open(args, tool.sensitive?.args ?? [], scope);
   return opened.ok ? { ok: true, value: opened.value, opened: opened.opened } : { ok: false, summary: sealFailureText(opened.failure), failure: opened.failure };
+}
+
+/**
+ * The chart's schema check of a tool with sensitive fields (its input at the schema gate and the re-check, its
+ * output when a reviewer reports a write's result), for one task: the task's sealed values are opened, checked
+ * against the tool's schema, and sealed again, each with the token it came in (so its label, e.g. `card-1111`, is
+ * what the approver sees). Sealing is deterministic, so the validated arguments, their hash and their idempotency key
+ * do not depend on the values. A token of another task fails; what the schema says about a sensitive field is
+ * replaced by a plain note (a message might quote the value).
+ */
+export function sealedParse(schema: z.ZodType, paths: readonly string[], privacy: Privacy): (value: unknown, task: TaskRef) => ParseAnswer {
+  return (value, task) => {
+    const opened = privacy.open(value as Json, paths, task);
+    if (!opened.ok) return refused([{ path: opened.failure.path.split('.'), message: sealFailureText(opened.failure) }]);
+    const parsed = schema.safeParse(opened.value);
+    if (!parsed.success) {
+      return refused(
+        parsed.error.issues.map((issue) => ({
+          path: issue.path,
+          message: paths.some((path) => underPath(path, issue.path)) ? 'invalid value (a sensitive field)' : issue.message,
+        })),
+      );
+    }
+    return { success: true, data: privacy.reseal(task, parsed.data as Json, paths, opened.opened) };
+  };
+}
+
+function refused(issues: { path: readonly PropertyKey[]; message: string }[]): ParseAnswer {
+  return { success: false, error: { issues } };
+}
+
+/** Why a sealed value cannot be used, for the model and the audit. */
+export function sealFailureText(failure: SealFailure): string {
+  return failure.reason === 'other_task'
+    ? `the sealed value at ${failure.path} (${failure.label}) belongs to another task`
+    : `the sealed value at ${failure.path} (${failure.label}) is not available: it was sealed by a process that no longer runs, or it is not a sealed value`;
+}
+
+function underPath(path: string, issuePath: readonly PropertyKey[]): boolean {
+  const segments = path.split('.');
+  return segments.length <= issuePath.length && segments.every((segment, i) => segment === '*' || segment === String(issuePath[i]));
 }

@@ -7,9 +7,8 @@ import type { ToolRules, Toolkit } from '../../machines/toolkit.js';
 import { AgentError } from '../errors.js';
 import { sha256Hex } from '../hashing.js';
 import type { OfferedTool } from '../model/agentModel.js';
-import { z } from 'zod';
-import type { Json } from '../../machines/context.js';
-import { Privacy, type SealFailure } from '../privacy/privacy.js';
+import { Privacy } from '../privacy/privacy.js';
+import { sealedParse } from './sealing.js';
 import { type Tool, defineTool, toolParametersSchema, toolVersion } from '../tool.js';
 
 export class ToolRegistry {
@@ -38,6 +37,11 @@ export class ToolRegistry {
 
   get(name: string): Tool | undefined {
     return this.tools.get(name);
+  }
+
+  /** The last named segment of every sensitive argument path of the installed tools ("card_number"). */
+  sensitiveArgumentNames(): string[] {
+    return [...this.tools.values()].flatMap((tool) => (tool.sensitive?.args ?? []).map((path) => path.split('.').filter((s) => s !== '*').at(-1) ?? path));
   }
 
   get names(): string[] {
@@ -89,10 +93,16 @@ function rulesOf(tool: Tool, privacy: Privacy): ToolRules {
       return tool.effect;
     },
     get input() {
-      return tool.sensitive?.args?.length ? sealedSchema(tool.input, tool.sensitive.args, privacy) : tool.input;
+      return tool.input;
     },
     get output() {
-      return tool.sensitive?.output?.length ? sealedSchema(tool.output, tool.sensitive.output, privacy) : tool.output;
+      return tool.output;
+    },
+    get parseInput() {
+      return tool.sensitive?.args?.length ? sealedParse(tool.input, tool.sensitive.args, privacy) : undefined;
+    },
+    get parseOutput() {
+      return tool.sensitive?.output?.length ? sealedParse(tool.output, tool.sensitive.output, privacy) : undefined;
     },
     get scopes() {
       return tool.scopes;
@@ -127,48 +137,4 @@ function rulesOf(tool: Tool, privacy: Privacy): ToolRules {
 /** True when the principal holds every scope in `required`. */
 export function hasScopes(principal: Readonly<Principal>, required: readonly string[]): boolean {
   return required.every((scope) => principal.scopes.includes(scope));
-}
-
-const sealedSchemas = new WeakMap<z.ZodType, { paths: readonly string[]; wrapped: z.ZodType }>();
-
-/**
- * The chart's view of a schema with sensitive fields (a tool's input at the schema gate, its output when a reviewer
- * reports a write's result): the sealed values are opened (for any task: this only validates), checked against the
- * tool's schema, and sealed again. Sealing is deterministic, so the validated arguments hold the same tokens, and
- * their hash and idempotency key do not depend on the values. What the schema says about a sensitive field is
- * replaced by a plain note: a message might quote the value.
- */
-function sealedSchema(schema: z.ZodType, paths: readonly string[], privacy: Privacy): z.ZodType {
-  const cached = sealedSchemas.get(schema);
-  if (cached && cached.paths === paths) return cached.wrapped;
-  const wrapped = z.unknown().transform((value, ctx) => {
-    const opened = privacy.open(value as Json, paths, null);
-    if (!opened.ok) {
-      ctx.issues.push({ code: 'custom', message: sealFailureText(opened.failure), input: undefined, path: opened.failure.path.split('.') });
-      return z.NEVER;
-    }
-    const parsed = schema.safeParse(opened.value);
-    if (!parsed.success) {
-      for (const issue of parsed.error.issues) {
-        const sensitive = paths.some((path) => underPath(path, issue.path));
-        ctx.issues.push({ code: 'custom', message: sensitive ? 'invalid value (a sensitive field)' : issue.message, input: undefined, path: issue.path as PropertyKey[] as (string | number)[] });
-      }
-      return z.NEVER;
-    }
-    return opened.taskId === null ? parsed.data : privacy.json(opened.taskId, parsed.data as Json, paths);
-  });
-  sealedSchemas.set(schema, { paths, wrapped });
-  return wrapped;
-}
-
-/** Why a sealed value cannot be used, for the model and the audit. */
-export function sealFailureText(failure: SealFailure): string {
-  return failure.reason === 'other_task'
-    ? `the sealed value at ${failure.path} (${failure.label}) belongs to another task`
-    : `the sealed value at ${failure.path} (${failure.label}) is not available: it was sealed by a process that no longer runs, or it is not a sealed value`;
-}
-
-function underPath(path: string, issuePath: readonly PropertyKey[]): boolean {
-  const segments = path.split('.');
-  return segments.length <= issuePath.length && segments.every((segment, i) => segment === '*' || segment === String(issuePath[i]));
 }

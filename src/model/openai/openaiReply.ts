@@ -22,7 +22,8 @@ export function toModelReply(response: unknown, options: ReplyOptions): ModelRep
   if (typeof response === 'string') {
     return {
       type: 'invalid',
-      detail: `the server answered text, not a chat completion: ${JSON.stringify(response.slice(0, 80))}`,
+      // The text itself is kept (sealed) as `received`; a cut excerpt here could hold part of a value.
+      detail: `the server answered ${response.length} characters of text, not a chat completion`,
       received: response,
       usage: usageOf({}, options),
     };

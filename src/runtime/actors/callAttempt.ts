@@ -1,8 +1,8 @@
 /** One attempt of a tool call: its timeout, thrown errors and output validation turned into a CallOutcome. */
 import type { CallOutcome } from '../../../machines/actors.js';
 import type { Json } from '../../../machines/context.js';
-import type { OpenedToken, Privacy } from '../../privacy/privacy.js';
-import { openArguments } from '../sealing.js';
+import type { Privacy, SealScope } from '../../privacy/privacy.js';
+import { type CallSealing, openArguments, sealCallText, sealOutcome } from '../sealing.js';
 import { CALL_CODES, type CallCode } from '../../../machines/failures.js';
 import { toJson } from '../../../machines/lib/arguments.js';
 import { cap, errorName, safeErrorText, zodSummary } from '../../../machines/lib/text.js';
@@ -15,29 +15,39 @@ function failed(code: CallCode, summary: string): CallOutcome {
   return { kind: 'error', code, summary, retryable: CALL_CODES[code].retryable };
 }
 
+/**
+ * Runs one attempt and says what came of it, sealed as the task may record it (`sealing`): texts are sealed before
+ * they are cut to their bound, so a cut never leaves part of a value that a whole one would have matched.
+ */
 export async function attemptTool<O>(
   clock: Clock,
   tool: Tool<unknown, O>,
   signal: AbortSignal,
   work: (signal: AbortSignal) => Promise<ToolResult<O>>,
+  sealing: CallSealing,
 ): Promise<CallOutcome> {
+  const text = (raw: string) => cap(sealCallText(sealing, raw));
   let timed;
   try {
     timed = await runWithTimeout(clock, tool.timeoutMs, signal, work);
   } catch (error) {
-    if (error instanceof TransientToolError) return failed('unavailable', `${tool.name} is unavailable: ${cap(error.message)}`);
+    if (error instanceof TransientToolError) return failed('unavailable', `${tool.name} is unavailable: ${text(error.message)}`);
     return failed('tool_error', `${tool.name} failed unexpectedly (${errorName(error)})`);
   }
   if (timed.kind === 'timeout') return failed('timeout', `${tool.name} timed out`);
   if (timed.kind === 'aborted') return failed('aborted', `${tool.name} was aborted`);
   const result = timed.value;
   if (!result.ok) {
-    return { kind: 'error', code: result.code, summary: cap(result.summary), retryable: result.retryable ?? false };
+    return sealOutcome(sealing, { kind: 'error', code: String(result.code), summary: text(String(result.summary)), retryable: result.retryable ?? false });
   }
   const parsed = tool.output.safeParse(result.value);
-  if (!parsed.success) return failed('invalid_output', `${tool.name} returned output that does not match its schema: ${zodSummary(parsed.error)}`);
+  if (!parsed.success) {
+    // What the schema says about a sensitive output field is not repeated: a message might quote the value.
+    const why = tool.sensitive?.output?.length ? 'it fails the output schema' : zodSummary(parsed.error);
+    return failed('invalid_output', `${tool.name} returned output that does not match its schema: ${text(why)}`);
+  }
   try {
-    return { kind: 'ok', value: toJson(parsed.data) };
+    return sealOutcome(sealing, { kind: 'ok', value: toJson(parsed.data) });
   } catch (error) {
     return failed('invalid_output', `${tool.name} returned non-JSON output (${safeErrorText(error)})`);
   }
@@ -66,13 +76,13 @@ export function describeOutcome(outcome: CallOutcome): { attributes: Record<stri
  */
 export function parseArguments(
   privacy: Privacy,
-  taskId: string,
+  scope: SealScope,
   tool: Tool,
   args: Json,
-): { ok: true; value: unknown; opened: OpenedToken[] } | { ok: false; code: 'invalid_arguments' | 'sealed_value_unavailable'; summary: string } {
-  const opened = openArguments(privacy, taskId, tool, args);
+): { ok: true; value: unknown; sealing: CallSealing } | { ok: false; code: 'invalid_arguments' | 'sealed_value_unavailable'; summary: string } {
+  const opened = openArguments(privacy, scope, tool, args);
   if (!opened.ok) return { ok: false, code: 'sealed_value_unavailable', summary: opened.summary };
   const parsed = tool.input.safeParse(opened.value);
-  if (parsed.success) return { ok: true, value: parsed.data, opened: opened.opened };
+  if (parsed.success) return { ok: true, value: parsed.data, sealing: { privacy, scope, tool, opened: opened.opened } };
   return { ok: false, code: 'invalid_arguments', summary: tool.sensitive?.args?.length ? 'the arguments no longer match the input schema' : zodSummary(parsed.error) };
 }

@@ -9,7 +9,7 @@ import { cap, errorName } from '../../../machines/lib/text.js';
 import type { Tool, ValidationContext, ValidationResult } from '../../tool.js';
 import type { ActorHost } from '../actorHost.js';
 import { runWithTimeout } from '../timeouts.js';
-import { sealVerdict } from '../sealing.js';
+import { scopeOf, sealVerdict } from '../sealing.js';
 import { parseArguments } from './callAttempt.js';
 
 type Hook = 'validate' | 'authorize';
@@ -30,7 +30,7 @@ export async function runCheck(host: ActorHost, hook: Hook, input: CheckActorInp
   const run = tool?.[hook] as ((args: unknown, ctx: ValidationContext) => ValidationResult | Promise<ValidationResult>) | undefined;
   if (!tool || !run) return { ok: false, code: 'unavailable', summary: `${what} of ${input.call.tool} is not installed` };
   const { privacy } = host.registry;
-  const args = parseArguments(privacy, input.taskId, tool as Tool, input.call.args);
+  const args = parseArguments(privacy, scopeOf(host.task(input.taskId).context()), tool as Tool, input.call.args);
   if (!args.ok) return { ok: false, code: args.code, summary: args.summary };
   const ctx: ValidationContext = { taskId: input.taskId, principal: input.principal, signal };
   const timed = await runWithTimeout(host.clock, tool.timeoutMs, signal, async (s) => run(args.value, { ...ctx, signal: s })).catch(
@@ -39,11 +39,13 @@ export async function runCheck(host: ActorHost, hook: Hook, input: CheckActorInp
   if (timed.kind === 'done') {
     const result = timed.value as Partial<{ ok: unknown; code: unknown; summary: unknown }> | null | undefined;
     if (result?.ok === true) return { ok: true };
-    return sealVerdict(privacy, input.taskId, {
+    // Sealed before it is cut: a cut must not leave part of a value a whole one would have matched.
+    const verdict = sealVerdict(args.sealing, {
       ok: false,
       code: typeof result?.code === 'string' ? result.code : hook === 'authorize' ? 'permission_denied' : 'invalid_arguments',
-      summary: typeof result?.summary === 'string' ? cap(result.summary) : `${what} did not return { ok: true }`,
-    }, args.opened);
+      summary: typeof result?.summary === 'string' ? result.summary : `${what} did not return { ok: true }`,
+    });
+    return verdict.ok ? verdict : { ...verdict, summary: cap(verdict.summary) };
   }
   if (timed.kind === 'timeout') return { ok: false, code: 'unavailable', summary: `${what} did not finish within ${tool.timeoutMs} ms` };
   if (timed.kind === 'aborted') return { ok: false, code: 'unavailable', summary: `${what} was aborted` };

@@ -2,9 +2,10 @@
 import { fromPromise } from 'xstate';
 import type { LookupActorInput, LookupActorOutput, LookupResult } from '../../../machines/actors.js';
 import { toJson } from '../../../machines/lib/arguments.js';
-import { safeErrorText, zodSummary } from '../../../machines/lib/text.js';
+import { cap, safeErrorText, zodSummary } from '../../../machines/lib/text.js';
 import { backoffDelay, sleep } from '../../clock.js';
 import type { ActorHost } from '../actorHost.js';
+import { openArguments, scopeOf, sealCallText } from '../sealing.js';
 import { runWithTimeout } from '../timeouts.js';
 
 export function lookupActor(host: ActorHost) {
@@ -13,14 +14,22 @@ export function lookupActor(host: ActorHost) {
     const started = clock.now();
     const tool = host.registry.get(input.call.tool);
     const { privacy } = host.registry;
-    // What the lookup found is a tool result like any other: sealed at the tool's sensitive output paths.
+    // What the lookup found is a tool result like any other: sealed at the tool's sensitive output paths, with the
+    // values the write took (opened here only to find them where the result or an error quotes them).
+    const scope = scopeOf(host.task(input.taskId).context());
+    const opened = tool ? openArguments(privacy, scope, tool, input.call.args) : null;
+    const sealing = tool ? { privacy, scope, tool, opened: opened?.ok ? opened.opened : [] } : null;
     const sealed = (result: LookupResult): LookupResult => {
-      if (result.kind === 'found') return { ...result, value: privacy.json(input.taskId, result.value, tool?.sensitive?.output ?? []) };
-      if (result.kind === 'inconclusive') return { ...result, summary: privacy.text(input.taskId, result.summary) };
+      if (!sealing) return result;
+      if (result.kind === 'found') return { ...result, value: privacy.json(scope, result.value, sealing.tool.sensitive?.output ?? [], sealing.opened) };
+      if (result.kind === 'inconclusive') return { ...result, summary: cap(sealCallText(sealing, result.summary)) };
       return result;
     };
     const done = (result: LookupResult): LookupActorOutput => ({ at: clock.now(), result: sealed(result), durationMs: Math.max(0, clock.now() - started) });
     if (tool?.effect !== 'write') return done({ kind: 'inconclusive', code: 'unknown_tool', summary: `no write tool ${input.call.tool}` });
+    // Rare, and worth seeing: a task reconciling a write is saved as such before it asks (operators and a process
+    // that takes over see where it is; the lookup itself is a read, safe to ask again).
+    await host.task(input.taskId).barrier();
     if (input.attempt > 1) {
       await sleep(clock, backoffDelay(input.attempt - 2, tool.lookupRetry ?? host.backoff, host.random), signal);
     }
@@ -45,6 +54,15 @@ export function lookupActor(host: ActorHost) {
     }
     if (timed.kind === 'timeout') return done({ kind: 'inconclusive', code: 'timeout', summary: `lookup did not answer within ${tool.timeoutMs} ms` });
     if (timed.kind === 'aborted') return done({ kind: 'inconclusive', code: 'lookup_failed', summary: 'lookup aborted' });
-    return done({ kind: 'inconclusive', code: 'lookup_failed', summary: `lookup failed: ${safeErrorText(timed.error)}` });
+    return done({ kind: 'inconclusive', code: 'lookup_failed', summary: `lookup failed: ${uncut(timed.error)}` });
   });
+}
+
+/** An error's name and message, whole: sealed before it is cut. */
+function uncut(error: unknown): string {
+  try {
+    return error instanceof Error ? `${String(error.name)}: ${String(error.message)}` : safeErrorText(error);
+  } catch {
+    return 'an unreadable error';
+  }
 }

@@ -10,7 +10,7 @@ import { cap, safeErrorText, zodSummary } from '../../../machines/lib/text.js';
 import { backoffDelay, sleep } from '../../clock.js';
 import { type ModelReply, type ModelReplyWithVersion, TransientModelError, modelProvenance } from '../../model/agentModel.js';
 import type { ActorHost } from '../actorHost.js';
-import { sealModelEvent } from '../sealing.js';
+import { scopeOf, sealModelEvent, sealReceived } from '../sealing.js';
 import { runWithTimeout } from '../timeouts.js';
 
 export function modelActor(host: ActorHost) {
@@ -66,11 +66,19 @@ export function modelActor(host: ActorHost) {
       if (timed.kind === 'aborted') throw new Error('the model call was aborted');
       const answered = timed.kind === 'done' ? timed.value : null;
       if (answered?.ok) {
-        // Sealed before the chart (and so the snapshot, the journals and every stream) sees it.
-        // An unusable output is sealed before it is cut for the audit (a token is longer than what it stands for).
-        const received = answered.reply?.type === 'invalid' && typeof answered.reply.received === 'string' ? host.registry.privacy.text(input.taskId, answered.reply.received) : undefined;
-        const raw = received === undefined ? answered.reply : { ...answered.reply, received };
-        const event = sealModelEvent(host.registry, input.taskId, toModelEvent(raw, clock.now(), context.modelReservation));
+        // Sealed before the chart (and so the snapshot, the journals and every stream) sees it. An unusable output's
+        // texts are sealed before they are cut for the audit: a cut must not leave part of a value.
+        const scope = scopeOf(context);
+        const reply = answered.reply;
+        const raw =
+          reply?.type === 'invalid'
+            ? {
+                ...reply,
+                detail: typeof reply.detail === 'string' ? host.registry.privacy.text(scope, reply.detail) : reply.detail,
+                ...(typeof reply.received === 'string' ? { received: sealReceived(host.registry, scope, reply.received) } : {}),
+              }
+            : reply;
+        const event = sealModelEvent(host.registry, scope, toModelEvent(raw, clock.now(), context.modelReservation));
         return { kind: 'replied', at: clock.now(), retriesUsed, event, provenance: provenanceOf(host, answered.reply) };
       }
       const error = answered?.ok === false ? answered.error : undefined;

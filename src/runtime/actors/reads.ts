@@ -5,7 +5,7 @@ import type { Principal } from '../../../machines/context.js';
 import { backoffDelay, sleep } from '../../clock.js';
 import type { ReadTool } from '../../tool.js';
 import type { ActorHost } from '../actorHost.js';
-import { sealOutcome } from '../sealing.js';
+import { scopeOf } from '../sealing.js';
 import { attemptTool, describeOutcome, parseArguments, toolSpanAttributes } from './callAttempt.js';
 
 export function readsActor(host: ActorHost) {
@@ -36,7 +36,7 @@ async function runRead(
     return finish({ kind: 'error', code: 'unknown_tool', summary: `no read tool named ${call.tool}`, retryable: false }, 0);
   }
   const { privacy } = host.registry;
-  const args = parseArguments(privacy, taskId, tool, call.args);
+  const args = parseArguments(privacy, scopeOf(host.task(taskId).context()), tool, call.args);
   if (!args.ok) return finish({ kind: 'error', code: args.code, summary: args.summary, retryable: args.code === 'invalid_arguments' }, 0);
   const limit = await host.rateLimits.consume(tool, principal.tenantId);
   if (!limit.ok) return finish({ kind: 'error', code: limit.code, summary: limit.summary, retryable: false }, 0);
@@ -47,9 +47,7 @@ async function runRead(
       `execute_tool ${tool.name}`,
       toolSpanAttributes(tool, call.callId, attempt),
       () =>
-        attemptTool(host.clock, tool, signal, (s) => tool.execute(args.value, { taskId, callId: call.callId, principal, signal: s, attempt })).then((outcome) =>
-          sealOutcome(privacy, taskId, tool, outcome, args.opened),
-        ),
+        attemptTool(host.clock, tool, signal, (s) => tool.execute(args.value, { taskId, callId: call.callId, principal, signal: s, attempt }), args.sealing),
       describeOutcome,
     );
     // A read has no review desk: a tool's `needs_review` is a business failure the model is told of.

@@ -11,7 +11,7 @@ import type { CallCode } from '../../../machines/failures.js';
 import type { WriteTool } from '../../tool.js';
 import type { ActorHost } from '../actorHost.js';
 import { argumentsHash } from '../../../machines/lib/hashing.js';
-import { sealOutcome } from '../sealing.js';
+import { scopeOf } from '../sealing.js';
 import { attemptTool, describeOutcome, parseArguments, toolSpanAttributes } from './callAttempt.js';
 
 export function writeActor(host: ActorHost) {
@@ -47,7 +47,7 @@ async function runWrite(host: ActorHost, input: WriteActorInput, signal: AbortSi
   }
   const { privacy } = host.registry;
   // A sealed value this process cannot open (a memory sealer's, after a restart): the write is not sent.
-  const args = parseArguments(privacy, input.taskId, tool, input.call.args);
+  const args = parseArguments(privacy, scopeOf(host.task(input.taskId).context()), tool, input.call.args);
   if (!args.ok) return { kind: 'error', code: args.code, summary: args.summary, retryable: false };
   const outcome = await host.tracing.span(
     input.taskId,
@@ -63,7 +63,8 @@ async function runWrite(host: ActorHost, input: WriteActorInput, signal: AbortSi
           attempt: input.attempt,
           idempotencyKey: input.idempotencyKey,
         }),
-      ).then((outcome) => sealOutcome(privacy, input.taskId, tool, outcome, args.opened)),
+        args.sealing,
+      ),
     describeOutcome,
   );
   if (outcome.kind === 'error' && outcome.code === 'needs_review') return { kind: 'review', code: 'needs_review', summary: outcome.summary };

@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { AgentError, CorruptTaskError } from '../../errors.js';
-import { type Tombstone, parseTombstone } from '../erasure.js';
+import { type Tombstone, erasedError, parseTombstone } from '../erasure.js';
 
 export const TASK_FORMAT = 'file-task/1';
 export const TOMBSTONE_FORMAT = 'file-tombstone/1';
@@ -69,6 +69,17 @@ export function parseRecord(taskId: string, raw: string, scanned = false): TaskR
     throw new CorruptTaskError(taskId, `${ENVELOPE_FILE} is not a file-store task record (at ${at}: ${issue.message})`);
   }
   return { kind: 'task', file: parsed.data };
+}
+
+/** The live task's file of a record; TaskErasedError for a tombstone. */
+export function liveTaskFile(record: TaskRecord): TaskFile {
+  if (record.kind === 'tombstone') throw erasedError(record.tombstone);
+  return record.file;
+}
+
+export function liveTombstone(record: TaskRecord): Tombstone {
+  if (record.kind !== 'tombstone') throw new AgentError('internal_error', 'expected a tombstone record');
+  return record.tombstone;
 }
 
 /** Whether `raw` is a tombstone record, without failing on anything else (a quarantine must work on corrupt tasks). */

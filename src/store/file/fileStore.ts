@@ -27,47 +27,30 @@
  * directory then holds only the tombstone until the tombstone's retention removes it. Every write (saves,
  * quarantine, erasure) holds the lock, so nothing can write into a task being erased. Erasing by user and the
  * retention sweep read every task's record, as `list` does: there is no index to keep in step.
+ *
+ * This file is the store core (save, load, list, journals, quarantine). Erasure and retention: `fileEraser.ts`, with
+ * the scan it reads through in `fileScan.ts`; per-task queue, reads and error mapping: `fileAccess.ts`; record
+ * formats: `fileRecords.ts`; durable file primitives and the lock file: `fileIo.ts`.
  */
-import { mkdir, readFile, rmdir, unlink } from 'node:fs/promises';
-import { dirname, join, resolve } from 'node:path';
-import {
-  AgentError,
-  CorruptTaskError,
-  RevisionConflictError,
-  StoreUnavailableError,
-  TaskExistsError,
-  TaskNotFoundError,
-} from '../../errors.js';
+import { readFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { CorruptTaskError, RevisionConflictError, TaskExistsError } from '../../errors.js';
 import { type TaskEnvelope, type TaskSummary, parseEnvelope } from '../envelope.js';
 import {
   type EraseRequest,
-  type Retention,
   type RetentionOptions,
   type RetentionReport,
   type SweepOptions,
   type TaskOwner,
   type Tombstone,
   type UserErasure,
-  checkEraseRequest,
-  checkOwner,
   checkRetention,
   erasedError,
-  isFinished,
-  retentionCutoffs,
-  retentionRequest,
-  sameOwner,
-  sweepLimit,
-  tombstoneOf,
 } from '../erasure.js';
-import {
-  LockTimeoutError,
-  errorCode,
-  fsyncDirectory,
-  readPrefix,
-  truncateAndAppend,
-  withLockFile,
-  writeFileAtomic,
-} from './fileIo.js';
+import { FileAccess } from './fileAccess.js';
+import { FileEraser } from './fileEraser.js';
+import { taskDirectoryNames } from './fileScan.js';
+import { readPrefix, truncateAndAppend, withLockFile, writeFileAtomic } from './fileIo.js';
 import {
   type Committed,
   ENVELOPE_FILE,
@@ -75,17 +58,16 @@ import {
   QUARANTINE_FILE,
   TASK_FORMAT,
   type TaskFile,
-  type TaskRecord,
   encodeJson,
   encodeLines,
   isTombstoneText,
+  liveTaskFile,
+  liveTombstone,
   parseCommitted,
   parseRecord,
   summaryFields,
   taskDirectoryName,
-  tombstoneRecordText,
 } from './fileRecords.js';
-import { countLines, entriesOf, readRecordLeniently, removeRemains, scanTasks, taskDirectoryNames } from './fileErasure.js';
 import { checkSameOwner, checkSaveRequest, matchesQuery } from '../storeChecks.js';
 import type { ErasableTaskStore, JournalStream, ListQuery, SaveRequest } from '../taskStore.js';
 
@@ -114,25 +96,27 @@ export class FileStore implements ErasableTaskStore {
   readonly kind = 'file';
   /** Absolute path of the root directory. */
   readonly directory: string;
-  private readonly lockOptions: { timeoutMs: number; staleMs: number };
-  private readonly retention: Retention;
-  /** Per task: the tail of this instance's queue of writes (never rejects). */
-  private readonly queues = new Map<string, Promise<void>>();
-  private readonly inFlight = new Set<Promise<void>>();
+  /** Per-task queue, lock options, reads and error mapping, shared with the eraser. */
+  private readonly files: FileAccess;
+  /** Erasure and retention (`fileEraser.ts`). */
+  private readonly eraser: FileEraser;
 
   constructor(directory: string, options: FileStoreOptions = {}) {
     this.directory = resolve(directory);
-    this.lockOptions = { timeoutMs: options.lockTimeoutMs ?? 10_000, staleMs: options.staleLockMs ?? 30_000 };
-    this.retention = checkRetention(options.retention);
+    this.files = new FileAccess(this.directory, {
+      timeoutMs: options.lockTimeoutMs ?? 10_000,
+      staleMs: options.staleLockMs ?? 30_000,
+    });
+    this.eraser = new FileEraser(this.files, checkRetention(options.retention));
   }
 
   /** Absolute path of a task's directory. */
   taskDirectory(taskId: string): string {
-    return join(this.directory, taskDirectoryName(taskId));
+    return this.files.taskDirectory(taskId);
   }
 
   async load(taskId: string): Promise<TaskEnvelope | null> {
-    const raw = await this.readText(taskId, ENVELOPE_FILE);
+    const raw = await this.files.readText(taskId, ENVELOPE_FILE);
     if (raw === null) return null;
     return parseEnvelope(taskId, liveTaskFile(parseRecord(taskId, raw)).envelope);
   }
@@ -146,11 +130,11 @@ export class FileStore implements ErasableTaskStore {
       transcript: encodeLines(taskId, request.append.transcript),
     };
     const envelopeText = encodeJson(taskId, 'the envelope', request.envelope);
-    return this.enqueue(taskId, () =>
-      this.io(`save of task ${JSON.stringify(taskId)}`, async () => {
+    return this.files.enqueue(taskId, () =>
+      this.files.io(`save of task ${JSON.stringify(taskId)}`, async () => {
         const dir = this.taskDirectory(taskId);
-        await this.ensureDirectory(dir);
-        await withLockFile(join(dir, LOCK_FILE), this.lockOptions, () => this.saveLocked(request, lines, envelopeText));
+        await this.files.ensureDirectory(dir);
+        await withLockFile(join(dir, LOCK_FILE), this.files.lockOptions, () => this.saveLocked(request, lines, envelopeText));
       }),
     );
   }
@@ -158,7 +142,7 @@ export class FileStore implements ErasableTaskStore {
   private async saveLocked(request: SaveRequest, lines: Record<JournalStream, string>, envelopeText: string) {
     const { envelope, expectedRevision } = request;
     const { taskId } = envelope;
-    const raw = await this.readText(taskId, ENVELOPE_FILE);
+    const raw = await this.files.readText(taskId, ENVELOPE_FILE);
     const record = raw === null ? null : parseRecord(taskId, raw);
     if (record?.kind === 'tombstone') throw erasedError(record.tombstone);
     if (expectedRevision === 0 && raw !== null) throw new TaskExistsError(taskId);
@@ -219,18 +203,18 @@ export class FileStore implements ErasableTaskStore {
   }
 
   async readJournal(taskId: string, stream: JournalStream, from = 0, to?: number): Promise<unknown[]> {
-    const raw = await this.readText(taskId, ENVELOPE_FILE);
+    const raw = await this.files.readText(taskId, ENVELOPE_FILE);
     if (raw === null) return [];
     const record = parseRecord(taskId, raw);
     if (record.kind === 'tombstone') return [];
     const file = record.file;
     const total = parseCommitted(taskId, file.envelope).journal[stream];
-    const prefix = await this.io(`read of task ${JSON.stringify(taskId)}`, () =>
+    const prefix = await this.files.io(`read of task ${JSON.stringify(taskId)}`, () =>
       readPrefix(join(this.taskDirectory(taskId), `${stream}.jsonl`), file.offsets[stream]),
     );
     if (prefix === null) {
       // Erased between the two reads: like any erased task, it has no entries.
-      const now = await this.readText(taskId, ENVELOPE_FILE);
+      const now = await this.files.readText(taskId, ENVELOPE_FILE);
       if (now !== null && isTombstoneText(now)) return [];
       throw new CorruptTaskError(taskId, `${stream}.jsonl is shorter than its committed length`);
     }
@@ -251,12 +235,12 @@ export class FileStore implements ErasableTaskStore {
   /** Under the task's lock, so that no marker lands in a task being erased. */
   async quarantine(taskId: string, reason: string): Promise<void> {
     const text = `${JSON.stringify({ reason, at: Date.now() })}\n`;
-    await this.enqueue(taskId, () =>
-      this.io(`quarantine of task ${JSON.stringify(taskId)}`, async () => {
+    await this.files.enqueue(taskId, () =>
+      this.files.io(`quarantine of task ${JSON.stringify(taskId)}`, async () => {
         const dir = this.taskDirectory(taskId);
-        await this.ensureDirectory(dir);
-        await withLockFile(join(dir, LOCK_FILE), this.lockOptions, async () => {
-          const raw = await this.readText(taskId, ENVELOPE_FILE);
+        await this.files.ensureDirectory(dir);
+        await withLockFile(join(dir, LOCK_FILE), this.files.lockOptions, async () => {
+          const raw = await this.files.readText(taskId, ENVELOPE_FILE);
           if (raw !== null && isTombstoneText(raw)) throw erasedError(liveTombstone(parseRecord(taskId, raw)));
           await writeFileAtomic(join(dir, QUARANTINE_FILE), text);
         });
@@ -265,7 +249,7 @@ export class FileStore implements ErasableTaskStore {
   }
 
   async quarantined(taskId: string): Promise<string | null> {
-    const raw = await this.readText(taskId, QUARANTINE_FILE);
+    const raw = await this.files.readText(taskId, QUARANTINE_FILE);
     if (raw === null) return null;
     try {
       const { reason } = JSON.parse(raw) as { reason?: unknown };
@@ -279,192 +263,24 @@ export class FileStore implements ErasableTaskStore {
 
   /** Waits for the writes this instance has started; the store stays usable afterwards. */
   async close(): Promise<void> {
-    await Promise.all([...this.inFlight]);
+    await this.files.settled();
   }
 
-  // --- erasure and retention ------------------------------------------------------------------------------
+  // --- erasure and retention (fileEraser.ts) ----------------------------------------------------------------
 
-  async erase(taskId: string, request: EraseRequest): Promise<Tombstone> {
-    const checked = checkEraseRequest(`erase of task ${taskId}`, request);
-    return (await this.eraseTask(taskId, checked, null))!.tombstone;
+  erase(taskId: string, request: EraseRequest): Promise<Tombstone> {
+    return this.eraser.erase(taskId, request);
   }
 
-  async eraseUser(owner: TaskOwner, request: EraseRequest): Promise<UserErasure> {
-    const checked = checkEraseRequest('eraseUser', request);
-    const user = checkOwner(owner);
-    const result: UserErasure = { erased: [], unreadable: [] };
-    for (const found of await scanTasks(this.directory)) {
-      if (found.kind === 'unreadable') result.unreadable.push(found.name);
-      if (found.kind !== 'task' || !sameOwner(found.summary, user)) continue;
-      try {
-        // The owner never changes, so what the scan read still holds under the lock.
-        const erased = (await this.eraseTask(found.taskId, checked, null))!;
-        if (erased.fresh) result.erased.push(erased.tombstone);
-      } catch (error) {
-        if (!(error instanceof TaskNotFoundError)) throw error;
-      }
-    }
-    return result;
+  eraseUser(owner: TaskOwner, request: EraseRequest): Promise<UserErasure> {
+    return this.eraser.eraseUser(owner, request);
   }
 
-  async tombstone(taskId: string): Promise<Tombstone | null> {
-    const raw = await this.readText(taskId, ENVELOPE_FILE);
-    if (raw === null || !isTombstoneText(raw)) return null;
-    return liveTombstone(parseRecord(taskId, raw));
+  tombstone(taskId: string): Promise<Tombstone | null> {
+    return this.eraser.tombstone(taskId);
   }
 
-  async sweepRetention(now = Date.now(), options?: SweepOptions): Promise<RetentionReport> {
-    const limit = sweepLimit(options);
-    const { finishedBefore, tombstonesBefore } = retentionCutoffs(this.retention, now);
-    const scanned = await scanTasks(this.directory);
-    const isDue = (summary: { state: string; updatedAt: number }) =>
-      finishedBefore !== null && isFinished(summary.state) && summary.updatedAt <= finishedBefore;
-    const due = scanned
-      .flatMap((found) => (found.kind === 'task' && isDue(found.summary) ? [found] : []))
-      .sort((a, b) => a.summary.updatedAt - b.summary.updatedAt);
-    const tombstones = scanned.flatMap((found) => (found.kind === 'tombstone' ? [found] : []));
-    const old = tombstones.filter((t) => tombstonesBefore !== null && t.tombstone.erasedAt <= tombstonesBefore);
-    const request = retentionRequest(now);
-    const report: RetentionReport = { erased: [], tombstonesRemoved: 0, more: due.length > limit || old.length > limit };
-    for (const found of due.slice(0, limit)) {
-      const erased = await this.eraseTask(found.taskId, request, (summary) => summary !== null && isDue(summary)).catch((error: unknown) => {
-        if (error instanceof TaskNotFoundError) return null;
-        throw error;
-      });
-      // Another process may have erased it first: its tombstone is not this sweep's.
-      if (erased?.fresh) report.erased.push(erased.tombstone);
-    }
-    for (const found of old.slice(0, limit)) {
-      if (await this.forgetTombstone(found.tombstone.taskId, tombstonesBefore!)) report.tombstonesRemoved += 1;
-    }
-    // Erasures a crash interrupted after their commit point: their journals are unreachable but still on disk.
-    for (const found of tombstones) {
-      if (found.remains && !old.includes(found)) await this.eraseTask(found.tombstone.taskId, request, null);
-    }
-    return report;
+  sweepRetention(now = Date.now(), options?: SweepOptions): Promise<RetentionReport> {
+    return this.eraser.sweepRetention(now, options);
   }
-
-  /**
-   * Erases a task under its lock (header: the order and what a crash leaves). With `condition`, only when it holds
-   * for the summary read under the lock (null when unreadable); null when it did not. `fresh` is false when the task
-   * was erased before (the first tombstone is given back, and whatever a crash left is removed).
-   */
-  private eraseTask(
-    taskId: string,
-    request: EraseRequest,
-    condition: ((summary: { state: string; updatedAt: number } | null) => boolean) | null,
-  ): Promise<{ tombstone: Tombstone; fresh: boolean } | null> {
-    const dir = this.taskDirectory(taskId);
-    return this.enqueue(taskId, () =>
-      this.io(`erasure of task ${JSON.stringify(taskId)}`, async () => {
-        // Nothing to lock (and nothing to erase) when the directory does not exist; a lock would create it.
-        if ((await entriesOf(dir)).length === 0) throw new TaskNotFoundError(taskId);
-        return withLockFile(join(dir, LOCK_FILE), this.lockOptions, async () => {
-          const raw = await this.readText(taskId, ENVELOPE_FILE);
-          const record: TaskRecord | 'unreadable' | null = raw === null ? null : readRecordLeniently(taskId, raw);
-          if (record !== null && record !== 'unreadable' && record.kind === 'tombstone') {
-            await removeRemains(dir);
-            return { tombstone: record.tombstone, fresh: false };
-          }
-          const names = (await entriesOf(dir)).filter((name) => name !== LOCK_FILE);
-          if (names.length === 0) throw new TaskNotFoundError(taskId);
-          if (condition) {
-            const fields = record !== null && record !== 'unreadable' ? summaryFields(record.file.envelope) : null;
-            if (!condition(fields?.summary ?? null)) return null;
-          }
-          const tombstone = tombstoneOf(taskId, request, {
-            snapshot: raw !== null,
-            audit: await countLines(join(dir, 'audit.jsonl')),
-            transcript: await countLines(join(dir, 'transcript.jsonl')),
-            quarantine: names.includes(QUARANTINE_FILE),
-          });
-          await writeFileAtomic(join(dir, ENVELOPE_FILE), tombstoneRecordText(tombstone));
-          await removeRemains(dir);
-          return { tombstone, fresh: true };
-        });
-      }),
-    );
-  }
-
-  /** Removes a tombstone erased at or before `cutoff`, then its directory; false when it was not one (any more). */
-  private async forgetTombstone(taskId: string, cutoff: number): Promise<boolean> {
-    const dir = this.taskDirectory(taskId);
-    const removed = await this.enqueue(taskId, () =>
-      this.io(`removal of the tombstone of task ${JSON.stringify(taskId)}`, async () => {
-        // Removed meanwhile (by another process's sweep): taking the lock would fail on the missing directory.
-        if ((await entriesOf(dir)).length === 0) return false;
-        return withLockFile(join(dir, LOCK_FILE), this.lockOptions, async () => {
-          const raw = await this.readText(taskId, ENVELOPE_FILE);
-          if (raw === null || !isTombstoneText(raw) || liveTombstone(parseRecord(taskId, raw)).erasedAt > cutoff) return false;
-          await removeRemains(dir);
-          await unlink(join(dir, ENVELOPE_FILE));
-          return true;
-        });
-      }),
-    );
-    if (!removed) return false;
-    // After the lock file is gone; a task created under the id meanwhile keeps its directory.
-    await rmdir(dir).catch(() => undefined);
-    await fsyncDirectory(this.directory).catch(() => undefined);
-    return true;
-  }
-
-  private enqueue<T>(taskId: string, work: () => Promise<T>): Promise<T> {
-    const run = (this.queues.get(taskId) ?? Promise.resolve()).then(work);
-    const tail = run.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.queues.set(taskId, tail);
-    this.inFlight.add(tail);
-    void tail.then(() => {
-      this.inFlight.delete(tail);
-      if (this.queues.get(taskId) === tail) this.queues.delete(taskId);
-    });
-    return run;
-  }
-
-  private async ensureDirectory(dir: string): Promise<void> {
-    const created = await mkdir(dir, { recursive: true });
-    if (created === undefined) return;
-    // Make the new directory entries durable: the task's in the root, and the root's if we made it too.
-    await fsyncDirectory(this.directory);
-    if (created !== dir) await fsyncDirectory(dirname(this.directory));
-  }
-
-  /** A task file's text, or null when it does not exist. */
-  private readText(taskId: string, name: string): Promise<string | null> {
-    return this.io(`read of task ${JSON.stringify(taskId)}`, async () => {
-      try {
-        return await readFile(join(this.taskDirectory(taskId), name), 'utf8');
-      } catch (error) {
-        if (errorCode(error) === 'ENOENT') return null;
-        throw error;
-      }
-    });
-  }
-
-  /** Runs file work, passing the store's own errors through and reporting any other failure as unavailability. */
-  private async io<T>(what: string, work: () => Promise<T>): Promise<T> {
-    try {
-      return await work();
-    } catch (error) {
-      if (error instanceof AgentError) throw error;
-      if (error instanceof LockTimeoutError) {
-        throw new StoreUnavailableError(`${what} timed out waiting for a lock held by ${error.holder}`, { cause: error });
-      }
-      throw new StoreUnavailableError(`${what} failed in ${this.directory}: ${(error as Error).message}`, { cause: error });
-    }
-  }
-}
-
-/** The live task's file of a record; TaskErasedError for a tombstone. */
-function liveTaskFile(record: TaskRecord): TaskFile {
-  if (record.kind === 'tombstone') throw erasedError(record.tombstone);
-  return record.file;
-}
-
-function liveTombstone(record: TaskRecord): Tombstone {
-  if (record.kind !== 'tombstone') throw new AgentError('internal_error', 'expected a tombstone record');
-  return record.tombstone;
 }

@@ -33,6 +33,9 @@ export function createRedisClient(url: string, bounds: RedisClientBounds = {}): 
     // A save whose connection dropped may or may not have run. Resending it silently could report our own write
     // as a revision conflict; failing it (as unavailable) lets the caller retry and check what landed.
     autoResendUnfulfilledCommands: false,
+    // Group commit: the saves (and reads) of many tasks issued in the same tick go to Redis as one pipeline, one
+    // write on the socket; each is still its own script call with its own compare-and-set and its own result.
+    enableAutoPipelining: true,
   });
   // Failures reach callers as rejected commands; without a listener ioredis would log every reconnect failure.
   client.on('error', () => {});
