@@ -167,3 +167,37 @@ export class TaskRunningError extends AgentError {
     super('task_running', `Task ${JSON.stringify(taskId)} is running; erase it when it waits or has finished, or pass { cancelRunning: true }.`);
   }
 }
+
+/**
+ * The Redis data set the store was working on is gone or is another one: its epoch marker vanished (Redis restarted
+ * without persistence, was flushed, failed over to an empty replica) or holds another epoch (flushed and used
+ * again, restored from another data set). Not a StoreUnavailableError: no retry brings the data back, so a live task
+ * stops, and a task whose records vanished is not created again in the empty data set. `acceptDataLoss()` on the
+ * store carries on with the data set as it is now.
+ */
+export class StoreDataLostError extends AgentError {
+  constructor(
+    /** The store's key prefix. */
+    readonly prefix: string,
+    /** Where the store connects (host:port or socket path), without credentials. */
+    readonly node: string,
+    /** The epoch this store had learned. */
+    readonly expected: string,
+    /** The epoch found now; null when the marker is gone. */
+    readonly found: string | null,
+    /** What was refused ("save of task t-1"). */
+    action?: string,
+  ) {
+    const what =
+      found === null
+        ? `vanished (epoch ${expected} expected, none found): Redis restarted without persistence or was flushed; ` +
+          'the tasks stored before are gone'
+        : `was replaced (epoch ${expected} expected, ${found} found): Redis was flushed and used again, restored from ` +
+          'another data set, or failed over to a server that does not hold this one; the tasks stored before are not in it';
+    super(
+      'store_data_lost',
+      `Redis at ${node}${action ? ` refused the ${action}` : ''}: the data set under {${prefix}} ${what}, and none is ` +
+        'created again. Once you have checked, call acceptDataLoss() on the store to carry on with the data set as it is now.',
+    );
+  }
+}

@@ -179,3 +179,6 @@ export {
 } from './store/erasure.js';
 export type { EraseTaskRequest, UserErasureReport } from './orchestrator/erasure.js';
 export { DEFAULT_RETENTION_SWEEP_MS, type RetentionSweepOptions } from './orchestrator/retentionSweeper.js';
+
+// Data loss (RedisStore's epoch marker)
+export { StoreDataLostError } from './errors.js';

@@ -2,3 +2,4 @@
 export { RedisStore, type RedisStoreOptions } from './store/redis/redisStore.js';
 export type { RedisClientBounds } from './store/redis/redisConnection.js';
 export type { OwnerIndexReport } from './store/redis/redisErasure.js';
+export { StoreDataLostError } from './errors.js';

@@ -3,7 +3,7 @@
  * lease's fencing token; a lease that cannot be renewed stops its task here, so no side effect starts from a task
  * another process may now drive.
  */
-import { TaskBusyError } from '../errors.js';
+import { StoreDataLostError, TaskBusyError } from '../errors.js';
 import type { Lease, LeaseManager } from '../store/taskStore.js';
 
 export class LeaseKeeper {
@@ -66,8 +66,9 @@ export class LeaseKeeper {
           let kept: boolean;
           try {
             kept = await leases.renew(lease, this.settings.ttlMs);
-          } catch {
-            kept = Date.now() < lease.expiresAt;
+          } catch (error) {
+            // A store that lost its data holds no lease of ours; anything else may be a blip until the lease expires.
+            kept = !(error instanceof StoreDataLostError) && Date.now() < lease.expiresAt;
           }
           // Renewed an old lease object after the task released and re-took its lease: not a loss.
           if (!kept && this.held.get(taskId) === lease) this.onLost(taskId);

@@ -57,6 +57,11 @@ export interface RedisKeys {
   user(owner: TaskOwner): string;
   /** What every `user(...)` key starts with. */
   readonly userPrefix: string;
+  /**
+   * String: the epoch marker of the data set under the prefix ("<random id>@<ISO time of creation>"), written once
+   * by the first save or lease (`redisEpoch.ts`).
+   */
+  readonly epoch: string;
 }
 
 /** The key layout for one prefix. The prefix may not contain braces: they would end the hash tag early. */
@@ -80,6 +85,7 @@ export function redisKeys(prefix: string): RedisKeys {
     erased: `${root}:index:erased`,
     user: (owner) => `${root}:index:user:${createHash('sha256').update(JSON.stringify([owner.tenantId, owner.userId]), 'utf8').digest('hex')}`,
     userPrefix: `${root}:index:user:`,
+    epoch: `${root}:epoch`,
   };
 }
 

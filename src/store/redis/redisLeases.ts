@@ -1,10 +1,12 @@
 /**
  * Leases on Redis: a per-task string holding the holder's random token with a PX expiry, and a per-task counter
- * that every acquisition increments in the same script, giving the monotonic fence that saves present.
+ * that every acquisition increments in the same script, giving the monotonic fence that saves present. Acquisition
+ * and renewal check the data set's epoch marker (`redisEpoch.ts`) in the same script.
  */
 import { randomBytes } from 'node:crypto';
 import type { Clock } from '../../clock.js';
 import { AgentError } from '../../errors.js';
+import type { RedisEpoch } from './redisEpoch.js';
 import type { RedisKeys } from './redisKeys.js';
 import { type StoreScripts, scriptError } from './redisScripts.js';
 import type { Lease, LeaseManager } from '../taskStore.js';
@@ -19,6 +21,7 @@ export class RedisLeaseManager implements LeaseManager {
     private readonly keys: RedisKeys,
     private readonly clock: Clock,
     private readonly call: RedisCall,
+    private readonly epoch: RedisEpoch,
   ) {}
 
   async acquire(taskId: string, ttlMs: number): Promise<Lease | null> {
@@ -27,13 +30,26 @@ export class RedisLeaseManager implements LeaseManager {
     const key = this.keys.lease(taskId);
     // Taken before the request, so the expiry we report is never later than the one Redis applies.
     const now = this.clock.now();
-    const [code, detail] = await this.call(
-      `lease acquisition for task ${taskId}`,
-      () => this.scripts.taskStoreAcquireLease(key, this.keys.fence(taskId), this.keys.tombstone(taskId), token, ttl),
+    const action = `lease acquisition for task ${taskId}`;
+    const epoch = this.epoch.args();
+    const [code, detail, found] = await this.call(
+      action,
+      () =>
+        this.scripts.taskStoreAcquireLease(
+          key,
+          this.keys.fence(taskId),
+          this.keys.tombstone(taskId),
+          this.keys.epoch,
+          token,
+          ttl,
+          epoch.expected,
+          epoch.candidate,
+        ),
       { taskId, key },
     );
     if (code === 0) return null;
-    if (code < 0) throw scriptError(code, detail, { taskId });
+    if (code < 0) throw scriptError(code, detail, { taskId, epoch: this.epoch.context(epoch, action) });
+    this.epoch.learn(found);
     return { taskId, token, fence: String(detail), expiresAt: now + ttl };
   }
 
@@ -42,13 +58,16 @@ export class RedisLeaseManager implements LeaseManager {
     const ttl = checkTtl(ttlMs);
     const key = this.keys.lease(lease.taskId);
     const now = this.clock.now();
-    const [code, detail] = await this.call(
-      `lease renewal for task ${lease.taskId}`,
-      () => this.scripts.taskStoreRenewLease(key, lease.token, ttl),
+    const action = `lease renewal for task ${lease.taskId}`;
+    const epoch = this.epoch.args();
+    const [code, detail, found] = await this.call(
+      action,
+      () => this.scripts.taskStoreRenewLease(key, this.keys.epoch, lease.token, ttl, epoch.expected, epoch.candidate),
       { taskId: lease.taskId, key },
     );
-    if (code < 0) throw scriptError(code, detail, { taskId: lease.taskId });
+    if (code < 0) throw scriptError(code, detail, { taskId: lease.taskId, epoch: this.epoch.context(epoch, action) });
     if (code === 0) return false;
+    this.epoch.learn(found);
     lease.expiresAt = now + ttl;
     return true;
   }

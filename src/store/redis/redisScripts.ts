@@ -14,9 +14,13 @@ import {
 } from '../../errors.js';
 import { erasedError, parseTombstone } from '../erasure.js';
 import { TASK_STATES } from '../summary.js';
+import { type EpochContext, dataLostError } from './redisEpoch.js';
 
-/** Every script replies `[code, detail]`; a negative code is a refusal, mapped by `scriptError`. */
-export type ScriptReply<T = string> = [code: number, detail: T];
+/**
+ * Every script replies `[code, detail]`; a negative code is a refusal, mapped by `scriptError`. The scripts that
+ * check the epoch marker (save, lease acquisition and renewal) add, when they succeed, the epoch in effect.
+ */
+export type ScriptReply<T = string> = [code: number, detail: T, epoch?: string | null];
 
 type Command<T = string> = (...args: (string | number)[]) => Promise<ScriptReply<T>>;
 
@@ -35,8 +39,8 @@ export interface StoreScripts {
 
 const lua = (name: string) => readFileSync(new URL(`./lua/${name}.lua`, import.meta.url), 'utf8');
 
-/** Number of KEYS of the save script: 9 fixed keys, then one index per state. */
-export const SAVE_KEY_COUNT = 9 + TASK_STATES.length;
+/** Number of KEYS of the save script: 10 fixed keys, then one index per state. */
+export const SAVE_KEY_COUNT = 10 + TASK_STATES.length;
 /** Number of KEYS of the erase script: 10 fixed keys, then one index per state. */
 export const ERASE_KEY_COUNT = 10 + TASK_STATES.length;
 
@@ -46,8 +50,8 @@ const definitions: Record<keyof StoreScripts, { lua: string; numberOfKeys: numbe
   taskStoreForgetTombstone: { lua: lua('forgetTombstone'), numberOfKeys: 2 },
   taskStoreQuarantine: { lua: lua('quarantine'), numberOfKeys: 2 },
   taskStoreIndexOwner: { lua: lua('indexOwner'), numberOfKeys: 2 },
-  taskStoreAcquireLease: { lua: lua('acquireLease'), numberOfKeys: 3 },
-  taskStoreRenewLease: { lua: lua('renewLease'), numberOfKeys: 1 },
+  taskStoreAcquireLease: { lua: lua('acquireLease'), numberOfKeys: 4 },
+  taskStoreRenewLease: { lua: lua('renewLease'), numberOfKeys: 2 },
   taskStoreReleaseLease: { lua: lua('releaseLease'), numberOfKeys: 1 },
   taskStoreReadJournal: { lua: lua('readJournal'), numberOfKeys: 2 },
 };
@@ -63,6 +67,8 @@ export interface ScriptContext {
   taskId: string;
   expectedRevision?: number;
   fence?: string | undefined;
+  /** For the scripts that check the epoch marker. */
+  epoch?: EpochContext;
 }
 
 /** The error for a script's negative return code. */
@@ -99,6 +105,13 @@ export function scriptError(code: number, detail: string, context: ScriptContext
       }
     case -10:
       return new AgentError('invalid_save', `save of task ${taskId}: it belongs to another user; a task's owner never changes`);
+    case -11:
+      if (context.epoch) return dataLostError(context.epoch, detail);
+      return new StoreUnavailableError(`a store script reported the data set lost without an epoch to compare (${detail})`);
+    case -12:
+      return new StoreUnavailableError(
+        `the epoch marker ${detail} holds a value of the wrong type; something other than this store wrote under its prefix`,
+      );
     default:
       return new StoreUnavailableError(`a store script answered with unknown code ${code} (${detail})`);
   }

@@ -1,8 +1,8 @@
 /**
- * A TaskStore on plain Redis 7, for several processes sharing tasks. A save is one Lua script: check fence,
- * revision and journal lengths, then write the envelope, append the journal entries and update the indexes, all
- * or nothing. Its cost does not depend on how long the task's journals are. An erasure is one script too
- * (`redisErasure.ts`). Keys: `redisKeys.ts`; scripts: `lua/*.lua`.
+ * A TaskStore on plain Redis 7, for several processes sharing tasks. A save is one Lua script: check the data
+ * set's epoch, fence, revision and journal lengths, then write the envelope, append the journal entries and update
+ * the indexes, all or nothing. Its cost does not depend on how long the task's journals are. An erasure is one
+ * script too (`redisErasure.ts`). Keys: `redisKeys.ts`; scripts: `lua/*.lua`; data loss: `redisEpoch.ts`.
  */
 import type { ChainableCommander, Redis } from 'ioredis';
 import { type Clock, systemClock } from '../../clock.js';
@@ -28,6 +28,7 @@ import {
   toStoreError,
 } from './redisConnection.js';
 import { type RedisKeys, TASK_FIELDS, redisKeys, stateIndexKeys } from './redisKeys.js';
+import { RedisEpoch } from './redisEpoch.js';
 import { type OwnerIndexReport, RedisErasure } from './redisErasure.js';
 import { RedisLeaseManager } from './redisLeases.js';
 import { type StoreScripts, defineStoreScripts, scriptError } from './redisScripts.js';
@@ -52,6 +53,13 @@ export interface RedisStoreOptions extends RedisClientBounds {
  * TaskStore and LeaseManager on Redis 7 (no modules). Every failure to reach Redis is a StoreUnavailableError;
  * a task whose keys hold unreadable data is a CorruptTaskError and leaves the other tasks readable.
  *
+ * Data loss: the store learns the epoch marker of its data set (`{prefix}:epoch`) on its first call. Once it has,
+ * a save (a create included), a lease acquisition or renewal, a `load` and a `list` are refused with
+ * StoreDataLostError when the marker is gone (Redis restarted without persistence, was flushed, failed over to an
+ * empty replica) or holds another epoch (the data set was replaced), so a task whose records vanished is not
+ * silently created again. An orchestrator's `recover()`, `status()` and `resume()` then throw it too. A new store
+ * (a new process) works on what it finds; `acceptDataLoss()` makes this one do the same.
+ *
  * @example
  * const store = new RedisStore({ url: process.env.REDIS_URL, prefix: 'agent' });
  * const lease = await store.leases.acquire(taskId, 30_000);
@@ -66,6 +74,7 @@ export class RedisStore implements ErasableTaskStore {
   private readonly where: string;
   private readonly clock: Clock;
   private readonly erasure: RedisErasure;
+  private readonly epoch: RedisEpoch;
   private closed = false;
 
   constructor(options: RedisStoreOptions = {}) {
@@ -77,11 +86,17 @@ export class RedisStore implements ErasableTaskStore {
     this.client = defineStoreScripts(client);
     this.where = describeRedis(client);
     this.clock = options.clock ?? systemClock;
-    this.leases = new RedisLeaseManager(this.client, this.keys, this.clock, this.call);
+    this.epoch = new RedisEpoch(this.client, this.keys, options.prefix ?? 'agent', this.where, this.clock, this.call);
+    this.leases = new RedisLeaseManager(this.client, this.keys, this.clock, this.call, this.epoch);
     this.erasure = new RedisErasure(this.client, this.keys, retention, this.call);
   }
 
-  async load(taskId: string): Promise<TaskEnvelope | null> {
+  /** Also StoreDataLostError, when this store had learned an epoch and its data set is gone or replaced. */
+  load(taskId: string): Promise<TaskEnvelope | null> {
+    return this.epoch.checked(`load of task ${taskId}`, () => this.loadTask(taskId));
+  }
+
+  private async loadTask(taskId: string): Promise<TaskEnvelope | null> {
     const key = this.keys.task(taskId);
     const [envelope, revision] = await this.call(
       `load of task ${taskId}`,
@@ -104,6 +119,7 @@ export class RedisStore implements ErasableTaskStore {
     return parsed;
   }
 
+  /** Also StoreDataLostError, when this store had learned an epoch and its data set is gone or replaced. */
   async save(request: SaveRequest): Promise<void> {
     checkSaveRequest(request);
     const { envelope, expectedRevision, append, fence } = request;
@@ -118,8 +134,10 @@ export class RedisStore implements ErasableTaskStore {
       this.keys.wake,
       this.keys.tombstone(taskId),
       this.keys.user(summary),
+      this.keys.epoch,
       ...this.stateKeys,
     ];
+    const epoch = this.epoch.args();
     const args = [
       taskId,
       expectedRevision,
@@ -135,20 +153,25 @@ export class RedisStore implements ErasableTaskStore {
       append.audit.length,
       append.transcript.length,
       `[${append.audit.map(entryJson).join(',')}]`,
+      epoch.expected,
+      epoch.candidate,
       ...TASK_STATES,
       ...append.transcript.map(entryJson),
     ];
-    const [code, detail] = await this.call(
-      `save of task ${taskId}`,
-      () => this.client.taskStoreSave(...keys, ...args),
-      { taskId, key: keys[0]! },
-    );
-    if (code < 0) throw scriptError(code, detail, { taskId, expectedRevision, fence });
+    const action = `save of task ${taskId}`;
+    const [code, detail, found] = await this.call(action, () => this.client.taskStoreSave(...keys, ...args), { taskId, key: keys[0]! });
+    if (code < 0) throw scriptError(code, detail, { taskId, expectedRevision, fence, epoch: this.epoch.context(epoch, action) });
+    this.epoch.learn(found);
   }
 
+  /** Also StoreDataLostError, when this store had learned an epoch and its data set is gone or replaced. */
   async list(query: ListQuery = {}): Promise<TaskSummary[]> {
     const limit = query.limit ?? Number.POSITIVE_INFINITY;
     if (limit <= 0) return [];
+    return this.epoch.checked('listing of tasks', () => this.listTasks(query, limit));
+  }
+
+  private listTasks(query: ListQuery, limit: number): Promise<TaskSummary[]> {
     return this.call('listing of tasks', async () => {
       let ids: string[];
       if (query.dueBefore !== undefined) {
@@ -234,11 +257,30 @@ export class RedisStore implements ErasableTaskStore {
   }
 
   /**
+   * Accepts that the data set under the prefix was lost or replaced, after a StoreDataLostError: the store adopts
+   * the epoch marker found now, or creates one if there is none, and works again on the data set as it is (as a new
+   * process would). Nothing lost comes back: a task that vanished is not found, and an update of it is a revision
+   * conflict. Stop the tasks this process was driving first (a live task stops by itself on its refused save).
+   * Returns the epoch now in effect.
+   *
+   * @example
+   * try { await orchestrator.recover(); } catch (error) {
+   *   if (!(error instanceof StoreDataLostError)) throw error;
+   *   alert(error.message); // once someone decided to carry on:
+   *   await store.acceptDataLoss();
+   * }
+   */
+  acceptDataLoss(): Promise<string> {
+    return this.epoch.accept();
+  }
+
+  /**
    * Deletes every key under this store's prefix (SCAN + UNLINK), and returns how many. For demos and tests that
-   * reuse a prefix; never FLUSHALL a shared server.
+   * reuse a prefix; never FLUSHALL a shared server. The epoch marker goes too: this store starts afresh, other
+   * stores on the prefix report the data set as lost.
    */
   async deleteAll(): Promise<number> {
-    return this.call('delete of every key under the prefix', async () => {
+    const deleted = await this.call('delete of every key under the prefix', async () => {
       let cursor = '0';
       let deleted = 0;
       const match = `${this.keys.root.replace(/[*?[\]\\]/g, '\\$&')}:*`;
@@ -249,6 +291,8 @@ export class RedisStore implements ErasableTaskStore {
       } while (cursor !== '0');
       return deleted;
     });
+    this.epoch.forget();
+    return deleted;
   }
 
   /** Closes the client the store created; an injected client stays open. Later calls fail as unavailable. */

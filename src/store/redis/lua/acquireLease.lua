@@ -3,21 +3,31 @@
   Takes a task's lease if nobody holds it, and draws the next fencing token in the same step, so every
   acquisition gets a strictly larger fence than any before it.
 
+  The data set is checked first (see save.lua): after a data loss the fence counters are gone too, and a new
+  acquisition would hand out fences again from 1. A taker that learned no epoch creates the marker if there is none.
   An erased task has no lease to take: nothing may drive it, and taking one would leave a fence counter behind.
 
   KEYS[1]  lease string (holder's token, PX expiry)
   KEYS[2]  fence counter (string integer; never expires, except with an erasure)
   KEYS[3]  tombstone string
+  KEYS[4]  epoch marker (string)
   ARGV[1]  new holder's random token
   ARGV[2]  time to live (ms, positive integer)
+  ARGV[3]  the epoch the taker learned, "" for none
+  ARGV[4]  a new epoch, created when the taker learned none and there is none ("" otherwise)
 
-  Returns {code, detail}:
-    { 1, fence }     acquired; fence is the new counter value
-    { 0, "" }        another holder has the lease
-    {-6, key }       a key holds another Redis type
-    {-9, tombstone } the task was erased
+  Returns {code, detail[, epoch]}:
+    { 1, fence, epoch }  acquired; fence is the new counter value; the epoch in effect
+    { 0, "" }            another holder has the lease
+    {-6, key }           a key holds another Redis type
+    {-9, tombstone }     the task was erased
+    {-11, epoch found|""} the data set is not the one the taker learned: its marker is gone or differs
+    {-12, key }          the epoch marker holds another Redis type
 ]]
-local leaseKey, fenceKey, tombstoneKey = KEYS[1], KEYS[2], KEYS[3]
+local leaseKey, fenceKey, tombstoneKey, epochKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local epoch = redis.pcall('GET', epochKey)
+if type(epoch) == 'table' and epoch.err then return {-12, epochKey} end
+if ARGV[3] ~= '' and epoch ~= ARGV[3] then return {-11, epoch or ''} end
 for _, pair in ipairs({{leaseKey, 'string'}, {fenceKey, 'string'}, {tombstoneKey, 'string'}}) do
   local actual = redis.call('TYPE', pair[1])['ok']
   if actual ~= 'none' and actual ~= pair[2] then return {-6, pair[1]} end
@@ -27,4 +37,8 @@ if tombstone then return {-9, tombstone} end
 if not redis.call('SET', leaseKey, ARGV[1], 'NX', 'PX', ARGV[2]) then
   return {0, ''}
 end
-return {1, tostring(redis.call('INCR', fenceKey))}
+if not epoch and ARGV[4] ~= '' then
+  redis.call('SET', epochKey, ARGV[4], 'NX')
+  epoch = ARGV[4]
+end
+return {1, tostring(redis.call('INCR', fenceKey)), epoch}

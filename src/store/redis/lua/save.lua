@@ -14,8 +14,13 @@
   writer. A writer whose lease merely expired, with no acquisition since, is still accepted: fencing guards
   against a newer holder, and expiry alone does not create one.
 
-  Erasure: an id with a tombstone is refused before anything else, a create included, so a writer that was
-  driving the task when it was erased cannot recreate it (the erasure also deleted its fence counter).
+  Data set: the epoch marker (KEYS[10]) must hold the epoch this writer learned, a create included, so a task whose
+  records vanished with the data set (Redis restarted without persistence, flushed, failed over to an empty replica)
+  is not written again into the empty or foreign one. A writer that learned none (a new process) works on what it
+  finds, and creates the marker, with the save's writes, when there is none. Checked first after the arguments.
+
+  Erasure: an id with a tombstone is refused before anything but the data set, a create included, so a writer
+  that was driving the task when it was erased cannot recreate it (the erasure also deleted its fence counter).
   Owner: the task's owner index (KEYS[9]) is kept with the task, and the task hash records its key; a save that
   names another owner's index than the one recorded is refused (a task's owner never changes).
 
@@ -23,7 +28,8 @@
   KEYS[2]   audit stream                 KEYS[7]  index: tasks by wakeAt (zset)
   KEYS[3]   transcript list              KEYS[8]  tombstone string
   KEYS[4]   fence counter (string)       KEYS[9]  index: the owner's tasks by updatedAt (zset)
-  KEYS[5]   lease string (token, PX)     KEYS[10..9+S]  index per state (zset), aligned with the state names below
+  KEYS[5]   lease string (token, PX)     KEYS[10] epoch marker (string)
+  KEYS[11..10+S]  index per state (zset), aligned with the state names below
 
   ARGV[1]   task id (the member in the indexes)
   ARGV[2]   expected revision (0 = the task must not exist)
@@ -35,11 +41,13 @@
   ARGV[10]  audit length before the append       ARGV[11]  transcript length before the append
   ARGV[12]  number of audit entries (A)          ARGV[13]  number of transcript entries (T)
   ARGV[14]  the audit entries as one JSON array
-  ARGV[15..14+S]           state names, aligned with KEYS[8..]
-  ARGV[15+S..14+S+T]       transcript entries (JSON)
+  ARGV[15]  the epoch the writer learned, "" for none
+  ARGV[16]  a new epoch, created when the writer learned none and there is none ("" otherwise)
+  ARGV[17..16+S]           state names, aligned with KEYS[11..]
+  ARGV[17+S..16+S+T]       transcript entries (JSON)
 
-  Returns {code, detail}:
-    { 1, new revision }        saved
+  Returns {code, detail[, epoch]}:
+    { 1, new revision, epoch } saved; the epoch in effect
     {-1, "" }                  the task exists (expected revision 0)
     {-2, current revision|""}  revision conflict
     {-3, current fence}        the presented fence is not the current one (a newer lease was taken)
@@ -50,15 +58,18 @@
     {-8, state }               unknown state name
     {-9, tombstone }           the task was erased (its tombstone JSON)
     {-10, recorded key }       the task belongs to another owner
+    {-11, epoch found|""}      the data set is not the one the writer learned: its marker is gone or differs
+    {-12, key }                the epoch marker holds another Redis type
 ]]
 local taskKey, auditKey, transcriptKey, fenceKey, leaseKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local updatedKey, wakeKey, tombstoneKey, ownerKey = KEYS[6], KEYS[7], KEYS[8], KEYS[9]
+local updatedKey, wakeKey, tombstoneKey, ownerKey, epochKey = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
 local taskId, expected, revision, fence = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 local state, updatedAt, wakeAt = ARGV[7], ARGV[8], ARGV[9]
 local auditBefore, transcriptBefore = tonumber(ARGV[10]), tonumber(ARGV[11])
 local auditCount, transcriptCount = tonumber(ARGV[12]), tonumber(ARGV[13])
-local stateCount = #KEYS - 9
-local firstTranscript = 15 + stateCount
+local learnedEpoch, newEpoch = ARGV[15], ARGV[16]
+local stateCount = #KEYS - 10
+local firstTranscript = 17 + stateCount
 
 -- A read that reports a wrong-typed key instead of aborting the script.
 local function read(code, key, ...)
@@ -68,10 +79,15 @@ local function read(code, key, ...)
 end
 
 local stateKeys = {}
-for i = 1, stateCount do stateKeys[ARGV[14 + i]] = KEYS[9 + i] end
+for i = 1, stateCount do stateKeys[ARGV[16 + i]] = KEYS[10 + i] end
 if not stateKeys[state] then return {-8, state} end
 
-local tombstone, failure = read(-6, tombstoneKey, 'GET', tombstoneKey)
+local epoch, failure = read(-12, epochKey, 'GET', epochKey)
+if failure then return failure end
+if learnedEpoch ~= '' and epoch ~= learnedEpoch then return {-11, epoch or ''} end
+
+local tombstone
+tombstone, failure = read(-6, tombstoneKey, 'GET', tombstoneKey)
 if failure then return failure end
 if tombstone then return {-9, tombstone} end
 
@@ -124,6 +140,10 @@ if auditCount > 0 then
   local added = redis.pcall('XADD', auditKey, (auditBefore + 1) .. '-0', 'entries', ARGV[14], 'count', auditCount)
   if type(added) == 'table' and added.err then return {-5, currentRevision or ''} end
 end
+if not epoch and newEpoch ~= '' then
+  redis.call('SET', epochKey, newEpoch, 'NX')
+  epoch = newEpoch
+end
 -- unpack() is bounded by the Lua stack, so long appends go in chunks.
 local last = firstTranscript + transcriptCount - 1
 for from = firstTranscript, last, 1000 do
@@ -144,4 +164,4 @@ if wakeAt ~= '' then
 else
   redis.call('ZREM', wakeKey, taskId)
 end
-return {1, revision}
+return {1, revision, epoch}
