@@ -159,7 +159,7 @@ describe('a TypeScript consumer (strict, skipLibCheck false)', () => {
     for (const [name, code] of await readmeExamples()) await writeFile(join(root, `readme-${name}.ts`), code);
     await sh(join(root, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.example.json'], root);
     const node = (name: ExampleName, env: NodeJS.ProcessEnv = {}) => sh('node', [`dist-example/readme-${name}.js`], root, env);
-    for (const name of ['embed', 'mandate', 'inspect', 'visualize', 'aisdk', 'fastify', 'acceptance', 'otel', 'privacy', 'mcp', 'erasure'] as const) expectExampleOutput[name](await node(name));
+    for (const name of ['embed', 'mandate', 'inspect', 'visualize', 'aisdk', 'fastify', 'acceptance', 'otel', 'privacy', 'mcp', 'erasure', 'hooks'] as const) expectExampleOutput[name](await node(name));
     const server = await startFakeOpenAI([fake.text('Hello, E17.')]);
     try {
       expectExampleOutput.openai(await node('openai', { OPENAI_BASE_URL: server.url, OPENAI_MODEL: 'fake', OPENAI_API_KEY: 'local' }));

@@ -24,7 +24,7 @@ describe('README', () => {
     expect([...imported].sort()).toEqual(Object.keys(SOURCES).sort());
   });
 
-  it.each(['embed', 'mandate', 'inspect', 'visualize', 'aisdk', 'fastify', 'acceptance', 'otel', 'privacy', 'mcp', 'erasure'] as const)('runs its %s example against the sources', async (name) => {
+  it.each(['embed', 'mandate', 'inspect', 'visualize', 'aisdk', 'fastify', 'acceptance', 'otel', 'privacy', 'mcp', 'erasure', 'hooks'] as const)('runs its %s example against the sources', async (name) => {
     expectExampleOutput[name](await runExample(name));
   });
 

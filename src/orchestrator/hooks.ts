@@ -31,8 +31,9 @@ export interface TransitionEvent {
 
 export interface TaskHooks {
   /**
-   * After each save that changed the machine state. Saves coalesce a synchronous burst of transitions, so the states
-   * a burst passes through are not all reported (the inspection stream has every microstep).
+   * After each save that changed the machine state. A task is saved when something needs it durable (a write, a
+   * model turn, a host event) and when it comes to rest, so the states a round passes through in memory are not all
+   * reported (the inspection stream has every microstep).
    */
   transition?(event: TransitionEvent): void;
   /** A tool call started (each attempt of a read, each send of a write), with its redacted arguments. */

@@ -11,7 +11,7 @@ import { PROJECT_ROOT } from './workers.js';
 
 const run = promisify(execFile);
 
-export const EXAMPLES = ['embed', 'mandate', 'redis', 'inspect', 'visualize', 'openai', 'aisdk', 'fastify', 'acceptance', 'otel', 'privacy', 'mcp', 'erasure'] as const;
+export const EXAMPLES = ['embed', 'mandate', 'redis', 'inspect', 'visualize', 'openai', 'aisdk', 'fastify', 'acceptance', 'otel', 'privacy', 'mcp', 'erasure', 'hooks'] as const;
 export type ExampleName = (typeof EXAMPLES)[number];
 
 /** Every marked example in the README, by name (so a new one cannot be added without a check below). */
@@ -72,6 +72,14 @@ export const expectExampleOutput: Record<ExampleName, (stdout: string) => void> 
       'stored goal: Charge 5.00 to card ‹card-1111›',
       'card in the snapshot, audit or transcript: false',
       'stamp: scripted, policy 1, session web-7',
+    ]);
+  },
+  hooks(stdout) {
+    expect(stdout.split('\n')).toEqual([
+      'warn: the transition hook threw; the task goes on',
+      'started look_up {"word":"hello"}',
+      'finished look_up ok',
+      'settled done',
     ]);
   },
   erasure(stdout) {
