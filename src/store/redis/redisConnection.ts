@@ -1,6 +1,7 @@
 /**
  * The ioredis client the store creates for itself, configured so that a Redis that is down or unreachable gives
- * an error within seconds instead of queueing commands forever, and the mapping of client errors to store errors.
+ * an error within seconds instead of queueing commands forever, and the mapping of client errors to store errors
+ * (`toStoreError`, applied to every call by `redisCall`).
  */
 import { Redis } from 'ioredis';
 import { AgentError, CorruptTaskError, StoreUnavailableError } from '../../errors.js';
@@ -73,4 +74,19 @@ export function toStoreError(
       'REDIS_URL or the store\'s url option points to it',
     { cause: error },
   );
+}
+
+/** Runs one Redis call, mapping its failure to a store error (made by `redisCall`). */
+export type RedisCall = <T>(action: string, fn: () => Promise<T>, task?: { taskId: string; key: string }) => Promise<T>;
+
+/** The store's RedisCall: refused once `isClosed()`; any failure becomes a store error (see `toStoreError`). */
+export function redisCall(where: string, isClosed: () => boolean): RedisCall {
+  return async <T>(action: string, fn: () => Promise<T>, task?: { taskId: string; key: string }): Promise<T> => {
+    if (isClosed()) throw new StoreUnavailableError(`the store was closed before the ${action}`);
+    try {
+      return await fn();
+    } catch (error) {
+      throw toStoreError(error, where, action, task);
+    }
+  };
 }

@@ -14,8 +14,8 @@ import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Clock } from '../../clock.js';
 import { StoreDataLostError } from '../../errors.js';
+import type { RedisCall } from './redisConnection.js';
 import type { RedisKeys } from './redisKeys.js';
-import type { RedisCall } from './redisLeases.js';
 
 /** What a script that checks the marker needs to turn its refusal (code -11) into a StoreDataLostError. */
 export interface EpochContext {

@@ -25,8 +25,8 @@ import {
   sweepLimit,
   tombstoneHead,
 } from '../erasure.js';
+import type { RedisCall } from './redisConnection.js';
 import { TASK_FIELDS, type RedisKeys, stateIndexKeys } from './redisKeys.js';
-import type { RedisCall } from './redisLeases.js';
 import { type StoreScripts, scriptError } from './redisScripts.js';
 
 /** What `indexOwners` did. */
@@ -205,6 +205,7 @@ function ownerOf(text: string | null): (TaskOwner & { updatedAt: number }) | nul
   return null;
 }
 
-function globEscape(text: string): string {
+/** `text` as a literal in a Redis glob pattern. */
+export function globEscape(text: string): string {
   return text.replace(/[*?[\]\\]/g, '\\$&');
 }

@@ -6,13 +6,11 @@
 import { randomBytes } from 'node:crypto';
 import type { Clock } from '../../clock.js';
 import { AgentError } from '../../errors.js';
+import type { RedisCall } from './redisConnection.js';
 import type { RedisEpoch } from './redisEpoch.js';
 import type { RedisKeys } from './redisKeys.js';
 import { type StoreScripts, scriptError } from './redisScripts.js';
 import type { Lease, LeaseManager } from '../taskStore.js';
-
-/** Runs one Redis call, mapping its failure to a store error (see RedisStore). */
-export type RedisCall = <T>(action: string, fn: () => Promise<T>, task?: { taskId: string; key: string }) => Promise<T>;
 
 /** The LeaseManager of a RedisStore. */
 export class RedisLeaseManager implements LeaseManager {

@@ -2,11 +2,13 @@
  * A TaskStore on plain Redis 7, for several processes sharing tasks. A save is one Lua script: check the data
  * set's epoch, fence, revision and journal lengths, then write the envelope, append the journal entries and update
  * the indexes, all or nothing. Its cost does not depend on how long the task's journals are. An erasure is one
- * script too (`redisErasure.ts`). Keys: `redisKeys.ts`; scripts: `lua/*.lua`; data loss: `redisEpoch.ts`.
+ * script too (`redisErasure.ts`). Keys: `redisKeys.ts`; scripts: `lua/*.lua`; data loss: `redisEpoch.ts`; leases,
+ * `list`, `readJournal`, `deleteAll`: `redisLeases.ts`, `redisListing.ts`, `redisJournal.ts`, `redisDeleteAll.ts`;
+ * the client and its errors: `redisConnection.ts`.
  */
-import type { ChainableCommander, Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { type Clock, systemClock } from '../../clock.js';
-import { CorruptTaskError, StoreUnavailableError } from '../../errors.js';
+import { CorruptTaskError } from '../../errors.js';
 import { type TaskEnvelope, parseEnvelope } from '../envelope.js';
 import {
   type EraseRequest,
@@ -22,17 +24,21 @@ import {
 import { TASK_STATES, type TaskSummary } from '../summary.js';
 import {
   DEFAULT_REDIS_URL,
+  type RedisCall,
   type RedisClientBounds,
   createRedisClient,
   describeRedis,
-  toStoreError,
+  redisCall,
 } from './redisConnection.js';
+import { deleteAll } from './redisDeleteAll.js';
 import { type RedisKeys, TASK_FIELDS, redisKeys, stateIndexKeys } from './redisKeys.js';
 import { RedisEpoch } from './redisEpoch.js';
 import { type OwnerIndexReport, RedisErasure } from './redisErasure.js';
+import { RedisJournal } from './redisJournal.js';
 import { RedisLeaseManager } from './redisLeases.js';
+import { RedisListing } from './redisListing.js';
 import { type StoreScripts, defineStoreScripts, scriptError } from './redisScripts.js';
-import { checkSaveRequest, matchesQuery } from '../storeChecks.js';
+import { checkSaveRequest } from '../storeChecks.js';
 import type { ErasableTaskStore, JournalStream, LeaseManager, ListQuery, SaveRequest } from '../taskStore.js';
 
 /** How a RedisStore connects; the bounds apply only to a client the store creates itself. */
@@ -75,6 +81,10 @@ export class RedisStore implements ErasableTaskStore {
   private readonly clock: Clock;
   private readonly erasure: RedisErasure;
   private readonly epoch: RedisEpoch;
+  private readonly listing: RedisListing;
+  private readonly journal: RedisJournal;
+  /** Runs one Redis call; any failure becomes a store error (see `redisCall`). */
+  private readonly call: RedisCall;
   private closed = false;
 
   constructor(options: RedisStoreOptions = {}) {
@@ -86,9 +96,12 @@ export class RedisStore implements ErasableTaskStore {
     this.client = defineStoreScripts(client);
     this.where = describeRedis(client);
     this.clock = options.clock ?? systemClock;
+    this.call = redisCall(this.where, () => this.closed);
     this.epoch = new RedisEpoch(this.client, this.keys, options.prefix ?? 'agent', this.where, this.clock, this.call);
     this.leases = new RedisLeaseManager(this.client, this.keys, this.clock, this.call, this.epoch);
     this.erasure = new RedisErasure(this.client, this.keys, retention, this.call);
+    this.listing = new RedisListing(this.client, this.keys, this.call);
+    this.journal = new RedisJournal(this.client, this.keys, this.call);
   }
 
   /** Also StoreDataLostError, when this store had learned an epoch and its data set is gone or replaced. */
@@ -168,55 +181,11 @@ export class RedisStore implements ErasableTaskStore {
   async list(query: ListQuery = {}): Promise<TaskSummary[]> {
     const limit = query.limit ?? Number.POSITIVE_INFINITY;
     if (limit <= 0) return [];
-    return this.epoch.checked('listing of tasks', () => this.listTasks(query, limit));
+    return this.epoch.checked('listing of tasks', () => this.listing.list(query, limit));
   }
 
-  private listTasks(query: ListQuery, limit: number): Promise<TaskSummary[]> {
-    return this.call('listing of tasks', async () => {
-      let ids: string[];
-      if (query.dueBefore !== undefined) {
-        // Tasks due are few (expiring confirmations), so all of them are fetched and filtered.
-        ids = await this.client.zrangebyscore(this.keys.wake, '-inf', query.dueBefore);
-      } else if (query.owner) {
-        // One user's tasks are few: with a state filter, all of them are fetched and filtered.
-        ids = await this.newest([this.keys.user(query.owner)], query.states ? Number.POSITIVE_INFINITY : limit);
-      } else {
-        const indexes = query.states ? [...new Set(query.states)].map((s) => this.keys.state(s)) : [this.keys.updated];
-        ids = await this.newest(indexes, limit);
-      }
-      const summaries = await this.summaries(ids);
-      return summaries.filter((s) => matchesQuery(s, query)).sort(newestFirst).slice(0, limit);
-    });
-  }
-
-  async readJournal(taskId: string, stream: JournalStream, from = 0, to?: number): Promise<unknown[]> {
-    const taskKey = this.keys.task(taskId);
-    const listKey = stream === 'audit' ? this.keys.audit(taskId) : this.keys.transcript(taskId);
-    const field = stream === 'audit' ? TASK_FIELDS.auditLength : TASK_FIELDS.transcriptLength;
-    const [code, detail] = await this.call(
-      `read of the ${stream} journal of task ${taskId}`,
-      () => this.client.taskStoreReadJournal(taskKey, listKey, field, sliceIndex(from), to === undefined ? '' : sliceIndex(to)),
-      { taskId, key: listKey },
-    );
-    if (code < 0) throw scriptError(code, String(detail), { taskId });
-    const parse = (text: string, what: string): unknown => {
-      try {
-        return JSON.parse(text) as unknown;
-      } catch (error) {
-        throw new CorruptTaskError(taskId, `${what} of the requested ${stream} range in ${listKey} is not JSON`, { cause: error });
-      }
-    };
-    if (code === 1) return (detail as string[]).map((text, i) => parse(text, `entry ${i}`));
-    // Stream: (first entry number, JSON array) per save; cut to [from, to) of the committed entries.
-    const [start, end, ...pairs] = (detail as (string | number)[]).map((x, i) => (i < 2 ? Number(x) : x));
-    const entries: { index: number; entry: unknown }[] = [];
-    for (let i = 0; i < pairs.length; i += 2) {
-      const first = Number(pairs[i]) - 1;
-      const array = parse(String(pairs[i + 1]), `the audit message at entry ${first + 1}`);
-      if (!Array.isArray(array)) throw new CorruptTaskError(taskId, `the audit message at entry ${first + 1} in ${listKey} is not an array`);
-      array.forEach((entry, k) => entries.push({ index: first + k, entry }));
-    }
-    return entries.filter((e) => e.index >= (start as number) && e.index < (end as number)).map((e) => e.entry);
+  readJournal(taskId: string, stream: JournalStream, from = 0, to?: number): Promise<unknown[]> {
+    return this.journal.read(taskId, stream, from, to);
   }
 
   async quarantine(taskId: string, reason: string): Promise<void> {
@@ -280,17 +249,7 @@ export class RedisStore implements ErasableTaskStore {
    * stores on the prefix report the data set as lost.
    */
   async deleteAll(): Promise<number> {
-    const deleted = await this.call('delete of every key under the prefix', async () => {
-      let cursor = '0';
-      let deleted = 0;
-      const match = `${this.keys.root.replace(/[*?[\]\\]/g, '\\$&')}:*`;
-      do {
-        const [next, keys] = await this.client.scan(cursor, 'MATCH', match, 'COUNT', 500);
-        cursor = next;
-        if (keys.length > 0) deleted += await this.client.unlink(...keys);
-      } while (cursor !== '0');
-      return deleted;
-    });
+    const deleted = await deleteAll(this.client, this.keys, this.call);
     this.epoch.forget();
     return deleted;
   }
@@ -303,94 +262,8 @@ export class RedisStore implements ErasableTaskStore {
     if (this.client.status === 'ready') await this.client.quit().catch(() => this.client.disconnect());
     else this.client.disconnect();
   }
-
-  /** Runs one Redis call; any failure becomes a store error (see `toStoreError`). */
-  private readonly call = async <T>(
-    action: string,
-    fn: () => Promise<T>,
-    task?: { taskId: string; key: string },
-  ): Promise<T> => {
-    if (this.closed) throw new StoreUnavailableError(`the store was closed before the ${action}`);
-    try {
-      return await fn();
-    } catch (error) {
-      throw toStoreError(error, this.where, action, task);
-    }
-  };
-
-  /**
-   * The `limit` most recently updated ids across `indexes`. ZREVRANGE orders equal scores by descending member
-   * bytes, the other stores by ascending code unit, so every id tied with the last one is fetched too and the final
-   * order is decided here.
-   */
-  private async newest(indexes: string[], limit: number): Promise<string[]> {
-    const stop = Number.isFinite(limit) ? limit - 1 : -1;
-    const heads = await exec(indexes.reduce((p, key) => p.zrevrange(key, 0, stop, 'WITHSCORES'), this.client.pipeline()));
-    const scored = new Map<string, number>();
-    const ties: [string, string][] = [];
-    heads.forEach((reply, i) => {
-      const flat = reply as string[];
-      for (let j = 0; j < flat.length; j += 2) scored.set(flat[j]!, Number(flat[j + 1]));
-      if (Number.isFinite(limit) && flat.length === 2 * limit) ties.push([indexes[i]!, flat[flat.length - 1]!]);
-    });
-    if (ties.length > 0) {
-      const tied = await exec(ties.reduce((p, [key, score]) => p.zrangebyscore(key, score, score), this.client.pipeline()));
-      tied.forEach((reply, i) => {
-        for (const id of reply as string[]) scored.set(id, Number(ties[i]![1]));
-      });
-    }
-    return [...scored]
-      .sort(([a, sa], [b, sb]) => sb - sa || byCodeUnit(a, b))
-      .slice(0, limit)
-      .map(([id]) => id);
-  }
-
-  /** Summaries of `ids`, fetched in one pipeline. A task whose hash is gone or unreadable is left out. */
-  private async summaries(ids: string[]): Promise<TaskSummary[]> {
-    if (ids.length === 0) return [];
-    const pipeline = ids.reduce((p, id) => p.hget(this.keys.task(id), TASK_FIELDS.summary), this.client.pipeline());
-    const replies = (await pipeline.exec()) ?? [];
-    const summaries: TaskSummary[] = [];
-    for (const [error, text] of replies) {
-      if (error) {
-        if (error.message.includes('WRONGTYPE')) continue;
-        throw error;
-      }
-      if (typeof text !== 'string') continue;
-      try {
-        summaries.push(JSON.parse(text) as TaskSummary);
-      } catch {
-        // Listing stays usable; loading that task reports the corruption.
-      }
-    }
-    return summaries;
-  }
-}
-
-/** The order of every store's `list`: most recently updated first, ties by task id in code-unit order. */
-function newestFirst(a: TaskSummary, b: TaskSummary): number {
-  return b.updatedAt - a.updatedAt || byCodeUnit(a.taskId, b.taskId);
-}
-
-function byCodeUnit(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 function entryJson(entry: unknown): string {
   return JSON.stringify(entry) ?? 'null';
-}
-
-/** An index with Array.prototype.slice's coercion (NaN -> 0), kept finite for Lua. */
-function sliceIndex(index: number): number {
-  if (Number.isNaN(index)) return 0;
-  return Math.max(-Number.MAX_SAFE_INTEGER, Math.min(Number.MAX_SAFE_INTEGER, Math.trunc(index)));
-}
-
-/** Replies of a pipeline, throwing its first error. */
-async function exec(pipeline: ChainableCommander): Promise<unknown[]> {
-  const replies = (await pipeline.exec()) ?? [];
-  return replies.map(([error, reply]) => {
-    if (error) throw error;
-    return reply;
-  });
 }
