@@ -1,0 +1,72 @@
+/**
+ * The bench (scripts/bench.ts) as a smoke test: run as a child process with `--tiny` (K of a few rounds, one pass)
+ * on the test Redis, it must print every table with finite ratios and leave no key behind. Nothing about speed is
+ * asserted: the figures of a tiny run on a shared machine mean nothing.
+ */
+import { existsSync } from 'node:fs';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { useTestRedis } from './support/redis.js';
+import { ChildPool, PROJECT_ROOT } from './support/workers.js';
+
+const redis = await useTestRedis();
+const pool = new ChildPool();
+const peerInstalled = existsSync(`${PROJECT_ROOT}bench/langgraph/node_modules/@langchain/langgraph-checkpoint-sqlite/package.json`);
+
+afterEach(() => pool.killAll());
+afterAll(() => redis?.stop());
+
+/** The rows of the markdown table under `heading`, as cells. */
+function tableRows(out: string, heading: string): string[][] {
+  const section = (out.split(`### ${heading}\n\n`)[1] ?? '').split('\n\n')[0]!;
+  return section
+    .split('\n')
+    .filter((line) => line.startsWith('|'))
+    .slice(2)
+    .map((line) => line.split('|').slice(1, -1).map((cell) => cell.trim()));
+}
+
+/** "0.48x" or "21x" as a number; anything else as NaN. */
+const ratioOf = (cell: string) => (/^\d+(\.\d+)?x$/.test(cell) ? Number(cell.slice(0, -1)) : Number.NaN);
+
+async function runBench(args: string[]) {
+  const { code, out, err } = await pool.run('scripts/bench.ts', ['--tiny', ...args], { env: { REDIS_URL: redis!.url }, timeoutMs: 20_000 });
+  expect(code, err).toBe(0);
+  return { out, err, runId: /keys under \{(bench-[0-9a-f]+)-\*\}/.exec(err)?.[1] };
+}
+
+describe.skipIf(!redis)('the bench, tiny', () => {
+  it('prints throughput, cost and targets, with a finite ratio to the bare loop for every cell, and cleans up', async () => {
+    const { out, runId } = await runBench([]);
+    const throughput = tableRows(out, 'Throughput');
+    const project = throughput.filter((row) => row[2] === 'this project, RedisStore');
+    expect(project.length).toBe(4); // 2 K x 2 task counts
+    for (const row of project) expect(Number.isFinite(ratioOf(row[4]!)), row.join(' | ')).toBe(true);
+    expect(throughput.some((row) => row[2] === 'bare XState + Redis loop')).toBe(true);
+    expect(tableRows(out, 'Cost per round').length).toBe(throughput.length);
+    const targets = tableRows(out, 'Targets');
+    expect(targets.length).toBeGreaterThanOrEqual(10);
+    for (const row of targets) expect(['yes', '**no**', '—']).toContain(row[2]);
+    expect(tableRows(out, 'Other measurements').length).toBeGreaterThanOrEqual(3);
+
+    expect(runId).toBeDefined();
+    const client = redis!.connect();
+    const left: string[] = [];
+    let cursor = '0';
+    do {
+      const [next, keys] = await client.scan(cursor, 'MATCH', `{${runId}-*`, 'COUNT', 1_000);
+      cursor = next;
+      left.push(...keys);
+    } while (cursor !== '0');
+    expect(left).toEqual([]);
+  });
+
+  it.skipIf(!peerInstalled)('with --peers, adds LangGraph cells and a finite ratio to them', async () => {
+    const { out } = await runBench(['--peers']);
+    const throughput = tableRows(out, 'Throughput');
+    expect(throughput.filter((row) => row[2] === 'LangGraph + SqliteSaver').length).toBe(4);
+    for (const row of throughput.filter((r) => r[2] === 'this project, RedisStore')) expect(Number.isFinite(ratioOf(row[5]!)), row.join(' | ')).toBe(true);
+    const vsPeer = tableRows(out, 'Targets').filter((row) => row[0]!.includes('LangGraph'));
+    expect(vsPeer.length).toBe(2);
+    for (const row of vsPeer) expect(Number.isFinite(ratioOf(row[1]!))).toBe(true);
+  });
+});
