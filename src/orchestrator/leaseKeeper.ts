@@ -8,6 +8,11 @@ import type { Lease, LeaseManager } from '../store/taskStore.js';
 
 export class LeaseKeeper {
   private readonly held = new Map<string, Lease>();
+  /**
+   * Held leases a renewal found lost. Their fence is still what the task's saves present (and the store refuses it
+   * once another acquisition happened), they are not renewed again, and the next `take` replaces them.
+   */
+  private readonly lost = new WeakSet<Lease>();
   private renewer: ReturnType<typeof setInterval> | null = null;
   private renewing = false;
 
@@ -23,14 +28,31 @@ export class LeaseKeeper {
     }
   }
 
+  /** How many leases this process holds (a lost one counts until it is released or replaced). */
+  get size(): number {
+    return this.held.size;
+  }
+
+  /** The lease object held for the task, if any: `release(taskId, lease)` gives up exactly this one. */
+  holding(taskId: string): Lease | undefined {
+    return this.held.get(taskId);
+  }
+
   /** The fencing token to present with the task's next save, if a lease is held. */
   fence(taskId: string): string | undefined {
     return this.held.get(taskId)?.fence;
   }
 
-  /** Takes the task's lease; waits up to acquireTimeoutMs (real time) unless told not to, then TaskBusyError. */
+  /**
+   * Takes the task's lease; waits up to acquireTimeoutMs (real time) unless told not to, then TaskBusyError. A lease
+   * held here that was found lost is given up first (by its token: the store frees it only if it is still ours), so
+   * the new one comes with a new fence.
+   */
   async take(taskId: string, wait = true): Promise<void> {
-    if (!this.leases || this.held.has(taskId)) return;
+    if (!this.leases) return;
+    const current = this.held.get(taskId);
+    if (current && !this.lost.has(current)) return;
+    if (current) await this.release(taskId, current);
     const deadline = Date.now() + (wait ? this.settings.acquireTimeoutMs : 0);
     for (let attempt = 0; ; attempt++) {
       const lease = await this.leases.acquire(taskId, this.settings.ttlMs);
@@ -43,10 +65,13 @@ export class LeaseKeeper {
     }
   }
 
-  /** Gives the task's lease up (best effort: an expired lease frees itself). */
-  async release(taskId: string): Promise<void> {
+  /**
+   * Gives the task's lease up (best effort: an expired lease frees itself). With `only`, just that lease object:
+   * a release decided for a lease since replaced leaves the new one alone.
+   */
+  async release(taskId: string, only?: Lease): Promise<void> {
     const lease = this.held.get(taskId);
-    if (!lease) return;
+    if (!lease || (only && lease !== only)) return;
     this.held.delete(taskId);
     await this.leases?.release(lease).catch(() => {});
   }
@@ -62,17 +87,22 @@ export class LeaseKeeper {
     this.renewing = true;
     try {
       await Promise.all(
-        [...this.held].map(async ([taskId, lease]) => {
-          let kept: boolean;
-          try {
-            kept = await leases.renew(lease, this.settings.ttlMs);
-          } catch (error) {
-            // A store that lost its data holds no lease of ours; anything else may be a blip until the lease expires.
-            kept = !(error instanceof StoreDataLostError) && Date.now() < lease.expiresAt;
-          }
-          // Renewed an old lease object after the task released and re-took its lease: not a loss.
-          if (!kept && this.held.get(taskId) === lease) this.onLost(taskId);
-        }),
+        [...this.held]
+          .filter(([, lease]) => !this.lost.has(lease))
+          .map(async ([taskId, lease]) => {
+            let kept: boolean;
+            try {
+              kept = await leases.renew(lease, this.settings.ttlMs);
+            } catch (error) {
+              // A store that lost its data holds no lease of ours; anything else may be a blip until the lease expires.
+              kept = !(error instanceof StoreDataLostError) && Date.now() < lease.expiresAt;
+            }
+            // Renewed an old lease object after the task released and re-took its lease: not a loss.
+            if (!kept && this.held.get(taskId) === lease) {
+              this.lost.add(lease);
+              this.onLost(taskId);
+            }
+          }),
       );
     } finally {
       this.renewing = false;

@@ -2,12 +2,26 @@
  * The table of tasks this process drives right now, and how a task gets into it: created, or loaded, validated and
  * restored under its lease. Waiting and finished tasks are not kept: they are reloaded when an event arrives.
  * Every operation on one task runs in that task's exclusive section (one at a time per task, in this process).
+ *
+ * A task whose lease this process lost (a renewal came too late or found it gone) stops here at once; then this
+ * process tries to take the lease back, and resumes the task from the store if nobody else saved it meanwhile. The
+ * new lease comes with a new fence, so whatever the stopped run still had in flight can no longer be saved.
  */
 import type { AgentInput } from '../../machines/context.js';
-import { AgentError, CorruptTaskError, FencedOutError, MachineError, TaskNotFoundError, TaskQuarantinedError, UnsupportedVersionError } from '../errors.js';
+import {
+  AgentError,
+  CorruptTaskError,
+  FencedOutError,
+  MachineError,
+  StoreUnavailableError,
+  TaskNotFoundError,
+  TaskQuarantinedError,
+  UnsupportedVersionError,
+} from '../errors.js';
 import { LiveTask, type LiveTaskDeps, type SavedBatch } from '../runtime/liveTask.js';
 import { unrestorableReason } from '../runtime/restore.js';
 import type { TaskEnvelope } from '../store/envelope.js';
+import type { Lease } from '../store/taskStore.js';
 import type { TaskSummary } from '../store/summary.js';
 import { NO_TRACING, type Tracing } from '../runtime/tracing.js';
 import { LeaseKeeper } from './leaseKeeper.js';
@@ -19,23 +33,42 @@ export interface LiveTasksDeps extends Omit<LiveTaskDeps, 'fence'> {
   onSaved: (summary: TaskSummary, saved: SavedBatch) => void;
   /** A task stopped being driven here for a reason other than a plain stop (fenced out, store failure, a bug). */
   onTaskFailure?: (taskId: string, error: Error) => void;
+  /** This process took a lost lease back and drives the task again. */
+  onTakenBack?: (taskId: string) => void;
   /** Runs of tasks as spans, their gate decisions and confirmations as events. */
   tracing: Tracing;
+}
+
+/** How often, at most, a lost lease is tried again before the task is left to `recover()` (or another process). */
+const RETAKE_ATTEMPTS = 5;
+
+/** What this process holds right now: tasks in memory, and leases (a lease is taken before its task is loaded). */
+export interface InFlight {
+  live: number;
+  leases: number;
 }
 
 export class LiveTasks {
   private readonly live = new Map<string, LiveTask>();
   private readonly locks = new Map<string, Promise<unknown>>();
+  /** Lost leases being taken back, so that `close` can wait for them. */
+  private readonly retakes = new Set<Promise<void>>();
+  /** Wakes the retakes that wait for their next attempt, when closing. */
+  private readonly wakers = new Set<() => void>();
+  private closed = false;
   readonly leases: LeaseKeeper;
 
   constructor(private readonly deps: LiveTasksDeps) {
-    this.leases = new LeaseKeeper(deps.store.leases, deps.lease, (taskId) =>
-      this.live.get(taskId)?.fail(new FencedOutError(taskId, 'this process lost the lease')),
-    );
+    this.leases = new LeaseKeeper(deps.store.leases, deps.lease, (taskId) => this.lostLease(taskId));
   }
 
   get size(): number {
     return this.live.size;
+  }
+
+  /** Read-only counts, for tests and metrics: a settled task holds neither once its eviction ran. */
+  inFlight(): InFlight {
+    return { live: this.live.size, leases: this.leases.size };
   }
 
   /** The task if this process drives it and can still save it. */
@@ -85,6 +118,17 @@ export class LiveTasks {
   }
 
   /**
+   * Inside an exclusive section: takes over a task whose lease is free (recovery, a lease taken back) without
+   * waiting. True when it is driven here now; false when it had come to rest meanwhile (finished, or waiting for
+   * someone): then it is dropped again, lease and all, as nothing drives a settled task.
+   */
+  async takeOver(taskId: string): Promise<boolean> {
+    const task = await this.hydrate(taskId, { wait: false });
+    this.releaseIfSettled(task);
+    return this.live.get(taskId) === task;
+  }
+
+  /**
    * Inside an exclusive section: a task that was loaded only to read it or to refuse an event, and needs nothing
    * more, is dropped again (no save follows to trigger the usual eviction).
    */
@@ -92,16 +136,78 @@ export class LiveTasks {
     if (this.live.get(task.taskId) === task && task.isSettled()) task.stop();
   }
 
-  /** Gives the lease up unless the task is (again) driven here. */
-  async releaseLease(taskId: string): Promise<void> {
-    if (!this.live.has(taskId)) await this.leases.release(taskId);
+  /** Gives the lease up unless the task is (again) driven here; with `only`, just that lease object. */
+  async releaseLease(taskId: string, only?: Lease): Promise<void> {
+    if (!this.live.has(taskId)) await this.leases.release(taskId, only);
   }
 
   /** Stops driving every task here; what is durable stays, and a later resume continues from it. */
   async close(): Promise<void> {
+    this.closed = true;
+    for (const wake of [...this.wakers]) wake();
     for (const task of [...this.live.values()]) task.stop();
     this.live.clear();
+    await Promise.allSettled([...this.retakes]);
     await this.leases.close();
+  }
+
+  /** A renewal found the task's lease lost: it stops here now, and if it was running, the lease is taken back. */
+  private lostLease(taskId: string): void {
+    const task = this.live.get(taskId);
+    if (!task) return;
+    task.fail(new FencedOutError(taskId, 'this process lost the lease'));
+    if (task.summary?.state !== 'running' || this.closed) return;
+    const retake = this.retake(task).finally(() => this.retakes.delete(retake));
+    this.retakes.add(retake);
+  }
+
+  /**
+   * Takes a lost lease back, with backoff, while the store cannot answer; gives up when another process holds it,
+   * when someone saved the task since (it is theirs, or recovery's), or after RETAKE_ATTEMPTS. Never throws.
+   */
+  private async retake(stopped: LiveTask): Promise<void> {
+    for (let attempt = 0; attempt < RETAKE_ATTEMPTS && !this.closed; attempt++) {
+      if (attempt > 0) await this.pause(Math.min(50 * 2 ** attempt, 1_000));
+      try {
+        await this.exclusive(stopped.taskId, () => this.retakeOnce(stopped));
+        return;
+      } catch (error) {
+        // Only an unavailable store is worth another attempt. TaskBusyError: another process holds it and drives it.
+        if (!(error instanceof StoreUnavailableError)) return;
+      }
+    }
+  }
+
+  private async retakeOnce(stopped: LiveTask): Promise<void> {
+    const { taskId } = stopped;
+    // Driven here again already (a host event, a resume), or closing: nothing to take back.
+    if (this.closed || this.live.has(taskId)) return;
+    await this.leases.take(taskId, false);
+    try {
+      // Under the new lease no save with an older fence can land any more: what is stored now stays until we save.
+      const stored = this.closed ? null : await this.deps.store.load(taskId);
+      // The revision this process saved last (a save still in flight when the lease was lost counts once it landed).
+      const ours = stored !== null && stored.revision === stopped.summary?.revision;
+      if (!ours || this.closed || !(await this.takeOver(taskId))) await this.releaseLease(taskId);
+      else this.deps.onTakenBack?.(taskId);
+    } catch (error) {
+      await this.releaseLease(taskId);
+      throw error;
+    }
+  }
+
+  /** Waits `ms` of real time, or until `close`. */
+  private pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        this.wakers.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, ms);
+      timer.unref();
+      this.wakers.add(wake);
+    });
   }
 
   private attach(task: LiveTask): LiveTask {
@@ -121,12 +227,14 @@ export class LiveTasks {
     });
     // Stopped, fenced out, store failure or a machine that threw: this process no longer drives the task.
     task.onFailure((error) => {
+      // The lease it ran under (a lease taken again afterwards is not this task's to give up).
+      const lease = this.leases.holding(task.taskId);
       if (this.live.get(task.taskId) === task) this.live.delete(task.taskId);
       const stopped = error instanceof AgentError && error.code === 'task_stopped';
       tracing.runEnded(task.taskId, { 'statechart_agent.task_id': task.taskId }, stopped ? undefined : error.message);
       if (!stopped) this.deps.onTaskFailure?.(task.taskId, error);
       const quarantined = error instanceof MachineError ? this.deps.store.quarantine(task.taskId, error.message).catch(() => {}) : Promise.resolve();
-      void quarantined.then(() => this.releaseLease(task.taskId));
+      void quarantined.then(() => this.releaseLease(task.taskId, lease));
     });
     return task;
   }
@@ -159,8 +267,10 @@ export class LiveTasks {
     return envelope;
   }
 
+  /** The task presents the fence of the lease it was created under, for good: a lease taken later is another run's. */
   private liveDeps(taskId: string): LiveTaskDeps {
     const { store, machine, clock, random, inspect, saveRetries } = this.deps;
-    return { store, machine, clock, random, inspect, saveRetries, fence: () => this.leases.fence(taskId) };
+    const fence = this.leases.fence(taskId);
+    return { store, machine, clock, random, inspect, saveRetries, fence: () => fence };
   }
 }

@@ -40,7 +40,7 @@ import { ExpirySweeper } from './expirySweeper.js';
 import { HookDispatcher, SILENT_LOGGER } from './hooks.js';
 import { NO_TRACING } from '../runtime/tracing.js';
 import { HostEvents, type ReviewResolution } from './hostEvents.js';
-import { LiveTasks } from './liveTasks.js';
+import { type InFlight, LiveTasks } from './liveTasks.js';
 import { type OrchestratorOptions, type Settings, type StartTaskRequest, parseOrThrow, resolveSettings, startRequestSchema } from './options.js';
 import { type RecoveryReport, recover } from './recovery.js';
 import { type AuditRecord, type TaskStatus, type UserEventResult, statusFrom, statusOfLive } from './status.js';
@@ -112,6 +112,7 @@ export class Orchestrator {
       onListenerError: (error) => logger.warn({ err: safeErrorText(error) }, 'a save listener threw; the task goes on'),
       onTaskFailure: (taskId, error) =>
         logger.error({ taskId, code: (error as { code?: unknown }).code ?? null, err: safeErrorText(error) }, 'this process stopped driving the task'),
+      onTakenBack: (taskId) => logger.warn({ taskId }, 'this process took the lost lease back and drives the task again'),
     });
     this.events = new HostEvents(this.live, this.registry, this.settings.adminScope, this.policy.version);
     this.sweeper = new ExpirySweeper(this.store, this.live, clock, this.settings.expirySweepMs, logger);
@@ -216,6 +217,11 @@ export class Orchestrator {
   recover(): Promise<RecoveryReport> {
     this.assertOpen();
     return recover(this.store, this.live, this.sweeper);
+  }
+
+  /** What this process holds now: tasks in memory and leases (a task that waits or ended holds neither). */
+  inFlight(): InFlight {
+    return this.live.inFlight();
   }
 
   list(query?: ListQuery): Promise<TaskSummary[]> {

@@ -1,6 +1,7 @@
 /**
  * Recovery: tasks left running by a process that died are resumed here when their lease is free (or expired); a
- * write that was in flight is reconciled by its idempotency key, never re-run blindly.
+ * write that was in flight is reconciled by its idempotency key, never re-run blindly. A task that settled between
+ * the list and its lease is not kept: nothing would ever release it.
  */
 import { TaskBusyError, TaskNotFoundError, TaskQuarantinedError } from '../errors.js';
 import type { TaskStore } from '../store/taskStore.js';
@@ -8,7 +9,7 @@ import type { ExpirySweeper } from './expirySweeper.js';
 import type { LiveTasks } from './liveTasks.js';
 
 export interface RecoveryReport {
-  /** Running tasks this process took over (their lease had expired or was free). */
+  /** Running tasks this process took over (their lease had expired or was free; still running when loaded). */
   resumed: string[];
   /** Running tasks another live process drives. */
   busy: string[];
@@ -23,10 +24,8 @@ export async function recover(store: TaskStore, live: LiveTasks, sweeper: Expiry
   for (const summary of await store.list({ states: ['running'] })) {
     if (live.has(summary.taskId)) continue;
     try {
-      await live.exclusive(summary.taskId, async () => {
-        await live.hydrate(summary.taskId, { wait: false });
-      });
-      report.resumed.push(summary.taskId);
+      // Finished or came to rest between the list and the lease: it is dropped again, and its lease released.
+      if (await live.exclusive(summary.taskId, () => live.takeOver(summary.taskId))) report.resumed.push(summary.taskId);
     } catch (error) {
       if (error instanceof TaskBusyError) report.busy.push(summary.taskId);
       else if (error instanceof TaskQuarantinedError) report.quarantined.push({ taskId: summary.taskId, reason: error.reason });
