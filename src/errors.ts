@@ -201,3 +201,22 @@ export class StoreDataLostError extends AgentError {
     );
   }
 }
+
+/**
+ * Refused before any work: this process drives as many running tasks as its `capacity` allows, in all (`scope:
+ * 'process'`, retry later or elsewhere) or for the task's tenant (`scope: 'tenant'`). Nothing was stored.
+ */
+export class CapacityError extends AgentError {
+  constructor(
+    readonly scope: 'process' | 'tenant',
+    readonly limit: number,
+    readonly tenantId: string,
+  ) {
+    super(
+      scope === 'process' ? 'overloaded' : 'tenant_at_capacity',
+      scope === 'process'
+        ? `This process already drives ${limit} running tasks (capacity.maxRunningTasks); try again later or on another instance.`
+        : `Tenant ${JSON.stringify(tenantId)} already has ${limit} running tasks here (capacity.maxRunningPerTenant); try again when one waits or ends.`,
+    );
+  }
+}

@@ -19,7 +19,7 @@ import type { AnyStateMachine } from 'xstate';
 import type { Principal } from '../../machines/context.js';
 import { agentMachine } from '../../machines/agentMachine.js';
 import { type Clock, systemClock } from '../clock.js';
-import { AgentError, HostRequestError, TaskBusyError, TaskExistsError, TaskNotFoundError, TaskQuarantinedError } from '../errors.js';
+import { AgentError, CapacityError, HostRequestError, TaskBusyError, TaskExistsError, TaskNotFoundError, TaskQuarantinedError } from '../errors.js';
 import type { Orchestrator, StartTaskRequest } from '../orchestrator/orchestrator.js';
 import type { Authenticate } from './access.js';
 import { createContext } from './context.js';
@@ -94,6 +94,8 @@ function errorResponse(error: FastifyError | Error): { statusCode: number; body:
   if (error instanceof TaskNotFoundError) return { statusCode: 404, body: { code: error.code, message: error.message } };
   if (error instanceof TaskQuarantinedError) return { statusCode: 409, body: { code: error.code, message: error.message } };
   if (error instanceof TaskBusyError) return { statusCode: 503, body: { code: error.code, message: error.message } };
+  if (error instanceof CapacityError) return { statusCode: error.scope === 'process' ? 503 : 429, body: { code: error.code, message: error.message } };
+  if (error instanceof AgentError && error.code === 'orchestrator_draining') return { statusCode: 503, body: { code: error.code, message: error.message } };
   if (error instanceof AgentError && error.code === 'orchestrator_closed') return { statusCode: 503, body: { code: error.code, message: error.message } };
   return { statusCode: 500, body: { code: 'internal_error', message: 'the service failed; see its log' } };
 }

@@ -66,6 +66,29 @@ export class LiveTasks {
     return this.live.size;
   }
 
+  /** Tasks running here (not waiting, not ended), in all or of one tenant. */
+  running(tenantId?: string): number {
+    let count = 0;
+    for (const task of this.live.values()) {
+      if (task.failed || task.isSettled()) continue;
+      if (tenantId === undefined || task.context().principal.tenantId === tenantId) count += 1;
+    }
+    return count;
+  }
+
+  /** Resolves when every task running here has come to rest (or stopped), or after `timeoutMs`: the ones still running. */
+  async quiesce(timeoutMs: number): Promise<string[]> {
+    const running = [...this.live.values()].filter((task) => !task.failed && !task.isSettled());
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const deadline = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, timeoutMs);
+      timer.unref();
+    });
+    await Promise.race([Promise.allSettled(running.map((task) => task.settled())), deadline]);
+    clearTimeout(timer);
+    return running.filter((task) => !task.failed && !task.isSettled()).map((task) => task.taskId);
+  }
+
   /** Read-only counts, for tests and metrics: a settled task holds neither once its eviction ran. */
   inFlight(): InFlight {
     return { live: this.live.size, leases: this.leases.size };

@@ -87,6 +87,13 @@ export interface OrchestratorOptions {
    */
   tracing?: Tracing;
   /**
+   * How much this process takes on (backpressure): at most `maxRunningTasks` running tasks in all, and
+   * `maxRunningPerTenant` per tenant (one tenant cannot take every slot). `start` beyond either throws
+   * CapacityError (`overloaded`, `tenant_at_capacity`; HTTP 503 and 429) before anything is stored; events for
+   * tasks that exist are never refused for capacity. Waiting and ended tasks do not count. Default: no limit.
+   */
+  capacity?: { maxRunningTasks?: number; maxRunningPerTenant?: number };
+  /**
    * Sensitive values kept out of everything persisted and streamed: the host's redactors (`cardNumbers()`...) seal
    * matches in any text, tools' `sensitive` fields are sealed whole, and the sealer decides where the values live
    * (`memorySealer()`, the default, in this process only; `keyedSealer({ key })` encrypted, so durable).
@@ -121,6 +128,7 @@ export interface Settings {
   mandates: ReadonlyMap<string, MandateKind<unknown>>;
   newTaskId: () => string;
   lease: { ttlMs: number; renewEveryMs: number; acquireTimeoutMs: number };
+  capacity: { maxRunningTasks: number; maxRunningPerTenant: number };
 }
 
 const positive = z.number().int().positive();
@@ -131,10 +139,11 @@ const settingsSchema = z.strictObject({
   retentionSweepMs: z.number().int().nonnegative().optional(),
   backoff: z.strictObject({ baseDelayMs: z.number().nonnegative(), maxDelayMs: z.number().nonnegative() }).optional(),
   lease: z.strictObject({ ttlMs: positive.optional(), renewEveryMs: positive.optional(), acquireTimeoutMs: z.number().int().nonnegative().optional() }).optional(),
+  capacity: z.strictObject({ maxRunningTasks: positive.optional(), maxRunningPerTenant: positive.optional() }).optional(),
 });
 
 export function resolveSettings(options: OrchestratorOptions, systemClock: Clock, newId: () => string): Settings {
-  const checked = parseOrThrow(settingsSchema, pick(options, ['modelTimeoutMs', 'saveRetries', 'expirySweepMs', 'retentionSweepMs', 'backoff', 'lease']), 'options');
+  const checked = parseOrThrow(settingsSchema, pick(options, ['modelTimeoutMs', 'saveRetries', 'expirySweepMs', 'retentionSweepMs', 'backoff', 'lease', 'capacity']), 'options');
   const ttlMs = checked.lease?.ttlMs ?? 15_000;
   return {
     policy: parseOrThrow(policySchema, { ...DEFAULT_POLICY, ...options.policy }, 'policy'),
@@ -150,6 +159,10 @@ export function resolveSettings(options: OrchestratorOptions, systemClock: Clock
     mandates: mandateKinds(options.mandates ?? []),
     newTaskId: options.newTaskId ?? newId,
     lease: { ttlMs, renewEveryMs: checked.lease?.renewEveryMs ?? Math.max(1, Math.floor(ttlMs / 3)), acquireTimeoutMs: checked.lease?.acquireTimeoutMs ?? 2_000 },
+    capacity: {
+      maxRunningTasks: checked.capacity?.maxRunningTasks ?? Number.POSITIVE_INFINITY,
+      maxRunningPerTenant: checked.capacity?.maxRunningPerTenant ?? Number.POSITIVE_INFINITY,
+    },
   };
 }
 

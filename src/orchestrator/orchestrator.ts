@@ -36,6 +36,7 @@ import { MemoryStore } from '../store/memoryStore.js';
 import type { TaskSummary } from '../store/summary.js';
 import type { ListQuery, TaskStore } from '../store/taskStore.js';
 import { safeErrorText } from '../../machines/lib/text.js';
+import { Capacity } from './capacity.js';
 import { ExpirySweeper } from './expirySweeper.js';
 import { HookDispatcher, SILENT_LOGGER } from './hooks.js';
 import { NO_TRACING } from '../runtime/tracing.js';
@@ -66,6 +67,7 @@ export class Orchestrator {
   /** The model and prompt tasks start with (each model turn updates it with the version the provider reports). */
   private readonly provenance: Provenance;
   private closed = false;
+  private readonly capacity: Capacity;
 
   constructor(options: OrchestratorOptions) {
     this.settings = resolveSettings(options, systemClock, () => `task_${randomUUID()}`);
@@ -114,6 +116,7 @@ export class Orchestrator {
         logger.error({ taskId, code: (error as { code?: unknown }).code ?? null, err: safeErrorText(error) }, 'this process stopped driving the task'),
       onTakenBack: (taskId) => logger.warn({ taskId }, 'this process took the lost lease back and drives the task again'),
     });
+    this.capacity = new Capacity(this.settings.capacity, (tenantId) => this.live.running(tenantId));
     this.events = new HostEvents(this.live, this.registry, this.settings.adminScope, this.policy.version);
     this.sweeper = new ExpirySweeper(this.store, this.live, clock, this.settings.expirySweepMs, logger);
     if (this.settings.retentionSweepMs > 0 && isErasable(this.store)) {
@@ -153,6 +156,8 @@ export class Orchestrator {
       },
       'start',
     );
+    // A slot is held from here until the task is live (counted as running) or the start failed.
+    const release = this.capacity.hold(principal.tenantId);
     return this.live.exclusive(taskId, async () => {
       if (this.live.has(taskId)) throw new TaskExistsError(taskId);
       await this.live.leases.take(taskId);
@@ -168,9 +173,10 @@ export class Orchestrator {
         throw error;
       }
       const task = this.live.create(input);
+      release();
       await task.barrier();
       return statusOfLive(task);
-    });
+    }).finally(release);
   }
 
   /** Starts a task and waits until it needs a human or has finished. */
@@ -322,6 +328,20 @@ export class Orchestrator {
     this.retentionSweeper?.stop();
     await this.live.close();
     if (this.ownsStore) await this.store.close();
+  }
+
+  /**
+   * Stops taking new tasks (`start` throws `orchestrator_draining`), waits up to `timeoutMs` (default 30 s) for the
+   * tasks running here to come to rest, then closes: tasks still running stop where they were last saved and their
+   * leases are released, so another process (its `recover()`) carries them on. Events for existing tasks are taken
+   * until the close.
+   */
+  async drain(options: { timeoutMs?: number } = {}): Promise<{ handedBack: string[] }> {
+    this.assertOpen();
+    this.capacity.drain();
+    const handedBack = await this.live.quiesce(options.timeoutMs ?? 30_000);
+    await this.close();
+    return { handedBack };
   }
 
   private now(): number {

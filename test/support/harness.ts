@@ -49,6 +49,7 @@ export interface HarnessOptions {
   tracing?: OrchestratorOptions['tracing'];
   logger?: OrchestratorOptions['logger'];
   privacy?: OrchestratorOptions['privacy'];
+  capacity?: OrchestratorOptions['capacity'];
 }
 
 export function harness(options: HarnessOptions = {}) {
@@ -87,6 +88,7 @@ export function harness(options: HarnessOptions = {}) {
     tracing: options.tracing,
     logger: options.logger,
     privacy: options.privacy,
+    capacity: options.capacity,
   });
   return { orchestrator, bookings, refunds, store, model, tools };
 }

@@ -1,0 +1,116 @@
+/**
+ * Backpressure and a graceful drain: a process refuses new tasks past its capacity (in all, or for one tenant)
+ * before storing anything, counts starts under way, and on drain stops taking tasks, lets the running ones come to
+ * rest, and hands the rest back to the store for another process to carry on.
+ */
+import { describe, expect, it } from 'vitest';
+import type { Principal } from '../machines/context.js';
+import { CapacityError } from '../src/errors.js';
+import type { AgentModel, ModelReply, ModelRequest } from '../src/model/agentModel.js';
+import { MemoryStore } from '../src/store/memoryStore.js';
+import { harness } from './support/harness.js';
+
+/** A model whose turns wait until the test lets that task answer. */
+function heldModel() {
+  const held = new Map<string, () => void>();
+  const waiting = new Set<string>();
+  const model: AgentModel = {
+    name: 'held',
+    async decide(request: ModelRequest): Promise<ModelReply> {
+      waiting.add(request.taskId);
+      await new Promise<void>((resolve, reject) => {
+        held.set(request.taskId, resolve);
+        request.signal.addEventListener('abort', () => reject(request.signal.reason), { once: true });
+      });
+      waiting.delete(request.taskId);
+      return { type: 'answer', text: 'done' };
+    },
+  };
+  return {
+    model,
+    waiting,
+    answer(taskId: string) {
+      held.get(taskId)?.();
+    },
+  };
+}
+
+const user = (tenantId: string, userId = 'u1'): Principal => ({ userId, tenantId, scopes: [] });
+
+async function until(predicate: () => boolean, timeoutMs = 2_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error('condition not reached in time');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+describe('capacity', () => {
+  it('refuses a new task past the process limit before storing anything; waiting and ended tasks do not count', async () => {
+    const held = heldModel();
+    const store = new MemoryStore();
+    const h = harness({ store, model: held.model, capacity: { maxRunningTasks: 2 } });
+    await h.orchestrator.start({ principal: user('a'), goal: 'one', taskId: 't1' });
+    await h.orchestrator.start({ principal: user('b'), goal: 'two', taskId: 't2' });
+    const refused = await h.orchestrator.start({ principal: user('c'), goal: 'three', taskId: 't3' }).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(CapacityError);
+    expect(refused).toMatchObject({ code: 'overloaded', scope: 'process', limit: 2 });
+    expect(await store.load('t3')).toBeNull();
+    // One ends: its slot is free again.
+    await until(() => held.waiting.has('t1'));
+    held.answer('t1');
+    await h.orchestrator.settled('t1');
+    await expect(h.orchestrator.start({ principal: user('c'), goal: 'three', taskId: 't3' })).resolves.toMatchObject({ taskId: 't3' });
+    expect(h.orchestrator.inFlight().live).toBe(2);
+    await h.orchestrator.close();
+  });
+
+  it('keeps one tenant from taking every slot', async () => {
+    const held = heldModel();
+    const h = harness({ model: held.model, capacity: { maxRunningTasks: 10, maxRunningPerTenant: 1 } });
+    await h.orchestrator.start({ principal: user('a'), goal: 'one', taskId: 'a1' });
+    await expect(h.orchestrator.start({ principal: user('a', 'u2'), goal: 'two', taskId: 'a2' })).rejects.toMatchObject({ code: 'tenant_at_capacity', scope: 'tenant', tenantId: 'a' });
+    await expect(h.orchestrator.start({ principal: user('b'), goal: 'one', taskId: 'b1' })).resolves.toMatchObject({ taskId: 'b1' });
+    await h.orchestrator.close();
+  });
+
+  it('counts starts under way: concurrent starts never overshoot', async () => {
+    const held = heldModel();
+    const h = harness({ model: held.model, capacity: { maxRunningTasks: 2 } });
+    const results = await Promise.allSettled(Array.from({ length: 6 }, (_, i) => h.orchestrator.start({ principal: user(`t${i}`), goal: 'g', taskId: `c${i}` })));
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(2);
+    expect(results.filter((r) => r.status === 'rejected').every((r) => (r as PromiseRejectedResult).reason instanceof CapacityError)).toBe(true);
+    await h.orchestrator.close();
+  });
+
+  it('refuses an option that is not a positive count', () => {
+    expect(() => harness({ capacity: { maxRunningTasks: 0 } })).toThrow(/capacity/);
+  });
+});
+
+describe('drain', () => {
+  it('takes no new task, lets running ones come to rest, hands the rest back to the store', async () => {
+    const held = heldModel();
+    const store = new MemoryStore();
+    const h = harness({ store, model: held.model });
+    await h.orchestrator.start({ principal: user('a'), goal: 'quick', taskId: 'quick' });
+    await h.orchestrator.start({ principal: user('a'), goal: 'slow', taskId: 'slow' });
+    await until(() => held.waiting.has('quick') && held.waiting.has('slow'));
+    const drained = h.orchestrator.drain({ timeoutMs: 200 });
+    await expect(h.orchestrator.start({ principal: user('a'), goal: 'late', taskId: 'late' })).rejects.toMatchObject({ code: 'orchestrator_draining' });
+    held.answer('quick');
+    const { handedBack } = await drained;
+    expect(handedBack).toEqual(['slow']);
+    expect((await store.load('quick'))?.summary.state).toBe('done');
+    // The slow one stays as it was last saved, running, for another process to carry on.
+    expect((await store.load('slow'))?.summary.state).toBe('running');
+    const next = heldModel();
+    const other = harness({ store, model: next.model });
+    const report = await other.orchestrator.recover();
+    expect(report.resumed).toEqual(['slow']);
+    await until(() => next.waiting.has('slow'));
+    next.answer('slow');
+    expect((await other.orchestrator.settled('slow')).state).toBe('done');
+    await other.orchestrator.close();
+  });
+});
