@@ -39,6 +39,9 @@ export interface LiveTasksDeps extends Omit<LiveTaskDeps, 'fence'> {
   tracing: Tracing;
 }
 
+/** How many recent task failures are remembered for `settled()`. */
+const RECENT_FAILURES = 1_000;
+
 /** How often, at most, a lost lease is tried again before the task is left to `recover()` (or another process). */
 const RETAKE_ATTEMPTS = 5;
 
@@ -53,6 +56,8 @@ export class LiveTasks {
   private readonly locks = new Map<string, Promise<unknown>>();
   /** Lost leases being taken back, so that `close` can wait for them. */
   private readonly retakes = new Set<Promise<void>>();
+  /** Recent reasons this process stopped driving a task (bounded). */
+  private readonly failures = new Map<string, Error>();
   /** Wakes the retakes that wait for their next attempt, when closing. */
   private readonly wakers = new Set<() => void>();
   private closed = false;
@@ -235,6 +240,7 @@ export class LiveTasks {
 
   private attach(task: LiveTask): LiveTask {
     this.live.set(task.taskId, task);
+    this.failures.delete(task.taskId);
     const { tracing } = this.deps;
     const run = (summary: TaskSummary) => ({ 'statechart_agent.task_id': summary.taskId, 'statechart_agent.tenant_id': summary.tenantId, 'statechart_agent.state': summary.state });
     const traced = tracing !== NO_TRACING;
@@ -254,12 +260,27 @@ export class LiveTasks {
       const lease = this.leases.holding(task.taskId);
       if (this.live.get(task.taskId) === task) this.live.delete(task.taskId);
       const stopped = error instanceof AgentError && error.code === 'task_stopped';
+      // Fenced out: another process drives it, and what it stores is the answer. Anything else is news for settled().
+      if (!stopped && !(error instanceof FencedOutError)) this.rememberFailure(task.taskId, error);
       tracing.runEnded(task.taskId, { 'statechart_agent.task_id': task.taskId }, stopped ? undefined : error.message);
       if (!stopped) this.deps.onTaskFailure?.(task.taskId, error);
       const quarantined = error instanceof MachineError ? this.deps.store.quarantine(task.taskId, error.message).catch(() => {}) : Promise.resolve();
       void quarantined.then(() => this.releaseLease(task.taskId, lease));
     });
     return task;
+  }
+
+  /**
+   * Why this process stopped driving a task (a store that failed, a machine that threw), if it did recently
+   * and has not driven it again since: `settled()` of such a task rejects with it instead of reporting what is stored.
+   */
+  failureOf(taskId: string): Error | undefined {
+    return this.failures.get(taskId);
+  }
+
+  private rememberFailure(taskId: string, error: Error): void {
+    if (this.failures.size >= RECENT_FAILURES) this.failures.delete(this.failures.keys().next().value!);
+    this.failures.set(taskId, error);
   }
 
   /** A waiting or finished task holds no memory here: it is reloaded when an event arrives. */

@@ -191,7 +191,12 @@ export class Orchestrator {
    */
   async settled(taskId: string): Promise<TaskStatus> {
     const task = this.live.get(taskId);
-    if (!task) return this.status(taskId);
+    if (!task) {
+      // Stopped here by a failure (a machine that threw, a lost lease, a store that failed): say so.
+      const failure = this.live.failureOf(taskId);
+      if (failure) throw failure;
+      return this.status(taskId);
+    }
     await task.settled();
     return statusOfLive(task);
   }
