@@ -197,3 +197,69 @@ describe('a process that lost its lease', () => {
     });
   });
 });
+
+describe('races found by review', () => {
+  it('close() while a take-back waits on the store: nothing runs on after close, nothing is held', async () => {
+    const raw = new MemoryStore();
+    const stallable = stallableRenewals(raw);
+    let gate: Promise<void> | null = null;
+    let open!: () => void;
+    // The take-back's load waits on this gate (the store's quarantine check comes first in a load for a restore).
+    const store = withMembers(stallable.store, {
+      async quarantined(taskId) {
+        if (gate) await gate;
+        return raw.quarantined(taskId);
+      },
+    });
+    const read = slowRead();
+    const notes = noteWriter();
+    const a = processWith(store, { read, label: 'A', notes }, { ttlMs: TTL, renewEveryMs: 20 });
+    await a.start({ principal: E17, goal: 'read, then note', taskId: 't' });
+    await until(() => read.started.length === 1);
+    gate = new Promise((resolve) => (open = resolve));
+    const resume = stallable.stall();
+    await new Promise((resolve) => setTimeout(resolve, TTL * 2));
+    resume();
+    await new Promise((resolve) => setTimeout(resolve, 50)); // the loss is seen; the take-back waits on the gate
+    const closed = a.close();
+    open();
+    await closed;
+    expect(inFlight(a)).toEqual({ live: 0, leases: 0 });
+    read.release();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(read.started).toEqual(['A']);
+    expect(notes.executed).toHaveLength(0);
+    expect((await raw.load('t'))!.summary.state).toBe('running'); // left as saved, for recover() elsewhere
+  });
+
+  it('a lease found lost while a start waited on the store is not driven: the start fails and holds nothing', async () => {
+    const raw = new MemoryStore();
+    const stallable = stallableRenewals(raw);
+    const read = slowRead();
+    const notes = noteWriter();
+    // The start's existence check waits on the store while renewals stall past the TTL: the lease is lost meanwhile.
+    let gate: Promise<void> | null = null;
+    let open!: () => void;
+    const slowLoads = withMembers(stallable.store, {
+      async load(taskId) {
+        const envelope = await raw.load(taskId);
+        if (gate) await gate;
+        return envelope;
+      },
+    });
+    const a2 = processWith(slowLoads, { read, label: 'A', notes }, { ttlMs: TTL, renewEveryMs: 20 });
+    gate = new Promise((resolve) => (open = resolve));
+    const started = a2.start({ principal: E17, goal: 'read, then note', taskId: 't' }).catch((error: unknown) => error);
+    await new Promise((resolve) => setTimeout(resolve, 20)); // the lease is taken; the existence check waits
+    const resume = stallable.stall();
+    await new Promise((resolve) => setTimeout(resolve, TTL * 2));
+    resume();
+    await new Promise((resolve) => setTimeout(resolve, 60)); // the renewal finds the lease lost
+    open();
+    const outcome = await started;
+    expect(outcome).toBeInstanceOf(Error);
+    expect(inFlight(a2)).toEqual({ live: 0, leases: 0 });
+    expect(read.started).toEqual([]);
+    await a2.close();
+  });
+});

@@ -38,6 +38,13 @@ export class LeaseKeeper {
     return this.held.get(taskId);
   }
 
+  /** True when this process may drive the task: the store has no leases, or its lease is held and not found lost. */
+  drives(taskId: string): boolean {
+    if (!this.leases) return true;
+    const lease = this.held.get(taskId);
+    return lease !== undefined && !this.lost.has(lease);
+  }
+
   /** The fencing token to present with the task's next save, if a lease is held. */
   fence(taskId: string): string | undefined {
     return this.held.get(taskId)?.fence;

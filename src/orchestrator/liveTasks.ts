@@ -8,16 +8,7 @@
  * new lease comes with a new fence, so whatever the stopped run still had in flight can no longer be saved.
  */
 import type { AgentInput } from '../../machines/context.js';
-import {
-  AgentError,
-  CorruptTaskError,
-  FencedOutError,
-  MachineError,
-  StoreUnavailableError,
-  TaskNotFoundError,
-  TaskQuarantinedError,
-  UnsupportedVersionError,
-} from '../errors.js';
+import { AgentError, CorruptTaskError, FencedOutError, MachineError, StoreUnavailableError, TaskBusyError, TaskNotFoundError, TaskQuarantinedError, UnsupportedVersionError } from '../errors.js';
 import { LiveTask, type LiveTaskDeps, type SavedBatch } from '../runtime/liveTask.js';
 import { unrestorableReason } from '../runtime/restore.js';
 import type { TaskEnvelope } from '../store/envelope.js';
@@ -91,7 +82,8 @@ export class LiveTasks {
     });
     await Promise.race([Promise.allSettled(running.map((task) => task.settled())), deadline]);
     clearTimeout(timer);
-    return running.filter((task) => !task.failed && !task.isSettled()).map((task) => task.taskId);
+    // Every task still running now, also one that started running (an event, a take-back) while this waited.
+    return [...this.live.values()].filter((task) => !task.failed && !task.isSettled()).map((task) => task.taskId);
   }
 
   /** Read-only counts, for tests and metrics: a settled task holds neither once its eviction ran. */
@@ -109,6 +101,16 @@ export class LiveTasks {
     return this.live.has(taskId);
   }
 
+  /**
+   * Right before a task is attached, after the awaits that took its lease and loaded it: refuses when this process
+   * closed meanwhile (a task attached after close would run on with no lease), or when its lease was found lost in
+   * between (it would never be renewed again, and another process may take the task).
+   */
+  private assertMayDrive(taskId: string): void {
+    if (this.closed) throw new AgentError('orchestrator_closed', 'this orchestrator was closed');
+    if (!this.leases.drives(taskId)) throw new TaskBusyError(taskId);
+  }
+
   /** Runs `fn` with exclusive access to one task in this process. */
   exclusive<T>(taskId: string, fn: () => Promise<T>): Promise<T> {
     const previous = this.locks.get(taskId) ?? Promise.resolve();
@@ -123,6 +125,7 @@ export class LiveTasks {
 
   /** Creates a task (its lease already taken) and starts it. */
   create(input: AgentInput): LiveTask {
+    this.assertMayDrive(input.taskId);
     const task = this.attach(new LiveTask(this.liveDeps(input.taskId), { kind: 'new', input }));
     task.start();
     return task;
@@ -136,6 +139,7 @@ export class LiveTasks {
     await this.leases.take(taskId, options.wait ?? true);
     try {
       const envelope = await this.loadRestorable(taskId);
+      this.assertMayDrive(taskId);
       const task = this.attach(new LiveTask(this.liveDeps(taskId), { kind: 'restored', envelope }));
       task.start();
       return task;

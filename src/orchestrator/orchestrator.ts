@@ -172,7 +172,14 @@ export class Orchestrator {
         await this.live.releaseLease(taskId);
         throw error;
       }
-      const task = this.live.create(input);
+      let task;
+      try {
+        task = this.live.create(input);
+      } catch (error) {
+        // Closed, or the lease found lost, while the start waited: nothing was stored, and the lease goes.
+        await this.live.releaseLease(taskId);
+        throw error;
+      }
       release();
       await task.barrier();
       return statusOfLive(task);
