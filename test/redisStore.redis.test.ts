@@ -2,6 +2,7 @@
  * RedisStore specifics beyond the shared contract (test/redisContract.redis.test.ts): fencing, concurrency across
  * connections, corruption of keys under the prefix, an unreachable Redis, and the cost of a save.
  */
+import { unpackAudit } from '../src/store/redis/redisAuditPacking.js';
 import { spawnSync } from 'node:child_process';
 import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -85,10 +86,11 @@ describe.skipIf(!redis)('RedisStore', () => {
       expect(await client.type(k.audit('a'))).toBe('stream');
       expect(await client.type(k.transcript('a'))).toBe('list');
       // The audit trail is a plain stream, one message per save, readable with XRANGE from any Redis client:
-      // id "<n>-0" numbers the message's first entry from 1; `entries` holds them as a JSON array.
+      // id "<n>-0" numbers the message's first entry from 1; `entries` holds them as a JSON array (or, packed, with
+      // the stamp they share kept once: see redisAuditPacking.ts).
       const stream = await client.xrange(k.audit('a'), '-', '+');
       const fields = stream.map(([, f]) => Object.fromEntries([[f[0], f[1]], [f[2], f[3]]]) as { entries: string; count: string });
-      const entries = fields.flatMap((f) => JSON.parse(f.entries) as unknown[]);
+      const entries = fields.flatMap((f) => unpackAudit(JSON.parse(f.entries))!);
       expect(entries).toStrictEqual(await store.readJournal('a', 'audit'));
       let next = 1;
       stream.forEach(([id], i) => {

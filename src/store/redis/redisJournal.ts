@@ -4,6 +4,7 @@
  * journal (a stream, one message per save) as whole messages, cut to the range here.
  */
 import { CorruptTaskError } from '../../errors.js';
+import { unpackAudit } from './redisAuditPacking.js';
 import type { JournalStream } from '../taskStore.js';
 import type { RedisCall } from './redisConnection.js';
 import { type RedisKeys, TASK_FIELDS } from './redisKeys.js';
@@ -40,8 +41,8 @@ export class RedisJournal {
     const entries: { index: number; entry: unknown }[] = [];
     for (let i = 0; i < pairs.length; i += 2) {
       const first = Number(pairs[i]) - 1;
-      const array = parse(String(pairs[i + 1]), `the audit message at entry ${first + 1}`);
-      if (!Array.isArray(array)) throw new CorruptTaskError(taskId, `the audit message at entry ${first + 1} in ${listKey} is not an array`);
+      const array = unpackAudit(parse(String(pairs[i + 1]), `the audit message at entry ${first + 1}`));
+      if (!array) throw new CorruptTaskError(taskId, `the audit message at entry ${first + 1} in ${listKey} is not an array of entries`);
       array.forEach((entry, k) => entries.push({ index: first + k, entry }));
     }
     return entries.filter((e) => e.index >= (start as number) && e.index < (end as number)).map((e) => e.entry);

@@ -6,6 +6,7 @@
  * `list`, `readJournal`, `deleteAll`: `redisLeases.ts`, `redisListing.ts`, `redisJournal.ts`, `redisDeleteAll.ts`;
  * the client and its errors: `redisConnection.ts`.
  */
+import { packAudit } from './redisAuditPacking.js';
 import type { Redis } from 'ioredis';
 import { type Clock, systemClock } from '../../clock.js';
 import { CorruptTaskError } from '../../errors.js';
@@ -165,7 +166,7 @@ export class RedisStore implements ErasableTaskStore {
       envelope.journal.transcript - append.transcript.length,
       append.audit.length,
       append.transcript.length,
-      `[${append.audit.map(entryJson).join(',')}]`,
+      packAudit(append.audit),
       epoch.expected,
       epoch.candidate,
       ...TASK_STATES,
