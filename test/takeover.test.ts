@@ -23,6 +23,23 @@ function processWith(
   return createOrchestrator({ tools: [tools.read.tool(tools.label), tools.notes.tool], model: readThenWrite(last), store, lease, expirySweepMs: 0 });
 }
 
+/**
+ * Process A drives task "t" into a read that waits; then its renewals stall past the TTL, so its lease lapses with
+ * nobody else taking it. `resume()` lets the renewals through again (and A finds the lease lost).
+ */
+async function lapsedDriver() {
+  const raw = new MemoryStore();
+  const stallable = stallableRenewals(raw);
+  const read = slowRead();
+  const notes = noteWriter();
+  const a = processWith(stallable.store, { read, label: 'A', notes }, { ttlMs: TTL, renewEveryMs: 20 });
+  await a.start({ principal: E17, goal: 'read, then note', taskId: 't' });
+  await until(() => read.started.length === 1);
+  const resume = stallable.stall();
+  await new Promise((resolve) => setTimeout(resolve, TTL * 2));
+  return { raw, stallable, read, notes, a, resume };
+}
+
 describe('recover()', () => {
   describe('when the task comes to rest between the list and the lease', () => {
     it.each([
@@ -106,15 +123,7 @@ describe('a process that lost its lease', () => {
     });
 
     it('resumes it also when another process held it meanwhile but saved nothing', async () => {
-      const raw = new MemoryStore();
-      const stallable = stallableRenewals(raw);
-      const read = slowRead();
-      const notes = noteWriter();
-      const a = processWith(stallable.store, { read, label: 'A', notes }, { ttlMs: TTL, renewEveryMs: 20 });
-      await a.start({ principal: E17, goal: 'read, then note', taskId: 't' });
-      await until(() => read.started.length === 1);
-      const resume = stallable.stall();
-      await new Promise((resolve) => setTimeout(resolve, TTL * 2));
+      const { raw, read, notes, a, resume } = await lapsedDriver();
       const b = processWith(raw, { read, label: 'B', notes }, { ttlMs: 10_000 });
       expect((await b.recover()).resumed).toEqual(['t']);
       await until(() => read.started.length === 2);
@@ -131,15 +140,7 @@ describe('a process that lost its lease', () => {
 
   describe('when another process took it', () => {
     it('leaves the task to that process and holds nothing of it', async () => {
-      const raw = new MemoryStore();
-      const stallable = stallableRenewals(raw);
-      const read = slowRead();
-      const notes = noteWriter();
-      const a = processWith(stallable.store, { read, label: 'A', notes }, { ttlMs: TTL, renewEveryMs: 20 });
-      await a.start({ principal: E17, goal: 'read, then note', taskId: 't' });
-      await until(() => read.started.length === 1);
-      const resume = stallable.stall();
-      await new Promise((resolve) => setTimeout(resolve, TTL * 2));
+      const { raw, read, notes, a, resume } = await lapsedDriver();
       const b = processWith(raw, { read, label: 'B', notes }, { ttlMs: 10_000 });
       expect((await b.recover()).resumed).toEqual(['t']);
       await until(() => read.started.length === 2);
@@ -158,15 +159,7 @@ describe('a process that lost its lease', () => {
 
   describe('when another process saved the task meanwhile and let it go', () => {
     it('does not resume it: the task waits for recover()', async () => {
-      const raw = new MemoryStore();
-      const stallable = stallableRenewals(raw);
-      const read = slowRead();
-      const notes = noteWriter();
-      const a = processWith(stallable.store, { read, label: 'A', notes }, { ttlMs: TTL, renewEveryMs: 20 });
-      await a.start({ principal: E17, goal: 'read, then note', taskId: 't' });
-      await until(() => read.started.length === 1);
-      const resume = stallable.stall();
-      await new Promise((resolve) => setTimeout(resolve, TTL * 2));
+      const { raw, stallable, read, notes, a, resume } = await lapsedDriver();
 
       // Someone else takes the lease, saves a revision, and lets the lease go.
       const other = (await raw.leases.acquire('t', 10_000))!;

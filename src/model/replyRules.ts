@@ -149,7 +149,34 @@ export function receivedText(output: unknown): string | undefined {
   return text === undefined || text === '' ? undefined : text.slice(0, RECEIVED_BOUND);
 }
 
-/** The version of an adapter's prompt: the host's name for it, or a hash of the instructions themselves. */
-export function promptVersionOf(instructions: string, named?: string): string {
-  return named ?? `prompt:${createHash('sha256').update(instructions, 'utf8').digest('hex').slice(0, 12)}`;
+/** What both model adapters take besides the model itself and its output token limit. */
+export interface AdapterOptions {
+  /** Upper bound of one turn's prompt tokens, for the reservation (default 16,000). */
+  promptTokenBound?: number;
+  /** Sampling temperature; left out of the request when unset. */
+  temperature?: number;
+  /** Replaces the default host instructions (the system prompt). */
+  systemPrompt?: string;
+  /** The version of `systemPrompt` recorded in the audit (default: a hash of the instructions). */
+  promptVersion?: string;
+  /** The model version to record, when the host pins one (default: the model each response reports). */
+  modelVersion?: string;
+  /** Cap of each tool result sent to the model, in UTF-8 bytes (default 8,192). */
+  maxToolResultBytes?: number;
+  /** Prices per million tokens in micro-units; without them a turn costs 0. */
+  prices?: ModelPrices;
+  /** Offer tools as `strict` when their schema qualifies (default true); false for servers and providers that refuse it. */
+  strictTools?: boolean;
+  /** Longest Retry-After honoured, in ms (default 60,000); a server asking for longer is retried sooner. */
+  maxRetryAfterMs?: number;
+}
+
+/**
+ * The model version an adapter pins (if the host gave one) and the version of its prompt: the host's name for it,
+ * or a hash of the instructions themselves (`defaultPrompt` when the host gave none).
+ */
+export function adapterProvenance(options: AdapterOptions, defaultPrompt: string): { version?: string; promptVersion: string } {
+  const instructions = options.systemPrompt ?? defaultPrompt;
+  const promptVersion = options.promptVersion ?? `prompt:${createHash('sha256').update(instructions, 'utf8').digest('hex').slice(0, 12)}`;
+  return options.modelVersion ? { version: options.modelVersion, promptVersion } : { promptVersion };
 }

@@ -13,36 +13,27 @@
  */
 import { randomUUID } from 'node:crypto';
 import { type AgentMachine, createAgentMachine } from '../../machines/agentMachine.js';
-import {
-  type AgentInput,
-  type ModelReservation,
-  type Policy,
-  type Principal,
-  type Provenance,
-  agentInputSchema,
-  modelReservationSchema,
-  provenanceSchema,
-} from '../../machines/context.js';
+import { type ModelReservation, type Policy, type Principal, type Provenance, modelReservationSchema, provenanceSchema } from '../../machines/context.js';
 import type { AuditEntry, TranscriptEntry } from '../../machines/journal.js';
 import { systemClock } from '../clock.js';
-import { AgentError, CorruptTaskError, HostRequestError, TaskExistsError, TaskNotFoundError, UnsupportedVersionError } from '../errors.js';
+import { AgentError, HostRequestError, TaskNotFoundError } from '../errors.js';
 import { createRuntimeActors } from '../runtime/actors/index.js';
 import { modelProvenance } from '../model/agentModel.js';
 import { Privacy } from '../privacy/privacy.js';
 import { RateLimits } from '../runtime/rateLimits.js';
 import { ToolRegistry } from '../runtime/toolRegistry.js';
-import { checkMandate, moneyUnder } from '../mandate.js';
 import { MemoryStore } from '../store/memoryStore.js';
 import type { TaskSummary } from '../store/summary.js';
 import type { ListQuery, TaskStore } from '../store/taskStore.js';
 import { safeErrorText } from '../../machines/lib/text.js';
 import { Capacity } from './capacity.js';
+import { createTask, taskInput } from './startTask.js';
 import { ExpirySweeper } from './expirySweeper.js';
 import { HookDispatcher, SILENT_LOGGER } from './hooks.js';
 import { NO_TRACING } from '../runtime/tracing.js';
 import { HostEvents, type ReviewResolution } from './hostEvents.js';
 import { type InFlight, LiveTasks } from './liveTasks.js';
-import { type OrchestratorOptions, type Settings, type StartTaskRequest, parseOrThrow, resolveSettings, startRequestSchema } from './options.js';
+import { type OrchestratorOptions, type Settings, type StartTaskRequest, parseOrThrow, resolveSettings } from './options.js';
 import { type RecoveryReport, recover } from './recovery.js';
 import { type AuditRecord, type TaskStatus, type UserEventResult, statusFrom, statusOfLive } from './status.js';
 import type { RetentionReport, TaskOwner, Tombstone } from '../store/erasure.js';
@@ -129,61 +120,14 @@ export class Orchestrator {
   /** Creates and persists a task, then lets it run. Resolves once its first state is saved. */
   async start(request: StartTaskRequest): Promise<TaskStatus> {
     this.assertOpen();
-    const { principal, goal, limits, success, mandate, taskId: requestedId } = parseOrThrow(startRequestSchema, request, 'start');
-    if (success && !this.registry.get(success.tool)) {
-      throw new HostRequestError('invalid_request', `start: success criterion names unknown tool ${success.tool}`);
-    }
-    // Checked against the schema of its kind, and stored as plain JSON: the task can never see it change.
-    const checkedMandate = mandate ? checkMandate(this.settings.mandates, mandate) : null;
-    const taskId = parseOrThrow(startRequestSchema.shape.taskId, requestedId ?? this.settings.newTaskId(), 'taskId')!;
-    const startedAt = this.settings.clock.now();
-    // Checked whole against the schema it is stored with, so that a task this accepts is one the store reads back.
-    const input: AgentInput = parseOrThrow(
-      agentInputSchema,
-      {
-        taskId,
-        // Sensitive text is sealed before the task (and anything that records it) sees it.
-        goal: this.registry.privacy.text({ taskId, tenantId: principal.tenantId, startedAt }, goal),
-        principal,
-        mandate: checkedMandate,
-        catalog: this.registry.catalog(),
-        policy: this.policy,
-        limits: { ...this.settings.limits, ...limits, money: moneyUnder(this.settings.mandates, checkedMandate, limits?.money, this.settings.limits.money) },
-        modelReservation: this.reservation,
-        provenance: this.provenance,
-        success: success ?? null,
-        startedAt,
-      },
-      'start',
-    );
-    // A slot is held from here until the task is live (counted as running) or the start failed.
-    const release = this.capacity.hold(principal.tenantId);
-    return this.live.exclusive(taskId, async () => {
-      if (this.live.has(taskId)) throw new TaskExistsError(taskId);
-      await this.live.leases.take(taskId);
-      try {
-        // Unreadable data under this id still means the id is taken; a store that cannot answer is not a clash.
-        const existing = await this.store.load(taskId).catch((error: unknown) => {
-          if (error instanceof CorruptTaskError || error instanceof UnsupportedVersionError) return true;
-          throw error;
-        });
-        if (existing) throw new TaskExistsError(taskId);
-      } catch (error) {
-        await this.live.releaseLease(taskId);
-        throw error;
-      }
-      let task;
-      try {
-        task = this.live.create(input);
-      } catch (error) {
-        // Closed, or the lease found lost, while the start waited: nothing was stored, and the lease goes.
-        await this.live.releaseLease(taskId);
-        throw error;
-      }
-      release();
-      await task.barrier();
-      return statusOfLive(task);
-    }).finally(release);
+    const input = taskInput(request, {
+      settings: this.settings,
+      registry: this.registry,
+      policy: this.policy,
+      reservation: this.reservation,
+      provenance: this.provenance,
+    });
+    return createTask(input, { live: this.live, store: this.store, capacity: this.capacity });
   }
 
   /** Starts a task and waits until it needs a human or has finished. */

@@ -18,38 +18,20 @@ import { type LanguageModelMiddleware, generateText, stepCountIs, wrapLanguageMo
 import { AgentError } from '../../errors.js';
 import type { AgentModel, ModelReplyWithVersion, ModelRequest } from '../agentModel.js';
 import { DEFAULT_SYSTEM_PROMPT } from '../openai/openaiMessages.js';
-import { promptVersionOf } from '../replyRules.js';
+import { type AdapterOptions, adapterProvenance } from '../replyRules.js';
 import { AiSdkAbortedError, classifyError } from './aiSdkErrors.js';
 import { buildModelMessages, systemPrompt, toolSet } from './aiSdkMessages.js';
-import { type ModelPrices, type ProviderResult, priceOf, toModelReply, unusableOutput } from './aiSdkReply.js';
+import { type ProviderResult, priceOf, toModelReply, unusableOutput } from './aiSdkReply.js';
 
 /** A provider's language model object, e.g. `anthropic('claude-sonnet-4-5')` or `ollama('qwen2.5:7b')`. */
 export type AiSdkLanguageModel = Parameters<typeof wrapLanguageModel>[0]['model'];
 type ProviderOptions = NonNullable<Parameters<typeof generateText>[0]['providerOptions']>;
 
-export interface AiSdkModelOptions {
+export interface AiSdkModelOptions extends AdapterOptions {
   /** The provider's model object (AI SDK model spec v3, which every AI SDK 6 provider implements). */
   model: AiSdkLanguageModel;
   /** Output token limit per turn (default 1,024), sent as `maxOutputTokens`. */
   maxOutputTokens?: number;
-  /** Upper bound of one turn's prompt tokens, for the reservation (default 16,000). */
-  promptTokenBound?: number;
-  /** Sampling temperature; omitted from the call when unset. */
-  temperature?: number;
-  /** Replaces the default host instructions of the system prompt. */
-  systemPrompt?: string;
-  /** The version of `systemPrompt` recorded in the audit (default: a hash of the instructions). */
-  promptVersion?: string;
-  /** The model version to record, when the host pins one (default: the model id each response reports). */
-  modelVersion?: string;
-  /** Cap of each tool result's text in UTF-8 bytes (default 8,192). */
-  maxToolResultBytes?: number;
-  /** Prices per million tokens in micro-units; without them a turn costs 0. */
-  prices?: ModelPrices;
-  /** Mark tools `strict` when their schema qualifies (default true). Set false for providers that reject it. */
-  strictTools?: boolean;
-  /** Longest Retry-After honoured, in ms (default 60,000); a provider asking for longer is retried sooner. */
-  maxRetryAfterMs?: number;
   /** Passed to `generateText` as they are (e.g. `{ anthropic: { sendReasoning: false } }`). */
   providerOptions?: ProviderOptions;
   /** Values masked out of error messages, such as the API key the provider was given. */
@@ -95,8 +77,7 @@ export function createAiSdkModel(options: AiSdkModelOptions): AgentModel {
 
   return {
     name: options.name ?? `ai-sdk:${languageModel.provider}:${languageModel.modelId}`,
-    ...(options.modelVersion ? { version: options.modelVersion } : {}),
-    promptVersion: promptVersionOf(options.systemPrompt ?? DEFAULT_SYSTEM_PROMPT, options.promptVersion),
+    ...adapterProvenance(options, DEFAULT_SYSTEM_PROMPT),
     reservation,
     async decide(request: ModelRequest): Promise<ModelReplyWithVersion> {
       const transcript = await request.transcript();

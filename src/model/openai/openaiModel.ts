@@ -16,11 +16,11 @@ import OpenAI from 'openai';
 import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
 import { AgentError } from '../../errors.js';
 import type { AgentModel, ModelReplyWithVersion, ModelRequest } from '../agentModel.js';
-import { promptVersionOf } from '../replyRules.js';
+import { type AdapterOptions, adapterProvenance } from '../replyRules.js';
 import { DEFAULT_SYSTEM_PROMPT, buildMessages, toolDefinitions } from './openaiMessages.js';
-import { type ModelPrices, priceOf, toModelError, toModelReply, unusableBody } from './openaiReply.js';
+import { priceOf, toModelError, toModelReply, unusableBody } from './openaiReply.js';
 
-export interface OpenAIModelOptions {
+export interface OpenAIModelOptions extends AdapterOptions {
   /** Default: OPENAI_API_KEY. Local servers that ignore keys still need a non-empty value. */
   apiKey?: string;
   /** Default: OPENAI_BASE_URL, else the OpenAI API. For local servers, e.g. http://127.0.0.1:8000/v1. */
@@ -31,24 +31,6 @@ export interface OpenAIModelOptions {
   maxTokens?: number;
   /** Which request field carries maxTokens: `max_tokens` (default, what most compatible servers read) or `max_completion_tokens` (OpenAI reasoning models). */
   maxTokensField?: 'max_tokens' | 'max_completion_tokens';
-  /** Upper bound of one turn's prompt tokens, for the reservation (default 16,000). */
-  promptTokenBound?: number;
-  /** Sampling temperature; omitted from the request when unset. */
-  temperature?: number;
-  /** Replaces the default host instructions of the system message. */
-  systemPrompt?: string;
-  /** The version of `systemPrompt` recorded in the audit (default: a hash of the instructions). */
-  promptVersion?: string;
-  /** The model version to record, when the host pins one (default: the `model` each response reports). */
-  modelVersion?: string;
-  /** Cap of each tool message's content in UTF-8 bytes (default 8,192). */
-  maxToolResultBytes?: number;
-  /** Prices per million tokens in micro-units; without them a turn costs 0. */
-  prices?: ModelPrices;
-  /** Offer tools with `strict: true` when their schema qualifies (default true). Set false for servers that reject `strict`. */
-  strictTools?: boolean;
-  /** Longest Retry-After honoured, in ms (default 60,000); a server asking for longer is retried sooner. */
-  maxRetryAfterMs?: number;
   /** Transport timeout of the client in ms (default 10 min); the orchestrator's modelTimeoutMs usually fires first. */
   requestTimeoutMs?: number;
   /** A ready client (tests, proxies, custom fetch). Its own retries should be off (`maxRetries: 0`). */
@@ -103,8 +85,7 @@ export function createOpenAIModel(options: OpenAIModelOptions = {}): AgentModel 
 
   return {
     name: options.name ?? `openai:${model}`,
-    ...(options.modelVersion ? { version: options.modelVersion } : {}),
-    promptVersion: promptVersionOf(options.systemPrompt ?? DEFAULT_SYSTEM_PROMPT, options.promptVersion),
+    ...adapterProvenance(options, DEFAULT_SYSTEM_PROMPT),
     reservation,
     async decide(request: ModelRequest): Promise<ModelReplyWithVersion> {
       const transcript = await request.transcript();
