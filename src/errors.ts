@@ -220,3 +220,39 @@ export class CapacityError extends AgentError {
     );
   }
 }
+
+/**
+ * Refused before anything was recorded: the dispatch queue holds more waiting jobs than its `maxQueueDepth`
+ * (`scope: 'queue'`), or the task's inbox holds as many unapplied events as it may (`scope: 'inbox'`). Retry later.
+ */
+export class QueueFullError extends AgentError {
+  constructor(
+    readonly scope: 'queue' | 'inbox',
+    readonly limit: number,
+  ) {
+    super(
+      'queue_full',
+      scope === 'queue'
+        ? `The dispatch queue already holds ${limit} or more waiting jobs (maxQueueDepth); try again later.`
+        : `The task's inbox already holds ${limit} events not yet applied; try again when its driver has caught up.`,
+    );
+  }
+}
+
+/**
+ * The event is recorded durably and will be applied, in order, by the process that drives the task, but its reply
+ * did not come within the wait (`replyTimeoutMs`): not a failure. Read the task's status (or its audit) later.
+ */
+export class EventPendingError extends AgentError {
+  constructor(
+    readonly taskId: string,
+    readonly eventId: string,
+    readonly seq: number,
+    waitedMs: number,
+  ) {
+    super(
+      'event_pending',
+      `The event ${eventId} for task ${JSON.stringify(taskId)} is recorded (inbox position ${seq}) and will be applied, but no worker applied it within ${waitedMs} ms; read the task's status later.`,
+    );
+  }
+}

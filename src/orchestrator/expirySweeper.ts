@@ -35,6 +35,8 @@ export class ExpirySweeper {
     private readonly clock: Clock,
     everyMs: number,
     logger: Logger = SILENT_LOGGER,
+    /** With a dispatch: a due task is handed to the queue (a wake job) instead of being driven here. */
+    private readonly wake?: (taskId: string, at: number) => Promise<void>,
   ) {
     if (everyMs > 0) {
       // The next sweep tries again; the host hears why this one failed.
@@ -49,6 +51,11 @@ export class ExpirySweeper {
     const due = await this.store.list({ dueBefore: now });
     let delivered = 0;
     for (const summary of due) {
+      if (this.wake) {
+        await this.wake(summary.taskId, summary.wakeAt ?? now);
+        delivered += 1;
+        continue;
+      }
       try {
         await this.live.exclusive(summary.taskId, async () => {
           const task = await this.live.hydrate(summary.taskId);

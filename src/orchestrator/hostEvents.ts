@@ -3,7 +3,8 @@
  * checked for what the chart cannot know (tenant, whether the task already ended, current scopes, who may
  * cancel), then the event is sent and the chart's own answer is returned with the task's new status.
  */
-import { type Principal, jsonSchema } from '../../machines/context.js';
+import { type AgentContext, type Principal, jsonSchema } from '../../machines/context.js';
+import type { HostReply } from '../../machines/journal.js';
 import { HOST_EVENT_TYPES, type HostEvent, hostEventSchema } from '../../machines/events.js';
 import type { ReplyCode } from '../../machines/failures.js';
 import { HostRequestError } from '../errors.js';
@@ -20,7 +21,24 @@ export type ReviewResolution =
   | { resolution: 'not_happened'; note?: string }
   | { resolution: 'retry'; note?: string };
 
+/** Checks the caller and the event's shape, and adds the caller's session (it goes into the audit of what it decides). */
+export function checkedEvent(by: Principal, hostEvent: HostEvent): HostEvent {
+  parseOrThrow(principalSchema, by, 'principal');
+  const event: HostEvent = by.sessionId !== undefined && !hostEvent.type.startsWith('timer.') ? ({ ...hostEvent, sessionId: by.sessionId } as HostEvent) : hostEvent;
+  if (!HOST_EVENT_TYPES.includes(event.type)) throw new HostRequestError('invalid_event', `event ${event.type} is not allowed`);
+  parseOrThrow(hostEventSchema, event, event.type);
+  return event;
+}
+
+/** Where user events go when a dispatch is configured: recorded, and applied by whichever process drives the task. */
+export interface EventInbox {
+  submit(taskId: string, by: Principal, event: HostEvent): Promise<UserEventResult>;
+}
+
 export class HostEvents {
+  /** Set when a dispatch is configured (`inboxEvents.ts`). */
+  inbox: EventInbox | null = null;
+
   constructor(
     private readonly live: LiveTasks,
     private readonly registry: ToolRegistry,
@@ -65,17 +83,16 @@ export class HostEvents {
     });
   }
 
-  /** Checks the event and the caller, loads the task if needed, and delivers the event. */
+  /** Checks the event and the caller, loads the task if needed, and delivers the event (with a dispatch: records it). */
   async deliver(taskId: string, by: Principal, hostEvent: HostEvent): Promise<UserEventResult> {
-    parseOrThrow(principalSchema, by, 'principal');
-    // The caller's session goes into the audit of whatever the event decides.
-    const event: HostEvent = by.sessionId !== undefined && !hostEvent.type.startsWith('timer.') ? ({ ...hostEvent, sessionId: by.sessionId } as HostEvent) : hostEvent;
-    if (!HOST_EVENT_TYPES.includes(event.type)) throw new HostRequestError('invalid_event', `event ${event.type} is not allowed`);
-    parseOrThrow(hostEventSchema, event, event.type);
+    const event = checkedEvent(by, hostEvent);
+    if (this.inbox) return this.inbox.submit(taskId, by, event);
     return this.live.exclusive(taskId, async () => {
       const task = await this.live.hydrate(taskId);
       try {
-        return await this.send(task, by, event);
+        const reply = this.apply(task, by, this.sealed(task.context(), event));
+        await task.barrier();
+        return { ...reply, status: statusOfLive(task) };
       } finally {
         // Loaded only for this event (refused, or leaving it waiting/finished): do not keep it in memory.
         this.live.releaseIfSettled(task);
@@ -83,18 +100,17 @@ export class HostEvents {
     });
   }
 
-  private async send(task: LiveTask, by: Principal, event: HostEvent): Promise<UserEventResult> {
-    const refusal = this.refusal(task, by, event);
-    if (refusal) return { accepted: false, ...refusal, status: statusOfLive(task) };
-    const reply = task.send(this.sealed(task, event)) ?? { accepted: false, code: null, message: `the task did not take ${event.type}` };
-    await task.barrier();
-    return { ...reply, status: statusOfLive(task) };
+  /** Sends an already sealed event to a task driven here, unless the host refuses it first: the answer to it. */
+  apply(task: LiveTask, by: Principal, event: HostEvent): HostReply {
+    const refusal = this.refusal(task.context(), by, event);
+    if (refusal) return { accepted: false, ...refusal };
+    return task.send(event) ?? { accepted: false, code: null, message: `the task did not take ${event.type}` };
   }
 
   /** The event with the sensitive values in its text (and a reviewer's result) sealed, before the task records it. */
-  private sealed(task: LiveTask, event: HostEvent): HostEvent {
+  sealed(context: AgentContext, event: HostEvent): HostEvent {
     const { privacy } = this.registry;
-    const scope = scopeOf(task.context());
+    const scope = scopeOf(context);
     switch (event.type) {
       case 'user.answered':
         return { ...event, text: privacy.text(scope, event.text) };
@@ -103,7 +119,7 @@ export class HostEvents {
       case 'task.cancelled':
         return { ...event, reason: privacy.text(scope, event.reason) };
       case 'review.resolved': {
-        const tool = this.registry.get(task.context().review?.tool ?? '');
+        const tool = this.registry.get(context.review?.tool ?? '');
         const note = event.note === null ? null : privacy.text(scope, event.note);
         const result = event.result === null ? null : privacy.json(scope, event.result, tool?.sensitive?.output ?? []);
         return { ...event, note, result };
@@ -114,8 +130,7 @@ export class HostEvents {
   }
 
   /** What the host knows and the chart cannot: who the caller is now. */
-  private refusal(task: LiveTask, by: Principal, event: HostEvent): { code: ReplyCode; message: string } | null {
-    const context = task.context();
+  refusal(context: AgentContext, by: Principal, event: HostEvent): { code: ReplyCode; message: string } | null {
     if (by.tenantId !== context.principal.tenantId) return { code: 'wrong_tenant', message: 'the task belongs to another tenant' };
     if (context.outcome) return { code: 'task_finished', message: `the task already ended (${context.outcome.status})` };
     const pending = context.pendingConfirmation;

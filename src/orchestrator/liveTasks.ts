@@ -45,8 +45,10 @@ export interface InFlight {
 export class LiveTasks {
   private readonly live = new Map<string, LiveTask>();
   private readonly locks = new Map<string, Promise<unknown>>();
-  /** Lost leases being taken back, so that `close` can wait for them. */
-  private readonly retakes = new Set<Promise<void>>();
+  /** Lost leases being taken back, by task, so that `close` (and a worker's job) can wait for them. */
+  private readonly retakes = new Map<string, Promise<void>>();
+  /** Leases being given up after their task stopped here, by task (a worker checks the inbox after it). */
+  private readonly releasing = new Map<string, Promise<void>>();
   /** Recent reasons this process stopped driving a task (bounded). */
   private readonly failures = new Map<string, Error>();
   /** Wakes the retakes that wait for their next attempt, when closing. */
@@ -173,13 +175,30 @@ export class LiveTasks {
     if (!this.live.has(taskId)) await this.leases.release(taskId, only);
   }
 
+  /** Resolves when a lost lease of the task is no longer being taken back here (at once if none is). */
+  async retaking(taskId: string): Promise<void> {
+    await this.retakes.get(taskId);
+  }
+
+  /**
+   * For a worker whose task came to rest: drops the task from memory if it is settled, and resolves once its lease
+   * is given up, so that what the worker reads afterwards was recorded while nobody here held the task.
+   */
+  async park(taskId: string): Promise<void> {
+    await this.exclusive(taskId, async () => {
+      const task = this.live.get(taskId);
+      if (task) this.releaseIfSettled(task);
+    });
+    await this.releasing.get(taskId);
+  }
+
   /** Stops driving every task here; what is durable stays, and a later resume continues from it. */
   async close(): Promise<void> {
     this.closed = true;
     for (const wake of [...this.wakers]) wake();
     for (const task of [...this.live.values()]) task.stop();
     this.live.clear();
-    await Promise.allSettled([...this.retakes]);
+    await Promise.allSettled([...this.retakes.values()]);
     await this.leases.close();
   }
 
@@ -189,8 +208,10 @@ export class LiveTasks {
     if (!task) return;
     task.fail(new FencedOutError(taskId, 'this process lost the lease'));
     if (task.summary?.state !== 'running' || this.closed) return;
-    const retake = this.retake(task).finally(() => this.retakes.delete(retake));
-    this.retakes.add(retake);
+    const retake = this.retake(task).finally(() => {
+      if (this.retakes.get(taskId) === retake) this.retakes.delete(taskId);
+    });
+    this.retakes.set(taskId, retake);
   }
 
   /**
@@ -269,7 +290,11 @@ export class LiveTasks {
       tracing.runEnded(task.taskId, { 'statechart_agent.task_id': task.taskId }, stopped ? undefined : error.message);
       if (!stopped) this.deps.onTaskFailure?.(task.taskId, error);
       const quarantined = error instanceof MachineError ? this.deps.store.quarantine(task.taskId, error.message).catch(() => {}) : Promise.resolve();
-      void quarantined.then(() => this.releaseLease(task.taskId, lease));
+      const released = quarantined.then(() => this.releaseLease(task.taskId, lease)).catch(() => {});
+      this.releasing.set(task.taskId, released);
+      void released.then(() => {
+        if (this.releasing.get(task.taskId) === released) this.releasing.delete(task.taskId);
+      });
     });
     return task;
   }

@@ -2,6 +2,7 @@
  * What a host configures, the defaults, and the validation of everything it passes in. The input schemas are the
  * machine's own (`machines/context.ts`): a start request the orchestrator accepts is one the store can read back.
  */
+import type { Dispatch } from './dispatch.js';
 import { DEFAULT_RETENTION_SWEEP_MS } from './retentionSweeper.js';
 import type { PrivacyOptions } from '../privacy/privacy.js';
 import type { InspectionEvent } from 'xstate';
@@ -99,6 +100,13 @@ export interface OrchestratorOptions {
    * (`memorySealer()`, the default, in this process only; `keyedSealer({ key })` encrypted, so durable).
    */
   privacy?: PrivacyOptions;
+  /**
+   * A job queue (`bullmqDispatch(...)` from `statechart-agent/bullmq`): API calls record jobs and user events
+   * instead of driving tasks here, and workers (`orchestrator.createWorker()`) drive them, in this process or any
+   * other on the same store. Needs a store with leases and inboxes (RedisStore). Default: none (this process drives
+   * the tasks it starts or gets events for).
+   */
+  dispatch?: Dispatch;
   /**
    * Leases, used when the store has them (Redis): a process must hold a task's lease to drive it, every save
    * carries its fencing token, and a process that lost its lease stops. Times are real milliseconds.

@@ -40,6 +40,8 @@ import type { RetentionReport, TaskOwner, Tombstone } from '../store/erasure.js'
 import { isErasable } from '../store/taskStore.js';
 import { type EraseTaskRequest, TaskEraser, type UserErasureReport } from './erasure.js';
 import { RetentionSweeper, type RetentionSweepOptions } from './retentionSweeper.js';
+import { Dispatched } from './dispatched.js';
+import type { DispatchWorker, DispatchWorkerOptions } from './dispatch.js';
 
 export class Orchestrator {
   /** Where this orchestrator's tasks persist. */
@@ -59,6 +61,8 @@ export class Orchestrator {
   private readonly provenance: Provenance;
   private closed = false;
   private readonly capacity: Capacity;
+  /** With a dispatch: how API calls record work, and the workers of this process (`dispatched.ts`). */
+  private readonly dispatched: Dispatched | null = null;
 
   constructor(options: OrchestratorOptions) {
     this.settings = resolveSettings(options, systemClock, () => `task_${randomUUID()}`);
@@ -109,7 +113,18 @@ export class Orchestrator {
     });
     this.capacity = new Capacity(this.settings.capacity, (tenantId) => this.live.running(tenantId));
     this.events = new HostEvents(this.live, this.registry, this.settings.adminScope, this.policy.version);
-    this.sweeper = new ExpirySweeper(this.store, this.live, clock, this.settings.expirySweepMs, logger);
+    if (options.dispatch) {
+      this.dispatched = new Dispatched({
+        dispatch: options.dispatch,
+        store: this.store,
+        live: this.live,
+        events: this.events,
+        clock,
+        logger,
+        create: (input) => createTask(input, { live: this.live, store: this.store, capacity: this.capacity }),
+      });
+    }
+    this.sweeper = new ExpirySweeper(this.store, this.live, clock, this.settings.expirySweepMs, logger, this.dispatched?.wake);
     if (this.settings.retentionSweepMs > 0 && isErasable(this.store)) {
       this.startRetentionSweep({ everyMs: this.settings.retentionSweepMs, onError: (error) => logger.warn({ err: safeErrorText(error) }, 'the retention sweep failed') });
     }
@@ -127,6 +142,7 @@ export class Orchestrator {
       reservation: this.reservation,
       provenance: this.provenance,
     });
+    if (this.dispatched) return this.dispatched.start(input);
     return createTask(input, { live: this.live, store: this.store, capacity: this.capacity });
   }
 
@@ -140,8 +156,9 @@ export class Orchestrator {
    * Resolves when the task waits for a human or has finished, with that state persisted. A task that is not
    * running in this process resolves with its stored status (use `resume` to drive an interrupted one).
    */
-  async settled(taskId: string): Promise<TaskStatus> {
+  async settled(taskId: string, options: { timeoutMs?: number } = {}): Promise<TaskStatus> {
     const task = this.live.get(taskId);
+    if (!task && this.dispatched) return this.dispatched.settled(taskId, options.timeoutMs ?? 300_000);
     if (!task) {
       // Stopped here by a failure (a machine that threw, a lost lease, a store that failed): say so.
       const failure = this.live.failureOf(taskId);
@@ -155,6 +172,7 @@ export class Orchestrator {
   async status(taskId: string): Promise<TaskStatus> {
     const task = this.live.get(taskId);
     if (task) return statusOfLive(task);
+    if (this.dispatched) return (await this.dispatched.current(taskId)).status;
     const envelope = await this.store.load(taskId);
     if (!envelope) throw new TaskNotFoundError(taskId);
     return statusFrom(envelope.snapshot.context, envelope.summary);
@@ -163,6 +181,7 @@ export class Orchestrator {
   /** Restores a persisted task into this process and lets it continue (a no-op for a live one). */
   async resume(taskId: string): Promise<TaskStatus> {
     this.assertOpen();
+    if (this.dispatched) return this.dispatched.resume(taskId);
     return this.live.exclusive(taskId, async () => {
       const task = await this.live.hydrate(taskId);
       this.live.releaseIfSettled(task);
@@ -176,9 +195,23 @@ export class Orchestrator {
    * confirmations. Safe to run in several processes at once on a store with leases (Redis): the lease decides who
    * drives each task. The file store has no leases: run recovery in one process only.
    */
-  recover(): Promise<RecoveryReport> {
+  recover(options: { limit?: number } = {}): Promise<RecoveryReport> {
     this.assertOpen();
+    if (this.dispatched) return this.dispatched.recover(this.sweeper, options.limit);
     return recover(this.store, this.live, this.sweeper);
+  }
+
+  /**
+   * Takes jobs from the dispatch and drives their tasks in this process, `concurrency` at a time (default 10). Needs
+   * the `dispatch` option. Close it (or the orchestrator, or `drain()`) to stop; several workers may run at once.
+   *
+   * @example
+   * const worker = orchestrator.createWorker({ concurrency: 50 });
+   */
+  createWorker(options: Partial<DispatchWorkerOptions> = {}): DispatchWorker {
+    this.assertOpen();
+    if (!this.dispatched) throw new HostRequestError('invalid_request', 'createWorker needs the dispatch option (bullmqDispatch from statechart-agent/bullmq)');
+    return this.dispatched.createWorker({ concurrency: options.concurrency ?? 10 });
   }
 
   /** What this process holds now: tasks in memory and leases (a task that waits or ended holds neither). */
@@ -282,7 +315,10 @@ export class Orchestrator {
     this.closed = true;
     this.sweeper.stop();
     this.retentionSweeper?.stop();
+    // Workers stop taking jobs first; the jobs in hand end when their tasks stop below (and go back to the queue).
+    const workers = this.dispatched?.stopTaking();
     await this.live.close();
+    await workers;
     if (this.ownsStore) await this.store.close();
   }
 
@@ -295,6 +331,7 @@ export class Orchestrator {
   async drain(options: { timeoutMs?: number } = {}): Promise<{ handedBack: string[] }> {
     this.assertOpen();
     this.capacity.drain();
+    await this.dispatched?.pause();
     const handedBack = await this.live.quiesce(options.timeoutMs ?? 30_000);
     await this.close();
     return { handedBack };

@@ -23,7 +23,7 @@ import { canonicalJson } from '../../machines/lib/canonicalJson.js';
 import { type Clock, backoffDelay, sleep } from '../clock.js';
 import { AgentError, MachineError, RevisionConflictError, StoreUnavailableError, TaskExistsError } from '../errors.js';
 import { safeErrorText } from '../../machines/lib/text.js';
-import { ENVELOPE_SCHEMA_VERSION, type PersistedAgentSnapshot, type TaskEnvelope } from '../store/envelope.js';
+import { ENVELOPE_SCHEMA_VERSION, INBOX_REPLIES_KEPT, type InboxCursor, type InboxReply, type PersistedAgentSnapshot, type TaskEnvelope } from '../store/envelope.js';
 import { type TaskSummary, summarize } from '../store/summary.js';
 import { taskStateOf } from '../../machines/tags.js';
 import type { TaskStore } from '../store/taskStore.js';
@@ -81,6 +81,8 @@ export class LiveTask implements TaskPort {
   private settledWaiters: Waiter[] = [];
   private failure: Error | null = null;
   private savedSummary: TaskSummary | null = null;
+  /** With dispatch: how far the task's inbox is applied in the current snapshot (saved with it). */
+  private inbox: InboxCursor | null = null;
   private readonly listeners = new Set<(summary: TaskSummary, saved: SavedBatch) => void>();
   private readonly failureListeners = new Set<(error: Error) => void>();
 
@@ -101,6 +103,7 @@ export class LiveTask implements TaskPort {
       this.journal = { ...envelope.journal };
       this.createdAt = envelope.createdAt;
       this.savedSummary = envelope.summary;
+      this.inbox = envelope.inbox ? { applied: envelope.inbox.applied, replies: [...envelope.inbox.replies] } : null;
       // No input: a restored actor takes its context from the snapshot.
       this.actor = createActor(deps.machine, { snapshot: envelope.snapshot, inspect: deps.inspect } as never);
     }
@@ -165,6 +168,23 @@ export class LiveTask implements TaskPort {
     } finally {
       this.reply = null;
     }
+  }
+
+  /** The last inbox event applied to this task (0: none). */
+  inboxApplied(): number {
+    return this.inbox?.applied ?? 0;
+  }
+
+  /**
+   * Records that the inbox event `reply.seq` was applied (or refused) with this reply. It is saved with the snapshot
+   * the event produced (the next barrier saves even if the event changed nothing), so an event is applied exactly
+   * once: a crash before that save loses the event's effect and its cursor together, and the event is applied again.
+   */
+  recordInbox(reply: InboxReply): void {
+    if (this.failure) throw this.failure;
+    const replies = [...(this.inbox?.replies ?? []), reply].slice(-INBOX_REPLIES_KEPT);
+    this.inbox = { applied: reply.seq, replies };
+    this.observed += 1;
   }
 
   /** Resolves when the persisted state is a waiting or final one. */
@@ -250,6 +270,7 @@ export class LiveTask implements TaskPort {
           summary,
           journal,
           snapshot,
+          ...(this.inbox ? { inbox: { applied: this.inbox.applied, replies: [...this.inbox.replies] } } : {}),
         };
         await this.saveWithRetry(envelope, { audit, transcript });
         this.revision = revision;

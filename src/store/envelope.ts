@@ -45,6 +45,13 @@ const envelopeSchema = z.strictObject({
   /** Committed journal lengths; entries past these were never acknowledged and are ignored. */
   journal: z.strictObject({ audit: count, transcript: count }),
   snapshot: persistedSnapshotSchema,
+  /** With dispatch: the last event of the task's inbox applied in this snapshot, and the replies of the latest ones. */
+  inbox: z
+    .strictObject({
+      applied: count,
+      replies: z.array(z.strictObject({ eventId: z.string().min(1), seq: count, accepted: z.boolean(), code: z.string().nullable(), message: z.string() })).max(64),
+    })
+    .optional(),
 });
 
 export interface TaskEnvelope {
@@ -57,7 +64,28 @@ export interface TaskEnvelope {
   summary: TaskSummary;
   journal: { audit: number; transcript: number };
   snapshot: PersistedAgentSnapshot & { context: AgentContext };
+  /** With dispatch (`inbox.ts`): how far the task's inbox was applied, saved with the snapshot that applied it. */
+  inbox?: InboxCursor;
 }
+
+/** The chart's (or the host's) answer to one inbox event, kept with the task for the caller waiting on it. */
+export interface InboxReply {
+  eventId: string;
+  seq: number;
+  accepted: boolean;
+  code: string | null;
+  message: string;
+}
+
+/** The inbox position a snapshot includes: every event up to `applied` was applied in it, exactly once. */
+export interface InboxCursor {
+  applied: number;
+  /** The replies of the latest events (at most INBOX_REPLIES_KEPT), newest last. */
+  replies: InboxReply[];
+}
+
+/** How many replies an envelope keeps for callers that wait on their event. */
+export const INBOX_REPLIES_KEPT = 32;
 
 /**
  * Validates stored data as a task envelope for `taskId`. Throws UnsupportedVersionError for an envelope of another

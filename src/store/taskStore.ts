@@ -60,9 +60,34 @@ export interface LeaseManager {
   release(lease: Lease): Promise<void>;
 }
 
+/** One recorded event of a task's inbox: its sequence number (1, 2, ... per task) and what was recorded. */
+export interface InboxEntry {
+  seq: number;
+  data: unknown;
+}
+
+/**
+ * A task's inbox, on stores that can serve dispatch (Redis): host events recorded by any process, applied in order
+ * by whichever process drives the task. How far it was applied is saved with the task's envelope (`inbox`), so an
+ * event is applied exactly once; the entries up to there are trimmed afterwards.
+ */
+export interface TaskInbox {
+  /**
+   * Records an entry; resolves with its sequence number once durable. TaskErasedError for an erased task;
+   * QueueFullError when `maxUnapplied` entries wait already.
+   */
+  append(taskId: string, data: unknown, maxUnapplied: number): Promise<number>;
+  /** The entries after `seq`, oldest first. */
+  after(taskId: string, seq: number): Promise<InboxEntry[]>;
+  /** Drops the entries up to `seq` (applied and saved). */
+  trim(taskId: string, seq: number): Promise<void>;
+}
+
 export interface TaskStore {
   /** Present on stores that can coordinate several processes (one driver per task). */
   readonly leases?: LeaseManager;
+  /** Present on stores that can hold tasks' inboxes for dispatch across processes. */
+  readonly inbox?: TaskInbox;
   /** "memory", "file", "redis"... */
   readonly kind: string;
   /**

@@ -50,6 +50,8 @@ export interface HarnessOptions {
   logger?: OrchestratorOptions['logger'];
   privacy?: OrchestratorOptions['privacy'];
   capacity?: OrchestratorOptions['capacity'];
+  dispatch?: OrchestratorOptions['dispatch'];
+  lease?: OrchestratorOptions['lease'];
 }
 
 export function harness(options: HarnessOptions = {}) {
@@ -89,6 +91,8 @@ export function harness(options: HarnessOptions = {}) {
     logger: options.logger,
     privacy: options.privacy,
     capacity: options.capacity,
+    dispatch: options.dispatch,
+    lease: options.lease,
   });
   return { orchestrator, bookings, refunds, store, model, tools };
 }

@@ -170,6 +170,8 @@ export class RedisErasure {
       this.keys.quarantine,
       this.keys.tombstone(taskId),
       this.keys.erased,
+      this.keys.inbox(taskId),
+      this.keys.inboxSeq(taskId),
       ...this.stateKeys,
     ];
     // The script appends the `removed` member it counts.

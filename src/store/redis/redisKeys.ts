@@ -38,6 +38,10 @@ export interface RedisKeys {
   lease(taskId: string): string;
   /** String: counter incremented by every lease acquisition; never expires, so fences only grow. */
   fence(taskId: string): string;
+  /** List: the task's inbox (dispatch): events recorded for whichever process drives it, "<seq> <json>", oldest first. */
+  inbox(taskId: string): string;
+  /** String: the inbox's sequence counter; never goes back while the task exists. */
+  inboxSeq(taskId: string): string;
   /** Sorted set: every task id, scored by updatedAt. */
   readonly updated: string;
   /** Sorted set: ids of tasks in `state`, scored by updatedAt. */
@@ -77,6 +81,8 @@ export function redisKeys(prefix: string): RedisKeys {
     transcript: (id) => `${root}:transcript:${id}`,
     lease: (id) => `${root}:lease:${id}`,
     fence: (id) => `${root}:fence:${id}`,
+    inbox: (id) => `${root}:inbox:${id}`,
+    inboxSeq: (id) => `${root}:inboxseq:${id}`,
     updated: `${root}:index:updated`,
     state: (state) => `${root}:index:state:${state}`,
     wake: `${root}:index:wake`,

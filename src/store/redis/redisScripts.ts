@@ -8,6 +8,7 @@ import {
   AgentError,
   CorruptTaskError,
   FencedOutError,
+  QueueFullError,
   RevisionConflictError,
   StoreUnavailableError,
   TaskExistsError,
@@ -35,14 +36,16 @@ export interface StoreScripts {
   taskStoreForgetTombstone: Command;
   taskStoreQuarantine: Command;
   taskStoreIndexOwner: Command;
+  taskStoreInboxAppend: Command<number | string>;
+  taskStoreInboxTrim: Command<number>;
 }
 
 const lua = (name: string) => readFileSync(new URL(`./lua/${name}.lua`, import.meta.url), 'utf8');
 
 /** Number of KEYS of the save script: 10 fixed keys, then one index per state. */
 export const SAVE_KEY_COUNT = 10 + TASK_STATES.length;
-/** Number of KEYS of the erase script: 10 fixed keys, then one index per state. */
-export const ERASE_KEY_COUNT = 10 + TASK_STATES.length;
+/** Number of KEYS of the erase script: 12 fixed keys, then one index per state. */
+export const ERASE_KEY_COUNT = 12 + TASK_STATES.length;
 
 const definitions: Record<keyof StoreScripts, { lua: string; numberOfKeys: number }> = {
   taskStoreSave: { lua: lua('save'), numberOfKeys: SAVE_KEY_COUNT },
@@ -54,6 +57,8 @@ const definitions: Record<keyof StoreScripts, { lua: string; numberOfKeys: numbe
   taskStoreRenewLease: { lua: lua('renewLease'), numberOfKeys: 2 },
   taskStoreReleaseLease: { lua: lua('releaseLease'), numberOfKeys: 1 },
   taskStoreReadJournal: { lua: lua('readJournal'), numberOfKeys: 2 },
+  taskStoreInboxAppend: { lua: lua('inboxAppend'), numberOfKeys: 3 },
+  taskStoreInboxTrim: { lua: lua('inboxTrim'), numberOfKeys: 1 },
 };
 
 /** Registers the scripts on `client` (idempotent: redefining replaces them with the same code). */
@@ -112,6 +117,8 @@ export function scriptError(code: number, detail: string, context: ScriptContext
       return new StoreUnavailableError(
         `the epoch marker ${detail} holds a value of the wrong type; something other than this store wrote under its prefix`,
       );
+    case -13:
+      return new QueueFullError('inbox', Number(detail));
     default:
       return new StoreUnavailableError(`a store script answered with unknown code ${code} (${detail})`);
   }

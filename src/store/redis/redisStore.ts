@@ -35,12 +35,13 @@ import { deleteAll } from './redisDeleteAll.js';
 import { type RedisKeys, TASK_FIELDS, redisKeys, stateIndexKeys } from './redisKeys.js';
 import { RedisEpoch } from './redisEpoch.js';
 import { type OwnerIndexReport, RedisErasure } from './redisErasure.js';
+import { RedisInbox } from './redisInbox.js';
 import { RedisJournal } from './redisJournal.js';
 import { RedisLeaseManager } from './redisLeases.js';
 import { RedisListing } from './redisListing.js';
 import { type StoreScripts, defineStoreScripts, scriptError } from './redisScripts.js';
 import { checkSaveRequest } from '../storeChecks.js';
-import type { ErasableTaskStore, JournalStream, LeaseManager, ListQuery, SaveRequest } from '../taskStore.js';
+import type { ErasableTaskStore, JournalStream, LeaseManager, ListQuery, SaveRequest, TaskInbox } from '../taskStore.js';
 
 /** How a RedisStore connects; the bounds apply only to a client the store creates itself. */
 export interface RedisStoreOptions extends RedisClientBounds {
@@ -74,6 +75,8 @@ export interface RedisStoreOptions extends RedisClientBounds {
 export class RedisStore implements ErasableTaskStore {
   readonly kind = 'redis';
   readonly leases: LeaseManager;
+  /** Tasks' inboxes, for dispatch across processes (`statechart-agent/bullmq`). */
+  readonly inbox: TaskInbox;
   private readonly client: Redis & StoreScripts;
   private readonly ownsClient: boolean;
   private readonly keys: RedisKeys;
@@ -103,6 +106,7 @@ export class RedisStore implements ErasableTaskStore {
     this.erasure = new RedisErasure(this.client, this.keys, retention, this.call);
     this.listing = new RedisListing(this.client, this.keys, this.call);
     this.journal = new RedisJournal(this.client, this.keys, this.call);
+    this.inbox = new RedisInbox(this.client, this.keys, this.call);
   }
 
   /** Also StoreDataLostError, when this store had learned an epoch and its data set is gone or replaced. */

@@ -11,9 +11,9 @@
 
   Cost: O(number of indexes); the journals are UNLINKed, so Redis frees long ones in the background.
 
-  KEYS[1]  task hash          KEYS[6]   index: updatedAt (zset)     KEYS[11..]  index per state (zset)
-  KEYS[2]  audit stream       KEYS[7]   index: wakeAt (zset)
-  KEYS[3]  transcript list    KEYS[8]   quarantine hash
+  KEYS[1]  task hash          KEYS[6]   index: updatedAt (zset)     KEYS[11]    inbox list
+  KEYS[2]  audit stream       KEYS[7]   index: wakeAt (zset)        KEYS[12]    inbox sequence counter
+  KEYS[3]  transcript list    KEYS[8]   quarantine hash             KEYS[13..]  index per state (zset)
   KEYS[4]  fence counter      KEYS[9]   tombstone string
   KEYS[5]  lease string       KEYS[10]  index: erased tasks by erasedAt (zset)
 
@@ -35,6 +35,7 @@
 ]]
 local taskKey, auditKey, transcriptKey, fenceKey, leaseKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local updatedKey, wakeKey, quarantineKey, tombstoneKey, erasedKey = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+local inboxKey, inboxSeqKey = KEYS[11], KEYS[12]
 local taskId, head, erasedAt, ownerPrefix, cutoff = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 
 local function typeOf(key) return redis.call('TYPE', key)['ok'] end
@@ -50,7 +51,7 @@ if owner and string.sub(owner, 1, #ownerPrefix) ~= ownerPrefix then owner = nil 
 
 -- Index keys: a wrong type would fail a ZREM after something was deleted, so look first.
 local indexes = {updatedKey, wakeKey, erasedKey}
-for i = 11, #KEYS do indexes[#indexes + 1] = KEYS[i] end
+for i = 13, #KEYS do indexes[#indexes + 1] = KEYS[i] end
 if owner then indexes[#indexes + 1] = owner end
 for _, key in ipairs(indexes) do
   local actual = typeOf(key)
@@ -80,9 +81,9 @@ local transcriptCount = 0
 if transcriptType == 'list' then transcriptCount = redis.call('LLEN', transcriptKey) end
 local auditCount = tonumber(stored.auditLength or '0') or 0
 
-redis.call('UNLINK', taskKey, auditKey, transcriptKey, fenceKey, leaseKey)
+redis.call('UNLINK', taskKey, auditKey, transcriptKey, fenceKey, leaseKey, inboxKey, inboxSeqKey)
 for i = 6, #KEYS do
-  if i ~= 8 and i ~= 9 and i ~= 10 then redis.call('ZREM', KEYS[i], taskId) end
+  if i == 6 or i == 7 or i >= 13 then redis.call('ZREM', KEYS[i], taskId) end
 end
 if owner then redis.call('ZREM', owner, taskId) end
 if quarantined then redis.call('HDEL', quarantineKey, taskId) end

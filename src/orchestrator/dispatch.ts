@@ -1,0 +1,100 @@
+/**
+ * Dispatch: the port between the orchestrator and a job queue (`statechart-agent/bullmq` implements it on BullMQ).
+ * With a dispatch, no API call drives a task in the process that received it: `start` records a job that carries
+ * the task's input, user events are recorded in the task's inbox (the store's) and a job is recorded to apply them,
+ * `resume`, `recover` and the expiry sweep record jobs. Workers (`orchestrator.work()`) take jobs and drive tasks;
+ * a job ends when its task waits or ends, so a waiting task holds no job, no lease and no memory.
+ *
+ * The queue delivers at least once; the task lease and its fence stay the correctness layer underneath: two
+ * deliveries of one job, or two jobs of one task, never drive it twice at once, and an inbox event is applied once.
+ */
+import type { AgentInput } from '../../machines/context.js';
+
+/** What a job asks a worker to do. Every kind ends with the task driven until it waits or ends. */
+export type DriveJob =
+  /** Create the task from its input (or, if a delivery before created it, drive it). */
+  | { kind: 'start'; taskId: string; input: AgentInput }
+  /** Apply the task's inbox up to `seq` (a user event recorded by any process). */
+  | { kind: 'event'; taskId: string; seq: number }
+  /** Drive the task: resume, a take-over found by recovery, or a deadline (`at`) whose timer event is due. */
+  | { kind: 'wake'; taskId: string; at: number };
+
+export interface EnqueueOptions {
+  /** Holds the job back this long (a deadline). */
+  delayMs?: number;
+  /** Added to the job's id: a job that must not be deduplicated against the one that asks for it. */
+  idSuffix?: string;
+}
+
+/** What a worker's handler answers for one job. */
+export type DriveOutcome =
+  /** The task waits, ended, is gone, or another job of this process drives it and was told. */
+  | 'done'
+  /** Another process holds the task's lease: the job is tried again later (the holder may have died). */
+  | 'busy';
+
+/** Jobs by state, as the queue counts them. */
+export interface QueueDepth {
+  waiting: number;
+  active: number;
+  delayed: number;
+  failed: number;
+}
+
+export interface DispatchWorkerOptions {
+  /** How many tasks this worker drives at once (jobs it holds). */
+  concurrency: number;
+}
+
+/** A running consumer of the queue. */
+export interface DispatchWorker {
+  /** Stops taking new jobs; the jobs in hand go on. */
+  pause(): Promise<void>;
+  /** Stops taking jobs; waits for the jobs in hand (their tasks come to rest or are handed back). */
+  close(options?: { force?: boolean }): Promise<void>;
+}
+
+export interface Dispatch {
+  /** "bullmq", ... */
+  readonly kind: string;
+  /** How long an API call waits for its event's reply, and how many unapplied events a task's inbox may hold. */
+  readonly waits: { replyTimeoutMs: number; inboxLimit: number };
+  /**
+   * Records a job; resolves once it is durable. Jobs are deduplicated by what they ask (one start per task id, one
+   * job per inbox event, one wake per task and time). `delayMs` holds it back (deadlines).
+   */
+  enqueue(job: DriveJob, options?: EnqueueOptions): Promise<void>;
+  /** Throws QueueFullError when the queue holds more waiting jobs than allowed (checked before a start). */
+  assertRoom(): Promise<void>;
+  /** The input of a start job no worker has created the task of yet (a status before the task exists). */
+  pendingStart(taskId: string): Promise<AgentInput | null>;
+  /** Starts consuming jobs with `handle`; a thrown error is retried by the queue with backoff. */
+  work(handle: (job: DriveJob) => Promise<DriveOutcome>, options: DispatchWorkerOptions): DispatchWorker;
+  /** Calls `listener` with the task id of every event job added by any process (to wake the process driving it). */
+  onEvent(listener: (taskId: string) => void): () => void;
+  depth(): Promise<QueueDepth>;
+  /** Closes the queue's connections (after every worker closed). */
+  close(): Promise<void>;
+}
+
+/**
+ * A job id for the queue: reversible (the task id in base64url, which never holds ":", which BullMQ refuses), and
+ * deterministic per request, so that recording one twice records it once.
+ */
+export function jobIdOf(job: DriveJob, suffix = ''): string {
+  const task = Buffer.from(job.taskId, 'utf8').toString('base64url');
+  switch (job.kind) {
+    case 'start':
+      return `s.${task}`;
+    case 'event':
+      return `e.${task}.${job.seq}`;
+    case 'wake':
+      return `w.${task}.${job.at}${suffix}`;
+  }
+}
+
+/** The task id a job id names, or null for an id this module did not make. */
+export function taskIdOfJob(jobId: string): string | null {
+  const match = /^[sew]\.([A-Za-z0-9_-]+)(?:\.|$)/.exec(jobId);
+  return match ? Buffer.from(match[1]!, 'base64url').toString('utf8') : null;
+}

@@ -1,0 +1,125 @@
+/**
+ * An orchestrator with a dispatch (`dispatch.ts`): what its API calls do instead of driving tasks here (record a
+ * start job, record user events in the inbox, enqueue wakes for resume, recovery and due deadlines), and the
+ * workers it runs (`createWorker`), which drive tasks through the TaskDriver.
+ */
+import type { AgentInput } from '../../machines/context.js';
+import { systemClock, type Clock } from '../clock.js';
+import { HostRequestError, TaskExistsError } from '../errors.js';
+import type { TaskInbox, TaskStore } from '../store/taskStore.js';
+import type { Dispatch, DispatchWorker, DispatchWorkerOptions } from './dispatch.js';
+import type { ExpirySweeper } from './expirySweeper.js';
+import type { Logger } from './hooks.js';
+import type { HostEvents } from './hostEvents.js';
+import { InboxEvents, queued } from './inboxEvents.js';
+import type { LiveTasks } from './liveTasks.js';
+import type { RecoveryReport } from './recovery.js';
+import type { TaskStatus } from './status.js';
+import { TaskDriver } from './taskDriver.js';
+
+export interface DispatchedDeps {
+  dispatch: Dispatch;
+  store: TaskStore;
+  live: LiveTasks;
+  events: HostEvents;
+  /** The task clock (deadlines); waits use real time. */
+  clock: Clock;
+  logger: Logger;
+  create: (input: AgentInput) => Promise<unknown>;
+}
+
+export class Dispatched {
+  private readonly inbox: TaskInbox;
+  private readonly events: InboxEvents;
+  private readonly driver: TaskDriver;
+  private readonly workers = new Set<DispatchWorker>();
+  private unsubscribe: (() => void) | null = null;
+
+  constructor(private readonly deps: DispatchedDeps) {
+    const { store, dispatch } = deps;
+    if (!store.leases || !store.inbox) {
+      throw new HostRequestError('invalid_request', `dispatch needs a store with leases and inboxes (RedisStore); the ${store.kind} store has ${store.leases ? 'no inboxes' : 'no leases'}`);
+    }
+    this.inbox = store.inbox;
+    this.events = new InboxEvents({ store, inbox: this.inbox, events: deps.events, dispatch, clock: systemClock, ...dispatch.waits });
+    deps.events.inbox = this.events;
+    this.driver = new TaskDriver({ live: deps.live, store, inbox: this.inbox, events: deps.events, dispatch, clock: deps.clock, logger: deps.logger, create: deps.create });
+  }
+
+  /** Records the start job; the status is the task's first, at revision 0, until a worker has created it. */
+  async start(input: AgentInput): Promise<TaskStatus> {
+    const { store, dispatch } = this.deps;
+    await dispatch.assertRoom();
+    if ((await store.load(input.taskId)) || (await dispatch.pendingStart(input.taskId))) throw new TaskExistsError(input.taskId);
+    await dispatch.enqueue({ kind: 'start', taskId: input.taskId, input });
+    return queued(input).status;
+  }
+
+  current(taskId: string) {
+    return this.events.current(taskId);
+  }
+
+  settled(taskId: string, timeoutMs: number): Promise<TaskStatus> {
+    return this.events.settled(taskId, timeoutMs);
+  }
+
+  /** A wake job for the task: it is driven by a worker if it has anything to do. */
+  async resume(taskId: string): Promise<TaskStatus> {
+    const { status } = await this.current(taskId);
+    if (status.revision > 0) await this.wake(taskId, status.updatedAt);
+    return status;
+  }
+
+  /** A due deadline, or a task found running with nobody driving it: a wake job (one per task and time). */
+  readonly wake = async (taskId: string, at: number): Promise<void> => {
+    await this.deps.dispatch.enqueue({ kind: 'wake', taskId, at }, { delayMs: Math.max(0, at - this.deps.clock.now()) });
+  };
+
+  /**
+   * The bounded sweep: running tasks (at most `limit`) get a wake job, which is dropped when another job's task
+   * already holds it (the queue's dedupe, then the lease); due deadlines get theirs.
+   */
+  async recover(sweeper: ExpirySweeper, limit = 1_000): Promise<RecoveryReport> {
+    const report: RecoveryReport = { resumed: [], busy: [], quarantined: [], expired: 0 };
+    for (const summary of await this.deps.store.list({ states: ['running'], limit })) {
+      if (this.deps.live.has(summary.taskId)) continue;
+      await this.deps.dispatch.enqueue({ kind: 'wake', taskId: summary.taskId, at: summary.updatedAt });
+      report.resumed.push(summary.taskId);
+    }
+    report.expired = await sweeper.expireDue();
+    return report;
+  }
+
+  createWorker(options: DispatchWorkerOptions): DispatchWorker {
+    const { dispatch } = this.deps;
+    // Events recorded anywhere for a task driven here reach it at once (its job would otherwise wait for the lease).
+    this.unsubscribe ??= dispatch.onEvent((taskId) => void this.driver.poke(taskId));
+    const worker = dispatch.work((job) => this.driver.handle(job), options);
+    const handle: DispatchWorker = {
+      close: async (closeOptions) => {
+        this.workers.delete(handle);
+        await worker.close(closeOptions);
+        if (this.workers.size === 0) this.stopListening();
+      },
+      pause: () => worker.pause(),
+    };
+    this.workers.add(handle);
+    return handle;
+  }
+
+  /** Stops every worker from taking new jobs (draining); the jobs in hand go on. */
+  async pause(): Promise<void> {
+    await Promise.all([...this.workers].map((worker) => worker.pause()));
+  }
+
+  /** Closes every worker: resolves once the jobs in hand ended (their tasks are stopped by the orchestrator's close). */
+  async stopTaking(): Promise<void> {
+    await Promise.all([...this.workers].map((worker) => worker.close()));
+    this.stopListening();
+  }
+
+  private stopListening(): void {
+    this.unsubscribe?.();
+    this.unsubscribe = null;
+  }
+}

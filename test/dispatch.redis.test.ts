@@ -1,0 +1,165 @@
+/**
+ * Dispatch on BullMQ, in one test process with several orchestrators on one Redis: an API instance that only
+ * records work, and workers that drive tasks. What the API gets back (queued status, replies to events, refusals
+ * answered at once), events reaching a task that runs in another process, deadlines as delayed jobs, the bounded
+ * recovery sweep, backpressure, and draining.
+ */
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { bullmqDispatch, type BullmqDispatch } from '../src/dispatch/bullmqDispatch.js';
+import { EventPendingError, QueueFullError, TaskExistsError, TaskNotFoundError } from '../src/errors.js';
+import { RedisStore } from '../src/store/redis/redisStore.js';
+import { reply } from '../src/testing/scriptedModel.js';
+import { RefundDesk } from '../examples/booking/refundService.js';
+import { SUPPORT, harness, until } from './support/harness.js';
+import { useTestRedis } from './support/redis.js';
+
+const redis = await useTestRedis();
+
+const REFUND_999 = { order_id: 'O-1001', amount_cents: 99_900, reason: 'per note' };
+const REFUND_50 = { order_id: 'O-1001', amount_cents: 5_000, reason: 'small' };
+const success = { tool: 'refund_order', match: { status: 'succeeded' }, require: ['refund_id'] };
+const refundScript = () => [
+  reply.call('refund_order', REFUND_999),
+  (v: { data(tool: string): unknown }) => (v.data('refund_order') ? reply.answer('refunded') : reply.answer('not refunded')),
+];
+
+describe.skipIf(!redis)('dispatch on BullMQ', () => {
+  const cleanups: (() => Promise<unknown>)[] = [];
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => {});
+  });
+  afterAll(() => redis?.stop());
+
+  /** A store, a queue and a harness per role, all on one fresh prefix; closed after the test. */
+  function cluster(options: { queue?: Partial<Parameters<typeof bullmqDispatch>[0]>; script?: () => unknown[]; refunds?: RefundDesk; policy?: { confirmationTtlMs: number } } = {}) {
+    const prefix = redis!.freshPrefix();
+    const refunds = options.refunds ?? new RefundDesk();
+    const url = new URL(redis!.url);
+    const connection = { host: url.hostname, port: Number(url.port || 6379) };
+    const node = (role: string) => {
+      const store = new RedisStore({ url: redis!.url, prefix });
+      const dispatch: BullmqDispatch = bullmqDispatch({ connection, queueName: `q-${prefix}`, lockDurationMs: 2_000, stalledIntervalMs: 1_000, retryDelayMs: 100, ...options.queue });
+      const h = harness({ store, dispatch, refunds, script: (options.script ?? refundScript)() as never, expirySweepMs: 0, lease: { ttlMs: 1_000 }, policy: options.policy });
+      cleanups.push(async () => {
+        await h.orchestrator.close();
+        await dispatch.close();
+        await store.close();
+      });
+      return { ...h, dispatch, role };
+    };
+    cleanups.push(() => redis!.deleteKeys(prefix));
+    return { node, refunds, prefix };
+  }
+
+  it('an API instance records the start; a worker elsewhere drives it; the confirmation goes through the inbox', async () => {
+    const { node, refunds } = cluster();
+    const api = node('api');
+    const worker = node('worker');
+    const queued = await api.orchestrator.start({ principal: SUPPORT, goal: 'refund', success, taskId: 'd-1' });
+    expect(queued).toMatchObject({ taskId: 'd-1', state: 'running', stateValue: 'queued', revision: 0 });
+    // Nothing drives it until a worker runs: the API process holds nothing.
+    expect(await api.orchestrator.status('d-1')).toMatchObject({ stateValue: 'queued', revision: 0 });
+    worker.orchestrator.createWorker({ concurrency: 4 });
+    const waiting = await api.orchestrator.settled('d-1', { timeoutMs: 10_000 });
+    expect(waiting.state).toBe('waiting_for_confirmation');
+    expect(api.orchestrator.inFlight()).toEqual({ live: 0, leases: 0 });
+    // The reply is the chart's, applied by the worker and saved with the snapshot that applied it.
+    const result = await api.orchestrator.confirm('d-1', SUPPORT, waiting.pendingConfirmation!);
+    expect(result).toMatchObject({ accepted: true, code: null });
+    const done = await api.orchestrator.settled('d-1', { timeoutMs: 10_000 });
+    expect(done.state).toBe('done');
+    expect(refunds.refunds.map((r) => r.amountCents)).toEqual([99_900]);
+    // The job ended with the task: the worker holds no lease, no task; the queue is empty.
+    await until(async () => (await worker.dispatch.depth()).active === 0);
+    expect(worker.orchestrator.inFlight()).toEqual({ live: 0, leases: 0 });
+    const audit = await api.orchestrator.audit('d-1');
+    expect(audit.filter((e) => e.kind === 'confirmation').length).toBeGreaterThan(0);
+  });
+
+  it('answers at once what needs no worker: a wrong tenant, a forged confirmation is applied and refused by the chart', async () => {
+    const { node } = cluster();
+    const api = node('api');
+    node('worker').orchestrator.createWorker({ concurrency: 2 });
+    await api.orchestrator.start({ principal: SUPPORT, goal: 'refund', success, taskId: 'd-2' });
+    const waiting = await api.orchestrator.settled('d-2', { timeoutMs: 10_000 });
+    const other = { ...SUPPORT, tenantId: 'globex' };
+    expect(await api.orchestrator.confirm('d-2', other, waiting.pendingConfirmation!)).toMatchObject({ accepted: false, code: 'wrong_tenant' });
+    const forged = await api.orchestrator.confirm('d-2', SUPPORT, { id: waiting.pendingConfirmation!.id, argsHash: 'sha256:0000' });
+    expect(forged.accepted).toBe(false);
+    expect(forged.code).toBe('arguments_changed');
+    expect((await api.orchestrator.status('d-2')).state).toBe('waiting_for_confirmation');
+    await expect(api.orchestrator.start({ principal: SUPPORT, goal: 'again', taskId: 'd-2' })).rejects.toBeInstanceOf(TaskExistsError);
+    await expect(api.orchestrator.status('nope')).rejects.toBeInstanceOf(TaskNotFoundError);
+  });
+
+  it('a cancel reaches a task running in another process within a second', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const slow = { ...REFUND_50 };
+    const { node } = cluster({ script: () => [reply.call('get_order', { order_id: 'O-1001' }), reply.call('refund_order', slow), reply.answer('ok')] });
+    const api = node('api');
+    const worker = node('worker');
+    // The order lookup hangs until released: the task is running, its lease held by the worker.
+    const refunds = worker.refunds as RefundDesk & { getOrder: RefundDesk['getOrder'] };
+    const original = refunds.getOrder.bind(refunds);
+    refunds.getOrder = async (...args: Parameters<RefundDesk['getOrder']>) => {
+      await gate;
+      return original(...args);
+    };
+    worker.orchestrator.createWorker({ concurrency: 2 });
+    await api.orchestrator.start({ principal: SUPPORT, goal: 'refund', success, taskId: 'd-3' });
+    await until(async () => (await api.orchestrator.status('d-3')).revision > 0 && worker.orchestrator.inFlight().live === 1, 10_000);
+    const asked = Date.now();
+    const result = await api.orchestrator.cancel('d-3', SUPPORT, 'changed my mind');
+    const took = Date.now() - asked;
+    release();
+    expect(result.accepted).toBe(true);
+    expect(took).toBeLessThan(1_000);
+    const final = await api.orchestrator.settled('d-3', { timeoutMs: 10_000 });
+    expect(final.state).toBe('cancelled');
+    expect(worker.refunds.refunds).toEqual([]);
+  });
+
+  it('without a worker, an event is recorded and EventPendingError says so; a worker started later applies it once', async () => {
+    const { node, refunds } = cluster({ queue: { replyTimeoutMs: 300 } });
+    const api = node('api');
+    const first = node('worker-1');
+    const w1 = first.orchestrator.createWorker({ concurrency: 2 });
+    await api.orchestrator.start({ principal: SUPPORT, goal: 'refund', success, taskId: 'd-4' });
+    const waiting = await api.orchestrator.settled('d-4', { timeoutMs: 10_000 });
+    await w1.close();
+    const pending = await api.orchestrator.confirm('d-4', SUPPORT, waiting.pendingConfirmation!).catch((error: unknown) => error);
+    expect(pending).toBeInstanceOf(EventPendingError);
+    expect((await api.orchestrator.status('d-4')).state).toBe('waiting_for_confirmation');
+    node('worker-2').orchestrator.createWorker({ concurrency: 2 });
+    const done = await api.orchestrator.settled('d-4', { timeoutMs: 10_000 });
+    expect(done.state).toBe('done');
+    expect(refunds.refunds).toHaveLength(1);
+  });
+
+  it('a confirmation deadline is a delayed job: the task expires with no sweep running', async () => {
+    const { node } = cluster({ policy: { confirmationTtlMs: 700 } });
+    const api = node('api');
+    const worker = node('worker');
+    worker.orchestrator.createWorker({ concurrency: 2 });
+    await api.orchestrator.start({ principal: SUPPORT, goal: 'refund', success, taskId: 'd-5' });
+    const waiting = await api.orchestrator.settled('d-5', { timeoutMs: 10_000 });
+    expect(waiting.state).toBe('waiting_for_confirmation');
+    const expired = await api.orchestrator.settled('d-5', { timeoutMs: 10_000 }).then(async () => {
+      await until(async () => (await api.orchestrator.status('d-5')).state !== 'waiting_for_confirmation', 10_000);
+      return api.orchestrator.status('d-5');
+    });
+    expect(expired.state).not.toBe('waiting_for_confirmation');
+    expect(worker.refunds.refunds).toEqual([]);
+  });
+
+  it('refuses a start beyond maxQueueDepth with QueueFullError, before anything is recorded', async () => {
+    const { node } = cluster({ queue: { maxQueueDepth: 2 } });
+    const api = node('api');
+    await api.orchestrator.start({ principal: SUPPORT, goal: 'one', taskId: 'q-1' });
+    await api.orchestrator.start({ principal: SUPPORT, goal: 'two', taskId: 'q-2' });
+    await expect(api.orchestrator.start({ principal: SUPPORT, goal: 'three', taskId: 'q-3' })).rejects.toBeInstanceOf(QueueFullError);
+    expect((await api.dispatch.depth()).waiting).toBe(2);
+    await expect(api.orchestrator.status('q-3')).rejects.toBeInstanceOf(TaskNotFoundError);
+  });
+});

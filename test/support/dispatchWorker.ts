@@ -1,0 +1,115 @@
+/**
+ * A worker process for the dispatch tests and bench: an orchestrator on a RedisStore with a BullMQ dispatch, driving
+ * the workload "one read, one idempotent write, an answer" with `concurrency` jobs at a time. The write keeps its
+ * business records in Redis (one per idempotency key, with the task it was made for), so records and duplicates can
+ * be counted across processes, also after a kill -9.
+ *
+ * Prints `READY` once it takes jobs; on SIGTERM it prints `STATS <json>` (saves, CPU, what it still holds), drains
+ * and exits. Run: node --import tsx test/support/dispatchWorker.ts '<DispatchWorkerConfig JSON>'
+ */
+import { Redis } from 'ioredis';
+import { z } from 'zod';
+import { bullmqDispatch } from '../../src/dispatch/bullmqDispatch.js';
+import { createOrchestrator } from '../../src/orchestrator/orchestrator.js';
+import { RedisStore } from '../../src/store/redis/redisStore.js';
+import { reply, scriptedModel } from '../../src/testing/scriptedModel.js';
+import { defineTool } from '../../src/tool.js';
+
+export interface DispatchWorkerConfig {
+  redisUrl: string;
+  prefix: string;
+  queueName: string;
+  concurrency: number;
+  /** Lease TTL (ms); a killed worker's tasks are taken over after about this plus the stalled-job check. */
+  leaseTtlMs: number;
+  lockDurationMs: number;
+  stalledIntervalMs: number;
+}
+
+/** The workload's tools over Redis: a read, and a write whose records are keyed by idempotency key. */
+export function workloadTools(client: Redis, prefix: string) {
+  const records = `{${prefix}}:business:records`;
+  const executions = `{${prefix}}:business:executions`;
+  const read = defineTool({
+    name: 'read_account',
+    description: 'reads the account',
+    effect: 'read',
+    scopes: [],
+    timeoutMs: 5_000,
+    input: z.strictObject({ account: z.string() }),
+    output: z.strictObject({ account: z.string(), balance: z.number(), note: z.string() }),
+    async execute({ account }) {
+      return { ok: true, value: { account, balance: 1_200, note: 'x'.repeat(160) } };
+    },
+  });
+  const write = defineTool({
+    name: 'record_payment',
+    description: 'records a payment once per idempotency key',
+    effect: 'write',
+    scopes: [],
+    timeoutMs: 5_000,
+    sameKeyRetrySafe: true,
+    input: z.strictObject({ account: z.string(), amount: z.number() }),
+    output: z.strictObject({ id: z.string() }),
+    async execute({ account }, { idempotencyKey }) {
+      await client.multi().hsetnx(records, idempotencyKey, account).incr(executions).exec();
+      return { ok: true, value: { id: idempotencyKey } };
+    },
+    async lookup(idempotencyKey) {
+      return (await client.hexists(records, idempotencyKey)) ? { found: true, value: { id: idempotencyKey } } : { found: false };
+    },
+  });
+  return { tools: [read, write], records, executions };
+}
+
+/** The workload's model: read, write, answer. */
+export function workloadModel() {
+  return scriptedModel([
+    (v) => reply.call('read_account', { account: v.goal }),
+    (v) => reply.call('record_payment', { account: v.goal, amount: 10 }),
+    reply.answer('recorded'),
+  ]);
+}
+
+async function main(): Promise<void> {
+  const config = JSON.parse(process.argv[2] ?? '{}') as DispatchWorkerConfig;
+  const client = new Redis(config.redisUrl, { maxRetriesPerRequest: 2 });
+  const url = new URL(config.redisUrl);
+  const store = new RedisStore({ url: config.redisUrl, prefix: config.prefix });
+  const dispatch = bullmqDispatch({
+    connection: { host: url.hostname, port: Number(url.port) },
+    queueName: config.queueName,
+    lockDurationMs: config.lockDurationMs,
+    stalledIntervalMs: config.stalledIntervalMs,
+    retryDelayMs: 200,
+    onError: (error) => process.stderr.write(`dispatch: ${error.message}\n`),
+  });
+  const { tools } = workloadTools(client, config.prefix);
+  const orchestrator = createOrchestrator({ tools, model: workloadModel(), store, dispatch, lease: { ttlMs: config.leaseTtlMs }, expirySweepMs: 0 });
+  let saves = 0;
+  orchestrator.onSaved(() => (saves += 1));
+  orchestrator.createWorker({ concurrency: config.concurrency });
+  const cpuStart = process.cpuUsage();
+  process.stdout.write('READY\n');
+  let stopping = false;
+  process.on('SIGTERM', () => {
+    if (stopping) return;
+    stopping = true;
+    void (async () => {
+      const cpu = process.cpuUsage(cpuStart);
+      // What it holds when asked to stop: with every task at rest, nothing.
+      const held = orchestrator.inFlight();
+      process.stdout.write(`STATS ${JSON.stringify({ saves, cpuMicros: cpu.user + cpu.system, held })}\n`);
+      await orchestrator.drain({ timeoutMs: 5_000 });
+      await dispatch.close();
+      await store.close();
+      client.disconnect();
+      process.exit(0);
+    })().catch((error: unknown) => {
+      process.stderr.write(`stopping failed: ${String(error)}\n`);
+      process.exit(1);
+    });
+  });
+}
+
+if (process.argv[1] && import.meta.url.endsWith(process.argv[1].split('/').pop()!)) void main();
