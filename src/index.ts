@@ -182,3 +182,9 @@ export { DEFAULT_RETENTION_SWEEP_MS, type RetentionSweepOptions } from './orches
 
 // Data loss (RedisStore's epoch marker)
 export { StoreDataLostError } from './errors.js';
+
+// Backpressure and dispatch (the queue itself: `statechart-agent/bullmq`)
+export { CapacityError, EventPendingError, QueueFullError } from './errors.js';
+export type { Dispatch, DispatchWorker, DispatchWorkerOptions, DriveJob, DriveOutcome, EnqueueOptions, QueueDepth } from './orchestrator/dispatch.js';
+export type { InboxCursor, InboxReply } from './store/envelope.js';
+export type { InboxEntry, TaskInbox } from './store/taskStore.js';

@@ -118,6 +118,7 @@ describe.each([
       'statechart-agent/openai: ERR_MODULE_NOT_FOUND openai',
       'statechart-agent/ai-sdk: ERR_MODULE_NOT_FOUND ai',
       'statechart-agent/otel: ERR_MODULE_NOT_FOUND @opentelemetry/api',
+      'statechart-agent/bullmq: ERR_MODULE_NOT_FOUND bullmq',
       'statechart-agent/mcp: loaded (function)',
       'connectMcp: missing_peer connectMcp needs the optional peer dependency @modelcontextprotocol/sdk: npm install @modelcontextprotocol/sdk',
       'statechart-agent/fastify: loaded (function)',
@@ -135,7 +136,7 @@ describe('with ioredis installed', () => {
 describe('a TypeScript consumer (strict, skipLibCheck false)', () => {
   let root: string;
   beforeAll(async () => {
-    const optional = ['ioredis', 'openai', 'ai', 'ws', '@statelyai/inspect', 'fastify', 'elkjs', '@opentelemetry/api', '@opentelemetry/sdk-trace-base', '@modelcontextprotocol/sdk'].map((name) => `${name}@${pkg.devDependencies[name]}`);
+    const optional = ['ioredis', 'openai', 'ai', 'ws', '@statelyai/inspect', 'fastify', 'elkjs', '@opentelemetry/api', '@opentelemetry/sdk-trace-base', '@modelcontextprotocol/sdk', 'bullmq'].map((name) => `${name}@${pkg.devDependencies[name]}`);
     // @ai-sdk/provider's declarations import `json-schema` types that it does not depend on (vercel/ai#15874): a
     // consumer that checks libraries (skipLibCheck false) needs @types/json-schema next to `ai`.
     const types = [`typescript@${pkg.devDependencies.typescript}`, `@types/node@${pkg.devDependencies['@types/node']}`, '@types/json-schema@7.0.15'];
@@ -170,6 +171,12 @@ describe('a TypeScript consumer (strict, skipLibCheck false)', () => {
       const prefix = redis.freshPrefix();
       expectExampleOutput.redis(await node('redis', { REDIS_URL: redis.url, AGENT_PREFIX: prefix }));
       await redis.deleteKeys(prefix);
+      const queuePrefix = redis.freshPrefix();
+      expectExampleOutput.workers(await node('workers', { REDIS_URL: redis.url, AGENT_PREFIX: queuePrefix }));
+      await redis.deleteKeys(queuePrefix);
+      const client = redis.connect();
+      const queueKeys = await client.keys(`bull:${queuePrefix}-tasks:*`);
+      if (queueKeys.length > 0) await client.unlink(...queueKeys);
     }
   }, 120_000);
 });

@@ -12,6 +12,8 @@ import { reply } from '../src/testing/scriptedModel.js';
 import { RefundDesk } from '../examples/booking/refundService.js';
 import { SUPPORT, harness, until } from './support/harness.js';
 import { useTestRedis } from './support/redis.js';
+import { slowRead } from './support/takeover.js';
+import type { Tool } from '../src/tool.js';
 
 const redis = await useTestRedis();
 
@@ -36,10 +38,10 @@ describe.skipIf(!redis)('dispatch on BullMQ', () => {
     const refunds = options.refunds ?? new RefundDesk();
     const url = new URL(redis!.url);
     const connection = { host: url.hostname, port: Number(url.port || 6379) };
-    const node = (role: string) => {
+    const node = (role: string, extraTools: Tool[] = []) => {
       const store = new RedisStore({ url: redis!.url, prefix });
       const dispatch: BullmqDispatch = bullmqDispatch({ connection, queueName: `q-${prefix}`, lockDurationMs: 2_000, stalledIntervalMs: 1_000, retryDelayMs: 100, ...options.queue });
-      const h = harness({ store, dispatch, refunds, script: (options.script ?? refundScript)() as never, expirySweepMs: 0, lease: { ttlMs: 1_000 }, policy: options.policy });
+      const h = harness({ store, dispatch, refunds, extraTools, script: (options.script ?? refundScript)() as never, expirySweepMs: 0, lease: { ttlMs: 1_000 }, policy: options.policy });
       cleanups.push(async () => {
         await h.orchestrator.close();
         await dispatch.close();
@@ -161,5 +163,24 @@ describe.skipIf(!redis)('dispatch on BullMQ', () => {
     await expect(api.orchestrator.start({ principal: SUPPORT, goal: 'three', taskId: 'q-3' })).rejects.toBeInstanceOf(QueueFullError);
     expect((await api.dispatch.depth()).waiting).toBe(2);
     await expect(api.orchestrator.status('q-3')).rejects.toBeInstanceOf(TaskNotFoundError);
+  });
+
+  it('drain hands a running task back to the queue; another worker finishes it, the read run again, nothing lost', async () => {
+    const { node } = cluster({ script: () => [reply.call('slow_read', {}), (v: { data(tool: string): unknown }) => reply.answer(`read by ${(v.data('slow_read') as { by: string }).by}`)] });
+    const blocked = slowRead('gate');
+    const quick = slowRead({ ms: 1 });
+    const api = node('api', [quick.tool('api')]);
+    const first = node('first', [blocked.tool('first')]);
+    first.orchestrator.createWorker({ concurrency: 2 });
+    await api.orchestrator.start({ principal: SUPPORT, goal: 'read slowly', taskId: 'd-6' });
+    await until(() => blocked.started.length === 1, 10_000);
+    const { handedBack } = await first.orchestrator.drain({ timeoutMs: 100 });
+    expect(handedBack).toEqual(['d-6']);
+    expect((await api.orchestrator.status('d-6')).state).toBe('running');
+    node('second', [quick.tool('second')]).orchestrator.createWorker({ concurrency: 2 });
+    const done = await api.orchestrator.settled('d-6', { timeoutMs: 15_000 });
+    expect(done.state).toBe('done');
+    expect(done.outcome?.answer).toBe('read by second');
+    expect(quick.started).toEqual(['second']);
   });
 });

@@ -19,4 +19,21 @@ describe('README on Redis', () => {
     }
   });
 
+  it('runs its workers example against the sources: an API instance and a worker on one queue', async (context) => {
+    if (!redis) return context.skip();
+    const prefix = redis.freshPrefix();
+    try {
+      expectExampleOutput.workers(await runExample('workers', { REDIS_URL: redis.url, AGENT_PREFIX: prefix }));
+    } finally {
+      await redis.deleteKeys(prefix);
+      await deleteQueue(redis, `${prefix}-tasks`);
+    }
+  });
 });
+
+/** BullMQ's keys of one queue (`bull:<name>:*`), which live outside the store's prefix. */
+async function deleteQueue(redis: TestRedis, name: string): Promise<void> {
+  const client = redis.connect();
+  const keys = await client.keys(`bull:${name}:*`);
+  if (keys.length > 0) await client.unlink(...keys);
+}

@@ -19,7 +19,7 @@ import type { AnyStateMachine } from 'xstate';
 import type { Principal } from '../../machines/context.js';
 import { agentMachine } from '../../machines/agentMachine.js';
 import { type Clock, systemClock } from '../clock.js';
-import { AgentError, CapacityError, HostRequestError, TaskBusyError, TaskExistsError, TaskNotFoundError, TaskQuarantinedError } from '../errors.js';
+import { AgentError, CapacityError, EventPendingError, HostRequestError, QueueFullError, TaskBusyError, TaskExistsError, TaskNotFoundError, TaskQuarantinedError } from '../errors.js';
 import type { Orchestrator, StartTaskRequest } from '../orchestrator/orchestrator.js';
 import type { Authenticate } from './access.js';
 import { createContext } from './context.js';
@@ -79,7 +79,7 @@ export async function agentService(app: FastifyInstance, options: AgentServiceOp
 }
 
 /** The error body every route answers with: `{ code, message }` (plus the unchanged status of a refused decision). */
-function errorResponse(error: FastifyError | Error): { statusCode: number; body: { code: string; message: string; status?: unknown } } {
+function errorResponse(error: FastifyError | Error): { statusCode: number; body: { code: string; message: string; status?: unknown; eventId?: string } } {
   if (error instanceof ServiceError) {
     return { statusCode: error.statusCode, body: { code: error.code, message: error.message, ...(error.status !== undefined ? { status: error.status } : {}) } };
   }
@@ -95,6 +95,10 @@ function errorResponse(error: FastifyError | Error): { statusCode: number; body:
   if (error instanceof TaskQuarantinedError) return { statusCode: 409, body: { code: error.code, message: error.message } };
   if (error instanceof TaskBusyError) return { statusCode: 503, body: { code: error.code, message: error.message } };
   if (error instanceof CapacityError) return { statusCode: error.scope === 'process' ? 503 : 429, body: { code: error.code, message: error.message } };
+  if (error instanceof QueueFullError) return { statusCode: error.scope === 'queue' ? 503 : 429, body: { code: error.code, message: error.message } };
+  // Recorded, to be applied by the worker that drives the task: accepted for processing, not a failure.
+  if (error instanceof EventPendingError) return { statusCode: 202, body: { code: error.code, message: error.message, eventId: error.eventId } };
+  if (error instanceof AgentError && error.code === 'settle_timeout') return { statusCode: 504, body: { code: error.code, message: error.message } };
   if (error instanceof AgentError && error.code === 'orchestrator_draining') return { statusCode: 503, body: { code: error.code, message: error.message } };
   if (error instanceof AgentError && error.code === 'orchestrator_closed') return { statusCode: 503, body: { code: error.code, message: error.message } };
   return { statusCode: 500, body: { code: 'internal_error', message: 'the service failed; see its log' } };

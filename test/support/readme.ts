@@ -11,7 +11,7 @@ import { PROJECT_ROOT } from './workers.js';
 
 const run = promisify(execFile);
 
-export const EXAMPLES = ['embed', 'mandate', 'redis', 'inspect', 'visualize', 'openai', 'aisdk', 'fastify', 'acceptance', 'otel', 'privacy', 'mcp', 'erasure', 'hooks'] as const;
+export const EXAMPLES = ['embed', 'mandate', 'redis', 'inspect', 'visualize', 'openai', 'aisdk', 'fastify', 'acceptance', 'otel', 'privacy', 'mcp', 'erasure', 'hooks', 'workers'] as const;
 export type ExampleName = (typeof EXAMPLES)[number];
 
 /** Every marked example in the README, by name (so a new one cannot be added without a check below). */
@@ -41,6 +41,9 @@ export const expectExampleOutput: Record<ExampleName, (stdout: string) => void> 
   },
   mandate(stdout) {
     expect(stdout.split('\n')).toEqual(['mandate gate: outside_mandate - waiting_for_confirmation', 'requester: self_approval', 'manager: true', 'done 19900 TX-1']);
+  },
+  workers(stdout) {
+    expect(stdout.split('\n')).toEqual(['queued 0', 'waiting_for_user Which room?', 'answer accepted: true', 'done Booked R7. {"live":0,"leases":0}']);
   },
   redis(stdout) {
     expect(stdout.split('\n')[0]).toBe('done goal_met');
@@ -113,6 +116,7 @@ export const SOURCES: Record<string, string> = {
   'statechart-agent/acceptance': 'src/acceptance/index.ts',
   'statechart-agent/mcp': 'src/mcp.ts',
   'statechart-agent/otel': 'src/otel.ts',
+  'statechart-agent/bullmq': 'src/bullmq.ts',
 };
 
 /** Runs an example with tsx, its package imports pointed at the sources, in a scratch folder as its cwd. */
