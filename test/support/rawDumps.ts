@@ -10,6 +10,7 @@ import { taskDirectoryName } from '../../src/store/file/fileStore.js';
 import type { FileStore } from '../../src/store/file/fileStore.js';
 import type { MemoryStore } from '../../src/store/memoryStore.js';
 import { redisKeys } from '../../src/store/redis/redisKeys.js';
+import { bucketOf, bucketPrefix } from '../../src/store/redis/redisLayout.js';
 import type { RawAccess, RawEntry } from './erasureContract.js';
 
 export function memoryRaw(store: MemoryStore): RawAccess {
@@ -47,20 +48,27 @@ export function fileRaw(store: FileStore): RawAccess {
   };
 }
 
-export function redisRaw(client: Redis, prefix: string): RawAccess {
-  const keys = redisKeys(prefix);
+/**
+ * Every key of a RedisStore's prefix, its buckets' included (`{prefix}:…` and `{prefix:<n>}:…`), found on `nodes`
+ * (the server, or every master of a cluster).
+ */
+export function redisRaw(nodes: Redis | Redis[], prefix: string, buckets = 1): RawAccess {
+  const servers = Array.isArray(nodes) ? nodes : [nodes];
+  const keysOf = (taskId: string) => redisKeys(bucketPrefix(prefix, buckets === 1 ? 0 : bucketOf(taskId, buckets), buckets));
   return {
     async dump() {
       const entries: RawEntry[] = [];
-      let cursor = '0';
-      do {
-        const [next, found] = await client.scan(cursor, 'MATCH', `{${prefix}}:*`, 'COUNT', 500);
-        cursor = next;
-        for (const key of found) entries.push({ location: key, text: JSON.stringify(await valueOf(client, key)) });
-      } while (cursor !== '0');
+      for (const client of servers) {
+        let cursor = '0';
+        do {
+          const [next, found] = await client.scan(cursor, 'MATCH', `{${prefix}[}:]*`, 'COUNT', 500);
+          cursor = next;
+          for (const key of found) entries.push({ location: key, text: JSON.stringify(await valueOf(client, key)) });
+        } while (cursor !== '0');
+      }
       return entries;
     },
-    tombstoneLocations: (taskId) => [keys.tombstone(taskId), keys.erased],
+    tombstoneLocations: (taskId) => [keysOf(taskId).tombstone(taskId), keysOf(taskId).erased],
   };
 }
 

@@ -3,7 +3,7 @@
  * an error within seconds instead of queueing commands forever, and the mapping of client errors to store errors
  * (`toStoreError`, applied to every call by `redisCall`).
  */
-import { Redis } from 'ioredis';
+import { type Cluster, Redis } from 'ioredis';
 import { AgentError, CorruptTaskError, StoreUnavailableError } from '../../errors.js';
 
 /** Bounds of the store's own client. */
@@ -43,10 +43,32 @@ export function createRedisClient(url: string, bounds: RedisClientBounds = {}): 
   return client;
 }
 
-/** host:port (or socket path) of a client, without credentials, for error messages. */
-export function describeRedis(client: Redis): string {
+/** Whether `client` is an ioredis Cluster (it takes the same commands; scans and messages differ). */
+export function isCluster(client: Redis | Cluster): client is Cluster {
+  return (client as { isCluster?: boolean }).isCluster === true;
+}
+
+/**
+ * host:port (or socket path) of a client, without credentials, for error messages; for a cluster, its masters (or,
+ * before it connected, the nodes it was given), read when the message is made.
+ */
+export function describeRedis(client: Redis | Cluster): string | (() => string) {
+  if (isCluster(client)) {
+    return () => {
+      const masters = client.nodes('master').map((node) => `${node.options.host ?? '127.0.0.1'}:${node.options.port ?? 6379}`);
+      const startup = (client as unknown as { startupNodes?: { host?: string; port?: number }[] }).startupNodes ?? [];
+      const nodes = masters.length > 0 ? masters : startup.map((node) => `${node.host ?? '127.0.0.1'}:${node.port ?? 6379}`);
+      return `the Redis Cluster of ${nodes.join(', ') || 'no known node'}`;
+    };
+  }
   const { host, port, path } = client.options;
   return path ? path : `${host ?? '127.0.0.1'}:${port ?? 6379}`;
+}
+
+/** The nodes a scan must visit to see every key: every master of a cluster, or the one server. */
+export function scanNodes(client: Redis): Redis[] {
+  const any = client as Redis | Cluster;
+  return isCluster(any) ? any.nodes('master') : [client];
 }
 
 /**
@@ -80,13 +102,13 @@ export function toStoreError(
 export type RedisCall = <T>(action: string, fn: () => Promise<T>, task?: { taskId: string; key: string }) => Promise<T>;
 
 /** The store's RedisCall: refused once `isClosed()`; any failure becomes a store error (see `toStoreError`). */
-export function redisCall(where: string, isClosed: () => boolean): RedisCall {
+export function redisCall(where: string | (() => string), isClosed: () => boolean): RedisCall {
   return async <T>(action: string, fn: () => Promise<T>, task?: { taskId: string; key: string }): Promise<T> => {
     if (isClosed()) throw new StoreUnavailableError(`the store was closed before the ${action}`);
     try {
       return await fn();
     } catch (error) {
-      throw toStoreError(error, where, action, task);
+      throw toStoreError(error, typeof where === 'string' ? where : where(), action, task);
     }
   };
 }

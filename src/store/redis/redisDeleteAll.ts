@@ -5,20 +5,23 @@
  */
 import { globEscape } from './redisErasure.js';
 import type { Redis } from 'ioredis';
-import type { RedisCall } from './redisConnection.js';
+import { type RedisCall, scanNodes } from './redisConnection.js';
 import type { RedisKeys } from './redisKeys.js';
 
-/** Deletes every key under `keys.root` and returns how many. */
+/** Deletes every key under `keys.root` (on every master of a cluster) and returns how many. */
 export function deleteAll(client: Redis, keys: RedisKeys, call: RedisCall): Promise<number> {
   return call('delete of every key under the prefix', async () => {
-    let cursor = '0';
     let deleted = 0;
     const match = `${globEscape(keys.root)}:*`;
-    do {
-      const [next, found] = await client.scan(cursor, 'MATCH', match, 'COUNT', 500);
-      cursor = next;
-      if (found.length > 0) deleted += await client.unlink(...found);
-    } while (cursor !== '0');
+    // The keys of one hash tag are on one node: each is found and unlinked where it lives.
+    for (const node of scanNodes(client)) {
+      let cursor = '0';
+      do {
+        const [next, found] = await node.scan(cursor, 'MATCH', match, 'COUNT', 500);
+        cursor = next;
+        if (found.length > 0) deleted += await node.unlink(...found);
+      } while (cursor !== '0');
+    }
     return deleted;
   });
 }

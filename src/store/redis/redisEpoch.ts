@@ -43,10 +43,15 @@ export class RedisEpoch {
     private readonly client: Redis,
     private readonly keys: RedisKeys,
     private readonly prefix: string,
-    private readonly node: string,
+    private readonly where: string | (() => string),
     private readonly clock: Clock,
     private readonly call: RedisCall,
   ) {}
+
+  /** The server (or cluster) named in messages. */
+  private node(): string {
+    return typeof this.where === 'string' ? this.where : this.where();
+  }
 
   /** The epoch learned, or null before the first call that found or created one. */
   get current(): string | null {
@@ -60,7 +65,7 @@ export class RedisEpoch {
 
   /** The context for `scriptError`. */
   context(args: EpochArgs, action: string): EpochContext {
-    return { prefix: this.prefix, node: this.node, expected: args.expected, action };
+    return { prefix: this.prefix, node: this.node(), expected: args.expected, action };
   }
 
   /** After a checking script succeeded: learns the epoch it reports, if none was learned yet. */
@@ -81,7 +86,7 @@ export class RedisEpoch {
     ]);
     if (found.status === 'fulfilled') {
       if (expected === null) this.learn(found.value);
-      else if (found.value !== expected) throw dataLostError({ prefix: this.prefix, node: this.node, expected, action }, found.value);
+      else if (found.value !== expected) throw dataLostError({ prefix: this.prefix, node: this.node(), expected, action }, found.value);
     }
     if (value.status === 'rejected') throw value.reason;
     if (found.status === 'rejected') throw found.reason;

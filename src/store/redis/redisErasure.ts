@@ -12,8 +12,6 @@ import {
   type EraseRequest,
   FINISHED_TASK_STATES,
   type Retention,
-  type RetentionReport,
-  type SweepOptions,
   type TaskOwner,
   type Tombstone,
   type UserErasure,
@@ -22,10 +20,9 @@ import {
   parseTombstone,
   retentionCutoffs,
   retentionRequest,
-  sweepLimit,
   tombstoneHead,
 } from '../erasure.js';
-import type { RedisCall } from './redisConnection.js';
+import { type RedisCall, scanNodes } from './redisConnection.js';
 import { TASK_FIELDS, type RedisKeys, stateIndexKeys } from './redisKeys.js';
 import { type StoreScripts, scriptError } from './redisScripts.js';
 
@@ -37,6 +34,14 @@ export interface OwnerIndexReport {
   indexed: number;
   /** Ids of tasks whose summary could not be read: find their owner by hand, or erase them by id. */
   unreadable: string[];
+}
+
+/** What one bucket has due for retention (`retentionDue`). */
+export interface RetentionDue {
+  finishedBefore: number | null;
+  tombstonesBefore: number | null;
+  finished: { id: string; score: number }[];
+  tombstones: { id: string; score: number }[];
 }
 
 /** How often `eraseUser` re-reads the owner index: tasks created while it erases are erased too. */
@@ -83,12 +88,15 @@ export class RedisErasure {
     return text === null ? null : parseTombstone(taskId, text);
   }
 
-  async sweepRetention(now: number, options?: SweepOptions): Promise<RetentionReport> {
-    const limit = sweepLimit(options);
+  /**
+   * What is due for retention at `now` in this bucket: the oldest `limit` + 1 finished tasks past their period (one
+   * more than asked says whether more are due) and as many tombstones past theirs, each with its score (updatedAt,
+   * erasedAt), so that a sweep over several buckets takes the oldest first.
+   */
+  async retentionDue(now: number, limit: number): Promise<RetentionDue> {
     const { finishedBefore, tombstonesBefore } = retentionCutoffs(this.retention, now);
-    const report: RetentionReport = { erased: [], tombstonesRemoved: 0, more: false };
+    const due: RetentionDue = { finishedBefore, tombstonesBefore, finished: [], tombstones: [] };
     if (finishedBefore !== null) {
-      // The oldest `limit` + 1 of each finished state, merged: one more than needed says whether more are due.
       const heads = await this.call('retention sweep', () =>
         Promise.all(
           FINISHED_TASK_STATES.map((state) =>
@@ -96,29 +104,28 @@ export class RedisErasure {
           ),
         ),
       );
-      const due = heads
-        .flatMap((flat) => pairs(flat))
-        .sort((a, b) => a.score - b.score)
-        .map((p) => p.id);
-      report.more = due.length > limit;
-      const request = retentionRequest(now);
-      for (const id of due.slice(0, limit)) {
-        const result = await this.eraseOne(id, request, finishedBefore);
-        if (result?.fresh) report.erased.push(result.tombstone);
-      }
+      due.finished = heads.flatMap((flat) => pairs(flat)).sort((a, b) => a.score - b.score).slice(0, limit + 1);
     }
     if (tombstonesBefore !== null) {
-      const ids = await this.call('retention sweep', () => this.client.zrangebyscore(this.keys.erased, '-inf', tombstonesBefore, 'LIMIT', 0, limit + 1));
-      report.more ||= ids.length > limit;
-      for (const id of ids.slice(0, limit)) {
-        const [code, detail] = await this.call(`removal of the tombstone of task ${id}`, () =>
-          this.client.taskStoreForgetTombstone(this.keys.tombstone(id), this.keys.erased, id, tombstonesBefore),
-        );
-        if (code < 0) throw scriptError(code, detail, { taskId: id });
-        if (code === 1) report.tombstonesRemoved += 1;
-      }
+      const flat = await this.call('retention sweep', () => this.client.zrangebyscore(this.keys.erased, '-inf', tombstonesBefore, 'WITHSCORES', 'LIMIT', 0, limit + 1));
+      due.tombstones = pairs(flat);
     }
-    return report;
+    return due;
+  }
+
+  /** Erases a finished task found due (if it still is): its fresh tombstone, or null. */
+  async eraseDue(id: string, now: number, finishedBefore: number): Promise<Tombstone | null> {
+    const result = await this.eraseOne(id, retentionRequest(now), finishedBefore);
+    return result?.fresh ? result.tombstone : null;
+  }
+
+  /** Removes a tombstone found due (if it still is); true when it went. */
+  async forgetDue(id: string, tombstonesBefore: number): Promise<boolean> {
+    const [code, detail] = await this.call(`removal of the tombstone of task ${id}`, () =>
+      this.client.taskStoreForgetTombstone(this.keys.tombstone(id), this.keys.erased, id, tombstonesBefore),
+    );
+    if (code < 0) throw scriptError(code, detail, { taskId: id });
+    return code === 1;
   }
 
   /**
@@ -130,31 +137,32 @@ export class RedisErasure {
     const report: OwnerIndexReport = { scanned: 0, indexed: 0, unreadable: [] };
     const taskPrefix = this.keys.task('');
     const match = `${globEscape(taskPrefix)}*`;
-    let cursor = '0';
-    do {
-      const [next, found] = await this.call('scan of the task hashes', () => this.client.scan(cursor, 'MATCH', match, 'COUNT', 500));
-      cursor = next;
-      for (const key of found) {
-        const taskId = key.slice(taskPrefix.length);
-        report.scanned += 1;
-        const fields = await this.call(`read of task ${taskId}`, () => this.client.hmget(key, TASK_FIELDS.summary, TASK_FIELDS.owner), { taskId, key }).catch(
-          () => [null, null],
-        );
-        if (fields[1]) continue;
-        const summary = ownerOf(fields[0] ?? null);
-        if (!summary) {
-          if (fields[0] !== null) report.unreadable.push(taskId);
-          continue;
-        }
-        const ownerKey = this.keys.user(summary);
-        const [code, detail] = await this.call(`owner index of task ${taskId}`, () =>
-          this.client.taskStoreIndexOwner(key, ownerKey, taskId, summary.updatedAt),
-        );
-        if (code < 0) throw scriptError(code, detail, { taskId });
-        report.indexed += code;
-      }
-    } while (cursor !== '0');
+    for (const node of scanNodes(this.client)) {
+      let cursor = '0';
+      do {
+        const [next, found] = await this.call('scan of the task hashes', () => node.scan(cursor, 'MATCH', match, 'COUNT', 500));
+        cursor = next;
+        for (const key of found) await this.indexOwner(key, taskPrefix, report);
+      } while (cursor !== '0');
+    }
     return report;
+  }
+
+  /** Adds one task hash to its owner's index unless it has one (an `indexOwners` step). */
+  private async indexOwner(key: string, taskPrefix: string, report: OwnerIndexReport): Promise<void> {
+    const taskId = key.slice(taskPrefix.length);
+    report.scanned += 1;
+    const fields = await this.call(`read of task ${taskId}`, () => this.client.hmget(key, TASK_FIELDS.summary, TASK_FIELDS.owner), { taskId, key }).catch(() => [null, null]);
+    if (fields[1]) return;
+    const summary = ownerOf(fields[0] ?? null);
+    if (!summary) {
+      if (fields[0] !== null) report.unreadable.push(taskId);
+      return;
+    }
+    const ownerKey = this.keys.user(summary);
+    const [code, detail] = await this.call(`owner index of task ${taskId}`, () => this.client.taskStoreIndexOwner(key, ownerKey, taskId, summary.updatedAt));
+    if (code < 0) throw scriptError(code, detail, { taskId });
+    report.indexed += code;
   }
 
   /** Runs the erase script; null when nothing is stored under the id or the retention condition failed. */

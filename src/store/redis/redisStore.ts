@@ -1,56 +1,41 @@
 /**
- * A TaskStore on plain Redis 7, for several processes sharing tasks. A save is one Lua script: check the data
- * set's epoch, fence, revision and journal lengths, then write the envelope, append the journal entries and update
- * the indexes, all or nothing. Its cost does not depend on how long the task's journals are. An erasure is one
- * script too (`redisErasure.ts`). Keys: `redisKeys.ts`; scripts: `lua/*.lua`; data loss: `redisEpoch.ts`; leases,
- * `list`, `readJournal`, `deleteAll`: `redisLeases.ts`, `redisListing.ts`, `redisJournal.ts`, `redisDeleteAll.ts`;
- * the client and its errors: `redisConnection.ts`.
+ * A TaskStore on plain Redis 7 or a Redis Cluster, for several processes sharing tasks. The tasks are spread over a
+ * fixed number of buckets (`buckets`, default 1); a task's keys and its bucket's indexes share one hash tag, so
+ * every save and erasure stays one atomic script in one slot (`redisBucket.ts`), while the buckets land on every
+ * master of a cluster. The number of buckets is recorded under the prefix and refused if a store is opened with
+ * another. `list`, the retention sweep, `eraseUser`, `indexOwners` and `deleteAll` fan out over the buckets, and
+ * their scans cover every master. Keys: `redisKeys.ts`; the layout record: `redisLayout.ts`.
  */
-import { packAudit } from './redisAuditPacking.js';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { type Clock, systemClock } from '../../clock.js';
-import { CorruptTaskError } from '../../errors.js';
-import { type TaskEnvelope, parseEnvelope } from '../envelope.js';
-import {
-  type EraseRequest,
-  type RetentionOptions,
-  type RetentionReport,
-  type SweepOptions,
-  type TaskOwner,
-  type Tombstone,
-  type UserErasure,
-  checkRetention,
-  erasedError,
-} from '../erasure.js';
-import { TASK_STATES, type TaskSummary } from '../summary.js';
-import {
-  DEFAULT_REDIS_URL,
-  type RedisCall,
-  type RedisClientBounds,
-  createRedisClient,
-  describeRedis,
-  redisCall,
-} from './redisConnection.js';
-import { deleteAll } from './redisDeleteAll.js';
-import { type RedisKeys, TASK_FIELDS, redisKeys, stateIndexKeys } from './redisKeys.js';
-import { RedisEpoch } from './redisEpoch.js';
-import { type OwnerIndexReport, RedisErasure } from './redisErasure.js';
-import { RedisInbox } from './redisInbox.js';
-import { RedisJournal } from './redisJournal.js';
-import { RedisLeaseManager } from './redisLeases.js';
-import { RedisListing } from './redisListing.js';
-import { type StoreScripts, defineStoreScripts, scriptError } from './redisScripts.js';
-import { checkSaveRequest } from '../storeChecks.js';
-import type { ErasableTaskStore, JournalStream, LeaseManager, ListQuery, SaveRequest, TaskInbox } from '../taskStore.js';
+import type { TaskEnvelope } from '../envelope.js';
+import { type EraseRequest, type RetentionOptions, type RetentionReport, type SweepOptions, type TaskOwner, type Tombstone, type UserErasure, checkRetention, sweepLimit } from '../erasure.js';
+import type { TaskSummary } from '../summary.js';
+import { RedisBucket } from './redisBucket.js';
+import { DEFAULT_REDIS_URL, type RedisClientBounds, createRedisClient, describeRedis, redisCall } from './redisConnection.js';
+import type { OwnerIndexReport, RetentionDue } from './redisErasure.js';
+import { RedisLayout, bucketOf, bucketPrefix, checkBuckets } from './redisLayout.js';
+import { redisKeys } from './redisKeys.js';
+import { defineStoreScripts } from './redisScripts.js';
+import type { ErasableTaskStore, InboxEntry, JournalStream, Lease, LeaseManager, ListQuery, SaveRequest, TaskInbox } from '../taskStore.js';
 
 /** How a RedisStore connects; the bounds apply only to a client the store creates itself. */
 export interface RedisStoreOptions extends RedisClientBounds {
-  /** A client to use; the store registers its scripts on it and leaves it open on `close()`. */
-  client?: Redis;
+  /**
+   * A client to use: a `Redis`, or an ioredis `Cluster` (then give `buckets`, so that tasks spread over its masters).
+   * The store registers its scripts on it and leaves it open on `close()`.
+   */
+  client?: Redis | Cluster;
   /** Where to connect when no client is given. Default: `REDIS_URL`, else redis://127.0.0.1:6379. */
   url?: string;
-  /** Key prefix, used as the `{prefix}` hash tag of every key. Default "agent". */
+  /** Key prefix, part of every key's hash tag. Default "agent". */
   prefix?: string;
+  /**
+   * How many buckets the tasks are spread over (1 to 1024; default 1, the layout of earlier versions: one `{prefix}`
+   * hash tag). On a Redis Cluster use a few per master (16 for 3 masters): each bucket is one slot. Recorded under
+   * the prefix: a store opened with another number on the same data is refused (`store_layout_mismatch`).
+   */
+  buckets?: number;
   /** The store's idea of now, for lease expiries and the default `now` of `sweepRetention`. Default: the system clock. */
   clock?: Clock;
   /** How long finished tasks and tombstones are kept (enforced by `sweepRetention`). Default: forever. */
@@ -61,164 +46,130 @@ export interface RedisStoreOptions extends RedisClientBounds {
  * TaskStore and LeaseManager on Redis 7 (no modules). Every failure to reach Redis is a StoreUnavailableError;
  * a task whose keys hold unreadable data is a CorruptTaskError and leaves the other tasks readable.
  *
- * Data loss: the store learns the epoch marker of its data set (`{prefix}:epoch`) on its first call. Once it has,
- * a save (a create included), a lease acquisition or renewal, a `load` and a `list` are refused with
- * StoreDataLostError when the marker is gone (Redis restarted without persistence, was flushed, failed over to an
- * empty replica) or holds another epoch (the data set was replaced), so a task whose records vanished is not
- * silently created again. An orchestrator's `recover()`, `status()` and `resume()` then throw it too. A new store
- * (a new process) works on what it finds; `acceptDataLoss()` makes this one do the same.
+ * Data loss: each bucket has an epoch marker (`{prefix}:epoch`, or `{prefix:<n>}:epoch` per bucket), which the store
+ * learns on its first call. Once it has, a save (a create included), a lease acquisition or renewal, a `load` and a
+ * `list` are refused with StoreDataLostError when the marker is gone (Redis restarted without persistence, was
+ * flushed, a master failed over to an empty replica) or holds another epoch (the data set was replaced), so a task
+ * whose records vanished is not silently created again. An orchestrator's `recover()`, `status()` and `resume()`
+ * then throw it too. A new store (a new process) works on what it finds; `acceptDataLoss()` makes this one do the
+ * same.
  *
  * @example
  * const store = new RedisStore({ url: process.env.REDIS_URL, prefix: 'agent' });
  * const lease = await store.leases.acquire(taskId, 30_000);
+ * // On a Redis Cluster: const store = new RedisStore({ client: new Cluster(nodes), prefix: 'agent', buckets: 16 });
  */
 export class RedisStore implements ErasableTaskStore {
   readonly kind = 'redis';
   readonly leases: LeaseManager;
   /** Tasks' inboxes, for dispatch across processes (`statechart-agent/bullmq`). */
   readonly inbox: TaskInbox;
-  private readonly client: Redis & StoreScripts;
+  /** How many buckets the tasks are spread over. */
+  readonly buckets: number;
+  private readonly client: Redis;
   private readonly ownsClient: boolean;
-  private readonly keys: RedisKeys;
-  private readonly stateKeys: string[];
-  private readonly where: string;
   private readonly clock: Clock;
-  private readonly erasure: RedisErasure;
-  private readonly epoch: RedisEpoch;
-  private readonly listing: RedisListing;
-  private readonly journal: RedisJournal;
-  /** Runs one Redis call; any failure becomes a store error (see `redisCall`). */
-  private readonly call: RedisCall;
+  private readonly parts: RedisBucket[];
+  private readonly layout: RedisLayout;
   private closed = false;
 
   constructor(options: RedisStoreOptions = {}) {
-    this.keys = redisKeys(options.prefix ?? 'agent');
-    this.stateKeys = stateIndexKeys(this.keys);
+    const prefix = options.prefix ?? 'agent';
+    this.buckets = checkBuckets(options.buckets);
+    // Checked here, so that a bad prefix fails at construction.
+    const root = redisKeys(prefix);
     const retention = checkRetention(options.retention);
     this.ownsClient = options.client === undefined;
-    const client = options.client ?? createRedisClient(options.url ?? process.env.REDIS_URL ?? DEFAULT_REDIS_URL, options);
-    this.client = defineStoreScripts(client);
-    this.where = describeRedis(client);
+    // A Cluster takes the same commands as a Redis; only scans and messages need to know (`redisConnection.ts`).
+    const client = (options.client ?? createRedisClient(options.url ?? process.env.REDIS_URL ?? DEFAULT_REDIS_URL, options)) as Redis;
+    const scripts = defineStoreScripts(client);
+    this.client = client;
+    const where = describeRedis(client);
     this.clock = options.clock ?? systemClock;
-    this.call = redisCall(this.where, () => this.closed);
-    this.epoch = new RedisEpoch(this.client, this.keys, options.prefix ?? 'agent', this.where, this.clock, this.call);
-    this.leases = new RedisLeaseManager(this.client, this.keys, this.clock, this.call, this.epoch);
-    this.erasure = new RedisErasure(this.client, this.keys, retention, this.call);
-    this.listing = new RedisListing(this.client, this.keys, this.call);
-    this.journal = new RedisJournal(this.client, this.keys, this.call);
-    this.inbox = new RedisInbox(this.client, this.keys, this.call);
+    const call = redisCall(where, () => this.closed);
+    this.parts = Array.from({ length: this.buckets }, (_, i) => new RedisBucket(scripts, redisKeys(bucketPrefix(prefix, i, this.buckets)), prefix, where, this.clock, call, retention));
+    this.layout = new RedisLayout(client, root, prefix, this.buckets, call);
+    const bucket = (taskId: string) => this.bucket(taskId);
+    const ready = () => this.layout.checked();
+    this.leases = {
+      acquire: async (taskId, ttlMs) => (await ready(), bucket(taskId).leases.acquire(taskId, ttlMs)),
+      renew: (lease: Lease, ttlMs) => bucket(lease.taskId).leases.renew(lease, ttlMs),
+      release: (lease: Lease) => bucket(lease.taskId).leases.release(lease),
+    };
+    this.inbox = {
+      append: async (taskId, data, maxUnapplied) => (await ready(), bucket(taskId).inbox.append(taskId, data, maxUnapplied)),
+      after: (taskId, seq): Promise<InboxEntry[]> => bucket(taskId).inbox.after(taskId, seq),
+      trim: (taskId, seq) => bucket(taskId).inbox.trim(taskId, seq),
+    };
   }
 
   /** Also StoreDataLostError, when this store had learned an epoch and its data set is gone or replaced. */
-  load(taskId: string): Promise<TaskEnvelope | null> {
-    return this.epoch.checked(`load of task ${taskId}`, () => this.loadTask(taskId));
-  }
-
-  private async loadTask(taskId: string): Promise<TaskEnvelope | null> {
-    const key = this.keys.task(taskId);
-    const [envelope, revision] = await this.call(
-      `load of task ${taskId}`,
-      () => this.client.hmget(key, TASK_FIELDS.envelope, TASK_FIELDS.revision),
-      { taskId, key },
-    );
-    if (envelope === null || envelope === undefined) {
-      if (revision !== null && revision !== undefined) {
-        throw new CorruptTaskError(taskId, `Redis key ${key} has a revision but no envelope`);
-      }
-      // Only a miss pays for the second read.
-      const tombstone = await this.erasure.tombstone(taskId);
-      if (tombstone) throw erasedError(tombstone);
-      return null;
-    }
-    const parsed = parseEnvelope(taskId, envelope);
-    if (String(parsed.revision) !== revision) {
-      throw new CorruptTaskError(taskId, `the envelope is at revision ${parsed.revision} but ${key} records ${revision}`);
-    }
-    return parsed;
+  async load(taskId: string): Promise<TaskEnvelope | null> {
+    await this.layout.checked();
+    return this.bucket(taskId).load(taskId);
   }
 
   /** Also StoreDataLostError, when this store had learned an epoch and its data set is gone or replaced. */
   async save(request: SaveRequest): Promise<void> {
-    checkSaveRequest(request);
-    const { envelope, expectedRevision, append, fence } = request;
-    const { taskId, summary } = envelope;
-    const keys = [
-      this.keys.task(taskId),
-      this.keys.audit(taskId),
-      this.keys.transcript(taskId),
-      this.keys.fence(taskId),
-      this.keys.lease(taskId),
-      this.keys.updated,
-      this.keys.wake,
-      this.keys.tombstone(taskId),
-      this.keys.user(summary),
-      this.keys.epoch,
-      ...this.stateKeys,
-    ];
-    const epoch = this.epoch.args();
-    const args = [
-      taskId,
-      expectedRevision,
-      envelope.revision,
-      fence ?? '',
-      JSON.stringify(envelope),
-      JSON.stringify(summary),
-      summary.state,
-      summary.updatedAt,
-      summary.wakeAt ?? '',
-      envelope.journal.audit - append.audit.length,
-      envelope.journal.transcript - append.transcript.length,
-      append.audit.length,
-      append.transcript.length,
-      packAudit(append.audit),
-      epoch.expected,
-      epoch.candidate,
-      ...TASK_STATES,
-      ...append.transcript.map(entryJson),
-    ];
-    const action = `save of task ${taskId}`;
-    const [code, detail, found] = await this.call(action, () => this.client.taskStoreSave(...keys, ...args), { taskId, key: keys[0]! });
-    if (code < 0) throw scriptError(code, detail, { taskId, expectedRevision, fence, epoch: this.epoch.context(epoch, action) });
-    this.epoch.learn(found);
+    await this.layout.checked();
+    return this.bucket(request.envelope.taskId).save(request);
   }
 
   /** Also StoreDataLostError, when this store had learned an epoch and its data set is gone or replaced. */
   async list(query: ListQuery = {}): Promise<TaskSummary[]> {
     const limit = query.limit ?? Number.POSITIVE_INFINITY;
     if (limit <= 0) return [];
-    return this.epoch.checked('listing of tasks', () => this.listing.list(query, limit));
+    await this.layout.checked();
+    if (this.parts.length === 1) return this.parts[0]!.list(query);
+    const lists = await Promise.all(this.parts.map((part) => part.list(query)));
+    // Each bucket's list is ordered as the store's is; the merge keeps that order and the limit.
+    const merged = lists.flat().sort(byUpdated);
+    return merged.slice(0, limit);
   }
 
   readJournal(taskId: string, stream: JournalStream, from = 0, to?: number): Promise<unknown[]> {
-    return this.journal.read(taskId, stream, from, to);
+    return this.bucket(taskId).readJournal(taskId, stream, from, to);
   }
 
-  async quarantine(taskId: string, reason: string): Promise<void> {
-    const [code, detail] = await this.call(`quarantine of task ${taskId}`, () =>
-      this.client.taskStoreQuarantine(this.keys.quarantine, this.keys.tombstone(taskId), taskId, reason),
-    );
-    if (code < 0) throw scriptError(code, detail, { taskId });
+  quarantine(taskId: string, reason: string): Promise<void> {
+    return this.bucket(taskId).quarantine(taskId, reason);
   }
 
-  async quarantined(taskId: string): Promise<string | null> {
-    return this.call(`quarantine lookup of task ${taskId}`, () => this.client.hget(this.keys.quarantine, taskId));
+  quarantined(taskId: string): Promise<string | null> {
+    return this.bucket(taskId).quarantined(taskId);
   }
 
   erase(taskId: string, request: EraseRequest): Promise<Tombstone> {
-    return this.erasure.erase(taskId, request);
+    return this.bucket(taskId).erase(taskId, request);
   }
 
-  /** Finds the user's tasks by the owner index; tasks saved before it existed need `indexOwners()` first. */
-  eraseUser(owner: TaskOwner, request: EraseRequest): Promise<UserErasure> {
-    return this.erasure.eraseUser(owner, request);
+  /** Finds the user's tasks by the owner index of every bucket; tasks saved before it existed need `indexOwners()` first. */
+  async eraseUser(owner: TaskOwner, request: EraseRequest): Promise<UserErasure> {
+    const reports = await Promise.all(this.parts.map((part) => part.eraseUser(owner, request)));
+    return { erased: reports.flatMap((r) => r.erased), unreadable: reports.flatMap((r) => r.unreadable) };
   }
 
   tombstone(taskId: string): Promise<Tombstone | null> {
-    return this.erasure.tombstone(taskId);
+    return this.bucket(taskId).tombstone(taskId);
   }
 
-  sweepRetention(now = this.clock.now(), options?: SweepOptions): Promise<RetentionReport> {
-    return this.erasure.sweepRetention(now, options);
+  /** Sweeps every bucket: the oldest `limit` finished tasks (and tombstones) due across them all. */
+  async sweepRetention(now = this.clock.now(), options?: SweepOptions): Promise<RetentionReport> {
+    const limit = sweepLimit(options);
+    const dues = await Promise.all(this.parts.map((part) => part.retentionDue(now, limit)));
+    const report: RetentionReport = { erased: [], tombstonesRemoved: 0, more: false };
+    const oldest = (pick: (due: RetentionDue) => { id: string; score: number }[]) =>
+      dues.flatMap((due, i) => pick(due).map((entry) => ({ ...entry, part: this.parts[i]!, due }))).sort((a, b) => a.score - b.score || (a.id < b.id ? -1 : 1));
+    const finished = oldest((due) => due.finished);
+    report.more = finished.length > limit;
+    for (const { id, part, due } of finished.slice(0, limit)) {
+      const tombstone = await part.eraseDue(id, now, due.finishedBefore!);
+      if (tombstone) report.erased.push(tombstone);
+    }
+    const tombstones = oldest((due) => due.tombstones);
+    report.more ||= tombstones.length > limit;
+    for (const { id, part, due } of tombstones.slice(0, limit)) if (await part.forgetDue(id, due.tombstonesBefore!)) report.tombstonesRemoved += 1;
+    return report;
   }
 
   /**
@@ -226,16 +177,18 @@ export class RedisStore implements ErasableTaskStore {
    * index, so that `eraseUser` and `list({ owner })` find it. Idempotent and safe while other processes run; run it
    * once after every process runs this version (until then, saves by older processes do not index their tasks).
    */
-  indexOwners(): Promise<OwnerIndexReport> {
-    return this.erasure.indexOwners();
+  async indexOwners(): Promise<OwnerIndexReport> {
+    const reports: OwnerIndexReport[] = [];
+    for (const part of this.parts) reports.push(await part.indexOwners());
+    return { scanned: reports.reduce((n, r) => n + r.scanned, 0), indexed: reports.reduce((n, r) => n + r.indexed, 0), unreadable: reports.flatMap((r) => r.unreadable) };
   }
 
   /**
    * Accepts that the data set under the prefix was lost or replaced, after a StoreDataLostError: the store adopts
-   * the epoch marker found now, or creates one if there is none, and works again on the data set as it is (as a new
-   * process would). Nothing lost comes back: a task that vanished is not found, and an update of it is a revision
-   * conflict. Stop the tasks this process was driving first (a live task stops by itself on its refused save).
-   * Returns the epoch now in effect.
+   * the epoch marker found now in each bucket, or creates one where there is none, and works again on the data set
+   * as it is (as a new process would). Nothing lost comes back: a task that vanished is not found, and an update of
+   * it is a revision conflict. Stop the tasks this process was driving first (a live task stops by itself on its
+   * refused save). Returns the epoch now in effect (with several buckets, theirs, joined by ",").
    *
    * @example
    * try { await orchestrator.recover(); } catch (error) {
@@ -244,18 +197,21 @@ export class RedisStore implements ErasableTaskStore {
    *   await store.acceptDataLoss();
    * }
    */
-  acceptDataLoss(): Promise<string> {
-    return this.epoch.accept();
+  async acceptDataLoss(): Promise<string> {
+    const epochs: string[] = [];
+    for (const part of this.parts) epochs.push(await part.acceptDataLoss());
+    return epochs.join(',');
   }
 
   /**
-   * Deletes every key under this store's prefix (SCAN + UNLINK), and returns how many. For demos and tests that
-   * reuse a prefix; never FLUSHALL a shared server. The epoch marker goes too: this store starts afresh, other
-   * stores on the prefix report the data set as lost.
+   * Deletes every key under this store's prefix (SCAN + UNLINK, on every master of a cluster), the layout record
+   * included, and returns how many. For demos and tests that reuse a prefix; never FLUSHALL a shared server. The
+   * epoch markers go too: this store starts afresh, other stores on the prefix report the data set as lost.
    */
   async deleteAll(): Promise<number> {
-    const deleted = await deleteAll(this.client, this.keys, this.call);
-    this.epoch.forget();
+    let deleted = 0;
+    for (const part of this.parts) deleted += await part.deleteAll();
+    deleted += await this.layout.forget();
     return deleted;
   }
 
@@ -267,8 +223,14 @@ export class RedisStore implements ErasableTaskStore {
     if (this.client.status === 'ready') await this.client.quit().catch(() => this.client.disconnect());
     else this.client.disconnect();
   }
+
+  private bucket(taskId: string): RedisBucket {
+    return this.parts.length === 1 ? this.parts[0]! : this.parts[bucketOf(taskId, this.parts.length)]!;
+  }
 }
 
-function entryJson(entry: unknown): string {
-  return JSON.stringify(entry) ?? 'null';
+/** The store's order: most recently updated first, ties by id. */
+function byUpdated(a: TaskSummary, b: TaskSummary): number {
+  return b.updatedAt - a.updatedAt || (a.taskId < b.taskId ? -1 : a.taskId > b.taskId ? 1 : 0);
 }
+

@@ -1,0 +1,218 @@
+/**
+ * One bucket of a RedisStore: the tasks whose ids hash to it, with their journals, leases and inboxes, and the
+ * indexes of those tasks, all under one hash tag (one slot of a Redis Cluster), so that a save is one atomic Lua
+ * script: check the bucket's epoch, fence, revision and journal lengths, then write the envelope, append the
+ * journal entries and update the indexes, all or nothing. Its cost does not depend on how long the task's journals
+ * are. An erasure is one script too (`redisErasure.ts`). Keys: `redisKeys.ts`; scripts: `lua/*.lua`; data loss:
+ * `redisEpoch.ts`; leases, `list`, `readJournal`, `deleteAll`, inboxes: `redisLeases.ts`, `redisListing.ts`,
+ * `redisJournal.ts`, `redisDeleteAll.ts`, `redisInbox.ts`. The store (`redisStore.ts`) routes each task to its bucket.
+ */
+import type { Redis } from 'ioredis';
+import { packAudit } from './redisAuditPacking.js';
+import type { Clock } from '../../clock.js';
+import { CorruptTaskError } from '../../errors.js';
+import { type TaskEnvelope, parseEnvelope } from '../envelope.js';
+import { type EraseRequest, type Retention, type TaskOwner, type Tombstone, type UserErasure, erasedError } from '../erasure.js';
+import { TASK_STATES, type TaskSummary } from '../summary.js';
+import type { RedisCall } from './redisConnection.js';
+import { deleteAll } from './redisDeleteAll.js';
+import { type RedisKeys, TASK_FIELDS, stateIndexKeys } from './redisKeys.js';
+import { RedisEpoch } from './redisEpoch.js';
+import { type OwnerIndexReport, RedisErasure, type RetentionDue } from './redisErasure.js';
+import { RedisInbox } from './redisInbox.js';
+import { RedisJournal } from './redisJournal.js';
+import { RedisLeaseManager } from './redisLeases.js';
+import { RedisListing } from './redisListing.js';
+import { type StoreScripts, scriptError } from './redisScripts.js';
+import { checkSaveRequest } from '../storeChecks.js';
+import type { JournalStream, ListQuery, SaveRequest } from '../taskStore.js';
+
+export class RedisBucket {
+  readonly leases: RedisLeaseManager;
+  readonly inbox: RedisInbox;
+  private readonly stateKeys: string[];
+  private readonly erasure: RedisErasure;
+  private readonly epoch: RedisEpoch;
+  private readonly listing: RedisListing;
+  private readonly journal: RedisJournal;
+
+  constructor(
+    private readonly client: Redis & StoreScripts,
+    /** This bucket's keys (all under one hash tag, so one slot of a cluster). */
+    readonly keys: RedisKeys,
+    /** The store's prefix, for messages. */
+    prefix: string,
+    where: string | (() => string),
+    clock: Clock,
+    private readonly call: RedisCall,
+    retention: Retention,
+  ) {
+    this.stateKeys = stateIndexKeys(keys);
+    this.epoch = new RedisEpoch(client, keys, prefix, where, clock, call);
+    this.leases = new RedisLeaseManager(client, keys, clock, call, this.epoch);
+    this.erasure = new RedisErasure(client, keys, retention, call);
+    this.listing = new RedisListing(client, keys, call);
+    this.journal = new RedisJournal(client, keys, call);
+    this.inbox = new RedisInbox(client, keys, call);
+  }
+
+  /** Also StoreDataLostError, when this store had learned an epoch and its data set is gone or replaced. */
+  load(taskId: string): Promise<TaskEnvelope | null> {
+    return this.epoch.checked(`load of task ${taskId}`, () => this.loadTask(taskId));
+  }
+
+  private async loadTask(taskId: string): Promise<TaskEnvelope | null> {
+    const key = this.keys.task(taskId);
+    const [envelope, revision] = await this.call(
+      `load of task ${taskId}`,
+      () => this.client.hmget(key, TASK_FIELDS.envelope, TASK_FIELDS.revision),
+      { taskId, key },
+    );
+    if (envelope === null || envelope === undefined) {
+      if (revision !== null && revision !== undefined) {
+        throw new CorruptTaskError(taskId, `Redis key ${key} has a revision but no envelope`);
+      }
+      // Only a miss pays for the second read.
+      const tombstone = await this.erasure.tombstone(taskId);
+      if (tombstone) throw erasedError(tombstone);
+      return null;
+    }
+    const parsed = parseEnvelope(taskId, envelope);
+    if (String(parsed.revision) !== revision) {
+      throw new CorruptTaskError(taskId, `the envelope is at revision ${parsed.revision} but ${key} records ${revision}`);
+    }
+    return parsed;
+  }
+
+  /** Also StoreDataLostError, when this store had learned an epoch and its data set is gone or replaced. */
+  async save(request: SaveRequest): Promise<void> {
+    checkSaveRequest(request);
+    const { envelope, expectedRevision, append, fence } = request;
+    const { taskId, summary } = envelope;
+    const keys = [
+      this.keys.task(taskId),
+      this.keys.audit(taskId),
+      this.keys.transcript(taskId),
+      this.keys.fence(taskId),
+      this.keys.lease(taskId),
+      this.keys.updated,
+      this.keys.wake,
+      this.keys.tombstone(taskId),
+      this.keys.user(summary),
+      this.keys.epoch,
+      ...this.stateKeys,
+    ];
+    const epoch = this.epoch.args();
+    const args = [
+      taskId,
+      expectedRevision,
+      envelope.revision,
+      fence ?? '',
+      JSON.stringify(envelope),
+      JSON.stringify(summary),
+      summary.state,
+      summary.updatedAt,
+      summary.wakeAt ?? '',
+      envelope.journal.audit - append.audit.length,
+      envelope.journal.transcript - append.transcript.length,
+      append.audit.length,
+      append.transcript.length,
+      packAudit(append.audit),
+      epoch.expected,
+      epoch.candidate,
+      ...TASK_STATES,
+      ...append.transcript.map(entryJson),
+    ];
+    const action = `save of task ${taskId}`;
+    const [code, detail, found] = await this.call(action, () => this.client.taskStoreSave(...keys, ...args), { taskId, key: keys[0]! });
+    if (code < 0) throw scriptError(code, detail, { taskId, expectedRevision, fence, epoch: this.epoch.context(epoch, action) });
+    this.epoch.learn(found);
+  }
+
+  /** Also StoreDataLostError, when this store had learned an epoch and its data set is gone or replaced. */
+  async list(query: ListQuery = {}): Promise<TaskSummary[]> {
+    const limit = query.limit ?? Number.POSITIVE_INFINITY;
+    if (limit <= 0) return [];
+    return this.epoch.checked('listing of tasks', () => this.listing.list(query, limit));
+  }
+
+  readJournal(taskId: string, stream: JournalStream, from = 0, to?: number): Promise<unknown[]> {
+    return this.journal.read(taskId, stream, from, to);
+  }
+
+  async quarantine(taskId: string, reason: string): Promise<void> {
+    const [code, detail] = await this.call(`quarantine of task ${taskId}`, () =>
+      this.client.taskStoreQuarantine(this.keys.quarantine, this.keys.tombstone(taskId), taskId, reason),
+    );
+    if (code < 0) throw scriptError(code, detail, { taskId });
+  }
+
+  async quarantined(taskId: string): Promise<string | null> {
+    return this.call(`quarantine lookup of task ${taskId}`, () => this.client.hget(this.keys.quarantine, taskId));
+  }
+
+  erase(taskId: string, request: EraseRequest): Promise<Tombstone> {
+    return this.erasure.erase(taskId, request);
+  }
+
+  /** Finds the user's tasks by the owner index; tasks saved before it existed need `indexOwners()` first. */
+  eraseUser(owner: TaskOwner, request: EraseRequest): Promise<UserErasure> {
+    return this.erasure.eraseUser(owner, request);
+  }
+
+  tombstone(taskId: string): Promise<Tombstone | null> {
+    return this.erasure.tombstone(taskId);
+  }
+
+  /** What is due for retention here (the store merges the buckets' and takes the oldest first). */
+  retentionDue(now: number, limit: number): Promise<RetentionDue> {
+    return this.erasure.retentionDue(now, limit);
+  }
+
+  eraseDue(id: string, now: number, finishedBefore: number): Promise<Tombstone | null> {
+    return this.erasure.eraseDue(id, now, finishedBefore);
+  }
+
+  forgetDue(id: string, tombstonesBefore: number): Promise<boolean> {
+    return this.erasure.forgetDue(id, tombstonesBefore);
+  }
+
+
+  /**
+   * The migration for data saved before owner indexes existed (before 0.4): adds every such task to its owner's
+   * index, so that `eraseUser` and `list({ owner })` find it. Idempotent and safe while other processes run; run it
+   * once after every process runs this version (until then, saves by older processes do not index their tasks).
+   */
+  indexOwners(): Promise<OwnerIndexReport> {
+    return this.erasure.indexOwners();
+  }
+
+  /**
+   * Accepts that the data set under the prefix was lost or replaced, after a StoreDataLostError: the store adopts
+   * the epoch marker found now, or creates one if there is none, and works again on the data set as it is (as a new
+   * process would). Nothing lost comes back: a task that vanished is not found, and an update of it is a revision
+   * conflict. Stop the tasks this process was driving first (a live task stops by itself on its refused save).
+   * Returns the epoch now in effect.
+   *
+   * @example
+   * try { await orchestrator.recover(); } catch (error) {
+   *   if (!(error instanceof StoreDataLostError)) throw error;
+   *   alert(error.message); // once someone decided to carry on:
+   *   await store.acceptDataLoss();
+   * }
+   */
+  acceptDataLoss(): Promise<string> {
+    return this.epoch.accept();
+  }
+
+  /** Deletes every key of this bucket (on every master of a cluster) and forgets the epoch; returns how many. */
+  async deleteAll(): Promise<number> {
+    const deleted = await deleteAll(this.client, this.keys, this.call);
+    this.epoch.forget();
+    return deleted;
+  }
+}
+
+function entryJson(entry: unknown): string {
+  return JSON.stringify(entry) ?? 'null';
+}
