@@ -1,0 +1,190 @@
+/**
+ * `npm run bench:workers`: tasks/s and steps/s with 1, 2 and 4 worker processes on one Redis, with Node CPU per step
+ * (the workers', and separately the API process's) and Redis CPU per step, all measured in the same run.
+ *
+ * The bench starts its own redis-server on a free port (`--save '' --appendonly no`, stopped by pid at the end, on
+ * error and on Ctrl-C; 127.0.0.1:6379 is never used). Per pass and configuration: a fresh key prefix and BullMQ queue,
+ * the worker processes (test/support/dispatchWorker.ts: workload "one read, one idempotent write, an answer"), an
+ * API orchestrator in this process that starts the tasks in batches of 100 in parallel; timed until every task is
+ * done. The configurations take turns within each pass (the order rotates from pass to pass), and the scaling
+ * ratios are taken within each pass. Progress goes to stderr; the report (markdown) to stdout.
+ *
+ * Options: --passes N (default 2), --tasks N (default 2000), --concurrency N (jobs per worker, default 50),
+ * --warmup N (tasks of an untimed one-worker run first, default min(200, tasks); 0: none), --timeout-s N (per pass,
+ * default 300), --json --out PATH (also write the results as JSON).
+ */
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
+import { resolve } from 'node:path';
+import { Redis } from 'ioredis';
+import { type RedisServer, startRedisServer } from '../../test/support/redis.js';
+import { ChildPool } from '../../test/support/workers.js';
+import { BenchSetupError } from './benchSetupError.js';
+import { type PassContext, type PassResult, runPass } from './workersPass.js';
+import { WORKER_COUNTS, type WorkersBenchResults, fmt, formatReport, summarize } from './workersReport.js';
+
+const args = process.argv.slice(2);
+const text = (name: string) => {
+  const at = args.indexOf(`--${name}`);
+  return at >= 0 ? args[at + 1] : undefined;
+};
+function count(name: string, fallback: number, min = 1): number {
+  const raw = text(name);
+  if (raw === undefined) return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min) throw new BenchSetupError(`--${name} wants an integer ≥ ${min}, not ${JSON.stringify(raw)}`);
+  return value;
+}
+
+const progress = (line: string) => process.stderr.write(`bench:workers: ${line}\n`);
+
+const pool = new ChildPool();
+let server: RedisServer | null = null;
+let admin: Redis | null = null;
+let cleaning: Promise<void> | null = null;
+let interrupted = false;
+
+/** Stops what the bench started, by pid: the workers still running (SIGKILL), then the redis-server. Once. */
+function cleanUp(): Promise<void> {
+  cleaning ??= (async () => {
+    await pool.killAll().catch(() => {});
+    admin?.disconnect();
+    if (server) {
+      progress(`stopping redis-server (pid ${server.pid})`);
+      await server.stop().catch(() => {});
+    }
+  })();
+  return cleaning;
+}
+
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    interrupted = true;
+    progress(`${signal}: stopping the workers and the redis-server`);
+    void cleanUp().finally(() => process.exit(130));
+  });
+}
+
+async function main(): Promise<void> {
+  const passes = count('passes', 2);
+  const tasks = count('tasks', 2_000);
+  const concurrency = count('concurrency', 50);
+  const warmup = count('warmup', Math.min(200, tasks), 0);
+  const timeoutMs = count('timeout-s', 300) * 1000;
+  const json = args.includes('--json');
+  const out = text('out');
+  if (json && !out) throw new BenchSetupError('--json needs --out PATH (the file the results are written to)');
+
+  server = await startRedisServer().catch((error: Error) => {
+    throw new BenchSetupError(`${error.message}: the workers bench needs redis-server on PATH (Debian/Ubuntu: apt-get install redis-server; macOS: brew install redis)`);
+  });
+  const port = Number(new URL(server.url).port);
+  if (port === 6379) throw new BenchSetupError('refusing to bench on port 6379');
+  admin = new Redis(server.url, { maxRetriesPerRequest: 2 });
+  const redisVersion = /redis_version:(\S+)/.exec(await admin.info('server'))?.[1] ?? 'unknown';
+  progress(`redis-server ${redisVersion} pid ${server.pid} on port ${port} (--save '' --appendonly no)`);
+  const cores = cpus().length;
+  progress(`${passes} pass(es) x workers ${WORKER_COUNTS.join('/')} x ${fmt(tasks)} tasks, concurrency ${concurrency} per worker; ${cores} cores`);
+
+  const runId = `wb-${randomBytes(3).toString('hex')}`;
+  let prefixes = 0;
+  const nextPrefix = () => `${runId}-${++prefixes}`;
+  const ctx: PassContext = { pool, admin, settings: { redisUrl: server.url, tasks, concurrency, timeoutMs }, cores, progress };
+  const startedAt = new Date();
+  const loadAtStart = loadavg();
+  // The code measured: as it was when the bench began.
+  const measuredCommit = commit();
+
+  if (warmup > 0) {
+    progress(`warm-up: 1 worker, ${fmt(warmup)} tasks, untimed`);
+    const w = await runPass(ctx, 0, 1, nextPrefix(), warmup);
+    progress(`warm-up done in ${w.seconds.toFixed(1)} s${w.warnings.length > 0 ? `; WARNING ${w.warnings.join('; ')}` : ''}`);
+  }
+
+  const results: PassResult[] = [];
+  for (let pass = 1; pass <= passes; pass++) {
+    for (const workers of rotate(WORKER_COUNTS, pass - 1)) {
+      const r = await runPass(ctx, pass, workers, nextPrefix());
+      results.push(r);
+      progress(
+        `pass ${pass}/${passes}  ${workers} worker(s)  ${fmt(r.tasksPerSecond).padStart(5)} tasks/s  ${fmt(r.stepsPerSecond).padStart(6)} steps/s  ` +
+          `CPU µs/step: workers ${fmt(r.workerCpuUsPerStep)}, API ${fmt(r.apiCpuUsPerStep)}, Redis ${fmt(r.redisCpuUsPerStep)}  ` +
+          `(${fmt(r.tasks)} tasks in ${r.seconds.toFixed(1)} s, saves ${r.savesPerWorker.map(fmt).join('/')})`,
+      );
+      for (const warning of r.warnings) progress(`WARNING pass ${pass}, ${workers} worker(s): ${warning}`);
+    }
+  }
+
+  const summary = summarize(results);
+  const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(' ');
+  const meta = {
+    date: startedAt.toISOString(),
+    commit: measuredCommit,
+    node: process.version,
+    cpu: `${cores} × ${cpus()[0]?.model.trim() ?? 'unknown CPU'}`,
+    loadAverageAtStart: loadAtStart,
+    loadAverageAtEnd: loadavg(),
+    redisVersion,
+    passes,
+    tasks,
+    concurrency,
+    warmup,
+  };
+  const header = [
+    `## Workers bench ${startedAt.toISOString().slice(0, 10)}, commit ${meta.commit}`,
+    '',
+    `Node ${process.version} on ${meta.cpu} (load average ${load(loadAtStart)} at start, ${load(meta.loadAverageAtEnd)} at end); ` +
+      `redis-server ${redisVersion} started by the bench (no persistence), shared by the workers and the API process.`,
+    `${passes} pass(es); in each, 1, 2 and 4 worker processes (order rotating) drive ${fmt(tasks)} tasks (one read, one idempotent write, an answer) ` +
+      `with ${concurrency} jobs each, started by an API orchestrator in the bench process in batches of 100; timed from the first start until ` +
+      'all are done. Medians over passes; a ratio is the median of the ratios within each pass. A step is one save (STATS.saves of the workers). ' +
+      'Worker Node CPU: the workers\' process.cpuUsage from READY to SIGTERM; API Node CPU: the bench process over the timed window; ' +
+      'Redis CPU: INFO cpu used_cpu_sys + used_cpu_user over the timed window. Machine CPU busy: all three / (seconds × cores), ' +
+      'the bench\'s own processes only.' +
+      (Math.max(loadAtStart[0] ?? 0, meta.loadAverageAtEnd[0] ?? 0) > cores - 0.5
+        ? ` **The 1-minute load average (${load(loadAtStart.slice(0, 1))} at start, ${load(meta.loadAverageAtEnd.slice(0, 1))} at end) came near or above the ${cores} cores: other processes competed for the CPU.**`
+        : '') +
+      (cores < 6 ? ` **${cores} cores for up to 4 workers, the API process and Redis: the scaling targets cannot be judged on this machine.**` : ''),
+  ];
+  const all: WorkersBenchResults = { meta, passes: results, ...summary };
+  process.stdout.write(formatReport(all, header));
+  for (const warning of all.warnings) progress(`WARNING ${warning}`);
+  if (json && out) {
+    writeFileSync(resolve(out), JSON.stringify(all, null, 2) + '\n');
+    progress(`results written to ${resolve(out)}`);
+  }
+}
+
+/** `items` starting at position `by` (mod length). */
+function rotate<T>(items: readonly T[], by: number): T[] {
+  const at = by % items.length;
+  return [...items.slice(at), ...items.slice(0, at)];
+}
+
+/** Read-only git: never takes the index lock (GIT_OPTIONAL_LOCKS=0). */
+function git(gitArgs: string[]): string | null {
+  try {
+    return execFileSync('git', gitArgs, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], env: { ...process.env, GIT_OPTIONAL_LOCKS: '0' } }).trim();
+  } catch {
+    return null;
+  }
+}
+
+/** The commit, and " with uncommitted changes in N file(s) of src/ and machines/" when the measured code is not the commit's. */
+function commit(): string {
+  const changed = [git(['diff', '--name-only', 'HEAD', '--', 'src', 'machines']), git(['ls-files', '--others', '--exclude-standard', '--', 'src', 'machines'])]
+    .flatMap((out) => (out ? out.split('\n') : []))
+    .filter(Boolean);
+  return (git(['log', '-1', '--format=%h']) ?? 'unknown') + (changed.length > 0 ? ` with uncommitted changes in ${changed.length} file(s) of src/ and machines/` : '');
+}
+
+main()
+  .catch((error: unknown) => {
+    if (interrupted) return;
+    if (error instanceof BenchSetupError) progress(error.message);
+    else process.stderr.write(`bench:workers failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.exitCode = 1;
+  })
+  .finally(() => cleanUp());

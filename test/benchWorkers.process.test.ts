@@ -1,0 +1,66 @@
+/**
+ * The workers bench (scripts/bench/workers.ts) as a smoke test: run as a child process with 100 tasks and one pass,
+ * it must print a row for 1, 2 and 4 workers with finite figures, both scaling-ratio lines with a verdict, no
+ * warning, write its JSON, and stop the redis-server it started. Nothing about speed is asserted: the figures of a
+ * 100-task run on a shared machine mean nothing.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { ChildPool } from './support/workers.js';
+
+const hasRedisServer = spawnSync('redis-server', ['--version']).status === 0;
+const pool = new ChildPool();
+const dir = mkdtempSync(join(tmpdir(), 'bench-workers-'));
+
+afterEach(() => pool.killAll());
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** The rows of the markdown table under `heading`, as cells. */
+function tableRows(out: string, heading: string): string[][] {
+  const section = (out.split(`### ${heading}\n\n`)[1] ?? '').split('\n\n')[0]!;
+  return section
+    .split('\n')
+    .filter((line) => line.startsWith('|'))
+    .slice(2)
+    .map((line) => line.split('|').slice(1, -1).map((cell) => cell.trim()));
+}
+
+const number = (cell: string) => Number(cell.replace(/,/g, ''));
+
+describe.skipIf(!hasRedisServer && process.env.CI !== 'true')('the workers bench, 100 tasks, one pass', () => {
+  it('prints 1, 2 and 4 workers with finite figures and both ratio lines, writes its JSON, stops its redis-server', async () => {
+    const file = join(dir, 'results.json');
+    const { code, out, err } = await pool.run('scripts/bench/workers.ts', ['--tasks', '100', '--passes', '1', '--json', '--out', file], { timeoutMs: 90_000 });
+    expect(code, err).toBe(0);
+
+    const rows = tableRows(out, 'Throughput and CPU per step');
+    expect(rows.map((row) => row[0])).toEqual(['1', '2', '4']);
+    for (const row of rows) {
+      // tasks/s, steps/s, steps/task, worker / API / Redis CPU per step
+      for (const cell of row.slice(1, 7)) expect(Number.isFinite(number(cell)) && number(cell) > 0, row.join(' | ')).toBe(true);
+    }
+    const targets = tableRows(out, 'Scaling targets (same run)');
+    expect(targets.map((row) => row[0])).toEqual(['2 workers / 1 worker, tasks/s ≥ 1.5x', '4 workers / 2 workers, tasks/s ≥ 1.0x']);
+    for (const row of targets) {
+      expect(row[1], row.join(' | ')).toMatch(/^\d+\.\d\dx \(per pass: \d+\.\d\dx; steps\/s \d+\.\d\dx\)$/);
+      expect(['yes', '**no**']).toContain(row[2]);
+    }
+    const passes = tableRows(out, 'Passes (in the order run)');
+    expect(passes.length).toBe(3);
+    for (const row of passes) expect(row.at(-1)).toBe('100 / 100');
+    expect(out).not.toContain('WARNING');
+
+    const json = JSON.parse(readFileSync(file, 'utf8')) as { passes: { workers: number; records: number; steps: number }[]; targets: unknown[] };
+    expect(json.passes.map((p) => p.workers).sort()).toEqual([1, 2, 4]);
+    for (const p of json.passes) expect(p.records).toBe(100);
+    expect(json.targets.length).toBe(2);
+
+    // The redis-server it started is gone.
+    const pid = Number(/redis-server \S+ pid (\d+)/.exec(err)?.[1]);
+    expect(pid).toBeGreaterThan(0);
+    expect(() => process.kill(pid, 0)).toThrow();
+  }, 120_000);
+});
