@@ -4,24 +4,37 @@
  * deadlines, retries with backoff, and the detection of stalled jobs: a worker that died stops renewing its jobs'
  * locks, and another worker gets them. Under that at-least-once delivery the task lease and its fence keep each task
  * driven by one process at a time; the inbox cursor keeps each event applied once.
+ *
+ * A recorded event also wakes the process that drives its task right away: one PUBLISH on a channel of the queue
+ * (a signal only; the event itself is in the inbox, and its job is in the queue), read by one subscriber connection
+ * per process. BullMQ's own event stream carries every job's every state change, and reading it in each worker
+ * would cost every worker for every job.
  */
-import { type ConnectionOptions, type Job, Queue, QueueEvents, Worker } from 'bullmq';
+import { type ConnectionOptions, DelayedError, type Job, Queue, Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
 import { HostRequestError, QueueFullError } from '../errors.js';
 import type { AgentInput } from '../../machines/context.js';
-import { type Dispatch, type DispatchWorker, type DispatchWorkerOptions, type DriveJob, type DriveOutcome, type EnqueueOptions, type QueueDepth, jobIdOf, taskIdOfJob } from '../orchestrator/dispatch.js';
+import { type Dispatch, type DispatchWorker, type DispatchWorkerOptions, type DriveJob, type DriveOutcome, type EnqueueOptions, type QueueDepth, jobIdOf } from '../orchestrator/dispatch.js';
+import { INBOX_REPLIES_KEPT } from '../store/envelope.js';
 
 export interface BullmqDispatchOptions {
-  /** How BullMQ connects: ioredis options (`{ host, port }`, `{ url }`...) or a client. Each part opens its own. */
+  /**
+   * How BullMQ connects: ioredis options (`{ host, port }`...) or a client (a `Redis`, or a `Cluster` with a queue
+   * `prefix` in braces, such as "{bull}"). Each part opens its own connections.
+   */
   connection: ConnectionOptions;
   /** The queue's name. Default "statechart-agent". Every process that shares the tasks uses the same. */
   queueName?: string;
-  /** BullMQ's key prefix. Default "bull". */
+  /** BullMQ's key prefix. Default "bull". On a Redis Cluster it must be a hash tag, such as "{bull}". */
   prefix?: string;
   /** `start` throws QueueFullError (HTTP 503) while this many jobs or more wait. Default: no limit. */
   maxQueueDepth?: number;
   /** How long an API call waits for the reply to its event (then EventPendingError). Default 10 s. */
   replyTimeoutMs?: number;
-  /** How many unapplied events a task's inbox may hold (then QueueFullError). Default 100. */
+  /**
+   * How many unapplied events a task's inbox may hold (then QueueFullError, HTTP 429). Default and most: 32, the
+   * replies a task keeps, so that every caller finds its reply.
+   */
   inboxLimit?: number;
   /**
    * How long a job's lock lasts without renewal (default 30 s): a worker that dies gives its jobs up after about
@@ -31,7 +44,7 @@ export interface BullmqDispatchOptions {
   stalledIntervalMs?: number;
   /** How often a job is tried (a busy task, a handed-back one, a store failure) before it is dropped. Default 30. */
   attempts?: number;
-  /** The wait before each new try. Default 1 s. */
+  /** The wait before each new try, and before a job put back for later. Default 1 s. */
   retryDelayMs?: number;
   /** Errors BullMQ reports (connection trouble, a job that failed for good). Default: ignored. */
   onError?: (error: Error, job?: DriveJob) => void;
@@ -55,7 +68,9 @@ export class BullmqDispatch implements Dispatch {
   readonly waits: { replyTimeoutMs: number; inboxLimit: number };
   private readonly queue: Queue;
   private readonly name: string;
-  private events: QueueEvents | null = null;
+  /** The channel that wakes the process driving a task when an event is recorded for it. */
+  private readonly channel: string;
+  private subscriber: Promise<Redis> | null = null;
   private readonly listeners = new Set<(taskId: string) => void>();
   private readonly workers = new Set<Worker>();
   private depthCache: { at: number; waiting: number } | null = null;
@@ -66,8 +81,12 @@ export class BullmqDispatch implements Dispatch {
       const value = options[key];
       if (value !== undefined && !(Number.isInteger(value) && value > 0)) throw new HostRequestError('invalid_request', `bullmqDispatch: ${key} must be a positive whole number, not ${String(value)}`);
     }
+    if (options.inboxLimit !== undefined && options.inboxLimit > INBOX_REPLIES_KEPT) {
+      throw new HostRequestError('invalid_request', `bullmqDispatch: inboxLimit may be at most ${INBOX_REPLIES_KEPT} (the replies a task keeps), not ${options.inboxLimit}`);
+    }
     this.name = options.queueName ?? 'statechart-agent';
-    this.waits = { replyTimeoutMs: options.replyTimeoutMs ?? 10_000, inboxLimit: options.inboxLimit ?? 100 };
+    this.channel = `${options.prefix ?? 'bull'}:${this.name}:inbox-recorded`;
+    this.waits = { replyTimeoutMs: options.replyTimeoutMs ?? 10_000, inboxLimit: options.inboxLimit ?? INBOX_REPLIES_KEPT };
     this.queue = new Queue(this.name, {
       connection: options.connection,
       ...(options.prefix ? { prefix: options.prefix } : {}),
@@ -83,7 +102,14 @@ export class BullmqDispatch implements Dispatch {
 
   async enqueue(job: DriveJob, options: EnqueueOptions = {}): Promise<void> {
     const jobId = jobIdOf(job, options.idSuffix);
-    await this.queue.add(job.kind, job, { jobId, ...(options.delayMs ? { delay: options.delayMs } : {}) });
+    // A start that failed for good is kept, so that its status can say why: recording it again replaces it.
+    if (job.kind === 'start') await this.removeIfFailed(jobId);
+    await this.queue.add(job.kind, job, {
+      jobId,
+      ...(options.delayMs ? { delay: options.delayMs } : {}),
+      ...(job.kind === 'start' ? { removeOnFail: false } : {}),
+    });
+    if (job.kind === 'event') await ((await this.queue.getBackend().client) as unknown as Redis).publish(this.channel, job.taskId);
   }
 
   async assertRoom(): Promise<void> {
@@ -97,19 +123,58 @@ export class BullmqDispatch implements Dispatch {
   }
 
   async pendingStart(taskId: string): Promise<AgentInput | null> {
-    const job = (await this.queue.getJob(jobIdOf({ kind: 'start', taskId } as DriveJob))) as Job<DriveJob> | undefined;
-    if (!job || job.data.kind !== 'start') return null;
-    return PENDING_STATES.has(await job.getState()) ? job.data.input : null;
+    const job = await this.startJob(taskId);
+    if (!job) return null;
+    return PENDING_STATES.has(await job.getState()) ? (job.data as Extract<DriveJob, { kind: 'start' }>).input : null;
+  }
+
+  async startFailure(taskId: string): Promise<string | null> {
+    const job = await this.startJob(taskId);
+    if (!job || (await job.getState()) !== 'failed') return null;
+    return job.failedReason || 'unknown';
+  }
+
+  async forgetStart(taskId: string): Promise<boolean> {
+    const job = await this.startJob(taskId);
+    if (!job || (await job.getState()) === 'active') return false;
+    await job.remove();
+    return true;
+  }
+
+  async pendingStarts(owner: { tenantId: string; userId: string }): Promise<string[]> {
+    const jobs = (await this.queue.getJobs(['waiting', 'delayed', 'prioritized', 'failed'])) as (Job<DriveJob> | undefined)[];
+    return jobs.flatMap((job) => {
+      const data = job?.data;
+      return data?.kind === 'start' && data.input.principal.tenantId === owner.tenantId && data.input.principal.userId === owner.userId ? [data.taskId] : [];
+    });
+  }
+
+  async retryFailedStarts(limit: number): Promise<number> {
+    const failed = (await this.queue.getFailed(0, limit - 1)) as (Job<DriveJob> | undefined)[];
+    let retried = 0;
+    for (const job of failed) {
+      if (job?.data.kind !== 'start') continue;
+      await job.retry();
+      retried += 1;
+    }
+    return retried;
   }
 
   work(handle: (job: DriveJob) => Promise<DriveOutcome>, options: DispatchWorkerOptions): DispatchWorker {
     if (!Number.isInteger(options.concurrency) || options.concurrency < 1) {
       throw new HostRequestError('invalid_request', `createWorker: concurrency must be a positive whole number, not ${String(options.concurrency)}`);
     }
+    const retryDelay = this.options.retryDelayMs ?? 1_000;
     const worker = new Worker(
       this.name,
-      async (job: Job<DriveJob>) => {
-        if ((await handle(job.data)) === 'busy') throw new TaskBusyRetry(job.data.taskId);
+      async (job: Job<DriveJob>, token?: string) => {
+        const outcome = await handle(job.data);
+        if (outcome === 'busy') throw new TaskBusyRetry(job.data.taskId);
+        if (outcome === 'later') {
+          // Back in the queue without using up a try: the job waits for room, it did not fail.
+          await job.moveToDelayed(Date.now() + retryDelay, token);
+          throw new DelayedError();
+        }
       },
       {
         connection: this.options.connection,
@@ -137,15 +202,7 @@ export class BullmqDispatch implements Dispatch {
 
   onEvent(listener: (taskId: string) => void): () => void {
     this.listeners.add(listener);
-    if (!this.events) {
-      this.events = new QueueEvents(this.name, { connection: this.options.connection, ...(this.options.prefix ? { prefix: this.options.prefix } : {}) });
-      this.events.on('error', (error: Error) => this.options.onError?.(error));
-      this.events.on('added', ({ jobId }: { jobId: string }) => {
-        if (!jobId.startsWith('e.')) return;
-        const taskId = taskIdOfJob(jobId);
-        if (taskId !== null) for (const each of this.listeners) each(taskId);
-      });
-    }
+    this.subscriber ??= this.subscribe();
     return () => {
       this.listeners.delete(listener);
     };
@@ -156,11 +213,33 @@ export class BullmqDispatch implements Dispatch {
     return { waiting: counts.waiting ?? 0, active: counts.active ?? 0, delayed: counts.delayed ?? 0, failed: counts.failed ?? 0 };
   }
 
-  /** Closes the queue, its event stream and any worker still open. */
+  /** Closes the queue, the wake-up subscriber and any worker still open. */
   async close(): Promise<void> {
     await Promise.all([...this.workers].map((worker) => worker.close()));
-    await this.events?.close();
+    const subscriber = await this.subscriber?.catch(() => null);
+    subscriber?.disconnect();
     await this.queue.close();
+  }
+
+  private async subscribe(): Promise<Redis> {
+    // A connection like the queue's own (options or client alike), in subscriber mode.
+    const subscriber = ((await this.queue.getBackend().client) as unknown as Redis).duplicate();
+    subscriber.on('error', (error: Error) => this.options.onError?.(error));
+    subscriber.on('message', (_channel: string, taskId: string) => {
+      for (const listener of this.listeners) listener(taskId);
+    });
+    await subscriber.subscribe(this.channel);
+    return subscriber;
+  }
+
+  private async startJob(taskId: string): Promise<Job<DriveJob> | undefined> {
+    const job = (await this.queue.getJob(jobIdOf({ kind: 'start', taskId } as DriveJob))) as Job<DriveJob> | undefined;
+    return job?.data.kind === 'start' ? job : undefined;
+  }
+
+  private async removeIfFailed(jobId: string): Promise<void> {
+    const job = await this.queue.getJob(jobId);
+    if (job && (await job.getState()) === 'failed') await job.remove();
   }
 }
 

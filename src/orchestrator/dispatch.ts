@@ -31,7 +31,9 @@ export type DriveOutcome =
   /** The task waits, ended, is gone, or another job of this process drives it and was told. */
   | 'done'
   /** Another process holds the task's lease: the job is tried again later (the holder may have died). */
-  | 'busy';
+  | 'busy'
+  /** This process cannot take the task now (at capacity, draining): put back for later, not counted as a try. */
+  | 'later';
 
 /** Jobs by state, as the queue counts them. */
 export interface QueueDepth {
@@ -68,6 +70,14 @@ export interface Dispatch {
   assertRoom(): Promise<void>;
   /** The input of a start job no worker has created the task of yet (a status before the task exists). */
   pendingStart(taskId: string): Promise<AgentInput | null>;
+  /** Why the start job of a task failed for good (it is kept), or null. */
+  startFailure(taskId: string): Promise<string | null>;
+  /** Removes the start job of a task unless a worker has it (an erasure): true when one was removed. */
+  forgetStart(taskId: string): Promise<boolean>;
+  /** Start jobs not yet taken whose input names this owner (an erasure of the user's data). */
+  pendingStarts(owner: { tenantId: string; userId: string }): Promise<string[]>;
+  /** Puts start jobs that failed for good back in the queue (recovery); how many. */
+  retryFailedStarts(limit: number): Promise<number>;
   /** Starts consuming jobs with `handle`; a thrown error is retried by the queue with backoff. */
   work(handle: (job: DriveJob) => Promise<DriveOutcome>, options: DispatchWorkerOptions): DispatchWorker;
   /** Calls `listener` with the task id of every event job added by any process (to wake the process driving it). */

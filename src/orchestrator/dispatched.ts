@@ -5,7 +5,7 @@
  */
 import type { AgentInput } from '../../machines/context.js';
 import { systemClock, type Clock } from '../clock.js';
-import { HostRequestError, TaskExistsError } from '../errors.js';
+import { HostRequestError } from '../errors.js';
 import type { TaskInbox, TaskStore } from '../store/taskStore.js';
 import type { Dispatch, DispatchWorker, DispatchWorkerOptions } from './dispatch.js';
 import type { ExpirySweeper } from './expirySweeper.js';
@@ -26,6 +26,8 @@ export interface DispatchedDeps {
   clock: Clock;
   logger: Logger;
   create: (input: AgentInput) => Promise<unknown>;
+  /** Whether tasks may hold sealed values (`needed`), and whether every process can open them (`durable`). */
+  sealing: { needed: boolean; durable: boolean };
 }
 
 export class Dispatched {
@@ -40,19 +42,62 @@ export class Dispatched {
     if (!store.leases || !store.inbox) {
       throw new HostRequestError('invalid_request', `dispatch needs a store with leases and inboxes (RedisStore); the ${store.kind} store has ${store.leases ? 'no inboxes' : 'no leases'}`);
     }
+    if (deps.sealing.needed && !deps.sealing.durable) {
+      // The API process seals a goal or an answer; a worker must be able to open it for the tool that takes it.
+      throw new HostRequestError(
+        'invalid_request',
+        'dispatch with sensitive data (redactors, or tools with sensitive fields) needs a durable sealer shared by every process: privacy: { sealer: keyedSealer({ key }) }; memorySealer keeps values in the process that sealed them',
+      );
+    }
     this.inbox = store.inbox;
     this.events = new InboxEvents({ store, inbox: this.inbox, events: deps.events, dispatch, clock: systemClock, ...dispatch.waits });
     deps.events.inbox = this.events;
     this.driver = new TaskDriver({ live: deps.live, store, inbox: this.inbox, events: deps.events, dispatch, clock: deps.clock, logger: deps.logger, create: deps.create });
   }
 
-  /** Records the start job; the status is the task's first, at revision 0, until a worker has created it. */
+  /**
+   * Records the start job; the status is the task's first, at revision 0, until a worker has created it. The id is
+   * reserved in the store first (atomically: of two starts of one id, one gets TaskExistsError), and given back if
+   * the job could not be recorded.
+   */
   async start(input: AgentInput): Promise<TaskStatus> {
-    const { store, dispatch } = this.deps;
+    const { dispatch } = this.deps;
     await dispatch.assertRoom();
-    if ((await store.load(input.taskId)) || (await dispatch.pendingStart(input.taskId))) throw new TaskExistsError(input.taskId);
-    await dispatch.enqueue({ kind: 'start', taskId: input.taskId, input });
+    await this.inbox.reserve(input.taskId);
+    try {
+      await dispatch.enqueue({ kind: 'start', taskId: input.taskId, input });
+    } catch (error) {
+      await this.inbox.reserve(input.taskId, true).catch(() => {});
+      throw error;
+    }
     return queued(input).status;
+  }
+
+  /** Before an erasure: the task's start job goes (with the input it holds), unless a worker is creating the task. */
+  forgetStart(taskId: string): Promise<boolean> {
+    return this.deps.dispatch.forgetStart(taskId);
+  }
+
+  /** Tasks of `owner` whose start is queued (not yet created), for `eraseUser`. */
+  queuedOf(owner: { tenantId: string; userId: string }): Promise<string[]> {
+    return this.deps.dispatch.pendingStarts(owner);
+  }
+
+  /**
+   * Events recorded more than a reply's wait ago and not yet applied get their job again (deduplicated if it is
+   * still queued): the job of an event can be lost (its enqueue failed after the event was recorded; it was tried
+   * for as long as another process held the task, and that process died). Returns how many were announced.
+   */
+  async announceStranded(limit = 1_000): Promise<number> {
+    const ids = await this.inbox.pending(systemClock.now() - this.deps.dispatch.waits.replyTimeoutMs, limit);
+    let announced = 0;
+    for (const taskId of ids) {
+      const last = (await this.inbox.after(taskId, 0)).at(-1);
+      if (!last) continue;
+      await this.deps.dispatch.enqueue({ kind: 'event', taskId, seq: last.seq });
+      announced += 1;
+    }
+    return announced;
   }
 
   current(taskId: string) {
@@ -87,6 +132,8 @@ export class Dispatched {
       report.resumed.push(summary.taskId);
     }
     report.expired = await sweeper.expireDue();
+    // Start jobs that failed for good (the store was down for all their tries) are queued again.
+    await this.deps.dispatch.retryFailedStarts(limit);
     return report;
   }
 

@@ -35,8 +35,11 @@ export class ExpirySweeper {
     private readonly clock: Clock,
     everyMs: number,
     logger: Logger = SILENT_LOGGER,
-    /** With a dispatch: a due task is handed to the queue (a wake job) instead of being driven here. */
-    private readonly wake?: (taskId: string, at: number) => Promise<void>,
+    /**
+     * With a dispatch: a due task is handed to the queue (a wake job) instead of being driven here, and `also` runs
+     * with each sweep (the re-announcement of events whose job was lost).
+     */
+    private readonly dispatched?: { wake: (taskId: string, at: number) => Promise<void>; also: () => Promise<unknown> },
   ) {
     if (everyMs > 0) {
       // The next sweep tries again; the host hears why this one failed.
@@ -51,8 +54,8 @@ export class ExpirySweeper {
     const due = await this.store.list({ dueBefore: now });
     let delivered = 0;
     for (const summary of due) {
-      if (this.wake) {
-        await this.wake(summary.taskId, summary.wakeAt ?? now);
+      if (this.dispatched) {
+        await this.dispatched.wake(summary.taskId, summary.wakeAt ?? now);
         delivered += 1;
         continue;
       }
@@ -72,6 +75,7 @@ export class ExpirySweeper {
         if (!(error instanceof AgentError)) throw error;
       }
     }
+    await this.dispatched?.also();
     return delivered;
   }
 

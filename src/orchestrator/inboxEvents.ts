@@ -46,7 +46,13 @@ export class InboxEvents implements EventInbox {
     const eventId = `evt_${randomUUID()}`;
     const record: InboxRecord = { eventId, by, event: events.sealed(context, event) };
     const seq = await inbox.append(taskId, record, this.deps.inboxLimit);
-    await dispatch.enqueue({ kind: 'event', taskId, seq });
+    try {
+      await dispatch.enqueue({ kind: 'event', taskId, seq });
+    } catch {
+      // Recorded, but not announced: the sweep of inboxes with old unapplied events announces it (expiry sweep,
+      // recover()). It will be applied; the caller hears that, not a failure.
+      throw new EventPendingError(taskId, eventId, seq, 0);
+    }
     return this.reply(taskId, eventId, seq, store);
   }
 
@@ -55,8 +61,10 @@ export class InboxEvents implements EventInbox {
     const envelope = await this.deps.store.load(taskId);
     if (envelope) return { context: envelope.snapshot.context, status: statusFrom(envelope.snapshot.context, envelope.summary) };
     const input = await this.deps.dispatch.pendingStart(taskId);
-    if (!input) throw new TaskNotFoundError(taskId);
-    return queued(input);
+    if (input) return queued(input);
+    const failure = await this.deps.dispatch.startFailure(taskId);
+    if (failure !== null) throw new AgentError('start_failed', `the start of task ${JSON.stringify(taskId)} failed for good (${failure}); recover() queues it again`);
+    throw new TaskNotFoundError(taskId);
   }
 
   /** Resolves with the stored task once it is at rest (waiting for someone, or ended) and its inbox applied. */
@@ -64,9 +72,12 @@ export class InboxEvents implements EventInbox {
     const deadline = this.deps.clock.now() + timeoutMs;
     for (let i = 0; ; i++) {
       const envelope = await this.deps.store.load(taskId);
-      // At rest, with no event recorded that it has not applied yet (an event whose reply the caller did not wait for).
+      // At rest, with no event recorded that it has not applied yet (an event whose reply the caller did not wait for),
+      // and still so after that second read: an event applied between the two reads moved the revision.
       if (envelope && envelope.summary.state !== 'running' && (await this.deps.inbox.after(taskId, envelope.inbox?.applied ?? 0)).length === 0) {
-        return statusFrom(envelope.snapshot.context, envelope.summary);
+        const again = await this.deps.store.load(taskId);
+        if (again && again.revision === envelope.revision) return statusFrom(again.snapshot.context, again.summary);
+        continue;
       }
       if (!envelope && !(await this.deps.dispatch.pendingStart(taskId))) {
         // Neither stored nor queued: a start job that a worker is creating right now, or no such task.
@@ -83,8 +94,9 @@ export class InboxEvents implements EventInbox {
     const started = this.deps.clock.now();
     for (let i = 0; ; i++) {
       const envelope: TaskEnvelope | null = await store.load(taskId);
-      if (!envelope) throw new TaskNotFoundError(taskId);
-      if ((envelope.inbox?.applied ?? 0) >= seq) {
+      // Not created yet (its start is queued, the event waits in its inbox), or gone (erased: load throws).
+      if (!envelope && !(await this.deps.dispatch.pendingStart(taskId))) throw new TaskNotFoundError(taskId);
+      if (envelope && (envelope.inbox?.applied ?? 0) >= seq) {
         const status = statusFrom(envelope.snapshot.context, envelope.summary);
         const reply = envelope.inbox?.replies.find((r) => r.eventId === eventId);
         if (!reply) return { accepted: false, code: null, message: `event ${eventId} was applied, but its reply is no longer kept; read the task's audit`, status };

@@ -122,9 +122,14 @@ export class Orchestrator {
         clock,
         logger,
         create: (input) => createTask(input, { live: this.live, store: this.store, capacity: this.capacity }),
+        sealing: {
+          needed: this.registry.privacy.redacts || options.tools.some((tool) => (tool.sensitive?.args?.length ?? 0) + (tool.sensitive?.output?.length ?? 0) > 0),
+          durable: this.registry.privacy.sealer.kind === 'keyed',
+        },
       });
     }
-    this.sweeper = new ExpirySweeper(this.store, this.live, clock, this.settings.expirySweepMs, logger, this.dispatched?.wake);
+    const dispatched = this.dispatched;
+    this.sweeper = new ExpirySweeper(this.store, this.live, clock, this.settings.expirySweepMs, logger, dispatched ? { wake: dispatched.wake, also: () => dispatched.announceStranded() } : undefined);
     if (this.settings.retentionSweepMs > 0 && isErasable(this.store)) {
       this.startRetentionSweep({ everyMs: this.settings.retentionSweepMs, onError: (error) => logger.warn({ err: safeErrorText(error) }, 'the retention sweep failed') });
     }
@@ -363,6 +368,8 @@ export class Orchestrator {
    */
   async erase(taskId: string, request: EraseTaskRequest): Promise<Tombstone> {
     this.assertOpen();
+    // A task whose start is queued: its job (holding its input) goes first; its reservation leaves the tombstone.
+    await this.dispatched?.forgetStart(taskId);
     const tombstone = await new TaskEraser(this.store, this.live, this.settings.clock).erase(taskId, request);
     this.forgetSealed([tombstone]);
     return tombstone;
@@ -375,9 +382,12 @@ export class Orchestrator {
    */
   async eraseUser(owner: TaskOwner, request: EraseTaskRequest): Promise<UserErasureReport> {
     this.assertOpen();
+    // Tasks whose start is still queued are in no owner index yet: found by their jobs.
+    const queued: Tombstone[] = [];
+    for (const taskId of (await this.dispatched?.queuedOf(owner)) ?? []) queued.push(await this.erase(taskId, request));
     const report = await new TaskEraser(this.store, this.live, this.settings.clock).eraseUser(owner, request);
     this.forgetSealed(report.erased);
-    return report;
+    return queued.length > 0 ? { ...report, erased: [...queued, ...report.erased] } : report;
   }
 
   /** Sealed values this process keeps for erased tasks go with them (a memory sealer's). */

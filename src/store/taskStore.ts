@@ -81,6 +81,13 @@ export interface TaskInbox {
   after(taskId: string, seq: number): Promise<InboxEntry[]>;
   /** Drops the entries up to `seq` (applied and saved). */
   trim(taskId: string, seq: number): Promise<void>;
+  /**
+   * Reserves the id of a task whose start is queued (not yet created): TaskExistsError if a task or a reservation
+   * has it, TaskErasedError for an erased id. `undo` gives back a reservation whose start could not be queued.
+   */
+  reserve(taskId: string, undo?: boolean): Promise<void>;
+  /** Ids of tasks with events recorded before `before` (ms) and not yet applied, oldest first, at most `limit`. */
+  pending(before: number, limit: number): Promise<string[]>;
 }
 
 export interface TaskStore {

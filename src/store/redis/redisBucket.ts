@@ -53,7 +53,7 @@ export class RedisBucket {
     this.erasure = new RedisErasure(client, keys, retention, call);
     this.listing = new RedisListing(client, keys, call);
     this.journal = new RedisJournal(client, keys, call);
-    this.inbox = new RedisInbox(client, keys, call);
+    this.inbox = new RedisInbox(client, keys, call, clock);
   }
 
   /** Also StoreDataLostError, when this store had learned an epoch and its data set is gone or replaced. */

@@ -180,6 +180,7 @@ export class RedisErasure {
       this.keys.erased,
       this.keys.inbox(taskId),
       this.keys.inboxSeq(taskId),
+      this.keys.inboxes,
       ...this.stateKeys,
     ];
     // The script appends the `removed` member it counts.

@@ -3,7 +3,8 @@
  * names, so an erasure removes them with the task. Appending is one script (`lua/inboxAppend.lua`: refused for an
  * erased task or a full inbox); trimming is one script (`lua/inboxTrim.lua`).
  */
-import { CorruptTaskError } from '../../errors.js';
+import type { Redis } from 'ioredis';
+import type { Clock } from '../../clock.js';
 import type { InboxEntry, TaskInbox } from '../taskStore.js';
 import type { RedisCall } from './redisConnection.js';
 import type { RedisKeys } from './redisKeys.js';
@@ -11,22 +12,24 @@ import { type StoreScripts, scriptError } from './redisScripts.js';
 
 export class RedisInbox implements TaskInbox {
   constructor(
-    private readonly client: StoreScripts & { lrange(key: string, start: number, stop: number): Promise<string[]> },
+    private readonly client: StoreScripts & Pick<Redis, 'lrange' | 'zrangebyscore'>,
     private readonly keys: RedisKeys,
     private readonly call: RedisCall,
+    private readonly clock: Clock,
   ) {}
 
   async append(taskId: string, data: unknown, maxUnapplied: number): Promise<number> {
     const key = this.keys.inbox(taskId);
     const [code, detail] = await this.call(
       `inbox append for task ${taskId}`,
-      () => this.client.taskStoreInboxAppend(key, this.keys.inboxSeq(taskId), this.keys.tombstone(taskId), JSON.stringify(data), maxUnapplied),
+      () => this.client.taskStoreInboxAppend(key, this.keys.inboxSeq(taskId), this.keys.tombstone(taskId), this.keys.inboxes, JSON.stringify(data), maxUnapplied, taskId, this.clock.now()),
       { taskId, key },
     );
     if (Number(code) < 0) throw scriptError(Number(code), String(detail), { taskId });
     return Number(code);
   }
 
+  /** The entries after `seq`; an entry that cannot be read comes with `data: null` (its driver skips it, saying so). */
   async after(taskId: string, seq: number): Promise<InboxEntry[]> {
     const key = this.keys.inbox(taskId);
     const raw = await this.call(`inbox read for task ${taskId}`, () => this.client.lrange(key, 0, -1), { taskId, key });
@@ -34,19 +37,36 @@ export class RedisInbox implements TaskInbox {
     for (const text of raw) {
       const space = text.indexOf(' ');
       const entrySeq = Number(text.slice(0, space));
-      if (space < 1 || !Number.isSafeInteger(entrySeq)) throw new CorruptTaskError(taskId, `an entry of ${key} has no sequence number`);
+      // Not written by this store: without a position it cannot be applied in order, nor trimmed; it is skipped.
+      if (space < 1 || !Number.isSafeInteger(entrySeq)) continue;
       if (entrySeq <= seq) continue;
+      let data: unknown = null;
       try {
-        entries.push({ seq: entrySeq, data: JSON.parse(text.slice(space + 1)) as unknown });
-      } catch (error) {
-        throw new CorruptTaskError(taskId, `inbox entry ${entrySeq} in ${key} is not JSON`, { cause: error });
+        data = JSON.parse(text.slice(space + 1)) as unknown;
+      } catch {
+        // Applied as a refusal ("not an event"), so that the cursor moves past it and the rest is applied.
       }
+      entries.push({ seq: entrySeq, data });
     }
     return entries;
   }
 
   async trim(taskId: string, seq: number): Promise<void> {
     const key = this.keys.inbox(taskId);
-    await this.call(`inbox trim for task ${taskId}`, () => this.client.taskStoreInboxTrim(key, seq), { taskId, key });
+    await this.call(`inbox trim for task ${taskId}`, () => this.client.taskStoreInboxTrim(key, this.keys.inboxes, seq, taskId), { taskId, key });
+  }
+
+  async reserve(taskId: string, undo = false): Promise<void> {
+    const key = this.keys.inboxSeq(taskId);
+    const [code, detail] = await this.call(
+      `reservation of task id ${taskId}`,
+      () => this.client.taskStoreInboxReserve(key, this.keys.task(taskId), this.keys.tombstone(taskId), this.keys.inbox(taskId), undo ? '1' : '0'),
+      { taskId, key },
+    );
+    if (code < 0) throw scriptError(code, detail, { taskId });
+  }
+
+  pending(before: number, limit: number): Promise<string[]> {
+    return this.call('read of the index of inboxes', () => this.client.zrangebyscore(this.keys.inboxes, '-inf', before, 'LIMIT', 0, limit));
   }
 }

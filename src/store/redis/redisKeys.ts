@@ -42,6 +42,8 @@ export interface RedisKeys {
   inbox(taskId: string): string;
   /** String: the inbox's sequence counter; never goes back while the task exists. */
   inboxSeq(taskId: string): string;
+  /** Sorted set: ids of tasks whose inbox holds unapplied events, scored by the time of the oldest. */
+  readonly inboxes: string;
   /** Sorted set: every task id, scored by updatedAt. */
   readonly updated: string;
   /** Sorted set: ids of tasks in `state`, scored by updatedAt. */
@@ -84,6 +86,7 @@ export function redisKeys(prefix: string): RedisKeys {
     inbox: (id) => `${root}:inbox:${id}`,
     inboxSeq: (id) => `${root}:inboxseq:${id}`,
     updated: `${root}:index:updated`,
+    inboxes: `${root}:index:inboxes`,
     state: (state) => `${root}:index:state:${state}`,
     wake: `${root}:index:wake`,
     quarantine: `${root}:quarantine`,

@@ -38,14 +38,15 @@ export interface StoreScripts {
   taskStoreIndexOwner: Command;
   taskStoreInboxAppend: Command<number | string>;
   taskStoreInboxTrim: Command<number>;
+  taskStoreInboxReserve: Command;
 }
 
 const lua = (name: string) => readFileSync(new URL(`./lua/${name}.lua`, import.meta.url), 'utf8');
 
 /** Number of KEYS of the save script: 10 fixed keys, then one index per state. */
 export const SAVE_KEY_COUNT = 10 + TASK_STATES.length;
-/** Number of KEYS of the erase script: 12 fixed keys, then one index per state. */
-export const ERASE_KEY_COUNT = 12 + TASK_STATES.length;
+/** Number of KEYS of the erase script: 13 fixed keys, then one index per state. */
+export const ERASE_KEY_COUNT = 13 + TASK_STATES.length;
 
 const definitions: Record<keyof StoreScripts, { lua: string; numberOfKeys: number }> = {
   taskStoreSave: { lua: lua('save'), numberOfKeys: SAVE_KEY_COUNT },
@@ -57,8 +58,9 @@ const definitions: Record<keyof StoreScripts, { lua: string; numberOfKeys: numbe
   taskStoreRenewLease: { lua: lua('renewLease'), numberOfKeys: 2 },
   taskStoreReleaseLease: { lua: lua('releaseLease'), numberOfKeys: 1 },
   taskStoreReadJournal: { lua: lua('readJournal'), numberOfKeys: 2 },
-  taskStoreInboxAppend: { lua: lua('inboxAppend'), numberOfKeys: 3 },
-  taskStoreInboxTrim: { lua: lua('inboxTrim'), numberOfKeys: 1 },
+  taskStoreInboxAppend: { lua: lua('inboxAppend'), numberOfKeys: 4 },
+  taskStoreInboxTrim: { lua: lua('inboxTrim'), numberOfKeys: 2 },
+  taskStoreInboxReserve: { lua: lua('inboxReserve'), numberOfKeys: 4 },
 };
 
 /** Registers the scripts on `client` (idempotent: redefining replaces them with the same code). */

@@ -100,6 +100,8 @@ export class RedisStore implements ErasableTaskStore {
       append: async (taskId, data, maxUnapplied) => (await ready(), bucket(taskId).inbox.append(taskId, data, maxUnapplied)),
       after: (taskId, seq): Promise<InboxEntry[]> => bucket(taskId).inbox.after(taskId, seq),
       trim: (taskId, seq) => bucket(taskId).inbox.trim(taskId, seq),
+      reserve: async (taskId, undo) => (await ready(), bucket(taskId).inbox.reserve(taskId, undo)),
+      pending: async (before, limit) => (await Promise.all(this.parts.map((part) => part.inbox.pending(before, limit)))).flat().slice(0, limit),
     };
   }
 

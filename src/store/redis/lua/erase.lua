@@ -4,6 +4,9 @@
   entries in every index and its quarantine marker, and writes its tombstone, all in one atomic step. Every check
   happens before the first write, so a refused erasure changes nothing.
 
+  A task queued for dispatch and not yet created counts as stored: its inbox counter (and inbox) exist, and its
+  erasure leaves a tombstone, so that a worker cannot create it afterwards.
+
   Keys of other Redis types under the task's own names are deleted all the same: an erasure must not be stopped
   by data it cannot read. The owner index is the key the task hash records (the save script set it from a
   declared key, under the same {prefix} hash tag, so it is in this slot); a recorded value that is not an owner
@@ -13,7 +16,8 @@
 
   KEYS[1]  task hash          KEYS[6]   index: updatedAt (zset)     KEYS[11]    inbox list
   KEYS[2]  audit stream       KEYS[7]   index: wakeAt (zset)        KEYS[12]    inbox sequence counter
-  KEYS[3]  transcript list    KEYS[8]   quarantine hash             KEYS[13..]  index per state (zset)
+  KEYS[3]  transcript list    KEYS[8]   quarantine hash             KEYS[13]    index: inboxes (zset)
+                                                                   KEYS[14..]  index per state (zset)
   KEYS[4]  fence counter      KEYS[9]   tombstone string
   KEYS[5]  lease string       KEYS[10]  index: erased tasks by erasedAt (zset)
 
@@ -35,7 +39,7 @@
 ]]
 local taskKey, auditKey, transcriptKey, fenceKey, leaseKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local updatedKey, wakeKey, quarantineKey, tombstoneKey, erasedKey = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
-local inboxKey, inboxSeqKey = KEYS[11], KEYS[12]
+local inboxKey, inboxSeqKey, inboxIndexKey = KEYS[11], KEYS[12], KEYS[13]
 local taskId, head, erasedAt, ownerPrefix, cutoff = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 
 local function typeOf(key) return redis.call('TYPE', key)['ok'] end
@@ -51,7 +55,8 @@ if owner and string.sub(owner, 1, #ownerPrefix) ~= ownerPrefix then owner = nil 
 
 -- Index keys: a wrong type would fail a ZREM after something was deleted, so look first.
 local indexes = {updatedKey, wakeKey, erasedKey}
-for i = 13, #KEYS do indexes[#indexes + 1] = KEYS[i] end
+indexes[#indexes + 1] = inboxIndexKey
+for i = 14, #KEYS do indexes[#indexes + 1] = KEYS[i] end
 if owner then indexes[#indexes + 1] = owner end
 for _, key in ipairs(indexes) do
   local actual = typeOf(key)
@@ -66,7 +71,8 @@ local existing = redis.call('GET', tombstoneKey)
 local quarantined = quarantineType == 'hash' and redis.call('HEXISTS', quarantineKey, taskId) == 1
 local auditType, transcriptType = typeOf(auditKey), typeOf(transcriptKey)
 if not existing then
-  if hashType == 'none' and auditType == 'none' and transcriptType == 'none' and not quarantined then return {0, ''} end
+  local queued = redis.call('EXISTS', inboxKey, inboxSeqKey) > 0
+  if hashType == 'none' and auditType == 'none' and transcriptType == 'none' and not quarantined and not queued then return {0, ''} end
   if cutoff ~= '' then
     local finished = false
     for i = 6, #ARGV do

@@ -1,14 +1,15 @@
 #!lua
 --[[
   Drops the inbox entries a saved snapshot has applied: those whose sequence number is at most ARGV[1]. The list is
-  in sequence order, so only its head is looked at.
+  in sequence order, so only its head is looked at. An inbox left empty leaves the bucket's index of inboxes.
 
-  KEYS[1]  inbox list
+  KEYS[1]  inbox list   KEYS[2]  index: inboxes (zset)
   ARGV[1]  the highest applied sequence number
+  ARGV[2]  task id
 
   Returns { removed, "" }.
 ]]
-local inboxKey, upTo = KEYS[1], tonumber(ARGV[1])
+local inboxKey, indexKey, upTo = KEYS[1], KEYS[2], tonumber(ARGV[1])
 local removed = 0
 while true do
   local head = redis.call('LINDEX', inboxKey, 0)
@@ -18,4 +19,5 @@ while true do
   redis.call('LPOP', inboxKey)
   removed = removed + 1
 end
+if redis.call('LLEN', inboxKey) == 0 then redis.call('ZREM', indexKey, ARGV[2]) end
 return {removed, ''}
