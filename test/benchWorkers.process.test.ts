@@ -1,7 +1,7 @@
 /**
  * The workers bench (scripts/bench/workers.ts) as a smoke test: run as a child process with 100 tasks and one pass,
  * it must print a row for 1, 2 and 4 workers with finite figures, both scaling-ratio lines with a verdict, no
- * warning, write its JSON, and stop the redis-server it started. Nothing about speed is asserted: the figures of a
+ * warning, on one redis-server and on a Redis Cluster it creates, write its JSON, and stop the servers it started. Nothing about speed is asserted: the figures of a
  * 100-task run on a shared machine mean nothing.
  */
 import { spawnSync } from 'node:child_process';
@@ -18,9 +18,9 @@ const dir = mkdtempSync(join(tmpdir(), 'bench-workers-'));
 afterEach(() => pool.killAll());
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-/** The rows of the markdown table under `heading`, as cells. */
-function tableRows(out: string, heading: string): string[][] {
-  const section = (out.split(`### ${heading}\n\n`)[1] ?? '').split('\n\n')[0]!;
+/** The rows of the markdown table under the `nth` (1, 2, ...) `heading`, as cells. */
+function tableRows(out: string, heading: string, nth = 1): string[][] {
+  const section = (out.split(`### ${heading}\n\n`)[nth] ?? '').split('\n\n')[0]!;
   return section
     .split('\n')
     .filter((line) => line.startsWith('|'))
@@ -36,27 +36,35 @@ describe.skipIf(!hasRedisServer && process.env.CI !== 'true')('the workers bench
     const { code, out, err } = await pool.run('scripts/bench/workers.ts', ['--tasks', '100', '--passes', '1', '--json', '--out', file], { timeoutMs: 90_000 });
     expect(code, err).toBe(0);
 
-    const rows = tableRows(out, 'Throughput and CPU per step');
-    expect(rows.map((row) => row[0])).toEqual(['1', '2', '4']);
-    for (const row of rows) {
-      // tasks/s, steps/s, steps/task, worker / API / Redis CPU per step
-      for (const cell of row.slice(1, 7)) expect(Number.isFinite(number(cell)) && number(cell) > 0, row.join(' | ')).toBe(true);
+    // One report on the redis-server, one on the Redis Cluster the bench created.
+    expect(out).toContain(': on one redis-server');
+    expect(out).toContain(': on a 3-master Redis Cluster (64 buckets)');
+    for (const nth of [1, 2]) {
+      const rows = tableRows(out, 'Throughput and CPU per step', nth);
+      expect(rows.map((row) => row[0])).toEqual(['1', '2', '4']);
+      for (const row of rows) {
+        // tasks/s, steps/s, steps/task, worker / API / Redis CPU per step
+        for (const cell of row.slice(1, 7)) expect(Number.isFinite(number(cell)) && number(cell) > 0, row.join(' | ')).toBe(true);
+      }
+      const targets = tableRows(out, 'Scaling targets (same run)', nth);
+      expect(targets.map((row) => row[0])).toEqual(['2 workers / 1 worker, tasks/s ≥ 1.5x', '4 workers / 2 workers, tasks/s ≥ 1.0x']);
+      for (const row of targets) {
+        expect(row[1], row.join(' | ')).toMatch(/^\d+\.\d\dx \(per pass: \d+\.\d\dx; steps\/s \d+\.\d\dx\)$/);
+        expect(['yes', '**no**']).toContain(row[2]);
+      }
+      const passes = tableRows(out, 'Passes (in the order run)', nth);
+      expect(passes.length).toBe(3);
+      for (const row of passes) expect(row.at(-1)).toBe('100 / 100');
     }
-    const targets = tableRows(out, 'Scaling targets (same run)');
-    expect(targets.map((row) => row[0])).toEqual(['2 workers / 1 worker, tasks/s ≥ 1.5x', '4 workers / 2 workers, tasks/s ≥ 1.0x']);
-    for (const row of targets) {
-      expect(row[1], row.join(' | ')).toMatch(/^\d+\.\d\dx \(per pass: \d+\.\d\dx; steps\/s \d+\.\d\dx\)$/);
-      expect(['yes', '**no**']).toContain(row[2]);
-    }
-    const passes = tableRows(out, 'Passes (in the order run)');
-    expect(passes.length).toBe(3);
-    for (const row of passes) expect(row.at(-1)).toBe('100 / 100');
     expect(out).not.toContain('WARNING');
 
-    const json = JSON.parse(readFileSync(file, 'utf8')) as { passes: { workers: number; records: number; steps: number }[]; targets: unknown[] };
-    expect(json.passes.map((p) => p.workers).sort()).toEqual([1, 2, 4]);
-    for (const p of json.passes) expect(p.records).toBe(100);
-    expect(json.targets.length).toBe(2);
+    const json = JSON.parse(readFileSync(file, 'utf8')) as Record<string, { passes: { workers: number; records: number; steps: number }[]; targets: unknown[] }>;
+    expect(Object.keys(json)).toHaveLength(2);
+    for (const report of Object.values(json)) {
+      expect(report.passes.map((p) => p.workers).sort()).toEqual([1, 2, 4]);
+      for (const p of report.passes) expect(p.records).toBe(100);
+      expect(report.targets.length).toBe(2);
+    }
 
     // The redis-server it started is gone.
     const pid = Number(/redis-server \S+ pid (\d+)/.exec(err)?.[1]);

@@ -9,9 +9,11 @@
  * done. The configurations take turns within each pass (the order rotates from pass to pass), and the scaling
  * ratios are taken within each pass. Progress goes to stderr; the report (markdown) to stdout.
  *
+ * Then the same on a 3-master Redis Cluster the bench creates (`--buckets N`, default 64; `--no-cluster` skips it).
+ *
  * Options: --passes N (default 2), --tasks N (default 2000), --concurrency N (jobs per worker, default 50),
  * --warmup N (tasks of an untimed one-worker run first, default min(200, tasks); 0: none), --timeout-s N (per pass,
- * default 300), --json --out PATH (also write the results as JSON).
+ * default 300), --json --out PATH (also write the results as JSON; with the cluster, one object per target).
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -20,9 +22,10 @@ import { cpus, loadavg } from 'node:os';
 import { resolve } from 'node:path';
 import { Redis } from 'ioredis';
 import { type RedisServer, startRedisServer } from '../../test/support/redis.js';
+import { type TestCluster, startRedisCluster } from '../../test/support/redisCluster.js';
 import { ChildPool } from '../../test/support/workers.js';
 import { BenchSetupError } from './benchSetupError.js';
-import { type PassContext, type PassResult, runPass } from './workersPass.js';
+import { type BenchTarget, type PassContext, type PassResult, runPass } from './workersPass.js';
 import { WORKER_COUNTS, type WorkersBenchResults, fmt, formatReport, summarize } from './workersReport.js';
 
 const args = process.argv.slice(2);
@@ -42,7 +45,9 @@ const progress = (line: string) => process.stderr.write(`bench:workers: ${line}\
 
 const pool = new ChildPool();
 let server: RedisServer | null = null;
+let cluster: TestCluster | null = null;
 let admin: Redis | null = null;
+let clusterAdmin: { disconnect(): void } | null = null;
 let cleaning: Promise<void> | null = null;
 let interrupted = false;
 
@@ -51,9 +56,14 @@ function cleanUp(): Promise<void> {
   cleaning ??= (async () => {
     await pool.killAll().catch(() => {});
     admin?.disconnect();
+    clusterAdmin?.disconnect();
     if (server) {
       progress(`stopping redis-server (pid ${server.pid})`);
       await server.stop().catch(() => {});
+    }
+    if (cluster) {
+      progress(`stopping the Redis Cluster (ports ${cluster.ports.join(', ')})`);
+      await cluster.stop().catch(() => {});
     }
   })();
   return cleaning;
@@ -91,33 +101,50 @@ async function main(): Promise<void> {
   const runId = `wb-${randomBytes(3).toString('hex')}`;
   let prefixes = 0;
   const nextPrefix = () => `${runId}-${++prefixes}`;
-  const ctx: PassContext = { pool, admin, settings: { redisUrl: server.url, tasks, concurrency, timeoutMs }, cores, progress };
+  const targets: { name: string; target: BenchTarget }[] = [{ name: 'one redis-server', target: { redisUrl: server.url, admin, nodes: [admin] } }];
+  if (!args.includes('--no-cluster')) {
+    cluster = await startRedisCluster(3).catch((error: Error) => {
+      throw new BenchSetupError(`${error.message}: the cluster part needs redis-server and redis-cli on PATH (or pass --no-cluster)`);
+    });
+    const buckets = count('buckets', 64);
+    const { Cluster } = await import('ioredis');
+    const clusterClient = new Cluster(cluster.ports.map((p) => ({ host: '127.0.0.1', port: p })), { redisOptions: { maxRetriesPerRequest: 2 } });
+    clusterAdmin = clusterClient;
+    progress(`Redis Cluster of 3 masters on ports ${cluster.ports.join(', ')}; the store spreads tasks over ${buckets} buckets`);
+    targets.push({
+      name: `a 3-master Redis Cluster (${buckets} buckets)`,
+      target: { redisUrl: server.url, cluster: { ports: cluster.ports, buckets }, admin: clusterClient as unknown as Redis, nodes: cluster.masters() },
+    });
+  }
   const startedAt = new Date();
   const loadAtStart = loadavg();
   // The code measured: as it was when the bench began.
   const measuredCommit = commit();
 
-  if (warmup > 0) {
-    progress(`warm-up: 1 worker, ${fmt(warmup)} tasks, untimed`);
-    const w = await runPass(ctx, 0, 1, nextPrefix(), warmup);
-    progress(`warm-up done in ${w.seconds.toFixed(1)} s${w.warnings.length > 0 ? `; WARNING ${w.warnings.join('; ')}` : ''}`);
-  }
-
-  const results: PassResult[] = [];
-  for (let pass = 1; pass <= passes; pass++) {
-    for (const workers of rotate(WORKER_COUNTS, pass - 1)) {
-      const r = await runPass(ctx, pass, workers, nextPrefix());
-      results.push(r);
-      progress(
-        `pass ${pass}/${passes}  ${workers} worker(s)  ${fmt(r.tasksPerSecond).padStart(5)} tasks/s  ${fmt(r.stepsPerSecond).padStart(6)} steps/s  ` +
-          `CPU µs/step: workers ${fmt(r.workerCpuUsPerStep)}, API ${fmt(r.apiCpuUsPerStep)}, Redis ${fmt(r.redisCpuUsPerStep)}  ` +
-          `(${fmt(r.tasks)} tasks in ${r.seconds.toFixed(1)} s, saves ${r.savesPerWorker.map(fmt).join('/')})`,
-      );
-      for (const warning of r.warnings) progress(`WARNING pass ${pass}, ${workers} worker(s): ${warning}`);
+  const reports: { name: string; results: PassResult[] }[] = [];
+  for (const { name, target } of targets) {
+    const ctx: PassContext = { pool, target, settings: { tasks, concurrency, timeoutMs }, cores, progress };
+    if (warmup > 0) {
+      progress(`${name}: warm-up, 1 worker, ${fmt(warmup)} tasks, untimed`);
+      const w = await runPass(ctx, 0, 1, nextPrefix(), warmup);
+      progress(`warm-up done in ${w.seconds.toFixed(1)} s${w.warnings.length > 0 ? `; WARNING ${w.warnings.join('; ')}` : ''}`);
     }
+    const results: PassResult[] = [];
+    for (let pass = 1; pass <= passes; pass++) {
+      for (const workers of rotate(WORKER_COUNTS, pass - 1)) {
+        const r = await runPass(ctx, pass, workers, nextPrefix());
+        results.push(r);
+        progress(
+          `${name}: pass ${pass}/${passes}  ${workers} worker(s)  ${fmt(r.tasksPerSecond).padStart(5)} tasks/s  ${fmt(r.stepsPerSecond).padStart(6)} steps/s  ` +
+            `CPU µs/step: workers ${fmt(r.workerCpuUsPerStep)}, API ${fmt(r.apiCpuUsPerStep)}, Redis ${fmt(r.redisCpuUsPerStep)}  ` +
+            `(${fmt(r.tasks)} tasks in ${r.seconds.toFixed(1)} s, saves ${r.savesPerWorker.map(fmt).join('/')})`,
+        );
+        for (const warning of r.warnings) progress(`WARNING pass ${pass}, ${workers} worker(s): ${warning}`);
+      }
+    }
+    reports.push({ name, results });
   }
 
-  const summary = summarize(results);
   const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(' ');
   const meta = {
     date: startedAt.toISOString(),
@@ -132,8 +159,8 @@ async function main(): Promise<void> {
     concurrency,
     warmup,
   };
-  const header = [
-    `## Workers bench ${startedAt.toISOString().slice(0, 10)}, commit ${meta.commit}`,
+  const header = (name: string) => [
+    `## Workers bench ${startedAt.toISOString().slice(0, 10)}, commit ${meta.commit}: on ${name}`,
     '',
     `Node ${process.version} on ${meta.cpu} (load average ${load(loadAtStart)} at start, ${load(meta.loadAverageAtEnd)} at end); ` +
       `redis-server ${redisVersion} started by the bench (no persistence), shared by the workers and the API process.`,
@@ -141,18 +168,21 @@ async function main(): Promise<void> {
       `with ${concurrency} jobs each, started by an API orchestrator in the bench process in batches of 100; timed from the first start until ` +
       'all are done. Medians over passes; a ratio is the median of the ratios within each pass. A step is one save (STATS.saves of the workers). ' +
       'Worker Node CPU: the workers\' process.cpuUsage from READY to SIGTERM; API Node CPU: the bench process over the timed window; ' +
-      'Redis CPU: INFO cpu used_cpu_sys + used_cpu_user over the timed window. Machine CPU busy: all three / (seconds × cores), ' +
+      'Redis CPU: INFO cpu used_cpu_sys + used_cpu_user over the timed window (summed over the masters of a cluster). Machine CPU busy: all three / (seconds × cores), ' +
       'the bench\'s own processes only.' +
       (Math.max(loadAtStart[0] ?? 0, meta.loadAverageAtEnd[0] ?? 0) > cores - 0.5
         ? ` **The 1-minute load average (${load(loadAtStart.slice(0, 1))} at start, ${load(meta.loadAverageAtEnd.slice(0, 1))} at end) came near or above the ${cores} cores: other processes competed for the CPU.**`
         : '') +
       (cores < 6 ? ` **${cores} cores for up to 4 workers, the API process and Redis: the scaling targets cannot be judged on this machine.**` : ''),
   ];
-  const all: WorkersBenchResults = { meta, passes: results, ...summary };
-  process.stdout.write(formatReport(all, header));
-  for (const warning of all.warnings) progress(`WARNING ${warning}`);
+  const all = reports.map(({ name, results }) => ({ name, report: { meta, passes: results, ...summarize(results) } as WorkersBenchResults }));
+  for (const { name, report } of all) {
+    process.stdout.write(formatReport(report, header(name)));
+    process.stdout.write('\n');
+    for (const warning of report.warnings) progress(`WARNING ${name}: ${warning}`);
+  }
   if (json && out) {
-    writeFileSync(resolve(out), JSON.stringify(all, null, 2) + '\n');
+    writeFileSync(resolve(out), JSON.stringify(all.length === 1 ? all[0]!.report : Object.fromEntries(all.map(({ name, report }) => [name, report])), null, 2) + '\n');
     progress(`results written to ${resolve(out)}`);
   }
 }

@@ -1,6 +1,6 @@
 /**
  * One pass of the workers bench: `workers` worker processes (test/support/dispatchWorker.ts) on the bench's own
- * redis-server, a fresh key prefix and BullMQ queue, and an API orchestrator in this process that starts the tasks
+ * redis-server (or its Redis Cluster), a fresh key prefix and BullMQ queue, and an API orchestrator in this process that starts the tasks
  * (batches of 100 in parallel, as test/workers.process.test.ts does). Timed from the first start to the moment
  * every task is done (ZCARD of the prefix's done index); in that window: this process's CPU (process.cpuUsage) and
  * the redis-server's (INFO cpu). The workers' saves and CPU come from the STATS line each prints on SIGTERM.
@@ -10,7 +10,7 @@ import type { Redis } from 'ioredis';
 import { bullmqDispatch } from '../../src/dispatch/bullmqDispatch.js';
 import { createOrchestrator } from '../../src/orchestrator/orchestrator.js';
 import { RedisStore } from '../../src/store/redis/redisStore.js';
-import { type DispatchWorkerConfig, workloadModel, workloadTools } from '../../test/support/dispatchWorker.js';
+import { type DispatchWorkerConfig, workloadClients, workloadModel, workloadTools } from '../../test/support/dispatchWorker.js';
 import type { Child, ChildPool } from '../../test/support/workers.js';
 import { deleteMatching } from './measure.js';
 
@@ -26,8 +26,16 @@ export interface WorkerStats {
   held: { live: number; leases: number };
 }
 
-export interface PassSettings {
+/** Where a pass runs: the bench's redis-server, or the bench's Redis Cluster (its masters' ports, the store's buckets). */
+export interface BenchTarget {
   redisUrl: string;
+  cluster?: { ports: number[]; buckets: number };
+  /** A client for the bench's own reads (a Cluster on a cluster), and one client per server for INFO and scans. */
+  admin: Redis;
+  nodes: Redis[];
+}
+
+export interface PassSettings {
   tasks: number;
   concurrency: number;
   /** How long a pass may take before the bench gives up (ms). */
@@ -76,6 +84,12 @@ interface RedisReading {
   commands: number;
 }
 
+/** The readings of every server, summed. */
+async function readServers(nodes: Redis[]): Promise<RedisReading> {
+  const readings = await Promise.all(nodes.map(readRedis));
+  return { cpuMicros: readings.reduce((n, r) => n + r.cpuMicros, 0), commands: readings.reduce((n, r) => n + r.commands, 0) };
+}
+
 /** used_cpu_sys + used_cpu_user (µs) and the commands run so far, in one INFO call. */
 async function readRedis(admin: Redis): Promise<RedisReading> {
   const info = await admin.info('cpu', 'commandstats');
@@ -87,7 +101,7 @@ async function readRedis(admin: Redis): Promise<RedisReading> {
 
 export interface PassContext {
   pool: ChildPool;
-  admin: Redis;
+  target: BenchTarget;
   settings: PassSettings;
   cores: number;
   progress: (text: string) => void;
@@ -95,9 +109,11 @@ export interface PassContext {
 
 /** Runs one pass; every key it made (its prefix, its queue) is deleted afterwards, every worker it spawned stopped. */
 export async function runPass(ctx: PassContext, pass: number, workers: number, prefix: string, tasks = ctx.settings.tasks): Promise<PassResult> {
-  const { pool, admin, settings } = ctx;
+  const { pool, target, settings } = ctx;
+  const { admin, nodes } = target;
   const config: DispatchWorkerConfig = {
-    redisUrl: settings.redisUrl,
+    redisUrl: target.redisUrl,
+    ...(target.cluster ? { cluster: target.cluster } : {}),
     prefix,
     queueName: `q-${prefix}`,
     concurrency: settings.concurrency,
@@ -106,9 +122,9 @@ export async function runPass(ctx: PassContext, pass: number, workers: number, p
     lockDurationMs: 30_000,
     stalledIntervalMs: 30_000,
   };
-  const url = new URL(settings.redisUrl);
-  const store = new RedisStore({ url: settings.redisUrl, prefix });
-  const dispatch = bullmqDispatch({ connection: { host: url.hostname, port: Number(url.port) }, queueName: config.queueName });
+  const clients = workloadClients(config);
+  const store = new RedisStore({ client: clients.client, prefix, buckets: target.cluster?.buckets });
+  const dispatch = bullmqDispatch({ ...clients.bullmq, queueName: config.queueName });
   const { tools, records, executions } = workloadTools(admin, prefix);
   const api = createOrchestrator({ tools, model: workloadModel(), store, dispatch, expirySweepMs: 0 });
   const children: Child[] = [];
@@ -117,9 +133,11 @@ export async function runPass(ctx: PassContext, pass: number, workers: number, p
     await Promise.all(children.map((child) => child.waitFor('READY', 60_000)));
     // Connections up before the clock starts.
     await Promise.all([dispatch.depth(), store.load('no-such-task')]);
-    const done = () => admin.zcard(`{${prefix}}:index:state:done`);
+    // The done index of every bucket (one, `{prefix}`, on a single server).
+    const doneKeys = target.cluster ? Array.from({ length: target.cluster.buckets }, (_, i) => `{${prefix}:${i}}:index:state:done`) : [`{${prefix}}:index:state:done`];
+    const done = async () => (await Promise.all(doneKeys.map((key) => admin.zcard(key)))).reduce((a, b) => a + b, 0);
 
-    const redisBefore = await readRedis(admin);
+    const redisBefore = await readServers(nodes);
     const cpuBefore = process.cpuUsage();
     const began = performance.now();
     for (let i = 0; i < tasks; i += START_BATCH) {
@@ -142,7 +160,7 @@ export async function runPass(ctx: PassContext, pass: number, workers: number, p
     }
     const seconds = (performance.now() - began) / 1000;
     const cpu = process.cpuUsage(cpuBefore);
-    const redisAfter = await readRedis(admin);
+    const redisAfter = await readServers(nodes);
 
     for (const child of children) child.signal('SIGTERM');
     const stats = await Promise.all(children.map(async (child) => JSON.parse((await child.waitFor('STATS', 30_000)).slice('STATS '.length)) as WorkerStats));
@@ -154,8 +172,8 @@ export async function runPass(ctx: PassContext, pass: number, workers: number, p
     const workerCpuMicros = stats.reduce((sum, s) => sum + s.cpuMicros, 0);
     const apiCpuMicros = cpu.user + cpu.system;
     const redisCpuMicros = redisAfter.cpuMicros - redisBefore.cpuMicros;
-    // Less the INFO of the first reading.
-    const redisCommands = redisAfter.commands - redisBefore.commands - 1;
+    // Less the INFO of the first reading (one per server).
+    const redisCommands = redisAfter.commands - redisBefore.commands - nodes.length;
     const warnings: string[] = [];
     if (recordCount !== tasks) warnings.push(`business records ${recordCount} != tasks ${tasks}`);
     stats.forEach((s, i) => {
@@ -196,8 +214,12 @@ export async function runPass(ctx: PassContext, pass: number, workers: number, p
     await api.close().catch(() => {});
     await dispatch.close().catch(() => {});
     await store.close().catch(() => {});
-    // Also the keys of a bucketed store ({prefix:<n>}:…), should the store use buckets.
-    await deleteMatching(admin, `{${prefix}[}:]*`).catch(() => 0);
-    await deleteMatching(admin, `bull:${config.queueName}:*`).catch(() => 0);
+    clients.client.disconnect();
+    (clients.bullmq.connection as { disconnect?: () => void }).disconnect?.();
+    // Also the keys of a bucketed store ({prefix:<n>}:…), on every server.
+    for (const node of nodes) {
+      await deleteMatching(node, `{${prefix}[}:]*`).catch(() => 0);
+      await deleteMatching(node, `${clients.bullmq.prefix ?? 'bull'}:${config.queueName}:*`).catch(() => 0);
+    }
   }
 }

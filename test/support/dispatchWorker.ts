@@ -7,7 +7,8 @@
  * Prints `READY` once it takes jobs; on SIGTERM it prints `STATS <json>` (saves, CPU, what it still holds), drains
  * and exits. Run: node --import tsx test/support/dispatchWorker.ts '<DispatchWorkerConfig JSON>'
  */
-import { Redis } from 'ioredis';
+import type { ConnectionOptions } from 'bullmq';
+import { Cluster, Redis } from 'ioredis';
 import { z } from 'zod';
 import { bullmqDispatch } from '../../src/dispatch/bullmqDispatch.js';
 import { createOrchestrator } from '../../src/orchestrator/orchestrator.js';
@@ -24,6 +25,21 @@ export interface DispatchWorkerConfig {
   leaseTtlMs: number;
   lockDurationMs: number;
   stalledIntervalMs: number;
+  /** On a Redis Cluster: the ports of its masters on 127.0.0.1 (then `redisUrl` is unused), and the store's buckets. */
+  cluster?: { ports: number[]; buckets: number };
+}
+
+/** The clients a worker (or the bench's API) uses: the store's and the tools', and BullMQ's connection. */
+export function workloadClients(config: Pick<DispatchWorkerConfig, 'redisUrl' | 'cluster'>): { client: Redis; bullmq: { connection: ConnectionOptions; prefix?: string } } {
+  if (config.cluster) {
+    const nodes = config.cluster.ports.map((port) => ({ host: '127.0.0.1', port }));
+    const client = new Cluster(nodes, { redisOptions: { maxRetriesPerRequest: 2 }, enableAutoPipelining: true });
+    // BullMQ wants no bound on retries per request, and its keys under one hash tag on a cluster.
+    const connection = new Cluster(nodes, { redisOptions: { maxRetriesPerRequest: null } });
+    return { client: client as unknown as Redis, bullmq: { connection, prefix: '{bull}' } };
+  }
+  const url = new URL(config.redisUrl);
+  return { client: new Redis(config.redisUrl, { maxRetriesPerRequest: 2 }), bullmq: { connection: { host: url.hostname, port: Number(url.port) } } };
 }
 
 /** The workload's tools over Redis: a read, and a write whose records are keyed by idempotency key. */
@@ -73,11 +89,10 @@ export function workloadModel() {
 
 async function main(): Promise<void> {
   const config = JSON.parse(process.argv[2] ?? '{}') as DispatchWorkerConfig;
-  const client = new Redis(config.redisUrl, { maxRetriesPerRequest: 2 });
-  const url = new URL(config.redisUrl);
-  const store = new RedisStore({ url: config.redisUrl, prefix: config.prefix });
+  const { client, bullmq } = workloadClients(config);
+  const store = new RedisStore({ client, prefix: config.prefix, buckets: config.cluster?.buckets });
   const dispatch = bullmqDispatch({
-    connection: { host: url.hostname, port: Number(url.port) },
+    ...bullmq,
     queueName: config.queueName,
     lockDurationMs: config.lockDurationMs,
     stalledIntervalMs: config.stalledIntervalMs,
@@ -104,6 +119,7 @@ async function main(): Promise<void> {
       await dispatch.close();
       await store.close();
       client.disconnect();
+      (bullmq.connection as { disconnect?: () => void }).disconnect?.();
       process.exit(0);
     })().catch((error: unknown) => {
       process.stderr.write(`stopping failed: ${String(error)}\n`);
