@@ -6,7 +6,9 @@
  * and dispatch on BullMQ runs tasks through a worker on the cluster.
  */
 import { spawnSync } from 'node:child_process';
-import type { Cluster } from 'ioredis';
+import { Cluster } from 'ioredis';
+import { StoreUnavailableError } from '../src/errors.js';
+import { freePort } from './support/redis.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bullmqDispatch } from '../src/dispatch/bullmqDispatch.js';
 import { createOrchestrator } from '../src/orchestrator/orchestrator.js';
@@ -92,6 +94,23 @@ describe.skipIf(!cluster)('RedisStore on a 3-master Redis Cluster', () => {
     await dispatch.close();
     await store.deleteAll();
   }, 60_000);
+});
+
+describe('RedisStore on a Redis Cluster that cannot be reached', () => {
+  it('names the cluster\'s nodes, not 127.0.0.1:6379, in its errors', async () => {
+    const port = await freePort();
+    const client = new Cluster([{ host: '127.0.0.1', port }], { enableOfflineQueue: false, clusterRetryStrategy: () => null, redisOptions: { connectTimeout: 200 } });
+    client.on('error', () => {});
+    const store = new RedisStore({ client, prefix: 'nowhere', buckets: 4 });
+    try {
+      const error = await store.load('t-1').catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(StoreUnavailableError);
+      expect((error as Error).message).toContain(`the Redis Cluster of 127.0.0.1:${port}`);
+      expect((error as Error).message).not.toContain('6379');
+    } finally {
+      client.disconnect();
+    }
+  });
 });
 
 async function countKeys(node: import('ioredis').Redis, prefix: string): Promise<number> {
