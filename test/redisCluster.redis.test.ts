@@ -117,7 +117,7 @@ async function countKeys(node: import('ioredis').Redis, prefix: string): Promise
   let cursor = '0';
   let count = 0;
   do {
-    const [next, found] = await node.scan(cursor, 'MATCH', `{${prefix}[}:]*`, 'COUNT', 500);
+    const [next, found] = await node.scan(cursor, 'MATCH', `{${prefix}[}{]*`, 'COUNT', 500);
     cursor = next;
     count += found.length;
   } while (cursor !== '0');

@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import type { Redis } from 'ioredis';
 import { bullmqDispatch } from '../../src/dispatch/bullmqDispatch.js';
 import { createOrchestrator } from '../../src/orchestrator/orchestrator.js';
+import { redisBucketKeys } from '../../src/store/redis/redisKeys.js';
 import { RedisStore } from '../../src/store/redis/redisStore.js';
 import { type DispatchWorkerConfig, workloadClients, workloadModel, workloadTools } from '../../test/support/dispatchWorker.js';
 import type { Child, ChildPool } from '../../test/support/workers.js';
@@ -134,7 +135,8 @@ export async function runPass(ctx: PassContext, pass: number, workers: number, p
     // Connections up before the clock starts.
     await Promise.all([dispatch.depth(), store.load('no-such-task')]);
     // The done index of every bucket (one, `{prefix}`, on a single server).
-    const doneKeys = target.cluster ? Array.from({ length: target.cluster.buckets }, (_, i) => `{${prefix}:${i}}:index:state:done`) : [`{${prefix}}:index:state:done`];
+    const buckets = target.cluster?.buckets ?? 1;
+    const doneKeys = Array.from({ length: buckets }, (_, i) => redisBucketKeys(prefix, i, buckets).state('done'));
     const done = async () => (await Promise.all(doneKeys.map((key) => admin.zcard(key)))).reduce((a, b) => a + b, 0);
 
     const redisBefore = await readServers(nodes);
@@ -216,9 +218,9 @@ export async function runPass(ctx: PassContext, pass: number, workers: number, p
     await store.close().catch(() => {});
     clients.client.disconnect();
     (clients.bullmq.connection as { disconnect?: () => void }).disconnect?.();
-    // Also the keys of a bucketed store ({prefix:<n>}:…), on every server.
+    // Also the keys of a bucketed store ({prefix{<n>}:…), on every server.
     for (const node of nodes) {
-      await deleteMatching(node, `{${prefix}[}:]*`).catch(() => 0);
+      await deleteMatching(node, `{${prefix}[}{]*`).catch(() => 0);
       await deleteMatching(node, `${clients.bullmq.prefix ?? 'bull'}:${config.queueName}:*`).catch(() => 0);
     }
   }

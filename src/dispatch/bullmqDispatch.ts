@@ -70,7 +70,10 @@ export class BullmqDispatch implements Dispatch {
   private readonly name: string;
   /** The channel that wakes the process driving a task when an event is recorded for it. */
   private readonly channel: string;
-  private subscriber: Promise<Redis> | null = null;
+  private subscriber: Promise<void> | null = null;
+  /** The subscriber's connection once made, so that `close()` ends it even if it never got to subscribe. */
+  private subscriberClient: Redis | null = null;
+  private closed = false;
   private readonly listeners = new Set<(taskId: string) => void>();
   private readonly workers = new Set<Worker>();
   private depthCache: { at: number; waiting: number } | null = null;
@@ -142,7 +145,8 @@ export class BullmqDispatch implements Dispatch {
   }
 
   async pendingStarts(owner: { tenantId: string; userId: string }): Promise<string[]> {
-    const jobs = (await this.queue.getJobs(['waiting', 'delayed', 'prioritized', 'failed'])) as (Job<DriveJob> | undefined)[];
+    // Active too: a worker creating the task now (its save is refused once the erasure left a tombstone).
+    const jobs = (await this.queue.getJobs(['waiting', 'delayed', 'prioritized', 'active', 'failed'])) as (Job<DriveJob> | undefined)[];
     return jobs.flatMap((job) => {
       const data = job?.data;
       return data?.kind === 'start' && data.input.principal.tenantId === owner.tenantId && data.input.principal.userId === owner.userId ? [data.taskId] : [];
@@ -215,21 +219,30 @@ export class BullmqDispatch implements Dispatch {
 
   /** Closes the queue, the wake-up subscriber and any worker still open. */
   async close(): Promise<void> {
+    this.closed = true;
     await Promise.all([...this.workers].map((worker) => worker.close()));
-    const subscriber = await this.subscriber?.catch(() => null);
-    subscriber?.disconnect();
+    // Not awaited: a subscriber that never connected (Redis down) must not hold the close.
+    this.subscriberClient?.disconnect();
     await this.queue.close();
   }
 
-  private async subscribe(): Promise<Redis> {
-    // A connection like the queue's own (options or client alike), in subscriber mode.
-    const subscriber = ((await this.queue.getBackend().client) as unknown as Redis).duplicate();
-    subscriber.on('error', (error: Error) => this.options.onError?.(error));
-    subscriber.on('message', (_channel: string, taskId: string) => {
-      for (const listener of this.listeners) listener(taskId);
-    });
-    await subscriber.subscribe(this.channel);
-    return subscriber;
+  private async subscribe(): Promise<void> {
+    try {
+      // A connection like the queue's own (options or client alike), in subscriber mode. It reconnects (and
+      // resubscribes) by itself; while it is away, events still reach the task by their jobs, only later.
+      const subscriber = ((await this.queue.getBackend().client) as unknown as Redis).duplicate();
+      if (this.closed) return subscriber.disconnect();
+      this.subscriberClient = subscriber;
+      subscriber.on('error', (error: Error) => this.options.onError?.(error));
+      subscriber.on('message', (_channel: string, taskId: string) => {
+        for (const listener of this.listeners) listener(taskId);
+      });
+      await subscriber.subscribe(this.channel);
+    } catch (error) {
+      this.options.onError?.(error instanceof Error ? error : new Error(String(error)));
+      // Tried again by the next worker created.
+      this.subscriber = null;
+    }
   }
 
   private async startJob(taskId: string): Promise<Job<DriveJob> | undefined> {

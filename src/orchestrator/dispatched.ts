@@ -67,7 +67,9 @@ export class Dispatched {
     try {
       await dispatch.enqueue({ kind: 'start', taskId: input.taskId, input });
     } catch (error) {
-      await this.inbox.reserve(input.taskId, true).catch(() => {});
+      // Given back only if the job is not there: a reply lost after the job was written must not free the id.
+      const queued = await dispatch.pendingStart(input.taskId).catch(() => undefined);
+      if (queued === null) await this.inbox.reserve(input.taskId, true).catch(() => {});
       throw error;
     }
     return queued(input).status;

@@ -128,8 +128,12 @@ export class TaskDriver {
         task = await live.exclusive(taskId, () => live.hydrate(taskId));
       } catch (error) {
         if (error instanceof TaskBusyError) return 'busy';
-        // Erased, never created, or not restorable (quarantined, with the reason recorded): nothing to drive.
-        if (error instanceof TaskNotFoundError || error instanceof TaskQuarantinedError) return 'done';
+        // Erased, never created, or not restorable (quarantined, with the reason recorded): nothing to drive, and its
+        // events can never be applied: the sweep of stranded events stops announcing them (they are kept).
+        if (error instanceof TaskNotFoundError || error instanceof TaskQuarantinedError) {
+          await inbox.forget(taskId).catch(() => {});
+          return 'done';
+        }
         throw error;
       }
     }
@@ -141,14 +145,17 @@ export class TaskDriver {
     await live.park(taskId);
     if (live.get(taskId)) return 'again';
     const stored = await this.storedOrNull(taskId);
-    if (!stored) return 'done';
+    if (!stored) {
+      await inbox.forget(taskId).catch(() => {});
+      return 'done';
+    }
     if (stored.summary.wakeAt !== null) await this.scheduleWake(job, stored.summary.wakeAt);
-    const pending = await inbox.after(taskId, stored.inbox?.applied ?? 0);
-    // An event job of this process came after the read above could see its event: read again. Checked right before
-    // the job ends (no await in between), so a later one finds this job gone and drives the task itself.
-    if (pending.length > 0 || this.poked.has(taskId)) return 'again';
     // Applied entries left behind (a trim that failed) go now, and the task leaves the index of unapplied inboxes.
     if (job.kind === 'event') await inbox.trim(taskId, stored.inbox?.applied ?? 0).catch(() => {});
+    const pending = await inbox.after(taskId, stored.inbox?.applied ?? 0);
+    // An event job of this process came after the read above could see its event: read again. Checked after the last
+    // await of the round, right before the job ends, so a later one finds this job gone and drives the task itself.
+    if (pending.length > 0 || this.poked.has(taskId)) return 'again';
     if (stored.summary.state !== 'running') return 'done';
     // Still running, and not here: another process took it (its lease fenced this one out), or it stopped here.
     const failure = task.failed;

@@ -86,8 +86,13 @@ export interface TaskInbox {
    * has it, TaskErasedError for an erased id. `undo` gives back a reservation whose start could not be queued.
    */
   reserve(taskId: string, undo?: boolean): Promise<void>;
-  /** Ids of tasks with events recorded before `before` (ms) and not yet applied, oldest first, at most `limit`. */
+  /**
+   * Ids of tasks with events not yet applied whose inbox made no progress since `before` (ms), oldest first, at most
+   * `limit`.
+   */
   pending(before: number, limit: number): Promise<string[]>;
+  /** Takes a task out of `pending` (its events can never be applied: it is quarantined, or gone); they are kept. */
+  forget(taskId: string): Promise<void>;
 }
 
 export interface TaskStore {

@@ -9,8 +9,8 @@ import type { Redis } from 'ioredis';
 import { taskDirectoryName } from '../../src/store/file/fileStore.js';
 import type { FileStore } from '../../src/store/file/fileStore.js';
 import type { MemoryStore } from '../../src/store/memoryStore.js';
-import { redisKeys } from '../../src/store/redis/redisKeys.js';
-import { bucketOf, bucketPrefix } from '../../src/store/redis/redisLayout.js';
+import { redisBucketKeys } from '../../src/store/redis/redisKeys.js';
+import { bucketOf } from '../../src/store/redis/redisLayout.js';
 import type { RawAccess, RawEntry } from './erasureContract.js';
 
 export function memoryRaw(store: MemoryStore): RawAccess {
@@ -49,19 +49,19 @@ export function fileRaw(store: FileStore): RawAccess {
 }
 
 /**
- * Every key of a RedisStore's prefix, its buckets' included (`{prefix}:…` and `{prefix:<n>}:…`), found on `nodes`
+ * Every key of a RedisStore's prefix, its buckets' included (`{prefix}:…` and `{prefix{<n>}:…`), found on `nodes`
  * (the server, or every master of a cluster).
  */
 export function redisRaw(nodes: Redis | Redis[], prefix: string, buckets = 1): RawAccess {
   const servers = Array.isArray(nodes) ? nodes : [nodes];
-  const keysOf = (taskId: string) => redisKeys(bucketPrefix(prefix, buckets === 1 ? 0 : bucketOf(taskId, buckets), buckets));
+  const keysOf = (taskId: string) => redisBucketKeys(prefix, buckets === 1 ? 0 : bucketOf(taskId, buckets), buckets);
   return {
     async dump() {
       const entries: RawEntry[] = [];
       for (const client of servers) {
         let cursor = '0';
         do {
-          const [next, found] = await client.scan(cursor, 'MATCH', `{${prefix}[}:]*`, 'COUNT', 500);
+          const [next, found] = await client.scan(cursor, 'MATCH', `{${prefix}[}{]*`, 'COUNT', 500);
           cursor = next;
           for (const key of found) entries.push({ location: key, text: JSON.stringify(await valueOf(client, key)) });
         } while (cursor !== '0');

@@ -139,8 +139,8 @@ function testRedis(url: string, server: RedisServer | null): TestRedis {
       let cursor = '0';
       let deleted = 0;
       // Braces are literal in Redis glob patterns; the random prefix has no glob characters.
-      // Also a bucketed store's keys ({prefix:<n>}:…).
-      const match = `{${prefix}[}:]*`;
+      // Also a bucketed store's keys ({prefix{<n>}:…).
+      const match = `{${prefix}[}{]*`;
       do {
         const [next, keys] = await admin.scan(cursor, 'MATCH', match, 'COUNT', 500);
         cursor = next;

@@ -4,8 +4,8 @@
  * script: check the bucket's epoch, fence, revision and journal lengths, then write the envelope, append the
  * journal entries and update the indexes, all or nothing. Its cost does not depend on how long the task's journals
  * are. An erasure is one script too (`redisErasure.ts`). Keys: `redisKeys.ts`; scripts: `lua/*.lua`; data loss:
- * `redisEpoch.ts`; leases, `list`, `readJournal`, `deleteAll`, inboxes: `redisLeases.ts`, `redisListing.ts`,
- * `redisJournal.ts`, `redisDeleteAll.ts`, `redisInbox.ts`. The store (`redisStore.ts`) routes each task to its bucket.
+ * `redisEpoch.ts`; leases, `list`, `readJournal`, inboxes: `redisLeases.ts`, `redisListing.ts`, `redisJournal.ts`,
+ * `redisInbox.ts`. The store (`redisStore.ts`) routes each task to its bucket.
  */
 import type { Redis } from 'ioredis';
 import { packAudit } from './redisAuditPacking.js';
@@ -15,7 +15,6 @@ import { type TaskEnvelope, parseEnvelope } from '../envelope.js';
 import { type EraseRequest, type Retention, type TaskOwner, type Tombstone, type UserErasure, erasedError } from '../erasure.js';
 import { TASK_STATES, type TaskSummary } from '../summary.js';
 import type { RedisCall } from './redisConnection.js';
-import { deleteAll } from './redisDeleteAll.js';
 import { type RedisKeys, TASK_FIELDS, stateIndexKeys } from './redisKeys.js';
 import { RedisEpoch } from './redisEpoch.js';
 import { type OwnerIndexReport, RedisErasure, type RetentionDue } from './redisErasure.js';
@@ -178,38 +177,19 @@ export class RedisBucket {
   }
 
 
-  /**
-   * The migration for data saved before owner indexes existed (before 0.4): adds every such task to its owner's
-   * index, so that `eraseUser` and `list({ owner })` find it. Idempotent and safe while other processes run; run it
-   * once after every process runs this version (until then, saves by older processes do not index their tasks).
-   */
-  indexOwners(): Promise<OwnerIndexReport> {
-    return this.erasure.indexOwners();
+  /** Adds the task hash `key` (of this bucket) to its owner's index unless it has one (an `indexOwners` step). */
+  indexOwnerKey(key: string, report: OwnerIndexReport): Promise<void> {
+    return this.erasure.indexOwner(key, this.keys.task(''), report);
   }
 
-  /**
-   * Accepts that the data set under the prefix was lost or replaced, after a StoreDataLostError: the store adopts
-   * the epoch marker found now, or creates one if there is none, and works again on the data set as it is (as a new
-   * process would). Nothing lost comes back: a task that vanished is not found, and an update of it is a revision
-   * conflict. Stop the tasks this process was driving first (a live task stops by itself on its refused save).
-   * Returns the epoch now in effect.
-   *
-   * @example
-   * try { await orchestrator.recover(); } catch (error) {
-   *   if (!(error instanceof StoreDataLostError)) throw error;
-   *   alert(error.message); // once someone decided to carry on:
-   *   await store.acceptDataLoss();
-   * }
-   */
+  /** Adopts the epoch marker found now in this bucket, creating one if there is none (`acceptDataLoss`). */
   acceptDataLoss(): Promise<string> {
     return this.epoch.accept();
   }
 
-  /** Deletes every key of this bucket (on every master of a cluster) and forgets the epoch; returns how many. */
-  async deleteAll(): Promise<number> {
-    const deleted = await deleteAll(this.client, this.keys, this.call);
+  /** After every key of the bucket was deleted on purpose (`deleteAll`): the epoch starts afresh. */
+  forgetEpoch(): void {
     this.epoch.forget();
-    return deleted;
   }
 }
 

@@ -65,10 +65,31 @@ export function describeRedis(client: Redis | Cluster): string | (() => string) 
   return path ? path : `${host ?? '127.0.0.1'}:${port ?? 6379}`;
 }
 
-/** The nodes a scan must visit to see every key: every master of a cluster, or the one server. */
-export function scanNodes(client: Redis): Redis[] {
+/** How long a scan waits for a cluster client to learn its slots. */
+const CLUSTER_READY_MS = 5_000;
+
+/**
+ * The nodes a scan must visit to see every key: every master of a cluster, or the one server. A cluster client that
+ * has not learned its slots yet is waited for (a scan of its seed node alone would miss the other masters' keys).
+ */
+export async function scanNodes(client: Redis): Promise<Redis[]> {
   const any = client as Redis | Cluster;
-  return isCluster(any) ? any.nodes('master') : [client];
+  if (!isCluster(any)) return [client];
+  if (any.status !== 'ready') {
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        any.off('ready', ready);
+        reject(new Error(`the cluster did not report its slots within ${CLUSTER_READY_MS} ms (status ${any.status})`));
+      }, CLUSTER_READY_MS);
+      const ready = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      any.once('ready', ready);
+      if (any.status === 'wait') void any.connect().catch(() => {});
+    });
+  }
+  return any.nodes('master');
 }
 
 /**

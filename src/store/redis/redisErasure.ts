@@ -22,7 +22,7 @@ import {
   retentionRequest,
   tombstoneHead,
 } from '../erasure.js';
-import { type RedisCall, scanNodes } from './redisConnection.js';
+import type { RedisCall } from './redisConnection.js';
 import { TASK_FIELDS, type RedisKeys, stateIndexKeys } from './redisKeys.js';
 import { type StoreScripts, scriptError } from './redisScripts.js';
 
@@ -128,28 +128,8 @@ export class RedisErasure {
     return code === 1;
   }
 
-  /**
-   * Adds every task saved before owner indexes existed (by an older version) to its owner's index, so that
-   * `eraseUser` finds it. Run once after every process runs this version; idempotent, and safe while others save
-   * and erase. SCANs the task hashes: cost grows with the number of tasks.
-   */
-  async indexOwners(): Promise<OwnerIndexReport> {
-    const report: OwnerIndexReport = { scanned: 0, indexed: 0, unreadable: [] };
-    const taskPrefix = this.keys.task('');
-    const match = `${globEscape(taskPrefix)}*`;
-    for (const node of scanNodes(this.client)) {
-      let cursor = '0';
-      do {
-        const [next, found] = await this.call('scan of the task hashes', () => node.scan(cursor, 'MATCH', match, 'COUNT', 500));
-        cursor = next;
-        for (const key of found) await this.indexOwner(key, taskPrefix, report);
-      } while (cursor !== '0');
-    }
-    return report;
-  }
-
   /** Adds one task hash to its owner's index unless it has one (an `indexOwners` step). */
-  private async indexOwner(key: string, taskPrefix: string, report: OwnerIndexReport): Promise<void> {
+  async indexOwner(key: string, taskPrefix: string, report: OwnerIndexReport): Promise<void> {
     const taskId = key.slice(taskPrefix.length);
     report.scanned += 1;
     const fields = await this.call(`read of task ${taskId}`, () => this.client.hmget(key, TASK_FIELDS.summary, TASK_FIELDS.owner), { taskId, key }).catch(() => [null, null]);

@@ -12,7 +12,7 @@ import { type StoreScripts, scriptError } from './redisScripts.js';
 
 export class RedisInbox implements TaskInbox {
   constructor(
-    private readonly client: StoreScripts & Pick<Redis, 'lrange' | 'zrangebyscore'>,
+    private readonly client: StoreScripts & Pick<Redis, 'lrange' | 'zrangebyscore' | 'zrem'>,
     private readonly keys: RedisKeys,
     private readonly call: RedisCall,
     private readonly clock: Clock,
@@ -53,7 +53,7 @@ export class RedisInbox implements TaskInbox {
 
   async trim(taskId: string, seq: number): Promise<void> {
     const key = this.keys.inbox(taskId);
-    await this.call(`inbox trim for task ${taskId}`, () => this.client.taskStoreInboxTrim(key, this.keys.inboxes, seq, taskId), { taskId, key });
+    await this.call(`inbox trim for task ${taskId}`, () => this.client.taskStoreInboxTrim(key, this.keys.inboxes, seq, taskId, this.clock.now()), { taskId, key });
   }
 
   async reserve(taskId: string, undo = false): Promise<void> {
@@ -66,7 +66,19 @@ export class RedisInbox implements TaskInbox {
     if (code < 0) throw scriptError(code, detail, { taskId });
   }
 
-  pending(before: number, limit: number): Promise<string[]> {
-    return this.call('read of the index of inboxes', () => this.client.zrangebyscore(this.keys.inboxes, '-inf', before, 'LIMIT', 0, limit));
+  async pending(before: number, limit: number): Promise<string[]> {
+    return (await this.pendingScored(before, limit)).map((entry) => entry.id);
+  }
+
+  /** `pending` with each task's score (the time its inbox last made progress), for a merge across buckets. */
+  async pendingScored(before: number, limit: number): Promise<{ id: string; score: number }[]> {
+    const flat = await this.call('read of the index of inboxes', () => this.client.zrangebyscore(this.keys.inboxes, '-inf', before, 'WITHSCORES', 'LIMIT', 0, limit));
+    const entries: { id: string; score: number }[] = [];
+    for (let i = 0; i < flat.length; i += 2) entries.push({ id: flat[i]!, score: Number(flat[i + 1]) });
+    return entries;
+  }
+
+  async forget(taskId: string): Promise<void> {
+    await this.call(`removal of task ${taskId} from the index of inboxes`, () => this.client.zrem(this.keys.inboxes, taskId));
   }
 }

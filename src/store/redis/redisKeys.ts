@@ -1,6 +1,7 @@
 /**
- * Every Redis key of the store, built in one place. All keys start with the `{prefix}` hash tag, so a Redis
- * Cluster puts them in one slot and a Lua script may touch a task, its journals and the indexes atomically.
+ * Every Redis key of the store, built in one place. All keys of a bucket start with its hash tag (`{prefix}` for a
+ * single bucket), so a Redis Cluster puts them in one slot and a Lua script may touch a task, its journals and the
+ * indexes atomically.
  *
  * The task id always comes last: a task id may contain ":" and could otherwise make one task's journal key equal
  * another task's hash key (`task:a:audit` vs. task "a:audit").
@@ -72,10 +73,27 @@ export interface RedisKeys {
 
 /** The key layout for one prefix. The prefix may not contain braces: they would end the hash tag early. */
 export function redisKeys(prefix: string): RedisKeys {
+  checkPrefix(prefix);
+  return keysUnder(`{${prefix}}`);
+}
+
+/**
+ * The keys of bucket `index` of `count` (`redisLayout.ts`): the prefix's own for a single bucket, else under the hash
+ * tag `{<prefix>{<index>}` (the tag is "<prefix>{<index>"). No prefix holds a brace, so no other prefix, bucketed or
+ * not, can have the same tag.
+ */
+export function redisBucketKeys(prefix: string, index: number, count: number): RedisKeys {
+  checkPrefix(prefix);
+  return count === 1 ? keysUnder(`{${prefix}}`) : keysUnder(`{${prefix}{${index}}`);
+}
+
+function checkPrefix(prefix: string): void {
   if (prefix.length === 0 || /[{}]/.test(prefix)) {
     throw new TypeError(`Redis key prefix ${JSON.stringify(prefix)} must be non-empty and contain no braces`);
   }
-  const root = `{${prefix}}`;
+}
+
+function keysUnder(root: string): RedisKeys {
   return {
     root,
     task: (id) => `${root}:task:${id}`,

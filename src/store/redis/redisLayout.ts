@@ -1,12 +1,12 @@
 /**
  * How a RedisStore spreads tasks over buckets, and the record of it. A task's bucket is a hash of its id; bucket `i`
- * of `n` has the keys of `redisKeys(bucketPrefix(prefix, i, n))`, so one bucket is one hash tag (one slot of a
- * cluster). One bucket is the layout of earlier versions: `{prefix}` itself.
+ * of `n` has the keys of `redisBucketKeys(prefix, i, n)`, so one bucket is one hash tag (one slot of a cluster).
+ * One bucket is the layout of earlier versions: `{prefix}` itself.
  *
- * The number is recorded once under the prefix (`{prefix}:layout`, SET NX) by the first store with several buckets;
- * a store opened on the same data with another number is refused (a task would be looked for in the wrong bucket),
- * and so is one with several buckets on data saved by a one-bucket store (whose `{prefix}:index:updated` is not
- * empty, with no record).
+ * The number is recorded once under the prefix (`{prefix}:layout`, SET NX) by the first store that finds none; a
+ * store opened on the same data with another number is refused (a task would be looked for in the wrong bucket), and
+ * so is one with several buckets on data saved by a one-bucket store of an earlier version (data under `{prefix}`
+ * with no record), and one with several buckets that finds bucket data but no record (lost with its master).
  */
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
@@ -23,11 +23,6 @@ export function checkBuckets(buckets: number | undefined): number {
     throw new HostRequestError('invalid_request', `RedisStore: buckets must be a whole number from 1 to ${MAX_BUCKETS}, not ${String(buckets)}`);
   }
   return buckets;
-}
-
-/** The key prefix of bucket `index` of `count`: the prefix itself for a single bucket. */
-export function bucketPrefix(prefix: string, index: number, count: number): string {
-  return count === 1 ? prefix : `${prefix}:${index}`;
 }
 
 /** The bucket of a task: the first 4 bytes of SHA-1 of its id, modulo the number of buckets. */
@@ -50,7 +45,10 @@ export class RedisLayout {
 
   constructor(
     private readonly client: Redis,
+    /** The keys under `{prefix}` (the record, and a one-bucket store's data). */
     private readonly root: RedisKeys,
+    /** The keys of every bucket. */
+    private readonly parts: readonly RedisKeys[],
     private readonly prefix: string,
     private readonly buckets: number,
     private readonly call: RedisCall,
@@ -69,26 +67,31 @@ export class RedisLayout {
     return this.verified;
   }
 
-  /** Deletes the record (with `deleteAll`); returns how many keys went. */
-  async forget(): Promise<number> {
+  /** After `deleteAll` (the record went with the prefix's keys): the next call checks, and records, again. */
+  reset(): void {
     this.verified = null;
-    return this.call('delete of the layout record', () => this.client.unlink(this.key));
   }
 
   private async verify(): Promise<void> {
     const recorded = await this.call(`read of the layout record ${this.key}`, () => this.client.get(this.key));
-    if (this.buckets === 1) {
-      if (recorded !== null && recorded !== '1') throw new StoreLayoutError(this.prefix, 1, recorded);
+    if (recorded !== null) {
+      if (recorded !== String(this.buckets)) throw new StoreLayoutError(this.prefix, this.buckets, recorded);
       return;
     }
-    if (recorded === null) {
-      // Data of a one-bucket store, from before any record: its tasks are under {prefix} itself.
-      const legacy = await this.call('read of the index of tasks', () => this.client.zcard(this.root.updated));
-      if (legacy > 0) throw new StoreLayoutError(this.prefix, this.buckets, '1');
-      const previous = await this.call(`write of the layout record ${this.key}`, () => this.client.set(this.key, String(this.buckets), 'NX', 'GET'));
-      if (previous !== null && previous !== String(this.buckets)) throw new StoreLayoutError(this.prefix, this.buckets, previous);
-      return;
+    // No record: data of a one-bucket store of an earlier version (under {prefix} itself), or nothing yet.
+    const single = await this.call('read of the one-bucket data', () => this.client.exists(this.root.epoch, this.root.updated, this.root.erased));
+    if (this.buckets > 1) {
+      if (single > 0) throw new StoreLayoutError(this.prefix, this.buckets, '1');
+      // One key per command: the buckets' epoch markers are in as many slots (done once, when there is no record).
+      const bucketed = await this.call('read of the bucket data', () => Promise.all(this.parts.map((keys) => this.client.exists(keys.epoch))));
+      if (bucketed.some((n) => n > 0)) {
+        throw new AgentError(
+          'store_layout_mismatch',
+          `the data under {${this.prefix}} is spread over buckets, but its layout record ${this.key} is gone; set it again to the number of buckets it was saved with (SET ${this.key} <n>)`,
+        );
+      }
     }
-    if (recorded !== String(this.buckets)) throw new StoreLayoutError(this.prefix, this.buckets, recorded);
+    const previous = await this.call(`write of the layout record ${this.key}`, () => this.client.set(this.key, String(this.buckets), 'NX', 'GET'));
+    if (previous !== null && previous !== String(this.buckets)) throw new StoreLayoutError(this.prefix, this.buckets, previous);
   }
 }

@@ -14,8 +14,11 @@ import type { TaskSummary } from '../summary.js';
 import { RedisBucket } from './redisBucket.js';
 import { DEFAULT_REDIS_URL, type RedisClientBounds, createRedisClient, describeRedis, redisCall } from './redisConnection.js';
 import type { OwnerIndexReport, RetentionDue } from './redisErasure.js';
-import { RedisLayout, bucketOf, bucketPrefix, checkBuckets } from './redisLayout.js';
-import { redisKeys } from './redisKeys.js';
+import { RedisLayout, bucketOf, checkBuckets } from './redisLayout.js';
+import { redisBucketKeys, redisKeys } from './redisKeys.js';
+import { deleteMatching, scanKeys } from './redisDeleteAll.js';
+import { globEscape } from './redisErasure.js';
+import type { RedisCall } from './redisConnection.js';
 import { defineStoreScripts } from './redisScripts.js';
 import type { ErasableTaskStore, InboxEntry, JournalStream, Lease, LeaseManager, ListQuery, SaveRequest, TaskInbox } from '../taskStore.js';
 
@@ -46,7 +49,7 @@ export interface RedisStoreOptions extends RedisClientBounds {
  * TaskStore and LeaseManager on Redis 7 (no modules). Every failure to reach Redis is a StoreUnavailableError;
  * a task whose keys hold unreadable data is a CorruptTaskError and leaves the other tasks readable.
  *
- * Data loss: each bucket has an epoch marker (`{prefix}:epoch`, or `{prefix:<n>}:epoch` per bucket), which the store
+ * Data loss: each bucket has an epoch marker (`{prefix}:epoch`, or `{prefix{<n>}:epoch` per bucket), which the store
  * learns on its first call. Once it has, a save (a create included), a lease acquisition or renewal, a `load` and a
  * `list` are refused with StoreDataLostError when the marker is gone (Redis restarted without persistence, was
  * flushed, a master failed over to an empty replica) or holds another epoch (the data set was replaced), so a task
@@ -71,6 +74,8 @@ export class RedisStore implements ErasableTaskStore {
   private readonly clock: Clock;
   private readonly parts: RedisBucket[];
   private readonly layout: RedisLayout;
+  private readonly prefix: string;
+  private readonly call: RedisCall;
   private closed = false;
 
   constructor(options: RedisStoreOptions = {}) {
@@ -87,21 +92,30 @@ export class RedisStore implements ErasableTaskStore {
     const where = describeRedis(client);
     this.clock = options.clock ?? systemClock;
     const call = redisCall(where, () => this.closed);
-    this.parts = Array.from({ length: this.buckets }, (_, i) => new RedisBucket(scripts, redisKeys(bucketPrefix(prefix, i, this.buckets)), prefix, where, this.clock, call, retention));
-    this.layout = new RedisLayout(client, root, prefix, this.buckets, call);
-    const bucket = (taskId: string) => this.bucket(taskId);
+    this.call = call;
+    this.prefix = prefix;
+    this.parts = Array.from({ length: this.buckets }, (_, i) => new RedisBucket(scripts, redisBucketKeys(prefix, i, this.buckets), prefix, where, this.clock, call, retention));
+    this.layout = new RedisLayout(client, root, this.parts.map((part) => part.keys), prefix, this.buckets, call);
+    // Every call checks the layout first (once per store; afterwards a resolved promise).
     const ready = () => this.layout.checked();
+    const bucket = async (taskId: string) => (await ready(), this.bucket(taskId));
     this.leases = {
-      acquire: async (taskId, ttlMs) => (await ready(), bucket(taskId).leases.acquire(taskId, ttlMs)),
-      renew: (lease: Lease, ttlMs) => bucket(lease.taskId).leases.renew(lease, ttlMs),
-      release: (lease: Lease) => bucket(lease.taskId).leases.release(lease),
+      acquire: async (taskId, ttlMs) => (await bucket(taskId)).leases.acquire(taskId, ttlMs),
+      renew: async (lease: Lease, ttlMs) => (await bucket(lease.taskId)).leases.renew(lease, ttlMs),
+      release: async (lease: Lease) => (await bucket(lease.taskId)).leases.release(lease),
     };
     this.inbox = {
-      append: async (taskId, data, maxUnapplied) => (await ready(), bucket(taskId).inbox.append(taskId, data, maxUnapplied)),
-      after: (taskId, seq): Promise<InboxEntry[]> => bucket(taskId).inbox.after(taskId, seq),
-      trim: (taskId, seq) => bucket(taskId).inbox.trim(taskId, seq),
-      reserve: async (taskId, undo) => (await ready(), bucket(taskId).inbox.reserve(taskId, undo)),
-      pending: async (before, limit) => (await Promise.all(this.parts.map((part) => part.inbox.pending(before, limit)))).flat().slice(0, limit),
+      append: async (taskId, data, maxUnapplied) => (await bucket(taskId)).inbox.append(taskId, data, maxUnapplied),
+      after: async (taskId, seq): Promise<InboxEntry[]> => (await bucket(taskId)).inbox.after(taskId, seq),
+      trim: async (taskId, seq) => (await bucket(taskId)).inbox.trim(taskId, seq),
+      reserve: async (taskId, undo) => (await bucket(taskId)).inbox.reserve(taskId, undo),
+      forget: async (taskId) => (await bucket(taskId)).inbox.forget(taskId),
+      pending: async (before, limit) => {
+        await ready();
+        // Oldest first across the buckets.
+        const found = (await Promise.all(this.parts.map((part) => part.inbox.pendingScored(before, limit)))).flat();
+        return found.sort((a, b) => a.score - b.score).slice(0, limit).map((entry) => entry.id);
+      },
     };
   }
 
@@ -129,35 +143,42 @@ export class RedisStore implements ErasableTaskStore {
     return merged.slice(0, limit);
   }
 
-  readJournal(taskId: string, stream: JournalStream, from = 0, to?: number): Promise<unknown[]> {
+  async readJournal(taskId: string, stream: JournalStream, from = 0, to?: number): Promise<unknown[]> {
+    await this.layout.checked();
     return this.bucket(taskId).readJournal(taskId, stream, from, to);
   }
 
-  quarantine(taskId: string, reason: string): Promise<void> {
+  async quarantine(taskId: string, reason: string): Promise<void> {
+    await this.layout.checked();
     return this.bucket(taskId).quarantine(taskId, reason);
   }
 
-  quarantined(taskId: string): Promise<string | null> {
+  async quarantined(taskId: string): Promise<string | null> {
+    await this.layout.checked();
     return this.bucket(taskId).quarantined(taskId);
   }
 
-  erase(taskId: string, request: EraseRequest): Promise<Tombstone> {
+  async erase(taskId: string, request: EraseRequest): Promise<Tombstone> {
+    await this.layout.checked();
     return this.bucket(taskId).erase(taskId, request);
   }
 
   /** Finds the user's tasks by the owner index of every bucket; tasks saved before it existed need `indexOwners()` first. */
   async eraseUser(owner: TaskOwner, request: EraseRequest): Promise<UserErasure> {
+    await this.layout.checked();
     const reports = await Promise.all(this.parts.map((part) => part.eraseUser(owner, request)));
     return { erased: reports.flatMap((r) => r.erased), unreadable: reports.flatMap((r) => r.unreadable) };
   }
 
-  tombstone(taskId: string): Promise<Tombstone | null> {
+  async tombstone(taskId: string): Promise<Tombstone | null> {
+    await this.layout.checked();
     return this.bucket(taskId).tombstone(taskId);
   }
 
   /** Sweeps every bucket: the oldest `limit` finished tasks (and tombstones) due across them all. */
   async sweepRetention(now = this.clock.now(), options?: SweepOptions): Promise<RetentionReport> {
     const limit = sweepLimit(options);
+    await this.layout.checked();
     const dues = await Promise.all(this.parts.map((part) => part.retentionDue(now, limit)));
     const report: RetentionReport = { erased: [], tombstonesRemoved: 0, more: false };
     const oldest = (pick: (due: RetentionDue) => { id: string; score: number }[]) =>
@@ -180,9 +201,19 @@ export class RedisStore implements ErasableTaskStore {
    * once after every process runs this version (until then, saves by older processes do not index their tasks).
    */
   async indexOwners(): Promise<OwnerIndexReport> {
-    const reports: OwnerIndexReport[] = [];
-    for (const part of this.parts) reports.push(await part.indexOwners());
-    return { scanned: reports.reduce((n, r) => n + r.scanned, 0), indexed: reports.reduce((n, r) => n + r.indexed, 0), unreadable: reports.flatMap((r) => r.unreadable) };
+    await this.layout.checked();
+    const report: OwnerIndexReport = { scanned: 0, indexed: 0, unreadable: [] };
+    // One pass over each master: every bucket's task hashes at once.
+    const single = this.parts.length === 1;
+    const pattern = single ? `${globEscape(this.parts[0]!.keys.task(''))}*` : `${globEscape(`{${this.prefix}{`)}*}:task:*`;
+    const bucketOfKey = new RegExp(`^\\{${this.prefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\{(\\d+)\\}:task:`);
+    await scanKeys(this.client, pattern, this.call, async (_node, keys) => {
+      for (const key of keys) {
+        const part = single ? this.parts[0] : this.parts[Number(bucketOfKey.exec(key)?.[1] ?? -1)];
+        if (part) await part.indexOwnerKey(key, report);
+      }
+    });
+    return report;
   }
 
   /**
@@ -200,6 +231,7 @@ export class RedisStore implements ErasableTaskStore {
    * }
    */
   async acceptDataLoss(): Promise<string> {
+    await this.layout.checked();
     const epochs: string[] = [];
     for (const part of this.parts) epochs.push(await part.acceptDataLoss());
     return epochs.join(',');
@@ -211,9 +243,13 @@ export class RedisStore implements ErasableTaskStore {
    * epoch markers go too: this store starts afresh, other stores on the prefix report the data set as lost.
    */
   async deleteAll(): Promise<number> {
-    let deleted = 0;
-    for (const part of this.parts) deleted += await part.deleteAll();
-    deleted += await this.layout.forget();
+    // Only the data this store was opened for: a store with another number of buckets is refused first.
+    await this.layout.checked();
+    // One pass over each master: `{prefix}:*` (one bucket, and the layout record), or every bucket's `{prefix{*`.
+    let deleted = await deleteMatching(this.client, `${globEscape(`{${this.prefix}}`)}:*`, this.call);
+    if (this.parts.length > 1) deleted += await deleteMatching(this.client, `${globEscape(`{${this.prefix}{`)}*`, this.call);
+    for (const part of this.parts) part.forgetEpoch();
+    this.layout.reset();
     return deleted;
   }
 
