@@ -54,7 +54,7 @@ describe.skipIf(!redis)('dispatch: the review’s findings, fixed', () => {
     return { node, refunds, prefix };
   }
 
-  it('R1 two concurrent starts with one task id: exactly one is accepted', async () => {
+  it('accepts exactly one of two concurrent starts with one task id', async () => {
     const { node } = cluster();
     const api = node('api');
     const results = await Promise.allSettled([
@@ -66,7 +66,7 @@ describe.skipIf(!redis)('dispatch: the review’s findings, fixed', () => {
     expect(results.filter((r) => r.status === 'rejected' && r.reason instanceof TaskExistsError)).toHaveLength(1);
   });
 
-  it('R2 a cancel of a queued task is recorded (and later applied), so the caller must not get TaskNotFoundError', async () => {
+  it('a cancel of a queued task is recorded and applied once the task exists; the caller is not told it does not exist', async () => {
     const { node } = cluster({ queue: { replyTimeoutMs: 300 } });
     const api = node('api');
     await api.orchestrator.start({ principal: SUPPORT, goal: 'refund', success, taskId: 'q-cancel' });
@@ -81,7 +81,7 @@ describe.skipIf(!redis)('dispatch: the review’s findings, fixed', () => {
     expect(result).not.toBeInstanceOf(TaskNotFoundError);
   });
 
-  it('R3 erasing a queued task: the task must not be created afterwards', async () => {
+  it('erasing a queued task removes its start and leaves a tombstone: no worker creates it afterwards', async () => {
     const { node, prefix } = cluster({ queue: { replyTimeoutMs: 200 } });
     const api = node('api');
     await api.orchestrator.start({ principal: SUPPORT, goal: 'refund', success, taskId: 'q-erase' });
@@ -99,7 +99,7 @@ describe.skipIf(!redis)('dispatch: the review’s findings, fixed', () => {
     expect(after).toBeInstanceOf(TaskNotFoundError);
   });
 
-  it('R4 a malformed inbox entry: the job fails, the worker keeps the task (and its lease) in memory forever', async () => {
+  it('skips a malformed inbox entry with a reply; the worker holds neither the task nor its lease afterwards', async () => {
     const { node, prefix } = cluster({ queue: { replyTimeoutMs: 500, attempts: 3 } });
     const api = node('api');
     const worker = node('worker');
@@ -121,7 +121,7 @@ describe.skipIf(!redis)('dispatch: the review’s findings, fixed', () => {
     expect(worker.orchestrator.inFlight()).toEqual({ live: 0, leases: 0 });
   });
 
-  it('R5 an event appended right after the worker\'s post-release inbox read, whose job lands in the same process, is lost', async () => {
+  it('applies an event whose job reached the process while the driving job ended', async () => {
     const { node } = cluster({ queue: { replyTimeoutMs: 3_000 } });
     const api = node('api');
     const worker = node('worker');
@@ -155,7 +155,7 @@ describe.skipIf(!redis)('dispatch: the review’s findings, fixed', () => {
     expect(later.state).toBe('done');
   });
 
-  it('R6 a start job refused for capacity is dropped after its attempts: the queued task vanishes', async () => {
+  it('puts a start refused for capacity back for later, without using up its tries', async () => {
     const blocked = slowRead('gate');
     const { node } = cluster({ queue: { attempts: 3, retryDelayMs: 100 }, script: () => [reply.call('slow_read', {}), reply.answer('done')] });
     const api = node('api', { tools: [blocked.tool('api')] });
@@ -172,7 +172,7 @@ describe.skipIf(!redis)('dispatch: the review’s findings, fixed', () => {
     expect(later).not.toBeInstanceOf(TaskNotFoundError);
   });
 
-  it('R7 a burst of events on one task: every caller gets its own reply (not "no longer kept")', async () => {
+  it('gives every caller of a burst of events its own reply; beyond the inbox limit events are refused before they are recorded', async () => {
     const { node } = cluster({ queue: { replyTimeoutMs: 20_000 } });
     const api = node('api');
     node('worker').orchestrator.createWorker({ concurrency: 4 });
@@ -191,7 +191,7 @@ describe.skipIf(!redis)('dispatch: the review’s findings, fixed', () => {
     for (const r of results) expect(r.accepted).toBe(false);
   });
 
-  it('R8 the event job could not be recorded after the append: the event is stranded, settled() never returns', async () => {
+  it('announces again an event whose job could not be recorded (recover, the sweep); the caller hears EventPendingError', async () => {
     const { node } = cluster({ queue: { replyTimeoutMs: 500 } });
     const api = node('api');
     node('worker').orchestrator.createWorker({ concurrency: 2 });
@@ -222,7 +222,7 @@ describe.skipIf(!redis)('dispatch: the review’s findings, fixed', () => {
     expect((settled as { state: string }).state).toBe('done');
   });
 
-  it('R9 a confirmation recorded before its deadline but applied after it is refused: the timer goes first', async () => {
+  it('applies a confirmation recorded before its deadline even when it is applied after it', async () => {
     const prefix0 = cluster({ queue: { replyTimeoutMs: 200 } });
     const policy = { confirmationTtlMs: 1_500 };
     const api = prefix0.node('api', { policy });
@@ -245,7 +245,7 @@ describe.skipIf(!redis)('dispatch: the review’s findings, fixed', () => {
     expect(done.state).toBe('done');
   });
 
-  it('R10 refuses dispatch with sensitive data and a memory sealer: a worker could not open what the API sealed', async () => {
+  it('refuses dispatch with sensitive data and a memory sealer: a worker could not open what the API sealed', async () => {
     const url = new URL(redis!.url);
     const store = new RedisStore({ url: redis!.url, prefix: redis!.freshPrefix() });
     const dispatch = bullmqDispatch({ connection: { host: url.hostname, port: Number(url.port || 6379) }, queueName: `q-${redis!.freshPrefix()}` });

@@ -12,15 +12,12 @@
  * }
  */
 import { randomUUID } from 'node:crypto';
-import { type AgentMachine, createAgentMachine } from '../../machines/agentMachine.js';
 import { type ModelReservation, type Policy, type Principal, type Provenance, modelReservationSchema, provenanceSchema } from '../../machines/context.js';
 import type { AuditEntry, TranscriptEntry } from '../../machines/journal.js';
 import { systemClock } from '../clock.js';
 import { AgentError, HostRequestError, TaskNotFoundError } from '../errors.js';
-import { createRuntimeActors } from '../runtime/actors/index.js';
 import { modelProvenance } from '../model/agentModel.js';
 import { Privacy } from '../privacy/privacy.js';
-import { RateLimits } from '../runtime/rateLimits.js';
 import { ToolRegistry } from '../runtime/toolRegistry.js';
 import { MemoryStore } from '../store/memoryStore.js';
 import type { TaskSummary } from '../store/summary.js';
@@ -30,6 +27,7 @@ import { Capacity } from './capacity.js';
 import { createTask, taskInput } from './startTask.js';
 import { ExpirySweeper } from './expirySweeper.js';
 import { HookDispatcher, SILENT_LOGGER } from './hooks.js';
+import { driveHere } from './driveHere.js';
 import { NO_TRACING } from '../runtime/tracing.js';
 import { HostEvents, type ReviewResolution } from './hostEvents.js';
 import { type InFlight, LiveTasks } from './liveTasks.js';
@@ -38,8 +36,9 @@ import { type RecoveryReport, recover } from './recovery.js';
 import { type AuditRecord, type TaskStatus, type UserEventResult, statusFrom, statusOfLive } from './status.js';
 import type { RetentionReport, TaskOwner, Tombstone } from '../store/erasure.js';
 import { isErasable } from '../store/taskStore.js';
-import { type EraseTaskRequest, TaskEraser, type UserErasureReport } from './erasure.js';
-import { RetentionSweeper, type RetentionSweepOptions } from './retentionSweeper.js';
+import type { EraseTaskRequest, UserErasureReport } from './erasure.js';
+import { Records } from './records.js';
+import type { RetentionSweepOptions } from './retentionSweeper.js';
 import { Dispatched } from './dispatched.js';
 import type { DispatchWorker, DispatchWorkerOptions } from './dispatch.js';
 
@@ -63,6 +62,7 @@ export class Orchestrator {
   private readonly capacity: Capacity;
   /** With a dispatch: how API calls record work, and the workers of this process (`dispatched.ts`). */
   private readonly dispatched: Dispatched | null = null;
+  private readonly records: Records;
 
   constructor(options: OrchestratorOptions) {
     this.settings = resolveSettings(options, systemClock, () => `task_${randomUUID()}`);
@@ -72,45 +72,11 @@ export class Orchestrator {
     this.registry = new ToolRegistry(options.tools, new Privacy(options.privacy));
     this.store = options.store ?? new MemoryStore();
     this.ownsStore = options.store === undefined;
-    const { clock, random, modelTimeoutMs, backoff } = this.settings;
+    const { clock } = this.settings;
     const logger = options.logger ?? SILENT_LOGGER;
     const hooks = new HookDispatcher(options.hooks ?? {}, logger);
     const tracing = options.tracing ?? NO_TRACING;
-    const actors = createRuntimeActors({
-      tracing,
-      registry: this.registry,
-      model: options.model,
-      clock,
-      random,
-      modelTimeoutMs,
-      backoff,
-      rateLimits: new RateLimits(options.rateLimits),
-      refreshPrincipal: options.refreshPrincipal,
-      task: (taskId) => {
-        const task = this.live.get(taskId);
-        if (!task) throw new AgentError('task_not_live', `task ${taskId} is not running in this process`);
-        return task;
-      },
-    });
-    const machine = createAgentMachine(this.registry.toolkit).provide({ actors }) as AgentMachine;
-    this.live = new LiveTasks({
-      store: this.store,
-      machine,
-      clock,
-      random,
-      inspect: options.inspect,
-      saveRetries: this.settings.saveRetries,
-      lease: this.settings.lease,
-      tracing,
-      onSaved: (summary, saved) => {
-        for (const listener of this.savedListeners) hooks.call('onSaved', summary.taskId, () => listener(summary));
-        hooks.saved(summary, saved);
-      },
-      onListenerError: (error) => logger.warn({ err: safeErrorText(error) }, 'a save listener threw; the task goes on'),
-      onTaskFailure: (taskId, error) =>
-        logger.error({ taskId, code: (error as { code?: unknown }).code ?? null, err: safeErrorText(error) }, 'this process stopped driving the task'),
-      onTakenBack: (taskId) => logger.warn({ taskId }, 'this process took the lost lease back and drives the task again'),
-    });
+    this.live = driveHere({ options, settings: this.settings, registry: this.registry, store: this.store, hooks, logger, tracing, savedListeners: this.savedListeners, live: () => this.live });
     this.capacity = new Capacity(this.settings.capacity, (tenantId) => this.live.running(tenantId));
     this.events = new HostEvents(this.live, this.registry, this.settings.adminScope, this.policy.version);
     if (options.dispatch) {
@@ -123,13 +89,14 @@ export class Orchestrator {
         logger,
         create: (input) => createTask(input, { live: this.live, store: this.store, capacity: this.capacity }),
         sealing: {
-          needed: this.registry.privacy.redacts || options.tools.some((tool) => (tool.sensitive?.args?.length ?? 0) + (tool.sensitive?.output?.length ?? 0) > 0),
+          needed: this.registry.privacy.redacts || this.registry.sensitiveArgumentNames().length > 0 || options.tools.some((tool) => (tool.sensitive?.output?.length ?? 0) > 0),
           durable: this.registry.privacy.sealer.kind === 'keyed',
         },
       });
     }
     const dispatched = this.dispatched;
     this.sweeper = new ExpirySweeper(this.store, this.live, clock, this.settings.expirySweepMs, logger, dispatched ? { wake: dispatched.wake, also: () => dispatched.announceStranded() } : undefined);
+    this.records = new Records({ store: this.store, live: this.live, clock, privacy: this.registry.privacy, dispatched: this.dispatched, isClosed: () => this.closed });
     if (this.settings.retentionSweepMs > 0 && isErasable(this.store)) {
       this.startRetentionSweep({ everyMs: this.settings.retentionSweepMs, onError: (error) => logger.warn({ err: safeErrorText(error) }, 'the retention sweep failed') });
     }
@@ -319,7 +286,7 @@ export class Orchestrator {
   async close(): Promise<void> {
     this.closed = true;
     this.sweeper.stop();
-    this.retentionSweeper?.stop();
+    this.records.stop();
     // Workers stop taking jobs first; the jobs in hand end when their tasks stop below (and go back to the queue).
     const workers = this.dispatched?.stopTaking();
     await this.live.close();
@@ -351,10 +318,7 @@ export class Orchestrator {
     if (this.closed) throw new AgentError('orchestrator_closed', 'this orchestrator was closed');
   }
 
-  // --- erasure and retention (`erasure.ts`, `retentionSweeper.ts`) ------------------------------------------
-
-  /** The periodic retention sweep, once started. */
-  private retentionSweeper: RetentionSweeper | null = null;
+  // --- erasure and retention (`records.ts`) -------------------------------------------------------------------
 
   /**
    * Erases a task: its envelope, both journals, its index entries, quarantine marker and lease go, and a minimal
@@ -368,12 +332,9 @@ export class Orchestrator {
    */
   async erase(taskId: string, request: EraseTaskRequest): Promise<Tombstone> {
     this.assertOpen();
-    // A task whose start is queued: its job (holding its input) goes first; its reservation leaves the tombstone.
-    await this.dispatched?.forgetStart(taskId);
-    const tombstone = await new TaskEraser(this.store, this.live, this.settings.clock).erase(taskId, request);
-    this.forgetSealed([tombstone]);
-    return tombstone;
+    return this.records.erase(taskId, request);
   }
+
 
   /**
    * Erases every task of one user of one tenant, each as `erase` does; tasks it must leave (running, driven
@@ -382,23 +343,15 @@ export class Orchestrator {
    */
   async eraseUser(owner: TaskOwner, request: EraseTaskRequest): Promise<UserErasureReport> {
     this.assertOpen();
-    // Tasks whose start is still queued are in no owner index yet: found by their jobs.
-    const queued: Tombstone[] = [];
-    for (const taskId of (await this.dispatched?.queuedOf(owner)) ?? []) queued.push(await this.erase(taskId, request));
-    const report = await new TaskEraser(this.store, this.live, this.settings.clock).eraseUser(owner, request);
-    this.forgetSealed(report.erased);
-    return queued.length > 0 ? { ...report, erased: [...queued, ...report.erased] } : report;
+    return this.records.eraseUser(owner, request);
   }
 
-  /** Sealed values this process keeps for erased tasks go with them (a memory sealer's). */
-  private forgetSealed(erased: readonly Tombstone[]): void {
-    for (const tombstone of erased) this.registry.privacy.sealer.forget?.(tombstone.taskId);
-  }
 
   /** The tombstone of an erased task, or null (also on a store that cannot erase). */
   async tombstone(taskId: string): Promise<Tombstone | null> {
-    return isErasable(this.store) ? this.store.tombstone(taskId) : null;
+    return this.records.tombstone(taskId);
   }
+
 
   /**
    * Applies the store's retention periods now (see the store's `retention` option): finished tasks past theirs are
@@ -406,10 +359,9 @@ export class Orchestrator {
    */
   async sweepRetention(): Promise<RetentionReport> {
     this.assertOpen();
-    const report = await (this.retentionSweeper ?? new RetentionSweeper(this.store, this.settings.clock, { everyMs: 0 })).sweep();
-    this.forgetSealed(report.erased);
-    return report;
+    return this.records.sweepRetention();
   }
+
 
   /**
    * Runs `sweepRetention` every `everyMs` (default 1 h; 0: never) until `close()` or the returned stop function.
@@ -417,14 +369,9 @@ export class Orchestrator {
    */
   startRetentionSweep(options: RetentionSweepOptions = {}): () => void {
     this.assertOpen();
-    this.retentionSweeper?.stop();
-    const sweeper = new RetentionSweeper(this.store, this.settings.clock, { ...options, stopWhen: () => this.closed });
-    this.retentionSweeper = sweeper;
-    return () => {
-      sweeper.stop();
-      if (this.retentionSweeper === sweeper) this.retentionSweeper = null;
-    };
+    return this.records.startRetentionSweep(options);
   }
+
 }
 
 /** Creates an orchestrator. */

@@ -1,0 +1,70 @@
+/**
+ * What drives tasks in this process, built from the orchestrator's options: the runtime actors (model, tools,
+ * lookups, with their tracing, rate limits and timeouts), the machine they are provided to, and the table of live
+ * tasks with its leases, whose saves reach the host's listeners, hooks and logger.
+ */
+import { type AgentMachine, createAgentMachine } from '../../machines/agentMachine.js';
+import { safeErrorText } from '../../machines/lib/text.js';
+import { AgentError } from '../errors.js';
+import { createRuntimeActors } from '../runtime/actors/index.js';
+import { RateLimits } from '../runtime/rateLimits.js';
+import type { ToolRegistry } from '../runtime/toolRegistry.js';
+import type { Tracing } from '../runtime/tracing.js';
+import type { TaskSummary } from '../store/summary.js';
+import type { TaskStore } from '../store/taskStore.js';
+import type { HookDispatcher, Logger } from './hooks.js';
+import { LiveTasks } from './liveTasks.js';
+import type { OrchestratorOptions, Settings } from './options.js';
+
+export interface DriveHereDeps {
+  options: OrchestratorOptions;
+  settings: Settings;
+  registry: ToolRegistry;
+  store: TaskStore;
+  hooks: HookDispatcher;
+  logger: Logger;
+  tracing: Tracing;
+  savedListeners: ReadonlySet<(summary: TaskSummary) => void>;
+  /** The table being built (the actors find their task in it). */
+  live: () => LiveTasks;
+}
+
+export function driveHere(deps: DriveHereDeps): LiveTasks {
+  const { options, settings, registry, hooks, logger, tracing } = deps;
+  const { clock, random, modelTimeoutMs, backoff } = settings;
+  const actors = createRuntimeActors({
+    tracing,
+    registry,
+    model: options.model,
+    clock,
+    random,
+    modelTimeoutMs,
+    backoff,
+    rateLimits: new RateLimits(options.rateLimits),
+    refreshPrincipal: options.refreshPrincipal,
+    task: (taskId) => {
+      const task = deps.live().get(taskId);
+      if (!task) throw new AgentError('task_not_live', `task ${taskId} is not running in this process`);
+      return task;
+    },
+  });
+  const machine = createAgentMachine(registry.toolkit).provide({ actors }) as AgentMachine;
+  return new LiveTasks({
+    store: deps.store,
+    machine,
+    clock,
+    random,
+    inspect: options.inspect,
+    saveRetries: settings.saveRetries,
+    lease: settings.lease,
+    tracing,
+    onSaved: (summary, saved) => {
+      for (const listener of deps.savedListeners) hooks.call('onSaved', summary.taskId, () => listener(summary));
+      hooks.saved(summary, saved);
+    },
+    onListenerError: (error) => logger.warn({ err: safeErrorText(error) }, 'a save listener threw; the task goes on'),
+    onTaskFailure: (taskId, error) =>
+      logger.error({ taskId, code: (error as { code?: unknown }).code ?? null, err: safeErrorText(error) }, 'this process stopped driving the task'),
+    onTakenBack: (taskId) => logger.warn({ taskId }, 'this process took the lost lease back and drives the task again'),
+  });
+}
