@@ -257,4 +257,22 @@ describe.skipIf(!redis)('dispatch: the review’s findings, fixed', () => {
       await store.close();
     }
   });
+
+  it('eraseUser reports a task a worker drives as skipped, and erases the rest of the user’s tasks', async () => {
+    const blocked = slowRead('gate');
+    const { node } = cluster({ script: () => [reply.call('slow_read', {}), reply.answer('done')] });
+    const api = node('api', { tools: [blocked.tool('api')] });
+    const worker = node('worker', { tools: [blocked.tool('worker')] });
+    // One job at a time: the worker holds busy-1 (its read waits), and queued-1 waits in the queue.
+    worker.orchestrator.createWorker({ concurrency: 1 });
+    await api.orchestrator.start({ principal: SUPPORT, goal: 'held', taskId: 'busy-1' });
+    await until(() => blocked.started.length === 1, 10_000);
+    await api.orchestrator.start({ principal: SUPPORT, goal: 'queued', taskId: 'queued-1' });
+    const report = await api.orchestrator.eraseUser({ tenantId: SUPPORT.tenantId, userId: SUPPORT.userId }, { reason: 'gdpr_erasure' });
+    blocked.release();
+    expect(report.erased.map((t) => t.taskId)).toContain('queued-1');
+    expect(report.erased.map((t) => t.taskId)).not.toContain('busy-1');
+    expect(report.skipped.map((t) => t.taskId)).toEqual(['busy-1']);
+    expect(await api.orchestrator.tombstone('queued-1')).not.toBeNull();
+  });
 });

@@ -2,8 +2,9 @@
  * The layout of a RedisStore's buckets on one server, and what a second review found about it (each reproduced
  * before its fix): a store opened with another number of buckets is refused for every call, erasure and deleteAll
  * included; a bucket of prefix P never shares a hash tag with the store of another prefix ("P:1"); a one-bucket
- * store records its layout too; the inboxes waiting longest come first across buckets; a dispatch whose Redis cannot
- * be reached still closes.
+ * store records its layout too, and refuses bucket data whose record is gone; a store that accepts a data loss writes
+ * the record again; the inboxes waiting longest come first across buckets; a dispatch whose Redis cannot be reached
+ * still closes.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { bullmqDispatch } from '../src/dispatch/bullmqDispatch.js';
@@ -15,6 +16,7 @@ import { reply, scriptedModel } from '../src/testing/scriptedModel.js';
 import { freePort, useTestRedis } from './support/redis.js';
 
 const redis = await useTestRedis();
+afterAll(() => redis?.stop());
 const principal = { userId: 'u', tenantId: 't', scopes: [] };
 const erasure = { reason: 'gdpr_erasure', at: Date.now(), by: 'dpo' };
 
@@ -33,7 +35,6 @@ describe.skipIf(!redis)('RedisStore buckets on one server', () => {
   };
   afterAll(async () => {
     for (const prefix of prefixes) await redis!.deleteKeys(prefix);
-    await redis!.stop();
   });
 
   it('refuses a store with another number of buckets for every call: erase, eraseUser, retention, deleteAll, leases', async () => {
@@ -116,4 +117,34 @@ describe.skipIf(!redis)('RedisStore buckets on one server', () => {
     const closed = await Promise.race([dispatch.close().then(() => 'closed'), new Promise((resolve) => setTimeout(() => resolve('still closing after 5 s'), 5_000))]);
     expect(closed).toBe('closed');
   }, 15_000);
+});
+
+describe.skipIf(!redis)('RedisStore buckets after a loss of the layout record', () => {
+  it('refuses a one-bucket store on bucket data whose record is gone, instead of recording 1', async () => {
+    const prefix = redis!.freshPrefix();
+    const four = new RedisStore({ url: redis!.url, prefix, buckets: 4 });
+    await seed(four, ['a', 'b']);
+    await redis!.connect().del(`{${prefix}}:layout`);
+    const one = new RedisStore({ url: redis!.url, prefix });
+    await expect(one.list()).rejects.toMatchObject({ code: 'store_layout_mismatch', message: expect.stringContaining('layout record') });
+    expect(await redis!.connect().get(`{${prefix}}:layout`)).toBeNull();
+    await four.close();
+    await one.close();
+    await redis!.deleteKeys(prefix);
+  });
+
+  it('writes the record again when a store accepts a data loss', async () => {
+    const prefix = redis!.freshPrefix();
+    const four = new RedisStore({ url: redis!.url, prefix, buckets: 4 });
+    await seed(four, ['a']);
+    await redis!.deleteKeys(prefix);
+    await four.acceptDataLoss();
+    expect(await redis!.connect().get(`{${prefix}}:layout`)).toBe('4');
+    await seed(four, ['b']);
+    const again = new RedisStore({ url: redis!.url, prefix, buckets: 4 });
+    expect((await again.list()).map((s) => s.taskId)).toEqual(['b']);
+    await four.close();
+    await again.close();
+    await redis!.deleteKeys(prefix);
+  });
 });

@@ -60,6 +60,9 @@ class TaskBusyRetry extends Error {
 /** States in which a start job still means "not created by a worker yet, or being created". */
 const PENDING_STATES = new Set(['waiting', 'delayed', 'prioritized', 'active', 'waiting-children']);
 
+/** How long after a failed subscribe the wake-up subscriber is tried again (ms). */
+const SUBSCRIBE_RETRY_MS = 2_000;
+
 /** How long the waiting count is trusted for `assertRoom` (ms). */
 const DEPTH_CACHE_MS = 200;
 
@@ -240,8 +243,15 @@ export class BullmqDispatch implements Dispatch {
       await subscriber.subscribe(this.channel);
     } catch (error) {
       this.options.onError?.(error instanceof Error ? error : new Error(String(error)));
-      // Tried again by the next worker created.
-      this.subscriber = null;
+      this.subscriberClient?.disconnect();
+      this.subscriberClient = null;
+      // Tried again in a while (events reach their tasks by their jobs meanwhile, only later).
+      if (!this.closed) {
+        const retry = setTimeout(() => {
+          if (!this.closed) this.subscriber = this.subscribe();
+        }, SUBSCRIBE_RETRY_MS);
+        retry.unref();
+      }
     }
   }
 

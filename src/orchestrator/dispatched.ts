@@ -68,7 +68,7 @@ export class Dispatched {
       await dispatch.enqueue({ kind: 'start', taskId: input.taskId, input });
     } catch (error) {
       // Given back only if the job is not there: a reply lost after the job was written must not free the id.
-      const queued = await dispatch.pendingStart(input.taskId).catch(() => undefined);
+      const queued = await dispatch.pendingStart(input.taskId).catch(() => dispatch.pendingStart(input.taskId)).catch(() => undefined);
       if (queued === null) await this.inbox.reserve(input.taskId, true).catch(() => {});
       throw error;
     }

@@ -4,6 +4,7 @@
  * dispatch included, and what a memory sealer kept of the erased tasks dropped with them.
  */
 import type { Clock } from '../clock.js';
+import { FencedOutError, TaskBusyError, TaskRunningError } from '../errors.js';
 import type { Privacy } from '../privacy/privacy.js';
 import type { RetentionReport, TaskOwner, Tombstone } from '../store/erasure.js';
 import { type TaskStore, isErasable } from '../store/taskStore.js';
@@ -36,12 +37,23 @@ export class Records {
   }
 
   async eraseUser(owner: TaskOwner, request: EraseTaskRequest): Promise<UserErasureReport> {
-    // Tasks whose start is still queued are in no owner index yet: found by their jobs.
+    // Tasks whose start is still queued are in no owner index yet: found by their jobs. Those a worker has created
+    // meanwhile are left to the pass over the owner index below, which skips (and reports) what is driven.
     const queued: Tombstone[] = [];
-    for (const taskId of (await this.deps.dispatched?.queuedOf(owner)) ?? []) queued.push(await this.erase(taskId, request));
+    const skipped: UserErasureReport['skipped'] = [];
+    for (const taskId of (await this.deps.dispatched?.queuedOf(owner)) ?? []) {
+      if (await this.deps.store.load(taskId).catch(() => null)) continue;
+      try {
+        queued.push(await this.erase(taskId, request));
+      } catch (error) {
+        // A worker creating it right now holds its lease: retry later, as for any task driven elsewhere.
+        if (!(error instanceof TaskBusyError || error instanceof TaskRunningError || error instanceof FencedOutError)) throw error;
+        skipped.push({ taskId, code: error.code, message: error.message });
+      }
+    }
     const report = await this.eraser().eraseUser(owner, request);
     this.forgetSealed(report.erased);
-    return queued.length > 0 ? { ...report, erased: [...queued, ...report.erased] } : report;
+    return { erased: [...queued, ...report.erased], skipped: [...skipped, ...report.skipped.filter((s) => !skipped.some((q) => q.taskId === s.taskId))] };
   }
 
   async tombstone(taskId: string): Promise<Tombstone | null> {

@@ -8,14 +8,14 @@ import type { Redis } from 'ioredis';
 import type { RedisCall } from './redisConnection.js';
 import { scanNodes } from './redisConnection.js';
 
-/** Calls `each` with every batch of keys matching `pattern`, with the node that holds them. */
-export async function scanKeys(client: Redis, pattern: string, call: RedisCall, each: (node: Redis, keys: string[]) => Promise<void>): Promise<void> {
+/** Calls `each` with every batch of keys matching `pattern`, with the node that holds them, until it answers true. */
+export async function scanKeys(client: Redis, pattern: string, call: RedisCall, each: (node: Redis, keys: string[]) => Promise<boolean | void>): Promise<void> {
   for (const node of await call('discovery of the cluster\'s masters', () => scanNodes(client))) {
     let cursor = '0';
     do {
       const [next, found] = await call('scan of the keys under the prefix', () => node.scan(cursor, 'MATCH', pattern, 'COUNT', 500));
       cursor = next;
-      if (found.length > 0) await each(node, found);
+      if (found.length > 0 && (await each(node, found)) === true) return;
     } while (cursor !== '0');
   }
 }

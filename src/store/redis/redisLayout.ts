@@ -13,6 +13,8 @@ import type { Redis } from 'ioredis';
 import { AgentError, HostRequestError } from '../../errors.js';
 import type { RedisCall } from './redisConnection.js';
 import type { RedisKeys } from './redisKeys.js';
+import { scanKeys } from './redisDeleteAll.js';
+import { globEscape } from './redisErasure.js';
 
 /** The most buckets a store takes (a cluster has 16,384 slots; a listing asks every bucket). */
 export const MAX_BUCKETS = 1_024;
@@ -72,6 +74,13 @@ export class RedisLayout {
     this.verified = null;
   }
 
+  /** After an accepted data loss: records this store's number if there is no record (refused if another is there). */
+  async adopt(): Promise<void> {
+    const previous = await this.call(`write of the layout record ${this.key}`, () => this.client.set(this.key, String(this.buckets), 'NX', 'GET'));
+    if (previous !== null && previous !== String(this.buckets)) throw new StoreLayoutError(this.prefix, this.buckets, previous);
+    this.verified = Promise.resolve();
+  }
+
   private async verify(): Promise<void> {
     const recorded = await this.call(`read of the layout record ${this.key}`, () => this.client.get(this.key));
     if (recorded !== null) {
@@ -80,18 +89,31 @@ export class RedisLayout {
     }
     // No record: data of a one-bucket store of an earlier version (under {prefix} itself), or nothing yet.
     const single = await this.call('read of the one-bucket data', () => this.client.exists(this.root.epoch, this.root.updated, this.root.erased));
-    if (this.buckets > 1) {
-      if (single > 0) throw new StoreLayoutError(this.prefix, this.buckets, '1');
-      // One key per command: the buckets' epoch markers are in as many slots (done once, when there is no record).
-      const bucketed = await this.call('read of the bucket data', () => Promise.all(this.parts.map((keys) => this.client.exists(keys.epoch))));
-      if (bucketed.some((n) => n > 0)) {
-        throw new AgentError(
-          'store_layout_mismatch',
-          `the data under {${this.prefix}} is spread over buckets, but its layout record ${this.key} is gone; set it again to the number of buckets it was saved with (SET ${this.key} <n>)`,
-        );
-      }
+    if (this.buckets > 1 && single > 0) throw new StoreLayoutError(this.prefix, this.buckets, '1');
+    // Bucket data whose record is gone (lost with its master, deleted by hand): whatever this store's number, it
+    // cannot tell the right one. Looked for only when there is no record (a first start, or after such a loss).
+    if (await this.bucketDataExists()) {
+      throw new AgentError(
+        'store_layout_mismatch',
+        `the data under {${this.prefix}} is spread over buckets, but its layout record ${this.key} is gone; set it again to the number of buckets it was saved with (SET ${this.key} <n>)`,
+      );
     }
     const previous = await this.call(`write of the layout record ${this.key}`, () => this.client.set(this.key, String(this.buckets), 'NX', 'GET'));
     if (previous !== null && previous !== String(this.buckets)) throw new StoreLayoutError(this.prefix, this.buckets, previous);
+  }
+
+  /** Whether any key of any bucket of the prefix exists: this store's buckets' epochs, then a scan for `{prefix{*`. */
+  private async bucketDataExists(): Promise<boolean> {
+    if (this.buckets > 1) {
+      // One key per command: the buckets' epoch markers are in as many slots.
+      const epochs = await this.call('read of the bucket data', () => Promise.all(this.parts.map((keys) => this.client.exists(keys.epoch))));
+      if (epochs.some((n) => n > 0)) return true;
+    }
+    let found = false;
+    await scanKeys(this.client, `${globEscape(`{${this.prefix}{`)}*`, this.call, async () => {
+      found = true;
+      return true;
+    });
+    return found;
   }
 }

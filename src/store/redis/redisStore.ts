@@ -231,7 +231,9 @@ export class RedisStore implements ErasableTaskStore {
    * }
    */
   async acceptDataLoss(): Promise<string> {
-    await this.layout.checked();
+    // The layout record may have gone with the data set: this store's number is recorded again (refused if another
+    // store recorded a different one since), as the operator accepts the data set as it is now.
+    await this.layout.adopt();
     const epochs: string[] = [];
     for (const part of this.parts) epochs.push(await part.acceptDataLoss());
     return epochs.join(',');
