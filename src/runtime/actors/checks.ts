@@ -33,7 +33,8 @@ export async function runCheck(host: ActorHost, hook: Hook, input: CheckActorInp
   const args = parseArguments(privacy, scopeOf(host.task(input.taskId).context()), tool as Tool, input.call.args);
   if (!args.ok) return { ok: false, code: args.code, summary: args.summary };
   const ctx: ValidationContext = { taskId: input.taskId, principal: input.principal, signal };
-  const timed = await runWithTimeout(host.clock, tool.timeoutMs, signal, async (s) => run(args.value, { ...ctx, signal: s })).catch(
+  // Not wrapped in an async function: a hook that answers synchronously is taken as is, with no timer.
+  const timed = await runWithTimeout(host.clock, tool.timeoutMs, signal, (s) => run(args.value, { ...ctx, signal: s })).catch(
     (error: unknown) => ({ kind: 'error' as const, error }),
   );
   if (timed.kind === 'done') {
