@@ -88,7 +88,7 @@ export interface Dispatch {
 }
 
 /**
- * A job id for the queue: reversible (the task id in base64url, which never holds ":", which BullMQ refuses), and
+ * A job id for the queue: the task id in base64url (it never holds ":", which BullMQ refuses in ids), and
  * deterministic per request, so that recording one twice records it once.
  */
 export function jobIdOf(job: DriveJob, suffix = ''): string {
@@ -101,10 +101,4 @@ export function jobIdOf(job: DriveJob, suffix = ''): string {
     case 'wake':
       return `w.${task}.${job.at}${suffix}`;
   }
-}
-
-/** The task id a job id names, or null for an id this module did not make. */
-export function taskIdOfJob(jobId: string): string | null {
-  const match = /^[sew]\.([A-Za-z0-9_-]+)(?:\.|$)/.exec(jobId);
-  return match ? Buffer.from(match[1]!, 'base64url').toString('utf8') : null;
 }

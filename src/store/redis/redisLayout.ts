@@ -13,7 +13,7 @@ import type { Redis } from 'ioredis';
 import { AgentError, HostRequestError } from '../../errors.js';
 import type { RedisCall } from './redisConnection.js';
 import type { RedisKeys } from './redisKeys.js';
-import { scanKeys } from './redisDeleteAll.js';
+import { scanKeys } from './redisScans.js';
 import { globEscape } from './redisErasure.js';
 
 /** The most buckets a store takes (a cluster has 16,384 slots; a listing asks every bucket). */

@@ -16,7 +16,7 @@ import { DEFAULT_REDIS_URL, type RedisClientBounds, createRedisClient, describeR
 import type { OwnerIndexReport, RetentionDue } from './redisErasure.js';
 import { RedisLayout, bucketOf, checkBuckets } from './redisLayout.js';
 import { redisBucketKeys, redisKeys } from './redisKeys.js';
-import { deleteMatching, scanKeys } from './redisDeleteAll.js';
+import { deleteMatching, scanKeys } from './redisScans.js';
 import { globEscape } from './redisErasure.js';
 import type { RedisCall } from './redisConnection.js';
 import { defineStoreScripts } from './redisScripts.js';
