@@ -27,6 +27,73 @@ describe('the audit of one save in its stream message', () => {
     expect(unpackAudit(JSON.parse(packAudit(entries)))).toEqual(entries);
   });
 
+  it('keeps a call named by several entries once, and gives each entry back its keys in their order', () => {
+    const call = { toolVersion: 'contract:abc', callId: 'call_1', tool: 'find', argsHash: `sha256:${'a'.repeat(64)}` };
+    const entries = [
+      entry('gate', { ...call, gate: 'schema' }),
+      { at: 3, turn: 2, ...stamp, toolVersion: 'contract:abc', kind: 'check_started', gate: 'business', callId: 'call_1', tool: 'find', argsHash: call.argsHash },
+      // A tool's end has no arguments hash: it still takes its call's other keys.
+      { at: 4, turn: 2, ...stamp, toolVersion: 'contract:abc', kind: 'tool_finished', callId: 'call_1', tool: 'find', code: 'ok' },
+      // The same id with another hash (never made by the chart) keeps its own values.
+      entry('gate', { ...call, argsHash: 'sha256:other' }),
+      entry('gate', { callId: 'call_2', tool: 'find', argsHash: 'sha256:lonely' }),
+      entry('gate', { callId: null, tool: null, argsHash: null }),
+    ];
+    const text = packAudit(entries);
+    expect(text.split(call.argsHash)).toHaveLength(2);
+    expect(text.split('contract:abc')).toHaveLength(3); // in `calls`, and in the entry that differs
+    expect(text.length).toBeLessThan(JSON.stringify(entries).length * 0.75);
+    const back = unpackAudit(JSON.parse(text))!;
+    expect(back.map((e) => JSON.stringify(e))).toEqual(entries.map((e) => JSON.stringify(e)));
+  });
+
+  it('keeps times as offsets from the first entry, and any time that is not a safe integer as it was', () => {
+    const entries = [entry('a', { at: 1_000_000 }), entry('b', { at: 999_998 }), entry('c', { at: 1.5 }), entry('d', { at: 'noon' }), { kind: 'no_time' }];
+    const text = packAudit(entries);
+    expect(text).not.toContain('999998');
+    const back = unpackAudit(JSON.parse(text))!;
+    expect(back.map((e) => JSON.stringify(e))).toEqual(entries.map((e) => JSON.stringify(e)));
+  });
+
+  it('reads back exactly what it packed, for any mix of entries', () => {
+    let seed = 7;
+    const random = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
+    const pick = <T>(values: readonly T[]) => values[Math.floor(random() * values.length)]!;
+    const values = [null, 0, 1, '', 'x', 'call_1', 'call_2', 'sha256:1', 'contract:1', { a: 1 }, [0], true, 1.5, -3];
+    const keys = ['at', 'turn', 'model', 'prompt', 'policy', 'session', 'toolVersion', 'kind', 'callId', 'tool', 'argsHash', 'extra'];
+    for (let round = 0; round < 500; round++) {
+      const entries = Array.from({ length: 1 + Math.floor(random() * 8) }, () => {
+        if (random() < 0.05) return pick(values);
+        const row: Record<string, unknown> = random() < 0.7 ? { at: 100 + Math.floor(random() * 10), turn: 1, ...stamp } : {};
+        for (const key of keys) if (random() < 0.5) row[key] = pick(values);
+        return row;
+      });
+      const text = packAudit(entries);
+      const back = unpackAudit(JSON.parse(text));
+      expect(JSON.stringify(back)).toBe(JSON.stringify(entries));
+    }
+  });
+
+  it('refuses a packed message whose references do not add up', () => {
+    const call = { toolVersion: 'v', callId: 'c', tool: 't', argsHash: 'h' };
+    const message = JSON.parse(packAudit([entry('a', call), entry('b', call)]));
+    expect(unpackAudit(message)).not.toBeNull();
+    expect(unpackAudit({ ...message, called: [[0, 5]] })).toBeNull();
+    expect(unpackAudit({ ...message, rows: [{ ...message.rows[0], tool: 'forged' }, message.rows[1]] })).toBeNull();
+    expect(unpackAudit({ ...message, since: 'later' })).toBeNull();
+    expect(unpackAudit({ ...message, stamp: undefined })).toBeNull();
+  });
+
+  it('reads a message packed before calls and times were (the stamp alone, under `entries`)', () => {
+    const { model: _m, prompt: _p, policy: _po, session: _s, ...bare } = entry('gate', { callId: 'c', tool: 't', argsHash: 'h' });
+    const legacy = { stamp, shared: [0, 1], entries: [bare, bare] };
+    expect(unpackAudit(legacy)).toEqual([entry('gate', { callId: 'c', tool: 't', argsHash: 'h' }), entry('gate', { callId: 'c', tool: 't', argsHash: 'h' })]);
+    // The packed form keeps its entries under another name, so a version that knows only the stamp refuses it.
+    const packed = JSON.parse(packAudit(legacy.entries.map(() => entry('gate', { callId: 'c', tool: 't', argsHash: 'h' }))));
+    expect(packed.entries).toBeUndefined();
+    expect(unpackAudit({ ...packed, entries: packed.rows })).toBeNull();
+  });
+
   it('refuses a message that is neither form', () => {
     expect(unpackAudit({ entries: [] })).toBeNull();
     expect(unpackAudit('text')).toBeNull();

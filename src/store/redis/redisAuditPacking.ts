@@ -1,49 +1,193 @@
 /**
- * How the audit entries of one save are kept in their Redis stream message. Every entry of agent/5 on carries the
- * same stamp (model, prompt, policy, session) as the others of its save, except the few a user's event caused: the
- * stamp is kept once per message and left out of the entries that share it, which keeps about a third of the audit's
- * bytes out of Redis. Reading puts it back, so what `readJournal` returns is what was saved.
+ * How the audit entries of one save are kept in their Redis stream message. The entries of one save repeat a lot:
+ * every entry of agent/5 on carries the same stamp (model, prompt, policy, session) as the others of its save,
+ * except the few a user's event caused, and the entries about one call repeat its id, tool, tool version and
+ * arguments hash (a round of one read makes about ten). Both are kept once per message:
  *
- * A message is a JSON array (unpacked: older saves, and saves whose entries share no stamp) or
- * `{ "stamp": {...}, "shared": [indexes], "entries": [...] }`, where the entries at `shared` take the stamp.
+ * - the stamp once, left out of the entries that share it (listed in `shared`);
+ * - each call several entries name (the values of `callId`, `tool`, `toolVersion`, `argsHash` they have) once, in
+ *   `calls`; an entry listed in `called` as `[entry, call]` keeps those keys, in their place, with the value 0;
+ * - times as offsets from the first entry's (`since`), except in the entries listed in `absolute`.
+ *
+ * That keeps about 40% of the audit's bytes out of Redis. Reading puts everything back, keys in their order, so
+ * what `readJournal` returns is what was saved.
+ *
+ * A message is a JSON array (unpacked: older saves, and saves whose entries share nothing) or
+ * `{ "stamp"?: {...}, "shared": [indexes], "since"?: ms, "absolute"?: [indexes], "calls"?: [{...}], "called"?: [[index, call]],
+ * "rows": [...] }`. Messages written before calls and times were packed, `{ "stamp", "shared", "entries" }`, read as
+ * before; the entries are under another name now so that an earlier version refuses a message it would misread.
  */
 const STAMP_KEYS = ['model', 'prompt', 'policy', 'session'] as const;
+const CALL_KEYS = ['toolVersion', 'callId', 'tool', 'argsHash'] as const;
+const STAMP_SET = new Set<string>(STAMP_KEYS);
+const CALL_SET = new Set<string>(CALL_KEYS);
+/** What a packed entry holds in place of a call key's value. */
+const PLACEHOLDER = 0;
 
 type Row = Record<string, unknown>;
 
 const isRow = (value: unknown): value is Row => typeof value === 'object' && value !== null && !Array.isArray(value);
 
-/** The stream message text of one save's audit entries. */
-export function packAudit(entries: readonly unknown[]): string {
-  const plain = () => `[${entries.map((entry) => JSON.stringify(entry) ?? 'null').join(',')}]`;
-  const first = entries[0];
-  if (entries.length < 2 || !isRow(first) || !STAMP_KEYS.every((key) => key in first)) return plain();
-  const stamp = STAMP_KEYS.map((key) => JSON.stringify(first[key]));
-  const shares = (entry: unknown): entry is Row => isRow(entry) && STAMP_KEYS.every((key, i) => key in entry && JSON.stringify(entry[key]) === stamp[i]);
-  const shared: number[] = [];
-  const packed = entries.map((entry, index) => {
-    if (!shares(entry)) return entry;
-    shared.push(index);
-    const { model: _model, prompt: _prompt, policy: _policy, session: _session, ...rest } = entry;
-    return rest;
-  });
-  return JSON.stringify({ stamp: Object.fromEntries(STAMP_KEYS.map((key) => [key, first[key]])), shared, entries: packed });
+/** Equal as JSON: the same value (most stamps of one save are the same objects), or the same JSON text. */
+const sameJson = (a: unknown, b: unknown) => a === b || (typeof a === 'object' && typeof b === 'object' && JSON.stringify(a) === JSON.stringify(b));
+
+/** The call an entry names, by the call keys it has, when its `callId` is a string and each of them a string or null. */
+function callKeysOf(entry: Row): Row | null {
+  if (typeof entry.callId !== 'string') return null;
+  const keys: Row = {};
+  for (const name of CALL_KEYS) {
+    if (!(name in entry)) continue;
+    const value = entry[name];
+    if (value !== null && typeof value !== 'string') return null;
+    keys[name] = value;
+  }
+  return keys;
 }
 
-/** The entries of a parsed stream message, or null when it is neither form. */
+/**
+ * For each entry, the index in `calls` of the identity it shares with other entries (or -1): one identity per call id,
+ * the union of the call keys its entries have (an entry may lack some, e.g. a tool's end has no arguments hash); an
+ * entry whose value differs from its call's keeps its own.
+ */
+function callReferences(entries: readonly unknown[], calls: Row[]): number[] {
+  const byId = new Map<string, number>();
+  const refs = entries.map((entry) => {
+    const keys = isRow(entry) ? callKeysOf(entry) : null;
+    if (!keys) return -1;
+    const id = keys.callId as string;
+    let at = byId.get(id);
+    if (at === undefined) {
+      at = calls.push({ ...keys }) - 1;
+      byId.set(id, at);
+      return at;
+    }
+    const call = calls[at]!;
+    for (const [name, value] of Object.entries(keys)) if (name in call && call[name] !== value) return -1;
+    Object.assign(call, keys);
+    return at;
+  });
+  // Only an identity several entries share gains from being kept once; the others are dropped and renumbered.
+  const uses = new Array<number>(calls.length).fill(0);
+  for (const at of refs) if (at >= 0) uses[at]! += 1;
+  const renumbered = uses.map(() => -1);
+  const kept: Row[] = [];
+  calls.forEach((call, at) => {
+    if (uses[at]! > 1) renumbered[at] = kept.push(call) - 1;
+  });
+  calls.splice(0, calls.length, ...kept);
+  return refs.map((at) => (at >= 0 ? renumbered[at]! : -1));
+}
+
+/** The stream message text of one save's audit entries. */
+export function packAudit(entries: readonly unknown[]): string {
+  if (entries.length < 2) return plain(entries);
+  const first = entries[0];
+  const stamped = isRow(first) && STAMP_KEYS.every((key) => key in first);
+  const calls: Row[] = [];
+  const refs = callReferences(entries, calls);
+  const since = isRow(first) && Number.isSafeInteger(first.at) ? (first.at as number) : null;
+  const shared: number[] = [];
+  const called: [number, number][] = [];
+  const absolute: number[] = [];
+  const packed = entries.map((entry, index) => {
+    if (!isRow(entry)) return entry;
+    const stampShared = stamped && STAMP_KEYS.every((key) => key in entry && sameJson(entry[key], (first as Row)[key]));
+    if (stampShared) shared.push(index);
+    let offset = false;
+    if (since !== null && 'at' in entry) {
+      offset = Number.isSafeInteger(entry.at) && Number.isSafeInteger((entry.at as number) - since);
+      if (!offset) absolute.push(index);
+    }
+    const ref = refs[index]!;
+    if (ref >= 0) called.push([index, ref]);
+    if (!stampShared && !offset && ref < 0) return entry;
+    // One new object per entry, its keys in their order.
+    const out: Row = {};
+    for (const key of Object.keys(entry)) {
+      if (stampShared && STAMP_SET.has(key)) continue;
+      if (key === 'at' && offset) out.at = (entry.at as number) - since!;
+      else if (ref >= 0 && CALL_SET.has(key)) out[key] = PLACEHOLDER;
+      else out[key] = entry[key];
+    }
+    return out;
+  });
+  if (shared.length === 0 && called.length === 0) return plain(entries);
+  const message: Row = {};
+  if (shared.length > 0) message.stamp = Object.fromEntries(STAMP_KEYS.map((key) => [key, (first as Row)[key]]));
+  message.shared = shared;
+  if (since !== null) {
+    message.since = since;
+    if (absolute.length > 0) message.absolute = absolute;
+  }
+  if (called.length > 0) {
+    message.calls = calls;
+    message.called = called;
+  }
+  message.rows = packed;
+  return JSON.stringify(message);
+}
+
+function plain(entries: readonly unknown[]): string {
+  return `[${entries.map((entry) => JSON.stringify(entry) ?? 'null').join(',')}]`;
+}
+
+/** The entries of a parsed stream message, or null when it is neither form (or a packed one that does not add up). */
 export function unpackAudit(message: unknown): unknown[] | null {
   if (Array.isArray(message)) return message;
-  if (!isRow(message) || !isRow(message.stamp) || !Array.isArray(message.shared) || !Array.isArray(message.entries)) return null;
-  const stamp = message.stamp;
+  if (!isRow(message) || !Array.isArray(message.shared)) return null;
+  // `rows`: packed with calls and times; `entries`: the stamp alone (before 0.4.0).
+  const entries = message.rows ?? message.entries;
+  const { stamp } = message;
+  if (!Array.isArray(entries) || (message.rows !== undefined && message.entries !== undefined)) return null;
+  if (message.shared.length > 0 && !isRow(stamp)) return null;
+  const calls = message.calls ?? [];
+  const called = message.called ?? [];
+  if (!Array.isArray(calls) || !Array.isArray(called)) return null;
   const shared = new Set(message.shared);
-  return message.entries.map((entry, index) => {
-    if (!isRow(entry) || !shared.has(index)) return entry;
-    // The stamp goes back where it was: after `at` and `turn`, before the entry's own fields.
-    const whole: Row = {};
-    if ('at' in entry) whole.at = entry.at;
-    if ('turn' in entry) whole.turn = entry.turn;
-    Object.assign(whole, stamp);
-    for (const [key, value] of Object.entries(entry)) if (key !== 'at' && key !== 'turn') whole[key] = value;
-    return whole;
-  });
+  const since = message.since ?? null;
+  if (since !== null && typeof since !== 'number') return null;
+  const absolute = new Set(Array.isArray(message.absolute) ? message.absolute : []);
+  const callOf = new Map<number, Row>();
+  for (const pair of called) {
+    if (!Array.isArray(pair) || pair.length !== 2) return null;
+    const call = calls[pair[1]];
+    if (!isRow(call) || typeof pair[0] !== 'number') return null;
+    callOf.set(pair[0], call);
+  }
+  const whole: unknown[] = [];
+  for (let index = 0; index < entries.length; index++) {
+    const entry = entries[index];
+    const call = callOf.get(index);
+    if (!isRow(entry)) {
+      if (call || shared.has(index)) return null;
+      whole.push(entry);
+      continue;
+    }
+    let out: Row = entry;
+    if (call || (since !== null && 'at' in entry && !absolute.has(index))) out = { ...entry };
+    if (call) {
+      for (const [name, value] of Object.entries(call)) {
+        if (!(name in out)) continue;
+        if (out[name] !== PLACEHOLDER) return null;
+        out[name] = value;
+      }
+    }
+    if (since !== null && 'at' in out && !absolute.has(index)) {
+      if (typeof out.at !== 'number') return null;
+      out.at = since + out.at;
+    }
+    if (shared.has(index)) out = withStamp(out, stamp as Row);
+    whole.push(out);
+  }
+  return whole;
+}
+
+/** The stamp goes back where it was: after `at` and `turn`, before the entry's own fields. */
+function withStamp(entry: Row, stamp: Row): Row {
+  const whole: Row = {};
+  if ('at' in entry) whole.at = entry.at;
+  if ('turn' in entry) whole.turn = entry.turn;
+  Object.assign(whole, stamp);
+  for (const [key, value] of Object.entries(entry)) if (key !== 'at' && key !== 'turn') whole[key] = value;
+  return whole;
 }
