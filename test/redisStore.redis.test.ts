@@ -352,6 +352,32 @@ describe.skipIf(!redis)('RedisStore', () => {
       expect((await store.load('t-bad'))!.revision).toBe(1);
     });
 
+    it('refuses, before writing anything, a save into journal keys of another Redis type', async () => {
+      const k = redisKeys(prefix);
+      const before = (await store.load('t-bad'))!;
+      const untouched = async () => {
+        expect((await store.load('t-bad'))!.revision).toBe(before.revision);
+        expect(await client.hget(k.task('t-bad'), 'transcriptLength')).toBe(String(before.journal.transcript));
+      };
+      // The audit stream is a string: the append (the first write) is refused, naming the key.
+      const audit = await client.dumpBuffer(k.audit('t-bad'));
+      const messages = await client.xlen(k.audit('t-bad'));
+      await client.del(k.audit('t-bad'));
+      await client.set(k.audit('t-bad'), 'x');
+      const withBoth = nextRequest(before, { audit: [marker(1)], transcript: [marker(2)] });
+      await expect(store.save(withBoth)).rejects.toThrow(k.audit('t-bad'));
+      await untouched();
+      expect(await client.llen(k.transcript('t-bad'))).toBe(before.journal.transcript);
+      await client.del(k.audit('t-bad'));
+      await client.restore(k.audit('t-bad'), 0, audit!);
+      // The transcript list is a set: a save that appends to it measures it first.
+      await client.del(k.transcript('t-bad'));
+      await client.sadd(k.transcript('t-bad'), 'x');
+      await expect(store.save(withBoth)).rejects.toThrow(k.transcript('t-bad'));
+      await untouched();
+      expect(await client.xlen(k.audit('t-bad'))).toBe(messages);
+    });
+
     it('refuses a journal entry that is not JSON', async () => {
       await client.lset(redisKeys(prefix).transcript('t-bad'), 0, 'not json');
       await expect(store.readJournal('t-bad', 'transcript')).rejects.toBeInstanceOf(CorruptTaskError);

@@ -50,18 +50,21 @@ function check(tool: string, rules: ToolRules | undefined, args: Json, task: Tas
   if (!rules) return { ok: false, code: 'unknown_tool', summary: `no tool named ${tool} is installed` };
   const parsed = parse(rules, args, task);
   if (!parsed.success) return { ok: false, code: 'invalid_arguments', summary: parsed.summary };
+  let text: string;
   let value: Json;
   try {
-    value = toJson(parsed.data);
+    text = canonicalJson(parsed.data);
+    value = JSON.parse(text) as Json;
   } catch (error) {
     return { ok: false, code: 'invalid_arguments', summary: safeErrorText(error) };
   }
   // The executors parse these arguments again before running them. A schema whose output does not parse to itself
-  // (a transform) would run other arguments than the ones hashed, confirmed and keyed.
+  // (a transform) would run other arguments than the ones hashed, confirmed and keyed. (Canonical JSON parses back to
+  // a value with the same canonical JSON, so `text` is that of `value` too.)
   const again = parse(rules, value, task);
   let same = false;
   try {
-    same = again.success && canonicalJson(toJson(again.data)) === canonicalJson(value);
+    same = again.success && canonicalJson(again.data) === text;
   } catch {
     same = false;
   }

@@ -104,13 +104,21 @@ export class MemoryStore implements ErasableTaskStore {
       throw new RevisionConflictError(envelope.taskId, expectedRevision, row?.revision ?? null);
     }
     if (row) checkSameOwner(envelope.taskId, row.summary, envelope.summary);
-    const audit = [...(row?.audit ?? []), ...request.append.audit.map(serialize)];
-    const transcript = [...(row?.transcript ?? []), ...request.append.transcript.map(serialize)];
-    if (audit.length !== envelope.journal.audit || transcript.length !== envelope.journal.transcript) {
+    const audit = row?.audit ?? [];
+    const transcript = row?.transcript ?? [];
+    const { append } = request;
+    if (audit.length + append.audit.length !== envelope.journal.audit || transcript.length + append.transcript.length !== envelope.journal.transcript) {
       throw new RevisionConflictError(envelope.taskId, expectedRevision, row?.revision ?? null);
     }
+    // Everything that can fail (a value JSON cannot carry) before the first change: a refused save changes nothing.
+    const text = serialize(envelope);
+    const auditTexts = append.audit.map(serialize);
+    const transcriptTexts = append.transcript.map(serialize);
+    // The journals grow in place (nothing outside the store holds them): a save costs what it appends, not what is kept.
+    for (const entry of auditTexts) audit.push(entry);
+    for (const entry of transcriptTexts) transcript.push(entry);
     this.rows.set(envelope.taskId, {
-      envelope: serialize(envelope),
+      envelope: text,
       revision: envelope.revision,
       // A copy: the caller's envelope (and what list() hands out) must not alias the stored row.
       summary: { ...envelope.summary },

@@ -26,6 +26,9 @@ import { type StoreScripts, scriptError } from './redisScripts.js';
 import { checkSaveRequest } from '../storeChecks.js';
 import type { JournalStream, ListQuery, SaveRequest } from '../taskStore.js';
 
+/** The save script's list of state names, aligned with the state index keys (`stateIndexKeys`). */
+const STATE_NAMES = TASK_STATES.join(',');
+
 export class RedisBucket {
   readonly leases: RedisLeaseManager;
   readonly inbox: RedisInbox;
@@ -119,7 +122,7 @@ export class RedisBucket {
       packAudit(append.audit),
       epoch.expected,
       epoch.candidate,
-      ...TASK_STATES,
+      STATE_NAMES,
       ...append.transcript.map(entryJson),
     ];
     const action = `save of task ${taskId}`;

@@ -43,8 +43,12 @@
   ARGV[14]  the audit entries as one JSON array
   ARGV[15]  the epoch the writer learned, "" for none
   ARGV[16]  a new epoch, created when the writer learned none and there is none ("" otherwise)
-  ARGV[17..16+S]           state names, aligned with KEYS[11..]
-  ARGV[17+S..16+S+T]       transcript entries (JSON)
+  ARGV[17]  the state names, comma-separated, aligned with KEYS[11..]
+  ARGV[18..17+T]           transcript entries (JSON)
+
+  Commands: the epoch marker, fence counter and lease are read with one MGET (a key of another type reads as nil
+  there, so only a nil one is looked at again with TYPE); the audit stream's type is left to the XADD, the first
+  write; the transcript list is measured only by a save that appends to it (the task hash records both lengths).
 
   Returns {code, detail[, epoch]}:
     { 1, new revision, epoch } saved; the epoch in effect
@@ -69,7 +73,7 @@ local auditBefore, transcriptBefore = tonumber(ARGV[10]), tonumber(ARGV[11])
 local auditCount, transcriptCount = tonumber(ARGV[12]), tonumber(ARGV[13])
 local learnedEpoch, newEpoch = ARGV[15], ARGV[16]
 local stateCount = #KEYS - 10
-local firstTranscript = 17 + stateCount
+local firstTranscript = 18
 
 -- A read that reports a wrong-typed key instead of aborting the script.
 local function read(code, key, ...)
@@ -79,10 +83,24 @@ local function read(code, key, ...)
 end
 
 local stateKeys = {}
-for i = 1, stateCount do stateKeys[ARGV[16 + i]] = KEYS[10 + i] end
+local i = 0
+for name in string.gmatch(ARGV[17], '[^,]+') do
+  i = i + 1
+  stateKeys[name] = KEYS[10 + i]
+end
+if i ~= stateCount then return {-8, ARGV[17]} end
 if not stateKeys[state] then return {-8, state} end
 
-local epoch, failure = read(-12, epochKey, 'GET', epochKey)
+-- One read for the three strings. MGET gives nil for a key of another type: only a nil one is looked at again.
+local strings = redis.call('MGET', epochKey, fenceKey, leaseKey)
+local function checkString(code, key, value)
+  if value then return nil end
+  local kind = redis.call('TYPE', key)['ok']
+  if kind ~= 'none' then return {code, key} end
+  return nil
+end
+local epoch, currentFence, holder = strings[1] or nil, strings[2] or nil, strings[3] or nil
+local failure = checkString(-12, epochKey, epoch)
 if failure then return failure end
 if learnedEpoch ~= '' and epoch ~= learnedEpoch then return {-11, epoch or ''} end
 
@@ -92,17 +110,14 @@ if failure then return failure end
 if tombstone then return {-9, tombstone} end
 
 local current
-current, failure = read(-6, taskKey, 'HMGET', taskKey, 'revision', 'state', 'auditLength', 'owner')
+current, failure = read(-6, taskKey, 'HMGET', taskKey, 'revision', 'state', 'auditLength', 'owner', 'transcriptLength')
 if failure then return failure end
 local currentRevision, oldState, auditLength, recordedOwner = current[1], current[2], tonumber(current[3] or '0'), current[4]
+local recordedTranscript = current[5]
 
-local currentFence
-currentFence, failure = read(-6, fenceKey, 'GET', fenceKey)
+failure = checkString(-6, fenceKey, currentFence) or checkString(-6, leaseKey, holder)
 if failure then return failure end
 currentFence = currentFence or '0'
-local holder
-holder, failure = read(-6, leaseKey, 'GET', leaseKey)
-if failure then return failure end
 if fence ~= '' then
   if tonumber(fence) ~= tonumber(currentFence) then return {-3, currentFence} end
 elseif holder then
@@ -117,14 +132,16 @@ end
 -- A task saved before owner indexes existed has none recorded: this save records it.
 if recordedOwner and recordedOwner ~= ownerKey then return {-10, recordedOwner} end
 
-local transcriptLength
-transcriptLength, failure = read(-6, transcriptKey, 'LLEN', transcriptKey)
-if failure then return failure end
+-- The list is measured when this save appends to it (which also finds a key of another type before any write), or
+-- when the hash has no length recorded (a task saved before it was); otherwise the recorded length is the list's.
+local transcriptLength = tonumber(recordedTranscript or '')
+if transcriptCount > 0 or not transcriptLength then
+  transcriptLength, failure = read(-6, transcriptKey, 'LLEN', transcriptKey)
+  if failure then return failure end
+end
 if auditLength ~= auditBefore or transcriptLength ~= transcriptBefore then
   return {-5, currentRevision or ''}
 end
-local auditType = redis.call('TYPE', auditKey)['ok']
-if auditType ~= 'none' and auditType ~= 'stream' then return {-6, auditKey} end
 
 -- Index keys: a wrong type would fail a ZADD after the task was written, so look first.
 local indexes = {updatedKey, wakeKey, ownerKey, stateKeys[state]}
@@ -134,11 +151,14 @@ for _, key in ipairs(indexes) do
   if failure then return failure end
 end
 
--- Writes. The XADD goes first: it is the only one that can still be refused (a message someone else added
--- past our last entry), and then nothing else has been written.
+-- Writes. The XADD goes first: it is the only one that can still be refused (a message someone else added past
+-- our last entry, or a key of another type), and then nothing else has been written.
 if auditCount > 0 then
   local added = redis.pcall('XADD', auditKey, (auditBefore + 1) .. '-0', 'entries', ARGV[14], 'count', auditCount)
-  if type(added) == 'table' and added.err then return {-5, currentRevision or ''} end
+  if type(added) == 'table' and added.err then
+    if string.sub(added.err, 1, 9) == 'WRONGTYPE' then return {-6, auditKey} end
+    return {-5, currentRevision or ''}
+  end
 end
 if not epoch and newEpoch ~= '' then
   redis.call('SET', epochKey, newEpoch, 'NX')
