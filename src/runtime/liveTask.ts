@@ -28,6 +28,7 @@ import { type TaskSummary, summarize } from '../store/summary.js';
 import { taskStateOf } from '../../machines/tags.js';
 import type { TaskStore } from '../store/taskStore.js';
 import type { TaskPort } from './actorHost.js';
+import { TaskTranscript } from './taskTranscript.js';
 
 export interface LiveTaskDeps {
   store: TaskStore;
@@ -69,7 +70,7 @@ export class LiveTask implements TaskPort {
   private journal: { audit: number; transcript: number };
   private readonly createdAt: number;
   private pendingAudit: AuditEntry[] = [];
-  private pendingTranscript: TranscriptEntry[] = [];
+  private readonly transcriptEntries: TaskTranscript;
   /** The chart's answer to the host event being sent, if it gave one. */
   private reply: HostReply | null = null;
   /** The last snapshot seen: XState notifies subscribers also when an event changed nothing. */
@@ -107,8 +108,14 @@ export class LiveTask implements TaskPort {
       // No input: a restored actor takes its context from the snapshot.
       this.actor = createActor(deps.machine, { snapshot: envelope.snapshot, inspect: deps.inspect } as never);
     }
+    // A new task has nothing committed yet; a restored one reads its transcript when a model turn first asks.
+    this.transcriptEntries = new TaskTranscript(
+      () => this.journal.transcript,
+      (length) => deps.store.readJournal(this.taskId, 'transcript', 0, length) as Promise<TranscriptEntry[]>,
+      origin.kind === 'new' ? [] : null,
+    );
     this.actor.on('audit', (event) => this.pendingAudit.push(event.entry));
-    this.actor.on('transcript', (event) => this.pendingTranscript.push(event.entry));
+    this.actor.on('transcript', (event) => this.transcriptEntries.emitted(event.entry));
     this.actor.on('reply', (event) => {
       this.reply = event.reply;
     });
@@ -129,7 +136,7 @@ export class LiveTask implements TaskPort {
     }
     // A restored actor reports the snapshot it was restored from: the store already holds it, so it is not saved
     // again (a reload to read a task or to refuse an event leaves the revision alone).
-    if (this.restoringOrigin && this.pendingAudit.length === 0 && this.pendingTranscript.length === 0) {
+    if (this.restoringOrigin && this.pendingAudit.length === 0 && this.transcriptEntries.pendingCount === 0) {
       this.persisted = this.observed;
     }
   }
@@ -151,9 +158,9 @@ export class LiveTask implements TaskPort {
     return durable;
   }
 
-  async transcript(): Promise<TranscriptEntry[]> {
-    const committed = (await this.deps.store.readJournal(this.taskId, 'transcript', 0, this.journal.transcript)) as TranscriptEntry[];
-    return [...committed, ...this.pendingTranscript];
+  /** The committed transcript (read from the store once, then kept), then what no save has committed yet. */
+  transcript(): Promise<TranscriptEntry[]> {
+    return this.transcriptEntries.all();
   }
 
   // --- host API -------------------------------------------------------------------------------------------
@@ -231,7 +238,7 @@ export class LiveTask implements TaskPort {
   private onSnapshot(): void {
     const snapshot = this.actor.getSnapshot();
     // An event no state took leaves the very same snapshot and emits nothing: there is nothing to save.
-    if (snapshot === this.lastSnapshot && this.pendingAudit.length === 0 && this.pendingTranscript.length === 0) return;
+    if (snapshot === this.lastSnapshot && this.pendingAudit.length === 0 && this.transcriptEntries.pendingCount === 0) return;
     this.lastSnapshot = snapshot;
     this.observed += 1;
     // At rest (waiting for someone, or ended): saved now. While it runs, the next barrier saves it.
@@ -253,9 +260,9 @@ export class LiveTask implements TaskPort {
         // A stopped actor's snapshot has lost its in-flight invocations: never persist it.
         if (snapshot.status === 'stopped') break;
         const audit = this.pendingAudit;
-        const transcript = this.pendingTranscript;
+        const taken = this.transcriptEntries.take();
+        const transcript = taken.entries;
         this.pendingAudit = [];
-        this.pendingTranscript = [];
         const journal = { audit: this.journal.audit + audit.length, transcript: this.journal.transcript + transcript.length };
         const revision = this.revision + 1;
         const now = this.deps.clock.now();
@@ -272,9 +279,15 @@ export class LiveTask implements TaskPort {
           snapshot,
           ...(this.inbox ? { inbox: { applied: this.inbox.applied, replies: [...this.inbox.replies] } } : {}),
         };
-        await this.saveWithRetry(envelope, { audit, transcript });
+        try {
+          await this.saveWithRetry(envelope, { audit, transcript });
+        } catch (error) {
+          taken.settle(false);
+          throw error;
+        }
         this.revision = revision;
         this.journal = journal;
+        taken.settle(true);
         this.persisted = version;
         const previous = this.savedSummary;
         this.savedSummary = summary;
