@@ -1,6 +1,6 @@
 /**
- * A live task reads its committed transcript from the store at most once: every save appends what it made durable
- * to what the task keeps, so a model that reads the whole history every turn does not make each turn read more.
+ * A live task reads its committed transcript from the store at most once, when a model turn first asks: every save
+ * appends what it made durable to what the task keeps, so a model that reads the whole history every turn does not make each turn read more.
  * What the model sees is still, every turn, the store's transcript plus what no save has committed yet.
  */
 import { describe, expect, it } from 'vitest';
@@ -38,14 +38,13 @@ describe('the transcript a model turn reads', () => {
     const h = harness({ store, model: readingModel(seen) });
     const waiting = await h.orchestrator.run({ principal: E17, goal: BOOKING_GOAL, taskId: 'tc' });
     expect(waiting.state).toBe('waiting_for_user');
-    // A new task has nothing committed: its first turn reads nothing.
-    expect(store.transcriptReads).toBe(0);
-    // The answer restores the task from the store (it was dropped from memory at rest): one read, then none.
+    expect(store.transcriptReads).toBe(1);
+    // The answer restores the task from the store (it was dropped from memory at rest): one read for five turns.
     await h.orchestrator.answer('tc', E17, 'Main');
     const done = await h.orchestrator.settled('tc');
     expect(done.state).not.toBe('running');
     expect(seen).toHaveLength(6);
-    expect(store.transcriptReads).toBe(1);
+    expect(store.transcriptReads).toBe(2);
     const stored = (await store.readJournal('tc', 'transcript')).map((entry) => JSON.stringify(entry));
     for (const [turn, view] of seen.entries()) {
       // Each turn saw a prefix of the final transcript, longer than the turn before.

@@ -108,11 +108,10 @@ export class LiveTask implements TaskPort {
       // No input: a restored actor takes its context from the snapshot.
       this.actor = createActor(deps.machine, { snapshot: envelope.snapshot, inspect: deps.inspect } as never);
     }
-    // A new task has nothing committed yet; a restored one reads its transcript when a model turn first asks.
+    // Read when a model turn first asks, then kept: a task whose model never reads its history keeps none of it.
     this.transcriptEntries = new TaskTranscript(
       () => this.journal.transcript,
       (length) => deps.store.readJournal(this.taskId, 'transcript', 0, length) as Promise<TranscriptEntry[]>,
-      origin.kind === 'new' ? [] : null,
     );
     this.actor.on('audit', (event) => this.pendingAudit.push(event.entry));
     this.actor.on('transcript', (event) => this.transcriptEntries.emitted(event.entry));

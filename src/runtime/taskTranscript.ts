@@ -1,8 +1,8 @@
 /**
  * A live task's transcript: the entries the chart emitted that no save has taken yet, those of the save in flight,
- * and the committed ones. The committed transcript is read from the store once per live task, then kept here:
- * every save appends what it made durable, so a model turn does not read the whole history again (it grows with
- * every round).
+ * and the committed ones. The committed transcript is read from the store when a model turn first asks, then kept
+ * here: every save appends what it made durable, so a model turn does not read the whole history again (it grows
+ * with every round). Until something asks, nothing is kept (a model that never reads its history costs no memory).
  */
 import type { TranscriptEntry } from '../../machines/journal.js';
 
@@ -11,12 +11,13 @@ export class TaskTranscript {
   private pending: TranscriptEntry[] = [];
   /** Taken by the save in flight. */
   private saving: TranscriptEntry[] = [];
+  /** The store's transcript up to the committed length, once something read it. */
+  private committed: TranscriptEntry[] | null = null;
+
   constructor(
     /** The committed length (the task's journal position). */
     private readonly length: () => number,
     private readonly readCommitted: (length: number) => Promise<TranscriptEntry[]>,
-    /** The store's transcript up to the committed length, once known (a new task: empty); null: read when asked. */
-    private committed: TranscriptEntry[] | null,
   ) {}
 
   emitted(entry: TranscriptEntry): void {
