@@ -319,18 +319,24 @@ export class LiveTasks {
 
   /** The stored envelope, if it can be restored; otherwise it is quarantined with the reason, and refused. */
   private async loadRestorable(taskId: string): Promise<TaskEnvelope> {
-    const quarantined = await this.deps.store.quarantined(taskId);
+    // Both reads at once (one round trip on a pipelining client); a quarantined task is refused whatever the load says.
+    const [quarantined, loaded] = await Promise.all([
+      this.deps.store.quarantined(taskId),
+      this.deps.store.load(taskId).then(
+        (envelope) => ({ envelope }),
+        (error: unknown) => ({ error }),
+      ),
+    ]);
     if (quarantined) throw new TaskQuarantinedError(taskId, quarantined);
-    let envelope: TaskEnvelope | null;
-    try {
-      envelope = await this.deps.store.load(taskId);
-    } catch (error) {
+    if ('error' in loaded) {
+      const { error } = loaded;
       if (error instanceof CorruptTaskError || error instanceof UnsupportedVersionError) {
         await this.deps.store.quarantine(taskId, error.message);
         throw new TaskQuarantinedError(taskId, error.message);
       }
       throw error;
     }
+    const { envelope } = loaded;
     if (!envelope) throw new TaskNotFoundError(taskId);
     const reason = unrestorableReason(this.deps.machine, envelope);
     if (reason) {
