@@ -4,7 +4,9 @@
  * What the model sees is still, every turn, the store's transcript plus what no save has committed yet.
  */
 import { describe, expect, it } from 'vitest';
+import type { TranscriptEntry } from '../machines/journal.js';
 import type { AgentModel } from '../src/model/agentModel.js';
+import { TaskTranscript } from '../src/runtime/taskTranscript.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
 import type { JournalStream } from '../src/store/taskStore.js';
 import { reply } from '../src/testing/index.js';
@@ -52,5 +54,65 @@ describe('the transcript a model turn reads', () => {
       if (turn > 0) expect(view.length).toBeGreaterThan(seen[turn - 1]!.length);
     }
     expect(seen.at(-1)!.at(-1)).toContain('"kind":"result"');
+  });
+});
+
+describe('TaskTranscript', () => {
+  const entry = (n: number) => ({ kind: 'goal', at: n, text: `e${n}` }) as TranscriptEntry;
+
+  /** A store of entries with a committed length, whose reads resolve when the test says. */
+  function fakeStore(initial: number) {
+    const stored = Array.from({ length: initial }, (_, i) => entry(i));
+    const state = { length: initial, reads: 0 };
+    const pending: (() => void)[] = [];
+    const read = (length: number) => {
+      state.reads += 1;
+      const snapshot = stored.slice(0, length);
+      return new Promise<TranscriptEntry[]>((resolve) => pending.push(() => resolve(snapshot)));
+    };
+    const commit = (entries: TranscriptEntry[]) => {
+      stored.push(...entries);
+      state.length += entries.length;
+    };
+    return { state, read, commit, answer: () => pending.shift()!() };
+  }
+
+  it('reads again when a save lands during the first read, and then keeps what it read', async () => {
+    const store = fakeStore(2);
+    const transcript = new TaskTranscript(() => store.state.length, store.read);
+    const first = transcript.all();
+    // A save lands while the read is in flight.
+    transcript.emitted(entry(2));
+    const save = transcript.take();
+    store.commit(save.entries);
+    save.settle(true);
+    store.answer();
+    await Promise.resolve();
+    await Promise.resolve();
+    store.answer();
+    expect((await first).map((e) => e.at)).toEqual([0, 1, 2]);
+    expect(store.state.reads).toBe(2);
+    transcript.emitted(entry(3));
+    expect((await transcript.all()).map((e) => e.at)).toEqual([0, 1, 2, 3]);
+    expect(store.state.reads).toBe(2);
+  });
+
+  it('shows the entries of a save in flight between the committed and the pending ones, and drops a failed save', async () => {
+    const store = fakeStore(1);
+    const transcript = new TaskTranscript(() => store.state.length, store.read);
+    const reading = transcript.all();
+    store.answer();
+    await reading;
+    transcript.emitted(entry(1));
+    const inFlight = transcript.take();
+    transcript.emitted(entry(2));
+    expect((await transcript.all()).map((e) => e.at)).toEqual([0, 1, 2]);
+    inFlight.settle(false);
+    expect((await transcript.all()).map((e) => e.at)).toEqual([0, 2]);
+    const next = transcript.take();
+    store.commit(next.entries);
+    next.settle(true);
+    expect((await transcript.all()).map((e) => e.at)).toEqual([0, 2]);
+    expect(store.state.reads).toBe(1);
   });
 });

@@ -26,7 +26,8 @@ import type { ErasableTaskStore, InboxEntry, JournalStream, Lease, LeaseManager,
 export interface RedisStoreOptions extends RedisClientBounds {
   /**
    * A client to use: a `Redis`, or an ioredis `Cluster` (then give `buckets`, so that tasks spread over its masters).
-   * The store registers its scripts on it and leaves it open on `close()`.
+   * The store registers its scripts on it and leaves it open on `close()`. Create it with `enableAutoPipelining: true`
+   * (as the store's own client is) so that the saves of many tasks issued in the same tick go to Redis as one write.
    */
   client?: Redis | Cluster;
   /** Where to connect when no client is given. Default: `REDIS_URL`, else redis://127.0.0.1:6379. */
