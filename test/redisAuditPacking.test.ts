@@ -74,6 +74,24 @@ describe('the audit of one save in its stream message', () => {
     }
   });
 
+  it('reads back key order and own __proto__ keys as they were, wherever the stamp keys stand', () => {
+    const texts = [
+      '[{"at":1,"kind":"a","model":1,"prompt":1,"policy":1,"session":1},{"at":2,"kind":"b","model":1,"prompt":1,"policy":1,"session":1}]',
+      '[{"prompt":1,"model":1,"policy":1,"session":1},{"prompt":1,"model":1,"policy":1,"session":1}]',
+      '[{"turn":1,"at":1,"model":1,"prompt":1,"policy":1,"session":1},{"turn":1,"at":2,"model":1,"prompt":1,"policy":1,"session":1}]',
+      '[{"kind":"a","at":1,"model":1,"prompt":1,"policy":1,"session":1},{"kind":"b","at":2,"model":1,"prompt":1,"policy":1,"session":1}]',
+      '[{"at":1,"callId":"c"},{"at":2,"callId":"c"},{"at":3,"__proto__":{"x":1}}]',
+      '[{"callId":"c","__proto__":{"x":1}},{"callId":"c"}]',
+      '[{"model":1,"prompt":1,"policy":1,"session":1,"__proto__":{"x":1}},{"model":1,"prompt":1,"policy":1,"session":1}]',
+      '[{"at":-0,"callId":"c"},{"at":5,"callId":"c"}]',
+      '[{"at":1e21,"callId":"c"},{"at":9007199254740991,"callId":"c"},{"at":-9007199254740991,"callId":"c"}]',
+    ];
+    for (const text of texts) {
+      const entries = JSON.parse(text) as unknown[];
+      expect(JSON.stringify(unpackAudit(JSON.parse(packAudit(entries))))).toBe(JSON.stringify(entries));
+    }
+  });
+
   it('refuses a packed message whose references do not add up', () => {
     const call = { toolVersion: 'v', callId: 'c', tool: 't', argsHash: 'h' };
     const message = JSON.parse(packAudit([entry('a', call), entry('b', call)]));
@@ -82,6 +100,20 @@ describe('the audit of one save in its stream message', () => {
     expect(unpackAudit({ ...message, rows: [{ ...message.rows[0], tool: 'forged' }, message.rows[1]] })).toBeNull();
     expect(unpackAudit({ ...message, since: 'later' })).toBeNull();
     expect(unpackAudit({ ...message, stamp: undefined })).toBeNull();
+    for (const forged of [
+      { absolute: 'x' },
+      { called: [[0, 0], [7, 0]] },
+      { called: [[0.5, 0], [1, 0]] },
+      { called: [[0, 0], [0, 0]] },
+      { shared: [0, 1, 5] },
+      { shared: ['0', 1] },
+      { since: 0.5 },
+      { calls: [{ ...message.calls[0], kind: 'forged' }] },
+      { shared: [] },
+      { entries: message.rows },
+    ]) {
+      expect(unpackAudit({ ...message, ...forged })).toBeNull();
+    }
   });
 
   it('reads a message packed before calls and times were (the stamp alone, under `entries`)', () => {

@@ -77,24 +77,42 @@ describe('TaskTranscript', () => {
     return { state, read, commit, answer: () => pending.shift()!() };
   }
 
-  it('reads again when a save lands during the first read, and then keeps what it read', async () => {
+  it('keeps what saves made durable while the first read was in flight, after what it read', async () => {
     const store = fakeStore(2);
     const transcript = new TaskTranscript(() => store.state.length, store.read);
-    const first = transcript.all();
-    // A save lands while the read is in flight.
     transcript.emitted(entry(2));
-    const save = transcript.take();
-    store.commit(save.entries);
-    save.settle(true);
+    const inFlight = transcript.take();
+    const first = transcript.all();
+    // The save in flight when the read started lands, then two more, all before the read answers.
+    store.commit(inFlight.entries);
+    inFlight.settle(true);
+    for (const n of [3, 4]) {
+      transcript.emitted(entry(n));
+      const save = transcript.take();
+      store.commit(save.entries);
+      save.settle(true);
+    }
+    transcript.emitted(entry(5));
     store.answer();
-    await Promise.resolve();
-    await Promise.resolve();
+    expect((await first).map((e) => e.at)).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(store.state.reads).toBe(1);
+    expect((await transcript.all()).map((e) => e.at)).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(store.state.reads).toBe(1);
+  });
+
+  it('reads once for turns that ask at the same time, and again after a read that failed', async () => {
+    const store = fakeStore(1);
+    let failing = true;
+    const transcript = new TaskTranscript(
+      () => store.state.length,
+      (length) => (failing ? Promise.reject(new Error('store down')) : store.read(length)),
+    );
+    await expect(transcript.all()).rejects.toThrow('store down');
+    failing = false;
+    const both = Promise.all([transcript.all(), transcript.all()]);
     store.answer();
-    expect((await first).map((e) => e.at)).toEqual([0, 1, 2]);
-    expect(store.state.reads).toBe(2);
-    transcript.emitted(entry(3));
-    expect((await transcript.all()).map((e) => e.at)).toEqual([0, 1, 2, 3]);
-    expect(store.state.reads).toBe(2);
+    expect((await both).map((view) => view.length)).toEqual([1, 1]);
+    expect(store.state.reads).toBe(1);
   });
 
   it('shows the entries of a save in flight between the committed and the pending ones, and drops a failed save', async () => {

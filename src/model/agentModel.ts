@@ -25,7 +25,11 @@ export interface ModelRequest {
   tools: OfferedTool[];
   /** Results of the previous batch, paired by call id. */
   observations: Observation[];
-  /** The whole persisted conversation, loaded on demand (real models rebuild their messages from it). */
+  /**
+   * The whole conversation, loaded on demand (real models rebuild their messages from it): what is persisted, then
+   * what is not yet. Read from the store once per live task, then kept in memory: the entries are shared between
+   * turns, so read them, never change them.
+   */
   transcript(): Promise<TranscriptEntry[]>;
   /** Aborted on timeout or when the task is cancelled. */
   signal: AbortSignal;

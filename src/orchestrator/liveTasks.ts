@@ -320,12 +320,16 @@ export class LiveTasks {
   /** The stored envelope, if it can be restored; otherwise it is quarantined with the reason, and refused. */
   private async loadRestorable(taskId: string): Promise<TaskEnvelope> {
     // Both reads at once (one round trip on a pipelining client); a quarantined task is refused whatever the load says.
+    // Each runs inside a promise, so a store that throws instead of rejecting is handled the same way.
+    const { store } = this.deps;
     const [quarantined, loaded] = await Promise.all([
-      this.deps.store.quarantined(taskId),
-      this.deps.store.load(taskId).then(
-        (envelope) => ({ envelope }),
-        (error: unknown) => ({ error }),
-      ),
+      Promise.resolve().then(() => store.quarantined(taskId)),
+      Promise.resolve()
+        .then(() => store.load(taskId))
+        .then(
+          (envelope) => ({ envelope }),
+          (error: unknown) => ({ error }),
+        ),
     ]);
     if (quarantined) throw new TaskQuarantinedError(taskId, quarantined);
     if ('error' in loaded) {

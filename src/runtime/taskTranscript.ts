@@ -13,6 +13,9 @@ export class TaskTranscript {
   private saving: TranscriptEntry[] = [];
   /** The store's transcript up to the committed length, once something read it. */
   private committed: TranscriptEntry[] | null = null;
+  /** While the first read is in flight: what saves made durable meanwhile. */
+  private landed: TranscriptEntry[] | null = null;
+  private reading: Promise<void> | null = null;
 
   constructor(
     /** The committed length (the task's journal position). */
@@ -37,22 +40,35 @@ export class TaskTranscript {
       entries,
       settle: (saved) => {
         this.saving = [];
-        if (saved && this.committed) for (const entry of entries) this.committed.push(entry);
+        if (!saved) return;
+        if (this.committed) for (const entry of entries) this.committed.push(entry);
+        else if (this.landed) for (const entry of entries) this.landed.push(entry);
       },
     };
   }
 
-  /** Committed, then in flight, then pending. */
+  /** Committed, then in flight, then pending. The entries are shared with the task: a model must not change them. */
   async all(): Promise<TranscriptEntry[]> {
-    for (let attempt = 0; !this.committed; attempt++) {
-      const length = this.length();
-      const read = await this.readCommitted(length);
-      if (this.committed) break;
-      // A save landed while reading: what it appended is not in `read`, so read again (or, past a few tries, answer
-      // without keeping anything).
-      if (this.length() === length) this.committed = read;
-      else if (attempt >= 2) return [...read, ...this.saving, ...this.pending];
+    if (!this.committed) {
+      this.reading ??= this.readOnce().finally(() => (this.reading = null));
+      await this.reading;
     }
-    return [...this.committed, ...this.saving, ...this.pending];
+    return [...this.committed!, ...this.saving, ...this.pending];
+  }
+
+  /**
+   * Reads the first `length` entries, the committed ones when the read starts. A save that lands meanwhile comes
+   * after them (saves settle in order, each moving the length past its entries): its entries are kept in `landed`
+   * and follow what was read.
+   */
+  private async readOnce(): Promise<void> {
+    const length = this.length();
+    this.landed = [];
+    try {
+      const read = await this.readCommitted(length);
+      this.committed = [...read, ...this.landed];
+    } finally {
+      this.landed = null;
+    }
   }
 }

@@ -28,6 +28,31 @@ type Row = Record<string, unknown>;
 
 const isRow = (value: unknown): value is Row => typeof value === 'object' && value !== null && !Array.isArray(value);
 
+/** Sets an own key, `__proto__` included (JSON.parse makes it an own key; an assignment would set the prototype). */
+function put(row: Row, key: string, value: unknown): void {
+  if (key === '__proto__') Object.defineProperty(row, key, { value, writable: true, enumerable: true, configurable: true });
+  else row[key] = value;
+}
+
+/** The stamp keys are where reading puts them back: first, or after `at`, or after `at` and `turn`, in their order. */
+function stampInPlace(keys: readonly string[]): boolean {
+  let at = 0;
+  if (keys[at] === 'at') at += 1;
+  if (keys[at] === 'turn') at += 1;
+  return STAMP_KEYS.every((key, i) => keys[at + i] === key);
+}
+
+/** Indexes into `length` entries: integers in range, each once. */
+function indexList(value: unknown, length: number): number[] | null {
+  if (!Array.isArray(value)) return null;
+  const seen = new Set<number>();
+  for (const index of value) {
+    if (!Number.isInteger(index) || index < 0 || index >= length || seen.has(index)) return null;
+    seen.add(index);
+  }
+  return value as number[];
+}
+
 /** Equal as JSON: the same value (most stamps of one save are the same objects), or the same JSON text. */
 const sameJson = (a: unknown, b: unknown) => a === b || (typeof a === 'object' && typeof b === 'object' && JSON.stringify(a) === JSON.stringify(b));
 
@@ -91,7 +116,8 @@ export function packAudit(entries: readonly unknown[]): string {
   const absolute: number[] = [];
   const packed = entries.map((entry, index) => {
     if (!isRow(entry)) return entry;
-    const stampShared = stamped && STAMP_KEYS.every((key) => key in entry && sameJson(entry[key], (first as Row)[key]));
+    const keys = Object.keys(entry);
+    const stampShared = stamped && stampInPlace(keys) && STAMP_KEYS.every((key) => sameJson(entry[key], (first as Row)[key]));
     if (stampShared) shared.push(index);
     let offset = false;
     if (since !== null && 'at' in entry) {
@@ -103,11 +129,11 @@ export function packAudit(entries: readonly unknown[]): string {
     if (!stampShared && !offset && ref < 0) return entry;
     // One new object per entry, its keys in their order.
     const out: Row = {};
-    for (const key of Object.keys(entry)) {
+    for (const key of keys) {
       if (stampShared && STAMP_SET.has(key)) continue;
       if (key === 'at' && offset) out.at = (entry.at as number) - since!;
       else if (ref >= 0 && CALL_SET.has(key)) out[key] = PLACEHOLDER;
-      else out[key] = entry[key];
+      else put(out, key, entry[key]);
     }
     return out;
   });
@@ -134,37 +160,47 @@ function plain(entries: readonly unknown[]): string {
 /** The entries of a parsed stream message, or null when it is neither form (or a packed one that does not add up). */
 export function unpackAudit(message: unknown): unknown[] | null {
   if (Array.isArray(message)) return message;
-  if (!isRow(message) || !Array.isArray(message.shared)) return null;
+  if (!isRow(message)) return null;
   // `rows`: packed with calls and times; `entries`: the stamp alone (before 0.4.0).
+  if ((message.rows === undefined) === (message.entries === undefined)) return null;
   const entries = message.rows ?? message.entries;
+  if (!Array.isArray(entries)) return null;
+  const shared = indexList(message.shared, entries.length);
+  if (!shared) return null;
   const { stamp } = message;
-  if (!Array.isArray(entries) || (message.rows !== undefined && message.entries !== undefined)) return null;
-  if (message.shared.length > 0 && !isRow(stamp)) return null;
+  // A stamp goes with the entries that share it: one without any (or any without one) was not written so.
+  if (shared.length > 0 ? !isRow(stamp) || !STAMP_KEYS.every((key) => key in stamp) : stamp !== undefined) return null;
+  const since = message.since ?? null;
+  if (since !== null && !Number.isSafeInteger(since)) return null;
+  const absolute = indexList(message.absolute ?? [], entries.length);
+  if (!absolute || (since === null && absolute.length > 0)) return null;
   const calls = message.calls ?? [];
   const called = message.called ?? [];
   if (!Array.isArray(calls) || !Array.isArray(called)) return null;
-  const shared = new Set(message.shared);
-  const since = message.since ?? null;
-  if (since !== null && typeof since !== 'number') return null;
-  const absolute = new Set(Array.isArray(message.absolute) ? message.absolute : []);
+  if (!calls.every((call) => isRow(call) && Object.entries(call).every(([key, value]) => CALL_SET.has(key) && (value === null || typeof value === 'string')))) return null;
   const callOf = new Map<number, Row>();
   for (const pair of called) {
     if (!Array.isArray(pair) || pair.length !== 2) return null;
-    const call = calls[pair[1]];
-    if (!isRow(call) || typeof pair[0] !== 'number') return null;
-    callOf.set(pair[0], call);
+    const [index, at] = pair as unknown[];
+    if (!Number.isInteger(index) || (index as number) < 0 || (index as number) >= entries.length || callOf.has(index as number)) return null;
+    if (!Number.isInteger(at) || !isRow(calls[at as number])) return null;
+    callOf.set(index as number, calls[at as number] as Row);
   }
+  const sharedSet = new Set(shared);
+  const absoluteSet = new Set(absolute);
   const whole: unknown[] = [];
   for (let index = 0; index < entries.length; index++) {
     const entry = entries[index];
     const call = callOf.get(index);
+    const offset = since !== null && isRow(entry) && 'at' in entry && !absoluteSet.has(index);
     if (!isRow(entry)) {
-      if (call || shared.has(index)) return null;
+      if (call || sharedSet.has(index) || absoluteSet.has(index)) return null;
       whole.push(entry);
       continue;
     }
+    if (absoluteSet.has(index) && !('at' in entry)) return null;
     let out: Row = entry;
-    if (call || (since !== null && 'at' in entry && !absolute.has(index))) out = { ...entry };
+    if (call || offset) out = { ...entry };
     if (call) {
       for (const [name, value] of Object.entries(call)) {
         if (!(name in out)) continue;
@@ -172,11 +208,11 @@ export function unpackAudit(message: unknown): unknown[] | null {
         out[name] = value;
       }
     }
-    if (since !== null && 'at' in out && !absolute.has(index)) {
-      if (typeof out.at !== 'number') return null;
-      out.at = since + out.at;
+    if (offset) {
+      if (!Number.isSafeInteger(out.at)) return null;
+      out.at = (since as number) + (out.at as number);
     }
-    if (shared.has(index)) out = withStamp(out, stamp as Row);
+    if (sharedSet.has(index)) out = withStamp(out, stamp as Row);
     whole.push(out);
   }
   return whole;
@@ -188,6 +224,6 @@ function withStamp(entry: Row, stamp: Row): Row {
   if ('at' in entry) whole.at = entry.at;
   if ('turn' in entry) whole.turn = entry.turn;
   Object.assign(whole, stamp);
-  for (const [key, value] of Object.entries(entry)) if (key !== 'at' && key !== 'turn') whole[key] = value;
+  for (const [key, value] of Object.entries(entry)) if (key !== 'at' && key !== 'turn') put(whole, key, value);
   return whole;
 }
