@@ -21,9 +21,11 @@ interface Limiter {
 
 type Module = typeof import('rate-limiter-flexible');
 
+/** Imported once per process, when the first tool with a limit runs (not once per orchestrator). */
+let imported: Promise<Module> | null = null;
+
 export class RateLimits {
   private readonly limiters = new Map<string, Promise<Limiter>>();
-  private module: Promise<Module> | null = null;
 
   constructor(private readonly options: RateLimitOptions = {}) {}
 
@@ -62,7 +64,11 @@ export class RateLimits {
   }
 
   private load(): Promise<Module> {
-    this.module ??= import('rate-limiter-flexible');
-    return this.module;
+    if (!imported) {
+      imported = import('rate-limiter-flexible');
+      // A failed import is not kept either.
+      imported.catch(() => (imported = null));
+    }
+    return imported;
   }
 }
