@@ -92,6 +92,12 @@ describe('the audit of one save in its stream message', () => {
     }
   });
 
+  it('reads back entries whose stamp holds an undefined value (left out of the JSON, in the entries as in the stamp)', () => {
+    const entries = [entry('a', { session: undefined }), entry('b', { session: undefined })];
+    const back = unpackAudit(JSON.parse(packAudit(entries)));
+    expect(JSON.stringify(back)).toBe(JSON.stringify(entries));
+  });
+
   it('refuses a packed message whose references do not add up', () => {
     const call = { toolVersion: 'v', callId: 'c', tool: 't', argsHash: 'h' };
     const message = JSON.parse(packAudit([entry('a', call), entry('b', call)]));

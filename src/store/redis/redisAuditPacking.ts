@@ -168,8 +168,9 @@ export function unpackAudit(message: unknown): unknown[] | null {
   const shared = indexList(message.shared, entries.length);
   if (!shared) return null;
   const { stamp } = message;
-  // A stamp goes with the entries that share it: one without any (or any without one) was not written so.
-  if (shared.length > 0 ? !isRow(stamp) || !STAMP_KEYS.every((key) => key in stamp) : stamp !== undefined) return null;
+  // A stamp goes with the entries that share it: one without any (or any without one) was not written so. (A stamp
+  // value that was undefined is not in the JSON, as it would not be in the entry's.)
+  if (shared.length > 0 ? !isRow(stamp) : stamp !== undefined) return null;
   const since = message.since ?? null;
   if (since !== null && !Number.isSafeInteger(since)) return null;
   const absolute = indexList(message.absolute ?? [], entries.length);
