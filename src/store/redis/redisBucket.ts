@@ -15,7 +15,7 @@ import { type TaskEnvelope, parseEnvelope } from '../envelope.js';
 import { type EraseRequest, type Retention, type TaskOwner, type Tombstone, type UserErasure, erasedError } from '../erasure.js';
 import { TASK_STATES, type TaskSummary } from '../summary.js';
 import type { RedisCall } from './redisConnection.js';
-import { type RedisKeys, TASK_FIELDS, stateIndexKeys } from './redisKeys.js';
+import { type RedisKeys, TASK_FIELDS, stateIndexKeys, taskScriptKeys } from './redisKeys.js';
 import { RedisEpoch } from './redisEpoch.js';
 import { type OwnerIndexReport, RedisErasure, type RetentionDue } from './redisErasure.js';
 import { RedisInbox } from './redisInbox.js';
@@ -92,13 +92,7 @@ export class RedisBucket {
     const { envelope, expectedRevision, append, fence } = request;
     const { taskId, summary } = envelope;
     const keys = [
-      this.keys.task(taskId),
-      this.keys.audit(taskId),
-      this.keys.transcript(taskId),
-      this.keys.fence(taskId),
-      this.keys.lease(taskId),
-      this.keys.updated,
-      this.keys.wake,
+      ...taskScriptKeys(this.keys, taskId),
       this.keys.tombstone(taskId),
       this.keys.user(summary),
       this.keys.epoch,

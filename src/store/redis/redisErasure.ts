@@ -23,7 +23,7 @@ import {
   tombstoneHead,
 } from '../erasure.js';
 import type { RedisCall } from './redisConnection.js';
-import { TASK_FIELDS, type RedisKeys, stateIndexKeys } from './redisKeys.js';
+import { TASK_FIELDS, type RedisKeys, stateIndexKeys, taskScriptKeys } from './redisKeys.js';
 import { type StoreScripts, scriptError } from './redisScripts.js';
 
 /** What `indexOwners` did. */
@@ -148,13 +148,7 @@ export class RedisErasure {
   /** Runs the erase script; null when nothing is stored under the id or the retention condition failed. */
   private async eraseOne(taskId: string, request: EraseRequest, cutoff: number | null): Promise<{ tombstone: Tombstone; fresh: boolean } | null> {
     const keys = [
-      this.keys.task(taskId),
-      this.keys.audit(taskId),
-      this.keys.transcript(taskId),
-      this.keys.fence(taskId),
-      this.keys.lease(taskId),
-      this.keys.updated,
-      this.keys.wake,
+      ...taskScriptKeys(this.keys, taskId),
       this.keys.quarantine,
       this.keys.tombstone(taskId),
       this.keys.erased,

@@ -116,6 +116,14 @@ function keysUnder(root: string): RedisKeys {
   };
 }
 
+/**
+ * KEYS[1..7] of both the save and the erase script: the task hash, its audit stream, transcript list, fence counter
+ * and lease, then the updatedAt and wakeAt indexes (each script's header lists the keys that follow).
+ */
+export function taskScriptKeys(keys: RedisKeys, taskId: string): string[] {
+  return [keys.task(taskId), keys.audit(taskId), keys.transcript(taskId), keys.fence(taskId), keys.lease(taskId), keys.updated, keys.wake];
+}
+
 /** The per-state index keys in TASK_STATES order (the save script receives all of them). */
 export function stateIndexKeys(keys: RedisKeys): string[] {
   return TASK_STATES.map((state) => keys.state(state));
