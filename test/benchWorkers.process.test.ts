@@ -1,8 +1,9 @@
 /**
  * The workers bench (scripts/bench/workers.ts) as a smoke test: run as a child process with 100 tasks and one pass,
  * it must print a row for 1, 2 and 4 workers with finite figures, both scaling-ratio lines with a verdict, no
- * warning, on one redis-server and on a Redis Cluster it creates, write its JSON, and stop the servers it started. Nothing about speed is asserted: the figures of a
- * 100-task run on a shared machine mean nothing.
+ * warning (but that a worker took no job), on one redis-server and on a Redis Cluster it creates, write its JSON,
+ * and stop the servers it started. Nothing about speed is asserted: the figures of a 100-task run on a shared
+ * machine mean nothing.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -56,7 +57,11 @@ describe.skipIf(!hasRedisServer && process.env.CI !== 'true')('the workers bench
       expect(passes.length).toBe(3);
       for (const row of passes) expect(row.at(-1)).toBe('100 / 100');
     }
-    expect(out).not.toContain('WARNING');
+    // No warning, except that a worker took no job: with 100 tasks and 50 jobs per worker, BullMQ may hand all of a
+    // pass's jobs to the others (it did once, on a loaded machine). Business records, leases left and tasks held
+    // are still warnings that fail here.
+    const warnings = out.split('\n').filter((line) => line.includes('WARNING'));
+    for (const line of warnings) expect(line).toMatch(/^- \*\*WARNING\*\* pass \d+, \d worker\(s\): worker \d+ made no save$/);
 
     const json = JSON.parse(readFileSync(file, 'utf8')) as Record<string, { passes: { workers: number; records: number; steps: number }[]; targets: unknown[] }>;
     expect(Object.keys(json)).toHaveLength(2);
