@@ -1,6 +1,7 @@
 /** The audit entries of one save keep their shared stamp once per Redis stream message, and read back whole. */
 import { describe, expect, it } from 'vitest';
 import { packAudit, unpackAudit } from '../src/store/redis/redisAuditPacking.js';
+import { fromTable, toTable } from '../src/store/redis/redisAuditTable.js';
 
 const stamp = { model: { id: 'm', version: 'v1' }, prompt: 'p1', policy: 'policy-1', session: 's1' };
 const entry = (kind: string, extra: Record<string, unknown> = {}) => ({ at: 1, turn: 2, ...stamp, kind, ...extra });
@@ -103,7 +104,8 @@ describe('the audit of one save in its stream message', () => {
     const message = JSON.parse(packAudit([entry('a', call), entry('b', call)]));
     expect(unpackAudit(message)).not.toBeNull();
     expect(unpackAudit({ ...message, called: [[0, 5]] })).toBeNull();
-    expect(unpackAudit({ ...message, rows: [{ ...message.rows[0], tool: 'forged' }, message.rows[1]] })).toBeNull();
+    const rows = fromTable(message.columns, message.table)!;
+    expect(unpackAudit({ ...message, ...toTable([{ ...(rows[0] as object), tool: 'forged' }, rows[1]]) })).toBeNull();
     expect(unpackAudit({ ...message, since: 'later' })).toBeNull();
     expect(unpackAudit({ ...message, stamp: undefined })).toBeNull();
     for (const forged of [
@@ -116,7 +118,17 @@ describe('the audit of one save in its stream message', () => {
       { since: 0.5 },
       { calls: [{ ...message.calls[0], kind: 'forged' }] },
       { shared: [] },
-      { entries: message.rows },
+      { entries: rows },
+      { rows },
+      { columns: undefined },
+      { table: undefined },
+      { columns: [...message.columns, ['x', 'x']] },
+      { columns: [['at']] },
+      { columns: 'at' },
+      { table: [...message.table, [9, 1]] },
+      { table: [...message.table, [-1, 1, 2]] },
+      { table: [...message.table, { at: 1 }] },
+      { table: [[0.5], ...message.table.slice(1)] },
     ]) {
       expect(unpackAudit({ ...message, ...forged })).toBeNull();
     }
@@ -129,7 +141,52 @@ describe('the audit of one save in its stream message', () => {
     // The packed form keeps its entries under another name, so a version that knows only the stamp refuses it.
     const packed = JSON.parse(packAudit(legacy.entries.map(() => entry('gate', { callId: 'c', tool: 't', argsHash: 'h' }))));
     expect(packed.entries).toBeUndefined();
-    expect(unpackAudit({ ...packed, entries: packed.rows })).toBeNull();
+    expect(unpackAudit({ ...packed, entries: fromTable(packed.columns, packed.table) })).toBeNull();
+  });
+
+  it('reads a message of the unreleased 0.4.0 builds (packed entries as objects, under `rows`)', () => {
+    const call = { toolVersion: 'v', callId: 'c', tool: 't', argsHash: 'h' };
+    const entries = [entry('a', call), entry('b', call)];
+    const { columns, table, ...message } = JSON.parse(packAudit(entries));
+    const legacy = { ...message, rows: fromTable(columns, table) };
+    expect(JSON.stringify(unpackAudit(legacy))).toBe(JSON.stringify(entries));
+    // The table is under another name, so those builds refuse it instead of misreading it.
+    expect(unpackAudit({ ...legacy, columns, table })).toBeNull();
+  });
+
+  it('keeps each key list once: the entries of a read round, as the chart writes them', () => {
+    const call = { toolVersion: 'contract:abc', callId: 'call_1', tool: 'find', argsHash: `sha256:${'a'.repeat(64)}` };
+    const gate = (name: string) => ({ at: 1, turn: 2, ...stamp, ...call, kind: 'gate', gate: name, decision: 'pass', code: null, summary: `${name} holds` });
+    const entries = ['schema', 'mandate', 'business', 'permission'].map(gate);
+    const text = packAudit(entries);
+    expect(text.split('"decision"')).toHaveLength(2);
+    const { columns, table, ...rest } = JSON.parse(text);
+    const asRows = JSON.stringify({ ...rest, rows: fromTable(columns, table) });
+    expect(text.length).toBeLessThan(asRows.length * 0.8);
+    expect(text.length).toBeLessThan(JSON.stringify(entries).length * 0.55);
+    expect(JSON.stringify(unpackAudit(JSON.parse(text)))).toBe(JSON.stringify(entries));
+  });
+
+  it('keeps as they are the entries a table would change (undefined values, toJSON, class instances), and odd keys', () => {
+    class Event {
+      constructor(readonly kind: string) {}
+    }
+    const dated = { at: 1, turn: 2, ...stamp, kind: 'dated', toJSON: () => ({ kind: 'as JSON' }) };
+    const entries = [
+      entry('a', { extra: undefined }),
+      entry('b', { call: () => 1 }),
+      dated,
+      new Event('instance'),
+      entry('c', { '\u0000': 1, 'a\u0000b': 2 }),
+      entry('d', { a: 1, '\u0000b': 2 }),
+      entry('e', { 'a\u0000': 1, b: 2 }),
+      entry('f', { 2: 'two', 1: 'one', when: new Date(5) }),
+      Object.assign(Object.create(null) as object, entry('g')),
+      JSON.parse('{"at":1,"turn":2,"__proto__":{"x":1},"kind":"h"}') as unknown,
+    ];
+    const back = unpackAudit(JSON.parse(packAudit(entries)));
+    expect(JSON.stringify(back)).toBe(JSON.stringify(entries));
+    expect(Object.getPrototypeOf((back as object[])[9])).toBe(Object.prototype);
   });
 
   it('refuses a message that is neither form', () => {

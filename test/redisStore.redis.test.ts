@@ -87,7 +87,7 @@ describe.skipIf(!redis)('RedisStore', () => {
       expect(await client.type(k.transcript('a'))).toBe('list');
       // The audit trail is a plain stream, one message per save, readable with XRANGE from any Redis client:
       // id "<n>-0" numbers the message's first entry from 1; `entries` holds them as a JSON array (or, packed, with
-      // the stamp they share kept once: see redisAuditPacking.ts).
+      // what they share kept once and their key lists as a table's columns: see redisAuditPacking.ts).
       const stream = await client.xrange(k.audit('a'), '-', '+');
       const fields = stream.map(([, f]) => Object.fromEntries([[f[0], f[1]], [f[2], f[3]]]) as { entries: string; count: string });
       const entries = fields.flatMap((f) => unpackAudit(JSON.parse(f.entries))!);
