@@ -4,7 +4,7 @@
  * another process may now drive.
  */
 import { StoreDataLostError, TaskBusyError } from '../errors.js';
-import type { Lease, LeaseManager } from '../store/taskStore.js';
+import type { Lease, LeaseManager, TakenTask } from '../store/taskStore.js';
 
 export class LeaseKeeper {
   private readonly held = new Map<string, Lease>();
@@ -53,19 +53,23 @@ export class LeaseKeeper {
   /**
    * Takes the task's lease; waits up to acquireTimeoutMs (real time) unless told not to, then TaskBusyError. A lease
    * held here that was found lost is given up first (by its token: the store frees it only if it is still ours), so
-   * the new one comes with a new fence.
+   * the new one comes with a new fence. With `read`, on a store that can (`acquireAndRead`), resolves with what the
+   * store held for the task once the lease was taken; otherwise (or when the lease was held already) with undefined.
    */
-  async take(taskId: string, wait = true): Promise<void> {
-    if (!this.leases) return;
+  async take(taskId: string, wait = true, read = false): Promise<TakenTask | undefined> {
+    const leases = this.leases;
+    if (!leases) return undefined;
     const current = this.held.get(taskId);
-    if (current && !this.lost.has(current)) return;
+    if (current && !this.lost.has(current)) return undefined;
     if (current) await this.release(taskId, current);
     const deadline = Date.now() + (wait ? this.settings.acquireTimeoutMs : 0);
+    const reading = read && leases.acquireAndRead ? leases.acquireAndRead.bind(leases) : null;
     for (let attempt = 0; ; attempt++) {
-      const lease = await this.leases.acquire(taskId, this.settings.ttlMs);
-      if (lease) {
+      const taken = reading ? await reading(taskId, this.settings.ttlMs) : await leases.acquire(taskId, this.settings.ttlMs);
+      if (taken) {
+        const lease = 'lease' in taken ? taken.lease : taken;
         this.held.set(taskId, lease);
-        return;
+        return 'lease' in taken ? taken : undefined;
       }
       if (Date.now() >= deadline) throw new TaskBusyError(taskId);
       await new Promise((resolve) => setTimeout(resolve, Math.min(25 * 2 ** attempt, 250)));

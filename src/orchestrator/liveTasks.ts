@@ -12,7 +12,7 @@ import { AgentError, CorruptTaskError, FencedOutError, MachineError, StoreUnavai
 import { LiveTask, type LiveTaskDeps, type SavedBatch } from '../runtime/liveTask.js';
 import { unrestorableReason } from '../runtime/restore.js';
 import type { TaskEnvelope } from '../store/envelope.js';
-import type { Lease } from '../store/taskStore.js';
+import type { Lease, TakenTask } from '../store/taskStore.js';
 import type { TaskSummary } from '../store/summary.js';
 import { NO_TRACING, type Tracing } from '../runtime/tracing.js';
 import { LeaseKeeper } from './leaseKeeper.js';
@@ -138,9 +138,9 @@ export class LiveTasks {
     const existing = this.live.get(taskId);
     if (existing && !existing.failed) return existing;
     if (existing) this.live.delete(taskId);
-    await this.leases.take(taskId, options.wait ?? true);
+    const taken = await this.leases.take(taskId, options.wait ?? true, true);
     try {
-      const envelope = await this.loadRestorable(taskId);
+      const envelope = await this.loadRestorable(taskId, taken);
       this.assertMayDrive(taskId);
       const task = this.attach(new LiveTask(this.liveDeps(taskId), { kind: 'restored', envelope }));
       task.start();
@@ -317,15 +317,18 @@ export class LiveTasks {
     return this.exclusive(task.taskId, async () => this.releaseIfSettled(task));
   }
 
-  /** The stored envelope, if it can be restored; otherwise it is quarantined with the reason, and refused. */
-  private async loadRestorable(taskId: string): Promise<TaskEnvelope> {
+  /**
+   * The stored envelope, if it can be restored; otherwise it is quarantined with the reason, and refused. `taken`:
+   * what the lease acquisition read already (the same reads, in the same step as the acquisition).
+   */
+  private async loadRestorable(taskId: string, taken?: TakenTask): Promise<TaskEnvelope> {
     // Both reads at once (one round trip on a pipelining client); a quarantined task is refused whatever the load says.
     // Each runs inside a promise, so a store that throws instead of rejecting is handled the same way.
     const { store } = this.deps;
     const [quarantined, loaded] = await Promise.all([
-      Promise.resolve().then(() => store.quarantined(taskId)),
+      taken ? taken.quarantined : Promise.resolve().then(() => store.quarantined(taskId)),
       Promise.resolve()
-        .then(() => store.load(taskId))
+        .then(() => (taken ? taken.load() : store.load(taskId)))
         .then(
           (envelope) => ({ envelope }),
           (error: unknown) => ({ error }),

@@ -63,16 +63,24 @@ export class MemoryStore implements ErasableTaskStore {
     const { now = Date.now, retention } = typeof options === 'function' ? { now: options } : options;
     this.now = now;
     this.retention = checkRetention(retention);
+    const acquire = (taskId: string, ttlMs: number): Lease | null => {
+      this.refuseIfErased(taskId);
+      const current = this.held.get(taskId);
+      if (current && current.expiresAt > this.now()) return null;
+      const fence = (this.fences.get(taskId) ?? 0) + 1;
+      this.fences.set(taskId, fence);
+      const lease: Lease = { taskId, token: randomBytes(16).toString('hex'), fence: String(fence), expiresAt: this.now() + ttlMs };
+      this.held.set(taskId, { token: lease.token, expiresAt: lease.expiresAt });
+      return lease;
+    };
     this.leases = {
-      acquire: async (taskId, ttlMs) => {
-        this.refuseIfErased(taskId);
-        const current = this.held.get(taskId);
-        if (current && current.expiresAt > this.now()) return null;
-        const fence = (this.fences.get(taskId) ?? 0) + 1;
-        this.fences.set(taskId, fence);
-        const lease: Lease = { taskId, token: randomBytes(16).toString('hex'), fence: String(fence), expiresAt: this.now() + ttlMs };
-        this.held.set(taskId, { token: lease.token, expiresAt: lease.expiresAt });
-        return lease;
+      acquire: async (taskId, ttlMs) => acquire(taskId, ttlMs),
+      // In the same step as the acquisition: the row and the reason as they are then.
+      acquireAndRead: async (taskId, ttlMs) => {
+        const lease = acquire(taskId, ttlMs);
+        if (!lease) return null;
+        const envelope = this.rows.get(taskId)?.envelope;
+        return { lease, quarantined: this.quarantine_.get(taskId) ?? null, load: () => (envelope === undefined ? null : parseEnvelope(taskId, envelope)) };
       },
       renew: async (lease, ttlMs) => {
         const current = this.held.get(lease.taskId);

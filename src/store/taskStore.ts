@@ -51,9 +51,24 @@ export interface Lease {
   expiresAt: number;
 }
 
+/** A lease just taken, with what the store held for the task at that moment (`LeaseManager.acquireAndRead`). */
+export interface TakenTask {
+  lease: Lease;
+  /** What `quarantined` would answer. */
+  quarantined: string | null;
+  /** What `load` would give, parsed on demand: the envelope, null when there is none; throws as `load` would. */
+  load(): TaskEnvelope | null;
+}
+
 export interface LeaseManager {
   /** Takes the lease if nobody holds it (SET NX PX); null when another holder has it. TaskErasedError for an erased task. */
   acquire(taskId: string, ttlMs: number): Promise<Lease | null>;
+  /**
+   * Optional, for stores where a round trip counts: `acquire`, and in the same step the reads that driving the task
+   * starts with (`quarantined`, `load`), as they stand once the lease is taken, when nobody else can save any more.
+   * Null when another holder has the lease.
+   */
+  acquireAndRead?(taskId: string, ttlMs: number): Promise<TakenTask | null>;
   /** Extends the lease if still held by this token; false if it was lost. */
   renew(lease: Lease, ttlMs: number): Promise<boolean>;
   /** Gives the lease up if still held by this token. */

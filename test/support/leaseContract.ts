@@ -87,5 +87,46 @@ export function describeLeaseContract(getStore: () => TaskStore): void {
       await store.save({ ...update, fence: second.fence });
       expect(await store.load('l-save')).toStrictEqual(update.envelope);
     });
+
+    describe('acquireAndRead (stores that have it)', () => {
+      function readingOrSkip(context: TestContext): Required<LeaseManager> {
+        const leases = leasesOrSkip(context);
+        if (!leases.acquireAndRead) context.skip(`store "${getStore().kind}" has no acquireAndRead`);
+        return leases as Required<LeaseManager>;
+      }
+
+      it('takes the lease and reads what load and quarantined read, as it stands once the lease is taken', async (context) => {
+        const leases = readingOrSkip(context);
+        const store = getStore();
+        const create = createRequest('l-read');
+        await store.save(create);
+        const taken = (await leases.acquireAndRead('l-read', TTL))!;
+        expect(taken.lease).toMatchObject({ taskId: 'l-read', fence: expect.any(String) });
+        expect(taken.quarantined).toBeNull();
+        expect(taken.load()).toStrictEqual(await store.load('l-read'));
+        // The lease is held: the next taker gets nothing, and a save under its fence lands.
+        expect(await leases.acquireAndRead('l-read', TTL)).toBeNull();
+        expect(await leases.acquire('l-read', TTL)).toBeNull();
+        const update = nextRequest(create.envelope, { state: 'done' });
+        await store.save({ ...update, fence: taken.lease.fence });
+        await leases.release(taken.lease);
+        const again = (await leases.acquireAndRead('l-read', TTL))!;
+        expect(fenceAfter(again.lease.fence, taken.lease.fence)).toBe(true);
+        expect(again.load()).toStrictEqual(update.envelope);
+      });
+
+      it('reads nothing for a task never saved, and the reason of a quarantined one', async (context) => {
+        const leases = readingOrSkip(context);
+        const store = getStore();
+        const none = (await leases.acquireAndRead('l-none', TTL))!;
+        expect(none.load()).toBeNull();
+        expect(none.quarantined).toBeNull();
+        await store.save(createRequest('l-quarantined'));
+        await store.quarantine('l-quarantined', 'a reason');
+        const quarantined = (await leases.acquireAndRead('l-quarantined', TTL))!;
+        expect(quarantined.quarantined).toBe('a reason');
+        expect(quarantined.load()).toStrictEqual(await store.load('l-quarantined'));
+      });
+    });
   });
 }

@@ -10,8 +10,7 @@
 import type { Redis } from 'ioredis';
 import { packAudit } from './redisAuditPacking.js';
 import type { Clock } from '../../clock.js';
-import { CorruptTaskError } from '../../errors.js';
-import { type TaskEnvelope, parseEnvelope } from '../envelope.js';
+import type { TaskEnvelope } from '../envelope.js';
 import { type EraseRequest, type Retention, type TaskOwner, type Tombstone, type UserErasure, erasedError } from '../erasure.js';
 import { TASK_STATES, type TaskSummary } from '../summary.js';
 import type { RedisCall } from './redisConnection.js';
@@ -22,6 +21,7 @@ import { RedisInbox } from './redisInbox.js';
 import { RedisJournal } from './redisJournal.js';
 import { RedisLeaseManager } from './redisLeases.js';
 import { RedisListing } from './redisListing.js';
+import { envelopeOfHash } from './redisTaskHash.js';
 import { type StoreScripts, scriptError } from './redisScripts.js';
 import { checkSaveRequest } from '../storeChecks.js';
 import type { JournalStream, ListQuery, SaveRequest } from '../taskStore.js';
@@ -70,20 +70,12 @@ export class RedisBucket {
       () => this.client.hmget(key, TASK_FIELDS.envelope, TASK_FIELDS.revision),
       { taskId, key },
     );
-    if (envelope === null || envelope === undefined) {
-      if (revision !== null && revision !== undefined) {
-        throw new CorruptTaskError(taskId, `Redis key ${key} has a revision but no envelope`);
-      }
-      // Only a miss pays for the second read.
-      const tombstone = await this.erasure.tombstone(taskId);
-      if (tombstone) throw erasedError(tombstone);
-      return null;
-    }
-    const parsed = parseEnvelope(taskId, envelope);
-    if (String(parsed.revision) !== revision) {
-      throw new CorruptTaskError(taskId, `the envelope is at revision ${parsed.revision} but ${key} records ${revision}`);
-    }
-    return parsed;
+    const found = envelopeOfHash(taskId, key, envelope, revision);
+    if (found) return found;
+    // Only a miss pays for the second read.
+    const tombstone = await this.erasure.tombstone(taskId);
+    if (tombstone) throw erasedError(tombstone);
+    return null;
   }
 
   /** Also StoreDataLostError, when this store had learned an epoch and its data set is gone or replaced. */

@@ -10,7 +10,8 @@ import type { RedisCall } from './redisConnection.js';
 import type { RedisEpoch } from './redisEpoch.js';
 import type { RedisKeys } from './redisKeys.js';
 import { type StoreScripts, scriptError } from './redisScripts.js';
-import type { Lease, LeaseManager } from '../taskStore.js';
+import type { Lease, LeaseManager, TakenTask } from '../taskStore.js';
+import { envelopeOfHash } from './redisTaskHash.js';
 
 /** The LeaseManager of a RedisStore. */
 export class RedisLeaseManager implements LeaseManager {
@@ -22,15 +23,25 @@ export class RedisLeaseManager implements LeaseManager {
     private readonly epoch: RedisEpoch,
   ) {}
 
-  async acquire(taskId: string, ttlMs: number): Promise<Lease | null> {
+  acquire(taskId: string, ttlMs: number): Promise<Lease | null> {
+    return this.take(taskId, ttlMs, false).then((taken) => taken?.lease ?? null);
+  }
+
+  /** One script: the lease, then the task hash's envelope and revision and the task's quarantine reason. */
+  acquireAndRead(taskId: string, ttlMs: number): Promise<TakenTask | null> {
+    return this.take(taskId, ttlMs, true);
+  }
+
+  private async take(taskId: string, ttlMs: number, read: boolean): Promise<TakenTask | null> {
     const ttl = checkTtl(ttlMs);
     const token = randomBytes(16).toString('hex');
     const key = this.keys.lease(taskId);
+    const taskKey = this.keys.task(taskId);
     // Taken before the request, so the expiry we report is never later than the one Redis applies.
     const now = this.clock.now();
     const action = `lease acquisition for task ${taskId}`;
     const epoch = this.epoch.args();
-    const [code, detail, found] = await this.call(
+    const [code, detail, found, envelope, revision, quarantined] = await this.call(
       action,
       () =>
         this.scripts.taskStoreAcquireLease(
@@ -38,17 +49,22 @@ export class RedisLeaseManager implements LeaseManager {
           this.keys.fence(taskId),
           this.keys.tombstone(taskId),
           this.keys.epoch,
+          taskKey,
+          this.keys.quarantine,
           token,
           ttl,
           epoch.expected,
           epoch.candidate,
+          taskId,
+          read ? '1' : '',
         ),
       { taskId, key },
     );
     if (code === 0) return null;
     if (code < 0) throw scriptError(code, detail, { taskId, epoch: this.epoch.context(epoch, action) });
     this.epoch.learn(found);
-    return { taskId, token, fence: String(detail), expiresAt: now + ttl };
+    const lease: Lease = { taskId, token, fence: String(detail), expiresAt: now + ttl };
+    return { lease, quarantined: quarantined ?? null, load: () => envelopeOfHash(taskId, taskKey, envelope, revision) };
   }
 
   /** Also moves `lease.expiresAt` forward when the renewal succeeds. */

@@ -25,10 +25,13 @@ export type ScriptReply<T = string> = [code: number, detail: T, epoch?: string |
 
 type Command<T = string> = (...args: (string | number)[]) => Promise<ScriptReply<T>>;
 
+/** The lease acquisition's reply: ScriptReply, then (when asked to read) the envelope, revision and quarantine reason. */
+export type AcquireReply = [code: number, detail: string, epoch?: string | null, envelope?: string | null, revision?: string | null, quarantined?: string | null];
+
 /** The commands `defineStoreScripts` adds to a client. Prefixed so they cannot clash with an app's own. */
 export interface StoreScripts {
   taskStoreSave: Command;
-  taskStoreAcquireLease: Command;
+  taskStoreAcquireLease: (...args: (string | number)[]) => Promise<AcquireReply>;
   taskStoreRenewLease: Command;
   taskStoreReleaseLease: Command;
   taskStoreReadJournal: Command<string[] | string>;
@@ -54,7 +57,7 @@ const definitions: Record<keyof StoreScripts, { lua: string; numberOfKeys: numbe
   taskStoreForgetTombstone: { lua: lua('forgetTombstone'), numberOfKeys: 2 },
   taskStoreQuarantine: { lua: lua('quarantine'), numberOfKeys: 2 },
   taskStoreIndexOwner: { lua: lua('indexOwner'), numberOfKeys: 2 },
-  taskStoreAcquireLease: { lua: lua('acquireLease'), numberOfKeys: 4 },
+  taskStoreAcquireLease: { lua: lua('acquireLease'), numberOfKeys: 6 },
   taskStoreRenewLease: { lua: lua('renewLease'), numberOfKeys: 2 },
   taskStoreReleaseLease: { lua: lua('releaseLease'), numberOfKeys: 1 },
   taskStoreReadJournal: { lua: lua('readJournal'), numberOfKeys: 2 },

@@ -102,6 +102,7 @@ export class RedisStore implements ErasableTaskStore {
     const bucket = async (taskId: string) => (await ready(), this.bucket(taskId));
     this.leases = {
       acquire: async (taskId, ttlMs) => (await bucket(taskId)).leases.acquire(taskId, ttlMs),
+      acquireAndRead: async (taskId, ttlMs) => (await bucket(taskId)).leases.acquireAndRead(taskId, ttlMs),
       renew: async (lease: Lease, ttlMs) => (await bucket(lease.taskId)).leases.renew(lease, ttlMs),
       release: async (lease: Lease) => (await bucket(lease.taskId)).leases.release(lease),
     };

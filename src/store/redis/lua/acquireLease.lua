@@ -11,24 +11,37 @@
   KEYS[2]  fence counter (string integer; never expires, except with an erasure)
   KEYS[3]  tombstone string
   KEYS[4]  epoch marker (string)
+  KEYS[5]  task hash (read with ARGV[6])
+  KEYS[6]  quarantine hash (read with ARGV[6])
   ARGV[1]  new holder's random token
   ARGV[2]  time to live (ms, positive integer)
   ARGV[3]  the epoch the taker learned, "" for none
   ARGV[4]  a new epoch, created when the taker learned none and there is none ("" otherwise)
+  ARGV[5]  the task id (its field in the quarantine hash)
+  ARGV[6]  "1": also read what a take-over reads next, once the lease is taken (same step, so nobody can have
+           saved in between); "" not
 
-  Returns {code, detail[, epoch]}:
+  Returns {code, detail, epoch, ...} (the epoch on success only; the reads only with ARGV[6]):
     { 1, fence, epoch }  acquired; fence is the new counter value; the epoch in effect
+    { 1, fence, epoch, envelope|nil, revision|nil, reason|nil }  the same, with ARGV[6]: the task hash's envelope
+                         and revision fields and the task's quarantine reason
     { 0, "" }            another holder has the lease
     {-6, key }           a key holds another Redis type
     {-9, tombstone }     the task was erased
     {-11, epoch found|""} the data set is not the one the taker learned: its marker is gone or differs
     {-12, key }          the epoch marker holds another Redis type
 ]]
-local leaseKey, fenceKey, tombstoneKey, epochKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local leaseKey, fenceKey, tombstoneKey, epochKey, taskKey, quarantineKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local reads = ARGV[6] == '1'
 local epoch = redis.pcall('GET', epochKey)
 if type(epoch) == 'table' and epoch.err then return {-12, epochKey} end
 if ARGV[3] ~= '' and epoch ~= ARGV[3] then return {-11, epoch or ''} end
-for _, pair in ipairs({{leaseKey, 'string'}, {fenceKey, 'string'}, {tombstoneKey, 'string'}}) do
+local expected = {{leaseKey, 'string'}, {fenceKey, 'string'}, {tombstoneKey, 'string'}}
+if reads then
+  expected[4] = {taskKey, 'hash'}
+  expected[5] = {quarantineKey, 'hash'}
+end
+for _, pair in ipairs(expected) do
   local actual = redis.call('TYPE', pair[1])['ok']
   if actual ~= 'none' and actual ~= pair[2] then return {-6, pair[1]} end
 end
@@ -41,4 +54,7 @@ if not epoch and ARGV[4] ~= '' then
   redis.call('SET', epochKey, ARGV[4], 'NX')
   epoch = ARGV[4]
 end
-return {1, tostring(redis.call('INCR', fenceKey)), epoch}
+local fence = tostring(redis.call('INCR', fenceKey))
+if not reads then return {1, fence, epoch} end
+local stored = redis.call('HMGET', taskKey, 'envelope', 'revision')
+return {1, fence, epoch, stored[1], stored[2], redis.call('HGET', quarantineKey, ARGV[5])}
