@@ -7,13 +7,20 @@ import { describe, expect, it } from 'vitest';
 import { CorruptTaskError, TaskQuarantinedError } from '../src/errors.js';
 import type { TaskEnvelope } from '../src/store/envelope.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
+import type { LeaseManager } from '../src/store/taskStore.js';
 import { reply } from '../src/testing/index.js';
 import { BOOKING_GOAL, E17, harness } from './support/harness.js';
 
+/** Reads with `load` and `quarantined` after taking the lease (no `acquireAndRead`), which it breaks on demand. */
 class FlakyStore extends MemoryStore {
   syncCorrupt = false;
   asyncCorrupt = false;
   quarantineLookupFails = false;
+  constructor() {
+    super();
+    const { acquireAndRead: _reads, ...leases } = this.leases;
+    (this as { leases: LeaseManager }).leases = leases;
+  }
   override load(taskId: string): Promise<TaskEnvelope | null> {
     // A store whose load checks synchronously before returning its promise (not `async`).
     if (this.syncCorrupt) throw new CorruptTaskError(taskId, 'bad bytes');
@@ -32,6 +39,37 @@ async function waitingTask(store: FlakyStore) {
   expect(waiting.state).toBe('waiting_for_user');
   return h;
 }
+
+/** Reads in the lease acquisition (`acquireAndRead`), and can make what it read fail to parse. */
+class CorruptReadStore extends MemoryStore {
+  corrupt = false;
+  constructor() {
+    super();
+    const { acquireAndRead } = this.leases;
+    (this as { leases: LeaseManager }).leases = {
+      ...this.leases,
+      acquireAndRead: async (taskId, ttlMs) => {
+        const taken = await acquireAndRead!(taskId, ttlMs);
+        if (!taken || !this.corrupt) return taken;
+        return { ...taken, load: () => { throw new CorruptTaskError(taskId, 'bad bytes read with the lease'); } };
+      },
+    };
+  }
+}
+
+describe('restoring a task from what the lease acquisition read', () => {
+  it('quarantines a task whose envelope read with the lease does not parse, and refuses a quarantined one', async () => {
+    const store = new CorruptReadStore();
+    const h = harness({ store, script: [reply.ask('Which building?')] });
+    expect((await h.orchestrator.run({ principal: E17, goal: BOOKING_GOAL, taskId: 'q' })).state).toBe('waiting_for_user');
+    store.corrupt = true;
+    const error = await h.orchestrator.answer('q', E17, 'Main').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TaskQuarantinedError);
+    expect(await store.quarantined('q')).toContain('bad bytes read with the lease');
+    // The lease was given back: another taker gets it.
+    expect(await store.leases.acquire('q', 1_000)).not.toBeNull();
+  });
+});
 
 describe('restoring a task: its quarantine mark and its envelope, read together', () => {
   it('refuses a quarantined task even when its load fails too, leaving no unhandled rejection', async () => {

@@ -18,16 +18,17 @@ import { type Actor, type InspectionEvent, type SnapshotFrom, createActor } from
 import type { AgentEvent } from '../../machines/events.js';
 import type { AgentContext, AgentInput } from '../../machines/context.js';
 import type { AuditEntry, HostReply, TranscriptEntry } from '../../machines/journal.js';
-import { AGENT_MACHINE_VERSION, type AgentMachine } from '../../machines/agentMachine.js';
-import { canonicalJson } from '../../machines/lib/canonicalJson.js';
-import { type Clock, backoffDelay, sleep } from '../clock.js';
-import { AgentError, MachineError, RevisionConflictError, StoreUnavailableError, TaskExistsError } from '../errors.js';
+import type { AgentMachine } from '../../machines/agentMachine.js';
+import type { Clock } from '../clock.js';
+import { AgentError, MachineError } from '../errors.js';
 import { safeErrorText } from '../../machines/lib/text.js';
-import { ENVELOPE_SCHEMA_VERSION, INBOX_REPLIES_KEPT, type InboxCursor, type InboxReply, type PersistedAgentSnapshot, type TaskEnvelope } from '../store/envelope.js';
+import { INBOX_REPLIES_KEPT, type InboxCursor, type InboxReply, type PersistedAgentSnapshot, type TaskEnvelope } from '../store/envelope.js';
 import { type TaskSummary, summarize } from '../store/summary.js';
 import { taskStateOf } from '../../machines/tags.js';
 import type { TaskStore } from '../store/taskStore.js';
 import type { TaskPort } from './actorHost.js';
+import { envelopeOf, saveWithRetry } from './taskSaves.js';
+import { DurableWaiters } from './durableWaiters.js';
 import { TaskTranscript } from './taskTranscript.js';
 
 export interface LiveTaskDeps {
@@ -54,12 +55,6 @@ export type LiveTaskOrigin =
   | { kind: 'new'; input: AgentInput }
   | { kind: 'restored'; envelope: TaskEnvelope };
 
-interface Waiter {
-  version: number;
-  resolve: () => void;
-  reject: (error: unknown) => void;
-}
-
 export class LiveTask implements TaskPort {
   readonly taskId: string;
   readonly actor: Actor<AgentMachine>;
@@ -78,8 +73,7 @@ export class LiveTask implements TaskPort {
   private observed = 0;
   private persisted = 0;
   private saving = false;
-  private waiters: Waiter[] = [];
-  private settledWaiters: Waiter[] = [];
+  private readonly waiters = new DurableWaiters();
   private failure: Error | null = null;
   private savedSummary: TaskSummary | null = null;
   /** With dispatch: how far the task's inbox is applied in the current snapshot (saved with it). */
@@ -152,7 +146,7 @@ export class LiveTask implements TaskPort {
     if (this.failure) throw this.failure;
     const version = this.observed;
     if (this.persisted >= version) return;
-    const durable = new Promise<void>((resolve, reject) => this.waiters.push({ version, resolve, reject }));
+    const durable = this.waiters.untilDurable(version);
     this.scheduleSave();
     return durable;
   }
@@ -197,7 +191,7 @@ export class LiveTask implements TaskPort {
   settled(): Promise<void> {
     if (this.failure) return Promise.reject(this.failure);
     if (this.isSettled()) return Promise.resolve();
-    return new Promise((resolve, reject) => this.settledWaiters.push({ version: 0, resolve, reject }));
+    return this.waiters.untilSettled();
   }
 
   /** Persisted, and nothing left to do without an outside event. */
@@ -266,20 +260,9 @@ export class LiveTask implements TaskPort {
         const revision = this.revision + 1;
         const now = this.deps.clock.now();
         const summary = summarize(snapshot, this.actor.getSnapshot().tags, { revision, createdAt: this.createdAt, updatedAt: now });
-        const envelope: TaskEnvelope = {
-          schemaVersion: ENVELOPE_SCHEMA_VERSION,
-          machineVersion: AGENT_MACHINE_VERSION,
-          taskId: this.taskId,
-          revision,
-          createdAt: this.createdAt,
-          updatedAt: now,
-          summary,
-          journal,
-          snapshot,
-          ...(this.inbox ? { inbox: { applied: this.inbox.applied, replies: [...this.inbox.replies] } } : {}),
-        };
+        const envelope = envelopeOf({ taskId: this.taskId, revision, createdAt: this.createdAt, updatedAt: now, summary, journal, snapshot, inbox: this.inbox });
         try {
-          await this.saveWithRetry(envelope, { audit, transcript });
+          await saveWithRetry(this.deps, { envelope, expectedRevision: revision - 1, append: { audit, transcript }, fence: this.deps.fence?.() }, () => this.failure);
         } catch (error) {
           taken.settle(false);
           throw error;
@@ -290,7 +273,7 @@ export class LiveTask implements TaskPort {
         this.persisted = version;
         const previous = this.savedSummary;
         this.savedSummary = summary;
-        this.release(version);
+        this.waiters.durableUpTo(version, this.isSettled());
         for (const listener of this.listeners) {
           try {
             listener(summary, { audit: audit as AuditEntry[], previous });
@@ -304,39 +287,7 @@ export class LiveTask implements TaskPort {
     } finally {
       this.saving = false;
       // What arrived during the last save: saved if someone waits for it, or if the task came to rest meanwhile.
-      if (this.persisted < this.observed && (this.waiters.length > 0 || this.atRest())) this.scheduleSave();
-    }
-  }
-
-  private async saveWithRetry(envelope: TaskEnvelope, append: { audit: unknown[]; transcript: unknown[] }) {
-    const request = { envelope, expectedRevision: envelope.revision - 1, append, fence: this.deps.fence?.() };
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await this.deps.store.save(request);
-        return;
-      } catch (error) {
-        // A retry after an ambiguous failure meets our own earlier write as a conflict (or, for the first save, as
-        // "task exists"): check whether it landed.
-        const ownWrite = error instanceof RevisionConflictError || (error instanceof TaskExistsError && request.expectedRevision === 0);
-        if (ownWrite && attempt > 0 && (await this.landedEarlier(envelope))) return;
-        if (!(error instanceof StoreUnavailableError) || attempt >= this.deps.saveRetries) throw error;
-        await sleep(this.deps.clock, backoffDelay(attempt, { baseDelayMs: 50, maxDelayMs: 2000 }, this.deps.random));
-        // Stopped here meanwhile (closed, lease lost, evicted): a task no longer driven here must not save again.
-        if (this.failure) throw this.failure;
-      }
-    }
-  }
-
-  /** After an ambiguous failure, a retry can conflict with our own earlier write: check whether it landed. */
-  private async landedEarlier(envelope: TaskEnvelope): Promise<boolean> {
-    try {
-      const stored = await this.deps.store.load(this.taskId);
-      // Compared as stored: the live envelope holds `undefined` members (e.g. the snapshot's `error`) that JSON drops
-      // and canonicalJson refuses.
-      const sent = JSON.parse(JSON.stringify(envelope)) as unknown;
-      return stored !== null && stored.revision === envelope.revision && canonicalJson(stored) === canonicalJson(sent);
-    } catch {
-      return false;
+      if (this.persisted < this.observed && (this.waiters.waiting || this.atRest())) this.scheduleSave();
     }
   }
 
@@ -345,24 +296,11 @@ export class LiveTask implements TaskPort {
     return taskStateOf(snapshot.tags, snapshot.context.outcome?.status ?? null) !== 'running';
   }
 
-  private release(version: number): void {
-    const ready = this.waiters.filter((w) => w.version <= version);
-    this.waiters = this.waiters.filter((w) => w.version > version);
-    for (const waiter of ready) waiter.resolve();
-    if (this.isSettled()) {
-      const settled = this.settledWaiters;
-      this.settledWaiters = [];
-      for (const waiter of settled) waiter.resolve();
-    }
-  }
-
   /** Stops driving this task here: rejects every waiter, stops the actor (aborting in-flight work). */
   fail(error: Error): void {
     if (this.failure) return;
     this.failure = error;
-    for (const waiter of [...this.waiters, ...this.settledWaiters]) waiter.reject(error);
-    this.waiters = [];
-    this.settledWaiters = [];
+    this.waiters.rejectAll(error);
     try {
       this.actor.stop();
     } catch {

@@ -1,0 +1,84 @@
+/**
+ * One save of a live task (`liveTask.ts` decides when): the envelope it writes, and the write itself, retried with
+ * backoff while the store is unavailable. A retry after an ambiguous failure may meet the task's own earlier write
+ * as a conflict; it then checks whether that write landed, by comparing what is stored with what was sent.
+ */
+import { AGENT_MACHINE_VERSION } from '../../machines/agentMachine.js';
+import { canonicalJson } from '../../machines/lib/canonicalJson.js';
+import { type Clock, backoffDelay, sleep } from '../clock.js';
+import { RevisionConflictError, StoreUnavailableError, TaskExistsError } from '../errors.js';
+import { ENVELOPE_SCHEMA_VERSION, type InboxCursor, type PersistedAgentSnapshot, type TaskEnvelope } from '../store/envelope.js';
+import type { TaskSummary } from '../store/summary.js';
+import type { SaveRequest, TaskStore } from '../store/taskStore.js';
+
+export interface EnvelopeParts {
+  taskId: string;
+  revision: number;
+  createdAt: number;
+  updatedAt: number;
+  summary: TaskSummary;
+  journal: { audit: number; transcript: number };
+  snapshot: PersistedAgentSnapshot;
+  /** With dispatch: how far the inbox is applied (copied, so later changes do not reach the saved envelope). */
+  inbox: InboxCursor | null;
+}
+
+/** The envelope of this build's schema and machine version. */
+export function envelopeOf(parts: EnvelopeParts): TaskEnvelope {
+  const { taskId, revision, createdAt, updatedAt, summary, journal, snapshot, inbox } = parts;
+  return {
+    schemaVersion: ENVELOPE_SCHEMA_VERSION,
+    machineVersion: AGENT_MACHINE_VERSION,
+    taskId,
+    revision,
+    createdAt,
+    updatedAt,
+    summary,
+    journal,
+    snapshot,
+    ...(inbox ? { inbox: { applied: inbox.applied, replies: [...inbox.replies] } } : {}),
+  };
+}
+
+export interface SaveDeps {
+  store: TaskStore;
+  clock: Clock;
+  random: () => number;
+  /** Retries of a store that is unavailable, before the save fails. */
+  saveRetries: number;
+}
+
+/**
+ * Saves `request`, retrying StoreUnavailableError up to `saveRetries` times with backoff. `stopped` is asked before
+ * each retry: a task no longer driven here (closed, lease lost, evicted) must not save again, and its error is thrown.
+ */
+export async function saveWithRetry(deps: SaveDeps, request: SaveRequest, stopped: () => Error | null): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await deps.store.save(request);
+      return;
+    } catch (error) {
+      // A retry after an ambiguous failure meets our own earlier write as a conflict (or, for the first save, as
+      // "task exists"): check whether it landed.
+      const ownWrite = error instanceof RevisionConflictError || (error instanceof TaskExistsError && request.expectedRevision === 0);
+      if (ownWrite && attempt > 0 && (await landedEarlier(deps.store, request.envelope))) return;
+      if (!(error instanceof StoreUnavailableError) || attempt >= deps.saveRetries) throw error;
+      await sleep(deps.clock, backoffDelay(attempt, { baseDelayMs: 50, maxDelayMs: 2000 }, deps.random));
+      const failure = stopped();
+      if (failure) throw failure;
+    }
+  }
+}
+
+/** After an ambiguous failure, a retry can conflict with our own earlier write: whether that write landed. */
+async function landedEarlier(store: TaskStore, envelope: TaskEnvelope): Promise<boolean> {
+  try {
+    const stored = await store.load(envelope.taskId);
+    // Compared as stored: the live envelope holds `undefined` members (e.g. the snapshot's `error`) that JSON drops
+    // and canonicalJson refuses.
+    const sent = JSON.parse(JSON.stringify(envelope)) as unknown;
+    return stored !== null && stored.revision === envelope.revision && canonicalJson(stored) === canonicalJson(sent);
+  } catch {
+    return false;
+  }
+}
