@@ -47,6 +47,12 @@ describe.skipIf(!redis)('RedisStore erasure', () => {
       expect(k.user(ALICE)).not.toContain('alice');
       // Unambiguous: a colon cannot move a user id into the tenant id.
       expect(k.user({ tenantId: 'a:b', userId: 'c' })).not.toBe(k.user({ tenantId: 'a', userId: 'b:c' }));
+      // The last owner's key is remembered, never handed to another owner.
+      const bob = { tenantId: ALICE.tenantId, userId: 'bob' };
+      const keysOf = [ALICE, bob, ALICE, ALICE, bob].map((owner) => k.user(owner));
+      expect(new Set(keysOf).size).toBe(2);
+      expect(keysOf).toEqual([keysOf[0], keysOf[1], keysOf[0], keysOf[0], keysOf[1]]);
+      expect(redisKeys(prefix).user(bob)).toBe(keysOf[1]);
       await store.erase('a-1', GDPR);
       expect(await client.exists(k.user(ALICE))).toBe(0);
     });

@@ -94,6 +94,14 @@ function checkPrefix(prefix: string): void {
 }
 
 function keysUnder(root: string): RedisKeys {
+  // A task's saves name the same owner every time: the last owner's key is kept rather than hashed again.
+  let last: { tenantId: string; userId: string; key: string } | null = null;
+  const user = (owner: TaskOwner): string => {
+    if (last?.tenantId === owner.tenantId && last.userId === owner.userId) return last.key;
+    const key = `${root}:index:user:${createHash('sha256').update(JSON.stringify([owner.tenantId, owner.userId]), 'utf8').digest('hex')}`;
+    last = { tenantId: owner.tenantId, userId: owner.userId, key };
+    return key;
+  };
   return {
     root,
     task: (id) => `${root}:task:${id}`,
@@ -110,7 +118,7 @@ function keysUnder(root: string): RedisKeys {
     quarantine: `${root}:quarantine`,
     tombstone: (id) => `${root}:tombstone:${id}`,
     erased: `${root}:index:erased`,
-    user: (owner) => `${root}:index:user:${createHash('sha256').update(JSON.stringify([owner.tenantId, owner.userId]), 'utf8').digest('hex')}`,
+    user,
     userPrefix: `${root}:index:user:`,
     epoch: `${root}:epoch`,
   };
