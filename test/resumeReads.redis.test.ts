@@ -58,19 +58,24 @@ function recordCommands(client: Redis) {
   return { sent, start: () => (on = true), stop: () => (on = false) };
 }
 
+/** Task "t", left by a closed orchestrator while its second model turn was in flight. */
+async function parkedTask() {
+  const client = redis!.connect();
+  const prefix = redis!.freshPrefix();
+  const store = new RedisStore({ client, prefix });
+  const parking = parkingModel();
+  const options = { tools: [lookUp], model: parking.model, store, expirySweepMs: 0, retentionSweepMs: 0 };
+  const first = createOrchestrator(options);
+  const parked = parking.waiting();
+  await first.start({ principal: E17, goal: 'read once', taskId: 't' });
+  await parked;
+  await first.close();
+  return { client, prefix, store, parking, options };
+}
+
 describe.skipIf(!redis)('taking a task over on Redis', () => {
   it('reads the task in the lease acquisition: no read of its own before the model is called again', async () => {
-    const client = redis!.connect();
-    const prefix = redis!.freshPrefix();
-    const store = new RedisStore({ client, prefix });
-    const parking = parkingModel();
-    const options = { tools: [lookUp], model: parking.model, store, expirySweepMs: 0, retentionSweepMs: 0 };
-    const first = createOrchestrator(options);
-    const parked = parking.waiting();
-    await first.start({ principal: E17, goal: 'read once', taskId: 't' });
-    await parked;
-    await first.close();
-
+    const { client, prefix, parking, options } = await parkedTask();
     const commands = recordCommands(client);
     const second = createOrchestrator(options);
     const again = parking.waiting();
@@ -87,16 +92,7 @@ describe.skipIf(!redis)('taking a task over on Redis', () => {
   });
 
   it('quarantines a task whose stored envelope is not JSON, and gives its lease back', async () => {
-    const client = redis!.connect();
-    const prefix = redis!.freshPrefix();
-    const store = new RedisStore({ client, prefix });
-    const parking = parkingModel();
-    const options = { tools: [lookUp], model: parking.model, store, expirySweepMs: 0, retentionSweepMs: 0 };
-    const first = createOrchestrator(options);
-    const parked = parking.waiting();
-    await first.start({ principal: E17, goal: 'read once', taskId: 't' });
-    await parked;
-    await first.close();
+    const { client, prefix, store, options } = await parkedTask();
     const keys = redisKeys(prefix);
     await client.hset(keys.task('t'), 'envelope', '{not json');
 

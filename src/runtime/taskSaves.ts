@@ -8,20 +8,13 @@ import { canonicalJson } from '../../machines/lib/canonicalJson.js';
 import { type Clock, backoffDelay, sleep } from '../clock.js';
 import { RevisionConflictError, StoreUnavailableError, TaskExistsError } from '../errors.js';
 import { ENVELOPE_SCHEMA_VERSION, type InboxCursor, type PersistedAgentSnapshot, type TaskEnvelope } from '../store/envelope.js';
-import type { TaskSummary } from '../store/summary.js';
 import type { SaveRequest, TaskStore } from '../store/taskStore.js';
 
-export interface EnvelopeParts {
-  taskId: string;
-  revision: number;
-  createdAt: number;
-  updatedAt: number;
-  summary: TaskSummary;
-  journal: { audit: number; transcript: number };
+/** What changes from save to save; the inbox cursor is copied, so later changes do not reach the saved envelope. */
+export type EnvelopeParts = Pick<TaskEnvelope, 'taskId' | 'revision' | 'createdAt' | 'updatedAt' | 'summary' | 'journal'> & {
   snapshot: PersistedAgentSnapshot;
-  /** With dispatch: how far the inbox is applied (copied, so later changes do not reach the saved envelope). */
   inbox: InboxCursor | null;
-}
+};
 
 /** The envelope of this build's schema and machine version. */
 export function envelopeOf(parts: EnvelopeParts): TaskEnvelope {
