@@ -189,6 +189,41 @@ describe('the audit of one save in its stream message', () => {
     expect(Object.getPrototypeOf((back as object[])[9])).toBe(Object.prototype);
   });
 
+  it('reads back entries JSON writes otherwise than their own keys (class instances with times, toJSON, late at and turn)', () => {
+    class Timed {
+      constructor(
+        readonly at: number,
+        readonly kind: string,
+      ) {}
+    }
+    const keyed: string[] = [];
+    const entries = [
+      entry('a', { at: 100 }),
+      entry('b', { at: 100 }),
+      new Timed(3, 'instance'),
+      { at: 4, toJSON: () => ({ at: 4, kind: 'as JSON' }) },
+      entry('c', { gone: { toJSON: () => undefined }, named: { toJSON: (key: string) => keyed.push(key) && key } }),
+      { at: 5, ...stamp, kind: 'late turn', turn: 9 },
+      { ...stamp, kind: 'late at', at: 6 },
+      { turn: 1, at: 7, ...stamp, kind: 'turn first' },
+      entry('d', { at: undefined }),
+      { ...entry('e'), at: (() => 1) as unknown },
+    ];
+    const expected = JSON.stringify(entries);
+    keyed.length = 0;
+    const back = unpackAudit(JSON.parse(packAudit(entries)));
+    expect(JSON.stringify(back)).toBe(expected);
+    expect(keyed).toEqual(['named']);
+  });
+
+  it('refuses a stamp that holds keys other than the stamp keys (a forged __proto__ among them)', () => {
+    const message = JSON.parse(packAudit([entry('a'), entry('b')]));
+    expect(unpackAudit(message)).not.toBeNull();
+    expect(unpackAudit({ ...message, stamp: { ...message.stamp, extra: 1 } })).toBeNull();
+    const forged = JSON.parse(JSON.stringify(message).replace('"stamp":{', '"stamp":{"__proto__":{"polluted":1},'));
+    expect(unpackAudit(forged)).toBeNull();
+  });
+
   it('refuses a message that is neither form', () => {
     expect(unpackAudit({ entries: [] })).toBeNull();
     expect(unpackAudit('text')).toBeNull();

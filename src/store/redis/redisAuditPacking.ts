@@ -35,22 +35,35 @@ type Row = Record<string, unknown>;
 
 const isRow = (value: unknown): value is Row => typeof value === 'object' && value !== null && !Array.isArray(value);
 
-/**
- * An entry packing may take apart: a plain object whose JSON is its own keys (no `toJSON`, no class). Anything
- * else is kept as it is, as JSON would write it.
- */
+/** A plain object whose JSON is its own keys (no `toJSON`, no class): packing takes those apart. */
 function isPlainRow(value: unknown): value is Row {
   if (!isRow(value) || Object.hasOwn(value, 'toJSON')) return false;
   const proto = Object.getPrototypeOf(value);
   return proto === Object.prototype || proto === null;
 }
 
-/** The stamp keys are where reading puts them back: first, or after `at`, or after `at` and `turn`, in their order. */
+/** A value JSON writes as an object member (JSON leaves out undefined, functions and symbols). */
+const inJson = (value: unknown) => value !== undefined && typeof value !== 'function' && typeof value !== 'symbol';
+
+/** An entry as packing sees it: a plain row as it is, anything else as what its JSON reads back as. */
+function asPackable(entry: unknown): unknown {
+  if (isPlainRow(entry) || !isRow(entry)) return entry;
+  const text = JSON.stringify(entry);
+  return text === undefined ? null : JSON.parse(text);
+}
+
+/**
+ * The stamp keys stand where reading puts them back: after `at` and `turn` (when the entry has them, `at` first),
+ * before the entry's other keys, in their order. `keys`: the keys the entry's JSON has.
+ */
 function stampInPlace(keys: readonly string[]): boolean {
-  let at = 0;
-  if (keys[at] === 'at') at += 1;
-  if (keys[at] === 'turn') at += 1;
-  return STAMP_KEYS.every((key, i) => keys[at + i] === key);
+  let i = 0;
+  for (const key of ['at', 'turn', ...STAMP_KEYS]) {
+    if (!keys.includes(key)) continue;
+    if (keys[i] !== key) return false;
+    i += 1;
+  }
+  return true;
 }
 
 /** Indexes into `length` entries: integers in range, each once. */
@@ -115,8 +128,9 @@ function callReferences(entries: readonly unknown[], calls: Row[]): number[] {
 }
 
 /** The stream message text of one save's audit entries. */
-export function packAudit(entries: readonly unknown[]): string {
-  if (entries.length < 2) return plain(entries);
+export function packAudit(saved: readonly unknown[]): string {
+  if (saved.length < 2) return plain(saved);
+  const entries = saved.map(asPackable);
   const first = entries[0];
   const stamped = isPlainRow(first) && STAMP_KEYS.every((key) => key in first);
   const calls: Row[] = [];
@@ -128,10 +142,11 @@ export function packAudit(entries: readonly unknown[]): string {
   const packed = entries.map((entry, index) => {
     if (!isPlainRow(entry)) return entry;
     const keys = Object.keys(entry);
-    const stampShared = stamped && stampInPlace(keys) && STAMP_KEYS.every((key) => sameJson(entry[key], (first as Row)[key]));
+    const stampShared =
+      stamped && STAMP_KEYS.every((key) => sameJson(entry[key], (first as Row)[key])) && stampInPlace(keys.filter((key) => inJson(entry[key])));
     if (stampShared) shared.push(index);
     let offset = false;
-    if (since !== null && 'at' in entry) {
+    if (since !== null && Object.hasOwn(entry, 'at') && inJson(entry.at)) {
       offset = Number.isSafeInteger(entry.at) && Number.isSafeInteger((entry.at as number) - since);
       if (!offset) absolute.push(index);
     }
@@ -148,7 +163,7 @@ export function packAudit(entries: readonly unknown[]): string {
     }
     return out;
   });
-  if (shared.length === 0 && called.length === 0) return plain(entries);
+  if (shared.length === 0 && called.length === 0) return plain(saved);
   const message: Row = {};
   if (shared.length > 0) message.stamp = Object.fromEntries(STAMP_KEYS.map((key) => [key, (first as Row)[key]]));
   message.shared = shared;
@@ -185,7 +200,7 @@ export function unpackAudit(message: unknown): unknown[] | null {
   const { stamp } = message;
   // A stamp goes with the entries that share it: one without any (or any without one) was not written so. (A stamp
   // value that was undefined is not in the JSON, as it would not be in the entry's.)
-  if (shared.length > 0 ? !isRow(stamp) : stamp !== undefined) return null;
+  if (shared.length > 0 ? !isRow(stamp) || !Object.keys(stamp).every((key) => STAMP_SET.has(key)) : stamp !== undefined) return null;
   const since = message.since ?? null;
   if (since !== null && !Number.isSafeInteger(since)) return null;
   const absolute = indexList(message.absolute ?? [], entries.length);
@@ -239,7 +254,7 @@ function withStamp(entry: Row, stamp: Row): Row {
   const whole: Row = {};
   if ('at' in entry) whole.at = entry.at;
   if ('turn' in entry) whole.turn = entry.turn;
-  Object.assign(whole, stamp);
+  for (const [key, value] of Object.entries(stamp)) put(whole, key, value);
   for (const [key, value] of Object.entries(entry)) if (key !== 'at' && key !== 'turn') put(whole, key, value);
   return whole;
 }

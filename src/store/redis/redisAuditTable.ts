@@ -18,8 +18,8 @@ export interface AuditTable {
 }
 
 /**
- * The keys of a plain object whose JSON is its own keys and values (no `toJSON`, no value JSON would leave out);
- * null for anything else.
+ * The keys of a plain object whose JSON is its own keys and values (no `toJSON`, no value JSON would leave out or
+ * write otherwise in an array); null for anything else.
  */
 function tabulableKeys(entry: unknown): string[] | null {
   if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) return null;
@@ -28,7 +28,9 @@ function tabulableKeys(entry: unknown): string[] | null {
   const keys = Object.keys(entry);
   for (const key of keys) {
     const value = (entry as Row)[key];
+    // In an array, JSON writes undefined as null and calls a value's toJSON with the index: such entries stay whole.
     if (key === 'toJSON' || value === undefined || typeof value === 'function' || typeof value === 'symbol') return null;
+    if (typeof (value as { toJSON?: unknown } | null)?.toJSON === 'function') return null;
   }
   return keys;
 }
