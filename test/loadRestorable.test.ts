@@ -7,20 +7,18 @@ import { describe, expect, it } from 'vitest';
 import { CorruptTaskError, TaskQuarantinedError } from '../src/errors.js';
 import type { TaskEnvelope } from '../src/store/envelope.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
-import type { LeaseManager } from '../src/store/taskStore.js';
+import type { TakenTask } from '../src/store/taskStore.js';
 import { reply } from '../src/testing/index.js';
 import { BOOKING_GOAL, E17, harness } from './support/harness.js';
 
-/** Reads with `load` and `quarantined` after taking the lease (no `acquireAndRead`), which it breaks on demand. */
+/**
+ * Breaks `load` and `quarantined` on demand. As it overrides them, the orchestrator calls them after taking the
+ * lease (the store's `acquireAndRead` leaves the reads to them).
+ */
 class FlakyStore extends MemoryStore {
   syncCorrupt = false;
   asyncCorrupt = false;
   quarantineLookupFails = false;
-  constructor() {
-    super();
-    const { acquireAndRead: _reads, ...leases } = this.leases;
-    (this as { leases: LeaseManager }).leases = leases;
-  }
   override load(taskId: string): Promise<TaskEnvelope | null> {
     // A store whose load checks synchronously before returning its promise (not `async`).
     if (this.syncCorrupt) throw new CorruptTaskError(taskId, 'bad bytes');
@@ -43,17 +41,13 @@ async function waitingTask(store: FlakyStore) {
 /** Reads in the lease acquisition (`acquireAndRead`), and can make what it read fail to parse. */
 class CorruptReadStore extends MemoryStore {
   corrupt = false;
-  constructor() {
-    super();
-    const { acquireAndRead } = this.leases;
-    (this as { leases: LeaseManager }).leases = {
-      ...this.leases,
-      acquireAndRead: async (taskId, ttlMs) => {
-        const taken = await acquireAndRead!(taskId, ttlMs);
-        if (!taken || !this.corrupt) return taken;
-        return { ...taken, load: () => { throw new CorruptTaskError(taskId, 'bad bytes read with the lease'); } };
-      },
+  override async acquireAndRead(taskId: string, ttlMs: number): Promise<TakenTask | null> {
+    const taken = await super.acquireAndRead(taskId, ttlMs);
+    if (!taken?.read || !this.corrupt) return taken;
+    const load = () => {
+      throw new CorruptTaskError(taskId, 'bad bytes read with the lease');
     };
+    return { ...taken, read: { ...taken.read, load } };
   }
 }
 

@@ -1,12 +1,12 @@
 /**
  * Taking a task over on Redis reads it in the lease acquisition's own script: one round trip, and what it reads is
  * the state once the lease is taken. A stored task that cannot be restored is still quarantined, with its lease
- * given back; a key of the wrong type refuses the acquisition before anything is written.
+ * given back, whether what is wrong is its envelope or the type of its key.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
-import { CorruptTaskError, TaskQuarantinedError } from '../src/errors.js';
+import { TaskQuarantinedError } from '../src/errors.js';
 import { createOrchestrator } from '../src/orchestrator/orchestrator.js';
 import type { AgentModel } from '../src/model/agentModel.js';
 import { redisKeys } from '../src/store/redis/redisKeys.js';
@@ -106,16 +106,21 @@ describe.skipIf(!redis)('taking a task over on Redis', () => {
     await redis!.deleteKeys(prefix);
   });
 
-  it('refuses the acquisition, taking no lease, when the task key holds another type', async () => {
-    const client = redis!.connect();
-    const prefix = redis!.freshPrefix();
-    const store = new RedisStore({ client, prefix });
+  it('leaves a task key of another type to the load, which quarantines the task (as without the reads)', async () => {
+    const { client, prefix, store, options } = await parkedTask();
     const keys = redisKeys(prefix);
+    await client.del(keys.task('t'));
     await client.set(keys.task('t'), 'a string');
-    await expect(store.leases.acquireAndRead!('t', 10_000)).rejects.toBeInstanceOf(CorruptTaskError);
-    expect(await client.exists(keys.lease('t'), keys.fence('t'))).toBe(0);
-    // Without the reads, the acquisition does not look at the task key (as before).
-    expect(await store.leases.acquire('t', 10_000)).not.toBeNull();
+    const taken = (await store.acquireAndRead('t', 10_000))!;
+    expect(taken.read).toBeNull();
+    await store.leases.release(taken.lease);
+
+    const second = createOrchestrator(options);
+    const refused = await second.resume('t').catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(TaskQuarantinedError);
+    expect(await store.quarantined('t')).toMatch(/wrong type/);
+    expect(await client.exists(keys.lease('t'))).toBe(0);
+    await second.close();
     await redis!.deleteKeys(prefix);
   });
 });

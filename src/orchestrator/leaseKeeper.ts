@@ -4,7 +4,7 @@
  * another process may now drive.
  */
 import { StoreDataLostError, TaskBusyError } from '../errors.js';
-import type { Lease, LeaseManager, TakenTask } from '../store/taskStore.js';
+import type { Lease, LeaseManager, ReadWithLease, TakenTask } from '../store/taskStore.js';
 
 export class LeaseKeeper {
   private readonly held = new Map<string, Lease>();
@@ -21,6 +21,8 @@ export class LeaseKeeper {
     private readonly settings: { ttlMs: number; renewEveryMs: number; acquireTimeoutMs: number },
     /** Called when a held lease is lost (or may be, past its expiry): the task must stop being driven here. */
     private readonly onLost: (taskId: string) => void,
+    /** The store's `acquireAndRead`, if it has one (bound to it). */
+    private readonly acquireAndRead?: (taskId: string, ttlMs: number) => Promise<TakenTask | null>,
   ) {
     if (leases) {
       this.renewer = setInterval(() => void this.renewAll(), settings.renewEveryMs);
@@ -54,22 +56,23 @@ export class LeaseKeeper {
    * Takes the task's lease; waits up to acquireTimeoutMs (real time) unless told not to, then TaskBusyError. A lease
    * held here that was found lost is given up first (by its token: the store frees it only if it is still ours), so
    * the new one comes with a new fence. With `read`, on a store that can (`acquireAndRead`), resolves with what the
-   * store held for the task once the lease was taken; otherwise (or when the lease was held already) with undefined.
+   * store read of the task once the lease was taken; otherwise (or when the lease was held already, or the store
+   * could not read) with undefined.
    */
-  async take(taskId: string, wait = true, read = false): Promise<TakenTask | undefined> {
+  async take(taskId: string, wait = true, read = false): Promise<ReadWithLease | undefined> {
     const leases = this.leases;
     if (!leases) return undefined;
     const current = this.held.get(taskId);
     if (current && !this.lost.has(current)) return undefined;
     if (current) await this.release(taskId, current);
     const deadline = Date.now() + (wait ? this.settings.acquireTimeoutMs : 0);
-    const reading = read && leases.acquireAndRead ? leases.acquireAndRead.bind(leases) : null;
+    const reading = read ? this.acquireAndRead : undefined;
     for (let attempt = 0; ; attempt++) {
       const taken = reading ? await reading(taskId, this.settings.ttlMs) : await leases.acquire(taskId, this.settings.ttlMs);
       if (taken) {
         const lease = 'lease' in taken ? taken.lease : taken;
         this.held.set(taskId, lease);
-        return 'lease' in taken ? taken : undefined;
+        return 'lease' in taken ? (taken.read ?? undefined) : undefined;
       }
       if (Date.now() >= deadline) throw new TaskBusyError(taskId);
       await new Promise((resolve) => setTimeout(resolve, Math.min(25 * 2 ** attempt, 250)));

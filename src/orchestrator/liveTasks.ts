@@ -12,7 +12,7 @@ import { AgentError, CorruptTaskError, FencedOutError, MachineError, StoreUnavai
 import { LiveTask, type LiveTaskDeps, type SavedBatch } from '../runtime/liveTask.js';
 import { unrestorableReason } from '../runtime/restore.js';
 import type { TaskEnvelope } from '../store/envelope.js';
-import type { Lease, TakenTask } from '../store/taskStore.js';
+import type { Lease, ReadWithLease } from '../store/taskStore.js';
 import type { TaskSummary } from '../store/summary.js';
 import { NO_TRACING, type Tracing } from '../runtime/tracing.js';
 import { LeaseKeeper } from './leaseKeeper.js';
@@ -57,7 +57,8 @@ export class LiveTasks {
   readonly leases: LeaseKeeper;
 
   constructor(private readonly deps: LiveTasksDeps) {
-    this.leases = new LeaseKeeper(deps.store.leases, deps.lease, (taskId) => this.lostLease(taskId));
+    const { store } = deps;
+    this.leases = new LeaseKeeper(store.leases, deps.lease, (taskId) => this.lostLease(taskId), store.acquireAndRead?.bind(store));
   }
 
   get size(): number {
@@ -321,7 +322,7 @@ export class LiveTasks {
    * The stored envelope, if it can be restored; otherwise it is quarantined with the reason, and refused. `taken`:
    * what the lease acquisition read already (the same reads, in the same step as the acquisition).
    */
-  private async loadRestorable(taskId: string, taken?: TakenTask): Promise<TaskEnvelope> {
+  private async loadRestorable(taskId: string, taken?: ReadWithLease): Promise<TaskEnvelope> {
     // Both reads at once (one round trip on a pipelining client); a quarantined task is refused whatever the load says.
     // Each runs inside a promise, so a store that throws instead of rejecting is handled the same way.
     const { store } = this.deps;

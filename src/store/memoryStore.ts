@@ -26,7 +26,7 @@ import {
   sweepLimit,
   tombstoneOf,
 } from './erasure.js';
-import type { ErasableTaskStore, JournalStream, Lease, LeaseManager, ListQuery, SaveRequest } from './taskStore.js';
+import type { ErasableTaskStore, JournalStream, Lease, LeaseManager, ListQuery, SaveRequest, TakenTask } from './taskStore.js';
 import { checkSameOwner, checkSaveRequest, matchesQuery } from './storeChecks.js';
 
 /** Options of a MemoryStore. */
@@ -63,25 +63,8 @@ export class MemoryStore implements ErasableTaskStore {
     const { now = Date.now, retention } = typeof options === 'function' ? { now: options } : options;
     this.now = now;
     this.retention = checkRetention(retention);
-    const acquire = (taskId: string, ttlMs: number): Lease | null => {
-      this.refuseIfErased(taskId);
-      const current = this.held.get(taskId);
-      if (current && current.expiresAt > this.now()) return null;
-      const fence = (this.fences.get(taskId) ?? 0) + 1;
-      this.fences.set(taskId, fence);
-      const lease: Lease = { taskId, token: randomBytes(16).toString('hex'), fence: String(fence), expiresAt: this.now() + ttlMs };
-      this.held.set(taskId, { token: lease.token, expiresAt: lease.expiresAt });
-      return lease;
-    };
     this.leases = {
-      acquire: async (taskId, ttlMs) => acquire(taskId, ttlMs),
-      // In the same step as the acquisition: the row and the reason as they are then.
-      acquireAndRead: async (taskId, ttlMs) => {
-        const lease = acquire(taskId, ttlMs);
-        if (!lease) return null;
-        const envelope = this.rows.get(taskId)?.envelope;
-        return { lease, quarantined: this.quarantine_.get(taskId) ?? null, load: () => (envelope === undefined ? null : parseEnvelope(taskId, envelope)) };
-      },
+      acquire: async (taskId, ttlMs) => this.acquireNow(taskId, ttlMs),
       renew: async (lease, ttlMs) => {
         const current = this.held.get(lease.taskId);
         if (!current || current.token !== lease.token || current.expiresAt <= this.now()) return false;
@@ -92,6 +75,30 @@ export class MemoryStore implements ErasableTaskStore {
         if (this.held.get(lease.taskId)?.token === lease.token) this.held.delete(lease.taskId);
       },
     };
+  }
+
+  /**
+   * The lease, and the task's envelope and quarantine reason as they stand once it is taken. A subclass that
+   * overrides `load` or `quarantined` gets the lease alone (`read: null`), so that its own reads are the ones made.
+   */
+  async acquireAndRead(taskId: string, ttlMs: number): Promise<TakenTask | null> {
+    const lease = this.acquireNow(taskId, ttlMs);
+    if (!lease) return null;
+    if (this.load !== MemoryStore.prototype.load || this.quarantined !== MemoryStore.prototype.quarantined) return { lease, read: null };
+    const envelope = this.rows.get(taskId)?.envelope;
+    const load = () => (envelope === undefined ? null : parseEnvelope(taskId, envelope));
+    return { lease, read: { quarantined: this.quarantine_.get(taskId) ?? null, load } };
+  }
+
+  private acquireNow(taskId: string, ttlMs: number): Lease | null {
+    this.refuseIfErased(taskId);
+    const current = this.held.get(taskId);
+    if (current && current.expiresAt > this.now()) return null;
+    const fence = (this.fences.get(taskId) ?? 0) + 1;
+    this.fences.set(taskId, fence);
+    const lease: Lease = { taskId, token: randomBytes(16).toString('hex'), fence: String(fence), expiresAt: this.now() + ttlMs };
+    this.held.set(taskId, { token: lease.token, expiresAt: lease.expiresAt });
+    return lease;
   }
 
   async load(taskId: string): Promise<TaskEnvelope | null> {

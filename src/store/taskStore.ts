@@ -51,24 +51,24 @@ export interface Lease {
   expiresAt: number;
 }
 
-/** A lease just taken, with what the store held for the task at that moment (`LeaseManager.acquireAndRead`). */
-export interface TakenTask {
-  lease: Lease;
+/** What a store read of a task in the step that took its lease (`TaskStore.acquireAndRead`). */
+export interface ReadWithLease {
   /** What `quarantined` would answer. */
   quarantined: string | null;
   /** What `load` would give, parsed on demand: the envelope, null when there is none; throws as `load` would. */
   load(): TaskEnvelope | null;
 }
 
+/** A lease just taken (`TaskStore.acquireAndRead`), with what the store held for the task at that moment. */
+export interface TakenTask {
+  lease: Lease;
+  /** Null when the store could not read in that step (a key of another type): `load` and `quarantined` say why. */
+  read: ReadWithLease | null;
+}
+
 export interface LeaseManager {
   /** Takes the lease if nobody holds it (SET NX PX); null when another holder has it. TaskErasedError for an erased task. */
   acquire(taskId: string, ttlMs: number): Promise<Lease | null>;
-  /**
-   * Optional, for stores where a round trip counts: `acquire`, and in the same step the reads that driving the task
-   * starts with (`quarantined`, `load`), as they stand once the lease is taken, when nobody else can save any more.
-   * Null when another holder has the lease.
-   */
-  acquireAndRead?(taskId: string, ttlMs: number): Promise<TakenTask | null>;
   /** Extends the lease if still held by this token; false if it was lost. */
   renew(lease: Lease, ttlMs: number): Promise<boolean>;
   /** Gives the lease up if still held by this token. */
@@ -113,6 +113,13 @@ export interface TaskInbox {
 export interface TaskStore {
   /** Present on stores that can coordinate several processes (one driver per task). */
   readonly leases?: LeaseManager;
+  /**
+   * Optional, on stores with leases where a round trip counts: `leases.acquire`, and in the same step the reads that
+   * driving the task starts with (`quarantined`, `load`), as they stand once the lease is taken, when nobody else
+   * can save any more. Null when another holder has the lease. A store that wraps another and changes what `load` or
+   * `quarantined` return must implement it itself, or leave it out (the orchestrator then calls them).
+   */
+  acquireAndRead?(taskId: string, ttlMs: number): Promise<TakenTask | null>;
   /** Present on stores that can hold tasks' inboxes for dispatch across processes. */
   readonly inbox?: TaskInbox;
   /** "memory", "file", "redis"... */

@@ -71,6 +71,8 @@ export function recordingAcks(inner: TaskStore): { store: TaskStore; ackOf(taskI
   const store: TaskStore = {
     kind: inner.kind,
     leases: inner.leases,
+    // Reads are passed through unchanged, so the lease acquisition's reads are too.
+    ...(inner.acquireAndRead ? { acquireAndRead: inner.acquireAndRead.bind(inner) } : {}),
     async save(request: SaveRequest) {
       await inner.save(request);
       const { taskId, revision, journal } = request.envelope;

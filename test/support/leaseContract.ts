@@ -89,43 +89,54 @@ export function describeLeaseContract(getStore: () => TaskStore): void {
     });
 
     describe('acquireAndRead (stores that have it)', () => {
-      function readingOrSkip(context: TestContext): Required<LeaseManager> {
-        const leases = leasesOrSkip(context);
-        if (!leases.acquireAndRead) context.skip(`store "${getStore().kind}" has no acquireAndRead`);
-        return leases as Required<LeaseManager>;
+      function readingOrSkip(context: TestContext): Required<Pick<TaskStore, 'acquireAndRead' | 'leases'>> & TaskStore {
+        leasesOrSkip(context);
+        const store = getStore();
+        if (!store.acquireAndRead) context.skip(`store "${store.kind}" has no acquireAndRead`);
+        return store as Required<Pick<TaskStore, 'acquireAndRead' | 'leases'>> & TaskStore;
       }
 
       it('takes the lease and reads what load and quarantined read, as it stands once the lease is taken', async (context) => {
-        const leases = readingOrSkip(context);
-        const store = getStore();
+        const store = readingOrSkip(context);
+        const { leases } = store;
         const create = createRequest('l-read');
         await store.save(create);
-        const taken = (await leases.acquireAndRead('l-read', TTL))!;
+        const taken = (await store.acquireAndRead('l-read', TTL))!;
         expect(taken.lease).toMatchObject({ taskId: 'l-read', fence: expect.any(String) });
-        expect(taken.quarantined).toBeNull();
-        expect(taken.load()).toStrictEqual(await store.load('l-read'));
+        expect(taken.read!.quarantined).toBeNull();
+        expect(taken.read!.load()).toStrictEqual(await store.load('l-read'));
         // The lease is held: the next taker gets nothing, and a save under its fence lands.
-        expect(await leases.acquireAndRead('l-read', TTL)).toBeNull();
+        expect(await store.acquireAndRead('l-read', TTL)).toBeNull();
         expect(await leases.acquire('l-read', TTL)).toBeNull();
         const update = nextRequest(create.envelope, { state: 'done' });
         await store.save({ ...update, fence: taken.lease.fence });
         await leases.release(taken.lease);
-        const again = (await leases.acquireAndRead('l-read', TTL))!;
+        const again = (await store.acquireAndRead('l-read', TTL))!;
         expect(fenceAfter(again.lease.fence, taken.lease.fence)).toBe(true);
-        expect(again.load()).toStrictEqual(update.envelope);
+        expect(again.read!.load()).toStrictEqual(update.envelope);
       });
 
       it('reads nothing for a task never saved, and the reason of a quarantined one', async (context) => {
-        const leases = readingOrSkip(context);
-        const store = getStore();
-        const none = (await leases.acquireAndRead('l-none', TTL))!;
-        expect(none.load()).toBeNull();
-        expect(none.quarantined).toBeNull();
+        const store = readingOrSkip(context);
+        const none = (await store.acquireAndRead('l-none', TTL))!;
+        expect(none.read!.load()).toBeNull();
+        expect(none.read!.quarantined).toBeNull();
         await store.save(createRequest('l-quarantined'));
         await store.quarantine('l-quarantined', 'a reason');
-        const quarantined = (await leases.acquireAndRead('l-quarantined', TTL))!;
-        expect(quarantined.quarantined).toBe('a reason');
-        expect(quarantined.load()).toStrictEqual(await store.load('l-quarantined'));
+        const quarantined = (await store.acquireAndRead('l-quarantined', TTL))!;
+        expect(quarantined.read!.quarantined).toBe('a reason');
+        expect(quarantined.read!.load()).toStrictEqual(await store.load('l-quarantined'));
+      });
+
+      it('leaves the reads to a subclass that overrides load or quarantined', async (context) => {
+        const store = readingOrSkip(context);
+        await store.save(createRequest('l-sub'));
+        // An object whose prototype is the store: its own `load` stands for a subclass's override.
+        const sub = Object.create(store) as typeof store;
+        sub.load = async () => null;
+        const taken = (await sub.acquireAndRead('l-sub', TTL))!;
+        expect(taken.lease).toMatchObject({ taskId: 'l-sub' });
+        expect(taken.read).toBeNull();
       });
     });
   });

@@ -27,7 +27,10 @@ export class RedisLeaseManager implements LeaseManager {
     return this.take(taskId, ttlMs, false).then((taken) => taken?.lease ?? null);
   }
 
-  /** One script: the lease, then the task hash's envelope and revision and the task's quarantine reason. */
+  /**
+   * One script: the lease, then the task hash's envelope and revision and the task's quarantine reason (not read when
+   * either key holds another type: `read` is null then).
+   */
   acquireAndRead(taskId: string, ttlMs: number): Promise<TakenTask | null> {
     return this.take(taskId, ttlMs, true);
   }
@@ -41,7 +44,7 @@ export class RedisLeaseManager implements LeaseManager {
     const now = this.clock.now();
     const action = `lease acquisition for task ${taskId}`;
     const epoch = this.epoch.args();
-    const [code, detail, found, envelope, revision, quarantined] = await this.call(
+    const [code, detail, found, wasRead, envelope, revision, quarantined] = await this.call(
       action,
       () =>
         this.scripts.taskStoreAcquireLease(
@@ -64,7 +67,8 @@ export class RedisLeaseManager implements LeaseManager {
     if (code < 0) throw scriptError(code, detail, { taskId, epoch: this.epoch.context(epoch, action) });
     this.epoch.learn(found);
     const lease: Lease = { taskId, token, fence: String(detail), expiresAt: now + ttl };
-    return { lease, quarantined: quarantined ?? null, load: () => envelopeOfHash(taskId, taskKey, envelope, revision) };
+    if (!read || wasRead !== 1) return { lease, read: null };
+    return { lease, read: { quarantined: quarantined ?? null, load: () => envelopeOfHash(taskId, taskKey, envelope, revision) } };
   }
 
   /** Also moves `lease.expiresAt` forward when the renewal succeeds. */

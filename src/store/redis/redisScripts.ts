@@ -25,8 +25,16 @@ export type ScriptReply<T = string> = [code: number, detail: T, epoch?: string |
 
 type Command<T = string> = (...args: (string | number)[]) => Promise<ScriptReply<T>>;
 
-/** The lease acquisition's reply: ScriptReply, then (when asked to read) the envelope, revision and quarantine reason. */
-export type AcquireReply = [code: number, detail: string, epoch?: string | null, envelope?: string | null, revision?: string | null, quarantined?: string | null];
+/** The lease acquisition's reply: ScriptReply, then whether it read (1) and what: envelope, revision, quarantine reason. */
+export type AcquireReply = [
+  code: number,
+  detail: string,
+  epoch?: string | null,
+  read?: number,
+  envelope?: string | null,
+  revision?: string | null,
+  quarantined?: string | null,
+];
 
 /** The commands `defineStoreScripts` adds to a client. Prefixed so they cannot clash with an app's own. */
 export interface StoreScripts {

@@ -20,7 +20,7 @@ import { deleteMatching, scanKeys } from './redisScans.js';
 import { globEscape } from './redisErasure.js';
 import type { RedisCall } from './redisConnection.js';
 import { defineStoreScripts } from './redisScripts.js';
-import type { ErasableTaskStore, InboxEntry, JournalStream, Lease, LeaseManager, ListQuery, SaveRequest, TaskInbox } from '../taskStore.js';
+import type { ErasableTaskStore, InboxEntry, JournalStream, Lease, LeaseManager, ListQuery, SaveRequest, TakenTask, TaskInbox } from '../taskStore.js';
 
 /** How a RedisStore connects; the bounds apply only to a client the store creates itself. */
 export interface RedisStoreOptions extends RedisClientBounds {
@@ -102,7 +102,6 @@ export class RedisStore implements ErasableTaskStore {
     const bucket = async (taskId: string) => (await ready(), this.bucket(taskId));
     this.leases = {
       acquire: async (taskId, ttlMs) => (await bucket(taskId)).leases.acquire(taskId, ttlMs),
-      acquireAndRead: async (taskId, ttlMs) => (await bucket(taskId)).leases.acquireAndRead(taskId, ttlMs),
       renew: async (lease: Lease, ttlMs) => (await bucket(lease.taskId)).leases.renew(lease, ttlMs),
       release: async (lease: Lease) => (await bucket(lease.taskId)).leases.release(lease),
     };
@@ -158,6 +157,19 @@ export class RedisStore implements ErasableTaskStore {
   async quarantined(taskId: string): Promise<string | null> {
     await this.layout.checked();
     return this.bucket(taskId).quarantined(taskId);
+  }
+
+  /**
+   * One script: the lease, and the task's envelope and quarantine reason as they stand once it is taken. A subclass
+   * that overrides `load` or `quarantined` gets the lease alone (`read: null`), so that its own reads are the ones made.
+   */
+  async acquireAndRead(taskId: string, ttlMs: number): Promise<TakenTask | null> {
+    await this.layout.checked();
+    const own = this.load === RedisStore.prototype.load && this.quarantined === RedisStore.prototype.quarantined;
+    const leases = this.bucket(taskId).leases;
+    if (own) return leases.acquireAndRead(taskId, ttlMs);
+    const lease = await leases.acquire(taskId, ttlMs);
+    return lease && { lease, read: null };
   }
 
   async erase(taskId: string, request: EraseRequest): Promise<Tombstone> {

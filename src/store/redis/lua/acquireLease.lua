@@ -21,10 +21,11 @@
   ARGV[6]  "1": also read what a take-over reads next, once the lease is taken (same step, so nobody can have
            saved in between); "" not
 
-  Returns {code, detail, epoch, ...} (the epoch on success only; the reads only with ARGV[6]):
-    { 1, fence, epoch }  acquired; fence is the new counter value; the epoch in effect
-    { 1, fence, epoch, envelope|nil, revision|nil, reason|nil }  the same, with ARGV[6]: the task hash's envelope
-                         and revision fields and the task's quarantine reason
+  Returns {code, detail, ...}:
+    { 1, fence, epoch, 0 }  acquired; fence is the new counter value; the epoch in effect; nothing read
+    { 1, fence, epoch, 1, envelope|nil, revision|nil, reason|nil }  the same, with ARGV[6] (and the task and
+                         quarantine keys of their type): the task hash's envelope and revision fields and the task's
+                         quarantine reason
     { 0, "" }            another holder has the lease
     {-6, key }           a key holds another Redis type
     {-9, tombstone }     the task was erased
@@ -36,14 +37,15 @@ local reads = ARGV[6] == '1'
 local epoch = redis.pcall('GET', epochKey)
 if type(epoch) == 'table' and epoch.err then return {-12, epochKey} end
 if ARGV[3] ~= '' and epoch ~= ARGV[3] then return {-11, epoch or ''} end
-local expected = {{leaseKey, 'string'}, {fenceKey, 'string'}, {tombstoneKey, 'string'}}
-if reads then
-  expected[4] = {taskKey, 'hash'}
-  expected[5] = {quarantineKey, 'hash'}
-end
-for _, pair in ipairs(expected) do
+for _, pair in ipairs({{leaseKey, 'string'}, {fenceKey, 'string'}, {tombstoneKey, 'string'}}) do
   local actual = redis.call('TYPE', pair[1])['ok']
   if actual ~= 'none' and actual ~= pair[2] then return {-6, pair[1]} end
+end
+-- A task or quarantine key of another type is not read here: the taker's own reads meet it and say what is wrong
+-- (a task is then quarantined, as it would be without these reads).
+for _, key in ipairs({taskKey, quarantineKey}) do
+  local actual = reads and redis.call('TYPE', key)['ok']
+  if actual and actual ~= 'none' and actual ~= 'hash' then reads = false end
 end
 local tombstone = redis.call('GET', tombstoneKey)
 if tombstone then return {-9, tombstone} end
@@ -55,6 +57,6 @@ if not epoch and ARGV[4] ~= '' then
   epoch = ARGV[4]
 end
 local fence = tostring(redis.call('INCR', fenceKey))
-if not reads then return {1, fence, epoch} end
+if not reads then return {1, fence, epoch, 0} end
 local stored = redis.call('HMGET', taskKey, 'envelope', 'revision')
-return {1, fence, epoch, stored[1], stored[2], redis.call('HGET', quarantineKey, ARGV[5])}
+return {1, fence, epoch, 1, stored[1], stored[2], redis.call('HGET', quarantineKey, ARGV[5])}
