@@ -68,7 +68,7 @@ export {
 // Stores
 export { MemoryStore } from './store/memoryStore.js';
 export { FileStore, type FileStoreOptions } from './store/file/fileStore.js';
-export type { JournalStream, Lease, LeaseManager, ListQuery, SaveRequest, TaskStore } from './store/taskStore.js';
+export type { JournalStream, Lease, LeaseManager, ListQuery, ReadWithLease, SaveRequest, TakenTask, TaskStore } from './store/taskStore.js';
 export { ENVELOPE_SCHEMA_VERSION, SUPPORTED_MACHINE_VERSIONS, parseEnvelope, type PersistedAgentSnapshot, type TaskEnvelope } from './store/envelope.js';
 export { TASK_STATES, type TaskState, type TaskSummary } from './store/summary.js';
 export { WAITING_TASK_STATES } from '../machines/tags.js';
