@@ -27,7 +27,7 @@ import {
   tombstoneOf,
 } from './erasure.js';
 import type { ErasableTaskStore, JournalStream, Lease, LeaseManager, ListQuery, SaveRequest, TakenTask } from './taskStore.js';
-import { checkSameOwner, checkSaveRequest, matchesQuery } from './storeChecks.js';
+import { checkSameOwner, checkSaveRequest, matchesQuery, readsAreOwn } from './storeChecks.js';
 
 /** Options of a MemoryStore. */
 export interface MemoryStoreOptions {
@@ -84,7 +84,7 @@ export class MemoryStore implements ErasableTaskStore {
   async acquireAndRead(taskId: string, ttlMs: number): Promise<TakenTask | null> {
     const lease = this.acquireNow(taskId, ttlMs);
     if (!lease) return null;
-    if (this.load !== MemoryStore.prototype.load || this.quarantined !== MemoryStore.prototype.quarantined) return { lease, read: null };
+    if (!readsAreOwn(this, MemoryStore.prototype)) return { lease, read: null };
     const envelope = this.rows.get(taskId)?.envelope;
     const load = () => (envelope === undefined ? null : parseEnvelope(taskId, envelope));
     return { lease, read: { quarantined: this.quarantine_.get(taskId) ?? null, load } };

@@ -1,7 +1,7 @@
 /** Checks every store applies the same way. */
 import { AgentError } from '../errors.js';
 import type { TaskSummary } from './envelope.js';
-import type { ListQuery, SaveRequest } from './taskStore.js';
+import type { ListQuery, SaveRequest, TaskStore } from './taskStore.js';
 
 /** Refuses a save request that is inconsistent in itself (a caller bug, not a conflict). */
 export function checkSaveRequest({ envelope, expectedRevision }: SaveRequest): void {
@@ -28,4 +28,12 @@ export function matchesQuery(summary: TaskSummary, query: ListQuery): boolean {
   if (query.owner && (summary.tenantId !== query.owner.tenantId || summary.userId !== query.owner.userId)) return false;
   if (query.dueBefore !== undefined && (summary.wakeAt === null || summary.wakeAt > query.dueBefore)) return false;
   return true;
+}
+
+/**
+ * True when `store`'s `load` and `quarantined` are those of `base` (its class's own): a subclass or an object that
+ * replaces either must have its reads made by them, not by `acquireAndRead`.
+ */
+export function readsAreOwn(store: Pick<TaskStore, 'load' | 'quarantined'>, base: Pick<TaskStore, 'load' | 'quarantined'>): boolean {
+  return store.load === base.load && store.quarantined === base.quarantined;
 }

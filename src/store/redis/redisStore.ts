@@ -20,6 +20,7 @@ import { deleteMatching, scanKeys } from './redisScans.js';
 import { globEscape } from './redisErasure.js';
 import type { RedisCall } from './redisConnection.js';
 import { defineStoreScripts } from './redisScripts.js';
+import { readsAreOwn } from '../storeChecks.js';
 import type { ErasableTaskStore, InboxEntry, JournalStream, Lease, LeaseManager, ListQuery, SaveRequest, TakenTask, TaskInbox } from '../taskStore.js';
 
 /** How a RedisStore connects; the bounds apply only to a client the store creates itself. */
@@ -165,9 +166,8 @@ export class RedisStore implements ErasableTaskStore {
    */
   async acquireAndRead(taskId: string, ttlMs: number): Promise<TakenTask | null> {
     await this.layout.checked();
-    const own = this.load === RedisStore.prototype.load && this.quarantined === RedisStore.prototype.quarantined;
     const leases = this.bucket(taskId).leases;
-    if (own) return leases.acquireAndRead(taskId, ttlMs);
+    if (readsAreOwn(this, RedisStore.prototype)) return leases.acquireAndRead(taskId, ttlMs);
     const lease = await leases.acquire(taskId, ttlMs);
     return lease && { lease, read: null };
   }
