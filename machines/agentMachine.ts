@@ -16,7 +16,7 @@ import { type Toolkit, emptyToolkit } from './toolkit.js';
 import { initialContext } from './steps/turn.js';
 
 /** Bumped whenever a change makes old snapshots unsafe to restore; stored in every persisted envelope. */
-export const AGENT_MACHINE_VERSION = 'agent/5';
+export const AGENT_MACHINE_VERSION = 'agent/6';
 
 /**
  * The agent chart for the host's tools: the gates read the tools' current definitions, hashing uses the injected
@@ -69,6 +69,7 @@ export function createAgentMachine(toolkit: Toolkit) {
             { target: 'vetting', actions: 'acceptProposal' },
           ],
           'model.answered': [
+            { guard: not('hasSuccessCriterion'), target: 'answered', actions: 'finishAnswered' },
             { guard: 'isGoalMet', target: 'done', actions: 'finishDone' },
             { target: 'failed', actions: 'finishUnmetGoal' },
           ],
@@ -166,12 +167,15 @@ export function createAgentMachine(toolkit: Toolkit) {
         initial: 'selecting',
         states: {
           selecting: {
-            description: 'Chooses the next step; gate (e) budget and gate (f) confirmation are checked here, before it runs.',
+            description:
+              'Chooses the next step; a write waits for unverified facts to be read again, then gate (e) budget and gate (f) confirmation are checked, before it runs.',
             always: [
               { guard: and(['isBatchComplete', 'hasTooManyRejectedTurns']), target: '#agent.failed', actions: 'stopForRejections' },
               { guard: 'isBatchComplete', target: '#agent.deciding', actions: 'closeBatch' },
               { guard: 'isCancelRequested', target: '#agent.cancelled', actions: 'stopCancelled' },
               { guard: 'isNextWriteAlreadyDone', target: 'selecting', actions: 'refuseDuplicateWrite' },
+              { guard: and(['dependsOnUnverifiedFacts', 'haveRereadsKeptFailing']), target: '#agent.failed', actions: 'stopForUnverifiedFacts' },
+              { guard: 'dependsOnUnverifiedFacts', target: 'selecting', actions: 'refuseForUnverifiedFacts' },
               { guard: not('hasBudgetForNextStep'), target: '#agent.budgetExhausted', actions: 'stopForBudget' },
               {
                 guard: and(['needsConfirmation', not('isConfirmedForExactArguments')]),
@@ -369,6 +373,11 @@ export function createAgentMachine(toolkit: Toolkit) {
         },
       },
       done: { type: 'final', tags: [TAGS.terminal], description: 'The goal is met: a trusted tool result shows it.' },
+      answered: {
+        type: 'final',
+        tags: [TAGS.terminal],
+        description: 'The model answered a task without a success criterion: its trusted results are listed, success is not claimed.',
+      },
       failed: { type: 'final', tags: [TAGS.terminal], description: 'Stopped without meeting the goal; the outcome says why.' },
       budgetExhausted: { type: 'final', tags: [TAGS.terminal], description: 'Stopped before a step the budget could not pay for.' },
       cancelled: { type: 'final', tags: [TAGS.terminal], description: 'Cancelled by the task user, an administrator or a confirmation policy.' },

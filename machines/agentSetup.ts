@@ -70,7 +70,8 @@ export function agentSetup(toolkit: Toolkit) {
     guards: {
       // the model's turn, gate (a) protocol, and the waits around the model
       ...named(model, ['didModelFail', 'isModelOutage', 'canWaitOutModel', 'isModelRetryDue', 'hasPairableCallIds', 'isBatchWellFormed']),
-      ...named(model, ['canReaskModel', 'isGoalMet', 'isFromTaskUser', 'isQuestionUnexpired', 'hasQuestionExpired', 'replansOnAnswerExpiry']),
+      ...named(model, ['canReaskModel', 'hasSuccessCriterion', 'isGoalMet', 'isFromTaskUser', 'isQuestionUnexpired', 'hasQuestionExpired']),
+      ...named(model, ['replansOnAnswerExpiry']),
       // gates (b) schema, mandate, (c) business validation, (d) permission
       ...named(vetting, ['isEveryCallVetted', 'isRepeatingWithoutNewObservation', 'doArgumentsMatchSchema', 'hasBusinessRules']),
       ...named(vetting, ['isBusinessValid', 'hasScopesForTool', 'hasResourcePolicy', 'isAuthorized', 'isConfirmationRuleSound']),
@@ -80,7 +81,7 @@ export function agentSetup(toolkit: Toolkit) {
       // executing, the re-check before a write, reconciling
       ...named(execution, ['isBatchComplete', 'hasTooManyRejectedTurns', 'isCancelRequested', 'isNextStepWrite', 'isNextWriteAlreadyDone']),
       ...named(execution, ['isWriteOutcomeUnknown', 'doesWriteNeedReview', 'wasWriteFound', 'wasWriteNotFound', 'isLookupInconclusive']),
-      ...named(execution, ['isSameKeyRetrySafe', 'canRetryWrite', 'canLookUpAgain']),
+      ...named(execution, ['isSameKeyRetrySafe', 'canRetryWrite', 'canLookUpAgain', 'dependsOnUnverifiedFacts', 'haveRereadsKeptFailing']),
       ...named(recheck, ['areArgumentsIntact', 'isConfirmationStillSufficient', 'holdsScopesNow', 'isStillBusinessValid']),
       ...named(recheck, ['isStillAuthorized', 'isWithinRateLimit', 'isResendAfterReview']),
       // gate (f), confirmation, with approvers
@@ -128,7 +129,7 @@ export function agentSetup(toolkit: Toolkit) {
       ...steps(judging, ['passBusiness', 'refuseForBusiness', 'notePermissionCheck', 'refuseForPermission', 'admitCall', 'finishVetting']),
       ...steps(judging, ['refuseForConfirmationRule']),
       ...steps(fitting, ['passMandate', 'refuseForMandate', 'stopForRepeatedDenial']),
-      ...steps(running, ['closeBatch', 'startReads', 'finishReads', 'startWrite', 'finishWrite', 'refuseDuplicateWrite']),
+      ...steps(running, ['closeBatch', 'startReads', 'finishReads', 'startWrite', 'finishWrite', 'refuseDuplicateWrite', 'refuseForUnverifiedFacts']),
       ...steps(rechecking, ['startRecheck', 'noteRecheck', 'refuseChangedArguments', 'askForFreshConfirmation', 'refuseAtRecheck']),
       ...steps(rechecking, ['resendWrite']),
       ...steps(reconciling, ['noteUnknownWrite', 'finishReconciledWrite', 'abandonWriteForCancel', 'prepareResend', 'lookUpAgain']),
@@ -138,6 +139,7 @@ export function agentSetup(toolkit: Toolkit) {
       ...steps(asking, ['rejectConfirmedCall', 'giveUpConfirmation', 'cancelForConfirmation']),
       ...steps(stopping, ['stopForBudget', 'stopCancelled', 'deferCancel', 'stopForModelFailure', 'stopForInternalError']),
       ...steps(stopping, ['stopForProtocolError', 'stopForRejections', 'stopForLoop', 'finishDone', 'finishUnmetGoal', 'finishRefused']),
+      ...steps(stopping, ['finishAnswered', 'stopForUnverifiedFacts']),
       ...steps(replies, ['replyNotWaitingForConfirmation', 'replyNoSuchConfirmation', 'replyNotWaitingForAnswer', 'replyNothingDue']),
     },
   });

@@ -10,10 +10,27 @@ import { count, jsonSchema, principalSchema, time } from './lib/schemaParts.js';
 export const effectSchema = z.enum(['read', 'write']);
 
 /**
- * The gates, in the order a call meets them. `loop` refuses repeats (it is not a gate of the sources' list);
- * `rate` is the per-tenant rate limit of a tool, asked right before the call runs.
+ * The design sources' four risk classes of a tool, each with its own default confirmation: `read_only` runs
+ * unconfirmed; `writable` asks the task's user unless the tool waives it in writing; `irreversible` always asks the
+ * task's user; `high_risk` always asks, and approvers other than the requester when the host's policy names them.
  */
-export const GATE_NAMES = ['protocol', 'schema', 'mandate', 'business', 'permission', 'loop', 'budget', 'confirmation', 'rate'] as const;
+export const RISK_CLASSES = ['read_only', 'writable', 'irreversible', 'high_risk'] as const;
+export const riskClassSchema = z.enum(RISK_CLASSES);
+
+/**
+ * Why a call must be confirmed, every reason that applies: the tool's own rule asked (`tool_rule`); a write that
+ * declares no rule (`write_default`); its risk class (`irreversible`, `high_risk`); it moves money above what the host
+ * lets run unconfirmed (`moves_money`); the task saw untrusted input and holds sensitive data (`rule_of_two`).
+ */
+export const CONFIRMATION_REASONS = ['tool_rule', 'write_default', 'irreversible', 'high_risk', 'moves_money', 'rule_of_two'] as const;
+export const confirmationReasonSchema = z.enum(CONFIRMATION_REASONS);
+
+/**
+ * The gates, in the order a call meets them. `loop` refuses repeats (it is not a gate of the sources' list);
+ * `verification` refuses a write while a read it depends on ended unknown; `rate` is the per-tenant rate limit of a
+ * tool, asked right before the call runs.
+ */
+export const GATE_NAMES = ['protocol', 'schema', 'mandate', 'business', 'permission', 'loop', 'verification', 'budget', 'confirmation', 'rate'] as const;
 export const gateNameSchema = z.enum(GATE_NAMES);
 
 /** The result of one call as the model will see it: exactly one per call id. */
@@ -60,6 +77,10 @@ export const confirmationRequirementSchema = z.strictObject({
   onReject: z.enum(['replan', 'cancel']),
   /** Nobody decided in time: ask again up to the policy's limit (`ask_again`), or end the task (`cancel`). */
   onExpiry: z.enum(['ask_again', 'cancel']),
+  /** Why it is asked (at least one). */
+  reasons: z.array(confirmationReasonSchema).min(1),
+  /** The tool's risk class when it was asked. */
+  risk: riskClassSchema,
 });
 
 export const callStateSchema = z.strictObject({
@@ -127,6 +148,9 @@ export const pendingConfirmationSchema = z.strictObject({
   approvalsRequired: z.number().int().positive(),
   /** Approvals given so far (an approver decides once). */
   approvals: z.array(decisionSchema),
+  /** Why it is asked, and the tool's risk class: what the approver is shown next to the summary. */
+  reasons: z.array(confirmationReasonSchema).min(1),
+  risk: riskClassSchema,
   policyVersion: z.string(),
   requestedAt: time,
   /** Absolute expiry (ms since epoch); enforced on every confirm, so it holds across restarts. */
@@ -135,6 +159,8 @@ export const pendingConfirmationSchema = z.strictObject({
   request: count,
 });
 
+export type RiskClass = z.infer<typeof riskClassSchema>;
+export type ConfirmationReason = z.infer<typeof confirmationReasonSchema>;
 export type Decision = z.infer<typeof decisionSchema>;
 export type ConfirmationRequirement = z.infer<typeof confirmationRequirementSchema>;
 export type GateName = z.infer<typeof gateNameSchema>;

@@ -68,6 +68,11 @@ export const budgetStateSchema = z.strictObject({
   limits: budgetLimitsSchema,
   used: budgetCountersSchema,
   /**
+   * The most one settled model turn has spent so far: a turn reserves at least this much, so a model that reserves
+   * less than it spends (or nothing) cannot overrun the budget turn after turn.
+   */
+  largestTurn: z.strictObject({ tokens: count, costMicros: count }),
+  /**
    * Absolute deadline (ms since epoch): startedAt + limits.wallClockMs, moved on by time spent waiting (for a human,
    * or for a model that is down).
    */
@@ -103,6 +108,22 @@ export const policySchema = z.strictObject({
   modelOutageMs: z.number().int().nonnegative(),
   /** Waits between model attempts during an outage: doubling from the first to the longest. */
   modelWakeMs: z.strictObject({ first: z.number().int().positive(), longest: z.number().int().positive() }),
+  /**
+   * A write that moves money runs unconfirmed only while this task's writes, it included, move at most this much
+   * (minor units), whatever its tool's rule says. 0 (the default): every money-moving write is confirmed.
+   */
+  unconfirmedMoneyUpTo: count,
+  /** Who confirms a `high_risk` write: approvers holding this scope (other than the requester), or null: the requester. */
+  highRiskApproval: z.strictObject({ approverScope: z.string().min(1), approvals: z.number().int().min(1).max(16) }).nullable(),
+  /**
+   * The Rule of Two: once a task has seen untrusted input (a tool output marked untrusted) and holds sensitive data
+   * (a sealed value), every write is confirmed (`confirm`, the default), whatever its tool's rule says.
+   */
+  ruleOfTwo: z.enum(['confirm', 'off']),
+  /** A read that ended unknown this many times in a row: a write that depends on it stops the task (`could_not_verify`). */
+  maxUnknownReads: z.number().int().positive(),
+  /** Safe defaults the host loosened for this task, each with the reason it gave; recorded in the task's audit at start. */
+  loosened: z.array(z.strictObject({ option: z.string().min(1).max(SHORT), reason: z.string().min(1).max(1_000) })).max(32),
 });
 
 /** What the model reserves per turn; checked and debited before the call starts. */
@@ -139,11 +160,41 @@ export const outcomeSchema = z.strictObject({
   reason: stopReasonSchema,
   /** The model's final text, if any. Never evidence of success by itself. */
   answer: z.string().nullable(),
+  /**
+   * Trusted results: those that met the success criterion, or (a task without one) the writes that succeeded. Never
+   * the model's text.
+   */
   evidence: z.array(evidenceSchema),
+  /**
+   * Identifiers the answer names (a booking id, an order id) that no trusted tool result of the task returned and the
+   * user did not write: a claim nothing supports. Absent in outcomes recorded before agent/6.
+   */
+  unsupportedIds: z.array(z.string().max(SHORT)).max(16).optional(),
 });
 
 /** Limits of the bounded lists in the context, so the snapshot stays the same size however long a task runs. */
-export const CONTEXT_BOUNDS = { evidence: 8, seenObservations: 16, proposedSinceNew: 32, writtenKeys: 64, denied: 32 } as const;
+export const CONTEXT_BOUNDS = { evidence: 8, seenObservations: 16, proposedSinceNew: 32, writtenKeys: 64, denied: 32, unverified: 16, observedIds: 48 } as const;
+
+/**
+ * A read tool whose latest results were unknown (it timed out, or could not be reached): what it was meant to
+ * establish is unverified until a later read of the same tool succeeds.
+ */
+export const unverifiedReadSchema = z.strictObject({
+  tool: z.string().min(1).max(SHORT),
+  /** The code of the latest unknown result (`timeout`, `unavailable`...). */
+  code: z.string().min(1).max(SHORT),
+  /** Unknown results in a row. */
+  times: z.number().int().positive(),
+  at: time,
+});
+
+/** What the task has been exposed to, for the Rule of Two: where it first saw untrusted input and sensitive data. */
+export const exposureSchema = z.strictObject({
+  /** The tool whose output (marked untrusted) first reached the task, or null. */
+  untrustedInput: z.strictObject({ tool: z.string(), at: time }).nullable(),
+  /** Where a sealed (sensitive) value first appeared: `goal`, `user_answer`, or a tool's name; or null. */
+  sensitiveData: z.strictObject({ source: z.string(), at: time }).nullable(),
+});
 
 /** A write whose outcome a human must establish: the task waits for a reviewer. */
 export const reviewSchema = z.strictObject({
@@ -218,6 +269,11 @@ export const agentContextSchema = z.strictObject({
   writtenKeys: z.array(z.string()).max(CONTEXT_BOUNDS.writtenKeys),
   /** Calls (tool + short argument hash) refused at the permission or mandate gate, with the code they got. */
   denied: z.array(z.strictObject({ key: z.string(), code: z.string() })).max(CONTEXT_BOUNDS.denied),
+  /** Read tools whose latest results were unknown: writes that depend on them are refused until they succeed. */
+  unverified: z.array(unverifiedReadSchema).max(CONTEXT_BOUNDS.unverified),
+  exposure: exposureSchema,
+  /** Identifiers seen in trusted tool results and in the user's own text (newest kept), to check the final answer. */
+  observedIds: z.array(z.string().max(64)).max(CONTEXT_BOUNDS.observedIds),
   rejectedTurns: count,
   invalidOutputs: count,
   /** The last failed observation, to explain an unmet goal. */
@@ -251,6 +307,8 @@ export const modelUsageSchema = z.strictObject({
 export type Principal = z.infer<typeof principalSchema>;
 export type Mandate = z.infer<typeof mandateSchema>;
 export type Review = z.infer<typeof reviewSchema>;
+export type UnverifiedRead = z.infer<typeof unverifiedReadSchema>;
+export type Exposure = z.infer<typeof exposureSchema>;
 export type Outage = z.infer<typeof outageSchema>;
 export type Effect = z.infer<typeof effectSchema>;
 export type ToolFacts = z.infer<typeof toolFactsSchema>;

@@ -5,13 +5,19 @@
  * passes on and never interprets.
  */
 
-/** How a task can end. */
-export const FINAL_STATUSES = ['done', 'failed', 'budget_exhausted', 'cancelled'] as const;
+/**
+ * How a task can end. `done` only ever rests on a trusted tool result that meets the task's success criterion;
+ * `answered` is the honest end of a task that declared no criterion: the model gave a final answer, and the outcome
+ * lists the trusted results it has, without claiming that they meet a goal.
+ */
+export const FINAL_STATUSES = ['done', 'answered', 'failed', 'budget_exhausted', 'cancelled'] as const;
 export type FinalStatusCode = (typeof FINAL_STATUSES)[number];
 
 /** Why a task ended. */
 export const STOP_CODES = [
   'goal_met',
+  /** The model answered a task that declares no success criterion: nothing is claimed beyond the evidence listed. */
+  'answered_without_criterion',
   'goal_not_met',
   'could_not_verify',
   'model_refused',
@@ -57,6 +63,11 @@ export const CALL_CODES = {
   permission_denied: { retryable: false },
   /** The tool's per-tenant rate limit is used up for now. */
   rate_limited: { retryable: false },
+  /**
+   * A write whose facts could not be verified: a read it depends on ended unknown (timeout, unavailable) and has not
+   * succeeded since. Reading again can help.
+   */
+  unverified_facts: { retryable: true },
   /** The arguments about to run differ from the ones validated and confirmed: never run. */
   arguments_changed: { retryable: false },
   /** The tool's confirmation rule failed (threw, returned a promise or something that is not a rule): never run. */

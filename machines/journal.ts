@@ -10,6 +10,7 @@ import type {
   AgentContext,
   BudgetLimits,
   CallState,
+  ConfirmationReason,
   Mandate,
   Effect,
   FinalStatus,
@@ -18,10 +19,15 @@ import type {
   ModelReservation,
   ModelUsage,
   Observation,
+  Policy,
   Provenance,
+  RiskClass,
   StopReason,
 } from './context.js';
 import type { ReplyCode } from './failures.js';
+
+/** A warning recorded when a task starts: `no_success_criterion`, a task that may write but can never end `done`. */
+export type StartWarning = 'no_success_criterion';
 
 export type TranscriptEntry =
   | { kind: 'goal'; at: number; text: string }
@@ -71,6 +77,10 @@ export type AuditEntry = { at: number; turn: number } & Partial<AuditStamp> & (
       mandate: Mandate | null;
       limits: BudgetLimits;
       policyVersion: string;
+      /** Safe defaults the host loosened for this task, with its reasons (absent before agent/6). */
+      loosened?: Policy['loosened'];
+      /** What is worth a look about how it started (absent before agent/6). */
+      warnings?: StartWarning[];
     }
   | { kind: 'model_requested'; reservation: ModelReservation }
   /** For an unusable output, why it was refused (`detail`) and what the model sent (`received`, capped and redacted). */
@@ -133,6 +143,9 @@ export type AuditEntry = { at: number; turn: number } & Partial<AuditStamp> & (
       scope: string | null;
       code: string | null;
       expiresAt: number | null;
+      /** For a request: why it is asked, and the tool's risk class (absent before agent/6). */
+      reasons?: ConfirmationReason[];
+      risk?: RiskClass;
     }
   | {
       kind: 'review';

@@ -42,6 +42,7 @@ export const TASK_STATES: readonly TaskState[] = [
   'waiting_for_model',
   'review_required',
   'done',
+  'answered',
   'failed',
   'budget_exhausted',
   'cancelled',

@@ -8,7 +8,7 @@
  * called.
  */
 import type { z } from 'zod';
-import type { Effect, Json, Mandate, Principal } from './context.js';
+import type { Effect, Json, Mandate, Principal, RiskClass } from './context.js';
 
 /**
  * What the task did so far, for rules that bound a total rather than one call: "at most 199.00 in all", "four eyes
@@ -27,12 +27,23 @@ export interface ApprovalRule {
 }
 
 /**
- * Who must confirm a call: nobody, the task's user (`'always'`, or a predicate returning true), or approvers (an
- * `ApprovalRule`, or a predicate returning one, e.g. refunds above an amount need a second person).
+ * A write that needs no confirmation says so in writing: why it is safe to run unconfirmed ("a notice to the requester
+ * only, idempotent"). The reason is recorded in the audit of every call that runs without one.
+ */
+export interface ConfirmationWaiver {
+  never: string;
+}
+
+/**
+ * Who must confirm a call: nobody (`'never'` for a read; a write says why, `{ never: reason }`), the task's user
+ * (`'always'`, or a predicate returning true), or approvers (an `ApprovalRule`, or a predicate returning one, e.g.
+ * refunds above an amount need a second person). Without a rule, a read runs unconfirmed and a write is confirmed by
+ * the task's user. The tool's risk class, the money it moves and the Rule of Two can ask for more, never for less.
  */
 export type ConfirmationRule<I = any> =
   | 'never'
   | 'always'
+  | ConfirmationWaiver
   | ApprovalRule
   | ((args: I, principal: Readonly<Principal>, task: Readonly<TaskFacts>) => boolean | ApprovalRule);
 
@@ -78,6 +89,15 @@ export interface ToolRules<I = any> {
   authorizes: boolean;
   confirm?: ConfirmationRule<I>;
   confirmation?: ConfirmationPolicy;
+  /** The design sources' risk class (`read_only` for reads; `writable` by default for writes). */
+  risk?: RiskClass;
+  /** The tool's output comes from outside the host's trust (the web, an MCP server): the Rule of Two counts it. */
+  untrustedOutput?: boolean;
+  /**
+   * For a write: the read tools whose facts it depends on. While one of them ended unknown (and has not succeeded
+   * since), the write is refused. Undefined: every read does (the conservative default); `[]`: none.
+   */
+  dependsOn?: readonly string[];
   /** The mandate gate. A task with a mandate refuses a write whose tool has no rule (reads pass without one). */
   mandate?: MandateRule<I>;
   /** Money the call moves, in minor units of the host's currency: debited from the task's money budget first. */

@@ -17,6 +17,12 @@ export const DEFAULT_POLICY: Policy = {
   onAnswerExpiry: 'stop',
   modelOutageMs: 60 * 60_000,
   modelWakeMs: { first: 5_000, longest: 5 * 60_000 },
+  // Safe by default: every money-moving write is confirmed, the Rule of Two asks, nothing is loosened.
+  unconfirmedMoneyUpTo: 0,
+  highRiskApproval: null,
+  ruleOfTwo: 'confirm',
+  maxUnknownReads: 2,
+  loosened: [],
 };
 
 export const DEFAULT_LIMITS: BudgetLimits = {

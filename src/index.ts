@@ -25,6 +25,7 @@ export {
   type UserEventResult,
 } from './orchestrator/orchestrator.js';
 export { SILENT_LOGGER, type Logger, type TaskHooks, type TransitionEvent } from './orchestrator/hooks.js';
+export type { Loosen, Loosened } from './orchestrator/loosen.js';
 export { NO_TRACING, type TraceAttributes, type Tracing } from './runtime/tracing.js';
 
 // Tools
@@ -35,6 +36,7 @@ export {
   type ApprovalRule,
   type ConfirmationPolicy,
   type ConfirmationRule,
+  type ConfirmationWaiver,
   type MandateRule,
   type MandateVerdict,
   type RateLimit,
@@ -42,6 +44,8 @@ export {
   type LookupResult,
   type ReadTool,
   type RetryPolicy,
+  type RiskClass,
+  type TaskFacts,
   type Tool,
   type ToolContext,
   type ToolResult,
@@ -115,6 +119,7 @@ export { TAGS, type Tag } from '../machines/tags.js';
 export {
   CALL_CODES,
   CONFIRMATION_REFUSALS,
+  FINAL_STATUSES,
   STOP_CODES,
   type CallCode,
   type ConfirmationRefusal,
@@ -131,10 +136,12 @@ export type {
   CallPhase,
   CallState,
   Catalog,
+  ConfirmationReason,
   ConfirmationRequirement,
   Decision,
   Effect,
   Evidence,
+  Exposure,
   FinalStatus,
   GateName,
   Json,
@@ -151,9 +158,11 @@ export type {
   StopReason,
   SuccessCriterion,
   ToolFacts,
+  UnverifiedRead,
 } from '../machines/context.js';
+export { CONFIRMATION_REASONS, RISK_CLASSES } from '../machines/context.js';
 export type { AgentEvent, HostEvent, ModelEvent, ProposedCall } from '../machines/events.js';
-export type { AuditEntry, AuditKind, ConfirmationAction, HostReply, TranscriptEntry } from '../machines/journal.js';
+export type { AuditEntry, AuditKind, ConfirmationAction, HostReply, StartWarning, TranscriptEntry } from '../machines/journal.js';
 
 // Sensitive values: sealed wherever they enter a task, opened only for the tools that take them
 export { Privacy, displayText, type OpenedToken, type PrivacyOptions, type SealFailure, type SensitivePaths } from './privacy/privacy.js';

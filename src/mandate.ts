@@ -32,6 +32,11 @@ export interface MandateKind<T> {
    * of another kind, or terms that no longer parse, refuse.
    */
   rule<I>(check: (args: I, terms: T, task: Readonly<TaskFacts>) => MandateVerdict): MandateRule<I>;
+  /**
+   * The terms of `mandate` when it is of this kind and they parse, else null: for a tool's `validate` or `authorize`,
+   * which check facts the arguments do not carry against what the user asked for (`ctx.mandate`).
+   */
+  termsOf(mandate: Readonly<Mandate> | null | undefined): T | null;
 }
 
 export interface MandateOptions<T> {
@@ -53,6 +58,11 @@ export function defineMandate<T>(kind: string, schema: z.ZodType<T>, options: Ma
     ...(options.money ? { money: options.money } : {}),
     of(terms) {
       return checkMandate(new Map([[kind, this as MandateKind<unknown>]]), { kind, terms: terms as Json });
+    },
+    termsOf(mandate) {
+      if (!mandate || mandate.kind !== kind) return null;
+      const parsed = parse(mandate.terms);
+      return parsed.ok ? parsed.terms : null;
     },
     rule(check) {
       return (args, mandate, task) => {

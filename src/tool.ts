@@ -6,8 +6,9 @@
  * `defineTool` refuses fields such as `requester_id` or `user_id`.
  */
 import { z } from 'zod';
-import type { Json, Principal } from '../machines/context.js';
-import type { ApprovalRule, ConfirmationPolicy, ConfirmationRule, MandateRule, MandateVerdict } from '../machines/toolkit.js';
+import type { Json, Mandate, Principal, RiskClass } from '../machines/context.js';
+import { RISK_CLASSES } from '../machines/context.js';
+import type { ApprovalRule, ConfirmationPolicy, ConfirmationRule, ConfirmationWaiver, MandateRule, MandateVerdict, TaskFacts } from '../machines/toolkit.js';
 import { canonicalJson } from '../machines/lib/canonicalJson.js';
 import { ToolDefinitionError } from './errors.js';
 
@@ -50,9 +51,17 @@ export interface ValidationContext {
   taskId: string;
   principal: Readonly<Principal>;
   signal: AbortSignal;
+  /**
+   * What the user asked for: the task's mandate (null when it has none). A fact of the world the arguments do not
+   * carry (does the room have a projector?) is checked against it here, and again right before the write.
+   * `defineMandate(...).termsOf(ctx.mandate)` gives its typed terms.
+   */
+  mandate: Readonly<Mandate> | null;
+  /** What the task did so far (the money its writes moved, the writes it started), for rules that bound a total. */
+  task: Readonly<TaskFacts>;
 }
 
-export type { ApprovalRule, ConfirmationPolicy, ConfirmationRule, MandateRule, MandateVerdict };
+export type { ApprovalRule, ConfirmationPolicy, ConfirmationRule, ConfirmationWaiver, MandateRule, MandateVerdict, RiskClass, TaskFacts };
 
 /** A per-tenant rate limit of a tool: at most `points` calls per `perSeconds`, counted before a call runs. */
 export interface RateLimit {
@@ -89,9 +98,23 @@ interface ToolBase<I, O> {
   /**
    * Whether a human must confirm these exact arguments first, and who: the task's user (`'always'`, or a predicate
    * returning true), or approvers other than the requester holding a scope (`{ approverScope, approvals? }`, or a
-   * predicate returning one). Default: never.
+   * predicate returning one). Default: a read runs unconfirmed, a write is confirmed by the task's user. A write that
+   * needs no confirmation says why, in writing: `{ never: 'a notice to the requester only' }` (recorded in the audit).
+   * The risk class, the money a write moves and the Rule of Two can ask for more than this rule, never for less.
    */
   confirm?: ConfirmationRule<I>;
+  /**
+   * The design sources' risk class. A read is `read_only` (the default). A write is `writable` (the default: confirmed
+   * unless it waives it in writing), `irreversible` (always confirmed by the task's user: no waiver) or `high_risk`
+   * (always confirmed, by approvers when the host's policy names them: `highRiskApproval`).
+   */
+  risk?: RiskClass;
+  /**
+   * Its output comes from outside the host's trust (web pages, e-mail, another company's API, an MCP server): text in
+   * it may try to steer the model. Under the Rule of Two, a task that saw it and holds sensitive data confirms every
+   * write. Default false (true for tools imported over MCP).
+   */
+  untrustedOutput?: boolean;
   /** What a rejected or expired confirmation does: re-plan (default) or cancel the task. */
   confirmation?: ConfirmationPolicy;
   /**
@@ -132,6 +155,12 @@ export interface WriteTool<I = any, O = any> extends ToolBase<I, O> {
   effect: 'write';
   /** Money the call moves, in minor units of the host's currency: debited from the task's money budget before it runs. */
   amount?: (args: I) => number;
+  /**
+   * The read tools whose facts this write depends on: while one of them ended unknown (a timeout, unavailable) and has
+   * not succeeded since, the write is refused (`unverified_facts`), and a task whose re-reads keep failing stops
+   * (`could_not_verify`). Default: every read of the task (the conservative choice); `[]`: none.
+   */
+  dependsOn?: readonly string[];
   /** True only if the service guarantees that re-sending the same idempotency key never duplicates the effect. */
   sameKeyRetrySafe: boolean;
   /**
@@ -218,6 +247,14 @@ export function defineTool(tool: Tool): Tool {
     if (tool.effect !== 'write') fail('only a write moves money: remove amount from a read');
     if (typeof tool.amount !== 'function') fail('amount must be a function (args) => minor units');
   }
+  checkRisk(tool, fail);
+  if (tool.untrustedOutput !== undefined && typeof tool.untrustedOutput !== 'boolean') fail('untrustedOutput must be true or false');
+  if ('dependsOn' in tool && tool.dependsOn !== undefined) {
+    if (tool.effect !== 'write') fail('only a write depends on reads: remove dependsOn from a read');
+    if (!Array.isArray(tool.dependsOn) || !tool.dependsOn.every((name) => typeof name === 'string' && NAME.test(name))) {
+      fail('dependsOn must list read tools by name (snake_case), or be [] for none');
+    }
+  }
   if (tool.effect === 'write') {
     if ('retry' in tool && tool.retry) fail('writes are never retried blindly; remove retry (reconciliation uses lookup)');
     if (typeof tool.lookup !== 'function') fail('a write needs lookup(idempotencyKey) for reconciliation');
@@ -229,20 +266,41 @@ export function defineTool(tool: Tool): Tool {
   return tool;
 }
 
+function checkRisk(tool: Tool, fail: (detail: string) => never): void {
+  const { risk } = tool;
+  if (risk === undefined) return;
+  if (!(RISK_CLASSES as readonly string[]).includes(risk)) fail(`risk must be one of ${RISK_CLASSES.join(', ')}, not ${JSON.stringify(risk)}`);
+  if (tool.effect === 'read' && risk !== 'read_only') fail(`a read is read_only; a tool whose effect is ${risk} is a write`);
+  if (tool.effect === 'write' && risk === 'read_only') fail('a write cannot be read_only: declare it writable, irreversible or high_risk');
+}
+
 function checkConfirmation(tool: Tool, fail: (detail: string) => never): void {
   const { confirm, confirmation } = tool;
   if (typeof confirm === 'function' && confirm.constructor?.name === 'AsyncFunction') {
     fail('confirm must be synchronous: it is asked inside a transition, and a promise would decide nothing');
   }
+  if (confirm === 'never' && tool.effect === 'write') {
+    fail("a write runs unconfirmed only with a reason in writing: confirm: { never: 'why it is safe without one' } (it is recorded in the audit)");
+  }
+  const waiver = confirm && typeof confirm === 'object' && 'never' in confirm ? (confirm as ConfirmationWaiver).never : undefined;
+  if (confirm && typeof confirm === 'object' && 'never' in confirm) {
+    if (typeof waiver !== 'string' || waiver.trim().length < 3 || waiver.length > 500) fail('confirm.never must give the reason (3 to 500 characters) the write needs no confirmation');
+    if (tool.risk === 'irreversible' || tool.risk === 'high_risk') fail(`an ${tool.risk === 'irreversible' ? 'irreversible' : 'high_risk'} write is always confirmed: remove confirm.never`);
+    return checkConfirmationPolicy(confirmation, fail);
+  }
   if (confirm !== undefined && confirm !== 'never' && confirm !== 'always' && typeof confirm !== 'function') {
     const rule = confirm as Partial<ApprovalRule> | null;
     if (!rule || typeof rule !== 'object' || typeof rule.approverScope !== 'string' || rule.approverScope === '') {
-      fail(`confirm must be 'never', 'always', { approverScope, approvals? } or a function, not ${JSON.stringify(confirm)}`);
+      fail(`confirm must be 'never', 'always', { never: reason }, { approverScope, approvals? } or a function, not ${JSON.stringify(confirm)}`);
     }
     if (rule.approvals !== undefined && !(Number.isInteger(rule.approvals) && rule.approvals >= 1 && rule.approvals <= 16)) {
       fail('confirm.approvals must be a whole number from 1 to 16');
     }
   }
+  checkConfirmationPolicy(confirmation, fail);
+}
+
+function checkConfirmationPolicy(confirmation: ConfirmationPolicy | undefined, fail: (detail: string) => never): void {
   if (confirmation !== undefined) {
     if (confirmation.onReject !== undefined && confirmation.onReject !== 'replan' && confirmation.onReject !== 'cancel') {
       fail(`confirmation.onReject must be 'replan' or 'cancel'`);
@@ -253,7 +311,6 @@ function checkConfirmation(tool: Tool, fail: (detail: string) => never): void {
   }
 }
 
-/** The JSON Schema of a tool's input, as offered to a model. */
 /** The version recorded for `tool`: its own, or a hash of its declared contract. */
 export function toolVersion(tool: Tool, sha256: (text: string) => string): string {
   if (tool.version !== undefined) return tool.version;
@@ -267,6 +324,7 @@ export function toolVersion(tool: Tool, sha256: (text: string) => string): strin
   return `contract:${sha256(canonicalJson(contract)).slice(0, 16)}`;
 }
 
+/** The JSON Schema of a tool's input, as offered to a model. */
 export function toolParametersSchema(tool: Tool): Record<string, unknown> {
   const { $schema: _drop, ...schema } = z.toJSONSchema(tool.input, { io: 'input' }) as Record<string, unknown>;
   return schema;

@@ -120,13 +120,13 @@ describe('each invariant, shown a breach', () => {
   it('done without a record, a record without done, a record nobody can tie to a write, a budget overrun', () => {
     const small = write({ args: '{"amount":5}' });
     const requested = ['{"amount":5}'];
-    expect(invariants(judge({ runs: [run({}, requested)], faulty: faulty([small]), tools, sideEffects: [], seed: 1 }))).toEqual(['trusted_outcome']);
+    expect(invariants(judge({ runs: [run({}, requested)], faulty: faulty([small]), tools, sideEffects: [], seed: 1, unconfirmedMoneyUpTo: 100 }))).toEqual(['trusted_outcome']);
     const failed = run({ status: { ...run().status!, state: 'failed' } }, requested);
-    expect(invariants(judge({ runs: [failed], faulty: faulty([small]), tools, sideEffects: [{ tool: 'pay', id: 'P1', idempotencyKey: 'k1' }], seed: 1 }))).toEqual(['trusted_outcome']);
-    const stray = judge({ runs: [run({}, requested)], faulty: faulty([small]), tools, sideEffects: [{ tool: 'pay', id: 'P1', idempotencyKey: 'k1' }, { tool: 'pay', id: 'P2', idempotencyKey: null }], seed: 1 });
+    expect(invariants(judge({ runs: [failed], faulty: faulty([small]), tools, sideEffects: [{ tool: 'pay', id: 'P1', idempotencyKey: 'k1' }], seed: 1, unconfirmedMoneyUpTo: 100 }))).toEqual(['trusted_outcome']);
+    const stray = judge({ runs: [run({}, requested)], faulty: faulty([small]), tools, sideEffects: [{ tool: 'pay', id: 'P1', idempotencyKey: 'k1' }, { tool: 'pay', id: 'P2', idempotencyKey: null }], seed: 1, unconfirmedMoneyUpTo: 100 });
     expect(invariants(stray)).toEqual(['attributable_side_effect']);
     const over = run({ status: { ...run().status!, budget: { used: { writes: 3 }, limits: { writes: 2 } } } as never }, requested);
-    expect(invariants(judge({ runs: [over], faulty: faulty([small]), tools, sideEffects: [{ tool: 'pay', id: 'P1', idempotencyKey: 'k1' }], seed: 1 }))).toEqual(['within_budget']);
+    expect(invariants(judge({ runs: [over], faulty: faulty([small]), tools, sideEffects: [{ tool: 'pay', id: 'P1', idempotencyKey: 'k1' }], seed: 1, unconfirmedMoneyUpTo: 100 }))).toEqual(['within_budget']);
   });
 
   it('a read that never answered, reported as a result; scopes changed during the task', () => {

@@ -126,8 +126,14 @@ describe('the kit catches a broken host, found by an adversarial review', () => 
     ]);
   });
 
-  it("a tool without its confirmation rule: refunds run unconfirmed, judged by the domain's own policy", { timeout: 30_000 }, async () => {
-    const report = await runAcceptance({ domain: refunds({ alterTools: withTool('refund_order', () => ({ confirm: undefined })) }), plan: { tasks: { clean: 3 }, seed: 13 } });
+  it("a tool that waives its confirmation, on a host that lets any amount run unconfirmed: judged by the domain's own policy", { timeout: 30_000 }, async () => {
+    // A missing rule is no longer enough to break it (a write is confirmed by default): it takes a written waiver, and a
+    // host that lifts the money limit of unconfirmed writes.
+    const domain = refunds({
+      alterTools: withTool('refund_order', () => ({ confirm: { never: 'a broken host: refunds need nobody' } })),
+      loosen: { unconfirmedMoney: { upTo: 100_000_000, reason: 'a broken host: no limit' } },
+    });
+    const report = await runAcceptance({ domain, plan: { tasks: { clean: 3 }, seed: 13 } });
     expect(failed(report)).toEqual(['confirmed_side_effect']);
     expect(report.metrics.unconfirmedSideEffects).toBe(3);
   });

@@ -142,7 +142,7 @@ describe('createAiSdkModel over the AI SDK mock model', () => {
     const mock = scripted(result([{ type: 'text', text: 'ok' }], 'stop', usage(undefined, undefined)));
     const { orchestrator } = harness({ model: aiSdk(mock, { maxOutputTokens: 200, promptTokenBound: 1_000 }) });
     const status = await orchestrator.run({ principal: E17, goal: 'say ok', taskId: 'no-usage' });
-    expect(status.state).toBe('done');
+    expect(status.state).toBe('answered');
     expect(status.budget.used.tokens).toBe(1_200);
   });
 
@@ -256,7 +256,7 @@ describe('createAiSdkModel over the AI SDK mock model', () => {
       const { orchestrator } = harness({ model: aiSdk(mock) });
       const status = await orchestrator.run({ principal: E17, goal: 'say ok', taskId: 'rate-limited' });
 
-      expect(status.state).toBe('done');
+      expect(status.state).toBe('answered');
       expect(status.budget.used.retries).toBe(1);
       expect(mock.doGenerateCalls).toHaveLength(2);
       expect(mock.doGenerateCalls[1]!.prompt).toEqual(mock.doGenerateCalls[0]!.prompt);
@@ -268,7 +268,7 @@ describe('createAiSdkModel over the AI SDK mock model', () => {
       const mock = scripted(apiError(503, 'overloaded'), unreachable, text('ok'));
       const { orchestrator } = harness({ model: aiSdk(mock) });
       const status = await orchestrator.run({ principal: E17, goal: 'say ok', taskId: 'overloaded' });
-      expect(status.state).toBe('done');
+      expect(status.state).toBe('answered');
       expect(status.budget.used.retries).toBe(2);
       expect(mock.doGenerateCalls).toHaveLength(3);
     });

@@ -141,7 +141,7 @@ describe('confirmation policies of a tool', () => {
     await clock.advance(h.orchestrator.policy.confirmationTtlMs);
     await h.orchestrator.expireDue();
     const status = await h.orchestrator.settled('again');
-    expect(status.state).toBe('done');
+    expect(status.state).toBe('answered');
     expect(byKind(await h.orchestrator.audit('again'), 'confirmation').map((c) => c.action)).toEqual(['requested', 'expired', 'requested', 'expired']);
   });
 });

@@ -101,7 +101,7 @@ describe('drain', () => {
     held.answer('quick');
     const { handedBack } = await drained;
     expect(handedBack).toEqual(['slow']);
-    expect((await store.load('quick'))?.summary.state).toBe('done');
+    expect((await store.load('quick'))?.summary.state).toBe('answered');
     // The slow one stays as it was last saved, running, for another process to carry on.
     expect((await store.load('slow'))?.summary.state).toBe('running');
     const next = heldModel();
@@ -110,7 +110,7 @@ describe('drain', () => {
     expect(report.resumed).toEqual(['slow']);
     await until(() => next.waiting.has('slow'));
     next.answer('slow');
-    expect((await other.orchestrator.settled('slow')).state).toBe('done');
+    expect((await other.orchestrator.settled('slow')).state).toBe('answered');
     await other.orchestrator.close();
   });
 });

@@ -164,7 +164,7 @@ describe('confirmation bound to exact arguments', () => {
       await h.orchestrator.reject('two-noes', SUPPORT, { id: status.pendingConfirmation!.id });
       status = await h.orchestrator.settled('two-noes');
     }
-    expect(status.state).toBe('done');
+    expect(status.state).toBe('answered');
     expect(status.outcome?.answer).toBe('gave up');
     expect(h.refunds.refunds).toEqual([]);
   });

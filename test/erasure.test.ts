@@ -52,7 +52,7 @@ describe('Orchestrator.erase', () => {
     it('erases it, returns its tombstone, and answers every later call about it with TaskErasedError', async () => {
       const { orchestrator, store, clock } = setup();
       const done = await orchestrator.run({ principal: E17, goal: 'book a room for 3', taskId: 'done-1' });
-      expect(done.state).toBe('done');
+      expect(done.state).toBe('answered');
       const audit = await orchestrator.audit('done-1');
 
       const tombstone = await orchestrator.erase('done-1', GDPR);
@@ -173,7 +173,7 @@ describe('Orchestrator.erase', () => {
     const { orchestrator } = setup();
     await orchestrator.run({ principal: E17, goal: 'book', taskId: 'keep' });
     await expect(orchestrator.erase('keep', { reason: '' })).rejects.toBeInstanceOf(HostRequestError);
-    expect((await orchestrator.status('keep')).state).toBe('done');
+    expect((await orchestrator.status('keep')).state).toBe('answered');
   });
 
   it('refuses on a store that cannot erase, naming it', async () => {

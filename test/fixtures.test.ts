@@ -14,7 +14,8 @@ import { rawRows } from './support/rawRows.js';
 
 const ROOT = join(import.meta.dirname, 'fixtures', 'envelopes');
 /** The requirement an agent/3 `needsConfirmation: true` stood for: the task's user confirms. */
-const REQUESTER = { approverScope: null, approvals: 1, onReject: 'replan', onExpiry: 'ask_again' };
+/** A requester's confirmation as agent/4 made it, with what agent/6 adds: asked by the tool's rule, of a writable tool. */
+const REQUESTER = { approverScope: null, approvals: 1, onReject: 'replan', onExpiry: 'ask_again', reasons: ['tool_rule'], risk: 'writable' };
 const REVIEWER = { userId: 'R2', tenantId: 'acme', scopes: ['tasks:review'] };
 
 interface Fixture {
@@ -56,10 +57,10 @@ function rawFixture(name: string, version: string): Raw {
 }
 
 describe('migration of older envelopes', () => {
-  it('brings an agent/1 envelope to agent/5 on read: the fields each version added, nothing else', async () => {
+  it('brings an agent/1 envelope to agent/6 on read: the fields each version added, nothing else', async () => {
     const { store, taskId, fixture } = storeWith('done-booking');
     const loaded = await store.load(taskId);
-    expect(loaded?.machineVersion).toBe('agent/5');
+    expect(loaded?.machineVersion).toBe('agent/6');
     const context = loaded!.snapshot.context;
     // agent/2 added writtenKeys; agent/4 a mandate, the waits' fields, denials, money and the new policy fields.
     expect(context).toMatchObject({ writtenKeys: [], mandate: null, questionExpiresAt: null, review: null, outage: null, denied: [] });
@@ -67,11 +68,20 @@ describe('migration of older envelopes', () => {
     expect(context.budget.used.money).toBe(0);
     // agent/5: the model of its decisions, unrecorded before.
     expect(context.provenance).toEqual({ model: { id: 'unrecorded', version: null }, prompt: null });
-    const { writtenKeys: _w, mandate: _m, questionExpiresAt: _q, review: _r, outage: _o, denied: _d, provenance: _p, batch, budget, policy, ...rest } = context;
+    // agent/6: nothing unverified or exposed yet, the identifiers of the goal and the principal, the safe policy.
+    expect(context).toMatchObject({ unverified: [], exposure: { untrustedInput: null, sensitiveData: null } });
+    expect(context.observedIds).toEqual(['E17', 'acme']);
+    const { writtenKeys: _w, mandate: _m, questionExpiresAt: _q, review: _r, outage: _o, denied: _d, provenance: _p, batch, budget, policy, ...migrated } = context;
+    const { unverified: _u, exposure: _e, observedIds: _i, ...rest } = migrated;
     const { batch: oldBatch, budget: oldBudget, policy: oldPolicy, ...oldRest } = (fixture.envelope as unknown as Raw).snapshot.context as Record<string, any>;
     expect(rest).toEqual(oldRest);
     expect(policy).toEqual({ ...DEFAULT_POLICY, ...oldPolicy });
-    expect(budget).toEqual({ ...oldBudget, limits: { ...oldBudget.limits, money: Number.MAX_SAFE_INTEGER }, used: { ...oldBudget.used, money: 0 } });
+    expect(budget).toEqual({
+      ...oldBudget,
+      limits: { ...oldBudget.limits, money: Number.MAX_SAFE_INTEGER },
+      used: { ...oldBudget.used, money: 0 },
+      largestTurn: { tokens: 0, costMicros: 0 },
+    });
     // agent/3 named the current call; agent/4 turned needsConfirmation into the requirement it stood for.
     const calls = (oldBatch.calls as Record<string, unknown>[]).map(({ needsConfirmation, ...call }) => ({
       ...call,

@@ -85,7 +85,8 @@ describe('gate (a): protocol', () => {
   it('re-asks after an invalid model output, and continues when the next one is usable', async () => {
     const { orchestrator } = harness({ script: [reply.invalid('truncated by length'), reply.answer('done without tools')] });
     const status = await orchestrator.run({ principal: E17, goal: 'Say hello' });
-    expect(status.state).toBe('done');
+    // No success criterion: the answer ends the task honestly, without claiming a goal met.
+    expect(status.state).toBe('answered');
     expect(status.turn).toBe(2);
   });
 });
@@ -105,7 +106,7 @@ describe('gate (b): schema', () => {
     const rejected = byKind(audit, 'gate').filter((g) => g.decision === 'reject');
     expect(rejected).toEqual([expect.objectContaining({ gate: 'schema', code: 'invalid_arguments' })]);
     expect(bookings.searches).toBe(1);
-    expect(status.state).toBe('done');
+    expect(status.state).toBe('answered');
   });
 });
 
@@ -271,7 +272,12 @@ describe('trusted results only', () => {
     const { orchestrator, bookings } = harness({ script: [reply.answer('Booked R7 for you, booking B204.')] });
     const status = await orchestrator.run({ principal: E17, goal, success: BOOKING_SUCCESS });
     expect(status.state).toBe('failed');
-    expect(status.outcome).toMatchObject({ answer: 'Booked R7 for you, booking B204.', reason: { code: 'goal_not_met', detail: { flag: 'answer_without_trusted_result' } } });
+    // The answer names a room and a booking no tool returned: both flagged, in the outcome and its reason.
+    expect(status.outcome).toMatchObject({
+      answer: 'Booked R7 for you, booking B204.',
+      unsupportedIds: ['R7', 'B204'],
+      reason: { code: 'goal_not_met', detail: { flag: 'answer_without_trusted_result', unsupportedIds: ['R7', 'B204'] } },
+    });
     expect(bookings.bookings).toEqual([]);
   });
 
@@ -483,7 +489,7 @@ describe('gate (b): a schema that cannot answer', () => {
     const tool = { ...paymentTool({ sent }), input } as never;
     const h = harness({ extraTools: [tool], script: [reply.call('send_payment', { amount: 5 }), reply.answer('could not pay')] });
     const status = await h.orchestrator.run({ principal: E17, goal: 'pay', taskId: 'schema-fails' });
-    expect(status.state).toBe('done');
+    expect(status.state).toBe('answered');
     expect(status.observations).toEqual([expect.objectContaining({ ok: false, gate: 'schema', code: 'invalid_arguments' })]);
     expect(JSON.stringify(status.observations)).not.toContain('10.0.0.7');
     expect(sent).toEqual([]);

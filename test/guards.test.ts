@@ -72,6 +72,8 @@ const pending: PendingConfirmation = {
   approverScope: null,
   approvalsRequired: 1,
   approvals: [],
+  reasons: ['tool_rule'],
+  risk: 'writable',
   policyVersion: '1',
   requestedAt: T0,
   expiresAt: T0 + 1_000,
@@ -177,7 +179,7 @@ describe('execution order', () => {
         call({ callId: 'r2' }),
         call({ callId: 'w1', effect: 'write', tool: 'reserve_room' }),
         call({ callId: 'r3' }),
-        call({ callId: 'r4', confirmation: { approverScope: null, approvals: 1, onReject: 'replan', onExpiry: 'ask_again' } }),
+        call({ callId: 'r4', confirmation: { approverScope: null, approvals: 1, onReject: 'replan', onExpiry: 'ask_again', reasons: ['tool_rule'], risk: 'read_only' } }),
       ],
     };
     const order: string[][] = [];

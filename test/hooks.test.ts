@@ -96,7 +96,7 @@ describe('typed hooks', () => {
     };
     const { orchestrator } = harness({ script: [refundScript[0]!, reply.answer('The order is O-1001.')], hooks, store });
     const status = await orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, mandate: REFUND_MANDATE, taskId: 'after-save' });
-    expect(seen).toEqual(['started: 1 durable', 'finished: 1 durable', `settled done: revision ${status.revision}`]);
+    expect(seen).toEqual(['started: 1 durable', 'finished: 1 durable', `settled answered: revision ${status.revision}`]);
   });
 
   it('a hook or a save listener that throws is logged, and the task still ends done', async () => {

@@ -27,8 +27,8 @@ describe('agent machine paths, one model turn', () => {
   it('keeps every safety rule on every transition', () => {
     const result = explore(withLimits({ modelTurns: 1 }), { maxStates: 50_000 });
     expect(result.violations, report(result.violations)).toEqual([]);
-    // The agent/4 world reaches 6,513 states in one turn.
-    expect(result.states).toBeGreaterThan(6_500);
+    // The agent/6 world reaches 6,372 states in one turn (agent/4: 6,513; a write after an unknown read now stops short).
+    expect(result.states).toBeGreaterThan(6_300);
   });
 
   /** The first broken rule found when exploring two turns of the world with `chart`. */
@@ -88,6 +88,10 @@ describe('agent machine paths, one model turn', () => {
       ['expires a question early', { hasQuestionExpired: yes }, /^P3 question: a question expired early/],
       ['never lets a question expire', { hasQuestionExpired: no }, /^P3 question: an expired question still waits/],
       ['stops on an unanswered question where the policy replans', { replansOnAnswerExpiry: no }, /^P3 question/],
+      // safe by default: success needs its criterion, a write needs verified facts
+      ['writes on facts a read could not establish', { dependsOnUnverifiedFacts: no }, /^P1 verification/],
+      ['ends done on an answer without trusted evidence', { isGoalMet: yes }, /^P5 authority: done without a success criterion met/],
+      ['ends answered a task that declares a success criterion', { hasSuccessCriterion: no }, /^P5 authority: answered although/],
     ])('%s', (_name, overrides, rule) => {
       expect(firstBroken(CHART.provide({ guards: overrides }) as Chart)).toMatch(rule);
     });

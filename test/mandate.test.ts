@@ -140,7 +140,7 @@ describe('the mandate gate', () => {
     const context = (await store.load('copies'))!.snapshot.context;
     expect(context.mandate).toEqual(BOOKING_MANDATE);
     expect(context.batch!.calls[0]!.args).toEqual({ amount: 5 });
-    expect(status.state).toBe('done');
+    expect(status.state).toBe('answered');
     expect(seen.length).toBeGreaterThanOrEqual(2);
   });
 });

@@ -326,7 +326,11 @@ describe('through the orchestrator', () => {
       extraTools: await importing({ create_payment: paymentPolicy({ timeoutMs: 300, lookup: findPayment }) }),
       script: [reply.call('create_payment', { account: 'A-5', amount_cents: 500, delay_ms: 1_500 }), reply.answer('sent')],
     });
-    const status = await h.orchestrator.run({ principal: PAYER, goal: 'pay A-5', taskId: 'mcp-lost', success: { tool: 'create_payment', require: ['payment_id'] } });
+    const waiting = await h.orchestrator.run({ principal: PAYER, goal: 'pay A-5', taskId: 'mcp-lost', success: { tool: 'create_payment', require: ['payment_id'] } });
+    // A write imported over MCP is confirmed by default, like any write whose policy gives no rule.
+    expect(waiting.state).toBe('waiting_for_confirmation');
+    await h.orchestrator.confirm(waiting.taskId, PAYER, waiting.pendingConfirmation!);
+    const status = await h.orchestrator.settled(waiting.taskId);
     expect(status.state).toBe('done');
     const audit = await h.orchestrator.audit('mcp-lost');
     expect(byKind(audit, 'tool_finished')[0]).toMatchObject({ code: 'timeout' });

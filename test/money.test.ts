@@ -79,7 +79,7 @@ describe('the money budget', () => {
 
 describe('defineTool and the new rules', () => {
   it.each([
-    [{ confirm: { approverScope: '' } }, /confirm must be 'never', 'always', \{ approverScope, approvals\? \} or a function/],
+    [{ confirm: { approverScope: '' } }, /confirm must be 'never', 'always', \{ never: reason \}, \{ approverScope, approvals\? \} or a function/],
     [{ confirm: { approverScope: 'refunds:approve', approvals: 0 } }, /confirm\.approvals must be a whole number from 1 to 16/],
     [{ confirmation: { onReject: 'ignore' } }, /confirmation\.onReject must be 'replan' or 'cancel'/],
     [{ confirmation: { onExpiry: 'retry' } }, /confirmation\.onExpiry must be 'ask_again' or 'cancel'/],

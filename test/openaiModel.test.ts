@@ -157,7 +157,7 @@ describe('createOpenAIModel over HTTP', () => {
     const { orchestrator } = harness({ model: openai(), extraTools: [loggedTool('slow_lookup', 120, log), loggedTool('fast_lookup', 0, log)] });
     const status = await orchestrator.run({ principal: E17, goal: 'look up a and b', taskId: 'parallel' });
 
-    expect(status.state).toBe('done');
+    expect(status.state).toBe('answered');
     expect(log).toEqual(['fast_lookup', 'slow_lookup']);
     const next = srv.requests[1]!;
     expect(rolesOf(next)).toEqual(['system', 'user', 'assistant', 'tool', 'tool']);
@@ -298,7 +298,7 @@ describe('createOpenAIModel over HTTP', () => {
       const { orchestrator } = harness({ model: openai() });
       const status = await orchestrator.run({ principal: E17, goal: 'say ok', taskId: 'rate-limited' });
 
-      expect(status.state).toBe('done');
+      expect(status.state).toBe('answered');
       expect(status.budget.used.retries).toBe(1);
       expect(srv.requests).toHaveLength(2);
       expect(srv.requests[1]!.body).toEqual(srv.requests[0]!.body);
@@ -309,7 +309,7 @@ describe('createOpenAIModel over HTTP', () => {
       const srv = await serve(fake.error(503, 'overloaded'), fake.text('ok'));
       const { orchestrator } = harness({ model: openai() });
       const status = await orchestrator.run({ principal: E17, goal: 'say ok', taskId: 'overloaded' });
-      expect(status.state).toBe('done');
+      expect(status.state).toBe('answered');
       expect(status.budget.used.retries).toBe(1);
       expect(srv.requests).toHaveLength(2);
     });
@@ -319,7 +319,7 @@ describe('createOpenAIModel over HTTP', () => {
       const { orchestrator } = harness({ model: openai(), modelTimeoutMs: 150 });
       const status = await orchestrator.run({ principal: E17, goal: 'say ok', taskId: 'slow-once' });
 
-      expect(status.state).toBe('done');
+      expect(status.state).toBe('answered');
       expect(status.outcome?.answer).toBe('on time');
       expect(status.budget.used.retries).toBe(1);
       expect(srv.requests[0]!.aborted).toBe(true);
@@ -358,7 +358,7 @@ describe('createOpenAIModel over HTTP', () => {
         await orchestrator.expireDue();
         status = await orchestrator.settled('outage');
       }
-      expect(status.state).toBe('done');
+      expect(status.state).toBe('answered');
       expect(status.outage).toBeNull();
       expect(srv.requests).toHaveLength(5);
       const outages = byKind(await orchestrator.audit('outage'), 'model_outage').map((e) => `${e.action} ${e.attempts}`);

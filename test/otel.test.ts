@@ -58,11 +58,11 @@ describe('otelTracing', () => {
       tracing: otelTracing(tracer),
     });
     const status = await orchestrator.run({ principal: E17, goal: 'pay 5', taskId: 'traced' });
-    expect(status.state).toBe('done');
+    expect(status.state).toBe('answered');
 
     const [run, ...more] = named('task run');
     expect(more).toEqual([]);
-    expect(run!.attributes).toMatchObject({ 'statechart_agent.task_id': 'traced', 'statechart_agent.state': 'done', 'statechart_agent.state_value': 'done' });
+    expect(run!.attributes).toMatchObject({ 'statechart_agent.task_id': 'traced', 'statechart_agent.state': 'answered', 'statechart_agent.state_value': 'answered' });
     const turns = named('chat ');
     expect(turns).toHaveLength(3);
     for (const turn of turns) {
@@ -88,7 +88,7 @@ describe('otelTracing', () => {
     expect(seen).toEqual(['execute_tool look_up']);
     // Gate decisions and the lookup's result are events of the run.
     const events = run!.events.map((e) => e.name);
-    expect(events).toEqual(expect.arrayContaining(['gate schema pass', 'gate permission pass', 'write lookup not_found', 'task done']));
+    expect(events).toEqual(expect.arrayContaining(['gate schema pass', 'gate permission pass', 'write lookup not_found', 'task answered']));
   });
 
   it('ends a run when the task waits for a confirmation, and starts another when it goes on', async () => {
@@ -105,7 +105,7 @@ describe('otelTracing', () => {
     await orchestrator.confirm('two-runs', E17, { id: pending.id, argsHash: pending.argsHash });
     await orchestrator.settled('two-runs');
     const runs = named('task run');
-    expect(runs.map((r) => r.attributes['statechart_agent.state'])).toEqual(['waiting_for_confirmation', 'done']);
+    expect(runs.map((r) => r.attributes['statechart_agent.state'])).toEqual(['waiting_for_confirmation', 'answered']);
     expect(runs[1]!.events.map((e) => e.name)).toContain('confirmation granted');
     expect(parentId(named('execute_tool send_payment')[0]!)).toBe(runs[1]!.spanContext().spanId);
   });

@@ -52,7 +52,7 @@ describe.each(STORES)('a task carrying card numbers, on the %s store', (_name, o
     // The tool that needs the value got it; the task succeeded on the tool's own result.
     expect([...service.charges.values()]).toEqual([{ card: WALLET_CARD, amount: 500 }]);
     expect(final.outcome?.answer).toMatch(/^Charged 5\.00 to card \[\[sealed:card-1111:[A-Za-z0-9_-]+\]\]\.$/);
-    expect(final.outcome?.status).toBe('done');
+    expect(final.outcome?.status).toBe('answered');
 
     // Every secret took the paths it should have (so the scan below looks at something).
     const streamed = streams.chunks.join('\n');
@@ -77,7 +77,7 @@ describe('sealed values across a restart', () => {
     const privacy = { sealer: keyedSealer({ key: KEY }), redactors: [cardNumbers()] };
     const run = await runWalletTask({ store, taskId: 'wallet-k', privacy, restart: { sealer: keyedSealer({ key: KEY }), redactors: [cardNumbers()] } });
     expect([...run.service.charges.values()]).toEqual([{ card: WALLET_CARD, amount: 500 }]);
-    expect(run.final.outcome?.status).toBe('done');
+    expect(run.final.outcome?.status).toBe('answered');
     expect(secretsIn(await storedText(store, where))).toEqual([]);
   });
 

@@ -60,7 +60,7 @@ describe('values a call opened', () => {
       script: [reply.call('issue_key', {}), (view) => reply.call('check_key', { api_key: view.data<{ api_key: string }>('issue_key')!.api_key }), reply.answer('ok')],
     });
     const status = await h.orchestrator.run({ principal: PAYER, goal: 'check my key', taskId: 'echo' });
-    expect(status.outcome?.status).toBe('done');
+    expect(status.outcome?.status).toBe('answered');
     const kept = await everything(h, 'echo');
     expect(kept).toContain('is valid');
     expect(kept).not.toContain(SECRET_KEY);
@@ -162,7 +162,7 @@ describe('a token of an earlier task under the same id', () => {
     const evil: Principal = { userId: 'mallory', tenantId: 'evil', scopes: PAYER.scopes };
     const second = harness({ store: new MemoryStore(), extraTools: walletTools(service), privacy: privacyOptions(), script: [reply.call('charge_card', { card_number: token, amount: 500 }), reply.answer('tried')] });
     const status = await second.orchestrator.run({ principal: evil, goal: 'charge', taskId: 'order-1' });
-    expect(status.state).toBe('done');
+    expect(status.state).toBe('answered');
     expect(service.charges.size).toBe(0);
     // Not this task's token: it is text like any other (sealed as such), and no card number.
     const refused = (await second.orchestrator.audit('order-1')).find((e) => e.kind === 'gate' && e.decision === 'reject');
@@ -194,7 +194,7 @@ describe('long values and goals', () => {
     const h = harness({ privacy: privacyOptions(), script: [reply.answer('ok')] });
     const goal = `${'a '.repeat(7_000)}${`${WALLET_CARD} `.repeat(100)}`.slice(0, 16_000);
     const status = await h.orchestrator.run({ principal: PAYER, goal, taskId: 'long-goal' });
-    expect(status.state).toBe('done');
+    expect(status.state).toBe('answered');
     expect(secretsIn(status.goal)).toEqual([]);
   });
 });

@@ -111,7 +111,7 @@ describe('restart in the middle of a write', () => {
     const second = harness({ store, model });
     await second.orchestrator.resume('t4');
     const status = await second.orchestrator.settled('t4');
-    expect(status.state).toBe('done');
+    expect(status.state).toBe('answered');
     expect(model.requests.map((r) => r.turn)).toEqual([1]);
     // The turn was debited once, before the first call; the restart did not debit it again.
     expect(status.budget.used.modelTurns).toBe(1);
@@ -186,7 +186,7 @@ describe('when the store goes away', () => {
     const again = harness({ store: inner, bookings: h.bookings, script: [reply.call('find_available_rooms', { start_at: '2026-09-28T14:00:00+08:00', end_at: '2026-09-28T15:00:00+08:00', attendees: 3, needs_projector: true }), () => reply.call('reserve_room', reserveArgs()), reply.answer('booked')] });
     await again.orchestrator.resume('t5');
     const status = await again.orchestrator.settled('t5');
-    expect(status.state).toBe('done');
+    expect(status.state).toBe('answered');
     expect(h.bookings.bookings).toHaveLength(1);
   });
 });
@@ -233,7 +233,7 @@ describe('model failures', () => {
     expect(wrong.accepted).toBe(false);
     const ok = await h.orchestrator.answer(waiting.taskId, E17, '3');
     expect(ok.accepted).toBe(true);
-    expect((await h.orchestrator.settled(waiting.taskId)).state).toBe('done');
+    expect((await h.orchestrator.settled(waiting.taskId)).state).toBe('answered');
     const transcript = await h.orchestrator.transcript(waiting.taskId);
     expect(transcript.map((e) => e.kind)).toEqual(['goal', 'question', 'user_answer', 'answer']);
   });

@@ -124,6 +124,7 @@ describe('a write its tool finds inconsistent', () => {
       scopes: [],
       timeoutMs: 100,
       sameKeyRetrySafe: true,
+      confirm: { never: 'a test transfer; its test is about the review desk' },
       input: z.strictObject({ amount: z.number() }),
       output: z.strictObject({ status: z.literal('done'), transfer_id: z.string() }),
       execute: async (args) => {

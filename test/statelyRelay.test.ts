@@ -17,7 +17,7 @@ import { createStatelyInspection } from '../src/inspect/statelyInspector.js';
 import { scriptedModel } from '../src/testing/index.js';
 import { getOrder } from '../tools/getOrder.js';
 import { refundMandate } from '../tools/mandates.js';
-import { refundOrder } from '../tools/refundOrder.js';
+import { refundDeskAuthority, refundOrder } from '../tools/refundOrder.js';
 
 const closers: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -53,6 +53,7 @@ describe('Stately relay', () => {
     const desk = new RefundDesk();
     const orchestrator = createOrchestrator({
       tools: [getOrder(desk), refundOrder(desk, { confirmAboveCents: 10_000 })],
+      loosen: refundDeskAuthority,
       mandates: [refundMandate],
       model: scriptedModel(refundScript()),
       store: new MemoryStore(),

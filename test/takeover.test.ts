@@ -43,7 +43,7 @@ async function lapsedDriver() {
 describe('recover()', () => {
   describe('when the task comes to rest between the list and the lease', () => {
     it.each([
-      ['has finished', undefined, 'done'],
+      ['has finished', undefined, 'answered'],
       ['waits for the user', (note: string) => reply.ask(`${note}; anything else?`), 'waiting_for_user'],
     ] as const)('keeps nothing of a task that %s: no task in memory, no lease held', async (_case, last, state) => {
       const store = new MemoryStore();
@@ -110,7 +110,7 @@ describe('a process that lost its lease', () => {
       expect(inFlight(a)).toEqual({ live: 1, leases: 1 });
 
       read.release();
-      expect(await a.settled('t')).toMatchObject({ state: 'done', outcome: { answer: 'read by A' } });
+      expect(await a.settled('t')).toMatchObject({ state: 'answered', outcome: { answer: 'read by A' } });
       expect(notes.executed).toHaveLength(1);
       await until(() => inFlight(a).leases === 0);
       expect(inFlight(a)).toEqual({ live: 0, leases: 0 });
@@ -132,7 +132,7 @@ describe('a process that lost its lease', () => {
       resume();
       await until(() => read.started.length === 3);
       read.release();
-      expect(await a.settled('t')).toMatchObject({ state: 'done', outcome: { answer: 'read by A' } });
+      expect(await a.settled('t')).toMatchObject({ state: 'answered', outcome: { answer: 'read by A' } });
       expect(notes.executed).toHaveLength(1);
       await a.close();
     });
@@ -148,7 +148,7 @@ describe('a process that lost its lease', () => {
       resume();
       await until(() => inFlight(a).leases === 0 && inFlight(a).live === 0);
       read.release();
-      expect(await b.settled('t')).toMatchObject({ state: 'done', outcome: { answer: 'read by B' } });
+      expect(await b.settled('t')).toMatchObject({ state: 'answered', outcome: { answer: 'read by B' } });
       expect(read.started).toEqual(['A', 'B']);
       expect(notes.executed).toHaveLength(1);
       expect(inFlight(a)).toEqual({ live: 0, leases: 0 });
@@ -184,7 +184,7 @@ describe('a process that lost its lease', () => {
       read.release();
       const c = processWith(raw, { read, label: 'C', notes }, { ttlMs: 10_000 });
       expect((await c.recover()).resumed).toEqual(['t']);
-      expect(await c.settled('t')).toMatchObject({ state: 'done', outcome: { answer: 'read by C' } });
+      expect(await c.settled('t')).toMatchObject({ state: 'answered', outcome: { answer: 'read by C' } });
       await a.close();
       await c.close();
     });

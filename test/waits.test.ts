@@ -42,7 +42,7 @@ describe('a question nobody answers', () => {
     await clock.advance(1_000);
     await h.orchestrator.expireDue();
     const status = await h.orchestrator.settled('q2');
-    expect(status.state).toBe('done');
+    expect(status.state).toBe('answered');
     expect(seen[0]).toContain('"kind":"no_answer"');
     expect(byKind(await h.orchestrator.audit('q2'), 'question_expired')).toHaveLength(1);
   });
@@ -52,7 +52,7 @@ describe('a question nobody answers', () => {
     const h = harness({ clock, script: [reply.ask('Which building?'), reply.answer('ok')], expirySweepMs: 0, policy: { answerTtlMs: 1_000 } });
     await h.orchestrator.run({ principal: E17, goal: 'book', taskId: 'q3' });
     await h.orchestrator.answer('q3', E17, 'Main');
-    expect((await h.orchestrator.settled('q3')).state).toBe('done');
+    expect((await h.orchestrator.settled('q3')).state).toBe('answered');
     await clock.advance(5_000);
     expect(await h.orchestrator.expireDue()).toBe(0);
   });
@@ -98,7 +98,7 @@ describe('a model outage longer than the retry budget', () => {
     await clock.advance(1_500);
     await second.orchestrator.expireDue();
     status = await second.orchestrator.settled('o');
-    expect(status).toMatchObject({ state: 'done', outage: null });
+    expect(status).toMatchObject({ state: 'answered', outage: null });
     expect(model.calls).toBe(4);
     // Waiting did not spend the wall-clock budget, nor more than the one model turn.
     expect(status.budget.used.modelTurns).toBe(1);

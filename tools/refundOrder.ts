@@ -99,3 +99,13 @@ export function refundOrder(service: RefundService, options: RefundOrderOptions 
     },
   });
 }
+
+/**
+ * What a host loosens to let refunds up to 100.00 (the tool's default threshold) run on its support agents' standing
+ * authority, without a confirmation: `createOrchestrator({ ..., loosen: refundDeskAuthority })`. Without it, every
+ * refund is confirmed, whatever the tool's rule says (a money-moving write runs unconfirmed only up to the host's
+ * `loosen.unconfirmedMoney`, 0 by default). The reason is recorded in the audit of every task.
+ */
+export const refundDeskAuthority = {
+  unconfirmedMoney: { upTo: 10_000, reason: "refunds up to 100.00 in a task are within a support agent's standing authority" },
+} as const;

@@ -32,6 +32,7 @@ export type Booking = z.infer<typeof bookingSchema>;
 export interface RoomFacts {
   roomId: string;
   capacity: number;
+  hasProjector: boolean;
   tier: 'ordinary' | 'executive';
 }
 
@@ -60,13 +61,17 @@ export function reserveRoom(service: RoomBookingService, options: { timeoutMs?: 
     output: bookingSchema,
     timeoutMs: options.timeoutMs ?? 3_000,
     sameKeyRetrySafe: true,
-    // Under a booking mandate: exactly the slot the user asked for, for at least as many people. (The projector is
-    // the search's to ask for: find_available_rooms refuses a search without one when the user needs it.)
+    // A booking for the requester alone, in a free slot, that they can cancel: it runs without asking them again.
+    confirm: { never: "books a room for the requester only, within the slot of their request; a booking can be cancelled" },
+    // Written on what find_available_rooms saw (the room's version): not while that search's result is unknown.
+    dependsOn: ['find_available_rooms'],
+    // Under a booking mandate: exactly the slot the user asked for, for at least as many people. (The projector is a
+    // fact of the room, not of the arguments: `validate` checks it against the mandate, again right before the write.)
     mandate: bookingMandate.rule((args, terms) => {
       const slot = sameSlot(args, terms);
       return slot.ok ? enoughSeats(args.attendees, terms) : slot;
     }),
-    async validate(args): Promise<ValidationResult> {
+    async validate(args, ctx): Promise<ValidationResult> {
       const start = Date.parse(args.start_at);
       const end = Date.parse(args.end_at);
       if (!(start < end)) {
@@ -80,6 +85,9 @@ export function reserveRoom(service: RoomBookingService, options: { timeoutMs?: 
       if (!room) return { ok: false, code: 'not_found', summary: `there is no room ${args.room_id}` };
       if (args.attendees > room.capacity) {
         return { ok: false, code: 'capacity_exceeded', summary: `${args.room_id} seats ${room.capacity}, not ${args.attendees}` };
+      }
+      if (bookingMandate.termsOf(ctx.mandate)?.needs_projector && !room.hasProjector) {
+        return { ok: false, code: 'projector_required', summary: `${args.room_id} has no projector, and the user needs one` };
       }
       return { ok: true };
     },

@@ -3,12 +3,12 @@
  * its own services. Each task books its own hour (the booking service is sharded by slot, so that thousands of
  * concurrent tasks do not race for one room's schedule version) or refunds its own order.
  */
-import type { Json, Tool } from '../../src/index.js';
+import type { Json, Loosen, Tool } from '../../src/index.js';
 import type { AcceptanceCase, AcceptanceDomain, AcceptanceHost, FaultClass, SideEffect } from '../../src/acceptance/index.js';
 import { findAvailableRooms, type RoomSearchInput, type RoomSearchOutput, type RoomSearchService } from '../../tools/findAvailableRooms.js';
 import { getOrder } from '../../tools/getOrder.js';
 import { bookingMandate, refundMandate } from '../../tools/mandates.js';
-import { refundOrder } from '../../tools/refundOrder.js';
+import { refundDeskAuthority, refundOrder } from '../../tools/refundOrder.js';
 import { type Booking, type ReserveRoomInput, type RoomBookingService, type RoomFacts, reserveRoom } from '../../tools/reserveRoom.js';
 import { BookingService, DEMO_NOW } from './bookingService.js';
 import { RefundDesk, type OrderRecord } from './refundService.js';
@@ -138,6 +138,8 @@ export interface DemoAcceptanceOptions {
   desk?: (orders: OrderRecord[]) => RefundDesk;
   /** Changes the tools before the run (the kit's own tests remove a check, to show the kit catches it). */
   alterTools?: (tools: Tool[]) => Tool[];
+  /** What the host loosens (default: the refund desk's authority up to 100.00; the kit's tests loosen more, to break it). */
+  loosen?: Loosen;
 }
 
 export function demoAcceptanceDomain(options: DemoAcceptanceOptions = {}): AcceptanceDomain {
@@ -164,6 +166,7 @@ export function demoAcceptanceDomain(options: DemoAcceptanceOptions = {}): Accep
       return {
         tools: options.alterTools ? options.alterTools(tools) : tools,
         mandates: [bookingMandate, refundMandate],
+        loosen: options.loosen ?? refundDeskAuthority,
         caseFor(index, random, fault) {
           ensureOrders(index);
           const made = random() < refundShare ? refundCase(index, random) : bookingCase(index, random);

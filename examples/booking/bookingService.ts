@@ -111,7 +111,7 @@ export class BookingService implements RoomSearchService, RoomBookingService {
 
   async room(roomId: string): Promise<RoomFacts | undefined> {
     const room = this.rooms.get(roomId);
-    return room && { roomId: room.roomId, capacity: room.capacity, tier: room.tier };
+    return room && { roomId: room.roomId, capacity: room.capacity, hasProjector: room.hasProjector, tier: room.tier };
   }
 
   async reserve(

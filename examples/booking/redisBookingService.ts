@@ -142,7 +142,7 @@ export class RedisBookingService implements RoomSearchService, RoomBookingServic
     const text = await this.client.hget(this.k.rooms, roomId);
     if (!text) return undefined;
     const room = JSON.parse(text) as Omit<Room, 'version'>;
-    return { roomId: room.roomId, capacity: room.capacity, tier: room.tier };
+    return { roomId: room.roomId, capacity: room.capacity, hasProjector: room.hasProjector, tier: room.tier };
   }
 
   async reserve(

@@ -7,7 +7,7 @@ import type { ModelReply } from '../../src/index.js';
 import { type ScriptStep, type ScriptView, reply, scriptedModel } from '../../src/testing/index.js';
 import { getOrder, type Order } from '../../tools/getOrder.js';
 import { refundMandate } from '../../tools/mandates.js';
-import { refundOrder, type Refund } from '../../tools/refundOrder.js';
+import { refundDeskAuthority, refundOrder, type Refund } from '../../tools/refundOrder.js';
 import { RefundDesk } from './refundService.js';
 import { E17_SUPPORT, REFUND_GOAL, REFUND_MANDATE, REFUND_SUCCESS } from './requests.js';
 import type { ScenarioEnv, ScenarioResult } from './scenarios.js';
@@ -20,6 +20,7 @@ export async function runRefund(env: ScenarioEnv): Promise<ScenarioResult> {
   const script = refundScript();
   const orchestrator = createOrchestrator({
     tools: [getOrder(desk), refundOrder(desk, { confirmAboveCents: 10_000 })],
+    loosen: refundDeskAuthority,
     mandates: [refundMandate],
     model: env.model ? env.model(script) : scriptedModel(script),
     store: env.store,

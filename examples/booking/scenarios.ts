@@ -9,7 +9,7 @@ import { bookingMandate } from '../../tools/mandates.js';
 import { runRefund } from './refundScenario.js';
 import { BOOKING_GOAL, BOOKING_MANDATE, BOOKING_SUCCESS, E17, MEETING } from './requests.js';
 import type { Clock } from '../../src/index.js';
-import type { AgentModel, ModelReply } from '../../src/index.js';
+import type { AgentModel, Mandate, ModelReply } from '../../src/index.js';
 import { type ScriptStep, type ScriptView, reply, scriptedModel } from '../../src/testing/index.js';
 import { type AuditRecord, type OrchestratorOptions, type TaskStatus, createOrchestrator } from '../../src/index.js';
 import type { TaskStore } from '../../src/index.js';
@@ -30,7 +30,7 @@ export interface ScenarioEnv {
 }
 
 /** The demo's scenarios, in the order they run. */
-export const SCENARIO_NAMES = ['normal', 'conflict', 'searchTimeout', 'lostResponse', 'refused', 'wrongDate', 'refund'] as const;
+export const SCENARIO_NAMES = ['normal', 'conflict', 'searchTimeout', 'guessedWrite', 'lostResponse', 'refused', 'noProjector', 'wrongDate', 'refund'] as const;
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
 
 export interface ScenarioResult {
@@ -100,15 +100,16 @@ async function runBooking(
   meta: Pick<ScenarioResult, 'name' | 'title' | 'expectation'>,
   arrange: (service: BookingService) => void,
   script: ScriptStep[] = bookingScript(),
+  request: { goal: string; mandate: Mandate } = { goal: BOOKING_GOAL, mandate: BOOKING_MANDATE },
 ): Promise<ScenarioResult> {
   const { service, orchestrator } = bookingSetup(env, script);
   arrange(service);
   try {
     const status = await orchestrator.run({
       principal: E17,
-      goal: BOOKING_GOAL,
+      goal: request.goal,
       success: BOOKING_SUCCESS,
-      mandate: BOOKING_MANDATE,
+      mandate: request.mandate,
       taskId: `${meta.name}-1`,
     });
     return {
@@ -130,8 +131,10 @@ export const EXPECTED: Record<ScenarioName, { state: string; code: string; rows:
   normal: { state: 'done', code: 'goal_met', rows: ['B204 R7 E17'] },
   conflict: { state: 'done', code: 'goal_met', rows: ['B204 R7 E42', 'B205 R9 E17'] },
   searchTimeout: { state: 'failed', code: 'could_not_verify', rows: [] },
+  guessedWrite: { state: 'failed', code: 'could_not_verify', rows: [] },
   lostResponse: { state: 'done', code: 'goal_met', rows: ['B204 R7 E17'] },
   refused: { state: 'failed', code: 'goal_not_met', rows: [] },
+  noProjector: { state: 'done', code: 'goal_met', rows: ['B204 R7 E17'] },
   wrongDate: { state: 'failed', code: 'outside_mandate', rows: [] },
   refund: { state: 'done', code: 'goal_met', rows: ['TX-9001 O-1001 199.00'] },
 };
@@ -174,6 +177,29 @@ export const scenarios: Record<ScenarioName, (env: ScenarioEnv) => Promise<Scena
       },
     ),
 
+  guessedWrite: (env: ScenarioEnv) =>
+    runBooking(
+      env,
+      {
+        name: 'guessedWrite',
+        title: 'A write on unverified facts',
+        expectation:
+          'the search hangs; the model books R7 on a guessed version: refused, unverified; the search hangs again, it guesses R9: stopped with "could not verify", nothing written',
+      },
+      (service) => {
+        // Two searches, each one attempt and one bounded retry: every one of them hangs.
+        service.faults.hangingSearches = 4;
+      },
+      [
+        reply.call('find_available_rooms', { ...MEETING }),
+        // A timeout is "unknown", not "none": the model guesses anyway, and the host refuses to write on it.
+        reply.call('reserve_room', { room_id: 'R7', start_at: MEETING.start_at, end_at: MEETING.end_at, attendees: 3, expected_version: 17 }),
+        reply.call('find_available_rooms', { ...MEETING }),
+        reply.call('reserve_room', { room_id: 'R9', start_at: MEETING.start_at, end_at: MEETING.end_at, attendees: 3, expected_version: 6 }),
+        reply.answer('Booked R9.'),
+      ],
+    ),
+
   lostResponse: (env: ScenarioEnv) =>
     runBooking(
       env,
@@ -202,6 +228,29 @@ export const scenarios: Record<ScenarioName, (env: ScenarioEnv) => Promise<Scena
         reply.call('reserve_room', { room_id: 'R7', start_at: MEETING.start_at, end_at: MEETING.end_at, attendees: 6, expected_version: 17 }),
         reply.answer('I could not book a room: the host refused both requests.'),
       ],
+    ),
+
+  noProjector: (env: ScenarioEnv) =>
+    runBooking(
+      env,
+      {
+        name: 'noProjector',
+        title: 'A room without a projector',
+        expectation:
+          'two people need a projector; the model picks R3 (seats 2, no projector): the business check against the mandate refuses it; R7 is found and booked as B204',
+      },
+      () => {},
+      [
+        // The projector is a fact of the room, not of the arguments: validate checks it against the mandate.
+        reply.call('reserve_room', { room_id: 'R3', start_at: MEETING.start_at, end_at: MEETING.end_at, attendees: 2, expected_version: 11 }),
+        reply.call('find_available_rooms', { ...MEETING, attendees: 2 }),
+        reply.call('reserve_room', { room_id: 'R7', start_at: MEETING.start_at, end_at: MEETING.end_at, attendees: 2, expected_version: 17 }),
+        reply.answer('Booked R7 on 2026-09-28 14:00-15:00 for 2 people with a projector: booking B204.'),
+      ],
+      {
+        goal: 'Book a meeting room on 2026-09-28 from 14:00 to 15:00 (+08:00) for 2 people with a projector.',
+        mandate: bookingMandate.of({ start_at: MEETING.start_at, end_at: MEETING.end_at, min_attendees: 2, needs_projector: true }),
+      },
     ),
 
   wrongDate: (env: ScenarioEnv) =>

@@ -12,6 +12,7 @@ import { type AgentModel, type Clock, type Principal, type TaskStore, createOrch
 import type { Orchestrator, StartTaskRequest } from '../../src/index.js';
 import { agentService, createStepper, type Stepper } from '../../src/http/index.js';
 import { bookingMandate, refundMandate } from '../../tools/mandates.js';
+import { refundDeskAuthority } from '../../tools/refundOrder.js';
 import demoHost from './host.js';
 import { BOOKING_GOAL, BOOKING_MANDATE, BOOKING_SUCCESS, REFUND_GOAL, REFUND_MANDATE, REFUND_SUCCESS } from './requests.js';
 
@@ -52,6 +53,7 @@ export async function createDemoService(options: DemoServiceOptions): Promise<De
   const orchestrator = createOrchestrator({
     tools: host.tools,
     mandates: [refundMandate, bookingMandate],
+    loosen: refundDeskAuthority,
     model: stepper?.model ?? model,
     store: options.store,
     clock,

@@ -23,7 +23,7 @@ export function nextStepNeed(context: AgentContext, toolkit: Toolkit): Partial<B
 
 export const budgetGuards = {
   hasBudgetForModelTurn: (context, event) =>
-    shortfall(context.budget, modelTurnNeed(context.modelReservation), timeOf(context, event)) === null,
+    shortfall(context.budget, modelTurnNeed(context.modelReservation, context.budget), timeOf(context, event)) === null,
 
   hasBudgetForNextStep: (context, event, toolkit) => {
     const need = nextStepNeed(context, toolkit);

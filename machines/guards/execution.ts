@@ -1,7 +1,11 @@
 /** Questions the executing states ask: what runs next, and how a write ended or was reconciled. */
 import { outputOf } from '../actors.js';
 import { currentCall, hasHostRejection, isBatchComplete, nextCall, nextStep } from '../lib/batch.js';
+import { blockingReads } from '../lib/observedFacts.js';
 import type { Guard } from './guard.js';
+
+/** The next write, if the next step is one. */
+const nextWrite = (context: Parameters<Guard>[0]) => (nextStep(context.batch)?.kind === 'write' ? nextCall(context.batch) : undefined);
 
 export const executionGuards = {
   isBatchComplete: (context) => isBatchComplete(context.batch),
@@ -15,8 +19,23 @@ export const executionGuards = {
 
   /** The next write is a business intent (idempotency key) that already succeeded in this task. */
   isNextWriteAlreadyDone: (context) => {
-    const call = nextStep(context.batch)?.kind === 'write' ? nextCall(context.batch) : undefined;
+    const call = nextWrite(context);
     return call?.idempotencyKey != null && context.writtenKeys.includes(call.idempotencyKey);
+  },
+
+  /**
+   * The next write depends on facts a read could not establish: a read it depends on (every read, unless its tool
+   * names them) ended unknown and has not succeeded since. A timeout means "unknown", never "none".
+   */
+  dependsOnUnverifiedFacts: (context, _event, toolkit) => {
+    const call = nextWrite(context);
+    return call !== undefined && blockingReads(context, toolkit.rules(call.tool)).length > 0;
+  },
+
+  /** Reading again did not help: a read the next write depends on ended unknown the policy's number of times in a row. */
+  haveRereadsKeptFailing: (context, _event, toolkit) => {
+    const call = nextWrite(context);
+    return call !== undefined && blockingReads(context, toolkit.rules(call.tool)).some((mark) => mark.times >= context.policy.maxUnknownReads);
   },
 
   isWriteOutcomeUnknown: (_context, event) => outputOf(event, 'write').outcome.kind === 'unknown',

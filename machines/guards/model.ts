@@ -32,8 +32,11 @@ export const modelGuards = {
 
   canReaskModel: (context) => context.invalidOutputs <= context.policy.maxInvalidOutputs,
 
-  /** Success only from a trusted tool result that matches the task's criterion (or no criterion declared). */
-  isGoalMet: (context) => context.success === null || context.evidence.length > 0,
+  /** The task declares what success is (a trusted result of a tool, matching fields): without it, nothing is "done". */
+  hasSuccessCriterion: (context) => context.success !== null,
+
+  /** Success only from a trusted tool result that matches the task's criterion, never from the model's text. */
+  isGoalMet: (context) => context.success !== null && context.evidence.length > 0,
 
   isFromTaskUser: (context, event) => event.type === 'user.answered' && event.userId === context.principal.userId,
 

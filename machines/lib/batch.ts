@@ -145,9 +145,22 @@ function cutToBytes(text: string, capBytes: number): string {
   return text.slice(0, end);
 }
 
-/** Evidence of success: only ever from a validated tool output, never from model text. */
+/** Fields of a write's result kept as evidence when the task declares no criterion: its first scalar fields. */
+const EVIDENCE_FIELDS = 8;
+
+/**
+ * Evidence: only ever from a validated tool output, never from model text. With a success criterion, a result that
+ * meets it; without one, any write that succeeded (its scalar fields), which the outcome lists without claiming it
+ * meets a goal.
+ */
 export function evidenceFrom(success: SuccessCriterion | null, call: CallState, value: Json): Evidence | null {
-  if (!success || success.tool !== call.tool || !isJsonObject(value)) return null;
+  if (!isJsonObject(value)) return null;
+  if (success === null) {
+    if (call.effect !== 'write') return null;
+    const scalars = Object.entries(value).filter(([, v]) => v === null || typeof v !== 'object').slice(0, EVIDENCE_FIELDS);
+    return { tool: call.tool, callId: call.callId, idempotencyKey: call.idempotencyKey, fields: Object.fromEntries(scalars) };
+  }
+  if (success.tool !== call.tool) return null;
   const fields: Record<string, Json> = {};
   for (const [key, expected] of Object.entries(success.match ?? {})) {
     if (value[key] !== expected) return null;

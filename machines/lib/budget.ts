@@ -26,19 +26,31 @@ export function remaining(budget: BudgetState): BudgetCounters {
   };
 }
 
-/** The first dimension that `need` would overdraw at time `now`, or null when it fits. */
+/**
+ * The first dimension that `need` would overdraw at time `now`, or null when it fits. A dimension the step spends
+ * that is already overdrawn (a turn that used more than it reserved) refuses it even when it reserves nothing.
+ */
 export function shortfall(budget: BudgetState, need: Partial<BudgetCounters>, now: number): BudgetDimension | null {
   if (now >= budget.deadlineAt) return 'wallClock';
   const left = remaining(budget);
   for (const key of Object.keys(need) as (keyof BudgetCounters)[]) {
-    const amount = need[key] ?? 0;
-    if (amount > 0 && amount > left[key]) return key;
+    const amount = need[key];
+    if (amount === undefined) continue;
+    if (left[key] < 0 || (amount > 0 && amount > left[key])) return key;
   }
   return null;
 }
 
-export function modelTurnNeed(reservation: ModelReservation): Partial<BudgetCounters> {
-  return { modelTurns: 1, tokens: reservation.tokens, costMicros: reservation.costMicros };
+/**
+ * What the next model turn reserves: the model's declared reservation, or the most a settled turn of this task spent
+ * when that is more (a model that reserves nothing, or too little, is charged what it has been seen to spend).
+ */
+export function modelTurnNeed(reservation: ModelReservation, budget: Pick<BudgetState, 'largestTurn'>): Partial<BudgetCounters> {
+  return {
+    modelTurns: 1,
+    tokens: Math.max(reservation.tokens, budget.largestTurn.tokens),
+    costMicros: Math.max(reservation.costMicros, budget.largestTurn.costMicros),
+  };
 }
 
 export function debit(budget: BudgetState, amount: Partial<BudgetCounters>): BudgetState {

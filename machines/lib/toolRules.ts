@@ -2,28 +2,54 @@
  * The tool's own synchronous rules, asked of one call: who must confirm it, whether it fits the task's mandate, how
  * much money it moves. Pure; each host function gets its own copy of the validated arguments, and a rule that
  * throws, returns a promise or returns something odd fails closed (it asks, refuses, or stops).
+ *
+ * Who must confirm is the tool's rule raised by floors it cannot lower: its risk class, the money it moves (above
+ * what the host lets run unconfirmed), and the Rule of Two. A write without a rule is confirmed by default.
  */
-import type { AgentContext, CallState, ConfirmationRequirement, Decision } from '../context.js';
-import type { TaskFacts, ToolRules } from '../toolkit.js';
+import type { AgentContext, CallState, ConfirmationReason, ConfirmationRequirement, Decision, RiskClass } from '../context.js';
+import type { ApprovalRule, TaskFacts, ToolRules } from '../toolkit.js';
+import { checkArguments, copyOf, taskRef } from './arguments.js';
+import { canonicalJson } from './canonicalJson.js';
+import { cap, safeErrorText } from './text.js';
 
 /** What the task did so far, as the rules see it. */
 export function taskFacts(context: AgentContext): TaskFacts {
   return { moneyMoved: context.budget.used.money, writesStarted: context.budget.used.writes };
 }
-import { checkArguments, copyOf, taskRef } from './arguments.js';
-import { canonicalJson } from './canonicalJson.js';
-import { cap, safeErrorText } from './text.js';
 
 export interface ConfirmationNeed {
   requirement: ConfirmationRequirement | null;
   summary: string | null;
 }
 
-/** Who must confirm `call`, by the tool's rule over its validated arguments and the task's principal. */
+/** The risk class of `call`'s tool: as it declares, else `read_only` for a read and `writable` for a write. */
+export function riskOf(call: Pick<CallState, 'effect'>, rules: ToolRules | undefined): RiskClass {
+  return rules?.risk ?? (call.effect === 'write' ? 'writable' : 'read_only');
+}
+
+/** The reason a write's tool gave for running without a confirmation (`confirm: { never: reason }`), if it did. */
+export function confirmationWaiver(rules: ToolRules | undefined): string | null {
+  const rule = rules?.confirm as { never?: unknown } | undefined;
+  return rule && typeof rule === 'object' && typeof rule.never === 'string' && rule.never.trim() !== '' ? rule.never : null;
+}
+
+/** Why a call runs without a confirmation, as the audit says it: the tool's written waiver, or its rule. */
+export function unconfirmedSummary(rules: ToolRules | undefined): string {
+  const waiver = confirmationWaiver(rules);
+  return waiver !== null ? `runs unconfirmed, as its tool declares: ${waiver}` : "no confirmation: the tool's rule did not ask for these arguments";
+}
+
+/** The Rule of Two holds for the task: it saw untrusted input and holds sensitive data, and the host did not turn it off. */
+export function isRuleOfTwoMet(context: AgentContext): boolean {
+  return context.policy.ruleOfTwo === 'confirm' && context.exposure.untrustedInput !== null && context.exposure.sensitiveData !== null;
+}
+
+/** Who must confirm `call`, by the tool's rule over its validated arguments and the floors, and the line shown. */
 export function confirmationNeed(context: AgentContext, call: CallState, rules: ToolRules | undefined): ConfirmationNeed {
   const decided = decide(context, call, rules);
-  if (decided.failed !== null) return { requirement: requirementOf(true, rules), summary: `${call.tool} (confirmation rule failed: ${decided.failed})` };
-  if (decided.value === false) return { requirement: null, summary: null };
+  const requirement = requirementFor(context, call, rules, decided);
+  if (requirement === null) return { requirement: null, summary: null };
+  if (decided.failed !== null) return { requirement, summary: `${call.tool} (confirmation rule failed: ${decided.failed})` };
   const check = checkArguments(call.tool, rules, call.args, taskRef(context));
   let summary: string;
   try {
@@ -31,7 +57,7 @@ export function confirmationNeed(context: AgentContext, call: CallState, rules: 
   } catch (error) {
     summary = `${call.tool} (describing the confirmation failed: ${safeErrorText(error)})`;
   }
-  return { requirement: requirementOf(decided.value, rules), summary };
+  return { requirement, summary };
 }
 
 /**
@@ -50,39 +76,71 @@ export function isConfirmationRuleSound(context: AgentContext, call: CallState, 
 
 /** Only the requirement, without describing it (for the re-check before a write, which shows nobody anything). */
 export function confirmationRequirement(context: AgentContext, call: CallState, rules: ToolRules | undefined): ConfirmationRequirement | null {
-  const decided = decide(context, call, rules);
-  if (decided.failed !== null) return requirementOf(true, rules);
-  return decided.value === false ? null : requirementOf(decided.value, rules);
+  return requirementFor(context, call, rules, decide(context, call, rules));
 }
 
-/** The rule's raw answer; anything but a plain `false` asks. A throw is reported, never propagated. */
-function decide(context: AgentContext, call: CallState, rules: ToolRules | undefined): { value: unknown; failed: string | null } {
+interface Decided {
+  value: unknown;
+  failed: string | null;
+  /** The tool declares no rule: the write's default applies. */
+  byDefault: boolean;
+}
+
+/**
+ * The rule's raw answer; anything but a plain `false` asks. A throw is reported, never propagated. A write without a
+ * rule asks (its default); a write whose rule is a bare `'never'` (no reason given) asks too.
+ */
+function decide(context: AgentContext, call: CallState, rules: ToolRules | undefined): Decided {
   const check = checkArguments(call.tool, rules, call.args, taskRef(context));
+  const write = call.effect === 'write';
   try {
     if (!rules || !check.ok) throw new Error('the arguments no longer validate');
-    const rule: unknown = rules.confirm ?? 'never';
-    let decided: unknown = rule === 'always' ? true : rule === 'never' ? false : rule;
+    const rule: unknown = rules.confirm ?? (write ? 'always' : 'never');
+    const byDefault = rules.confirm === undefined || (write && rule === 'never');
+    if (confirmationWaiver(rules) !== null) return { value: false, failed: null, byDefault: false };
+    let decided: unknown = rule === 'always' ? true : rule === 'never' ? !!write : rule;
     // Each host function gets its own copy: one that changes its argument cannot change what another sees.
     if (typeof rule === 'function') decided = rule(copyOf(check.parsed), copyOf(context.principal), taskFacts(context));
     // A promise is never awaited here (a rule is synchronous): it asks, and its rejection is not left unhandled.
     if (decided instanceof Promise) decided.catch(() => {});
-    return { value: decided, failed: null };
+    return { value: decided, failed: null, byDefault };
   } catch (error) {
-    return { value: true, failed: safeErrorText(error) };
+    return { value: true, failed: safeErrorText(error), byDefault: false };
   }
 }
 
-/** `true` (or anything unexpected): the requester confirms. An approval rule: that many approvers with the scope. */
-function requirementOf(decided: unknown, rules: ToolRules | undefined): ConfirmationRequirement {
-  const policy = { onReject: rules?.confirmation?.onReject ?? 'replan', onExpiry: rules?.confirmation?.onExpiry ?? 'ask_again' } as const;
-  const approval = decided as { approverScope?: unknown; approvals?: unknown } | null;
-  if (approval && typeof approval === 'object' && typeof approval.approverScope === 'string' && approval.approverScope !== '') {
-    const approvals = approval.approvals ?? 1;
-    // An approval rule asking for an impossible count asks for the most the schema allows, never for none.
-    const count = typeof approvals === 'number' && Number.isInteger(approvals) ? Math.min(Math.max(approvals, 1), 16) : 16;
-    return { approverScope: approval.approverScope, approvals: count, ...policy };
+/** The tool's decision raised by the floors: its risk class, the money it moves, the Rule of Two. */
+function requirementFor(context: AgentContext, call: CallState, rules: ToolRules | undefined, decided: Decided): ConfirmationRequirement | null {
+  const reasons: ConfirmationReason[] = [];
+  let approval = approvalOf(decided.failed === null ? decided.value : null);
+  if (approval !== null || (decided.value !== false && decided.value !== null && decided.value !== undefined) || decided.failed !== null) {
+    reasons.push(decided.byDefault ? 'write_default' : 'tool_rule');
   }
-  return { approverScope: null, approvals: 1, ...policy };
+  const risk = riskOf(call, rules);
+  if (risk === 'irreversible') reasons.push('irreversible');
+  if (risk === 'high_risk') {
+    reasons.push('high_risk');
+    approval ??= context.policy.highRiskApproval;
+  }
+  if (call.effect === 'write') {
+    const amount = amountOf(context, call, rules);
+    // A rule that cannot say how much moves is taken to move money (the budget gate refuses it anyway).
+    if (amount === null || (amount > 0 && amount + context.budget.used.money > context.policy.unconfirmedMoneyUpTo)) reasons.push('moves_money');
+    if (isRuleOfTwoMet(context)) reasons.push('rule_of_two');
+  }
+  if (reasons.length === 0) return null;
+  const policy = { onReject: rules?.confirmation?.onReject ?? 'replan', onExpiry: rules?.confirmation?.onExpiry ?? 'ask_again' } as const;
+  if (approval !== null) return { approverScope: approval.approverScope, approvals: approval.approvals ?? 1, ...policy, reasons, risk };
+  return { approverScope: null, approvals: 1, ...policy, reasons, risk };
+}
+
+/** An approval rule the tool's rule returned, its count kept within 1..16 (an impossible count asks for the most). */
+function approvalOf(decided: unknown): ApprovalRule | null {
+  const approval = decided as { approverScope?: unknown; approvals?: unknown } | null;
+  if (!approval || typeof approval !== 'object' || typeof approval.approverScope !== 'string' || approval.approverScope === '') return null;
+  const approvals = approval.approvals ?? 1;
+  const count = typeof approvals === 'number' && Number.isInteger(approvals) ? Math.min(Math.max(approvals, 1), 16) : 16;
+  return { approverScope: approval.approverScope, approvals: count };
 }
 
 /** True when `decisions` satisfy `requirement`: the requester's one, or enough distinct approvers with the scope. */

@@ -33,6 +33,8 @@ export function newConfirmation(context: AgentContext, call: CallState, at: numb
     approverScope: requirement?.approverScope ?? null,
     approvalsRequired: requirement?.approvals ?? 1,
     approvals: [],
+    reasons: requirement?.reasons ?? ['tool_rule'],
+    risk: requirement?.risk ?? (call.effect === 'write' ? 'writable' : 'read_only'),
     policyVersion,
     requestedAt: at,
     expiresAt: at + context.policy.confirmationTtlMs,
@@ -69,6 +71,7 @@ function confirmationEntry(
     scope: decision?.scope ?? null,
     code,
     expiresAt: action === 'requested' ? pending.expiresAt : null,
+    ...(action === 'requested' ? { reasons: pending.reasons, risk: pending.risk } : {}),
   });
 }
 

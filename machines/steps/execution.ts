@@ -9,6 +9,9 @@ import { fingerprint } from '../lib/fingerprint.js';
 import type { AuditEntry, TranscriptEntry } from '../journal.js';
 import { auditEntry, gateEntry, timeOf } from '../journal.js';
 import { nextStepNeed } from '../guards/budget.js';
+import { blockingReads, exposedTo, identifiersOf, markRead, observe } from '../lib/observedFacts.js';
+import { unconfirmedSummary } from '../lib/toolRules.js';
+import type { ToolRules, Toolkit } from '../toolkit.js';
 import { type Step, bounded, retriesWithin } from './step.js';
 
 /** Closes the batch: every result goes to the transcript, paired by call id, and new knowledge is counted. */
@@ -61,9 +64,23 @@ export function finishedEntry(context: AgentContext, event: MachineEvent, call: 
   return auditEntry(context, event, { kind: 'tool_finished', callId: call.callId, tool: call.tool, code, durationMs, attempts, idempotencyKey: call.idempotencyKey });
 }
 
-export function withEvidence(context: AgentContext, call: CallState, value: Json) {
+/**
+ * What a trusted result of `call` teaches the task: the evidence it is (if any), the identifiers it names (an answer
+ * may name them), and whether it exposes the task to untrusted input or sensitive data (the Rule of Two).
+ */
+export function learnedFrom(
+  context: AgentContext,
+  call: CallState,
+  value: Json,
+  at: number,
+  toolkit: Toolkit,
+): Pick<AgentContext, 'evidence' | 'observedIds' | 'exposure'> {
   const found = evidenceFrom(context.success, call, value);
-  return found ? bounded(context.evidence, [found], CONTEXT_BOUNDS.evidence) : context.evidence;
+  return {
+    evidence: found ? bounded(context.evidence, [found], CONTEXT_BOUNDS.evidence) : context.evidence,
+    observedIds: observe(context.observedIds, identifiersOf(value)),
+    exposure: exposedTo(context.exposure, call.tool, toolkit.rules(call.tool), value, at),
+  };
 }
 
 /** The write's intent succeeded: remembered by its key, so the same business intent is never sent again. */
@@ -89,24 +106,31 @@ export const startReads: Step = (context, event) => {
   return { context: { batch, budget: debit(context.budget, { toolCalls: step.callIds.length }) }, audit };
 };
 
-export const finishReads: Step = (context, event) => {
+/**
+ * The reads' results: each an observation; a result teaches the task (evidence, identifiers, exposure), and a read
+ * that ended unknown marks its tool's facts unverified until a later read of it succeeds.
+ */
+export const finishReads: Step = (context, event, toolkit) => {
   const output = outputOf(event, 'reads');
-  let batch = context.batch!;
-  let evidence = context.evidence;
+  const at = timeOf(context, event);
+  let next: AgentContext = context;
   const audit: AuditEntry[] = [];
   for (const result of output.results) {
-    const call = findCall(batch, result.callId);
+    const call = findCall(next.batch, result.callId);
     if (!call || call.phase !== 'reading') continue;
     const observation = observationOf(call, result.outcome, context.policy.observationCapBytes);
-    batch = finishCall(batch, call.callId, observation);
-    if (result.outcome.kind === 'ok') evidence = withEvidence({ ...context, evidence }, call, result.outcome.value);
+    next = { ...next, batch: finishCall(next.batch!, call.callId, observation), unverified: markRead(next.unverified, call.tool, codeOf(observation), at) };
+    if (result.outcome.kind === 'ok') next = { ...next, ...learnedFrom(next, call, result.outcome.value, at, toolkit) };
     audit.push(finishedEntry(context, event, call, codeOf(observation), result.durationMs, result.attempts));
   }
+  let batch = next.batch!;
   // A read the executor did not report is still paired with a result.
   for (const call of batch.calls.filter((c) => c.phase === 'reading')) {
     batch = finishCall(batch, call.callId, rejection(call, 'internal_error', 'the host lost this read', undefined, false));
   }
-  return { context: { batch, evidence, budget: debit(context.budget, { retries: retriesWithin(context, output.retriesUsed) }) }, audit };
+  const { evidence, observedIds, exposure, unverified } = next;
+  const budget = debit(context.budget, { retries: retriesWithin(context, output.retriesUsed) });
+  return { context: { batch, evidence, observedIds, exposure, unverified, budget }, audit };
 };
 
 /**
@@ -127,28 +151,28 @@ export const startWrite: Step = (context, event, toolkit) => {
     },
     audit: [
       gateEntry(context, event, { gate: 'budget', decision: 'pass', call, code: null, summary: `write within budget${money}` }),
-      gateEntry(context, event, { gate: 'confirmation', decision: 'pass', call, code: null, summary: confirmedSummary(call) }),
+      gateEntry(context, event, { gate: 'confirmation', decision: 'pass', call, code: null, summary: confirmedSummary(call, toolkit.rules(call.tool)) }),
       startedEntry(context, event, call, 1, need.money ?? 0),
     ],
   };
 };
 
-function confirmedSummary(call: CallState): string {
-  if (!call.confirmedBy) return 'no confirmation required by the tool policy';
+function confirmedSummary(call: CallState, rules: ToolRules | undefined): string {
+  if (!call.confirmedBy) return unconfirmedSummary(rules);
   const who = call.confirmedBy.decisions.map((d) => (d.as === 'approver' ? `${d.userId} (${d.scope})` : d.userId)).join(', ');
   return `confirmed by ${who} (${call.confirmedBy.confirmationId}) for exactly these arguments`;
 }
 
-export const finishWrite: Step = (context, event) => {
+export const finishWrite: Step = (context, event, toolkit) => {
   const output = outputOf(event, 'write');
   const call = currentCall(context.batch)!;
   const observation = observationOf(call, output.outcome, context.policy.observationCapBytes);
-  const ok = output.outcome.kind === 'ok';
+  const learned = output.outcome.kind === 'ok' ? learnedFrom(context, call, output.outcome.value, timeOf(context, event), toolkit) : {};
   return {
     context: {
       batch: finishCall(context.batch!, call.callId, observation),
-      evidence: output.outcome.kind === 'ok' ? withEvidence(context, call, output.outcome.value) : context.evidence,
-      writtenKeys: ok ? written(context, call) : context.writtenKeys,
+      ...learned,
+      writtenKeys: output.outcome.kind === 'ok' ? written(context, call) : context.writtenKeys,
     },
     audit: [finishedEntry(context, event, call, codeOf(observation), output.durationMs, call.writeAttempts)],
   };
@@ -161,5 +185,20 @@ export const refuseDuplicateWrite: Step = (context, event) => {
   return {
     context: { batch: finishCall(context.batch!, call.callId, rejection(call, 'duplicate_write', summary, 'loop')) },
     audit: [gateEntry(context, event, { gate: 'loop', decision: 'reject', call, code: 'duplicate_write', summary })],
+  };
+};
+
+/**
+ * The write depends on a read that ended unknown (and has not succeeded since): it is not run, and the model is told
+ * to read again. The facts it would rest on are unverified, not absent.
+ */
+export const refuseForUnverifiedFacts: Step = (context, event, toolkit) => {
+  const call = nextCall(context.batch)!;
+  const marks = blockingReads(context, toolkit.rules(call.tool));
+  const reads = marks.map((mark) => `${mark.tool} ended ${mark.code}`).join(', ');
+  const summary = `not run: the facts it depends on are unverified (${reads}, and no read of it succeeded since); read again before writing`;
+  return {
+    context: { batch: finishCall(context.batch!, call.callId, rejection(call, 'unverified_facts', summary, 'verification')) },
+    audit: [gateEntry(context, event, { gate: 'verification', decision: 'reject', call, code: 'unverified_facts', summary })],
   };
 };

@@ -9,8 +9,8 @@ import type { AgentContext, CallState } from '../context.js';
 import { currentCall, finishCall, observationOf, rejection, updateCall } from '../lib/batch.js';
 import { debit } from '../lib/budget.js';
 import type { AuditEntry } from '../journal.js';
-import { auditEntry } from '../journal.js';
-import { finishedEntry, withEvidence, written } from './execution.js';
+import { auditEntry, timeOf } from '../journal.js';
+import { finishedEntry, learnedFrom, written } from './execution.js';
 import type { Step } from './step.js';
 
 function inFlight(context: AgentContext): CallState {
@@ -46,7 +46,7 @@ export const noteUnknownWrite: Step = (context, event) => {
   };
 };
 
-export const finishReconciledWrite: Step = (context, event) => {
+export const finishReconciledWrite: Step = (context, event, toolkit) => {
   const output = outputOf(event, 'lookup');
   const call = inFlight(context);
   if (output.result.kind !== 'found') return {};
@@ -54,7 +54,7 @@ export const finishReconciledWrite: Step = (context, event) => {
   return {
     context: {
       batch: finishCall(context.batch!, call.callId, observation),
-      evidence: withEvidence(context, call, output.result.value),
+      ...learnedFrom(context, call, output.result.value, timeOf(context, event), toolkit),
       writtenKeys: written(context, call),
     },
     audit: [lookupEntry(context, event, call)],

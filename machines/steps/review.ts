@@ -12,7 +12,7 @@ import { taskRef, toJson } from '../lib/arguments.js';
 import type { ToolRules } from '../toolkit.js';
 import type { AuditEntry } from '../journal.js';
 import { auditEntry, timeOf } from '../journal.js';
-import { finishedEntry, withEvidence, written } from './execution.js';
+import { finishedEntry, learnedFrom, written } from './execution.js';
 import { lookupEntry } from './reconcile.js';
 import { type Step, type StepResult, endWait } from './step.js';
 
@@ -89,7 +89,7 @@ export const acceptReviewedWrite: Step = (context, event, toolkit) => {
   return {
     context: {
       batch: finishCall(context.batch!, call.callId, observation),
-      evidence: withEvidence(context, call, result),
+      ...learnedFrom(context, call, result, timeOf(context, event), toolkit),
       writtenKeys: written(context, call),
       review: null,
       ...endWait(context, event),

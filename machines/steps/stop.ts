@@ -1,9 +1,11 @@
 /** How a task ends: every stop records its reason, and every proposed call still gets its paired result. */
 import type { MachineEvent } from '../actors.js';
 import { outputOf } from '../actors.js';
-import type { AgentContext, FinalStatus, StopReason } from '../context.js';
+import type { AgentContext, FinalStatus, Json, StopReason } from '../context.js';
 import { UNVERIFIED } from '../failures.js';
-import { callKey, nextStep, skipUnfinished } from '../lib/batch.js';
+import { callKey, nextCall, nextStep, skipUnfinished } from '../lib/batch.js';
+import { blockingReads, unsupportedIdentifiers } from '../lib/observedFacts.js';
+import { isJsonObject } from '../lib/strictJson.js';
 import { debit, describeShortfall, modelTurnNeed, shortfall } from '../lib/budget.js';
 import { safeErrorText } from '../lib/text.js';
 import type { AuditEntry, TranscriptEntry } from '../journal.js';
@@ -17,7 +19,7 @@ export function stop(
   event: MachineEvent,
   status: FinalStatus,
   reason: StopReason,
-  extra: { answer?: string; skipCode?: string } = {},
+  extra: { answer?: string; skipCode?: string; unsupportedIds?: string[] } = {},
 ): StepResult {
   const batch = context.batch && extra.skipCode ? skipUnfinished(context.batch, extra.skipCode, reason.message) : context.batch;
   const transcript: TranscriptEntry[] = [];
@@ -32,7 +34,7 @@ export function stop(
     context: {
       batch: batch && { ...batch, closed: complete },
       pendingConfirmation: null,
-      outcome: { status, reason, answer: extra.answer ?? null, evidence: context.evidence },
+      outcome: { status, reason, answer: extra.answer ?? null, evidence: context.evidence, unsupportedIds: extra.unsupportedIds ?? [] },
     },
     audit: [auditEntry(context, event, { kind: 'task_stopped', status, reason })],
     transcript,
@@ -46,7 +48,7 @@ function withFirst(result: StepResult, ...entries: AuditEntry[]): StepResult {
 export const stopForBudget: Step = (context, event, toolkit) => {
   const step = nextStep(context.batch);
   const inBatch = step !== null && context.batch !== null && !context.batch.closed;
-  const need = inBatch ? (nextStepNeed(context, toolkit) ?? {}) : modelTurnNeed(context.modelReservation);
+  const need = inBatch ? (nextStepNeed(context, toolkit) ?? {}) : modelTurnNeed(context.modelReservation, context.budget);
   const dimension = shortfall(context.budget, need, timeOf(context, event)) ?? 'wallClock';
   const unknownAmount = dimension === 'money' && need.money === Number.POSITIVE_INFINITY;
   const why = unknownAmount ? 'the money this write moves could not be determined (its amount rule failed)' : describeShortfall(context.budget, dimension);
@@ -127,19 +129,50 @@ export const stopForLoop: Step = (context, event) => {
   return withFirst(result, gateEntry(context, event, { gate: 'loop', decision: 'stop', call, code: 'loop_detected', summary: message }));
 };
 
-function answerEntry(context: AgentContext, event: MachineEvent, text: string): TranscriptEntry {
-  return { kind: 'answer', at: timeOf(context, event), turn: context.turn, text };
+/**
+ * The final answer checked against what the task trusts: identifiers it names that no trusted result returned (and
+ * the user did not write) are flagged in the outcome and in the stop's audit entry, whatever the status.
+ */
+function answered(
+  context: AgentContext,
+  event: MachineEvent,
+  status: FinalStatus,
+  reason: StopReason,
+  text: string,
+): StepResult {
+  const unsupportedIds = unsupportedIdentifiers(context, text);
+  const flagged: StopReason = unsupportedIds.length
+    ? {
+        ...reason,
+        message: `${reason.message}; the answer names ${unsupportedIds.join(', ')}, which no trusted result returned`,
+        detail: { ...(isJsonObject(reason.detail ?? null) ? (reason.detail as Record<string, Json>) : {}), unsupportedIds },
+      }
+    : reason;
+  const result = stop(context, event, status, flagged, { answer: text, unsupportedIds });
+  result.transcript!.push({ kind: 'answer', at: timeOf(context, event), turn: context.turn, text });
+  return result;
 }
 
 export const finishDone: Step = (context, event) => {
   if (event.type !== 'model.answered') return {};
+  // The chart comes here only with evidence (isGoalMet); a step never throws, so say so if it ever did not.
   const evidence = context.evidence.at(-1);
-  const message = evidence
-    ? `goal met: ${evidence.tool} returned ${describeFields(evidence.fields)}`
-    : 'the model answered; the task declares no success criterion';
-  const result = stop(context, event, 'done', { code: 'goal_met', message }, { answer: event.text });
-  result.transcript!.push(answerEntry(context, event, event.text));
-  return result;
+  const message = evidence ? `goal met: ${evidence.tool} returned ${describeFields(evidence.fields)}` : 'goal met, but no trusted result is recorded';
+  return answered(context, event, 'done', { code: 'goal_met', message }, event.text);
+};
+
+/**
+ * An answer to a task that declares no success criterion: an honest `answered`, never `done`. The outcome lists the
+ * writes that succeeded (its evidence) and claims nothing beyond them.
+ */
+export const finishAnswered: Step = (context, event) => {
+  if (event.type !== 'model.answered') return {};
+  const { evidence, lastFailure } = context;
+  const results = evidence.length
+    ? `${evidence.length} write${evidence.length > 1 ? 's' : ''} succeeded (${evidence.map((e) => `${e.tool} ${describeFields(e.fields)}`).join('; ')})`
+    : `no write succeeded${lastFailure ? ` (last failure: ${lastFailure.tool} ${lastFailure.code})` : ''}`;
+  const message = `the model answered; the task declares no success criterion, so success is not claimed: ${results}`;
+  return answered(context, event, 'answered', { code: 'answered_without_criterion', message, detail: { lastFailure } }, event.text);
 };
 
 /** An answer without a trusted result: never "done", and flagged whatever the answer claims. */
@@ -156,9 +189,20 @@ export const finishUnmetGoal: Step = (context, event) => {
           message: `the model answered, but no trusted result shows ${wanted}${failure ? ` (last failure: ${failure.tool} ${failure.code})` : ''}`,
           detail,
         };
-  const result = stop(context, event, 'failed', reason, { answer: event.text });
-  result.transcript!.push(answerEntry(context, event, event.text));
-  return result;
+  return answered(context, event, 'failed', reason, event.text);
+};
+
+/**
+ * A write depends on facts a read could not establish, and reading again did not help: the task stops before the
+ * write (a timeout means "unknown", and nothing is written on unknown facts).
+ */
+export const stopForUnverifiedFacts: Step = (context, event, toolkit) => {
+  const call = nextCall(context.batch);
+  const marks = call ? blockingReads(context, toolkit.rules(call.tool)) : [];
+  const reads = marks.map((mark) => `${mark.tool} (${mark.code}, ${mark.times} time${mark.times > 1 ? 's' : ''} in a row)`).join(', ');
+  const message = `could not verify: ${reads || 'a read'} ended unknown and reading again did not help; ${call?.tool ?? 'the write'} was not run`;
+  const result = stop(context, event, 'failed', { code: 'could_not_verify', message, detail: { unverified: marks } }, { skipCode: 'unverified_facts' });
+  return withFirst(result, gateEntry(context, event, { gate: 'verification', decision: 'stop', call, code: 'could_not_verify', summary: message }));
 };
 
 export const finishRefused: Step = (context, event) => {

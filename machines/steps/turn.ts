@@ -6,12 +6,17 @@ import { createBatch, rejectedBatch } from '../lib/batch.js';
 import { ZERO_COUNTERS, debit, modelTurnNeed } from '../lib/budget.js';
 import { protocolVerdict } from '../lib/protocol.js';
 import { utf8Length } from '../lib/strictJson.js';
-import type { TranscriptEntry } from '../journal.js';
+import { holdsSealedValue, identifiersIn, identifiersOf, observe } from '../lib/observedFacts.js';
+import type { StartWarning, TranscriptEntry } from '../journal.js';
+import type { Toolkit } from '../toolkit.js';
 import { auditEntry, gateEntry, timeOf } from '../journal.js';
 import { type Step, type StepResult, endWait, retriesWithin } from './step.js';
 
 /** Builds the initial context from the host's task input. */
 export function initialContext(input: AgentInput): AgentContext {
+  const sealedGoal = holdsSealedValue(input.goal);
+  // What the user wrote and who they are: an answer may name these without any tool having returned them.
+  const userIds = [input.principal.userId, input.principal.tenantId, ...identifiersIn(input.goal), ...(input.mandate ? identifiersOf(input.mandate.terms) : [])];
   return {
     taskId: input.taskId,
     goal: input.goal,
@@ -20,7 +25,12 @@ export function initialContext(input: AgentInput): AgentContext {
     catalog: input.catalog,
     policy: input.policy,
     provenance: input.provenance,
-    budget: { limits: input.limits, used: { ...ZERO_COUNTERS }, deadlineAt: input.startedAt + input.limits.wallClockMs },
+    budget: {
+      limits: input.limits,
+      used: { ...ZERO_COUNTERS },
+      largestTurn: { tokens: 0, costMicros: 0 },
+      deadlineAt: input.startedAt + input.limits.wallClockMs,
+    },
     modelReservation: input.modelReservation,
     success: input.success,
     startedAt: input.startedAt,
@@ -38,6 +48,9 @@ export function initialContext(input: AgentInput): AgentContext {
     proposedSinceNew: [],
     writtenKeys: [],
     denied: [],
+    unverified: [],
+    exposure: { untrustedInput: null, sensitiveData: sealedGoal ? { source: 'goal', at: input.startedAt } : null },
+    observedIds: observe([], userIds.filter((id) => /^[\w-]{2,64}$/.test(id))),
     rejectedTurns: 0,
     invalidOutputs: 0,
     lastFailure: null,
@@ -46,7 +59,7 @@ export function initialContext(input: AgentInput): AgentContext {
   };
 }
 
-export const recordTaskStarted: Step = (context, event) => ({
+export const recordTaskStarted: Step = (context, event, toolkit) => ({
   audit: [
     auditEntry(context, event, {
       kind: 'task_started',
@@ -57,20 +70,35 @@ export const recordTaskStarted: Step = (context, event) => ({
       mandate: context.mandate,
       limits: context.budget.limits,
       policyVersion: context.policy.version,
+      loosened: context.policy.loosened,
+      warnings: startWarnings(context, toolkit),
     }),
   ],
   transcript: [{ kind: 'goal', at: context.startedAt, text: context.goal }],
 });
 
+/**
+ * What is worth a warning about how the task was started: it may write, yet declares no success criterion, so it can
+ * at best end `answered` (never `done`) however its writes went.
+ */
+function startWarnings(context: AgentContext, toolkit: Toolkit): StartWarning[] {
+  if (context.success !== null) return [];
+  const writes = Object.entries(context.catalog).some(
+    ([name, facts]) => facts.effect === 'write' && (toolkit.rules(name)?.scopes ?? []).every((scope) => context.principal.scopes.includes(scope)),
+  );
+  return writes ? ['no_success_criterion'] : [];
+}
+
 /** Debits the turn (one model turn, its token and cost reservation) before the model is asked. */
 export const startModelTurn: Step = (context, event) => {
   const turn = context.turn + 1;
   const next = { ...context, turn };
+  const need = modelTurnNeed(context.modelReservation, context.budget);
   return {
-    context: { turn, budget: debit(context.budget, modelTurnNeed(context.modelReservation)) },
+    context: { turn, budget: debit(context.budget, need) },
     audit: [
       gateEntry(next, event, { gate: 'budget', decision: 'pass', code: null, summary: 'model turn within budget' }),
-      auditEntry(next, event, { kind: 'model_requested', reservation: context.modelReservation }),
+      auditEntry(next, event, { kind: 'model_requested', reservation: { tokens: need.tokens ?? 0, costMicros: need.costMicros ?? 0 } }),
     ],
   };
 };
@@ -80,14 +108,23 @@ export const settleModelTurn: Step = (context, event) => {
   const output = outputOf(event, 'model');
   if (output.kind !== 'replied') return {};
   const { usage } = output.event;
-  const tokens = usage.inputTokens + usage.outputTokens - context.modelReservation.tokens;
-  const costMicros = usage.costMicros - context.modelReservation.costMicros;
+  // What the turn reserved when it started (the largest turn is only ever raised here, after the reservation).
+  const reserved = modelTurnNeed(context.modelReservation, context.budget);
+  const spent = { tokens: usage.inputTokens + usage.outputTokens, costMicros: usage.costMicros };
+  const largest = context.budget.largestTurn;
+  const largestTurn = { tokens: Math.max(largest.tokens, spent.tokens), costMicros: Math.max(largest.costMicros, spent.costMicros) };
+  const tokens = spent.tokens - (reserved.tokens ?? 0);
+  const costMicros = spent.costMicros - (reserved.costMicros ?? 0);
   // From here on the task's entries name the model that answered (the version its provider reported).
   const provenance = output.provenance ?? context.provenance;
   const invalid = output.event.type === 'model.invalidOutput' ? { detail: output.event.detail, received: output.event.received ?? null } : {};
   return {
     // The model answered: an outage the task was waiting out is over.
-    context: { budget: debit(context.budget, { tokens, costMicros, retries: retriesWithin(context, output.retriesUsed) }), outage: null, provenance },
+    context: {
+      budget: { ...debit(context.budget, { tokens, costMicros, retries: retriesWithin(context, output.retriesUsed) }), largestTurn },
+      outage: null,
+      provenance,
+    },
     audit: [
       auditEntry({ ...context, provenance }, event, {
         kind: 'model_output',
@@ -203,8 +240,16 @@ export const recordQuestion: Step = (context, event) => {
 
 export const recordUserAnswer: Step = (context, event) => {
   if (event.type !== 'user.answered') return {};
+  const sensitive = context.exposure.sensitiveData === null && holdsSealedValue(event.text);
   return {
-    context: { question: null, questionExpiresAt: null, ...endWait(context, event) },
+    context: {
+      question: null,
+      questionExpiresAt: null,
+      ...endWait(context, event),
+      // The user's own words: an answer may name what they named.
+      observedIds: observe(context.observedIds, identifiersIn(event.text)),
+      ...(sensitive ? { exposure: { ...context.exposure, sensitiveData: { source: 'user_answer', at: event.at } } } : {}),
+    },
     transcript: [{ kind: 'user_answer', at: event.at, text: event.text }],
     audit: [auditEntry(context, event, { kind: 'user_answered', userId: event.userId })],
     reply: { accepted: true, code: null, message: 'answer passed to the model' },

@@ -38,6 +38,7 @@ export async function runAcceptance(options: AcceptanceOptions): Promise<Accepta
     store,
     mandates: host.mandates,
     limits: host.limits,
+    ...(host.loosen ? { loosen: host.loosen } : {}),
     random,
     backoff: { baseDelayMs: 2, maxDelayMs: 10 },
   });
@@ -107,7 +108,7 @@ export async function runAcceptance(options: AcceptanceOptions): Promise<Accepta
     // A service that ignores the abort may still commit after its timeout: judge what it did once it is done.
     const { stillRunning } = await faulty.settle(options.settleMs ?? 5_000);
     const sideEffects = (await host.sideEffects()).filter((record) => !before.has(`${record.tool}\u0000${record.id}`));
-    const report = judge({ runs, faulty, tools: byName, sideEffects, seed: options.plan.seed, stillRunning });
+    const report = judge({ runs, faulty, tools: byName, sideEffects, seed: options.plan.seed, stillRunning, unconfirmedMoneyUpTo: orchestrator.policy.unconfirmedMoneyUpTo });
     return {
       domain: options.domain.name,
       store: options.storeName ?? store.kind,

@@ -2,6 +2,7 @@
  * What a host gives the acceptance kit (its tools, the business service behind them, and how to propose valid and
  * invalid calls for them) and what the kit gives back (a report per fault class, metrics, failed invariants).
  */
+import type { Loosen } from '../orchestrator/loosen.js';
 import type { BudgetLimits, Json, Principal, SuccessCriterion } from '../../machines/context.js';
 import type { MandateKind } from '../mandate.js';
 import type { TaskStore } from '../store/taskStore.js';
@@ -105,6 +106,8 @@ export interface AcceptanceHost {
   tools: Tool[];
   mandates?: readonly MandateKind<any>[];
   limits?: Partial<BudgetLimits>;
+  /** Safe defaults the domain's host loosens, with reasons (`OrchestratorOptions.loosen`). */
+  loosen?: Loosen;
   /**
    * The i-th task of the run; `random` is seeded per task. `fault` is the task's fault class: a domain may shape the
    * task for it (an out-of-scope call must fit the task's mandate, or the mandate refuses it before the scope check).

@@ -45,9 +45,11 @@ interface JudgeInput {
   seed: number;
   /** Tool calls still running when the run was judged. */
   stillRunning?: number;
+  /** What the host lets money-moving writes move unconfirmed (its `loosen.unconfirmedMoney`; default 0). */
+  unconfirmedMoneyUpTo?: number;
 }
 
-export function judge({ runs, faulty, tools, sideEffects, seed, stillRunning = 0 }: JudgeInput) {
+export function judge({ runs, faulty, tools, sideEffects, seed, stillRunning = 0, unconfirmedMoneyUpTo = 0 }: JudgeInput) {
   const failures: InvariantFailure[] = [];
   const executionsByTask = groupBy(faulty.executions, (e) => e.taskId);
   const lookupsByTask = groupBy(faulty.lookups, (l) => l.taskId);
@@ -142,7 +144,7 @@ export function judge({ runs, faulty, tools, sideEffects, seed, stillRunning = 0
       if (!script.requestedWrites.has(write.args)) fail('no_unauthorized_side_effect', `a write nobody asked for ran: ${write.tool} ${write.args}`);
       const tool = tools.get(write.tool);
       const args = JSON.parse(write.args) as Record<string, unknown>;
-      const must = testCase.mustConfirm ? testCase.mustConfirm({ tool: write.tool, args }) : tool?.effect === 'write' && toolAsksConfirmation(tool, args as Json, testCase, moneyMoved, i);
+      const must = testCase.mustConfirm ? testCase.mustConfirm({ tool: write.tool, args }) : tool?.effect === 'write' && toolAsksConfirmation(tool, args as Json, testCase, { moneyMoved, writesStarted: i }, unconfirmedMoneyUpTo);
       if (must && !run.confirmed.includes(write.args)) {
         counts.unconfirmed += 1;
         fail('confirmed_side_effect', `${write.tool} ${write.args} ran without the confirmation the host's policy asks for`);
@@ -246,13 +248,33 @@ const APPLIED: Partial<Record<FaultClass, { fault: Execution['fault']; missing: 
   injected_output: { fault: 'injected', missing: (read) => `no text could be injected into the output of ${read}: it never succeeded, or no string field of it takes one` },
 };
 
-/** Whether the tool's own rule asks for a confirmation of these arguments, evaluated here, apart from the library. */
-function toolAsksConfirmation(tool: Tool & { effect: 'write' }, args: Json, testCase: AcceptanceCase, moneyMoved: number, writesStarted: number): boolean {
-  const rule = tool.confirm;
-  if (rule === undefined || rule === 'never') return false;
-  if (rule === 'always' || typeof rule === 'object') return true;
+/**
+ * Whether the host's policy asks for a confirmation of this write, evaluated here, apart from the library: a write
+ * is confirmed unless its tool waives it in writing or its rule says no for these arguments; an irreversible or
+ * high-risk write always is; a money-moving write is, past what the host lets run unconfirmed.
+ */
+function toolAsksConfirmation(
+  tool: Tool & { effect: 'write' },
+  args: Json,
+  testCase: AcceptanceCase,
+  task: { moneyMoved: number; writesStarted: number },
+  unconfirmedMoneyUpTo: number,
+): boolean {
+  if (tool.risk === 'irreversible' || tool.risk === 'high_risk') return true;
+  let amount = 0;
   try {
-    return Boolean(rule(args, testCase.principal, { moneyMoved, writesStarted }));
+    amount = tool.amount ? Number(tool.amount(args)) : 0;
+  } catch {
+    return true;
+  }
+  if (!(amount >= 0)) return true;
+  if (amount > 0 && amount + task.moneyMoved > unconfirmedMoneyUpTo) return true;
+  const rule = tool.confirm;
+  // Without a rule a write is confirmed; a bare 'never' gives no reason, so it does not waive it.
+  if (rule === undefined || rule === 'never' || rule === 'always') return true;
+  if (typeof rule === 'object') return !('never' in rule);
+  try {
+    return Boolean(rule(args, testCase.principal, task));
   } catch {
     return true;
   }

@@ -65,7 +65,7 @@ export function formatTrace(entries: readonly AuditEntry[], options: TraceOption
         const who = entry.userId ? ` by ${entry.userId}${entry.decidedAs === 'approver' ? ` (approver, ${entry.scope})` : ''}` : '';
         const detail =
           entry.action === 'requested'
-            ? `asked ${entry.confirmationId} for ${entry.tool} ${short(entry.argsHash)}, expires ${new Date(entry.expiresAt!).toISOString()}`
+            ? `asked ${entry.confirmationId} for ${entry.tool} ${short(entry.argsHash)}${entry.reasons ? ` (${entry.reasons.join(', ')})` : ''}, expires ${new Date(entry.expiresAt!).toISOString()}`
             : `${entry.action}${who} ${entry.confirmationId}${entry.code ? ` (${entry.code})` : ''}`;
         const style = entry.action === 'granted' || entry.action === 'approved' ? 'green' : entry.action === 'requested' ? 'yellow' : 'red';
         lines.push(line(paint, indent, entry.turn, 'confirm', paint(style, detail)));

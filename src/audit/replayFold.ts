@@ -10,6 +10,7 @@ import type { ReplayedCall, ReplayedDecision, ReplayedTask } from './replayAudit
 
 const FINAL_STATE: Record<FinalStatus, string> = {
   done: 'done',
+  answered: 'answered',
   failed: 'failed',
   budget_exhausted: 'budgetExhausted',
   cancelled: 'cancelled',

@@ -163,7 +163,8 @@ function buildTool(connection: McpConnection, server: ListedTool, policy: McpToo
     return { ok: true, args: mapped as Record<string, unknown> };
   };
   const resultOptions = { toolName: name, maxBytes: settings.maxBytes, hostOutput: policy.output !== undefined };
-  const base = { ...rest, scopes: [...policy.scopes], name, description, input, output };
+  // A server's output is not the host's: untrusted input for the Rule of Two unless the host says otherwise.
+  const base = { ...rest, scopes: [...policy.scopes], name, description, input, output, untrustedOutput: policy.untrustedOutput ?? true };
 
   if (policy.effect === 'read') {
     const tool: ReadTool = {

@@ -20,7 +20,7 @@
  * declared retry-safe: its lookup can only say "unknown", so a timed-out call waits for a reviewer.
  */
 import type { z } from 'zod';
-import type { Json } from '../../machines/context.js';
+import type { Json, RiskClass } from '../../machines/context.js';
 import { McpPolicyError } from '../errors.js';
 import type {
   ConfirmationPolicy,
@@ -55,6 +55,13 @@ interface McpPolicyBase<I, O> {
   confirm?: ConfirmationRule<I>;
   /** What a rejected or expired confirmation does. */
   confirmation?: ConfirmationPolicy;
+  /** The tool's risk class (see `defineTool`). */
+  risk?: RiskClass;
+  /**
+   * Whether the server's output is untrusted input for the Rule of Two (a task that saw it and holds sensitive data
+   * confirms every write). Default true: a server's text is not the host's. Set false only for a server you run.
+   */
+  untrustedOutput?: boolean;
   /** How the arguments must fit the task's mandate (`defineMandate(...).rule(...)`). */
   mandate?: MandateRule<I>;
   rateLimit?: RateLimit;
@@ -101,6 +108,8 @@ export interface McpWritePolicy<I = any, O = any> extends McpPolicyBase<I, O> {
   lookupRetry?: Omit<RetryPolicy, 'maxAttempts'>;
   /** Money the call moves, in minor units (debited from the task's money budget before it runs). */
   amount?: (args: I) => number;
+  /** The read tools whose facts this write depends on (see `defineTool`). */
+  dependsOn?: readonly string[];
   /**
    * Also send the idempotency key as this argument (for servers that take it as input rather than from `_meta`). It
    * is removed from the schema the model sees.
@@ -129,9 +138,10 @@ export type HintConflictMode = 'throw' | 'skip' | 'as_write';
 const KNOWN_FIELDS = new Set([
   'effect', 'name', 'description', 'scopes', 'timeoutMs', 'confirm', 'confirmation', 'mandate', 'rateLimit',
   'describeConfirmation', 'validate', 'authorize', 'redact', 'sensitive', 'input', 'output', 'serverArguments',
-  'retry', 'lookup', 'sameKeyRetrySafe', 'lookupRetry', 'amount', 'keyArgument', 'serverErrors',
+  'retry', 'lookup', 'sameKeyRetrySafe', 'lookupRetry', 'amount', 'keyArgument', 'serverErrors', 'risk', 'untrustedOutput',
+  'dependsOn',
 ]);
-const WRITE_ONLY = ['lookup', 'sameKeyRetrySafe', 'lookupRetry', 'amount', 'keyArgument', 'serverErrors'] as const;
+const WRITE_ONLY = ['lookup', 'sameKeyRetrySafe', 'lookupRetry', 'amount', 'keyArgument', 'serverErrors', 'dependsOn'] as const;
 
 /** Checks the fields `defineTool` does not know about; a typo in a safety field must not pass silently. */
 export function checkPolicyShape(mcpName: string, policy: McpToolPolicy): void {
@@ -207,7 +217,7 @@ export function applyHints(mcpName: string, policy: McpToolPolicy, hints: McpToo
 
 /** A rule that asks someone every time: the user (`'always'`) or approvers. Predicates may say no. */
 function isForcedConfirmation(rule: ConfirmationRule | undefined): boolean {
-  return rule === 'always' || (typeof rule === 'object' && rule !== null);
+  return rule === 'always' || (typeof rule === 'object' && rule !== null && 'approverScope' in rule);
 }
 
 function describeRule(rule: ConfirmationRule): string {

@@ -19,6 +19,7 @@ import {
 import type { Principal } from '../../machines/context.js';
 import type { Clock } from '../clock.js';
 import { DEFAULT_LIMITS, DEFAULT_POLICY } from '../defaults.js';
+import { type Loosen, loosenedPolicy } from './loosen.js';
 import type { MandateKind } from '../mandate.js';
 import type { RateLimitOptions } from '../runtime/rateLimits.js';
 import { HostRequestError } from '../errors.js';
@@ -36,8 +37,17 @@ export interface OrchestratorOptions {
   model: AgentModel;
   /** Where tasks persist. Default: an in-memory store (lost with the process). */
   store?: TaskStore;
-  /** Host policy; persisted with each task at start. */
+  /**
+   * Host policy; persisted with each task at start. Tightening goes here; a field that would loosen a safe default
+   * (`unconfirmedMoneyUpTo`, `ruleOfTwo`) is refused: use `loosen`, which takes a reason.
+   */
   policy?: Partial<Policy>;
+  /**
+   * Safe defaults loosened on purpose, each with its reason, recorded in the audit of every task started under it:
+   * `unconfirmedMoney: { upTo, reason }` (money-moving writes up to that total run unconfirmed when their tool's rule
+   * does not ask), `ruleOfTwo: { off: true, reason }`.
+   */
+  loosen?: Loosen;
   /** Default budget limits of new tasks. */
   limits?: Partial<BudgetLimits>;
   clock?: Clock;
@@ -154,7 +164,7 @@ export function resolveSettings(options: OrchestratorOptions, systemClock: Clock
   const checked = parseOrThrow(settingsSchema, pick(options, ['modelTimeoutMs', 'saveRetries', 'expirySweepMs', 'retentionSweepMs', 'backoff', 'lease', 'capacity']), 'options');
   const ttlMs = checked.lease?.ttlMs ?? 15_000;
   return {
-    policy: parseOrThrow(policySchema, { ...DEFAULT_POLICY, ...options.policy }, 'policy'),
+    policy: policyOf(options),
     limits: parseOrThrow(budgetLimitsSchema, { ...DEFAULT_LIMITS, ...options.limits }, 'limits'),
     clock: options.clock ?? systemClock,
     random: options.random ?? Math.random,
@@ -172,6 +182,12 @@ export function resolveSettings(options: OrchestratorOptions, systemClock: Clock
       maxRunningPerTenant: checked.capacity?.maxRunningPerTenant ?? Number.POSITIVE_INFINITY,
     },
   };
+}
+
+/** The host's policy over the defaults, with what `loosen` moved and its record. */
+function policyOf(options: OrchestratorOptions): Policy {
+  const { fields, loosened } = loosenedPolicy(options.policy, options.loosen);
+  return parseOrThrow(policySchema, { ...DEFAULT_POLICY, ...options.policy, ...fields, loosened }, 'policy');
 }
 
 function mandateKinds(kinds: readonly MandateKind<unknown>[]): Map<string, MandateKind<unknown>> {
@@ -196,7 +212,10 @@ export const startRequestSchema = z.strictObject({
   goal: z.string().min(1).max(16_384).refine((goal) => goal.trim() !== '', 'must not be blank'),
   /** Overrides of the default budget limits. */
   limits: budgetLimitsSchema.partial().optional(),
-  /** What counts as success; without it, any final answer ends the task as done. */
+  /**
+   * What counts as success: a trusted result of a tool that meets it ends the task `done`. Without it, a final answer
+   * ends the task `answered` (never `done`), listing the writes that succeeded.
+   */
   success: successCriterionSchema.optional(),
   /** What the user asked for, as structured terms of an installed mandate kind; persisted, never changed. */
   mandate: z.strictObject({ kind: z.string().min(1).max(256), terms: z.unknown() }).optional(),

@@ -119,6 +119,15 @@ function rulesOf(tool: Tool, privacy: Privacy): ToolRules {
     get confirmation() {
       return tool.confirmation;
     },
+    get risk() {
+      return tool.risk;
+    },
+    get untrustedOutput() {
+      return tool.untrustedOutput;
+    },
+    get dependsOn() {
+      return tool.effect === 'write' ? tool.dependsOn : undefined;
+    },
     get mandate() {
       return tool.mandate?.bind(tool);
     },

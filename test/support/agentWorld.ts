@@ -88,6 +88,8 @@ export const RULES: Record<string, ToolRules> = {
     scopes: ['rooms:book'],
     validates: true,
     authorizes: true,
+    // A written waiver: the world's booking runs unconfirmed (the payment explores the confirmations).
+    confirm: { never: 'a booking for the user only, within the rooms they named' },
     mandate: (args: { room: string }, mandate) =>
       terms(mandate).rooms.includes(args.room) ? { ok: true } : { ok: false, summary: `room ${args.room} is not one the user asked for` },
   },
@@ -146,6 +148,11 @@ export const INPUT: AgentInput = {
     // Waits of 1 s then 2 s: the third failure in a row comes 3 s into the outage, past its 1.5 s limit.
     modelOutageMs: 1_500,
     modelWakeMs: { first: 1_000, longest: 4_000 },
+    unconfirmedMoneyUpTo: 0,
+    highRiskApproval: null,
+    ruleOfTwo: 'confirm',
+    maxUnknownReads: 2,
+    loosened: [],
   },
   limits: { modelTurns: 3, toolCalls: 3, writes: 1, retries: 2, tokens: 10_000, costMicros: 10_000, money: 9, wallClockMs: 3_600_000 },
   modelReservation: { tokens: 100, costMicros: 10 },
@@ -270,6 +277,8 @@ export interface Shadow {
   hostPolicy: string;
   /** The harness delivered a cancel (one the task still runs after was deferred). */
   cancelAsked: boolean;
+  /** Results of the world's read it made unknown (unavailable) in a row, since its last success. */
+  unknownReads: number;
 }
 
 export interface World {
@@ -323,7 +332,7 @@ export function valueOf(snapshot: AgentSnapshot): string {
   return flat(snapshot.value);
 }
 
-export const FINAL_STATES = new Set(['done', 'failed', 'budgetExhausted', 'cancelled']);
+export const FINAL_STATES = new Set(['done', 'answered', 'failed', 'budgetExhausted', 'cancelled']);
 /** States that wait for a human, a reviewer or a timer (persisted, nothing running). */
 export const WAITING_STATES = new Set(['executing.awaitingConfirmation', 'awaitingUser', 'waitingForModel', 'reviewRequired']);
 /** Stable states where the machine waits on one of its invoked actors, with the invoke id. */
@@ -489,7 +498,13 @@ function shadowOf(callId: string, tool: string, text: string, protocolOk: boolea
 function advanceShadow(shadow: Shadow, prev: AgentSnapshot, move: Move, next: AgentSnapshot): Shadow {
   const event = move.event;
   const now = event ? Math.max(shadow.now, eventTime(event, shadow.now)) : shadow.now;
-  let { calls, denied, outage, questionAt, outagesWaited, narrowed, hostPolicy, cancelAsked } = shadow;
+  let { calls, denied, outage, questionAt, outagesWaited, narrowed, hostPolicy, cancelAsked, unknownReads } = shadow;
+  if (event?.type === 'xstate.done.actor.reads') {
+    for (const result of event.output.results) {
+      if (result.outcome.kind === 'ok') unknownReads = 0;
+      else if (result.outcome.code === 'unavailable' || result.outcome.code === 'timeout') unknownReads += 1;
+    }
+  }
   const update = (callId: string, patch: Partial<ShadowCall>) => {
     calls = calls.map((c) => (c.callId === callId ? { ...c, ...patch } : c));
   };
@@ -591,7 +606,7 @@ function advanceShadow(shadow: Shadow, prev: AgentSnapshot, move: Move, next: Ag
   if (event?.type === 'user.confirmed') hostPolicy = event.policyVersion;
   if (event?.type === 'task.cancelled') cancelAsked = true;
   if (move.narrows) narrowed = true;
-  return { now, calls, denied, outage, questionAt, outagesWaited, narrowed, hostPolicy, cancelAsked };
+  return { now, calls, denied, outage, questionAt, outagesWaited, narrowed, hostPolicy, cancelAsked, unknownReads };
 }
 
 export function initialWorld(scope: AnyActorScope, input: AgentInput = INPUT, chart: AgentMachine = CHART): World {
@@ -601,7 +616,7 @@ export function initialWorld(scope: AnyActorScope, input: AgentInput = INPUT, ch
     error: undefined,
     chart,
     machine: chart.getInitialSnapshot(scope, input),
-    shadow: { now: input.startedAt, calls: [], denied: [], outage: null, questionAt: null, outagesWaited: 0, narrowed: false, hostPolicy: input.policy.version, cancelAsked: false },
+    shadow: { now: input.startedAt, calls: [], denied: [], outage: null, questionAt: null, outagesWaited: 0, narrowed: false, hostPolicy: input.policy.version, cancelAsked: false, unknownReads: 0 },
   };
 }
 

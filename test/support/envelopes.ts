@@ -43,6 +43,11 @@ export function taskInput(taskId: string, overrides: Partial<AgentInput> = {}): 
       onAnswerExpiry: 'stop',
       modelOutageMs: 600_000,
       modelWakeMs: { first: 1_000, longest: 60_000 },
+      unconfirmedMoneyUpTo: 0,
+      highRiskApproval: null,
+      ruleOfTwo: 'confirm',
+      maxUnknownReads: 2,
+      loosened: [],
     },
     limits: { modelTurns: 8, toolCalls: 16, writes: 2, retries: 4, tokens: 100_000, costMicros: 1_000_000, money: 0, wallClockMs: 600_000 },
     modelReservation: { tokens: 1000, costMicros: 1000 },
@@ -77,6 +82,7 @@ export function startedTask(input: AgentInput): { snapshot: PersistedAgentSnapsh
 /** A stop code each final status can end with. */
 const STOP_CODE: Record<FinalStatus, StopCode> = {
   done: 'goal_met',
+  answered: 'answered_without_criterion',
   failed: 'goal_not_met',
   budget_exhausted: 'budget_exhausted',
   cancelled: 'cancelled',
@@ -84,6 +90,7 @@ const STOP_CODE: Record<FinalStatus, StopCode> = {
 
 const FINAL_STATE_NODES: Record<FinalStatus, string> = {
   done: 'done',
+  answered: 'answered',
   failed: 'failed',
   budget_exhausted: 'budgetExhausted',
   cancelled: 'cancelled',
@@ -119,7 +126,7 @@ export function snapshotIn(
     const args = { roomId: 'R-4.12', start: '2024-05-10T10:00' };
     next.value = { executing: 'awaitingConfirmation' };
     context.batch = bookRoomBatch(context.turn, {
-      confirmation: { approverScope: null, approvals: 1, onReject: 'replan', onExpiry: 'ask_again' },
+      confirmation: { approverScope: null, approvals: 1, onReject: 'replan', onExpiry: 'ask_again', reasons: ['tool_rule'], risk: 'writable' },
       confirmationSummary: 'Book R-4.12 on Friday 10:00',
       confirmationRequests: 1,
       phase: 'awaitingConfirmation',
@@ -136,6 +143,8 @@ export function snapshotIn(
       approverScope: null,
       approvalsRequired: 1,
       approvals: [],
+      reasons: ['tool_rule'],
+      risk: 'writable',
       policyVersion: context.policy.version,
       requestedAt: at,
       expiresAt: options.wakeAt ?? at + context.policy.confirmationTtlMs,

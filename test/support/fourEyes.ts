@@ -5,12 +5,13 @@ import { MemoryStore, createOrchestrator } from '../../src/index.js';
 import { scriptedModel } from '../../src/testing/index.js';
 import { getOrder } from '../../tools/getOrder.js';
 import { refundMandate } from '../../tools/mandates.js';
-import { refundOrder } from '../../tools/refundOrder.js';
+import { refundDeskAuthority, refundOrder } from '../../tools/refundOrder.js';
 
 export function fourEyesOrchestrator() {
   const desk = new RefundDesk();
   const orchestrator = createOrchestrator({
     tools: [getOrder(desk), refundOrder(desk, { confirmAboveCents: 10_000, approveAboveCents: 10_000 })],
+    loosen: refundDeskAuthority,
     mandates: [refundMandate],
     model: scriptedModel(refundScript()),
     store: new MemoryStore(),

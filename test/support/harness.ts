@@ -4,7 +4,7 @@ import type { BudgetLimits, Policy, Principal } from '../../machines/context.js'
 import type { AuditEntry } from '../../machines/journal.js';
 import { findAvailableRooms } from '../../tools/findAvailableRooms.js';
 import { getOrder } from '../../tools/getOrder.js';
-import { type RefundOrderOptions, refundOrder } from '../../tools/refundOrder.js';
+import { type RefundOrderOptions, refundDeskAuthority, refundOrder } from '../../tools/refundOrder.js';
 import { bookingMandate, refundMandate } from '../../tools/mandates.js';
 import { reserveRoom } from '../../tools/reserveRoom.js';
 import type { Clock } from '../../src/clock.js';
@@ -52,6 +52,8 @@ export interface HarnessOptions {
   capacity?: OrchestratorOptions['capacity'];
   dispatch?: OrchestratorOptions['dispatch'];
   lease?: OrchestratorOptions['lease'];
+  /** Safe defaults loosened (default: the refund desk's authority up to 100.00, as the demo host does; null: none). */
+  loosen?: OrchestratorOptions['loosen'] | null;
 }
 
 export function harness(options: HarnessOptions = {}) {
@@ -75,6 +77,7 @@ export function harness(options: HarnessOptions = {}) {
     store,
     clock: options.clock,
     policy: options.policy,
+    ...(options.loosen === null ? {} : { loosen: options.loosen ?? refundDeskAuthority }),
     // The refund tool declares the money it moves: the tests' tasks may move up to 10,000.00 unless they say less.
     limits: { money: 1_000_000, ...options.limits },
     inspect: options.inspect,

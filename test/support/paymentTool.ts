@@ -1,7 +1,7 @@
 /**
  * A `send_payment` write for tests: it records the idempotency key of every request it is sent, and can hang (until
  * aborted) on chosen attempts, answer with a given confirmation rule or authorization hook, and declare same-key
- * retries safe or not. Its lookup never finds anything: a timed-out payment is never known to have happened.
+ * retries safe or not; it runs unconfirmed (a written waiver) unless given a rule. Its lookup never finds anything: a timed-out payment is never known to have happened.
  */
 import { z } from 'zod';
 import type { ConfirmationRule, ValidationResult, WriteTool } from '../../src/tool.js';
@@ -31,7 +31,8 @@ export function paymentTool(options: PaymentOptions = {}): WriteTool<{ amount: n
     sameKeyRetrySafe: options.sameKeyRetrySafe ?? false,
     input: z.strictObject({ amount: z.number() }),
     output: z.strictObject({ status: z.literal('sent') }),
-    ...(options.confirm === undefined ? {} : { confirm: options.confirm as never }),
+    // Unconfirmed unless a test gives a rule: its tests are about what happens around the payment, not the asking.
+    confirm: options.confirm === undefined ? { never: 'a test payment whose tests are not about confirmation' } : (options.confirm as never),
     ...(options.authorize === undefined ? {} : { authorize: options.authorize as never }),
     execute: async (args, ctx) => {
       sent.push(ctx.idempotencyKey);

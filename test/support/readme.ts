@@ -51,13 +51,13 @@ export const expectExampleOutput: Record<ExampleName, (stdout: string) => void> 
     expect(stdout).toMatch(/t1 +stop +done goal_met/);
   },
   inspect(stdout) {
-    expect(stdout.split('\n')).toEqual(['agent.deciding → agent.thinking', 'agent.thinking → (stays)', 'agent.thinking → agent.done [isGoalMet]']);
+    expect(stdout.split('\n')).toEqual(['agent.deciding → agent.thinking', 'agent.thinking → (stays)', 'agent.thinking → agent.answered [not hasSuccessCriterion]']);
   },
   visualize(stdout) {
     expect(stdout).toMatch(/^\d{2,} states, \d{2,} transitions$/);
   },
   fastify(stdout) {
-    expect(stdout).toBe('201 done 404 task_not_found');
+    expect(stdout).toBe('201 answered 404 task_not_found');
   },
   acceptance(stdout) {
     expect(stdout).toMatch(/^acceptance: payments on the memory store, seed 1: \d+ tasks, \d+ tool calls proposed/);
@@ -67,7 +67,7 @@ export const expectExampleOutput: Record<ExampleName, (stdout: string) => void> 
     expect(stdout.split('\n').at(-1)).toBe('every invariant held');
   },
   otel(stdout) {
-    expect(stdout).toBe('done chat scripted (0 events), task run (2 events)');
+    expect(stdout).toBe('answered chat scripted (0 events), task run (2 events)');
   },
   privacy(stdout) {
     expect(stdout.split('\n')).toEqual([
@@ -82,7 +82,7 @@ export const expectExampleOutput: Record<ExampleName, (stdout: string) => void> 
       'warn: the transition hook threw; the task goes on',
       'started look_up {"word":"hello"}',
       'finished look_up ok',
-      'settled done',
+      'settled answered',
     ]);
   },
   erasure(stdout) {
@@ -95,11 +95,12 @@ export const expectExampleOutput: Record<ExampleName, (stdout: string) => void> 
   },
   openai(stdout) {
     // The fake server's one answer: 120 prompt + 30 completion tokens, at 0.15 and 0.60 per thousand, rounded up.
-    expect(stdout).toBe('done goal_met 150 tokens, 36 costMicros');
+    // A greeting declares no success criterion: it ends answered, never done.
+    expect(stdout).toBe('answered answered_without_criterion 150 tokens, 36 costMicros');
   },
   aisdk(stdout) {
     // The AI SDK mock model's one answer: 120 input + 30 output tokens, priced as in the openai example.
-    expect(stdout).toBe('done goal_met 150 tokens, 36 costMicros, 1 provider call');
+    expect(stdout).toBe('answered answered_without_criterion 150 tokens, 36 costMicros, 1 provider call');
   },
 };
 

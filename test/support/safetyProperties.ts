@@ -242,7 +242,8 @@ export function checkState(world: World, input: AgentInput): string[] {
       }
     }
   }
-  if (value === 'done' && context.success && context.evidence.length === 0) fail('P5 authority', 'done without trusted evidence');
+  if (value === 'done' && (!context.success || context.evidence.length === 0)) fail('P5 authority', 'done without a success criterion met by trusted evidence');
+  if (value === 'answered' && context.success) fail('P5 authority', 'answered although the task declares a success criterion');
   return problems;
 }
 
@@ -269,6 +270,8 @@ export function checkEdge(prev: World, move: Move, next: World, scope: AnyActorS
     const old = sameBatch ? before.context.batch?.calls.find((c) => c.callId === call.callId) : undefined;
     const write = to === 'executing.writing';
     const what = `${write ? 'write' : 'read'} ${call.tool} (${call.callId})`;
+    // A timeout is unknown, not none: no write runs on facts the world's read could not establish.
+    if (write && prev.shadow.unknownReads > 0) fail('P1 verification', `${what} runs after ${prev.shadow.unknownReads} unknown read(s) and no success since`);
     // (1) Every gate before any effect.
     if (!shadow?.protocolOk) fail('P1 gates', `${what} runs but its proposal failed the protocol gate`);
     if (shadow?.tampered) fail('P1 tamper', `${what} runs although its stored arguments were altered after they were vetted`);

@@ -47,6 +47,7 @@ export function noteWriter() {
     scopes: [],
     timeoutMs: 5_000,
     sameKeyRetrySafe: true,
+    confirm: { never: "a note in the task's own log, which nobody else reads" },
     input: z.strictObject({ text: z.string() }),
     output: z.strictObject({ id: z.string(), text: z.string() }),
     async execute({ text }, { idempotencyKey }) {

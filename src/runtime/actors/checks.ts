@@ -5,7 +5,9 @@
  */
 import { fromPromise } from 'xstate';
 import type { CheckActorInput, CheckActorOutput, CheckVerdict } from '../../../machines/actors.js';
+import type { Mandate } from '../../../machines/context.js';
 import { cap, errorName } from '../../../machines/lib/text.js';
+import { taskFacts } from '../../../machines/lib/toolRules.js';
 import type { Tool, ValidationContext, ValidationResult } from '../../tool.js';
 import type { ActorHost } from '../actorHost.js';
 import { runWithTimeout } from '../timeouts.js';
@@ -30,9 +32,12 @@ export async function runCheck(host: ActorHost, hook: Hook, input: CheckActorInp
   const run = tool?.[hook] as ((args: unknown, ctx: ValidationContext) => ValidationResult | Promise<ValidationResult>) | undefined;
   if (!tool || !run) return { ok: false, code: 'unavailable', summary: `${what} of ${input.call.tool} is not installed` };
   const { privacy } = host.registry;
-  const args = parseArguments(privacy, scopeOf(host.task(input.taskId).context()), tool as Tool, input.call.args);
+  const context = host.task(input.taskId).context();
+  const args = parseArguments(privacy, scopeOf(context), tool as Tool, input.call.args);
   if (!args.ok) return { ok: false, code: args.code, summary: args.summary };
-  const ctx: ValidationContext = { taskId: input.taskId, principal: input.principal, signal };
+  // The hook sees what the user asked for (a copy: it cannot change the task's), and what the task did so far.
+  const mandate = context.mandate === null ? null : (structuredClone(context.mandate) as Mandate);
+  const ctx: ValidationContext = { taskId: input.taskId, principal: input.principal, signal, mandate, task: taskFacts(context) };
   // Not wrapped in an async function: a hook that answers synchronously is taken as is, with no timer.
   const timed = await runWithTimeout(host.clock, tool.timeoutMs, signal, (s) => run(args.value, { ...ctx, signal: s })).catch(
     (error: unknown) => ({ kind: 'error' as const, error }),

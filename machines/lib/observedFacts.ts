@@ -1,0 +1,106 @@
+/**
+ * What a task learned from its trusted results, kept small and plain: which reads ended unknown (their facts are
+ * unverified until a later read of the same tool succeeds), what the task was exposed to (untrusted input, sensitive
+ * data: the Rule of Two), and which identifiers trusted results and the user's own text named (to check that a final
+ * answer claims nothing a tool did not return). Pure.
+ */
+import type { AgentContext, Exposure, Json, UnverifiedRead } from '../context.js';
+import { CONTEXT_BOUNDS } from '../context.js';
+import { UNVERIFIED } from '../failures.js';
+import type { ToolRules } from '../toolkit.js';
+
+/** The unverified marks after a read of `tool` ended with `code` ('ok' for a result), at `at`. */
+export function markRead(marks: readonly UnverifiedRead[], tool: string, code: string, at: number): UnverifiedRead[] {
+  const others = marks.filter((mark) => mark.tool !== tool);
+  if (!UNVERIFIED.has(code)) return code === 'ok' ? others : [...marks];
+  const times = (marks.find((mark) => mark.tool === tool)?.times ?? 0) + 1;
+  return [...others, { tool, code, times, at }].slice(-CONTEXT_BOUNDS.unverified);
+}
+
+/** The unverified reads a write of `rules` depends on: those it names (`dependsOn`), or every one when it names none. */
+export function blockingReads(context: AgentContext, rules: ToolRules | undefined): UnverifiedRead[] {
+  if (context.unverified.length === 0) return [];
+  const dependsOn = rules?.dependsOn;
+  return dependsOn === undefined ? [...context.unverified] : context.unverified.filter((mark) => dependsOn.includes(mark.tool));
+}
+
+/** The text of a sealed value's token (`[[sealed:label:…]]`, see src/privacy/tokens.ts): the task holds sensitive data. */
+const SEALED = '[[sealed:';
+
+/** True when `value` holds a sealed value's token anywhere (a string, or a key). */
+export function holdsSealedValue(value: Json | undefined): boolean {
+  if (typeof value === 'string') return value.includes(SEALED);
+  if (value === null || typeof value !== 'object') return false;
+  if (Array.isArray(value)) return value.some(holdsSealedValue);
+  for (const [key, item] of Object.entries(value)) if (key.includes(SEALED) || holdsSealedValue(item)) return true;
+  return false;
+}
+
+/** `exposure` after a trusted result of `tool` (its output `value`) reached the task. */
+export function exposedTo(exposure: Exposure, tool: string, rules: ToolRules | undefined, value: Json, at: number): Exposure {
+  const untrusted = exposure.untrustedInput === null && rules?.untrustedOutput === true;
+  const sensitive = exposure.sensitiveData === null && holdsSealedValue(value);
+  if (!untrusted && !sensitive) return exposure;
+  return {
+    untrustedInput: untrusted ? { tool, at } : exposure.untrustedInput,
+    sensitiveData: sensitive ? { source: tool, at } : exposure.sensitiveData,
+  };
+}
+
+/**
+ * An identifier as answers name them: one word of letters, digits, `-` and `_`, holding an upper-case letter and a
+ * digit ("B7", "TX-9001", "O-1001"), at most 64 characters. Amounts, dates, times and plain words are not identifiers,
+ * nor is a part of a longer token (a time stamp, an e-mail address, a URL): a `.`, `:`, `/`, `@` or `+` joining it to
+ * more letters or digits makes it a part.
+ */
+const IDENTIFIER = /(?<![\w-]|\w[.:/@+])(?=[\w-]*[A-Z])(?=[\w-]*\d)[A-Za-z0-9][\w-]{0,62}[A-Za-z0-9](?![\w-]|[.:/@+]\w)/g;
+const IS_IDENTIFIER = /^(?=.*[A-Z])(?=.*\d)[A-Za-z0-9][\w-]{0,62}[A-Za-z0-9]$/;
+
+/** The identifiers a text names, in order, without repeats. */
+export function identifiersIn(text: string): string[] {
+  return [...new Set(text.match(IDENTIFIER) ?? [])];
+}
+
+/** Leaves of one result looked at for identifiers, at most: a huge result does not make a round slow. */
+const LEAVES = 256;
+
+/** The identifiers a trusted result holds: its string values (and object keys) that are identifiers themselves. */
+export function identifiersOf(value: Json): string[] {
+  const found = new Set<string>();
+  let leaves = 0;
+  const visit = (item: Json): void => {
+    if (leaves >= LEAVES) return;
+    if (typeof item === 'string') {
+      leaves += 1;
+      if (item.length <= 64 && IS_IDENTIFIER.test(item)) found.add(item);
+      return;
+    }
+    if (item === null || typeof item !== 'object') return;
+    if (Array.isArray(item)) {
+      for (const element of item) visit(element);
+      return;
+    }
+    for (const element of Object.values(item)) visit(element);
+  };
+  visit(value);
+  return [...found];
+}
+
+/** `observed` with `ids` added as the newest (a repeat moves to the end), bounded. */
+export function observe(observed: readonly string[], ids: readonly string[]): string[] {
+  if (ids.length === 0) return [...observed];
+  const fresh = new Set(ids);
+  return [...observed.filter((id) => !fresh.has(id)), ...fresh].slice(-CONTEXT_BOUNDS.observedIds);
+}
+
+/**
+ * Identifiers the answer names that nothing the task trusts contains: not a trusted result, not the evidence, not the
+ * goal nor the user's answers (whose identifiers are observed when they arrive).
+ */
+export function unsupportedIdentifiers(context: AgentContext, answer: string): string[] {
+  const named = identifiersIn(answer);
+  if (named.length === 0) return [];
+  const known = new Set(context.observedIds);
+  for (const evidence of context.evidence) for (const id of identifiersOf(evidence.fields)) known.add(id);
+  return named.filter((id) => !known.has(id)).slice(0, 16);
+}
