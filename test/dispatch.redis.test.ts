@@ -179,7 +179,7 @@ describe.skipIf(!redis)('dispatch on BullMQ', () => {
     expect((await api.orchestrator.status('d-6')).state).toBe('running');
     node('second', [quick.tool('second')]).orchestrator.createWorker({ concurrency: 2 });
     const done = await api.orchestrator.settled('d-6', { timeoutMs: 15_000 });
-    expect(done.state).toBe('done');
+    expect(done.state).toBe('answered');
     expect(done.outcome?.answer).toBe('read by second');
     expect(quick.started).toEqual(['second']);
   });

@@ -55,7 +55,7 @@ describe.skipIf(!redis)('a task carrying card numbers, on Redis', () => {
     const privacy = { sealer: keyedSealer({ key }), redactors: [cardNumbers()] };
     const run = await runWalletTask({ store, taskId: 'wallet-r', privacy, restart: { sealer: keyedSealer({ key }), redactors: [cardNumbers()] } });
     expect([...run.service.charges.values()]).toEqual([{ card: WALLET_CARD, amount: 500 }]);
-    expect(run.final.outcome?.status).toBe('done');
+    expect(run.final.outcome?.status).toBe('answered');
     const stored = await everyValue(client, prefix);
     expect(stored.keys).toBeGreaterThan(3);
     expect(stored.text).toContain('[[sealed:card_number:');

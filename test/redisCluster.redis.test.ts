@@ -56,7 +56,7 @@ describe.skipIf(!cluster)('RedisStore on a 3-master Redis Cluster', () => {
     for (const n of keys) expect(n).toBeGreaterThan(0);
     for (const n of keys) expect(n / total).toBeLessThanOrEqual(0.5);
     for (const n of scripts) expect(n).toBeGreaterThan(0);
-    expect((await orchestrator.list({ states: ['done'] })).length).toBe(300);
+    expect((await orchestrator.list({ states: ['answered'] })).length).toBe(300);
     expect((await store.list({ limit: 5 })).map((s) => s.taskId)).toHaveLength(5);
     await orchestrator.close();
     expect(await store.deleteAll()).toBeGreaterThan(300);
@@ -89,7 +89,7 @@ describe.skipIf(!cluster)('RedisStore on a 3-master Redis Cluster', () => {
     await Promise.all(Array.from({ length: 20 }, (_, i) => orchestrator.start({ principal, goal: `g${i}`, taskId: `q-${i}` })));
     for (let i = 0; i < 20; i++) expect((await orchestrator.settled(`q-${i}`, { timeoutMs: 20_000 })).state).toBe('waiting_for_user');
     for (let i = 0; i < 20; i++) expect((await orchestrator.answer(`q-${i}`, principal, 'this one')).accepted).toBe(true);
-    for (let i = 0; i < 20; i++) expect((await orchestrator.settled(`q-${i}`, { timeoutMs: 20_000 })).state).toBe('done');
+    for (let i = 0; i < 20; i++) expect((await orchestrator.settled(`q-${i}`, { timeoutMs: 20_000 })).state).toBe('answered');
     await orchestrator.close();
     await dispatch.close();
     await store.deleteAll();

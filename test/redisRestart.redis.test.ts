@@ -111,12 +111,12 @@ describe.skipIf(!hasRedisServer && process.env.CI !== 'true')('when Redis itself
       await until(async () => (await orchestrator!.recover()).busy.length === 0, 10_000);
     }
     for (const taskId of slow) {
-      expect(await orchestrator.settled(taskId)).toMatchObject({ state: 'done', outcome: { answer: `read ${SLOW_READS} times` } });
+      expect(await orchestrator.settled(taskId)).toMatchObject({ state: 'answered', outcome: { answer: `read ${SLOW_READS} times` } });
     }
     for (const before of waiting) {
       const result = await orchestrator.confirm(before.taskId, SUPPORT, before.pendingConfirmation!);
       expect(result.accepted).toBe(true);
-      expect((await orchestrator.settled(before.taskId)).state).toBe('done');
+      expect((await orchestrator.settled(before.taskId)).state).toBe('answered');
     }
     expect(desk.refunds.map((r) => r.orderId)).toEqual(ORDERS);
     for (const [taskId, revision] of acked) expect((await store.load(taskId))!.revision).toBe(revision);

@@ -64,9 +64,9 @@ describe.skipIf(!hasRedisServer && process.env.CI !== 'true')('when the processâ
     const lostAfterMs = performance.now() - pausedAt;
     expect(stops.codes).toEqual(['fenced_out']);
 
-    await until(async () => (await store!.load('t'))?.summary.state === 'done', 10_000);
+    await until(async () => (await store!.load('t'))?.summary.state === 'answered', 10_000);
     const status = await orchestrator.status('t');
-    expect(status).toMatchObject({ state: 'done', outcome: { answer: 'read by A' } });
+    expect(status).toMatchObject({ state: 'answered', outcome: { answer: 'read by A' } });
     expect(read.started).toEqual(['A', 'A']); // the read ran again after the takeback; reads are safe to repeat
     expect(notes.executed).toHaveLength(1);
     expect(stops.codes).toEqual(['fenced_out']); // stopped once, then driven here again to the end
@@ -152,7 +152,7 @@ describe.skipIf(!redis)('lease renewal on Redis', () => {
       );
 
       read.release();
-      for (const taskId of ids) await until(async () => (await raw.load(taskId))?.summary.state === 'done', 10_000);
+      for (const taskId of ids) await until(async () => (await raw.load(taskId))?.summary.state === 'answered', 10_000);
       expect(notes.executed).toHaveLength(100);
     } finally {
       await orchestrator.close();

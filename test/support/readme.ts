@@ -43,12 +43,12 @@ export const expectExampleOutput: Record<ExampleName, (stdout: string) => void> 
     expect(stdout.split('\n')).toEqual(['mandate gate: outside_mandate - waiting_for_confirmation', 'requester: self_approval', 'manager: true', 'done 19900 TX-1']);
   },
   workers(stdout) {
-    expect(stdout.split('\n')).toEqual(['queued 0', 'waiting_for_user Which room?', 'answer accepted: true', 'done Booked R7. {"live":0,"leases":0}']);
+    expect(stdout.split('\n')).toEqual(['queued 0', 'waiting_for_user Which room?', 'answer accepted: true', 'answered Booked R7. {"live":0,"leases":0}']);
   },
   redis(stdout) {
-    expect(stdout.split('\n')[0]).toBe('done goal_met');
+    expect(stdout.split('\n')[0]).toBe('answered answered_without_criterion');
     expect(stdout).toMatch(/t1 +model +answered/);
-    expect(stdout).toMatch(/t1 +stop +done goal_met/);
+    expect(stdout).toMatch(/t1 +stop +answered answered_without_criterion/);
   },
   inspect(stdout) {
     expect(stdout.split('\n')).toEqual(['agent.deciding → agent.thinking', 'agent.thinking → (stays)', 'agent.thinking → agent.answered [not hasSuccessCriterion]']);
