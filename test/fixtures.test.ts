@@ -153,6 +153,23 @@ describe('migration of older envelopes', () => {
   });
 });
 
+describe('migration of agent/5 tasks in flight to agent/6', () => {
+  it('says why a pending confirmation was asked (the tool rule) and the risk of its tool, and runs it once confirmed', async () => {
+    const { store, taskId } = storeWith('waiting-for-confirmation', 'agent-5');
+    const refunds = new RefundDesk();
+    const h = harness({ store, refunds, script: refundScript(), clock: new ManualClock(DEMO_NOW) });
+    const waiting = await h.orchestrator.status(taskId);
+    expect(waiting.pendingConfirmation).toMatchObject({ reasons: ['tool_rule'], risk: 'writable' });
+    const loaded = (await store.load(taskId))!;
+    expect(loaded.machineVersion).toBe('agent/6');
+    expect(loaded.snapshot.context.policy).toMatchObject({ unconfirmedMoneyUpTo: 0, ruleOfTwo: 'confirm', maxUnknownReads: 2, loosened: [] });
+    expect(loaded.snapshot.context.batch!.calls[0]!.confirmation).toMatchObject({ reasons: ['tool_rule'], risk: 'writable' });
+    await h.orchestrator.confirm(taskId, SUPPORT, waiting.pendingConfirmation!);
+    expect((await h.orchestrator.settled(taskId)).state).toBe('done');
+    expect(refunds.refunds.map((r) => r.amountCents)).toEqual([19_900]);
+  });
+});
+
 describe('an envelope missing a field the machine needs', () => {
   const current = rawFixture('waiting-for-confirmation', 'agent-3');
   const contextFields = Object.keys(current.snapshot.context);

@@ -3,8 +3,10 @@
  *
  * - policy: the safe defaults (every money-moving write confirmed, the Rule of Two on, two unknown reads in a row stop
  *   a write that depends on them) and no loosenings. An in-flight task gets the safe values, not the freedom it had:
- *   a write it admitted unconfirmed is asked for a confirmation at its re-check if the new rules want one. A host that
- *   loosened a default for new tasks does not loosen it for these (they started without its reason).
+ *   a write it admitted unconfirmed and has not started re-checking is asked for a confirmation at its re-check
+ *   (`rechecking.arguments`) if the new rules want one; a write already past that point (its hooks re-checking, or
+ *   sent) finishes under the rules it was admitted with. A host that loosened a default for new tasks does not loosen
+ *   it for these (they started without its reason).
  * - budget: no turn settled yet counts as the largest (a turn in flight settles against the reservation it made).
  * - what the task learned: no read marked unverified (agent/5 did not record it), no untrusted input seen, sensitive
  *   data only if the goal holds a sealed value, and the identifiers of the goal, mandate and principal.
