@@ -58,10 +58,11 @@ const COOKIE_LINE = `(?<=cookies?[ \\t]*[:=][ \\t]*)[^\\r\\n"'\`<>]+`;
 
 /**
  * An assignment in text: a key that names a credential (not inside a token), an optional closing quote, `:` or `=`,
- * found from its last word (`term`, then the words before it, `prefix`: a pattern that starts with a lookbehind or a
- * character class is tried at every position, several times slower),
  * then the value: quoted (up to the closing quote or the end of the line), a cookie header's (to the end of the
- * line) or bare (up to a space or a separator), after an authorization scheme if there is one. Only the value (`value`) is sealed.
+ * line) or bare (up to a space or a separator), after an authorization scheme if there is one. Only the value
+ * (`value`) is sealed. The key is found from its last word (`term`), then the words before it (`prefix`, in a
+ * lookbehind): a pattern that starts with a lookbehind or a character class is tried at every position of the text,
+ * several times slower.
  */
 const ASSIGNMENT = new RegExp(
   `(?<term>${TERM})(?<=(?<![A-Za-z0-9_.-]|\\[\\[sealed:)(?<prefix>[A-Za-z0-9_.-]*)\\k<term>)(?![A-Za-z0-9_-])(?:\\\\?["'])?[ \\t]*[:=][ \\t]*(?:\\\\?["'])?(?:${SCHEMES}[ \\t]+)?` +
