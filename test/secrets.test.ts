@@ -192,6 +192,18 @@ describe('the default redactors', () => {
     expect(shown(text)).toBe(text);
   });
 
+  it.each([
+    ['a credential word repeated', 'token'.repeat(40_000)],
+    ['long keys ending in one', `${'x'.repeat(60)}password`.repeat(3_000)],
+    ['unfinished PEM blocks', '-----BEGIN RSA PRIVATE KEY-----'.repeat(6_000)],
+    ['URLs without a password', '://a:'.repeat(40_000)],
+    ['a long run of key characters', `${'a_'.repeat(100_000)}token: x`],
+  ])('stay linear on %s (200 KB in well under a second; a quadratic scan took seconds)', (_case, text) => {
+    const started = performance.now();
+    new Privacy().text(T, text);
+    expect(performance.now() - started).toBeLessThan(500);
+  });
+
   it('never put the value in the label, and keep a task’s own tokens as they are', () => {
     const privacy = new Privacy();
     const sealed = privacy.text(T, 'api_key=sk-live-4eC39HqLyjWDarjtT1zdp7dc password: "pw-4eC39Hq"');

@@ -56,8 +56,9 @@ export interface SealFailure {
 
 /** Blobs verified as this task's, remembered (a keyed sealer's check is a decryption). */
 const VERIFIED_CACHE = 4_096;
-/** Keys known to need no sealing, remembered. */
+/** Keys known to need no sealing, remembered (short ones only: a result's keys are names, and memory stays bounded). */
 const PLAIN_KEY_CACHE = 4_096;
+const PLAIN_KEY_LENGTH = 64;
 
 export class Privacy {
   readonly sealer: Sealer;
@@ -306,6 +307,7 @@ export class Privacy {
 
   /** A key no redactor changes or names (`room_id`): results of one tool repeat their keys, checked once. */
   private rememberPlainKey(key: string): void {
+    if (key.length > PLAIN_KEY_LENGTH) return;
     if (this.plainKeys.size >= PLAIN_KEY_CACHE) this.plainKeys.clear();
     this.plainKeys.add(key);
   }
