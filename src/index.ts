@@ -165,8 +165,18 @@ export type { AgentEvent, HostEvent, ModelEvent, ProposedCall } from '../machine
 export type { AuditEntry, AuditKind, ConfirmationAction, HostReply, StartWarning, TranscriptEntry } from '../machines/journal.js';
 
 // Sensitive values: sealed wherever they enter a task, opened only for the tools that take them
-export { Privacy, displayText, type OpenedToken, type PrivacyOptions, type SealFailure, type SensitivePaths } from './privacy/privacy.js';
-export { cardNumbers, emailAddresses, ibans, type Redactor } from './privacy/redactors.js';
+export {
+  Privacy,
+  displayText,
+  type OmitDefaultRedactors,
+  type OpenedToken,
+  type PrivacyLoosening,
+  type PrivacyOptions,
+  type SealFailure,
+  type SensitivePaths,
+} from './privacy/privacy.js';
+export { cardNumbers, emailAddresses, ibans, type Redactor, type RedactorGroups } from './privacy/redactors.js';
+export { DEFAULT_REDACTOR_NAMES, type DefaultRedactorName, isCredentialKey, secretRedactors } from './privacy/secrets.js';
 export { keyedSealer, memorySealer, type OpenedValue, type Sealer } from './privacy/sealer.js';
 export type { AuditStamp } from '../machines/journal.js';
 export type { Provenance } from '../machines/context.js';

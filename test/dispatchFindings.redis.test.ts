@@ -258,6 +258,20 @@ describe.skipIf(!redis)('dispatch: the review’s findings, fixed', () => {
     }
   });
 
+  it('accepts dispatch with only the default redactors and a memory sealer: what they seal no tool opens', async () => {
+    const url = new URL(redis!.url);
+    const store = new RedisStore({ url: redis!.url, prefix: redis!.freshPrefix() });
+    const dispatch = bullmqDispatch({ connection: { host: url.hostname, port: Number(url.port || 6379) }, queueName: `q-${redis!.freshPrefix()}` });
+    try {
+      const h = harness({ store, dispatch });
+      expect(h.orchestrator).toBeDefined();
+      await h.orchestrator.close();
+    } finally {
+      await dispatch.close();
+      await store.close();
+    }
+  });
+
   it('eraseUser reports a task a worker drives as skipped, and erases the rest of the user’s tasks', async () => {
     const blocked = slowRead('gate');
     const { node } = cluster({ script: () => [reply.call('slow_read', {}), reply.answer('done')] });

@@ -1,6 +1,7 @@
 /**
- * The secrets of the wallet task (see test/privacy.test.ts) on Redis: every key the store wrote under its prefix, of
- * every type, is read back and searched. With a keyed sealer the task also survives a new orchestrator.
+ * The secrets of the wallet task (see test/privacy.test.ts) and the credentials of the secret task (see
+ * test/secrets.test.ts) on Redis: every key the store wrote under its prefix, of every type, is read back and
+ * searched. With a keyed sealer the wallet task also survives a new orchestrator.
  */
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
@@ -9,6 +10,7 @@ import { cardNumbers } from '../src/privacy/redactors.js';
 import { keyedSealer } from '../src/privacy/sealer.js';
 import { RedisStore } from '../src/store/redis/redisStore.js';
 import { useTestRedis } from './support/redis.js';
+import { credentialsIn, runSecretTask } from './support/secretWorld.js';
 import { WALLET_CARD, runWalletTask, secretsIn } from './support/walletWorld.js';
 
 const redis = await useTestRedis();
@@ -61,5 +63,15 @@ describe.skipIf(!redis)('a task carrying card numbers, on Redis', () => {
     expect(stored.text).toContain('[[sealed:card_number:');
     expect(secretsIn(stored.text)).toEqual([]);
     expect(secretsIn(run.streams.chunks.join('\n'))).toEqual([]);
+  });
+
+  it('leaves no credential in any key with no privacy configuration (the default redactors)', async () => {
+    const prefix = redis!.freshPrefix();
+    prefixes.push(prefix);
+    const run = await runSecretTask({ store: new RedisStore({ client, prefix }), taskId: 'secrets-r' });
+    expect(run.status.state).toBe('done');
+    const stored = await everyValue(client, prefix);
+    expect(stored.text).toContain('[[sealed:password:');
+    expect(credentialsIn(stored.text)).toEqual([]);
   });
 });

@@ -69,9 +69,16 @@ export function availableRooms(
     }));
 }
 
+/**
+ * A credential the facilities team left in R7's note, as people do: the search returns it to the task, and the
+ * default redactors seal it before the model, the store or any stream sees it (the demo shows the token and checks
+ * that the key is nowhere in the task's records).
+ */
+export const LEAKED_PANEL_KEY = 'sk-live-4eC39HqLyjWDarjtT1zdp7dc';
+
 export function demoRooms(): Room[] {
   return [
-    { roomId: 'R7', name: 'Room 7', capacity: 4, hasProjector: true, tier: 'ordinary', version: 17, note: 'Whiteboard on the east wall.' },
+    { roomId: 'R7', name: 'Room 7', capacity: 4, hasProjector: true, tier: 'ordinary', version: 17, note: `Whiteboard on the east wall. Door panel: api_key=${LEAKED_PANEL_KEY}` },
     { roomId: 'R9', name: 'Room 9', capacity: 6, hasProjector: true, tier: 'ordinary', version: 6, note: '' },
     { roomId: 'R1', name: 'Board room', capacity: 12, hasProjector: true, tier: 'executive', version: 3, note: 'Executive floor.' },
     { roomId: 'R3', name: 'Room 3', capacity: 2, hasProjector: false, tier: 'ordinary', version: 11, note: '' },

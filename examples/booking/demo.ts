@@ -3,9 +3,9 @@
  * scripted model: no network, no keys. `npm start -- --help` lists the options.
  */
 import { parseArgs } from 'node:util';
-import { formatTrace } from '../../src/index.js';
+import { type Json, displayText, formatTrace } from '../../src/index.js';
 import { shiftedClock } from '../../src/testing/index.js';
-import { DEMO_NOW } from './bookingService.js';
+import { DEMO_NOW, LEAKED_PANEL_KEY } from './bookingService.js';
 import { DEMO_DATA_DIR, DemoDataError, demoPrefix, openScenarioStore } from './demoStores.js';
 import { EXPECTED, SCENARIO_NAMES, type ScenarioEnv, type ScenarioName, type ScenarioResult, rowsOf, scenarios } from './scenarios.js';
 import { createOpenAIModel } from '../../src/openai.js';
@@ -153,7 +153,22 @@ function check(result: ScenarioResult): string[] {
   if (code !== expected.code) problems.push(`reason ${code}, expected ${expected.code}`);
   const rows = rowsOf(result);
   if (rows.join('|') !== expected.rows.join('|')) problems.push(`rows [${rows.join(', ')}], expected [${expected.rows.join(', ')}]`);
+  if (JSON.stringify([result.audit, result.transcript ?? [], result.status]).includes(LEAKED_PANEL_KEY)) problems.push("the key in R7's note reached the task's records");
   return problems;
+}
+
+/** Each text of a tool's result the model was shown that holds a sealed value, as people see it (`‹api-key›`). */
+function sealedLines(result: ScenarioResult): { turn: number; text: string }[] {
+  const lines: { turn: number; text: string }[] = [];
+  const visit = (value: Json, path: string, turn: number, tool: string) => {
+    if (typeof value === 'string' && value.includes('[[sealed:')) lines.push({ turn, text: `${tool} ${path}: ${JSON.stringify(displayText(value))}` });
+    else if (Array.isArray(value)) value.forEach((item, i) => visit(item, `${path}[${i}]`, turn, tool));
+    else if (value !== null && typeof value === 'object') for (const [key, item] of Object.entries(value)) visit(item, path ? `${path}.${key}` : key, turn, tool);
+  };
+  for (const entry of result.transcript ?? []) {
+    if (entry.kind === 'result' && entry.observation.ok) visit(entry.observation.data, '', entry.turn, entry.observation.tool);
+  }
+  return lines;
 }
 
 const paint = (on: boolean, code: string, text: string) => (on ? `\x1b[${code}m${text}\x1b[0m` : text);
@@ -164,7 +179,13 @@ function print(n: number, result: ScenarioResult, problems: string[], useColor: 
   const title = `${n}. ${result.title}`;
   console.log(`\n${bold(title)} ${dim(`(--scenario ${result.name}, ${store} store)`)}`);
   console.log(dim(`   ${result.expectation}`));
-  console.log(formatTrace(result.audit, { color: useColor, verbose, indent: '   ' }));
+  const trace = formatTrace(result.audit, { color: useColor, verbose, indent: '   ' }).split('\n');
+  // Each sealed value after the last line of the turn whose result held it.
+  for (const { turn, text } of sealedLines(result)) {
+    const after = trace.findLastIndex((l) => l.replace(/\x1b\[\d+m/g, '').startsWith(`   t${turn} `));
+    trace.splice(after + 1, 0, `   ${dim(`t${turn}`.padEnd(4))}${bold('sealed'.padEnd(9))}${text}`);
+  }
+  console.log(trace.join('\n'));
   for (const step of result.steps) console.log(`   ${paint(useColor, '35', 'human')}    ${step}`);
   const outcome = result.status.outcome;
   if (outcome?.answer) console.log(`   ${bold('answer')}   ${JSON.stringify(outcome.answer)}`);

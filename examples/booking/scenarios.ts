@@ -11,7 +11,7 @@ import { BOOKING_GOAL, BOOKING_MANDATE, BOOKING_SUCCESS, E17, MEETING } from './
 import type { Clock } from '../../src/index.js';
 import type { AgentModel, Mandate, ModelReply } from '../../src/index.js';
 import { type ScriptStep, type ScriptView, reply, scriptedModel } from '../../src/testing/index.js';
-import { type AuditRecord, type OrchestratorOptions, type TaskStatus, createOrchestrator } from '../../src/index.js';
+import { type AuditRecord, type OrchestratorOptions, type TaskStatus, type TranscriptEntry, createOrchestrator } from '../../src/index.js';
 import type { TaskStore } from '../../src/index.js';
 import { BookingService, type BookingRow } from './bookingService.js';
 import type { RefundRow } from './refundService.js';
@@ -46,6 +46,8 @@ export interface ScenarioResult {
   refunds: RefundRow[];
   /** How many reservation requests reached the booking service (lost responses included). */
   reserveRequests: number;
+  /** What the task showed the model (the booking scenarios): where the demo shows what was sealed. */
+  transcript?: TranscriptEntry[];
 }
 
 /** The booking assistant's policy as a script: search, book the first suitable room, report the receipt. */
@@ -120,6 +122,7 @@ async function runBooking(
       bookings: service.bookings,
       refunds: [],
       reserveRequests: service.reserveRequests.length,
+      transcript: await orchestrator.transcript(status.taskId),
     };
   } finally {
     await orchestrator.close();

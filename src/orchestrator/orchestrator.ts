@@ -89,7 +89,9 @@ export class Orchestrator {
         logger,
         create: (input) => createTask(input, { live: this.live, store: this.store, capacity: this.capacity }),
         sealing: {
-          needed: this.registry.privacy.redacts || this.registry.sensitiveArgumentNames().length > 0 || options.tools.some((tool) => (tool.sensitive?.output?.length ?? 0) > 0),
+          // The default redactors' values are opened by no tool unless one declares them (counted here): they alone
+          // need no durable sealer.
+          needed: this.registry.privacy.hasHostRedactors || this.registry.sensitiveArgumentNames().length > 0 || options.tools.some((tool) => (tool.sensitive?.output?.length ?? 0) > 0),
           durable: this.registry.privacy.sealer.kind === 'keyed',
         },
       });

@@ -5,25 +5,37 @@
  * hold tokens such as `[[sealed:card-1111:…]]` instead. Two things mark a value sensitive:
  *
  * - a tool's declared fields (`sensitive: { args, output }`): the whole value at that path is sealed;
- * - the host's redactors (`cardNumbers()`...): every match in any text is sealed in place.
+ * - redactors: the defaults find credentials (by key name and by shape, `secrets.ts`), the host's add patterns
+ *   (`cardNumbers()`...): every match in any text is sealed in place, and every value under a key they name.
  *
  * A token is opened only where a tool declared it takes a sensitive value (its `sensitive.args` paths), right before
  * its hooks or `execute` run, and only by the task that sealed it. Anywhere else it stays text.
  */
 import type { Json } from '../../machines/context.js';
 import { parseStrictJson } from '../../machines/lib/strictJson.js';
-import { AgentError } from '../errors.js';
+import { type Echo, echoList, replaceEchoes } from './echoes.js';
+import { type CompiledRedactor, type PrivacyLoosening, type RedactorSet, keyRedactorsFor, redactorSet, redactorsFor } from './redactorSet.js';
+import type { OmitDefaultRedactors } from './redactorSet.js';
 import type { Redactor } from './redactors.js';
 import { type Sealer, memorySealer } from './sealer.js';
-import { type SealScope, TOKEN, WHOLE_TOKEN, labelOf, leadsBelow, leaves, matches, ownerOf, pathLabel, splitPath, tokenText } from './tokens.js';
+import { type SealScope, TOKEN, WHOLE_TOKEN, labelOf, leadsBelow, matches, ownerOf, pathLabel, splitPath, tokenText } from './tokens.js';
 
 export { displayText, type SealScope } from './tokens.js';
+export type { OmitDefaultRedactors, PrivacyLoosening } from './redactorSet.js';
 
 export interface PrivacyOptions {
   /** How sealed values are kept: `memorySealer()` (default; lost on restart) or `keyedSealer({ key })` (durable). */
   sealer?: Sealer;
-  /** Patterns sealed wherever they occur in text (e.g. `cardNumbers()`, `emailAddresses()`). */
+  /**
+   * Patterns sealed wherever they occur in text (e.g. `cardNumbers()`, `emailAddresses()`), added to the default
+   * redactors (credentials: `secretRedactors()`).
+   */
   redactors?: Redactor[];
+  /**
+   * Default redactors turned off, with the reason (a loosening: listed in `Privacy.loosened`). Names from
+   * `DEFAULT_REDACTOR_NAMES` or `'all'`; an unknown name or a blank reason is refused.
+   */
+  omitDefaultRedactors?: OmitDefaultRedactors;
 }
 
 /** Paths of a tool's sensitive fields: dotted, `*` for any array element or key ("card.number", "items.*.iban"). */
@@ -42,24 +54,34 @@ export interface SealFailure {
   reason: 'unavailable' | 'other_task';
 }
 
-/** Values shorter than this are not searched for in text (they would match everywhere). */
-const SHORTEST_ECHO = 3;
 /** Blobs verified as this task's, remembered (a keyed sealer's check is a decryption). */
 const VERIFIED_CACHE = 4_096;
+/** Keys known to need no sealing, remembered (short ones only: a result's keys are names, and memory stays bounded). */
+const PLAIN_KEY_CACHE = 4_096;
+const PLAIN_KEY_LENGTH = 64;
 
 export class Privacy {
   readonly sealer: Sealer;
-  private readonly redactors: readonly Redactor[];
+  /** The defaults the host turned off, each with its reason (empty unless `omitDefaultRedactors` was given). */
+  readonly loosened: readonly PrivacyLoosening[];
+  private readonly redactors: RedactorSet;
   private readonly verified = new Map<string, string>();
+  private readonly plainKeys = new Set<string>();
 
   constructor(options: PrivacyOptions = {}) {
     this.sealer = options.sealer ?? memorySealer();
-    this.redactors = (options.redactors ?? []).map(checkRedactor);
+    this.redactors = redactorSet(options.redactors, options.omitDefaultRedactors);
+    this.loosened = this.redactors.loosened;
   }
 
-  /** True when free text needs a pass (the host has redactors). */
+  /** True when free text needs a pass (some redactor runs: the defaults, unless all are omitted, or the host's). */
   get redacts(): boolean {
-    return this.redactors.length > 0;
+    return this.redactors.all.length > 0;
+  }
+
+  /** True when the host added redactors of its own (beside the defaults). */
+  get hasHostRedactors(): boolean {
+    return this.redactors.hostCount > 0;
   }
 
   /**
@@ -67,7 +89,8 @@ export class Privacy {
    * is text like the rest (a value wrapped in `[[sealed:…]]` by someone else is still found).
    */
   text(scope: SealScope, text: string): string {
-    if (this.redactors.length === 0 || text === '') return text;
+    if (!this.redacts || text === '') return text;
+    if (!text.includes('[[sealed:')) return this.redactPlain(scope, text);
     let out = '';
     let last = 0;
     for (const token of text.matchAll(TOKEN)) {
@@ -85,8 +108,8 @@ export class Privacy {
    * changed.
    */
   json<T extends Json>(scope: SealScope, value: T, paths: SensitivePaths = [], opened: readonly OpenedToken[] = []): T {
-    if (paths.length === 0 && this.redactors.length === 0 && opened.length === 0) return value;
-    return this.walk(scope, value, paths.map(splitPath), [], echoList(opened)) as T;
+    if (paths.length === 0 && !this.redacts && opened.length === 0) return value;
+    return this.walk(scope, value, paths.map(splitPath), [], echoList(opened), null) as T;
   }
 
   /**
@@ -153,33 +176,64 @@ export class Privacy {
     return this.text(scope, replaceEchoes(text, echoList(opened)));
   }
 
-  private walk(scope: SealScope, value: Json, paths: string[][], at: string[], echoes: Echo[]): Json {
+  /** `under`: the key-naming redactor and key above `value` (its strings and numbers are sealed whole). */
+  private walk(scope: SealScope, value: Json, paths: string[][], at: string[], echoes: Echo[], under: Under | null): Json {
     const declared = paths.find((path) => matches(path, at));
     if (declared) return this.sealWhole(scope, value, declared);
+    if (under && (typeof value === 'string' || typeof value === 'number')) return this.sealUnder(scope, value, under);
     if (typeof value === 'string') return this.text(scope, echoes.length ? replaceEchoes(value, echoes) : value);
     if (typeof value === 'number') return this.redactNumber(scope, value);
     if (Array.isArray(value)) {
-      let changed = false;
-      const next = value.map((item, index) => {
-        const sealed = this.walk(scope, item, paths, [...at, String(index)], echoes);
-        if (sealed !== item) changed = true;
-        return sealed;
-      });
-      return changed ? next : value;
+      let next: Json[] | null = null;
+      for (let i = 0; i < value.length; i += 1) {
+        const item = value[i]!;
+        const sealed = this.walk(scope, item, paths, paths.length ? [...at, String(i)] : at, echoes, under);
+        if (sealed !== item && next === null) next = value.slice(0, i);
+        next?.push(sealed);
+      }
+      return next ?? value;
     }
     if (value !== null && typeof value === 'object') {
-      let changed = false;
-      const next: Record<string, Json> = {};
-      for (const [key, item] of Object.entries(value)) {
+      // Copied only from the first change on: most results have nothing to seal and come back as they were.
+      const keys = Object.keys(value);
+      let next: Record<string, Json> | null = null;
+      for (let i = 0; i < keys.length; i += 1) {
+        const key = keys[i]!;
+        const item = value[key]!;
         // A key can be the secret too ({ "4111…": 100 }): redacted like any text; paths match the key as it was.
-        const sealedKey = this.text(scope, echoes.length ? replaceEchoes(key, echoes) : key);
-        const sealed = this.walk(scope, item, paths, [...at, key], echoes);
-        if (sealed !== item || sealedKey !== key) changed = true;
-        next[sealedKey] = sealed;
+        const plain = echoes.length === 0 && this.plainKeys.has(key);
+        const sealedKey = plain ? key : this.text(scope, echoes.length ? replaceEchoes(key, echoes) : key);
+        const named = under ?? (plain ? null : this.keyRedactor(key));
+        if (!plain && !named && sealedKey === key && echoes.length === 0 && !key.includes('[[')) this.rememberPlainKey(key);
+        const sealed = this.walk(scope, item, paths, paths.length ? [...at, key] : at, echoes, named);
+        if ((sealed !== item || sealedKey !== key) && next === null) {
+          next = {};
+          for (const earlier of keys.slice(0, i)) next[earlier] = value[earlier]!;
+        }
+        if (next) next[sealedKey] = sealed;
       }
-      return changed ? next : value;
+      return next ?? value;
     }
     return value;
+  }
+
+  /** The first redactor that names `key`, if any. */
+  private keyRedactor(key: string): Under | null {
+    for (const { redactor } of keyRedactorsFor(this.redactors, key)) if (redactor.keys!(key)) return { redactor, key };
+    return null;
+  }
+
+  /** A string or number under a key a redactor names, sealed whole (an empty string, or a token of ours, kept). */
+  private sealUnder(scope: SealScope, value: string | number, { redactor, key }: Under): Json {
+    if (value === '') return value;
+    const text = String(value);
+    if (typeof value === 'string') {
+      const token = WHOLE_TOKEN.exec(value);
+      if (token && this.isOwn(scope, token[2]!)) return value;
+    }
+    const groups = { key };
+    if (redactor.accept && !redactor.accept(text, groups)) return typeof value === 'string' ? this.text(scope, value) : this.redactNumber(scope, value);
+    return this.token(scope, labelOf(redactor.label?.(text, groups) ?? redactor.name), JSON.stringify(value));
   }
 
   private sealWhole(scope: SealScope, value: Json, declared: readonly string[]): Json {
@@ -193,14 +247,14 @@ export class Privacy {
 
   /** An integer long enough to be a card or an account number is redacted as its digits would be. */
   private redactNumber(scope: SealScope, value: number): Json {
-    if (this.redactors.length === 0 || !Number.isInteger(value) || Math.abs(value) < 1e9) return value;
+    if (!this.redacts || !Number.isInteger(value) || Math.abs(value) < 1e9) return value;
     const digits = String(value);
-    for (const redactor of this.redactors) {
-      redactor.pattern.lastIndex = 0;
-      const match = redactor.pattern.exec(digits);
-      redactor.pattern.lastIndex = 0;
-      if (match && match[0] === digits && (!redactor.accept || redactor.accept(digits))) {
-        return this.token(scope, labelOf(redactor.label?.(digits) ?? redactor.name), JSON.stringify(value));
+    for (const { redactor, pattern } of redactorsFor(this.redactors, digits)) {
+      pattern.lastIndex = 0;
+      const match = pattern.exec(digits);
+      pattern.lastIndex = 0;
+      if (match && match[0] === digits && (!redactor.accept || redactor.accept(digits, match.groups ?? {}))) {
+        return this.token(scope, labelOf(redactor.label?.(digits, match.groups ?? {}) ?? redactor.name), JSON.stringify(value));
       }
     }
     return value;
@@ -208,13 +262,29 @@ export class Privacy {
 
   private redactPlain(scope: SealScope, text: string): string {
     let out = text;
-    for (const redactor of this.redactors) {
-      out = out.replace(redactor.pattern, (match) => {
-        if (redactor.accept && !redactor.accept(match)) return match;
-        return this.token(scope, labelOf(redactor.label?.(match) ?? redactor.name), JSON.stringify(match));
-      });
-    }
+    for (const compiled of redactorsFor(this.redactors, text)) out = this.redactWith(scope, out, compiled);
     return out;
+  }
+
+  /** Every match of one redactor sealed (its `value` group only, when it has one). */
+  private redactWith(scope: SealScope, text: string, { redactor, pattern, valueGroup }: CompiledRedactor): string {
+    let out = '';
+    let last = 0;
+    pattern.lastIndex = 0;
+    for (let match = pattern.exec(text); match !== null; match = pattern.exec(text)) {
+      if (match[0] === '') {
+        pattern.lastIndex += 1;
+        continue;
+      }
+      const [start, end] = (valueGroup ? match.indices?.groups?.value : undefined) ?? [match.index, match.index + match[0].length];
+      const found = text.slice(start, end);
+      const groups = match.groups ?? {};
+      if (redactor.accept && !redactor.accept(found, groups)) continue;
+      out += text.slice(last, start) + this.token(scope, labelOf(redactor.label?.(found, groups) ?? redactor.name), JSON.stringify(found));
+      last = end;
+    }
+    pattern.lastIndex = 0;
+    return last === 0 ? text : out + text.slice(last);
   }
 
   private token(scope: SealScope, label: string, plaintext: string): string {
@@ -235,48 +305,26 @@ export class Privacy {
     return found.owner === owner;
   }
 
+  /** A key no redactor changes or names (`room_id`): results of one tool repeat their keys, checked once. */
+  private rememberPlainKey(key: string): void {
+    if (key.length > PLAIN_KEY_LENGTH) return;
+    if (this.plainKeys.size >= PLAIN_KEY_CACHE) this.plainKeys.clear();
+    this.plainKeys.add(key);
+  }
+
   private remember(blob: string, owner: string): void {
     if (this.verified.size >= VERIFIED_CACHE) this.verified.clear();
     this.verified.set(blob, owner);
   }
 }
 
-interface Echo {
-  value: string;
-  token: string;
-  pattern: RegExp | null;
-}
-
-/** What to look for in text: each opened value's leaves, longest first. */
-function echoList(opened: readonly OpenedToken[]): Echo[] {
-  const list: Echo[] = [];
-  for (const { token, value } of opened) {
-    for (const leaf of leaves(value)) {
-      if (leaf.length < SHORTEST_ECHO) continue;
-      const escaped = leaf.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/\s+/g, '\\s+');
-      const loose = /\s/.test(leaf) || leaf.length < 6;
-      list.push({ value: leaf, token, pattern: loose ? new RegExp(leaf.length < 6 ? `(?<![A-Za-z0-9])${escaped}(?![A-Za-z0-9])` : escaped, 'g') : null });
-    }
-  }
-  return list.sort((a, b) => b.value.length - a.value.length);
-}
-
-function replaceEchoes(text: string, echoes: readonly Echo[]): string {
-  let out = text;
-  for (const echo of echoes) out = echo.pattern ? out.replace(echo.pattern, echo.token) : out.split(echo.value).join(echo.token);
-  return out;
+interface Under {
+  redactor: Redactor;
+  key: string;
 }
 
 function jsonEqual(a: Json, b: Json): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
-}
-
-function checkRedactor(redactor: Redactor): Redactor {
-  if (!redactor || typeof redactor.name !== 'string' || !(redactor.pattern instanceof RegExp)) {
-    throw new AgentError('invalid_redactor', 'a redactor needs a name and a pattern (a RegExp)');
-  }
-  if (!redactor.pattern.global) throw new AgentError('invalid_redactor', `redactor ${redactor.name}: its pattern must be global (the g flag)`);
-  return redactor;
 }
 
 /** `value` with each leaf at one of `paths` replaced by `change` (structure shared where nothing changed). */

@@ -1,21 +1,34 @@
 /**
  * Redactors find sensitive values in free text (goals, answers, model output, tool results, error summaries) by
- * pattern. What they find is sealed in place: the text keeps a token such as `[[sealed:card-1111:…]]` and the value
- * itself is never persisted, streamed, traced or logged.
+ * pattern, and in JSON by key. What they find is sealed in place: the text keeps a token such as
+ * `[[sealed:card-1111:…]]` and the value itself is never persisted, streamed, traced or logged. The default set
+ * (credentials) is in `secrets.ts`; these are the ones a host adds.
  */
+
+/** The named groups of a match (`key`, `value`...), or for a value found under a key, `{ key }`. */
+export type RedactorGroups = Readonly<Record<string, string | undefined>>;
 
 export interface Redactor {
   /** What it finds ("card"); the default label of its tokens. */
   name: string;
-  /** What to find; must be a global (`g`) regular expression. */
+  /**
+   * What to find; must be a global (`g`) regular expression. With a named group `value`, only that part of a match is
+   * sealed (`password=(?<value>\S+)` keeps `password=` in view); otherwise the whole match.
+   */
   pattern: RegExp;
-  /** A further check of a match (e.g. the Luhn check of a card number); false leaves the text as it is. */
-  accept?: (match: string) => boolean;
+  /** A further check of what would be sealed (e.g. the Luhn check of a card number); false leaves the text as it is. */
+  accept?: (match: string, groups: RedactorGroups) => boolean;
   /**
    * The token's label, shown to the model and in records ("card-1111"): lowercase letters, digits, `-` and `_`,
    * at most 40 characters. It must not reveal the value; default `name`.
    */
-  label?: (match: string) => string;
+  label?: (match: string, groups: RedactorGroups) => string;
+  /**
+   * Object keys whose values are sealed whole wherever a value is walked as JSON (tools' results, lookups,
+   * reviewers' results, arguments of tools with sensitive fields): a string or number, or each string and number
+   * below an object or array. `label` gets the value's text and `{ key }`.
+   */
+  keys?: (key: string) => boolean;
 }
 
 /**
