@@ -7,7 +7,7 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
-import { REFUND_GOAL, createDemoService } from '../examples/booking/service.js';
+import { REFUND_START_BODY, createDemoService } from '../examples/booking/service.js';
 import { MemoryStore } from '../src/index.js';
 
 const root = join(import.meta.dirname, '..');
@@ -26,7 +26,7 @@ try {
   const started = await fetch(`${origin}/api/tasks`, {
     method: 'POST',
     headers: { authorization: 'Bearer E17', 'content-type': 'application/json' },
-    body: JSON.stringify({ goal: REFUND_GOAL, taskId: 'refund-42' }),
+    body: JSON.stringify({ ...REFUND_START_BODY, taskId: 'refund-42' }),
   });
   if (started.status !== 201) throw new Error(`could not start the demo task: ${started.status} ${await started.text()}`);
   await service.orchestrator.settled('refund-42');

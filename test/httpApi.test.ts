@@ -5,7 +5,7 @@
  */
 import Fastify from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { DEMO_USERS, REFUND_GOAL, type DemoService, createDemoService } from '../examples/booking/service.js';
+import { DEMO_USERS, REFUND_GOAL, REFUND_START_BODY, type DemoService, createDemoService, demoStartRequest } from '../examples/booking/service.js';
 import { REFUND_MANDATE, REFUND_SUCCESS } from '../examples/booking/requests.js';
 import { MemoryStore } from '../src/index.js';
 import { agentService } from '../src/http/index.js';
@@ -34,7 +34,7 @@ function call(user: string | null, method: Method, url: string, payload?: unknow
 
 /** Starts the demo refund as E17 and waits until it asks E17 to confirm 199.00. */
 async function waitingRefund() {
-  const started = await call('E17', 'POST', '/api/tasks', { goal: REFUND_GOAL });
+  const started = await call('E17', 'POST', '/api/tasks', REFUND_START_BODY);
   expect(started.statusCode).toBe(201);
   const taskId = started.json().status.taskId as string;
   const status = await service.orchestrator.settled(taskId);
@@ -75,7 +75,7 @@ describe('sessions', () => {
 });
 
 describe('starting a task', () => {
-  it('starts for the signed-in principal with the mandate the host reads off the request', async () => {
+  it('starts for the signed-in principal with the mandate of the request on record that the body names', async () => {
     const { taskId } = await waitingRefund();
     const view = (await call('E17', 'GET', `/api/tasks/${taskId}`)).json();
     expect(view.access).toBe('owner');
@@ -86,13 +86,29 @@ describe('starting a task', () => {
 
   it.each([
     ['a blank goal', { goal: '' }, 'invalid_request', /goal/],
-    ['an unknown field', { goal: 'x', principal: DEMO_USERS.M1 }, 'invalid_request', /unrecognized/i],
-    ['a task id too long', { goal: 'x', taskId: 'x'.repeat(600) }, 'invalid_request', /taskId/],
+    ['an unknown field', { ...REFUND_START_BODY, priority: 'high' }, 'invalid_request', /unrecognized/i],
+    ['a task id too long', { ...REFUND_START_BODY, taskId: 'x'.repeat(600) }, 'invalid_request', /taskId/],
   ])('refuses %s with 400 %s', async (_name, body, code, message) => {
     const response = await call('E17', 'POST', '/api/tasks', body);
     expect(response.statusCode).toBe(400);
     expect(response.json().code).toBe(code);
     expect(response.json().message).toMatch(message);
+  });
+
+  it.each([
+    ['names no request', 'E17', { goal: REFUND_GOAL }, 'invalid_input'],
+    ['names a request not on record', 'E17', { goal: REFUND_GOAL, input: { request: 'refund-O-9999' } }, 'unknown_request'],
+    ["names another tenant's request", 'Z5', REFUND_START_BODY, 'unknown_request'],
+  ])('refuses a body that %s (400, the demo host), and starts nothing', async (_name, user, body, code) => {
+    const response = await call(user, 'POST', '/api/tasks', body);
+    expect([response.statusCode, response.json().code]).toEqual([400, code]);
+    expect(await service.orchestrator.list()).toEqual([]);
+  });
+
+  it('refuses the demo refund with a mandate of the caller (403 caller_cannot_set_rules), and starts nothing', async () => {
+    const response = await call('E17', 'POST', '/api/tasks', { ...REFUND_START_BODY, mandate: { kind: 'refund', terms: { order_id: 'O-1001', max_amount_cents: 5_000_000 } } });
+    expect([response.statusCode, response.json().code]).toEqual([403, 'caller_cannot_set_rules']);
+    expect(await service.orchestrator.list()).toEqual([]);
   });
 
   it('refuses a body that is not JSON (400 invalid_json) or not sent as JSON (415)', async () => {
@@ -103,8 +119,8 @@ describe('starting a task', () => {
   });
 
   it('refuses a second task with the same id (409 task_exists)', async () => {
-    expect((await call('E17', 'POST', '/api/tasks', { goal: 'Greet', taskId: 'same' })).statusCode).toBe(201);
-    const again = await call('E17', 'POST', '/api/tasks', { goal: 'Greet', taskId: 'same' });
+    expect((await call('E17', 'POST', '/api/tasks', { ...REFUND_START_BODY, taskId: 'same' })).statusCode).toBe(201);
+    const again = await call('E17', 'POST', '/api/tasks', { ...REFUND_START_BODY, taskId: 'same' });
     expect([again.statusCode, again.json().code]).toEqual([409, 'task_exists']);
   });
 });
@@ -256,7 +272,7 @@ describe('with a four-eyes rule', () => {
   it('shows the refund to M1 (approver scope) and not to E17 as a decision; M1 approves it', async () => {
     const { orchestrator, desk } = fourEyesOrchestrator();
     const app = Fastify();
-    await app.register(agentService, { orchestrator, authenticate: (request) => DEMO_USERS[String(request.headers['x-user'])] ?? null, pages: false });
+    await app.register(agentService, { orchestrator, authenticate: (request) => DEMO_USERS[String(request.headers['x-user'])] ?? null, startRequest: demoStartRequest, pages: false });
     try {
       const { taskId } = await orchestrator.run({ principal: DEMO_USERS.E17!, goal: REFUND_GOAL, mandate: REFUND_MANDATE, success: REFUND_SUCCESS, limits: { money: 19_900 } });
       const as = (user: string, method: Method, url: string, payload?: object) => app.inject({ method, url, headers: { 'x-user': user }, ...(payload ? { payload } : {}) });
@@ -284,7 +300,7 @@ describe('stepping and time travel', () => {
   it('lets the model take one turn per next, and replays the task at step N', async () => {
     await service.close();
     service = await createDemoService({ store: new MemoryStore(), clock, expirySweepMs: 0, step: true });
-    const started = (await call('E17', 'POST', '/api/tasks', { goal: REFUND_GOAL })).json();
+    const started = (await call('E17', 'POST', '/api/tasks', REFUND_START_BODY)).json();
     const taskId = started.status.taskId as string;
     await service.stepper!.whenWaiting(taskId);
     expect((await call('E17', 'GET', `/api/tasks/${taskId}`)).json()).toMatchObject({ modelWaiting: true, allowed: ['next', 'cancel', 'at'] });

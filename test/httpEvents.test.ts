@@ -8,7 +8,7 @@ import http from 'node:http';
 import Fastify from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { REFUND_MANDATE, REFUND_SUCCESS } from '../examples/booking/requests.js';
-import { DEMO_USERS, REFUND_GOAL, type DemoService, createDemoService } from '../examples/booking/service.js';
+import { DEMO_USERS, REFUND_GOAL, REFUND_START_BODY, type DemoService, createDemoService, demoStartRequest } from '../examples/booking/service.js';
 import { MemoryStore } from '../src/index.js';
 import { agentService } from '../src/http/index.js';
 import { fourEyesOrchestrator } from './support/fourEyes.js';
@@ -65,7 +65,7 @@ function listen(taskId: string, options: { user?: string; lastEventId?: string; 
 }
 
 async function start(): Promise<string> {
-  const response = await fetch(`${origin}/api/tasks`, { method: 'POST', headers: { authorization: 'Bearer E17', 'content-type': 'application/json' }, body: JSON.stringify({ goal: REFUND_GOAL }) });
+  const response = await fetch(`${origin}/api/tasks`, { method: 'POST', headers: { authorization: 'Bearer E17', 'content-type': 'application/json' }, body: JSON.stringify(REFUND_START_BODY) });
   expect(response.status).toBe(201);
   const taskId = ((await response.json()) as { status: { taskId: string } }).status.taskId;
   await service.stepper!.whenWaiting(taskId);
@@ -144,7 +144,7 @@ describe('task events (SSE)', () => {
   it("cuts an approver off once their decision is made: the rest of the task is the requester's", async () => {
     const { orchestrator } = fourEyesOrchestrator();
     const app = Fastify();
-    await app.register(agentService, { orchestrator, authenticate: (request) => DEMO_USERS[/^Bearer (\w+)$/.exec(request.headers.authorization ?? '')?.[1] ?? ''] ?? null, pages: false });
+    await app.register(agentService, { orchestrator, authenticate: (request) => DEMO_USERS[/^Bearer (\w+)$/.exec(request.headers.authorization ?? '')?.[1] ?? ''] ?? null, startRequest: demoStartRequest, pages: false });
     try {
       const base = await app.listen({ port: 0, host: '127.0.0.1' });
       const { taskId, pendingConfirmation } = await orchestrator.run({ principal: DEMO_USERS.E17!, goal: REFUND_GOAL, mandate: REFUND_MANDATE, success: REFUND_SUCCESS, limits: { money: 19_900 } });

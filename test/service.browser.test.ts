@@ -7,7 +7,7 @@
  */
 import { type Browser, type BrowserContext, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REFUND_GOAL, type DemoService, createDemoService } from '../examples/booking/service.js';
+import { REFUND_START_BODY, type DemoService, createDemoService } from '../examples/booking/service.js';
 import { MemoryStore } from '../src/index.js';
 import { CHROMIUM_INSTALL, findChromium } from './support/chromium.js';
 
@@ -44,7 +44,7 @@ describe.runIf(available)('service pages in chromium', () => {
   });
 
   it('E17 approves the 199.00 refund in the inbox and the live page follows the task to done; E99 and Z5 cannot', async () => {
-    const started = await fetch(`${origin}/api/tasks`, { method: 'POST', headers: { authorization: 'Bearer E17', 'content-type': 'application/json' }, body: JSON.stringify({ goal: REFUND_GOAL }) });
+    const started = await fetch(`${origin}/api/tasks`, { method: 'POST', headers: { authorization: 'Bearer E17', 'content-type': 'application/json' }, body: JSON.stringify(REFUND_START_BODY) });
     const taskId = ((await started.json()) as { status: { taskId: string } }).status.taskId;
     await service.orchestrator.settled(taskId);
 
@@ -124,7 +124,7 @@ describe.runIf(available)('service pages in chromium', () => {
     const stepped = await createDemoService({ store: new MemoryStore(), expirySweepMs: 0, step: true });
     try {
       const base = await stepped.app.listen({ port: 0, host: '127.0.0.1' });
-      const response = await fetch(`${base}/api/tasks`, { method: 'POST', headers: { authorization: 'Bearer E17', 'content-type': 'application/json' }, body: JSON.stringify({ goal: REFUND_GOAL, taskId: 'stepped-1' }) });
+      const response = await fetch(`${base}/api/tasks`, { method: 'POST', headers: { authorization: 'Bearer E17', 'content-type': 'application/json' }, body: JSON.stringify({ ...REFUND_START_BODY, taskId: 'stepped-1' }) });
       expect(response.status).toBe(201);
       await stepped.stepper!.whenWaiting('stepped-1');
       const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });

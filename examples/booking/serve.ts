@@ -8,7 +8,7 @@ import { mkdir } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { FileStore } from '../../src/index.js';
 import { parsePort, startInspection } from './inspection.js';
-import { DEMO_USERS, REFUND_GOAL, createDemoService, demoStartRequest } from './service.js';
+import { DEMO_USERS, REFUND_START_BODY, createDemoService, demoStartRequest } from './service.js';
 
 const HELP = `Usage: npm run serve -- [options]
 
@@ -60,7 +60,7 @@ const address = await service.app.listen({ port, host: values.host });
 const origin = address.replace('[::1]', 'localhost');
 
 if (!values.empty && (await store.list({ limit: 1 })).length === 0) {
-  const status = await service.orchestrator.start(demoStartRequest({ goal: REFUND_GOAL, taskId: `refund-${Date.now().toString(36)}` }, DEMO_USERS.E17!));
+  const status = await service.orchestrator.start(demoStartRequest({ ...REFUND_START_BODY, taskId: `refund-${Date.now().toString(36)}` }, DEMO_USERS.E17!));
   console.log(`started ${status.taskId} for E17 (refund of O-1001)${values.step ? ': press "next" on its live page to let the model take each turn' : ''}`);
 }
 console.log(`statechart-agent service on ${origin} (file store ${values['data-dir']}, ${model ? `model ${model.name}` : 'scripted model'}${values.step ? ', stepped' : ''})`);

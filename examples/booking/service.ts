@@ -2,15 +2,16 @@
  * The demo as an HTTP service (`npm run serve`, examples/booking/serve.ts; the service tests build it too): the
  * `statechart-agent/fastify` plugin over the demo's tools and scripted model, with a demo sign-in. Who you are comes
  * from a `demo_user` cookie (set by `/login?user=E17`, for the pages) or an `Authorization: Bearer <user>` header
- * (for curl); a real host checks its own sessions instead. The host reads the mandate off the request, as the demo
- * does: a start request with the refund goal gets the refund mandate (order O-1001, at most 199.00) and its money
- * budget, the booking goal the booking mandate.
+ * (for curl); a real host checks its own sessions instead. The rules come from the host's records, never from the
+ * caller: a start body names a request on record in `input` (`{ "request": "refund-O-1001" }`), and the host gives
+ * the task that request's mandate (order O-1001, at most 199.00), money budget and success criterion.
  */
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { InspectionEvent } from 'xstate';
-import { type AgentModel, type Clock, type Principal, type TaskStore, createOrchestrator, systemClock } from '../../src/index.js';
+import { z } from 'zod';
+import { type AgentModel, type Clock, type Principal, type SuccessCriterion, type TaskStore, createOrchestrator, systemClock } from '../../src/index.js';
 import type { Orchestrator, StartTaskRequest } from '../../src/index.js';
-import { agentService, createStepper, type Stepper } from '../../src/http/index.js';
+import { ServiceError, agentService, createStepper, type StartBody, type Stepper } from '../../src/http/index.js';
 import { bookingMandate, refundMandate } from '../../tools/mandates.js';
 import { refundDeskAuthority } from '../../tools/refundOrder.js';
 import demoHost from './host.js';
@@ -97,12 +98,40 @@ export function demoAuthenticate(request: FastifyRequest): Principal | null {
   return user && Object.hasOwn(DEMO_USERS, user) ? DEMO_USERS[user]! : null;
 }
 
-/** The host reads what the user asked for off the request: the demo's two requests get their mandates. */
-export function demoStartRequest(body: { goal: string; taskId?: string; limits?: Record<string, number> }, principal: Principal): StartTaskRequest {
-  const id = body.taskId ? { taskId: body.taskId } : {};
-  if (body.goal === REFUND_GOAL) return { principal, goal: body.goal, mandate: REFUND_MANDATE, success: REFUND_SUCCESS, limits: { money: 19_900 }, ...id };
-  if (body.goal === BOOKING_GOAL) return { principal, goal: body.goal, mandate: BOOKING_MANDATE, success: BOOKING_SUCCESS, ...id };
-  return { principal, goal: body.goal, ...(body.limits ? { limits: body.limits } : {}), ...id };
+/** A request the demo host has on record: whose it is, what was asked (the mandate), what counts as done, the budget. */
+export interface DemoRequest {
+  tenantId: string;
+  mandate: StartTaskRequest['mandate'];
+  success: SuccessCriterion;
+  limits?: StartTaskRequest['limits'];
+}
+
+/** The demo host's records, by id: a real host reads its tickets or orders here. */
+export const DEMO_REQUESTS: Record<string, DemoRequest> = {
+  'refund-O-1001': { tenantId: 'acme', mandate: REFUND_MANDATE, success: REFUND_SUCCESS, limits: { money: 19_900 } },
+  'booking-2026-09-28': { tenantId: 'acme', mandate: BOOKING_MANDATE, success: BOOKING_SUCCESS },
+};
+
+/** The demo refund's start body, as a caller sends it: the goal in their words and the request on record. */
+export const REFUND_START_BODY = { goal: REFUND_GOAL, input: { request: 'refund-O-1001' } };
+
+/** What the demo reads in a start body's `input`: the id of a request on record. */
+const demoInput = z.strictObject({ request: z.string().min(1).max(128) });
+
+/**
+ * The demo's `startRequest`: the request `body.input` names, looked up in the host's records for the caller's
+ * tenant, gives the mandate, the money budget and the success criterion; the caller gives only the goal and the id.
+ */
+export function demoStartRequest(body: StartBody, principal: Principal): StartTaskRequest {
+  const input = demoInput.safeParse(body.input);
+  if (!input.success) {
+    throw new ServiceError(400, 'invalid_input', `input: name a request on record, as { "request": "refund-O-1001" } (${input.error.issues[0]!.message})`);
+  }
+  const id = input.data.request;
+  const record = Object.hasOwn(DEMO_REQUESTS, id) ? DEMO_REQUESTS[id]! : null;
+  // Another tenant's request answers like one that does not exist.
+  if (!record || record.tenantId !== principal.tenantId) throw new ServiceError(400, 'unknown_request', `no request ${JSON.stringify(id)} on record for your tenant`);
+  return { principal, goal: body.goal, mandate: record.mandate, success: record.success, ...(record.limits ? { limits: record.limits } : {}), ...(body.taskId ? { taskId: body.taskId } : {}) };
 }
 
 function homePage(): string {

@@ -5,11 +5,11 @@ import type { z } from 'zod';
 import type { Principal } from '../../machines/context.js';
 import type { Clock } from '../clock.js';
 import { TaskNotFoundError } from '../errors.js';
-import type { Orchestrator, StartTaskRequest, TaskStatus } from '../orchestrator/orchestrator.js';
+import type { Orchestrator, TaskStatus } from '../orchestrator/orchestrator.js';
 import { type Access, type Authenticate, CsrfGuard, accessOf, authenticateRequest, notFound } from './access.js';
-import type { StartBody } from './schemas.js';
 import { ServiceError } from './serviceError.js';
 import type { SseOptions } from './sse.js';
+import type { StartRequest } from './start.js';
 import type { Stepper } from './stepper.js';
 
 export interface ServiceContext {
@@ -20,7 +20,7 @@ export interface ServiceContext {
   stepper: Stepper | null;
   sse: SseOptions;
   bodyLimit: number;
-  startRequest: (body: StartBody, principal: Principal, request: FastifyRequest) => StartTaskRequest | Promise<StartTaskRequest>;
+  startRequest: StartRequest;
   /** The signed-in caller, or 401. */
   principal(request: FastifyRequest): Promise<Principal>;
   /** The task as the caller may see it, or 404 (also when it exists but is not theirs to see). */
@@ -36,7 +36,7 @@ export function createContext(options: {
   stepper?: Stepper;
   sse?: Partial<SseOptions>;
   bodyLimit?: number;
-  startRequest?: ServiceContext['startRequest'];
+  startRequest: StartRequest;
 }): ServiceContext {
   const { orchestrator, authenticate } = options;
   return {
@@ -47,7 +47,7 @@ export function createContext(options: {
     stepper: options.stepper ?? null,
     sse: { pollMs: options.sse?.pollMs ?? 2_000, heartbeatMs: options.sse?.heartbeatMs ?? 15_000 },
     bodyLimit: options.bodyLimit ?? 16 * 1024,
-    startRequest: options.startRequest ?? ((body, principal) => ({ ...body, principal }) as StartTaskRequest),
+    startRequest: options.startRequest,
     principal: (request) => authenticateRequest(request, authenticate),
     async visible(principal, taskId) {
       let status: TaskStatus;

@@ -2,7 +2,9 @@
  * `statechart-agent/fastify`: the orchestrator as an HTTP service, a Fastify plugin. Routes under `/api` (start, list,
  * get, audit, events as SSE, replay, inbox, confirm, reject, answer, cancel, next), the OpenAPI document at
  * `/api/openapi.json`, and two pages: the approval inbox (`/inbox`) and the live task page (`/tasks/:taskId`).
- * The host authenticates; every read and decision is checked against the caller's tenant and user.
+ * The host authenticates; every read and decision is checked against the caller's tenant and user. The caller
+ * never writes the rules: a start body gives the goal, a task id and an `input` the host reads, and the host's
+ * `startRequest` derives the mandate, the limits and the success criterion from its own records (docs/service.md).
  *
  * Fastify is not loaded by this module (it only uses its types): the host brings its own Fastify 5 app.
  *
@@ -11,25 +13,28 @@
  * await app.register(agentService, {
  *   orchestrator,
  *   authenticate: (request) => sessions.principalOf(request), // -> { userId, tenantId, scopes } or null
+ *   startRequest: async (body, principal) => {
+ *     const order = await orders.find(principal.tenantId, body.input); // your records, not the caller's word
+ *     return { goal: body.goal, taskId: body.taskId, mandate: refundMandate.of({ order_id: order.id, max_amount_cents: order.refundableCents }) };
+ *   },
  * });
  * await app.listen({ port: 3000 });
  */
-import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyInstance } from 'fastify';
 import type { AnyStateMachine } from 'xstate';
-import type { Principal } from '../../machines/context.js';
 import { agentMachine } from '../../machines/agentMachine.js';
 import { type Clock, systemClock } from '../clock.js';
 import { AgentError, CapacityError, EventPendingError, HostRequestError, QueueFullError, TaskBusyError, TaskExistsError, TaskNotFoundError, TaskQuarantinedError } from '../errors.js';
-import type { Orchestrator, StartTaskRequest } from '../orchestrator/orchestrator.js';
+import type { Orchestrator } from '../orchestrator/orchestrator.js';
 import type { Authenticate } from './access.js';
 import { createContext } from './context.js';
 import { registerDecisionRoutes } from './decisions.js';
 import { type RouteDoc, openApiDocument } from './openapi.js';
 import { registerPages } from './pages.js';
 import { registerReadRoutes } from './routes.js';
-import type { StartBody } from './schemas.js';
-import { ServiceError } from './serviceError.js';
+import { ServiceError, ServiceOptionsError } from './serviceError.js';
 import type { SseOptions } from './sse.js';
+import type { StartRequest } from './start.js';
 import type { Stepper } from './stepper.js';
 
 export interface AgentServiceOptions {
@@ -37,10 +42,11 @@ export interface AgentServiceOptions {
   /** The caller's principal from your session (cookie, bearer token...), or null when not signed in. */
   authenticate: Authenticate;
   /**
-   * The start request for a caller's body. Default: the body as it is, for the signed-in principal. A host that
-   * derives the mandate or the limits from its own records does it here.
+   * Required. The start request for a caller's body (`goal`, `taskId`, `input`) and their principal: the mandate,
+   * the limits and the success criterion come from your own records, never from the body (a body that names them
+   * gets 403 `caller_cannot_set_rules`). The task runs as `principal`; you may leave it out or narrow its scopes.
    */
-  startRequest?: (body: StartBody, principal: Principal, request: FastifyRequest) => StartTaskRequest | Promise<StartTaskRequest>;
+  startRequest: StartRequest;
   /** Step the model one turn per `POST /api/tasks/:taskId/next` (the live page's "next"): `createStepper(model)`. */
   stepper?: Stepper;
   /** The machine the live page draws (default: the agent machine). */
@@ -58,7 +64,9 @@ export interface AgentServiceOptions {
   title?: string;
 }
 
+/** Registers the service on `app`; throws `ServiceOptionsError` for options it cannot run with safely. */
 export async function agentService(app: FastifyInstance, options: AgentServiceOptions): Promise<void> {
+  checkOptions(options);
   const ctx = createContext({ ...options, machine: options.machine ?? agentMachine, clock: options.clock ?? systemClock });
   const docs: RouteDoc[] = [];
   // JSON only: a cross-site form can post text/plain without a preflight, so nothing but JSON is parsed here.
@@ -76,6 +84,18 @@ export async function agentService(app: FastifyInstance, options: AgentServiceOp
   const document = openApiDocument(docs, app.prefix, { title: options.title ?? 'statechart-agent service', version: '1' });
   app.get('/api/openapi.json', async () => document);
   if (options.pages ?? true) registerPages(app, app.prefix);
+}
+
+function checkOptions(options: AgentServiceOptions): void {
+  if (typeof options?.authenticate !== 'function') {
+    throw new ServiceOptionsError('authenticate', 'agentService needs authenticate(request): the principal ({ userId, tenantId, scopes }) of the signed-in caller from your session, or null');
+  }
+  if (typeof options.startRequest !== 'function') {
+    throw new ServiceOptionsError(
+      'startRequest',
+      "agentService needs startRequest(body, principal, request): derive the task's mandate, limits and success criterion from your own data (the order or ticket that body.input names, looked up for principal.tenantId) and return { goal: body.goal, taskId: body.taskId, mandate, limits, success }. The caller's body never sets them; see docs/service.md",
+    );
+  }
 }
 
 /** The error body every route answers with: `{ code, message }` (plus the unchanged status of a refused decision). */
@@ -108,6 +128,8 @@ export { createStepper, type Stepper } from './stepper.js';
 export { accessOf, CsrfGuard, type Access, type Authenticate } from './access.js';
 export { chartLayout, type ChartLayout, type LaidOutEdge, type LaidOutState } from './chartLayout.js';
 export { earlierProposals } from './inbox.js';
-export { ServiceError } from './serviceError.js';
+export { ServiceError, ServiceOptionsError } from './serviceError.js';
+export { CALLER_FORBIDDEN_FIELDS } from './schemas.js';
 export type { InboxItem, EarlierProposal, StartBody } from './schemas.js';
+export type { HostStartRequest, StartRequest } from './start.js';
 export type { SseOptions } from './sse.js';

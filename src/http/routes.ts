@@ -27,6 +27,7 @@ import {
   taskParamsSchema,
 } from './schemas.js';
 import { streamTaskEvents } from './sse.js';
+import { hostStartRequest, refuseCallerRules } from './start.js';
 
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 
@@ -56,12 +57,20 @@ export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, do
   route(
     app,
     docs,
-    { method: 'POST', url: '/api/tasks', summary: 'Start a task for the caller', body: startBodySchema, response: taskView, errors: { 400: ['invalid_request'], 403: ['csrf_token_invalid', 'cross_origin'], 409: ['task_exists'], 413: ['body_too_large'] } },
+    {
+      method: 'POST',
+      url: '/api/tasks',
+      summary: "Start a task for the caller; the host derives its mandate, limits and success criterion from the host's own records",
+      body: startBodySchema,
+      response: taskView,
+      errors: { 400: ['invalid_request'], 403: ['csrf_token_invalid', 'cross_origin', 'caller_cannot_set_rules'], 409: ['task_exists'], 413: ['body_too_large'], 500: ['start_request_principal_mismatch', 'start_request_invalid'] },
+    },
     async (request, reply) => {
       const principal = await ctx.principal(request);
       ctx.csrf.check(request, principal);
+      refuseCallerRules(request.body);
       const body = parse(startBodySchema, request.body, 'body');
-      const status = await orchestrator.start(await ctx.startRequest(body, principal, request));
+      const status = await orchestrator.start(await hostStartRequest(ctx.startRequest, body, principal, request));
       reply.code(201);
       return view(status, 'owner');
     },

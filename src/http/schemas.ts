@@ -3,6 +3,7 @@
  * them (a failure is a 400 naming the field), and the OpenAPI document is generated from the same schemas.
  */
 import { z } from 'zod';
+import { startRequestSchema } from '../orchestrator/options.js';
 import { TASK_STATES, type TaskState } from '../store/summary.js';
 
 const id = z.string().min(1).max(512);
@@ -15,14 +16,22 @@ export const errorSchema = z.strictObject({
   status: z.unknown().optional(),
 });
 
-export const startBodySchema = z.strictObject({
-  goal: z.string().min(1).max(4_000),
-  /** What the user asked for, as terms of a mandate kind the host installed. */
-  mandate: z.strictObject({ kind: z.string().min(1).max(256), terms: z.unknown() }).optional(),
-  limits: z.record(z.string(), z.number()).optional(),
-  success: z.unknown().optional(),
-  taskId: id.optional(),
+/**
+ * What a caller may send to start a task: the goal in their words, a task id, and `input`, which the host's
+ * `startRequest` reads for itself (an order id, a ticket, a request on record). Goal and task id are the core's own
+ * schemas (`startRequestSchema`), so the service accepts exactly what the orchestrator does. The rules are not here:
+ * see `CALLER_FORBIDDEN_FIELDS`.
+ */
+export const startBodySchema = startRequestSchema.pick({ goal: true, taskId: true }).extend({
+  input: z.unknown().optional().describe("The host's own field: what the host reads to find this request in its records (an order id, a ticket)."),
 });
+
+/**
+ * The start request's fields a caller may never set (principal, mandate, limits, success criterion): every field of
+ * the core's start request that the body does not have, so a field the core gains later is the host's until the
+ * body is given it on purpose.
+ */
+export const CALLER_FORBIDDEN_FIELDS: readonly string[] = Object.keys(startRequestSchema.shape).filter((field) => !Object.hasOwn(startBodySchema.shape, field));
 
 const stateList = z
   .string()

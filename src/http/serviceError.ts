@@ -1,6 +1,7 @@
 /**
- * The service's errors: one small class carrying the HTTP status and a specific code, and the table that maps the
- * chart's (and the host's) refusal codes of a decision to an HTTP status.
+ * The service's errors: one small class carrying the HTTP status and a specific code, one for options the service
+ * refuses to start with, and the table that maps the chart's (and the host's) refusal codes of a decision to an HTTP
+ * status.
  */
 import type { ReplyCode } from '../../machines/failures.js';
 
@@ -11,6 +12,18 @@ export class ServiceError extends Error {
     message: string,
     /** The task's status after a refused decision (nothing changed). */
     readonly status?: unknown,
+  ) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+/** Thrown when the service is registered with options it cannot run with safely (before it serves anything). */
+export class ServiceOptionsError extends Error {
+  constructor(
+    /** The option at fault, as `AgentServiceOptions` names it. */
+    readonly option: string,
+    message: string,
   ) {
     super(message);
     this.name = new.target.name;

@@ -57,7 +57,7 @@ export const expectExampleOutput: Record<ExampleName, (stdout: string) => void> 
     expect(stdout).toMatch(/^\d{2,} states, \d{2,} transitions$/);
   },
   fastify(stdout) {
-    expect(stdout).toBe('201 answered 404 task_not_found');
+    expect(stdout).toBe('201 answered 404 task_not_found 403 caller_cannot_set_rules');
   },
   acceptance(stdout) {
     expect(stdout).toMatch(/^acceptance: payments on the memory store, seed 1: \d+ tasks, \d+ tool calls proposed/);
