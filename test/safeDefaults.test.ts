@@ -145,6 +145,14 @@ describe('writes are confirmed unless the tool waives it in writing', () => {
     expect(started!.loosened).toEqual([{ option: 'unconfirmedMoney.upTo=10000', reason: refundDeskAuthority.unconfirmedMoney.reason }]);
   });
 
+  it("records the privacy options' loosenings with the task too", async () => {
+    const reason = "this tenant's tokens are test fixtures";
+    const h = harness({ loosen: null, privacy: { omitDefaultRedactors: { names: ['jwt'], reason } }, script: [reply.answer('x')] });
+    await h.orchestrator.run({ principal: E17, goal: 'hello', taskId: 'privacy-loosened' });
+    const [started] = byKind(await h.orchestrator.audit('privacy-loosened'), 'task_started');
+    expect(started!.loosened).toEqual([{ option: 'privacy.omitDefaultRedactors:jwt', reason }]);
+  });
+
   it('refuses a loosening through the policy, without a reason', () => {
     expect(() => harness({ loosen: null, policy: { unconfirmedMoneyUpTo: 10_000 } })).toThrow(/policy\.unconfirmedMoneyUpTo: this loosens a safe default; .*loosen\.unconfirmedMoney/);
     expect(() => harness({ loosen: null, policy: { ruleOfTwo: 'off' } })).toThrow(/loosen\.ruleOfTwo/);

@@ -68,8 +68,10 @@ export class Orchestrator {
     this.settings = resolveSettings(options, systemClock, () => `task_${randomUUID()}`);
     this.reservation = parseOrThrow(modelReservationSchema, options.model.reservation ?? { tokens: 4_000, costMicros: 0 }, 'model.reservation');
     this.provenance = parseOrThrow(provenanceSchema, modelProvenance(options.model), 'model');
-    this.policy = this.settings.policy;
-    this.registry = new ToolRegistry(options.tools, new Privacy(options.privacy));
+    const privacy = new Privacy(options.privacy);
+    // Every loosening a task starts under is recorded with it: the orchestrator's and the privacy options' alike.
+    this.policy = { ...this.settings.policy, loosened: [...this.settings.policy.loosened, ...privacy.loosened] };
+    this.registry = new ToolRegistry(options.tools, privacy);
     this.store = options.store ?? new MemoryStore();
     this.ownsStore = options.store === undefined;
     const { clock } = this.settings;

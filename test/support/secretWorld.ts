@@ -128,7 +128,9 @@ export async function runSecretTask(options: { store: TaskStore; taskId: string;
   streams.push(status, await h.orchestrator.audit(options.taskId), await h.orchestrator.transcript(options.taskId));
   // The task's events as a browser receives them (the task has ended: the stream sends everything, then `end`).
   const app = Fastify();
-  await app.register(agentService, { orchestrator: h.orchestrator, authenticate: () => OPERATOR, pages: false });
+  // This test only reads the task's stream: its service starts no task, so its start request takes the goal alone.
+  const startRequest = (body: { goal: string }) => ({ goal: body.goal });
+  await app.register(agentService, { orchestrator: h.orchestrator, authenticate: () => OPERATOR, startRequest, pages: false });
   const sse = await app.inject({ method: 'GET', url: `/api/tasks/${options.taskId}/events` });
   await app.close();
   await h.orchestrator.close();
