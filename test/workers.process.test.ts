@@ -12,7 +12,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { bullmqDispatch } from '../src/dispatch/bullmqDispatch.js';
 import { createOrchestrator, type Orchestrator } from '../src/orchestrator/orchestrator.js';
 import { RedisStore } from '../src/store/redis/redisStore.js';
-import { type DispatchWorkerConfig, workloadModel, workloadTools } from './support/dispatchWorker.js';
+import { type DispatchWorkerConfig, WORKLOAD_SUCCESS, workloadModel, workloadTools } from './support/dispatchWorker.js';
 import { type RedisServer, startRedisServer } from './support/redis.js';
 import { type Child, ChildPool } from './support/workers.js';
 
@@ -72,7 +72,7 @@ describe.skipIf(!hasRedisServer && process.env.CI !== 'true')('worker processes 
     };
     const startAll = async () => {
       for (let i = 0; i < TASKS; i += 100) {
-        await Promise.all(Array.from({ length: Math.min(100, TASKS - i) }, (_, k) => api.start({ principal, goal: `acct-${i + k}`, taskId: `task-${i + k}` })));
+        await Promise.all(Array.from({ length: Math.min(100, TASKS - i) }, (_, k) => api.start({ principal, goal: `acct-${i + k}`, success: WORKLOAD_SUCCESS, taskId: `task-${i + k}` })));
       }
     };
     const done = () => admin.zcard(`{${prefix}}:index:state:done`);

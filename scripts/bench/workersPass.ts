@@ -11,7 +11,7 @@ import { bullmqDispatch } from '../../src/dispatch/bullmqDispatch.js';
 import { createOrchestrator } from '../../src/orchestrator/orchestrator.js';
 import { redisBucketKeys } from '../../src/store/redis/redisKeys.js';
 import { RedisStore } from '../../src/store/redis/redisStore.js';
-import { type DispatchWorkerConfig, workloadClients, workloadModel, workloadTools } from '../../test/support/dispatchWorker.js';
+import { type DispatchWorkerConfig, WORKLOAD_SUCCESS, workloadClients, workloadModel, workloadTools } from '../../test/support/dispatchWorker.js';
 import type { Child, ChildPool } from '../../test/support/workers.js';
 import { deleteMatching } from './measure.js';
 
@@ -144,7 +144,7 @@ export async function runPass(ctx: PassContext, pass: number, workers: number, p
     const began = performance.now();
     for (let i = 0; i < tasks; i += START_BATCH) {
       await Promise.all(
-        Array.from({ length: Math.min(START_BATCH, tasks - i) }, (_, k) => api.start({ principal: PRINCIPAL, goal: `acct-${i + k}`, taskId: `task-${i + k}` })),
+        Array.from({ length: Math.min(START_BATCH, tasks - i) }, (_, k) => api.start({ principal: PRINCIPAL, goal: `acct-${i + k}`, success: WORKLOAD_SUCCESS, taskId: `task-${i + k}` })),
       );
     }
     const startSeconds = (performance.now() - began) / 1000;

@@ -42,6 +42,9 @@ export function workloadClients(config: Pick<DispatchWorkerConfig, 'redisUrl' | 
   return { client: new Redis(config.redisUrl, { maxRetriesPerRequest: 2 }), bullmq: { connection: { host: url.hostname, port: Number(url.port) } } };
 }
 
+/** What a workload task succeeds by: the write's record, with its id. */
+export const WORKLOAD_SUCCESS = { tool: 'record_payment', require: ['id'] };
+
 /** The workload's tools over Redis: a read, and a write whose records are keyed by idempotency key. */
 export function workloadTools(client: Redis, prefix: string) {
   const records = `{${prefix}}:business:records`;
@@ -65,6 +68,8 @@ export function workloadTools(client: Redis, prefix: string) {
     scopes: [],
     timeoutMs: 5_000,
     sameKeyRetrySafe: true,
+    // The workload's own ledger, which moves no money: its tests are about delivery, not about asking.
+    confirm: { never: "the workload's own ledger record; the tests measure delivery, not asking" },
     input: z.strictObject({ account: z.string(), amount: z.number() }),
     output: z.strictObject({ id: z.string() }),
     async execute({ account }, { idempotencyKey }) {
