@@ -167,6 +167,9 @@ describe('who sees what', () => {
       requestedBy: 'E17',
       decideAs: 'requester',
       timeLeftMs: pending.expiresAt - clock.now(),
+      // Why the host asks: the tool's threshold, and money above what the desk may move unconfirmed.
+      reasons: ['tool_rule', 'moves_money'],
+      risk: 'writable',
     });
     expect(item.earlier).toHaveLength(1);
     expect(item.earlier[0]).toMatchObject({ result: 'outside_mandate', args: { amount_cents: 99_900 } });

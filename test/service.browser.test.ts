@@ -56,6 +56,8 @@ describe.runIf(available)('service pages in chromium', () => {
     const item = inbox.locator(`[data-testid=inbox-item][data-task="${taskId}"]`);
     await item.waitFor();
     expect(await item.getByTestId('summary').textContent()).toBe('Refund 199.00 on order O-1001 (projector arrived broken)');
+    // The approver sees why the host asks, and the tool's risk class.
+    expect(await item.getByTestId('why').textContent()).toBe("Asked because: the tool's rule asks for these arguments; it moves money · risk: writable");
     expect(JSON.parse((await item.getByTestId('args').textContent())!)).toMatchObject({ order_id: 'O-1001', amount_cents: 19_900 });
     expect(await item.getByTestId('earlier').textContent()).toContain('outside_mandate');
     expect(await item.getByTestId('difference').first().textContent()).toBe('amount_cents: 99900 → 19900');

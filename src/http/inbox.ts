@@ -34,6 +34,8 @@ export async function inboxItem(orchestrator: Orchestrator, principal: Principal
     decideAs,
     approverScope: pending.approverScope,
     approvals: { given: pending.approvals.length, required: pending.approvalsRequired },
+    reasons: pending.reasons,
+    risk: pending.risk,
     earlier: earlierProposals(transcript, pending.tool, pending.callId, pending.args),
   };
 }

@@ -3,6 +3,7 @@
  * them (a failure is a 400 naming the field), and the OpenAPI document is generated from the same schemas.
  */
 import { z } from 'zod';
+import { confirmationReasonSchema, riskClassSchema } from '../../machines/calls.js';
 import { startRequestSchema } from '../orchestrator/options.js';
 import { TASK_STATES, type TaskState } from '../store/summary.js';
 
@@ -113,6 +114,9 @@ export const inboxItemSchema = z.strictObject({
   decideAs: z.enum(['requester', 'approver']),
   approverScope: z.string().nullable(),
   approvals: z.strictObject({ given: z.number(), required: z.number() }),
+  /** Why the host asks (the tool's rule, a write's default, its risk class, money, the Rule of Two), and its risk class. */
+  reasons: z.array(confirmationReasonSchema),
+  risk: riskClassSchema,
   earlier: z.array(earlierProposalSchema),
 });
 

@@ -67,6 +67,7 @@ function card(item) {
       item.decideAs === 'approver' ? `you decide as an approver (${item.approverScope}; ${item.approvals.given} of ${item.approvals.required} given)` : 'you confirm your own request',
       ' · time left ', left),
     el('p', { class: 'goal' }, item.goal),
+    el('p', { class: 'why', 'data-testid': 'why' }, `Asked because: ${item.reasons.map((r) => WHY[r] ?? r).join('; ')} · risk: ${item.risk.replace('_', ' ')}`),
     el('h3', {}, `Exactly what will run: ${item.tool}`),
     el('pre', { 'data-testid': 'args' }, json(item.args)),
     el('p', { class: 'hash' }, 'arguments hash ', el('code', {}, item.argsHash), ' · confirmation ', el('code', {}, item.confirmationId)),
@@ -79,6 +80,16 @@ function card(item) {
   );
   return node;
 }
+
+/** Why the host asks, in the approver's words (`ConfirmationReason`). */
+const WHY = {
+  tool_rule: "the tool's rule asks for these arguments",
+  write_default: 'a write is confirmed unless its tool waives it',
+  irreversible: 'it cannot be undone',
+  high_risk: 'the tool is high-risk',
+  moves_money: 'it moves money',
+  rule_of_two: 'the task saw untrusted input and holds sensitive data',
+};
 
 function earlier(item) {
   if (item.earlier.length === 0) return el('p', { class: 'earlier none' }, `No earlier proposal of ${item.tool} in this task.`);
