@@ -113,7 +113,8 @@ function decide(context: AgentContext, call: CallState, rules: ToolRules | undef
 function requirementFor(context: AgentContext, call: CallState, rules: ToolRules | undefined, decided: Decided): ConfirmationRequirement | null {
   const reasons: ConfirmationReason[] = [];
   let approval = approvalOf(decided.failed === null ? decided.value : null);
-  if (approval !== null || (decided.value !== false && decided.value !== null && decided.value !== undefined) || decided.failed !== null) {
+  // Anything but a plain `false` asks (a throw, a promise, an odd value fail closed).
+  if (decided.value !== false || decided.failed !== null) {
     reasons.push(decided.byDefault ? 'write_default' : 'tool_rule');
   }
   const risk = riskOf(call, rules);
