@@ -21,8 +21,9 @@ describe('agent machine paths', () => {
     // Cycles that need a human's decision on every round are not the machine going round by itself; shown, not failed.
     for (const cycle of result.humanCycles.slice(0, 3)) console.log(`[machinePaths] ${cycle.problem}, after: ${cycle.path.join(' → ')}`);
     expect(result.violations, report(result.violations)).toEqual([]);
-    // The agent/4 world reaches 78,338 states (the agent/2 world reached 78,140 with fewer gates and states).
-    expect(result.states).toBeGreaterThan(78_000);
+    // The agent/6 world reaches 73,569 states (agent/4: 78,338): a write after an unknown read now stops short of
+    // the confirmation, re-check and write paths it used to open.
+    expect(result.states).toBeGreaterThan(73_000);
     const missing = MUST_WITNESS.filter((what) => !result.witnessed[what]);
     expect(missing, `never reached: ${missing.join(', ')}`).toEqual([]);
   });
@@ -56,8 +57,8 @@ describe('agent machine paths', () => {
       `[machinePaths] xstate/graph getShortestPaths: ${paths.length} paths (${steps} steps, ${replayed} distinct prefixes) ` +
         `replayed and checked in ${Math.round(performance.now() - started)} ms`,
     );
-    // The agent/4 world gives 8,741 shortest paths over two turns.
-    expect(paths.length).toBeGreaterThan(8_700);
+    // The agent/6 world gives 8,535 shortest paths over two turns (agent/4: 8,741).
+    expect(paths.length).toBeGreaterThan(8_500);
     expect(problems.slice(0, 5), `${problems.length} problems`).toEqual([]);
   });
 });

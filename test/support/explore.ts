@@ -427,6 +427,8 @@ export const MUST_WITNESS = [
   'refused at permission (resource)',
   'refused at confirmation',
   'refused at loop',
+  'refused at verification',
+  'stop: could_not_verify',
   'refused at the re-check (session gone)',
   'refused at the re-check (session check fails)',
   'refused at the re-check (scopes revoked)',
