@@ -35,6 +35,10 @@ export function formatTrace(entries: readonly AuditEntry[], options: TraceOption
       case 'task_started':
         lines.push(line(paint, indent, 0, 'start', `${entry.userId}@${entry.tenantId} [${entry.scopes.join(' ')}]: ${entry.goal}`));
         if (entry.mandate) lines.push(line(paint, indent, 0, 'mandate', `${entry.mandate.kind} ${compactArgs(entry.mandate.terms)}`));
+        for (const loosened of entry.loosened ?? []) lines.push(line(paint, indent, 0, 'loosened', `${loosened.option}: ${loosened.reason}`));
+        if (entry.warnings?.includes('no_success_criterion')) {
+          lines.push(line(paint, indent, 0, 'warning', paint('yellow', 'no success criterion: this task may write, and can end answered at best, never done')));
+        }
         break;
       case 'model_requested':
         if (options.verbose) lines.push(line(paint, indent, entry.turn, 'model', paint('dim', `turn ${entry.turn} requested`)));
