@@ -98,7 +98,8 @@ export interface TaskInbox {
   trim(taskId: string, seq: number): Promise<void>;
   /**
    * Reserves the id of a task whose start is queued (not yet created): TaskExistsError if a task or a reservation
-   * has it, TaskErasedError for an erased id. `undo` gives back a reservation whose start could not be queued.
+   * has it, TaskErasedError for an erased id, and (a store that detects data loss) StoreDataLostError once its data
+   * set is gone, as a create would be. `undo` gives back a reservation whose start could not be queued.
    */
   reserve(taskId: string, undo?: boolean): Promise<void>;
   /**

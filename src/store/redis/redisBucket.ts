@@ -55,7 +55,7 @@ export class RedisBucket {
     this.erasure = new RedisErasure(client, keys, retention, call);
     this.listing = new RedisListing(client, keys, call);
     this.journal = new RedisJournal(client, keys, call);
-    this.inbox = new RedisInbox(client, keys, call, clock);
+    this.inbox = new RedisInbox(client, keys, call, clock, this.epoch);
   }
 
   /** Also StoreDataLostError, when this store had learned an epoch and its data set is gone or replaced. */

@@ -52,8 +52,9 @@ export interface RedisStoreOptions extends RedisClientBounds {
  * a task whose keys hold unreadable data is a CorruptTaskError and leaves the other tasks readable.
  *
  * Data loss: each bucket has an epoch marker (`{prefix}:epoch`, or `{prefix{<n>}:epoch` per bucket), which the store
- * learns on its first call. Once it has, a save (a create included), a lease acquisition or renewal, a `load` and a
- * `list` are refused with StoreDataLostError when the marker is gone (Redis restarted without persistence, was
+ * learns on its first call. Once it has, a save (a create included), a lease acquisition or renewal, the
+ * reservation of a dispatched task's id (so a dispatched `start()`), a `load` and a `list` are refused with
+ * StoreDataLostError when the marker is gone (Redis restarted without persistence, was
  * flushed, a master failed over to an empty replica) or holds another epoch (the data set was replaced), so a task
  * whose records vanished is not silently created again. An orchestrator's `recover()`, `status()` and `resume()`
  * then throw it too. A new store (a new process) works on what it finds; `acceptDataLoss()` makes this one do the
