@@ -94,6 +94,23 @@ describe.skipIf(!redis)('dispatch on BullMQ', () => {
     await expect(api.orchestrator.status('nope')).rejects.toBeInstanceOf(TaskNotFoundError);
   });
 
+  it('says a task never created does not exist, also while a lease of its id is held; its wake job ends instead of waiting for the lease', async () => {
+    const { node } = cluster({ queue: { replyTimeoutMs: 300 } });
+    const api = node('api');
+    const worker = node('worker');
+    // A process died while it loaded the unknown id: its lease stays until it expires.
+    expect(await api.store.leases!.acquire('ghost', 60_000)).not.toBeNull();
+    await expect(api.orchestrator.resume('ghost')).rejects.toBeInstanceOf(TaskNotFoundError);
+    await expect(api.orchestrator.answer('ghost', SUPPORT, 'yes')).rejects.toBeInstanceOf(TaskNotFoundError);
+    await expect(api.orchestrator.erase('ghost', { reason: 'gdpr_erasure' })).rejects.toBeInstanceOf(TaskNotFoundError);
+    worker.orchestrator.createWorker({ concurrency: 2 });
+    await api.dispatch.enqueue({ kind: 'wake', taskId: 'ghost', at: Date.now() });
+    await until(async () => {
+      const depth = await api.dispatch.depth();
+      return depth.waiting + depth.active + depth.delayed + depth.failed === 0;
+    }, 5_000);
+  });
+
   it('a cancel reaches a task running in another process within a second', async () => {
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));

@@ -80,6 +80,11 @@ export class Dispatched {
     return this.deps.dispatch.forgetStart(taskId);
   }
 
+  /** Whether the task's start job is queued or being created by a worker. */
+  async isQueued(taskId: string): Promise<boolean> {
+    return (await this.deps.dispatch.pendingStart(taskId)) !== null;
+  }
+
   /** Tasks of `owner` whose start is queued (not yet created), for `eraseUser`. */
   queuedOf(owner: { tenantId: string; userId: string }): Promise<string[]> {
     return this.deps.dispatch.pendingStarts(owner);

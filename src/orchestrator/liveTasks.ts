@@ -139,7 +139,7 @@ export class LiveTasks {
     const existing = this.live.get(taskId);
     if (existing && !existing.failed) return existing;
     if (existing) this.live.delete(taskId);
-    const taken = await this.leases.take(taskId, options.wait ?? true, true);
+    const taken = await this.leases.take(taskId, options.wait ?? true, true).catch((error: unknown) => (error instanceof TaskBusyError ? this.refuseBusy(taskId, error) : Promise.reject(error)));
     try {
       const envelope = await this.loadRestorable(taskId, taken);
       this.assertMayDrive(taskId);
@@ -150,6 +150,24 @@ export class LiveTasks {
       await this.releaseLease(taskId);
       throw error;
     }
+  }
+
+  /**
+   * A lease another holder keeps says "driven by another process" only of a task that exists (or, with `queued`, is
+   * queued to be created): of one never created, or erased, the answer is TaskNotFoundError. The lease alone proves
+   * nothing: a process that died while it loaded an unknown id leaves one behind until it expires.
+   */
+  async refuseBusy(taskId: string, busy: TaskBusyError, queued?: () => Promise<boolean>): Promise<never> {
+    const stored = await this.deps.store.load(taskId).then(
+      (envelope) => envelope !== null,
+      (error: unknown) => {
+        if (error instanceof TaskNotFoundError) throw error;
+        // Unreadable, or the store cannot answer now: something may be there, and the lease is held.
+        return true;
+      },
+    );
+    if (stored || (await queued?.())) throw busy;
+    throw new TaskNotFoundError(taskId);
   }
 
   /**
