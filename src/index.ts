@@ -94,6 +94,8 @@ export { canonicalJson } from '../machines/lib/canonicalJson.js';
 export { hashArguments } from './hashing.js';
 export {
   AgentError,
+  CatalogMismatchError,
+  type CatalogDifference,
   CorruptTaskError,
   FencedOutError,
   HostRequestError,

@@ -132,7 +132,8 @@ export class Dispatched {
    * already holds it (the queue's dedupe, then the lease); due deadlines get theirs.
    */
   async recover(sweeper: ExpirySweeper, limit = 1_000): Promise<RecoveryReport> {
-    const report: RecoveryReport = { resumed: [], busy: [], quarantined: [], expired: 0 };
+    // The workers judge each task's catalog when they take its job.
+    const report: RecoveryReport = { resumed: [], busy: [], quarantined: [], catalogMismatch: [], expired: 0 };
     for (const summary of await this.deps.store.list({ states: ['running'], limit })) {
       if (this.deps.live.has(summary.taskId)) continue;
       await this.deps.dispatch.enqueue({ kind: 'wake', taskId: summary.taskId, at: summary.updatedAt });
