@@ -100,6 +100,23 @@ export class CatalogMismatchError extends AgentError {
   }
 }
 
+/**
+ * The start's mandate already authorised another task: a mandate authorises one task (it is claimed in the store
+ * when the task starts). Nothing was stored for this start. Make a mandate per request with
+ * `defineMandate(...).of(terms)`; a retried start of the same task (same `taskId`) is not refused by its own claim.
+ */
+export class MandateUsedError extends AgentError {
+  constructor(
+    readonly mandateId: string,
+    readonly taskId: string,
+  ) {
+    super(
+      'mandate_used',
+      `Mandate ${JSON.stringify(mandateId)} already authorised another task, so it cannot start task ${JSON.stringify(taskId)}: a mandate authorises one task. Make one per request with defineMandate(...).of(terms).`,
+    );
+  }
+}
+
 export class UnsupportedVersionError extends AgentError {
   constructor(
     readonly taskId: string,

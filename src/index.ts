@@ -100,6 +100,7 @@ export {
   FencedOutError,
   HostRequestError,
   MachineError,
+  MandateUsedError,
   RevisionConflictError,
   StoreUnavailableError,
   TaskBusyError,
@@ -167,7 +168,7 @@ export type { Provenance } from '../machines/context.js';
 // Erasure and retention
 export { TaskErasedError, TaskRunningError } from './errors.js';
 export { type MemoryStoreOptions } from './store/memoryStore.js';
-export { isErasable, type ErasableTaskStore } from './store/taskStore.js';
+export { claimsMandates, isErasable, type ErasableTaskStore, type MandateClaims } from './store/taskStore.js';
 export {
   FINISHED_TASK_STATES,
   RETENTION_REASON,

@@ -6,10 +6,11 @@
  */
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { bullmqDispatch, type BullmqDispatch } from '../src/dispatch/bullmqDispatch.js';
-import { EventPendingError, QueueFullError, TaskExistsError, TaskNotFoundError } from '../src/errors.js';
+import { EventPendingError, MandateUsedError, QueueFullError, TaskExistsError, TaskNotFoundError } from '../src/errors.js';
 import { RedisStore } from '../src/store/redis/redisStore.js';
 import { reply } from '../src/testing/scriptedModel.js';
 import { RefundDesk } from '../examples/booking/refundService.js';
+import { refundMandate } from '../tools/mandates.js';
 import { SUPPORT, harness, until } from './support/harness.js';
 import { useTestRedis } from './support/redis.js';
 import { slowRead } from './support/takeover.js';
@@ -109,6 +110,25 @@ describe.skipIf(!redis)('dispatch on BullMQ', () => {
       const depth = await api.dispatch.depth();
       return depth.waiting + depth.active + depth.delayed + depth.failed === 0;
     }, 5_000);
+  });
+
+  it('claims a start’s mandate when the start is recorded: a second start with it is refused at once, and the worker creates the first under it', async () => {
+    const { node } = cluster();
+    const api = node('api');
+    const terms = { order_id: 'O-1001', max_amount_cents: 99_900 };
+    const mandate = refundMandate.of(terms);
+    await api.orchestrator.start({ principal: SUPPORT, goal: 'refund', success, mandate, taskId: 'md-1' });
+    await expect(api.orchestrator.start({ principal: SUPPORT, goal: 'refund again', success, mandate, taskId: 'md-2' })).rejects.toBeInstanceOf(MandateUsedError);
+    expect(await api.dispatch.pendingStart('md-2')).toBeNull();
+    await expect(api.orchestrator.status('md-2')).rejects.toBeInstanceOf(TaskNotFoundError);
+    // A start refused for its id gives its mandate back.
+    const other = refundMandate.of(terms);
+    await expect(api.orchestrator.start({ principal: SUPPORT, goal: 'refund', success, mandate: other, taskId: 'md-1' })).rejects.toBeInstanceOf(TaskExistsError);
+    await api.orchestrator.start({ principal: SUPPORT, goal: 'refund', success, mandate: other, taskId: 'md-3' });
+    // The worker's create is not refused by the claim the API process made for the same task.
+    node('worker').orchestrator.createWorker({ concurrency: 2 });
+    const waiting = await api.orchestrator.settled('md-1', { timeoutMs: 10_000 });
+    expect(waiting).toMatchObject({ state: 'waiting_for_confirmation', mandate });
   });
 
   it('a cancel reaches a task running in another process within a second', async () => {

@@ -7,7 +7,7 @@ import { findAvailableRooms, type RoomSearchOutput } from '../../tools/findAvail
 import { type Booking, reserveRoom } from '../../tools/reserveRoom.js';
 import { bookingMandate } from '../../tools/mandates.js';
 import { runRefund } from './refundScenario.js';
-import { BOOKING_GOAL, BOOKING_MANDATE, BOOKING_SUCCESS, E17, MEETING } from './requests.js';
+import { BOOKING_GOAL, BOOKING_SUCCESS, BOOKING_TERMS, E17, MEETING } from './requests.js';
 import type { Clock } from '../../src/index.js';
 import type { AgentModel, ModelReply } from '../../src/index.js';
 import { type ScriptStep, type ScriptView, reply, scriptedModel } from '../../src/testing/index.js';
@@ -108,7 +108,8 @@ async function runBooking(
       principal: E17,
       goal: BOOKING_GOAL,
       success: BOOKING_SUCCESS,
-      mandate: BOOKING_MANDATE,
+      // One mandate per request: the scenarios may share a store, and a mandate authorises one task.
+      mandate: bookingMandate.of(BOOKING_TERMS),
       taskId: `${meta.name}-1`,
     });
     return {

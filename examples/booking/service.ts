@@ -13,7 +13,7 @@ import type { Orchestrator, StartTaskRequest } from '../../src/index.js';
 import { agentService, createStepper, type Stepper } from '../../src/http/index.js';
 import { bookingMandate, refundMandate } from '../../tools/mandates.js';
 import demoHost from './host.js';
-import { BOOKING_GOAL, BOOKING_MANDATE, BOOKING_SUCCESS, REFUND_GOAL, REFUND_MANDATE, REFUND_SUCCESS } from './requests.js';
+import { BOOKING_GOAL, BOOKING_SUCCESS, BOOKING_TERMS, REFUND_GOAL, REFUND_SUCCESS, REFUND_TERMS } from './requests.js';
 
 /** The demo's people. E17 asks; E99 is a colleague in the same tenant; M1 approves refunds; Z5 is at another company. */
 export const DEMO_USERS: Record<string, Principal> = {
@@ -95,11 +95,11 @@ export function demoAuthenticate(request: FastifyRequest): Principal | null {
   return user && Object.hasOwn(DEMO_USERS, user) ? DEMO_USERS[user]! : null;
 }
 
-/** The host reads what the user asked for off the request: the demo's two requests get their mandates. */
+/** The host reads what the user asked for off the request: the demo's two requests get their mandates, one per request. */
 export function demoStartRequest(body: { goal: string; taskId?: string; limits?: Record<string, number> }, principal: Principal): StartTaskRequest {
   const id = body.taskId ? { taskId: body.taskId } : {};
-  if (body.goal === REFUND_GOAL) return { principal, goal: body.goal, mandate: REFUND_MANDATE, success: REFUND_SUCCESS, limits: { money: 19_900 }, ...id };
-  if (body.goal === BOOKING_GOAL) return { principal, goal: body.goal, mandate: BOOKING_MANDATE, success: BOOKING_SUCCESS, ...id };
+  if (body.goal === REFUND_GOAL) return { principal, goal: body.goal, mandate: refundMandate.of(REFUND_TERMS), success: REFUND_SUCCESS, limits: { money: 19_900 }, ...id };
+  if (body.goal === BOOKING_GOAL) return { principal, goal: body.goal, mandate: bookingMandate.of(BOOKING_TERMS), success: BOOKING_SUCCESS, ...id };
   return { principal, goal: body.goal, ...(body.limits ? { limits: body.limits } : {}), ...id };
 }
 

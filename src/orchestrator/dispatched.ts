@@ -15,6 +15,7 @@ import { InboxEvents, queued } from './inboxEvents.js';
 import type { LiveTasks } from './liveTasks.js';
 import type { RecoveryReport } from './recovery.js';
 import type { TaskStatus } from './status.js';
+import { claimMandate, releaseClaim } from './startTask.js';
 import { TaskDriver } from './taskDriver.js';
 
 export interface DispatchedDeps {
@@ -61,15 +62,25 @@ export class Dispatched {
    * the job could not be recorded.
    */
   async start(input: AgentInput): Promise<TaskStatus> {
-    const { dispatch } = this.deps;
+    const { dispatch, store } = this.deps;
     await dispatch.assertRoom();
-    await this.inbox.reserve(input.taskId);
+    // Claimed here, so that a second start with the mandate is refused now, before anything is queued.
+    const claim = await claimMandate(store, input);
+    try {
+      await this.inbox.reserve(input.taskId);
+    } catch (error) {
+      await releaseClaim(store, input, claim);
+      throw error;
+    }
     try {
       await dispatch.enqueue({ kind: 'start', taskId: input.taskId, input });
     } catch (error) {
       // Given back only if the job is not there: a reply lost after the job was written must not free the id.
       const queued = await dispatch.pendingStart(input.taskId).catch(() => dispatch.pendingStart(input.taskId)).catch(() => undefined);
-      if (queued === null) await this.inbox.reserve(input.taskId, true).catch(() => {});
+      if (queued === null) {
+        await this.inbox.reserve(input.taskId, true).catch(() => {});
+        await releaseClaim(store, input, claim);
+      }
       throw error;
     }
     return queued(input).status;

@@ -51,6 +51,7 @@ export interface StoreScripts {
   taskStoreInboxAppend: Command<number | string>;
   taskStoreInboxTrim: Command<number>;
   taskStoreInboxReserve: Command;
+  taskStoreMandateClaim: Command;
 }
 
 const lua = (name: string) => readFileSync(new URL(`./lua/${name}.lua`, import.meta.url), 'utf8');
@@ -73,6 +74,7 @@ const definitions: Record<keyof StoreScripts, { lua: string; numberOfKeys: numbe
   taskStoreInboxAppend: { lua: lua('inboxAppend'), numberOfKeys: 4 },
   taskStoreInboxTrim: { lua: lua('inboxTrim'), numberOfKeys: 2 },
   taskStoreInboxReserve: { lua: lua('inboxReserve'), numberOfKeys: 5 },
+  taskStoreMandateClaim: { lua: lua('mandateClaim'), numberOfKeys: 1 },
 };
 
 /** Registers the scripts on `client` (idempotent: redefining replaces them with the same code). */
