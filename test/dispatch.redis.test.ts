@@ -125,6 +125,9 @@ describe.skipIf(!redis)('dispatch on BullMQ', () => {
     const other = refundMandate.of(terms);
     await expect(api.orchestrator.start({ principal: SUPPORT, goal: 'refund', success, mandate: other, taskId: 'md-1' })).rejects.toBeInstanceOf(TaskExistsError);
     await api.orchestrator.start({ principal: SUPPORT, goal: 'refund', success, mandate: other, taskId: 'md-3' });
+    // Erasing the queued task gives its mandate back.
+    await api.orchestrator.erase('md-3', { reason: 'gdpr_erasure' });
+    expect(await api.store.claimMandate!(other.id!, 'md-4')).toBe('claimed');
     // The worker's create is not refused by the claim the API process made for the same task.
     node('worker').orchestrator.createWorker({ concurrency: 2 });
     const waiting = await api.orchestrator.settled('md-1', { timeoutMs: 10_000 });
