@@ -1,7 +1,7 @@
 /**
  * The table of tasks this process drives right now, and how a task gets into it: created, or loaded, validated and
- * restored under its lease (what is checked first: `admission.ts`). Waiting and finished tasks are not kept: they are reloaded when an event arrives.
- * Every operation on one task runs in that task's exclusive section (one at a time per task, in this process).
+ * restored under its lease (what is checked first: `admission.ts`). Waiting and finished tasks are not kept: they are
+ * reloaded when an event arrives. Every operation on one task runs in that task's exclusive section (one at a time per task, in this process).
  *
  * A task whose lease this process lost (a renewal came too late or found it gone) stops here at once; then this
  * process tries to take the lease back, and resumes the task from the store if nobody else saved it meanwhile. The
@@ -153,7 +153,9 @@ export class LiveTasks {
     const existing = this.live.get(taskId);
     if (existing && !existing.failed) return existing;
     if (existing) this.live.delete(taskId);
-    const taken = await this.leases.take(taskId, options.wait ?? true, true).catch((error: unknown) => (error instanceof TaskBusyError ? this.refuseBusy(taskId, error) : Promise.reject(error)));
+    const taken = await this.leases
+      .take(taskId, options.wait ?? true, true)
+      .catch((error: unknown) => (error instanceof TaskBusyError ? this.refuseBusy(taskId, error) : Promise.reject(error)));
     try {
       const envelope = await loadRestorable(this.deps.store, this.deps.machine, taskId, taken);
       // A finished task runs nothing more: it is loaded to be read, or to refuse an event.
