@@ -25,6 +25,8 @@ export * from './calls.js';
 export const mandateSchema = z.strictObject({
   kind: z.string().min(1).max(SHORT),
   terms: jsonSchema,
+  /** Unique per mandate (`MandateKind.of` mints it): a mandate authorises one task. Tasks stored before have none. */
+  id: z.string().min(1).max(128).optional(),
 });
 
 /** What the chart persists about a tool at task start: the facts an in-flight call depends on. */

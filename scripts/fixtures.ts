@@ -128,7 +128,8 @@ function refundTools(): Tool[] {
 async function main() {
   if (existsSync(OUT)) throw new Error(`${OUT} exists: fixtures of a released version are immutable`);
   mkdirSync(OUT, { recursive: true });
-  const booking = { principal: E17, goal: BOOKING_GOAL, success: BOOKING_SUCCESS, mandate: BOOKING_MANDATE };
+  // Fixed mandate ids, so that fixtures made again come out the same.
+  const booking = { principal: E17, goal: BOOKING_GOAL, success: BOOKING_SUCCESS, mandate: { ...BOOKING_MANDATE, id: 'fixture-booking-mandate' } };
   const fixtures = {
     'done-booking': await capture(bookingTools(new BookingService()), bookingScript(), { ...booking, taskId: 'normal-1' }, (s) => s === 'done'),
     'mid-write': await capture(bookingTools(stalled('reserve')), bookingScript(), { ...booking, taskId: 'writing-1' }, (s) => s === 'executing.writing'),
@@ -136,7 +137,7 @@ async function main() {
     'waiting-for-confirmation': await capture(
       refundTools(),
       refundScript(),
-      { principal: E17_SUPPORT, goal: REFUND_GOAL, success: REFUND_SUCCESS, mandate: REFUND_MANDATE, taskId: 'refund-1' },
+      { principal: E17_SUPPORT, goal: REFUND_GOAL, success: REFUND_SUCCESS, mandate: { ...REFUND_MANDATE, id: 'fixture-refund-mandate' }, taskId: 'refund-1' },
       (s) => s === 'executing.awaitingConfirmation',
     ),
     'mid-recheck': await capture(bookingTools(stalled('recheck')), bookingScript(), { ...booking, taskId: 'rechecking-1' }, (s) => s === 'executing.rechecking.hooks'),

@@ -66,6 +66,57 @@ export class TaskBusyError extends AgentError {
   }
 }
 
+/** How one tool of a task's catalog differs from the tools this process has (`CatalogMismatchError`). */
+export interface CatalogDifference {
+  tool: string;
+  /** Not installed here; installed with another effect; installed in a version that cannot stand in for the task's. */
+  problem: 'missing' | 'effect' | 'version';
+  /** What the task recorded when it started (effect or version; null when it recorded none). */
+  task: string | null;
+  /** What is installed here (null when missing, or when its version cannot be computed). */
+  here: string | null;
+}
+
+/**
+ * This process's tools are not the ones the task was started with (its catalog): a tool is missing, has another
+ * effect, or is in a version that does not declare it can stand in for the task's (`compatibleWith`). The task is
+ * not driven here: nothing happened to it, and a process that has its tools drives it (a dispatch job goes back to
+ * the queue; recovery reports it; an API call answers with this). Install the tools, or declare the upgrade.
+ */
+export class CatalogMismatchError extends AgentError {
+  constructor(
+    readonly taskId: string,
+    readonly differences: readonly CatalogDifference[],
+  ) {
+    const shown = differences.map((d) =>
+      d.problem === 'missing'
+        ? `${d.tool} is not installed`
+        : `${d.tool} is ${d.problem === 'effect' ? 'a' : 'in version'} ${d.here ?? 'unknown'}${d.problem === 'effect' ? ' tool' : ''} here, ${d.task ?? 'unknown'} in the task`,
+    );
+    super(
+      'catalog_mismatch',
+      `Task ${JSON.stringify(taskId)} was started with tools this process does not have as they were (${shown.join('; ')}); it is left to a process that has them. Install them, or declare a compatible upgrade with the tool's compatibleWith.`,
+    );
+  }
+}
+
+/**
+ * The start's mandate already authorised another task: a mandate authorises one task (it is claimed in the store
+ * when the task starts). Nothing was stored for this start. Make a mandate per request with
+ * `defineMandate(...).of(terms)`; a retried start of the same task (same `taskId`) is not refused by its own claim.
+ */
+export class MandateUsedError extends AgentError {
+  constructor(
+    readonly mandateId: string,
+    readonly taskId: string,
+  ) {
+    super(
+      'mandate_used',
+      `Mandate ${JSON.stringify(mandateId)} already authorised another task, so it cannot start task ${JSON.stringify(taskId)}: a mandate authorises one task. Make one per request with defineMandate(...).of(terms).`,
+    );
+  }
+}
+
 export class UnsupportedVersionError extends AgentError {
   constructor(
     readonly taskId: string,

@@ -98,10 +98,13 @@ export { canonicalJson } from '../machines/lib/canonicalJson.js';
 export { hashArguments } from './hashing.js';
 export {
   AgentError,
+  CatalogMismatchError,
+  type CatalogDifference,
   CorruptTaskError,
   FencedOutError,
   HostRequestError,
   MachineError,
+  MandateUsedError,
   RevisionConflictError,
   StoreUnavailableError,
   TaskBusyError,
@@ -184,7 +187,7 @@ export type { Provenance } from '../machines/context.js';
 // Erasure and retention
 export { TaskErasedError, TaskRunningError } from './errors.js';
 export { type MemoryStoreOptions } from './store/memoryStore.js';
-export { isErasable, type ErasableTaskStore } from './store/taskStore.js';
+export { claimsMandates, isErasable, type ErasableTaskStore, type MandateClaims } from './store/taskStore.js';
 export {
   FINISHED_TASK_STATES,
   RETENTION_REASON,

@@ -13,6 +13,7 @@
  * createOrchestrator({ tools: [refundOrder], mandates: [refundMandate], ... });
  * orchestrator.start({ principal, goal, mandate: refundMandate.of({ order_id: 'O-1001', max_cents: 19_900 }) });
  */
+import { randomUUID } from 'node:crypto';
 import type { z } from 'zod';
 import type { Json, Mandate } from '../machines/context.js';
 import { toJson } from '../machines/lib/arguments.js';
@@ -25,7 +26,10 @@ export interface MandateKind<T> {
   readonly schema: z.ZodType<T>;
   /** The most money a task under these terms may move (minor units): its money budget, at most. */
   readonly money?: (terms: T) => number;
-  /** The mandate a task starts with: the terms are checked against the schema now. */
+  /**
+   * The mandate a task starts with: the terms are checked against the schema now, and a unique id is minted. A
+   * mandate authorises one task: make one per request (a second start with it is refused, `mandate_used`).
+   */
   of(terms: T): Mandate;
   /**
    * A tool's rule over the terms of this kind, given what the task did so far (the money its writes moved); a mandate
@@ -57,7 +61,7 @@ export function defineMandate<T>(kind: string, schema: z.ZodType<T>, options: Ma
     schema,
     ...(options.money ? { money: options.money } : {}),
     of(terms) {
-      return checkMandate(new Map([[kind, this as MandateKind<unknown>]]), { kind, terms: terms as Json });
+      return checkMandate(new Map([[kind, this as MandateKind<unknown>]]), { kind, terms: terms as Json, id: randomUUID() });
     },
     termsOf(mandate) {
       if (!mandate || mandate.kind !== kind) return null;
@@ -88,8 +92,17 @@ export function moneyUnder(kinds: ReadonlyMap<string, MandateKind<unknown>>, man
   return requested === undefined ? cap : Math.min(cap, requested);
 }
 
-/** The mandate a start request carries, checked against the schema of its kind and stored as plain JSON. */
-export function checkMandate(kinds: ReadonlyMap<string, MandateKind<unknown>>, mandate: { kind: string; terms: unknown }): Mandate {
+/**
+ * The mandate a start request carries, checked against the schema of its kind and stored as plain JSON. It must
+ * carry the id `MandateKind.of` mints: the id is what makes it single-use.
+ */
+export function checkMandate(kinds: ReadonlyMap<string, MandateKind<unknown>>, mandate: { kind: string; terms: unknown; id?: string | undefined }): Mandate {
+  if (mandate.id === undefined) {
+    throw new HostRequestError(
+      'invalid_request',
+      `start: mandate ${JSON.stringify(mandate.kind)} has no id: make it with defineMandate(...).of(terms), once per request (a mandate authorises one task)`,
+    );
+  }
   const known = kinds.get(mandate.kind);
   if (!known) {
     throw new HostRequestError('invalid_request', `start: mandate: no mandate kind ${JSON.stringify(mandate.kind)} is installed (known: ${[...kinds.keys()].join(', ') || 'none'})`);
@@ -97,7 +110,7 @@ export function checkMandate(kinds: ReadonlyMap<string, MandateKind<unknown>>, m
   const parsed = known.schema.safeParse(mandate.terms);
   if (!parsed.success) throw new HostRequestError('invalid_request', `start: mandate.terms: ${zodSummary(parsed.error)}`);
   try {
-    return { kind: mandate.kind, terms: toJson(parsed.data) };
+    return { kind: mandate.kind, terms: toJson(parsed.data), id: mandate.id };
   } catch (error) {
     throw new HostRequestError('invalid_request', `start: mandate.terms must be plain JSON (${(error as Error).message})`);
   }

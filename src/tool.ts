@@ -89,6 +89,14 @@ interface ToolBase<I, O> {
    * contract shows as a new version even if nobody bumps it.
    */
   version?: string;
+  /**
+   * Earlier versions of this tool that this one can stand in for (their `version`, or their `contract:` hash as a
+   * task recorded it). A task is driven only by a process whose tools are the ones it started with: same effect, and
+   * the version the task recorded, or one listed here. List a version only when this tool takes the calls the older
+   * one was offered and answers them as the task expects (a deliberate, compatible upgrade), so that tasks in flight
+   * across a deploy carry on instead of waiting for a process with the old tool.
+   */
+  compatibleWith?: string[];
   /** Input schema; must reject unknown fields (z.strictObject). */
   input: z.ZodType<I>;
   /** Output schema; results that do not match are not trusted. */
@@ -204,6 +212,14 @@ export function defineTool(tool: Tool): Tool {
   if (!(tool.timeoutMs > 0)) fail('timeoutMs must be positive');
   if (tool.version !== undefined && !(typeof tool.version === 'string' && /^\S.{0,127}$/.test(tool.version))) {
     fail('version must be a non-empty string of at most 128 characters');
+  }
+  if (tool.compatibleWith !== undefined) {
+    const earlier = tool.compatibleWith as unknown;
+    if (!Array.isArray(earlier) || earlier.some((v) => !(typeof v === 'string' && /^\S.{0,127}$/.test(v)))) {
+      fail('compatibleWith must be a list of versions (non-empty strings of at most 128 characters)');
+    }
+    if (new Set(earlier as string[]).size !== (earlier as string[]).length) fail('compatibleWith lists a version twice');
+    if (tool.version !== undefined && (earlier as string[]).includes(tool.version)) fail(`compatibleWith lists the tool's own version ${JSON.stringify(tool.version)}`);
   }
   for (const [which, schema] of [['input', tool.input], ['output', tool.output]] as const) {
     if (!schema || typeof schema !== 'object' || !('_zod' in schema)) {

@@ -6,10 +6,11 @@
  */
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { bullmqDispatch, type BullmqDispatch } from '../src/dispatch/bullmqDispatch.js';
-import { EventPendingError, QueueFullError, TaskExistsError, TaskNotFoundError } from '../src/errors.js';
+import { EventPendingError, MandateUsedError, QueueFullError, TaskExistsError, TaskNotFoundError } from '../src/errors.js';
 import { RedisStore } from '../src/store/redis/redisStore.js';
 import { reply } from '../src/testing/scriptedModel.js';
 import { RefundDesk } from '../examples/booking/refundService.js';
+import { refundMandate } from '../tools/mandates.js';
 import { SUPPORT, harness, until } from './support/harness.js';
 import { useTestRedis } from './support/redis.js';
 import { slowRead } from './support/takeover.js';
@@ -92,6 +93,45 @@ describe.skipIf(!redis)('dispatch on BullMQ', () => {
     expect((await api.orchestrator.status('d-2')).state).toBe('waiting_for_confirmation');
     await expect(api.orchestrator.start({ principal: SUPPORT, goal: 'again', taskId: 'd-2' })).rejects.toBeInstanceOf(TaskExistsError);
     await expect(api.orchestrator.status('nope')).rejects.toBeInstanceOf(TaskNotFoundError);
+  });
+
+  it('says a task never created does not exist, also while a lease of its id is held; its wake job ends instead of waiting for the lease', async () => {
+    const { node } = cluster({ queue: { replyTimeoutMs: 300 } });
+    const api = node('api');
+    const worker = node('worker');
+    // A process died while it loaded the unknown id: its lease stays until it expires.
+    expect(await api.store.leases!.acquire('ghost', 60_000)).not.toBeNull();
+    await expect(api.orchestrator.resume('ghost')).rejects.toBeInstanceOf(TaskNotFoundError);
+    await expect(api.orchestrator.answer('ghost', SUPPORT, 'yes')).rejects.toBeInstanceOf(TaskNotFoundError);
+    await expect(api.orchestrator.erase('ghost', { reason: 'gdpr_erasure' })).rejects.toBeInstanceOf(TaskNotFoundError);
+    worker.orchestrator.createWorker({ concurrency: 2 });
+    await api.dispatch.enqueue({ kind: 'wake', taskId: 'ghost', at: Date.now() });
+    await until(async () => {
+      const depth = await api.dispatch.depth();
+      return depth.waiting + depth.active + depth.delayed + depth.failed === 0;
+    }, 5_000);
+  });
+
+  it('claims a start’s mandate when the start is recorded: a second start with it is refused at once, and the worker creates the first under it', async () => {
+    const { node } = cluster();
+    const api = node('api');
+    const terms = { order_id: 'O-1001', max_amount_cents: 99_900 };
+    const mandate = refundMandate.of(terms);
+    await api.orchestrator.start({ principal: SUPPORT, goal: 'refund', success, mandate, taskId: 'md-1' });
+    await expect(api.orchestrator.start({ principal: SUPPORT, goal: 'refund again', success, mandate, taskId: 'md-2' })).rejects.toBeInstanceOf(MandateUsedError);
+    expect(await api.dispatch.pendingStart('md-2')).toBeNull();
+    await expect(api.orchestrator.status('md-2')).rejects.toBeInstanceOf(TaskNotFoundError);
+    // A start refused for its id gives its mandate back.
+    const other = refundMandate.of(terms);
+    await expect(api.orchestrator.start({ principal: SUPPORT, goal: 'refund', success, mandate: other, taskId: 'md-1' })).rejects.toBeInstanceOf(TaskExistsError);
+    await api.orchestrator.start({ principal: SUPPORT, goal: 'refund', success, mandate: other, taskId: 'md-3' });
+    // Erasing the queued task gives its mandate back.
+    await api.orchestrator.erase('md-3', { reason: 'gdpr_erasure' });
+    expect(await api.store.claimMandate!(other.id!, 'md-4')).toBe('claimed');
+    // The worker's create is not refused by the claim the API process made for the same task.
+    node('worker').orchestrator.createWorker({ concurrency: 2 });
+    const waiting = await api.orchestrator.settled('md-1', { timeoutMs: 10_000 });
+    expect(waiting).toMatchObject({ state: 'waiting_for_confirmation', mandate });
   });
 
   it('a cancel reaches a task running in another process within a second', async () => {

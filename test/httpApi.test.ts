@@ -7,10 +7,11 @@ import Fastify from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DEMO_USERS, REFUND_GOAL, REFUND_START_BODY, type DemoService, createDemoService, demoStartRequest } from '../examples/booking/service.js';
 import { REFUND_MANDATE, REFUND_SUCCESS } from '../examples/booking/requests.js';
-import { MemoryStore } from '../src/index.js';
+import { MemoryStore, createOrchestrator } from '../src/index.js';
+import { refundMandate } from '../tools/mandates.js';
 import { agentService } from '../src/http/index.js';
 import { fourEyesOrchestrator } from './support/fourEyes.js';
-import { ManualClock } from '../src/testing/index.js';
+import { ManualClock, scriptedModel } from '../src/testing/index.js';
 
 type Method = 'GET' | 'POST';
 
@@ -80,7 +81,9 @@ describe('starting a task', () => {
     const view = (await call('E17', 'GET', `/api/tasks/${taskId}`)).json();
     expect(view.access).toBe('owner');
     expect(view.status.principal.userId).toBe('E17');
-    expect(view.status.mandate).toEqual(REFUND_MANDATE);
+    // Made for this request (a mandate authorises one task): the demo's terms, its own id.
+    expect(view.status.mandate).toEqual({ kind: REFUND_MANDATE.kind, terms: REFUND_MANDATE.terms, id: expect.any(String) });
+    expect(view.status.mandate.id).not.toBe(REFUND_MANDATE.id);
     expect(view.allowed).toEqual(['confirm', 'reject', 'cancel', 'at']);
   });
 
@@ -355,5 +358,41 @@ describe('documents and pages', () => {
       expect(response.body).not.toMatch(/(?:import|from|fetch\(|url\()\s*['"(]?\s*(?:https?:)?\/\//);
     }
     expect((await call(null, 'GET', '/assets/..%2Fpages.ts')).statusCode).toBe(404);
+  });
+});
+
+describe('refusals of the safe defaults', () => {
+  const principal = DEMO_USERS.E17!;
+  const bearer = (request: { headers: { authorization?: string } }) => (request.headers.authorization === 'Bearer E17' ? principal : null);
+
+  it('answers 409 mandate_used to a second start with the same mandate, and 503 catalog_mismatch to an instance without the task’s tools', async () => {
+    const store = new MemoryStore();
+    const mandate = refundMandate.of({ order_id: 'O-1001', max_amount_cents: 19_900 });
+    const withTools = await createDemoService({ store, clock, expirySweepMs: 0 });
+    const app = Fastify();
+    await app.register(agentService, {
+      orchestrator: withTools.orchestrator,
+      authenticate: bearer,
+      startRequest: (body, who) => ({ principal: who, goal: body.goal, mandate, ...(body.taskId ? { taskId: body.taskId } : {}) }),
+      pages: false,
+    });
+    const start = (taskId: string) => app.inject({ method: 'POST', url: '/api/tasks', headers: { authorization: 'Bearer E17' }, payload: { goal: REFUND_GOAL, taskId } });
+    expect((await start('first')).statusCode).toBe(201);
+    const second = await start('second');
+    expect([second.statusCode, second.json().code]).toEqual([409, 'mandate_used']);
+    expect((await withTools.orchestrator.settled('first')).state).toBe('waiting_for_confirmation');
+
+    // Another instance on the same store, built without the refund tool.
+    const bare = createOrchestrator({ tools: [], model: scriptedModel([]), store, clock, expirySweepMs: 0 });
+    const other = Fastify();
+    await other.register(agentService, { orchestrator: bare, authenticate: bearer, startRequest: (body) => ({ goal: body.goal }), pages: false });
+    const cancel = await other.inject({ method: 'POST', url: '/api/tasks/first/cancel', headers: { authorization: 'Bearer E17' }, payload: {} });
+    expect([cancel.statusCode, cancel.json().code]).toEqual([503, 'catalog_mismatch']);
+    expect(cancel.json().message).toContain('refund_order is not installed');
+    expect((await withTools.orchestrator.status('first')).state).toBe('waiting_for_confirmation');
+    await app.close();
+    await other.close();
+    await bare.close();
+    await withTools.close();
   });
 });

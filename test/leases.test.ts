@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { TaskBusyError } from '../src/errors.js';
+import { TaskBusyError, TaskNotFoundError } from '../src/errors.js';
 import { reply, scriptedModel } from '../src/testing/scriptedModel.js';
 import { createOrchestrator } from '../src/orchestrator/orchestrator.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
@@ -97,6 +97,62 @@ describe('leases: one driver per task', () => {
     expect(report).toMatchObject({ resumed: ['orphan'], busy: [], quarantined: [] });
     expect((await b.settled('orphan')).outcome?.answer).toBe('read by B');
     expect((await b.recover()).resumed).toEqual([]);
+    await a.close();
+    await b.close();
+  });
+});
+
+describe('a task that was never created', () => {
+  /** A store where another process holds the lease of "ghost" (it died while loading the id), and nothing is stored. */
+  async function heldGhost() {
+    const store = new MemoryStore();
+    const read = gatedRead();
+    const a = processWith(store, read.tool('A'), { ttlMs: 10_000, acquireTimeoutMs: 50 });
+    expect(await store.leases.acquire('ghost', 60_000)).not.toBeNull();
+    return { store, a };
+  }
+
+  it('is not found, not "driven by another process", for every call that would drive it, even while a lease of the id is held', async () => {
+    const { a } = await heldGhost();
+    const calls: [string, () => Promise<unknown>][] = [
+      ['resume', () => a.resume('ghost')],
+      ['confirm', () => a.confirm('ghost', E17, { id: 'c-1', argsHash: 'sha256:00' })],
+      ['reject', () => a.reject('ghost', E17, { id: 'c-1' })],
+      ['answer', () => a.answer('ghost', E17, 'yes')],
+      ['cancel', () => a.cancel('ghost', E17)],
+      ['resolveReview', () => a.resolveReview('ghost', { ...E17, scopes: ['reviews:resolve'] }, { resolution: 'not_happened' })],
+      ['erase', () => a.erase('ghost', { reason: 'gdpr_erasure' })],
+      ['status', () => a.status('ghost')],
+    ];
+    for (const [name, call] of calls) {
+      const error = await call().catch((e: unknown) => e);
+      expect(error, name).toBeInstanceOf(TaskNotFoundError);
+      expect(error, name).not.toBeInstanceOf(TaskBusyError);
+    }
+    await a.close();
+  });
+
+  it('is not found when nobody holds its lease either', async () => {
+    const store = new MemoryStore();
+    const a = processWith(store, gatedRead().tool('A'), { ttlMs: 10_000, acquireTimeoutMs: 50 });
+    await expect(a.resume('ghost')).rejects.toBeInstanceOf(TaskNotFoundError);
+    await expect(a.answer('ghost', E17, 'yes')).rejects.toBeInstanceOf(TaskNotFoundError);
+    await expect(a.erase('ghost', { reason: 'gdpr_erasure' })).rejects.toBeInstanceOf(TaskNotFoundError);
+    expect(a.inFlight()).toEqual({ live: 0, leases: 0 });
+    await a.close();
+  });
+
+  it('is still "driven by another process" once it exists and another process holds its lease', async () => {
+    const { store, a } = await heldGhost();
+    const read = gatedRead();
+    const b = processWith(store, read.tool('B'), { ttlMs: 10_000, acquireTimeoutMs: 50 });
+    await b.start({ principal: E17, goal: 'read', taskId: 'real' });
+    await until(() => read.started.length === 1);
+    await expect(a.resume('real')).rejects.toBeInstanceOf(TaskBusyError);
+    await expect(a.answer('real', E17, 'yes')).rejects.toBeInstanceOf(TaskBusyError);
+    await expect(a.erase('real', { reason: 'gdpr_erasure' })).rejects.toBeInstanceOf(TaskBusyError);
+    read.release();
+    await b.settled('real');
     await a.close();
     await b.close();
   });

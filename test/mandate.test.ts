@@ -5,14 +5,16 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { HostRequestError } from '../src/errors.js';
+import { HostRequestError, MandateUsedError, TaskExistsError } from '../src/errors.js';
 import { defineMandate } from '../src/mandate.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
+import type { TaskStore } from '../src/store/taskStore.js';
 import { reply } from '../src/testing/index.js';
 import { defineTool } from '../src/tool.js';
 import { bookingMandate, refundMandate } from '../tools/mandates.js';
 import { paymentTool } from './support/paymentTool.js';
-import { BOOKING_GOAL, BOOKING_MANDATE, BOOKING_SUCCESS, E17, MEETING, SUPPORT, byKind, harness, reserveArgs } from './support/harness.js';
+import { BOOKING_GOAL, BOOKING_MANDATE, BOOKING_SUCCESS, E17, MEETING, REFUND_GOAL, SUPPORT, byKind, harness, reserveArgs } from './support/harness.js';
+import { withMembers } from './support/takeover.js';
 
 const search = { ...MEETING };
 const NO_HISTORY = { moneyMoved: 0, writesStarted: 0 };
@@ -20,14 +22,14 @@ const NO_HISTORY = { moneyMoved: 0, writesStarted: 0 };
 describe('a start request with a mandate', () => {
   it('is refused with the kinds installed when its kind is not one of them', async () => {
     const { orchestrator } = harness();
-    const start = orchestrator.start({ principal: E17, goal: 'g', mandate: { kind: 'holiday', terms: {} } });
+    const start = orchestrator.start({ principal: E17, goal: 'g', mandate: { kind: 'holiday', terms: {}, id: 'm-holiday' } });
     await expect(start).rejects.toBeInstanceOf(HostRequestError);
     await expect(start).rejects.toThrow('no mandate kind "holiday" is installed (known: room_booking, refund)');
   });
 
   it('is refused, naming the field, when its terms do not match the schema of its kind', async () => {
     const { orchestrator } = harness();
-    const start = orchestrator.start({ principal: E17, goal: 'g', mandate: { kind: 'refund', terms: { order_id: 'O-1', max_amount_cents: -5 } } });
+    const start = orchestrator.start({ principal: E17, goal: 'g', mandate: { kind: 'refund', terms: { order_id: 'O-1', max_amount_cents: -5 }, id: 'm-negative' } });
     await expect(start).rejects.toThrow(/^start: mandate\.terms: max_amount_cents: /);
     expect(() => refundMandate.of({ order_id: 'O-1', max_amount_cents: 1.5 })).toThrow(/mandate\.terms: max_amount_cents/);
   });
@@ -36,9 +38,9 @@ describe('a start request with a mandate', () => {
     const store = new MemoryStore();
     const { orchestrator } = harness({ store, script: [reply.call('find_available_rooms', search)] });
     const terms: Record<string, unknown> = { start_at: MEETING.start_at, end_at: MEETING.end_at, min_attendees: 3, needs_projector: true };
-    const status = await orchestrator.start({ principal: E17, goal: BOOKING_GOAL, mandate: { kind: 'room_booking', terms }, taskId: 'copied' });
+    const status = await orchestrator.start({ principal: E17, goal: BOOKING_GOAL, mandate: { kind: 'room_booking', terms, id: 'm-copied' }, taskId: 'copied' });
     terms.start_at = '2030-01-01T00:00:00+00:00';
-    expect(status.mandate).toEqual({ kind: 'room_booking', terms: { ...terms, start_at: MEETING.start_at } });
+    expect(status.mandate).toEqual({ kind: 'room_booking', terms: { ...terms, start_at: MEETING.start_at }, id: 'm-copied' });
     const stored = (await store.load('copied'))!.snapshot.context.mandate;
     expect(stored).toEqual(status.mandate);
     const started = byKind(await orchestrator.audit('copied'), 'task_started')[0]!;
@@ -46,8 +48,79 @@ describe('a start request with a mandate', () => {
     await orchestrator.close();
   });
 
+  it('is refused without an id, telling the host to make it with defineMandate(...).of(terms)', async () => {
+    const { orchestrator, store } = harness();
+    const terms = { order_id: 'O-1001', max_amount_cents: 50_000 };
+    const start = orchestrator.start({ principal: SUPPORT, goal: REFUND_GOAL, mandate: { kind: 'refund', terms }, taskId: 'no-id' });
+    await expect(start).rejects.toBeInstanceOf(HostRequestError);
+    await expect(start).rejects.toThrow('start: mandate "refund" has no id: make it with defineMandate(...).of(terms), once per request (a mandate authorises one task)');
+    expect(await store.load('no-id')).toBeNull();
+  });
+
+  it('gets a new id from every of(terms)', () => {
+    const terms = { order_id: 'O-1001', max_amount_cents: 50_000 };
+    const [a, b] = [refundMandate.of(terms), refundMandate.of(terms)];
+    expect(a).toEqual({ kind: 'refund', terms, id: expect.stringMatching(/^[0-9a-f-]{36}$/) });
+    expect(b.id).not.toBe(a.id);
+  });
+
   it('refuses a mandate kind whose name is not a plain identifier', () => {
     expect(() => defineMandate('Room Booking!', z.strictObject({}))).toThrow(/lower case/);
+  });
+});
+
+describe('a mandate authorises one task', () => {
+  const UP_TO_500 = { order_id: 'O-1001', max_amount_cents: 50_000 };
+  const refund400 = (taskId: string) => [reply.call('refund_order', { order_id: 'O-1001', amount_cents: 40_000, reason: taskId }), reply.answer('refunded')];
+
+  it('refuses a second task under the same mandate before anything is stored: 400.00 moves once under a 500.00 mandate', async () => {
+    const store = new MemoryStore();
+    const first = harness({ store, script: refund400('first'), refundOptions: { confirmAboveCents: 100_000 } });
+    const mandate = refundMandate.of(UP_TO_500);
+    expect((await first.orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, mandate, taskId: 'first' })).state).toBe('done');
+    const second = harness({ store, refunds: first.refunds, script: refund400('second'), refundOptions: { confirmAboveCents: 100_000 } });
+    const refused = await second.orchestrator.start({ principal: SUPPORT, goal: REFUND_GOAL, mandate, taskId: 'second' }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(MandateUsedError);
+    expect(refused).toMatchObject({ code: 'mandate_used', mandateId: mandate.id, taskId: 'second' });
+    expect(await store.load('second')).toBeNull();
+    expect(second.orchestrator.inFlight()).toEqual({ live: 0, leases: 0 });
+    expect(first.refunds.refunds.map((r) => r.amountCents)).toEqual([40_000]);
+    // A mandate of its own (the same terms, made for this request) starts it.
+    expect((await second.orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, mandate: refundMandate.of(UP_TO_500), taskId: 'second' })).state).toBe('done');
+  });
+
+  it('tells a retried start of the same task that the task exists, not that its mandate is used', async () => {
+    const { orchestrator } = harness({ script: refund400('t'), refundOptions: { confirmAboveCents: 100_000 } });
+    const mandate = refundMandate.of(UP_TO_500);
+    await orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, mandate, taskId: 'retried' });
+    await expect(orchestrator.start({ principal: SUPPORT, goal: REFUND_GOAL, mandate, taskId: 'retried' })).rejects.toBeInstanceOf(TaskExistsError);
+  });
+
+  it('is not used up by a start refused for another reason', async () => {
+    const { orchestrator } = harness({ script: [reply.ask('which order?'), ...refund400('t')], refundOptions: { confirmAboveCents: 100_000 } });
+    await orchestrator.start({ principal: SUPPORT, goal: REFUND_GOAL, taskId: 'taken' });
+    const mandate = refundMandate.of(UP_TO_500);
+    await expect(orchestrator.start({ principal: SUPPORT, goal: REFUND_GOAL, mandate, taskId: 'taken' })).rejects.toBeInstanceOf(TaskExistsError);
+    expect((await orchestrator.start({ principal: SUPPORT, goal: REFUND_GOAL, mandate, taskId: 'free' })).mandate).toEqual(mandate);
+  });
+
+  it('is given back when its task is erased', async () => {
+    const store = new MemoryStore();
+    const { orchestrator } = harness({ store, script: [reply.ask('which order?')] });
+    const mandate = refundMandate.of(UP_TO_500);
+    await orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, mandate, taskId: 'erased' });
+    await orchestrator.erase('erased', { reason: 'gdpr_erasure' });
+    expect(await store.claimMandate(mandate.id!, 'after')).toBe('claimed');
+  });
+
+  it('needs a store that can claim it: a start with a mandate is refused on one that cannot', async () => {
+    const store: TaskStore = withMembers(new MemoryStore(), { claimMandate: undefined, releaseMandate: undefined });
+    const { orchestrator } = harness({ store });
+    const start = orchestrator.start({ principal: SUPPORT, goal: REFUND_GOAL, mandate: refundMandate.of(UP_TO_500), taskId: 'unclaimed' });
+    await expect(start).rejects.toThrow(/a task with a mandate needs a store that claims mandates \(claimMandate, releaseMandate\)/);
+    expect(await store.load('unclaimed')).toBeNull();
+    // Without a mandate, such a store works as before.
+    await orchestrator.start({ principal: SUPPORT, goal: REFUND_GOAL, taskId: 'plain' });
   });
 });
 

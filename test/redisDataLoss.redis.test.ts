@@ -23,8 +23,9 @@ import { RedisStore } from '../src/store/redis/redisStore.js';
 import type { Lease } from '../src/store/taskStore.js';
 import { reply } from '../src/testing/scriptedModel.js';
 import { defineTool } from '../src/tool.js';
+import { bullmqDispatch } from '../src/dispatch/bullmqDispatch.js';
 import { createRequest, marker, nextRequest } from './support/envelopes.js';
-import { SUPPORT, until } from './support/harness.js';
+import { SUPPORT, harness, until } from './support/harness.js';
 import { type RedisServer, startRedisServer, useTestRedis } from './support/redis.js';
 
 const redis = await useTestRedis();
@@ -287,6 +288,47 @@ describe.skipIf(!redis)('RedisStore epoch marker', () => {
       expect(await client.get(k.epoch)).toBe(created);
       expect(await store.acceptDataLoss()).toBe(created);
       expect((await store.load('t-1'))!.revision).toBe(1);
+    });
+  });
+
+  describe('a dispatched start once the data set vanished', () => {
+    it('is refused with StoreDataLostError, and neither the reservation nor a start job is recorded', async () => {
+      const url = new URL(redis!.url);
+      const dispatch = bullmqDispatch({ connection: { host: url.hostname, port: Number(url.port || 6379) }, queueName: `q-${prefix}` });
+      const { orchestrator } = harness({ store, dispatch, expirySweepMs: 0 });
+      try {
+        // The API process's store has saved before: it knows the data set.
+        await store.save(createRequest('t-seed'));
+        await orchestrator.start({ principal: SUPPORT, goal: 'first', taskId: 'queued-1' });
+        expect((await orchestrator.status('queued-1')).stateValue).toBe('queued');
+        const epoch = (await client.get(k.epoch))!;
+        expect(epoch).toMatch(EPOCH);
+        await redis!.deleteKeys(prefix);
+
+        expectDataLost(await refusal(orchestrator.start({ principal: SUPPORT, goal: 'second', taskId: 'queued-2' })), epoch, null);
+        expect(await client.keys(`{${prefix}}*`)).toEqual([]);
+        expect(await dispatch.pendingStart('queued-2')).toBeNull();
+      } finally {
+        await orchestrator.close();
+        await dispatch.close();
+      }
+    });
+
+    it('learns the epoch from its reservation, and creates the marker in a new data set', async () => {
+      const url = new URL(redis!.url);
+      const dispatch = bullmqDispatch({ connection: { host: url.hostname, port: Number(url.port || 6379) }, queueName: `q-${prefix}` });
+      const { orchestrator } = harness({ store, dispatch, expirySweepMs: 0 });
+      try {
+        await orchestrator.start({ principal: SUPPORT, goal: 'first', taskId: 'queued-1' });
+        const epoch = (await client.get(k.epoch))!;
+        expect(epoch).toMatch(EPOCH);
+        await client.set(k.epoch, 'ffffffffffffffff@2020-01-01T00:00:00.000Z');
+        expectDataLost(await refusal(orchestrator.start({ principal: SUPPORT, goal: 'second', taskId: 'queued-2' })), epoch, 'ffffffffffffffff@2020-01-01T00:00:00.000Z');
+        expect(await client.exists(k.inboxSeq('queued-2'))).toBe(0);
+      } finally {
+        await orchestrator.close();
+        await dispatch.close();
+      }
     });
   });
 

@@ -53,12 +53,13 @@ describe.skipIf(!redis)('tasks CLI recover on Redis', () => {
       'resumed 1: orphan-1',
       'busy 0: -',
       'quarantined 0',
+      'catalog mismatch 0',
       'expired confirmations 0',
       'orphan-1: done (goal_met)',
     ]);
     const services = new RedisBookingService({ client, prefix });
     expect((await services.bookings()).map((b) => `${b.bookingId} ${b.roomId} ${b.requesterId}`)).toEqual(['B204 R7 E17']);
     const again = await tasks(['recover', '--json', ...redisArgs], env);
-    expect(JSON.parse(again.out)).toEqual({ report: { resumed: [], busy: [], quarantined: [], expired: 0 }, settled: [] });
+    expect(JSON.parse(again.out)).toEqual({ report: { resumed: [], busy: [], quarantined: [], catalogMismatch: [], expired: 0 }, settled: [] });
   }, 40_000);
 });

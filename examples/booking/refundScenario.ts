@@ -9,7 +9,7 @@ import { getOrder, type Order } from '../../tools/getOrder.js';
 import { refundMandate } from '../../tools/mandates.js';
 import { refundDeskAuthority, refundOrder, type Refund } from '../../tools/refundOrder.js';
 import { RefundDesk } from './refundService.js';
-import { E17_SUPPORT, REFUND_GOAL, REFUND_MANDATE, REFUND_SUCCESS } from './requests.js';
+import { E17_SUPPORT, REFUND_GOAL, REFUND_SUCCESS, REFUND_TERMS } from './requests.js';
 import type { ScenarioEnv, ScenarioResult } from './scenarios.js';
 
 /** What the customer asked for, in cents. */
@@ -33,7 +33,7 @@ export async function runRefund(env: ScenarioEnv): Promise<ScenarioResult> {
       principal: E17_SUPPORT,
       goal: REFUND_GOAL,
       success: REFUND_SUCCESS,
-      mandate: REFUND_MANDATE,
+      mandate: refundMandate.of(REFUND_TERMS),
       // The money this task may move: what the customer asked for.
       limits: { money: AGREED_CENTS },
       taskId: 'refund-1',

@@ -26,15 +26,19 @@ export const BOOKING_SUCCESS: SuccessCriterion = {
   description: 'a confirmed booking with a booking id',
 };
 /** What E17 asked for, as the host reads it off the request: the slot, at least 3 people, a projector. */
-export const BOOKING_MANDATE = bookingMandate.of({
+export const BOOKING_TERMS = {
   start_at: MEETING.start_at,
   end_at: MEETING.end_at,
   min_attendees: MEETING.attendees,
   needs_projector: MEETING.needs_projector,
-});
+};
+/** One mandate of those terms. A mandate authorises one task: a host makes one per request (`bookingMandate.of`). */
+export const BOOKING_MANDATE = bookingMandate.of(BOOKING_TERMS);
 export const REFUND_GOAL = 'The customer of order O-1001 asks for a refund of 199.00 because the projector arrived broken.';
 /** The refund the customer asked for: order O-1001, at most 199.00. */
-export const REFUND_MANDATE = refundMandate.of({ order_id: 'O-1001', max_amount_cents: 19_900 });
+export const REFUND_TERMS = { order_id: 'O-1001', max_amount_cents: 19_900 };
+/** One mandate of those terms (one task; a host makes one per request with `refundMandate.of`). */
+export const REFUND_MANDATE = refundMandate.of(REFUND_TERMS);
 export const REFUND_SUCCESS: SuccessCriterion = {
   tool: 'refund_order',
   match: { status: 'succeeded' },

@@ -7,7 +7,7 @@ import { findAvailableRooms, type RoomSearchOutput } from '../../tools/findAvail
 import { type Booking, reserveRoom } from '../../tools/reserveRoom.js';
 import { bookingMandate } from '../../tools/mandates.js';
 import { runRefund } from './refundScenario.js';
-import { BOOKING_GOAL, BOOKING_MANDATE, BOOKING_SUCCESS, E17, MEETING } from './requests.js';
+import { BOOKING_GOAL, BOOKING_SUCCESS, BOOKING_TERMS, E17, MEETING } from './requests.js';
 import type { Clock } from '../../src/index.js';
 import type { AgentModel, Mandate, ModelReply } from '../../src/index.js';
 import { type ScriptStep, type ScriptView, reply, scriptedModel } from '../../src/testing/index.js';
@@ -102,16 +102,17 @@ async function runBooking(
   meta: Pick<ScenarioResult, 'name' | 'title' | 'expectation'>,
   arrange: (service: BookingService) => void,
   script: ScriptStep[] = bookingScript(),
-  request: { goal: string; mandate: Mandate } = { goal: BOOKING_GOAL, mandate: BOOKING_MANDATE },
+  request?: { goal: string; mandate: Mandate },
 ): Promise<ScenarioResult> {
   const { service, orchestrator } = bookingSetup(env, script);
   arrange(service);
   try {
     const status = await orchestrator.run({
       principal: E17,
-      goal: request.goal,
+      goal: request?.goal ?? BOOKING_GOAL,
       success: BOOKING_SUCCESS,
-      mandate: request.mandate,
+      // One mandate per request: the scenarios may share a store, and a mandate authorises one task.
+      mandate: request?.mandate ?? bookingMandate.of(BOOKING_TERMS),
       taskId: `${meta.name}-1`,
     });
     return {

@@ -15,7 +15,7 @@ import { ServiceError, agentService, createStepper, type StartBody, type Stepper
 import { bookingMandate, refundMandate } from '../../tools/mandates.js';
 import { refundDeskAuthority } from '../../tools/refundOrder.js';
 import demoHost from './host.js';
-import { BOOKING_GOAL, BOOKING_MANDATE, BOOKING_SUCCESS, REFUND_GOAL, REFUND_MANDATE, REFUND_SUCCESS } from './requests.js';
+import { BOOKING_GOAL, BOOKING_SUCCESS, BOOKING_TERMS, REFUND_GOAL, REFUND_SUCCESS, REFUND_TERMS } from './requests.js';
 
 /** The demo's people. E17 asks; E99 is a colleague in the same tenant; M1 approves refunds; Z5 is at another company. */
 export const DEMO_USERS: Record<string, Principal> = {
@@ -101,15 +101,16 @@ export function demoAuthenticate(request: FastifyRequest): Principal | null {
 /** A request the demo host has on record: whose it is, what was asked (the mandate), what counts as done, the budget. */
 export interface DemoRequest {
   tenantId: string;
-  mandate: StartTaskRequest['mandate'];
+  /** Mints the request's mandate: a mandate authorises one task, so each start gets its own. */
+  mandate: () => StartTaskRequest['mandate'];
   success: SuccessCriterion;
   limits?: StartTaskRequest['limits'];
 }
 
 /** The demo host's records, by id: a real host reads its tickets or orders here. */
 export const DEMO_REQUESTS: Record<string, DemoRequest> = {
-  'refund-O-1001': { tenantId: 'acme', mandate: REFUND_MANDATE, success: REFUND_SUCCESS, limits: { money: 19_900 } },
-  'booking-2026-09-28': { tenantId: 'acme', mandate: BOOKING_MANDATE, success: BOOKING_SUCCESS },
+  'refund-O-1001': { tenantId: 'acme', mandate: () => refundMandate.of(REFUND_TERMS), success: REFUND_SUCCESS, limits: { money: 19_900 } },
+  'booking-2026-09-28': { tenantId: 'acme', mandate: () => bookingMandate.of(BOOKING_TERMS), success: BOOKING_SUCCESS },
 };
 
 /** The demo refund's start body, as a caller sends it: the goal in their words and the request on record. */
@@ -131,7 +132,7 @@ export function demoStartRequest(body: StartBody, principal: Principal): StartTa
   const record = Object.hasOwn(DEMO_REQUESTS, id) ? DEMO_REQUESTS[id]! : null;
   // Another tenant's request answers like one that does not exist.
   if (!record || record.tenantId !== principal.tenantId) throw new ServiceError(400, 'unknown_request', `no request ${JSON.stringify(id)} on record for your tenant`);
-  return { principal, goal: body.goal, mandate: record.mandate, success: record.success, ...(record.limits ? { limits: record.limits } : {}), ...(body.taskId ? { taskId: body.taskId } : {}) };
+  return { principal, goal: body.goal, mandate: record.mandate(), success: record.success, ...(record.limits ? { limits: record.limits } : {}), ...(body.taskId ? { taskId: body.taskId } : {}) };
 }
 
 function homePage(): string {

@@ -165,6 +165,7 @@ async function recover(store: TaskStore, host: HostModule, where: { store: strin
         console.log(`resumed ${report.resumed.length}: ${report.resumed.join(', ') || '-'}`);
         console.log(`busy ${report.busy.length}: ${report.busy.join(', ') || '-'}`);
         console.log(`quarantined ${report.quarantined.length}${report.quarantined.map((q) => `\n  ${q.taskId}: ${q.reason}`).join('')}`);
+        console.log(`catalog mismatch ${report.catalogMismatch.length}${report.catalogMismatch.map((q) => `\n  ${q.taskId}: ${q.reason}`).join('')}`);
         console.log(`expired confirmations ${report.expired}`);
       }
       const settled: { taskId: string; state: string; code: string | null; error?: string }[] = [];

@@ -12,7 +12,7 @@
  */
 import { type ConnectionOptions, DelayedError, type Job, Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { HostRequestError, QueueFullError } from '../errors.js';
+import { AgentError, HostRequestError, QueueFullError } from '../errors.js';
 import type { AgentInput } from '../../machines/context.js';
 import { type Dispatch, type DispatchWorker, type DispatchWorkerOptions, type DriveJob, type DriveOutcome, type EnqueueOptions, type QueueDepth, jobIdOf } from '../orchestrator/dispatch.js';
 import { INBOX_REPLIES_KEPT } from '../store/envelope.js';
@@ -42,7 +42,11 @@ export interface BullmqDispatchOptions {
    */
   lockDurationMs?: number;
   stalledIntervalMs?: number;
-  /** How often a job is tried (a busy task, a handed-back one, a store failure) before it is dropped. Default 30. */
+  /**
+   * How often a job is tried (a busy task, a handed-back one, a store failure) before it is dropped. Default 30. A job
+   * a worker cannot take for lack of its task's tools (`catalog_mismatch`, written to the job's log) or for lack of
+   * room does not use up a try: it waits for a worker that can.
+   */
   attempts?: number;
   /** The wait before each new try, and before a job put back for later. Default 1 s. */
   retryDelayMs?: number;
@@ -56,6 +60,9 @@ class TaskBusyRetry extends Error {
     super(`task ${JSON.stringify(taskId)} is held by another process; tried again later`);
   }
 }
+
+/** How many log rows a job keeps (a job bounced between workers that lack its task's tools logs each bounce). */
+const JOB_LOGS_KEPT = 20;
 
 /** States in which a start job still means "not created by a worker yet, or being created". */
 const PENDING_STATES = new Set(['waiting', 'delayed', 'prioritized', 'active', 'waiting-children']);
@@ -101,6 +108,7 @@ export class BullmqDispatch implements Dispatch {
         backoff: { type: 'fixed', delay: options.retryDelayMs ?? 1_000 },
         removeOnComplete: true,
         removeOnFail: true,
+        keepLogs: JOB_LOGS_KEPT,
       },
     });
     this.queue.on('error', (error: Error) => this.options.onError?.(error));
@@ -175,7 +183,14 @@ export class BullmqDispatch implements Dispatch {
     const worker = new Worker(
       this.name,
       async (job: Job<DriveJob>, token?: string) => {
-        const outcome = await handle(job.data);
+        const outcome = await handle(job.data).catch(async (error: unknown) => {
+          if (!(error instanceof AgentError && error.code === 'catalog_mismatch')) throw error;
+          // Not for this process (it lacks the task's tools as they were): back in the queue for a worker that has
+          // them, without using up a try, so that it is never failed for good while such a worker may come. The
+          // reason stays in the job's log.
+          await job.log(`${new Date().toISOString()} ${error.code}: ${error.message}`);
+          return 'later' as const;
+        });
         if (outcome === 'busy') throw new TaskBusyRetry(job.data.taskId);
         if (outcome === 'later') {
           // Back in the queue without using up a try: the job waits for room, it did not fail.

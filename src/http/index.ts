@@ -24,7 +24,7 @@ import type { FastifyError, FastifyInstance } from 'fastify';
 import type { AnyStateMachine } from 'xstate';
 import { agentMachine } from '../../machines/agentMachine.js';
 import { type Clock, systemClock } from '../clock.js';
-import { AgentError, CapacityError, EventPendingError, HostRequestError, QueueFullError, TaskBusyError, TaskExistsError, TaskNotFoundError, TaskQuarantinedError } from '../errors.js';
+import { AgentError, CapacityError, CatalogMismatchError, EventPendingError, HostRequestError, MandateUsedError, QueueFullError, TaskBusyError, TaskExistsError, TaskNotFoundError, TaskQuarantinedError } from '../errors.js';
 import type { Orchestrator } from '../orchestrator/orchestrator.js';
 import type { Authenticate } from './access.js';
 import { createContext } from './context.js';
@@ -114,6 +114,9 @@ function errorResponse(error: FastifyError | Error): { statusCode: number; body:
   if (error instanceof TaskNotFoundError) return { statusCode: 404, body: { code: error.code, message: error.message } };
   if (error instanceof TaskQuarantinedError) return { statusCode: 409, body: { code: error.code, message: error.message } };
   if (error instanceof TaskBusyError) return { statusCode: 503, body: { code: error.code, message: error.message } };
+  if (error instanceof MandateUsedError) return { statusCode: 409, body: { code: error.code, message: error.message } };
+  // This instance lacks the task's tools as they were; one that has them can take the call.
+  if (error instanceof CatalogMismatchError) return { statusCode: 503, body: { code: error.code, message: error.message } };
   if (error instanceof CapacityError) return { statusCode: error.scope === 'process' ? 503 : 429, body: { code: error.code, message: error.message } };
   if (error instanceof QueueFullError) return { statusCode: error.scope === 'queue' ? 503 : 429, body: { code: error.code, message: error.message } };
   // Recorded, to be applied by the worker that drives the task: accepted for processing, not a failure.

@@ -78,7 +78,11 @@ export interface Dispatch {
   pendingStarts(owner: { tenantId: string; userId: string }): Promise<string[]>;
   /** Puts start jobs that failed for good back in the queue (recovery); how many. */
   retryFailedStarts(limit: number): Promise<number>;
-  /** Starts consuming jobs with `handle`; a thrown error is retried by the queue with backoff. */
+  /**
+   * Starts consuming jobs with `handle`; a thrown error is retried by the queue with backoff. A thrown error with code
+   * `catalog_mismatch` (CatalogMismatchError) says this process lacks the task's tools: the job goes back for another
+   * worker, and must not be failed for good on that account.
+   */
   work(handle: (job: DriveJob) => Promise<DriveOutcome>, options: DispatchWorkerOptions): DispatchWorker;
   /** Calls `listener` with the task id of every event job added by any process (to wake the process driving it). */
   onEvent(listener: (taskId: string) => void): () => void;

@@ -15,6 +15,7 @@ import { InboxEvents, queued } from './inboxEvents.js';
 import type { LiveTasks } from './liveTasks.js';
 import type { RecoveryReport } from './recovery.js';
 import type { TaskStatus } from './status.js';
+import { claimMandate, releaseClaim } from './startTask.js';
 import { TaskDriver } from './taskDriver.js';
 
 export interface DispatchedDeps {
@@ -61,15 +62,25 @@ export class Dispatched {
    * the job could not be recorded.
    */
   async start(input: AgentInput): Promise<TaskStatus> {
-    const { dispatch } = this.deps;
+    const { dispatch, store } = this.deps;
     await dispatch.assertRoom();
-    await this.inbox.reserve(input.taskId);
+    // Claimed here, so that a second start with the mandate is refused now, before anything is queued.
+    const claim = await claimMandate(store, input);
+    try {
+      await this.inbox.reserve(input.taskId);
+    } catch (error) {
+      await releaseClaim(store, input, claim);
+      throw error;
+    }
     try {
       await dispatch.enqueue({ kind: 'start', taskId: input.taskId, input });
     } catch (error) {
       // Given back only if the job is not there: a reply lost after the job was written must not free the id.
       const queued = await dispatch.pendingStart(input.taskId).catch(() => dispatch.pendingStart(input.taskId)).catch(() => undefined);
-      if (queued === null) await this.inbox.reserve(input.taskId, true).catch(() => {});
+      if (queued === null) {
+        await this.inbox.reserve(input.taskId, true).catch(() => {});
+        await releaseClaim(store, input, claim);
+      }
       throw error;
     }
     return queued(input).status;
@@ -78,6 +89,11 @@ export class Dispatched {
   /** Before an erasure: the task's start job goes (with the input it holds), unless a worker is creating the task. */
   forgetStart(taskId: string): Promise<boolean> {
     return this.deps.dispatch.forgetStart(taskId);
+  }
+
+  /** Whether the task's start job is queued or being created by a worker. */
+  async isQueued(taskId: string): Promise<boolean> {
+    return (await this.deps.dispatch.pendingStart(taskId)) !== null;
   }
 
   /** Tasks of `owner` whose start is queued (not yet created), for `eraseUser`. */
@@ -127,7 +143,8 @@ export class Dispatched {
    * already holds it (the queue's dedupe, then the lease); due deadlines get theirs.
    */
   async recover(sweeper: ExpirySweeper, limit = 1_000): Promise<RecoveryReport> {
-    const report: RecoveryReport = { resumed: [], busy: [], quarantined: [], expired: 0 };
+    // The workers judge each task's catalog when they take its job.
+    const report: RecoveryReport = { resumed: [], busy: [], quarantined: [], catalogMismatch: [], expired: 0 };
     for (const summary of await this.deps.store.list({ states: ['running'], limit })) {
       if (this.deps.live.has(summary.taskId)) continue;
       await this.deps.dispatch.enqueue({ kind: 'wake', taskId: summary.taskId, at: summary.updatedAt });

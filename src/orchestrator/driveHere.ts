@@ -66,5 +66,11 @@ export function driveHere(deps: DriveHereDeps): LiveTasks {
     onTaskFailure: (taskId, error) =>
       logger.error({ taskId, code: (error as { code?: unknown }).code ?? null, err: safeErrorText(error) }, 'this process stopped driving the task'),
     onTakenBack: (taskId) => logger.warn({ taskId }, 'this process took the lost lease back and drives the task again'),
+    catalogDifferences: (catalog) => registry.differences(catalog),
+    onCatalogMismatch: (error) =>
+      logger.warn(
+        { taskId: error.taskId, code: error.code, tools: error.differences.map((d) => `${d.tool}: ${d.problem}`) },
+        'this process does not have the tools the task was started with; it is left to a process that has them',
+      ),
   });
 }

@@ -47,6 +47,8 @@ export class TaskEraser {
     private readonly store: TaskStore,
     private readonly live: LiveTasks,
     private readonly clock: Clock,
+    /** With a dispatch: whether the task's start is queued (it counts as existing while a worker creates it). */
+    private readonly queued?: (taskId: string) => Promise<boolean>,
   ) {}
 
   async erase(taskId: string, options: EraseTaskRequest): Promise<Tombstone> {
@@ -66,6 +68,8 @@ export class TaskEraser {
         await this.live.leases.take(taskId, false);
       } catch (error) {
         if (error instanceof TaskErasedError) return (await store.tombstone(taskId)) ?? Promise.reject(error);
+        const queued = this.queued;
+        if (error instanceof TaskBusyError) return this.live.refuseBusy(taskId, error, queued && (() => queued(taskId)));
         throw error;
       }
       try {

@@ -1,20 +1,20 @@
 /**
  * The table of tasks this process drives right now, and how a task gets into it: created, or loaded, validated and
- * restored under its lease. Waiting and finished tasks are not kept: they are reloaded when an event arrives.
- * Every operation on one task runs in that task's exclusive section (one at a time per task, in this process).
+ * restored under its lease (what is checked first: `admission.ts`). Waiting and finished tasks are not kept: they are
+ * reloaded when an event arrives. Every operation on one task runs in that task's exclusive section (one at a time per task, in this process).
  *
  * A task whose lease this process lost (a renewal came too late or found it gone) stops here at once; then this
  * process tries to take the lease back, and resumes the task from the store if nobody else saved it meanwhile. The
  * new lease comes with a new fence, so whatever the stopped run still had in flight can no longer be saved.
  */
-import type { AgentInput } from '../../machines/context.js';
-import { AgentError, CorruptTaskError, FencedOutError, MachineError, StoreUnavailableError, TaskBusyError, TaskNotFoundError, TaskQuarantinedError, UnsupportedVersionError } from '../errors.js';
+import type { AgentInput, Catalog } from '../../machines/context.js';
+import { AgentError, type CatalogDifference, type CatalogMismatchError, FencedOutError, MachineError, StoreUnavailableError, TaskBusyError } from '../errors.js';
 import { LiveTask, type LiveTaskDeps, type SavedBatch } from '../runtime/liveTask.js';
-import { unrestorableReason } from '../runtime/restore.js';
-import type { TaskEnvelope } from '../store/envelope.js';
-import type { Lease, ReadWithLease } from '../store/taskStore.js';
+import { isFinished } from '../store/erasure.js';
+import type { Lease } from '../store/taskStore.js';
 import type { TaskSummary } from '../store/summary.js';
 import { NO_TRACING, type Tracing } from '../runtime/tracing.js';
+import { assertCatalog, loadRestorable, refuseBusy } from './admission.js';
 import { LeaseKeeper } from './leaseKeeper.js';
 
 /** What every live task needs (the fencing token comes from the lease keeper), plus the lease settings. */
@@ -26,6 +26,13 @@ export interface LiveTasksDeps extends Omit<LiveTaskDeps, 'fence'> {
   onTaskFailure?: (taskId: string, error: Error) => void;
   /** This process took a lost lease back and drives the task again. */
   onTakenBack?: (taskId: string) => void;
+  /**
+   * How this process's tools differ from a task's catalog (`catalogBinding.ts`): a task with any difference is not
+   * driven here (CatalogMismatchError). Without it, every task is.
+   */
+  catalogDifferences?: (catalog: Catalog) => CatalogDifference[];
+  /** A task was refused here for its catalog (called once per refusal, before the error is thrown). */
+  onCatalogMismatch?: (error: CatalogMismatchError) => void;
   /** Runs of tasks as spans, their gate decisions and confirmations as events. */
   tracing: Tracing;
 }
@@ -114,6 +121,11 @@ export class LiveTasks {
     if (!this.leases.drives(taskId)) throw new TaskBusyError(taskId);
   }
 
+  /** Refuses a task whose catalog names tools this process does not have as they were (`admission.ts`). */
+  private assertCatalog(taskId: string, catalog: Catalog): void {
+    assertCatalog(taskId, catalog, this.deps.catalogDifferences, this.deps.onCatalogMismatch);
+  }
+
   /** Runs `fn` with exclusive access to one task in this process. */
   exclusive<T>(taskId: string, fn: () => Promise<T>): Promise<T> {
     const previous = this.locks.get(taskId) ?? Promise.resolve();
@@ -129,6 +141,8 @@ export class LiveTasks {
   /** Creates a task (its lease already taken) and starts it. */
   create(input: AgentInput): LiveTask {
     this.assertMayDrive(input.taskId);
+    // A start recorded by another process (a dispatch job) carries that process's catalog.
+    this.assertCatalog(input.taskId, input.catalog);
     const task = this.attach(new LiveTask(this.liveDeps(input.taskId), { kind: 'new', input }));
     task.start();
     return task;
@@ -139,9 +153,13 @@ export class LiveTasks {
     const existing = this.live.get(taskId);
     if (existing && !existing.failed) return existing;
     if (existing) this.live.delete(taskId);
-    const taken = await this.leases.take(taskId, options.wait ?? true, true);
+    const taken = await this.leases
+      .take(taskId, options.wait ?? true, true)
+      .catch((error: unknown) => (error instanceof TaskBusyError ? this.refuseBusy(taskId, error) : Promise.reject(error)));
     try {
-      const envelope = await this.loadRestorable(taskId, taken);
+      const envelope = await loadRestorable(this.deps.store, this.deps.machine, taskId, taken);
+      // A finished task runs nothing more: it is loaded to be read, or to refuse an event.
+      if (!isFinished(envelope.summary.state)) this.assertCatalog(taskId, envelope.snapshot.context.catalog);
       this.assertMayDrive(taskId);
       const task = this.attach(new LiveTask(this.liveDeps(taskId), { kind: 'restored', envelope }));
       task.start();
@@ -150,6 +168,11 @@ export class LiveTasks {
       await this.releaseLease(taskId);
       throw error;
     }
+  }
+
+  /** TaskBusyError for a task that exists, TaskNotFoundError for one never created (`admission.ts`). */
+  refuseBusy(taskId: string, busy: TaskBusyError, queued?: () => Promise<boolean>): Promise<never> {
+    return refuseBusy(this.deps.store, taskId, busy, queued);
   }
 
   /**
@@ -316,42 +339,6 @@ export class LiveTasks {
   /** A waiting or finished task holds no memory here: it is reloaded when an event arrives. */
   private evictIfIdle(task: LiveTask): Promise<void> {
     return this.exclusive(task.taskId, async () => this.releaseIfSettled(task));
-  }
-
-  /**
-   * The stored envelope, if it can be restored; otherwise it is quarantined with the reason, and refused. `taken`:
-   * what the lease acquisition read already (the same reads, in the same step as the acquisition).
-   */
-  private async loadRestorable(taskId: string, taken?: ReadWithLease): Promise<TaskEnvelope> {
-    // Both reads at once (one round trip on a pipelining client); a quarantined task is refused whatever the load says.
-    // Each runs inside a promise, so a store that throws instead of rejecting is handled the same way.
-    const { store } = this.deps;
-    const [quarantined, loaded] = await Promise.all([
-      taken ? taken.quarantined : Promise.resolve().then(() => store.quarantined(taskId)),
-      Promise.resolve()
-        .then(() => (taken ? taken.load() : store.load(taskId)))
-        .then(
-          (envelope) => ({ envelope }),
-          (error: unknown) => ({ error }),
-        ),
-    ]);
-    if (quarantined) throw new TaskQuarantinedError(taskId, quarantined);
-    if ('error' in loaded) {
-      const { error } = loaded;
-      if (error instanceof CorruptTaskError || error instanceof UnsupportedVersionError) {
-        await this.deps.store.quarantine(taskId, error.message);
-        throw new TaskQuarantinedError(taskId, error.message);
-      }
-      throw error;
-    }
-    const { envelope } = loaded;
-    if (!envelope) throw new TaskNotFoundError(taskId);
-    const reason = unrestorableReason(this.deps.machine, envelope);
-    if (reason) {
-      await this.deps.store.quarantine(taskId, reason);
-      throw new TaskQuarantinedError(taskId, reason);
-    }
-    return envelope;
   }
 
   /** The task presents the fence of the lease it was created under, for good: a lease taken later is another run's. */

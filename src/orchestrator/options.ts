@@ -217,8 +217,11 @@ export const startRequestSchema = z.strictObject({
    * ends the task `answered` (never `done`), listing the writes that succeeded.
    */
   success: successCriterionSchema.optional(),
-  /** What the user asked for, as structured terms of an installed mandate kind; persisted, never changed. */
-  mandate: z.strictObject({ kind: z.string().min(1).max(256), terms: z.unknown() }).optional(),
+  /**
+   * What the user asked for, as structured terms of an installed mandate kind (`defineMandate(...).of(terms)`, whose
+   * id makes it single-use); persisted, never changed.
+   */
+  mandate: z.strictObject({ kind: z.string().min(1).max(256), terms: z.unknown(), id: z.string().min(1).max(128).optional() }).optional(),
   taskId: agentInputSchema.shape.taskId.max(512).optional(),
 });
 

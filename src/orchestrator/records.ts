@@ -81,7 +81,8 @@ export class Records {
   }
 
   private eraser(): TaskEraser {
-    return new TaskEraser(this.deps.store, this.deps.live, this.deps.clock);
+    const { dispatched } = this.deps;
+    return new TaskEraser(this.deps.store, this.deps.live, this.deps.clock, dispatched ? (taskId) => dispatched.isQueued(taskId) : undefined);
   }
 
   /** Sealed values this process keeps for erased tasks go with them (a memory sealer's). */

@@ -7,7 +7,7 @@ import { type AgentInput, type ModelReservation, type Policy, type Provenance, a
 import { CorruptTaskError, HostRequestError, TaskExistsError, UnsupportedVersionError } from '../errors.js';
 import { checkMandate, moneyUnder } from '../mandate.js';
 import type { ToolRegistry } from '../runtime/toolRegistry.js';
-import type { TaskStore } from '../store/taskStore.js';
+import { type TaskStore, claimsMandates } from '../store/taskStore.js';
 import type { Capacity } from './capacity.js';
 import type { LiveTasks } from './liveTasks.js';
 import { type Settings, type StartTaskRequest, parseOrThrow, startRequestSchema } from './options.js';
@@ -53,6 +53,31 @@ export function taskInput(request: StartTaskRequest, deps: InputDeps): AgentInpu
   );
 }
 
+/**
+ * Claims the task's mandate in the store (a mandate authorises one task): `'claimed'` when this call took it (to be
+ * given back if the start does not happen), `'held'` when the task holds it already (a retried start, or the worker
+ * creating a task whose start the API process claimed), null without a mandate. MandateUsedError when another task
+ * holds it.
+ */
+export async function claimMandate(store: TaskStore, input: AgentInput): Promise<'claimed' | 'held' | null> {
+  const { mandate, taskId } = input;
+  if (!mandate) return null;
+  if (mandate.id === undefined) {
+    // A start recorded by an earlier version, before mandates had ids.
+    throw new HostRequestError('invalid_request', `start: the mandate of task ${JSON.stringify(taskId)} has no id: make it with defineMandate(...).of(terms)`);
+  }
+  if (!claimsMandates(store)) {
+    throw new HostRequestError('invalid_request', `start: a task with a mandate needs a store that claims mandates (claimMandate, releaseMandate), so that a mandate authorises one task; the ${store.kind} store does not`);
+  }
+  return store.claimMandate(mandate.id, taskId);
+}
+
+/** Gives back a mandate claimed by a start that did not happen (best effort: the claim only blocks that mandate). */
+export async function releaseClaim(store: TaskStore, input: AgentInput, claim: 'claimed' | 'held' | null): Promise<void> {
+  if (claim !== 'claimed' || !input.mandate?.id) return;
+  await store.releaseMandate?.(input.mandate.id, input.taskId).catch(() => {});
+}
+
 /** Creates the task of `input` and lets it run; resolves once its first state is saved. */
 export function createTask(input: AgentInput, deps: { live: LiveTasks; store: TaskStore; capacity: Capacity }): Promise<TaskStatus> {
   const { live, store, capacity } = deps;
@@ -63,13 +88,16 @@ export function createTask(input: AgentInput, deps: { live: LiveTasks; store: Ta
     .exclusive(taskId, async () => {
       if (live.has(taskId)) throw new TaskExistsError(taskId);
       await live.leases.take(taskId);
+      let claim: 'claimed' | 'held' | null;
       try {
         // Unreadable data under this id still means the id is taken; a store that cannot answer is not a clash.
         const existing = await store.load(taskId).catch((error: unknown) => {
           if (error instanceof CorruptTaskError || error instanceof UnsupportedVersionError) return true;
           throw error;
         });
+        // Before the mandate is claimed: a retried start of an existing task is told it exists, not that its mandate is used.
         if (existing) throw new TaskExistsError(taskId);
+        claim = await claimMandate(store, input);
       } catch (error) {
         await live.releaseLease(taskId);
         throw error;
@@ -78,7 +106,8 @@ export function createTask(input: AgentInput, deps: { live: LiveTasks; store: Ta
       try {
         task = live.create(input);
       } catch (error) {
-        // Closed, or the lease found lost, while the start waited: nothing was stored, and the lease goes.
+        // Closed, the lease found lost, or not this process's tools: nothing was stored; the claim and the lease go.
+        await releaseClaim(store, input, claim);
         await live.releaseLease(taskId);
         throw error;
       }

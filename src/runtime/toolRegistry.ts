@@ -4,7 +4,8 @@
  */
 import type { Catalog, Principal } from '../../machines/context.js';
 import type { ToolRules, Toolkit } from '../../machines/toolkit.js';
-import { AgentError } from '../errors.js';
+import { AgentError, type CatalogDifference } from '../errors.js';
+import { catalogDifferences } from './catalogBinding.js';
 import { sha256Hex } from '../hashing.js';
 import type { OfferedTool } from '../model/agentModel.js';
 import { Privacy } from '../privacy/privacy.js';
@@ -55,6 +56,14 @@ export class ToolRegistry {
       catalog[tool.name] = { effect: tool.effect, sameKeyRetrySafe: tool.effect === 'write' && tool.sameKeyRetrySafe, version: this.versionOf(tool) };
     }
     return catalog;
+  }
+
+  /** How the tools installed here differ from a task's catalog (`catalogBinding.ts`): empty when they may drive it. */
+  differences(catalog: Catalog): CatalogDifference[] {
+    return catalogDifferences(catalog, (name) => {
+      const tool = this.tools.get(name);
+      return tool && { effect: tool.effect, version: this.versionOf(tool), compatibleWith: tool.compatibleWith ?? [] };
+    });
   }
 
   /** The tool's version, computed on first use; none when the tool's declarations cannot be read. */

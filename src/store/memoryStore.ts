@@ -4,7 +4,7 @@
  * between, so each one (an erasure included) is atomic.
  */
 import { randomBytes } from 'node:crypto';
-import { AgentError, FencedOutError, RevisionConflictError, TaskExistsError, TaskNotFoundError } from '../errors.js';
+import { AgentError, FencedOutError, MandateUsedError, RevisionConflictError, TaskExistsError, TaskNotFoundError } from '../errors.js';
 import { type TaskEnvelope, type TaskSummary, parseEnvelope } from './envelope.js';
 import {
   type EraseRequest,
@@ -26,7 +26,7 @@ import {
   sweepLimit,
   tombstoneOf,
 } from './erasure.js';
-import type { ErasableTaskStore, JournalStream, Lease, LeaseManager, ListQuery, SaveRequest, TakenTask } from './taskStore.js';
+import type { ErasableTaskStore, JournalStream, Lease, LeaseManager, ListQuery, MandateClaims, SaveRequest, TakenTask } from './taskStore.js';
 import { checkSameOwner, checkSaveRequest, matchesQuery, readsAreOwn } from './storeChecks.js';
 
 /** Options of a MemoryStore. */
@@ -45,7 +45,7 @@ interface Row {
   transcript: string[];
 }
 
-export class MemoryStore implements ErasableTaskStore {
+export class MemoryStore implements ErasableTaskStore, MandateClaims {
   readonly kind = 'memory';
   /** Leases with the same semantics as the Redis store, so several orchestrators can share one store in tests. */
   readonly leases: LeaseManager;
@@ -55,6 +55,9 @@ export class MemoryStore implements ErasableTaskStore {
   private readonly fences = new Map<string, number>();
   /** Tombstones of erased tasks, serialized like everything else. */
   private readonly tombstones = new Map<string, { text: string; erasedAt: number }>();
+  /** Mandate claims: mandate id -> task id, and each task's mandate id (what its erasure gives back). */
+  private readonly claims = new Map<string, string>();
+  private readonly claimOf = new Map<string, string>();
   private readonly now: () => number;
   private readonly retention: Retention;
 
@@ -179,6 +182,28 @@ export class MemoryStore implements ErasableTaskStore {
 
   async close(): Promise<void> {}
 
+  // --- mandate claims -------------------------------------------------------------------------------------
+
+  async claimMandate(mandateId: string, taskId: string): Promise<'claimed' | 'held'> {
+    const holder = this.claims.get(mandateId);
+    if (holder === taskId) return 'held';
+    if (holder !== undefined) throw new MandateUsedError(mandateId, taskId);
+    if (this.claimOf.has(taskId)) throw new TaskExistsError(taskId);
+    this.claims.set(mandateId, taskId);
+    this.claimOf.set(taskId, mandateId);
+    return 'claimed';
+  }
+
+  async releaseMandate(mandateId: string, taskId: string): Promise<void> {
+    this.dropClaim(mandateId, taskId);
+  }
+
+  private dropClaim(mandateId: string, taskId: string): void {
+    if (this.claims.get(mandateId) !== taskId) return;
+    this.claims.delete(mandateId);
+    this.claimOf.delete(taskId);
+  }
+
   // --- erasure and retention ------------------------------------------------------------------------------
 
   async erase(taskId: string, request: EraseRequest): Promise<Tombstone> {
@@ -230,6 +255,8 @@ export class MemoryStore implements ErasableTaskStore {
     this.quarantine_.delete(taskId);
     this.held.delete(taskId);
     this.fences.delete(taskId);
+    const mandateId = this.claimOf.get(taskId);
+    if (mandateId !== undefined) this.dropClaim(mandateId, taskId);
     this.tombstones.set(taskId, { text: serialize(tombstone), erasedAt: tombstone.erasedAt });
     return tombstone;
   }

@@ -98,7 +98,8 @@ export interface TaskInbox {
   trim(taskId: string, seq: number): Promise<void>;
   /**
    * Reserves the id of a task whose start is queued (not yet created): TaskExistsError if a task or a reservation
-   * has it, TaskErasedError for an erased id. `undo` gives back a reservation whose start could not be queued.
+   * has it, TaskErasedError for an erased id, and (a store that detects data loss) StoreDataLostError once its data
+   * set is gone, as a create would be. `undo` gives back a reservation whose start could not be queued.
    */
   reserve(taskId: string, undo?: boolean): Promise<void>;
   /**
@@ -146,6 +147,18 @@ export interface TaskStore {
   close(): Promise<void>;
 
   /**
+   * Claims the mandate `mandateId` for the task `taskId`, before anything of the task is stored: a mandate authorises
+   * one task. Atomic per mandate: MandateUsedError when another task holds it. `'held'` when this task holds it
+   * already (a retried start of the same task), `'claimed'` when this call took it. TaskExistsError when the task
+   * holds another mandate. The claim goes with the task's erasure (and so with retention). Optional in the type so
+   * that wrapping and third-party stores keep compiling; the orchestrator refuses a start with a mandate on a store
+   * without it. Every built-in store has it.
+   */
+  claimMandate?(mandateId: string, taskId: string): Promise<'claimed' | 'held'>;
+  /** Gives back the claim of `mandateId` if `taskId` holds it: its start did not happen (nothing of it was stored). */
+  releaseMandate?(mandateId: string, taskId: string): Promise<void>;
+
+  /**
    * Removes everything stored for the task (envelope, both journals, its entries in every index, its quarantine
    * marker, its lease and fencing counter) and leaves its tombstone, in one atomic step (the file store: see its
    * header for the order). Unconditional: it neither waits for nor respects a lease; a process still driving the
@@ -164,6 +177,14 @@ export interface TaskStore {
    * Without retention options it does nothing. Also completes erasures a crash interrupted (file store).
    */
   sweepRetention?(now?: number, options?: SweepOptions): Promise<RetentionReport>;
+}
+
+/** A store that can claim mandates: all the built-in ones. */
+export type MandateClaims = Required<Pick<TaskStore, 'claimMandate' | 'releaseMandate'>>;
+
+/** Whether `store` can claim mandates (needed to start a task with one). */
+export function claimsMandates<S extends TaskStore>(store: S): store is S & MandateClaims {
+  return typeof store.claimMandate === 'function' && typeof store.releaseMandate === 'function';
 }
 
 /** A store with every erasure method: all the built-in ones. */

@@ -73,6 +73,7 @@ export function recordingAcks(inner: TaskStore): { store: TaskStore; ackOf(taskI
     leases: inner.leases,
     // Reads are passed through unchanged, so the lease acquisition's reads are too.
     ...(inner.acquireAndRead ? { acquireAndRead: inner.acquireAndRead.bind(inner) } : {}),
+    ...(inner.claimMandate && inner.releaseMandate ? { claimMandate: inner.claimMandate.bind(inner), releaseMandate: inner.releaseMandate.bind(inner) } : {}),
     async save(request: SaveRequest) {
       await inner.save(request);
       const { taskId, revision, journal } = request.envelope;

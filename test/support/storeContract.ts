@@ -17,6 +17,7 @@ import type { TaskStore } from '../../src/store/taskStore.js';
 import { T0, createRequest, jsonCopy, marker, nextRequest } from './envelopes.js';
 import { type StoreFactory, describeErasureContract } from './erasureContract.js';
 import { describeLeaseContract } from './leaseContract.js';
+import { describeMandateContract } from './mandateContract.js';
 
 export type { MadeStore, RawAccess, RawEntry, StoreFactory } from './erasureContract.js';
 
@@ -334,4 +335,5 @@ export function describeStoreContract(name: string, makeStore: StoreFactory): vo
     describeLeaseContract(() => store);
   });
   describe(`TaskStore contract: ${name}`, () => describeErasureContract(makeStore));
+  describe(`TaskStore contract: ${name}`, () => describeMandateContract(makeStore));
 }

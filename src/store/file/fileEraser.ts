@@ -24,6 +24,7 @@ import {
   tombstoneOf,
 } from '../erasure.js';
 import type { FileAccess } from './fileAccess.js';
+import type { FileClaims } from './fileClaims.js';
 import { countLines, entriesOf, readRecordLeniently, removeRemains, scanTasks } from './fileScan.js';
 import { fsyncDirectory, withLockFile, writeFileAtomic } from './fileIo.js';
 import {
@@ -42,6 +43,7 @@ export class FileEraser {
   constructor(
     private readonly files: FileAccess,
     private readonly retention: Retention,
+    private readonly claims: FileClaims,
   ) {}
 
   async erase(taskId: string, request: EraseRequest): Promise<Tombstone> {
@@ -123,6 +125,7 @@ export class FileEraser {
           const raw = await this.files.readText(taskId, ENVELOPE_FILE);
           const record: TaskRecord | 'unreadable' | null = raw === null ? null : readRecordLeniently(taskId, raw);
           if (record !== null && record !== 'unreadable' && record.kind === 'tombstone') {
+            await this.claims.releaseHeldBy(taskId, dir);
             await removeRemains(dir);
             return { tombstone: record.tombstone, fresh: false };
           }
@@ -139,6 +142,8 @@ export class FileEraser {
             quarantine: names.includes(QUARANTINE_FILE),
           });
           await writeFileAtomic(join(dir, ENVELOPE_FILE), tombstoneRecordText(tombstone));
+          // The mandate's claim names the task: it goes before the pointer to it (with the remains).
+          await this.claims.releaseHeldBy(taskId, dir);
           await removeRemains(dir);
           return { tombstone, fresh: true };
         });

@@ -7,6 +7,8 @@
  *   Once the task is erased, its tombstone `{ format: "file-tombstone/1", tombstone }` instead (`fileRecords.ts`).
  * - `audit.jsonl`, `transcript.jsonl`: one JSON entry per line, append-only.
  * - `quarantine.json`: the reason a task must not be restored, when it has one.
+ * - `mandate.json`: the mandate the task claimed, whose claim file (`mandates/`, beside the task directories) its
+ *   erasure removes (`fileClaims.ts`).
  * - `.lock`: present while a save runs.
  *
  * A save appends its journal lines first, then replaces the envelope: a crash in between leaves lines past the
@@ -48,6 +50,7 @@ import {
   erasedError,
 } from '../erasure.js';
 import { FileAccess } from './fileAccess.js';
+import { FileClaims } from './fileClaims.js';
 import { FileEraser } from './fileEraser.js';
 import { taskDirectoryNames } from './fileScan.js';
 import { readPrefix, truncateAndAppend, withLockFile, writeFileAtomic } from './fileIo.js';
@@ -69,7 +72,7 @@ import {
   taskDirectoryName,
 } from './fileRecords.js';
 import { checkSameOwner, checkSaveRequest, matchesQuery } from '../storeChecks.js';
-import type { ErasableTaskStore, JournalStream, ListQuery, SaveRequest } from '../taskStore.js';
+import type { ErasableTaskStore, JournalStream, ListQuery, MandateClaims, SaveRequest } from '../taskStore.js';
 
 export { taskDirectoryName };
 
@@ -92,7 +95,7 @@ export interface FileStoreOptions {
  * const store = new FileStore('./.agent-tasks');
  * await store.save({ envelope, expectedRevision: 0, append: { audit, transcript } });
  */
-export class FileStore implements ErasableTaskStore {
+export class FileStore implements ErasableTaskStore, MandateClaims {
   readonly kind = 'file';
   /** Absolute path of the root directory. */
   readonly directory: string;
@@ -100,6 +103,8 @@ export class FileStore implements ErasableTaskStore {
   private readonly files: FileAccess;
   /** Erasure and retention (`fileEraser.ts`). */
   private readonly eraser: FileEraser;
+  /** Mandate claims (`fileClaims.ts`). */
+  private readonly claims: FileClaims;
 
   constructor(directory: string, options: FileStoreOptions = {}) {
     this.directory = resolve(directory);
@@ -107,7 +112,8 @@ export class FileStore implements ErasableTaskStore {
       timeoutMs: options.lockTimeoutMs ?? 10_000,
       staleMs: options.staleLockMs ?? 30_000,
     });
-    this.eraser = new FileEraser(this.files, checkRetention(options.retention));
+    this.claims = new FileClaims(this.files);
+    this.eraser = new FileEraser(this.files, checkRetention(options.retention), this.claims);
   }
 
   /** Absolute path of a task's directory. */
@@ -171,6 +177,14 @@ export class FileStore implements ErasableTaskStore {
     }
     const text = `{"format":${JSON.stringify(TASK_FORMAT)},"offsets":${JSON.stringify(offsets)},"envelope":${envelopeText}}\n`;
     await writeFileAtomic(join(dir, ENVELOPE_FILE), text);
+  }
+
+  claimMandate(mandateId: string, taskId: string): Promise<'claimed' | 'held'> {
+    return this.claims.claim(mandateId, taskId);
+  }
+
+  releaseMandate(mandateId: string, taskId: string): Promise<void> {
+    return this.claims.release(mandateId, taskId);
   }
 
   async list(query: ListQuery = {}): Promise<TaskSummary[]> {

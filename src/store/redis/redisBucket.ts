@@ -15,6 +15,7 @@ import { type EraseRequest, type Retention, type TaskOwner, type Tombstone, type
 import { TASK_STATES, type TaskSummary } from '../summary.js';
 import type { RedisCall } from './redisConnection.js';
 import { type RedisKeys, TASK_FIELDS, stateIndexKeys, taskScriptKeys } from './redisKeys.js';
+import { RedisClaims } from './redisClaims.js';
 import { RedisEpoch } from './redisEpoch.js';
 import { type OwnerIndexReport, RedisErasure, type RetentionDue } from './redisErasure.js';
 import { RedisInbox } from './redisInbox.js';
@@ -32,6 +33,8 @@ const STATE_NAMES = TASK_STATES.join(',');
 export class RedisBucket {
   readonly leases: RedisLeaseManager;
   readonly inbox: RedisInbox;
+  /** Mandate claims of this bucket's tasks (a claim itself lives in the bucket its mandate id hashes to). */
+  readonly claims: RedisClaims;
   private readonly stateKeys: string[];
   private readonly erasure: RedisErasure;
   private readonly epoch: RedisEpoch;
@@ -48,14 +51,17 @@ export class RedisBucket {
     clock: Clock,
     private readonly call: RedisCall,
     retention: Retention,
+    /** The keys of the bucket a mandate id hashes to (where its claim lives). */
+    claimKeys: (mandateId: string) => RedisKeys,
   ) {
     this.stateKeys = stateIndexKeys(keys);
     this.epoch = new RedisEpoch(client, keys, prefix, where, clock, call);
     this.leases = new RedisLeaseManager(client, keys, clock, call, this.epoch);
-    this.erasure = new RedisErasure(client, keys, retention, call);
+    this.claims = new RedisClaims(client, keys, claimKeys, call);
+    this.erasure = new RedisErasure(client, keys, retention, call, this.claims);
     this.listing = new RedisListing(client, keys, call);
     this.journal = new RedisJournal(client, keys, call);
-    this.inbox = new RedisInbox(client, keys, call, clock);
+    this.inbox = new RedisInbox(client, keys, call, clock, this.epoch);
   }
 
   /** Also StoreDataLostError, when this store had learned an epoch and its data set is gone or replaced. */

@@ -1,9 +1,9 @@
 /**
  * The epoch marker: `{prefix}:epoch` holds a random id and the time the data set under the prefix was first used
- * ("<16 hex digits>@<ISO time>"), created once (SET NX) by the first save or lease acquisition that finds none. A
- * store learns it on its first call and remembers it; every save and lease call sends it, and the scripts refuse
- * the call (StoreDataLostError) when the marker is gone or holds another epoch. Loads and listings compare it in the
- * same round trip as their read. So a Redis that lost its data (restart without persistence, FLUSHALL, failover to
+ * ("<16 hex digits>@<ISO time>"), created once (SET NX) by the first save, lease acquisition or reservation of a
+ * queued task's id that finds none. A store learns it on its first call and remembers it; every save, lease call and
+ * reservation sends it, and the scripts refuse the call (StoreDataLostError) when the marker is gone or holds another
+ * epoch. Loads and listings compare it in the same round trip as their read. So a Redis that lost its data (restart without persistence, FLUSHALL, failover to
  * an empty replica) is reported as data loss, not as a fence that was never handed out or a task that does not
  * exist, and a task whose records vanished is never created again in the empty data set by a process that knew it.
  *

@@ -22,6 +22,7 @@ import {
   retentionRequest,
   tombstoneHead,
 } from '../erasure.js';
+import type { RedisClaims } from './redisClaims.js';
 import type { RedisCall } from './redisConnection.js';
 import { TASK_FIELDS, type RedisKeys, stateIndexKeys, taskScriptKeys } from './redisKeys.js';
 import { type StoreScripts, scriptError } from './redisScripts.js';
@@ -55,6 +56,7 @@ export class RedisErasure {
     private readonly keys: RedisKeys,
     private readonly retention: Retention,
     private readonly call: RedisCall,
+    private readonly claims: RedisClaims,
   ) {
     this.stateKeys = stateIndexKeys(keys);
   }
@@ -166,7 +168,12 @@ export class RedisErasure {
       { taskId, key: keys[0]! },
     );
     if (code < 0) throw scriptError(code, detail, { taskId });
-    if (code === 0 || code === 3) return null;
+    if (code === 3) return null;
+    // The mandate's claim (in the bucket of its id, so not in the script) names the task: it goes too, then the
+    // task's pointer to it. An erasure a crash cut off here is completed by the next one (the pointer is kept until then).
+    const mandateId = await this.claims.heldBy(taskId);
+    if (mandateId !== null) await this.claims.release(mandateId, taskId);
+    if (code === 0) return null;
     return { tombstone: parseTombstone(taskId, detail), fresh: code === 1 };
   }
 }

@@ -7,6 +7,7 @@ import type { Redis } from 'ioredis';
 import type { Clock } from '../../clock.js';
 import type { InboxEntry, TaskInbox } from '../taskStore.js';
 import type { RedisCall } from './redisConnection.js';
+import type { RedisEpoch } from './redisEpoch.js';
 import type { RedisKeys } from './redisKeys.js';
 import { type StoreScripts, scriptError } from './redisScripts.js';
 
@@ -16,6 +17,8 @@ export class RedisInbox implements TaskInbox {
     private readonly keys: RedisKeys,
     private readonly call: RedisCall,
     private readonly clock: Clock,
+    /** The bucket's epoch: a reservation is a task's first write, refused after a data loss. */
+    private readonly epoch: RedisEpoch,
   ) {}
 
   async append(taskId: string, data: unknown, maxUnapplied: number): Promise<number> {
@@ -56,14 +59,18 @@ export class RedisInbox implements TaskInbox {
     await this.call(`inbox trim for task ${taskId}`, () => this.client.taskStoreInboxTrim(key, this.keys.inboxes, seq, taskId, this.clock.now()), { taskId, key });
   }
 
+  /** Also StoreDataLostError, when this store had learned an epoch and its data set is gone or replaced. */
   async reserve(taskId: string, undo = false): Promise<void> {
     const key = this.keys.inboxSeq(taskId);
-    const [code, detail] = await this.call(
-      `reservation of task id ${taskId}`,
-      () => this.client.taskStoreInboxReserve(key, this.keys.task(taskId), this.keys.tombstone(taskId), this.keys.inbox(taskId), undo ? '1' : '0'),
+    const action = `reservation of task id ${taskId}`;
+    const epoch = this.epoch.args();
+    const [code, detail, found] = await this.call(
+      action,
+      () => this.client.taskStoreInboxReserve(key, this.keys.task(taskId), this.keys.tombstone(taskId), this.keys.inbox(taskId), this.keys.epoch, undo ? '1' : '0', epoch.expected, epoch.candidate),
       { taskId, key },
     );
-    if (code < 0) throw scriptError(code, detail, { taskId });
+    if (code < 0) throw scriptError(code, detail, { taskId, epoch: this.epoch.context(epoch, action) });
+    if (!undo) this.epoch.learn(found);
   }
 
   async pending(before: number, limit: number): Promise<string[]> {

@@ -53,6 +53,10 @@ export interface RedisKeys {
   readonly wake: string;
   /** Hash: taskId -> quarantine reason. */
   readonly quarantine: string;
+  /** String: the claim of a mandate (the id of the task it authorises), in the bucket the mandate id hashes to. */
+  mandate(mandateId: string): string;
+  /** String: the id of the mandate the task claimed (its erasure gives the claim back). */
+  mandateOf(taskId: string): string;
   /** String: the tombstone (JSON) of an erased task; saves, leases and quarantine of the id are refused. */
   tombstone(taskId: string): string;
   /** Sorted set: ids of erased tasks, scored by erasedAt (for the tombstones' retention). */
@@ -117,6 +121,8 @@ function keysUnder(root: string): RedisKeys {
     wake: `${root}:index:wake`,
     quarantine: `${root}:quarantine`,
     tombstone: (id) => `${root}:tombstone:${id}`,
+    mandate: (id) => `${root}:mandate:${id}`,
+    mandateOf: (id) => `${root}:mandateof:${id}`,
     erased: `${root}:index:erased`,
     user,
     userPrefix: `${root}:index:user:`,

@@ -19,7 +19,8 @@ import { type EpochContext, dataLostError } from './redisEpoch.js';
 
 /**
  * Every script replies `[code, detail]`; a negative code is a refusal, mapped by `scriptError`. The scripts that
- * check the epoch marker (save, lease acquisition and renewal) add, when they succeed, the epoch in effect.
+ * check the epoch marker (save, lease acquisition and renewal, the reservation of a queued task's id) add, when they
+ * succeed, the epoch in effect.
  */
 export type ScriptReply<T = string> = [code: number, detail: T, epoch?: string | null];
 
@@ -50,6 +51,7 @@ export interface StoreScripts {
   taskStoreInboxAppend: Command<number | string>;
   taskStoreInboxTrim: Command<number>;
   taskStoreInboxReserve: Command;
+  taskStoreMandateClaim: Command;
 }
 
 const lua = (name: string) => readFileSync(new URL(`./lua/${name}.lua`, import.meta.url), 'utf8');
@@ -71,7 +73,8 @@ const definitions: Record<keyof StoreScripts, { lua: string; numberOfKeys: numbe
   taskStoreReadJournal: { lua: lua('readJournal'), numberOfKeys: 2 },
   taskStoreInboxAppend: { lua: lua('inboxAppend'), numberOfKeys: 4 },
   taskStoreInboxTrim: { lua: lua('inboxTrim'), numberOfKeys: 2 },
-  taskStoreInboxReserve: { lua: lua('inboxReserve'), numberOfKeys: 4 },
+  taskStoreInboxReserve: { lua: lua('inboxReserve'), numberOfKeys: 5 },
+  taskStoreMandateClaim: { lua: lua('mandateClaim'), numberOfKeys: 1 },
 };
 
 /** Registers the scripts on `client` (idempotent: redefining replaces them with the same code). */

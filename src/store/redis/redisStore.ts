@@ -21,7 +21,7 @@ import { globEscape } from './redisErasure.js';
 import type { RedisCall } from './redisConnection.js';
 import { defineStoreScripts } from './redisScripts.js';
 import { readsAreOwn } from '../storeChecks.js';
-import type { ErasableTaskStore, InboxEntry, JournalStream, Lease, LeaseManager, ListQuery, SaveRequest, TakenTask, TaskInbox } from '../taskStore.js';
+import type { ErasableTaskStore, InboxEntry, JournalStream, Lease, LeaseManager, ListQuery, MandateClaims, SaveRequest, TakenTask, TaskInbox } from '../taskStore.js';
 
 /** How a RedisStore connects; the bounds apply only to a client the store creates itself. */
 export interface RedisStoreOptions extends RedisClientBounds {
@@ -52,8 +52,9 @@ export interface RedisStoreOptions extends RedisClientBounds {
  * a task whose keys hold unreadable data is a CorruptTaskError and leaves the other tasks readable.
  *
  * Data loss: each bucket has an epoch marker (`{prefix}:epoch`, or `{prefix{<n>}:epoch` per bucket), which the store
- * learns on its first call. Once it has, a save (a create included), a lease acquisition or renewal, a `load` and a
- * `list` are refused with StoreDataLostError when the marker is gone (Redis restarted without persistence, was
+ * learns on its first call. Once it has, a save (a create included), a lease acquisition or renewal, the
+ * reservation of a dispatched task's id (so a dispatched `start()`), a `load` and a `list` are refused with
+ * StoreDataLostError when the marker is gone (Redis restarted without persistence, was
  * flushed, a master failed over to an empty replica) or holds another epoch (the data set was replaced), so a task
  * whose records vanished is not silently created again. An orchestrator's `recover()`, `status()` and `resume()`
  * then throw it too. A new store (a new process) works on what it finds; `acceptDataLoss()` makes this one do the
@@ -64,7 +65,7 @@ export interface RedisStoreOptions extends RedisClientBounds {
  * const lease = await store.leases.acquire(taskId, 30_000);
  * // On a Redis Cluster: const store = new RedisStore({ client: new Cluster(nodes), prefix: 'agent', buckets: 16 });
  */
-export class RedisStore implements ErasableTaskStore {
+export class RedisStore implements ErasableTaskStore, MandateClaims {
   readonly kind = 'redis';
   readonly leases: LeaseManager;
   /** Tasks' inboxes, for dispatch across processes (`statechart-agent/bullmq`). */
@@ -96,7 +97,9 @@ export class RedisStore implements ErasableTaskStore {
     const call = redisCall(where, () => this.closed);
     this.call = call;
     this.prefix = prefix;
-    this.parts = Array.from({ length: this.buckets }, (_, i) => new RedisBucket(scripts, redisBucketKeys(prefix, i, this.buckets), prefix, where, this.clock, call, retention));
+    const keysOf = Array.from({ length: this.buckets }, (_, i) => redisBucketKeys(prefix, i, this.buckets));
+    const claimKeys = (mandateId: string) => keysOf[this.buckets === 1 ? 0 : bucketOf(mandateId, this.buckets)]!;
+    this.parts = keysOf.map((keys) => new RedisBucket(scripts, keys, prefix, where, this.clock, call, retention, claimKeys));
     this.layout = new RedisLayout(client, root, this.parts.map((part) => part.keys), prefix, this.buckets, call);
     // Every call checks the layout first (once per store; afterwards a resolved promise).
     const ready = () => this.layout.checked();
@@ -170,6 +173,17 @@ export class RedisStore implements ErasableTaskStore {
     if (readsAreOwn(this, RedisStore.prototype)) return leases.acquireAndRead(taskId, ttlMs);
     const lease = await leases.acquire(taskId, ttlMs);
     return lease && { lease, read: null };
+  }
+
+  /** `redisClaims.ts`: the claim in the bucket of the mandate id, the task's pointer to it in the task's. */
+  async claimMandate(mandateId: string, taskId: string): Promise<'claimed' | 'held'> {
+    await this.layout.checked();
+    return this.bucket(taskId).claims.claim(mandateId, taskId);
+  }
+
+  async releaseMandate(mandateId: string, taskId: string): Promise<void> {
+    await this.layout.checked();
+    return this.bucket(taskId).claims.release(mandateId, taskId);
   }
 
   async erase(taskId: string, request: EraseRequest): Promise<Tombstone> {
