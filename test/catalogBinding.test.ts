@@ -145,9 +145,9 @@ describe('a task is driven only by a process with its tools', () => {
       const notes = noteWriter();
       const a = processWith(store, [read.tool('A'), notes.tool]);
       await a.start({ principal: E17, goal: 'read, then note', taskId: 'done-1' });
-      expect((await a.settled('done-1')).state).toBe('done');
+      expect((await a.settled('done-1')).state).toBe('answered');
       const b = processWith(store, [read.tool('B')]);
-      expect((await b.status('done-1')).state).toBe('done');
+      expect((await b.status('done-1')).state).toBe('answered');
       expect(await b.cancel('done-1', E17)).toMatchObject({ accepted: false, code: 'task_finished' });
       await a.close();
       await b.close();
@@ -177,7 +177,7 @@ describe('a task is driven only by a process with its tools', () => {
       const c = processWith(store, [quick.tool('C'), notes.tool]);
       expect((await c.recover()).resumed).toEqual(['orphan']);
       const done = await c.settled('orphan');
-      expect(done).toMatchObject({ state: 'done', outcome: { answer: 'read by C' } });
+      expect(done).toMatchObject({ state: 'answered', outcome: { answer: 'read by C' } });
       expect(quick.started).toEqual(['C']);
       await a.close();
       await b.close();
@@ -195,7 +195,7 @@ describe('a task is driven only by a process with its tools', () => {
     await a.close();
     const b = processWith(store, [slowRead().tool('B'), noteWriter().tool], { model });
     expect(await b.answer('same', E17, 'x')).toMatchObject({ accepted: true });
-    expect((await b.settled('same')).state).toBe('done');
+    expect((await b.settled('same')).state).toBe('answered');
     await b.close();
   });
 });

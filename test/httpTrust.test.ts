@@ -80,7 +80,7 @@ describe('a start body that sets the rules', () => {
     expect(started.statusCode).toBe(201);
     expect(host).toHaveBeenCalledWith({ goal: body.goal, input: body.input, taskId: 'refund-1' }, E17, expect.anything());
     const status = await orchestrator.settled('refund-1');
-    expect(status.mandate).toEqual(refundMandate.of({ order_id: 'O-1001', max_amount_cents: 19_900 }));
+    expect(status.mandate).toEqual({ kind: 'refund', terms: { order_id: 'O-1001', max_amount_cents: 19_900 }, id: expect.any(String) });
     expect(status.budget.limits.money).toBe(19_900);
     expect(status.principal).toEqual(E17);
     const audit = await orchestrator.audit('refund-1');

@@ -71,14 +71,16 @@ describe('a start request with a mandate', () => {
 
 describe('a mandate authorises one task', () => {
   const UP_TO_500 = { order_id: 'O-1001', max_amount_cents: 50_000 };
+  /** The refunds here run unconfirmed: the tests are about the mandate, not the asking. */
+  const UNCONFIRMED_1000 = { unconfirmedMoney: { upTo: 100_000, reason: 'refunds up to 1,000.00 are the desk lead\'s own call' } };
   const refund400 = (taskId: string) => [reply.call('refund_order', { order_id: 'O-1001', amount_cents: 40_000, reason: taskId }), reply.answer('refunded')];
 
   it('refuses a second task under the same mandate before anything is stored: 400.00 moves once under a 500.00 mandate', async () => {
     const store = new MemoryStore();
-    const first = harness({ store, script: refund400('first'), refundOptions: { confirmAboveCents: 100_000 } });
+    const first = harness({ store, script: refund400('first'), refundOptions: { confirmAboveCents: 100_000 }, loosen: UNCONFIRMED_1000 });
     const mandate = refundMandate.of(UP_TO_500);
-    expect((await first.orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, mandate, taskId: 'first' })).state).toBe('done');
-    const second = harness({ store, refunds: first.refunds, script: refund400('second'), refundOptions: { confirmAboveCents: 100_000 } });
+    expect((await first.orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, mandate, taskId: 'first' })).state).toBe('answered');
+    const second = harness({ store, refunds: first.refunds, script: refund400('second'), refundOptions: { confirmAboveCents: 100_000 }, loosen: UNCONFIRMED_1000 });
     const refused = await second.orchestrator.start({ principal: SUPPORT, goal: REFUND_GOAL, mandate, taskId: 'second' }).catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(MandateUsedError);
     expect(refused).toMatchObject({ code: 'mandate_used', mandateId: mandate.id, taskId: 'second' });
@@ -86,18 +88,18 @@ describe('a mandate authorises one task', () => {
     expect(second.orchestrator.inFlight()).toEqual({ live: 0, leases: 0 });
     expect(first.refunds.refunds.map((r) => r.amountCents)).toEqual([40_000]);
     // A mandate of its own (the same terms, made for this request) starts it.
-    expect((await second.orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, mandate: refundMandate.of(UP_TO_500), taskId: 'second' })).state).toBe('done');
+    expect((await second.orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, mandate: refundMandate.of(UP_TO_500), taskId: 'second' })).state).toBe('answered');
   });
 
   it('tells a retried start of the same task that the task exists, not that its mandate is used', async () => {
-    const { orchestrator } = harness({ script: refund400('t'), refundOptions: { confirmAboveCents: 100_000 } });
+    const { orchestrator } = harness({ script: refund400('t'), refundOptions: { confirmAboveCents: 100_000 }, loosen: UNCONFIRMED_1000 });
     const mandate = refundMandate.of(UP_TO_500);
     await orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, mandate, taskId: 'retried' });
     await expect(orchestrator.start({ principal: SUPPORT, goal: REFUND_GOAL, mandate, taskId: 'retried' })).rejects.toBeInstanceOf(TaskExistsError);
   });
 
   it('is not used up by a start refused for another reason', async () => {
-    const { orchestrator } = harness({ script: [reply.ask('which order?'), ...refund400('t')], refundOptions: { confirmAboveCents: 100_000 } });
+    const { orchestrator } = harness({ script: [reply.ask('which order?'), ...refund400('t')], refundOptions: { confirmAboveCents: 100_000 }, loosen: UNCONFIRMED_1000 });
     await orchestrator.start({ principal: SUPPORT, goal: REFUND_GOAL, taskId: 'taken' });
     const mandate = refundMandate.of(UP_TO_500);
     await expect(orchestrator.start({ principal: SUPPORT, goal: REFUND_GOAL, mandate, taskId: 'taken' })).rejects.toBeInstanceOf(TaskExistsError);

@@ -44,7 +44,7 @@ describe.each(STORES)('a task meeting credentials with no privacy configuration,
   it('seals them before the model, the store, the streams and the event stream see them', async () => {
     const { store, where } = await open();
     const run = await runSecretTask({ store, taskId: 'secrets-1' });
-    expect(run.status.state).toBe('done');
+    expect(run.status.state).toBe('answered');
 
     // The model was shown tokens where the values were, labelled by kind, and the result's shape otherwise intact.
     const shown = run.seen.join('\n');
