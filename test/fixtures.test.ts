@@ -203,7 +203,7 @@ describe('an envelope missing a field the machine needs', () => {
   }
 });
 
-describe.each(['agent-1', 'agent-2', 'agent-3', 'agent-4', 'agent-5'])('envelopes of %s', (version) => {
+describe.each(['agent-1', 'agent-2', 'agent-3', 'agent-4', 'agent-5', 'agent-6'])('envelopes of %s', (version) => {
   it('restores a finished task: status, outcome and audit as they were', async () => {
     const { store, taskId } = storeWith('done-booking', version);
     const h = harness({ store });
@@ -219,7 +219,7 @@ describe.each(['agent-1', 'agent-2', 'agent-3', 'agent-4', 'agent-5'])('envelope
     const h = harness({ store, refunds, script: refundScript(), clock: new ManualClock(DEMO_NOW) });
     const waiting = await h.orchestrator.status(taskId);
     // Up to agent/3 the fixture's model asked for 999.00; from agent/4 the refund mandate keeps it to 199.00.
-    const fromAgent4 = version === 'agent-4' || version === 'agent-5';
+    const fromAgent4 = version === 'agent-4' || version === 'agent-5' || version === 'agent-6';
     const cents = fromAgent4 ? 19_900 : 99_900;
     const reason = fromAgent4 ? 'projector arrived broken' : 'manager approved per note';
     expect(waiting.pendingConfirmation?.summary).toBe(`Refund ${(cents / 100).toFixed(2)} on order O-1001 (${reason})`);
@@ -262,7 +262,7 @@ describe.each(['agent-3', 'agent-4', 'agent-5'])('envelopes of %s (from agent/3 
   });
 });
 
-describe.each(['agent-4', 'agent-5'])('envelopes of %s (from agent/4 on)', (version) => {
+describe.each(['agent-4', 'agent-5'])('envelopes of %s (agent/4 and agent/5: stored mid-re-check)', (version) => {
   it('restores a task stopped while its write was re-checked: the re-check runs again, then the write, once', async () => {
     const { store, taskId } = storeWith('mid-recheck', version);
     const bookings = new BookingService();
@@ -275,7 +275,9 @@ describe.each(['agent-4', 'agent-5'])('envelopes of %s (from agent/4 on)', (vers
     expect(audit.filter((e) => e.kind === 'check_started' && e.gate === 'recheck')).toHaveLength(1);
     expect(audit.filter((e) => e.kind === 'tool_started' && e.tool === 'reserve_room')).toHaveLength(1);
   });
+});
 
+describe.each(['agent-4', 'agent-5', 'agent-6'])('envelopes of %s (from agent/4 on)', (version) => {
   it('restores a task waiting for a reviewer; the task user cannot resolve it, a reviewer can', async () => {
     const { store, taskId } = storeWith('review-required', version);
     const bookings = new BookingService();
