@@ -1,17 +1,22 @@
 import { defineConfig } from 'vitest/config';
+import { scaled } from './test/support/timeScale.js';
 
 /**
- * Tests in tiers, by file name: `*.paths.test.ts` explore the chart exhaustively (tens of seconds),
- * `*.redis.test.ts` need Redis, `*.process.test.ts` kill real worker processes (and need Redis),
- * `*.browser.test.ts` need Chromium, `*.package.test.ts` pack the package and install it into new projects (npm
- * registry); the rest are unit tests (`npm run test:unit`). `npm test` runs every tier.
+ * Tests in tiers, by file name. The rest are unit tests (`npm run test:unit`, under a minute): in-process, no
+ * exhaustive exploration, no child process, no Redis. `*.paths.test.ts` explore the chart exhaustively (minutes),
+ * `*.redis.test.ts` need Redis, `*.process.test.ts` run child processes (the CLIs, the demo, the README's examples,
+ * worker processes killed with SIGKILL; some need Redis), `*.browser.test.ts` need Chromium, `*.package.test.ts` pack
+ * the package and install it into new projects (npm registry). `npm test` runs every tier.
+ *
+ * No verdict rests on wall time: a timeout only reports a hang. TEST_TIME_SCALE multiplies every timeout (these two
+ * and the tests' own, through test/support/timeScale.ts); a loaded machine raises it.
  */
 const TIERS = ['paths', 'redis', 'process', 'browser', 'package'];
 
 export default defineConfig({
   test: {
-    testTimeout: 20_000,
-    hookTimeout: 30_000,
+    testTimeout: scaled(20_000),
+    hookTimeout: scaled(30_000),
     projects: [
       { extends: true, test: { name: 'unit', include: ['test/**/*.test.ts'], exclude: TIERS.map((tier) => `test/**/*.${tier}.test.ts`) } },
       ...TIERS.map((tier) => ({ extends: true as const, test: { name: tier, include: [`test/**/*.${tier}.test.ts`] } })),

@@ -54,7 +54,7 @@ describe.skipIf(!redis)('crash matrix: a worker process SIGKILLed at each effect
 
   async function finished(worker: Worker) {
     const exit = await worker.ended(20_000);
-    expect(exit, worker.stderr).toEqual({ code: 0, signal: null });
+    expect(exit, worker.transcript()).toEqual({ code: 0, signal: null });
     return worker;
   }
 
@@ -259,7 +259,7 @@ describe.skipIf(!redis)('crash matrix: a worker process SIGKILLed at each effect
       name: 'FencedOutError',
       message: expect.stringMatching(/fence \d+ is stale; the lease was acquired since/),
     });
-    expect(await paused.ended()).toEqual({ code: 3, signal: null });
+    expect(await paused.ended(), paused.transcript()).toEqual({ code: 3, signal: null });
     // Every save the paused process saw acknowledged had landed before the takeover (a reply can be read only
     // after SIGCONT): the new driver resumed from its last one, and nothing of the paused process came after.
     const pausedAcks = paused.saved();
