@@ -12,6 +12,11 @@ import { scaled } from './test/support/timeScale.js';
  * and the tests' own, through test/support/timeScale.ts); a loaded machine raises it.
  */
 const TIERS = ['paths', 'redis', 'process', 'browser', 'package'];
+/** Longer limits where each test is long by nature: an exploration of the chart, `npm install` and `tsc` runs. */
+const SLOW: Record<string, { testTimeout: number; hookTimeout: number }> = {
+  paths: { testTimeout: scaled(120_000), hookTimeout: scaled(30_000) },
+  package: { testTimeout: scaled(120_000), hookTimeout: scaled(240_000) },
+};
 
 export default defineConfig({
   test: {
@@ -29,7 +34,7 @@ export default defineConfig({
           isolate: false,
         },
       },
-      ...TIERS.map((tier) => ({ extends: true as const, test: { name: tier, include: [`test/**/*.${tier}.test.ts`] } })),
+      ...TIERS.map((tier) => ({ extends: true as const, test: { name: tier, include: [`test/**/*.${tier}.test.ts`], ...SLOW[tier] } })),
     ],
   },
 });

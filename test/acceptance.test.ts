@@ -18,13 +18,14 @@ import { judge, type TaskRun } from '../src/acceptance/verdict.js';
 import { FaultyTools } from '../src/acceptance/faultyTools.js';
 import type { Json } from '../machines/context.js';
 import { demoAcceptanceDomain } from '../examples/booking/acceptanceDomain.js';
+import { scaled } from './support/timeScale.js';
 
 const BLOCKED = ['invalid_schema', 'invalid_business', 'out_of_scope', 'other_tenant', 'unknown_tool', 'duplicate_call_ids', 'malformed_arguments', 'injected_output'];
 
 describe('the acceptance run over the demo', () => {
   let report: AcceptanceReport;
 
-  it('holds every invariant across every fault class', { timeout: 60_000 }, async () => {
+  it('holds every invariant across every fault class', { timeout: scaled(60_000) }, async () => {
     report = await runAcceptance({ domain: demoAcceptanceDomain(), plan: planForCalls(400, 7) });
     expect(report.failures).toEqual([]);
     expect(report.ok).toBe(true);
@@ -73,7 +74,7 @@ describe('the acceptance run over the demo', () => {
     expect(text).toMatch(/every invariant held/);
   });
 
-  it('replays one task alone with the same outcome', { timeout: 30_000 }, async () => {
+  it('replays one task alone with the same outcome', { timeout: scaled(30_000) }, async () => {
     const plan = planForCalls(400, 7);
     const spec = expandPlan(plan).find((s) => s.fault === 'lost_write_response')!;
     const alone = await runAcceptance({ domain: demoAcceptanceDomain(), plan, only: [spec.index] });

@@ -16,12 +16,10 @@ import type { ToolRules } from '../machines/toolkit.js';
 import { sha256Hex } from '../src/hashing.js';
 import { CHART, INPUT, RULES, TOOLKIT, withLimits } from './support/agentWorld.js';
 import { explore, report } from './support/explore.js';
-import { scaled } from './support/timeScale.js';
 
 type Chart = typeof CHART;
 
-// Each exploration takes up to seconds on a quiet machine, tens under load.
-describe('agent machine paths, one model turn', { timeout: scaled(120_000) }, () => {
+describe('agent machine paths, one model turn', () => {
   it('keeps every safety rule on every transition', () => {
     const result = explore(withLimits({ modelTurns: 1 }), { maxStates: 50_000 });
     expect(result.violations, report(result.violations)).toEqual([]);

@@ -21,6 +21,7 @@ import { type ReadTool, type Tool, type ToolContext, type WriteTool } from '../s
 import { INJECTION, fixtureServer, fixtureState } from './fixtures/mcp/server.js';
 import { byKind, harness } from './support/harness.js';
 import { PROJECT_ROOT } from './support/workers.js';
+import { scaled } from './support/timeScale.js';
 
 /** The fixture server in this process, connected to the client through an in-memory transport pair. */
 async function linkedFixture(): Promise<McpConnection> {
@@ -260,7 +261,7 @@ describe('an imported tool, called directly', () => {
     const running = (byName(tools, 'slow_read') as ReadTool).execute({ ms: 5_000 }, ctx(controller.signal));
     setTimeout(() => controller.abort(new Error('timeout')), 100);
     await expect(running).rejects.toThrow();
-    await expect.poll(async () => (await stats(mcp)).cancelled, { timeout: 2_000 }).toBe(before + 1);
+    await expect.poll(async () => (await stats(mcp)).cancelled, { timeout: scaled(2_000) }).toBe(before + 1);
   });
 
   it('sends the idempotency key in _meta (and as the key argument), so the server applies a repeat once', async () => {
@@ -364,7 +365,7 @@ describe('through the orchestrator', () => {
     const status = await h.orchestrator.run({ principal: PAYER, goal: 'wait' });
     expect(status.observations[0]).toMatchObject({ ok: false, code: 'timeout' });
     expect(byKind(await h.orchestrator.audit(status.taskId), 'tool_finished')[0]).toMatchObject({ attempts: 2 });
-    await expect.poll(async () => (await stats(mcp)).calls.slow_read, { timeout: 2_000 }).toBe(before + 2);
+    await expect.poll(async () => (await stats(mcp)).calls.slow_read, { timeout: scaled(2_000) }).toBe(before + 2);
     await h.orchestrator.close();
   });
 

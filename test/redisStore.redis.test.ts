@@ -23,6 +23,7 @@ import { RedisStore } from '../src/store/redis/redisStore.js';
 import type { ListQuery, SaveRequest, TaskStore } from '../src/store/taskStore.js';
 import { T0, createRequest, marker, nextRequest } from './support/envelopes.js';
 import { freePort, startRedisServer, useTestRedis } from './support/redis.js';
+import { scaled } from './support/timeScale.js';
 
 const redis = await useTestRedis();
 const hasRedisServer = spawnSync('redis-server', ['--version']).status === 0;
@@ -437,7 +438,7 @@ describe.skipIf(!redis)('RedisStore', () => {
         server = await startRedisServer(port);
         // The client reconnects in the background (delay capped at 400 ms); the new server is empty, which the
         // store reports as data loss (test/redisDataLoss.redis.test.ts) until it is told to carry on.
-        const deadline = Date.now() + 5000;
+        const deadline = Date.now() + scaled(5000);
         let loaded: unknown = undefined;
         while (loaded === undefined && Date.now() < deadline) {
           loaded = await own.load('t-stop').catch((e: unknown) => (e instanceof StoreUnavailableError ? undefined : e));

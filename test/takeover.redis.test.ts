@@ -13,6 +13,7 @@ import type { LeaseManager } from '../src/store/taskStore.js';
 import { E17, until } from './support/harness.js';
 import { type RedisServer, startRedisServer, useTestRedis } from './support/redis.js';
 import { inFlight, leaseIsFree, noteWriter, readThenWrite, slowRead, withMembers } from './support/takeover.js';
+import { scaled } from './support/timeScale.js';
 
 const redis = await useTestRedis();
 const hasRedisServer = spawnSync('redis-server', ['--version']).status === 0;
@@ -78,7 +79,7 @@ describe.skipIf(!hasRedisServer && process.env.CI !== 'true')('when the processâ
     const audit = await orchestrator.audit('t');
     expect(audit.filter((e) => e.kind === 'tool_started' && e.tool === 'record_note')).toHaveLength(1);
     console.log(`takeover after a stall: lease lost ${Math.round(lostAfterMs)} ms after the pause began; saves r${revisions.join(', r')}`);
-  }, 30_000);
+  }, scaled(30_000));
 });
 
 describe.skipIf(!redis)('lease renewal on Redis', () => {
@@ -159,5 +160,5 @@ describe.skipIf(!redis)('lease renewal on Redis', () => {
       await raw.close();
       await redis!.deleteKeys(prefix);
     }
-  }, 30_000);
+  }, scaled(30_000));
 });
