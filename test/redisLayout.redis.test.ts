@@ -115,7 +115,7 @@ describe.skipIf(!redis)('RedisStore buckets on one server', () => {
     const dispatch = bullmqDispatch({ connection: { host: '127.0.0.1', port: await freePort(), maxRetriesPerRequest: 1, retryStrategy: () => null } });
     dispatch.onEvent(() => {});
     await new Promise((resolve) => setTimeout(resolve, 300));
-    const closed = await Promise.race([dispatch.close().then(() => 'closed'), new Promise((resolve) => setTimeout(() => resolve('still closing after 5 s'), 5_000))]);
+    const closed = await Promise.race([dispatch.close().then(() => 'closed'), new Promise((resolve) => setTimeout(() => resolve(`still closing after ${scaled(5_000)} ms`), scaled(5_000)))]);
     expect(closed).toBe('closed');
   }, scaled(15_000));
 });

@@ -415,12 +415,12 @@ describe.skipIf(!redis)('RedisStore', () => {
       for (const { ms, error } of await Promise.all(attempts.map(elapsed))) {
         expect(error).toBeInstanceOf(StoreUnavailableError);
         expect((error as Error).message).toContain(`127.0.0.1:${port}`);
-        expect(ms).toBeLessThan(2000);
+        expect(ms).toBeLessThan(scaled(2_000));
       }
       // Later calls fail as fast: the client keeps reconnecting in the background, bounded per command.
       const again = await elapsed(down.load('t-down'));
       expect(again.error).toBeInstanceOf(StoreUnavailableError);
-      expect(again.ms).toBeLessThan(2000);
+      expect(again.ms).toBeLessThan(scaled(2_000));
       await down.close();
     });
 
@@ -434,7 +434,7 @@ describe.skipIf(!redis)('RedisStore', () => {
         const { ms, error } = await elapsed(own.save(nextRequest(first)));
         expect(error).toBeInstanceOf(StoreUnavailableError);
         expect((error as Error).message).toContain('could not be reached');
-        expect(ms).toBeLessThan(2000);
+        expect(ms).toBeLessThan(scaled(2_000));
         server = await startRedisServer(port);
         // The client reconnects in the background (delay capped at 400 ms); the new server is empty, which the
         // store reports as data loss (test/redisDataLoss.redis.test.ts) until it is told to carry on.

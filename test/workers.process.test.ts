@@ -77,7 +77,8 @@ describe.skipIf(!hasRedisServer && process.env.CI !== 'true')('worker processes 
       }
     };
     const done = () => admin.zcard(`{${prefix}}:index:state:done`);
-    const allDone = async (timeoutMs: number) => {
+    const allDone = async (quietTimeoutMs: number) => {
+      const timeoutMs = scaled(quietTimeoutMs);
       const deadline = Date.now() + timeoutMs;
       while ((await done()) < TASKS) {
         if (Date.now() > deadline) throw new Error(`only ${await done()} of ${TASKS} tasks done after ${timeoutMs} ms; queue ${JSON.stringify(await dispatch.depth())}`);
