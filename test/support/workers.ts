@@ -128,10 +128,11 @@ export class Child {
     for (const watcher of [...this.watchers]) watcher();
   }
 
-  /** What the process wrote (the end of stderr), and how it ended: for failure messages. */
+  /** What the process wrote (the end of each stream), and how it ended: for failure messages. */
   transcript(): string {
     const status = this.exit ? `exited ${JSON.stringify(this.exit)}` : 'still running';
-    return `--- ${this.name} (pid ${this.process.pid ?? '-'}, ${status}) stdout\n${[...this.lines, ...(this.partial ? [this.partial] : [])].join('\n')}\n--- ${this.name} stderr\n${this.stderr.slice(-4000)}\n--- end of ${this.name}`;
+    const tail = (text: string, keep: number) => (text.length > keep ? `[${text.length - keep} characters before]\n${text.slice(-keep)}` : text);
+    return `--- ${this.name} (pid ${this.process.pid ?? '-'}, ${status}) stdout\n${tail(this.stdout.replace(/\n$/, ''), 8_000)}\n--- ${this.name} stderr\n${tail(this.stderr, 4_000)}\n--- end of ${this.name}`;
   }
 }
 
