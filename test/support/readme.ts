@@ -1,6 +1,6 @@
 /**
  * The README's runnable examples, by name (`<!-- example:NAME -->` … `<!-- /example -->`), and what each must print.
- * readme.test.ts runs them against the sources; consumer.package.test.ts runs them as written, installed.
+ * readme.process.test.ts runs them against the sources; consumer.package.test.ts runs them as written, installed.
  */
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
