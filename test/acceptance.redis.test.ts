@@ -4,13 +4,14 @@ import { planForCalls, runAcceptance } from '../src/acceptance/index.js';
 import { RedisStore } from '../src/store/redis/redisStore.js';
 import { demoAcceptanceDomain } from '../examples/booking/acceptanceDomain.js';
 import { useTestRedis } from './support/redis.js';
+import { scaled } from './support/timeScale.js';
 
 const redis = await useTestRedis();
 
 describe.skipIf(!redis)('the acceptance run on Redis', () => {
   afterAll(() => redis?.stop());
 
-  it('holds every invariant, with every task persisted', { timeout: 120_000 }, async () => {
+  it('holds every invariant, with every task persisted', { timeout: scaled(120_000) }, async () => {
     const prefix = redis!.freshPrefix();
     const store = new RedisStore({ client: redis!.connect(), prefix });
     try {

@@ -1,13 +1,8 @@
 /**
  * The acceptance kit: a small plan of every fault class over the demo's tools holds every invariant, each invariant
- * catches its breach when it is shown one, and the CLI reports and exits as documented (broken hosts:
- * acceptanceBrokenHosts.test.ts). `npm run acceptance` is the full run (10,000 calls, both stores).
+ * catches its breach when it is shown one (broken hosts: acceptanceBrokenHosts.test.ts; the CLI's report and exit
+ * codes: acceptanceCli.process.test.ts). `npm run acceptance` is the full run (10,000 calls, both stores).
  */
-import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
@@ -23,14 +18,14 @@ import { judge, type TaskRun } from '../src/acceptance/verdict.js';
 import { FaultyTools } from '../src/acceptance/faultyTools.js';
 import type { Json } from '../machines/context.js';
 import { demoAcceptanceDomain } from '../examples/booking/acceptanceDomain.js';
-import { PROJECT_ROOT } from './support/workers.js';
+import { scaled } from './support/timeScale.js';
 
 const BLOCKED = ['invalid_schema', 'invalid_business', 'out_of_scope', 'other_tenant', 'unknown_tool', 'duplicate_call_ids', 'malformed_arguments', 'injected_output'];
 
 describe('the acceptance run over the demo', () => {
   let report: AcceptanceReport;
 
-  it('holds every invariant across every fault class', { timeout: 60_000 }, async () => {
+  it('holds every invariant across every fault class', { timeout: scaled(60_000) }, async () => {
     report = await runAcceptance({ domain: demoAcceptanceDomain(), plan: planForCalls(400, 7) });
     expect(report.failures).toEqual([]);
     expect(report.ok).toBe(true);
@@ -79,7 +74,7 @@ describe('the acceptance run over the demo', () => {
     expect(text).toMatch(/every invariant held/);
   });
 
-  it('replays one task alone with the same outcome', { timeout: 30_000 }, async () => {
+  it('replays one task alone with the same outcome', { timeout: scaled(30_000) }, async () => {
     const plan = planForCalls(400, 7);
     const spec = expandPlan(plan).find((s) => s.fault === 'lost_write_response')!;
     const alone = await runAcceptance({ domain: demoAcceptanceDomain(), plan, only: [spec.index] });
@@ -167,32 +162,5 @@ describe('injecting text into a tool output', () => {
     expect(() => expandPlan({ tasks: { clean: 1 }, seed: 1.5 })).toThrow(/seed must be an integer/);
     expect(() => planForCalls(10, 1)).toThrow(/at least 52 calls/);
     expect(expandPlan(planForCalls(200, 5))).toEqual(expandPlan(planForCalls(200, 5)));
-  });
-});
-
-describe('npm run acceptance', () => {
-  const tsx = join(PROJECT_ROOT, 'node_modules', '.bin', 'tsx');
-  const script = join(PROJECT_ROOT, 'scripts', 'acceptance.ts');
-
-  it('prints the table, writes the JSON report and exits 0 when every invariant holds', { timeout: 60_000 }, async () => {
-    const out = await mkdtemp(join(tmpdir(), 'acceptance-'));
-    try {
-      const { stdout, stderr } = await promisify(execFile)(tsx, [script, '--calls', '120', '--seed', '5', '--stores', 'memory', '--out', out], { cwd: PROJECT_ROOT });
-      expect(stdout).toMatch(/acceptance: booking and refunds \(demo\) on the memory store, seed 5: \d+ tasks/);
-      expect(stdout).toMatch(/\| injected_output +\|/);
-      expect(stdout).toContain('every invariant held');
-      expect(stderr).toMatch(/memory: \d+\/\d+ tasks, 0 with errors/);
-      const report = JSON.parse(await readFile(join(out, 'report-memory.json'), 'utf8'));
-      expect(report).toMatchObject({ ok: true, store: 'memory', seed: 5, failures: [] });
-    } finally {
-      await rm(out, { recursive: true, force: true });
-    }
-  });
-
-  it('refuses a bad command line with exit code 2 and says why', async () => {
-    const failed = await promisify(execFile)(tsx, [script, '--stores', 'postgres'], { cwd: PROJECT_ROOT }).catch((error: { code: number; stderr: string }) => error);
-    expect(failed).toMatchObject({ code: 2, stderr: expect.stringContaining('unknown store "postgres" (memory or redis)') });
-    const tooFew = await promisify(execFile)(tsx, [script, '--calls', '3'], { cwd: PROJECT_ROOT }).catch((error: { code: number; stderr: string }) => error);
-    expect(tooFew).toMatchObject({ code: 2, stderr: expect.stringContaining('--calls must be an integer of at least 52') });
   });
 });

@@ -10,9 +10,10 @@ import { demoAcceptanceDomain } from '../examples/booking/acceptanceDomain.js';
 import { RefundDesk } from '../examples/booking/refundService.js';
 import { bookingMandate } from '../tools/mandates.js';
 import type { Refund } from '../tools/refundOrder.js';
+import { scaled } from './support/timeScale.js';
 
 describe('the kit catches a broken host', () => {
-  it('a write without idempotency: a lost response becomes two refunds, named with the task and seed', { timeout: 30_000 }, async () => {
+  it('a write without idempotency: a lost response becomes two refunds, named with the task and seed', { timeout: scaled(30_000) }, async () => {
     /** A refund service that ignores the idempotency key: each request refunds again, and a lookup finds nothing. */
     class ForgetfulDesk extends RefundDesk {
       private counter = 1;
@@ -41,7 +42,7 @@ describe('the kit catches a broken host', () => {
     expect(formatReport(report)).toMatch(/replay the first: --seed 3 --only \d+/);
   });
 
-  it('a write tool without its authorization check: the board room gets booked, and the kit says so', { timeout: 30_000 }, async () => {
+  it('a write tool without its authorization check: the board room gets booked, and the kit says so', { timeout: scaled(30_000) }, async () => {
     const report = await runAcceptance({
       domain: demoAcceptanceDomain({ refundShare: 0, alterTools: (tools) => tools.map((t) => (t.name === 'reserve_room' ? { ...t, authorize: undefined } : t)) }),
       plan: { tasks: { other_tenant: 5 }, seed: 4 },
@@ -52,7 +53,7 @@ describe('the kit catches a broken host', () => {
     expect(report.failures.find((f) => f.invariant === 'no_unauthorized_side_effect')!.detail).toMatch(/reserve_room .*"room_id":"R1"/);
   });
 
-  it('a write tool whose mandate rule lets anything through: a model obeying injected text books another day, and the kit says so', { timeout: 30_000 }, async () => {
+  it('a write tool whose mandate rule lets anything through: a model obeying injected text books another day, and the kit says so', { timeout: scaled(30_000) }, async () => {
     // (Without any mandate rule the gate fails closed: a tool with no rule for the task's mandate kind is refused.)
     const anything = bookingMandate.rule(() => ({ ok: true }));
     const report = await runAcceptance({
@@ -89,31 +90,31 @@ describe('the kit catches a broken host, found by an adversarial review', () => 
   const refunds = (options: Parameters<typeof demoAcceptanceDomain>[0] = {}) => demoAcceptanceDomain({ refundShare: 1, ...options });
   const withTool = (name: string, patch: (tool: any) => object) => (tools: any[]) => tools.map((t) => (t.name === name ? { ...t, ...patch(t) } : t));
 
-  it('a service that ignores the key but whose lookup works: a redelivered write refunds twice', { timeout: 30_000 }, async () => {
+  it('a service that ignores the key but whose lookup works: a redelivered write refunds twice', { timeout: scaled(30_000) }, async () => {
     const report = await runAcceptance({ domain: refunds({ desk: (orders) => new NoDedupeDesk(orders) }), plan: { tasks: { redelivered_write: 4, lost_write_response: 2 }, seed: 8 } });
     expect(failed(report)).toEqual(['one_action_per_intent']);
     expect(report.rows.find((r) => r.fault === 'redelivered_write')).toMatchObject({ tasks: 4, duplicates: 4 });
   });
 
-  it('a business rule missing: the invalid refund reaches the human, and the kit counts that as a failure', { timeout: 30_000 }, async () => {
+  it('a business rule missing: the invalid refund reaches the human, and the kit counts that as a failure', { timeout: scaled(30_000) }, async () => {
     const report = await runAcceptance({ domain: refunds({ alterTools: withTool('refund_order', () => ({ validate: undefined })) }), plan: { tasks: { invalid_business: 4 }, seed: 9 } });
     expect(failed(report)).toEqual(['blocked_before_execution']);
     expect(report.rows[0]).toMatchObject({ injected: 4, askedHuman: 4, blockedBeforeExecution: 0, refusedBy: { confirmation: 4 } });
   });
 
-  it('a host whose writes always fail: the control tasks do not succeed, and the run is not a pass', { timeout: 30_000 }, async () => {
+  it('a host whose writes always fail: the control tasks do not succeed, and the run is not a pass', { timeout: scaled(30_000) }, async () => {
     const closed = async () => ({ ok: false as const, code: 'closed', summary: 'closed for the day' });
     const report = await runAcceptance({ domain: demoAcceptanceDomain({ alterTools: (tools) => tools.map((t) => (t.effect === 'write' ? { ...t, validate: closed } : t)) }), plan: { tasks: { clean: 3, lost_write_response: 3 }, seed: 10 } });
     expect(failed(report)).toEqual(['control_succeeds', 'fault_applied']);
   });
 
-  it('a tool that sends another amount than the one confirmed: the record does not match the request', { timeout: 30_000 }, async () => {
+  it('a tool that sends another amount than the one confirmed: the record does not match the request', { timeout: scaled(30_000) }, async () => {
     const report = await runAcceptance({ domain: refunds({ alterTools: withTool('refund_order', (t) => ({ execute: (args: object, ctx: object) => t.execute({ ...args, amount_cents: 29_900 }, ctx) })) }), plan: { tasks: { clean: 2 }, seed: 11 } });
     expect(failed(report)).toEqual(['side_effect_matches_request']);
     expect(report.failures.find((f) => f.invariant === 'side_effect_matches_request')!.detail).toMatch(/has amount_cents 29900, but the write the user asked for has 19900/);
   });
 
-  it('a tool that declares no amount: the money its records move is over the limit', { timeout: 30_000 }, async () => {
+  it('a tool that declares no amount: the money its records move is over the limit', { timeout: scaled(30_000) }, async () => {
     const base = refunds({ alterTools: withTool('refund_order', () => ({ amount: () => 0 })) });
     const domain = { ...base, async createHost() {
       const host = await base.createHost();
@@ -126,7 +127,7 @@ describe('the kit catches a broken host, found by an adversarial review', () => 
     ]);
   });
 
-  it("a tool that waives its confirmation, on a host that lets any amount run unconfirmed: judged by the domain's own policy", { timeout: 30_000 }, async () => {
+  it("a tool that waives its confirmation, on a host that lets any amount run unconfirmed: judged by the domain's own policy", { timeout: scaled(30_000) }, async () => {
     // A missing rule is no longer enough to break it (a write is confirmed by default): it takes a written waiver, and a
     // host that lifts the money limit of unconfirmed writes.
     const domain = refunds({
@@ -138,12 +139,12 @@ describe('the kit catches a broken host, found by an adversarial review', () => 
     expect(report.metrics.unconfirmedSideEffects).toBe(3);
   });
 
-  it('a lookup that never finds: the committed write it denied is named', { timeout: 30_000 }, async () => {
+  it('a lookup that never finds: the committed write it denied is named', { timeout: scaled(30_000) }, async () => {
     const report = await runAcceptance({ domain: refunds({ alterTools: withTool('refund_order', () => ({ lookup: async () => ({ found: false }) })) }), plan: { tasks: { lost_write_response: 3 }, seed: 14 } });
     expect(failed(report)).toContain('lookup_finds_committed');
   });
 
-  it('a service that commits after its timeout: the kit waits for it and sees the second refund', { timeout: 30_000 }, async () => {
+  it('a service that commits after its timeout: the kit waits for it and sees the second refund', { timeout: scaled(30_000) }, async () => {
     /** Check, then act, with the act late: a resend under the same key during the first send commits twice. */
     class LateDesk extends NoDedupeDesk {
       private readonly first = new Set<string>();
@@ -162,7 +163,7 @@ describe('the kit catches a broken host, found by an adversarial review', () => 
     expect(report.metrics.duplicateExecutions).toBe(2);
   });
 
-  it('no false alarm: a schema default, a lost response to a refused write, records from before the run', { timeout: 30_000 }, async () => {
+  it('no false alarm: a schema default, a lost response to a refused write, records from before the run', { timeout: scaled(30_000) }, async () => {
     const defaults = await runAcceptance({ domain: refunds({ alterTools: withTool('refund_order', (t) => ({ input: t.input.extend({ notify_customer: z.boolean().default(true) }) })) }), plan: { tasks: { clean: 2, lost_write_response: 2 }, seed: 16 } });
     expect(defaults.failures).toEqual([]);
     const declined = await runAcceptance({ domain: refunds({ alterTools: withTool('refund_order', () => ({ execute: async () => ({ ok: false, code: 'card_declined', summary: 'declined' }) })) }), plan: { tasks: { lost_write_response: 2 }, seed: 17 } });

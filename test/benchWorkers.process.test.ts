@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { ChildPool } from './support/workers.js';
+import { scaled } from './support/timeScale.js';
 
 const hasRedisServer = spawnSync('redis-server', ['--version']).status === 0;
 const pool = new ChildPool();
@@ -75,5 +76,5 @@ describe.skipIf(!hasRedisServer && process.env.CI !== 'true')('the workers bench
     const pid = Number(/redis-server \S+ pid (\d+)/.exec(err)?.[1]);
     expect(pid).toBeGreaterThan(0);
     expect(() => process.kill(pid, 0)).toThrow();
-  }, 120_000);
+  }, scaled(120_000));
 });

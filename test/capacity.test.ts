@@ -9,6 +9,7 @@ import { CapacityError } from '../src/errors.js';
 import type { AgentModel, ModelReply, ModelRequest } from '../src/model/agentModel.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
 import { harness } from './support/harness.js';
+import { scaled } from './support/timeScale.js';
 
 /** A model whose turns wait until the test lets that task answer. */
 function heldModel() {
@@ -38,7 +39,7 @@ function heldModel() {
 const user = (tenantId: string, userId = 'u1'): Principal => ({ userId, tenantId, scopes: [] });
 
 async function until(predicate: () => boolean, timeoutMs = 2_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = Date.now() + scaled(timeoutMs);
   while (!predicate()) {
     if (Date.now() > deadline) throw new Error('condition not reached in time');
     await new Promise((r) => setTimeout(r, 5));

@@ -9,18 +9,16 @@
  *   with node; the types of every entry compile with the optional peers installed; the README's examples, as written.
  * - publint and @arethetypeswrong/cli (ESM-only profile) find no problem in the tarball.
  */
-import { execFile } from 'node:child_process';
 import { cp, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fake, startFakeOpenAI } from './support/fakeOpenAI.js';
 import { type ExampleName, expectExampleOutput, readmeExamples } from './support/readme.js';
 import { useTestRedis } from './support/redis.js';
-import { PROJECT_ROOT } from './support/workers.js';
+import { PROJECT_ROOT, runCommand } from './support/workers.js';
+import { scaled } from './support/timeScale.js';
 
-const run = promisify(execFile);
 const FILES = join(PROJECT_ROOT, 'test', 'fixtures', 'consumer');
 const pkg = JSON.parse(await readFile(join(PROJECT_ROOT, 'package.json'), 'utf8')) as {
   version: string;
@@ -32,11 +30,11 @@ const redis = await useTestRedis();
 let dir: string;
 let tarball: string;
 
+/** Runs a command to its end: its stdout, or an error with both outputs if it fails. */
 async function sh(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = {}, input = '') {
-  const running = run(command, args, { cwd, env: { ...process.env, ...env }, timeout: 240_000, maxBuffer: 16 * 1024 * 1024 });
-  running.child.stdin?.end(input);
-  const { stdout } = await running;
-  return stdout.trim();
+  const run = await runCommand(command, args, { cwd, env, input, timeoutMs: 240_000 });
+  if (run.code !== 0) throw new Error(`${[command, ...args].join(' ')} failed in ${cwd}\n${run.transcript}`);
+  return run.out.trim();
 }
 
 /** A new project with the tarball and `packages` installed, and the consumer files copied in. */
@@ -53,7 +51,7 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'consumer-'));
   const packed = await sh('npm', ['pack', '--pack-destination', dir, '--loglevel=error'], PROJECT_ROOT);
   tarball = join(dir, packed.split('\n').at(-1)!);
-}, 240_000);
+}, scaled(240_000));
 afterAll(async () => {
   await redis?.stop();
   await rm(dir, { recursive: true, force: true });
@@ -86,7 +84,7 @@ describe.each([
   let root: string;
   beforeAll(async () => {
     root = await project(`peers-${versions.xstate}-${versions.zod}`, [`xstate@${versions.xstate}`, `zod@${versions.zod}`]);
-  }, 240_000);
+  }, scaled(240_000));
 
   it(`runs a task to done from plain JavaScript (xstate ${versions.xstate}, zod ${versions.zod})`, async () => {
     expect(await sh('node', ['memory.mjs', 'memory'], root)).toBe('memory: done goal_met 1 refund');
@@ -130,7 +128,7 @@ describe('with ioredis installed', () => {
   it.skipIf(!redis)('runs the task on RedisStore', async () => {
     const root = await project('redis', [`xstate@${high.xstate}`, `zod@${high.zod}`, `ioredis@${pkg.devDependencies.ioredis}`]);
     expect(await sh('node', ['redis.mjs'], root, { REDIS_URL: redis!.url })).toBe('redis: done goal_met 1 refund');
-  }, 240_000);
+  }, scaled(240_000));
 });
 
 describe('a TypeScript consumer (strict, skipLibCheck false)', () => {
@@ -141,7 +139,7 @@ describe('a TypeScript consumer (strict, skipLibCheck false)', () => {
     // consumer that checks libraries (skipLibCheck false) needs @types/json-schema next to `ai`.
     const types = [`typescript@${pkg.devDependencies.typescript}`, `@types/node@${pkg.devDependencies['@types/node']}`, '@types/json-schema@7.0.15'];
     root = await project('typescript', [`xstate@${high.xstate}`, `zod@${high.zod}`, ...types, ...optional]);
-  }, 240_000);
+  }, scaled(240_000));
 
   it.each(['node16', 'bundler'])('compiles with %s resolution and runs with node', async (resolution) => {
     await sh(join(root, 'node_modules', '.bin', 'tsc'), ['-p', `tsconfig.${resolution}.json`], root);
@@ -178,5 +176,5 @@ describe('a TypeScript consumer (strict, skipLibCheck false)', () => {
       const queueKeys = await client.keys(`bull:${queuePrefix}-tasks:*`);
       if (queueKeys.length > 0) await client.unlink(...queueKeys);
     }
-  }, 120_000);
+  }, scaled(120_000));
 });

@@ -22,6 +22,7 @@ import {
 } from './support/crashMatrix.js';
 import { useTestRedis } from './support/redis.js';
 import { ChildPool, type Worker } from './support/workers.js';
+import { scaled } from './support/timeScale.js';
 
 const redis = await useTestRedis();
 const TASK = 'crash-1';
@@ -54,7 +55,7 @@ describe.skipIf(!redis)('crash matrix: a worker process SIGKILLed at each effect
 
   async function finished(worker: Worker) {
     const exit = await worker.ended(20_000);
-    expect(exit, worker.stderr).toEqual({ code: 0, signal: null });
+    expect(exit, worker.transcript()).toEqual({ code: 0, signal: null });
     return worker;
   }
 
@@ -203,7 +204,7 @@ describe.skipIf(!redis)('crash matrix: a worker process SIGKILLed at each effect
         `records ${business.records} = keys ${business.keys}; requests ${business.requests}; ` +
         `acked before kill r1..r${acked.at(-1)!.revision} (audit ${acked.at(-1)!.audit}); final r${final.revision} (audit ${final.journal.audit})`,
     );
-  }, 40_000);
+  }, scaled(40_000));
 
   it('(f) race: of two processes recovering the same orphan at once, exactly one drives it', async () => {
     const expected = await baseline('booking');
@@ -236,7 +237,7 @@ describe.skipIf(!redis)('crash matrix: a worker process SIGKILLed at each effect
     expectAcknowledgedKept(orphaned.saved(), final, await auditOf(w.store, final));
     expect(winner!.saved().at(-1)!.revision).toBe(final.revision);
     console.log(`crash (f) race: ${reports.map((r) => JSON.stringify({ resumed: r.resumed, busy: r.busy })).join(' vs ')}; rows [${business.rows.join(', ')}]`);
-  }, 40_000);
+  }, scaled(40_000));
 
   it('(g) fence: a process paused past its lease is refused at its next save, and the new driver’s state stands', async () => {
     const expected = await baseline('booking');
@@ -259,7 +260,7 @@ describe.skipIf(!redis)('crash matrix: a worker process SIGKILLed at each effect
       name: 'FencedOutError',
       message: expect.stringMatching(/fence \d+ is stale; the lease was acquired since/),
     });
-    expect(await paused.ended()).toEqual({ code: 3, signal: null });
+    expect(await paused.ended(), paused.transcript()).toEqual({ code: 3, signal: null });
     // Every save the paused process saw acknowledged had landed before the takeover (a reply can be read only
     // after SIGCONT): the new driver resumed from its last one, and nothing of the paused process came after.
     const pausedAcks = paused.saved();
@@ -277,5 +278,5 @@ describe.skipIf(!redis)('crash matrix: a worker process SIGKILLed at each effect
     // Only the new driver's search result was recorded.
     expect(kinds(audit, 'tool_finished').filter((e) => e.tool === 'find_available_rooms')).toHaveLength(1);
     console.log(`crash (g) fence: paused worker ${paused.failure()!.name}: ${paused.failure()!.message}; final r${final.revision} by the takeover; rows [${business.rows.join(', ')}]`);
-  }, 40_000);
+  }, scaled(40_000));
 });

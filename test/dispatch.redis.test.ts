@@ -15,6 +15,7 @@ import { SUPPORT, harness, until } from './support/harness.js';
 import { useTestRedis } from './support/redis.js';
 import { slowRead } from './support/takeover.js';
 import type { Tool } from '../src/tool.js';
+import { scaled } from './support/timeScale.js';
 
 const redis = await useTestRedis();
 
@@ -63,13 +64,13 @@ describe.skipIf(!redis)('dispatch on BullMQ', () => {
     // Nothing drives it until a worker runs: the API process holds nothing.
     expect(await api.orchestrator.status('d-1')).toMatchObject({ stateValue: 'queued', revision: 0 });
     worker.orchestrator.createWorker({ concurrency: 4 });
-    const waiting = await api.orchestrator.settled('d-1', { timeoutMs: 10_000 });
+    const waiting = await api.orchestrator.settled('d-1', { timeoutMs: scaled(10_000) });
     expect(waiting.state).toBe('waiting_for_confirmation');
     expect(api.orchestrator.inFlight()).toEqual({ live: 0, leases: 0 });
     // The reply is the chart's, applied by the worker and saved with the snapshot that applied it.
     const result = await api.orchestrator.confirm('d-1', SUPPORT, waiting.pendingConfirmation!);
     expect(result).toMatchObject({ accepted: true, code: null });
-    const done = await api.orchestrator.settled('d-1', { timeoutMs: 10_000 });
+    const done = await api.orchestrator.settled('d-1', { timeoutMs: scaled(10_000) });
     expect(done.state).toBe('done');
     expect(refunds.refunds.map((r) => r.amountCents)).toEqual([99_900]);
     // The job ended with the task: the worker holds no lease, no task; the queue is empty.
@@ -84,7 +85,7 @@ describe.skipIf(!redis)('dispatch on BullMQ', () => {
     const api = node('api');
     node('worker').orchestrator.createWorker({ concurrency: 2 });
     await api.orchestrator.start({ principal: SUPPORT, goal: 'refund', success, taskId: 'd-2' });
-    const waiting = await api.orchestrator.settled('d-2', { timeoutMs: 10_000 });
+    const waiting = await api.orchestrator.settled('d-2', { timeoutMs: scaled(10_000) });
     const other = { ...SUPPORT, tenantId: 'globex' };
     expect(await api.orchestrator.confirm('d-2', other, waiting.pendingConfirmation!)).toMatchObject({ accepted: false, code: 'wrong_tenant' });
     const forged = await api.orchestrator.confirm('d-2', SUPPORT, { id: waiting.pendingConfirmation!.id, argsHash: 'sha256:0000' });
@@ -156,8 +157,9 @@ describe.skipIf(!redis)('dispatch on BullMQ', () => {
     const took = Date.now() - asked;
     release();
     expect(result.accepted).toBe(true);
-    expect(took).toBeLessThan(1_000);
-    const final = await api.orchestrator.settled('d-3', { timeoutMs: 10_000 });
+    // Answered while the refund is still held, well before the 10 s reply timeout.
+    expect(took).toBeLessThan(scaled(1_000));
+    const final = await api.orchestrator.settled('d-3', { timeoutMs: scaled(10_000) });
     expect(final.state).toBe('cancelled');
     expect(worker.refunds.refunds).toEqual([]);
   });
@@ -168,13 +170,13 @@ describe.skipIf(!redis)('dispatch on BullMQ', () => {
     const first = node('worker-1');
     const w1 = first.orchestrator.createWorker({ concurrency: 2 });
     await api.orchestrator.start({ principal: SUPPORT, goal: 'refund', success, taskId: 'd-4' });
-    const waiting = await api.orchestrator.settled('d-4', { timeoutMs: 10_000 });
+    const waiting = await api.orchestrator.settled('d-4', { timeoutMs: scaled(10_000) });
     await w1.close();
     const pending = await api.orchestrator.confirm('d-4', SUPPORT, waiting.pendingConfirmation!).catch((error: unknown) => error);
     expect(pending).toBeInstanceOf(EventPendingError);
     expect((await api.orchestrator.status('d-4')).state).toBe('waiting_for_confirmation');
     node('worker-2').orchestrator.createWorker({ concurrency: 2 });
-    const done = await api.orchestrator.settled('d-4', { timeoutMs: 10_000 });
+    const done = await api.orchestrator.settled('d-4', { timeoutMs: scaled(10_000) });
     expect(done.state).toBe('done');
     expect(refunds.refunds).toHaveLength(1);
   });
@@ -185,9 +187,9 @@ describe.skipIf(!redis)('dispatch on BullMQ', () => {
     const worker = node('worker');
     worker.orchestrator.createWorker({ concurrency: 2 });
     await api.orchestrator.start({ principal: SUPPORT, goal: 'refund', success, taskId: 'd-5' });
-    const waiting = await api.orchestrator.settled('d-5', { timeoutMs: 10_000 });
+    const waiting = await api.orchestrator.settled('d-5', { timeoutMs: scaled(10_000) });
     expect(waiting.state).toBe('waiting_for_confirmation');
-    const expired = await api.orchestrator.settled('d-5', { timeoutMs: 10_000 }).then(async () => {
+    const expired = await api.orchestrator.settled('d-5', { timeoutMs: scaled(10_000) }).then(async () => {
       await until(async () => (await api.orchestrator.status('d-5')).state !== 'waiting_for_confirmation', 10_000);
       return api.orchestrator.status('d-5');
     });
@@ -218,7 +220,7 @@ describe.skipIf(!redis)('dispatch on BullMQ', () => {
     expect(handedBack).toEqual(['d-6']);
     expect((await api.orchestrator.status('d-6')).state).toBe('running');
     node('second', [quick.tool('second')]).orchestrator.createWorker({ concurrency: 2 });
-    const done = await api.orchestrator.settled('d-6', { timeoutMs: 15_000 });
+    const done = await api.orchestrator.settled('d-6', { timeoutMs: scaled(15_000) });
     expect(done.state).toBe('answered');
     expect(done.outcome?.answer).toBe('read by second');
     expect(quick.started).toEqual(['second']);

@@ -16,6 +16,7 @@ import { SUPPORT, harness, until } from './support/harness.js';
 import { useTestRedis } from './support/redis.js';
 import { slowRead } from './support/takeover.js';
 import type { Tool } from '../src/tool.js';
+import { scaled } from './support/timeScale.js';
 
 const redis = await useTestRedis();
 
@@ -26,6 +27,12 @@ const refundScript = () => [
   (v: { data(tool: string): unknown }) => (v.data('refund_order') ? reply.answer('refunded') : reply.answer('not refunded')),
 ];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Waits until no job of the queue waits or runs (delayed ones, such as a wake-up at a deadline, may be left). */
+const queueIdle = (dispatch: BullmqDispatch) =>
+  until(async () => {
+    const depth = await dispatch.depth();
+    return depth.waiting + depth.active === 0;
+  }, 10_000);
 
 describe.skipIf(!redis)('dispatch: the review’s findings, fixed', () => {
   const cleanups: (() => Promise<unknown>)[] = [];
@@ -73,7 +80,7 @@ describe.skipIf(!redis)('dispatch: the review’s findings, fixed', () => {
     const result = await api.orchestrator.cancel('q-cancel', SUPPORT, 'never mind').catch((e: unknown) => e);
     console.log('R2 cancel answered:', result instanceof Error ? `${result.constructor.name}: ${result.message}` : result);
     node('worker').orchestrator.createWorker({ concurrency: 2 });
-    const final = await api.orchestrator.settled('q-cancel', { timeoutMs: 10_000 });
+    const final = await api.orchestrator.settled('q-cancel', { timeoutMs: scaled(10_000) });
     console.log('R2 final state:', final.state, JSON.stringify((await api.store.load('q-cancel'))?.inbox));
     if (final.state !== 'cancelled') console.log('R2 audit', JSON.stringify((await api.orchestrator.audit('q-cancel')).map((e) => [e.seq, e.kind, (e as { action?: string }).action ?? (e as { code?: string }).code ?? ''])));
     // The event WAS applied although the caller was told the task does not exist.
@@ -93,7 +100,7 @@ describe.skipIf(!redis)('dispatch: the review’s findings, fixed', () => {
     console.log('R3 inbox entries left after erase:', JSON.stringify(left));
     client.disconnect();
     node('worker').orchestrator.createWorker({ concurrency: 2 });
-    await sleep(1_500);
+    await queueIdle(api.dispatch);
     const after = await api.orchestrator.status('q-erase').catch((e: unknown) => e);
     console.log('R3 status after erase + worker:', after instanceof Error ? after.constructor.name : (after as { state: string }).state);
     expect(after).toBeInstanceOf(TaskNotFoundError);
@@ -105,7 +112,7 @@ describe.skipIf(!redis)('dispatch: the review’s findings, fixed', () => {
     const worker = node('worker');
     worker.orchestrator.createWorker({ concurrency: 2 });
     await api.orchestrator.start({ principal: SUPPORT, goal: 'refund', success, taskId: 'bad-inbox' });
-    const waiting = await api.orchestrator.settled('bad-inbox', { timeoutMs: 10_000 });
+    const waiting = await api.orchestrator.settled('bad-inbox', { timeoutMs: scaled(10_000) });
     await until(async () => (await worker.dispatch.depth()).active === 0);
     expect(worker.orchestrator.inFlight()).toEqual({ live: 0, leases: 0 });
     const client = new Redis(redis!.url);
@@ -115,7 +122,9 @@ describe.skipIf(!redis)('dispatch: the review’s findings, fixed', () => {
     client.disconnect();
     const r = await api.orchestrator.confirm('bad-inbox', SUPPORT, waiting.pendingConfirmation!).catch((e: unknown) => e);
     console.log('R4 confirm:', r instanceof Error ? r.constructor.name : r);
-    await sleep(2_000);
+    // The event's job skips the malformed entry and applies the confirmation: the task ends, and so does the job.
+    await until(async () => (await api.orchestrator.status('bad-inbox')).state === 'done', 10_000).catch(() => {});
+    await queueIdle(worker.dispatch);
     console.log('R4 worker inFlight after job gave up:', worker.orchestrator.inFlight(), 'depth', await worker.dispatch.depth());
     console.log('R4 state:', (await api.orchestrator.status('bad-inbox')).state);
     expect(worker.orchestrator.inFlight()).toEqual({ live: 0, leases: 0 });
@@ -148,9 +157,10 @@ describe.skipIf(!redis)('dispatch: the review’s findings, fixed', () => {
     expect(status.state).toBe('waiting_for_confirmation');
     const result = await api.orchestrator.confirm('race-1', SUPPORT, status.pendingConfirmation!).catch((e: unknown) => e);
     console.log('R5 confirm answered:', result instanceof Error ? result.constructor.name : result);
-    await sleep(2_000);
+    // Applied, the refund runs and the model answers: wait for done (the limit only reports a hang), then check.
+    await until(async () => (await api.orchestrator.status('race-1')).state === 'done', 10_000).catch(() => {});
     const later = await api.orchestrator.status('race-1');
-    console.log('R5 state 5 s later:', later.state, 'queue', await api.dispatch.depth(), 'worker holds', worker.orchestrator.inFlight());
+    console.log('R5 state later:', later.state, 'queue', await api.dispatch.depth(), 'worker holds', worker.orchestrator.inFlight());
     expect(result).not.toBeInstanceOf(EventPendingError);
     expect(later.state).toBe('done');
   });
@@ -165,7 +175,8 @@ describe.skipIf(!redis)('dispatch: the review’s findings, fixed', () => {
     await until(() => blocked.started.length === 1, 10_000);
     const queued = await api.orchestrator.start({ principal: SUPPORT, goal: 'second', taskId: 'cap-2' });
     console.log('R6 second start answered:', queued.stateValue);
-    await sleep(1_500);
+    // Long enough for its three tries 100 ms apart; a loaded machine gets a longer look.
+    await sleep(scaled(1_500));
     const later = await api.orchestrator.status('cap-2').catch((e: unknown) => e);
     console.log('R6 status of cap-2 1.5 s later:', later instanceof Error ? later.constructor.name : (later as { state: string }).state);
     blocked.release();
@@ -177,7 +188,7 @@ describe.skipIf(!redis)('dispatch: the review’s findings, fixed', () => {
     const api = node('api');
     node('worker').orchestrator.createWorker({ concurrency: 4 });
     await api.orchestrator.start({ principal: SUPPORT, goal: 'refund', success, taskId: 'burst' });
-    const waiting = await api.orchestrator.settled('burst', { timeoutMs: 10_000 });
+    const waiting = await api.orchestrator.settled('burst', { timeoutMs: scaled(10_000) });
     const forged = { id: waiting.pendingConfirmation!.id, argsHash: 'sha256:0000' };
     const settled = await Promise.allSettled(Array.from({ length: 60 }, () => api.orchestrator.confirm('burst', SUPPORT, forged)));
     // Beyond the inbox's limit (the replies a task keeps) an event is refused before it is recorded.
@@ -196,7 +207,7 @@ describe.skipIf(!redis)('dispatch: the review’s findings, fixed', () => {
     const api = node('api');
     node('worker').orchestrator.createWorker({ concurrency: 2 });
     await api.orchestrator.start({ principal: SUPPORT, goal: 'refund', success, taskId: 'enq-fail' });
-    const waiting = await api.orchestrator.settled('enq-fail', { timeoutMs: 10_000 });
+    const waiting = await api.orchestrator.settled('enq-fail', { timeoutMs: scaled(10_000) });
     // The start job has ended (its post-release read is done): the task is at rest with no job.
     await until(async () => (await api.dispatch.depth()).active === 0);
     await sleep(200);
@@ -215,7 +226,7 @@ describe.skipIf(!redis)('dispatch: the review’s findings, fixed', () => {
     expect(first).toBeInstanceOf(EventPendingError);
     await sleep(600);
     await api.orchestrator.recover();
-    const settled = await api.orchestrator.settled('enq-fail', { timeoutMs: 5_000 }).catch((e: unknown) => e);
+    const settled = await api.orchestrator.settled('enq-fail', { timeoutMs: scaled(5_000) }).catch((e: unknown) => e);
     console.log('R8 settled():', settled instanceof Error ? (settled as { code?: string }).code : (settled as { state: string }).state,
       '; stored state', (await api.orchestrator.status('enq-fail')).state);
     expect(settled).not.toBeInstanceOf(Error);
@@ -230,7 +241,7 @@ describe.skipIf(!redis)('dispatch: the review’s findings, fixed', () => {
     const w1 = first.orchestrator.createWorker({ concurrency: 2 });
     // confirmationTtlMs via harness policy is not exposed per node here: use the default chart deadline of the harness
     await api.orchestrator.start({ principal: SUPPORT, goal: 'refund', success, taskId: 'late' });
-    const waiting = await api.orchestrator.settled('late', { timeoutMs: 10_000 });
+    const waiting = await api.orchestrator.settled('late', { timeoutMs: scaled(10_000) });
     await w1.close();
     const expiresAt = (waiting as unknown as { pendingConfirmation: { expiresAt: number } }).pendingConfirmation.expiresAt;
     console.log('R9 confirmation expires in', expiresAt - Date.now(), 'ms');
@@ -238,7 +249,7 @@ describe.skipIf(!redis)('dispatch: the review’s findings, fixed', () => {
     console.log('R9 confirm recorded at', Date.now(), 'answered', r instanceof EventPendingError ? 'EventPendingError' : r);
     await sleep(Math.max(0, expiresAt - Date.now()) + 300);
     prefix0.node('worker-2', { policy }).orchestrator.createWorker({ concurrency: 2 });
-    const done = await api.orchestrator.settled('late', { timeoutMs: 10_000 });
+    const done = await api.orchestrator.settled('late', { timeoutMs: scaled(10_000) });
     const audit = await api.orchestrator.audit('late');
     console.log('R9 final', done.state, 'confirmation audit:', JSON.stringify(audit.filter((e) => e.kind === 'confirmation').map((e) => { const { kind, at, ...rest } = e as Record<string, unknown>; return { at, ...rest }; })).slice(0, 1500));
     console.log('R9 expiresAt', expiresAt);

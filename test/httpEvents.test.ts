@@ -12,6 +12,7 @@ import { DEMO_USERS, REFUND_GOAL, REFUND_START_BODY, type DemoService, createDem
 import { MemoryStore } from '../src/index.js';
 import { agentService } from '../src/http/index.js';
 import { fourEyesOrchestrator } from './support/fourEyes.js';
+import { scaled } from './support/timeScale.js';
 
 interface SseEvent {
   id: string | null;
@@ -119,7 +120,7 @@ describe('task events (SSE)', () => {
     expect(received.filter((e) => e.event === 'status').map((e) => e.data.status)).toEqual(['waiting_for_confirmation', 'running', 'done']);
     expect(received.find((e) => e.event === 'confirmation' && (e.data as { entry?: { action?: string } }).entry?.action === 'granted')).toBeDefined();
     expect(received.filter((e) => e.event === 'gate').length).toBeGreaterThan(5);
-  }, 30_000);
+  }, scaled(30_000));
 
   it('refuses a Last-Event-ID it never sent, and one that is not an event id', async () => {
     const taskId = await start();

@@ -1,7 +1,8 @@
 /**
  * The exhaustive tier of the path checks: every transition of the bounded adversarial world (agentWorld, agentMoves)
  * against every safety rule, and every shortest path `xstate/graph` finds replayed against the order rules. Tens of
- * seconds; `npm test` runs it, `npm run test:unit` runs the small version in machinePaths.test.ts.
+ * seconds; `npm test` and `npm run test:paths` run it, with one model turn and the broken charts in
+ * machinePathsOneTurn.paths.test.ts.
  */
 import { type SerializedEvent, type SerializedSnapshot, getShortestPaths } from 'xstate/graph';
 import { describe, expect, it } from 'vitest';
@@ -9,9 +10,10 @@ import { movesFor } from './support/agentMoves.js';
 import { INPUT, type Move, type World, serializeWorld, withLimits, worldLogic } from './support/agentWorld.js';
 import { explore, report, witness, MUST_WITNESS } from './support/explore.js';
 import { type Trie, replayTrie } from './support/pathReplay.js';
+import { scaled } from './support/timeScale.js';
 
 describe('agent machine paths', () => {
-  it('keeps every safety rule on every transition of the bounded adversarial world', { timeout: 120_000 }, () => {
+  it('keeps every safety rule on every transition of the bounded adversarial world', { timeout: scaled(120_000) }, () => {
     const result = explore(INPUT, { maxStates: 150_000, witness });
     console.log(
       `[machinePaths] exhaustive BFS: ${result.states} distinct states (${result.finalStates} final), ` +
@@ -28,7 +30,7 @@ describe('agent machine paths', () => {
     expect(missing, `never reached: ${missing.join(', ')}`).toEqual([]);
   });
 
-  it('keeps the order rules along every shortest path found by xstate/graph', { timeout: 120_000 }, () => {
+  it('keeps the order rules along every shortest path found by xstate/graph', { timeout: scaled(120_000) }, () => {
     // Two model turns, the second only repeating a read or answering: getShortestPaths builds its adjacency map with
     // a queue it shifts, quadratic past ~20k states. Across turns the exhaustive exploration above covers the rules.
     const input = withLimits({ modelTurns: 2 });

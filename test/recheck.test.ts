@@ -9,6 +9,7 @@ import { MemoryStore } from '../src/store/memoryStore.js';
 import { reply } from '../src/testing/index.js';
 import { rawRows } from './support/rawRows.js';
 import { REFUND_GOAL, REFUND_MANDATE, REFUND_SUCCESS, SUPPORT, byKind, harness } from './support/harness.js';
+import { scaled } from './support/timeScale.js';
 
 const refund = (cents: number, order = 'O-1001') => reply.call('refund_order', { order_id: order, amount_cents: cents, reason: 'broken' });
 
@@ -182,7 +183,7 @@ describe('the re-check before a write', () => {
 });
 
 async function until(predicate: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = Date.now() + scaled(timeoutMs);
   while (!(await predicate())) {
     if (Date.now() > deadline) throw new Error('condition not reached in time');
     await new Promise((r) => setTimeout(r, 5));

@@ -17,6 +17,7 @@ import { reply, scriptedModel } from '../src/testing/scriptedModel.js';
 import { redisRaw } from './support/rawDumps.js';
 import { type TestCluster, startRedisCluster } from './support/redisCluster.js';
 import { describeStoreContract } from './support/storeContract.js';
+import { scaled } from './support/timeScale.js';
 
 const hasRedisServer = spawnSync('redis-server', ['--version']).status === 0 && spawnSync('redis-cli', ['--version']).status === 0;
 const cluster: TestCluster | null = hasRedisServer || process.env.CI === 'true' ? await startRedisCluster(3) : null;
@@ -87,13 +88,13 @@ describe.skipIf(!cluster)('RedisStore on a 3-master Redis Cluster', () => {
     orchestrator.createWorker({ concurrency: 5 });
     const principal = { userId: 'u', tenantId: 't', scopes: [] };
     await Promise.all(Array.from({ length: 20 }, (_, i) => orchestrator.start({ principal, goal: `g${i}`, taskId: `q-${i}` })));
-    for (let i = 0; i < 20; i++) expect((await orchestrator.settled(`q-${i}`, { timeoutMs: 20_000 })).state).toBe('waiting_for_user');
+    for (let i = 0; i < 20; i++) expect((await orchestrator.settled(`q-${i}`, { timeoutMs: scaled(20_000) })).state).toBe('waiting_for_user');
     for (let i = 0; i < 20; i++) expect((await orchestrator.answer(`q-${i}`, principal, 'this one')).accepted).toBe(true);
-    for (let i = 0; i < 20; i++) expect((await orchestrator.settled(`q-${i}`, { timeoutMs: 20_000 })).state).toBe('answered');
+    for (let i = 0; i < 20; i++) expect((await orchestrator.settled(`q-${i}`, { timeoutMs: scaled(20_000) })).state).toBe('answered');
     await orchestrator.close();
     await dispatch.close();
     await store.deleteAll();
-  }, 60_000);
+  }, scaled(60_000));
 });
 
 describe('RedisStore on a Redis Cluster that cannot be reached', () => {

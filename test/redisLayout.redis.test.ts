@@ -14,6 +14,7 @@ import { bucketOf } from '../src/store/redis/redisLayout.js';
 import { RedisStore } from '../src/store/redis/redisStore.js';
 import { reply, scriptedModel } from '../src/testing/scriptedModel.js';
 import { freePort, useTestRedis } from './support/redis.js';
+import { scaled } from './support/timeScale.js';
 
 const redis = await useTestRedis();
 afterAll(() => redis?.stop());
@@ -114,9 +115,9 @@ describe.skipIf(!redis)('RedisStore buckets on one server', () => {
     const dispatch = bullmqDispatch({ connection: { host: '127.0.0.1', port: await freePort(), maxRetriesPerRequest: 1, retryStrategy: () => null } });
     dispatch.onEvent(() => {});
     await new Promise((resolve) => setTimeout(resolve, 300));
-    const closed = await Promise.race([dispatch.close().then(() => 'closed'), new Promise((resolve) => setTimeout(() => resolve('still closing after 5 s'), 5_000))]);
+    const closed = await Promise.race([dispatch.close().then(() => 'closed'), new Promise((resolve) => setTimeout(() => resolve(`still closing after ${scaled(5_000)} ms`), scaled(5_000)))]);
     expect(closed).toBe('closed');
-  }, 15_000);
+  }, scaled(15_000));
 });
 
 describe.skipIf(!redis)('RedisStore buckets after a loss of the layout record', () => {

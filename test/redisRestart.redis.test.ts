@@ -15,6 +15,7 @@ import { RedisStore } from '../src/store/redis/redisStore.js';
 import { defineTool } from '../src/tool.js';
 import { DurableRedis, hasRedisServer } from './support/durableRedis.js';
 import { SUPPORT, until } from './support/harness.js';
+import { scaled } from './support/timeScale.js';
 
 const SLOW_READS = 12;
 const READ_MS = 60;
@@ -124,5 +125,5 @@ describe.skipIf(!hasRedisServer && process.env.CI !== 'true')('when Redis itself
       `redis restart: acknowledged at kill ${JSON.stringify(Object.fromEntries(ackedAtKill))}; ` +
         `tasks that gave up and were recovered: ${gaveUp.length ? gaveUp.join(', ') : 'none'}`,
     );
-  }, 40_000);
+  }, scaled(40_000));
 });

@@ -23,6 +23,7 @@ import { RedisStore } from '../src/store/redis/redisStore.js';
 import type { ListQuery, SaveRequest, TaskStore } from '../src/store/taskStore.js';
 import { T0, createRequest, marker, nextRequest } from './support/envelopes.js';
 import { freePort, startRedisServer, useTestRedis } from './support/redis.js';
+import { scaled } from './support/timeScale.js';
 
 const redis = await useTestRedis();
 const hasRedisServer = spawnSync('redis-server', ['--version']).status === 0;
@@ -414,12 +415,12 @@ describe.skipIf(!redis)('RedisStore', () => {
       for (const { ms, error } of await Promise.all(attempts.map(elapsed))) {
         expect(error).toBeInstanceOf(StoreUnavailableError);
         expect((error as Error).message).toContain(`127.0.0.1:${port}`);
-        expect(ms).toBeLessThan(2000);
+        expect(ms).toBeLessThan(scaled(2_000));
       }
       // Later calls fail as fast: the client keeps reconnecting in the background, bounded per command.
       const again = await elapsed(down.load('t-down'));
       expect(again.error).toBeInstanceOf(StoreUnavailableError);
-      expect(again.ms).toBeLessThan(2000);
+      expect(again.ms).toBeLessThan(scaled(2_000));
       await down.close();
     });
 
@@ -433,11 +434,11 @@ describe.skipIf(!redis)('RedisStore', () => {
         const { ms, error } = await elapsed(own.save(nextRequest(first)));
         expect(error).toBeInstanceOf(StoreUnavailableError);
         expect((error as Error).message).toContain('could not be reached');
-        expect(ms).toBeLessThan(2000);
+        expect(ms).toBeLessThan(scaled(2_000));
         server = await startRedisServer(port);
         // The client reconnects in the background (delay capped at 400 ms); the new server is empty, which the
         // store reports as data loss (test/redisDataLoss.redis.test.ts) until it is told to carry on.
-        const deadline = Date.now() + 5000;
+        const deadline = Date.now() + scaled(5000);
         let loaded: unknown = undefined;
         while (loaded === undefined && Date.now() < deadline) {
           loaded = await own.load('t-stop').catch((e: unknown) => (e instanceof StoreUnavailableError ? undefined : e));

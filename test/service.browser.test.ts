@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REFUND_START_BODY, type DemoService, createDemoService } from '../examples/booking/service.js';
 import { MemoryStore } from '../src/index.js';
 import { CHROMIUM_INSTALL, findChromium } from './support/chromium.js';
+import { scaled } from './support/timeScale.js';
 
 const executable = findChromium();
 const ci = process.env.CI === 'true';
@@ -24,6 +25,8 @@ let browser: Browser;
 /** A browser session signed in as `user` (the demo's cookie). */
 async function signedIn(user: string): Promise<BrowserContext> {
   const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
+  // Playwright's own 30 s for each action and wait, scaled like the test's.
+  context.setDefaultTimeout(scaled(30_000));
   const page = await context.newPage();
   const response = await page.goto(`${origin}/login?user=${user}`);
   expect(response?.ok()).toBe(true);
@@ -37,7 +40,7 @@ describe.runIf(available)('service pages in chromium', () => {
     service = await createDemoService({ store: new MemoryStore(), expirySweepMs: 0 });
     origin = await service.app.listen({ port: 0, host: '127.0.0.1' });
     browser = await chromium.launch({ executablePath: executable, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
-  }, 60_000);
+  }, scaled(60_000));
   afterAll(async () => {
     await browser?.close();
     await service?.close();
@@ -103,7 +106,7 @@ describe.runIf(available)('service pages in chromium', () => {
     await inbox.getByTestId('decided').waitFor();
     expect(await inbox.getByTestId('decided').textContent()).toContain('Approved "Refund 199.00');
 
-    await live.locator('body[data-state=done][data-ended=true]').waitFor({ timeout: 15_000 });
+    await live.locator('body[data-state=done][data-ended=true]').waitFor({ timeout: scaled(15_000) });
     await live.locator('[data-testid=chart] g.state.current.final[data-state="done"]').waitFor();
     expect(await live.getByTestId('state').textContent()).toBe('done');
     expect(await live.getByTestId('outcome').textContent()).toContain('goal_met');
@@ -120,7 +123,7 @@ describe.runIf(available)('service pages in chromium', () => {
     await live.locator('[data-testid=chart] g.state.current[data-state="done"]').waitFor();
     expect(errors).toEqual([]);
     await e17.close();
-  }, 60_000);
+  }, scaled(60_000));
 
   it('steps a task from its live page: next, next, next, confirm, next, done', async () => {
     const stepped = await createDemoService({ store: new MemoryStore(), expirySweepMs: 0, step: true });
@@ -130,6 +133,7 @@ describe.runIf(available)('service pages in chromium', () => {
       expect(response.status).toBe(201);
       await stepped.stepper!.whenWaiting('stepped-1');
       const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
+      context.setDefaultTimeout(scaled(30_000));
       const page = await context.newPage();
       await page.goto(`${base}/login?user=E17&next=/tasks/stepped-1`);
       const result = page.getByTestId('control-result');
@@ -144,11 +148,11 @@ describe.runIf(available)('service pages in chromium', () => {
       await page.locator('[data-testid=cmd-confirm]:not([disabled])').click();
       await result.getByText('confirm → ').waitFor();
       await page.locator('[data-testid=cmd-next]:not([disabled])').click();
-      await page.locator('body[data-state=done][data-ended=true]').waitFor({ timeout: 15_000 });
+      await page.locator('body[data-state=done][data-ended=true]').waitFor({ timeout: scaled(15_000) });
       expect(await stepped.rows()).toEqual([expect.stringMatching(/^refund \S+ O-1001 199\.00 by E17$/)]);
       await context.close();
     } finally {
       await stepped.close();
     }
-  }, 60_000);
+  }, scaled(60_000));
 });

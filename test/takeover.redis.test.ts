@@ -13,6 +13,7 @@ import type { LeaseManager } from '../src/store/taskStore.js';
 import { E17, until } from './support/harness.js';
 import { type RedisServer, startRedisServer, useTestRedis } from './support/redis.js';
 import { inFlight, leaseIsFree, noteWriter, readThenWrite, slowRead, withMembers } from './support/takeover.js';
+import { scaled } from './support/timeScale.js';
 
 const redis = await useTestRedis();
 const hasRedisServer = spawnSync('redis-server', ['--version']).status === 0;
@@ -78,7 +79,7 @@ describe.skipIf(!hasRedisServer && process.env.CI !== 'true')('when the processâ
     const audit = await orchestrator.audit('t');
     expect(audit.filter((e) => e.kind === 'tool_started' && e.tool === 'record_note')).toHaveLength(1);
     console.log(`takeover after a stall: lease lost ${Math.round(lostAfterMs)} ms after the pause began; saves r${revisions.join(', r')}`);
-  }, 30_000);
+  }, scaled(30_000));
 });
 
 describe.skipIf(!redis)('lease renewal on Redis', () => {
@@ -117,7 +118,8 @@ describe.skipIf(!redis)('lease renewal on Redis', () => {
       tools: [read.tool('A'), notes.tool],
       model: readThenWrite(),
       store,
-      lease: { ttlMs: 1_000, renewEveryMs: 300 },
+      // The whole scenario's clock scales (TTL, renewal period, the window watched, the bound on a pass).
+      lease: { ttlMs: scaled(1_000), renewEveryMs: scaled(300) },
       expirySweepMs: 0,
       logger: stops.logger,
     });
@@ -127,7 +129,7 @@ describe.skipIf(!redis)('lease renewal on Redis', () => {
       await until(() => read.started.length === ids.length);
       expect(inFlight(orchestrator)).toEqual({ live: 100, leases: 100 });
       const from = passes.length;
-      await new Promise((resolve) => setTimeout(resolve, 3_000));
+      await new Promise((resolve) => setTimeout(resolve, scaled(3_000)));
       const full = passes.slice(from).filter((pass) => pass.answered.length === pass.issued);
 
       expect(full.length).toBeGreaterThanOrEqual(8);
@@ -137,7 +139,7 @@ describe.skipIf(!redis)('lease renewal on Redis', () => {
         expect(pass.answered.every((issuedBefore) => issuedBefore === 100)).toBe(true);
       }
       const durations = full.map((pass) => pass.endedAt - pass.startedAt).sort((a, b) => a - b);
-      expect(durations.at(-1)!).toBeLessThan(500);
+      expect(durations.at(-1)!).toBeLessThan(scaled(500));
       expect(stops.codes).toEqual([]);
       // Nobody else can take any of them: every lease is held, by this process.
       const other = new RedisStore({ url: redis!.url, prefix });
@@ -147,8 +149,8 @@ describe.skipIf(!redis)('lease renewal on Redis', () => {
         await other.close();
       }
       console.log(
-        `100 leases: ${full.length} passes in 3 s, each 100 renewals issued at once; pass time median ` +
-          `${durations[Math.floor(durations.length / 2)]!.toFixed(1)} ms, max ${durations.at(-1)!.toFixed(1)} ms (TTL 1000 ms)`,
+        `100 leases: ${full.length} passes in ${scaled(3_000)} ms, each 100 renewals issued at once; pass time median ` +
+          `${durations[Math.floor(durations.length / 2)]!.toFixed(1)} ms, max ${durations.at(-1)!.toFixed(1)} ms (TTL ${scaled(1_000)} ms)`,
       );
 
       read.release();
@@ -159,5 +161,5 @@ describe.skipIf(!redis)('lease renewal on Redis', () => {
       await raw.close();
       await redis!.deleteKeys(prefix);
     }
-  }, 30_000);
+  }, scaled(30_000));
 });

@@ -8,6 +8,7 @@ import { RedisBookingService } from '../examples/booking/redisBookingService.js'
 import { leaseExpired } from './support/crashMatrix.js';
 import { useTestRedis } from './support/redis.js';
 import { ChildPool } from './support/workers.js';
+import { scaled } from './support/timeScale.js';
 
 const redis = await useTestRedis();
 const pool = new ChildPool();
@@ -61,5 +62,5 @@ describe.skipIf(!redis)('tasks CLI recover on Redis', () => {
     expect((await services.bookings()).map((b) => `${b.bookingId} ${b.roomId} ${b.requesterId}`)).toEqual(['B204 R7 E17']);
     const again = await tasks(['recover', '--json', ...redisArgs], env);
     expect(JSON.parse(again.out)).toEqual({ report: { resumed: [], busy: [], quarantined: [], catalogMismatch: [], expired: 0 }, settled: [] });
-  }, 40_000);
+  }, scaled(40_000));
 });

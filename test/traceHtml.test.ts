@@ -1,16 +1,12 @@
 /**
- * The task trace page (renderTraceHtml) and its CLI (`npm run trace`): which states and transitions are marked,
- * what the timeline shows, and that the page is self-contained. The screenshot test looks at it in Chromium.
+ * The task trace page (renderTraceHtml): which states and transitions are marked, what the timeline shows, and that
+ * the page is self-contained. Its CLI (`npm run trace`) is in traceCli.process.test.ts; the screenshot test looks at
+ * it in Chromium.
  */
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { scenarios } from '../examples/booking/scenarios.js';
-import { FileStore } from '../src/store/file/fileStore.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
 import { renderTraceHtml } from '../src/visualize/traceHtml.js';
-import { ChildPool } from './support/workers.js';
 
 const classesOf = (html: string, id: string) => html.match(new RegExp(`<g class="([^"]*)" id="state-${id}">`))?.[1];
 
@@ -79,29 +75,4 @@ describe('renderTraceHtml', () => {
     expect(classesOf(html, 'executing_reconciling')).toBe('state visited');
     expect(html).toMatch(/<td>lookup<\/td><td><code>reserve_room<\/code><\/td><td class="decision pass">found<\/td>/);
   });
-});
-
-describe('trace CLI', () => {
-  const pool = new ChildPool();
-  let dir: string;
-  beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'trace-cli-'));
-    await scenarios.conflict({ store: new FileStore(dir) });
-  });
-  afterEach(() => pool.killAll());
-  afterAll(() => rm(dir, { recursive: true, force: true }));
-
-  it('writes the trace page of a stored task', async () => {
-    const out = join(dir, 'conflict.html');
-    const child = pool.spawnTs('trace', 'src/cli/trace.ts', ['conflict-1', '--data-dir', dir, '--out', out]);
-    const { code } = await child.ended(20_000);
-    expect(code).toBe(0);
-    const store = new FileStore(dir);
-    const entries = (await store.load('conflict-1'))!.journal.audit;
-    await store.close();
-    expect(child.lines).toContain(`wrote ${out}: conflict-1 done (done), ${entries} audit entries`);
-    const html = await readFile(out, 'utf8');
-    expect(html).toContain('<title>Trace of conflict-1</title>');
-    expect(classesOf(html, 'done')).toBe('final visited current');
-  }, 30_000);
 });

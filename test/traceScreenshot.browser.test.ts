@@ -16,6 +16,7 @@ import { TRACE_COLORS, renderTraceHtml } from '../src/visualize/traceHtml.js';
 import { CHROMIUM_INSTALL, findChromium, killChromiums, screenshot } from './support/chromium.js';
 import { countColor, decodePng, distinctColors } from './support/png.js';
 import { PROJECT_ROOT } from './support/workers.js';
+import { scaled } from './support/timeScale.js';
 
 const chromium = findChromium();
 const ci = process.env.CI === 'true';
@@ -62,7 +63,7 @@ describe.runIf(available)('trace page screenshot', () => {
     // Two gates rejected (permission, business) plus the failed outcome: table cells in the reject colour.
     expect(countColor(png, TRACE_COLORS.reject)).toBeGreaterThan(5_000);
     expect(countColor(png, TRACE_COLORS.pass)).toBeGreaterThan(5_000);
-  }, 60_000);
+  }, scaled(60_000));
 
   it('shows a task that took the conflict path: more states visited, a done final state, no gate rejected', async () => {
     if (!chromium) expect.fail(missing);
@@ -74,5 +75,5 @@ describe.runIf(available)('trace page screenshot', () => {
     expect(countColor(png, TRACE_COLORS.current)).toBeGreaterThan(3_000);
     // Only the reserve_room conflict result is red here (one table cell).
     expect(countColor(png, TRACE_COLORS.reject)).toBeLessThan(5_000);
-  }, 60_000);
+  }, scaled(60_000));
 });

@@ -15,6 +15,7 @@ import { RedisStore } from '../src/store/redis/redisStore.js';
 import { type DispatchWorkerConfig, WORKLOAD_SUCCESS, workloadModel, workloadTools } from './support/dispatchWorker.js';
 import { type RedisServer, startRedisServer } from './support/redis.js';
 import { type Child, ChildPool } from './support/workers.js';
+import { scaled } from './support/timeScale.js';
 
 const WORKER = fileURLToPath(new URL('./support/dispatchWorker.ts', import.meta.url));
 const TASKS = Number(process.env.WORKERS_TEST_TASKS ?? 2_000);
@@ -76,7 +77,8 @@ describe.skipIf(!hasRedisServer && process.env.CI !== 'true')('worker processes 
       }
     };
     const done = () => admin.zcard(`{${prefix}}:index:state:done`);
-    const allDone = async (timeoutMs: number) => {
+    const allDone = async (quietTimeoutMs: number) => {
+      const timeoutMs = scaled(quietTimeoutMs);
       const deadline = Date.now() + timeoutMs;
       while ((await done()) < TASKS) {
         if (Date.now() > deadline) throw new Error(`only ${await done()} of ${TASKS} tasks done after ${timeoutMs} ms; queue ${JSON.stringify(await dispatch.depth())}`);
@@ -117,7 +119,7 @@ describe.skipIf(!hasRedisServer && process.env.CI !== 'true')('worker processes 
     // Every worker took part.
     for (const s of stats) expect(s.saves).toBeGreaterThan(0);
     expect(await d.dispatch.depth()).toMatchObject({ waiting: 0, active: 0 });
-  }, 300_000);
+  }, scaled(300_000));
 
   it('kill -9 of a worker mid-run: its running and not-yet-started tasks finish elsewhere, none twice', async () => {
     const d = deployment();
@@ -136,8 +138,8 @@ describe.skipIf(!hasRedisServer && process.env.CI !== 'true')('worker processes 
     expect(business).toMatchObject({ keys: TASKS, tasks: TASKS, duplicated: 0 });
     for (const s of stats) expect(s.held).toEqual({ live: 0, leases: 0 });
     // The victim's leases expired (nobody released them); every other one was given up.
-    const deadline = Date.now() + 5_000;
+    const deadline = Date.now() + scaled(5_000);
     while ((await d.leasesLeft()) > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
     expect(await d.leasesLeft()).toBe(0);
-  }, 300_000);
+  }, scaled(300_000));
 });

@@ -9,6 +9,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { scaled } from './timeScale.js';
 
 export const CHROMIUM_INSTALL = 'apt-get install -y chromium chromium-driver';
 
@@ -35,7 +36,8 @@ export function killChromiums(): void {
 }
 
 /** Screenshots `htmlFile` into `pngFile` at `width`x`height` CSS pixels (device scale 1, sRGB colours). */
-export async function screenshot(binary: string, htmlFile: string, pngFile: string, size: { width: number; height: number }, timeoutMs = 30_000): Promise<void> {
+export async function screenshot(binary: string, htmlFile: string, pngFile: string, size: { width: number; height: number }, quietTimeoutMs = 30_000): Promise<void> {
+  const timeoutMs = scaled(quietTimeoutMs);
   const profile = await mkdtemp(join(tmpdir(), 'chromium-profile-'));
   try {
     const child = spawn(

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { freePort } from './redis.js';
+import { scaled } from './timeScale.js';
 
 /** True when `redis-server` is on PATH. */
 export const hasRedisServer = spawnSync('redis-server', ['--version']).status === 0;
@@ -49,10 +50,10 @@ export class DurableRedis {
     child.once('exit', () => {
       if (this.child === child) this.child = null;
     });
-    const deadline = Date.now() + 10_000;
+    const deadline = Date.now() + scaled(10_000);
     while (!(await this.answers())) {
       if (!this.child) throw new Error(`redis-server on port ${this.port} exited during start`);
-      if (Date.now() > deadline) throw new Error(`redis-server on port ${this.port} did not answer within 10 s`);
+      if (Date.now() > deadline) throw new Error(`redis-server on port ${this.port} did not answer within ${scaled(10_000)} ms`);
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
   }

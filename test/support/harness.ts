@@ -17,6 +17,7 @@ import { type OrchestratorOptions, createOrchestrator } from '../../src/orchestr
 import { MemoryStore } from '../../src/store/memoryStore.js';
 import type { TaskStore } from '../../src/store/taskStore.js';
 import type { Tool } from '../../src/tool.js';
+import { scaled } from './timeScale.js';
 
 export { E17, MEETING, BOOKING_GOAL, BOOKING_MANDATE, BOOKING_SUCCESS, REFUND_GOAL, REFUND_MANDATE, REFUND_SUCCESS };
 
@@ -110,9 +111,9 @@ export function byKind<K extends AuditEntry['kind']>(audit: readonly AuditEntry[
   return audit.filter((e): e is Extract<AuditEntry, { kind: K }> => e.kind === kind);
 }
 
-/** Waits until `predicate` holds (polling), for states reached in the background. */
+/** Waits until `predicate` holds (polling), for states reached in the background; `timeoutMs` is scaled. */
 export async function until(predicate: () => boolean | Promise<boolean>, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = Date.now() + scaled(timeoutMs);
   while (!(await predicate())) {
     if (Date.now() > deadline) throw new Error('condition not reached in time');
     await new Promise((r) => setTimeout(r, 5));

@@ -1,15 +1,11 @@
 /**
  * The README's runnable examples, by name (`<!-- example:NAME -->` … `<!-- /example -->`), and what each must print.
- * readme.test.ts runs them against the sources; consumer.package.test.ts runs them as written, installed.
+ * readme.process.test.ts runs them against the sources; consumer.package.test.ts runs them as written, installed.
  */
-import { execFile } from 'node:child_process';
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { expect } from 'vitest';
-import { PROJECT_ROOT } from './workers.js';
-
-const run = promisify(execFile);
+import { PROJECT_ROOT, runCommand } from './workers.js';
 
 export const EXAMPLES = ['embed', 'mandate', 'redis', 'inspect', 'visualize', 'openai', 'aisdk', 'fastify', 'acceptance', 'otel', 'privacy', 'mcp', 'erasure', 'hooks', 'workers'] as const;
 export type ExampleName = (typeof EXAMPLES)[number];
@@ -120,19 +116,22 @@ export const SOURCES: Record<string, string> = {
   'statechart-agent/bullmq': 'src/bullmq.ts',
 };
 
-/** Runs an example with tsx, its package imports pointed at the sources, in a scratch folder as its cwd. */
+/** Runs an example with tsx, its package imports pointed at the sources, in a scratch folder as its cwd; throws with its output if it fails. */
 export async function runExample(name: ExampleName, env: NodeJS.ProcessEnv = {}): Promise<string> {
   const code = (await readmeExample(name)).replace(/from '(statechart-agent(?:\/[\w-]+)?)'/g, (_m, specifier: string) => {
     const source = SOURCES[specifier];
     if (!source) throw new Error(`README example ${name} imports ${specifier}, which is not an entry`);
     return `from '${join(PROJECT_ROOT, source)}'`;
   });
-  const dir = join(PROJECT_ROOT, '.data', `readme-${name}`);
-  await mkdir(dir, { recursive: true });
+  // Inside the project (its node_modules resolve the example's other imports); a folder of its own per run, so two
+  // suites running at once do not share one.
+  await mkdir(join(PROJECT_ROOT, '.data'), { recursive: true });
+  const dir = await mkdtemp(join(PROJECT_ROOT, '.data', `readme-${name}-`));
   await writeFile(join(dir, 'example.ts'), code);
   try {
-    const { stdout } = await run(join(PROJECT_ROOT, 'node_modules', '.bin', 'tsx'), ['example.ts'], { cwd: dir, timeout: 30_000, env: { ...process.env, ...env } });
-    return stdout.trim();
+    const run = await runCommand(join(PROJECT_ROOT, 'node_modules', '.bin', 'tsx'), ['example.ts'], { name: `README example ${name}`, cwd: dir, env, timeoutMs: 30_000 });
+    if (run.code !== 0) throw new Error(`README example ${name} failed\n${run.transcript}`);
+    return run.out.trim();
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

@@ -8,6 +8,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { Redis } from 'ioredis';
+import { scaled } from './timeScale.js';
 
 export interface TestRedis {
   url: string;
@@ -61,14 +62,14 @@ export async function startRedisServer(port?: number): Promise<RedisServer> {
     child.once('error', (error) => reject(new Error(`redis-server could not be started (${error.message})`))),
   );
   const url = `redis://127.0.0.1:${port}`;
-  const deadline = Date.now() + 5000;
+  const deadline = Date.now() + scaled(5_000);
   await Promise.race([
     failed,
     (async () => {
       while (!(await answers(url))) {
         if (Date.now() > deadline) {
           stopChild(child);
-          throw new Error(`redis-server on port ${port} did not answer within 5 s`);
+          throw new Error(`redis-server on port ${port} did not answer within ${scaled(5_000)} ms`);
         }
         await new Promise((resolve) => setTimeout(resolve, 50));
       }

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Cluster, Redis } from 'ioredis';
 import { freePort } from './redis.js';
+import { scaled } from './timeScale.js';
 
 const run = promisify(execFile);
 
@@ -74,7 +75,7 @@ export async function startRedisCluster(masters = 3): Promise<TestCluster> {
   };
   try {
     for (const port of ports) await waitForPing(port);
-    await run('redis-cli', ['--cluster', 'create', ...ports.map((port) => `127.0.0.1:${port}`), '--cluster-replicas', '0', '--cluster-yes'], { timeout: 30_000 });
+    await run('redis-cli', ['--cluster', 'create', ...ports.map((port) => `127.0.0.1:${port}`), '--cluster-replicas', '0', '--cluster-yes'], { timeout: scaled(30_000) });
     for (const port of ports) await waitForClusterOk(port);
   } catch (error) {
     await stop();
@@ -83,7 +84,7 @@ export async function startRedisCluster(masters = 3): Promise<TestCluster> {
   return {
     ports,
     connect(options = {}) {
-      const redisOptions = options.forBullmq ? { maxRetriesPerRequest: null } : { maxRetriesPerRequest: 1, commandTimeout: 3_000 };
+      const redisOptions = options.forBullmq ? { maxRetriesPerRequest: null } : { maxRetriesPerRequest: 1, commandTimeout: scaled(3_000) };
       const cluster = new Cluster(ports.map((port) => ({ host: '127.0.0.1', port })), { redisOptions, enableAutoPipelining: !options.forBullmq });
       cluster.on('error', () => {});
       clients.push(cluster);
@@ -102,7 +103,7 @@ export async function startRedisCluster(masters = 3): Promise<TestCluster> {
 }
 
 async function waitForPing(port: number): Promise<void> {
-  const deadline = Date.now() + 10_000;
+  const deadline = Date.now() + scaled(10_000);
   for (;;) {
     const client = new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 0, retryStrategy: () => null, lazyConnect: true });
     client.on('error', () => {});
@@ -110,7 +111,7 @@ async function waitForPing(port: number): Promise<void> {
       await client.connect();
       if ((await client.ping()) === 'PONG') return;
     } catch {
-      if (Date.now() > deadline) throw new Error(`redis-server on port ${port} did not answer within 10 s`);
+      if (Date.now() > deadline) throw new Error(`redis-server on port ${port} did not answer within ${scaled(10_000)} ms`);
     } finally {
       client.disconnect();
     }
@@ -122,9 +123,9 @@ async function waitForClusterOk(port: number): Promise<void> {
   const client = new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 1 });
   client.on('error', () => {});
   try {
-    const deadline = Date.now() + 20_000;
+    const deadline = Date.now() + scaled(20_000);
     while (!String(await client.cluster('INFO')).includes('cluster_state:ok')) {
-      if (Date.now() > deadline) throw new Error(`the cluster node on port ${port} is not ok after 20 s`);
+      if (Date.now() > deadline) throw new Error(`the cluster node on port ${port} is not ok after ${scaled(20_000)} ms`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   } finally {

@@ -11,6 +11,7 @@ import { WebSocket } from 'ws';
 import { REFUND_GOAL, REFUND_SUCCESS, refundScript } from '../examples/booking/scenarios.js';
 import { FileStore } from '../src/store/file/fileStore.js';
 import { SUPPORT, harness } from './support/harness.js';
+import { scaled } from './support/timeScale.js';
 import { ChildPool } from './support/workers.js';
 
 const pool = new ChildPool();
@@ -41,7 +42,7 @@ describe('step CLI --inspect', () => {
     child.send('reject the customer asked for 199.00');
     child.send('next');
     child.send('quit');
-    expect((await child.ended(20_000)).code).toBe(0);
+    expect((await child.ended(20_000)).code, child.transcript()).toBe(0);
     // The CLI released the relay: the viewer was disconnected.
     await closed;
     const roots = frames.filter((f) => f.type === '@xstate.actor' && !('parentId' in f && (f as { parentId?: string }).parentId));
@@ -49,5 +50,5 @@ describe('step CLI --inspect', () => {
     const values = frames.filter((f) => f.type === '@xstate.snapshot' && f.sessionId === 'task:refund-inspect').map((f) => JSON.stringify(f.snapshot!.value));
     expect(values).toContain(JSON.stringify({ executing: 'awaitingConfirmation' }));
     expect(values).toContain(JSON.stringify('thinking'));
-  }, 60_000);
+  }, scaled(60_000));
 });

@@ -12,6 +12,7 @@ import { BOOKING_GOAL, BOOKING_SUCCESS, E17, REFUND_GOAL, REFUND_SUCCESS, bookin
 import { BookingService } from '../examples/booking/bookingService.js';
 import { FileStore } from '../src/store/file/fileStore.js';
 import { SUPPORT, byKind, harness } from './support/harness.js';
+import { scaled } from './support/timeScale.js';
 import { ChildPool } from './support/workers.js';
 
 const pool = new ChildPool();
@@ -59,8 +60,8 @@ describe('step CLI', () => {
     });
 
     it('shows the state, the pending confirmation and the allowed events, then the past at step 3, then confirms', async () => {
-      const { code, out } = await step(['refund-step'], 'at 3\nnext\nconfirm\nquit\n');
-      expect(code).toBe(0);
+      const { code, out, transcript } = await step(['refund-step'], 'at 3\nnext\nconfirm\nquit\n');
+      expect(code, transcript).toBe(0);
       // The current state, as loaded.
       expect(out).toMatch(/^task {6}refund-step · waiting_for_confirmation \(executing\.awaitingConfirmation\) · revision \d+ · turn 2/m);
       expect(out).toMatch(/^confirm {3}Refund 999\.00 on order O-1001/m);
@@ -97,11 +98,11 @@ describe('step CLI', () => {
       expect(writes[0]).toMatchObject({ tool: 'refund_order', argsHash: pending.argsHash, confirmationId: pending.id });
       expect(byKind(after.audit, 'tool_finished').map((e) => `${e.tool} ${e.code}`)).toEqual(['get_order ok', 'refund_order ok']);
       expect(after.context.evidence).toEqual([expect.objectContaining({ tool: 'refund_order', fields: { status: 'succeeded', refund_id: 'TX-9001' } })]);
-    }, 30_000);
+    }, scaled(30_000));
 
     it('resumes the running task and lets the model finish it with next, without running the refund again', async () => {
-      const { code, out } = await step(['refund-step'], 'next\n');
-      expect(code).toBe(0);
+      const { code, out, transcript } = await step(['refund-step'], 'next\n');
+      expect(code, transcript).toBe(0);
       expect(out).toContain('the task was left running (thinking): resuming it here');
       expect(out).toContain('model     its turn waits for you');
       expect(out).toContain('next → model turn 3 released');
@@ -116,13 +117,13 @@ describe('step CLI', () => {
       expect(after.envelope.summary).toMatchObject({ state: 'done', outcomeCode: 'goal_met' });
       expect(byKind(after.audit, 'tool_started').filter((e) => e.effect === 'write')).toHaveLength(1);
       expect(byKind(after.audit, 'model_output').map((e) => e.output)).toEqual(['model.toolsProposed', 'model.toolsProposed', 'model.answered']);
-    }, 30_000);
+    }, scaled(30_000));
 
     it('prints the task at a past step with --at, including the confirmation it was waiting for', async () => {
       const { audit } = await stored('refund-step');
       const n = audit.findIndex((e) => e.kind === 'confirmation' && e.action === 'requested') + 1;
-      const { code, out } = await step(['refund-step', '--at', String(n)], '');
-      expect(code).toBe(0);
+      const { code, out, transcript } = await step(['refund-step', '--at', String(n)], '');
+      expect(code, transcript).toBe(0);
       expect(out).toContain(`at ${n} of ${audit.length}`);
       expect(out).toMatch(/^ {2}state {5}executing\.awaitingConfirmation · waiting_for_confirmation · turn 2$/m);
       expect(out).toContain(`pending   ${pending.id} for refund_order · args ${pending.argsHash}`);
@@ -130,13 +131,13 @@ describe('step CLI', () => {
       expect(out).toMatch(/t2 {2}gates {4}refund_order schema ✓ mandate ✓ business ✓ permission ✓/);
       // Then the present: done.
       expect(out).toMatch(/^task {6}refund-step · done \(done\)/m);
-    }, 30_000);
+    }, scaled(30_000));
   });
 
   it('steps a whole session: reject the 999.00, let the model propose 199.00, confirm it, finish', async () => {
     await waitingRefund('refund-session');
-    const { code, out } = await step(['refund-session'], 'reject the customer asked for 199.00\nnext\nconfirm\nnext\n');
-    expect(code).toBe(0);
+    const { code, out, transcript } = await step(['refund-session'], 'reject the customer asked for 199.00\nnext\nconfirm\nnext\n');
+    expect(code, transcript).toBe(0);
     expect(out).toContain('reject → accepted: rejected; the call will not run and the model is told');
     expect(out).toMatch(/^last {6}refund_order confirmation_rejected: the call was rejected by E17: the customer asked for 199\.00; it was not run$/m);
     expect(out).toContain('next → model turn 3 released');
@@ -151,17 +152,17 @@ describe('step CLI', () => {
     const writes = byKind(after.audit, 'tool_started').filter((e) => e.effect === 'write');
     expect(writes.map((w) => (w.args as { amount_cents: number }).amount_cents)).toEqual([19_900]);
     expect(byKind(after.audit, 'confirmation').map((e) => e.action)).toEqual(['requested', 'rejected', 'requested', 'granted']);
-  }, 30_000);
+  }, scaled(30_000));
 
   it('refuses a confirmation from another user (--as) and leaves the task waiting', async () => {
     await waitingRefund('refund-other');
-    const { code, out } = await step(['refund-other', '--as', 'E99'], 'confirm\n');
-    expect(code).toBe(0);
+    const { code, out, transcript } = await step(['refund-other', '--as', 'E99'], 'confirm\n');
+    expect(code, transcript).toBe(0);
     expect(out).toContain('confirm → refused (wrong_user)');
     expect(out).toMatch(/^bye: refund-other stays waiting_for_confirmation/m);
     const after = await stored('refund-other');
     expect(byKind(after.audit, 'tool_started').filter((e) => e.effect === 'write')).toHaveLength(0);
-  }, 30_000);
+  }, scaled(30_000));
 
   it('lets a reviewer (--as with --scopes) resolve a held write, after the task user could not', async () => {
     // A booking whose response is lost and whose lookups fail: it waits for a reviewer.
@@ -179,7 +180,7 @@ describe('step CLI', () => {
     expect(user.out).toMatch(/^events {4}resolve happened <result json> \| not_happened \[note\] \| retry \[note\] · at <N> · quit$/m);
     expect(user.out).toContain('resolve → refused (not_a_reviewer)');
     const reviewer = await step(['held', '--as', 'R2', '--scopes', 'tasks:review'], 'resolve retry the room system has no record\nnext\n');
-    expect(reviewer.code).toBe(0);
+    expect(reviewer.code, reviewer.transcript).toBe(0);
     expect(reviewer.out).toContain('resolve → accepted: resolved: the write is retried with the same idempotency key');
     expect(reviewer.out).toMatch(/^outcome {3}done: goal_met/m);
     const after = await stored('held');
@@ -188,18 +189,18 @@ describe('step CLI', () => {
       'refused not_a_reviewer E17',
       'resolved retry R2',
     ]);
-  }, 30_000);
+  }, scaled(30_000));
 
   it('explains a task it cannot find and a bad command line', async () => {
     const missing = await step(['no-such-task'], '');
-    expect(missing.code).toBe(1);
+    expect(missing.code, missing.transcript).toBe(1);
     expect(missing.err).toContain('Pass --store, --data-dir or --prefix');
     const usage = await step([], '');
-    expect(usage.code).toBe(2);
+    expect(usage.code, usage.transcript).toBe(2);
     expect(usage.err).toContain('step needs a task id');
     const hostless = await pool.run('src/cli/step.ts', ['refund-step', '--data-dir', dir], { input: '' });
     expect(hostless).toMatchObject({ code: 2, err: expect.stringContaining('step needs --host <module>') });
     const broken = await pool.run('src/cli/step.ts', ['refund-step', '--host', './no/such/host.ts', '--data-dir', dir], { input: '' });
     expect(broken).toMatchObject({ code: 1, err: expect.stringContaining('cannot load the host module ./no/such/host.ts') });
-  }, 30_000);
+  }, scaled(30_000));
 });
