@@ -79,7 +79,7 @@ describe.skipIf(!redis)('catalog binding under BullMQ dispatch', () => {
 
     node([read.tool('with')]).orchestrator.createWorker({ concurrency: 2 });
     const done = await api.orchestrator.settled('cat-1', { timeoutMs: 15_000 });
-    expect(done).toMatchObject({ state: 'done', outcome: { answer: 'read by with' } });
+    expect(done).toMatchObject({ state: 'answered', outcome: { answer: 'read by with' } });
     expect(read.started).toEqual(['with']);
   });
 
@@ -105,7 +105,7 @@ describe.skipIf(!redis)('catalog binding under BullMQ dispatch', () => {
 
     node([read.tool('second')]).orchestrator.createWorker({ concurrency: 2 });
     const done = await api.orchestrator.settled('cat-2', { timeoutMs: 15_000 });
-    expect(done).toMatchObject({ state: 'done', outcome: { answer: 'refunded' } });
+    expect(done).toMatchObject({ state: 'answered', outcome: { answer: 'refunded' } });
     expect(refunds.refunds).toHaveLength(1);
   });
 });

@@ -69,7 +69,7 @@ describe.skipIf(!redis)('a task carrying card numbers, on Redis', () => {
     const prefix = redis!.freshPrefix();
     prefixes.push(prefix);
     const run = await runSecretTask({ store: new RedisStore({ client, prefix }), taskId: 'secrets-r' });
-    expect(run.status.state).toBe('done');
+    expect(run.status.state).toBe('answered');
     const stored = await everyValue(client, prefix);
     expect(stored.text).toContain('[[sealed:password:');
     expect(credentialsIn(stored.text)).toEqual([]);
