@@ -301,6 +301,9 @@ function checkConfirmation(tool: Tool, fail: (detail: string) => never): void {
   const waiver = confirm && typeof confirm === 'object' && 'never' in confirm ? (confirm as ConfirmationWaiver).never : undefined;
   if (confirm && typeof confirm === 'object' && 'never' in confirm) {
     if (typeof waiver !== 'string' || waiver.trim().length < 3 || waiver.length > 500) fail('confirm.never must give the reason (3 to 500 characters) the write needs no confirmation');
+    // A waiver beside an approver rule would read as "approvers confirm it" and run unconfirmed.
+    const others = Object.keys(confirm).filter((key) => key !== 'never');
+    if (others.length > 0) fail(`confirm.never stands alone: a call either runs unconfirmed or is confirmed, so remove ${others.join(', ')} (or the waiver)`);
     if (tool.risk === 'irreversible' || tool.risk === 'high_risk') fail(`an ${tool.risk === 'irreversible' ? 'irreversible' : 'high_risk'} write is always confirmed: remove confirm.never`);
     return checkConfirmationPolicy(confirmation, fail);
   }

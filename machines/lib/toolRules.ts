@@ -27,10 +27,14 @@ export function riskOf(call: Pick<CallState, 'effect'>, rules: ToolRules | undef
   return rules?.risk ?? (call.effect === 'write' ? 'writable' : 'read_only');
 }
 
-/** The reason a write's tool gave for running without a confirmation (`confirm: { never: reason }`), if it did. */
+/**
+ * The reason a write's tool gave for running without a confirmation (`confirm: { never: reason }`), if it did. A
+ * waiver beside anything else (an approver scope) is not one: that rule asks.
+ */
 export function confirmationWaiver(rules: ToolRules | undefined): string | null {
   const rule = rules?.confirm as { never?: unknown } | undefined;
-  return rule && typeof rule === 'object' && typeof rule.never === 'string' && rule.never.trim() !== '' ? rule.never : null;
+  if (!rule || typeof rule !== 'object' || Object.keys(rule).some((key) => key !== 'never')) return null;
+  return typeof rule.never === 'string' && rule.never.trim() !== '' ? rule.never : null;
 }
 
 /** Why a call runs without a confirmation, as the audit says it: the tool's written waiver, or its rule. */
