@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { ToolDefinitionError } from '../src/errors.js';
+import { AgentError, ToolDefinitionError } from '../src/errors.js';
 import { reply } from '../src/testing/index.js';
 import { defineTool } from '../src/tool.js';
 import { E17, harness } from './support/harness.js';
@@ -30,6 +30,17 @@ function noticeTool(sent: string[] = []) {
     lookup: async () => ({ found: false as const }),
   });
 }
+
+describe('a write depends only on reads that are installed', () => {
+  it.each([
+    ['a read that is not installed (a typo)', ['find_availble_rooms'], /dependsOn names find_availble_rooms, which is not an installed read tool/],
+    ['a write', ['reserve_room'], /dependsOn names reserve_room, which is not an installed read tool/],
+  ])('refuses at createOrchestrator a dependsOn naming %s', (_label, dependsOn, message) => {
+    const tool = defineTool({ ...noticeTool(), dependsOn });
+    expect(() => harness({ extraTools: [tool] })).toThrow(AgentError);
+    expect(() => harness({ extraTools: [tool] })).toThrow(message);
+  });
+});
 
 describe('a waiver is a waiver alone', () => {
   it('refuses a confirm that both waives and names approvers', () => {

@@ -4,7 +4,7 @@
  */
 import type { Catalog, Principal } from '../../machines/context.js';
 import type { ToolRules, Toolkit } from '../../machines/toolkit.js';
-import { AgentError, type CatalogDifference } from '../errors.js';
+import { AgentError, type CatalogDifference, ToolDefinitionError } from '../errors.js';
 import { catalogDifferences } from './catalogBinding.js';
 import { sha256Hex } from '../hashing.js';
 import type { OfferedTool } from '../model/agentModel.js';
@@ -33,7 +33,27 @@ export class ToolRegistry {
       this.schemas.set(tool.name, toolParametersSchema(tool));
       this.rules.set(tool.name, rulesOf(tool, privacy));
     }
+    this.checkDependencies();
     this.toolkit = { rules: (name) => this.rules.get(name), sha256: sha256Hex };
+  }
+
+  /**
+   * A write's `dependsOn` names installed reads: a name that is not one (a typo, a write) would leave the write
+   * depending on nothing while its author believes it is protected.
+   */
+  private checkDependencies(): void {
+    for (const tool of this.tools.values()) {
+      if (tool.effect !== 'write' || tool.dependsOn === undefined) continue;
+      for (const name of tool.dependsOn) {
+        if (this.tools.get(name)?.effect !== 'read') {
+          throw new ToolDefinitionError(tool.name, `dependsOn names ${name}, which is not an installed read tool (installed reads: ${this.readNames().join(', ') || 'none'})`);
+        }
+      }
+    }
+  }
+
+  private readNames(): string[] {
+    return [...this.tools.values()].filter((tool) => tool.effect === 'read').map((tool) => tool.name);
   }
 
   get(name: string): Tool | undefined {
