@@ -47,6 +47,18 @@ export function exposedTo(exposure: Exposure, tool: string, rules: ToolRules | u
   };
 }
 
+/** Failures whose text the host wrote itself: nothing the tool said reached the task. */
+const HOST_WORDED: ReadonlySet<string> = new Set(['timeout', 'aborted', 'interrupted']);
+
+/**
+ * `exposure` after a failure of `tool` (its `code` and `summary`) reached the task. The summary of a tool's own
+ * failure is the tool's text (an MCP server's `isError` answer, a thrown error's message): an untrusted tool's text
+ * is untrusted input, and a sealed value in it is sensitive data, as in a result.
+ */
+export function exposedToFailure(exposure: Exposure, tool: string, rules: ToolRules | undefined, code: string, summary: string, at: number): Exposure {
+  return HOST_WORDED.has(code) ? exposure : exposedTo(exposure, tool, rules, summary, at);
+}
+
 /**
  * An identifier as answers name them: one word of letters, digits, `-` and `_`, holding an upper-case letter and a
  * digit ("B7", "TX-9001", "O-1001"), at most 64 characters. Amounts, dates, times and plain words are not identifiers,

@@ -9,7 +9,7 @@ import { fingerprint } from '../lib/fingerprint.js';
 import type { AuditEntry, TranscriptEntry } from '../journal.js';
 import { auditEntry, gateEntry, timeOf } from '../journal.js';
 import { nextStepNeed } from '../guards/budget.js';
-import { blockingReads, exposedTo, identifiersOf, markRead, observe } from '../lib/observedFacts.js';
+import { blockingReads, exposedTo, exposedToFailure, identifiersOf, markRead, observe } from '../lib/observedFacts.js';
 import { unconfirmedSummary } from '../lib/toolRules.js';
 import type { ToolRules, Toolkit } from '../toolkit.js';
 import { type Step, bounded, retriesWithin } from './step.js';
@@ -83,6 +83,12 @@ export function learnedFrom(
   };
 }
 
+/** What a failure of `call` exposes the task to: its text is the tool's (see `exposedToFailure`). */
+function failureExposure(context: AgentContext, call: CallState, observation: Observation, at: number, toolkit: Toolkit): AgentContext['exposure'] {
+  if (observation.ok) return context.exposure;
+  return exposedToFailure(context.exposure, call.tool, toolkit.rules(call.tool), observation.code, observation.summary, at);
+}
+
 /** The write's intent succeeded: remembered by its key, so the same business intent is never sent again. */
 export function written(context: AgentContext, call: CallState): string[] {
   if (!call.idempotencyKey || context.writtenKeys.includes(call.idempotencyKey)) return context.writtenKeys;
@@ -121,6 +127,7 @@ export const finishReads: Step = (context, event, toolkit) => {
     const observation = observationOf(call, result.outcome, context.policy.observationCapBytes);
     next = { ...next, batch: finishCall(next.batch!, call.callId, observation), unverified: markRead(next.unverified, call.tool, codeOf(observation), at) };
     if (result.outcome.kind === 'ok') next = { ...next, ...learnedFrom(next, call, result.outcome.value, at, toolkit) };
+    else next = { ...next, exposure: failureExposure(next, call, observation, at, toolkit) };
     audit.push(finishedEntry(context, event, call, codeOf(observation), result.durationMs, result.attempts));
   }
   let batch = next.batch!;
@@ -167,7 +174,8 @@ export const finishWrite: Step = (context, event, toolkit) => {
   const output = outputOf(event, 'write');
   const call = currentCall(context.batch)!;
   const observation = observationOf(call, output.outcome, context.policy.observationCapBytes);
-  const learned = output.outcome.kind === 'ok' ? learnedFrom(context, call, output.outcome.value, timeOf(context, event), toolkit) : {};
+  const at = timeOf(context, event);
+  const learned = output.outcome.kind === 'ok' ? learnedFrom(context, call, output.outcome.value, at, toolkit) : { exposure: failureExposure(context, call, observation, at, toolkit) };
   return {
     context: {
       batch: finishCall(context.batch!, call.callId, observation),
