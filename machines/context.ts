@@ -175,19 +175,24 @@ export const outcomeSchema = z.strictObject({
 });
 
 /** Limits of the bounded lists in the context, so the snapshot stays the same size however long a task runs. */
-export const CONTEXT_BOUNDS = { evidence: 8, seenObservations: 16, proposedSinceNew: 32, writtenKeys: 64, denied: 32, unverified: 16, observedIds: 48 } as const;
+export const CONTEXT_BOUNDS = { evidence: 8, seenObservations: 16, proposedSinceNew: 32, writtenKeys: 64, denied: 32, unverified: 16, unverifiedArgs: 8, observedIds: 48 } as const;
 
 /**
  * A read tool whose latest results were unknown (it timed out, or could not be reached): what it was meant to
- * establish is unverified until a later read of the same tool succeeds.
+ * establish is unverified until a later read of the same tool, with the same arguments, succeeds.
  */
 export const unverifiedReadSchema = z.strictObject({
   tool: z.string().min(1).max(SHORT),
   /** The code of the latest unknown result (`timeout`, `unavailable`...). */
   code: z.string().min(1).max(SHORT),
-  /** Unknown results in a row. */
+  /** Unknown results of the tool since its facts were last all verified. */
   times: z.number().int().positive(),
   at: time,
+  /**
+   * The reads that ended unknown, by their arguments (`callKey`'s hash part), newest last: a read of other arguments
+   * verifies nothing of theirs. Absent in marks recorded before it: then any read of the tool that succeeds clears it.
+   */
+  args: z.array(z.string().min(1).max(64)).max(CONTEXT_BOUNDS.unverifiedArgs).optional(),
 });
 
 /** What the task has been exposed to, for the Rule of Two: where it first saw untrusted input and sensitive data. */

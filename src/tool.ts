@@ -164,9 +164,10 @@ export interface WriteTool<I = any, O = any> extends ToolBase<I, O> {
   /** Money the call moves, in minor units of the host's currency: debited from the task's money budget before it runs. */
   amount?: (args: I) => number;
   /**
-   * The read tools whose facts this write depends on: while one of them ended unknown (a timeout, unavailable) and has
-   * not succeeded since, the write is refused (`unverified_facts`), and a task whose re-reads keep failing stops
-   * (`could_not_verify`). Default: every read of the task (the conservative choice); `[]`: none.
+   * The read tools whose facts this write depends on: while a read of one of them ended unknown (a timeout,
+   * unavailable) and the same read (same arguments) has not succeeded since, the write is refused
+   * (`unverified_facts`), and a task whose re-reads keep failing stops (`could_not_verify`). Default: every read of
+   * the task (the conservative choice); `[]`: none. Each name must be a read installed beside it.
    */
   dependsOn?: readonly string[];
   /** True only if the service guarantees that re-sending the same idempotency key never duplicates the effect. */

@@ -6,11 +6,13 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { BookingService } from '../examples/booking/bookingService.js';
 import { AgentError, ToolDefinitionError } from '../src/errors.js';
+import { markRead } from '../machines/lib/observedFacts.js';
 import { cardNumbers } from '../src/privacy/redactors.js';
 import { reply } from '../src/testing/index.js';
 import { defineTool } from '../src/tool.js';
-import { E17, harness } from './support/harness.js';
+import { BOOKING_GOAL, BOOKING_MANDATE, BOOKING_SUCCESS, E17, MEETING, byKind, harness, reserveArgs } from './support/harness.js';
 
 /** A write with a written waiver: a notice to the customer. */
 function noticeTool(sent: string[] = []) {
@@ -31,6 +33,59 @@ function noticeTool(sent: string[] = []) {
     lookup: async () => ({ found: false as const }),
   });
 }
+
+describe('unverified facts: a re-read verifies only what it read', () => {
+  it('keeps a mark until every unknown read of the tool succeeded; a mark recorded without arguments clears as before', () => {
+    const a = markRead([], 'search', 'timeout', 1, 'aaaa');
+    const ab = markRead(a, 'search', 'unavailable', 2, 'bbbb');
+    expect(ab).toEqual([{ tool: 'search', code: 'unavailable', times: 2, at: 2, args: ['aaaa', 'bbbb'] }]);
+    expect(markRead(ab, 'search', 'ok', 3, 'cccc')).toEqual(ab);
+    expect(markRead(ab, 'search', 'ok', 3, 'aaaa')).toEqual([{ tool: 'search', code: 'unavailable', times: 2, at: 2, args: ['bbbb'] }]);
+    expect(markRead(markRead(ab, 'search', 'ok', 3, 'aaaa'), 'search', 'ok', 4, 'bbbb')).toEqual([]);
+    expect(markRead([{ tool: 'search', code: 'timeout', times: 1, at: 1 }], 'search', 'ok', 2, 'cccc')).toEqual([]);
+  });
+
+  it('keeps refusing the write when the re-read that succeeded asked something else', async () => {
+    const bookings = new BookingService();
+    // The first search (both its attempts) never answers; every later one does.
+    bookings.faults.hangingSearches = 2;
+    const h = harness({
+      bookings,
+      timeouts: { search: 30 },
+      script: [
+        reply.call('find_available_rooms', { ...MEETING }),
+        // A search for one more attendee answers at once: it says nothing about the search that timed out.
+        reply.call('find_available_rooms', { ...MEETING, attendees: 4 }),
+        reply.call('reserve_room', reserveArgs()),
+        reply.answer('Booked R7.'),
+      ],
+    });
+    const status = await h.orchestrator.run({ principal: E17, goal: BOOKING_GOAL, mandate: BOOKING_MANDATE, success: BOOKING_SUCCESS, taskId: 'other-args' });
+    const gates = byKind(await h.orchestrator.audit('other-args'), 'gate').filter((g) => g.gate === 'verification');
+    expect(gates).toEqual([expect.objectContaining({ decision: 'reject', code: 'unverified_facts', tool: 'reserve_room' })]);
+    expect(bookings.reserveRequests).toEqual([]);
+    expect(status.state).toBe('failed');
+  });
+
+  it('runs the write once the very read that timed out succeeds, after reads of other arguments', async () => {
+    const bookings = new BookingService();
+    bookings.faults.hangingSearches = 2;
+    const h = harness({
+      bookings,
+      timeouts: { search: 30 },
+      script: [
+        reply.call('find_available_rooms', { ...MEETING }),
+        reply.call('find_available_rooms', { ...MEETING, attendees: 4 }),
+        reply.call('find_available_rooms', { ...MEETING }),
+        reply.call('reserve_room', reserveArgs()),
+        reply.answer('Booked R7: B204.'),
+      ],
+    });
+    const status = await h.orchestrator.run({ principal: E17, goal: BOOKING_GOAL, mandate: BOOKING_MANDATE, success: BOOKING_SUCCESS, taskId: 're-read' });
+    expect(status).toMatchObject({ state: 'done', outcome: { reason: { code: 'goal_met' } } });
+    expect(bookings.reserveRequests).toHaveLength(1);
+  });
+});
 
 describe('the Rule of Two counts what an untrusted tool says when it fails', () => {
   /** A read of outside text that fails with the outside text in its failure (as an MCP server's isError does). */

@@ -1,6 +1,6 @@
 /**
  * What a task learned from its trusted results, kept small and plain: which reads ended unknown (their facts are
- * unverified until a later read of the same tool succeeds), what the task was exposed to (untrusted input, sensitive
+ * unverified until the same read succeeds later), what the task was exposed to (untrusted input, sensitive
  * data: the Rule of Two), and which identifiers trusted results and the user's own text named (to check that a final
  * answer claims nothing a tool did not return). Pure.
  */
@@ -9,12 +9,22 @@ import { CONTEXT_BOUNDS } from '../context.js';
 import { UNVERIFIED } from '../failures.js';
 import type { ToolRules } from '../toolkit.js';
 
-/** The unverified marks after a read of `tool` ended with `code` ('ok' for a result), at `at`. */
-export function markRead(marks: readonly UnverifiedRead[], tool: string, code: string, at: number): UnverifiedRead[] {
-  const others = marks.filter((mark) => mark.tool !== tool);
-  if (!UNVERIFIED.has(code)) return code === 'ok' ? others : [...marks];
-  const times = (marks.find((mark) => mark.tool === tool)?.times ?? 0) + 1;
-  return [...others, { tool, code, times, at }].slice(-CONTEXT_BOUNDS.unverified);
+/**
+ * The unverified marks after a read of `tool` with arguments `args` (their hash) ended with `code` ('ok' for a
+ * result), at `at`. A success verifies what that read asked, not what a read of other arguments asked: the mark
+ * goes once every read of the tool that ended unknown has since succeeded.
+ */
+export function markRead(marks: readonly UnverifiedRead[], tool: string, code: string, at: number, args: string): UnverifiedRead[] {
+  const mark = marks.find((m) => m.tool === tool);
+  const others = marks.filter((m) => m.tool !== tool);
+  if (UNVERIFIED.has(code)) {
+    const unknown = [...(mark?.args ?? []).filter((a) => a !== args), args].slice(-CONTEXT_BOUNDS.unverifiedArgs);
+    return [...others, { tool, code, times: (mark?.times ?? 0) + 1, at, args: unknown }].slice(-CONTEXT_BOUNDS.unverified);
+  }
+  if (code !== 'ok' || !mark) return [...marks];
+  // A mark recorded before marks kept their reads' arguments: any success of the tool clears it, as it did then.
+  const left = mark.args?.filter((a) => a !== args) ?? [];
+  return left.length === 0 ? others : marks.map((m) => (m === mark ? { ...m, args: left } : m));
 }
 
 /** The unverified reads a write of `rules` depends on: those it names (`dependsOn`), or every one when it names none. */

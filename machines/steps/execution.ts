@@ -95,6 +95,11 @@ export function written(context: AgentContext, call: CallState): string[] {
   return bounded(context.writtenKeys, [call.idempotencyKey], CONTEXT_BOUNDS.writtenKeys);
 }
 
+/** The part of a read's arguments hash its unverified mark keeps (as `callKey` does). */
+function argsKeyOf(call: CallState): string {
+  return (call.argsHash ?? call.callId).replace(/^sha256:/, '').slice(0, 16);
+}
+
 function codeOf(observation: Observation): string {
   return observation.ok ? 'ok' : observation.code;
 }
@@ -114,7 +119,7 @@ export const startReads: Step = (context, event) => {
 
 /**
  * The reads' results: each an observation; a result teaches the task (evidence, identifiers, exposure), and a read
- * that ended unknown marks its tool's facts unverified until a later read of it succeeds.
+ * that ended unknown marks its tool's facts unverified until the same read (same arguments) succeeds later.
  */
 export const finishReads: Step = (context, event, toolkit) => {
   const output = outputOf(event, 'reads');
@@ -125,7 +130,7 @@ export const finishReads: Step = (context, event, toolkit) => {
     const call = findCall(next.batch, result.callId);
     if (!call || call.phase !== 'reading') continue;
     const observation = observationOf(call, result.outcome, context.policy.observationCapBytes);
-    next = { ...next, batch: finishCall(next.batch!, call.callId, observation), unverified: markRead(next.unverified, call.tool, codeOf(observation), at) };
+    next = { ...next, batch: finishCall(next.batch!, call.callId, observation), unverified: markRead(next.unverified, call.tool, codeOf(observation), at, argsKeyOf(call)) };
     if (result.outcome.kind === 'ok') next = { ...next, ...learnedFrom(next, call, result.outcome.value, at, toolkit) };
     else next = { ...next, exposure: failureExposure(next, call, observation, at, toolkit) };
     audit.push(finishedEntry(context, event, call, codeOf(observation), result.durationMs, result.attempts));
@@ -204,7 +209,7 @@ export const refuseForUnverifiedFacts: Step = (context, event, toolkit) => {
   const call = nextCall(context.batch)!;
   const marks = blockingReads(context, toolkit.rules(call.tool));
   const reads = marks.map((mark) => `${mark.tool} ended ${mark.code}`).join(', ');
-  const summary = `not run: the facts it depends on are unverified (${reads}, and no read of it succeeded since); read again before writing`;
+  const summary = `not run: the facts it depends on are unverified (${reads}, and the same read has not succeeded since); read again, with the same arguments, before writing`;
   return {
     context: { batch: finishCall(context.batch!, call.callId, rejection(call, 'unverified_facts', summary, 'verification')) },
     audit: [gateEntry(context, event, { gate: 'verification', decision: 'reject', call, code: 'unverified_facts', summary })],
