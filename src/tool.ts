@@ -165,7 +165,7 @@ export interface WriteTool<I = any, O = any> extends ToolBase<I, O> {
   amount?: (args: I) => number;
   /**
    * The read tools whose facts this write depends on: while a read of one of them ended unknown (a timeout,
-   * unavailable) and the same read (same arguments) has not succeeded since, the write is refused
+   * unavailable, a throw, output its schema refuses) and the same read (same arguments) has not succeeded since, the write is refused
    * (`unverified_facts`), and a task whose re-reads keep failing stops (`could_not_verify`). Default: every read of
    * the task (the conservative choice); `[]`: none. Each name must be a read installed beside it.
    */

@@ -87,6 +87,37 @@ describe('unverified facts: a re-read verifies only what it read', () => {
   });
 });
 
+describe('unverified facts: a read that crashed or answered garbage established nothing', () => {
+  /** A read whose service fails as a host's own code usually does: a plain throw, or output its schema refuses. */
+  const balance = (fail: () => never | { ok: true; value: unknown }) =>
+    defineTool({
+      name: 'get_balance',
+      description: "Reads the customer's balance.",
+      effect: 'read',
+      scopes: [],
+      timeoutMs: 200,
+      input: z.strictObject({}),
+      output: z.strictObject({ cents: z.number().int() }),
+      execute: async () => fail() as never,
+    });
+
+  it.each([
+    ['threw a plain error', 'tool_error', () => { throw new Error('connection reset by the ledger'); }],
+    ['answered what its schema refuses', 'invalid_output', () => ({ ok: true as const, value: { cents: 'lots' } })],
+  ])('refuses a write that depends on a read that %s', async (_label, code, fail) => {
+    const sent: string[] = [];
+    const h = harness({
+      extraTools: [balance(fail as () => never), noticeTool(sent)],
+      script: [reply.call('get_balance', {}), reply.call('send_notice', { text: 'your balance is fine' }), reply.answer('x')],
+    });
+    await h.orchestrator.run({ principal: E17, goal: 'Tell me my balance is fine', taskId: `crashed-${code}` });
+    const audit = await h.orchestrator.audit(`crashed-${code}`);
+    expect(byKind(audit, 'tool_finished').map((e) => [e.tool, e.code])).toEqual([['get_balance', code]]);
+    expect(byKind(audit, 'gate').filter((g) => g.gate === 'verification')).toEqual([expect.objectContaining({ decision: 'reject', code: 'unverified_facts', tool: 'send_notice' })]);
+    expect(sent).toEqual([]);
+  });
+});
+
 describe('the Rule of Two counts what an untrusted tool says when it fails', () => {
   /** A read of outside text that fails with the outside text in its failure (as an MCP server's isError does). */
   const inbox = defineTool({

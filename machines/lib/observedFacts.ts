@@ -10,6 +10,13 @@ import { UNVERIFIED } from '../failures.js';
 import type { ToolRules } from '../toolkit.js';
 
 /**
+ * A read that ended with one of these established nothing: besides "we do not know" (a timeout, unavailable), a
+ * crash of the tool (`tool_error`: a host's code throws a plain error far more often than a TransientToolError), an
+ * answer its output schema refuses, an attempt aborted. A tool's own failure code (`not_found`) is an answer.
+ */
+const READ_ESTABLISHED_NOTHING: ReadonlySet<string> = new Set([...UNVERIFIED, 'tool_error', 'invalid_output', 'aborted']);
+
+/**
  * The unverified marks after a read of `tool` with arguments `args` (their hash) ended with `code` ('ok' for a
  * result), at `at`. A success verifies what that read asked, not what a read of other arguments asked: the mark
  * goes once every read of the tool that ended unknown has since succeeded.
@@ -17,7 +24,7 @@ import type { ToolRules } from '../toolkit.js';
 export function markRead(marks: readonly UnverifiedRead[], tool: string, code: string, at: number, args: string): UnverifiedRead[] {
   const mark = marks.find((m) => m.tool === tool);
   const others = marks.filter((m) => m.tool !== tool);
-  if (UNVERIFIED.has(code)) {
+  if (READ_ESTABLISHED_NOTHING.has(code)) {
     const unknown = [...(mark?.args ?? []).filter((a) => a !== args), args].slice(-CONTEXT_BOUNDS.unverifiedArgs);
     return [...others, { tool, code, times: (mark?.times ?? 0) + 1, at, args: unknown }].slice(-CONTEXT_BOUNDS.unverified);
   }
