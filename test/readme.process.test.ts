@@ -1,12 +1,13 @@
 /**
- * The README's runnable examples, each run against the sources in a child process (tsx) and checked on what it
- * prints. The Redis ones are in readme.redis.test.ts; readme.test.ts checks that every marked example is here.
+ * The documentation's runnable examples (README.md and docs/*.md), each run against the sources in a child process
+ * (tsx) and checked on what it prints. The Redis ones are in readme.redis.test.ts; readme.test.ts checks that every
+ * marked example is here.
  */
 import { describe, expect, it } from 'vitest';
 import { fake, startFakeOpenAI } from './support/fakeOpenAI.js';
 import { expectExampleOutput, runExample } from './support/readme.js';
 
-describe('README', () => {
+describe('documented examples (README.md, docs/*.md)', () => {
   it.each(['embed', 'mandate', 'inspect', 'visualize', 'aisdk', 'fastify', 'acceptance', 'otel', 'privacy', 'mcp', 'erasure', 'hooks'] as const)('runs its %s example against the sources', async (name) => {
     expectExampleOutput[name](await runExample(name));
   });

@@ -8,7 +8,7 @@ beforeAll(async () => {
 });
 afterAll(() => redis?.stop());
 
-describe('README on Redis', () => {
+describe('documented examples on Redis (docs/stores.md, docs/workers.md)', () => {
   it('runs its redis example against the sources, under a fresh prefix', async (context) => {
     if (!redis) return context.skip();
     const prefix = redis.freshPrefix();

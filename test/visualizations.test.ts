@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { AnyStateNode } from 'xstate';
 import { describe, expect, it } from 'vitest';
 import { agentMachine } from '../machines/agentMachine.js';
-import { README, VISUALIZATIONS_DIR, embedDiagram, renderVisualizations } from '../scripts/visualize.js';
+import { DIAGRAM_PAGE, VISUALIZATIONS_DIR, embedDiagram, renderVisualizations } from '../scripts/visualize.js';
 
 /** Named guards of the chart, read from the definition independently of the script (composed ones unfolded). */
 function guardNames(guard: unknown): string[] {
@@ -31,9 +31,17 @@ const usedGuards = [
 describe('visualizations', () => {
   const generated = renderVisualizations();
 
-  it('README embeds the current diagram', () => {
-    const readme = readFileSync(README, 'utf8');
-    expect(embedDiagram(readme, generated['agentMachine.mmd']!) === readme, 'the README diagram is stale: run npm run visualize').toBe(true);
+  it('docs/machine.md embeds the current diagram, and the README links to it', () => {
+    const page = readFileSync(DIAGRAM_PAGE, 'utf8');
+    expect(embedDiagram(page, generated['agentMachine.mmd']!) === page, 'the diagram in docs/machine.md is stale: run npm run visualize').toBe(true);
+    expect(readFileSync(join(import.meta.dirname, '..', 'README.md'), 'utf8')).toContain('](docs/machine.md)');
+  });
+
+  it('notices a stale embedded diagram', () => {
+    const page = readFileSync(DIAGRAM_PAGE, 'utf8');
+    const stale = embedDiagram(page, generated['agentMachine.mmd']!.replace('waitingForModel', 'waitingForTheModel'));
+    expect(embedDiagram(stale, generated['agentMachine.mmd']!)).not.toBe(stale);
+    expect(() => embedDiagram('# no markers', generated['agentMachine.mmd']!)).toThrow(/docs\/machine\.md needs the markers/);
   });
 
   it.each(Object.keys(generated))('committed %s matches the machine definition', (name) => {

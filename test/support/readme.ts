@@ -1,8 +1,9 @@
 /**
- * The README's runnable examples, by name (`<!-- example:NAME -->` … `<!-- /example -->`), and what each must print.
- * readme.process.test.ts runs them against the sources; consumer.package.test.ts runs them as written, installed.
+ * The documentation's runnable examples, by name (`<!-- example:NAME -->` … `<!-- /example -->`), and what each must
+ * print. They live in README.md and docs/*.md; readme.test.ts checks the set, readme.process.test.ts runs them against
+ * the sources, consumer.package.test.ts runs them as written, installed.
  */
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { expect } from 'vitest';
 import { PROJECT_ROOT, runCommand } from './workers.js';
@@ -10,21 +11,42 @@ import { PROJECT_ROOT, runCommand } from './workers.js';
 export const EXAMPLES = ['embed', 'mandate', 'redis', 'inspect', 'visualize', 'openai', 'aisdk', 'fastify', 'acceptance', 'otel', 'privacy', 'mcp', 'erasure', 'hooks', 'workers'] as const;
 export type ExampleName = (typeof EXAMPLES)[number];
 
-/** Every marked example in the README, by name (so a new one cannot be added without a check below). */
-export async function readmeExamples(): Promise<Map<string, string>> {
-  const readme = await readFile(join(PROJECT_ROOT, 'README.md'), 'utf8');
-  const examples = new Map<string, string>();
-  for (const match of readme.matchAll(/<!-- example:(\w+) -->\n```ts\n([\s\S]*?)```\n<!-- \/example -->/g)) {
-    if (examples.has(match[1]!)) throw new Error(`README: two examples named ${match[1]}`);
-    examples.set(match[1]!, match[2]!);
+/** The files examples are collected from, relative to the project: README.md, then docs/*.md by name. */
+export async function documentationFiles(): Promise<string[]> {
+  const docs = (await readdir(join(PROJECT_ROOT, 'docs'))).filter((name) => name.endsWith('.md')).sort();
+  return ['README.md', ...docs.map((name) => `docs/${name}`)];
+}
+
+/** Every marked example in `text`, by name; `file` names it in errors. A name used twice is an error. */
+export function examplesIn(text: string, file: string, into = new Map<string, { code: string; file: string }>()): Map<string, { code: string; file: string }> {
+  for (const match of text.matchAll(/<!-- example:(\w+) -->\n```ts\n([\s\S]*?)```\n<!-- \/example -->/g)) {
+    const earlier = into.get(match[1]!);
+    if (earlier) throw new Error(`${file}: an example named ${match[1]} is already in ${earlier.file}`);
+    into.set(match[1]!, { code: match[2]!, file });
   }
+  // A marker whose block did not match (a fence other than ts, a missing end marker) would silently drop an example.
+  const markers = [...text.matchAll(/<!-- example:(\w+) -->/g)].map((m) => m[1]!);
+  const unmatched = markers.filter((name) => into.get(name)?.file !== file);
+  if (unmatched.length > 0) throw new Error(`${file}: example marker(s) ${unmatched.join(', ')} not followed by a \`\`\`ts block and <!-- /example -->`);
+  return into;
+}
+
+/** Every marked example in README.md and docs/*.md, with the file it is in (so a new one cannot be added without a check below). */
+export async function documentedExamples(): Promise<Map<string, { code: string; file: string }>> {
+  const examples = new Map<string, { code: string; file: string }>();
+  for (const file of await documentationFiles()) examplesIn(await readFile(join(PROJECT_ROOT, file), 'utf8'), file, examples);
   return examples;
 }
 
-export async function readmeExample(name: ExampleName): Promise<string> {
-  const code = (await readmeExamples()).get(name);
-  if (!code) throw new Error(`README: no example named ${name}`);
-  return code;
+/** Every marked example's code, by name. */
+export async function readmeExamples(): Promise<Map<string, string>> {
+  return new Map([...(await documentedExamples())].map(([name, { code }]) => [name, code]));
+}
+
+export async function readmeExample(name: ExampleName): Promise<{ code: string; file: string }> {
+  const example = (await documentedExamples()).get(name);
+  if (!example) throw new Error(`no example named ${name} in ${(await documentationFiles()).join(', ')}`);
+  return example;
 }
 
 /** What each example prints. */
@@ -118,9 +140,10 @@ export const SOURCES: Record<string, string> = {
 
 /** Runs an example with tsx, its package imports pointed at the sources, in a scratch folder as its cwd; throws with its output if it fails. */
 export async function runExample(name: ExampleName, env: NodeJS.ProcessEnv = {}): Promise<string> {
-  const code = (await readmeExample(name)).replace(/from '(statechart-agent(?:\/[\w-]+)?)'/g, (_m, specifier: string) => {
+  const example = await readmeExample(name);
+  const code = example.code.replace(/from '(statechart-agent(?:\/[\w-]+)?)'/g, (_m, specifier: string) => {
     const source = SOURCES[specifier];
-    if (!source) throw new Error(`README example ${name} imports ${specifier}, which is not an entry`);
+    if (!source) throw new Error(`example ${name} (${example.file}) imports ${specifier}, which is not an entry`);
     return `from '${join(PROJECT_ROOT, source)}'`;
   });
   // Inside the project (its node_modules resolve the example's other imports); a folder of its own per run, so two
@@ -129,8 +152,8 @@ export async function runExample(name: ExampleName, env: NodeJS.ProcessEnv = {})
   const dir = await mkdtemp(join(PROJECT_ROOT, '.data', `readme-${name}-`));
   await writeFile(join(dir, 'example.ts'), code);
   try {
-    const run = await runCommand(join(PROJECT_ROOT, 'node_modules', '.bin', 'tsx'), ['example.ts'], { name: `README example ${name}`, cwd: dir, env, timeoutMs: 30_000 });
-    if (run.code !== 0) throw new Error(`README example ${name} failed\n${run.transcript}`);
+    const run = await runCommand(join(PROJECT_ROOT, 'node_modules', '.bin', 'tsx'), ['example.ts'], { name: `example ${name} (${example.file})`, cwd: dir, env, timeoutMs: 30_000 });
+    if (run.code !== 0) throw new Error(`example ${name} (${example.file}) failed\n${run.transcript}`);
     return run.out.trim();
   } finally {
     await rm(dir, { recursive: true, force: true });
