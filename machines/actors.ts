@@ -137,7 +137,7 @@ export interface WriteActorOutput {
   durationMs: number;
 }
 
-export interface LookupActorInput extends WriteActorInput {}
+export type LookupActorInput = WriteActorInput;
 
 export type LookupResult =
   | { kind: 'found'; value: Json }

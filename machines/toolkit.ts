@@ -40,6 +40,7 @@ export interface ConfirmationWaiver {
  * refunds above an amount need a second person). Without a rule, a read runs unconfirmed and a write is confirmed by
  * the task's user. The tool's risk class, the money it moves and the Rule of Two can ask for more, never for less.
  */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- so rules of all argument types share one list
 export type ConfirmationRule<I = any> =
   | 'never'
   | 'always'
@@ -58,6 +59,7 @@ export interface ConfirmationPolicy {
 export type MandateVerdict = { ok: true } | { ok: false; code?: string; summary: string };
 
 /** How a tool's arguments must relate to the task's mandate, given what the task did so far. Pure and synchronous. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- so rules of all argument types share one list
 export type MandateRule<I = any> = (args: I, mandate: Readonly<Mandate>, task: Readonly<TaskFacts>) => MandateVerdict;
 
 /** Which task a check is for (a toolkit whose tools take sealed values opens only that task's). */
@@ -70,6 +72,7 @@ export interface TaskRef {
 /** A schema check's answer, as zod's `safeParse` gives it. */
 export type ParseAnswer = { success: true; data: unknown } | { success: false; error: { issues: readonly { path: readonly PropertyKey[]; message: string }[] } };
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- so rules of all argument types share one list
 export interface ToolRules<I = any> {
   name: string;
   effect: Effect;

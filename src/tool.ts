@@ -152,6 +152,7 @@ interface ToolBase<I, O> {
   sensitive?: { args?: string[]; output?: string[] };
 }
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- so tools of all argument types share one Tool[]
 export interface ReadTool<I = any, O = any> extends ToolBase<I, O> {
   effect: 'read';
   /** Transient failures (timeouts, TransientToolError, retryable results) are retried within this policy. */
@@ -159,6 +160,7 @@ export interface ReadTool<I = any, O = any> extends ToolBase<I, O> {
   execute(args: I, ctx: ToolContext): Promise<ToolResult<O>>;
 }
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- so tools of all argument types share one Tool[]
 export interface WriteTool<I = any, O = any> extends ToolBase<I, O> {
   effect: 'write';
   /** Money the call moves, in minor units of the host's currency: debited from the task's money budget before it runs. */
@@ -184,6 +186,7 @@ export interface WriteTool<I = any, O = any> extends ToolBase<I, O> {
   lookupRetry?: Omit<RetryPolicy, 'maxAttempts'>;
 }
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- so tools of all argument types share one Tool[]
 export type Tool<I = any, O = any> = ReadTool<I, O> | WriteTool<I, O>;
 
 const NAME = /^[a-z][a-z0-9_]{0,63}$/;

@@ -188,7 +188,7 @@ describe('a task is driven only by a process with its tools', () => {
   it('drives a task started in another process with the same tools (defined separately)', async () => {
     const store = new MemoryStore();
     const notes = noteWriter();
-    const model = scriptedModel([reply.ask('which note?'), (v) => reply.call('record_note', { text: 'x' }), reply.answer('noted')]);
+    const model = scriptedModel([reply.ask('which note?'), () => reply.call('record_note', { text: 'x' }), reply.answer('noted')]);
     const a = processWith(store, [slowRead().tool('A'), notes.tool], { model });
     await a.start({ principal: E17, goal: 'note', taskId: 'same' });
     expect((await a.settled('same')).state).toBe('waiting_for_user');

@@ -86,14 +86,14 @@ describe('task events (SSE)', () => {
     const first = listen(taskId, { until: (events) => events.some((e) => e.event === 'status') });
     await post(taskId, 'next');
     await post(taskId, 'next');
-    let status = await post(taskId, 'next'); // turn 3: 199.00 waits for confirmation -> a status event
+    const status = await post(taskId, 'next'); // turn 3: 199.00 waits for confirmation -> a status event
     const a = await first.done;
     expect(a.status).toBe(200);
     const lastId = a.events.at(-1)!.id!;
     expect(lastId).toMatch(/^\d+\.status$/);
 
     // While nobody listens: E17 confirms; the refund runs; the model waits for its last turn.
-    status = await post(taskId, 'confirm', { confirmationId: status.status.pendingConfirmation!.id, argsHash: status.status.pendingConfirmation!.argsHash });
+    await post(taskId, 'confirm', { confirmationId: status.status.pendingConfirmation!.id, argsHash: status.status.pendingConfirmation!.argsHash });
     await service.stepper!.whenWaiting(taskId);
 
     // Second connection: from after the last id seen; drops right after the entry that changed the status (the

@@ -69,7 +69,7 @@ describe('tasks CLI on a file store', () => {
   it('prints the audit trail as a trace, or its entries as JSON', async () => {
     const trace = await tasks(['audit', 'normal-1', ...file]);
     expect(trace.code, trace.transcript).toBe(0);
-    expect(trace.out).toMatch(/t2  write    reserve_room \{.*"expected_version":17,"room_id":"R7".* key idem_/);
+    expect(trace.out).toMatch(/t2 {2}write {4}reserve_room \{.*"expected_version":17,"room_id":"R7".* key idem_/);
     expect(trace.out).toMatch(/stop\s+done goal_met/);
     const json = await tasks(['audit', 'normal-1', '--json', ...file]);
     const entries = JSON.parse(json.out) as AuditRecord[];

@@ -45,7 +45,7 @@ describe('visualizations', () => {
   });
 
   it.each(Object.keys(generated))('committed %s matches the machine definition', (name) => {
-    let committed: string | null = null;
+    let committed: string | null;
     try {
       committed = readFileSync(join(VISUALIZATIONS_DIR, name), 'utf8');
     } catch {

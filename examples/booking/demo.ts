@@ -2,7 +2,7 @@
  * `npm start`: the meeting-room booking (and a refund) from the design sources, on an embedded store with the
  * scripted model: no network, no keys. `npm start -- --help` lists the options.
  */
-import { parseArgs } from 'node:util';
+import { parseArgs, stripVTControlCharacters } from 'node:util';
 import { type Json, displayText, formatTrace } from '../../src/index.js';
 import { shiftedClock } from '../../src/testing/index.js';
 import { DEMO_NOW, LEAKED_PANEL_KEY } from './bookingService.js';
@@ -182,7 +182,7 @@ function print(n: number, result: ScenarioResult, problems: string[], useColor: 
   const trace = formatTrace(result.audit, { color: useColor, verbose, indent: '   ' }).split('\n');
   // Each sealed value after the last line of the turn whose result held it.
   for (const { turn, text } of sealedLines(result)) {
-    const after = trace.findLastIndex((l) => l.replace(/\x1b\[\d+m/g, '').startsWith(`   t${turn} `));
+    const after = trace.findLastIndex((l) => stripVTControlCharacters(l).startsWith(`   t${turn} `));
     trace.splice(after + 1, 0, `   ${dim(`t${turn}`.padEnd(4))}${bold('sealed'.padEnd(9))}${text}`);
   }
   console.log(trace.join('\n'));

@@ -10,7 +10,7 @@ import { refundMandate } from '../../tools/mandates.js';
 import { refundDeskAuthority, refundOrder, type Refund } from '../../tools/refundOrder.js';
 import { RefundDesk } from './refundService.js';
 import { E17_SUPPORT, REFUND_GOAL, REFUND_SUCCESS, REFUND_TERMS } from './requests.js';
-import type { ScenarioEnv, ScenarioResult } from './scenarios.js';
+import type { ScenarioEnv, ScenarioResult } from './scenario.js';
 
 /** What the customer asked for, in cents. */
 const AGREED_CENTS = 19_900;

@@ -8,47 +8,15 @@ import { type Booking, reserveRoom } from '../../tools/reserveRoom.js';
 import { bookingMandate } from '../../tools/mandates.js';
 import { runRefund } from './refundScenario.js';
 import { BOOKING_GOAL, BOOKING_SUCCESS, BOOKING_TERMS, E17, MEETING } from './requests.js';
-import type { Clock } from '../../src/index.js';
-import type { AgentModel, Mandate, ModelReply } from '../../src/index.js';
+import type { Mandate, ModelReply } from '../../src/index.js';
 import { type ScriptStep, type ScriptView, reply, scriptedModel } from '../../src/testing/index.js';
-import { type AuditRecord, type OrchestratorOptions, type TaskStatus, type TranscriptEntry, createOrchestrator } from '../../src/index.js';
-import type { TaskStore } from '../../src/index.js';
-import { BookingService, type BookingRow } from './bookingService.js';
-import type { RefundRow } from './refundService.js';
+import { createOrchestrator } from '../../src/index.js';
+import { BookingService } from './bookingService.js';
+import type { ScenarioEnv, ScenarioName, ScenarioResult } from './scenario.js';
 
 export * from './requests.js';
 export { refundScript } from './refundScenario.js';
-
-export interface ScenarioEnv {
-  store: TaskStore;
-  clock?: Clock;
-  /** Replaces the scripted model (e.g. a real one); receives the script the scenario would use. */
-  model?: (script: ScriptStep[]) => AgentModel;
-  inspect?: OrchestratorOptions['inspect'];
-  /** Refund: stop at the first confirmation and leave the task waiting (for the step CLI). */
-  leaveWaiting?: boolean;
-}
-
-/** The demo's scenarios, in the order they run. */
-export const SCENARIO_NAMES = ['normal', 'conflict', 'searchTimeout', 'guessedWrite', 'lostResponse', 'refused', 'noProjector', 'wrongDate', 'refund'] as const;
-export type ScenarioName = (typeof SCENARIO_NAMES)[number];
-
-export interface ScenarioResult {
-  name: ScenarioName;
-  title: string;
-  /** What the scenario shows, one line. */
-  expectation: string;
-  status: TaskStatus;
-  audit: AuditRecord[];
-  /** Human steps the scenario took, in order (confirmations, rejections...). */
-  steps: string[];
-  bookings: BookingRow[];
-  refunds: RefundRow[];
-  /** How many reservation requests reached the booking service (lost responses included). */
-  reserveRequests: number;
-  /** What the task showed the model (the booking scenarios): where the demo shows what was sealed. */
-  transcript?: TranscriptEntry[];
-}
+export { SCENARIO_NAMES, type ScenarioEnv, type ScenarioName, type ScenarioResult } from './scenario.js';
 
 /** The booking assistant's policy as a script: search, book the first suitable room, report the receipt. */
 export function bookingScript(turns = 8): ScriptStep[] {

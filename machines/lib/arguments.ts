@@ -62,7 +62,7 @@ function check(tool: string, rules: ToolRules | undefined, args: Json, task: Tas
   // (a transform) would run other arguments than the ones hashed, confirmed and keyed. (Canonical JSON parses back to
   // a value with the same canonical JSON, so `text` is that of `value` too.)
   const again = parse(rules, value, task);
-  let same = false;
+  let same: boolean;
   try {
     same = again.success && canonicalJson(again.data) === text;
   } catch {

@@ -104,6 +104,7 @@ export interface SideEffect {
 /** A fresh host for one run: its tools over its business service, and the cases it can make. */
 export interface AcceptanceHost {
   tools: Tool[];
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- kinds of all term types share one list
   mandates?: readonly MandateKind<any>[];
   limits?: Partial<BudgetLimits>;
   /** Safe defaults the domain's host loosens, with reasons (`OrchestratorOptions.loosen`). */

@@ -261,7 +261,7 @@ function toolAsksConfirmation(
   unconfirmedMoneyUpTo: number,
 ): boolean {
   if (tool.risk === 'irreversible' || tool.risk === 'high_risk') return true;
-  let amount = 0;
+  let amount: number;
   try {
     amount = tool.amount ? Number(tool.amount(args)) : 0;
   } catch {

@@ -12,88 +12,19 @@
  * transcript and the snapshot, and retries spent by model transport retries are not audited (tool retries are).
  */
 import { agentMachine } from '../../machines/agentMachine.js';
-import type { BudgetCounters, BudgetLimits, FinalStatus, GateName, Json, ModelReservation, StopReason } from '../../machines/context.js';
 import type { AuditEntry } from '../../machines/journal.js';
-import { type TaskState, tagsAt, taskStateOf } from '../../machines/tags.js';
+import { tagsAt, taskStateOf } from '../../machines/tags.js';
 import { apply } from './replayFold.js';
+import type { ReplayedTask, ReplayStatus } from './replayedTask.js';
 
-export type ReplayStatus = TaskState;
-
-/** A tool call of the latest batch, as far as the journal tells. */
-export interface ReplayedCall {
-  callId: string;
-  tool: string;
-  effect: 'read' | 'write' | null;
-  args: Json | null;
-  argsHash: string | null;
-  idempotencyKey: string | null;
-  /** `ok`, a failure code, a gate's rejection code, or null while it waits or runs. */
-  result: string | null;
-  /** The gate that rejected it, if one did. */
-  gate: GateName | null;
-  attempts: number;
-  durationMs: number | null;
-}
-
-export interface ReplayedConfirmation {
-  id: string;
-  callId: string;
-  tool: string;
-  argsHash: string;
-  requestedAt: number;
-  expiresAt: number | null;
-  /** 1 for the first request of this call, 2 after it was asked again, ... */
-  request: number;
-}
-
-/** One decision of the host, in journal order. */
-export interface ReplayedDecision {
-  seq: number;
-  turn: number;
-  at: number;
-  /** `check`: a gate asked one of the tool's hooks (its decision follows as a `gate`). */
-  kind: 'gate' | 'check' | 'confirmation' | 'tool' | 'lookup' | 'review' | 'outage' | 'stop' | 'cancel' | 'user';
-  /** Gate name, confirmation action, tool name... */
-  name: string;
-  /** pass / reject / stop for gates; ok or a code for tools; found / not_found / inconclusive for lookups. */
-  decision: string;
-  code: string | null;
-  summary: string | null;
-  tool: string | null;
-  callId: string | null;
-}
-
-export interface ReplayedTransition {
-  from: string;
-  to: string;
-  /** The audit entry that showed it (its index in the journal). */
-  seq: number;
-}
-
-export interface ReplayedTask {
-  /** Entries folded so far. */
-  step: number;
-  /** The machine state as a dotted path (`executing.awaitingConfirmation`); null before `task_started`. */
-  state: string | null;
-  status: ReplayStatus;
-  turn: number;
-  /** Every state entered, in order (a state entered twice appears twice). */
-  visited: string[];
-  transitions: ReplayedTransition[];
-  budget: { limits: BudgetLimits | null; used: BudgetCounters };
-  pendingConfirmation: ReplayedConfirmation | null;
-  /** The calls of the latest batch. */
-  lastResults: ReplayedCall[];
-  decisions: ReplayedDecision[];
-  /** The model asked the user something and no answer came yet (the text is in the transcript). */
-  waitingForAnswer: boolean;
-  cancelRequested: { by: string; reason: string } | null;
-  outcome: { status: FinalStatus; reason: StopReason } | null;
-  /** The last entry folded. */
-  last: AuditEntry | null;
-  /** The reservation of the model turn in progress (settled to the actual usage by its model_output). */
-  turnReservation: ModelReservation | null;
-}
+export type {
+  ReplayedCall,
+  ReplayedConfirmation,
+  ReplayedDecision,
+  ReplayedTask,
+  ReplayedTransition,
+  ReplayStatus,
+} from './replayedTask.js';
 
 export const EMPTY_REPLAY: ReplayedTask = Object.freeze({
   step: 0,

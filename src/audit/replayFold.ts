@@ -6,7 +6,7 @@
 import type { FinalStatus } from '../../machines/context.js';
 import { WRITE_OUTCOME_UNKNOWN } from '../../machines/failures.js';
 import type { AuditEntry } from '../../machines/journal.js';
-import type { ReplayedCall, ReplayedDecision, ReplayedTask } from './replayAudit.js';
+import type { ReplayedCall, ReplayedDecision, ReplayedTask } from './replayedTask.js';
 
 const FINAL_STATE: Record<FinalStatus, string> = {
   done: 'done',

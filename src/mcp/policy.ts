@@ -88,12 +88,14 @@ interface McpPolicyBase<I, O> {
   serverArguments?: (args: I, ctx: ToolContext) => Record<string, unknown>;
 }
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- so policies of all argument types share one map
 export interface McpReadPolicy<I = any, O = any> extends McpPolicyBase<I, O> {
   effect: 'read';
   /** Transient failures (transport errors, timeouts) are retried within this policy. */
   retry?: RetryPolicy;
 }
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- so policies of all argument types share one map
 export interface McpWritePolicy<I = any, O = any> extends McpPolicyBase<I, O> {
   effect: 'write';
   /**
@@ -123,6 +125,7 @@ export interface McpWritePolicy<I = any, O = any> extends McpPolicyBase<I, O> {
 }
 
 /** The host's decision about one MCP tool. Tools without one are not imported. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- so policies of all argument types share one map
 export type McpToolPolicy<I = any, O = any> = McpReadPolicy<I, O> | McpWritePolicy<I, O>;
 
 /** What the server says about a tool (untrusted). */

@@ -74,6 +74,7 @@ export interface OrchestratorOptions {
   /** A principal with this scope may cancel other users' tasks in its tenant. */
   adminScope?: string;
   /** The kinds of mandate tasks may start with (`defineMandate`); a start request's mandate must be one of them. */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- kinds of all term types share one list
   mandates?: readonly MandateKind<any>[];
   /**
    * The task's principal as the host's session sees it now, asked right before every write: scopes revoked since the

@@ -2,8 +2,7 @@
  * Values a call opened, found again where a result or a summary quotes them (an API that echoes the key it was
  * given), to be sealed as their tokens.
  */
-import type { OpenedToken } from './privacy.js';
-import { leaves } from './tokens.js';
+import { type OpenedToken, leaves } from './tokens.js';
 
 /** Values shorter than this are not searched for in text (they would match everywhere). */
 const SHORTEST_ECHO = 3;

@@ -18,9 +18,9 @@ import { type CompiledRedactor, type PrivacyLoosening, type RedactorSet, keyReda
 import type { OmitDefaultRedactors } from './redactorSet.js';
 import type { Redactor } from './redactors.js';
 import { type Sealer, memorySealer } from './sealer.js';
-import { type SealScope, TOKEN, WHOLE_TOKEN, labelOf, leadsBelow, matches, ownerOf, pathLabel, splitPath, tokenText } from './tokens.js';
+import { type OpenedToken, type SealScope, TOKEN, WHOLE_TOKEN, labelOf, leadsBelow, matches, ownerOf, pathLabel, splitPath, tokenText } from './tokens.js';
 
-export { displayText, type SealScope } from './tokens.js';
+export { displayText, type OpenedToken, type SealScope } from './tokens.js';
 export type { OmitDefaultRedactors, PrivacyLoosening } from './redactorSet.js';
 
 export interface PrivacyOptions {
@@ -40,12 +40,6 @@ export interface PrivacyOptions {
 
 /** Paths of a tool's sensitive fields: dotted, `*` for any array element or key ("card.number", "items.*.iban"). */
 export type SensitivePaths = readonly string[];
-
-/** A token a call opened, and the value it stood for. */
-export interface OpenedToken {
-  token: string;
-  value: Json;
-}
 
 /** A value at a sensitive path that could not be opened: why, and where. */
 export interface SealFailure {

@@ -20,6 +20,12 @@ export interface SealScope {
   startedAt: number;
 }
 
+/** A token a call opened, and the value it stood for. */
+export interface OpenedToken {
+  token: string;
+  value: Json;
+}
+
 /** The owner string a sealer binds a blob to. */
 export function ownerOf(scope: SealScope): string {
   return `${scope.taskId}\n${scope.tenantId}\n${scope.startedAt}`;

@@ -7,10 +7,9 @@
 import type { CallOutcome, CheckVerdict } from '../../machines/actors.js';
 import type { AgentContext, Json } from '../../machines/context.js';
 import type { ModelEvent } from '../../machines/events.js';
-import type { ParseAnswer, TaskRef } from '../../machines/toolkit.js';
-import type { z } from 'zod';
 import type { OpenedToken, Privacy, SealFailure, SealScope } from '../privacy/privacy.js';
 import type { Tool } from '../tool.js';
+import { sealFailureText } from './sealedParse.js';
 import type { ToolRegistry } from './toolRegistry.js';
 
 /** The task whose values a sealing step seals and opens. */
@@ -101,45 +100,4 @@ export function openArguments(
 ): { ok: true; value: Json; opened: OpenedToken[] } | { ok: false; summary: string; failure: SealFailure } {
   const opened = privacy.open(args, tool.sensitive?.args ?? [], scope);
   return opened.ok ? { ok: true, value: opened.value, opened: opened.opened } : { ok: false, summary: sealFailureText(opened.failure), failure: opened.failure };
-}
-
-/**
- * The chart's schema check of a tool with sensitive fields (its input at the schema gate and the re-check, its
- * output when a reviewer reports a write's result), for one task: the task's sealed values are opened, checked
- * against the tool's schema, and sealed again, each with the token it came in (so its label, e.g. `card-1111`, is
- * what the approver sees). Sealing is deterministic, so the validated arguments, their hash and their idempotency key
- * do not depend on the values. A token of another task fails; what the schema says about a sensitive field is
- * replaced by a plain note (a message might quote the value).
- */
-export function sealedParse(schema: z.ZodType, paths: readonly string[], privacy: Privacy): (value: unknown, task: TaskRef) => ParseAnswer {
-  return (value, task) => {
-    const opened = privacy.open(value as Json, paths, task);
-    if (!opened.ok) return refused([{ path: opened.failure.path.split('.'), message: sealFailureText(opened.failure) }]);
-    const parsed = schema.safeParse(opened.value);
-    if (!parsed.success) {
-      return refused(
-        parsed.error.issues.map((issue) => ({
-          path: issue.path,
-          message: paths.some((path) => underPath(path, issue.path)) ? 'invalid value (a sensitive field)' : issue.message,
-        })),
-      );
-    }
-    return { success: true, data: privacy.reseal(task, parsed.data as Json, paths, opened.opened) };
-  };
-}
-
-function refused(issues: { path: readonly PropertyKey[]; message: string }[]): ParseAnswer {
-  return { success: false, error: { issues } };
-}
-
-/** Why a sealed value cannot be used, for the model and the audit. */
-export function sealFailureText(failure: SealFailure): string {
-  return failure.reason === 'other_task'
-    ? `the sealed value at ${failure.path} (${failure.label}) belongs to another task`
-    : `the sealed value at ${failure.path} (${failure.label}) is not available: it was sealed by a process that no longer runs, or it is not a sealed value`;
-}
-
-function underPath(path: string, issuePath: readonly PropertyKey[]): boolean {
-  const segments = path.split('.');
-  return segments.length <= issuePath.length && segments.every((segment, i) => segment === '*' || segment === String(issuePath[i]));
 }

@@ -9,7 +9,7 @@ import { catalogDifferences } from './catalogBinding.js';
 import { sha256Hex } from '../hashing.js';
 import type { OfferedTool } from '../model/agentModel.js';
 import { Privacy } from '../privacy/privacy.js';
-import { sealedParse } from './sealing.js';
+import { sealedParse } from './sealedParse.js';
 import { type Tool, defineTool, toolParametersSchema, toolVersion } from '../tool.js';
 
 export class ToolRegistry {

@@ -194,7 +194,11 @@ export function explore(input: AgentInput, options: ExploreOptions): Exploration
   const queue: number[] = [];
   worlds.forEach((world, node) => FINAL_STATES.has(valueOf(world.machine)) && ((canEnd[node] = 1), queue.push(node)));
   while (queue.length > 0) {
-    for (const from of into[queue.pop()!]!) if (!canEnd[from]) (canEnd[from] = 1), queue.push(from);
+    for (const from of into[queue.pop()!]!) {
+      if (canEnd[from]) continue;
+      canEnd[from] = 1;
+      queue.push(from);
+    }
   }
   for (let node = 0; node < worlds.length; node++) {
     if (!canEnd[node]) violations.push({ problem: `P3 progress: no final state is reachable from ${valueOf(worlds[node]!.machine)}`, path: pathTo(node) });

@@ -172,7 +172,7 @@ async function tryCreateLock(path: string, owner: LockOwner): Promise<boolean> {
 /** The current holder of a lock file, or null when it was released in the meantime. */
 async function inspectLock(path: string, staleMs: number) {
   let info;
-  let text = '';
+  let text: string;
   try {
     info = await stat(path);
     text = await readFile(path, 'utf8');
