@@ -2,7 +2,8 @@
  * The public API for an embedding backend: start tasks for a trusted principal, deliver the user's decisions,
  * read status, outcome and audit, resume persisted tasks. The work is done by the pieces next to this file: the
  * table of live tasks and their leases, host events and their authorization, the status projection, the expiry
- * sweeper and recovery.
+ * sweeper and recovery. Whether tasks run in this process or are dispatched to workers is decided once, in the
+ * constructor: the calls that differ go to the chosen `TaskMode` (`taskMode.ts`).
  *
  * @example
  * const orchestrator = createOrchestrator({ tools, model, store: new FileStore('.data/tasks') });
@@ -24,7 +25,7 @@ import type { TaskSummary } from '../store/summary.js';
 import type { ListQuery, TaskStore } from '../store/taskStore.js';
 import { safeErrorText } from '../../machines/lib/text.js';
 import { Capacity } from './capacity.js';
-import { createTask, taskInput } from './startTask.js';
+import { taskInput } from './startTask.js';
 import { ExpirySweeper } from './expirySweeper.js';
 import { HookDispatcher, SILENT_LOGGER } from './hooks.js';
 import { driveHere } from './driveHere.js';
@@ -32,14 +33,14 @@ import { NO_TRACING } from '../runtime/tracing.js';
 import { HostEvents, type ReviewResolution } from './hostEvents.js';
 import { type InFlight, LiveTasks } from './liveTasks.js';
 import { type OrchestratorOptions, type Settings, type StartTaskRequest, parseOrThrow, resolveSettings } from './options.js';
-import { type RecoveryReport, recover } from './recovery.js';
-import { type AuditRecord, type TaskStatus, type UserEventResult, statusFrom, statusOfLive } from './status.js';
+import type { RecoveryReport } from './recovery.js';
+import { type AuditRecord, type TaskStatus, type UserEventResult, statusOfLive } from './status.js';
 import type { RetentionReport, TaskOwner, Tombstone } from '../store/erasure.js';
 import { isErasable } from '../store/taskStore.js';
 import type { EraseTaskRequest, UserErasureReport } from './erasure.js';
 import { Records } from './records.js';
 import type { RetentionSweepOptions } from './retentionSweeper.js';
-import { Dispatched } from './dispatched.js';
+import { type TaskMode, chooseTaskMode } from './taskMode.js';
 import type { DispatchWorker, DispatchWorkerOptions } from './dispatch.js';
 
 export class Orchestrator {
@@ -60,8 +61,8 @@ export class Orchestrator {
   private readonly provenance: Provenance;
   private closed = false;
   private readonly capacity: Capacity;
-  /** With a dispatch: how API calls record work, and the workers of this process (`dispatched.ts`). */
-  private readonly dispatched: Dispatched | null = null;
+  /** Local or dispatched, chosen once here: what the calls that differ between the two do (`taskMode.ts`). */
+  private readonly mode: TaskMode;
   private readonly records: Records;
 
   constructor(options: OrchestratorOptions) {
@@ -81,26 +82,9 @@ export class Orchestrator {
     this.live = driveHere({ options, settings: this.settings, registry: this.registry, store: this.store, hooks, logger, tracing, savedListeners: this.savedListeners, live: () => this.live });
     this.capacity = new Capacity(this.settings.capacity, (tenantId) => this.live.running(tenantId));
     this.events = new HostEvents(this.live, this.registry, this.settings.adminScope, this.policy.version);
-    if (options.dispatch) {
-      this.dispatched = new Dispatched({
-        dispatch: options.dispatch,
-        store: this.store,
-        live: this.live,
-        events: this.events,
-        clock,
-        logger,
-        create: (input) => createTask(input, { live: this.live, store: this.store, capacity: this.capacity }),
-        sealing: {
-          // The default redactors' values are opened by no tool unless one declares them (counted here): they alone
-          // need no durable sealer.
-          needed: this.registry.privacy.hasHostRedactors || this.registry.sensitiveArgumentNames().length > 0 || options.tools.some((tool) => (tool.sensitive?.output?.length ?? 0) > 0),
-          durable: this.registry.privacy.sealer.kind === 'keyed',
-        },
-      });
-    }
-    const dispatched = this.dispatched;
-    this.sweeper = new ExpirySweeper(this.store, this.live, clock, this.settings.expirySweepMs, logger, dispatched ? { wake: dispatched.wake, also: () => dispatched.announceStranded() } : undefined);
-    this.records = new Records({ store: this.store, live: this.live, clock, privacy: this.registry.privacy, dispatched: this.dispatched, isClosed: () => this.closed });
+    this.mode = chooseTaskMode({ options, registry: this.registry, store: this.store, live: this.live, events: this.events, capacity: this.capacity, clock, logger });
+    this.sweeper = new ExpirySweeper(this.store, this.live, clock, this.settings.expirySweepMs, logger, this.mode.sweepHandoff);
+    this.records = new Records({ store: this.store, live: this.live, clock, privacy: this.registry.privacy, dispatched: this.mode.queue, isClosed: () => this.closed });
     if (this.settings.retentionSweepMs > 0 && isErasable(this.store)) {
       this.startRetentionSweep({ everyMs: this.settings.retentionSweepMs, onError: (error) => logger.warn({ err: safeErrorText(error) }, 'the retention sweep failed') });
     }
@@ -118,8 +102,7 @@ export class Orchestrator {
       reservation: this.reservation,
       provenance: this.provenance,
     });
-    if (this.dispatched) return this.dispatched.start(input);
-    return createTask(input, { live: this.live, store: this.store, capacity: this.capacity });
+    return this.mode.start(input);
   }
 
   /** Starts a task and waits until it needs a human or has finished. */
@@ -134,13 +117,7 @@ export class Orchestrator {
    */
   async settled(taskId: string, options: { timeoutMs?: number } = {}): Promise<TaskStatus> {
     const task = this.live.get(taskId);
-    if (!task && this.dispatched) return this.dispatched.settled(taskId, options.timeoutMs ?? 300_000);
-    if (!task) {
-      // Stopped here by a failure (a machine that threw, a lost lease, a store that failed): say so.
-      const failure = this.live.failureOf(taskId);
-      if (failure) throw failure;
-      return this.status(taskId);
-    }
+    if (!task) return this.mode.settledNotHere(taskId, options.timeoutMs ?? 300_000);
     await task.settled();
     return statusOfLive(task);
   }
@@ -148,21 +125,13 @@ export class Orchestrator {
   async status(taskId: string): Promise<TaskStatus> {
     const task = this.live.get(taskId);
     if (task) return statusOfLive(task);
-    if (this.dispatched) return (await this.dispatched.current(taskId)).status;
-    const envelope = await this.store.load(taskId);
-    if (!envelope) throw new TaskNotFoundError(taskId);
-    return statusFrom(envelope.snapshot.context, envelope.summary);
+    return this.mode.statusNotHere(taskId);
   }
 
   /** Restores a persisted task into this process and lets it continue (a no-op for a live one). */
   async resume(taskId: string): Promise<TaskStatus> {
     this.assertOpen();
-    if (this.dispatched) return this.dispatched.resume(taskId);
-    return this.live.exclusive(taskId, async () => {
-      const task = await this.live.hydrate(taskId);
-      this.live.releaseIfSettled(task);
-      return statusOfLive(task);
-    });
+    return this.mode.resume(taskId);
   }
 
   /**
@@ -173,8 +142,7 @@ export class Orchestrator {
    */
   recover(options: { limit?: number } = {}): Promise<RecoveryReport> {
     this.assertOpen();
-    if (this.dispatched) return this.dispatched.recover(this.sweeper, options.limit);
-    return recover(this.store, this.live, this.sweeper);
+    return this.mode.recover(this.sweeper, options.limit);
   }
 
   /**
@@ -186,8 +154,7 @@ export class Orchestrator {
    */
   createWorker(options: Partial<DispatchWorkerOptions> = {}): DispatchWorker {
     this.assertOpen();
-    if (!this.dispatched) throw new HostRequestError('invalid_request', 'createWorker needs the dispatch option (bullmqDispatch from statechart-agent/bullmq)');
-    return this.dispatched.createWorker({ concurrency: options.concurrency ?? 10 });
+    return this.mode.createWorker({ concurrency: options.concurrency ?? 10 });
   }
 
   /** What this process holds now: tasks in memory and leases (a task that waits or ended holds neither). */
@@ -292,7 +259,7 @@ export class Orchestrator {
     this.sweeper.stop();
     this.records.stop();
     // Workers stop taking jobs first; the jobs in hand end when their tasks stop below (and go back to the queue).
-    const workers = this.dispatched?.stopTaking();
+    const workers = this.mode.stopTaking();
     await this.live.close();
     await workers;
     if (this.ownsStore) await this.store.close();
@@ -307,7 +274,7 @@ export class Orchestrator {
   async drain(options: { timeoutMs?: number } = {}): Promise<{ handedBack: string[] }> {
     this.assertOpen();
     this.capacity.drain();
-    await this.dispatched?.pause();
+    await this.mode.pause();
     const handedBack = await this.live.quiesce(options.timeoutMs ?? 30_000);
     await this.close();
     return { handedBack };
