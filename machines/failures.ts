@@ -139,23 +139,29 @@ export const CONFIRMATION_REFUSALS = {
 } as const;
 export type ConfirmationRefusal = keyof typeof CONFIRMATION_REFUSALS;
 
+/** Codes of the chart's answer to a host event beyond a confirmation's refusals, and of the host's refusals before the event reaches the chart. */
+export const HOST_REPLY_CODES = [
+  'confirmation_rejected',
+  'not_waiting_for_confirmation',
+  'not_waiting_for_answer',
+  'nothing_due',
+  'cancel_deferred',
+  'question_expired',
+  'approval_recorded',
+  'not_waiting_for_review',
+  'not_a_reviewer',
+  'invalid_review',
+  'review_pending',
+  'wrong_tenant',
+  'task_finished',
+  'permission_denied',
+] as const;
+
 /** Codes of the chart's answer to a host event, and of the host's refusals before the event reaches the chart. */
-export type ReplyCode =
-  | ConfirmationRefusal
-  | 'confirmation_rejected'
-  | 'not_waiting_for_confirmation'
-  | 'not_waiting_for_answer'
-  | 'nothing_due'
-  | 'cancel_deferred'
-  | 'question_expired'
-  | 'approval_recorded'
-  | 'not_waiting_for_review'
-  | 'not_a_reviewer'
-  | 'invalid_review'
-  | 'review_pending'
-  | 'wrong_tenant'
-  | 'task_finished'
-  | 'permission_denied';
+export type ReplyCode = ConfirmationRefusal | (typeof HOST_REPLY_CODES)[number];
+
+/** Every `ReplyCode`, at run time. */
+export const REPLY_CODES: readonly ReplyCode[] = [...(Object.keys(CONFIRMATION_REFUSALS) as ConfirmationRefusal[]), ...HOST_REPLY_CODES];
 
 /** The model turn could not produce an event (transport failure past its retries, or a request refused). */
 export type ModelFailureCode = 'model_unavailable';

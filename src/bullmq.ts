@@ -3,3 +3,4 @@
  */
 export { BullmqDispatch, type BullmqDispatchOptions, bullmqDispatch } from './dispatch/bullmqDispatch.js';
 export type { Dispatch, DispatchWorker, DispatchWorkerOptions, DriveJob, QueueDepth } from './orchestrator/dispatch.js';
+export type { AgentErrorCode, DispatchErrorCode } from './errorCodes.js';

@@ -1,31 +1,36 @@
 /**
  * The few errors thrown at the public API edge. Outcomes inside a task are data (codes), not exceptions.
- * Each has a stable `code` and an actionable message.
+ * Each has a stable `code` from `AgentErrorCode` and an actionable message.
  */
+import type { AgentErrorCode, CodedError } from './errorCodes.js';
 
-export class AgentError extends Error {
-  readonly code: string;
-  constructor(code: string, message: string, options?: { cause?: unknown }) {
+/**
+ * The base of this package's errors. `C` narrows the code a subclass carries, so `switch (error.code)` on an
+ * `AgentError` checks exhaustiveness, and on a `CapacityError` knows it is `overloaded` or `tenant_at_capacity`.
+ */
+export class AgentError<C extends AgentErrorCode = AgentErrorCode> extends Error implements CodedError<C> {
+  readonly code: C;
+  constructor(code: C, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = new.target.name;
     this.code = code;
   }
 }
 
-export class TaskNotFoundError extends AgentError {
+export class TaskNotFoundError extends AgentError<'task_not_found' | 'task_erased'> {
   constructor(readonly taskId: string) {
     super('task_not_found', `Task ${JSON.stringify(taskId)} does not exist in this store.`);
   }
 }
 
-export class TaskExistsError extends AgentError {
+export class TaskExistsError extends AgentError<'task_exists'> {
   constructor(readonly taskId: string) {
     super('task_exists', `Task ${JSON.stringify(taskId)} already exists; choose another id or resume it.`);
   }
 }
 
 /** Another writer saved the task since it was read: reload before writing again. */
-export class RevisionConflictError extends AgentError {
+export class RevisionConflictError extends AgentError<'revision_conflict'> {
   constructor(
     readonly taskId: string,
     readonly expected: number,
@@ -39,7 +44,7 @@ export class RevisionConflictError extends AgentError {
 }
 
 /** This process no longer holds the task's lease: its writes are refused. */
-export class FencedOutError extends AgentError {
+export class FencedOutError extends AgentError<'fenced_out'> {
   constructor(
     readonly taskId: string,
     detail: string,
@@ -49,7 +54,7 @@ export class FencedOutError extends AgentError {
 }
 
 /** A stored task could not be read safely: corrupted, foreign, or of an unsupported version. */
-export class CorruptTaskError extends AgentError {
+export class CorruptTaskError extends AgentError<'corrupt_task'> {
   constructor(
     readonly taskId: string,
     readonly reason: string,
@@ -60,7 +65,7 @@ export class CorruptTaskError extends AgentError {
 }
 
 /** Another process holds the task's lease (drives it now); retry later, or let recovery take it when it expires. */
-export class TaskBusyError extends AgentError {
+export class TaskBusyError extends AgentError<'task_busy'> {
   constructor(readonly taskId: string) {
     super('task_busy', `Task ${JSON.stringify(taskId)} is being driven by another process; retry when its lease is released or expires.`);
   }
@@ -83,7 +88,7 @@ export interface CatalogDifference {
  * not driven here: nothing happened to it, and a process that has its tools drives it (a dispatch job goes back to
  * the queue; recovery reports it; an API call answers with this). Install the tools, or declare the upgrade.
  */
-export class CatalogMismatchError extends AgentError {
+export class CatalogMismatchError extends AgentError<'catalog_mismatch'> {
   constructor(
     readonly taskId: string,
     readonly differences: readonly CatalogDifference[],
@@ -105,7 +110,7 @@ export class CatalogMismatchError extends AgentError {
  * when the task starts). Nothing was stored for this start. Make a mandate per request with
  * `defineMandate(...).of(terms)`; a retried start of the same task (same `taskId`) is not refused by its own claim.
  */
-export class MandateUsedError extends AgentError {
+export class MandateUsedError extends AgentError<'mandate_used'> {
   constructor(
     readonly mandateId: string,
     readonly taskId: string,
@@ -117,7 +122,7 @@ export class MandateUsedError extends AgentError {
   }
 }
 
-export class UnsupportedVersionError extends AgentError {
+export class UnsupportedVersionError extends AgentError<'unsupported_version'> {
   constructor(
     readonly taskId: string,
     detail: string,
@@ -126,7 +131,7 @@ export class UnsupportedVersionError extends AgentError {
   }
 }
 
-export class TaskQuarantinedError extends AgentError {
+export class TaskQuarantinedError extends AgentError<'task_quarantined'> {
   constructor(
     readonly taskId: string,
     readonly reason: string,
@@ -139,7 +144,7 @@ export class TaskQuarantinedError extends AgentError {
  * The store could not be reached or answered with an error. After a timeout or a dropped connection a write may
  * still have landed: the runtime checks for its own write before treating a retry's conflict as fatal.
  */
-export class StoreUnavailableError extends AgentError {
+export class StoreUnavailableError extends AgentError<'store_unavailable'> {
   constructor(detail: string, options?: { cause?: unknown }) {
     super('store_unavailable', `The task store is unavailable: ${detail}`, options);
   }
@@ -150,7 +155,7 @@ export class StoreUnavailableError extends AgentError {
  * gates call that broke every rule). Nothing after the last save happened durably; the task is quarantined with
  * this message so that recovery does not run it into the same failure again.
  */
-export class MachineError extends AgentError {
+export class MachineError extends AgentError<'machine_error'> {
   constructor(
     readonly taskId: string,
     detail: string,
@@ -161,23 +166,23 @@ export class MachineError extends AgentError {
 }
 
 /** An event or request from the host was malformed or not allowed for this task. */
-export class HostRequestError extends AgentError {}
+export class HostRequestError extends AgentError<'invalid_request' | 'invalid_event'> {}
 
-export class ToolDefinitionError extends AgentError {
+export class ToolDefinitionError extends AgentError<'invalid_tool_definition'> {
   constructor(tool: string, detail: string) {
     super('invalid_tool_definition', `Tool ${JSON.stringify(tool)} is not a valid definition: ${detail}`);
   }
 }
 
 /** An MCP tool's host policy cannot be applied to what the server offers (a bad field, a contradiction, a loose write). */
-export class McpPolicyError extends AgentError {
+export class McpPolicyError extends AgentError<'invalid_mcp_policy'> {
   constructor(readonly tool: string, detail: string) {
     super('invalid_mcp_policy', `MCP tool ${JSON.stringify(tool)}: ${detail}`);
   }
 }
 
 /** The MCP server could not be reached, or answered the handshake or tool listing with something unusable. */
-export class McpConnectionError extends AgentError {
+export class McpConnectionError extends AgentError<'mcp_connection_failed'> {
   constructor(detail: string, options?: { cause?: unknown }) {
     super('mcp_connection_failed', `MCP server: ${detail}`, options);
   }
@@ -187,7 +192,7 @@ export class McpConnectionError extends AgentError {
  * Thrown by the lookup of an MCP write whose host gave no lookup: nobody can say whether it took effect, so the
  * lookup is inconclusive and the task waits for a reviewer; the write is never sent again on a guess.
  */
-export class McpLookupUnavailableError extends AgentError {
+export class McpLookupUnavailableError extends AgentError<'mcp_lookup_unavailable'> {
   constructor(readonly tool: string) {
     super('mcp_lookup_unavailable', `${tool} has no host lookup: whether the call took effect cannot be established here; a reviewer decides`);
   }
@@ -213,7 +218,7 @@ export class TaskErasedError extends TaskNotFoundError {
 }
 
 /** The task is running in this process: erase it once it waits or has finished, or ask to cancel it first. */
-export class TaskRunningError extends AgentError {
+export class TaskRunningError extends AgentError<'task_running'> {
   constructor(readonly taskId: string) {
     super('task_running', `Task ${JSON.stringify(taskId)} is running; erase it when it waits or has finished, or pass { cancelRunning: true }.`);
   }
@@ -226,7 +231,7 @@ export class TaskRunningError extends AgentError {
  * stops, and a task whose records vanished is not created again in the empty data set. `acceptDataLoss()` on the
  * store carries on with the data set as it is now.
  */
-export class StoreDataLostError extends AgentError {
+export class StoreDataLostError extends AgentError<'store_data_lost'> {
   constructor(
     /** The store's key prefix. */
     readonly prefix: string,
@@ -257,7 +262,7 @@ export class StoreDataLostError extends AgentError {
  * Refused before any work: this process drives as many running tasks as its `capacity` allows, in all (`scope:
  * 'process'`, retry later or elsewhere) or for the task's tenant (`scope: 'tenant'`). Nothing was stored.
  */
-export class CapacityError extends AgentError {
+export class CapacityError extends AgentError<'overloaded' | 'tenant_at_capacity'> {
   constructor(
     readonly scope: 'process' | 'tenant',
     readonly limit: number,
@@ -276,7 +281,7 @@ export class CapacityError extends AgentError {
  * Refused before anything was recorded: the dispatch queue holds more waiting jobs than its `maxQueueDepth`
  * (`scope: 'queue'`), or the task's inbox holds as many unapplied events as it may (`scope: 'inbox'`). Retry later.
  */
-export class QueueFullError extends AgentError {
+export class QueueFullError extends AgentError<'queue_full'> {
   constructor(
     readonly scope: 'queue' | 'inbox',
     readonly limit: number,
@@ -294,7 +299,7 @@ export class QueueFullError extends AgentError {
  * The event is recorded durably and will be applied, in order, by the process that drives the task, but its reply
  * did not come within the wait (`replyTimeoutMs`): not a failure. Read the task's status (or its audit) later.
  */
-export class EventPendingError extends AgentError {
+export class EventPendingError extends AgentError<'event_pending'> {
   constructor(
     readonly taskId: string,
     readonly eventId: string,

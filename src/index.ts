@@ -97,6 +97,20 @@ export { systemClock, type Clock } from './clock.js';
 export { canonicalJson } from '../machines/lib/canonicalJson.js';
 export { hashArguments } from './hashing.js';
 export {
+  AGENT_ERROR_CODES,
+  AGENT_ERROR_CODE_LIST,
+  isAgentErrorCode,
+  type AgentErrorCode,
+  type CodedError,
+  type DispatchErrorCode,
+  type HttpErrorCode,
+  type McpErrorCode,
+  type ModelErrorCode,
+  type OrchestratorErrorCode,
+  type RedisErrorCode,
+  type StoreErrorCode,
+} from './errorCodes.js';
+export {
   AgentError,
   CatalogMismatchError,
   type CatalogDifference,
@@ -122,6 +136,7 @@ export { TAGS, type Tag } from '../machines/tags.js';
 export {
   CALL_CODES,
   CONFIRMATION_REFUSALS,
+  REPLY_CODES,
   FINAL_STATUSES,
   STOP_CODES,
   type CallCode,

@@ -9,3 +9,4 @@ export { IDEMPOTENCY_META_KEY, importMcpTools, type ImportMcpToolsOptions, type 
 export type { HintConflictMode, McpLookupContext, McpReadPolicy, McpToolHints, McpToolPolicy, McpWritePolicy } from './mcp/policy.js';
 export { DEFAULT_MAX_RESULT_BYTES, untrustedOutputSchema, type McpCallResult, type UntrustedOutput } from './mcp/result.js';
 export { McpConnectionError, McpLookupUnavailableError, McpPolicyError } from './errors.js';
+export type { AgentErrorCode, McpErrorCode } from './errorCodes.js';

@@ -4,3 +4,4 @@ export type { RedisClientBounds } from './store/redis/redisConnection.js';
 export type { OwnerIndexReport } from './store/redis/redisErasure.js';
 export { StoreDataLostError } from './errors.js';
 export { MAX_BUCKETS, StoreLayoutError } from './store/redis/redisLayout.js';
+export type { AgentErrorCode, RedisErrorCode, StoreErrorCode } from './errorCodes.js';

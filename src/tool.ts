@@ -11,12 +11,14 @@ import { RISK_CLASSES } from '../machines/context.js';
 import type { ApprovalRule, ConfirmationPolicy, ConfirmationRule, ConfirmationWaiver, MandateRule, MandateVerdict, TaskFacts } from '../machines/toolkit.js';
 import { canonicalJson } from '../machines/lib/canonicalJson.js';
 import { ToolDefinitionError } from './errors.js';
+import type { CodedError } from './errorCodes.js';
 
 /** What a tool call produced. Business-terminal failures (conflict, not_found) are values, not throws. */
 export type ToolResult<O> = { ok: true; value: O } | { ok: false; code: string; summary: string; retryable?: boolean };
 
 /** Throw from a read's execute to mark a failure as transient: it is retried within the retry policy. */
-export class TransientToolError extends Error {
+export class TransientToolError extends Error implements CodedError<'tool_unavailable'> {
+  readonly code = 'tool_unavailable' as const;
   constructor(message: string) {
     super(message);
     this.name = new.target.name;

@@ -2,7 +2,7 @@
 import { AgentError, TaskNotFoundError } from '../errors.js';
 
 /** A command line that cannot be run as given: printed with the usage, exit code 2. */
-export class UsageError extends AgentError {
+export class UsageError extends AgentError<'usage'> {
   constructor(message: string) {
     super('usage', message);
   }

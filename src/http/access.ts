@@ -13,7 +13,7 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { principalSchema, type Principal } from '../../machines/context.js';
 import type { TaskStatus } from '../orchestrator/status.js';
-import { ServiceError } from './serviceError.js';
+import { type ServiceError, serviceError } from './serviceError.js';
 
 export type Authenticate = (request: FastifyRequest) => Principal | null | Promise<Principal | null>;
 
@@ -25,11 +25,11 @@ export async function authenticateRequest(request: FastifyRequest, authenticate:
   try {
     principal = await authenticate(request);
   } catch (error) {
-    throw new ServiceError(401, 'unauthenticated', `not signed in: ${(error as Error).message ?? String(error)}`);
+    throw serviceError(401, 'unauthenticated', `not signed in: ${(error as Error).message ?? String(error)}`);
   }
-  if (!principal) throw new ServiceError(401, 'unauthenticated', 'not signed in');
+  if (!principal) throw serviceError(401, 'unauthenticated', 'not signed in');
   const parsed = principalSchema.safeParse(principal);
-  if (!parsed.success) throw new ServiceError(500, 'invalid_principal', 'authenticate returned something that is not a principal');
+  if (!parsed.success) throw serviceError(500, 'invalid_principal', 'authenticate returned something that is not a principal');
   return parsed.data;
 }
 
@@ -61,7 +61,7 @@ export function decidesPending(principal: Principal, status: TaskStatus): 'reque
 }
 
 export function notFound(taskId: string): ServiceError {
-  return new ServiceError(404, 'task_not_found', `no task ${taskId} that this session may see`);
+  return serviceError(404, 'task_not_found', `no task ${taskId} that this session may see`);
 }
 
 export class CsrfGuard {
@@ -79,14 +79,14 @@ export class CsrfGuard {
   check(request: FastifyRequest, principal: Principal): void {
     const origin = request.headers.origin;
     if (origin !== undefined && !sameOrigin(origin, request.headers.host)) {
-      throw new ServiceError(403, 'cross_origin', `requests from ${origin} are not accepted`);
+      throw serviceError(403, 'cross_origin', `requests from ${origin} are not accepted`);
     }
     if (request.headers.cookie === undefined) return;
     const sent = request.headers['x-csrf-token'];
     const expected = Buffer.from(this.token(principal));
     const given = Buffer.from(typeof sent === 'string' ? sent : '');
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
-      throw new ServiceError(403, 'csrf_token_invalid', 'a request with cookies needs the x-csrf-token header from GET /api/session');
+      throw serviceError(403, 'csrf_token_invalid', 'a request with cookies needs the x-csrf-token header from GET /api/session');
     }
   }
 }

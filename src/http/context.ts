@@ -4,10 +4,11 @@ import type { AnyStateMachine } from 'xstate';
 import type { z } from 'zod';
 import type { Principal } from '../../machines/context.js';
 import type { Clock } from '../clock.js';
+import type { HttpErrorCode } from '../errorCodes.js';
 import { TaskNotFoundError } from '../errors.js';
 import type { Orchestrator, TaskStatus } from '../orchestrator/orchestrator.js';
 import { type Access, type Authenticate, CsrfGuard, accessOf, authenticateRequest, notFound } from './access.js';
-import { ServiceError } from './serviceError.js';
+import { serviceError } from './serviceError.js';
 import type { SseOptions } from './sse.js';
 import type { StartRequest } from './start.js';
 import type { Stepper } from './stepper.js';
@@ -65,9 +66,9 @@ export function createContext(options: {
 }
 
 /** Parses with a zod schema, or answers 400 with `code` naming the first problem's field. */
-export function parse<S extends z.ZodType>(schema: S, value: unknown, what: string, code = 'invalid_request'): z.output<S> {
+export function parse<S extends z.ZodType>(schema: S, value: unknown, what: string, code: HttpErrorCode = 'invalid_request'): z.output<S> {
   const parsed = schema.safeParse(value ?? {});
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0]!;
-  throw new ServiceError(400, code, `${what}: ${issue.path.join('.') || '(root)'}: ${issue.message}`);
+  throw serviceError(400, code, `${what}: ${issue.path.join('.') || '(root)'}: ${issue.message}`);
 }

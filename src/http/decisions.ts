@@ -9,14 +9,15 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { CONFIRMATION_REFUSALS } from '../../machines/failures.js';
+import type { HttpErrorCode } from '../errorCodes.js';
 import type { TaskStatus, UserEventResult } from '../orchestrator/orchestrator.js';
 import { type ServiceContext, parse } from './context.js';
 import type { RouteDoc } from './openapi.js';
 import { route } from './routes.js';
 import { answerBodySchema, cancelBodySchema, confirmBodySchema, decisionResultSchema, emptyBodySchema, rejectBodySchema, taskParamsSchema } from './schemas.js';
-import { ServiceError, refusalStatus } from './serviceError.js';
+import { refusalStatus, serviceError } from './serviceError.js';
 
-const COMMON_ERRORS = {
+const COMMON_ERRORS: Record<number, readonly HttpErrorCode[]> = {
   400: ['invalid_request'],
   403: ['csrf_token_invalid', 'cross_origin', 'wrong_user', 'self_approval', 'missing_approver_scope', 'permission_denied'],
   404: ['task_not_found'],
@@ -37,10 +38,10 @@ export function registerDecisionRoutes(app: FastifyInstance, ctx: ServiceContext
     return { principal, taskId, body, status };
   };
   const answered = (result: UserEventResult) => {
-    if (!result.accepted) throw new ServiceError(refusalStatus(result.code), result.code ?? 'not_taken', result.message, result.status);
+    if (!result.accepted) throw serviceError(refusalStatus(result.code), result.code ?? 'not_taken', result.message, result.status);
     return result;
   };
-  const decision = (url: string, summary: string, body: z.ZodType, extra: Record<number, string[]>, handler: (request: FastifyRequest) => Promise<unknown>) =>
+  const decision = (url: string, summary: string, body: z.ZodType, extra: Record<number, readonly HttpErrorCode[]>, handler: (request: FastifyRequest) => Promise<unknown>) =>
     route(app, docs, { method: 'POST', url, summary, params: taskParamsSchema, body, response: decisionResultSchema, errors: { ...COMMON_ERRORS, ...extra } }, handler, ctx.bodyLimit);
 
   decision(
@@ -51,8 +52,8 @@ export function registerDecisionRoutes(app: FastifyInstance, ctx: ServiceContext
     async (request) => {
       const { principal, taskId, body, status } = await prepare(request, confirmBodySchema);
       const pending = pendingNamed(status, body.confirmationId);
-      if (pending.argsHash !== body.argsHash) throw new ServiceError(409, 'arguments_changed', refusal('arguments_changed'), status);
-      if (pending.expiresAt <= ctx.clock.now()) throw new ServiceError(410, 'confirmation_expired', refusal('confirmation_expired'), status);
+      if (pending.argsHash !== body.argsHash) throw serviceError(409, 'arguments_changed', refusal('arguments_changed'), status);
+      if (pending.expiresAt <= ctx.clock.now()) throw serviceError(410, 'confirmation_expired', refusal('confirmation_expired'), status);
       return answered(await orchestrator.confirm(taskId, principal, { id: pending.id, argsHash: body.argsHash }));
     },
   );
@@ -65,7 +66,7 @@ export function registerDecisionRoutes(app: FastifyInstance, ctx: ServiceContext
     async (request) => {
       const { principal, taskId, body, status } = await prepare(request, rejectBodySchema);
       const pending = pendingNamed(status, body.confirmationId);
-      if (pending.expiresAt <= ctx.clock.now()) throw new ServiceError(410, 'confirmation_expired', refusal('confirmation_expired'), status);
+      if (pending.expiresAt <= ctx.clock.now()) throw serviceError(410, 'confirmation_expired', refusal('confirmation_expired'), status);
       return answered(await orchestrator.reject(taskId, principal, { id: pending.id, ...(body.reason ? { reason: body.reason } : {}) }));
     },
   );
@@ -88,9 +89,9 @@ export function registerDecisionRoutes(app: FastifyInstance, ctx: ServiceContext
     async (request) => {
       const { principal, taskId, status } = await prepare(request, emptyBodySchema);
       const stepper = ctx.stepper;
-      if (!stepper) throw new ServiceError(409, 'not_stepping', 'this service does not step its model (start it with a stepper)', status);
-      if (status.principal.userId !== principal.userId) throw new ServiceError(403, 'wrong_user', 'only the task user steps it', status);
-      if (!stepper.release(taskId)) throw new ServiceError(409, 'model_not_waiting', `the model of ${taskId} is not waiting for its turn (${status.state})`, status);
+      if (!stepper) throw serviceError(409, 'not_stepping', 'this service does not step its model (start it with a stepper)', status);
+      if (status.principal.userId !== principal.userId) throw serviceError(403, 'wrong_user', 'only the task user steps it', status);
+      if (!stepper.release(taskId)) throw serviceError(409, 'model_not_waiting', `the model of ${taskId} is not waiting for its turn (${status.state})`, status);
       await Promise.race([orchestrator.settled(taskId), stepper.whenWaiting(taskId)]);
       return { accepted: true, code: null, message: `model turn ${status.turn + 1} released`, status: await orchestrator.status(taskId) };
     },
@@ -100,11 +101,11 @@ export function registerDecisionRoutes(app: FastifyInstance, ctx: ServiceContext
 /** The pending confirmation, when the request names it; else the 409 that says why not. */
 function pendingNamed(status: TaskStatus, confirmationId: string) {
   const pending = status.pendingConfirmation;
-  if (status.outcome) throw new ServiceError(409, 'task_finished', `the task already ended (${status.outcome.status})`, status);
+  if (status.outcome) throw serviceError(409, 'task_finished', `the task already ended (${status.outcome.status})`, status);
   if (!pending || status.state !== 'waiting_for_confirmation') {
-    throw new ServiceError(409, 'not_waiting_for_confirmation', `the task is not waiting for a confirmation (${status.state})`, status);
+    throw serviceError(409, 'not_waiting_for_confirmation', `the task is not waiting for a confirmation (${status.state})`, status);
   }
-  if (pending.id !== confirmationId) throw new ServiceError(409, 'unknown_confirmation', refusal('unknown_confirmation'), status);
+  if (pending.id !== confirmationId) throw serviceError(409, 'unknown_confirmation', refusal('unknown_confirmation'), status);
   return pending;
 }
 

@@ -25,6 +25,7 @@ import type { AnyStateMachine } from 'xstate';
 import { agentMachine } from '../../machines/agentMachine.js';
 import { type Clock, systemClock } from '../clock.js';
 import { AgentError, CapacityError, CatalogMismatchError, EventPendingError, HostRequestError, MandateUsedError, QueueFullError, TaskBusyError, TaskExistsError, TaskNotFoundError, TaskQuarantinedError } from '../errors.js';
+import type { AgentErrorCode } from '../errorCodes.js';
 import type { Orchestrator } from '../orchestrator/orchestrator.js';
 import type { Authenticate } from './access.js';
 import { createContext } from './context.js';
@@ -77,7 +78,8 @@ export async function agentService(app: FastifyInstance, options: AgentServiceOp
     void reply.code(statusCode).send(body);
   });
   app.setNotFoundHandler((request, reply) => {
-    void reply.code(404).send({ code: 'not_found', message: `no route ${request.method} ${request.url}` });
+    const body: ErrorBody = { code: 'not_found', message: `no route ${request.method} ${request.url}` };
+    void reply.code(404).send(body);
   });
   registerReadRoutes(app, ctx, docs);
   registerDecisionRoutes(app, ctx, docs);
@@ -99,10 +101,24 @@ function checkOptions(options: AgentServiceOptions): void {
 }
 
 /** The error body every route answers with: `{ code, message }` (plus the unchanged status of a refused decision). */
-function errorResponse(error: FastifyError | Error): { statusCode: number; body: { code: string; message: string; status?: unknown; eventId?: string } } {
+function errorResponse(error: FastifyError | Error): { statusCode: number; body: ErrorBody<string> } {
   if (error instanceof ServiceError) {
-    return { statusCode: error.statusCode, body: { code: error.code, message: error.message, ...(error.status !== undefined ? { status: error.status } : {}) } };
+    // The service's own (HttpErrorCode), or a code the host's startRequest chose for its refusal.
+    const { statusCode, code, message, status } = error as ServiceError<string>;
+    return { statusCode, body: { code, message, ...(status !== undefined ? { status } : {}) } };
   }
+  return libraryErrorResponse(error);
+}
+
+interface ErrorBody<C extends string = AgentErrorCode> {
+  code: C;
+  message: string;
+  status?: unknown;
+  eventId?: string;
+}
+
+/** The answer to an error of this package, or of Fastify's parsing: its code is always an `AgentErrorCode`. */
+function libraryErrorResponse(error: FastifyError | Error): { statusCode: number; body: ErrorBody } {
   const code = (error as FastifyError).code;
   if (code === 'FST_ERR_CTP_BODY_TOO_LARGE') return { statusCode: 413, body: { code: 'body_too_large', message: error.message } };
   if (code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return { statusCode: 415, body: { code: 'unsupported_media_type', message: 'send the body as application/json' } };
@@ -121,9 +137,15 @@ function errorResponse(error: FastifyError | Error): { statusCode: number; body:
   if (error instanceof QueueFullError) return { statusCode: error.scope === 'queue' ? 503 : 429, body: { code: error.code, message: error.message } };
   // Recorded, to be applied by the worker that drives the task: accepted for processing, not a failure.
   if (error instanceof EventPendingError) return { statusCode: 202, body: { code: error.code, message: error.message, eventId: error.eventId } };
-  if (error instanceof AgentError && error.code === 'settle_timeout') return { statusCode: 504, body: { code: error.code, message: error.message } };
-  if (error instanceof AgentError && error.code === 'orchestrator_draining') return { statusCode: 503, body: { code: error.code, message: error.message } };
-  if (error instanceof AgentError && error.code === 'orchestrator_closed') return { statusCode: 503, body: { code: error.code, message: error.message } };
+  if (error instanceof AgentError) {
+    switch (error.code) {
+      case 'settle_timeout':
+        return { statusCode: 504, body: { code: error.code, message: error.message } };
+      case 'orchestrator_draining':
+      case 'orchestrator_closed':
+        return { statusCode: 503, body: { code: error.code, message: error.message } };
+    }
+  }
   return { statusCode: 500, body: { code: 'internal_error', message: 'the service failed; see its log' } };
 }
 
@@ -136,3 +158,4 @@ export { CALLER_FORBIDDEN_FIELDS } from './schemas.js';
 export type { InboxItem, EarlierProposal, StartBody } from './schemas.js';
 export type { HostStartRequest, StartRequest } from './start.js';
 export type { SseOptions } from './sse.js';
+export { AGENT_ERROR_CODE_LIST, isAgentErrorCode, type AgentErrorCode, type HttpErrorCode } from '../errorCodes.js';

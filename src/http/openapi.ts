@@ -3,6 +3,7 @@
  * with (`z.toJSONSchema`), so the document cannot drift from what the handlers accept.
  */
 import { z } from 'zod';
+import type { HttpErrorCode } from '../errorCodes.js';
 import { errorSchema } from './schemas.js';
 
 export interface RouteDoc {
@@ -16,7 +17,7 @@ export interface RouteDoc {
   /** The 200 response: a schema, or a media type with a description (SSE, HTML). */
   response: z.ZodType | { mediaType: string; description: string };
   /** Error codes this route answers with, by HTTP status. */
-  errors?: Record<number, string[]>;
+  errors?: Record<number, readonly HttpErrorCode[]>;
 }
 
 export function openApiDocument(routes: readonly RouteDoc[], prefix: string, info: { title: string; version: string }): Record<string, unknown> {

@@ -6,7 +6,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { ServiceError } from './serviceError.js';
+import { serviceError } from './serviceError.js';
 
 const PAGES = new URL('./pages/', import.meta.url);
 
@@ -45,7 +45,7 @@ export function registerPages(app: FastifyInstance, base: string): void {
   app.get('/assets/:file', async (request, reply) => {
     const { file } = request.params as { file: string };
     const type = Object.hasOwn(ASSETS, file) ? ASSETS[file] : undefined;
-    if (!type) throw new ServiceError(404, 'not_found', `no asset ${file}`);
+    if (!type) throw serviceError(404, 'not_found', `no asset ${file}`);
     return secure(reply).type(type).send(await readFile(new URL(file, PAGES), 'utf8'));
   });
 }

@@ -4,11 +4,18 @@
  * status.
  */
 import type { ReplyCode } from '../../machines/failures.js';
+import type { HttpErrorCode } from '../errorCodes.js';
+import { AgentError } from '../errors.js';
 
-export class ServiceError extends Error {
+/**
+ * An HTTP answer other than 2xx: its status, a code and a sentence. The service's own codes are `HttpErrorCode`
+ * (made with `serviceError`, which checks them); a host's `startRequest` may throw one with a code of its own
+ * (`new ServiceError(400, 'unknown_order', ...)`), which is why `C` is open.
+ */
+export class ServiceError<C extends string = HttpErrorCode> extends Error {
   constructor(
     readonly statusCode: number,
-    readonly code: string,
+    readonly code: C,
     message: string,
     /** The task's status after a refused decision (nothing changed). */
     readonly status?: unknown,
@@ -18,15 +25,19 @@ export class ServiceError extends Error {
   }
 }
 
+/** A `ServiceError` with one of the service's own codes: the code is checked against `HttpErrorCode`. */
+export function serviceError(statusCode: number, code: HttpErrorCode, message: string, status?: unknown): ServiceError<HttpErrorCode> {
+  return new ServiceError(statusCode, code, message, status);
+}
+
 /** Thrown when the service is registered with options it cannot run with safely (before it serves anything). */
-export class ServiceOptionsError extends Error {
+export class ServiceOptionsError extends AgentError<'invalid_service_options'> {
   constructor(
     /** The option at fault, as `AgentServiceOptions` names it. */
     readonly option: string,
     message: string,
   ) {
-    super(message);
-    this.name = new.target.name;
+    super('invalid_service_options', message);
   }
 }
 

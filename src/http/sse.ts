@@ -14,7 +14,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AuditEntry } from '../../machines/journal.js';
 import { EMPTY_REPLAY, type ReplayedTask, foldAuditEntry } from '../audit/replayAudit.js';
 import type { AuditRecord, Orchestrator } from '../orchestrator/orchestrator.js';
-import { ServiceError } from './serviceError.js';
+import { serviceError } from './serviceError.js';
 
 export interface SseOptions {
   /** How often the store is polled for entries saved by other processes (default 2 s). */
@@ -52,7 +52,7 @@ export async function streamTaskEvents(
 ): Promise<void> {
   const history = await orchestrator.audit(taskId);
   if (resume && resume.seq >= history.length) {
-    throw new ServiceError(400, 'unknown_event_id', `event ${resume.seq} was never sent: the task has ${history.length} entries`);
+    throw serviceError(400, 'unknown_event_id', `event ${resume.seq} was never sent: the task has ${history.length} entries`);
   }
   reply.hijack();
   const raw = reply.raw;

@@ -9,7 +9,7 @@ import type { FastifyRequest } from 'fastify';
 import type { Principal } from '../../machines/context.js';
 import type { StartTaskRequest } from '../orchestrator/orchestrator.js';
 import { CALLER_FORBIDDEN_FIELDS, type StartBody } from './schemas.js';
-import { ServiceError } from './serviceError.js';
+import { serviceError } from './serviceError.js';
 
 /**
  * What `startRequest` returns: the orchestrator's start request, whose principal may be left out (the caller's is
@@ -29,7 +29,7 @@ export function refuseCallerRules(body: unknown): void {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return;
   const named = Object.keys(body).filter((field) => CALLER_FORBIDDEN_FIELDS.includes(field));
   if (named.length === 0) return;
-  throw new ServiceError(
+  throw serviceError(
     403,
     'caller_cannot_set_rules',
     `the body may not set ${named.join(', ')}: the service derives the principal from your session and the mandate, limits and success criterion from its own records; send goal, taskId and input`,
@@ -41,7 +41,7 @@ export async function hostStartRequest(startRequest: StartRequest, body: StartBo
   // A copy: a host function that edits the principal it was given must not change what it is checked against.
   const returned = await startRequest(body, { ...session, scopes: [...session.scopes] }, request);
   if (typeof returned !== 'object' || returned === null) {
-    throw new ServiceError(500, 'start_request_invalid', `startRequest returned ${returned === null ? 'null' : typeof returned}, not a start request`);
+    throw serviceError(500, 'start_request_invalid', `startRequest returned ${returned === null ? 'null' : typeof returned}, not a start request`);
   }
   return { ...returned, principal: returned.principal === undefined ? session : checkedPrincipal(returned.principal, session) };
 }
@@ -50,7 +50,7 @@ export async function hostStartRequest(startRequest: StartRequest, body: StartBo
 function checkedPrincipal(given: Principal, session: Principal): Principal {
   const who = (p: Principal) => `user ${JSON.stringify(p.userId)} of tenant ${JSON.stringify(p.tenantId)}`;
   if (given?.userId !== session.userId || given?.tenantId !== session.tenantId) {
-    throw new ServiceError(
+    throw serviceError(
       500,
       'start_request_principal_mismatch',
       `startRequest returned a task for ${given ? who(given) : 'nobody'}, but the caller is ${who(session)}: a task runs as the session's principal (authenticate); return the principal startRequest was given, or leave it out`,
@@ -58,7 +58,7 @@ function checkedPrincipal(given: Principal, session: Principal): Principal {
   }
   const added = (Array.isArray(given.scopes) ? given.scopes : []).filter((scope) => !session.scopes.includes(scope));
   if (added.length > 0) {
-    throw new ServiceError(
+    throw serviceError(
       500,
       'start_request_principal_mismatch',
       `startRequest gave the task scopes the caller's session does not hold (${added.join(', ')}): a task may run with fewer of the caller's scopes, never more`,

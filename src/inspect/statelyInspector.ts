@@ -70,7 +70,7 @@ interface ClientView {
 const OPEN = 1;
 const CLOSED = 3;
 
-export class InspectorStartError extends AgentError {
+export class InspectorStartError extends AgentError<'inspector_start_failed'> {
   constructor(message: string) {
     super('inspector_start_failed', message);
   }

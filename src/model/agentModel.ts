@@ -5,6 +5,7 @@
  */
 import type { Observation, Principal, Provenance } from '../../machines/context.js';
 import type { TranscriptEntry } from '../../machines/journal.js';
+import type { CodedError } from '../errorCodes.js';
 
 /** A tool as offered to the model: only the ones the task's principal may use. */
 export interface OfferedTool {
@@ -74,7 +75,8 @@ export interface AgentModel {
 }
 
 /** Throw from `decide` for a failure worth retrying (timeout, 429, 5xx); retries spend the retry budget. */
-export class TransientModelError extends Error {
+export class TransientModelError extends Error implements CodedError<'model_transient_failure'> {
+  readonly code = 'model_transient_failure' as const;
   constructor(
     message: string,
     readonly retryAfterMs?: number,

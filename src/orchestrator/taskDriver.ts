@@ -35,7 +35,7 @@ export interface InboxRecord {
 const MAX_ROUNDS = 50;
 
 /** The job could not finish here (the process stops, the store failed): the queue tries it again, elsewhere too. */
-export class HandedBackError extends AgentError {
+export class HandedBackError extends AgentError<'task_handed_back'> {
   constructor(taskId: string, why: string) {
     super('task_handed_back', `task ${JSON.stringify(taskId)} goes back to the queue: ${why}`);
   }

@@ -1,9 +1,11 @@
 /** Running a unit of work under a timeout and a parent abort signal, on an injectable clock. */
 import type { Clock } from '../clock.js';
+import type { CodedError } from '../errorCodes.js';
 
 export type Timed<T> = { kind: 'done'; value: T } | { kind: 'timeout' } | { kind: 'aborted' };
 
-export class TimeoutError extends Error {
+export class TimeoutError extends Error implements CodedError<'timed_out'> {
+  readonly code = 'timed_out' as const;
   constructor(ms: number) {
     super(`timed out after ${ms} ms`);
     this.name = new.target.name;

@@ -16,3 +16,4 @@ export {
 export { gatedModel, type GatedModel } from './gatedModel.js';
 export { ManualClock } from './manualClock.js';
 export { shiftedClock } from '../clock.js';
+export type { AgentErrorCode } from '../errorCodes.js';

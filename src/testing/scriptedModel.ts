@@ -11,7 +11,7 @@ import { AgentError } from '../errors.js';
 import type { AgentModel, ModelReply, ModelRequest } from '../model/agentModel.js';
 
 /** The scripted model was asked for more turns than its script has. */
-export class ScriptExhaustedError extends AgentError {
+export class ScriptExhaustedError extends AgentError<'script_exhausted'> {
   constructor(turn: number, length: number) {
     super('script_exhausted', `The scripted model was asked for turn ${turn}, but its script has ${length} step(s).`);
   }

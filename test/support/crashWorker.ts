@@ -10,7 +10,6 @@ import { createInterface } from 'node:readline';
 import type { AgentModel } from '../../src/model/agentModel.js';
 import { type RedisDemoFault, RedisBookingService } from '../../examples/booking/redisBookingService.js';
 import { DEMO_FLOWS, demoModel, durableDemoTools } from '../../examples/booking/durableDemo.js';
-import { AgentError } from '../../src/errors.js';
 import { type TaskStatus, createOrchestrator } from '../../src/orchestrator/orchestrator.js';
 import { RedisStore } from '../../src/store/redis/redisStore.js';
 import { type AckedSave, type WorkerConfig, type WorkerResult, recordingAcks } from './crashProtocol.js';
@@ -82,7 +81,7 @@ async function main(): Promise<void> {
   if (status?.pendingConfirmation && (config.confirmWaiting || config.action === 'run')) {
     const principal = DEMO_FLOWS[config.flow].principal;
     const confirmed = await orchestrator.confirm(config.taskId, principal, status.pendingConfirmation);
-    if (!confirmed.accepted) throw new AgentError('not_confirmed', `confirmation refused: ${confirmed.code}`);
+    if (!confirmed.accepted) throw new Error(`confirmation refused: ${confirmed.code}`);
     status = await orchestrator.settled(config.taskId);
   }
   if (status) say('RESULT', resultOf(status));

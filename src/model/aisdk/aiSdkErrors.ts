@@ -19,9 +19,10 @@ import {
 import { AgentError } from '../../errors.js';
 import { TransientModelError } from '../agentModel.js';
 import { isTransientStatus, maskedLine, retryAfterMs } from '../replyRules.js';
+import type { CodedError } from '../../errorCodes.js';
 
 /** The provider refused the request for a reason a retry cannot fix (bad request, key, model id, configuration). */
-export class AiSdkRequestError extends AgentError {
+export class AiSdkRequestError extends AgentError<'model_request_failed'> {
   constructor(
     readonly status: number | null,
     message: string,
@@ -31,7 +32,8 @@ export class AiSdkRequestError extends AgentError {
 }
 
 /** The request's signal was aborted (timeout or cancellation): nothing to retry from here. */
-export class AiSdkAbortedError extends Error {
+export class AiSdkAbortedError extends Error implements CodedError<'model_request_aborted'> {
+  readonly code = 'model_request_aborted' as const;
   constructor() {
     super('the model request was aborted');
     this.name = new.target.name;

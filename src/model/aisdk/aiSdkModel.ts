@@ -41,7 +41,7 @@ export interface AiSdkModelOptions extends AdapterOptions {
 }
 
 /** The adapter cannot start: its options are incomplete or wrong. */
-export class AiSdkConfigError extends AgentError {
+export class AiSdkConfigError extends AgentError<'model_not_configured'> {
   constructor(message: string) {
     super('model_not_configured', message);
   }

@@ -42,7 +42,7 @@ export interface OpenAIModelOptions extends AdapterOptions {
 }
 
 /** The adapter cannot start: something it needs is not configured. */
-export class ModelConfigError extends AgentError {
+export class ModelConfigError extends AgentError<'model_not_configured'> {
   constructor(message: string) {
     super('model_not_configured', message);
   }

@@ -8,6 +8,7 @@ import type { ChatCompletion } from 'openai/resources/chat/completions';
 import { AgentError } from '../../errors.js';
 import { type ModelReply, type ModelReplyWithVersion, type ModelUsageReport, TransientModelError } from '../agentModel.js';
 import { type ModelPrices, isTransientStatus, maskedLine, priceOf, receivedText, retryAfterMs, textualToolCall, writtenCallDetail } from '../replyRules.js';
+import type { CodedError } from '../../errorCodes.js';
 
 export { type ModelPrices, priceOf, retryAfterMs };
 
@@ -97,7 +98,7 @@ function usageOf(completion: Partial<ChatCompletion>, options: ReplyOptions): Mo
 // --- errors -----------------------------------------------------------------------------------------------
 
 /** The model server refused the request for a reason a retry cannot fix (bad request, key, model name). */
-export class ModelRequestError extends AgentError {
+export class ModelRequestError extends AgentError<'model_request_failed'> {
   constructor(
     readonly status: number | null,
     message: string,
@@ -140,7 +141,8 @@ export function toModelError(error: unknown, apiKey: string | undefined, maxRetr
 }
 
 /** The request's signal was aborted (timeout or cancellation): nothing to retry from here. */
-export class ModelAbortedError extends Error {
+export class ModelAbortedError extends Error implements CodedError<'model_request_aborted'> {
+  readonly code = 'model_request_aborted' as const;
   constructor() {
     super('the model request was aborted');
     this.name = new.target.name;

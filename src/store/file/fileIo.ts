@@ -7,6 +7,7 @@ import { type FileHandle, open, readFile, rename, rm, stat, unlink } from 'node:
 import { hostname } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
+import type { CodedError } from '../../errorCodes.js';
 
 /** The Node error code of a failed fs call, if any. */
 export function errorCode(error: unknown): string | undefined {
@@ -113,7 +114,8 @@ interface LockOwner {
 }
 
 /** Thrown by `withLockFile` when the lock stays held past the timeout. */
-export class LockTimeoutError extends Error {
+export class LockTimeoutError extends Error implements CodedError<'lock_timeout'> {
+  readonly code = 'lock_timeout' as const;
   constructor(
     readonly path: string,
     readonly holder: string,

@@ -33,7 +33,7 @@ export function bucketOf(taskId: string, count: number): number {
 }
 
 /** Refused: the store was opened with another number of buckets than the data under its prefix was saved with. */
-export class StoreLayoutError extends AgentError {
+export class StoreLayoutError extends AgentError<'store_layout_mismatch'> {
   constructor(prefix: string, wanted: number, found: string) {
     super(
       'store_layout_mismatch',
