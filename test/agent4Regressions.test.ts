@@ -25,10 +25,8 @@ import {
   SUPPORT,
   harness,
   reserveArgs,
-  until,
 } from './support/harness.js';
 
-const REVIEWER: Principal = { userId: 'R2', tenantId: 'acme', scopes: ['tasks:review'] };
 const M1: Principal = { userId: 'M1', tenantId: 'acme', scopes: ['refunds:approve'] };
 const refund = (cents: number, reason = 'broken') => reply.call('refund_order', { order_id: 'O-1001', amount_cents: cents, reason });
 
@@ -91,23 +89,6 @@ describe('finding: an authorization hook that is unavailable is not a final deni
   });
 });
 
-describe('finding: a cancel during review waits for the review, then stops the rest of the batch', () => {
-  it('does not run the second write of the batch once the user cancelled', async () => {
-    const sent: string[] = [];
-    const tool = paymentTool({ sent, hang: (n) => n === 1, timeoutMs: 20 });
-    const script = [reply.calls({ name: 'send_payment', args: { amount: 1 } }, { name: 'send_payment', args: { amount: 2 } }), reply.answer('x')];
-    const h = harness({ extraTools: [tool], script });
-    expect((await h.orchestrator.run({ principal: SUPPORT, goal: 'pay twice', taskId: 'cancel-review' })).state).toBe('review_required');
-    const cancel = await h.orchestrator.cancel('cancel-review', SUPPORT, 'stop everything');
-    expect(cancel).toMatchObject({ accepted: true, code: 'cancel_deferred' });
-    await h.orchestrator.resolveReview('cancel-review', REVIEWER, { resolution: 'not_happened' });
-    const status = await h.orchestrator.settled('cancel-review');
-    // The cancel waited for the review, then applied before the second payment.
-    expect(sent).toHaveLength(1);
-    expect(status.state).toBe('cancelled');
-  });
-});
-
 describe('finding: confirmations can be granted after the host bumps its policy version', () => {
   it('asks again under the host\'s new version, which can then be confirmed', async () => {
     const store = new MemoryStore();
@@ -161,38 +142,6 @@ describe('held: the migration of a pending agent/3 confirmation', () => {
     expect((await h.orchestrator.confirm(taskId, M1, next.pendingConfirmation!)).accepted).toBe(true);
     await h.orchestrator.settled(taskId);
     expect(refunds.refunds.map((r) => r.amountCents)).toEqual([99_900]);
-  });
-});
-
-describe('held: money', () => {
-
-  it('the review desk\'s "happened" result must match the output schema before it counts as evidence', async () => {
-    const sent: string[] = [];
-    const h = harness({ extraTools: [paymentTool({ sent, hang: () => true, timeoutMs: 20 })], script: [reply.call('send_payment', { amount: 5 }), reply.answer('paid')] });
-    await h.orchestrator.run({ principal: E17, goal: 'pay', success: { tool: 'send_payment', match: { status: 'sent' } }, taskId: 'rv-result' });
-    for (const result of [{ status: 'sent', extra: 1 }, { status: 'SENT' }, 'sent', null]) {
-      const answer = await h.orchestrator.resolveReview('rv-result', REVIEWER, { resolution: 'happened', result });
-      expect(answer.accepted, JSON.stringify(result)).toBe(false);
-    }
-    expect((await h.orchestrator.resolveReview('rv-result', { ...E17, scopes: ['tasks:review'] }, { resolution: 'happened', result: { status: 'sent' } })).code).toBe('not_a_reviewer');
-    expect((await h.orchestrator.status('rv-result')).state).toBe('review_required');
-  });
-});
-
-describe('held: denials and the re-check', () => {
-
-  it('the sweep has nothing to deliver to a task waiting for review, and timer events change nothing there', async () => {
-    const clock = new ManualClock();
-    const sent: string[] = [];
-    const h = harness({ clock, expirySweepMs: 0, extraTools: [paymentTool({ sent, hang: () => true, timeoutMs: 20 })], script: [reply.call('send_payment', { amount: 5 }), reply.answer('x')] });
-    const start = h.orchestrator.run({ principal: E17, goal: 'pay', taskId: 'rv-timer' });
-    // The write's timeout runs on the manual clock.
-    await until(() => sent.length === 1);
-    await clock.advance(1_000);
-    expect((await start).state).toBe('review_required');
-    await clock.advance(48 * 60 * 60_000);
-    expect(await h.orchestrator.expireDue()).toBe(0);
-    expect((await h.orchestrator.status('rv-timer')).state).toBe('review_required');
   });
 });
 
