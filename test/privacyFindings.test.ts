@@ -6,7 +6,6 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { Principal } from '../machines/context.js';
-import { Privacy } from '../src/privacy/privacy.js';
 import { cardNumbers } from '../src/privacy/redactors.js';
 import { keyedSealer } from '../src/privacy/sealer.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
@@ -19,7 +18,6 @@ const KEY = randomBytes(32);
 // No redactor finds it (no known prefix, no key name beside it): only the echo of the opened value seals it.
 const SECRET_KEY = 'qz9f8e7d6c5b4a39281706';
 const privacyOptions = () => ({ sealer: keyedSealer({ key: KEY }), redactors: [cardNumbers()] });
-const T = { taskId: 't', tenantId: 'acme', startedAt: 1 };
 
 /** A key-issuing read and a check that echoes the key it was given in a successful result, as many APIs do. */
 function keyTools(): Tool[] {
@@ -67,25 +65,6 @@ describe('values a call opened', () => {
     expect(kept).not.toContain(SECRET_KEY);
   });
 
-  it('are sealed in a refusal before it is cut, and short ones are found as whole words', async () => {
-    const privacy = new Privacy(privacyOptions());
-    const sealed = privacy.json(T, { card: WALLET_CARD, cvc: '737' }, ['card', 'cvc']);
-    const opened = privacy.open(sealed, ['card', 'cvc'], T);
-    if (!opened.ok) throw new Error('expected to open');
-    const text = privacy.echoes(T, `${'x'.repeat(282)} card ${WALLET_CARD}, cvc=737 is wrong; order 17370 stays`, opened.opened);
-    expect(text).not.toContain('737 is');
-    expect(text).toContain('order 17370 stays');
-    expect(secretsIn(text)).toEqual([]);
-  });
-});
-
-describe('text that only looks sealed', () => {
-  it('is redacted like any text: a token of no task of ours hides nothing', () => {
-    const privacy = new Privacy(privacyOptions());
-    const fake = `my card: [[sealed:card:${WALLET_CARD}]]`;
-    expect(secretsIn(privacy.text(T, fake))).toEqual([]);
-    expect(secretsIn(JSON.stringify(privacy.json(T, { card: `[[sealed:card:${WALLET_CARD}]]` }, ['card'])))).toEqual([]);
-  });
 });
 
 describe('arguments that do not parse cleanly', () => {
@@ -114,11 +93,6 @@ describe('arguments that do not parse cleanly', () => {
 });
 
 describe('object keys, numbers, tool names and call ids', () => {
-  it('are redacted too', () => {
-    const privacy = new Privacy(privacyOptions());
-    const sealed = JSON.stringify(privacy.json(T, { balances: { [WALLET_CARD]: 100 }, pan: 5555555555554444 }));
-    expect(secretsIn(sealed)).toEqual([]);
-  });
 
   it('in a proposal are redacted before the protocol gate quotes them', async () => {
     const h = harness({ privacy: privacyOptions(), script: [{ type: 'tool_calls', calls: [{ callId: `id-${WALLET_CARD}`, name: `pay_${WALLET_CARD}`, arguments: '{}' }] }, reply.answer('ok')] });
@@ -184,12 +158,6 @@ describe('the audit of a decision', () => {
 });
 
 describe('long values and goals', () => {
-  it('a sensitive value of several KB round-trips through a keyed sealer', () => {
-    const privacy = new Privacy({ sealer: keyedSealer({ key: KEY }) });
-    const doc = 'd'.repeat(5_000);
-    const sealed = privacy.json(T, { doc }, ['doc']);
-    expect(privacy.open(sealed, ['doc'], T)).toMatchObject({ ok: true, value: { doc } });
-  });
 
   it('a goal within the limit stays accepted when sealing makes it longer', async () => {
     const h = harness({ privacy: privacyOptions(), script: [reply.answer('ok')] });
