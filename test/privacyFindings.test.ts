@@ -145,18 +145,6 @@ describe('a token of an earlier task under the same id', () => {
   });
 });
 
-describe('the audit of a decision', () => {
-  it('names no session when the deciding caller named none, never the task owner’s', async () => {
-    const h = harness({ extraTools: walletTools(new CardService()), privacy: privacyOptions(), script: [reply.call('charge_card', { card_number: '4111111111111111', amount: 100 }), reply.answer('no')] });
-    const status = await h.orchestrator.run({ principal: PAYER, goal: 'charge', taskId: 'no-session' });
-    const { sessionId: _none, ...caller } = PAYER;
-    await h.orchestrator.reject('no-session', caller, { id: status.pendingConfirmation!.id });
-    await h.orchestrator.settled('no-session');
-    const rejected = (await h.orchestrator.audit('no-session')).find((e) => e.kind === 'confirmation' && e.action === 'rejected');
-    expect(rejected?.session).toBeNull();
-  });
-});
-
 describe('long values and goals', () => {
 
   it('a goal within the limit stays accepted when sealing makes it longer', async () => {
