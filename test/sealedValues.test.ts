@@ -1,6 +1,8 @@
 /**
- * Regressions from an adversarial review of sealing: each block reproduced a way a raw value reached what a task
- * keeps (or a way sealing broke a task), and now checks it no longer does.
+ * Sealed values inside a running task, at the edges privacy.test.ts's end-to-end runs do not reach: a result that
+ * quotes an opened value, arguments that do not parse, names in a proposal, tokens of another task or another
+ * orchestrator, the confirmation's label, a long goal, a host failure code. What the task keeps (store, audit,
+ * transcript) is searched for the raw values; the Privacy class alone is privacy.test.ts's.
  */
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
@@ -92,8 +94,7 @@ describe('arguments that do not parse cleanly', () => {
   });
 });
 
-describe('object keys, numbers, tool names and call ids', () => {
-
+describe('tool names and call ids', () => {
   it('in a proposal are redacted before the protocol gate quotes them', async () => {
     const h = harness({ privacy: privacyOptions(), script: [{ type: 'tool_calls', calls: [{ callId: `id-${WALLET_CARD}`, name: `pay_${WALLET_CARD}`, arguments: '{}' }] }, reply.answer('ok')] });
     await h.orchestrator.run({ principal: PAYER, goal: 'pay', taskId: 'names' });
@@ -145,9 +146,8 @@ describe('a token of an earlier task under the same id', () => {
   });
 });
 
-describe('long values and goals', () => {
-
-  it('a goal within the limit stays accepted when sealing makes it longer', async () => {
+describe('a long goal', () => {
+  it('within the limit stays accepted when sealing makes it longer', async () => {
     const h = harness({ privacy: privacyOptions(), script: [reply.answer('ok')] });
     const goal = `${'a '.repeat(7_000)}${`${WALLET_CARD} `.repeat(100)}`.slice(0, 16_000);
     const status = await h.orchestrator.run({ principal: PAYER, goal, taskId: 'long-goal' });
@@ -157,7 +157,7 @@ describe('long values and goals', () => {
 });
 
 describe('a host failure code that quotes a value', () => {
-  it('is replaced', async () => {
+  it('is replaced by a redacted code', async () => {
     const tools = walletTools(new CardService());
     const charge = tools[1]!;
     Object.assign(charge, { validate: (args: { card_number: string }) => ({ ok: false, code: `bad_${args.card_number}`, summary: 'no' }) });
