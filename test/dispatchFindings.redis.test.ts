@@ -6,60 +6,25 @@
  */
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { bullmqDispatch, type BullmqDispatch } from '../src/dispatch/bullmqDispatch.js';
+import { bullmqDispatch } from '../src/dispatch/bullmqDispatch.js';
 import { EventPendingError, HostRequestError, QueueFullError, TaskExistsError, TaskNotFoundError } from '../src/errors.js';
 import { cardNumbers } from '../src/privacy/redactors.js';
 import { RedisStore } from '../src/store/redis/redisStore.js';
 import { reply } from '../src/testing/scriptedModel.js';
-import { RefundDesk } from '../examples/booking/refundService.js';
+import { connectionOf, dispatchClusters, queueIdle, refundSuccess as success } from './support/dispatchCluster.js';
 import { SUPPORT, harness, until } from './support/harness.js';
 import { useTestRedis } from './support/redis.js';
 import { slowRead } from './support/takeover.js';
-import type { Tool } from '../src/tool.js';
 import { scaled } from './support/timeScale.js';
 
 const redis = await useTestRedis();
 
-const REFUND_999 = { order_id: 'O-1001', amount_cents: 99_900, reason: 'per note' };
-const success = { tool: 'refund_order', match: { status: 'succeeded' }, require: ['refund_id'] };
-const refundScript = () => [
-  reply.call('refund_order', REFUND_999),
-  (v: { data(tool: string): unknown }) => (v.data('refund_order') ? reply.answer('refunded') : reply.answer('not refunded')),
-];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-/** Waits until no job of the queue waits or runs (delayed ones, such as a wake-up at a deadline, may be left). */
-const queueIdle = (dispatch: BullmqDispatch) =>
-  until(async () => {
-    const depth = await dispatch.depth();
-    return depth.waiting + depth.active === 0;
-  }, 10_000);
 
 describe.skipIf(!redis)('dispatch: the review’s findings, fixed', () => {
-  const cleanups: (() => Promise<unknown>)[] = [];
-  afterEach(async () => {
-    for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => {});
-  });
+  const { cluster, closeAll } = dispatchClusters(redis!);
+  afterEach(closeAll);
   afterAll(() => redis?.stop());
-
-  function cluster(options: { queue?: Partial<Parameters<typeof bullmqDispatch>[0]>; script?: () => unknown[] } = {}) {
-    const prefix = redis!.freshPrefix();
-    const refunds = new RefundDesk();
-    const url = new URL(redis!.url);
-    const connection = { host: url.hostname, port: Number(url.port || 6379) };
-    const node = (role: string, extra: { tools?: Tool[]; capacity?: { maxRunningPerTenant?: number }; policy?: { confirmationTtlMs: number } } = {}) => {
-      const store = new RedisStore({ url: redis!.url, prefix });
-      const dispatch: BullmqDispatch = bullmqDispatch({ connection, queueName: `q-${prefix}`, lockDurationMs: 2_000, stalledIntervalMs: 1_000, retryDelayMs: 100, ...options.queue });
-      const h = harness({ store, dispatch, refunds, extraTools: extra.tools ?? [], capacity: extra.capacity, policy: extra.policy, script: (options.script ?? refundScript)() as never, expirySweepMs: 0, lease: { ttlMs: 1_000 } });
-      cleanups.push(async () => {
-        await h.orchestrator.close();
-        await dispatch.close();
-        await store.close();
-      });
-      return { ...h, dispatch, store, role };
-    };
-    cleanups.push(() => redis!.deleteKeys(prefix));
-    return { node, refunds, prefix };
-  }
 
   it('accepts exactly one of two concurrent starts with one task id', async () => {
     const { node } = cluster();
@@ -257,9 +222,8 @@ describe.skipIf(!redis)('dispatch: the review’s findings, fixed', () => {
   });
 
   it('refuses dispatch with sensitive data and a memory sealer: a worker could not open what the API sealed', async () => {
-    const url = new URL(redis!.url);
     const store = new RedisStore({ url: redis!.url, prefix: redis!.freshPrefix() });
-    const dispatch = bullmqDispatch({ connection: { host: url.hostname, port: Number(url.port || 6379) }, queueName: `q-${redis!.freshPrefix()}` });
+    const dispatch = bullmqDispatch({ connection: connectionOf(redis!), queueName: `q-${redis!.freshPrefix()}` });
     try {
       expect(() => harness({ store, dispatch, privacy: { redactors: [cardNumbers()] } })).toThrow(HostRequestError);
       expect(() => harness({ store, dispatch, privacy: { redactors: [cardNumbers()] } })).toThrow(/keyedSealer/);
@@ -270,9 +234,8 @@ describe.skipIf(!redis)('dispatch: the review’s findings, fixed', () => {
   });
 
   it('accepts dispatch with only the default redactors and a memory sealer: what they seal no tool opens', async () => {
-    const url = new URL(redis!.url);
     const store = new RedisStore({ url: redis!.url, prefix: redis!.freshPrefix() });
-    const dispatch = bullmqDispatch({ connection: { host: url.hostname, port: Number(url.port || 6379) }, queueName: `q-${redis!.freshPrefix()}` });
+    const dispatch = bullmqDispatch({ connection: connectionOf(redis!), queueName: `q-${redis!.freshPrefix()}` });
     try {
       const h = harness({ store, dispatch });
       expect(h.orchestrator).toBeDefined();
