@@ -2,7 +2,8 @@
  * Dispatch on BullMQ, in one test process with several orchestrators on one Redis: an API instance that only
  * records work, and workers that drive tasks. What the API gets back (queued status, replies to events, refusals
  * answered at once), events reaching a task that runs in another process, deadlines as delayed jobs, the bounded
- * recovery sweep, backpressure, and draining.
+ * recovery sweep, backpressure, and draining; starts of one id racing, and a start put back for capacity. Events
+ * that meet a queued task, a racing job or a lost job are dispatchInbox.redis.test.ts's.
  */
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { EventPendingError, MandateUsedError, QueueFullError, TaskExistsError, TaskNotFoundError } from '../src/errors.js';
@@ -18,6 +19,7 @@ import { scaled } from './support/timeScale.js';
 const redis = await useTestRedis();
 
 const REFUND_50 = { order_id: 'O-1001', amount_cents: 5_000, reason: 'small' };
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe.skipIf(!redis)('dispatch on BullMQ', () => {
   const { cluster, closeAll } = dispatchClusters(redis!);
@@ -193,5 +195,32 @@ describe.skipIf(!redis)('dispatch on BullMQ', () => {
     expect(done.state).toBe('answered');
     expect(done.outcome?.answer).toBe('read by second');
     expect(quick.started).toEqual(['second']);
+  });
+
+  it('accepts exactly one of two concurrent starts with one task id', async () => {
+    const { node } = cluster();
+    const api = node('api');
+    const results = await Promise.allSettled([
+      api.orchestrator.start({ principal: SUPPORT, goal: 'first caller', taskId: 'dup-1' }),
+      api.orchestrator.start({ principal: { ...SUPPORT, userId: 'OTHER' }, goal: 'second caller', taskId: 'dup-1' }),
+    ]);
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    expect(results.filter((r) => r.status === 'rejected' && r.reason instanceof TaskExistsError)).toHaveLength(1);
+  });
+
+  it('puts a start refused for capacity back for later, without using up its tries', async () => {
+    const blocked = slowRead('gate');
+    const { node } = cluster({ queue: { attempts: 3, retryDelayMs: 100 }, script: () => [reply.call('slow_read', {}), reply.answer('done')] });
+    const api = node('api', { tools: [blocked.tool('api')] });
+    const worker = node('worker', { tools: [blocked.tool('worker')], capacity: { maxRunningPerTenant: 1 } });
+    worker.orchestrator.createWorker({ concurrency: 4 });
+    await api.orchestrator.start({ principal: SUPPORT, goal: 'first', taskId: 'cap-1' });
+    await until(() => blocked.started.length === 1, 10_000);
+    await api.orchestrator.start({ principal: SUPPORT, goal: 'second', taskId: 'cap-2' });
+    // Long enough for its three tries 100 ms apart; a loaded machine gets a longer look.
+    await sleep(scaled(1_500));
+    const later = await api.orchestrator.status('cap-2').catch((e: unknown) => e);
+    blocked.release();
+    expect(later).not.toBeInstanceOf(TaskNotFoundError);
   });
 });
