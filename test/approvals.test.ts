@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ManualClock, reply } from '../src/testing/index.js';
+import { paymentTool } from './support/paymentTool.js';
 import { REFUND_GOAL, REFUND_MANDATE, REFUND_SUCCESS, SUPPORT, byKind, harness } from './support/harness.js';
 
 const M1 = { userId: 'M1', tenantId: 'acme', scopes: ['refunds:approve'] };
@@ -143,5 +144,82 @@ describe('confirmation policies of a tool', () => {
     const status = await h.orchestrator.settled('again');
     expect(status.state).toBe('answered');
     expect(byKind(await h.orchestrator.audit('again'), 'confirmation').map((c) => c.action)).toEqual(['requested', 'expired', 'requested', 'expired']);
+  });
+});
+
+describe('approvals of a request that needs two', () => {
+  async function waiting(options: Parameters<typeof harness>[0] = {}) {
+    const h = harness({ script: [refund(15_000), refund(15_000), reply.answer('refunded')], refundOptions: { approveAboveCents: 10_000, approvals: 2 }, ...options });
+    const status = await h.orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, success: REFUND_SUCCESS, mandate: REFUND_MANDATE, taskId: 'ap' });
+    return { ...h, pending: status.pendingConfirmation! };
+  }
+
+  it('do not carry over an expiry: the re-asked request starts with none', async () => {
+    const clock = new ManualClock();
+    const { orchestrator, refunds, pending } = await waiting({ clock, expirySweepMs: 0 });
+    expect((await orchestrator.confirm('ap', M1, pending)).code).toBe('approval_recorded');
+    await clock.advance(orchestrator.policy.confirmationTtlMs);
+    expect(await orchestrator.expireDue()).toBe(1);
+    const again = (await orchestrator.status('ap')).pendingConfirmation!;
+    expect(again).toMatchObject({ request: 2, approvals: [] });
+    // M1's old approval does not count on the new request; M2 alone is one of two.
+    expect((await orchestrator.confirm('ap', M2, again)).code).toBe('approval_recorded');
+    // And the old request's id is dead.
+    expect((await orchestrator.confirm('ap', M1, pending)).code).toBe('unknown_confirmation');
+    expect(refunds.refunds).toEqual([]);
+  });
+
+  it('never count the requester: not by holding the scope, not after a rejection and a re-proposal', async () => {
+    const { orchestrator, refunds, pending } = await waiting();
+    const self = { ...SUPPORT, scopes: [...SUPPORT.scopes, 'refunds:approve'] };
+    await orchestrator.confirm('ap', M1, pending);
+    expect((await orchestrator.confirm('ap', self, pending)).code).toBe('self_approval');
+    await orchestrator.reject('ap', SUPPORT, { id: pending.id });
+    const next = (await orchestrator.settled('ap')).pendingConfirmation!;
+    expect(next.approvals).toEqual([]);
+    expect((await orchestrator.confirm('ap', self, next)).code).toBe('self_approval');
+    expect((await orchestrator.confirm('ap', M1, next)).code).toBe('approval_recorded');
+    expect((await orchestrator.confirm('ap', M1, next)).code).toBe('already_approved');
+    expect(refunds.refunds).toEqual([]);
+  });
+
+  it('of another tenant do not count', async () => {
+    const { orchestrator, pending } = await waiting();
+    expect((await orchestrator.confirm('ap', { ...M1, tenantId: 'globex' }, pending)).code).toBe('wrong_tenant');
+    expect((await orchestrator.reject('ap', { ...M1, tenantId: 'globex' }, { id: pending.id })).code).toBe('wrong_tenant');
+  });
+
+  it('compare user ids exactly (NOTE: "E17 " is another user to the library; the host must canonicalise ids)', async () => {
+    const h = harness({ script: [refund(15_000), reply.answer('refunded')], refundOptions: { approveAboveCents: 10_000 } });
+    const status = await h.orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, mandate: REFUND_MANDATE, taskId: 'ws' });
+    const padded = await h.orchestrator.confirm('ws', { userId: 'E17 ', tenantId: 'acme', scopes: ['refunds:approve'] }, status.pendingConfirmation!);
+    expect(padded.accepted).toBe(true);
+  });
+});
+
+describe('an approval rule that fails', () => {
+  const TIERS: Record<number, false | { approverScope: string }> = { 0: false, 1: { approverScope: 'payments:approve' } };
+
+  it.each([
+    [
+      'throws',
+      (args: { amount: number }) => {
+        const tier = TIERS[Math.floor(args.amount / 1_000)];
+        if (tier === undefined) throw new Error(`no approval tier for ${args.amount}`);
+        return tier;
+      },
+    ],
+    ['returns a promise', () => Promise.resolve({ approverScope: 'payments:approve' })],
+  ])('a rule that %s does not let the requester confirm their own payment', async (name, confirm) => {
+    const sent: string[] = [];
+    const h = harness({ extraTools: [paymentTool({ sent, confirm })], script: [reply.call('send_payment', { amount: 5_000 }), reply.answer('paid')] });
+    const taskId = `rule-${name.replace(' ', '-')}`;
+    const waiting = await h.orchestrator.run({ principal: SUPPORT, goal: 'pay', taskId });
+    if (waiting.pendingConfirmation) await h.orchestrator.confirm(taskId, SUPPORT, waiting.pendingConfirmation);
+    await h.orchestrator.settled(taskId);
+    // A payment of 5,000 needs an approver other than the requester; the model picked an amount the rule cannot
+    // evaluate (or the rule is async). Failing closed must not mean the requester's own confirmation: the payment is
+    // refused, or keeps the strictest requirement.
+    expect(sent).toEqual([]);
   });
 });

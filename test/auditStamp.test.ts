@@ -2,11 +2,13 @@
  * The audit answers "which model, which prompt, which policy, which tool version and which session made this
  * decision" on every entry, and keeps an unusable model output as it was received (cut, and redacted).
  */
+import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { AuditEntry } from '../machines/journal.js';
 import type { AgentModel, ModelReplyWithVersion, ModelRequest } from '../src/model/agentModel.js';
 import { cardNumbers } from '../src/privacy/redactors.js';
+import { keyedSealer } from '../src/privacy/sealer.js';
 import { ScriptedModel, reply } from '../src/testing/scriptedModel.js';
 import { defineTool } from '../src/tool.js';
 import { harness } from './support/harness.js';
@@ -99,6 +101,16 @@ describe('every audit entry', () => {
     const catalogVersion = async (h: ReturnType<typeof harness>, id: string) => (await h.store.load(id))!.snapshot.context.catalog.look_up?.version;
     expect(await catalogVersion(a, 'a')).toMatch(/^contract:/);
     expect(await catalogVersion(a, 'a')).not.toBe(await catalogVersion(b, 'b'));
+  });
+
+  it('names no session for a decision whose caller named none, never the task owner’s', async () => {
+    const h = harness({ extraTools: walletTools(new CardService()), privacy: { sealer: keyedSealer({ key: randomBytes(32) }), redactors: [cardNumbers()] }, script: [reply.call('charge_card', { card_number: '4111111111111111', amount: 100 }), reply.answer('no')] });
+    const status = await h.orchestrator.run({ principal: PAYER, goal: 'charge', taskId: 'no-session' });
+    const { sessionId: _none, ...caller } = PAYER;
+    await h.orchestrator.reject('no-session', caller, { id: status.pendingConfirmation!.id });
+    await h.orchestrator.settled('no-session');
+    const rejected = (await h.orchestrator.audit('no-session')).find((e) => e.kind === 'confirmation' && e.action === 'rejected');
+    expect(rejected?.session).toBeNull();
   });
 });
 

@@ -3,7 +3,7 @@ import { ManualClock } from '../src/testing/manualClock.js';
 import { hashArguments } from '../src/hashing.js';
 import { reply } from '../src/testing/scriptedModel.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
-import { E17, SUPPORT, byKind, harness } from './support/harness.js';
+import { E17, REFUND_GOAL, REFUND_MANDATE, SUPPORT, byKind, harness } from './support/harness.js';
 import { paymentTool } from './support/paymentTool.js';
 
 const REFUND_999 = { order_id: 'O-1001', amount_cents: 99_900, reason: 'per note' };
@@ -141,6 +141,26 @@ describe('confirmation bound to exact arguments', () => {
     const result = await second.orchestrator.confirm('refund-task', SUPPORT, first.pending);
     expect(result).toMatchObject({ accepted: false, code: 'policy_changed' });
     expect(first.refunds.refunds).toEqual([]);
+  });
+
+  it('asks again under the new policy version, and that request can be granted', async () => {
+    const store = new MemoryStore();
+    const refund = (cents: number) => reply.call('refund_order', { order_id: 'O-1001', amount_cents: cents, reason: 'broken' });
+    const first = harness({ store, script: [refund(15_000), reply.answer('refunded')] });
+    const refunds = first.refunds;
+    const waiting = await first.orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, mandate: REFUND_MANDATE, taskId: 'pv' });
+    await first.orchestrator.close();
+    const second = harness({ store, refunds, script: [refund(15_000), reply.answer('refunded')], policy: { version: '2' } });
+    const stale = await second.orchestrator.confirm('pv', SUPPORT, waiting.pendingConfirmation!);
+    expect(stale).toMatchObject({ accepted: false, code: 'policy_changed' });
+    const fresh = stale.status.pendingConfirmation!;
+    expect(fresh.request).toBe(2);
+    // The request is asked again under the version the host confirms under now, and can be granted.
+    expect(fresh.policyVersion).toBe('2');
+    const again = await second.orchestrator.confirm('pv', SUPPORT, fresh);
+    expect(again).toMatchObject({ accepted: true });
+    await second.orchestrator.settled('pv');
+    expect(refunds.refunds).toHaveLength(1);
   });
 
   it('tells the model when the user rejects, and runs nothing', async () => {

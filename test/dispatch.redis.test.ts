@@ -2,58 +2,29 @@
  * Dispatch on BullMQ, in one test process with several orchestrators on one Redis: an API instance that only
  * records work, and workers that drive tasks. What the API gets back (queued status, replies to events, refusals
  * answered at once), events reaching a task that runs in another process, deadlines as delayed jobs, the bounded
- * recovery sweep, backpressure, and draining.
+ * recovery sweep, backpressure, and draining; starts of one id racing, and a start put back for capacity. Events
+ * that meet a queued task, a racing job or a lost job are dispatchInbox.redis.test.ts's.
  */
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { bullmqDispatch, type BullmqDispatch } from '../src/dispatch/bullmqDispatch.js';
 import { EventPendingError, MandateUsedError, QueueFullError, TaskExistsError, TaskNotFoundError } from '../src/errors.js';
-import { RedisStore } from '../src/store/redis/redisStore.js';
 import { reply } from '../src/testing/scriptedModel.js';
 import { RefundDesk } from '../examples/booking/refundService.js';
 import { refundMandate } from '../tools/mandates.js';
-import { SUPPORT, harness, until } from './support/harness.js';
+import { dispatchClusters, refundSuccess as success } from './support/dispatchCluster.js';
+import { SUPPORT, until } from './support/harness.js';
 import { useTestRedis } from './support/redis.js';
 import { slowRead } from './support/takeover.js';
-import type { Tool } from '../src/tool.js';
 import { scaled } from './support/timeScale.js';
 
 const redis = await useTestRedis();
 
-const REFUND_999 = { order_id: 'O-1001', amount_cents: 99_900, reason: 'per note' };
 const REFUND_50 = { order_id: 'O-1001', amount_cents: 5_000, reason: 'small' };
-const success = { tool: 'refund_order', match: { status: 'succeeded' }, require: ['refund_id'] };
-const refundScript = () => [
-  reply.call('refund_order', REFUND_999),
-  (v: { data(tool: string): unknown }) => (v.data('refund_order') ? reply.answer('refunded') : reply.answer('not refunded')),
-];
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe.skipIf(!redis)('dispatch on BullMQ', () => {
-  const cleanups: (() => Promise<unknown>)[] = [];
-  afterEach(async () => {
-    for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => {});
-  });
+  const { cluster, closeAll } = dispatchClusters(redis!);
+  afterEach(closeAll);
   afterAll(() => redis?.stop());
-
-  /** A store, a queue and a harness per role, all on one fresh prefix; closed after the test. */
-  function cluster(options: { queue?: Partial<Parameters<typeof bullmqDispatch>[0]>; script?: () => unknown[]; refunds?: RefundDesk; policy?: { confirmationTtlMs: number } } = {}) {
-    const prefix = redis!.freshPrefix();
-    const refunds = options.refunds ?? new RefundDesk();
-    const url = new URL(redis!.url);
-    const connection = { host: url.hostname, port: Number(url.port || 6379) };
-    const node = (role: string, extraTools: Tool[] = []) => {
-      const store = new RedisStore({ url: redis!.url, prefix });
-      const dispatch: BullmqDispatch = bullmqDispatch({ connection, queueName: `q-${prefix}`, lockDurationMs: 2_000, stalledIntervalMs: 1_000, retryDelayMs: 100, ...options.queue });
-      const h = harness({ store, dispatch, refunds, extraTools, script: (options.script ?? refundScript)() as never, expirySweepMs: 0, lease: { ttlMs: 1_000 }, policy: options.policy });
-      cleanups.push(async () => {
-        await h.orchestrator.close();
-        await dispatch.close();
-        await store.close();
-      });
-      return { ...h, dispatch, role };
-    };
-    cleanups.push(() => redis!.deleteKeys(prefix));
-    return { node, refunds, prefix };
-  }
 
   it('an API instance records the start; a worker elsewhere drives it; the confirmation goes through the inbox', async () => {
     const { node, refunds } = cluster();
@@ -211,18 +182,45 @@ describe.skipIf(!redis)('dispatch on BullMQ', () => {
     const { node } = cluster({ script: () => [reply.call('slow_read', {}), (v: { data(tool: string): unknown }) => reply.answer(`read by ${(v.data('slow_read') as { by: string }).by}`)] });
     const blocked = slowRead('gate');
     const quick = slowRead({ ms: 1 });
-    const api = node('api', [quick.tool('api')]);
-    const first = node('first', [blocked.tool('first')]);
+    const api = node('api', { tools: [quick.tool('api')] });
+    const first = node('first', { tools: [blocked.tool('first')] });
     first.orchestrator.createWorker({ concurrency: 2 });
     await api.orchestrator.start({ principal: SUPPORT, goal: 'read slowly', taskId: 'd-6' });
     await until(() => blocked.started.length === 1, 10_000);
     const { handedBack } = await first.orchestrator.drain({ timeoutMs: 100 });
     expect(handedBack).toEqual(['d-6']);
     expect((await api.orchestrator.status('d-6')).state).toBe('running');
-    node('second', [quick.tool('second')]).orchestrator.createWorker({ concurrency: 2 });
+    node('second', { tools: [quick.tool('second')] }).orchestrator.createWorker({ concurrency: 2 });
     const done = await api.orchestrator.settled('d-6', { timeoutMs: scaled(15_000) });
     expect(done.state).toBe('answered');
     expect(done.outcome?.answer).toBe('read by second');
     expect(quick.started).toEqual(['second']);
+  });
+
+  it('accepts exactly one of two concurrent starts with one task id', async () => {
+    const { node } = cluster();
+    const api = node('api');
+    const results = await Promise.allSettled([
+      api.orchestrator.start({ principal: SUPPORT, goal: 'first caller', taskId: 'dup-1' }),
+      api.orchestrator.start({ principal: { ...SUPPORT, userId: 'OTHER' }, goal: 'second caller', taskId: 'dup-1' }),
+    ]);
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    expect(results.filter((r) => r.status === 'rejected' && r.reason instanceof TaskExistsError)).toHaveLength(1);
+  });
+
+  it('puts a start refused for capacity back for later, without using up its tries', async () => {
+    const blocked = slowRead('gate');
+    const { node } = cluster({ queue: { attempts: 3, retryDelayMs: 100 }, script: () => [reply.call('slow_read', {}), reply.answer('done')] });
+    const api = node('api', { tools: [blocked.tool('api')] });
+    const worker = node('worker', { tools: [blocked.tool('worker')], capacity: { maxRunningPerTenant: 1 } });
+    worker.orchestrator.createWorker({ concurrency: 4 });
+    await api.orchestrator.start({ principal: SUPPORT, goal: 'first', taskId: 'cap-1' });
+    await until(() => blocked.started.length === 1, 10_000);
+    await api.orchestrator.start({ principal: SUPPORT, goal: 'second', taskId: 'cap-2' });
+    // Long enough for its three tries 100 ms apart; a loaded machine gets a longer look.
+    await sleep(scaled(1_500));
+    const later = await api.orchestrator.status('cap-2').catch((e: unknown) => e);
+    blocked.release();
+    expect(later).not.toBeInstanceOf(TaskNotFoundError);
   });
 });

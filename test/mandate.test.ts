@@ -158,6 +158,14 @@ describe('the mandate gate', () => {
     expect(bookings.bookings).toHaveLength(1);
   });
 
+  it('a booking for another slot is refused at vetting and nothing runs, however the model phrases it', async () => {
+    const other = reserveArgs({ start_at: '2026-09-28T15:00:00+08:00', end_at: '2026-09-28T16:00:00+08:00' });
+    const h = harness({ script: [reply.call('reserve_room', other), reply.answer('x')] });
+    const status = await h.orchestrator.run({ principal: E17, goal: BOOKING_GOAL, success: BOOKING_SUCCESS, mandate: BOOKING_MANDATE, taskId: 'slot' });
+    expect(h.bookings.reserveRequests).toEqual([]);
+    expect(status.observations[0]).toMatchObject({ code: 'outside_mandate' });
+  });
+
   it('refuses a read outside the mandate too when its tool declares a rule (a search without the projector)', async () => {
     const { orchestrator } = harness({ script: [reply.call('find_available_rooms', { ...search, needs_projector: false }), reply.answer('x')] });
     const status = await orchestrator.run({ principal: E17, goal: BOOKING_GOAL, mandate: BOOKING_MANDATE });
@@ -252,6 +260,26 @@ describe('a denial is final for that call', () => {
     const { orchestrator } = harness({ script });
     const status = await orchestrator.run({ principal: E17, goal: BOOKING_GOAL, mandate: BOOKING_MANDATE });
     expect(status).toMatchObject({ state: 'failed', outcome: { reason: { code: 'outside_mandate' } } });
+  });
+
+  it('runs the call proposed again after a transient outage of the hook', async () => {
+    const sent: string[] = [];
+    let asked = 0;
+    const authorize = () => {
+      asked += 1;
+      if (asked === 1) throw new Error('ETIMEDOUT authz.internal');
+      return { ok: true as const };
+    };
+    const h = harness({
+      extraTools: [paymentTool({ sent, authorize })],
+      script: [reply.call('send_payment', { amount: 5 }), reply.call('send_payment', { amount: 5 }), reply.answer('paid')],
+    });
+    const status = await h.orchestrator.run({ principal: SUPPORT, goal: 'pay', taskId: 'authz-down' });
+    expect(status.observations.length + sent.length).toBeGreaterThan(0);
+    // An `unavailable` verdict is not recorded as a denial (gate 'permission'): nobody denied anything, so the call
+    // proposed again is asked afresh instead of stopping the task with permission_denied.
+    expect(status.outcome?.reason.code).not.toBe('permission_denied');
+    expect(sent).toHaveLength(1);
   });
 });
 

@@ -10,7 +10,7 @@ import { defineTool } from '../src/tool.js';
 import { RefundDesk } from '../examples/booking/refundService.js';
 import { refundOrder } from '../tools/refundOrder.js';
 import { paymentTool } from './support/paymentTool.js';
-import { REFUND_GOAL, SUPPORT, byKind, harness } from './support/harness.js';
+import { REFUND_GOAL, REFUND_MANDATE, REFUND_SUCCESS, SUPPORT, byKind, harness } from './support/harness.js';
 
 const refund = (cents: number) => reply.call('refund_order', { order_id: 'O-1001', amount_cents: cents, reason: 'broken' });
 
@@ -60,6 +60,33 @@ describe('the money budget', () => {
     }
   });
 
+  it('does not run a write whose amount rule throws when the host budgets Number.MAX_SAFE_INTEGER', async () => {
+    const sent: string[] = [];
+    const tool = Object.assign(paymentTool({ sent }), {
+      amount: () => {
+        throw new Error('no exchange rate');
+      },
+    });
+    const h = harness({ extraTools: [tool], script: [reply.call('send_payment', { amount: 5 }), reply.answer('x')], limits: { money: Number.MAX_SAFE_INTEGER } });
+    const status = await h.orchestrator.run({ principal: SUPPORT, goal: 'pay', taskId: 'unlimited' });
+    // "A rule that cannot say how much a write moves spends more than any budget holds: the write does not run"
+    // (guards/budget.ts), also when the budget is the largest the host can give.
+    expect(sent).toEqual([]);
+    expect(status.outcome?.reason.detail).toEqual({ dimension: 'money' });
+  });
+
+  it('a same-key retry does not debit the money again, and the budget still stops the next write', async () => {
+    const sent: string[] = [];
+    const amounts: number[] = [];
+    const tool = Object.assign(paymentTool({ sent, amounts, sameKeyRetrySafe: true, hang: (n) => n === 1, timeoutMs: 20 }), { amount: (a: { amount: number }) => a.amount });
+    const script = [reply.call('send_payment', { amount: 600 }), reply.call('send_payment', { amount: 500 }), reply.answer('x')];
+    const h = harness({ extraTools: [tool], script, limits: { money: 1_000 } });
+    const status = await h.orchestrator.run({ principal: SUPPORT, goal: 'pay', taskId: 'money-retry' });
+    expect(amounts).toEqual([600, 600]);
+    expect(status.budget.used.money).toBe(600);
+    expect(status.state).toBe('budget_exhausted');
+  });
+
   it('counts reads as moving nothing, and refuses an amount on a read', () => {
     expect(() =>
       defineTool({
@@ -74,6 +101,21 @@ describe('the money budget', () => {
         ...({ amount: () => 1 } as object),
       } as never),
     ).toThrow(/only a write moves money/);
+  });
+});
+
+describe('a mandate cap and a confirmation threshold', () => {
+  // They hold for the task's total, not only per call.
+  it('does not refund 3 x 99.00 on a mandate of "at most 199.00" without anyone confirming', async () => {
+    const split = (n: number) => ({ name: 'refund_order', args: { order_id: 'O-1001', amount_cents: 9_900, reason: `projector broken (part ${n})` } });
+    const h = harness({ script: [reply.calls(split(1), split(2), split(3)), reply.answer('refunded')] });
+    await h.orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, success: REFUND_SUCCESS, mandate: REFUND_MANDATE, taskId: 'split' });
+    const total = h.refunds.refunds.reduce((sum, r) => sum + r.amountCents, 0);
+    const confirmations = byKind(await h.orchestrator.audit('split'), 'confirmation');
+    // The user asked to refund at most 199.00 on O-1001, and a single refund above 100.00 needs the user's
+    // confirmation: three refunds of 99.00 must not add up to 297.00 unasked. Both rules see what the task moved.
+    expect(total).toBeLessThanOrEqual(19_900);
+    expect(confirmations.length).toBeGreaterThan(0);
   });
 });
 

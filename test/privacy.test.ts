@@ -96,6 +96,7 @@ describe('Privacy', () => {
   const privacy = new Privacy({ sealer: keyedSealer({ key: KEY }), redactors: [cardNumbers(), emailAddresses(), ibans()] });
   const t1 = { taskId: 't1', tenantId: 'acme', startedAt: 1 };
   const t2 = { taskId: 't2', tenantId: 'acme', startedAt: 1 };
+  const cardsOnly = new Privacy({ sealer: keyedSealer({ key: KEY }), redactors: [cardNumbers()] });
 
   it('seals redactor matches in text, deterministically within a task, and leaves other numbers alone', () => {
     const text = `card ${GOAL_CARD}, order 1234567890123 and mail ada@example.com, IBAN DE89 3704 0044 0532 0130 00`;
@@ -147,5 +148,33 @@ describe('Privacy', () => {
     const opened = privacy.open(sealed, ['card'], t1);
     if (!opened.ok) throw new Error('expected to open');
     expect(privacy.echoes(t1, 'card 4000-0000 is blocked', opened.opened)).toBe(`card ${sealed.card} is blocked`);
+  });
+
+  it('seals opened values in a refusal before it is cut, and finds short ones as whole words', async () => {
+    const sealed = cardsOnly.json(t1, { card: WALLET_CARD, cvc: '737' }, ['card', 'cvc']);
+    const opened = cardsOnly.open(sealed, ['card', 'cvc'], t1);
+    if (!opened.ok) throw new Error('expected to open');
+    const text = cardsOnly.echoes(t1, `${'x'.repeat(282)} card ${WALLET_CARD}, cvc=737 is wrong; order 17370 stays`, opened.opened);
+    expect(text).not.toContain('737 is');
+    expect(text).toContain('order 17370 stays');
+    expect(secretsIn(text)).toEqual([]);
+  });
+
+  it('redacts text that only looks sealed like any text: a token of no task of ours hides nothing', () => {
+    const fake = `my card: [[sealed:card:${WALLET_CARD}]]`;
+    expect(secretsIn(cardsOnly.text(t1, fake))).toEqual([]);
+    expect(secretsIn(JSON.stringify(cardsOnly.json(t1, { card: `[[sealed:card:${WALLET_CARD}]]` }, ['card'])))).toEqual([]);
+  });
+
+  it('redacts object keys and numbers too', () => {
+    const sealed = JSON.stringify(cardsOnly.json(t1, { balances: { [WALLET_CARD]: 100 }, pan: 5555555555554444 }));
+    expect(secretsIn(sealed)).toEqual([]);
+  });
+
+  it('round-trips a sensitive value of several KB through a keyed sealer', () => {
+    const keyed = new Privacy({ sealer: keyedSealer({ key: KEY }) });
+    const doc = 'd'.repeat(5_000);
+    const sealed = keyed.json(t1, { doc }, ['doc']);
+    expect(keyed.open(sealed, ['doc'], t1)).toMatchObject({ ok: true, value: { doc } });
   });
 });

@@ -8,9 +8,22 @@ import type { Principal } from '../machines/context.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
 import { reply } from '../src/testing/index.js';
 import { rawRows } from './support/rawRows.js';
-import { REFUND_GOAL, REFUND_MANDATE, REFUND_SUCCESS, SUPPORT, byKind, harness } from './support/harness.js';
-import { scaled } from './support/timeScale.js';
+import { paymentTool } from './support/paymentTool.js';
+import {
+  BOOKING_GOAL,
+  BOOKING_MANDATE,
+  E17,
+  REFUND_GOAL,
+  REFUND_MANDATE,
+  REFUND_SUCCESS,
+  SUPPORT,
+  byKind,
+  harness,
+  reserveArgs,
+  until,
+} from './support/harness.js';
 
+const REVIEWER: Principal = { userId: 'R2', tenantId: 'acme', scopes: ['tasks:review'] };
 const refund = (cents: number, order = 'O-1001') => reply.call('refund_order', { order_id: order, amount_cents: cents, reason: 'broken' });
 
 /** A refund task waiting for the confirmation of 150.00 (above the 100.00 threshold). */
@@ -180,12 +193,94 @@ describe('the re-check before a write', () => {
     expect(status.state).toBe('done');
     expect(first.refunds.refunds).toHaveLength(1);
   });
+
+  it('does not book an executive room after the session lost rooms:book:executive', async () => {
+    // E17 started with the executive scope; the identity system has since revoked it (refreshPrincipal says so).
+    const EXECUTIVE: Principal = { ...E17, scopes: [...E17.scopes, 'rooms:book:executive'] };
+    const asked: string[][] = [];
+    const h = harness({
+      script: [reply.call('reserve_room', reserveArgs({ room_id: 'R1', expected_version: 3 })), reply.answer('booked R1')],
+      refreshPrincipal: (p) => {
+        asked.push(p.scopes);
+        return { ...E17 }; // the current session: ordinary rooms only
+      },
+    });
+    const status = await h.orchestrator.run({ principal: EXECUTIVE, goal: BOOKING_GOAL, mandate: BOOKING_MANDATE, taskId: 'exec' });
+    expect(asked).toHaveLength(1); // the re-check did ask the session
+    // The tool's own resource check (authorize: executive rooms need rooms:book:executive) is asked with the principal
+    // as the host sees it now, not the one the task started with; so is execute().
+    expect(h.bookings.bookings).toEqual([]);
+    expect(status.observations[0]).toMatchObject({ ok: false, code: 'permission_denied' });
+  });
 });
 
-async function until(predicate: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + scaled(timeoutMs);
-  while (!(await predicate())) {
-    if (Date.now() > deadline) throw new Error('condition not reached in time');
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
+describe('a write sent again (by the review desk or after a lookup)', () => {
+  it('the reviewer retry is not sent for a session that is gone', async () => {
+    let session: Principal | null = SUPPORT;
+    const sent: string[] = [];
+    const tool = paymentTool({ sent, sameKeyRetrySafe: true, hang: (n) => n <= 3, timeoutMs: 20 });
+    const h = harness({ extraTools: [tool], script: [reply.call('send_payment', { amount: 5 }), reply.answer('paid')], refreshPrincipal: () => session });
+    const held = await h.orchestrator.run({ principal: SUPPORT, goal: 'pay', taskId: 'rv-session' });
+    expect(held.state).toBe('review_required');
+    expect(sent).toHaveLength(3);
+    // Days later: E17 has left the company; a reviewer finds no payment and asks for a retry.
+    session = null;
+    await h.orchestrator.resolveReview('rv-session', REVIEWER, { resolution: 'retry' });
+    await h.orchestrator.settled('rv-session');
+    // The retry passes through executing.resending first: the session is gone, nothing is sent, and the write goes
+    // back to the reviewer (its first attempts are still unknown).
+    expect(sent).toHaveLength(3);
+    expect((await h.orchestrator.status('rv-session')).state).toBe('review_required');
+  });
+
+  it('the reviewer retry is counted against the tenant rate limit another task already used up', async () => {
+    const sent: string[] = [];
+    const tool = Object.assign(paymentTool({ sent, sameKeyRetrySafe: true, hang: (n) => n === 1, timeoutMs: 20 }), {
+      rateLimit: { points: 2, perSeconds: 3_600 },
+      // The payee cannot be asked: every lookup fails, so the first payment is held for review.
+      lookup: async () => {
+        throw new Error('payee index down');
+      },
+    });
+    const h = harness({ extraTools: [tool], script: [reply.call('send_payment', { amount: 5 }), reply.answer('x')] });
+    expect((await h.orchestrator.run({ principal: SUPPORT, goal: 'pay', taskId: 'rl-held' })).state).toBe('review_required');
+    // Another task of the same tenant takes the hour's second point.
+    await h.orchestrator.run({ principal: SUPPORT, goal: 'pay 6', taskId: 'rl-other' });
+    expect(sent).toHaveLength(2);
+    await h.orchestrator.resolveReview('rl-held', REVIEWER, { resolution: 'retry' });
+    const status = await h.orchestrator.settled('rl-held');
+    // The retry goes through its re-check: rate limited, not sent, and back to the reviewer (still unknown).
+    expect(sent).toHaveLength(2);
+    expect(status).toMatchObject({ state: 'review_required', review: { reason: 'write_outcome_unknown', summary: expect.stringContaining('allows 2 call(s) per 3600 s') } });
+  });
+
+  it('the same-key retry after an unknown outcome is not sent for a session revoked meanwhile', async () => {
+    let session: Principal | null = SUPPORT;
+    const sent: string[] = [];
+    const tool = paymentTool({ sent, sameKeyRetrySafe: true, hang: (n) => n === 1, timeoutMs: 50 });
+    const h = harness({ extraTools: [tool], script: [reply.call('send_payment', { amount: 5 }), reply.answer('paid')], refreshPrincipal: () => session });
+    await h.orchestrator.start({ principal: SUPPORT, goal: 'pay', taskId: 'rc-session' });
+    await until(() => sent.length === 1);
+    session = null; // revoked while the first attempt hangs (it never reached the payee)
+    await h.orchestrator.settled('rc-session');
+    // Looked up, not found: the same-key retry asks the session again first.
+    expect(sent).toHaveLength(1);
+  });
+});
+
+describe('a write refused at the re-check', () => {
+  it('a write refused at the re-check (scope revoked) and proposed again stops the task', async () => {
+    const h = harness({ script: [refund(5_000), refund(5_000), reply.answer('x')], refreshPrincipal: () => ({ ...SUPPORT, scopes: ['orders:read'] }) });
+    const status = await h.orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, mandate: REFUND_MANDATE, taskId: 'deny-twice' });
+    expect(status.outcome?.reason.code).toBe('permission_denied');
+    expect(h.refunds.refunds).toEqual([]);
+  });
+
+  it('a rate limiter that cannot answer (a broken Redis client) refuses the write', async () => {
+    const h = harness({ script: [refund(5_000), reply.answer('x')], rateLimits: { redis: {} } });
+    Object.assign(h.tools.find((t) => t.name === 'refund_order')!, { rateLimit: { points: 10, perSeconds: 60 } });
+    const status = await h.orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, mandate: REFUND_MANDATE, taskId: 'redis-down' });
+    expect(h.refunds.refunds).toEqual([]);
+    expect(status.observations[0]).toMatchObject({ ok: false, code: 'rate_limited' });
+  });
+});

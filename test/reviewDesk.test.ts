@@ -5,10 +5,10 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { BookingService } from '../examples/booking/bookingService.js';
-import { reply } from '../src/testing/index.js';
+import { ManualClock, reply } from '../src/testing/index.js';
 import { defineTool } from '../src/tool.js';
 import { paymentTool } from './support/paymentTool.js';
-import { BOOKING_GOAL, BOOKING_MANDATE, BOOKING_SUCCESS, E17, byKind, harness, reserveArgs } from './support/harness.js';
+import { BOOKING_GOAL, BOOKING_MANDATE, BOOKING_SUCCESS, E17, SUPPORT, byKind, harness, reserveArgs, until } from './support/harness.js';
 
 const REVIEWER = { userId: 'R2', tenantId: 'acme', scopes: ['tasks:review'] };
 
@@ -111,6 +111,47 @@ describe('a lost response whose lookups cannot settle it', () => {
     const retry = await h.orchestrator.resolveReview('pay', REVIEWER, { resolution: 'retry' });
     expect(retry).toMatchObject({ accepted: false, code: 'invalid_review', message: expect.stringContaining('not safe to retry') });
     expect(sent).toHaveLength(1);
+  });
+
+  it('takes a cancel of the batch while it waits: the second write of the batch never runs', async () => {
+    const sent: string[] = [];
+    const tool = paymentTool({ sent, hang: (n) => n === 1, timeoutMs: 20 });
+    const script = [reply.calls({ name: 'send_payment', args: { amount: 1 } }, { name: 'send_payment', args: { amount: 2 } }), reply.answer('x')];
+    const h = harness({ extraTools: [tool], script });
+    expect((await h.orchestrator.run({ principal: SUPPORT, goal: 'pay twice', taskId: 'cancel-review' })).state).toBe('review_required');
+    const cancel = await h.orchestrator.cancel('cancel-review', SUPPORT, 'stop everything');
+    expect(cancel).toMatchObject({ accepted: true, code: 'cancel_deferred' });
+    await h.orchestrator.resolveReview('cancel-review', REVIEWER, { resolution: 'not_happened' });
+    const status = await h.orchestrator.settled('cancel-review');
+    // The cancel waited for the review, then applied before the second payment.
+    expect(sent).toHaveLength(1);
+    expect(status.state).toBe('cancelled');
+  });
+
+  it('the review desk\'s "happened" result must match the output schema before it counts as evidence', async () => {
+    const sent: string[] = [];
+    const h = harness({ extraTools: [paymentTool({ sent, hang: () => true, timeoutMs: 20 })], script: [reply.call('send_payment', { amount: 5 }), reply.answer('paid')] });
+    await h.orchestrator.run({ principal: E17, goal: 'pay', success: { tool: 'send_payment', match: { status: 'sent' } }, taskId: 'rv-result' });
+    for (const result of [{ status: 'sent', extra: 1 }, { status: 'SENT' }, 'sent', null]) {
+      const answer = await h.orchestrator.resolveReview('rv-result', REVIEWER, { resolution: 'happened', result });
+      expect(answer.accepted, JSON.stringify(result)).toBe(false);
+    }
+    expect((await h.orchestrator.resolveReview('rv-result', { ...E17, scopes: ['tasks:review'] }, { resolution: 'happened', result: { status: 'sent' } })).code).toBe('not_a_reviewer');
+    expect((await h.orchestrator.status('rv-result')).state).toBe('review_required');
+  });
+
+  it('the sweep has nothing to deliver to a task waiting for review, and timer events change nothing there', async () => {
+    const clock = new ManualClock();
+    const sent: string[] = [];
+    const h = harness({ clock, expirySweepMs: 0, extraTools: [paymentTool({ sent, hang: () => true, timeoutMs: 20 })], script: [reply.call('send_payment', { amount: 5 }), reply.answer('x')] });
+    const start = h.orchestrator.run({ principal: E17, goal: 'pay', taskId: 'rv-timer' });
+    // The write's timeout runs on the manual clock.
+    await until(() => sent.length === 1);
+    await clock.advance(1_000);
+    expect((await start).state).toBe('review_required');
+    await clock.advance(48 * 60 * 60_000);
+    expect(await h.orchestrator.expireDue()).toBe(0);
+    expect((await h.orchestrator.status('rv-timer')).state).toBe('review_required');
   });
 });
 

@@ -56,6 +56,17 @@ describe('a question nobody answers', () => {
     await clock.advance(5_000);
     expect(await h.orchestrator.expireDue()).toBe(0);
   });
+
+  it('refuses an answer given after answerTtlMs even when the sweep has not run yet', async () => {
+    const clock = new ManualClock();
+    const h = harness({ clock, script: [reply.ask('Which building?'), reply.answer('x')], expirySweepMs: 0, policy: { answerTtlMs: 60_000 } });
+    await h.orchestrator.run({ principal: E17, goal: 'book', taskId: 'late-answer' });
+    await clock.advance(24 * 60 * 60_000);
+    const late = await h.orchestrator.answer('late-answer', E17, 'Main');
+    // The answer is compared with the question's expiry when it arrives (as confirmations are), so whether it
+    // expired does not depend on when a sweep happened to run.
+    expect(late.accepted).toBe(false);
+  });
 });
 
 /** A model that fails transiently `failures` times, then answers. */

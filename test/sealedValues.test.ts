@@ -1,12 +1,13 @@
 /**
- * Regressions from an adversarial review of sealing: each block reproduced a way a raw value reached what a task
- * keeps (or a way sealing broke a task), and now checks it no longer does.
+ * Sealed values inside a running task, at the edges privacy.test.ts's end-to-end runs do not reach: a result that
+ * quotes an opened value, arguments that do not parse, names in a proposal, tokens of another task or another
+ * orchestrator, the confirmation's label, a long goal, a host failure code. What the task keeps (store, audit,
+ * transcript) is searched for the raw values; the Privacy class alone is privacy.test.ts's.
  */
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { Principal } from '../machines/context.js';
-import { Privacy } from '../src/privacy/privacy.js';
 import { cardNumbers } from '../src/privacy/redactors.js';
 import { keyedSealer } from '../src/privacy/sealer.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
@@ -19,7 +20,6 @@ const KEY = randomBytes(32);
 // No redactor finds it (no known prefix, no key name beside it): only the echo of the opened value seals it.
 const SECRET_KEY = 'qz9f8e7d6c5b4a39281706';
 const privacyOptions = () => ({ sealer: keyedSealer({ key: KEY }), redactors: [cardNumbers()] });
-const T = { taskId: 't', tenantId: 'acme', startedAt: 1 };
 
 /** A key-issuing read and a check that echoes the key it was given in a successful result, as many APIs do. */
 function keyTools(): Tool[] {
@@ -67,25 +67,6 @@ describe('values a call opened', () => {
     expect(kept).not.toContain(SECRET_KEY);
   });
 
-  it('are sealed in a refusal before it is cut, and short ones are found as whole words', async () => {
-    const privacy = new Privacy(privacyOptions());
-    const sealed = privacy.json(T, { card: WALLET_CARD, cvc: '737' }, ['card', 'cvc']);
-    const opened = privacy.open(sealed, ['card', 'cvc'], T);
-    if (!opened.ok) throw new Error('expected to open');
-    const text = privacy.echoes(T, `${'x'.repeat(282)} card ${WALLET_CARD}, cvc=737 is wrong; order 17370 stays`, opened.opened);
-    expect(text).not.toContain('737 is');
-    expect(text).toContain('order 17370 stays');
-    expect(secretsIn(text)).toEqual([]);
-  });
-});
-
-describe('text that only looks sealed', () => {
-  it('is redacted like any text: a token of no task of ours hides nothing', () => {
-    const privacy = new Privacy(privacyOptions());
-    const fake = `my card: [[sealed:card:${WALLET_CARD}]]`;
-    expect(secretsIn(privacy.text(T, fake))).toEqual([]);
-    expect(secretsIn(JSON.stringify(privacy.json(T, { card: `[[sealed:card:${WALLET_CARD}]]` }, ['card'])))).toEqual([]);
-  });
 });
 
 describe('arguments that do not parse cleanly', () => {
@@ -113,13 +94,7 @@ describe('arguments that do not parse cleanly', () => {
   });
 });
 
-describe('object keys, numbers, tool names and call ids', () => {
-  it('are redacted too', () => {
-    const privacy = new Privacy(privacyOptions());
-    const sealed = JSON.stringify(privacy.json(T, { balances: { [WALLET_CARD]: 100 }, pan: 5555555555554444 }));
-    expect(secretsIn(sealed)).toEqual([]);
-  });
-
+describe('tool names and call ids', () => {
   it('in a proposal are redacted before the protocol gate quotes them', async () => {
     const h = harness({ privacy: privacyOptions(), script: [{ type: 'tool_calls', calls: [{ callId: `id-${WALLET_CARD}`, name: `pay_${WALLET_CARD}`, arguments: '{}' }] }, reply.answer('ok')] });
     await h.orchestrator.run({ principal: PAYER, goal: 'pay', taskId: 'names' });
@@ -171,27 +146,8 @@ describe('a token of an earlier task under the same id', () => {
   });
 });
 
-describe('the audit of a decision', () => {
-  it('names no session when the deciding caller named none, never the task owner’s', async () => {
-    const h = harness({ extraTools: walletTools(new CardService()), privacy: privacyOptions(), script: [reply.call('charge_card', { card_number: '4111111111111111', amount: 100 }), reply.answer('no')] });
-    const status = await h.orchestrator.run({ principal: PAYER, goal: 'charge', taskId: 'no-session' });
-    const { sessionId: _none, ...caller } = PAYER;
-    await h.orchestrator.reject('no-session', caller, { id: status.pendingConfirmation!.id });
-    await h.orchestrator.settled('no-session');
-    const rejected = (await h.orchestrator.audit('no-session')).find((e) => e.kind === 'confirmation' && e.action === 'rejected');
-    expect(rejected?.session).toBeNull();
-  });
-});
-
-describe('long values and goals', () => {
-  it('a sensitive value of several KB round-trips through a keyed sealer', () => {
-    const privacy = new Privacy({ sealer: keyedSealer({ key: KEY }) });
-    const doc = 'd'.repeat(5_000);
-    const sealed = privacy.json(T, { doc }, ['doc']);
-    expect(privacy.open(sealed, ['doc'], T)).toMatchObject({ ok: true, value: { doc } });
-  });
-
-  it('a goal within the limit stays accepted when sealing makes it longer', async () => {
+describe('a long goal', () => {
+  it('within the limit stays accepted when sealing makes it longer', async () => {
     const h = harness({ privacy: privacyOptions(), script: [reply.answer('ok')] });
     const goal = `${'a '.repeat(7_000)}${`${WALLET_CARD} `.repeat(100)}`.slice(0, 16_000);
     const status = await h.orchestrator.run({ principal: PAYER, goal, taskId: 'long-goal' });
@@ -201,7 +157,7 @@ describe('long values and goals', () => {
 });
 
 describe('a host failure code that quotes a value', () => {
-  it('is replaced', async () => {
+  it('is replaced by a redacted code', async () => {
     const tools = walletTools(new CardService());
     const charge = tools[1]!;
     Object.assign(charge, { validate: (args: { card_number: string }) => ({ ok: false, code: `bad_${args.card_number}`, summary: 'no' }) });
