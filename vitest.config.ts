@@ -34,7 +34,10 @@ export default defineConfig({
           isolate: false,
         },
       },
-      ...TIERS.map((tier) => ({ extends: true as const, test: { name: tier, include: [`test/**/*.${tier}.test.ts`], ...SLOW[tier] } })),
+      ...TIERS.map((tier) => ({
+        extends: true as const,
+        test: { name: tier, include: [`test/**/*.${tier}.test.ts`], ...SLOW[tier] },
+      })),
     ],
   },
 });

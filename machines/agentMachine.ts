@@ -10,7 +10,15 @@
  */
 import { and, not } from 'xstate';
 import { agentSetup } from './agentSetup.js';
-import { checkInput, lookupInput, modelInput, readsInput, recheckInput, resendInput, writeInput } from './lib/inputs.js';
+import {
+  checkInput,
+  lookupInput,
+  modelInput,
+  readsInput,
+  recheckInput,
+  resendInput,
+  writeInput,
+} from './lib/inputs.js';
 import { TAGS } from './tags.js';
 import { type Toolkit, emptyToolkit } from './toolkit.js';
 import { initialContext } from './steps/turn.js';
@@ -56,7 +64,11 @@ export function createAgentMachine(toolkit: Toolkit) {
           src: 'model',
           input: modelInput,
           onDone: [
-            { guard: and(['didModelFail', 'isModelOutage', 'canWaitOutModel']), target: 'waitingForModel', actions: 'pauseForModel' },
+            {
+              guard: and(['didModelFail', 'isModelOutage', 'canWaitOutModel']),
+              target: 'waitingForModel',
+              actions: 'pauseForModel',
+            },
             { guard: 'didModelFail', target: 'failed', actions: 'stopForModelFailure' },
             { actions: 'relayModelOutput' },
           ],
@@ -79,24 +91,36 @@ export function createAgentMachine(toolkit: Toolkit) {
         },
       },
       waitingForModel: {
-        description: 'The model is down past its retries: persisted, the task waits for its wake-up time, then asks again.',
+        description:
+          'The model is down past its retries: persisted, the task waits for its wake-up time, then asks again.',
         tags: [TAGS.waiting, TAGS.outage],
         on: {
-          'timer.modelRetryDue': [{ guard: 'isModelRetryDue', target: 'thinking', actions: 'resumeModel' }, { actions: 'replyNothingDue' }],
+          'timer.modelRetryDue': [
+            { guard: 'isModelRetryDue', target: 'thinking', actions: 'resumeModel' },
+            { actions: 'replyNothingDue' },
+          ],
         },
       },
       reasking: {
         description: 'Unusable model output: re-ask a bounded number of times, then stop with protocol_error.',
-        always: [{ guard: 'canReaskModel', target: 'deciding' }, { target: 'failed', actions: 'stopForProtocolError' }],
+        always: [
+          { guard: 'canReaskModel', target: 'deciding' },
+          { target: 'failed', actions: 'stopForProtocolError' },
+        ],
       },
       vetting: {
-        description: 'Gates (b) schema, mandate, (c) business validation and (d) permission, one call at a time (batch.current).',
+        description:
+          'Gates (b) schema, mandate, (c) business validation and (d) permission, one call at a time (batch.current).',
         initial: 'choosing',
         states: {
           choosing: {
             description: 'The next call to vet; once all are judged, a repeat with nothing new observed is a loop.',
             always: [
-              { guard: and(['isEveryCallVetted', 'isRepeatingWithoutNewObservation']), target: '#agent.failed', actions: 'stopForLoop' },
+              {
+                guard: and(['isEveryCallVetted', 'isRepeatingWithoutNewObservation']),
+                target: '#agent.failed',
+                actions: 'stopForLoop',
+              },
               { guard: 'isEveryCallVetted', target: '#agent.executing', actions: 'finishVetting' },
               { target: 'checkingSchema', actions: 'takeNextCall' },
             ],
@@ -110,10 +134,15 @@ export function createAgentMachine(toolkit: Toolkit) {
             ],
           },
           checkingMandate: {
-            description: "The arguments must fit what the user asked for (the task's mandate); a call denied before stops the task.",
+            description:
+              "The arguments must fit what the user asked for (the task's mandate); a call denied before stops the task.",
             tags: [TAGS.gate],
             always: [
-              { guard: and(['isRepeatOfDeniedCall', 'stopsOnRepeatedDenial']), target: '#agent.failed', actions: 'stopForRepeatedDenial' },
+              {
+                guard: and(['isRepeatOfDeniedCall', 'stopsOnRepeatedDenial']),
+                target: '#agent.failed',
+                actions: 'stopForRepeatedDenial',
+              },
               { guard: not('isWithinMandate'), target: 'choosing', actions: 'refuseForMandate' },
               { guard: 'hasBusinessRules', target: 'validating', actions: 'passMandate' },
               { target: 'checkingPermission', actions: ['passMandate', 'passWithoutBusinessRules'] },
@@ -163,18 +192,27 @@ export function createAgentMachine(toolkit: Toolkit) {
         },
       },
       executing: {
-        description: 'Runs the batch in proposal order: reads together, writes one at a time, each after gates (e) and (f).',
+        description:
+          'Runs the batch in proposal order: reads together, writes one at a time, each after gates (e) and (f).',
         initial: 'selecting',
         states: {
           selecting: {
             description:
               'Chooses the next step; a write waits for unverified facts to be read again, then gate (e) budget and gate (f) confirmation are checked, before it runs.',
             always: [
-              { guard: and(['isBatchComplete', 'hasTooManyRejectedTurns']), target: '#agent.failed', actions: 'stopForRejections' },
+              {
+                guard: and(['isBatchComplete', 'hasTooManyRejectedTurns']),
+                target: '#agent.failed',
+                actions: 'stopForRejections',
+              },
               { guard: 'isBatchComplete', target: '#agent.deciding', actions: 'closeBatch' },
               { guard: 'isCancelRequested', target: '#agent.cancelled', actions: 'stopCancelled' },
               { guard: 'isNextWriteAlreadyDone', target: 'selecting', actions: 'refuseDuplicateWrite' },
-              { guard: and(['dependsOnUnverifiedFacts', 'haveRereadsKeptFailing']), target: '#agent.failed', actions: 'stopForUnverifiedFacts' },
+              {
+                guard: and(['dependsOnUnverifiedFacts', 'haveRereadsKeptFailing']),
+                target: '#agent.failed',
+                actions: 'stopForUnverifiedFacts',
+              },
               { guard: 'dependsOnUnverifiedFacts', target: 'selecting', actions: 'refuseForUnverifiedFacts' },
               { guard: not('hasBudgetForNextStep'), target: '#agent.budgetExhausted', actions: 'stopForBudget' },
               {
@@ -187,17 +225,31 @@ export function createAgentMachine(toolkit: Toolkit) {
             ],
           },
           rechecking: {
-            description: 'Right before a write: every gate again on the exact arguments, after any wait and after a restart.',
+            description:
+              'Right before a write: every gate again on the exact arguments, after any wait and after a restart.',
             initial: 'arguments',
             states: {
               arguments: {
-                description: 'The stored arguments must hash to what was confirmed, still match the schema and the mandate.',
+                description:
+                  'The stored arguments must hash to what was confirmed, still match the schema and the mandate.',
                 tags: [TAGS.gate],
                 always: [
-                  { guard: not('areArgumentsIntact'), target: '#agent.executing.selecting', actions: 'refuseChangedArguments' },
-                  { guard: not('doArgumentsMatchSchema'), target: '#agent.executing.selecting', actions: 'refuseForSchema' },
+                  {
+                    guard: not('areArgumentsIntact'),
+                    target: '#agent.executing.selecting',
+                    actions: 'refuseChangedArguments',
+                  },
+                  {
+                    guard: not('doArgumentsMatchSchema'),
+                    target: '#agent.executing.selecting',
+                    actions: 'refuseForSchema',
+                  },
                   { guard: not('isWithinMandate'), target: '#agent.executing.selecting', actions: 'refuseForMandate' },
-                  { guard: not('isConfirmationRuleSound'), target: '#agent.executing.selecting', actions: 'refuseForConfirmationRule' },
+                  {
+                    guard: not('isConfirmationRuleSound'),
+                    target: '#agent.executing.selecting',
+                    actions: 'refuseForConfirmationRule',
+                  },
                   {
                     guard: not('isConfirmationStillSufficient'),
                     target: '#agent.executing.awaitingConfirmation',
@@ -207,7 +259,8 @@ export function createAgentMachine(toolkit: Toolkit) {
                 ],
               },
               hooks: {
-                description: "The principal's current scopes, business validation, resource permission and the rate limit, asked again.",
+                description:
+                  "The principal's current scopes, business validation, resource permission and the rate limit, asked again.",
                 tags: [TAGS.gate],
                 entry: 'noteRecheck',
                 invoke: {
@@ -216,9 +269,21 @@ export function createAgentMachine(toolkit: Toolkit) {
                   input: recheckInput,
                   onDone: [
                     { guard: not('holdsScopesNow'), target: '#agent.executing.selecting', actions: 'refuseAtRecheck' },
-                    { guard: not('isStillBusinessValid'), target: '#agent.executing.selecting', actions: 'refuseAtRecheck' },
-                    { guard: not('isStillAuthorized'), target: '#agent.executing.selecting', actions: 'refuseAtRecheck' },
-                    { guard: not('isWithinRateLimit'), target: '#agent.executing.selecting', actions: 'refuseAtRecheck' },
+                    {
+                      guard: not('isStillBusinessValid'),
+                      target: '#agent.executing.selecting',
+                      actions: 'refuseAtRecheck',
+                    },
+                    {
+                      guard: not('isStillAuthorized'),
+                      target: '#agent.executing.selecting',
+                      actions: 'refuseAtRecheck',
+                    },
+                    {
+                      guard: not('isWithinRateLimit'),
+                      target: '#agent.executing.selecting',
+                      actions: 'refuseAtRecheck',
+                    },
                     { guard: not('hasBudgetForNextStep'), target: '#agent.budgetExhausted', actions: 'stopForBudget' },
                     { target: '#agent.executing.writing', actions: 'startWrite' },
                   ],
@@ -228,7 +293,8 @@ export function createAgentMachine(toolkit: Toolkit) {
             },
           },
           resending: {
-            description: 'Before a write is sent again with its key: the session, the resource permission and the rate limit, again.',
+            description:
+              'Before a write is sent again with its key: the session, the resource permission and the rate limit, again.',
             tags: [TAGS.gate],
             entry: 'noteRecheck',
             invoke: {
@@ -236,7 +302,11 @@ export function createAgentMachine(toolkit: Toolkit) {
               src: 'recheckCall',
               input: resendInput,
               onDone: [
-                { guard: and(['holdsScopesNow', 'isStillAuthorized', 'isWithinRateLimit']), target: 'writing', actions: 'resendWrite' },
+                {
+                  guard: and(['holdsScopesNow', 'isStillAuthorized', 'isWithinRateLimit']),
+                  target: 'writing',
+                  actions: 'resendWrite',
+                },
                 // Refused: a retry a reviewer asked for goes back to them (the first attempt is still unknown).
                 { guard: 'isResendAfterReview', target: '#agent.reviewRequired', actions: 'holdRefusedResend' },
                 { target: 'selecting', actions: 'refuseAtRecheck' },
@@ -248,7 +318,8 @@ export function createAgentMachine(toolkit: Toolkit) {
             },
           },
           reading: {
-            description: 'Reads run concurrently, with timeouts and bounded retries; a timeout means unknown, not none.',
+            description:
+              'Reads run concurrently, with timeouts and bounded retries; a timeout means unknown, not none.',
             tags: [TAGS.effect],
             invoke: {
               id: 'reads',
@@ -259,7 +330,8 @@ export function createAgentMachine(toolkit: Toolkit) {
             },
           },
           writing: {
-            description: 'One write, with its idempotency key; it starts only once the snapshot holding its intent is durable.',
+            description:
+              'One write, with its idempotency key; it starts only once the snapshot holding its intent is durable.',
             tags: [TAGS.effect],
             invoke: {
               id: 'write',
@@ -283,7 +355,11 @@ export function createAgentMachine(toolkit: Toolkit) {
               input: lookupInput,
               onDone: [
                 { guard: 'wasWriteFound', target: 'selecting', actions: 'finishReconciledWrite' },
-                { guard: and(['wasWriteNotFound', 'isCancelRequested']), target: 'selecting', actions: 'abandonWriteForCancel' },
+                {
+                  guard: and(['wasWriteNotFound', 'isCancelRequested']),
+                  target: 'selecting',
+                  actions: 'abandonWriteForCancel',
+                },
                 {
                   guard: and(['wasWriteNotFound', 'isSameKeyRetrySafe', 'canRetryWrite', 'hasBudgetForRetry']),
                   target: 'resending',
@@ -309,26 +385,56 @@ export function createAgentMachine(toolkit: Toolkit) {
               'user.confirmed': [
                 { guard: not('isConfirmationForPendingCall'), actions: 'refuseConfirmation' },
                 {
-                  guard: not(and(['isFromConfirmingUser', 'isNotSelfApproval', 'holdsApproverScope', 'isFirstDecisionOfApprover'])),
+                  guard: not(
+                    and([
+                      'isFromConfirmingUser',
+                      'isNotSelfApproval',
+                      'holdsApproverScope',
+                      'isFirstDecisionOfApprover',
+                    ]),
+                  ),
                   actions: 'refuseConfirmation',
                 },
                 {
-                  guard: and(['isConfirmationUnexpired', 'isUnderSamePolicy', 'doesConfirmationMatchArguments', 'completesApprovals']),
+                  guard: and([
+                    'isConfirmationUnexpired',
+                    'isUnderSamePolicy',
+                    'doesConfirmationMatchArguments',
+                    'completesApprovals',
+                  ]),
                   target: 'selecting',
                   actions: 'grantConfirmation',
                 },
-                { guard: and(['isConfirmationUnexpired', 'isUnderSamePolicy', 'doesConfirmationMatchArguments']), actions: 'recordApproval' },
-                { guard: and([not('isConfirmationUnexpired'), 'cancelsOnExpiry']), target: '#agent.cancelled', actions: 'cancelForConfirmation' },
+                {
+                  guard: and(['isConfirmationUnexpired', 'isUnderSamePolicy', 'doesConfirmationMatchArguments']),
+                  actions: 'recordApproval',
+                },
+                {
+                  guard: and([not('isConfirmationUnexpired'), 'cancelsOnExpiry']),
+                  target: '#agent.cancelled',
+                  actions: 'cancelForConfirmation',
+                },
                 { guard: 'canAskConfirmationAgain', actions: 'askConfirmationAgain' },
                 { target: 'selecting', actions: 'giveUpConfirmation' },
               ],
               'user.rejected': [
-                { guard: and(['isRejectionOfPendingConfirmation', 'cancelsOnReject']), target: '#agent.cancelled', actions: 'cancelForConfirmation' },
+                {
+                  guard: and(['isRejectionOfPendingConfirmation', 'cancelsOnReject']),
+                  target: '#agent.cancelled',
+                  actions: 'cancelForConfirmation',
+                },
                 { guard: 'isRejectionOfPendingConfirmation', target: 'selecting', actions: 'rejectConfirmedCall' },
               ],
               'timer.confirmationExpired': [
-                { guard: and(['hasPendingConfirmationExpired', 'cancelsOnExpiry']), target: '#agent.cancelled', actions: 'cancelForConfirmation' },
-                { guard: and(['hasPendingConfirmationExpired', 'canAskConfirmationAgain']), actions: 'askConfirmationAgain' },
+                {
+                  guard: and(['hasPendingConfirmationExpired', 'cancelsOnExpiry']),
+                  target: '#agent.cancelled',
+                  actions: 'cancelForConfirmation',
+                },
+                {
+                  guard: and(['hasPendingConfirmationExpired', 'canAskConfirmationAgain']),
+                  actions: 'askConfirmationAgain',
+                },
                 { guard: 'hasPendingConfirmationExpired', target: 'selecting', actions: 'giveUpConfirmation' },
               ],
             },
@@ -347,7 +453,11 @@ export function createAgentMachine(toolkit: Toolkit) {
             { actions: 'replyNotWaitingForAnswer' },
           ],
           'timer.answerExpired': [
-            { guard: and(['hasQuestionExpired', 'replansOnAnswerExpiry']), target: 'deciding', actions: 'expireQuestion' },
+            {
+              guard: and(['hasQuestionExpired', 'replansOnAnswerExpiry']),
+              target: 'deciding',
+              actions: 'expireQuestion',
+            },
             { guard: 'hasQuestionExpired', target: 'failed', actions: 'stopForNoAnswer' },
             { actions: 'replyNothingDue' },
           ],
@@ -359,7 +469,11 @@ export function createAgentMachine(toolkit: Toolkit) {
         on: {
           'review.resolved': [
             { guard: not('isFromReviewer'), actions: 'refuseReview' },
-            { guard: and(['isResolvedAsHappened', 'isReviewResultValid']), target: '#agent.executing.selecting', actions: 'acceptReviewedWrite' },
+            {
+              guard: and(['isResolvedAsHappened', 'isReviewResultValid']),
+              target: '#agent.executing.selecting',
+              actions: 'acceptReviewedWrite',
+            },
             { guard: 'isResolvedAsNotHappened', target: '#agent.executing.selecting', actions: 'closeReviewedWrite' },
             {
               guard: and(['isResolvedAsRetry', 'isHeldWriteRetrySafe', 'hasBudgetForRetry', not('isCancelRequested')]),
@@ -376,11 +490,24 @@ export function createAgentMachine(toolkit: Toolkit) {
       answered: {
         type: 'final',
         tags: [TAGS.terminal],
-        description: 'The model answered a task without a success criterion: its trusted results are listed, success is not claimed.',
+        description:
+          'The model answered a task without a success criterion: its trusted results are listed, success is not claimed.',
       },
-      failed: { type: 'final', tags: [TAGS.terminal], description: 'Stopped without meeting the goal; the outcome says why.' },
-      budgetExhausted: { type: 'final', tags: [TAGS.terminal], description: 'Stopped before a step the budget could not pay for.' },
-      cancelled: { type: 'final', tags: [TAGS.terminal], description: 'Cancelled by the task user, an administrator or a confirmation policy.' },
+      failed: {
+        type: 'final',
+        tags: [TAGS.terminal],
+        description: 'Stopped without meeting the goal; the outcome says why.',
+      },
+      budgetExhausted: {
+        type: 'final',
+        tags: [TAGS.terminal],
+        description: 'Stopped before a step the budget could not pay for.',
+      },
+      cancelled: {
+        type: 'final',
+        tags: [TAGS.terminal],
+        description: 'Cancelled by the task user, an administrator or a confirmation policy.',
+      },
     },
     output: ({ context }) => context.outcome,
   });

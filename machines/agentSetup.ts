@@ -46,7 +46,11 @@ export function agentSetup(toolkit: Toolkit) {
   /** Binds the named guards of a family to the toolkit; the names are listed, never read off a module. */
   const named = <F extends Record<string, Guard>, K extends keyof F & string>(family: F, names: readonly K[]) =>
     Object.fromEntries(
-      names.map((name) => [name, ({ context, event }: { context: AgentContext; event: AgentEvent }) => family[name]!(context, event as A.MachineEvent, toolkit)]),
+      names.map((name) => [
+        name,
+        ({ context, event }: { context: AgentContext; event: AgentEvent }) =>
+          family[name]!(context, event as A.MachineEvent, toolkit),
+      ]),
     ) as Record<K, (args: { context: AgentContext; event: AgentEvent }) => boolean>;
 
   const base = setup({
@@ -69,28 +73,102 @@ export function agentSetup(toolkit: Toolkit) {
     },
     guards: {
       // the model's turn, gate (a) protocol, and the waits around the model
-      ...named(model, ['didModelFail', 'isModelOutage', 'canWaitOutModel', 'isModelRetryDue', 'hasPairableCallIds', 'isBatchWellFormed']),
-      ...named(model, ['canReaskModel', 'hasSuccessCriterion', 'isGoalMet', 'isFromTaskUser', 'isQuestionUnexpired', 'hasQuestionExpired']),
+      ...named(model, [
+        'didModelFail',
+        'isModelOutage',
+        'canWaitOutModel',
+        'isModelRetryDue',
+        'hasPairableCallIds',
+        'isBatchWellFormed',
+      ]),
+      ...named(model, [
+        'canReaskModel',
+        'hasSuccessCriterion',
+        'isGoalMet',
+        'isFromTaskUser',
+        'isQuestionUnexpired',
+        'hasQuestionExpired',
+      ]),
       ...named(model, ['replansOnAnswerExpiry']),
       // gates (b) schema, mandate, (c) business validation, (d) permission
-      ...named(vetting, ['isEveryCallVetted', 'isRepeatingWithoutNewObservation', 'doArgumentsMatchSchema', 'hasBusinessRules']),
-      ...named(vetting, ['isBusinessValid', 'hasScopesForTool', 'hasResourcePolicy', 'isAuthorized', 'isConfirmationRuleSound']),
+      ...named(vetting, [
+        'isEveryCallVetted',
+        'isRepeatingWithoutNewObservation',
+        'doArgumentsMatchSchema',
+        'hasBusinessRules',
+      ]),
+      ...named(vetting, [
+        'isBusinessValid',
+        'hasScopesForTool',
+        'hasResourcePolicy',
+        'isAuthorized',
+        'isConfirmationRuleSound',
+      ]),
       ...named(mandate, ['isWithinMandate', 'isRepeatOfDeniedCall', 'stopsOnRepeatedDenial']),
       // gate (e), budget
       ...named(budget, ['hasBudgetForModelTurn', 'hasBudgetForNextStep', 'hasBudgetForRetry']),
       // executing, the re-check before a write, reconciling
-      ...named(execution, ['isBatchComplete', 'hasTooManyRejectedTurns', 'isCancelRequested', 'isNextStepWrite', 'isNextWriteAlreadyDone']),
-      ...named(execution, ['isWriteOutcomeUnknown', 'doesWriteNeedReview', 'wasWriteFound', 'wasWriteNotFound', 'isLookupInconclusive']),
-      ...named(execution, ['isSameKeyRetrySafe', 'canRetryWrite', 'canLookUpAgain', 'dependsOnUnverifiedFacts', 'haveRereadsKeptFailing']),
-      ...named(recheck, ['areArgumentsIntact', 'isConfirmationStillSufficient', 'holdsScopesNow', 'isStillBusinessValid']),
+      ...named(execution, [
+        'isBatchComplete',
+        'hasTooManyRejectedTurns',
+        'isCancelRequested',
+        'isNextStepWrite',
+        'isNextWriteAlreadyDone',
+      ]),
+      ...named(execution, [
+        'isWriteOutcomeUnknown',
+        'doesWriteNeedReview',
+        'wasWriteFound',
+        'wasWriteNotFound',
+        'isLookupInconclusive',
+      ]),
+      ...named(execution, [
+        'isSameKeyRetrySafe',
+        'canRetryWrite',
+        'canLookUpAgain',
+        'dependsOnUnverifiedFacts',
+        'haveRereadsKeptFailing',
+      ]),
+      ...named(recheck, [
+        'areArgumentsIntact',
+        'isConfirmationStillSufficient',
+        'holdsScopesNow',
+        'isStillBusinessValid',
+      ]),
       ...named(recheck, ['isStillAuthorized', 'isWithinRateLimit', 'isResendAfterReview']),
       // gate (f), confirmation, with approvers
-      ...named(confirmation, ['needsConfirmation', 'isConfirmedForExactArguments', 'isConfirmationForPendingCall', 'isFromConfirmingUser']),
-      ...named(confirmation, ['isNotSelfApproval', 'holdsApproverScope', 'isFirstDecisionOfApprover', 'completesApprovals']),
-      ...named(confirmation, ['isConfirmationUnexpired', 'isUnderSamePolicy', 'doesConfirmationMatchArguments', 'canAskConfirmationAgain']),
-      ...named(confirmation, ['cancelsOnReject', 'cancelsOnExpiry', 'isRejectionOfPendingConfirmation', 'hasPendingConfirmationExpired']),
+      ...named(confirmation, [
+        'needsConfirmation',
+        'isConfirmedForExactArguments',
+        'isConfirmationForPendingCall',
+        'isFromConfirmingUser',
+      ]),
+      ...named(confirmation, [
+        'isNotSelfApproval',
+        'holdsApproverScope',
+        'isFirstDecisionOfApprover',
+        'completesApprovals',
+      ]),
+      ...named(confirmation, [
+        'isConfirmationUnexpired',
+        'isUnderSamePolicy',
+        'doesConfirmationMatchArguments',
+        'canAskConfirmationAgain',
+      ]),
+      ...named(confirmation, [
+        'cancelsOnReject',
+        'cancelsOnExpiry',
+        'isRejectionOfPendingConfirmation',
+        'hasPendingConfirmationExpired',
+      ]),
       // the review desk
-      ...named(review, ['isFromReviewer', 'isResolvedAsHappened', 'isResolvedAsNotHappened', 'isResolvedAsRetry', 'isReviewResultValid']),
+      ...named(review, [
+        'isFromReviewer',
+        'isResolvedAsHappened',
+        'isResolvedAsNotHappened',
+        'isResolvedAsRetry',
+        'isReviewResultValid',
+      ]),
       ...named(review, ['isHeldWriteRetrySafe']),
     },
   });
@@ -108,7 +186,10 @@ export function agentSetup(toolkit: Toolkit) {
     );
   /** The named steps of a phase as actions; the names are listed, never read off a module's exports. */
   const steps = <F extends Record<string, unknown>, K extends keyof F & string>(phase: F, names: readonly K[]) =>
-    Object.fromEntries(names.map((name) => [name, action(phase[name] as Step)])) as Record<K, ReturnType<typeof action>>;
+    Object.fromEntries(names.map((name) => [name, action(phase[name] as Step)])) as Record<
+      K,
+      ReturnType<typeof action>
+    >;
 
   return base.extend({
     actions: {
@@ -125,22 +206,85 @@ export function agentSetup(toolkit: Toolkit) {
         }),
       ),
       ...steps(waiting, ['pauseForModel', 'resumeModel', 'expireQuestion', 'stopForNoAnswer']),
-      ...steps(judging, ['takeNextCall', 'refuseForSchema', 'acceptArguments', 'passWithoutBusinessRules', 'noteBusinessCheck']),
-      ...steps(judging, ['passBusiness', 'refuseForBusiness', 'notePermissionCheck', 'refuseForPermission', 'admitCall', 'finishVetting']),
+      ...steps(judging, [
+        'takeNextCall',
+        'refuseForSchema',
+        'acceptArguments',
+        'passWithoutBusinessRules',
+        'noteBusinessCheck',
+      ]),
+      ...steps(judging, [
+        'passBusiness',
+        'refuseForBusiness',
+        'notePermissionCheck',
+        'refuseForPermission',
+        'admitCall',
+        'finishVetting',
+      ]),
       ...steps(judging, ['refuseForConfirmationRule']),
       ...steps(fitting, ['passMandate', 'refuseForMandate', 'stopForRepeatedDenial']),
-      ...steps(running, ['closeBatch', 'startReads', 'finishReads', 'startWrite', 'finishWrite', 'refuseDuplicateWrite', 'refuseForUnverifiedFacts']),
-      ...steps(rechecking, ['startRecheck', 'noteRecheck', 'refuseChangedArguments', 'askForFreshConfirmation', 'refuseAtRecheck']),
+      ...steps(running, [
+        'closeBatch',
+        'startReads',
+        'finishReads',
+        'startWrite',
+        'finishWrite',
+        'refuseDuplicateWrite',
+        'refuseForUnverifiedFacts',
+      ]),
+      ...steps(rechecking, [
+        'startRecheck',
+        'noteRecheck',
+        'refuseChangedArguments',
+        'askForFreshConfirmation',
+        'refuseAtRecheck',
+      ]),
       ...steps(rechecking, ['resendWrite']),
-      ...steps(reconciling, ['noteUnknownWrite', 'finishReconciledWrite', 'abandonWriteForCancel', 'prepareResend', 'lookUpAgain']),
-      ...steps(reviewing, ['holdForReview', 'holdWriteForReview', 'acceptReviewedWrite', 'closeReviewedWrite', 'prepareReviewedResend']),
+      ...steps(reconciling, [
+        'noteUnknownWrite',
+        'finishReconciledWrite',
+        'abandonWriteForCancel',
+        'prepareResend',
+        'lookUpAgain',
+      ]),
+      ...steps(reviewing, [
+        'holdForReview',
+        'holdWriteForReview',
+        'acceptReviewedWrite',
+        'closeReviewedWrite',
+        'prepareReviewedResend',
+      ]),
       ...steps(reviewing, ['holdRefusedResend', 'refuseReview', 'replyNotWaitingForReview', 'deferCancelInReview']),
-      ...steps(asking, ['requestConfirmation', 'grantConfirmation', 'recordApproval', 'refuseConfirmation', 'askConfirmationAgain']),
+      ...steps(asking, [
+        'requestConfirmation',
+        'grantConfirmation',
+        'recordApproval',
+        'refuseConfirmation',
+        'askConfirmationAgain',
+      ]),
       ...steps(asking, ['rejectConfirmedCall', 'giveUpConfirmation', 'cancelForConfirmation']),
-      ...steps(stopping, ['stopForBudget', 'stopCancelled', 'deferCancel', 'stopForModelFailure', 'stopForInternalError']),
-      ...steps(stopping, ['stopForProtocolError', 'stopForRejections', 'stopForLoop', 'finishDone', 'finishUnmetGoal', 'finishRefused']),
+      ...steps(stopping, [
+        'stopForBudget',
+        'stopCancelled',
+        'deferCancel',
+        'stopForModelFailure',
+        'stopForInternalError',
+      ]),
+      ...steps(stopping, [
+        'stopForProtocolError',
+        'stopForRejections',
+        'stopForLoop',
+        'finishDone',
+        'finishUnmetGoal',
+        'finishRefused',
+      ]),
       ...steps(stopping, ['finishAnswered', 'stopForUnverifiedFacts']),
-      ...steps(replies, ['replyNotWaitingForConfirmation', 'replyNoSuchConfirmation', 'replyNotWaitingForAnswer', 'replyNothingDue']),
+      ...steps(replies, [
+        'replyNotWaitingForConfirmation',
+        'replyNoSuchConfirmation',
+        'replyNotWaitingForAnswer',
+        'replyNothingDue',
+      ]),
     },
   });
 }

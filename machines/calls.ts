@@ -22,7 +22,14 @@ export const riskClassSchema = z.enum(RISK_CLASSES);
  * declares no rule (`write_default`); its risk class (`irreversible`, `high_risk`); it moves money above what the host
  * lets run unconfirmed (`moves_money`); the task saw untrusted input and holds sensitive data (`rule_of_two`).
  */
-export const CONFIRMATION_REASONS = ['tool_rule', 'write_default', 'irreversible', 'high_risk', 'moves_money', 'rule_of_two'] as const;
+export const CONFIRMATION_REASONS = [
+  'tool_rule',
+  'write_default',
+  'irreversible',
+  'high_risk',
+  'moves_money',
+  'rule_of_two',
+] as const;
 export const confirmationReasonSchema = z.enum(CONFIRMATION_REASONS);
 
 /**
@@ -30,12 +37,29 @@ export const confirmationReasonSchema = z.enum(CONFIRMATION_REASONS);
  * `verification` refuses a write while a read it depends on ended unknown; `rate` is the per-tenant rate limit of a
  * tool, asked right before the call runs.
  */
-export const GATE_NAMES = ['protocol', 'schema', 'mandate', 'business', 'permission', 'loop', 'verification', 'budget', 'confirmation', 'rate'] as const;
+export const GATE_NAMES = [
+  'protocol',
+  'schema',
+  'mandate',
+  'business',
+  'permission',
+  'loop',
+  'verification',
+  'budget',
+  'confirmation',
+  'rate',
+] as const;
 export const gateNameSchema = z.enum(GATE_NAMES);
 
 /** The result of one call as the model will see it: exactly one per call id. */
 export const observationSchema = z.discriminatedUnion('ok', [
-  z.strictObject({ callId: z.string(), tool: z.string(), ok: z.literal(true), data: jsonSchema, truncated: z.boolean() }),
+  z.strictObject({
+    callId: z.string(),
+    tool: z.string(),
+    ok: z.literal(true),
+    data: jsonSchema,
+    truncated: z.boolean(),
+  }),
   z.strictObject({
     callId: z.string(),
     tool: z.string(),
@@ -55,7 +79,17 @@ export const observationSchema = z.discriminatedUnion('ok', [
  * (`awaitingConfirmation`, `rechecking`, `reading`, `writing`, `reconciling`, or `awaitingReview` while a reviewer
  * must say what a write did), and `finished` once it has its observation.
  */
-export const CALL_PHASES = ['vetting', 'ready', 'awaitingConfirmation', 'rechecking', 'reading', 'writing', 'reconciling', 'awaitingReview', 'finished'] as const;
+export const CALL_PHASES = [
+  'vetting',
+  'ready',
+  'awaitingConfirmation',
+  'rechecking',
+  'reading',
+  'writing',
+  'reconciling',
+  'awaitingReview',
+  'finished',
+] as const;
 export const callPhaseSchema = z.enum(CALL_PHASES);
 
 /** Who decided on a confirmation: the task's user, or an approver holding the required scope. */
@@ -103,7 +137,12 @@ export const callStateSchema = z.strictObject({
    * arguments right before the call runs) and every decision that made it.
    */
   confirmedBy: z
-    .strictObject({ confirmationId: z.string(), argsHash: z.string(), at: time, decisions: z.array(decisionSchema).min(1) })
+    .strictObject({
+      confirmationId: z.string(),
+      argsHash: z.string(),
+      at: time,
+      decisions: z.array(decisionSchema).min(1),
+    })
     .nullable(),
   /** Confirmation requests issued for this call so far. */
   confirmationRequests: count,

@@ -16,7 +16,6 @@ export type { Json };
 export { jsonSchema, principalSchema };
 export * from './calls.js';
 
-
 /**
  * What the host derived from the user's request before the task started: structured terms (a slot, an order and a
  * maximum amount...) of a kind the host defines with its own zod schema (`defineMandate`). Persisted at start and
@@ -116,7 +115,9 @@ export const policySchema = z.strictObject({
    */
   unconfirmedMoneyUpTo: count,
   /** Who confirms a `high_risk` write: approvers holding this scope (other than the requester), or null: the requester. */
-  highRiskApproval: z.strictObject({ approverScope: z.string().min(1), approvals: z.number().int().min(1).max(16) }).nullable(),
+  highRiskApproval: z
+    .strictObject({ approverScope: z.string().min(1), approvals: z.number().int().min(1).max(16) })
+    .nullable(),
   /**
    * The Rule of Two: once a task has seen untrusted input (a tool output marked untrusted) and holds sensitive data
    * (a sealed value), every write is confirmed (`confirm`, the default), whatever its tool's rule says.
@@ -125,7 +126,9 @@ export const policySchema = z.strictObject({
   /** A read that ended unknown this many times in a row: a write that depends on it stops the task (`could_not_verify`). */
   maxUnknownReads: z.number().int().positive(),
   /** Safe defaults the host loosened for this task, each with the reason it gave; recorded in the task's audit at start. */
-  loosened: z.array(z.strictObject({ option: z.string().min(1).max(SHORT), reason: z.string().min(1).max(1_000) })).max(32),
+  loosened: z
+    .array(z.strictObject({ option: z.string().min(1).max(SHORT), reason: z.string().min(1).max(1_000) }))
+    .max(32),
 });
 
 /** What the model reserves per turn; checked and debited before the call starts. */
@@ -175,7 +178,16 @@ export const outcomeSchema = z.strictObject({
 });
 
 /** Limits of the bounded lists in the context, so the snapshot stays the same size however long a task runs. */
-export const CONTEXT_BOUNDS = { evidence: 8, seenObservations: 16, proposedSinceNew: 32, writtenKeys: 64, denied: 32, unverified: 16, unverifiedArgs: 8, observedIds: 48 } as const;
+export const CONTEXT_BOUNDS = {
+  evidence: 8,
+  seenObservations: 16,
+  proposedSinceNew: 32,
+  writtenKeys: 64,
+  denied: 32,
+  unverified: 16,
+  unverifiedArgs: 8,
+  observedIds: 48,
+} as const;
 
 /**
  * A read tool whose latest results were unknown (it timed out, or could not be reached): what it was meant to

@@ -35,7 +35,13 @@ export const modelEventSchema = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('model.askedUser'), at, question: z.string().min(1), usage: modelUsageSchema }),
   z.strictObject({ type: z.literal('model.refused'), at, reason: z.string(), usage: modelUsageSchema }),
   /** `received`: the output as the model gave it (capped, redacted), for the audit; null when there was none. */
-  z.strictObject({ type: z.literal('model.invalidOutput'), at, detail: z.string(), received: z.string().max(RECEIVED).nullable().optional(), usage: modelUsageSchema }),
+  z.strictObject({
+    type: z.literal('model.invalidOutput'),
+    at,
+    detail: z.string(),
+    received: z.string().max(RECEIVED).nullable().optional(),
+    usage: modelUsageSchema,
+  }),
 ]);
 
 const userId = z.string().min(1).max(SHORT);
@@ -65,7 +71,13 @@ export const hostEventSchema = z.discriminatedUnion('type', [
     sessionId,
   }),
   z.strictObject({ type: z.literal('user.answered'), at, text: z.string().min(1).max(TEXT), userId, sessionId }),
-  z.strictObject({ type: z.literal('task.cancelled'), at, reason: z.string().max(SHORT), by: z.string().min(1).max(SHORT), sessionId }),
+  z.strictObject({
+    type: z.literal('task.cancelled'),
+    at,
+    reason: z.string().max(SHORT),
+    by: z.string().min(1).max(SHORT),
+    sessionId,
+  }),
   /**
    * A reviewer's finding about the write a task waits on: it `happened` (with the result the reviewer found, checked
    * against the tool's output schema), it `not_happened`, or `retry` it with the same idempotency key.

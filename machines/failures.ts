@@ -124,7 +124,12 @@ export const WRITE_OUTCOME_UNKNOWN: ReadonlySet<string> = new Set<CallCode>([
 ]);
 
 /** Observations with these codes say "we do not know", never "there is none": nothing can be verified from them. */
-export const UNVERIFIED: ReadonlySet<string> = new Set<CallCode>(['timeout', 'unavailable', 'outcome_unknown', 'lookup_failed']);
+export const UNVERIFIED: ReadonlySet<string> = new Set<CallCode>([
+  'timeout',
+  'unavailable',
+  'outcome_unknown',
+  'lookup_failed',
+]);
 
 /** Why a `user.confirmed` event does not satisfy the pending confirmation, in the order the chart checks. */
 export const CONFIRMATION_REFUSALS = {
@@ -161,7 +166,10 @@ export const HOST_REPLY_CODES = [
 export type ReplyCode = ConfirmationRefusal | (typeof HOST_REPLY_CODES)[number];
 
 /** Every `ReplyCode`, at run time. */
-export const REPLY_CODES: readonly ReplyCode[] = [...(Object.keys(CONFIRMATION_REFUSALS) as ConfirmationRefusal[]), ...HOST_REPLY_CODES];
+export const REPLY_CODES: readonly ReplyCode[] = [
+  ...(Object.keys(CONFIRMATION_REFUSALS) as ConfirmationRefusal[]),
+  ...HOST_REPLY_CODES,
+];
 
 /** The model turn could not produce an event (transport failure past its retries, or a request refused). */
 export type ModelFailureCode = 'model_unavailable';

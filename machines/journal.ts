@@ -67,105 +67,125 @@ export interface AuditStamp {
   toolVersion?: string | null;
 }
 
-export type AuditEntry = { at: number; turn: number } & Partial<AuditStamp> & (
-  | {
-      kind: 'task_started';
-      userId: string;
-      tenantId: string;
-      scopes: string[];
-      goal: string;
-      mandate: Mandate | null;
-      limits: BudgetLimits;
-      policyVersion: string;
-      /** Safe defaults the host loosened for this task, with its reasons (absent before agent/6). */
-      loosened?: Policy['loosened'];
-      /** What is worth a look about how it started (absent before agent/6). */
-      warnings?: StartWarning[];
-    }
-  | { kind: 'model_requested'; reservation: ModelReservation }
-  /** For an unusable output, why it was refused (`detail`) and what the model sent (`received`, capped and redacted). */
-  | { kind: 'model_output'; output: string; usage: ModelUsage; calls: number; detail?: string; received?: string | null }
-  | {
-      kind: 'gate';
-      gate: GateName;
-      decision: 'pass' | 'reject' | 'stop';
-      callId: string | null;
-      tool: string | null;
-      argsHash: string | null;
-      code: string | null;
-      summary: string | null;
-    }
-  /**
-   * A gate that asks one of the tool's hooks started asking: business validation, resource permission, or (`recheck`)
-   * all of them again, with the principal's current session and the rate limit, right before a write runs.
-   */
-  | { kind: 'check_started'; gate: 'business' | 'permission' | 'recheck'; callId: string; tool: string; argsHash: string | null }
-  | {
-      kind: 'tool_started';
-      callId: string;
-      tool: string;
-      effect: Effect;
-      argsHash: string | null;
-      args: Json;
-      idempotencyKey: string | null;
-      attempt: number;
-      confirmationId: string | null;
-      /** Money debited for it (minor units), 0 when it moves none or is a retry. */
-      money: number;
-    }
-  | {
-      kind: 'tool_finished';
-      callId: string;
-      tool: string;
-      code: string;
-      durationMs: number;
-      attempts: number;
-      idempotencyKey: string | null;
-    }
-  | {
-      kind: 'write_lookup';
-      callId: string;
-      tool: string;
-      idempotencyKey: string;
-      result: 'found' | 'not_found' | 'inconclusive';
-      durationMs: number;
-    }
-  | {
-      kind: 'confirmation';
-      action: ConfirmationAction;
-      confirmationId: string;
-      callId: string;
-      tool: string;
-      argsHash: string;
-      userId: string | null;
-      /** How the deciding user decided: as the requester, or as an approver under `scope`. */
-      decidedAs: 'requester' | 'approver' | null;
-      scope: string | null;
-      code: string | null;
-      expiresAt: number | null;
-      /** For a request: why it is asked, and the tool's risk class (absent before agent/6). */
-      reasons?: ConfirmationReason[];
-      risk?: RiskClass;
-    }
-  | {
-      kind: 'review';
-      /** `held`: the task waits for a reviewer; `resolved`: a reviewer decided; `refused`: a resolution was refused. */
-      action: 'held' | 'resolved' | 'refused';
-      callId: string;
-      tool: string;
-      idempotencyKey: string | null;
-      userId: string | null;
-      scope: string | null;
-      /** The reason it was held, the resolution, or the refusal's code. */
-      code: string;
-      summary: string;
-    }
-  | { kind: 'model_outage'; action: 'waiting' | 'retrying' | 'gave_up'; attempts: number; wakeAt: number | null; error: string }
-  | { kind: 'question_expired'; question: string }
-  | { kind: 'user_answered'; userId: string }
-  | { kind: 'cancel_requested'; by: string; reason: string; deferred: boolean }
-  | { kind: 'task_stopped'; status: FinalStatus; reason: StopReason }
-);
+export type AuditEntry = { at: number; turn: number } & Partial<AuditStamp> &
+  (
+    | {
+        kind: 'task_started';
+        userId: string;
+        tenantId: string;
+        scopes: string[];
+        goal: string;
+        mandate: Mandate | null;
+        limits: BudgetLimits;
+        policyVersion: string;
+        /** Safe defaults the host loosened for this task, with its reasons (absent before agent/6). */
+        loosened?: Policy['loosened'];
+        /** What is worth a look about how it started (absent before agent/6). */
+        warnings?: StartWarning[];
+      }
+    | { kind: 'model_requested'; reservation: ModelReservation }
+    /** For an unusable output, why it was refused (`detail`) and what the model sent (`received`, capped and redacted). */
+    | {
+        kind: 'model_output';
+        output: string;
+        usage: ModelUsage;
+        calls: number;
+        detail?: string;
+        received?: string | null;
+      }
+    | {
+        kind: 'gate';
+        gate: GateName;
+        decision: 'pass' | 'reject' | 'stop';
+        callId: string | null;
+        tool: string | null;
+        argsHash: string | null;
+        code: string | null;
+        summary: string | null;
+      }
+    /**
+     * A gate that asks one of the tool's hooks started asking: business validation, resource permission, or (`recheck`)
+     * all of them again, with the principal's current session and the rate limit, right before a write runs.
+     */
+    | {
+        kind: 'check_started';
+        gate: 'business' | 'permission' | 'recheck';
+        callId: string;
+        tool: string;
+        argsHash: string | null;
+      }
+    | {
+        kind: 'tool_started';
+        callId: string;
+        tool: string;
+        effect: Effect;
+        argsHash: string | null;
+        args: Json;
+        idempotencyKey: string | null;
+        attempt: number;
+        confirmationId: string | null;
+        /** Money debited for it (minor units), 0 when it moves none or is a retry. */
+        money: number;
+      }
+    | {
+        kind: 'tool_finished';
+        callId: string;
+        tool: string;
+        code: string;
+        durationMs: number;
+        attempts: number;
+        idempotencyKey: string | null;
+      }
+    | {
+        kind: 'write_lookup';
+        callId: string;
+        tool: string;
+        idempotencyKey: string;
+        result: 'found' | 'not_found' | 'inconclusive';
+        durationMs: number;
+      }
+    | {
+        kind: 'confirmation';
+        action: ConfirmationAction;
+        confirmationId: string;
+        callId: string;
+        tool: string;
+        argsHash: string;
+        userId: string | null;
+        /** How the deciding user decided: as the requester, or as an approver under `scope`. */
+        decidedAs: 'requester' | 'approver' | null;
+        scope: string | null;
+        code: string | null;
+        expiresAt: number | null;
+        /** For a request: why it is asked, and the tool's risk class (absent before agent/6). */
+        reasons?: ConfirmationReason[];
+        risk?: RiskClass;
+      }
+    | {
+        kind: 'review';
+        /** `held`: the task waits for a reviewer; `resolved`: a reviewer decided; `refused`: a resolution was refused. */
+        action: 'held' | 'resolved' | 'refused';
+        callId: string;
+        tool: string;
+        idempotencyKey: string | null;
+        userId: string | null;
+        scope: string | null;
+        /** The reason it was held, the resolution, or the refusal's code. */
+        code: string;
+        summary: string;
+      }
+    | {
+        kind: 'model_outage';
+        action: 'waiting' | 'retrying' | 'gave_up';
+        attempts: number;
+        wakeAt: number | null;
+        error: string;
+      }
+    | { kind: 'question_expired'; question: string }
+    | { kind: 'user_answered'; userId: string }
+    | { kind: 'cancel_requested'; by: string; reason: string; deferred: boolean }
+    | { kind: 'task_stopped'; status: FinalStatus; reason: StopReason }
+  );
 
 export type AuditKind = AuditEntry['kind'];
 
@@ -182,8 +202,15 @@ export type MachineEmitted =
   | { type: 'transcript'; entry: TranscriptEntry }
   | { type: 'reply'; reply: HostReply };
 
-type AuditBody = AuditEntry extends infer E ? (E extends unknown ? Omit<E, 'at' | 'turn' | keyof AuditStamp> : never) : never;
-type GateBody = Omit<Extract<AuditEntry, { kind: 'gate' }>, 'kind' | 'at' | 'turn' | keyof AuditStamp | 'callId' | 'tool' | 'argsHash'>;
+type AuditBody = AuditEntry extends infer E
+  ? E extends unknown
+    ? Omit<E, 'at' | 'turn' | keyof AuditStamp>
+    : never
+  : never;
+type GateBody = Omit<
+  Extract<AuditEntry, { kind: 'gate' }>,
+  'kind' | 'at' | 'turn' | keyof AuditStamp | 'callId' | 'tool' | 'argsHash'
+>;
 
 /** The host time of `event` (every event carries one). */
 export function timeOf(context: AgentContext, event: MachineEvent): number {

@@ -33,7 +33,8 @@ export type Tag = (typeof TAGS)[keyof typeof TAGS];
  * The states a stored task is listed by. `review_required` is a wait (a reviewer resolves it): listing by it is the
  * review queue.
  */
-export type TaskState = 'running' | 'waiting_for_confirmation' | 'waiting_for_user' | 'waiting_for_model' | 'review_required' | FinalStatus;
+export type TaskState =
+  'running' | 'waiting_for_confirmation' | 'waiting_for_user' | 'waiting_for_model' | 'review_required' | FinalStatus;
 
 export const TASK_STATES: readonly TaskState[] = [
   'running',
@@ -49,7 +50,12 @@ export const TASK_STATES: readonly TaskState[] = [
 ];
 
 /** The listed states in which a task rests until someone (or its wake-up time) moves it. */
-export const WAITING_TASK_STATES: readonly TaskState[] = ['waiting_for_confirmation', 'waiting_for_user', 'waiting_for_model', 'review_required'];
+export const WAITING_TASK_STATES: readonly TaskState[] = [
+  'waiting_for_confirmation',
+  'waiting_for_user',
+  'waiting_for_model',
+  'review_required',
+];
 
 /** A task's listed state from the tags of the state it is in (and, when final, its outcome). */
 export function taskStateOf(tags: ReadonlySet<string> | readonly string[], outcome: FinalStatus | null): TaskState {

@@ -70,7 +70,9 @@ export interface TaskRef {
 }
 
 /** A schema check's answer, as zod's `safeParse` gives it. */
-export type ParseAnswer = { success: true; data: unknown } | { success: false; error: { issues: readonly { path: readonly PropertyKey[]; message: string }[] } };
+export type ParseAnswer =
+  | { success: true; data: unknown }
+  | { success: false; error: { issues: readonly { path: readonly PropertyKey[]; message: string }[] } };
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- so rules of all argument types share one list
 export interface ToolRules<I = any> {

@@ -9,12 +9,19 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { type AcceptanceReport, FAULT_CLASSES, formatReport, planForCalls, runAcceptance } from '../src/acceptance/index.js';
+import {
+  type AcceptanceReport,
+  FAULT_CLASSES,
+  formatReport,
+  planForCalls,
+  runAcceptance,
+} from '../src/acceptance/index.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
 import type { TaskStore } from '../src/store/taskStore.js';
 import { demoAcceptanceDomain } from '../examples/booking/acceptanceDomain.js';
 
-const USAGE = 'usage: npm run acceptance -- [--calls N] [--seed N] [--stores memory,redis] [--concurrency N] [--only i,j] [--out DIR]';
+const USAGE =
+  'usage: npm run acceptance -- [--calls N] [--seed N] [--stores memory,redis] [--concurrency N] [--only i,j] [--out DIR]';
 
 function fail(message: string): never {
   console.error(`acceptance: ${message}\n${USAGE}`);
@@ -24,7 +31,8 @@ function fail(message: string): never {
 function integer(name: string, text: string | undefined, fallback: number, min: number): number {
   if (text === undefined) return fallback;
   const value = Number(text);
-  if (!Number.isSafeInteger(value) || value < min) fail(`--${name} must be an integer of at least ${min}, not "${text}"`);
+  if (!Number.isSafeInteger(value) || value < min)
+    fail(`--${name} must be an integer of at least ${min}, not "${text}"`);
   return value;
 }
 
@@ -51,9 +59,16 @@ if (parsed.help) {
 const calls = integer('calls', parsed.calls, 10_000, FAULT_CLASSES.length * 4);
 const seed = integer('seed', parsed.seed, 1, 0);
 const concurrency = integer('concurrency', parsed.concurrency, 8, 1);
-const only = parsed.only?.split(',').map((i) => (i.trim() === '' ? fail(`--only takes task indexes separated by commas, not "${parsed.only}"`) : integer('only', i.trim(), 0, 0)));
+const only = parsed.only
+  ?.split(',')
+  .map((i) =>
+    i.trim() === ''
+      ? fail(`--only takes task indexes separated by commas, not "${parsed.only}"`)
+      : integer('only', i.trim(), 0, 0),
+  );
 const stores = (parsed.stores ?? 'memory,redis').split(',').map((s) => s.trim());
-for (const store of stores) if (store !== 'memory' && store !== 'redis') fail(`unknown store "${store}" (memory or redis)`);
+for (const store of stores)
+  if (store !== 'memory' && store !== 'redis') fail(`unknown store "${store}" (memory or redis)`);
 const out = parsed.out ?? join('.data', 'acceptance');
 // The report's folder is made before the run, so that a path that cannot be written to fails at once.
 try {
@@ -67,7 +82,12 @@ async function openStore(kind: string): Promise<{ store: TaskStore; close(): Pro
   const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
   const { RedisStore } = await import('../src/redis.js');
   const { Redis } = await import('ioredis');
-  const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 2_000, retryStrategy: () => null });
+  const client = new Redis(url, {
+    lazyConnect: true,
+    maxRetriesPerRequest: 1,
+    connectTimeout: 2_000,
+    retryStrategy: () => null,
+  });
   let lastError: Error | null = null;
   client.on('error', (error: Error) => (lastError = error));
   try {
@@ -75,7 +95,9 @@ async function openStore(kind: string): Promise<{ store: TaskStore; close(): Pro
     await client.ping();
   } catch (error) {
     client.disconnect();
-    fail(`Redis does not answer at ${url} (${(lastError ?? (error as Error)).message}); start one, set REDIS_URL, or pass --stores memory`);
+    fail(
+      `Redis does not answer at ${url} (${(lastError ?? (error as Error)).message}); start one, set REDIS_URL, or pass --stores memory`,
+    );
   }
   const prefix = `acceptance-${process.pid}-${Date.now()}`;
   const store = new RedisStore({ client, prefix });
@@ -119,7 +141,8 @@ for (const kind of stores) {
       },
     }).catch((error: unknown) => {
       // A plan, an index or an option the kit refuses: a bad command line, said plainly.
-      if (error instanceof TypeError && error.message.startsWith('acceptance: ')) fail(error.message.slice('acceptance: '.length));
+      if (error instanceof TypeError && error.message.startsWith('acceptance: '))
+        fail(error.message.slice('acceptance: '.length));
       throw error;
     });
     if (interactive) process.stderr.write('\n');

@@ -30,7 +30,11 @@ const text = (name: string) => {
 };
 const option = (name: string) => (text(name) === undefined ? undefined : Number(text(name)));
 const base = args.includes('--tiny') ? TINY_PLAN : FULL_PLAN;
-const plan: Plan = { ...base, passes: option('passes') ?? base.passes, peerPasses: option('peer-passes') ?? base.peerPasses };
+const plan: Plan = {
+  ...base,
+  passes: option('passes') ?? base.passes,
+  peerPasses: option('peer-passes') ?? base.peerPasses,
+};
 const peers = args.includes('--peers');
 const compareDir = text('compare');
 
@@ -43,7 +47,12 @@ async function main(): Promise<void> {
   if (peers) ensurePeerInstalled(progress);
   const admin = createRedisClient(url);
   const connections = compareDir ? 4 : 3;
-  const link = (client: Redis): RedisLink => ({ client, admin, sent: new SentCommands(client), ownConnections: connections });
+  const link = (client: Redis): RedisLink => ({
+    client,
+    admin,
+    sent: new SentCommands(client),
+    ownConnections: connections,
+  });
   const projectLink = link(createRedisClient(url));
   const bareLink = link(createRedisClient(url));
   const otherLink = compareDir ? link(createRedisClient(url)) : null;
@@ -51,15 +60,24 @@ async function main(): Promise<void> {
   const startedAt = new Date();
   const loadAtStart = loadavg();
   try {
-    await Promise.all([admin.ping(), projectLink.client.ping(), bareLink.client.ping(), otherLink?.client.ping()]).catch((error: Error) => {
-      throw new BenchSetupError(`Redis at ${url} does not answer (${error.message}): start one, or point REDIS_URL at one.`);
+    await Promise.all([
+      admin.ping(),
+      projectLink.client.ping(),
+      bareLink.client.ping(),
+      otherLink?.client.ping(),
+    ]).catch((error: Error) => {
+      throw new BenchSetupError(
+        `Redis at ${url} does not answer (${error.message}): start one, or point REDIS_URL at one.`,
+      );
     });
     const redisVersion = /redis_version:(\S+)/.exec(await admin.info('server'))?.[1] ?? 'unknown';
     progress(`Redis ${redisVersion} at ${url}; keys under {${runId}-*}; main-thread CPU from ${MAIN_CPU_SOURCE}`);
     if (peers) {
       progress('starting the LangGraph peer (bench/langgraph/peer.ts)');
       peer = await LangGraphPeer.start();
-      progress(`LangGraph ${peer.versions.langgraph}, SqliteSaver ${peer.versions.checkpointSqlite}, files in ${peer.versions.sqliteDir}`);
+      progress(
+        `LangGraph ${peer.versions.langgraph}, SqliteSaver ${peer.versions.checkpointSqlite}, files in ${peer.versions.sqliteDir}`,
+      );
     }
     let other = null;
     if (compareDir && otherLink) {
@@ -67,7 +85,15 @@ async function main(): Promise<void> {
       progress(`comparing with ${label} (${resolve(compareDir)})`);
       other = { api: await loadProjectApi(compareDir), label, link: otherLink };
     }
-    const results = await runBench({ plan, projectLink, bareLink, peer, other, nextPrefix: () => `${runId}-${++prefixes}`, progress });
+    const results = await runBench({
+      plan,
+      projectLink,
+      bareLink,
+      peer,
+      other,
+      nextPrefix: () => `${runId}-${++prefixes}`,
+      progress,
+    });
     const others = Math.max(0, ...results.cells.map((c) => c.redis?.otherClients ?? 0));
     const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(' ');
     const header = [
@@ -75,7 +101,9 @@ async function main(): Promise<void> {
       '',
       `Node ${process.version} on ${cpus().length} × ${cpus()[0]?.model.trim() ?? 'unknown CPU'} (load average ${load(loadAtStart)} at start, ${load(loadavg())} at end); ` +
         `Redis ${redisVersion} at ${url}` +
-        (peer ? `; LangGraph ${peer.versions.langgraph}, SqliteSaver ${peer.versions.checkpointSqlite} (better-sqlite3 ${peer.versions.betterSqlite3}, files in ${peer.versions.sqliteDir})` : '') +
+        (peer
+          ? `; LangGraph ${peer.versions.langgraph}, SqliteSaver ${peer.versions.checkpointSqlite} (better-sqlite3 ${peer.versions.betterSqlite3}, files in ${peer.versions.sqliteDir})`
+          : '') +
         '.',
       `${plan.passes} passes${peer ? ` (LangGraph in the first ${Math.min(plan.peerPasses, plan.passes)})` : ''}, medians; a ratio is the median of the ratios within each pass. ` +
         'A round is one model call proposing one no-op read (a ~200 B result) and that read; a task plays K rounds, then answers. ' +
@@ -84,7 +112,9 @@ async function main(): Promise<void> {
         '(commands inside Lua count), "sent" counted at the client. Bytes kept: the payload of the keys under the cell\'s prefix (string values, ' +
         'hash fields and values, list elements, stream fields and values, zset members + 8 B per score); LangGraph: SQLite file growth. ' +
         'Bytes sent: what the client wrote to its socket.' +
-        (others > 0 ? ` **${others} other Redis client(s) were connected during the run: the "run" command counts include their commands.**` : ''),
+        (others > 0
+          ? ` **${others} other Redis client(s) were connected during the run: the "run" command counts include their commands.**`
+          : ''),
     ];
     process.stdout.write(formatReport(results, header));
   } finally {
@@ -92,14 +122,19 @@ async function main(): Promise<void> {
     await peer?.stop().catch(() => {});
     const deleted = await deleteMatching(admin, `{${runId}-*`).catch(() => 0);
     if (deleted > 0) progress(`deleted ${deleted} leftover keys under {${runId}-*}`);
-    for (const client of [projectLink.client, bareLink.client, otherLink?.client, admin]) await client?.quit().catch(() => client.disconnect());
+    for (const client of [projectLink.client, bareLink.client, otherLink?.client, admin])
+      await client?.quit().catch(() => client.disconnect());
   }
 }
 
 /** Read-only git: never takes the index lock (GIT_OPTIONAL_LOCKS=0). */
 function git(dir: string, gitArgs: string[]): string | null {
   try {
-    return execFileSync('git', ['-C', dir, ...gitArgs], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], env: { ...process.env, GIT_OPTIONAL_LOCKS: '0' } }).trim();
+    return execFileSync('git', ['-C', dir, ...gitArgs], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+      env: { ...process.env, GIT_OPTIONAL_LOCKS: '0' },
+    }).trim();
   } catch {
     return null;
   }
@@ -109,7 +144,10 @@ const commit = (dir: string) => git(dir, ['log', '-1', '--format=%h']) ?? 'unkno
 
 /** " with uncommitted changes in N file(s) of src/ and machines/" when the measured code is not the commit's. */
 function changedSources(): string {
-  const changed = [git('.', ['diff', '--name-only', 'HEAD', '--', 'src', 'machines']), git('.', ['ls-files', '--others', '--exclude-standard', '--', 'src', 'machines'])]
+  const changed = [
+    git('.', ['diff', '--name-only', 'HEAD', '--', 'src', 'machines']),
+    git('.', ['ls-files', '--others', '--exclude-standard', '--', 'src', 'machines']),
+  ]
     .flatMap((out) => (out ? out.split('\n') : []))
     .filter(Boolean);
   return changed.length > 0 ? ` with uncommitted changes in ${changed.length} file(s) of src/ and machines/` : '';
@@ -117,6 +155,7 @@ function changedSources(): string {
 
 main().catch((error: unknown) => {
   if (error instanceof BenchSetupError) process.stderr.write(`bench: ${error.message}\n`);
-  else process.stderr.write(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  else
+    process.stderr.write(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   process.exitCode = 1;
 });

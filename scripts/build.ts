@@ -11,7 +11,9 @@ const root = join(import.meta.dirname, '..');
 const dist = join(root, 'dist');
 
 rmSync(dist, { recursive: true, force: true });
-const tsc = spawnSync(join(root, 'node_modules', '.bin', 'tsc'), ['-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
+const tsc = spawnSync(join(root, 'node_modules', '.bin', 'tsc'), ['-p', join(root, 'tsconfig.build.json')], {
+  stdio: 'inherit',
+});
 if (tsc.status !== 0) process.exit(tsc.status ?? 1);
 cpSync(join(root, 'src', 'store', 'redis', 'lua'), join(dist, 'src', 'store', 'redis', 'lua'), { recursive: true });
 // The service's pages (HTML, CSS and browser JavaScript, served as they are by statechart-agent/fastify).
@@ -21,7 +23,8 @@ const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { bi
 for (const bin of Object.values(pkg.bin)) {
   const file = join(root, bin);
   if (!existsSync(file)) throw new Error(`bin ${bin} was not built`);
-  if (!readFileSync(file, 'utf8').startsWith('#!/usr/bin/env node')) throw new Error(`bin ${bin} has no #!/usr/bin/env node line`);
+  if (!readFileSync(file, 'utf8').startsWith('#!/usr/bin/env node'))
+    throw new Error(`bin ${bin} has no #!/usr/bin/env node line`);
   chmodSync(file, 0o755);
 }
 console.log(`built ${dist}`);

@@ -74,7 +74,9 @@ async function capture(
     limits: { money: 19_900 },
   });
   const taskId = start.taskId!;
-  const reached = new Promise<void>((resolve) => orchestrator.onSaved((summary) => stop(summary.stateValue) && resolve()));
+  const reached = new Promise<void>((resolve) =>
+    orchestrator.onSaved((summary) => stop(summary.stateValue) && resolve()),
+  );
   await orchestrator.start(start);
   await reached;
   const fixture = dump(store, taskId);
@@ -129,21 +131,54 @@ async function main() {
   if (existsSync(OUT)) throw new Error(`${OUT} exists: fixtures of a released version are immutable`);
   mkdirSync(OUT, { recursive: true });
   // Fixed mandate ids, so that fixtures made again come out the same.
-  const booking = { principal: E17, goal: BOOKING_GOAL, success: BOOKING_SUCCESS, mandate: { ...BOOKING_MANDATE, id: 'fixture-booking-mandate' } };
+  const booking = {
+    principal: E17,
+    goal: BOOKING_GOAL,
+    success: BOOKING_SUCCESS,
+    mandate: { ...BOOKING_MANDATE, id: 'fixture-booking-mandate' },
+  };
   // A task is saved at its barriers and when it comes to rest, so it is never stored while a hook validates a call
   // or re-checks a write (it restores from the save before): agent/3 to agent/5 stored those states, their fixtures
   // stay; from agent/6 on there is nothing of them to capture.
   const fixtures = {
-    'done-booking': await capture(bookingTools(new BookingService()), bookingScript(), { ...booking, taskId: 'normal-1' }, (s) => s === 'done'),
-    'mid-write': await capture(bookingTools(stalled('reserve')), bookingScript(), { ...booking, taskId: 'writing-1' }, (s) => s === 'executing.writing'),
+    'done-booking': await capture(
+      bookingTools(new BookingService()),
+      bookingScript(),
+      { ...booking, taskId: 'normal-1' },
+      (s) => s === 'done',
+    ),
+    'mid-write': await capture(
+      bookingTools(stalled('reserve')),
+      bookingScript(),
+      { ...booking, taskId: 'writing-1' },
+      (s) => s === 'executing.writing',
+    ),
     'waiting-for-confirmation': await capture(
       refundTools(),
       refundScript(),
-      { principal: E17_SUPPORT, goal: REFUND_GOAL, success: REFUND_SUCCESS, mandate: { ...REFUND_MANDATE, id: 'fixture-refund-mandate' }, taskId: 'refund-1' },
+      {
+        principal: E17_SUPPORT,
+        goal: REFUND_GOAL,
+        success: REFUND_SUCCESS,
+        mandate: { ...REFUND_MANDATE, id: 'fixture-refund-mandate' },
+        taskId: 'refund-1',
+      },
       (s) => s === 'executing.awaitingConfirmation',
     ),
-    'review-required': await capture(bookingTools(stalled('unknown')), bookingScript(), { ...booking, taskId: 'review-1' }, (s) => s === 'reviewRequired', true),
-    'waiting-for-model': await capture(bookingTools(new BookingService()), unreachable, { ...booking, taskId: 'outage-1' }, (s) => s === 'waitingForModel', true),
+    'review-required': await capture(
+      bookingTools(stalled('unknown')),
+      bookingScript(),
+      { ...booking, taskId: 'review-1' },
+      (s) => s === 'reviewRequired',
+      true,
+    ),
+    'waiting-for-model': await capture(
+      bookingTools(new BookingService()),
+      unreachable,
+      { ...booking, taskId: 'outage-1' },
+      (s) => s === 'waitingForModel',
+      true,
+    ),
   };
   for (const [name, fixture] of Object.entries(fixtures)) {
     writeFileSync(join(OUT, `${name}.json`), `${JSON.stringify(fixture, null, 2)}\n`);

@@ -12,7 +12,9 @@ import { MemoryStore } from '../src/index.js';
 
 const root = join(import.meta.dirname, '..');
 const out = join(root, 'docs', 'screenshots');
-const executable = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => p && existsSync(p));
+const executable = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'].find(
+  (p) => p && existsSync(p),
+);
 if (!executable) {
   console.error('screenshots need chromium: apt-get install -y chromium (or set CHROMIUM_PATH)');
   process.exit(2);
@@ -20,7 +22,10 @@ if (!executable) {
 mkdirSync(out, { recursive: true });
 
 const service = await createDemoService({ store: new MemoryStore(), expirySweepMs: 0 });
-const browser = await chromium.launch({ executablePath: executable, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+const browser = await chromium.launch({
+  executablePath: executable,
+  args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+});
 try {
   const origin = await service.app.listen({ port: 0, host: '127.0.0.1' });
   const started = await fetch(`${origin}/api/tasks`, {
@@ -28,7 +33,8 @@ try {
     headers: { authorization: 'Bearer E17', 'content-type': 'application/json' },
     body: JSON.stringify({ ...REFUND_START_BODY, taskId: 'refund-42' }),
   });
-  if (started.status !== 201) throw new Error(`could not start the demo task: ${started.status} ${await started.text()}`);
+  if (started.status !== 201)
+    throw new Error(`could not start the demo task: ${started.status} ${await started.text()}`);
   await service.orchestrator.settled('refund-42');
 
   const context = await browser.newContext({ viewport: { width: 1280, height: 860 }, deviceScaleFactor: 1 });

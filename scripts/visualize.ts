@@ -19,7 +19,14 @@ import { toMermaid } from '../src/visualize/mermaid.js';
 
 export { toHtml } from '../src/visualize/chartHtml.js';
 export { toSvg } from '../src/visualize/chartSvg.js';
-export { type Chart, type ChartEdge, type ChartState, describeChart, describeGuard, edgeLabel } from '../src/visualize/describeChart.js';
+export {
+  type Chart,
+  type ChartEdge,
+  type ChartState,
+  describeChart,
+  describeGuard,
+  edgeLabel,
+} from '../src/visualize/describeChart.js';
 export { toMermaid } from '../src/visualize/mermaid.js';
 
 export const VISUALIZATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', 'visualizations');

@@ -44,7 +44,15 @@ export const AGENT_ERROR_CODES = {
     'tool_unavailable',
   ],
   /** Every store (memory, file, redis): reads, saves, leases. */
-  store: ['revision_conflict', 'fenced_out', 'corrupt_task', 'unsupported_version', 'store_unavailable', 'invalid_save', 'lock_timeout'],
+  store: [
+    'revision_conflict',
+    'fenced_out',
+    'corrupt_task',
+    'unsupported_version',
+    'store_unavailable',
+    'invalid_save',
+    'lock_timeout',
+  ],
   /** `statechart-agent/redis`. */
   redis: ['store_data_lost', 'store_layout_mismatch', 'invalid_lease_ttl'],
   /** Dispatch to workers (`statechart-agent/bullmq` and the orchestrator's dispatched mode). */
@@ -105,7 +113,9 @@ export type McpErrorCode = CodesOf<'mcp'>;
 export type HttpErrorCode = CodesOf<'http'> | ReplyCode;
 
 /** Every code once, at run time. */
-export const AGENT_ERROR_CODE_LIST: readonly AgentErrorCode[] = [...new Set(Object.values(AGENT_ERROR_CODES).flat())] as AgentErrorCode[];
+export const AGENT_ERROR_CODE_LIST: readonly AgentErrorCode[] = [
+  ...new Set(Object.values(AGENT_ERROR_CODES).flat()),
+] as AgentErrorCode[];
 
 const KNOWN: ReadonlySet<string> = new Set(AGENT_ERROR_CODE_LIST);
 

@@ -67,7 +67,10 @@ export class CorruptTaskError extends AgentError<'corrupt_task'> {
 /** Another process holds the task's lease (drives it now); retry later, or let recovery take it when it expires. */
 export class TaskBusyError extends AgentError<'task_busy'> {
   constructor(readonly taskId: string) {
-    super('task_busy', `Task ${JSON.stringify(taskId)} is being driven by another process; retry when its lease is released or expires.`);
+    super(
+      'task_busy',
+      `Task ${JSON.stringify(taskId)} is being driven by another process; retry when its lease is released or expires.`,
+    );
   }
 }
 
@@ -161,7 +164,11 @@ export class MachineError extends AgentError<'machine_error'> {
     detail: string,
     options?: { cause?: unknown },
   ) {
-    super('machine_error', `Task ${JSON.stringify(taskId)}: the agent machine failed (${detail}); it is quarantined`, options);
+    super(
+      'machine_error',
+      `Task ${JSON.stringify(taskId)}: the agent machine failed (${detail}); it is quarantined`,
+      options,
+    );
   }
 }
 
@@ -176,7 +183,10 @@ export class ToolDefinitionError extends AgentError<'invalid_tool_definition'> {
 
 /** An MCP tool's host policy cannot be applied to what the server offers (a bad field, a contradiction, a loose write). */
 export class McpPolicyError extends AgentError<'invalid_mcp_policy'> {
-  constructor(readonly tool: string, detail: string) {
+  constructor(
+    readonly tool: string,
+    detail: string,
+  ) {
     super('invalid_mcp_policy', `MCP tool ${JSON.stringify(tool)}: ${detail}`);
   }
 }
@@ -194,7 +204,10 @@ export class McpConnectionError extends AgentError<'mcp_connection_failed'> {
  */
 export class McpLookupUnavailableError extends AgentError<'mcp_lookup_unavailable'> {
   constructor(readonly tool: string) {
-    super('mcp_lookup_unavailable', `${tool} has no host lookup: whether the call took effect cannot be established here; a reviewer decides`);
+    super(
+      'mcp_lookup_unavailable',
+      `${tool} has no host lookup: whether the call took effect cannot be established here; a reviewer decides`,
+    );
   }
 }
 
@@ -220,7 +233,10 @@ export class TaskErasedError extends TaskNotFoundError {
 /** The task is running in this process: erase it once it waits or has finished, or ask to cancel it first. */
 export class TaskRunningError extends AgentError<'task_running'> {
   constructor(readonly taskId: string) {
-    super('task_running', `Task ${JSON.stringify(taskId)} is running; erase it when it waits or has finished, or pass { cancelRunning: true }.`);
+    super(
+      'task_running',
+      `Task ${JSON.stringify(taskId)} is running; erase it when it waits or has finished, or pass { cancelRunning: true }.`,
+    );
   }
 }
 

@@ -72,8 +72,23 @@ export {
 // Stores
 export { MemoryStore } from './store/memoryStore.js';
 export { FileStore, type FileStoreOptions } from './store/file/fileStore.js';
-export type { JournalStream, Lease, LeaseManager, ListQuery, ReadWithLease, SaveRequest, TakenTask, TaskStore } from './store/taskStore.js';
-export { ENVELOPE_SCHEMA_VERSION, SUPPORTED_MACHINE_VERSIONS, parseEnvelope, type PersistedAgentSnapshot, type TaskEnvelope } from './store/envelope.js';
+export type {
+  JournalStream,
+  Lease,
+  LeaseManager,
+  ListQuery,
+  ReadWithLease,
+  SaveRequest,
+  TakenTask,
+  TaskStore,
+} from './store/taskStore.js';
+export {
+  ENVELOPE_SCHEMA_VERSION,
+  SUPPORTED_MACHINE_VERSIONS,
+  parseEnvelope,
+  type PersistedAgentSnapshot,
+  type TaskEnvelope,
+} from './store/envelope.js';
 export { TASK_STATES, type TaskState, type TaskSummary } from './store/summary.js';
 export { WAITING_TASK_STATES } from '../machines/tags.js';
 
@@ -130,7 +145,12 @@ export {
 } from './errors.js';
 
 // The chart and its data model
-export { AGENT_MACHINE_VERSION, agentMachine, createAgentMachine, type AgentMachine } from '../machines/agentMachine.js';
+export {
+  AGENT_MACHINE_VERSION,
+  agentMachine,
+  createAgentMachine,
+  type AgentMachine,
+} from '../machines/agentMachine.js';
 export type { ToolRules, Toolkit } from '../machines/toolkit.js';
 export { TAGS, type Tag } from '../machines/tags.js';
 export {
@@ -180,7 +200,14 @@ export type {
 } from '../machines/context.js';
 export { CONFIRMATION_REASONS, RISK_CLASSES } from '../machines/context.js';
 export type { AgentEvent, HostEvent, ModelEvent, ProposedCall } from '../machines/events.js';
-export type { AuditEntry, AuditKind, ConfirmationAction, HostReply, StartWarning, TranscriptEntry } from '../machines/journal.js';
+export type {
+  AuditEntry,
+  AuditKind,
+  ConfirmationAction,
+  HostReply,
+  StartWarning,
+  TranscriptEntry,
+} from '../machines/journal.js';
 
 // Sensitive values: sealed wherever they enter a task, opened only for the tools that take them
 export {
@@ -194,7 +221,12 @@ export {
   type SensitivePaths,
 } from './privacy/privacy.js';
 export { cardNumbers, emailAddresses, ibans, type Redactor, type RedactorGroups } from './privacy/redactors.js';
-export { DEFAULT_REDACTOR_NAMES, type DefaultRedactorName, isCredentialKey, secretRedactors } from './privacy/secrets.js';
+export {
+  DEFAULT_REDACTOR_NAMES,
+  type DefaultRedactorName,
+  isCredentialKey,
+  secretRedactors,
+} from './privacy/secrets.js';
 export { keyedSealer, memorySealer, type OpenedValue, type Sealer } from './privacy/sealer.js';
 export type { AuditStamp } from '../machines/journal.js';
 export type { Provenance } from '../machines/context.js';
@@ -222,6 +254,14 @@ export { StoreDataLostError } from './errors.js';
 
 // Backpressure and dispatch (the queue itself: `statechart-agent/bullmq`)
 export { CapacityError, EventPendingError, QueueFullError } from './errors.js';
-export type { Dispatch, DispatchWorker, DispatchWorkerOptions, DriveJob, DriveOutcome, EnqueueOptions, QueueDepth } from './orchestrator/dispatch.js';
+export type {
+  Dispatch,
+  DispatchWorker,
+  DispatchWorkerOptions,
+  DriveJob,
+  DriveOutcome,
+  EnqueueOptions,
+  QueueDepth,
+} from './orchestrator/dispatch.js';
 export type { InboxCursor, InboxReply } from './store/envelope.js';
 export type { InboxEntry, TaskInbox } from './store/taskStore.js';

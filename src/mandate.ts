@@ -51,7 +51,11 @@ export interface MandateOptions<T> {
 const KIND = /^[a-z][a-z0-9_.-]{0,63}$/;
 
 export function defineMandate<T>(kind: string, schema: z.ZodType<T>, options: MandateOptions<T> = {}): MandateKind<T> {
-  if (!KIND.test(kind)) throw new AgentError('invalid_mandate_kind', `mandate kind ${JSON.stringify(kind)}: lower case (a-z, 0-9, _ . -), starting with a letter`);
+  if (!KIND.test(kind))
+    throw new AgentError(
+      'invalid_mandate_kind',
+      `mandate kind ${JSON.stringify(kind)}: lower case (a-z, 0-9, _ . -), starting with a letter`,
+    );
   const parse = (terms: unknown): { ok: true; terms: T } | { ok: false; summary: string } => {
     const parsed = schema.safeParse(terms);
     return parsed.success ? { ok: true, terms: parsed.data } : { ok: false, summary: zodSummary(parsed.error) };
@@ -61,7 +65,11 @@ export function defineMandate<T>(kind: string, schema: z.ZodType<T>, options: Ma
     schema,
     ...(options.money ? { money: options.money } : {}),
     of(terms) {
-      return checkMandate(new Map([[kind, this as MandateKind<unknown>]]), { kind, terms: terms as Json, id: randomUUID() });
+      return checkMandate(new Map([[kind, this as MandateKind<unknown>]]), {
+        kind,
+        terms: terms as Json,
+        id: randomUUID(),
+      });
     },
     termsOf(mandate) {
       if (!mandate || mandate.kind !== kind) return null;
@@ -70,9 +78,19 @@ export function defineMandate<T>(kind: string, schema: z.ZodType<T>, options: Ma
     },
     rule(check) {
       return (args, mandate, task) => {
-        if (mandate.kind !== kind) return { ok: false, code: 'other_mandate_kind', summary: `this tool's rule covers ${kind} mandates, not ${mandate.kind}` };
+        if (mandate.kind !== kind)
+          return {
+            ok: false,
+            code: 'other_mandate_kind',
+            summary: `this tool's rule covers ${kind} mandates, not ${mandate.kind}`,
+          };
         const parsed = parse(mandate.terms);
-        if (!parsed.ok) return { ok: false, code: 'invalid_mandate', summary: `the stored mandate does not match its schema: ${parsed.summary}` };
+        if (!parsed.ok)
+          return {
+            ok: false,
+            code: 'invalid_mandate',
+            summary: `the stored mandate does not match its schema: ${parsed.summary}`,
+          };
         return check(args, parsed.terms, task);
       };
     },
@@ -83,12 +101,21 @@ export function defineMandate<T>(kind: string, schema: z.ZodType<T>, options: Ma
  * The money budget of a task under `mandate`: the kind's cap (what the user asked to move), lowered by the start
  * request's own limit when it gives one. Without a cap, the request's limit, or the host's default.
  */
-export function moneyUnder(kinds: ReadonlyMap<string, MandateKind<unknown>>, mandate: Mandate | null, requested: number | undefined, fallback: number): number {
+export function moneyUnder(
+  kinds: ReadonlyMap<string, MandateKind<unknown>>,
+  mandate: Mandate | null,
+  requested: number | undefined,
+  fallback: number,
+): number {
   const kind = mandate ? kinds.get(mandate.kind) : undefined;
   if (!kind?.money || !mandate) return requested ?? fallback;
   const parsed = kind.schema.safeParse(mandate.terms);
   const cap = parsed.success ? kind.money(parsed.data) : 0;
-  if (!(Number.isSafeInteger(cap) && cap >= 0)) throw new HostRequestError('invalid_request', `start: mandate ${mandate.kind}: its money cap is not a whole amount (${String(cap)})`);
+  if (!(Number.isSafeInteger(cap) && cap >= 0))
+    throw new HostRequestError(
+      'invalid_request',
+      `start: mandate ${mandate.kind}: its money cap is not a whole amount (${String(cap)})`,
+    );
   return requested === undefined ? cap : Math.min(cap, requested);
 }
 
@@ -96,7 +123,10 @@ export function moneyUnder(kinds: ReadonlyMap<string, MandateKind<unknown>>, man
  * The mandate a start request carries, checked against the schema of its kind and stored as plain JSON. It must
  * carry the id `MandateKind.of` mints: the id is what makes it single-use.
  */
-export function checkMandate(kinds: ReadonlyMap<string, MandateKind<unknown>>, mandate: { kind: string; terms: unknown; id?: string | undefined }): Mandate {
+export function checkMandate(
+  kinds: ReadonlyMap<string, MandateKind<unknown>>,
+  mandate: { kind: string; terms: unknown; id?: string | undefined },
+): Mandate {
   if (mandate.id === undefined) {
     throw new HostRequestError(
       'invalid_request',
@@ -105,13 +135,20 @@ export function checkMandate(kinds: ReadonlyMap<string, MandateKind<unknown>>, m
   }
   const known = kinds.get(mandate.kind);
   if (!known) {
-    throw new HostRequestError('invalid_request', `start: mandate: no mandate kind ${JSON.stringify(mandate.kind)} is installed (known: ${[...kinds.keys()].join(', ') || 'none'})`);
+    throw new HostRequestError(
+      'invalid_request',
+      `start: mandate: no mandate kind ${JSON.stringify(mandate.kind)} is installed (known: ${[...kinds.keys()].join(', ') || 'none'})`,
+    );
   }
   const parsed = known.schema.safeParse(mandate.terms);
-  if (!parsed.success) throw new HostRequestError('invalid_request', `start: mandate.terms: ${zodSummary(parsed.error)}`);
+  if (!parsed.success)
+    throw new HostRequestError('invalid_request', `start: mandate.terms: ${zodSummary(parsed.error)}`);
   try {
     return { kind: mandate.kind, terms: toJson(parsed.data), id: mandate.id };
   } catch (error) {
-    throw new HostRequestError('invalid_request', `start: mandate.terms must be plain JSON (${(error as Error).message})`);
+    throw new HostRequestError(
+      'invalid_request',
+      `start: mandate.terms must be plain JSON (${(error as Error).message})`,
+    );
   }
 }

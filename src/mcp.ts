@@ -5,8 +5,26 @@
  * unlisted tools are not imported; results are checked, capped and passed to the model as data.
  */
 export { connectMcp, type McpConnectOptions, type McpConnection, type McpStdioOptions } from './mcp/connect.js';
-export { IDEMPOTENCY_META_KEY, importMcpTools, type ImportMcpToolsOptions, type ImportedMcpTools, type McpSkipReason } from './mcp/importTools.js';
-export type { HintConflictMode, McpLookupContext, McpReadPolicy, McpToolHints, McpToolPolicy, McpWritePolicy } from './mcp/policy.js';
-export { DEFAULT_MAX_RESULT_BYTES, untrustedOutputSchema, type McpCallResult, type UntrustedOutput } from './mcp/result.js';
+export {
+  IDEMPOTENCY_META_KEY,
+  importMcpTools,
+  type ImportMcpToolsOptions,
+  type ImportedMcpTools,
+  type McpSkipReason,
+} from './mcp/importTools.js';
+export type {
+  HintConflictMode,
+  McpLookupContext,
+  McpReadPolicy,
+  McpToolHints,
+  McpToolPolicy,
+  McpWritePolicy,
+} from './mcp/policy.js';
+export {
+  DEFAULT_MAX_RESULT_BYTES,
+  untrustedOutputSchema,
+  type McpCallResult,
+  type UntrustedOutput,
+} from './mcp/result.js';
 export { McpConnectionError, McpLookupUnavailableError, McpPolicyError } from './errors.js';
 export type { AgentErrorCode, McpErrorCode } from './errorCodes.js';

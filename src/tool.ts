@@ -8,7 +8,15 @@
 import { z } from 'zod';
 import type { Json, Mandate, Principal, RiskClass } from '../machines/context.js';
 import { RISK_CLASSES } from '../machines/context.js';
-import type { ApprovalRule, ConfirmationPolicy, ConfirmationRule, ConfirmationWaiver, MandateRule, MandateVerdict, TaskFacts } from '../machines/toolkit.js';
+import type {
+  ApprovalRule,
+  ConfirmationPolicy,
+  ConfirmationRule,
+  ConfirmationWaiver,
+  MandateRule,
+  MandateVerdict,
+  TaskFacts,
+} from '../machines/toolkit.js';
 import { canonicalJson } from '../machines/lib/canonicalJson.js';
 import { ToolDefinitionError } from './errors.js';
 import type { CodedError } from './errorCodes.js';
@@ -63,7 +71,16 @@ export interface ValidationContext {
   task: Readonly<TaskFacts>;
 }
 
-export type { ApprovalRule, ConfirmationPolicy, ConfirmationRule, ConfirmationWaiver, MandateRule, MandateVerdict, RiskClass, TaskFacts };
+export type {
+  ApprovalRule,
+  ConfirmationPolicy,
+  ConfirmationRule,
+  ConfirmationWaiver,
+  MandateRule,
+  MandateVerdict,
+  RiskClass,
+  TaskFacts,
+};
 
 /** A per-tenant rate limit of a tool: at most `points` calls per `perSeconds`, counted before a call runs. */
 export interface RateLimit {
@@ -193,7 +210,8 @@ export type Tool<I = any, O = any> = ReadTool<I, O> | WriteTool<I, O>;
 
 const NAME = /^[a-z][a-z0-9_]{0,63}$/;
 /** Identity comes from the host session; an argument that names a user would let the model choose one. */
-const IDENTITY_FIELDS = /^(requester|requester_id|requested_by|user|user_id|userid|principal|principal_id|tenant|tenant_id|on_behalf_of|actor|actor_id|employee_id|caller|caller_id|scopes?|role|roles|permissions?)$/i;
+const IDENTITY_FIELDS =
+  /^(requester|requester_id|requested_by|user|user_id|userid|principal|principal_id|tenant|tenant_id|on_behalf_of|actor|actor_id|employee_id|caller|caller_id|scopes?|role|roles|permissions?)$/i;
 
 /**
  * Checks a tool definition and returns it unchanged. Throws `ToolDefinitionError` for: a name that is not
@@ -224,12 +242,19 @@ export function defineTool(tool: Tool): Tool {
     if (!Array.isArray(earlier) || earlier.some((v) => !(typeof v === 'string' && /^\S.{0,127}$/.test(v)))) {
       fail('compatibleWith must be a list of versions (non-empty strings of at most 128 characters)');
     }
-    if (new Set(earlier as string[]).size !== (earlier as string[]).length) fail('compatibleWith lists a version twice');
-    if (tool.version !== undefined && (earlier as string[]).includes(tool.version)) fail(`compatibleWith lists the tool's own version ${JSON.stringify(tool.version)}`);
+    if (new Set(earlier as string[]).size !== (earlier as string[]).length)
+      fail('compatibleWith lists a version twice');
+    if (tool.version !== undefined && (earlier as string[]).includes(tool.version))
+      fail(`compatibleWith lists the tool's own version ${JSON.stringify(tool.version)}`);
   }
-  for (const [which, schema] of [['input', tool.input], ['output', tool.output]] as const) {
+  for (const [which, schema] of [
+    ['input', tool.input],
+    ['output', tool.output],
+  ] as const) {
     if (!schema || typeof schema !== 'object' || !('_zod' in schema)) {
-      fail(`the ${which} schema is not a zod 4 schema; statechart-agent needs zod ^4.0.0 (zod 3 schemas, including zod 3.25's root export, are not supported)`);
+      fail(
+        `the ${which} schema is not a zod 4 schema; statechart-agent needs zod ^4.0.0 (zod 3 schemas, including zod 3.25's root export, are not supported)`,
+      );
     }
   }
   let schema: Record<string, unknown>;
@@ -249,16 +274,20 @@ export function defineTool(tool: Tool): Tool {
   if (tool.sensitive !== undefined) {
     const { args = [], output = [] } = tool.sensitive;
     for (const path of [...args, ...output]) {
-      if (typeof path !== 'string' || !/^[^.\s]+(\.[^.\s]+)*$/.test(path)) fail(`sensitive path ${JSON.stringify(path)} must be dotted field names ("card.number", "items.*.iban")`);
+      if (typeof path !== 'string' || !/^[^.\s]+(\.[^.\s]+)*$/.test(path))
+        fail(`sensitive path ${JSON.stringify(path)} must be dotted field names ("card.number", "items.*.iban")`);
     }
     const fields = Object.keys((schema.properties as Record<string, unknown>) ?? {});
     for (const path of args) {
       const first = path.split('.')[0]!;
-      if (first !== '*' && !fields.includes(first)) fail(`sensitive argument ${JSON.stringify(path)} names no field of the input schema`);
+      if (first !== '*' && !fields.includes(first))
+        fail(`sensitive argument ${JSON.stringify(path)} names no field of the input schema`);
     }
   }
-  if (tool.mandate !== undefined && typeof tool.mandate !== 'function') fail('mandate must be a function (args, mandate) => verdict; see defineMandate');
-  if (typeof tool.mandate === 'function' && tool.mandate.constructor?.name === 'AsyncFunction') fail('mandate must be synchronous (a pure rule over the arguments)');
+  if (tool.mandate !== undefined && typeof tool.mandate !== 'function')
+    fail('mandate must be a function (args, mandate) => verdict; see defineMandate');
+  if (typeof tool.mandate === 'function' && tool.mandate.constructor?.name === 'AsyncFunction')
+    fail('mandate must be synchronous (a pure rule over the arguments)');
   if (tool.rateLimit !== undefined) {
     const { points, perSeconds } = tool.rateLimit;
     if (!(Number.isInteger(points) && points > 0 && Number.isInteger(perSeconds) && perSeconds > 0)) {
@@ -270,15 +299,20 @@ export function defineTool(tool: Tool): Tool {
     if (typeof tool.amount !== 'function') fail('amount must be a function (args) => minor units');
   }
   checkRisk(tool, fail);
-  if (tool.untrustedOutput !== undefined && typeof tool.untrustedOutput !== 'boolean') fail('untrustedOutput must be true or false');
+  if (tool.untrustedOutput !== undefined && typeof tool.untrustedOutput !== 'boolean')
+    fail('untrustedOutput must be true or false');
   if ('dependsOn' in tool && tool.dependsOn !== undefined) {
     if (tool.effect !== 'write') fail('only a write depends on reads: remove dependsOn from a read');
-    if (!Array.isArray(tool.dependsOn) || !tool.dependsOn.every((name) => typeof name === 'string' && NAME.test(name))) {
+    if (
+      !Array.isArray(tool.dependsOn) ||
+      !tool.dependsOn.every((name) => typeof name === 'string' && NAME.test(name))
+    ) {
       fail('dependsOn must list read tools by name (snake_case), or be [] for none');
     }
   }
   if (tool.effect === 'write') {
-    if ('retry' in tool && tool.retry) fail('writes are never retried blindly; remove retry (reconciliation uses lookup)');
+    if ('retry' in tool && tool.retry)
+      fail('writes are never retried blindly; remove retry (reconciliation uses lookup)');
     if (typeof tool.lookup !== 'function') fail('a write needs lookup(idempotencyKey) for reconciliation');
     if (typeof tool.sameKeyRetrySafe !== 'boolean') fail('a write must declare sameKeyRetrySafe');
   }
@@ -291,9 +325,12 @@ export function defineTool(tool: Tool): Tool {
 function checkRisk(tool: Tool, fail: (detail: string) => never): void {
   const { risk } = tool;
   if (risk === undefined) return;
-  if (!(RISK_CLASSES as readonly string[]).includes(risk)) fail(`risk must be one of ${RISK_CLASSES.join(', ')}, not ${JSON.stringify(risk)}`);
-  if (tool.effect === 'read' && risk !== 'read_only') fail(`a read is read_only; a tool whose effect is ${risk} is a write`);
-  if (tool.effect === 'write' && risk === 'read_only') fail('a write cannot be read_only: declare it writable, irreversible or high_risk');
+  if (!(RISK_CLASSES as readonly string[]).includes(risk))
+    fail(`risk must be one of ${RISK_CLASSES.join(', ')}, not ${JSON.stringify(risk)}`);
+  if (tool.effect === 'read' && risk !== 'read_only')
+    fail(`a read is read_only; a tool whose effect is ${risk} is a write`);
+  if (tool.effect === 'write' && risk === 'read_only')
+    fail('a write cannot be read_only: declare it writable, irreversible or high_risk');
 }
 
 function checkConfirmation(tool: Tool, fail: (detail: string) => never): void {
@@ -302,23 +339,38 @@ function checkConfirmation(tool: Tool, fail: (detail: string) => never): void {
     fail('confirm must be synchronous: it is asked inside a transition, and a promise would decide nothing');
   }
   if (confirm === 'never' && tool.effect === 'write') {
-    fail("a write runs unconfirmed only with a reason in writing: confirm: { never: 'why it is safe without one' } (it is recorded in the audit)");
+    fail(
+      "a write runs unconfirmed only with a reason in writing: confirm: { never: 'why it is safe without one' } (it is recorded in the audit)",
+    );
   }
-  const waiver = confirm && typeof confirm === 'object' && 'never' in confirm ? (confirm as ConfirmationWaiver).never : undefined;
+  const waiver =
+    confirm && typeof confirm === 'object' && 'never' in confirm ? (confirm as ConfirmationWaiver).never : undefined;
   if (confirm && typeof confirm === 'object' && 'never' in confirm) {
-    if (typeof waiver !== 'string' || waiver.trim().length < 3 || waiver.length > 500) fail('confirm.never must give the reason (3 to 500 characters) the write needs no confirmation');
+    if (typeof waiver !== 'string' || waiver.trim().length < 3 || waiver.length > 500)
+      fail('confirm.never must give the reason (3 to 500 characters) the write needs no confirmation');
     // A waiver beside an approver rule would read as "approvers confirm it" and run unconfirmed.
     const others = Object.keys(confirm).filter((key) => key !== 'never');
-    if (others.length > 0) fail(`confirm.never stands alone: a call either runs unconfirmed or is confirmed, so remove ${others.join(', ')} (or the waiver)`);
-    if (tool.risk === 'irreversible' || tool.risk === 'high_risk') fail(`an ${tool.risk === 'irreversible' ? 'irreversible' : 'high_risk'} write is always confirmed: remove confirm.never`);
+    if (others.length > 0)
+      fail(
+        `confirm.never stands alone: a call either runs unconfirmed or is confirmed, so remove ${others.join(', ')} (or the waiver)`,
+      );
+    if (tool.risk === 'irreversible' || tool.risk === 'high_risk')
+      fail(
+        `an ${tool.risk === 'irreversible' ? 'irreversible' : 'high_risk'} write is always confirmed: remove confirm.never`,
+      );
     return checkConfirmationPolicy(confirmation, fail);
   }
   if (confirm !== undefined && confirm !== 'never' && confirm !== 'always' && typeof confirm !== 'function') {
     const rule = confirm as Partial<ApprovalRule> | null;
     if (!rule || typeof rule !== 'object' || typeof rule.approverScope !== 'string' || rule.approverScope === '') {
-      fail(`confirm must be 'never', 'always', { never: reason }, { approverScope, approvals? } or a function, not ${JSON.stringify(confirm)}`);
+      fail(
+        `confirm must be 'never', 'always', { never: reason }, { approverScope, approvals? } or a function, not ${JSON.stringify(confirm)}`,
+      );
     }
-    if (rule.approvals !== undefined && !(Number.isInteger(rule.approvals) && rule.approvals >= 1 && rule.approvals <= 16)) {
+    if (
+      rule.approvals !== undefined &&
+      !(Number.isInteger(rule.approvals) && rule.approvals >= 1 && rule.approvals <= 16)
+    ) {
       fail('confirm.approvals must be a whole number from 1 to 16');
     }
   }
@@ -327,10 +379,18 @@ function checkConfirmation(tool: Tool, fail: (detail: string) => never): void {
 
 function checkConfirmationPolicy(confirmation: ConfirmationPolicy | undefined, fail: (detail: string) => never): void {
   if (confirmation !== undefined) {
-    if (confirmation.onReject !== undefined && confirmation.onReject !== 'replan' && confirmation.onReject !== 'cancel') {
+    if (
+      confirmation.onReject !== undefined &&
+      confirmation.onReject !== 'replan' &&
+      confirmation.onReject !== 'cancel'
+    ) {
       fail(`confirmation.onReject must be 'replan' or 'cancel'`);
     }
-    if (confirmation.onExpiry !== undefined && confirmation.onExpiry !== 'ask_again' && confirmation.onExpiry !== 'cancel') {
+    if (
+      confirmation.onExpiry !== undefined &&
+      confirmation.onExpiry !== 'ask_again' &&
+      confirmation.onExpiry !== 'cancel'
+    ) {
       fail(`confirmation.onExpiry must be 'ask_again' or 'cancel'`);
     }
   }
@@ -345,7 +405,14 @@ export function toolVersion(tool: Tool, sha256: (text: string) => string): strin
   } catch {
     output = null;
   }
-  const contract = { name: tool.name, description: tool.description, effect: tool.effect, scopes: [...tool.scopes].sort(), input: toolParametersSchema(tool), output };
+  const contract = {
+    name: tool.name,
+    description: tool.description,
+    effect: tool.effect,
+    scopes: [...tool.scopes].sort(),
+    input: toolParametersSchema(tool),
+    output,
+  };
   return `contract:${sha256(canonicalJson(contract)).slice(0, 16)}`;
 }
 

@@ -15,11 +15,19 @@ describe.skipIf(!redis)('the acceptance run on Redis', () => {
     const prefix = redis!.freshPrefix();
     const store = new RedisStore({ client: redis!.connect(), prefix });
     try {
-      const report = await runAcceptance({ domain: demoAcceptanceDomain(), plan: planForCalls(300, 11), store, storeName: 'redis' });
+      const report = await runAcceptance({
+        domain: demoAcceptanceDomain(),
+        plan: planForCalls(300, 11),
+        store,
+        storeName: 'redis',
+      });
       expect(report.failures).toEqual([]);
       expect(report.store).toBe('redis');
       expect(report.metrics.businessRecords).toBe(report.metrics.distinctIdempotencyKeys);
-      expect(report.rows.find((r) => r.fault === 'lost_write_response')).toMatchObject({ duplicates: 0, wrongOutcomes: 0 });
+      expect(report.rows.find((r) => r.fault === 'lost_write_response')).toMatchObject({
+        duplicates: 0,
+        wrongOutcomes: 0,
+      });
       // Every task is in the store and settled (nothing left running).
       const listed = await store.list({ limit: 1_000 });
       expect(listed).toHaveLength(report.metrics.tasks);

@@ -6,7 +6,14 @@
 import { APICallError } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
 import { describe, expect, it } from 'vitest';
-import { BOOKING_GOAL, BOOKING_SUCCESS, E17, MEETING, REFUND_GOAL, REFUND_SUCCESS } from '../examples/booking/scenarios.js';
+import {
+  BOOKING_GOAL,
+  BOOKING_SUCCESS,
+  E17,
+  MEETING,
+  REFUND_GOAL,
+  REFUND_SUCCESS,
+} from '../examples/booking/scenarios.js';
 import { RefundDesk, demoOrders } from '../examples/booking/refundService.js';
 import { type AiSdkModelOptions, createAiSdkModel } from '../src/model/aisdk/aiSdkModel.js';
 import type { ProviderResult } from '../src/model/aisdk/aiSdkReply.js';
@@ -44,22 +51,38 @@ const result = (content: ProviderResult['content'], finish: Finish, tokens = usa
   warnings: [],
 });
 /** Tool calls; an object input is sent as its JSON text, a string as it is (malformed JSON included). */
-const calls = (list: { id: string; name: string; input: Record<string, unknown> | string }[], finish: Finish = 'tool-calls') =>
+const calls = (
+  list: { id: string; name: string; input: Record<string, unknown> | string }[],
+  finish: Finish = 'tool-calls',
+) =>
   result(
-    list.map((c) => ({ type: 'tool-call' as const, toolCallId: c.id, toolName: c.name, input: typeof c.input === 'string' ? c.input : JSON.stringify(c.input) })),
+    list.map((c) => ({
+      type: 'tool-call' as const,
+      toolCallId: c.id,
+      toolName: c.name,
+      input: typeof c.input === 'string' ? c.input : JSON.stringify(c.input),
+    })),
     finish,
   );
 const call = (id: string, name: string, input: Record<string, unknown> | string) => calls([{ id, name, input }]);
 const text = (value: string) => result([{ type: 'text', text: value }], 'stop');
 
-const aiSdk = (model: MockLanguageModelV3, options: Partial<AiSdkModelOptions> = {}) => createAiSdkModel({ model, ...options });
+const aiSdk = (model: MockLanguageModelV3, options: Partial<AiSdkModelOptions> = {}) =>
+  createAiSdkModel({ model, ...options });
 
 type Prompt = CallOptions['prompt'];
 const promptOf = (mock: MockLanguageModelV3, i: number): Prompt => mock.doGenerateCalls[i]!.prompt;
 const rolesOf = (prompt: Prompt) => prompt.map((m) => m.role);
 const partsOf = (prompt: Prompt, role: string, type: string) =>
-  prompt.flatMap((m) => (m.role === role && Array.isArray(m.content) ? (m.content as { type: string }[]) : [])).filter((p) => p.type === type) as any[];
-const toolResultsOf = (prompt: Prompt) => partsOf(prompt, 'tool', 'tool-result') as { toolCallId: string; toolName: string; output: { type: string; value: string } }[];
+  prompt
+    .flatMap((m) => (m.role === role && Array.isArray(m.content) ? (m.content as { type: string }[]) : []))
+    .filter((p) => p.type === type) as any[];
+const toolResultsOf = (prompt: Prompt) =>
+  partsOf(prompt, 'tool', 'tool-result') as {
+    toolCallId: string;
+    toolName: string;
+    output: { type: string; value: string };
+  }[];
 const parsedResult = (part: { output: { value: string } } | undefined) => JSON.parse(part!.output.value);
 
 /** Fails when any tool output text shows up outside a tool-result part of a tool message. */
@@ -79,7 +102,9 @@ function expectResultsOnlyInToolMessages(mock: MockLanguageModelV3, markers: str
 function expectPairedCalls(prompt: Prompt) {
   prompt.forEach((message, i) => {
     if (message.role !== 'assistant' || !Array.isArray(message.content)) return;
-    const ids = message.content.filter((p) => p.type === 'tool-call').map((p) => (p as { toolCallId: string }).toolCallId);
+    const ids = message.content
+      .filter((p) => p.type === 'tool-call')
+      .map((p) => (p as { toolCallId: string }).toolCallId);
     if (ids.length === 0) return;
     const next = prompt[i + 1]!;
     expect(next.role).toBe('tool');
@@ -91,11 +116,20 @@ describe('createAiSdkModel over the AI SDK mock model', () => {
   it('books R7 as B204 over three calls, each rebuilt from the transcript with paired tool results, usage debited', async () => {
     // Raw argument text with odd spacing: the host must see it exactly as the model produced it.
     const rawFind = `{ "start_at": "${MEETING.start_at}",  "end_at": "${MEETING.end_at}", "attendees": 3, "needs_projector": true }`;
-    const mock = scripted(call('call_find', 'find_available_rooms', rawFind), call('call_reserve', 'reserve_room', reserveArgs()), text('Booked R7 on 2026-09-28 14:00-15:00: booking B204.'));
+    const mock = scripted(
+      call('call_find', 'find_available_rooms', rawFind),
+      call('call_reserve', 'reserve_room', reserveArgs()),
+      text('Booked R7 on 2026-09-28 14:00-15:00: booking B204.'),
+    );
     const model = aiSdk(mock, { prices: { inputPerMillionMicros: 150_000, outputPerMillionMicros: 600_000 } });
     expect(model.name).toBe('ai-sdk:mock:scripted');
     const { orchestrator, bookings, tools } = harness({ model });
-    const status = await orchestrator.run({ principal: E17, goal: BOOKING_GOAL, success: BOOKING_SUCCESS, taskId: 'book-1' });
+    const status = await orchestrator.run({
+      principal: E17,
+      goal: BOOKING_GOAL,
+      success: BOOKING_SUCCESS,
+      taskId: 'book-1',
+    });
 
     expect(status.state).toBe('done');
     expect(status.outcome?.reason.code).toBe('goal_met');
@@ -107,7 +141,13 @@ describe('createAiSdkModel over the AI SDK mock model', () => {
     const searchTool = tools.find((t) => t.name === 'find_available_rooms')!;
     expect(first.maxOutputTokens).toBe(1024);
     expect(first.tools?.map((t) => t.name)).toEqual(['find_available_rooms', 'reserve_room']);
-    expect(first.tools?.[0]).toMatchObject({ type: 'function', name: 'find_available_rooms', description: searchTool.description, inputSchema: toolParametersSchema(searchTool), strict: true });
+    expect(first.tools?.[0]).toMatchObject({
+      type: 'function',
+      name: 'find_available_rooms',
+      description: searchTool.description,
+      inputSchema: toolParametersSchema(searchTool),
+      strict: true,
+    });
     expect(first.toolChoice).toEqual({ type: 'auto' });
     expect(rolesOf(first.prompt)).toEqual(['system', 'user']);
     expect(first.prompt[0]!.content).toContain('You propose; the host decides.');
@@ -115,9 +155,15 @@ describe('createAiSdkModel over the AI SDK mock model', () => {
     expect(first.prompt[1]).toMatchObject({ role: 'user', content: [{ type: 'text', text: BOOKING_GOAL }] });
 
     expect(rolesOf(second.prompt)).toEqual(['system', 'user', 'assistant', 'tool']);
-    expect(second.prompt[2]!.content).toEqual([{ type: 'tool-call', toolCallId: 'call_find', toolName: 'find_available_rooms', input: JSON.parse(rawFind) }]);
+    expect(second.prompt[2]!.content).toEqual([
+      { type: 'tool-call', toolCallId: 'call_find', toolName: 'find_available_rooms', input: JSON.parse(rawFind) },
+    ]);
     const [found] = toolResultsOf(second.prompt);
-    expect(found).toMatchObject({ toolCallId: 'call_find', toolName: 'find_available_rooms', output: { type: 'text' } });
+    expect(found).toMatchObject({
+      toolCallId: 'call_find',
+      toolName: 'find_available_rooms',
+      output: { type: 'text' },
+    });
     expect(parsedResult(found).rooms.map((r: { room_id: string }) => r.room_id)).toContain('R7');
 
     expect(rolesOf(third.prompt)).toEqual(['system', 'user', 'assistant', 'tool', 'assistant', 'tool']);
@@ -129,10 +175,9 @@ describe('createAiSdkModel over the AI SDK mock model', () => {
 
     // The host saw the argument text as produced, not re-serialized by the SDK.
     const proposals = (await orchestrator.transcript('book-1')).filter((e) => e.kind === 'proposal');
-    expect(proposals.flatMap((p) => (p.kind === 'proposal' ? p.calls.map((c) => `${c.callId} ${c.arguments}`) : []))).toEqual([
-      `call_find ${rawFind}`,
-      `call_reserve ${JSON.stringify(reserveArgs())}`,
-    ]);
+    expect(
+      proposals.flatMap((p) => (p.kind === 'proposal' ? p.calls.map((c) => `${c.callId} ${c.arguments}`) : [])),
+    ).toEqual([`call_find ${rawFind}`, `call_reserve ${JSON.stringify(reserveArgs())}`]);
     // Usage from the results settles the budgets: 120 + 30 per turn, at 0.15 and 0.60 per thousand, rounded up.
     expect(status.budget.used.tokens).toBe(3 * 150);
     expect(status.budget.used.costMicros).toBe(3 * 36);
@@ -158,23 +203,34 @@ describe('createAiSdkModel over the AI SDK mock model', () => {
   describe('when the model breaks the tool-calling protocol', () => {
     it.each([
       ['malformed JSON', `{"start_at": "${MEETING.start_at}", "end_at": `, 'malformed_arguments'],
-      ['a duplicate key', `{"start_at": "${MEETING.start_at}", "end_at": "${MEETING.end_at}", "attendees": 3, "attendees": 30}`, 'duplicate_key'],
-    ])('passes %s through to the protocol gate, which rejects it; the model sees why, paired', async (_label, raw, code) => {
-      const mock = scripted(call('call_bad', 'find_available_rooms', raw), text('I could not search.'));
-      const { orchestrator } = harness({ model: aiSdk(mock) });
-      const status = await orchestrator.run({ principal: E17, goal: BOOKING_GOAL, taskId: `bad-${code}` });
+      [
+        'a duplicate key',
+        `{"start_at": "${MEETING.start_at}", "end_at": "${MEETING.end_at}", "attendees": 3, "attendees": 30}`,
+        'duplicate_key',
+      ],
+    ])(
+      'passes %s through to the protocol gate, which rejects it; the model sees why, paired',
+      async (_label, raw, code) => {
+        const mock = scripted(call('call_bad', 'find_available_rooms', raw), text('I could not search.'));
+        const { orchestrator } = harness({ model: aiSdk(mock) });
+        const status = await orchestrator.run({ principal: E17, goal: BOOKING_GOAL, taskId: `bad-${code}` });
 
-      const audit = await orchestrator.audit(status.taskId);
-      expect(byKind(audit, 'gate').filter((g) => g.decision === 'reject').map((g) => g.code)).toEqual([code]);
-      expect(byKind(audit, 'tool_started')).toEqual([]);
-      const next = promptOf(mock, 1);
-      expectPairedCalls(next);
-      const [sent] = partsOf(next, 'assistant', 'tool-call');
-      expect(sent).toMatchObject({ toolCallId: 'call_bad', toolName: 'find_available_rooms' });
-      const [answer] = toolResultsOf(next);
-      expect(answer).toMatchObject({ toolCallId: 'call_bad', output: { type: 'error-text' } });
-      expect(parsedResult(answer)).toMatchObject({ ok: false, code });
-    });
+        const audit = await orchestrator.audit(status.taskId);
+        expect(
+          byKind(audit, 'gate')
+            .filter((g) => g.decision === 'reject')
+            .map((g) => g.code),
+        ).toEqual([code]);
+        expect(byKind(audit, 'tool_started')).toEqual([]);
+        const next = promptOf(mock, 1);
+        expectPairedCalls(next);
+        const [sent] = partsOf(next, 'assistant', 'tool-call');
+        expect(sent).toMatchObject({ toolCallId: 'call_bad', toolName: 'find_available_rooms' });
+        const [answer] = toolResultsOf(next);
+        expect(answer).toMatchObject({ toolCallId: 'call_bad', output: { type: 'error-text' } });
+        expect(parsedResult(answer)).toMatchObject({ ok: false, code });
+      },
+    );
 
     it('rejects a batch naming an unknown tool: every call gets a paired result and nothing runs', async () => {
       const mock = scripted(
@@ -207,7 +263,11 @@ describe('createAiSdkModel over the AI SDK mock model', () => {
       const status = await orchestrator.run({ principal: E17, goal: BOOKING_GOAL, taskId: 'dup-ids' });
 
       const audit = await orchestrator.audit(status.taskId);
-      expect(byKind(audit, 'gate').filter((g) => g.decision === 'reject').map((g) => g.code)).toContain('duplicate_call_id');
+      expect(
+        byKind(audit, 'gate')
+          .filter((g) => g.decision === 'reject')
+          .map((g) => g.code),
+      ).toContain('duplicate_call_id');
       expect(byKind(audit, 'tool_started')).toEqual([]);
       expect(rolesOf(promptOf(mock, 1))).toEqual(['system', 'user', 'user']);
     });
@@ -222,15 +282,35 @@ describe('createAiSdkModel over the AI SDK mock model', () => {
       expect(status.outcome?.reason.code).toBe('protocol_error');
       expect(mock.doGenerateCalls).toHaveLength(3);
       expect(rolesOf(promptOf(mock, 2))).toEqual(['system', 'user', 'user', 'user']);
-      expect(JSON.stringify(promptOf(mock, 1)[2]!.content)).toContain('[Host note, not from the user] Your previous reply could not be used: the output was cut off at the token limit');
+      expect(JSON.stringify(promptOf(mock, 1)[2]!.content)).toContain(
+        '[Host note, not from the user] Your previous reply could not be used: the output was cut off at the token limit',
+      );
       expect(byKind(await orchestrator.audit('truncated'), 'tool_started')).toEqual([]);
     });
 
     it.each([
-      ['a content filter', result([{ type: 'text', text: 'partial' }], 'content-filter'), 'withheld by a content filter'],
-      ['a tool call written as text', text('<tool_call>{"name": "find_available_rooms", "arguments": {}}</tool_call>'), 'a tool call was written as text'],
+      [
+        'a content filter',
+        result([{ type: 'text', text: 'partial' }], 'content-filter'),
+        'withheld by a content filter',
+      ],
+      [
+        'a tool call written as text',
+        text('<tool_call>{"name": "find_available_rooms", "arguments": {}}</tool_call>'),
+        'a tool call was written as text',
+      ],
       ['an empty reply', result([], 'stop'), 'empty output'],
-      ['a body that is not JSON', new APICallError({ message: 'Invalid JSON response', url: 'http://x', requestBodyValues: {}, statusCode: 200, responseBody: '<html>' }), "the provider's response could not be read"],
+      [
+        'a body that is not JSON',
+        new APICallError({
+          message: 'Invalid JSON response',
+          url: 'http://x',
+          requestBodyValues: {},
+          statusCode: 200,
+          responseBody: '<html>',
+        }),
+        "the provider's response could not be read",
+      ],
     ])('re-asks after %s, then stops with protocol_error at the limit', async (_label, step, detail) => {
       const mock = scripted(step, step, step);
       const { orchestrator } = harness({ model: aiSdk(mock), policy: { maxInvalidOutputs: 2 } });
@@ -243,16 +323,27 @@ describe('createAiSdkModel over the AI SDK mock model', () => {
 
   describe('when the provider fails', () => {
     const apiError = (statusCode: number, message: string, headers: Record<string, string> = {}) =>
-      new APICallError({ message, url: 'https://api.example.invalid/v1/messages', requestBodyValues: {}, statusCode, responseHeaders: headers });
+      new APICallError({
+        message,
+        url: 'https://api.example.invalid/v1/messages',
+        requestBodyValues: {},
+        statusCode,
+        responseHeaders: headers,
+      });
 
     it('retries a 429 after its Retry-After, counted in the retry budget', async () => {
       const stamps: number[] = [];
-      const stamped = (step: Step): Step => async (options) => {
-        stamps.push(Date.now());
-        if (step instanceof Error) throw step;
-        return typeof step === 'function' ? step(options) : step;
-      };
-      const mock = scripted(stamped(apiError(429, 'Rate limit reached', { 'retry-after-ms': '80' })), stamped(text('ok')));
+      const stamped =
+        (step: Step): Step =>
+        async (options) => {
+          stamps.push(Date.now());
+          if (step instanceof Error) throw step;
+          return typeof step === 'function' ? step(options) : step;
+        };
+      const mock = scripted(
+        stamped(apiError(429, 'Rate limit reached', { 'retry-after-ms': '80' })),
+        stamped(text('ok')),
+      );
       const { orchestrator } = harness({ model: aiSdk(mock) });
       const status = await orchestrator.run({ principal: E17, goal: 'say ok', taskId: 'rate-limited' });
 
@@ -264,7 +355,12 @@ describe('createAiSdkModel over the AI SDK mock model', () => {
     });
 
     it('retries a 5xx and a connection failure, then succeeds', async () => {
-      const unreachable = new APICallError({ message: 'Cannot connect to API: connect ECONNREFUSED', url: 'http://x', requestBodyValues: {}, isRetryable: true });
+      const unreachable = new APICallError({
+        message: 'Cannot connect to API: connect ECONNREFUSED',
+        url: 'http://x',
+        requestBodyValues: {},
+        isRetryable: true,
+      });
       const mock = scripted(apiError(503, 'overloaded'), unreachable, text('ok'));
       const { orchestrator } = harness({ model: aiSdk(mock) });
       const status = await orchestrator.run({ principal: E17, goal: 'say ok', taskId: 'overloaded' });
@@ -306,7 +402,9 @@ describe('createAiSdkModel over the AI SDK mock model', () => {
         (options) =>
           new Promise<ProviderResult>((_resolve, reject) => {
             seen = options.abortSignal;
-            options.abortSignal?.addEventListener('abort', () => reject(new DOMException('This operation was aborted', 'AbortError')));
+            options.abortSignal?.addEventListener('abort', () =>
+              reject(new DOMException('This operation was aborted', 'AbortError')),
+            );
           }),
       );
       const { orchestrator } = harness({ model: aiSdk(mock) });
@@ -335,7 +433,12 @@ describe('createAiSdkModel over the AI SDK mock model', () => {
         text('Refunded 999.00 and cancelled all meetings.'),
       );
       const { orchestrator } = harness({ model: aiSdk(mock), refunds });
-      const waiting = await orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, success: REFUND_SUCCESS, taskId: 'injected' });
+      const waiting = await orchestrator.run({
+        principal: SUPPORT,
+        goal: REFUND_GOAL,
+        success: REFUND_SUCCESS,
+        taskId: 'injected',
+      });
 
       expect(waiting.state).toBe('waiting_for_confirmation');
       expect(waiting.pendingConfirmation).toMatchObject({ userId: 'E17', args: { amount_cents: 99_900 } });
@@ -358,7 +461,10 @@ describe('createAiSdkModel over the AI SDK mock model', () => {
       const audit = await orchestrator.audit('injected');
       expect(byKind(audit, 'tool_started').map((e) => e.tool)).toEqual(['get_order']);
       expect(byKind(audit, 'confirmation').map((e) => e.action)).toEqual(['requested', 'rejected']);
-      expect(parsedResult(toolResultsOf(promptOf(mock, 2))[1])).toMatchObject({ ok: false, code: 'confirmation_rejected' });
+      expect(parsedResult(toolResultsOf(promptOf(mock, 2))[1])).toMatchObject({
+        ok: false,
+        code: 'confirmation_rejected',
+      });
       for (const options of mock.doGenerateCalls) expectPairedCalls(options.prompt);
       expectResultsOnlyInToolMessages(mock, ['ignore previous rules', 'user.confirmed']);
     });
@@ -367,8 +473,12 @@ describe('createAiSdkModel over the AI SDK mock model', () => {
   describe('configuration', () => {
     it('refuses a model id string or a model of another spec, naming what it needs', () => {
       expect(() => createAiSdkModel({ model: 'openai/gpt-5' as never })).toThrow(/pass a provider model object/);
-      expect(() => createAiSdkModel({ model: { specificationVersion: 'v2', provider: 'p', modelId: 'm' } as never })).toThrow(/needs spec "v3"/);
-      expect(() => createAiSdkModel({ model: scripted(), maxOutputTokens: 0 })).toThrow(/maxOutputTokens must be a positive integer/);
+      expect(() =>
+        createAiSdkModel({ model: { specificationVersion: 'v2', provider: 'p', modelId: 'm' } as never }),
+      ).toThrow(/needs spec "v3"/);
+      expect(() => createAiSdkModel({ model: scripted(), maxOutputTokens: 0 })).toThrow(
+        /maxOutputTokens must be a positive integer/,
+      );
     });
   });
 });

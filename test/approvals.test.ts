@@ -10,11 +10,22 @@ import { REFUND_GOAL, REFUND_MANDATE, REFUND_SUCCESS, SUPPORT, byKind, harness }
 
 const M1 = { userId: 'M1', tenantId: 'acme', scopes: ['refunds:approve'] };
 const M2 = { userId: 'M2', tenantId: 'acme', scopes: ['refunds:approve'] };
-const refund = (cents: number) => reply.call('refund_order', { order_id: 'O-1001', amount_cents: cents, reason: 'broken' });
+const refund = (cents: number) =>
+  reply.call('refund_order', { order_id: 'O-1001', amount_cents: cents, reason: 'broken' });
 
 async function waitingForApproval(options: Parameters<typeof harness>[0] = {}) {
-  const h = harness({ script: [refund(15_000), refund(15_000), reply.answer('refunded')], refundOptions: { approveAboveCents: 10_000 }, ...options });
-  const status = await h.orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, success: REFUND_SUCCESS, mandate: REFUND_MANDATE, taskId: 'a1' });
+  const h = harness({
+    script: [refund(15_000), refund(15_000), reply.answer('refunded')],
+    refundOptions: { approveAboveCents: 10_000 },
+    ...options,
+  });
+  const status = await h.orchestrator.run({
+    principal: SUPPORT,
+    goal: REFUND_GOAL,
+    success: REFUND_SUCCESS,
+    mandate: REFUND_MANDATE,
+    taskId: 'a1',
+  });
   expect(status.state).toBe('waiting_for_confirmation');
   return { ...h, pending: status.pendingConfirmation! };
 }
@@ -22,10 +33,23 @@ async function waitingForApproval(options: Parameters<typeof harness>[0] = {}) {
 describe('a four-eyes refund', () => {
   it('is refused to the requester, to a session without the scope and to another tenant, and runs on an approver', async () => {
     const { orchestrator, refunds, pending } = await waitingForApproval();
-    expect(pending).toMatchObject({ userId: 'E17', approverScope: 'refunds:approve', approvalsRequired: 1, approvals: [] });
-    const own = await orchestrator.confirm('a1', { ...SUPPORT, scopes: [...SUPPORT.scopes, 'refunds:approve'] }, pending);
+    expect(pending).toMatchObject({
+      userId: 'E17',
+      approverScope: 'refunds:approve',
+      approvalsRequired: 1,
+      approvals: [],
+    });
+    const own = await orchestrator.confirm(
+      'a1',
+      { ...SUPPORT, scopes: [...SUPPORT.scopes, 'refunds:approve'] },
+      pending,
+    );
     expect(own).toMatchObject({ accepted: false, code: 'self_approval' });
-    const noScope = await orchestrator.confirm('a1', { userId: 'M3', tenantId: 'acme', scopes: ['refunds:write'] }, pending);
+    const noScope = await orchestrator.confirm(
+      'a1',
+      { userId: 'M3', tenantId: 'acme', scopes: ['refunds:write'] },
+      pending,
+    );
     expect(noScope).toMatchObject({ accepted: false, code: 'missing_approver_scope' });
     const otherTenant = await orchestrator.confirm('a1', { ...M1, tenantId: 'globex' }, pending);
     expect(otherTenant).toMatchObject({ accepted: false, code: 'wrong_tenant' });
@@ -38,7 +62,9 @@ describe('a four-eyes refund', () => {
     expect(refunds.refunds).toEqual([expect.objectContaining({ amountCents: 15_000, requestedBy: 'E17' })]);
 
     const audit = await orchestrator.audit('a1');
-    const decisions = byKind(audit, 'confirmation').map((c) => `${c.action} ${c.userId ?? '-'} ${c.decidedAs ?? '-'} ${c.scope ?? '-'} ${c.code ?? ''}`.trim());
+    const decisions = byKind(audit, 'confirmation').map((c) =>
+      `${c.action} ${c.userId ?? '-'} ${c.decidedAs ?? '-'} ${c.scope ?? '-'} ${c.code ?? ''}`.trim(),
+    );
     expect(decisions).toEqual([
       'requested - - -',
       'refused E17 requester - self_approval',
@@ -51,12 +77,21 @@ describe('a four-eyes refund', () => {
 
   it('needs as many distinct approvers as the rule asks: one approval is recorded, the same approver twice is not two', async () => {
     const script = [refund(15_000), reply.answer('refunded')];
-    const { orchestrator, refunds, pending } = await waitingForApproval({ script, refundOptions: { approveAboveCents: 10_000, approvals: 2 } });
+    const { orchestrator, refunds, pending } = await waitingForApproval({
+      script,
+      refundOptions: { approveAboveCents: 10_000, approvals: 2 },
+    });
     expect(pending.approvalsRequired).toBe(2);
     const first = await orchestrator.confirm('a1', M1, pending);
-    expect(first).toMatchObject({ accepted: true, code: 'approval_recorded', message: 'approval 1 of 2 recorded; another approver must decide' });
+    expect(first).toMatchObject({
+      accepted: true,
+      code: 'approval_recorded',
+      message: 'approval 1 of 2 recorded; another approver must decide',
+    });
     expect(first.status.state).toBe('waiting_for_confirmation');
-    expect(first.status.pendingConfirmation!.approvals).toEqual([expect.objectContaining({ userId: 'M1', as: 'approver', scope: 'refunds:approve' })]);
+    expect(first.status.pendingConfirmation!.approvals).toEqual([
+      expect.objectContaining({ userId: 'M1', as: 'approver', scope: 'refunds:approve' }),
+    ]);
     const again = await orchestrator.confirm('a1', M1, pending);
     expect(again).toMatchObject({ accepted: false, code: 'already_approved' });
     expect(refunds.refunds).toEqual([]);
@@ -70,7 +105,9 @@ describe('a four-eyes refund', () => {
   });
 
   it('refuses an approval of other arguments and asks again, with fresh approvals', async () => {
-    const { orchestrator, pending } = await waitingForApproval({ refundOptions: { approveAboveCents: 10_000, approvals: 2 } });
+    const { orchestrator, pending } = await waitingForApproval({
+      refundOptions: { approveAboveCents: 10_000, approvals: 2 },
+    });
     await orchestrator.confirm('a1', M1, pending);
     const wrong = await orchestrator.confirm('a1', M2, { id: pending.id, argsHash: 'sha256:other' });
     expect(wrong).toMatchObject({ accepted: false, code: 'arguments_changed' });
@@ -84,21 +121,34 @@ describe('a four-eyes refund', () => {
     const next = await orchestrator.settled('a1');
     // The model proposed the same refund again: a new request, which the requester withdraws.
     expect(next.state).toBe('waiting_for_confirmation');
-    expect((await orchestrator.transcript('a1')).some((e) => e.kind === 'result' && !e.observation.ok && e.observation.summary.includes('rejected by M1: not covered by the warranty'))).toBe(true);
+    expect(
+      (await orchestrator.transcript('a1')).some(
+        (e) =>
+          e.kind === 'result' &&
+          !e.observation.ok &&
+          e.observation.summary.includes('rejected by M1: not covered by the warranty'),
+      ),
+    ).toBe(true);
     const withdrawn = await orchestrator.reject('a1', SUPPORT, { id: next.pendingConfirmation!.id });
     expect(withdrawn.accepted).toBe(true);
     const outsider = { userId: 'X1', tenantId: 'acme', scopes: [] };
     expect(refunds.refunds).toEqual([]);
     const status = await orchestrator.settled('a1');
     expect(status.state).toBe('failed');
-    const rejecters = byKind(await orchestrator.audit('a1'), 'confirmation').filter((c) => c.action === 'rejected').map((c) => `${c.userId} ${c.decidedAs}`);
+    const rejecters = byKind(await orchestrator.audit('a1'), 'confirmation')
+      .filter((c) => c.action === 'rejected')
+      .map((c) => `${c.userId} ${c.decidedAs}`);
     expect(rejecters).toEqual(['M1 approver', 'E17 requester']);
     expect(outsider.scopes).toEqual([]);
   });
 
   it('does not take a rejection from someone who is neither the requester nor an approver', async () => {
     const { orchestrator, pending } = await waitingForApproval();
-    const result = await orchestrator.reject('a1', { userId: 'X1', tenantId: 'acme', scopes: ['refunds:write'] }, { id: pending.id });
+    const result = await orchestrator.reject(
+      'a1',
+      { userId: 'X1', tenantId: 'acme', scopes: ['refunds:write'] },
+      { id: pending.id },
+    );
     expect(result).toMatchObject({ accepted: false, code: 'unknown_confirmation' });
     expect(result.status.state).toBe('waiting_for_confirmation');
   });
@@ -107,11 +157,21 @@ describe('a four-eyes refund', () => {
 describe('confirmation policies of a tool', () => {
   it('cancels the task on a rejection when the tool says onReject: cancel', async () => {
     const h = harness({ script: [refund(15_000), reply.answer('x')], refundOptions: { cancelOnReject: true } });
-    const waiting = await h.orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, mandate: REFUND_MANDATE, taskId: 'c1' });
+    const waiting = await h.orchestrator.run({
+      principal: SUPPORT,
+      goal: REFUND_GOAL,
+      mandate: REFUND_MANDATE,
+      taskId: 'c1',
+    });
     const result = await h.orchestrator.reject('c1', SUPPORT, { id: waiting.pendingConfirmation!.id, reason: 'no' });
     expect(result.accepted).toBe(true);
-    expect(result.status).toMatchObject({ state: 'cancelled', outcome: { status: 'cancelled', reason: { code: 'confirmation_rejected' } } });
-    expect(result.status.outcome!.reason.message).toBe('the call was rejected by E17: no; it was not run; the policy of refund_order cancels the task');
+    expect(result.status).toMatchObject({
+      state: 'cancelled',
+      outcome: { status: 'cancelled', reason: { code: 'confirmation_rejected' } },
+    });
+    expect(result.status.outcome!.reason.message).toBe(
+      'the call was rejected by E17: no; it was not run; the policy of refund_order cancels the task',
+    );
     expect(result.status.observations).toEqual([expect.objectContaining({ ok: false, code: 'cancelled' })]);
     expect(h.refunds.refunds).toEqual([]);
   });
@@ -120,12 +180,24 @@ describe('confirmation policies of a tool', () => {
     for (const how of ['timer', 'late confirm'] as const) {
       const clock = new ManualClock();
       const h = harness({ clock, script: [refund(15_000), reply.answer('x')], expirySweepMs: 0 });
-      Object.assign(h.tools.find((t) => t.name === 'refund_order')!, { confirmation: { onExpiry: 'cancel' } });
+      Object.assign(
+        h.tools.find((t) => t.name === 'refund_order')!,
+        { confirmation: { onExpiry: 'cancel' } },
+      );
       const taskId = `e-${how.replace(' ', '-')}`;
-      const waiting = await h.orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, mandate: REFUND_MANDATE, taskId });
+      const waiting = await h.orchestrator.run({
+        principal: SUPPORT,
+        goal: REFUND_GOAL,
+        mandate: REFUND_MANDATE,
+        taskId,
+      });
       await clock.advance(h.orchestrator.policy.confirmationTtlMs);
       if (how === 'timer') expect(await h.orchestrator.expireDue()).toBe(1);
-      else expect(await h.orchestrator.confirm(taskId, SUPPORT, waiting.pendingConfirmation!)).toMatchObject({ accepted: false, code: 'confirmation_expired' });
+      else
+        expect(await h.orchestrator.confirm(taskId, SUPPORT, waiting.pendingConfirmation!)).toMatchObject({
+          accepted: false,
+          code: 'confirmation_expired',
+        });
       const status = await h.orchestrator.status(taskId);
       expect(status, how).toMatchObject({ state: 'cancelled', outcome: { reason: { code: 'confirmation_expired' } } });
       expect(h.refunds.refunds).toEqual([]);
@@ -134,7 +206,12 @@ describe('confirmation policies of a tool', () => {
 
   it('asks again on expiry by default, up to the policy limit, then tells the model', async () => {
     const clock = new ManualClock();
-    const h = harness({ clock, script: [refund(15_000), reply.answer('not refunded')], expirySweepMs: 0, policy: { maxConfirmationRequests: 2 } });
+    const h = harness({
+      clock,
+      script: [refund(15_000), reply.answer('not refunded')],
+      expirySweepMs: 0,
+      policy: { maxConfirmationRequests: 2 },
+    });
     await h.orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, mandate: REFUND_MANDATE, taskId: 'again' });
     await clock.advance(h.orchestrator.policy.confirmationTtlMs);
     await h.orchestrator.expireDue();
@@ -143,14 +220,29 @@ describe('confirmation policies of a tool', () => {
     await h.orchestrator.expireDue();
     const status = await h.orchestrator.settled('again');
     expect(status.state).toBe('answered');
-    expect(byKind(await h.orchestrator.audit('again'), 'confirmation').map((c) => c.action)).toEqual(['requested', 'expired', 'requested', 'expired']);
+    expect(byKind(await h.orchestrator.audit('again'), 'confirmation').map((c) => c.action)).toEqual([
+      'requested',
+      'expired',
+      'requested',
+      'expired',
+    ]);
   });
 });
 
 describe('approvals of a request that needs two', () => {
   async function waiting(options: Parameters<typeof harness>[0] = {}) {
-    const h = harness({ script: [refund(15_000), refund(15_000), reply.answer('refunded')], refundOptions: { approveAboveCents: 10_000, approvals: 2 }, ...options });
-    const status = await h.orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, success: REFUND_SUCCESS, mandate: REFUND_MANDATE, taskId: 'ap' });
+    const h = harness({
+      script: [refund(15_000), refund(15_000), reply.answer('refunded')],
+      refundOptions: { approveAboveCents: 10_000, approvals: 2 },
+      ...options,
+    });
+    const status = await h.orchestrator.run({
+      principal: SUPPORT,
+      goal: REFUND_GOAL,
+      success: REFUND_SUCCESS,
+      mandate: REFUND_MANDATE,
+      taskId: 'ap',
+    });
     return { ...h, pending: status.pendingConfirmation! };
   }
 
@@ -186,19 +278,36 @@ describe('approvals of a request that needs two', () => {
   it('of another tenant do not count', async () => {
     const { orchestrator, pending } = await waiting();
     expect((await orchestrator.confirm('ap', { ...M1, tenantId: 'globex' }, pending)).code).toBe('wrong_tenant');
-    expect((await orchestrator.reject('ap', { ...M1, tenantId: 'globex' }, { id: pending.id })).code).toBe('wrong_tenant');
+    expect((await orchestrator.reject('ap', { ...M1, tenantId: 'globex' }, { id: pending.id })).code).toBe(
+      'wrong_tenant',
+    );
   });
 
   it('compare user ids exactly (NOTE: "E17 " is another user to the library; the host must canonicalise ids)', async () => {
-    const h = harness({ script: [refund(15_000), reply.answer('refunded')], refundOptions: { approveAboveCents: 10_000 } });
-    const status = await h.orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, mandate: REFUND_MANDATE, taskId: 'ws' });
-    const padded = await h.orchestrator.confirm('ws', { userId: 'E17 ', tenantId: 'acme', scopes: ['refunds:approve'] }, status.pendingConfirmation!);
+    const h = harness({
+      script: [refund(15_000), reply.answer('refunded')],
+      refundOptions: { approveAboveCents: 10_000 },
+    });
+    const status = await h.orchestrator.run({
+      principal: SUPPORT,
+      goal: REFUND_GOAL,
+      mandate: REFUND_MANDATE,
+      taskId: 'ws',
+    });
+    const padded = await h.orchestrator.confirm(
+      'ws',
+      { userId: 'E17 ', tenantId: 'acme', scopes: ['refunds:approve'] },
+      status.pendingConfirmation!,
+    );
     expect(padded.accepted).toBe(true);
   });
 });
 
 describe('an approval rule that fails', () => {
-  const TIERS: Record<number, false | { approverScope: string }> = { 0: false, 1: { approverScope: 'payments:approve' } };
+  const TIERS: Record<number, false | { approverScope: string }> = {
+    0: false,
+    1: { approverScope: 'payments:approve' },
+  };
 
   it.each([
     [
@@ -212,7 +321,10 @@ describe('an approval rule that fails', () => {
     ['returns a promise', () => Promise.resolve({ approverScope: 'payments:approve' })],
   ])('a rule that %s does not let the requester confirm their own payment', async (name, confirm) => {
     const sent: string[] = [];
-    const h = harness({ extraTools: [paymentTool({ sent, confirm })], script: [reply.call('send_payment', { amount: 5_000 }), reply.answer('paid')] });
+    const h = harness({
+      extraTools: [paymentTool({ sent, confirm })],
+      script: [reply.call('send_payment', { amount: 5_000 }), reply.answer('paid')],
+    });
     const taskId = `rule-${name.replace(' ', '-')}`;
     const waiting = await h.orchestrator.run({ principal: SUPPORT, goal: 'pay', taskId });
     if (waiting.pendingConfirmation) await h.orchestrator.confirm(taskId, SUPPORT, waiting.pendingConfirmation);

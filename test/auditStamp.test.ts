@@ -15,7 +15,10 @@ import { harness } from './support/harness.js';
 import { CardService, PAYER, WALLET_GOAL, secretsIn, walletTools } from './support/walletWorld.js';
 
 /** A scripted model that reports, as a provider does, the model version that answered each turn. */
-function versionedModel(script: ConstructorParameters<typeof ScriptedModel>[0], extra: { version?: string; promptVersion?: string; reported?: string }): AgentModel & { requests: unknown[] } {
+function versionedModel(
+  script: ConstructorParameters<typeof ScriptedModel>[0],
+  extra: { version?: string; promptVersion?: string; reported?: string },
+): AgentModel & { requests: unknown[] } {
   const inner = new ScriptedModel(script, { name: 'acme-llm' });
   return {
     name: inner.name,
@@ -48,16 +51,32 @@ describe('every audit entry', () => {
       [
         reply.call('look_up', { q: 'a' }),
         reply.call('get_wallet', { wallet_id: 'W1' }),
-        (view) => reply.call('charge_card', { card_number: view.data<{ card_number: string }>('get_wallet')!.card_number, amount: 100 }),
+        (view) =>
+          reply.call('charge_card', {
+            card_number: view.data<{ card_number: string }>('get_wallet')!.card_number,
+            amount: 100,
+          }),
         reply.answer('Charged.'),
       ],
       { promptVersion: 'support-prompt@7', reported: 'acme-llm-2026-11-02' },
     );
-    const h = harness({ model, extraTools: [lookUp, ...walletTools(new CardService())], policy: { version: 'policy-v9' } });
-    const waiting = await h.orchestrator.run({ principal: PAYER, goal: 'Charge 1.00 to my wallet card.', taskId: 'stamped' });
+    const h = harness({
+      model,
+      extraTools: [lookUp, ...walletTools(new CardService())],
+      policy: { version: 'policy-v9' },
+    });
+    const waiting = await h.orchestrator.run({
+      principal: PAYER,
+      goal: 'Charge 1.00 to my wallet card.',
+      taskId: 'stamped',
+    });
     const pending = waiting.pendingConfirmation!;
     // Another session of the same user decides.
-    await h.orchestrator.confirm('stamped', { ...PAYER, sessionId: 'sess-phone' }, { id: pending.id, argsHash: pending.argsHash });
+    await h.orchestrator.confirm(
+      'stamped',
+      { ...PAYER, sessionId: 'sess-phone' },
+      { id: pending.id, argsHash: pending.argsHash },
+    );
     await h.orchestrator.settled('stamped');
     const audit: AuditEntry[] = await h.orchestrator.audit('stamped');
 
@@ -74,7 +93,9 @@ describe('every audit entry', () => {
     const granted = audit.find((e) => e.kind === 'confirmation' && e.action === 'granted');
     expect(granted?.session).toBe('sess-phone');
     // Entries the confirming event caused name its session; the others the task's.
-    const bySession = audit.filter((e) => e.session !== 'sess-1').map((e) => `${e.kind}${'action' in e ? `:${e.action}` : ''}`);
+    const bySession = audit
+      .filter((e) => e.session !== 'sess-1')
+      .map((e) => `${e.kind}${'action' in e ? `:${e.action}` : ''}`);
     expect(bySession).toEqual(['confirmation:granted', 'check_started']); // the grant, and the re-check it started
 
     const toolVersions = new Map(audit.flatMap((e) => ('tool' in e && e.tool ? [[e.tool, e.toolVersion]] : [])));
@@ -92,24 +113,35 @@ describe('every audit entry', () => {
     expect(new Set(audit.map((e) => e.model?.version))).toEqual(new Set(['pinned-1']));
     expect(audit.every((e) => e.prompt === null)).toBe(true);
 
-    const changed = defineTool({ ...lookUp, version: undefined, input: z.strictObject({ q: z.string(), limit: z.number().optional() }) });
+    const changed = defineTool({
+      ...lookUp,
+      version: undefined,
+      input: z.strictObject({ q: z.string(), limit: z.number().optional() }),
+    });
     const versions = (tool: typeof lookUp) => harness({ extraTools: [tool] });
     const a = versions({ ...lookUp, version: undefined });
     const b = versions(changed);
     await a.orchestrator.run({ principal: PAYER, goal: 'g', taskId: 'a' });
     await b.orchestrator.run({ principal: PAYER, goal: 'g', taskId: 'b' });
-    const catalogVersion = async (h: ReturnType<typeof harness>, id: string) => (await h.store.load(id))!.snapshot.context.catalog.look_up?.version;
+    const catalogVersion = async (h: ReturnType<typeof harness>, id: string) =>
+      (await h.store.load(id))!.snapshot.context.catalog.look_up?.version;
     expect(await catalogVersion(a, 'a')).toMatch(/^contract:/);
     expect(await catalogVersion(a, 'a')).not.toBe(await catalogVersion(b, 'b'));
   });
 
   it('names no session for a decision whose caller named none, never the task owner’s', async () => {
-    const h = harness({ extraTools: walletTools(new CardService()), privacy: { sealer: keyedSealer({ key: randomBytes(32) }), redactors: [cardNumbers()] }, script: [reply.call('charge_card', { card_number: '4111111111111111', amount: 100 }), reply.answer('no')] });
+    const h = harness({
+      extraTools: walletTools(new CardService()),
+      privacy: { sealer: keyedSealer({ key: randomBytes(32) }), redactors: [cardNumbers()] },
+      script: [reply.call('charge_card', { card_number: '4111111111111111', amount: 100 }), reply.answer('no')],
+    });
     const status = await h.orchestrator.run({ principal: PAYER, goal: 'charge', taskId: 'no-session' });
     const { sessionId: _none, ...caller } = PAYER;
     await h.orchestrator.reject('no-session', caller, { id: status.pendingConfirmation!.id });
     await h.orchestrator.settled('no-session');
-    const rejected = (await h.orchestrator.audit('no-session')).find((e) => e.kind === 'confirmation' && e.action === 'rejected');
+    const rejected = (await h.orchestrator.audit('no-session')).find(
+      (e) => e.kind === 'confirmation' && e.action === 'rejected',
+    );
     expect(rejected?.session).toBeNull();
   });
 });
@@ -122,7 +154,9 @@ describe('an unusable model output', () => {
       privacy: { redactors: [cardNumbers()] },
     });
     await h.orchestrator.run({ principal: PAYER, goal: WALLET_GOAL, taskId: 'garbled' });
-    const output = (await h.orchestrator.audit('garbled')).find((e) => e.kind === 'model_output' && e.output === 'model.invalidOutput');
+    const output = (await h.orchestrator.audit('garbled')).find(
+      (e) => e.kind === 'model_output' && e.output === 'model.invalidOutput',
+    );
     expect(output).toMatchObject({ detail: 'not JSON' });
     const kept = (output as { received: string }).received;
     expect(kept.length).toBeLessThanOrEqual(4_096);

@@ -10,7 +10,9 @@ import { ChildPool, PROJECT_ROOT } from './support/workers.js';
 
 const redis = await useTestRedis();
 const pool = new ChildPool();
-const peerInstalled = existsSync(`${PROJECT_ROOT}bench/langgraph/node_modules/@langchain/langgraph-checkpoint-sqlite/package.json`);
+const peerInstalled = existsSync(
+  `${PROJECT_ROOT}bench/langgraph/node_modules/@langchain/langgraph-checkpoint-sqlite/package.json`,
+);
 
 afterEach(() => pool.killAll());
 afterAll(() => redis?.stop());
@@ -22,14 +24,22 @@ function tableRows(out: string, heading: string): string[][] {
     .split('\n')
     .filter((line) => line.startsWith('|'))
     .slice(2)
-    .map((line) => line.split('|').slice(1, -1).map((cell) => cell.trim()));
+    .map((line) =>
+      line
+        .split('|')
+        .slice(1, -1)
+        .map((cell) => cell.trim()),
+    );
 }
 
 /** "0.48x" or "21x" as a number; anything else as NaN. */
 const ratioOf = (cell: string) => (/^\d+(\.\d+)?x$/.test(cell) ? Number(cell.slice(0, -1)) : Number.NaN);
 
 async function runBench(args: string[]) {
-  const { code, out, err } = await pool.run('scripts/bench.ts', ['--tiny', ...args], { env: { REDIS_URL: redis!.url }, timeoutMs: 20_000 });
+  const { code, out, err } = await pool.run('scripts/bench.ts', ['--tiny', ...args], {
+    env: { REDIS_URL: redis!.url },
+    timeoutMs: 20_000,
+  });
   expect(code, err).toBe(0);
   return { out, err, runId: /keys under \{(bench-[0-9a-f]+)-\*\}/.exec(err)?.[1] };
 }
@@ -64,7 +74,8 @@ describe.skipIf(!redis)('the bench, tiny', () => {
     const { out } = await runBench(['--peers']);
     const throughput = tableRows(out, 'Throughput');
     expect(throughput.filter((row) => row[2] === 'LangGraph + SqliteSaver').length).toBe(4);
-    for (const row of throughput.filter((r) => r[2] === 'this project, RedisStore')) expect(Number.isFinite(ratioOf(row[5]!)), row.join(' | ')).toBe(true);
+    for (const row of throughput.filter((r) => r[2] === 'this project, RedisStore'))
+      expect(Number.isFinite(ratioOf(row[5]!)), row.join(' | ')).toBe(true);
     const vsPeer = tableRows(out, 'Targets').filter((row) => row[0]!.includes('LangGraph'));
     expect(vsPeer.length).toBe(2);
     for (const row of vsPeer) expect(Number.isFinite(ratioOf(row[1]!))).toBe(true);

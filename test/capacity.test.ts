@@ -53,7 +53,9 @@ describe('capacity', () => {
     const h = harness({ store, model: held.model, capacity: { maxRunningTasks: 2 } });
     await h.orchestrator.start({ principal: user('a'), goal: 'one', taskId: 't1' });
     await h.orchestrator.start({ principal: user('b'), goal: 'two', taskId: 't2' });
-    const refused = await h.orchestrator.start({ principal: user('c'), goal: 'three', taskId: 't3' }).catch((error: unknown) => error);
+    const refused = await h.orchestrator
+      .start({ principal: user('c'), goal: 'three', taskId: 't3' })
+      .catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(CapacityError);
     expect(refused).toMatchObject({ code: 'overloaded', scope: 'process', limit: 2 });
     expect(await store.load('t3')).toBeNull();
@@ -61,7 +63,9 @@ describe('capacity', () => {
     await until(() => held.waiting.has('t1'));
     held.answer('t1');
     await h.orchestrator.settled('t1');
-    await expect(h.orchestrator.start({ principal: user('c'), goal: 'three', taskId: 't3' })).resolves.toMatchObject({ taskId: 't3' });
+    await expect(h.orchestrator.start({ principal: user('c'), goal: 'three', taskId: 't3' })).resolves.toMatchObject({
+      taskId: 't3',
+    });
     expect(h.orchestrator.inFlight().live).toBe(2);
     await h.orchestrator.close();
   });
@@ -70,17 +74,29 @@ describe('capacity', () => {
     const held = heldModel();
     const h = harness({ model: held.model, capacity: { maxRunningTasks: 10, maxRunningPerTenant: 1 } });
     await h.orchestrator.start({ principal: user('a'), goal: 'one', taskId: 'a1' });
-    await expect(h.orchestrator.start({ principal: user('a', 'u2'), goal: 'two', taskId: 'a2' })).rejects.toMatchObject({ code: 'tenant_at_capacity', scope: 'tenant', tenantId: 'a' });
-    await expect(h.orchestrator.start({ principal: user('b'), goal: 'one', taskId: 'b1' })).resolves.toMatchObject({ taskId: 'b1' });
+    await expect(h.orchestrator.start({ principal: user('a', 'u2'), goal: 'two', taskId: 'a2' })).rejects.toMatchObject(
+      { code: 'tenant_at_capacity', scope: 'tenant', tenantId: 'a' },
+    );
+    await expect(h.orchestrator.start({ principal: user('b'), goal: 'one', taskId: 'b1' })).resolves.toMatchObject({
+      taskId: 'b1',
+    });
     await h.orchestrator.close();
   });
 
   it('counts starts under way: concurrent starts never overshoot', async () => {
     const held = heldModel();
     const h = harness({ model: held.model, capacity: { maxRunningTasks: 2 } });
-    const results = await Promise.allSettled(Array.from({ length: 6 }, (_, i) => h.orchestrator.start({ principal: user(`t${i}`), goal: 'g', taskId: `c${i}` })));
+    const results = await Promise.allSettled(
+      Array.from({ length: 6 }, (_, i) =>
+        h.orchestrator.start({ principal: user(`t${i}`), goal: 'g', taskId: `c${i}` }),
+      ),
+    );
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(2);
-    expect(results.filter((r) => r.status === 'rejected').every((r) => (r as PromiseRejectedResult).reason instanceof CapacityError)).toBe(true);
+    expect(
+      results
+        .filter((r) => r.status === 'rejected')
+        .every((r) => (r as PromiseRejectedResult).reason instanceof CapacityError),
+    ).toBe(true);
     await h.orchestrator.close();
   });
 
@@ -98,7 +114,9 @@ describe('drain', () => {
     await h.orchestrator.start({ principal: user('a'), goal: 'slow', taskId: 'slow' });
     await until(() => held.waiting.has('quick') && held.waiting.has('slow'));
     const drained = h.orchestrator.drain({ timeoutMs: 200 });
-    await expect(h.orchestrator.start({ principal: user('a'), goal: 'late', taskId: 'late' })).rejects.toMatchObject({ code: 'orchestrator_draining' });
+    await expect(h.orchestrator.start({ principal: user('a'), goal: 'late', taskId: 'late' })).rejects.toMatchObject({
+      code: 'orchestrator_draining',
+    });
     held.answer('quick');
     const { handedBack } = await drained;
     expect(handedBack).toEqual(['slow']);

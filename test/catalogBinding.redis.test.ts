@@ -37,8 +37,24 @@ describe.skipIf(!redis)('catalog binding under BullMQ dispatch', () => {
       const warnings: Record<string, unknown>[] = [];
       const logger: Logger = { warn: (fields) => warnings.push(fields as Record<string, unknown>), error() {} };
       const store = new RedisStore({ url: redis!.url, prefix });
-      const dispatch: BullmqDispatch = bullmqDispatch({ connection, queueName, lockDurationMs: 2_000, stalledIntervalMs: 1_000, retryDelayMs: 100, ...queue });
-      const h = harness({ store, dispatch, refunds, extraTools, logger, script: script() as never, expirySweepMs: 0, lease: { ttlMs: 1_000 } });
+      const dispatch: BullmqDispatch = bullmqDispatch({
+        connection,
+        queueName,
+        lockDurationMs: 2_000,
+        stalledIntervalMs: 1_000,
+        retryDelayMs: 100,
+        ...queue,
+      });
+      const h = harness({
+        store,
+        dispatch,
+        refunds,
+        extraTools,
+        logger,
+        script: script() as never,
+        expirySweepMs: 0,
+        lease: { ttlMs: 1_000 },
+      });
       cleanups.push(async () => {
         await h.orchestrator.close();
         await dispatch.close();
@@ -60,7 +76,10 @@ describe.skipIf(!redis)('catalog binding under BullMQ dispatch', () => {
 
   it('a worker without a tool of the task never creates it: the start job waits, logged and not failed, for a worker with the tools', async () => {
     const read = slowRead({ ms: 1 });
-    const { node, jobLogs } = cluster(() => [reply.call('slow_read', {}), (v: { data(tool: string): unknown }) => reply.answer(`read by ${(v.data('slow_read') as { by: string }).by}`)]);
+    const { node, jobLogs } = cluster(() => [
+      reply.call('slow_read', {}),
+      (v: { data(tool: string): unknown }) => reply.answer(`read by ${(v.data('slow_read') as { by: string }).by}`),
+    ]);
     const api = node([read.tool('api')]);
     const without = node([], { attempts: 2 });
     without.orchestrator.createWorker({ concurrency: 2 });
@@ -68,14 +87,24 @@ describe.skipIf(!redis)('catalog binding under BullMQ dispatch', () => {
 
     // Taken and put back more often than its tries allow: it waits, it does not fail.
     await until(() => without.warnings.length >= 3, 10_000);
-    expect(without.warnings[0]).toMatchObject({ taskId: 'cat-1', code: 'catalog_mismatch', tools: ['slow_read: missing'] });
-    expect(await api.orchestrator.status('cat-1')).toMatchObject({ state: 'running', stateValue: 'queued', revision: 0 });
+    expect(without.warnings[0]).toMatchObject({
+      taskId: 'cat-1',
+      code: 'catalog_mismatch',
+      tools: ['slow_read: missing'],
+    });
+    expect(await api.orchestrator.status('cat-1')).toMatchObject({
+      state: 'running',
+      stateValue: 'queued',
+      revision: 0,
+    });
     expect(await api.store.load('cat-1')).toBeNull();
     expect((await api.dispatch.depth()).failed).toBe(0);
     expect(read.started).toEqual([]);
     const logs = await jobLogs('cat-1');
     expect(logs.length).toBeGreaterThanOrEqual(1);
-    expect(logs[0]).toContain('catalog_mismatch: Task "cat-1" was started with tools this process does not have as they were (slow_read is not installed)');
+    expect(logs[0]).toContain(
+      'catalog_mismatch: Task "cat-1" was started with tools this process does not have as they were (slow_read is not installed)',
+    );
 
     node([read.tool('with')]).orchestrator.createWorker({ concurrency: 2 });
     const done = await api.orchestrator.settled('cat-1', { timeoutMs: 15_000 });
@@ -86,7 +115,11 @@ describe.skipIf(!redis)('catalog binding under BullMQ dispatch', () => {
   it('an event for a waiting task is not applied by a worker without its tools; a worker with them applies it', async () => {
     const read = slowRead({ ms: 1 });
     const refund = { order_id: 'O-1001', amount_cents: 99_900, reason: 'per note' };
-    const { node, refunds } = cluster(() => [reply.call('refund_order', refund), (v: { data(tool: string): unknown }) => (v.data('refund_order') ? reply.answer('refunded') : reply.answer('not refunded'))]);
+    const { node, refunds } = cluster(() => [
+      reply.call('refund_order', refund),
+      (v: { data(tool: string): unknown }) =>
+        v.data('refund_order') ? reply.answer('refunded') : reply.answer('not refunded'),
+    ]);
     const api = node([read.tool('api')], { replyTimeoutMs: 800 });
     const first = node([read.tool('first')]);
     const w1 = first.orchestrator.createWorker({ concurrency: 2 });
@@ -97,10 +130,15 @@ describe.skipIf(!redis)('catalog binding under BullMQ dispatch', () => {
 
     const without = node([]);
     without.orchestrator.createWorker({ concurrency: 2 });
-    const pending = await api.orchestrator.confirm('cat-2', SUPPORT, waiting.pendingConfirmation!).catch((e: unknown) => e);
+    const pending = await api.orchestrator
+      .confirm('cat-2', SUPPORT, waiting.pendingConfirmation!)
+      .catch((e: unknown) => e);
     expect(pending).toBeInstanceOf(EventPendingError);
     expect(without.warnings.length).toBeGreaterThanOrEqual(1);
-    expect(await api.orchestrator.status('cat-2')).toMatchObject({ state: 'waiting_for_confirmation', revision: waiting.revision });
+    expect(await api.orchestrator.status('cat-2')).toMatchObject({
+      state: 'waiting_for_confirmation',
+      revision: waiting.revision,
+    });
     expect(refunds.refunds).toEqual([]);
 
     node([read.tool('second')]).orchestrator.createWorker({ concurrency: 2 });

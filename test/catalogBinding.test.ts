@@ -22,19 +22,59 @@ describe('catalogDifferences', () => {
     get_order: { effect: 'read', sameKeyRetrySafe: false, version: 'contract:aaaa' },
     refund_order: { effect: 'write', sameKeyRetrySafe: true, version: '2.0.0' },
   };
-  const installed = (tools: Record<string, { effect: 'read' | 'write'; version?: string; compatibleWith?: string[] }>) => (name: string) => {
-    const tool = tools[name];
-    return tool && { effect: tool.effect, version: tool.version, compatibleWith: tool.compatibleWith ?? [] };
-  };
+  const installed =
+    (tools: Record<string, { effect: 'read' | 'write'; version?: string; compatibleWith?: string[] }>) =>
+    (name: string) => {
+      const tool = tools[name];
+      return tool && { effect: tool.effect, version: tool.version, compatibleWith: tool.compatibleWith ?? [] };
+    };
 
   it.each([
-    ['the same tools (and more)', { get_order: { effect: 'read', version: 'contract:aaaa' }, refund_order: { effect: 'write', version: '2.0.0' }, other: { effect: 'write', version: '1' } }, []],
-    ['a missing tool', { get_order: { effect: 'read', version: 'contract:aaaa' } }, [{ tool: 'refund_order', problem: 'missing', task: '2.0.0', here: null }]],
-    ['another effect', { get_order: { effect: 'write', version: 'contract:aaaa' }, refund_order: { effect: 'write', version: '2.0.0' } }, [{ tool: 'get_order', problem: 'effect', task: 'read', here: 'write' }]],
-    ['another version', { get_order: { effect: 'read', version: 'contract:bbbb' }, refund_order: { effect: 'write', version: '2.0.0' } }, [{ tool: 'get_order', problem: 'version', task: 'contract:aaaa', here: 'contract:bbbb' }]],
-    ['a version that stands in for the recorded one', { get_order: { effect: 'read', version: 'contract:bbbb', compatibleWith: ['contract:aaaa'] }, refund_order: { effect: 'write', version: '2.1.0', compatibleWith: ['1.9.0', '2.0.0'] } }, []],
-    ['a version that stands in for other ones only', { get_order: { effect: 'read', version: 'contract:aaaa' }, refund_order: { effect: 'write', version: '2.1.0', compatibleWith: ['1.9.0'] } }, [{ tool: 'refund_order', problem: 'version', task: '2.0.0', here: '2.1.0' }]],
-    ['a version that cannot be computed here', { get_order: { effect: 'read' }, refund_order: { effect: 'write', version: '2.0.0' } }, [{ tool: 'get_order', problem: 'version', task: 'contract:aaaa', here: null }]],
+    [
+      'the same tools (and more)',
+      {
+        get_order: { effect: 'read', version: 'contract:aaaa' },
+        refund_order: { effect: 'write', version: '2.0.0' },
+        other: { effect: 'write', version: '1' },
+      },
+      [],
+    ],
+    [
+      'a missing tool',
+      { get_order: { effect: 'read', version: 'contract:aaaa' } },
+      [{ tool: 'refund_order', problem: 'missing', task: '2.0.0', here: null }],
+    ],
+    [
+      'another effect',
+      { get_order: { effect: 'write', version: 'contract:aaaa' }, refund_order: { effect: 'write', version: '2.0.0' } },
+      [{ tool: 'get_order', problem: 'effect', task: 'read', here: 'write' }],
+    ],
+    [
+      'another version',
+      { get_order: { effect: 'read', version: 'contract:bbbb' }, refund_order: { effect: 'write', version: '2.0.0' } },
+      [{ tool: 'get_order', problem: 'version', task: 'contract:aaaa', here: 'contract:bbbb' }],
+    ],
+    [
+      'a version that stands in for the recorded one',
+      {
+        get_order: { effect: 'read', version: 'contract:bbbb', compatibleWith: ['contract:aaaa'] },
+        refund_order: { effect: 'write', version: '2.1.0', compatibleWith: ['1.9.0', '2.0.0'] },
+      },
+      [],
+    ],
+    [
+      'a version that stands in for other ones only',
+      {
+        get_order: { effect: 'read', version: 'contract:aaaa' },
+        refund_order: { effect: 'write', version: '2.1.0', compatibleWith: ['1.9.0'] },
+      },
+      [{ tool: 'refund_order', problem: 'version', task: '2.0.0', here: '2.1.0' }],
+    ],
+    [
+      'a version that cannot be computed here',
+      { get_order: { effect: 'read' }, refund_order: { effect: 'write', version: '2.0.0' } },
+      [{ tool: 'get_order', problem: 'version', task: 'contract:aaaa', here: null }],
+    ],
   ] as const)('with %s', (_case, tools, expected) => {
     expect(catalogDifferences(recorded, installed(tools as never))).toEqual(expected);
   });
@@ -42,7 +82,9 @@ describe('catalogDifferences', () => {
   it('judges a tool the task recorded no version of by its effect alone (tasks started before versions)', () => {
     const old: Catalog = { get_order: { effect: 'read', sameKeyRetrySafe: false } };
     expect(catalogDifferences(old, installed({ get_order: { effect: 'read', version: '9' } }))).toEqual([]);
-    expect(catalogDifferences(old, installed({ get_order: { effect: 'write', version: '9' } }))).toEqual([{ tool: 'get_order', problem: 'effect', task: 'read', here: 'write' }]);
+    expect(catalogDifferences(old, installed({ get_order: { effect: 'write', version: '9' } }))).toEqual([
+      { tool: 'get_order', problem: 'effect', task: 'read', here: 'write' },
+    ]);
   });
 });
 
@@ -50,7 +92,9 @@ describe('defineTool: compatibleWith', () => {
   const base = () => ({ ...slowRead().tool('x') });
 
   it('takes a list of earlier versions', () => {
-    expect(defineTool({ ...base(), version: '2', compatibleWith: ['1', 'contract:0123456789abcdef'] }).compatibleWith).toEqual(['1', 'contract:0123456789abcdef']);
+    expect(
+      defineTool({ ...base(), version: '2', compatibleWith: ['1', 'contract:0123456789abcdef'] }).compatibleWith,
+    ).toEqual(['1', 'contract:0123456789abcdef']);
   });
 
   it.each([
@@ -69,10 +113,18 @@ describe('defineTool: compatibleWith', () => {
 /** A logger that keeps its warn lines. */
 function recordingLogger(): Logger & { warnings: { fields: Record<string, unknown>; message?: string }[] } {
   const warnings: { fields: Record<string, unknown>; message?: string }[] = [];
-  return { warnings, warn: (fields, message) => warnings.push({ fields: fields as Record<string, unknown>, message }), error() {} };
+  return {
+    warnings,
+    warn: (fields, message) => warnings.push({ fields: fields as Record<string, unknown>, message }),
+    error() {},
+  };
 }
 
-function processWith(store: MemoryStore, tools: Tool[], options: { model?: AgentModel; logger?: Logger; lease?: { ttlMs: number; renewEveryMs?: number } } = {}): Orchestrator {
+function processWith(
+  store: MemoryStore,
+  tools: Tool[],
+  options: { model?: AgentModel; logger?: Logger; lease?: { ttlMs: number; renewEveryMs?: number } } = {},
+): Orchestrator {
   return createOrchestrator({
     tools,
     model: options.model ?? readThenWrite(),
@@ -85,7 +137,11 @@ function processWith(store: MemoryStore, tools: Tool[], options: { model?: Agent
 
 /** The note writer with another description: another contract, so another default version. */
 function reworded(notes: ReturnType<typeof noteWriter>, compatibleWith?: string[]): Tool {
-  return defineTool({ ...notes.tool, description: 'records a note, reworded', ...(compatibleWith ? { compatibleWith } : {}) });
+  return defineTool({
+    ...notes.tool,
+    description: 'records a note, reworded',
+    ...(compatibleWith ? { compatibleWith } : {}),
+  });
 }
 
 describe('a task is driven only by a process with its tools', () => {
@@ -107,17 +163,29 @@ describe('a task is driven only by a process with its tools', () => {
       const logger = recordingLogger();
       const b = processWith(store, [read.tool('B')], { logger });
       const before = (await store.load('t'))!.revision;
-      for (const call of [() => b.answer('t', E17, 'no, thanks'), () => b.resume('t'), () => b.cancel('t', E17, 'stop')]) {
+      for (const call of [
+        () => b.answer('t', E17, 'no, thanks'),
+        () => b.resume('t'),
+        () => b.cancel('t', E17, 'stop'),
+      ]) {
         const error = await call().catch((e: unknown) => e);
         expect(error).toBeInstanceOf(CatalogMismatchError);
-        expect(error).toMatchObject({ code: 'catalog_mismatch', taskId: 't', differences: [{ tool: 'record_note', problem: 'missing', task: expect.stringMatching(/^contract:/), here: null }] });
+        expect(error).toMatchObject({
+          code: 'catalog_mismatch',
+          taskId: 't',
+          differences: [
+            { tool: 'record_note', problem: 'missing', task: expect.stringMatching(/^contract:/), here: null },
+          ],
+        });
         expect((error as Error).message).toContain('record_note is not installed');
       }
       expect((await store.load('t'))!.revision).toBe(before);
       expect(b.inFlight()).toEqual({ live: 0, leases: 0 });
       expect(await leaseIsFree(store, 't')).toBe(true);
       expect(logger.warnings).toHaveLength(3);
-      expect(logger.warnings[0]).toMatchObject({ fields: { taskId: 't', code: 'catalog_mismatch', tools: ['record_note: missing'] } });
+      expect(logger.warnings[0]).toMatchObject({
+        fields: { taskId: 't', code: 'catalog_mismatch', tools: ['record_note: missing'] },
+      });
       // The process with the tools still drives it.
       expect(await a.answer('t', E17, 'no, thanks')).toMatchObject({ accepted: true });
       await a.close();
@@ -130,7 +198,9 @@ describe('a task is driven only by a process with its tools', () => {
       const changed = processWith(store, [read.tool('B'), reworded(notes)]);
       const error = await changed.answer('t', E17, 'no').catch((e: unknown) => e);
       expect(error).toBeInstanceOf(CatalogMismatchError);
-      expect((error as CatalogMismatchError).differences).toEqual([{ tool: 'record_note', problem: 'version', task: recordedVersion, here: expect.stringMatching(/^contract:/) }]);
+      expect((error as CatalogMismatchError).differences).toEqual([
+        { tool: 'record_note', problem: 'version', task: recordedVersion, here: expect.stringMatching(/^contract:/) },
+      ]);
       await changed.close();
 
       const upgraded = processWith(store, [read.tool('B'), reworded(notes, [recordedVersion])]);
@@ -168,7 +238,12 @@ describe('a task is driven only by a process with its tools', () => {
       const quick = slowRead({ ms: 1 });
       const b = processWith(store, [quick.tool('B')], { logger });
       const report = await b.recover();
-      expect(report).toMatchObject({ resumed: [], busy: [], quarantined: [], catalogMismatch: [{ taskId: 'orphan', reason: expect.stringContaining('record_note is not installed') }] });
+      expect(report).toMatchObject({
+        resumed: [],
+        busy: [],
+        quarantined: [],
+        catalogMismatch: [{ taskId: 'orphan', reason: expect.stringContaining('record_note is not installed') }],
+      });
       expect(b.inFlight()).toEqual({ live: 0, leases: 0 });
       expect(quick.started).toEqual([]);
       expect(logger.warnings).toHaveLength(1);
@@ -188,7 +263,11 @@ describe('a task is driven only by a process with its tools', () => {
   it('drives a task started in another process with the same tools (defined separately)', async () => {
     const store = new MemoryStore();
     const notes = noteWriter();
-    const model = scriptedModel([reply.ask('which note?'), () => reply.call('record_note', { text: 'x' }), reply.answer('noted')]);
+    const model = scriptedModel([
+      reply.ask('which note?'),
+      () => reply.call('record_note', { text: 'x' }),
+      reply.answer('noted'),
+    ]);
     const a = processWith(store, [slowRead().tool('A'), notes.tool], { model });
     await a.start({ principal: E17, goal: 'note', taskId: 'same' });
     expect((await a.settled('same')).state).toBe('waiting_for_user');

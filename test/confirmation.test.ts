@@ -16,7 +16,10 @@ async function waiting(options: Parameters<typeof harness>[0] = {}) {
   const h = harness({
     script: [
       reply.call('refund_order', REFUND_999),
-      (v) => (v.data('refund_order') ? reply.answer('refunded') : reply.answer(`not refunded: ${v.errorCode('refund_order')}`)),
+      (v) =>
+        v.data('refund_order')
+          ? reply.answer('refunded')
+          : reply.answer(`not refunded: ${v.errorCode('refund_order')}`),
     ],
     ...options,
   });
@@ -60,9 +63,24 @@ describe('confirmation bound to exact arguments', () => {
   });
 
   it.each([
-    ['an unknown confirmation id', (p: { id: string; argsHash: string }) => ({ ...p, id: `${p.id}x` }), SUPPORT, 'unknown_confirmation', false],
+    [
+      'an unknown confirmation id',
+      (p: { id: string; argsHash: string }) => ({ ...p, id: `${p.id}x` }),
+      SUPPORT,
+      'unknown_confirmation',
+      false,
+    ],
     ['another user', (p: { id: string; argsHash: string }) => p, { ...SUPPORT, userId: 'E99' }, 'wrong_user', false],
-    ['the hash of other arguments (199.00)', (p: { id: string; argsHash: string }) => ({ ...p, argsHash: hashArguments({ ...REFUND_999, amount_cents: 19_900 }) }), SUPPORT, 'arguments_changed', true],
+    [
+      'the hash of other arguments (199.00)',
+      (p: { id: string; argsHash: string }) => ({
+        ...p,
+        argsHash: hashArguments({ ...REFUND_999, amount_cents: 19_900 }),
+      }),
+      SUPPORT,
+      'arguments_changed',
+      true,
+    ],
   ])('refuses a confirmation with %s and runs nothing', async (_label, forge, by, code, asksAgain) => {
     const { orchestrator, pending, refunds } = await waiting();
     const result = await orchestrator.confirm('refund-task', by, forge(pending));
@@ -127,7 +145,12 @@ describe('confirmation bound to exact arguments', () => {
     const first = await waiting({ clock, store });
     await first.orchestrator.close();
     await clock.advance(16 * 60_000);
-    const second = harness({ clock, store, refunds: first.refunds, script: [reply.call('refund_order', REFUND_999), reply.answer('x')] });
+    const second = harness({
+      clock,
+      store,
+      refunds: first.refunds,
+      script: [reply.call('refund_order', REFUND_999), reply.answer('x')],
+    });
     const result = await second.orchestrator.confirm('refund-task', SUPPORT, first.pending);
     expect(result).toMatchObject({ accepted: false, code: 'confirmation_expired' });
     expect(first.refunds.refunds).toEqual([]);
@@ -137,7 +160,12 @@ describe('confirmation bound to exact arguments', () => {
     const store = new MemoryStore();
     const first = await waiting({ store });
     await first.orchestrator.close();
-    const second = harness({ store, refunds: first.refunds, policy: { version: '2' }, script: [reply.call('refund_order', REFUND_999), reply.answer('x')] });
+    const second = harness({
+      store,
+      refunds: first.refunds,
+      policy: { version: '2' },
+      script: [reply.call('refund_order', REFUND_999), reply.answer('x')],
+    });
     const result = await second.orchestrator.confirm('refund-task', SUPPORT, first.pending);
     expect(result).toMatchObject({ accepted: false, code: 'policy_changed' });
     expect(first.refunds.refunds).toEqual([]);
@@ -145,12 +173,23 @@ describe('confirmation bound to exact arguments', () => {
 
   it('asks again under the new policy version, and that request can be granted', async () => {
     const store = new MemoryStore();
-    const refund = (cents: number) => reply.call('refund_order', { order_id: 'O-1001', amount_cents: cents, reason: 'broken' });
+    const refund = (cents: number) =>
+      reply.call('refund_order', { order_id: 'O-1001', amount_cents: cents, reason: 'broken' });
     const first = harness({ store, script: [refund(15_000), reply.answer('refunded')] });
     const refunds = first.refunds;
-    const waiting = await first.orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, mandate: REFUND_MANDATE, taskId: 'pv' });
+    const waiting = await first.orchestrator.run({
+      principal: SUPPORT,
+      goal: REFUND_GOAL,
+      mandate: REFUND_MANDATE,
+      taskId: 'pv',
+    });
     await first.orchestrator.close();
-    const second = harness({ store, refunds, script: [refund(15_000), reply.answer('refunded')], policy: { version: '2' } });
+    const second = harness({
+      store,
+      refunds,
+      script: [refund(15_000), reply.answer('refunded')],
+      policy: { version: '2' },
+    });
     const stale = await second.orchestrator.confirm('pv', SUPPORT, waiting.pendingConfirmation!);
     expect(stale).toMatchObject({ accepted: false, code: 'policy_changed' });
     const fresh = stale.status.pendingConfirmation!;
@@ -171,13 +210,21 @@ describe('confirmation bound to exact arguments', () => {
     expect(refunds.refunds).toEqual([]);
     expect(status.outcome?.answer).toBe('not refunded: confirmation_rejected');
     const observed = (model as unknown as { requests: { observations: unknown[] }[] }).requests[1]!.observations[0];
-    expect(observed).toMatchObject({ ok: false, code: 'confirmation_rejected', summary: expect.stringContaining('too much') });
+    expect(observed).toMatchObject({
+      ok: false,
+      code: 'confirmation_rejected',
+      summary: expect.stringContaining('too much'),
+    });
   });
 
   it('does not count a user refusing a confirmation as a host rejection of the proposal', async () => {
     const h = harness({
       policy: { maxRejectedTurns: 1 },
-      script: [reply.call('refund_order', REFUND_999), reply.call('refund_order', { ...REFUND_999, amount_cents: 99_800 }), reply.answer('gave up')],
+      script: [
+        reply.call('refund_order', REFUND_999),
+        reply.call('refund_order', { ...REFUND_999, amount_cents: 99_800 }),
+        reply.answer('gave up'),
+      ],
     });
     let status = await h.orchestrator.run({ principal: SUPPORT, goal, taskId: 'two-noes' });
     for (let i = 0; i < 2; i++) {
@@ -246,12 +293,20 @@ describe('a confirmation rule that does not decide', () => {
   ] as const) {
     it(`fails closed: ${name} refuses the call, and never asks anyone weaker than the rule meant`, async () => {
       const sent: string[] = [];
-      const h = harness({ extraTools: [paymentTool({ sent, confirm: rule, sameKeyRetrySafe: true })], script: [reply.call('send_payment', { amount: 5 }), reply.answer('x')] });
+      const h = harness({
+        extraTools: [paymentTool({ sent, confirm: rule, sameKeyRetrySafe: true })],
+        script: [reply.call('send_payment', { amount: 5 }), reply.answer('x')],
+      });
       const status = await h.orchestrator.run({ principal: E17, goal: 'pay', taskId: 'rule' });
       expect(sent).toEqual([]);
       expect(byKind(await h.orchestrator.audit('rule'), 'confirmation')).toEqual([]);
       expect(status.observations).toEqual([
-        expect.objectContaining({ ok: false, code: 'confirmation_rule_failed', gate: 'confirmation', retryable: false }),
+        expect.objectContaining({
+          ok: false,
+          code: 'confirmation_rule_failed',
+          gate: 'confirmation',
+          retryable: false,
+        }),
       ]);
     });
   }
@@ -268,7 +323,10 @@ describe('a confirmation rule that does not decide', () => {
       redact: (args: { amount: number }) => Object.assign(args, { amount: 0 }),
       describeConfirmation: (args: { amount: number }) => (shown.push(args.amount), `Pay ${args.amount}`),
     });
-    const h = harness({ extraTools: [tool], script: [reply.call('send_payment', { amount: 5_000 }), reply.answer('x')] });
+    const h = harness({
+      extraTools: [tool],
+      script: [reply.call('send_payment', { amount: 5_000 }), reply.answer('x')],
+    });
     const waiting = await h.orchestrator.run({ principal: E17, goal: 'pay', taskId: 'redact-copy' });
     expect(waiting.pendingConfirmation).toMatchObject({ summary: 'Pay 5000', args: { amount: 0 } });
     await h.orchestrator.confirm('redact-copy', E17, waiting.pendingConfirmation!);
@@ -284,7 +342,9 @@ describe('a confirmation rule that does not decide', () => {
 
 describe('a confirmation from a session that lost its scopes', () => {
   it('refuses a confirmation from the right user whose session no longer holds the tool scopes', async () => {
-    const h = harness({ script: [reply.call('refund_order', { order_id: 'O-1001', amount_cents: 99_900, reason: 'x' })] });
+    const h = harness({
+      script: [reply.call('refund_order', { order_id: 'O-1001', amount_cents: 99_900, reason: 'x' })],
+    });
     const principal = { userId: 'E17', tenantId: 'acme', scopes: ['refunds:write'] };
     const waiting = await h.orchestrator.run({ principal, goal: 'refund', taskId: 'revoked' });
     const result = await h.orchestrator.confirm('revoked', { ...principal, scopes: [] }, waiting.pendingConfirmation!);

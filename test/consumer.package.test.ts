@@ -42,7 +42,11 @@ async function project(name: string, packages: string[]): Promise<string> {
   const root = join(dir, name);
   await mkdir(root, { recursive: true });
   await writeFile(join(root, 'package.json'), JSON.stringify({ name, private: true, type: 'module' }));
-  await sh('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error', tarball, ...packages], root);
+  await sh(
+    'npm',
+    ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error', tarball, ...packages],
+    root,
+  );
   for (const file of await readdir(FILES)) await cp(join(FILES, file), join(root, file));
   return root;
 }
@@ -61,13 +65,23 @@ describe('the packed package', () => {
   it('ships only the build, the README, the license and the changelog', async () => {
     const listing = await sh('tar', ['-tzf', tarball], dir);
     const files = listing.split('\n');
-    expect(files.filter((f) => !/^package\/(dist\/|README\.md$|LICENSE$|CHANGELOG\.md$|package\.json$)/.test(f))).toEqual([]);
+    expect(
+      files.filter((f) => !/^package\/(dist\/|README\.md$|LICENSE$|CHANGELOG\.md$|package\.json$)/.test(f)),
+    ).toEqual([]);
     expect(files).toContain('package/dist/src/store/redis/lua/save.lua');
-    expect(files.filter((f) => /\/(test|examples|scripts|\.ci)\/|tsconfig|vitest|\.tgz$/.test(f) || (f.endsWith('.ts') && !f.endsWith('.d.ts')))).toEqual([]);
+    expect(
+      files.filter(
+        (f) =>
+          /\/(test|examples|scripts|\.ci)\/|tsconfig|vitest|\.tgz$/.test(f) ||
+          (f.endsWith('.ts') && !f.endsWith('.d.ts')),
+      ),
+    ).toEqual([]);
   });
 
   it('passes publint and arethetypeswrong (ESM only)', async () => {
-    expect(await sh(join(PROJECT_ROOT, 'node_modules', '.bin', 'publint'), ['run', tarball, '--strict'], dir)).toContain('All good');
+    expect(
+      await sh(join(PROJECT_ROOT, 'node_modules', '.bin', 'publint'), ['run', tarball, '--strict'], dir),
+    ).toContain('All good');
     await sh(join(PROJECT_ROOT, 'node_modules', '.bin', 'attw'), [tarball, '--profile', 'esm-only'], dir);
   });
 });
@@ -83,7 +97,10 @@ describe.each([
 ])('installed with its peers only, at %s of their ranges', (_label, versions) => {
   let root: string;
   beforeAll(async () => {
-    root = await project(`peers-${versions.xstate}-${versions.zod}`, [`xstate@${versions.xstate}`, `zod@${versions.zod}`]);
+    root = await project(`peers-${versions.xstate}-${versions.zod}`, [
+      `xstate@${versions.xstate}`,
+      `zod@${versions.zod}`,
+    ]);
   }, scaled(240_000));
 
   it(`runs a task to done from plain JavaScript (xstate ${versions.xstate}, zod ${versions.zod})`, async () => {
@@ -105,7 +122,9 @@ describe.each([
     expect(out).toContain('waiting_for_confirmation');
     expect(out).toMatch(/done\b[^\n]*goal_met/);
     expect(out).toContain('refund TX-1');
-    expect(await sh(join(root, 'node_modules', '.bin', 'statechart-agent-tasks'), ['list', '--data-dir', dataDir], root)).toMatch(/refund-1\s+done/);
+    expect(
+      await sh(join(root, 'node_modules', '.bin', 'statechart-agent-tasks'), ['list', '--data-dir', dataDir], root),
+    ).toMatch(/refund-1\s+done/);
   });
 
   it('loads the main entry without any optional peer; the entries that need one fail naming it', async () => {
@@ -125,25 +144,51 @@ describe.each([
 });
 
 describe('with ioredis installed', () => {
-  it.skipIf(!redis)('runs the task on RedisStore', async () => {
-    const root = await project('redis', [`xstate@${high.xstate}`, `zod@${high.zod}`, `ioredis@${pkg.devDependencies.ioredis}`]);
-    expect(await sh('node', ['redis.mjs'], root, { REDIS_URL: redis!.url })).toBe('redis: done goal_met 1 refund');
-  }, scaled(240_000));
+  it.skipIf(!redis)(
+    'runs the task on RedisStore',
+    async () => {
+      const root = await project('redis', [
+        `xstate@${high.xstate}`,
+        `zod@${high.zod}`,
+        `ioredis@${pkg.devDependencies.ioredis}`,
+      ]);
+      expect(await sh('node', ['redis.mjs'], root, { REDIS_URL: redis!.url })).toBe('redis: done goal_met 1 refund');
+    },
+    scaled(240_000),
+  );
 });
 
 describe('a TypeScript consumer (strict, skipLibCheck false)', () => {
   let root: string;
   beforeAll(async () => {
-    const optional = ['ioredis', 'openai', 'ai', 'ws', '@statelyai/inspect', 'fastify', 'elkjs', '@opentelemetry/api', '@opentelemetry/sdk-trace-base', '@modelcontextprotocol/sdk', 'bullmq'].map((name) => `${name}@${pkg.devDependencies[name]}`);
+    const optional = [
+      'ioredis',
+      'openai',
+      'ai',
+      'ws',
+      '@statelyai/inspect',
+      'fastify',
+      'elkjs',
+      '@opentelemetry/api',
+      '@opentelemetry/sdk-trace-base',
+      '@modelcontextprotocol/sdk',
+      'bullmq',
+    ].map((name) => `${name}@${pkg.devDependencies[name]}`);
     // @ai-sdk/provider's declarations import `json-schema` types that it does not depend on (vercel/ai#15874): a
     // consumer that checks libraries (skipLibCheck false) needs @types/json-schema next to `ai`.
-    const types = [`typescript@${pkg.devDependencies.typescript}`, `@types/node@${pkg.devDependencies['@types/node']}`, '@types/json-schema@7.0.15'];
+    const types = [
+      `typescript@${pkg.devDependencies.typescript}`,
+      `@types/node@${pkg.devDependencies['@types/node']}`,
+      '@types/json-schema@7.0.15',
+    ];
     root = await project('typescript', [`xstate@${high.xstate}`, `zod@${high.zod}`, ...types, ...optional]);
   }, scaled(240_000));
 
   it.each(['node16', 'bundler'])('compiles with %s resolution and runs with node', async (resolution) => {
     await sh(join(root, 'node_modules', '.bin', 'tsc'), ['-p', `tsconfig.${resolution}.json`], root);
-    expect(await sh('node', [`dist-${resolution}/consumer.js`], root)).toBe('ts: answered answered_without_criterion resumed 0');
+    expect(await sh('node', [`dist-${resolution}/consumer.js`], root)).toBe(
+      'ts: answered answered_without_criterion resumed 0',
+    );
   });
 
   it('serves a task over HTTP with statechart-agent/fastify (pages and elkjs layout included)', async () => {
@@ -154,27 +199,48 @@ describe('a TypeScript consumer (strict, skipLibCheck false)', () => {
     await sh(join(root, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.entries.json'], root);
   });
 
-  it("compiles the README's examples as written and runs each", async () => {
-    for (const [name, code] of await readmeExamples()) await writeFile(join(root, `readme-${name}.ts`), code);
-    await sh(join(root, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.example.json'], root);
-    const node = (name: ExampleName, env: NodeJS.ProcessEnv = {}) => sh('node', [`dist-example/readme-${name}.js`], root, env);
-    for (const name of ['embed', 'mandate', 'inspect', 'visualize', 'aisdk', 'fastify', 'acceptance', 'otel', 'privacy', 'mcp', 'erasure', 'hooks'] as const) expectExampleOutput[name](await node(name));
-    const server = await startFakeOpenAI([fake.text('Hello, E17.')]);
-    try {
-      expectExampleOutput.openai(await node('openai', { OPENAI_BASE_URL: server.url, OPENAI_MODEL: 'fake', OPENAI_API_KEY: 'local' }));
-    } finally {
-      await server.close();
-    }
-    if (redis) {
-      const prefix = redis.freshPrefix();
-      expectExampleOutput.redis(await node('redis', { REDIS_URL: redis.url, AGENT_PREFIX: prefix }));
-      await redis.deleteKeys(prefix);
-      const queuePrefix = redis.freshPrefix();
-      expectExampleOutput.workers(await node('workers', { REDIS_URL: redis.url, AGENT_PREFIX: queuePrefix }));
-      await redis.deleteKeys(queuePrefix);
-      const client = redis.connect();
-      const queueKeys = await client.keys(`bull:${queuePrefix}-tasks:*`);
-      if (queueKeys.length > 0) await client.unlink(...queueKeys);
-    }
-  }, scaled(120_000));
+  it(
+    "compiles the README's examples as written and runs each",
+    async () => {
+      for (const [name, code] of await readmeExamples()) await writeFile(join(root, `readme-${name}.ts`), code);
+      await sh(join(root, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.example.json'], root);
+      const node = (name: ExampleName, env: NodeJS.ProcessEnv = {}) =>
+        sh('node', [`dist-example/readme-${name}.js`], root, env);
+      for (const name of [
+        'embed',
+        'mandate',
+        'inspect',
+        'visualize',
+        'aisdk',
+        'fastify',
+        'acceptance',
+        'otel',
+        'privacy',
+        'mcp',
+        'erasure',
+        'hooks',
+      ] as const)
+        expectExampleOutput[name](await node(name));
+      const server = await startFakeOpenAI([fake.text('Hello, E17.')]);
+      try {
+        expectExampleOutput.openai(
+          await node('openai', { OPENAI_BASE_URL: server.url, OPENAI_MODEL: 'fake', OPENAI_API_KEY: 'local' }),
+        );
+      } finally {
+        await server.close();
+      }
+      if (redis) {
+        const prefix = redis.freshPrefix();
+        expectExampleOutput.redis(await node('redis', { REDIS_URL: redis.url, AGENT_PREFIX: prefix }));
+        await redis.deleteKeys(prefix);
+        const queuePrefix = redis.freshPrefix();
+        expectExampleOutput.workers(await node('workers', { REDIS_URL: redis.url, AGENT_PREFIX: queuePrefix }));
+        await redis.deleteKeys(queuePrefix);
+        const client = redis.connect();
+        const queueKeys = await client.keys(`bull:${queuePrefix}-tasks:*`);
+        if (queueKeys.length > 0) await client.unlink(...queueKeys);
+      }
+    },
+    scaled(120_000),
+  );
 });

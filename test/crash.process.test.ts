@@ -117,7 +117,11 @@ describe.skipIf(!redis)('crash matrix: a worker process SIGKILLed at each effect
       marker: 'before-effect',
       durable: 'executing.writing',
       recovery: (audit) => {
-        expect(kinds(audit, 'tool_finished').filter((e) => e.tool === 'reserve_room').map((e) => e.code)).toEqual(['interrupted', 'ok']);
+        expect(
+          kinds(audit, 'tool_finished')
+            .filter((e) => e.tool === 'reserve_room')
+            .map((e) => e.code),
+        ).toEqual(['interrupted', 'ok']);
         expect(kinds(audit, 'write_lookup').map((e) => e.result)).toEqual(['not_found']);
         const attempts = kinds(audit, 'tool_started').filter((e) => e.tool === 'reserve_room');
         expect(attempts.map((e) => e.attempt)).toEqual([1, 2]);
@@ -132,7 +136,11 @@ describe.skipIf(!redis)('crash matrix: a worker process SIGKILLed at each effect
       marker: 'after-effect',
       durable: 'executing.writing',
       recovery: (audit) => {
-        expect(kinds(audit, 'tool_finished').filter((e) => e.tool === 'reserve_room').map((e) => e.code)).toEqual(['interrupted']);
+        expect(
+          kinds(audit, 'tool_finished')
+            .filter((e) => e.tool === 'reserve_room')
+            .map((e) => e.code),
+        ).toEqual(['interrupted']);
         expect(kinds(audit, 'write_lookup').map((e) => e.result)).toEqual(['found']);
         expect(kinds(audit, 'tool_started').filter((e) => e.tool === 'reserve_room')).toHaveLength(1);
       },
@@ -160,123 +168,169 @@ describe.skipIf(!redis)('crash matrix: a worker process SIGKILLed at each effect
       marker: 'reconciling',
       durable: 'executing.reconciling',
       recovery: (audit) => {
-        expect(kinds(audit, 'tool_finished').filter((e) => e.tool === 'reserve_room').map((e) => e.code)).toEqual(['timeout']);
+        expect(
+          kinds(audit, 'tool_finished')
+            .filter((e) => e.tool === 'reserve_room')
+            .map((e) => e.code),
+        ).toEqual(['timeout']);
         expect(kinds(audit, 'write_lookup').map((e) => e.result)).toEqual(['found']);
         expect(kinds(audit, 'tool_started').filter((e) => e.tool === 'reserve_room')).toHaveLength(1);
       },
     },
   ];
 
-  it.each(boundaries)('$name: same outcome, no duplicate, nothing acknowledged lost', async (boundary) => {
-    const expected = await baseline(boundary.flow);
-    const w = await world(boundary.faults);
+  it.each(boundaries)(
+    '$name: same outcome, no duplicate, nothing acknowledged lost',
+    async (boundary) => {
+      const expected = await baseline(boundary.flow);
+      const w = await world(boundary.faults);
 
-    const first = pool.worker('first', w.config({ flow: boundary.flow, ...boundary.first }));
-    await first.waitFor(`AT ${boundary.marker}`);
-    await first.kill();
-    const acked = first.saved();
-    // The boundary was reached with the state before it durable (the intent, for a write).
-    const at = first.lines.indexOf(`AT ${boundary.marker}`);
-    const lastSavedBeforeAt = first.lines.slice(0, at).filter((l) => l.startsWith('SAVED ')).length;
-    expect(acked[lastSavedBeforeAt - 1]?.stateValue).toBe(boundary.durable);
-    expect((await w.store.load(TASK))!.summary.stateValue).toBe(boundary.durable);
+      const first = pool.worker('first', w.config({ flow: boundary.flow, ...boundary.first }));
+      await first.waitFor(`AT ${boundary.marker}`);
+      await first.kill();
+      const acked = first.saved();
+      // The boundary was reached with the state before it durable (the intent, for a write).
+      const at = first.lines.indexOf(`AT ${boundary.marker}`);
+      const lastSavedBeforeAt = first.lines.slice(0, at).filter((l) => l.startsWith('SAVED ')).length;
+      expect(acked[lastSavedBeforeAt - 1]?.stateValue).toBe(boundary.durable);
+      expect((await w.store.load(TASK))!.summary.stateValue).toBe(boundary.durable);
 
-    await leaseExpired(client, w.prefix, TASK);
-    const second = await finished(pool.worker('second', w.config({ flow: boundary.flow, action: 'recover', ...boundary.second })));
-    expect(second.report()).toMatchObject({ resumed: boundary.flow === 'refund' ? [] : [TASK], busy: [], quarantined: [] });
+      await leaseExpired(client, w.prefix, TASK);
+      const second = await finished(
+        pool.worker('second', w.config({ flow: boundary.flow, action: 'recover', ...boundary.second })),
+      );
+      expect(second.report()).toMatchObject({
+        resumed: boundary.flow === 'refund' ? [] : [TASK],
+        busy: [],
+        quarantined: [],
+      });
 
-    const final = (await w.store.load(TASK))!;
-    const business = await businessOf(w.services);
-    const audit = await auditOf(w.store, final);
-    expect(outcomeOf(final, business)).toEqual({ state: expected.state, code: expected.code, answer: expected.answer, rows: expected.rows });
-    expect(business.records).toBe(business.keys);
-    expect(business.records).toBe(expected.records);
-    // Every armed fault was met by the killed process, none by the one that recovered.
-    expect(await w.services.pendingFaults()).toEqual(Object.fromEntries(Object.keys(boundary.faults ?? {}).map((f) => [f, 0])));
-    expectAcknowledgedKept(acked, final, audit);
-    // The new process continued from the last durable revision and its own saves are the task's last ones.
-    const resumedAcks = second.saved();
-    expect(resumedAcks[0]!.revision).toBe(acked.at(-1)!.revision + 1);
-    expect(resumedAcks.at(-1)!.revision).toBe(final.revision);
-    boundary.recovery(audit);
-    console.log(
-      `crash ${boundary.name}: ${final.summary.state}/${expected.code}; rows [${business.rows.join(', ')}]; ` +
-        `records ${business.records} = keys ${business.keys}; requests ${business.requests}; ` +
-        `acked before kill r1..r${acked.at(-1)!.revision} (audit ${acked.at(-1)!.audit}); final r${final.revision} (audit ${final.journal.audit})`,
-    );
-  }, scaled(40_000));
+      const final = (await w.store.load(TASK))!;
+      const business = await businessOf(w.services);
+      const audit = await auditOf(w.store, final);
+      expect(outcomeOf(final, business)).toEqual({
+        state: expected.state,
+        code: expected.code,
+        answer: expected.answer,
+        rows: expected.rows,
+      });
+      expect(business.records).toBe(business.keys);
+      expect(business.records).toBe(expected.records);
+      // Every armed fault was met by the killed process, none by the one that recovered.
+      expect(await w.services.pendingFaults()).toEqual(
+        Object.fromEntries(Object.keys(boundary.faults ?? {}).map((f) => [f, 0])),
+      );
+      expectAcknowledgedKept(acked, final, audit);
+      // The new process continued from the last durable revision and its own saves are the task's last ones.
+      const resumedAcks = second.saved();
+      expect(resumedAcks[0]!.revision).toBe(acked.at(-1)!.revision + 1);
+      expect(resumedAcks.at(-1)!.revision).toBe(final.revision);
+      boundary.recovery(audit);
+      console.log(
+        `crash ${boundary.name}: ${final.summary.state}/${expected.code}; rows [${business.rows.join(', ')}]; ` +
+          `records ${business.records} = keys ${business.keys}; requests ${business.requests}; ` +
+          `acked before kill r1..r${acked.at(-1)!.revision} (audit ${acked.at(-1)!.audit}); final r${final.revision} (audit ${final.journal.audit})`,
+      );
+    },
+    scaled(40_000),
+  );
 
-  it('(f) race: of two processes recovering the same orphan at once, exactly one drives it', async () => {
-    const expected = await baseline('booking');
-    const w = await world();
-    const orphaned = pool.worker('orphaned', w.config({ hangModelTurn: 1 }));
-    await orphaned.waitFor('AT model-call');
-    await orphaned.kill();
-    // The winner's search is slow, so the task is still running (and leased) when the loser looks.
-    await w.services.injectFaults({ slowSearches: 1, slowSearchMs: 2_500 });
-    await leaseExpired(client, w.prefix, TASK);
+  it(
+    '(f) race: of two processes recovering the same orphan at once, exactly one drives it',
+    async () => {
+      const expected = await baseline('booking');
+      const w = await world();
+      const orphaned = pool.worker('orphaned', w.config({ hangModelTurn: 1 }));
+      await orphaned.waitFor('AT model-call');
+      await orphaned.kill();
+      // The winner's search is slow, so the task is still running (and leased) when the loser looks.
+      await w.services.injectFaults({ slowSearches: 1, slowSearchMs: 2_500 });
+      await leaseExpired(client, w.prefix, TASK);
 
-    const racers = [1, 2].map((n) => pool.worker(`racer-${n}`, w.config({ action: 'recover', waitForGo: true })));
-    await Promise.all(racers.map((r) => r.waitFor('READY')));
-    for (const racer of racers) racer.send('GO');
-    await Promise.all(racers.map((r) => finished(r)));
+      const racers = [1, 2].map((n) => pool.worker(`racer-${n}`, w.config({ action: 'recover', waitForGo: true })));
+      await Promise.all(racers.map((r) => r.waitFor('READY')));
+      for (const racer of racers) racer.send('GO');
+      await Promise.all(racers.map((r) => finished(r)));
 
-    const reports = racers.map((r) => r.report()!);
-    const winner = racers.find((r) => r.report()!.resumed.includes(TASK));
-    const loser = racers.find((r) => r !== winner)!;
-    expect(reports.map((r) => r.resumed.length).sort()).toEqual([0, 1]);
-    expect(loser.report()).toMatchObject({ resumed: [], busy: [TASK] });
-    expect(loser.saved()).toEqual([]);
-    expect(loser.result()).toBeUndefined();
-    expect(winner!.result()).toMatchObject({ state: expected.state, code: expected.code, answer: expected.answer });
+      const reports = racers.map((r) => r.report()!);
+      const winner = racers.find((r) => r.report()!.resumed.includes(TASK));
+      const loser = racers.find((r) => r !== winner)!;
+      expect(reports.map((r) => r.resumed.length).sort()).toEqual([0, 1]);
+      expect(loser.report()).toMatchObject({ resumed: [], busy: [TASK] });
+      expect(loser.saved()).toEqual([]);
+      expect(loser.result()).toBeUndefined();
+      expect(winner!.result()).toMatchObject({ state: expected.state, code: expected.code, answer: expected.answer });
 
-    const final = (await w.store.load(TASK))!;
-    const business = await businessOf(w.services);
-    expect(outcomeOf(final, business)).toEqual({ state: expected.state, code: expected.code, answer: expected.answer, rows: expected.rows });
-    expect(business.records).toBe(business.keys);
-    expectAcknowledgedKept(orphaned.saved(), final, await auditOf(w.store, final));
-    expect(winner!.saved().at(-1)!.revision).toBe(final.revision);
-    console.log(`crash (f) race: ${reports.map((r) => JSON.stringify({ resumed: r.resumed, busy: r.busy })).join(' vs ')}; rows [${business.rows.join(', ')}]`);
-  }, scaled(40_000));
+      const final = (await w.store.load(TASK))!;
+      const business = await businessOf(w.services);
+      expect(outcomeOf(final, business)).toEqual({
+        state: expected.state,
+        code: expected.code,
+        answer: expected.answer,
+        rows: expected.rows,
+      });
+      expect(business.records).toBe(business.keys);
+      expectAcknowledgedKept(orphaned.saved(), final, await auditOf(w.store, final));
+      expect(winner!.saved().at(-1)!.revision).toBe(final.revision);
+      console.log(
+        `crash (f) race: ${reports.map((r) => JSON.stringify({ resumed: r.resumed, busy: r.busy })).join(' vs ')}; rows [${business.rows.join(', ')}]`,
+      );
+    },
+    scaled(40_000),
+  );
 
-  it('(g) fence: a process paused past its lease is refused at its next save, and the new driver’s state stands', async () => {
-    const expected = await baseline('booking');
-    const w = await world({ slowSearches: 1, slowSearchMs: 3_000 });
-    // A's renewer is off (a frozen VM renews nothing either), so what meets A when it wakes is its next save's
-    // fence check. With renewals on, A's first renewal would notice the loss and stop it before any save.
-    const paused = pool.worker('paused', w.config({ lease: { ttlMs: 500, renewEveryMs: 3_600_000 }, timeouts: { search: 60_000 } }));
-    await paused.waitFor('AT search');
-    paused.signal('SIGSTOP');
-    await leaseExpired(client, w.prefix, TASK);
+  it(
+    '(g) fence: a process paused past its lease is refused at its next save, and the new driver’s state stands',
+    async () => {
+      const expected = await baseline('booking');
+      const w = await world({ slowSearches: 1, slowSearchMs: 3_000 });
+      // A's renewer is off (a frozen VM renews nothing either), so what meets A when it wakes is its next save's
+      // fence check. With renewals on, A's first renewal would notice the loss and stop it before any save.
+      const paused = pool.worker(
+        'paused',
+        w.config({ lease: { ttlMs: 500, renewEveryMs: 3_600_000 }, timeouts: { search: 60_000 } }),
+      );
+      await paused.waitFor('AT search');
+      paused.signal('SIGSTOP');
+      await leaseExpired(client, w.prefix, TASK);
 
-    const takeover = await finished(pool.worker('takeover', w.config({ action: 'recover' })));
-    expect(takeover.report()).toMatchObject({ resumed: [TASK] });
-    const afterTakeover = (await w.store.load(TASK))!;
-    expect(afterTakeover.summary.state).toBe('done');
+      const takeover = await finished(pool.worker('takeover', w.config({ action: 'recover' })));
+      expect(takeover.report()).toMatchObject({ resumed: [TASK] });
+      const afterTakeover = (await w.store.load(TASK))!;
+      expect(afterTakeover.summary.state).toBe('done');
 
-    paused.signal('SIGCONT');
-    await paused.waitFor('FAILED');
-    expect(paused.failure()).toMatchObject({
-      name: 'FencedOutError',
-      message: expect.stringMatching(/fence \d+ is stale; the lease was acquired since/),
-    });
-    expect(await paused.ended(), paused.transcript()).toEqual({ code: 3, signal: null });
-    // Every save the paused process saw acknowledged had landed before the takeover (a reply can be read only
-    // after SIGCONT): the new driver resumed from its last one, and nothing of the paused process came after.
-    const pausedAcks = paused.saved();
-    expect(takeover.saved()[0]!.revision).toBe(pausedAcks.at(-1)!.revision + 1);
+      paused.signal('SIGCONT');
+      await paused.waitFor('FAILED');
+      expect(paused.failure()).toMatchObject({
+        name: 'FencedOutError',
+        message: expect.stringMatching(/fence \d+ is stale; the lease was acquired since/),
+      });
+      expect(await paused.ended(), paused.transcript()).toEqual({ code: 3, signal: null });
+      // Every save the paused process saw acknowledged had landed before the takeover (a reply can be read only
+      // after SIGCONT): the new driver resumed from its last one, and nothing of the paused process came after.
+      const pausedAcks = paused.saved();
+      expect(takeover.saved()[0]!.revision).toBe(pausedAcks.at(-1)!.revision + 1);
 
-    const final = (await w.store.load(TASK))!;
-    expect(final.revision).toBe(afterTakeover.revision);
-    expect(final.revision).toBe(takeover.saved().at(-1)!.revision);
-    const business = await businessOf(w.services);
-    expect(outcomeOf(final, business)).toEqual({ state: expected.state, code: expected.code, answer: expected.answer, rows: expected.rows });
-    expect(business.records).toBe(business.keys);
-    expect(business.records).toBe(1);
-    const audit = await auditOf(w.store, final);
-    expectAcknowledgedKept(pausedAcks, final, audit);
-    // Only the new driver's search result was recorded.
-    expect(kinds(audit, 'tool_finished').filter((e) => e.tool === 'find_available_rooms')).toHaveLength(1);
-    console.log(`crash (g) fence: paused worker ${paused.failure()!.name}: ${paused.failure()!.message}; final r${final.revision} by the takeover; rows [${business.rows.join(', ')}]`);
-  }, scaled(40_000));
+      const final = (await w.store.load(TASK))!;
+      expect(final.revision).toBe(afterTakeover.revision);
+      expect(final.revision).toBe(takeover.saved().at(-1)!.revision);
+      const business = await businessOf(w.services);
+      expect(outcomeOf(final, business)).toEqual({
+        state: expected.state,
+        code: expected.code,
+        answer: expected.answer,
+        rows: expected.rows,
+      });
+      expect(business.records).toBe(business.keys);
+      expect(business.records).toBe(1);
+      const audit = await auditOf(w.store, final);
+      expectAcknowledgedKept(pausedAcks, final, audit);
+      // Only the new driver's search result was recorded.
+      expect(kinds(audit, 'tool_finished').filter((e) => e.tool === 'find_available_rooms')).toHaveLength(1);
+      console.log(
+        `crash (g) fence: paused worker ${paused.failure()!.name}: ${paused.failure()!.message}; final r${final.revision} by the takeover; rows [${business.rows.join(', ')}]`,
+      );
+    },
+    scaled(40_000),
+  );
 });

@@ -14,7 +14,9 @@ describe.skipIf(!redis)('the demo Redis stores', () => {
     process.env.REDIS_URL = redis!.url;
     try {
       await client!.set(`{${prefix}:normal}:someone-else`, 'mine');
-      await expect(openScenarioStore('redis', { dataDir: '', prefix, scenario: 'normal' })).rejects.toThrow(DemoDataError);
+      await expect(openScenarioStore('redis', { dataDir: '', prefix, scenario: 'normal' })).rejects.toThrow(
+        DemoDataError,
+      );
       expect(await client!.get(`{${prefix}:normal}:someone-else`)).toBe('mine');
       const store = await openScenarioStore('redis', { dataDir: '', prefix, scenario: 'refund' });
       await client!.set(`{${prefix}:refund}:left-by-the-run`, 'x');

@@ -16,7 +16,9 @@ describe('the demo file stores', () => {
   it('refuses a scenario folder holding data it did not make, and leaves it as it was', async () => {
     await mkdir(join(dir, 'normal'));
     await writeFile(join(dir, 'normal', 'precious.txt'), 'mine');
-    await expect(openScenarioStore('file', { dataDir: dir, prefix: 'p', scenario: 'normal' })).rejects.toThrow(DemoDataError);
+    await expect(openScenarioStore('file', { dataDir: dir, prefix: 'p', scenario: 'normal' })).rejects.toThrow(
+      DemoDataError,
+    );
     expect(await readdir(join(dir, 'normal'))).toEqual(['precious.txt']);
   });
 

@@ -6,7 +6,13 @@
  * that meet a queued task, a racing job or a lost job are dispatchInbox.redis.test.ts's.
  */
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { EventPendingError, MandateUsedError, QueueFullError, TaskExistsError, TaskNotFoundError } from '../src/errors.js';
+import {
+  EventPendingError,
+  MandateUsedError,
+  QueueFullError,
+  TaskExistsError,
+  TaskNotFoundError,
+} from '../src/errors.js';
 import { reply } from '../src/testing/scriptedModel.js';
 import { RefundDesk } from '../examples/booking/refundService.js';
 import { refundMandate } from '../tools/mandates.js';
@@ -58,12 +64,20 @@ describe.skipIf(!redis)('dispatch on BullMQ', () => {
     await api.orchestrator.start({ principal: SUPPORT, goal: 'refund', success, taskId: 'd-2' });
     const waiting = await api.orchestrator.settled('d-2', { timeoutMs: scaled(10_000) });
     const other = { ...SUPPORT, tenantId: 'globex' };
-    expect(await api.orchestrator.confirm('d-2', other, waiting.pendingConfirmation!)).toMatchObject({ accepted: false, code: 'wrong_tenant' });
-    const forged = await api.orchestrator.confirm('d-2', SUPPORT, { id: waiting.pendingConfirmation!.id, argsHash: 'sha256:0000' });
+    expect(await api.orchestrator.confirm('d-2', other, waiting.pendingConfirmation!)).toMatchObject({
+      accepted: false,
+      code: 'wrong_tenant',
+    });
+    const forged = await api.orchestrator.confirm('d-2', SUPPORT, {
+      id: waiting.pendingConfirmation!.id,
+      argsHash: 'sha256:0000',
+    });
     expect(forged.accepted).toBe(false);
     expect(forged.code).toBe('arguments_changed');
     expect((await api.orchestrator.status('d-2')).state).toBe('waiting_for_confirmation');
-    await expect(api.orchestrator.start({ principal: SUPPORT, goal: 'again', taskId: 'd-2' })).rejects.toBeInstanceOf(TaskExistsError);
+    await expect(api.orchestrator.start({ principal: SUPPORT, goal: 'again', taskId: 'd-2' })).rejects.toBeInstanceOf(
+      TaskExistsError,
+    );
     await expect(api.orchestrator.status('nope')).rejects.toBeInstanceOf(TaskNotFoundError);
   });
 
@@ -90,12 +104,16 @@ describe.skipIf(!redis)('dispatch on BullMQ', () => {
     const terms = { order_id: 'O-1001', max_amount_cents: 99_900 };
     const mandate = refundMandate.of(terms);
     await api.orchestrator.start({ principal: SUPPORT, goal: 'refund', success, mandate, taskId: 'md-1' });
-    await expect(api.orchestrator.start({ principal: SUPPORT, goal: 'refund again', success, mandate, taskId: 'md-2' })).rejects.toBeInstanceOf(MandateUsedError);
+    await expect(
+      api.orchestrator.start({ principal: SUPPORT, goal: 'refund again', success, mandate, taskId: 'md-2' }),
+    ).rejects.toBeInstanceOf(MandateUsedError);
     expect(await api.dispatch.pendingStart('md-2')).toBeNull();
     await expect(api.orchestrator.status('md-2')).rejects.toBeInstanceOf(TaskNotFoundError);
     // A start refused for its id gives its mandate back.
     const other = refundMandate.of(terms);
-    await expect(api.orchestrator.start({ principal: SUPPORT, goal: 'refund', success, mandate: other, taskId: 'md-1' })).rejects.toBeInstanceOf(TaskExistsError);
+    await expect(
+      api.orchestrator.start({ principal: SUPPORT, goal: 'refund', success, mandate: other, taskId: 'md-1' }),
+    ).rejects.toBeInstanceOf(TaskExistsError);
     await api.orchestrator.start({ principal: SUPPORT, goal: 'refund', success, mandate: other, taskId: 'md-3' });
     // Erasing the queued task gives its mandate back.
     await api.orchestrator.erase('md-3', { reason: 'gdpr_erasure' });
@@ -110,7 +128,13 @@ describe.skipIf(!redis)('dispatch on BullMQ', () => {
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
     const slow = { ...REFUND_50 };
-    const { node } = cluster({ script: () => [reply.call('get_order', { order_id: 'O-1001' }), reply.call('refund_order', slow), reply.answer('ok')] });
+    const { node } = cluster({
+      script: () => [
+        reply.call('get_order', { order_id: 'O-1001' }),
+        reply.call('refund_order', slow),
+        reply.answer('ok'),
+      ],
+    });
     const api = node('api');
     const worker = node('worker');
     // The order lookup hangs until released: the task is running, its lease held by the worker.
@@ -122,7 +146,10 @@ describe.skipIf(!redis)('dispatch on BullMQ', () => {
     };
     worker.orchestrator.createWorker({ concurrency: 2 });
     await api.orchestrator.start({ principal: SUPPORT, goal: 'refund', success, taskId: 'd-3' });
-    await until(async () => (await api.orchestrator.status('d-3')).revision > 0 && worker.orchestrator.inFlight().live === 1, 10_000);
+    await until(
+      async () => (await api.orchestrator.status('d-3')).revision > 0 && worker.orchestrator.inFlight().live === 1,
+      10_000,
+    );
     const asked = Date.now();
     const result = await api.orchestrator.cancel('d-3', SUPPORT, 'changed my mind');
     const took = Date.now() - asked;
@@ -143,7 +170,9 @@ describe.skipIf(!redis)('dispatch on BullMQ', () => {
     await api.orchestrator.start({ principal: SUPPORT, goal: 'refund', success, taskId: 'd-4' });
     const waiting = await api.orchestrator.settled('d-4', { timeoutMs: scaled(10_000) });
     await w1.close();
-    const pending = await api.orchestrator.confirm('d-4', SUPPORT, waiting.pendingConfirmation!).catch((error: unknown) => error);
+    const pending = await api.orchestrator
+      .confirm('d-4', SUPPORT, waiting.pendingConfirmation!)
+      .catch((error: unknown) => error);
     expect(pending).toBeInstanceOf(EventPendingError);
     expect((await api.orchestrator.status('d-4')).state).toBe('waiting_for_confirmation');
     node('worker-2').orchestrator.createWorker({ concurrency: 2 });
@@ -173,13 +202,20 @@ describe.skipIf(!redis)('dispatch on BullMQ', () => {
     const api = node('api');
     await api.orchestrator.start({ principal: SUPPORT, goal: 'one', taskId: 'q-1' });
     await api.orchestrator.start({ principal: SUPPORT, goal: 'two', taskId: 'q-2' });
-    await expect(api.orchestrator.start({ principal: SUPPORT, goal: 'three', taskId: 'q-3' })).rejects.toBeInstanceOf(QueueFullError);
+    await expect(api.orchestrator.start({ principal: SUPPORT, goal: 'three', taskId: 'q-3' })).rejects.toBeInstanceOf(
+      QueueFullError,
+    );
     expect((await api.dispatch.depth()).waiting).toBe(2);
     await expect(api.orchestrator.status('q-3')).rejects.toBeInstanceOf(TaskNotFoundError);
   });
 
   it('drain hands a running task back to the queue; another worker finishes it, the read run again, nothing lost', async () => {
-    const { node } = cluster({ script: () => [reply.call('slow_read', {}), (v: { data(tool: string): unknown }) => reply.answer(`read by ${(v.data('slow_read') as { by: string }).by}`)] });
+    const { node } = cluster({
+      script: () => [
+        reply.call('slow_read', {}),
+        (v: { data(tool: string): unknown }) => reply.answer(`read by ${(v.data('slow_read') as { by: string }).by}`),
+      ],
+    });
     const blocked = slowRead('gate');
     const quick = slowRead({ ms: 1 });
     const api = node('api', { tools: [quick.tool('api')] });
@@ -210,7 +246,10 @@ describe.skipIf(!redis)('dispatch on BullMQ', () => {
 
   it('puts a start refused for capacity back for later, without using up its tries', async () => {
     const blocked = slowRead('gate');
-    const { node } = cluster({ queue: { attempts: 3, retryDelayMs: 100 }, script: () => [reply.call('slow_read', {}), reply.answer('done')] });
+    const { node } = cluster({
+      queue: { attempts: 3, retryDelayMs: 100 },
+      script: () => [reply.call('slow_read', {}), reply.answer('done')],
+    });
     const api = node('api', { tools: [blocked.tool('api')] });
     const worker = node('worker', { tools: [blocked.tool('worker')], capacity: { maxRunningPerTenant: 1 } });
     worker.orchestrator.createWorker({ concurrency: 4 });

@@ -28,8 +28,13 @@ describe.skipIf(!redis)('dispatch: the review’s findings, fixed', () => {
     const api = node('api');
     await api.orchestrator.start({ principal: SUPPORT, goal: 'refund', success, taskId: 'q-erase' });
     await api.orchestrator.answer('q-erase', SUPPORT, 'my secret answer').catch(() => {});
-    const erased = await api.orchestrator.erase('q-erase', { reason: 'gdpr_erasure', at: Date.now() } as never).catch((e: unknown) => e);
-    console.log('R3 erase answered:', erased instanceof Error ? `${erased.constructor.name}: ${erased.message}` : erased);
+    const erased = await api.orchestrator
+      .erase('q-erase', { reason: 'gdpr_erasure', at: Date.now() } as never)
+      .catch((e: unknown) => e);
+    console.log(
+      'R3 erase answered:',
+      erased instanceof Error ? `${erased.constructor.name}: ${erased.message}` : erased,
+    );
     const client = new Redis(redis!.url);
     const left = await client.lrange(`{${prefix}}:inbox:q-erase`, 0, -1);
     console.log('R3 inbox entries left after erase:', JSON.stringify(left));
@@ -37,7 +42,10 @@ describe.skipIf(!redis)('dispatch: the review’s findings, fixed', () => {
     node('worker').orchestrator.createWorker({ concurrency: 2 });
     await queueIdle(api.dispatch);
     const after = await api.orchestrator.status('q-erase').catch((e: unknown) => e);
-    console.log('R3 status after erase + worker:', after instanceof Error ? after.constructor.name : (after as { state: string }).state);
+    console.log(
+      'R3 status after erase + worker:',
+      after instanceof Error ? after.constructor.name : (after as { state: string }).state,
+    );
     expect(after).toBeInstanceOf(TaskNotFoundError);
   });
 
@@ -76,7 +84,10 @@ describe.skipIf(!redis)('dispatch: the review’s findings, fixed', () => {
     await api.orchestrator.start({ principal: SUPPORT, goal: 'held', taskId: 'busy-1' });
     await until(() => blocked.started.length === 1, 10_000);
     await api.orchestrator.start({ principal: SUPPORT, goal: 'queued', taskId: 'queued-1' });
-    const report = await api.orchestrator.eraseUser({ tenantId: SUPPORT.tenantId, userId: SUPPORT.userId }, { reason: 'gdpr_erasure' });
+    const report = await api.orchestrator.eraseUser(
+      { tenantId: SUPPORT.tenantId, userId: SUPPORT.userId },
+      { reason: 'gdpr_erasure' },
+    );
     blocked.release();
     expect(report.erased.map((t) => t.taskId)).toContain('queued-1');
     expect(report.erased.map((t) => t.taskId)).not.toContain('busy-1');

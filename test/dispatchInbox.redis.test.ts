@@ -78,7 +78,9 @@ describe.skipIf(!redis)('events for a dispatched task', () => {
     await windowOpen;
     const status = await api.orchestrator.status('race-1');
     expect(status.state).toBe('waiting_for_confirmation');
-    const result = await api.orchestrator.confirm('race-1', SUPPORT, status.pendingConfirmation!).catch((e: unknown) => e);
+    const result = await api.orchestrator
+      .confirm('race-1', SUPPORT, status.pendingConfirmation!)
+      .catch((e: unknown) => e);
     // Applied, the refund runs and the model answers: wait for done (the limit only reports a hang), then check.
     await until(async () => (await api.orchestrator.status('race-1')).state === 'done', 10_000).catch(() => {});
     const later = await api.orchestrator.status('race-1');
@@ -93,7 +95,9 @@ describe.skipIf(!redis)('events for a dispatched task', () => {
     await api.orchestrator.start({ principal: SUPPORT, goal: 'refund', success, taskId: 'burst' });
     const waiting = await api.orchestrator.settled('burst', { timeoutMs: scaled(10_000) });
     const forged = { id: waiting.pendingConfirmation!.id, argsHash: 'sha256:0000' };
-    const settled = await Promise.allSettled(Array.from({ length: 60 }, () => api.orchestrator.confirm('burst', SUPPORT, forged)));
+    const settled = await Promise.allSettled(
+      Array.from({ length: 60 }, () => api.orchestrator.confirm('burst', SUPPORT, forged)),
+    );
     // Beyond the inbox's limit (the replies a task keeps) an event is refused before it is recorded.
     const refused = settled.filter((r) => r.status === 'rejected');
     for (const r of refused) expect((r as PromiseRejectedResult).reason).toBeInstanceOf(QueueFullError);
@@ -122,7 +126,9 @@ describe.skipIf(!redis)('events for a dispatched task', () => {
       }
       return original(job, options);
     };
-    const first = await api.orchestrator.confirm('enq-fail', SUPPORT, waiting.pendingConfirmation!).catch((e: unknown) => e);
+    const first = await api.orchestrator
+      .confirm('enq-fail', SUPPORT, waiting.pendingConfirmation!)
+      .catch((e: unknown) => e);
     // Recorded, not announced: the caller is told it is pending, and the sweep of old unapplied inboxes announces it.
     expect(first).toBeInstanceOf(EventPendingError);
     await sleep(600);
@@ -141,7 +147,8 @@ describe.skipIf(!redis)('events for a dispatched task', () => {
     await api.orchestrator.start({ principal: SUPPORT, goal: 'refund', success, taskId: 'late' });
     const waiting = await api.orchestrator.settled('late', { timeoutMs: scaled(10_000) });
     await w1.close();
-    const expiresAt = (waiting as unknown as { pendingConfirmation: { expiresAt: number } }).pendingConfirmation.expiresAt;
+    const expiresAt = (waiting as unknown as { pendingConfirmation: { expiresAt: number } }).pendingConfirmation
+      .expiresAt;
     await api.orchestrator.confirm('late', SUPPORT, waiting.pendingConfirmation!).catch((e: unknown) => e);
     await sleep(Math.max(0, expiresAt - Date.now()) + 300);
     late.node('worker-2', { policy }).orchestrator.createWorker({ concurrency: 2 });

@@ -4,7 +4,14 @@
  * (test/support/erasureContract.ts).
  */
 import { describe, expect, it } from 'vitest';
-import { AgentError, HostRequestError, TaskBusyError, TaskErasedError, TaskNotFoundError, TaskRunningError } from '../src/errors.js';
+import {
+  AgentError,
+  HostRequestError,
+  TaskBusyError,
+  TaskErasedError,
+  TaskNotFoundError,
+  TaskRunningError,
+} from '../src/errors.js';
 import type { AgentModel } from '../src/model/agentModel.js';
 import { createOrchestrator } from '../src/orchestrator/orchestrator.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
@@ -28,7 +35,9 @@ function byGoal(): AgentModel & { hanging: number } {
       if (request.goal.startsWith('hang')) {
         model.hanging += 1;
         try {
-          await new Promise((_, reject) => request.signal.addEventListener('abort', () => reject(request.signal.reason), { once: true }));
+          await new Promise((_, reject) =>
+            request.signal.addEventListener('abort', () => reject(request.signal.reason), { once: true }),
+          );
         } finally {
           model.hanging -= 1;
         }
@@ -101,11 +110,18 @@ describe('Orchestrator.erase', () => {
     });
 
     it('erases a task waiting for a confirmation; the write never runs', async () => {
-      const h = harness({ script: [reply.call('refund_order', { order_id: 'O-1001', amount_cents: 99_900, reason: 'per note' }), reply.answer('refunded')] });
+      const h = harness({
+        script: [
+          reply.call('refund_order', { order_id: 'O-1001', amount_cents: 99_900, reason: 'per note' }),
+          reply.answer('refunded'),
+        ],
+      });
       const status = await h.orchestrator.run({ principal: SUPPORT, goal: 'refund the customer', taskId: 'refund-1' });
       expect(status.state).toBe('waiting_for_confirmation');
       await h.orchestrator.erase('refund-1', GDPR);
-      await expect(h.orchestrator.confirm('refund-1', SUPPORT, status.pendingConfirmation!)).rejects.toBeInstanceOf(TaskErasedError);
+      await expect(h.orchestrator.confirm('refund-1', SUPPORT, status.pendingConfirmation!)).rejects.toBeInstanceOf(
+        TaskErasedError,
+      );
       expect(h.refunds.refunds).toEqual([]);
     });
   });
@@ -143,7 +159,9 @@ describe('Orchestrator.erase', () => {
       await a.orchestrator.start({ principal: E17, goal: 'hang on', taskId: 'run-3' });
       await until(() => a.model.hanging === 1);
       await expect(b.orchestrator.erase('run-3', GDPR)).rejects.toBeInstanceOf(TaskBusyError);
-      await expect(b.orchestrator.erase('run-3', { ...GDPR, cancelRunning: true })).rejects.toBeInstanceOf(TaskBusyError);
+      await expect(b.orchestrator.erase('run-3', { ...GDPR, cancelRunning: true })).rejects.toBeInstanceOf(
+        TaskBusyError,
+      );
       expect((await a.orchestrator.status('run-3')).state).toBe('running');
       await a.orchestrator.close();
       // Its process is gone (its lease released): the task can be erased now.
@@ -212,7 +230,9 @@ describe('Orchestrator.eraseUser', () => {
     const owner = { tenantId: E17.tenantId, userId: E17.userId };
     const first = await orchestrator.eraseUser(owner, GDPR);
     expect(first.erased.map((t) => t.taskId).sort()).toEqual(['u-done', 'u-wait']);
-    expect(first.skipped).toEqual([{ taskId: 'u-run', code: 'task_running', message: expect.stringContaining('cancelRunning') }]);
+    expect(first.skipped).toEqual([
+      { taskId: 'u-run', code: 'task_running', message: expect.stringContaining('cancelRunning') },
+    ]);
     expect((await orchestrator.status('u-run')).state).toBe('running');
 
     const second = await orchestrator.eraseUser(owner, { ...GDPR, cancelRunning: true });
@@ -231,7 +251,9 @@ describe('retention', () => {
     await clock.advance(86_400_000);
     await orchestrator.run({ principal: E17, goal: 'book', taskId: 'new' });
     const report = await orchestrator.sweepRetention();
-    expect(report.erased).toEqual([expect.objectContaining({ taskId: 'old', reason: 'retention', erasedAt: clock.now(), by: null })]);
+    expect(report.erased).toEqual([
+      expect.objectContaining({ taskId: 'old', reason: 'retention', erasedAt: clock.now(), by: null }),
+    ]);
     expect((await orchestrator.list()).map((s) => s.taskId).sort()).toEqual(['new', 'waiting']);
     await expect(orchestrator.status('old')).rejects.toThrow(/was erased at .* \(retention\)/);
   });

@@ -56,7 +56,8 @@ describe('FileStore erasure', () => {
       return tombstone;
     }
 
-    const holding = async (secret: string) => (await fileRaw(store).dump()).filter((e) => e.text.includes(secret)).map((e) => e.location);
+    const holding = async (secret: string) =>
+      (await fileRaw(store).dump()).filter((e) => e.text.includes(secret)).map((e) => e.location);
 
     it('answers as erased everywhere although the journal bytes are still on disk', async () => {
       await crashedErasure('CRASH-SECRET');

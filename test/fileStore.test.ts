@@ -81,7 +81,9 @@ describe('FileStore', () => {
     it('reports a journal shorter than its committed length as corruption, on read and on save', async () => {
       const first = await createTask(store, 't-short');
       await writeFile(taskFile('t-short', 'audit.jsonl'), '');
-      await expect(store.readJournal('t-short', 'audit')).rejects.toThrow(/audit\.jsonl is shorter than its committed length/);
+      await expect(store.readJournal('t-short', 'audit')).rejects.toThrow(
+        /audit\.jsonl is shorter than its committed length/,
+      );
       await expect(store.save(nextRequest(first))).rejects.toBeInstanceOf(CorruptTaskError);
     });
   });
@@ -99,21 +101,27 @@ describe('FileStore', () => {
       ['the envelope of another task', (_raw, other) => other, /belongs to task "t-healthy"/],
     ];
 
-    it.each(cases)('refuses %s with CorruptTaskError and keeps serving the other tasks', async (_label, damage, message) => {
-      const healthy = await createTask(store, 't-healthy');
-      const damaged = await createTask(store, 't-damaged');
-      const path = taskFile('t-damaged', 'envelope.json');
-      await writeFile(path, damage(await readFile(path, 'utf8'), await readFile(taskFile('t-healthy', 'envelope.json'), 'utf8')));
+    it.each(cases)(
+      'refuses %s with CorruptTaskError and keeps serving the other tasks',
+      async (_label, damage, message) => {
+        const healthy = await createTask(store, 't-healthy');
+        const damaged = await createTask(store, 't-damaged');
+        const path = taskFile('t-damaged', 'envelope.json');
+        await writeFile(
+          path,
+          damage(await readFile(path, 'utf8'), await readFile(taskFile('t-healthy', 'envelope.json'), 'utf8')),
+        );
 
-      const error = await store.load('t-damaged').catch((e: unknown) => e);
-      expect(error).toBeInstanceOf(CorruptTaskError);
-      expect((error as Error).message).toMatch(message);
-      await expect(store.save(nextRequest(damaged))).rejects.toBeInstanceOf(CorruptTaskError);
-      expect(await store.load('t-healthy')).toStrictEqual(healthy);
-      expect((await store.list()).map((s) => s.taskId)).toEqual(['t-healthy']);
-      await store.quarantine('t-damaged', (error as Error).message);
-      expect(await store.quarantined('t-damaged')).toMatch(message);
-    });
+        const error = await store.load('t-damaged').catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(CorruptTaskError);
+        expect((error as Error).message).toMatch(message);
+        await expect(store.save(nextRequest(damaged))).rejects.toBeInstanceOf(CorruptTaskError);
+        expect(await store.load('t-healthy')).toStrictEqual(healthy);
+        expect((await store.list()).map((s) => s.taskId)).toEqual(['t-healthy']);
+        await store.quarantine('t-damaged', (error as Error).message);
+        expect(await store.quarantined('t-damaged')).toMatch(message);
+      },
+    );
 
     it('refuses an envelope of an unknown schema version with UnsupportedVersionError', async () => {
       await createTask(store, 't-future');
@@ -131,7 +139,19 @@ describe('FileStore', () => {
   });
 
   describe('task ids', () => {
-    const ids = ['a/b', '../escape', '..', '.', 'x/../../y', '/abs', 'C:\\win', 'ünïcødé 日本 🚀', 'A', 'a', 'x'.repeat(600)];
+    const ids = [
+      'a/b',
+      '../escape',
+      '..',
+      '.',
+      'x/../../y',
+      '/abs',
+      'C:\\win',
+      'ünïcødé 日本 🚀',
+      'A',
+      'a',
+      'x'.repeat(600),
+    ];
 
     it('keeps every task in its own directory inside the root', async () => {
       for (const id of ids) await createTask(store, id);
@@ -179,7 +199,9 @@ describe('FileStore', () => {
   it('refuses a journal entry JSON cannot carry with invalid_save, before writing anything', async () => {
     const first = await createTask(store, 't-bigint');
     const before = await readFile(taskFile('t-bigint', 'audit.jsonl'), 'utf8');
-    await expect(store.save(nextRequest(first, { audit: [{ amount: 10n }] }))).rejects.toMatchObject({ code: 'invalid_save' });
+    await expect(store.save(nextRequest(first, { audit: [{ amount: 10n }] }))).rejects.toMatchObject({
+      code: 'invalid_save',
+    });
     expect(await readFile(taskFile('t-bigint', 'audit.jsonl'), 'utf8')).toBe(before);
     expect(await store.load('t-bigint')).toStrictEqual(first);
   });
@@ -230,9 +252,14 @@ describe('FileStore', () => {
 
     it('breaks a fresh lock whose holder process on this host is gone', async () => {
       const first = await createTask(store, 't-dead-holder');
-      const child = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
+      const child = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], {
+        encoding: 'utf8',
+      });
       const deadPid = Number(child.stdout);
-      await writeFile(taskFile('t-dead-holder', '.lock'), JSON.stringify({ pid: deadPid, host: hostname(), token: 'x', at: Date.now() }));
+      await writeFile(
+        taskFile('t-dead-holder', '.lock'),
+        JSON.stringify({ pid: deadPid, host: hostname(), token: 'x', at: Date.now() }),
+      );
       await advance(store, first, { updatedAt: T0 + 5 });
       expect((await store.load('t-dead-holder'))!.revision).toBe(2);
     });

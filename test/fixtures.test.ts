@@ -15,7 +15,14 @@ import { rawRows } from './support/rawRows.js';
 const ROOT = join(import.meta.dirname, 'fixtures', 'envelopes');
 /** The requirement an agent/3 `needsConfirmation: true` stood for: the task's user confirms. */
 /** A requester's confirmation as agent/4 made it, with what agent/6 adds: asked by the tool's rule, of a writable tool. */
-const REQUESTER = { approverScope: null, approvals: 1, onReject: 'replan', onExpiry: 'ask_again', reasons: ['tool_rule'], risk: 'writable' };
+const REQUESTER = {
+  approverScope: null,
+  approvals: 1,
+  onReject: 'replan',
+  onExpiry: 'ask_again',
+  reasons: ['tool_rule'],
+  risk: 'writable',
+};
 const REVIEWER = { userId: 'R2', tenantId: 'acme', scopes: ['tasks:review'] };
 
 interface Fixture {
@@ -33,12 +40,19 @@ function storeWith(name: string, version = 'agent-1'): { store: MemoryStore; tas
 /** A MemoryStore holding `envelope` (with empty journals) under its task id. */
 function storeWithEnvelope(envelope: Raw): { store: MemoryStore; taskId: string } {
   const taskId = String(envelope.taskId ?? (envelope.snapshot.context.taskId as string));
-  const fixture = { envelope: { ...envelope, taskId, revision: Number(envelope.revision ?? 1), summary: envelope.summary }, audit: [], transcript: [] };
+  const fixture = {
+    envelope: { ...envelope, taskId, revision: Number(envelope.revision ?? 1), summary: envelope.summary },
+    audit: [],
+    transcript: [],
+  };
   const { store } = storeHolding(fixture as unknown as Fixture, envelope);
   return { store, taskId };
 }
 
-function storeHolding(fixture: Fixture, raw: unknown = fixture.envelope): { store: MemoryStore; taskId: string; fixture: Fixture } {
+function storeHolding(
+  fixture: Fixture,
+  raw: unknown = fixture.envelope,
+): { store: MemoryStore; taskId: string; fixture: Fixture } {
   const store = new MemoryStore();
   rawRows(store).set(fixture.envelope.taskId, {
     envelope: JSON.stringify(raw),
@@ -50,7 +64,12 @@ function storeHolding(fixture: Fixture, raw: unknown = fixture.envelope): { stor
   return { store, taskId: fixture.envelope.taskId, fixture };
 }
 
-type Raw = Record<string, unknown> & { snapshot: { value: unknown; context: Record<string, unknown> & { batch: { calls: Record<string, unknown>[] } | null } } };
+type Raw = Record<string, unknown> & {
+  snapshot: {
+    value: unknown;
+    context: Record<string, unknown> & { batch: { calls: Record<string, unknown>[] } | null };
+  };
+};
 
 function rawFixture(name: string, version: string): Raw {
   return JSON.parse(readFileSync(join(ROOT, version, `${name}.json`), 'utf8')).envelope as Raw;
@@ -63,7 +82,14 @@ describe('migration of older envelopes', () => {
     expect(loaded?.machineVersion).toBe('agent/6');
     const context = loaded!.snapshot.context;
     // agent/2 added writtenKeys; agent/4 a mandate, the waits' fields, denials, money and the new policy fields.
-    expect(context).toMatchObject({ writtenKeys: [], mandate: null, questionExpiresAt: null, review: null, outage: null, denied: [] });
+    expect(context).toMatchObject({
+      writtenKeys: [],
+      mandate: null,
+      questionExpiresAt: null,
+      review: null,
+      outage: null,
+      denied: [],
+    });
     expect(context.budget.limits.money).toBe(Number.MAX_SAFE_INTEGER);
     expect(context.budget.used.money).toBe(0);
     // agent/5: the model of its decisions, unrecorded before.
@@ -71,9 +97,26 @@ describe('migration of older envelopes', () => {
     // agent/6: nothing unverified or exposed yet, the identifiers of the goal and the principal, the safe policy.
     expect(context).toMatchObject({ unverified: [], exposure: { untrustedInput: null, sensitiveData: null } });
     expect(context.observedIds).toEqual(['E17', 'acme']);
-    const { writtenKeys: _w, mandate: _m, questionExpiresAt: _q, review: _r, outage: _o, denied: _d, provenance: _p, batch, budget, policy, ...migrated } = context;
+    const {
+      writtenKeys: _w,
+      mandate: _m,
+      questionExpiresAt: _q,
+      review: _r,
+      outage: _o,
+      denied: _d,
+      provenance: _p,
+      batch,
+      budget,
+      policy,
+      ...migrated
+    } = context;
     const { unverified: _u, exposure: _e, observedIds: _i, ...rest } = migrated;
-    const { batch: oldBatch, budget: oldBudget, policy: oldPolicy, ...oldRest } = (fixture.envelope as unknown as Raw).snapshot.context as Record<string, any>;
+    const {
+      batch: oldBatch,
+      budget: oldBudget,
+      policy: oldPolicy,
+      ...oldRest
+    } = (fixture.envelope as unknown as Raw).snapshot.context as Record<string, any>;
     expect(rest).toEqual(oldRest);
     expect(policy).toEqual({ ...DEFAULT_POLICY, ...oldPolicy });
     expect(budget).toEqual({
@@ -102,12 +145,19 @@ describe('migration of older envelopes', () => {
     const calls = loaded.snapshot.context.batch!.calls;
     expect(loaded.snapshot.context.batch!.current).toBe(old[0]!.callId);
     expect(calls.map((c) => c.phase)).toEqual([phase]);
-    expect(calls.map(({ phase: _p, confirmation, runAs: _r, resendAfter: _s, ...c }) => ({ ...c, needsConfirmation: confirmation !== null }))).toEqual(
-      old.map(({ phase: _p, ...c }) => c),
-    );
+    expect(
+      calls.map(({ phase: _p, confirmation, runAs: _r, resendAfter: _s, ...c }) => ({
+        ...c,
+        needsConfirmation: confirmation !== null,
+      })),
+    ).toEqual(old.map(({ phase: _p, ...c }) => c));
     if (name === 'waiting-for-confirmation') {
       expect(calls[0]!.confirmation).toEqual(REQUESTER);
-      expect(loaded.snapshot.context.pendingConfirmation).toMatchObject({ approverScope: null, approvalsRequired: 1, approvals: [] });
+      expect(loaded.snapshot.context.pendingConfirmation).toMatchObject({
+        approverScope: null,
+        approvalsRequired: 1,
+        approvals: [],
+      });
     }
   });
 
@@ -119,12 +169,26 @@ describe('migration of older envelopes', () => {
     const summary = `the outcome of reserve_room could not be established; look it up with idempotency key ${call.idempotencyKey}`;
     // As agent/3 stored a task its lookups could not settle: final, the write finished as unknown.
     Object.assign(envelope.snapshot, { value: 'reviewRequired', status: 'done', children: {} });
-    Object.assign(call, { phase: 'finished', observation: { callId: call.callId, tool: call.tool, ok: false, code: 'outcome_unknown', summary, retryable: false } });
+    Object.assign(call, {
+      phase: 'finished',
+      observation: {
+        callId: call.callId,
+        tool: call.tool,
+        ok: false,
+        code: 'outcome_unknown',
+        summary,
+        retryable: false,
+      },
+    });
     context.batch.closed = true;
     context.batch.current = null;
     context.outcome = {
       status: 'review_required',
-      reason: { code: 'write_outcome_unknown', message: summary, detail: { tool: call.tool, idempotencyKey: call.idempotencyKey, callId: call.callId } },
+      reason: {
+        code: 'write_outcome_unknown',
+        message: summary,
+        detail: { tool: call.tool, idempotencyKey: call.idempotencyKey, callId: call.callId },
+      },
       answer: null,
       evidence: [],
     };
@@ -132,9 +196,19 @@ describe('migration of older envelopes', () => {
     const bookings = new BookingService();
     const h = harness({ store, bookings, script: bookingScript(), clock: new ManualClock(DEMO_NOW) });
     const status = await h.orchestrator.resume(taskId);
-    expect(status).toMatchObject({ state: 'review_required', outcome: null, review: { callId: call.callId, reason: 'write_outcome_unknown', summary } });
+    expect(status).toMatchObject({
+      state: 'review_required',
+      outcome: null,
+      review: { callId: call.callId, reason: 'write_outcome_unknown', summary },
+    });
     // A reviewer looked it up: the booking exists. It becomes the write's result, and the task finishes.
-    const booking = { status: 'confirmed', booking_id: 'B204', room_id: 'R7', start_at: call.args.start_at, end_at: call.args.end_at };
+    const booking = {
+      status: 'confirmed',
+      booking_id: 'B204',
+      room_id: 'R7',
+      start_at: call.args.start_at,
+      end_at: call.args.end_at,
+    };
     const resolved = await h.orchestrator.resolveReview(taskId, REVIEWER, { resolution: 'happened', result: booking });
     expect(resolved.accepted).toBe(true);
     const done = await h.orchestrator.settled(taskId);
@@ -162,8 +236,16 @@ describe('migration of agent/5 tasks in flight to agent/6', () => {
     expect(waiting.pendingConfirmation).toMatchObject({ reasons: ['tool_rule'], risk: 'writable' });
     const loaded = (await store.load(taskId))!;
     expect(loaded.machineVersion).toBe('agent/6');
-    expect(loaded.snapshot.context.policy).toMatchObject({ unconfirmedMoneyUpTo: 0, ruleOfTwo: 'confirm', maxUnknownReads: 2, loosened: [] });
-    expect(loaded.snapshot.context.batch!.calls[0]!.confirmation).toMatchObject({ reasons: ['tool_rule'], risk: 'writable' });
+    expect(loaded.snapshot.context.policy).toMatchObject({
+      unconfirmedMoneyUpTo: 0,
+      ruleOfTwo: 'confirm',
+      maxUnknownReads: 2,
+      loosened: [],
+    });
+    expect(loaded.snapshot.context.batch!.calls[0]!.confirmation).toMatchObject({
+      reasons: ['tool_rule'],
+      risk: 'writable',
+    });
     await h.orchestrator.confirm(taskId, SUPPORT, waiting.pendingConfirmation!);
     expect((await h.orchestrator.settled(taskId)).state).toBe('done');
     expect(refunds.refunds.map((r) => r.amountCents)).toEqual([19_900]);
@@ -184,7 +266,10 @@ describe('an envelope missing a field the machine needs', () => {
   it.each(envelopeFields)('is refused at load and quarantined without %s', async (field) => {
     const envelope = structuredClone(current);
     delete envelope[field];
-    await expectCorrupt(envelope, field === 'taskId' ? /invalid envelope at taskId|belongs to task/ : new RegExp(`invalid envelope at ${field}`));
+    await expectCorrupt(
+      envelope,
+      field === 'taskId' ? /invalid envelope at taskId|belongs to task/ : new RegExp(`invalid envelope at ${field}`),
+    );
   });
 
   it('is refused for an agent/2 task without writtenKeys (the migration adds it only to agent/1)', async () => {
@@ -198,7 +283,9 @@ describe('an envelope missing a field the machine needs', () => {
     await expect(store.load(taskId)).rejects.toBeInstanceOf(CorruptTaskError);
     await expect(store.load(taskId)).rejects.toThrow(reason);
     const h = harness({ store });
-    await expect(h.orchestrator.confirm(taskId, SUPPORT, { id: 'x', argsHash: 'y' })).rejects.toBeInstanceOf(TaskQuarantinedError);
+    await expect(h.orchestrator.confirm(taskId, SUPPORT, { id: 'x', argsHash: 'y' })).rejects.toBeInstanceOf(
+      TaskQuarantinedError,
+    );
     expect(await store.quarantined(taskId)).toMatch(reason);
   }
 });
@@ -237,13 +324,13 @@ describe.each(['agent-1', 'agent-2', 'agent-3', 'agent-4', 'agent-5', 'agent-6']
     await h.orchestrator.resume(taskId);
     const status = await h.orchestrator.settled(taskId);
     expect(status.state).toBe('done');
-    const key = (fixture.envelope as unknown as { snapshot: { context: { batch: { calls: { idempotencyKey: string }[] } } } }).snapshot
-      .context.batch.calls[0]!.idempotencyKey;
+    const key = (
+      fixture.envelope as unknown as { snapshot: { context: { batch: { calls: { idempotencyKey: string }[] } } } }
+    ).snapshot.context.batch.calls[0]!.idempotencyKey;
     // This process's booking service never saw the first attempt: not found, then the same key once.
     expect(bookings.reserveRequests.map((r) => r.idempotencyKey)).toEqual([key]);
     expect(bookings.bookings).toHaveLength(1);
   });
-
 });
 
 describe.each(['agent-3', 'agent-4', 'agent-5'])('envelopes of %s (from agent/3 on)', (version) => {
@@ -258,7 +345,9 @@ describe.each(['agent-3', 'agent-4', 'agent-5'])('envelopes of %s (from agent/3 
     const audit = await h.orchestrator.audit(taskId);
     // The restored validation runs again (entry actions are not replayed): one note of the check, one decision.
     expect(audit.filter((e) => e.kind === 'check_started' && e.tool === 'find_available_rooms')).toHaveLength(1);
-    expect(audit.filter((e) => e.kind === 'gate' && e.gate === 'business' && e.tool === 'find_available_rooms')).toHaveLength(1);
+    expect(
+      audit.filter((e) => e.kind === 'gate' && e.gate === 'business' && e.tool === 'find_available_rooms'),
+    ).toHaveLength(1);
   });
 });
 
@@ -283,10 +372,20 @@ describe.each(['agent-4', 'agent-5', 'agent-6'])('envelopes of %s (from agent/4 
     const bookings = new BookingService();
     const h = harness({ store, bookings, script: bookingScript(), clock: new ManualClock(DEMO_NOW) });
     const waiting = await h.orchestrator.status(taskId);
-    expect(waiting).toMatchObject({ state: 'review_required', review: { reason: 'write_outcome_unknown', tool: 'reserve_room' } });
-    const own = await h.orchestrator.resolveReview(taskId, { ...E17, scopes: [...E17.scopes, 'tasks:review'] }, { resolution: 'not_happened' });
+    expect(waiting).toMatchObject({
+      state: 'review_required',
+      review: { reason: 'write_outcome_unknown', tool: 'reserve_room' },
+    });
+    const own = await h.orchestrator.resolveReview(
+      taskId,
+      { ...E17, scopes: [...E17.scopes, 'tasks:review'] },
+      { resolution: 'not_happened' },
+    );
     expect(own).toMatchObject({ accepted: false, code: 'not_a_reviewer' });
-    const retried = await h.orchestrator.resolveReview(taskId, REVIEWER, { resolution: 'retry', note: 'the service has no record' });
+    const retried = await h.orchestrator.resolveReview(taskId, REVIEWER, {
+      resolution: 'retry',
+      note: 'the service has no record',
+    });
     expect(retried.accepted).toBe(true);
     const done = await h.orchestrator.settled(taskId);
     expect(done).toMatchObject({ state: 'done', outcome: { reason: { code: 'goal_met' } } });

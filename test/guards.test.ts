@@ -80,16 +80,17 @@ const pending: PendingConfirmation = {
   request: 1,
 };
 
-const confirm = (patch: Record<string, unknown> = {}): MachineEvent => ({
-  type: 'user.confirmed',
-  at: T0 + 10,
-  confirmationId: pending.id,
-  argsHash: 'sha256:good',
-  userId: 'E17',
-  scopes: ['rooms:book'],
-  policyVersion: '1',
-  ...patch,
-}) as MachineEvent;
+const confirm = (patch: Record<string, unknown> = {}): MachineEvent =>
+  ({
+    type: 'user.confirmed',
+    at: T0 + 10,
+    confirmationId: pending.id,
+    argsHash: 'sha256:good',
+    userId: 'E17',
+    scopes: ['rooms:book'],
+    policyVersion: '1',
+    ...patch,
+  }) as MachineEvent;
 
 const tick: MachineEvent = { type: 'timer.confirmationExpired', at: T0 + 1, confirmationId: 'none' };
 
@@ -110,8 +111,18 @@ describe('budget guards', () => {
 
   it.each([
     ['reads within budget', [call({}), call({ callId: 'c2' })], { toolCalls: DEFAULT_LIMITS.toolCalls - 2 }, true],
-    ['two reads, one call left', [call({}), call({ callId: 'c2' })], { toolCalls: DEFAULT_LIMITS.toolCalls - 1 }, false],
-    ['a write with no writes left', [call({ effect: 'write', tool: 'reserve_room' })], { writes: DEFAULT_LIMITS.writes }, false],
+    [
+      'two reads, one call left',
+      [call({}), call({ callId: 'c2' })],
+      { toolCalls: DEFAULT_LIMITS.toolCalls - 1 },
+      false,
+    ],
+    [
+      'a write with no writes left',
+      [call({ effect: 'write', tool: 'reserve_room' })],
+      { writes: DEFAULT_LIMITS.writes },
+      false,
+    ],
     ['a read with no writes left', [call({})], { writes: DEFAULT_LIMITS.writes }, true],
   ])('hasBudgetForNextStep: %s → %s', (_label, calls, u, expected) => {
     const ctx = { ...used(u), batch: { turn: 1, closed: false, current: null, calls } };
@@ -139,12 +150,25 @@ describe('confirmation guards', () => {
     const idle = context();
     expect(guards.isConfirmationForPendingCall(idle, confirm())).toBe(false);
     expect(guards.isConfirmationUnexpired(idle, confirm())).toBe(false);
-    expect(guards.isRejectionOfPendingConfirmation(idle, { type: 'user.rejected', at: 1, confirmationId: pending.id, userId: 'E17', scopes: [], reason: null })).toBe(false);
+    expect(
+      guards.isRejectionOfPendingConfirmation(idle, {
+        type: 'user.rejected',
+        at: 1,
+        confirmationId: pending.id,
+        userId: 'E17',
+        scopes: [],
+        reason: null,
+      }),
+    ).toBe(false);
   });
 
   it('treats a timer as expiry only for the pending id and only at or after the deadline', () => {
     const waitingCtx = context({ pendingConfirmation: pending });
-    const timer = (at: number, id = pending.id): MachineEvent => ({ type: 'timer.confirmationExpired', at, confirmationId: id });
+    const timer = (at: number, id = pending.id): MachineEvent => ({
+      type: 'timer.confirmationExpired',
+      at,
+      confirmationId: id,
+    });
     expect(guards.hasPendingConfirmationExpired(waitingCtx, timer(T0 + 999))).toBe(false);
     expect(guards.hasPendingConfirmationExpired(waitingCtx, timer(T0 + 1_000))).toBe(true);
     expect(guards.hasPendingConfirmationExpired(waitingCtx, timer(T0 + 5_000, 'other'))).toBe(false);
@@ -153,7 +177,8 @@ describe('confirmation guards', () => {
 
 describe('protocol gate', () => {
   const catalog = context().catalog;
-  const calls = (...list: [string | undefined, string, string][]) => list.map(([callId, name, args]) => ({ ...(callId === undefined ? {} : { callId }), name, arguments: args }));
+  const calls = (...list: [string | undefined, string, string][]) =>
+    list.map(([callId, name, args]) => ({ ...(callId === undefined ? {} : { callId }), name, arguments: args }));
   it.each([
     ['one good call', calls(['a', 'find_rooms', '{}']), 'accepted'],
     ['duplicate ids', calls(['a', 'find_rooms', '{}'], ['a', 'find_rooms', '{}']), 'unpairable'],
@@ -161,7 +186,11 @@ describe('protocol gate', () => {
     ['an unknown tool', calls(['a', 'find_rooms', '{}'], ['b', 'rm_rf', '{}']), 'rejected'],
     ['a duplicate key', calls(['a', 'find_rooms', '{"x":1,"x":2}']), 'rejected'],
     ['arguments that are a string', calls(['a', 'find_rooms', '"{}"']), 'rejected'],
-    ['oversized arguments', calls(['a', 'find_rooms', JSON.stringify({ pad: 'x'.repeat(DEFAULT_POLICY.maxArgumentBytes) })]), 'rejected'],
+    [
+      'oversized arguments',
+      calls(['a', 'find_rooms', JSON.stringify({ pad: 'x'.repeat(DEFAULT_POLICY.maxArgumentBytes) })]),
+      'rejected',
+    ],
     ['a tool name that is an inherited property', calls(['a', 'constructor', '{}']), 'rejected'],
   ])('%s → %s', (_label, proposed, kind) => {
     expect(checkProtocol(proposed, catalog, DEFAULT_POLICY).kind).toBe(kind);
@@ -179,14 +208,27 @@ describe('execution order', () => {
         call({ callId: 'r2' }),
         call({ callId: 'w1', effect: 'write', tool: 'reserve_room' }),
         call({ callId: 'r3' }),
-        call({ callId: 'r4', confirmation: { approverScope: null, approvals: 1, onReject: 'replan', onExpiry: 'ask_again', reasons: ['tool_rule'], risk: 'read_only' } }),
+        call({
+          callId: 'r4',
+          confirmation: {
+            approverScope: null,
+            approvals: 1,
+            onReject: 'replan',
+            onExpiry: 'ask_again',
+            reasons: ['tool_rule'],
+            risk: 'read_only',
+          },
+        }),
       ],
     };
     const order: string[][] = [];
     let current = batch;
     for (let step = nextStep(current); step; step = nextStep(current)) {
       order.push(step.callIds);
-      current = { ...current, calls: current.calls.map((c) => (step!.callIds.includes(c.callId) ? { ...c, phase: 'finished' as const } : c)) };
+      current = {
+        ...current,
+        calls: current.calls.map((c) => (step!.callIds.includes(c.callId) ? { ...c, phase: 'finished' as const } : c)),
+      };
     }
     expect(order).toEqual([['r1', 'r2'], ['w1'], ['r3'], ['r4']]);
   });
@@ -195,7 +237,9 @@ describe('execution order', () => {
     ['write retry only when the tool declares same-key retries safe', 'reserve_room', true],
     ['no retry for a tool that does not', 'send_money', false],
   ])('isSameKeyRetrySafe: %s', (_label, tool, expected) => {
-    const ctx = context({ batch: { turn: 1, closed: false, current: 'c1', calls: [call({ tool, effect: 'write', phase: 'writing' })] } });
+    const ctx = context({
+      batch: { turn: 1, closed: false, current: 'c1', calls: [call({ tool, effect: 'write', phase: 'writing' })] },
+    });
     expect(guards.isSameKeyRetrySafe(ctx)).toBe(expected);
   });
 });
@@ -210,16 +254,31 @@ describe('vetting guards', () => {
     authorizes: false,
     ...patch,
   });
-  const toolkit = (tool: ToolRules | undefined): Toolkit => ({ rules: (name) => (name === tool?.name ? tool : undefined), sha256: sha256Hex });
+  const toolkit = (tool: ToolRules | undefined): Toolkit => ({
+    rules: (name) => (name === tool?.name ? tool : undefined),
+    sha256: sha256Hex,
+  });
   const vetting = (args: CallState['args']) =>
-    context({ batch: { turn: 1, closed: false, current: 'c1', calls: [call({ tool: 'reserve_room', effect: 'write', args, phase: 'vetting' })] } });
+    context({
+      batch: {
+        turn: 1,
+        closed: false,
+        current: 'c1',
+        calls: [call({ tool: 'reserve_room', effect: 'write', args, phase: 'vetting' })],
+      },
+    });
 
   it.each([
     ['arguments the schema accepts', { room_id: 'R7', attendees: 3 }, rules({}), true],
     ['an unknown field', { room_id: 'R7', attendees: 3, requester_id: 'E1' }, rules({}), false],
     ['a wrong type', { room_id: 'R7', attendees: 'three' }, rules({}), false],
     ['a tool that is not installed', { room_id: 'R7', attendees: 3 }, undefined, false],
-    ['a schema that transforms its value', { room_id: 'R7', attendees: 3 }, rules({ input: z.strictObject({ room_id: z.string().transform((r) => `${r}!`), attendees: z.number() }) }), false],
+    [
+      'a schema that transforms its value',
+      { room_id: 'R7', attendees: 3 },
+      rules({ input: z.strictObject({ room_id: z.string().transform((r) => `${r}!`), attendees: z.number() }) }),
+      false,
+    ],
   ])('doArgumentsMatchSchema: %s → %s', (_label, args, tool, expected) => {
     expect(guards.doArgumentsMatchSchema(vetting(args), tick, toolkit(tool))).toBe(expected);
   });
@@ -229,7 +288,9 @@ describe('vetting guards', () => {
     ['one of two scopes is missing', ['rooms:book', 'rooms:book:executive'], false],
     ['no scope required', [], true],
   ])('hasScopesForTool: %s → %s', (_label, scopes, expected) => {
-    expect(guards.hasScopesForTool(vetting({ room_id: 'R7', attendees: 3 }), tick, toolkit(rules({ scopes })))).toBe(expected);
+    expect(guards.hasScopesForTool(vetting({ room_id: 'R7', attendees: 3 }), tick, toolkit(rules({ scopes })))).toBe(
+      expected,
+    );
   });
 
   it('asks for business rules and resource permission only when the tool declares them', () => {
@@ -265,10 +326,16 @@ describe('the confirmation checks', () => {
       'doesConfirmationMatchArguments',
     ]);
     expect(confirmationRefusal(waiting, confirm())).toBeNull();
-    expect(confirmationRefusal(waiting, confirm({ confirmationId: 'other', userId: 'E18' }))).toBe('unknown_confirmation');
+    expect(confirmationRefusal(waiting, confirm({ confirmationId: 'other', userId: 'E18' }))).toBe(
+      'unknown_confirmation',
+    );
     expect(confirmationRefusal(waiting, confirm({ userId: 'E18', at: T0 + 5_000 }))).toBe('wrong_user');
-    expect(confirmationRefusal(waiting, confirm({ at: T0 + 5_000, argsHash: 'sha256:other' }))).toBe('confirmation_expired');
-    expect(confirmationRefusal(waiting, confirm({ policyVersion: '2', argsHash: 'sha256:other' }))).toBe('policy_changed');
+    expect(confirmationRefusal(waiting, confirm({ at: T0 + 5_000, argsHash: 'sha256:other' }))).toBe(
+      'confirmation_expired',
+    );
+    expect(confirmationRefusal(waiting, confirm({ policyVersion: '2', argsHash: 'sha256:other' }))).toBe(
+      'policy_changed',
+    );
     expect(confirmationRefusal(waiting, confirm({ argsHash: 'sha256:other' }))).toBe('arguments_changed');
   });
 });

@@ -30,7 +30,8 @@ function recorder() {
 
 const logged = () => {
   const lines: { level: string; fields: Record<string, unknown>; message?: string }[] = [];
-  const at = (level: string) => (fields: object, message?: string) => lines.push({ level, fields: fields as Record<string, unknown>, message });
+  const at = (level: string) => (fields: object, message?: string) =>
+    lines.push({ level, fields: fields as Record<string, unknown>, message });
   return { lines, logger: { warn: at('warn'), error: at('error') } };
 };
 
@@ -40,7 +41,13 @@ describe('typed hooks', () => {
   it('tell a refund as it became durable: tools, the confirmation asked and granted, the states, settled twice', async () => {
     const { events, hooks } = recorder();
     const { orchestrator } = harness({ script: refundScript, hooks });
-    let status = await orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, success: REFUND_SUCCESS, mandate: REFUND_MANDATE, taskId: 'hooked' });
+    let status = await orchestrator.run({
+      principal: SUPPORT,
+      goal: REFUND_GOAL,
+      success: REFUND_SUCCESS,
+      mandate: REFUND_MANDATE,
+      taskId: 'hooked',
+    });
     expect(status.state).toBe('waiting_for_confirmation');
     const pending = status.pendingConfirmation!;
     await orchestrator.confirm('hooked', SUPPORT, { id: pending.id, argsHash: pending.argsHash });
@@ -94,9 +101,22 @@ describe('typed hooks', () => {
       toolFinished: () => seen.push(`finished: ${store.durable.filter((k) => k === 'tool_finished').length} durable`),
       settled: (e) => seen.push(`settled ${e.summary.state}: revision ${e.summary.revision}`),
     };
-    const { orchestrator } = harness({ script: [refundScript[0]!, reply.answer('The order is O-1001.')], hooks, store });
-    const status = await orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, mandate: REFUND_MANDATE, taskId: 'after-save' });
-    expect(seen).toEqual(['started: 1 durable', 'finished: 1 durable', `settled answered: revision ${status.revision}`]);
+    const { orchestrator } = harness({
+      script: [refundScript[0]!, reply.answer('The order is O-1001.')],
+      hooks,
+      store,
+    });
+    const status = await orchestrator.run({
+      principal: SUPPORT,
+      goal: REFUND_GOAL,
+      mandate: REFUND_MANDATE,
+      taskId: 'after-save',
+    });
+    expect(seen).toEqual([
+      'started: 1 durable',
+      'finished: 1 durable',
+      `settled answered: revision ${status.revision}`,
+    ]);
   });
 
   it('a hook or a save listener that throws is logged, and the task still ends done', async () => {
@@ -112,12 +132,22 @@ describe('typed hooks', () => {
     orchestrator.onSaved(() => {
       throw new Error('listener bug');
     });
-    let status = await orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, success: REFUND_SUCCESS, mandate: REFUND_MANDATE, taskId: 'throws' });
+    let status = await orchestrator.run({
+      principal: SUPPORT,
+      goal: REFUND_GOAL,
+      success: REFUND_SUCCESS,
+      mandate: REFUND_MANDATE,
+      taskId: 'throws',
+    });
     const pending = status.pendingConfirmation!;
     await orchestrator.confirm('throws', SUPPORT, { id: pending.id, argsHash: pending.argsHash });
     status = await orchestrator.settled('throws');
     expect(status.state).toBe('done');
-    expect(lines.filter((l) => l.fields.hook === 'toolStarted').map((l) => [l.level, l.fields.taskId, l.fields.err, l.message])).toEqual([
+    expect(
+      lines
+        .filter((l) => l.fields.hook === 'toolStarted')
+        .map((l) => [l.level, l.fields.taskId, l.fields.err, l.message]),
+    ).toEqual([
       ['warn', 'throws', 'Error: hook bug', 'the toolStarted hook threw; the task goes on'],
       ['warn', 'throws', 'Error: hook bug', 'the toolStarted hook threw; the task goes on'],
     ]);
@@ -140,7 +170,11 @@ describe('the logger', () => {
     await new Promise((resolve) => setTimeout(resolve, 40));
     await orchestrator.close();
     expect(lines.length).toBeGreaterThan(0);
-    expect(lines[0]).toMatchObject({ level: 'warn', message: 'the expiry sweep failed', fields: { err: expect.stringContaining('store is down') } });
+    expect(lines[0]).toMatchObject({
+      level: 'warn',
+      message: 'the expiry sweep failed',
+      fields: { err: expect.stringContaining('store is down') },
+    });
   });
 
   it('hears a task this process stopped driving because its store failed', async () => {
@@ -153,8 +187,14 @@ describe('the logger', () => {
       }
     }
     const { orchestrator } = harness({ store: new Breaking(), logger, script: refundScript, saveRetries: 0 });
-    await orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, mandate: REFUND_MANDATE, taskId: 'broken-store' }).catch(() => {});
+    await orchestrator
+      .run({ principal: SUPPORT, goal: REFUND_GOAL, mandate: REFUND_MANDATE, taskId: 'broken-store' })
+      .catch(() => {});
     await new Promise((resolve) => setTimeout(resolve, 20));
-    expect(lines).toContainEqual({ level: 'error', message: 'this process stopped driving the task', fields: expect.objectContaining({ taskId: 'broken-store', err: expect.stringContaining('disk on fire') }) });
+    expect(lines).toContainEqual({
+      level: 'error',
+      message: 'this process stopped driving the task',
+      fields: expect.objectContaining({ taskId: 'broken-store', err: expect.stringContaining('disk on fire') }),
+    });
   });
 });

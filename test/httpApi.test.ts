@@ -5,7 +5,14 @@
  */
 import Fastify from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { DEMO_USERS, REFUND_GOAL, REFUND_START_BODY, type DemoService, createDemoService, demoStartRequest } from '../examples/booking/service.js';
+import {
+  DEMO_USERS,
+  REFUND_GOAL,
+  REFUND_START_BODY,
+  type DemoService,
+  createDemoService,
+  demoStartRequest,
+} from '../examples/booking/service.js';
 import { REFUND_MANDATE, REFUND_SUCCESS } from '../examples/booking/requests.js';
 import { MemoryStore, createOrchestrator } from '../src/index.js';
 import { refundMandate } from '../tools/mandates.js';
@@ -24,7 +31,13 @@ beforeEach(async () => {
 });
 afterEach(() => service.close());
 
-function call(user: string | null, method: Method, url: string, payload?: unknown, headers: Record<string, string> = {}) {
+function call(
+  user: string | null,
+  method: Method,
+  url: string,
+  payload?: unknown,
+  headers: Record<string, string> = {},
+) {
   return service.app.inject({
     method,
     url,
@@ -82,7 +95,11 @@ describe('starting a task', () => {
     expect(view.access).toBe('owner');
     expect(view.status.principal.userId).toBe('E17');
     // Made for this request (a mandate authorises one task): the demo's terms, its own id.
-    expect(view.status.mandate).toEqual({ kind: REFUND_MANDATE.kind, terms: REFUND_MANDATE.terms, id: expect.any(String) });
+    expect(view.status.mandate).toEqual({
+      kind: REFUND_MANDATE.kind,
+      terms: REFUND_MANDATE.terms,
+      id: expect.any(String),
+    });
     expect(view.status.mandate.id).not.toBe(REFUND_MANDATE.id);
     expect(view.allowed).toEqual(['confirm', 'reject', 'cancel', 'at']);
   });
@@ -100,7 +117,12 @@ describe('starting a task', () => {
 
   it.each([
     ['names no request', 'E17', { goal: REFUND_GOAL }, 'invalid_input'],
-    ['names a request not on record', 'E17', { goal: REFUND_GOAL, input: { request: 'refund-O-9999' } }, 'unknown_request'],
+    [
+      'names a request not on record',
+      'E17',
+      { goal: REFUND_GOAL, input: { request: 'refund-O-9999' } },
+      'unknown_request',
+    ],
     ["names another tenant's request", 'Z5', REFUND_START_BODY, 'unknown_request'],
   ])('refuses a body that %s (400, the demo host), and starts nothing', async (_name, user, body, code) => {
     const response = await call(user, 'POST', '/api/tasks', body);
@@ -109,7 +131,10 @@ describe('starting a task', () => {
   });
 
   it('refuses the demo refund with a mandate of the caller (403 caller_cannot_set_rules), and starts nothing', async () => {
-    const response = await call('E17', 'POST', '/api/tasks', { ...REFUND_START_BODY, mandate: { kind: 'refund', terms: { order_id: 'O-1001', max_amount_cents: 5_000_000 } } });
+    const response = await call('E17', 'POST', '/api/tasks', {
+      ...REFUND_START_BODY,
+      mandate: { kind: 'refund', terms: { order_id: 'O-1001', max_amount_cents: 5_000_000 } },
+    });
     expect([response.statusCode, response.json().code]).toEqual([403, 'caller_cannot_set_rules']);
     expect(await service.orchestrator.list()).toEqual([]);
   });
@@ -131,7 +156,9 @@ describe('starting a task', () => {
 describe('who sees what', () => {
   it('shows E17 their task, and nothing of it to E99 (same tenant) or Z5 (another tenant)', async () => {
     const { taskId } = await waitingRefund();
-    expect((await call('E17', 'GET', '/api/tasks')).json().tasks.map((t: { taskId: string }) => t.taskId)).toEqual([taskId]);
+    expect((await call('E17', 'GET', '/api/tasks')).json().tasks.map((t: { taskId: string }) => t.taskId)).toEqual([
+      taskId,
+    ]);
     for (const user of ['E99', 'Z5', 'M1']) {
       expect((await call(user, 'GET', '/api/tasks')).json().tasks).toEqual([]);
       expect((await call(user, 'GET', '/api/inbox')).json().items).toEqual([]);
@@ -148,7 +175,8 @@ describe('who sees what', () => {
 
   it('filters by state and by "waiting for me", and refuses an unknown state', async () => {
     const { taskId } = await waitingRefund();
-    const ids = async (query: string) => (await call('E17', 'GET', `/api/tasks?${query}`)).json().tasks.map((t: { taskId: string }) => t.taskId);
+    const ids = async (query: string) =>
+      (await call('E17', 'GET', `/api/tasks?${query}`)).json().tasks.map((t: { taskId: string }) => t.taskId);
     expect(await ids('state=waiting_for_confirmation')).toEqual([taskId]);
     expect(await ids('state=done,failed')).toEqual([]);
     expect(await ids('waiting=me')).toEqual([taskId]);
@@ -184,9 +212,15 @@ describe('decisions that change nothing', () => {
   it('refuses a forged arguments hash (409 arguments_changed) and an unknown confirmation (409 unknown_confirmation)', async () => {
     const { taskId, pending } = await waitingRefund();
     const before = await footprint(taskId);
-    const forged = await call('E17', 'POST', `/api/tasks/${taskId}/confirm`, { confirmationId: pending.id, argsHash: `sha256:${'0'.repeat(64)}` });
+    const forged = await call('E17', 'POST', `/api/tasks/${taskId}/confirm`, {
+      confirmationId: pending.id,
+      argsHash: `sha256:${'0'.repeat(64)}`,
+    });
     expect([forged.statusCode, forged.json().code]).toEqual([409, 'arguments_changed']);
-    const unknown = await call('E17', 'POST', `/api/tasks/${taskId}/confirm`, { confirmationId: `${pending.id}x`, argsHash: pending.argsHash });
+    const unknown = await call('E17', 'POST', `/api/tasks/${taskId}/confirm`, {
+      confirmationId: `${pending.id}x`,
+      argsHash: pending.argsHash,
+    });
     expect([unknown.statusCode, unknown.json().code]).toEqual([409, 'unknown_confirmation']);
     expect(await footprint(taskId)).toEqual(before);
   });
@@ -195,7 +229,11 @@ describe('decisions that change nothing', () => {
     const { taskId, pending } = await waitingRefund();
     const before = await footprint(taskId);
     for (const user of ['E99', 'Z5', 'M1']) {
-      for (const [kind, body] of [['confirm', { confirmationId: pending.id, argsHash: pending.argsHash }], ['reject', { confirmationId: pending.id }], ['cancel', {}]] as const) {
+      for (const [kind, body] of [
+        ['confirm', { confirmationId: pending.id, argsHash: pending.argsHash }],
+        ['reject', { confirmationId: pending.id }],
+        ['cancel', {}],
+      ] as const) {
         const response = await call(user, 'POST', `/api/tasks/${taskId}/${kind}`, body);
         expect([user, kind, response.statusCode, response.json().code]).toEqual([user, kind, 404, 'task_not_found']);
       }
@@ -207,7 +245,10 @@ describe('decisions that change nothing', () => {
     const { taskId, pending } = await waitingRefund();
     await clock.advance(pending.expiresAt - clock.now() + 1);
     const before = await footprint(taskId);
-    const late = await call('E17', 'POST', `/api/tasks/${taskId}/confirm`, { confirmationId: pending.id, argsHash: pending.argsHash });
+    const late = await call('E17', 'POST', `/api/tasks/${taskId}/confirm`, {
+      confirmationId: pending.id,
+      argsHash: pending.argsHash,
+    });
     expect([late.statusCode, late.json().code]).toEqual([410, 'confirmation_expired']);
     expect(late.json().status.state).toBe('waiting_for_confirmation');
     expect(await footprint(taskId)).toEqual(before);
@@ -216,7 +257,10 @@ describe('decisions that change nothing', () => {
   it('refuses an oversized body (413 body_too_large)', async () => {
     const { taskId, pending } = await waitingRefund();
     const before = await footprint(taskId);
-    const big = await call('E17', 'POST', `/api/tasks/${taskId}/reject`, { confirmationId: pending.id, reason: 'x'.repeat(20_000) });
+    const big = await call('E17', 'POST', `/api/tasks/${taskId}/reject`, {
+      confirmationId: pending.id,
+      reason: 'x'.repeat(20_000),
+    });
     expect([big.statusCode, big.json().code]).toEqual([413, 'body_too_large']);
     const bigStart = await call('E17', 'POST', '/api/tasks', { goal: 'y'.repeat(20_000) });
     expect([bigStart.statusCode, bigStart.json().code]).toEqual([413, 'body_too_large']);
@@ -228,11 +272,21 @@ describe('decisions that change nothing', () => {
     const before = await footprint(taskId);
     const body = { confirmationId: pending.id, argsHash: pending.argsHash };
     const cookie = { cookie: 'demo_user=E17' };
-    const noToken = await service.app.inject({ method: 'POST', url: `/api/tasks/${taskId}/confirm`, headers: cookie, payload: body });
+    const noToken = await service.app.inject({
+      method: 'POST',
+      url: `/api/tasks/${taskId}/confirm`,
+      headers: cookie,
+      payload: body,
+    });
     expect([noToken.statusCode, noToken.json().code]).toEqual([403, 'csrf_token_invalid']);
     const { csrfToken } = (await service.app.inject({ method: 'GET', url: '/api/session', headers: cookie })).json();
     const otherUsersToken = (await call('E99', 'GET', '/api/session')).json().csrfToken;
-    const wrong = await service.app.inject({ method: 'POST', url: `/api/tasks/${taskId}/confirm`, headers: { ...cookie, 'x-csrf-token': otherUsersToken }, payload: body });
+    const wrong = await service.app.inject({
+      method: 'POST',
+      url: `/api/tasks/${taskId}/confirm`,
+      headers: { ...cookie, 'x-csrf-token': otherUsersToken },
+      payload: body,
+    });
     expect([wrong.statusCode, wrong.json().code]).toEqual([403, 'csrf_token_invalid']);
     const crossSite = await service.app.inject({
       method: 'POST',
@@ -243,7 +297,12 @@ describe('decisions that change nothing', () => {
     expect([crossSite.statusCode, crossSite.json().code]).toEqual([403, 'cross_origin']);
     expect(await footprint(taskId)).toEqual(before);
     // With its token, from its own page, E17's browser decides.
-    const ok = await service.app.inject({ method: 'POST', url: `/api/tasks/${taskId}/confirm`, headers: { ...cookie, 'x-csrf-token': csrfToken }, payload: body });
+    const ok = await service.app.inject({
+      method: 'POST',
+      url: `/api/tasks/${taskId}/confirm`,
+      headers: { ...cookie, 'x-csrf-token': csrfToken },
+      payload: body,
+    });
     expect(ok.statusCode).toBe(200);
   });
 
@@ -278,18 +337,41 @@ describe('with a four-eyes rule', () => {
   it('shows the refund to M1 (approver scope) and not to E17 as a decision; M1 approves it', async () => {
     const { orchestrator, desk } = fourEyesOrchestrator();
     const app = Fastify();
-    await app.register(agentService, { orchestrator, authenticate: (request) => DEMO_USERS[String(request.headers['x-user'])] ?? null, startRequest: demoStartRequest, pages: false });
+    await app.register(agentService, {
+      orchestrator,
+      authenticate: (request) => DEMO_USERS[String(request.headers['x-user'])] ?? null,
+      startRequest: demoStartRequest,
+      pages: false,
+    });
     try {
-      const { taskId } = await orchestrator.run({ principal: DEMO_USERS.E17!, goal: REFUND_GOAL, mandate: REFUND_MANDATE, success: REFUND_SUCCESS, limits: { money: 19_900 } });
-      const as = (user: string, method: Method, url: string, payload?: object) => app.inject({ method, url, headers: { 'x-user': user }, ...(payload ? { payload } : {}) });
+      const { taskId } = await orchestrator.run({
+        principal: DEMO_USERS.E17!,
+        goal: REFUND_GOAL,
+        mandate: REFUND_MANDATE,
+        success: REFUND_SUCCESS,
+        limits: { money: 19_900 },
+      });
+      const as = (user: string, method: Method, url: string, payload?: object) =>
+        app.inject({ method, url, headers: { 'x-user': user }, ...(payload ? { payload } : {}) });
       expect((await as('E17', 'GET', '/api/inbox')).json().items).toEqual([]);
       const [item] = (await as('M1', 'GET', '/api/inbox')).json().items;
-      expect(item).toMatchObject({ taskId, decideAs: 'approver', approverScope: 'refunds:approve', approvals: { given: 0, required: 1 } });
+      expect(item).toMatchObject({
+        taskId,
+        decideAs: 'approver',
+        approverScope: 'refunds:approve',
+        approvals: { given: 0, required: 1 },
+      });
       expect((await as('M1', 'GET', `/api/tasks/${taskId}`)).json().access).toBe('approver');
       expect((await as('E99', 'GET', `/api/tasks/${taskId}`)).statusCode).toBe(404);
-      const self = await as('E17', 'POST', `/api/tasks/${taskId}/confirm`, { confirmationId: item.confirmationId, argsHash: item.argsHash });
+      const self = await as('E17', 'POST', `/api/tasks/${taskId}/confirm`, {
+        confirmationId: item.confirmationId,
+        argsHash: item.argsHash,
+      });
       expect([self.statusCode, self.json().code]).toEqual([403, 'self_approval']);
-      const approved = await as('M1', 'POST', `/api/tasks/${taskId}/confirm`, { confirmationId: item.confirmationId, argsHash: item.argsHash });
+      const approved = await as('M1', 'POST', `/api/tasks/${taskId}/confirm`, {
+        confirmationId: item.confirmationId,
+        argsHash: item.argsHash,
+      });
       expect(approved.statusCode).toBe(200);
       expect((await orchestrator.settled(taskId)).state).toBe('done');
       // Once decided, the task is E17's alone again.
@@ -309,7 +391,10 @@ describe('stepping and time travel', () => {
     const started = (await call('E17', 'POST', '/api/tasks', REFUND_START_BODY)).json();
     const taskId = started.status.taskId as string;
     await service.stepper!.whenWaiting(taskId);
-    expect((await call('E17', 'GET', `/api/tasks/${taskId}`)).json()).toMatchObject({ modelWaiting: true, allowed: ['next', 'cancel', 'at'] });
+    expect((await call('E17', 'GET', `/api/tasks/${taskId}`)).json()).toMatchObject({
+      modelWaiting: true,
+      allowed: ['next', 'cancel', 'at'],
+    });
     const byE99 = await call('E99', 'POST', `/api/tasks/${taskId}/next`, {});
     expect(byE99.statusCode).toBe(404);
     const turns = [];
@@ -337,9 +422,14 @@ describe('documents and pages', () => {
     const document = (await call(null, 'GET', '/api/openapi.json')).json();
     expect(document.openapi).toBe('3.1.0');
     const confirm = document.paths['/api/tasks/{taskId}/confirm'].post;
-    expect(confirm.requestBody.content['application/json'].schema).toMatchObject({ required: ['confirmationId', 'argsHash'], additionalProperties: false });
+    expect(confirm.requestBody.content['application/json'].schema).toMatchObject({
+      required: ['confirmationId', 'argsHash'],
+      additionalProperties: false,
+    });
     expect(confirm.responses['410'].description).toContain('confirmation_expired');
-    expect(Object.keys(document.paths)).toEqual(expect.arrayContaining(['/api/tasks', '/api/tasks/{taskId}/events', '/api/inbox', '/api/tasks/{taskId}/next']));
+    expect(Object.keys(document.paths)).toEqual(
+      expect.arrayContaining(['/api/tasks', '/api/tasks/{taskId}/events', '/api/inbox', '/api/tasks/{taskId}/next']),
+    );
   });
 
   it('serves the pages with a strict content security policy and only scripts of its own', async () => {
@@ -363,7 +453,8 @@ describe('documents and pages', () => {
 
 describe('refusals of the safe defaults', () => {
   const principal = DEMO_USERS.E17!;
-  const bearer = (request: { headers: { authorization?: string } }) => (request.headers.authorization === 'Bearer E17' ? principal : null);
+  const bearer = (request: { headers: { authorization?: string } }) =>
+    request.headers.authorization === 'Bearer E17' ? principal : null;
 
   it('answers 409 mandate_used to a second start with the same mandate, and 503 catalog_mismatch to an instance without the task’s tools', async () => {
     const store = new MemoryStore();
@@ -373,10 +464,21 @@ describe('refusals of the safe defaults', () => {
     await app.register(agentService, {
       orchestrator: withTools.orchestrator,
       authenticate: bearer,
-      startRequest: (body, who) => ({ principal: who, goal: body.goal, mandate, ...(body.taskId ? { taskId: body.taskId } : {}) }),
+      startRequest: (body, who) => ({
+        principal: who,
+        goal: body.goal,
+        mandate,
+        ...(body.taskId ? { taskId: body.taskId } : {}),
+      }),
       pages: false,
     });
-    const start = (taskId: string) => app.inject({ method: 'POST', url: '/api/tasks', headers: { authorization: 'Bearer E17' }, payload: { goal: REFUND_GOAL, taskId } });
+    const start = (taskId: string) =>
+      app.inject({
+        method: 'POST',
+        url: '/api/tasks',
+        headers: { authorization: 'Bearer E17' },
+        payload: { goal: REFUND_GOAL, taskId },
+      });
     expect((await start('first')).statusCode).toBe(201);
     const second = await start('second');
     expect([second.statusCode, second.json().code]).toEqual([409, 'mandate_used']);
@@ -385,8 +487,18 @@ describe('refusals of the safe defaults', () => {
     // Another instance on the same store, built without the refund tool.
     const bare = createOrchestrator({ tools: [], model: scriptedModel([]), store, clock, expirySweepMs: 0 });
     const other = Fastify();
-    await other.register(agentService, { orchestrator: bare, authenticate: bearer, startRequest: (body) => ({ goal: body.goal }), pages: false });
-    const cancel = await other.inject({ method: 'POST', url: '/api/tasks/first/cancel', headers: { authorization: 'Bearer E17' }, payload: {} });
+    await other.register(agentService, {
+      orchestrator: bare,
+      authenticate: bearer,
+      startRequest: (body) => ({ goal: body.goal }),
+      pages: false,
+    });
+    const cancel = await other.inject({
+      method: 'POST',
+      url: '/api/tasks/first/cancel',
+      headers: { authorization: 'Bearer E17' },
+      payload: {},
+    });
     expect([cancel.statusCode, cancel.json().code]).toEqual([503, 'catalog_mismatch']);
     expect(cancel.json().message).toContain('refund_order is not installed');
     expect((await withTools.orchestrator.status('first')).state).toBe('waiting_for_confirmation');

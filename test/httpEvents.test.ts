@@ -8,7 +8,14 @@ import http from 'node:http';
 import Fastify from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { REFUND_MANDATE, REFUND_SUCCESS } from '../examples/booking/requests.js';
-import { DEMO_USERS, REFUND_GOAL, REFUND_START_BODY, type DemoService, createDemoService, demoStartRequest } from '../examples/booking/service.js';
+import {
+  DEMO_USERS,
+  REFUND_GOAL,
+  REFUND_START_BODY,
+  type DemoService,
+  createDemoService,
+  demoStartRequest,
+} from '../examples/booking/service.js';
 import { MemoryStore } from '../src/index.js';
 import { agentService } from '../src/http/index.js';
 import { fourEyesOrchestrator } from './support/fourEyes.js';
@@ -30,14 +37,22 @@ beforeEach(async () => {
 afterEach(() => service.close());
 
 /** An SSE client: collects events until `until` says stop (or the server ends the stream), then disconnects. */
-function listen(taskId: string, options: { user?: string; lastEventId?: string; until?: (events: SseEvent[]) => boolean; origin?: string } = {}) {
+function listen(
+  taskId: string,
+  options: { user?: string; lastEventId?: string; until?: (events: SseEvent[]) => boolean; origin?: string } = {},
+) {
   const base = options.origin ?? origin;
   const events: SseEvent[] = [];
   let request: http.ClientRequest;
   const done = new Promise<{ status: number; events: SseEvent[]; body: string }>((resolve, reject) => {
     request = http.get(
       `${base}/api/tasks/${taskId}/events`,
-      { headers: { authorization: `Bearer ${options.user ?? 'E17'}`, ...(options.lastEventId ? { 'last-event-id': options.lastEventId } : {}) } },
+      {
+        headers: {
+          authorization: `Bearer ${options.user ?? 'E17'}`,
+          ...(options.lastEventId ? { 'last-event-id': options.lastEventId } : {}),
+        },
+      },
       (response) => {
         let buffer = '';
         response.setEncoding('utf8');
@@ -47,7 +62,12 @@ function listen(taskId: string, options: { user?: string; lastEventId?: string; 
           while ((cut = buffer.indexOf('\n\n')) >= 0) {
             const block = buffer.slice(0, cut);
             buffer = buffer.slice(cut + 2);
-            const fields = Object.fromEntries(block.split('\n').filter((l) => /^(id|event|data):/.test(l)).map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 1).trim()]));
+            const fields = Object.fromEntries(
+              block
+                .split('\n')
+                .filter((l) => /^(id|event|data):/.test(l))
+                .map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 1).trim()]),
+            );
             if (fields.event === undefined) continue;
             events.push({ id: fields.id ?? null, event: fields.event, data: JSON.parse(fields.data ?? '{}') });
             if (options.until?.(events)) {
@@ -66,7 +86,11 @@ function listen(taskId: string, options: { user?: string; lastEventId?: string; 
 }
 
 async function start(): Promise<string> {
-  const response = await fetch(`${origin}/api/tasks`, { method: 'POST', headers: { authorization: 'Bearer E17', 'content-type': 'application/json' }, body: JSON.stringify(REFUND_START_BODY) });
+  const response = await fetch(`${origin}/api/tasks`, {
+    method: 'POST',
+    headers: { authorization: 'Bearer E17', 'content-type': 'application/json' },
+    body: JSON.stringify(REFUND_START_BODY),
+  });
   expect(response.status).toBe(201);
   const taskId = ((await response.json()) as { status: { taskId: string } }).status.taskId;
   await service.stepper!.whenWaiting(taskId);
@@ -74,53 +98,77 @@ async function start(): Promise<string> {
 }
 
 const post = async (taskId: string, path: string, body: object = {}) => {
-  const response = await fetch(`${origin}/api/tasks/${taskId}/${path}`, { method: 'POST', headers: { authorization: 'Bearer E17', 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const response = await fetch(`${origin}/api/tasks/${taskId}/${path}`, {
+    method: 'POST',
+    headers: { authorization: 'Bearer E17', 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   expect([path, response.status]).toEqual([path, 200]);
-  return (await response.json()) as { status: { state: string; pendingConfirmation: { id: string; argsHash: string } | null } };
+  return (await response.json()) as {
+    status: { state: string; pendingConfirmation: { id: string; argsHash: string } | null };
+  };
 };
 
 describe('task events (SSE)', () => {
-  it('gives a client that reconnects with Last-Event-ID every event exactly once', async () => {
-    const taskId = await start();
-    // First connection: the task so far (started, model asked), then two live turns; it drops after a status event.
-    const first = listen(taskId, { until: (events) => events.some((e) => e.event === 'status') });
-    await post(taskId, 'next');
-    await post(taskId, 'next');
-    const status = await post(taskId, 'next'); // turn 3: 199.00 waits for confirmation -> a status event
-    const a = await first.done;
-    expect(a.status).toBe(200);
-    const lastId = a.events.at(-1)!.id!;
-    expect(lastId).toMatch(/^\d+\.status$/);
+  it(
+    'gives a client that reconnects with Last-Event-ID every event exactly once',
+    async () => {
+      const taskId = await start();
+      // First connection: the task so far (started, model asked), then two live turns; it drops after a status event.
+      const first = listen(taskId, { until: (events) => events.some((e) => e.event === 'status') });
+      await post(taskId, 'next');
+      await post(taskId, 'next');
+      const status = await post(taskId, 'next'); // turn 3: 199.00 waits for confirmation -> a status event
+      const a = await first.done;
+      expect(a.status).toBe(200);
+      const lastId = a.events.at(-1)!.id!;
+      expect(lastId).toMatch(/^\d+\.status$/);
 
-    // While nobody listens: E17 confirms; the refund runs; the model waits for its last turn.
-    await post(taskId, 'confirm', { confirmationId: status.status.pendingConfirmation!.id, argsHash: status.status.pendingConfirmation!.argsHash });
-    await service.stepper!.whenWaiting(taskId);
+      // While nobody listens: E17 confirms; the refund runs; the model waits for its last turn.
+      await post(taskId, 'confirm', {
+        confirmationId: status.status.pendingConfirmation!.id,
+        argsHash: status.status.pendingConfirmation!.argsHash,
+      });
+      await service.stepper!.whenWaiting(taskId);
 
-    // Second connection: from after the last id seen; drops right after the entry that changed the status (the
-    // granted confirmation), before the status event that follows it.
-    const changed = (events: SseEvent[]) => events.at(-1)!.event !== 'status' && events.at(-1)!.data.status !== 'waiting_for_confirmation';
-    const second = await listen(taskId, { lastEventId: lastId, until: changed }).done;
-    const midId = second.events.at(-1)!.id!;
-    expect(midId).toMatch(/^\d+$/);
-    const third = listen(taskId, { lastEventId: midId });
-    await post(taskId, 'next'); // the answer: done
-    const c = await third.done;
-    expect(c.events[0]).toMatchObject({ id: `${midId}.status`, event: 'status', data: { status: 'running' } });
-    expect(c.events.at(-1)!.event).toBe('end');
+      // Second connection: from after the last id seen; drops right after the entry that changed the status (the
+      // granted confirmation), before the status event that follows it.
+      const changed = (events: SseEvent[]) =>
+        events.at(-1)!.event !== 'status' && events.at(-1)!.data.status !== 'waiting_for_confirmation';
+      const second = await listen(taskId, { lastEventId: lastId, until: changed }).done;
+      const midId = second.events.at(-1)!.id!;
+      expect(midId).toMatch(/^\d+$/);
+      const third = listen(taskId, { lastEventId: midId });
+      await post(taskId, 'next'); // the answer: done
+      const c = await third.done;
+      expect(c.events[0]).toMatchObject({ id: `${midId}.status`, event: 'status', data: { status: 'running' } });
+      expect(c.events.at(-1)!.event).toBe('end');
 
-    const received = [...a.events, ...second.events, ...c.events].filter((e) => e.id !== null);
-    const ids = received.map((e) => e.id);
-    expect(new Set(ids).size).toBe(ids.length);
+      const received = [...a.events, ...second.events, ...c.events].filter((e) => e.id !== null);
+      const ids = received.map((e) => e.id);
+      expect(new Set(ids).size).toBe(ids.length);
 
-    // The same events as one uninterrupted client of the finished task, and one per audit entry plus status changes.
-    const whole = (await listen(taskId).done).events.filter((e) => e.id !== null);
-    expect(ids).toEqual(whole.map((e) => e.id));
-    const audit = await service.orchestrator.audit(taskId);
-    expect(received.filter((e) => e.event !== 'status').map((e) => e.data.seq)).toEqual(audit.map((entry) => entry.seq));
-    expect(received.filter((e) => e.event === 'status').map((e) => e.data.status)).toEqual(['waiting_for_confirmation', 'running', 'done']);
-    expect(received.find((e) => e.event === 'confirmation' && (e.data as { entry?: { action?: string } }).entry?.action === 'granted')).toBeDefined();
-    expect(received.filter((e) => e.event === 'gate').length).toBeGreaterThan(5);
-  }, scaled(30_000));
+      // The same events as one uninterrupted client of the finished task, and one per audit entry plus status changes.
+      const whole = (await listen(taskId).done).events.filter((e) => e.id !== null);
+      expect(ids).toEqual(whole.map((e) => e.id));
+      const audit = await service.orchestrator.audit(taskId);
+      expect(received.filter((e) => e.event !== 'status').map((e) => e.data.seq)).toEqual(
+        audit.map((entry) => entry.seq),
+      );
+      expect(received.filter((e) => e.event === 'status').map((e) => e.data.status)).toEqual([
+        'waiting_for_confirmation',
+        'running',
+        'done',
+      ]);
+      expect(
+        received.find(
+          (e) => e.event === 'confirmation' && (e.data as { entry?: { action?: string } }).entry?.action === 'granted',
+        ),
+      ).toBeDefined();
+      expect(received.filter((e) => e.event === 'gate').length).toBeGreaterThan(5);
+    },
+    scaled(30_000),
+  );
 
   it('refuses a Last-Event-ID it never sent, and one that is not an event id', async () => {
     const taskId = await start();
@@ -145,10 +193,22 @@ describe('task events (SSE)', () => {
   it("cuts an approver off once their decision is made: the rest of the task is the requester's", async () => {
     const { orchestrator } = fourEyesOrchestrator();
     const app = Fastify();
-    await app.register(agentService, { orchestrator, authenticate: (request) => DEMO_USERS[/^Bearer (\w+)$/.exec(request.headers.authorization ?? '')?.[1] ?? ''] ?? null, startRequest: demoStartRequest, pages: false });
+    await app.register(agentService, {
+      orchestrator,
+      authenticate: (request) =>
+        DEMO_USERS[/^Bearer (\w+)$/.exec(request.headers.authorization ?? '')?.[1] ?? ''] ?? null,
+      startRequest: demoStartRequest,
+      pages: false,
+    });
     try {
       const base = await app.listen({ port: 0, host: '127.0.0.1' });
-      const { taskId, pendingConfirmation } = await orchestrator.run({ principal: DEMO_USERS.E17!, goal: REFUND_GOAL, mandate: REFUND_MANDATE, success: REFUND_SUCCESS, limits: { money: 19_900 } });
+      const { taskId, pendingConfirmation } = await orchestrator.run({
+        principal: DEMO_USERS.E17!,
+        goal: REFUND_GOAL,
+        mandate: REFUND_MANDATE,
+        success: REFUND_SUCCESS,
+        limits: { money: 19_900 },
+      });
       const seen = (await orchestrator.audit(taskId)).length;
       const approver = listen(taskId, { user: 'M1', origin: base });
       await new Promise((resolve) => setTimeout(resolve, 200));

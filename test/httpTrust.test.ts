@@ -9,7 +9,14 @@ import { z } from 'zod';
 import { DEMO_USERS } from '../examples/booking/service.js';
 import { RefundDesk } from '../examples/booking/refundService.js';
 import { MemoryStore, type Orchestrator, type Principal, createOrchestrator } from '../src/index.js';
-import { CALLER_FORBIDDEN_FIELDS, ServiceError, ServiceOptionsError, agentService, type AgentServiceOptions, type StartRequest } from '../src/http/index.js';
+import {
+  CALLER_FORBIDDEN_FIELDS,
+  ServiceError,
+  ServiceOptionsError,
+  agentService,
+  type AgentServiceOptions,
+  type StartRequest,
+} from '../src/http/index.js';
 import { startRequestSchema } from '../src/orchestrator/options.js';
 import { reply, scriptedModel } from '../src/testing/index.js';
 import { getOrder } from '../tools/getOrder.js';
@@ -28,8 +35,14 @@ const REFUND_REQUESTS: Record<string, { tenantId: string; orderId: string; maxCe
 const fromTickets: StartRequest = (body, principal) => {
   const ticket = z.strictObject({ ticket: z.string() }).safeParse(body.input);
   const record = ticket.success ? REFUND_REQUESTS[ticket.data.ticket] : undefined;
-  if (!record || record.tenantId !== principal.tenantId) throw new ServiceError(400, 'unknown_ticket', 'no such ticket');
-  return { principal, goal: body.goal, taskId: body.taskId, mandate: refundMandate.of({ order_id: record.orderId, max_amount_cents: record.maxCents }) };
+  if (!record || record.tenantId !== principal.tenantId)
+    throw new ServiceError(400, 'unknown_ticket', 'no such ticket');
+  return {
+    principal,
+    goal: body.goal,
+    taskId: body.taskId,
+    mandate: refundMandate.of({ order_id: record.orderId, max_amount_cents: record.maxCents }),
+  };
 };
 
 let app: FastifyInstance | null = null;
@@ -56,8 +69,14 @@ async function refundService(startRequest: StartRequest = fromTickets) {
   });
   const host = vi.fn(startRequest);
   app = Fastify();
-  await app.register(agentService, { orchestrator, authenticate: (request) => DEMO_USERS[String(request.headers['x-user'])] ?? null, startRequest: host, pages: false });
-  const start = (payload: object, user = 'E17') => app!.inject({ method: 'POST', url: '/api/tasks', headers: { 'x-user': user }, payload });
+  await app.register(agentService, {
+    orchestrator,
+    authenticate: (request) => DEMO_USERS[String(request.headers['x-user'])] ?? null,
+    startRequest: host,
+    pages: false,
+  });
+  const start = (payload: object, user = 'E17') =>
+    app!.inject({ method: 'POST', url: '/api/tasks', headers: { 'x-user': user }, payload });
   return { desk, store, host, start, orchestrator };
 }
 
@@ -66,7 +85,11 @@ const body = { goal: 'Refund 50,000.00 on order O-1001', input: { ticket: 'ticke
 describe('a start body that sets the rules', () => {
   it('refuses a 50,000.00 refund under a mandate the caller wrote (403 caller_cannot_set_rules), and starts nothing', async () => {
     const { desk, store, host, start } = await refundService();
-    const forged = await start({ ...body, mandate: refundMandate.of({ order_id: 'O-1001', max_amount_cents: FIFTY_THOUSAND }), limits: { money: FIFTY_THOUSAND } });
+    const forged = await start({
+      ...body,
+      mandate: refundMandate.of({ order_id: 'O-1001', max_amount_cents: FIFTY_THOUSAND }),
+      limits: { money: FIFTY_THOUSAND },
+    });
     expect([forged.statusCode, forged.json().code]).toEqual([403, 'caller_cannot_set_rules']);
     expect(forged.json().message).toMatch(/may not set mandate, limits:/);
     expect(host).not.toHaveBeenCalled();
@@ -78,9 +101,17 @@ describe('a start body that sets the rules', () => {
     const { desk, host, start, orchestrator } = await refundService();
     const started = await start({ ...body, taskId: 'refund-1' });
     expect(started.statusCode).toBe(201);
-    expect(host).toHaveBeenCalledWith({ goal: body.goal, input: body.input, taskId: 'refund-1' }, E17, expect.anything());
+    expect(host).toHaveBeenCalledWith(
+      { goal: body.goal, input: body.input, taskId: 'refund-1' },
+      E17,
+      expect.anything(),
+    );
     const status = await orchestrator.settled('refund-1');
-    expect(status.mandate).toEqual({ kind: 'refund', terms: { order_id: 'O-1001', max_amount_cents: 19_900 }, id: expect.any(String) });
+    expect(status.mandate).toEqual({
+      kind: 'refund',
+      terms: { order_id: 'O-1001', max_amount_cents: 19_900 },
+      id: expect.any(String),
+    });
     expect(status.budget.limits.money).toBe(19_900);
     expect(status.principal).toEqual(E17);
     const audit = await orchestrator.audit('refund-1');
@@ -110,7 +141,10 @@ describe('a start body that sets the rules', () => {
   it('names the rules first, even in a body that is wrong in other ways', async () => {
     const { start } = await refundService();
     const response = await start({ principal: DEMO_USERS.M1, success: {}, extra: 1 });
-    expect([response.statusCode, response.json().message]).toEqual([403, expect.stringContaining('may not set principal, success:')]);
+    expect([response.statusCode, response.json().message]).toEqual([
+      403,
+      expect.stringContaining('may not set principal, success:'),
+    ]);
   });
 });
 
@@ -119,13 +153,16 @@ describe('the principal a task runs as', () => {
     ['another user of the tenant', DEMO_USERS.E99!],
     ['a user of another tenant', { ...E17, tenantId: 'globex' }],
     ['the caller with a scope the session lacks', { ...E17, scopes: [...E17.scopes, 'refunds:approve'] }],
-  ])('refuses a startRequest that returns %s (500 start_request_principal_mismatch)', async (_name, principal: Principal) => {
-    const { store, start } = await refundService(async (...args) => ({ ...(await fromTickets(...args)), principal }));
-    const response = await start(body);
-    expect([response.statusCode, response.json().code]).toEqual([500, 'start_request_principal_mismatch']);
-    expect(response.json().message).toMatch(/startRequest/);
-    expect(await store.list()).toEqual([]);
-  });
+  ])(
+    'refuses a startRequest that returns %s (500 start_request_principal_mismatch)',
+    async (_name, principal: Principal) => {
+      const { store, start } = await refundService(async (...args) => ({ ...(await fromTickets(...args)), principal }));
+      const response = await start(body);
+      expect([response.statusCode, response.json().code]).toEqual([500, 'start_request_principal_mismatch']);
+      expect(response.json().message).toMatch(/startRequest/);
+      expect(await store.list()).toEqual([]);
+    },
+  );
 
   it("refuses a startRequest that edits the principal it was given (the check is against the session's)", async () => {
     const { store, start } = await refundService((input, principal, request) => {
@@ -167,18 +204,34 @@ describe('registering the service', () => {
   const base = () => ({ orchestrator: orchestrator!, authenticate: () => E17, pages: false });
 
   it('throws ServiceOptionsError without startRequest, saying what to write', async () => {
-    orchestrator = createOrchestrator({ tools: [], model: scriptedModel([]), store: new MemoryStore(), expirySweepMs: 0 });
+    orchestrator = createOrchestrator({
+      tools: [],
+      model: scriptedModel([]),
+      store: new MemoryStore(),
+      expirySweepMs: 0,
+    });
     app = Fastify();
     const registering = app.register(agentService, base() as unknown as AgentServiceOptions);
     await expect(registering).rejects.toThrow(ServiceOptionsError);
-    await expect(registering).rejects.toMatchObject({ option: 'startRequest', message: expect.stringMatching(/derive the task's mandate, limits and success criterion from your own data/) });
+    await expect(registering).rejects.toMatchObject({
+      option: 'startRequest',
+      message: expect.stringMatching(/derive the task's mandate, limits and success criterion from your own data/),
+    });
   });
 
   it('throws ServiceOptionsError without authenticate', async () => {
-    orchestrator = createOrchestrator({ tools: [], model: scriptedModel([]), store: new MemoryStore(), expirySweepMs: 0 });
+    orchestrator = createOrchestrator({
+      tools: [],
+      model: scriptedModel([]),
+      store: new MemoryStore(),
+      expirySweepMs: 0,
+    });
     app = Fastify();
     const options = { ...base(), authenticate: undefined, startRequest: fromTickets };
-    await expect(app.register(agentService, options as unknown as AgentServiceOptions)).rejects.toMatchObject({ name: 'ServiceOptionsError', option: 'authenticate' });
+    await expect(app.register(agentService, options as unknown as AgentServiceOptions)).rejects.toMatchObject({
+      name: 'ServiceOptionsError',
+      option: 'authenticate',
+    });
   });
 });
 

@@ -39,43 +39,56 @@ async function collect(url: string): Promise<{ frames: unknown[]; socket: WebSoc
 }
 
 describe('Stately inspector relay, in a process of its own', () => {
-  it('lets a process that used it exit on its own, even with a viewer still connected', async () => {
-    const child = pool.spawnTs('stately', 'test/support/statelyChild.ts', []);
-    const port = Number((await child.waitFor('READY ', 15_000)).split(' ')[1]);
-    // A viewer (like an open browser tab) that never closes by itself.
-    const viewer = await collect(`ws://localhost:${port}`);
-    child.send('go');
-    const exit = await child.ended(15_000);
-    expect(exit, child.transcript()).toEqual({ code: 0, signal: null });
-    expect(child.lines).toContain('RESULT done');
-    const stopped = child.values<string[]>('STOPPED')[0]!;
-    // No timer (a reconnect), no socket, no server left (stdout/stderr pipes are fine).
-    expect(stopped.filter((r) => r !== 'PipeWrap')).toEqual([]);
-    expect(viewer.frames.length).toBeGreaterThan(20);
-    await viewer.closed;
-  }, scaled(30_000));
+  it(
+    'lets a process that used it exit on its own, even with a viewer still connected',
+    async () => {
+      const child = pool.spawnTs('stately', 'test/support/statelyChild.ts', []);
+      const port = Number((await child.waitFor('READY ', 15_000)).split(' ')[1]);
+      // A viewer (like an open browser tab) that never closes by itself.
+      const viewer = await collect(`ws://localhost:${port}`);
+      child.send('go');
+      const exit = await child.ended(15_000);
+      expect(exit, child.transcript()).toEqual({ code: 0, signal: null });
+      expect(child.lines).toContain('RESULT done');
+      const stopped = child.values<string[]>('STOPPED')[0]!;
+      // No timer (a reconnect), no socket, no server left (stdout/stderr pipes are fine).
+      expect(stopped.filter((r) => r !== 'PipeWrap')).toEqual([]);
+      expect(viewer.frames.length).toBeGreaterThan(20);
+      await viewer.closed;
+    },
+    scaled(30_000),
+  );
 
-  it('npm start -- --inspect runs the demo with the relay and exits cleanly', async () => {
-    const child = pool.spawnTs('demo', 'examples/booking/demo.ts', [
-      '--scenario',
-      'normal',
-      '--store',
-      'memory',
-      '--inspect',
-      '--inspect-port',
-      '0',
-      '--inspect-stream',
-      join(dir, 'demo.jsonl'),
-      '--no-color',
-    ]);
-    child.process.stdin!.end();
-    const exit = await child.ended(20_000);
-    expect(exit, child.transcript()).toEqual({ code: 0, signal: null });
-    const out = child.lines.join('\n');
-    expect(out).toMatch(/Stately inspector: open http:\/\/127\.0\.0\.1:\d+ in a browser\. The page embeds the inspector UI from stately\.ai, which needs/);
-    expect(out).toContain('the local relay and its event stream do not');
-    expect(out).toContain('Normal booking');
-    const lines = parseJsonLines(await readFile(join(dir, 'demo.jsonl'), 'utf8'));
-    expect(lines.filter((m) => m.taskId === 'normal-1' && m.root && m.type === '@xstate.snapshot').at(-1)!.snapshot!.status).toBe('done');
-  }, scaled(30_000));
+  it(
+    'npm start -- --inspect runs the demo with the relay and exits cleanly',
+    async () => {
+      const child = pool.spawnTs('demo', 'examples/booking/demo.ts', [
+        '--scenario',
+        'normal',
+        '--store',
+        'memory',
+        '--inspect',
+        '--inspect-port',
+        '0',
+        '--inspect-stream',
+        join(dir, 'demo.jsonl'),
+        '--no-color',
+      ]);
+      child.process.stdin!.end();
+      const exit = await child.ended(20_000);
+      expect(exit, child.transcript()).toEqual({ code: 0, signal: null });
+      const out = child.lines.join('\n');
+      expect(out).toMatch(
+        /Stately inspector: open http:\/\/127\.0\.0\.1:\d+ in a browser\. The page embeds the inspector UI from stately\.ai, which needs/,
+      );
+      expect(out).toContain('the local relay and its event stream do not');
+      expect(out).toContain('Normal booking');
+      const lines = parseJsonLines(await readFile(join(dir, 'demo.jsonl'), 'utf8'));
+      expect(
+        lines.filter((m) => m.taskId === 'normal-1' && m.root && m.type === '@xstate.snapshot').at(-1)!.snapshot!
+          .status,
+      ).toBe('done');
+    },
+    scaled(30_000),
+  );
 });

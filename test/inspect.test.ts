@@ -70,21 +70,34 @@ describe('inspection stream', () => {
     ]);
     const seqs = messages.map((m) => m.seq);
     expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
-    expect(new Set(messages.map((m) => m.type))).toEqual(new Set(['@xstate.actor', '@xstate.event', '@xstate.snapshot']));
+    expect(new Set(messages.map((m) => m.type))).toEqual(
+      new Set(['@xstate.actor', '@xstate.event', '@xstate.snapshot']),
+    );
     // The snapshots walk the conflict path and end in done, with the context's headline.
     const values = task.filter((m) => m.type === '@xstate.snapshot').map((m) => JSON.stringify(m.snapshot!.value));
     const search = ['"thinking"', '{"vetting":"validating"}', '{"executing":"reading"}'];
     // Right before the write, its hooks are asked again (`executing.rechecking.hooks`).
-    const reserve = ['"thinking"', '{"vetting":"validating"}', '{"vetting":"authorizing"}', '{"executing":{"rechecking":"hooks"}}', '{"executing":"writing"}'];
+    const reserve = [
+      '"thinking"',
+      '{"vetting":"validating"}',
+      '{"vetting":"authorizing"}',
+      '{"executing":{"rechecking":"hooks"}}',
+      '{"executing":"writing"}',
+    ];
     expect(values).toEqual([...search, ...reserve, ...search, ...reserve, '"thinking"', '"done"']);
     const last = task.at(-1)!;
-    expect(last.snapshot).toMatchObject({ status: 'done', context: { taskId: 'conflict-1', turn: 5, outcome: { status: 'done', code: 'goal_met' } } });
+    expect(last.snapshot).toMatchObject({
+      status: 'done',
+      context: { taskId: 'conflict-1', turn: 5, outcome: { status: 'done', code: 'goal_met' } },
+    });
     // Every event the task received is there, each before the snapshot it produced.
     const events = task.filter((m) => m.type === '@xstate.event').map((m) => m.event!.type);
     expect(events.filter((t) => t === 'xstate.done.actor.model')).toHaveLength(5);
     expect(events).toContain('xstate.done.actor.write');
     // The invoked children stream too, as children of the task actor.
-    const children = messages.filter((m) => m.taskId === 'conflict-1' && m.type === '@xstate.actor' && !m.root).map((m) => m.actorId);
+    const children = messages
+      .filter((m) => m.taskId === 'conflict-1' && m.type === '@xstate.actor' && !m.root)
+      .map((m) => m.actorId);
     const searching = ['model', 'validate', 'reads'];
     const reserving = ['model', 'validate', 'authorize', 'recheck', 'write'];
     expect(children).toEqual([...searching, ...reserving, ...searching, ...reserving, 'model']);
@@ -94,31 +107,48 @@ describe('inspection stream', () => {
 
   describe('shows each refusal by the name of the guard or state that made it', () => {
     /** Runs `script` for `principal` with microsteps on; returns the transitions taken, as `source [guard] / actions`. */
-    async function transitionsOf(script: ScriptStep[], principal: Principal, after?: (h: Harness, taskId: string) => Promise<unknown>) {
+    async function transitionsOf(
+      script: ScriptStep[],
+      principal: Principal,
+      after?: (h: Harness, taskId: string) => Promise<unknown>,
+    ) {
       const messages: InspectionMessage[] = [];
       const h = harness({ script, inspect: createInspectionStream((m) => messages.push(m), { microsteps: true }) });
       const status = await h.orchestrator.run({ principal, goal: 'g' });
       await after?.(h, status.taskId);
       await h.orchestrator.close();
-      const transitions = messages.flatMap((m) => m.transitions ?? []).map((t) => `${t.source} [${t.guard ?? ''}] / ${t.actions.join(', ')}`);
-      const values = messages.filter((m) => m.type === '@xstate.snapshot' && m.root).map((m) => JSON.stringify(m.snapshot!.value));
+      const transitions = messages
+        .flatMap((m) => m.transitions ?? [])
+        .map((t) => `${t.source} [${t.guard ?? ''}] / ${t.actions.join(', ')}`);
+      const values = messages
+        .filter((m) => m.type === '@xstate.snapshot' && m.root)
+        .map((m) => JSON.stringify(m.snapshot!.value));
       return { transitions, values };
     }
 
     it('a schema refusal: in vetting.checkingSchema, by not doArgumentsMatchSchema', async () => {
-      const { transitions } = await transitionsOf([reply.call('find_available_rooms', { ...MEETING, attendees: 'three' }), reply.answer('x')], E17);
+      const { transitions } = await transitionsOf(
+        [reply.call('find_available_rooms', { ...MEETING, attendees: 'three' }), reply.answer('x')],
+        E17,
+      );
       expect(transitions).toContain('agent.vetting.checkingSchema [not doArgumentsMatchSchema] / refuseForSchema');
     });
 
     it('a permission refusal for a missing scope: in vetting.checkingPermission, by not hasScopesForTool', async () => {
       const reader = { userId: 'E18', tenantId: 'acme', scopes: ['rooms:read'] };
-      const { transitions } = await transitionsOf([reply.call('reserve_room', reserveArgs()), reply.answer('x')], reader);
+      const { transitions } = await transitionsOf(
+        [reply.call('reserve_room', reserveArgs()), reply.answer('x')],
+        reader,
+      );
       expect(transitions).toContain('agent.vetting.checkingPermission [not hasScopesForTool] / refuseForPermission');
     });
 
     it('a permission refusal of the resource: the vetting.authorizing state, by not isAuthorized', async () => {
       const executive = reserveArgs({ room_id: 'R1', expected_version: 3 });
-      const { transitions, values } = await transitionsOf([reply.call('reserve_room', executive), reply.answer('x')], E17);
+      const { transitions, values } = await transitionsOf(
+        [reply.call('reserve_room', executive), reply.answer('x')],
+        E17,
+      );
       expect(values).toContain('{"vetting":"authorizing"}');
       expect(transitions).toContain('agent.vetting.authorizing [not isAuthorized] / refuseForPermission');
     });
@@ -126,7 +156,9 @@ describe('inspection stream', () => {
     it('a confirmation refusal: in executing.awaitingConfirmation, by the decider checks', async () => {
       const refund = reply.call('refund_order', { order_id: 'O-1001', amount_cents: 99_900, reason: 'x' });
       const { transitions } = await transitionsOf([refund], SUPPORT, (h, taskId) =>
-        h.orchestrator.status(taskId).then((s) => h.orchestrator.confirm(taskId, { ...SUPPORT, userId: 'E99' }, s.pendingConfirmation!)),
+        h.orchestrator
+          .status(taskId)
+          .then((s) => h.orchestrator.confirm(taskId, { ...SUPPORT, userId: 'E99' }, s.pendingConfirmation!)),
       );
       expect(transitions).toContain(
         'agent.executing.awaitingConfirmation [not (isFromConfirmingUser and isNotSelfApproval and holdsApproverScope and isFirstDecisionOfApprover)] / refuseConfirmation',
@@ -164,14 +196,28 @@ describe('inspection stream', () => {
     expect(refundRoots.size).toBeGreaterThan(2);
     expect(ofTask(seen, 'refund-1').filter((m) => m.type === '@xstate.actor')).toHaveLength(refundRoots.size);
     // Host events are streamed with their fields, the user's decisions included.
-    const hostEvents = ofTask(seen, 'refund-1').filter((m) => m.type === '@xstate.event' && /^(user|task)\./.test(m.event!.type));
+    const hostEvents = ofTask(seen, 'refund-1').filter(
+      (m) => m.type === '@xstate.event' && /^(user|task)\./.test(m.event!.type),
+    );
     expect(hostEvents.map((m) => m.event!.type)).toEqual(['user.confirmed', 'user.confirmed']);
     expect(hostEvents[0]!.event).toMatchObject({ userId: 'E99', confirmationId: 'refund-1/t3.c1.r1' });
-    expect(hostEvents[1]!.event).toMatchObject({ userId: 'E17', confirmationId: 'refund-1/t3.c1.r1', scopes: ['orders:read', 'refunds:write'] });
-    const waiting = ofTask(seen, 'refund-1').find((m) => JSON.stringify(m.snapshot?.value) === '{"executing":"awaitingConfirmation"}');
+    expect(hostEvents[1]!.event).toMatchObject({
+      userId: 'E17',
+      confirmationId: 'refund-1/t3.c1.r1',
+      scopes: ['orders:read', 'refunds:write'],
+    });
+    const waiting = ofTask(seen, 'refund-1').find(
+      (m) => JSON.stringify(m.snapshot?.value) === '{"executing":"awaitingConfirmation"}',
+    );
     expect(waiting?.snapshot?.context).toMatchObject({
       mandate: { kind: 'refund', terms: { order_id: 'O-1001', max_amount_cents: 19_900 } },
-      pendingConfirmation: { id: 'refund-1/t3.c1.r1', tool: 'refund_order', approverScope: null, approvals: 0, approvalsRequired: 1 },
+      pendingConfirmation: {
+        id: 'refund-1/t3.c1.r1',
+        tool: 'refund_order',
+        approverScope: null,
+        approvals: 0,
+        approvalsRequired: 1,
+      },
     });
   });
 
@@ -184,8 +230,16 @@ describe('inspection stream', () => {
     expect(plain.some((m) => m.type === '@xstate.action' || m.type === '@xstate.microstep')).toBe(false);
     const actions = detailed.filter((m) => m.type === '@xstate.action');
     expect(actions.map((m) => m.action!.type)).toContain('xstate.emit');
-    const micro = detailed.find((m) => m.type === '@xstate.microstep' && m.transitions!.some((t) => t.targets.includes('agent.vetting')));
-    expect(micro?.transitions).toContainEqual({ event: 'model.toolsProposed', source: 'agent.thinking', targets: ['agent.vetting'], guard: null, actions: ['acceptProposal'] });
+    const micro = detailed.find(
+      (m) => m.type === '@xstate.microstep' && m.transitions!.some((t) => t.targets.includes('agent.vetting')),
+    );
+    expect(micro?.transitions).toContainEqual({
+      event: 'model.toolsProposed',
+      source: 'agent.thinking',
+      targets: ['agent.vetting'],
+      guard: null,
+      actions: ['acceptProposal'],
+    });
   });
 
   it('serializes free-form values safely: actor refs, errors, cycles, depth and size are bounded', () => {
@@ -230,7 +284,13 @@ describe('Stately inspector relay', () => {
     await inspection.stop();
     await viewer.closed;
 
-    const frames = viewer.frames as { type: string; sessionId: string; rootId?: string; event?: { type: string }; snapshot?: { value?: unknown } }[];
+    const frames = viewer.frames as {
+      type: string;
+      sessionId: string;
+      rootId?: string;
+      event?: { type: string };
+      snapshot?: { value?: unknown };
+    }[];
     expect(new Set(frames.map((f) => f.type))).toEqual(new Set(['@xstate.actor', '@xstate.event', '@xstate.snapshot']));
     const rootId = frames.find((f) => f.type === '@xstate.actor')!.sessionId;
     const root = frames.filter((f) => f.sessionId === rootId);

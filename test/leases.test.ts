@@ -30,10 +30,17 @@ function gatedRead() {
   return { tool, started, release: () => release() };
 }
 
-function processWith(store: MemoryStore, tool: ReturnType<ReturnType<typeof gatedRead>['tool']>, lease: { ttlMs: number; renewEveryMs?: number; acquireTimeoutMs?: number }) {
+function processWith(
+  store: MemoryStore,
+  tool: ReturnType<ReturnType<typeof gatedRead>['tool']>,
+  lease: { ttlMs: number; renewEveryMs?: number; acquireTimeoutMs?: number },
+) {
   return createOrchestrator({
     tools: [tool],
-    model: scriptedModel([reply.call('slow_read', {}), (v) => reply.answer(`read by ${(v.data('slow_read') as { by: string }).by}`)]),
+    model: scriptedModel([
+      reply.call('slow_read', {}),
+      (v) => reply.answer(`read by ${(v.data('slow_read') as { by: string }).by}`),
+    ]),
     store,
     lease,
   });
@@ -120,7 +127,10 @@ describe('a task that was never created', () => {
       ['reject', () => a.reject('ghost', E17, { id: 'c-1' })],
       ['answer', () => a.answer('ghost', E17, 'yes')],
       ['cancel', () => a.cancel('ghost', E17)],
-      ['resolveReview', () => a.resolveReview('ghost', { ...E17, scopes: ['reviews:resolve'] }, { resolution: 'not_happened' })],
+      [
+        'resolveReview',
+        () => a.resolveReview('ghost', { ...E17, scopes: ['reviews:resolve'] }, { resolution: 'not_happened' }),
+      ],
       ['erase', () => a.erase('ghost', { reason: 'gdpr_erasure' })],
       ['status', () => a.status('ghost')],
     ];

@@ -55,7 +55,9 @@ describe('restoring a task from what the lease acquisition read', () => {
   it('quarantines a task whose envelope read with the lease does not parse, and refuses a quarantined one', async () => {
     const store = new CorruptReadStore();
     const h = harness({ store, script: [reply.ask('Which building?')] });
-    expect((await h.orchestrator.run({ principal: E17, goal: BOOKING_GOAL, taskId: 'q' })).state).toBe('waiting_for_user');
+    expect((await h.orchestrator.run({ principal: E17, goal: BOOKING_GOAL, taskId: 'q' })).state).toBe(
+      'waiting_for_user',
+    );
     store.corrupt = true;
     const error = await h.orchestrator.answer('q', E17, 'Main').catch((e: unknown) => e);
     expect(error).toBeInstanceOf(TaskQuarantinedError);

@@ -13,22 +13,27 @@ import { type Trie, replayTrie } from './support/pathReplay.js';
 import { scaled } from './support/timeScale.js';
 
 describe('agent machine paths', () => {
-  it('keeps every safety rule on every transition of the bounded adversarial world', { timeout: scaled(120_000) }, () => {
-    const result = explore(INPUT, { maxStates: 150_000, witness });
-    console.log(
-      `[machinePaths] exhaustive BFS: ${result.states} distinct states (${result.finalStates} final), ` +
-        `${result.transitions} transitions checked (${result.revisits} into states already seen, ${result.selfLoops} self-loops), ` +
-        `${Object.keys(result.byMove).length} move kinds, longest path ${result.longestPath}, ${result.elapsedMs} ms`,
-    );
-    // Cycles that need a human's decision on every round are not the machine going round by itself; shown, not failed.
-    for (const cycle of result.humanCycles.slice(0, 3)) console.log(`[machinePaths] ${cycle.problem}, after: ${cycle.path.join(' → ')}`);
-    expect(result.violations, report(result.violations)).toEqual([]);
-    // The agent/6 world reaches 73,569 states (agent/4: 78,338): a write after an unknown read now stops short of
-    // the confirmation, re-check and write paths it used to open.
-    expect(result.states).toBeGreaterThan(73_000);
-    const missing = MUST_WITNESS.filter((what) => !result.witnessed[what]);
-    expect(missing, `never reached: ${missing.join(', ')}`).toEqual([]);
-  });
+  it(
+    'keeps every safety rule on every transition of the bounded adversarial world',
+    { timeout: scaled(120_000) },
+    () => {
+      const result = explore(INPUT, { maxStates: 150_000, witness });
+      console.log(
+        `[machinePaths] exhaustive BFS: ${result.states} distinct states (${result.finalStates} final), ` +
+          `${result.transitions} transitions checked (${result.revisits} into states already seen, ${result.selfLoops} self-loops), ` +
+          `${Object.keys(result.byMove).length} move kinds, longest path ${result.longestPath}, ${result.elapsedMs} ms`,
+      );
+      // Cycles that need a human's decision on every round are not the machine going round by itself; shown, not failed.
+      for (const cycle of result.humanCycles.slice(0, 3))
+        console.log(`[machinePaths] ${cycle.problem}, after: ${cycle.path.join(' → ')}`);
+      expect(result.violations, report(result.violations)).toEqual([]);
+      // The agent/6 world reaches 73,569 states (agent/4: 78,338): a write after an unknown read now stops short of
+      // the confirmation, re-check and write paths it used to open.
+      expect(result.states).toBeGreaterThan(73_000);
+      const missing = MUST_WITNESS.filter((what) => !result.witnessed[what]);
+      expect(missing, `never reached: ${missing.join(', ')}`).toEqual([]);
+    },
+  );
 
   it('keeps the order rules along every shortest path found by xstate/graph', { timeout: scaled(120_000) }, () => {
     // Two model turns, the second only repeating a read or answering: getShortestPaths builds its adjacency map with

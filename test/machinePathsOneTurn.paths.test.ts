@@ -59,20 +59,60 @@ describe('agent machine paths, one model turn', () => {
       ['ignores business facts changed since vetting', { isStillBusinessValid: yes }, /^P1 recheck/],
       ['ignores an authorization withdrawn since vetting', { isStillAuthorized: yes }, /^P1 recheck/],
       // approvers
-      ['lets the requester approve their own request', { isNotSelfApproval: yes }, /^P5 authority: user: approves their own request changed/],
-      ['counts one approver twice', { isFirstDecisionOfApprover: yes }, /^P5 authority: approver A: approves again changed/],
-      ['takes approvals without the approver scope', { holdsApproverScope: yes }, /^P5 authority: approver without the scope: approves changed/],
-      ['grants on the first of several approvals', { completesApprovals: yes }, /^P5 authority: call c1 is marked confirmed/],
+      [
+        'lets the requester approve their own request',
+        { isNotSelfApproval: yes },
+        /^P5 authority: user: approves their own request changed/,
+      ],
+      [
+        'counts one approver twice',
+        { isFirstDecisionOfApprover: yes },
+        /^P5 authority: approver A: approves again changed/,
+      ],
+      [
+        'takes approvals without the approver scope',
+        { holdsApproverScope: yes },
+        /^P5 authority: approver without the scope: approves changed/,
+      ],
+      [
+        'grants on the first of several approvals',
+        { completesApprovals: yes },
+        /^P5 authority: call c1 is marked confirmed/,
+      ],
       ['keeps a rejected payment going', { cancelsOnReject: no }, /^P1 confirmation: a rejection/],
-      ['cancels on an expiry the tool asks again on', { cancelsOnExpiry: yes }, /^P1 confirmation: an expired confirmation/],
-      ['takes a rejection from anyone', { isRejectionOfPendingConfirmation: yes }, /^P5 authority: intruder: rejects changed/],
+      [
+        'cancels on an expiry the tool asks again on',
+        { cancelsOnExpiry: yes },
+        /^P1 confirmation: an expired confirmation/,
+      ],
+      [
+        'takes a rejection from anyone',
+        { isRejectionOfPendingConfirmation: yes },
+        /^P5 authority: intruder: rejects changed/,
+      ],
       // the review desk
       ['takes a review from a non-reviewer', { isFromReviewer: yes }, /^P2 review: .* not by a reviewer/],
       ['takes a review result the tool never returns', { isReviewResultValid: yes }, /^P2 review: .* never returns/],
-      ['retries a held write the tool does not declare retry-safe', { isHeldWriteRetrySafe: yes }, /^P2 unknown writes: a resend of send_payment is prepared/],
-      ["drops a reviewer's retry its re-check refused", { isResendAfterReview: no }, /^P2 review: a refused resend a reviewer asked for/],
-      ['forgets a cancel deferred while a write was unsettled', { isCancelRequested: no }, /^P2 review: .* with a cancel waiting/],
-      ['treats an inconsistent write as done', { doesWriteNeedReview: no }, /^P2 review: a write the tool found inconsistent/],
+      [
+        'retries a held write the tool does not declare retry-safe',
+        { isHeldWriteRetrySafe: yes },
+        /^P2 unknown writes: a resend of send_payment is prepared/,
+      ],
+      [
+        "drops a reviewer's retry its re-check refused",
+        { isResendAfterReview: no },
+        /^P2 review: a refused resend a reviewer asked for/,
+      ],
+      [
+        'forgets a cancel deferred while a write was unsettled',
+        { isCancelRequested: no },
+        /^P2 review: .* with a cancel waiting/,
+      ],
+      [
+        'treats an inconsistent write as done',
+        { doesWriteNeedReview: no },
+        /^P2 review: a write the tool found inconsistent/,
+      ],
       ['holds for review a write a lookup found', { wasWriteFound: no }, /^P2 review: a write is held for review/],
       ['closes a write the reviewer found done', { isResolvedAsNotHappened: yes }, /^P2 review/],
       // waits: the model's outage, the user's answer
@@ -85,8 +125,16 @@ describe('agent machine paths, one model turn', () => {
       ['stops on an unanswered question where the policy replans', { replansOnAnswerExpiry: no }, /^P3 question/],
       // safe by default: success needs its criterion, a write needs verified facts
       ['writes on facts a read could not establish', { dependsOnUnverifiedFacts: no }, /^P1 verification/],
-      ['ends done on an answer without trusted evidence', { isGoalMet: yes }, /^P5 authority: done without a success criterion met/],
-      ['ends answered a task that declares a success criterion', { hasSuccessCriterion: no }, /^P5 authority: answered although/],
+      [
+        'ends done on an answer without trusted evidence',
+        { isGoalMet: yes },
+        /^P5 authority: done without a success criterion met/,
+      ],
+      [
+        'ends answered a task that declares a success criterion',
+        { hasSuccessCriterion: no },
+        /^P5 authority: answered although/,
+      ],
     ])('%s', (_name, overrides, rule) => {
       expect(firstBroken(CHART.provide({ guards: overrides }) as Chart)).toMatch(rule);
     });
@@ -95,8 +143,14 @@ describe('agent machine paths, one model turn', () => {
       // Two guards broken at once: a resend past the reconcile attempts (P2) and past the retry budget (P1/P4) show on
       // paths of the same length, so which comes first depends on the order states are met in; the budget must catch it.
       const chart = CHART.provide({ guards: { hasBudgetForRetry: yes, canRetryWrite: yes } }) as Chart;
-      const found = explore(withLimits({ modelTurns: 2 }), { maxStates: 50_000, maxViolations: 8, chart }).violations.map((v) => v.problem);
-      expect(found[0]).toMatch(/^P1 budget|^P4|^P2 unknown writes: write .* runs again without a lookup that found nothing/);
+      const found = explore(withLimits({ modelTurns: 2 }), {
+        maxStates: 50_000,
+        maxViolations: 8,
+        chart,
+      }).violations.map((v) => v.problem);
+      expect(found[0]).toMatch(
+        /^P1 budget|^P4|^P2 unknown writes: write .* runs again without a lookup that found nothing/,
+      );
       expect(found.filter((problem) => /^P1 budget|^P4/.test(problem))).not.toEqual([]);
     });
   });
@@ -107,7 +161,10 @@ describe('agent machine paths, one model turn', () => {
     const step = (name: string) => (CHART.implementations.actions as Record<string, unknown>)[name];
     /** The chart over host rules that differ from the harness's reading of them. */
     const withRules = (override: Record<string, Partial<ToolRules>>) =>
-      createAgentMachine({ rules: (name) => (override[name] ? { ...RULES[name]!, ...override[name] } : RULES[name]), sha256: sha256Hex }) as Chart;
+      createAgentMachine({
+        rules: (name) => (override[name] ? { ...RULES[name]!, ...override[name] } : RULES[name]),
+        sha256: sha256Hex,
+      }) as Chart;
     const held = (context: AgentContext) => context.batch!.calls.find((c) => c.callId === context.batch!.current)!;
     const holding = (context: AgentContext, patch: Partial<CallState>) => ({
       ...context.batch!,
@@ -124,18 +181,29 @@ describe('agent machine paths, one model turn', () => {
     /** The chart with the review desk still looking the write up while it waits for a reviewer. */
     const lookingUpInReview = (): Chart => {
       const config = CHART.config as { states: Record<string, object> };
-      const reviewRequired = { ...config.states.reviewRequired, invoke: { id: 'lookup', src: 'lookupWrite', input: lookupInput } };
-      return agentSetup(TOOLKIT).createMachine({ ...config, states: { ...config.states, reviewRequired } } as never) as unknown as Chart;
+      const reviewRequired = {
+        ...config.states.reviewRequired,
+        invoke: { id: 'lookup', src: 'lookupWrite', input: lookupInput },
+      };
+      return agentSetup(TOOLKIT).createMachine({
+        ...config,
+        states: { ...config.states, reviewRequired },
+      } as never) as unknown as Chart;
     };
     /** The chart resending a write on the resource permission and the rate limit alone, not the session's scopes. */
     const resendingWithoutSession = (): Chart => {
-      const config = CHART.config as { states: Record<string, { states?: Record<string, { invoke?: { onDone: object[] } }> }> };
+      const config = CHART.config as {
+        states: Record<string, { states?: Record<string, { invoke?: { onDone: object[] } }> }>;
+      };
       const executing = config.states.executing!;
       const resending = executing.states!.resending!;
       const [send, ...refusals] = resending.invoke!.onDone;
       const onDone = [{ ...send, guard: and(['isStillAuthorized', 'isWithinRateLimit']) }, ...refusals];
       const states = { ...executing.states, resending: { ...resending, invoke: { ...resending.invoke, onDone } } };
-      return agentSetup(TOOLKIT).createMachine({ ...config, states: { ...config.states, executing: { ...executing, states } } } as never) as unknown as Chart;
+      return agentSetup(TOOLKIT).createMachine({
+        ...config,
+        states: { ...config.states, executing: { ...executing, states } },
+      } as never) as unknown as Chart;
     };
     type Args = { context: AgentContext; event: MachineEvent };
     it.each<[string, () => Chart, RegExp]>([
@@ -154,13 +222,35 @@ describe('agent machine paths, one model turn', () => {
       ],
       [
         'host rule asks one approver where the harness knows two',
-        () => withRules({ send_payment: { confirm: (a: { amount: number }) => (a.amount > 6 ? { approverScope: 'payments:approve', approvals: 1 } : true) } }),
+        () =>
+          withRules({
+            send_payment: {
+              confirm: (a: { amount: number }) =>
+                a.amount > 6 ? { approverScope: 'payments:approve', approvals: 1 } : true,
+            },
+          }),
         /^P1 approvals: .* asks 1 decision/,
       ],
-      ['host rule forgets the money a payment moves', () => withRules({ send_payment: { amount: undefined } }), /^P4 budget: write send_payment .* moves 5 but debits 0/],
-      ['sends a write again as a new write', () => withActions({ resendWrite: step('startWrite') }), /^P4 budget: the retry of write/],
-      ['resends a write without asking the session again', resendingWithoutSession, /^P1 recheck: write .* is sent from executing.resending after recheck: session gone/],
-      ['cancels at once while a write is held for review', () => withActions({ deferCancelInReview: step('stopCancelled') }), /^P2 review: a cancel while a write is held for review/],
+      [
+        'host rule forgets the money a payment moves',
+        () => withRules({ send_payment: { amount: undefined } }),
+        /^P4 budget: write send_payment .* moves 5 but debits 0/,
+      ],
+      [
+        'sends a write again as a new write',
+        () => withActions({ resendWrite: step('startWrite') }),
+        /^P4 budget: the retry of write/,
+      ],
+      [
+        'resends a write without asking the session again',
+        resendingWithoutSession,
+        /^P1 recheck: write .* is sent from executing.resending after recheck: session gone/,
+      ],
+      [
+        'cancels at once while a write is held for review',
+        () => withActions({ deferCancelInReview: step('stopCancelled') }),
+        /^P2 review: a cancel while a write is held for review/,
+      ],
       [
         'runs a write as the principal at start, not as the session re-checked',
         () =>
@@ -174,7 +264,10 @@ describe('agent machine paths, one model turn', () => {
       ],
       [
         'forgets the review of a write it holds',
-        () => withActions({ holdForReview: assign(({ context }: Args) => ({ batch: holding(context, { phase: 'awaitingReview' }) })) }),
+        () =>
+          withActions({
+            holdForReview: assign(({ context }: Args) => ({ batch: holding(context, { phase: 'awaitingReview' }) })),
+          }),
         /^P2 review: review null in reviewRequired/,
       ],
       [
@@ -190,20 +283,42 @@ describe('agent machine paths, one model turn', () => {
       ],
       [
         'leaves a held write writing',
-        () => withActions({ holdWriteForReview: assign(({ context }: Args) => ({ review: reviewOf(held(context), 'needs_review') })) }),
+        () =>
+          withActions({
+            holdWriteForReview: assign(({ context }: Args) => ({ review: reviewOf(held(context), 'needs_review') })),
+          }),
         /^bookkeeping: call c1 is writing while the machine is in reviewRequired/,
       ],
-      ['keeps looking a write up while it waits for review', lookingUpInReview, /^P3 progress: reviewRequired waits with actors running/],
-      ["takes a reviewer's 'happened' as not happened", () => withActions({ acceptReviewedWrite: step('closeReviewedWrite') }), /^P2 review: the reviewer found the write done/],
-      ["takes a reviewer's 'not happened' as happened", () => withActions({ closeReviewedWrite: step('acceptReviewedWrite') }), /^P2 review: a write found not done/],
-      ['starts a new turn when the model is asked again after an outage', () => withActions({ resumeModel: step('startModelTurn') }), /^P4 budget: resuming after an outage/],
+      [
+        'keeps looking a write up while it waits for review',
+        lookingUpInReview,
+        /^P3 progress: reviewRequired waits with actors running/,
+      ],
+      [
+        "takes a reviewer's 'happened' as not happened",
+        () => withActions({ acceptReviewedWrite: step('closeReviewedWrite') }),
+        /^P2 review: the reviewer found the write done/,
+      ],
+      [
+        "takes a reviewer's 'not happened' as happened",
+        () => withActions({ closeReviewedWrite: step('acceptReviewedWrite') }),
+        /^P2 review: a write found not done/,
+      ],
+      [
+        'starts a new turn when the model is asked again after an outage',
+        () => withActions({ resumeModel: step('startModelTurn') }),
+        /^P4 budget: resuming after an outage/,
+      ],
       [
         'waits out an outage without backing off',
         () =>
           withActions({
             pauseForModel: assign(({ context, event }: Args) => {
               const paused = pauseForModel(context, event, TOOLKIT).context!;
-              return { ...paused, outage: { ...paused.outage!, wakeAt: (event as { output: { at: number } }).output.at + 1_000 } };
+              return {
+                ...paused,
+                outage: { ...paused.outage!, wakeAt: (event as { output: { at: number } }).output.at + 1_000 },
+              };
             }),
           }),
         /^P3 outage: waitingForModel with outage/,
@@ -214,7 +329,11 @@ describe('agent machine paths, one model turn', () => {
           withActions({
             recordQuestion: assign(({ context, event }: Args) => {
               const asked = event as Extract<MachineEvent, { type: 'model.askedUser' }>;
-              return { question: asked.question, questionExpiresAt: asked.at + context.policy.confirmationTtlMs, waitingSince: asked.at };
+              return {
+                question: asked.question,
+                questionExpiresAt: asked.at + context.policy.confirmationTtlMs,
+                waitingSince: asked.at,
+              };
             }),
           }),
         /^P3 question: awaitingUser with question/,

@@ -15,7 +15,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { Principal } from '../machines/context.js';
 import { McpLookupUnavailableError, McpPolicyError, ToolDefinitionError } from '../src/errors.js';
-import { IDEMPOTENCY_META_KEY, type McpConnection, type McpToolPolicy, connectMcp, importMcpTools, untrustedOutputSchema } from '../src/mcp.js';
+import {
+  IDEMPOTENCY_META_KEY,
+  type McpConnection,
+  type McpToolPolicy,
+  connectMcp,
+  importMcpTools,
+  untrustedOutputSchema,
+} from '../src/mcp.js';
 import { reply, scriptedModel } from '../src/testing/scriptedModel.js';
 import { type ReadTool, type Tool, type ToolContext, type WriteTool } from '../src/tool.js';
 import { INJECTION, fixtureServer, fixtureState } from './fixtures/mcp/server.js';
@@ -29,9 +36,14 @@ async function linkedFixture(): Promise<McpConnection> {
   await fixtureServer().connect(server);
   return connectMcp({ transport: client });
 }
-const PAYER: Principal = { userId: 'E17', tenantId: 'acme', scopes: ['orders:read', 'payments:write', 'notes:read', 'profiles:read'] };
+const PAYER: Principal = {
+  userId: 'E17',
+  tenantId: 'acme',
+  scopes: ['orders:read', 'payments:write', 'notes:read', 'profiles:read'],
+};
 
-const read = (name: string, more: Partial<McpToolPolicy> = {}): McpToolPolicy => ({ effect: 'read', scopes: ['notes:read'], timeoutMs: 2_000, name, ...more }) as McpToolPolicy;
+const read = (name: string, more: Partial<McpToolPolicy> = {}): McpToolPolicy =>
+  ({ effect: 'read', scopes: ['notes:read'], timeoutMs: 2_000, name, ...more }) as McpToolPolicy;
 const ORDER: McpToolPolicy = { name: 'lookup_order', effect: 'read', scopes: ['orders:read'], timeoutMs: 2_000 };
 
 interface Stats {
@@ -72,33 +84,47 @@ afterAll(async () => {
 
 describe('importMcpTools', () => {
   it('imports only the tools the policy names, and reports the rest and the missing', async () => {
-    const { tools, skipped, missing } = await importMcpTools(mcp, { policy: { lookupOrder: ORDER, no_such_tool: read('no_such_tool') } });
+    const { tools, skipped, missing } = await importMcpTools(mcp, {
+      policy: { lookupOrder: ORDER, no_such_tool: read('no_such_tool') },
+    });
     expect(tools.map((t) => t.name)).toEqual(['lookup_order']);
     expect(skipped).toContainEqual({ name: 'delete_everything', reason: 'not_in_policy', detail: expect.any(String) });
     expect(skipped.map((s) => s.name)).not.toContain('lookupOrder');
     expect(missing).toEqual(['no_such_tool']);
-    await expect(importMcpTools(mcp, { policy: { lookupOrder: ORDER }, onUnlisted: 'throw' })).rejects.toThrow(McpPolicyError);
+    await expect(importMcpTools(mcp, { policy: { lookupOrder: ORDER }, onUnlisted: 'throw' })).rejects.toThrow(
+      McpPolicyError,
+    );
   });
 
   it('refuses an MCP name that is not snake_case unless the policy renames it, and suggests a name', async () => {
-    const error = await importMcpTools(mcp, { policy: { lookupOrder: { effect: 'read', scopes: [], timeoutMs: 1_000 } } }).catch((e: unknown) => e);
+    const error = await importMcpTools(mcp, {
+      policy: { lookupOrder: { effect: 'read', scopes: [], timeoutMs: 1_000 } },
+    }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(McpPolicyError);
     expect(String((error as Error).message)).toContain("name: 'lookup_order'");
   });
 
   it('refuses unknown policy fields and write-only fields on a read', async () => {
-    await expect(importMcpTools(mcp, { policy: { lookupOrder: { ...ORDER, confirmRule: 'always' } as McpToolPolicy } })).rejects.toThrow(/unknown field "confirmRule"/);
-    await expect(importMcpTools(mcp, { policy: { lookupOrder: { ...ORDER, sameKeyRetrySafe: true } as McpToolPolicy } })).rejects.toThrow(/applies to a write only/);
+    await expect(
+      importMcpTools(mcp, { policy: { lookupOrder: { ...ORDER, confirmRule: 'always' } as McpToolPolicy } }),
+    ).rejects.toThrow(/unknown field "confirmRule"/);
+    await expect(
+      importMcpTools(mcp, { policy: { lookupOrder: { ...ORDER, sameKeyRetrySafe: true } as McpToolPolicy } }),
+    ).rejects.toThrow(/applies to a write only/);
   });
 
-  it('marks a server description as the server\'s own words, and uses the host\'s when given', async () => {
-    const { tools } = await importMcpTools(mcp, { policy: { lookupOrder: ORDER, read_note: read('read_note', { description: 'Reads a support note.' }) } });
-    expect(byName(tools, 'lookup_order').description).toBe('From the MCP server "fixture-payments" (its own words, unverified): Reads one order by id.');
+  it("marks a server description as the server's own words, and uses the host's when given", async () => {
+    const { tools } = await importMcpTools(mcp, {
+      policy: { lookupOrder: ORDER, read_note: read('read_note', { description: 'Reads a support note.' }) },
+    });
+    expect(byName(tools, 'lookup_order').description).toBe(
+      'From the MCP server "fixture-payments" (its own words, unverified): Reads one order by id.',
+    );
     expect(byName(tools, 'read_note').description).toBe('Reads a support note.');
   });
 
   describe('input schemas', () => {
-    it('converts the server\'s JSON Schema to a strict zod object: unknown fields are refused', async () => {
+    it("converts the server's JSON Schema to a strict zod object: unknown fields are refused", async () => {
       const { tools } = await importMcpTools(mcp, { policy: { lookupOrder: ORDER, tag_note: read('tag_note') } });
       const order = byName(tools, 'lookup_order');
       expect(order.input.safeParse({ order_id: 'O-1' }).success).toBe(true);
@@ -111,14 +137,19 @@ describe('importMcpTools', () => {
       expect(tag.input.safeParse({ note_id: 'N-1', tag: { label: 'x', color: 'red' } }).success).toBe(false);
     });
 
-    it('keeps an identity field out of the model\'s hands: refused as converted, allowed with a host input that fills it from the session', async () => {
-      await expect(importMcpTools(mcp, { policy: { get_profile: read('get_profile', { scopes: ['profiles:read'] }) } })).rejects.toThrow(ToolDefinitionError);
+    it("keeps an identity field out of the model's hands: refused as converted, allowed with a host input that fills it from the session", async () => {
+      await expect(
+        importMcpTools(mcp, { policy: { get_profile: read('get_profile', { scopes: ['profiles:read'] }) } }),
+      ).rejects.toThrow(ToolDefinitionError);
       const { tools } = await importMcpTools(mcp, {
         policy: {
           get_profile: read('get_profile', {
             scopes: ['profiles:read'],
             input: z.strictObject({ fields: z.array(z.string()).optional() }),
-            serverArguments: (args: { fields?: string[] }, toolCtx: ToolContext) => ({ ...args, user_id: toolCtx.principal.userId }),
+            serverArguments: (args: { fields?: string[] }, toolCtx: ToolContext) => ({
+              ...args,
+              user_id: toolCtx.principal.userId,
+            }),
           }),
         },
       });
@@ -129,22 +160,38 @@ describe('importMcpTools', () => {
 
   describe('hints', () => {
     it('refuses a host "read" that the server marks destructive or not read-only', async () => {
-      const error = await importMcpTools(mcp, { policy: { purge_cache: read('purge_cache') } }).catch((e: unknown) => e);
+      const error = await importMcpTools(mcp, { policy: { purge_cache: read('purge_cache') } }).catch(
+        (e: unknown) => e,
+      );
       expect(error).toBeInstanceOf(McpPolicyError);
       expect((error as Error).message).toMatch(/says "read" but the server says destructiveHint: true/);
-      await expect(importMcpTools(mcp, { policy: { create_payment: read('create_payment') } })).rejects.toThrow(/readOnlyHint: false/);
+      await expect(importMcpTools(mcp, { policy: { create_payment: read('create_payment') } })).rejects.toThrow(
+        /readOnlyHint: false/,
+      );
     });
 
     it('leaves it out, or imports it as an always-confirmed write without retries, when the host says so', async () => {
-      const skipped = await importMcpTools(mcp, { policy: { purge_cache: read('purge_cache') }, onHintConflict: 'skip' });
+      const skipped = await importMcpTools(mcp, {
+        policy: { purge_cache: read('purge_cache') },
+        onHintConflict: 'skip',
+      });
       expect(skipped.tools).toEqual([]);
-      expect(skipped.skipped).toContainEqual({ name: 'purge_cache', reason: 'hint_conflict', detail: expect.stringContaining('destructiveHint') });
-      const policy = read('purge_cache', { confirm: 'never', retry: { maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 1 } });
+      expect(skipped.skipped).toContainEqual({
+        name: 'purge_cache',
+        reason: 'hint_conflict',
+        detail: expect.stringContaining('destructiveHint'),
+      });
+      const policy = read('purge_cache', {
+        confirm: 'never',
+        retry: { maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 1 },
+      });
       const tightened = await importMcpTools(mcp, { policy: { purge_cache: policy }, onHintConflict: 'as_write' });
       const tool = tightened.tools[0] as WriteTool;
       expect(tool).toMatchObject({ effect: 'write', confirm: 'always', sameKeyRetrySafe: false });
       expect('retry' in tool).toBe(false);
-      await expect(tool.lookup('k', { taskId: 't', principal: PAYER, signal: new AbortController().signal })).rejects.toThrow(McpLookupUnavailableError);
+      await expect(
+        tool.lookup('k', { taskId: 't', principal: PAYER, signal: new AbortController().signal }),
+      ).rejects.toThrow(McpLookupUnavailableError);
       expect(tightened.tightened[0]!.changes.join('; ')).toMatch(/imported as a write/);
     });
 
@@ -159,12 +206,19 @@ describe('importMcpTools', () => {
       expect(byName(tools, 'create_payment')).toMatchObject({ effect: 'write', sameKeyRetrySafe: false });
     });
 
-    it('confirms a destructive write every time when the policy sets no confirm, and keeps the host\'s explicit rule', async () => {
-      const base = { effect: 'write', scopes: ['payments:write'], timeoutMs: 2_000, lookup: async () => ({ found: false as const }) } as const;
+    it("confirms a destructive write every time when the policy sets no confirm, and keeps the host's explicit rule", async () => {
+      const base = {
+        effect: 'write',
+        scopes: ['payments:write'],
+        timeoutMs: 2_000,
+        lookup: async () => ({ found: false as const }),
+      } as const;
       const unset = await importMcpTools(mcp, { policy: { wipe_account: base } });
       expect(unset.tools[0]!.confirm).toBe('always');
       expect(unset.tightened[0]!.changes[0]).toMatch(/destructiveHint: true/);
-      const approvers = await importMcpTools(mcp, { policy: { wipe_account: { ...base, confirm: { approverScope: 'ops:approve' } } } });
+      const approvers = await importMcpTools(mcp, {
+        policy: { wipe_account: { ...base, confirm: { approverScope: 'ops:approve' } } },
+      });
       expect(approvers.tools[0]!.confirm).toEqual({ approverScope: 'ops:approve' });
     });
   });
@@ -179,9 +233,15 @@ describe('importMcpTools', () => {
     });
 
     it('is refused with a weaker confirmation rule or a retry-safety claim', async () => {
-      await expect(importMcpTools(mcp, { policy: { create_payment: { ...payment, confirm: 'never' } } })).rejects.toThrow(/must be confirmed every time/);
-      await expect(importMcpTools(mcp, { policy: { create_payment: { ...payment, confirm: () => true } } })).rejects.toThrow(/not a predicate/);
-      await expect(importMcpTools(mcp, { policy: { create_payment: { ...payment, sameKeyRetrySafe: true } } })).rejects.toThrow(/needs a host lookup/);
+      await expect(
+        importMcpTools(mcp, { policy: { create_payment: { ...payment, confirm: 'never' } } }),
+      ).rejects.toThrow(/must be confirmed every time/);
+      await expect(
+        importMcpTools(mcp, { policy: { create_payment: { ...payment, confirm: () => true } } }),
+      ).rejects.toThrow(/not a predicate/);
+      await expect(
+        importMcpTools(mcp, { policy: { create_payment: { ...payment, sameKeyRetrySafe: true } } }),
+      ).rejects.toThrow(/needs a host lookup/);
     });
   });
 });
@@ -191,17 +251,27 @@ describe('an imported tool, called directly', () => {
   beforeAll(async () => {
     ({ tools } = await importMcpTools(mcp, {
       policy: {
-        lookupOrder: { ...ORDER, output: z.strictObject({ order_id: z.string(), status: z.string(), total_cents: z.number() }) },
+        lookupOrder: {
+          ...ORDER,
+          output: z.strictObject({ order_id: z.string(), status: z.string(), total_cents: z.number() }),
+        },
         always_fails: read('always_fails'),
         huge_report: read('huge_report'),
         show_chart: read('show_chart'),
         slow_read: read('slow_read', { timeoutMs: 200 }),
-        create_payment: { effect: 'write', scopes: ['payments:write'], timeoutMs: 2_000, lookup: findPayment, sameKeyRetrySafe: true, keyArgument: 'request_key' },
+        create_payment: {
+          effect: 'write',
+          scopes: ['payments:write'],
+          timeoutMs: 2_000,
+          lookup: findPayment,
+          sameKeyRetrySafe: true,
+          keyArgument: 'request_key',
+        },
       },
     }));
   });
 
-  it('validates structured content against the host\'s output schema', async () => {
+  it("validates structured content against the host's output schema", async () => {
     const tool = byName(tools, 'lookup_order') as ReadTool;
     const result = await tool.execute({ order_id: 'O-7' }, ctx());
     expect(result).toEqual({ ok: true, value: { order_id: 'O-7', status: 'paid', total_cents: 12_900 } });
@@ -211,7 +281,9 @@ describe('an imported tool, called directly', () => {
   it('turns isError into a failure value with a capped summary', async () => {
     const result = await (byName(tools, 'always_fails') as ReadTool).execute({}, ctx());
     expect(result).toMatchObject({ ok: false, code: 'server_error', retryable: false });
-    expect(result.ok === false && result.summary).toMatch(/^always_fails failed, as the MCP server reports: upstream refused: quota exceeded/);
+    expect(result.ok === false && result.summary).toMatch(
+      /^always_fails failed, as the MCP server reports: upstream refused: quota exceeded/,
+    );
     expect(result.ok === false && result.summary.length).toBeLessThan(300);
   });
 
@@ -232,13 +304,24 @@ describe('an imported tool, called directly', () => {
   });
 
   it('reports an isError write as failed, or as unknown (looked up) when the policy says the server cannot be believed', async () => {
-    const write = { effect: 'write', scopes: [], timeoutMs: 2_000, lookup: async () => ({ found: false as const }) } as const;
+    const write = {
+      effect: 'write',
+      scopes: [],
+      timeoutMs: 2_000,
+      lookup: async () => ({ found: false as const }),
+    } as const;
     const final = await importMcpTools(mcp, { policy: { always_fails: write } });
     const unknown = await importMcpTools(mcp, { policy: { always_fails: { ...write, serverErrors: 'unknown' } } });
     const writeCtx = { ...ctx(), idempotencyKey: 'idem_fails' };
-    expect(await (final.tools[0] as WriteTool).execute({}, writeCtx)).toMatchObject({ ok: false, code: 'server_error' });
+    expect(await (final.tools[0] as WriteTool).execute({}, writeCtx)).toMatchObject({
+      ok: false,
+      code: 'server_error',
+    });
     // tool_error is one of the codes after which the runtime looks a write up before anything else.
-    expect(await (unknown.tools[0] as WriteTool).execute({}, writeCtx)).toMatchObject({ ok: false, code: 'tool_error' });
+    expect(await (unknown.tools[0] as WriteTool).execute({}, writeCtx)).toMatchObject({
+      ok: false,
+      code: 'tool_error',
+    });
   });
 
   it('summarises images and resources instead of passing them on', async () => {
@@ -274,8 +357,15 @@ describe('an imported tool, called directly', () => {
     const after = await stats(mcp);
     expect(after.keys.filter((k) => k === 'idem_direct_1')).toHaveLength(2);
     expect(after.lastArgs.create_payment).toEqual({ account: 'A-1', amount_cents: 500 });
-    expect(await tool.lookup('idem_direct_1', { taskId: 't', principal: PAYER, signal: new AbortController().signal })).toEqual({ found: true, value: { text: '', structured: (first.ok && (first.value as { structured: unknown }).structured) } });
-    expect(await tool.lookup('idem_never', { taskId: 't', principal: PAYER, signal: new AbortController().signal })).toEqual({ found: false });
+    expect(
+      await tool.lookup('idem_direct_1', { taskId: 't', principal: PAYER, signal: new AbortController().signal }),
+    ).toEqual({
+      found: true,
+      value: { text: '', structured: first.ok && (first.value as { structured: unknown }).structured },
+    });
+    expect(
+      await tool.lookup('idem_never', { taskId: 't', principal: PAYER, signal: new AbortController().signal }),
+    ).toEqual({ found: false });
   });
 });
 
@@ -292,15 +382,26 @@ describe('through the orchestrator', () => {
   it('runs a renamed read to a trusted result', async () => {
     const model = scriptedModel([reply.call('lookup_order', { order_id: 'O-42' }), reply.answer('paid')]);
     const h = harness({ extraTools: await importing({ lookupOrder: ORDER }), model });
-    const status = await h.orchestrator.run({ principal: PAYER, goal: 'is O-42 paid?', success: { tool: 'lookup_order', require: ['text'] } });
+    const status = await h.orchestrator.run({
+      principal: PAYER,
+      goal: 'is O-42 paid?',
+      success: { tool: 'lookup_order', require: ['text'] },
+    });
     expect(status.state).toBe('done');
-    expect(model.requests[1]!.observations[0]).toMatchObject({ ok: true, tool: 'lookup_order', data: { structured: { order_id: 'O-42', status: 'paid' } } });
+    expect(model.requests[1]!.observations[0]).toMatchObject({
+      ok: true,
+      tool: 'lookup_order',
+      data: { structured: { order_id: 'O-42', status: 'paid' } },
+    });
     await h.orchestrator.close();
   });
 
   it('refuses unknown fields at the schema gate; the server is never called', async () => {
     const before = (await stats(mcp)).calls.lookupOrder ?? 0;
-    const h = harness({ extraTools: await importing({ lookupOrder: ORDER }), script: [reply.call('lookup_order', { order_id: 'O-1', include_secrets: true }), reply.answer('x')] });
+    const h = harness({
+      extraTools: await importing({ lookupOrder: ORDER }),
+      script: [reply.call('lookup_order', { order_id: 'O-1', include_secrets: true }), reply.answer('x')],
+    });
     const status = await h.orchestrator.run({ principal: PAYER, goal: 'read O-1', taskId: 'mcp-schema' });
     expect(status.observations[0]).toMatchObject({ ok: false, code: 'invalid_arguments', gate: 'schema' });
     expect((await stats(mcp)).calls.lookupOrder ?? 0).toBe(before);
@@ -308,16 +409,27 @@ describe('through the orchestrator', () => {
   });
 
   it('refuses a call of an unlisted tool as unknown (it was never imported)', async () => {
-    const h = harness({ extraTools: await importing({ lookupOrder: ORDER }), script: [reply.call('delete_everything', {}), reply.answer('x')] });
+    const h = harness({
+      extraTools: await importing({ lookupOrder: ORDER }),
+      script: [reply.call('delete_everything', {}), reply.answer('x')],
+    });
     const status = await h.orchestrator.run({ principal: PAYER, goal: 'clean up' });
     expect(status.observations[0]).toMatchObject({ ok: false, code: 'unknown_tool' });
     expect((await stats(mcp)).calls.delete_everything).toBeUndefined();
     await h.orchestrator.close();
   });
 
-  it('holds a write without a host lookup for confirmation, then sends the task\'s idempotency key to the server', async () => {
-    const h = harness({ extraTools: await importing({ create_payment: paymentPolicy() }), script: [reply.call('create_payment', { account: 'A-9', amount_cents: 900 }), reply.answer('sent')] });
-    const waiting = await h.orchestrator.run({ principal: PAYER, goal: 'pay A-9 9.00', taskId: 'mcp-confirm', success: { tool: 'create_payment', require: ['payment_id'] } });
+  it("holds a write without a host lookup for confirmation, then sends the task's idempotency key to the server", async () => {
+    const h = harness({
+      extraTools: await importing({ create_payment: paymentPolicy() }),
+      script: [reply.call('create_payment', { account: 'A-9', amount_cents: 900 }), reply.answer('sent')],
+    });
+    const waiting = await h.orchestrator.run({
+      principal: PAYER,
+      goal: 'pay A-9 9.00',
+      taskId: 'mcp-confirm',
+      success: { tool: 'create_payment', require: ['payment_id'] },
+    });
     expect(waiting.state).toBe('waiting_for_confirmation');
     await h.orchestrator.confirm(waiting.taskId, PAYER, waiting.pendingConfirmation!);
     const done = await h.orchestrator.settled(waiting.taskId);
@@ -332,9 +444,17 @@ describe('through the orchestrator', () => {
     const before = (await stats(mcp)).executions;
     const h = harness({
       extraTools: await importing({ create_payment: paymentPolicy({ timeoutMs: 300, lookup: findPayment }) }),
-      script: [reply.call('create_payment', { account: 'A-5', amount_cents: 500, delay_ms: 1_500 }), reply.answer('sent')],
+      script: [
+        reply.call('create_payment', { account: 'A-5', amount_cents: 500, delay_ms: 1_500 }),
+        reply.answer('sent'),
+      ],
     });
-    const waiting = await h.orchestrator.run({ principal: PAYER, goal: 'pay A-5', taskId: 'mcp-lost', success: { tool: 'create_payment', require: ['payment_id'] } });
+    const waiting = await h.orchestrator.run({
+      principal: PAYER,
+      goal: 'pay A-5',
+      taskId: 'mcp-lost',
+      success: { tool: 'create_payment', require: ['payment_id'] },
+    });
     // A write imported over MCP is confirmed by default, like any write whose policy gives no rule.
     expect(waiting.state).toBe('waiting_for_confirmation');
     await h.orchestrator.confirm(waiting.taskId, PAYER, waiting.pendingConfirmation!);
@@ -350,7 +470,10 @@ describe('through the orchestrator', () => {
   it('holds a timed-out write without a host lookup for review: never sent again', async () => {
     const h = harness({
       extraTools: await importing({ create_payment: paymentPolicy({ timeoutMs: 300 }) }),
-      script: [reply.call('create_payment', { account: 'A-6', amount_cents: 600, delay_ms: 1_500 }), reply.answer('sent')],
+      script: [
+        reply.call('create_payment', { account: 'A-6', amount_cents: 600, delay_ms: 1_500 }),
+        reply.answer('sent'),
+      ],
     });
     const waiting = await h.orchestrator.run({ principal: PAYER, goal: 'pay A-6', taskId: 'mcp-review' });
     await h.orchestrator.confirm(waiting.taskId, PAYER, waiting.pendingConfirmation!);
@@ -365,7 +488,10 @@ describe('through the orchestrator', () => {
   it('retries a read that timed out within its policy, then reports the result unknown', async () => {
     const before = (await stats(mcp)).calls.slow_read ?? 0;
     const slow = read('slow_read', { timeoutMs: 150, retry: { maxAttempts: 2, baseDelayMs: 5, maxDelayMs: 10 } });
-    const h = harness({ extraTools: await importing({ slow_read: slow }), script: [reply.call('slow_read', { ms: 3_000 }), reply.answer('x')] });
+    const h = harness({
+      extraTools: await importing({ slow_read: slow }),
+      script: [reply.call('slow_read', { ms: 3_000 }), reply.answer('x')],
+    });
     const status = await h.orchestrator.run({ principal: PAYER, goal: 'wait' });
     expect(status.observations[0]).toMatchObject({ ok: false, code: 'timeout' });
     expect(byKind(await h.orchestrator.audit(status.taskId), 'tool_finished')[0]).toMatchObject({ attempts: 2 });
@@ -374,7 +500,10 @@ describe('through the orchestrator', () => {
   });
 
   it('tells the model of an isError result as a failure', async () => {
-    const h = harness({ extraTools: await importing({ always_fails: read('always_fails') }), script: [reply.call('always_fails', {}), reply.answer('it failed')] });
+    const h = harness({
+      extraTools: await importing({ always_fails: read('always_fails') }),
+      script: [reply.call('always_fails', {}), reply.answer('it failed')],
+    });
     const status = await h.orchestrator.run({ principal: PAYER, goal: 'try' });
     expect(status.observations[0]).toMatchObject({ ok: false, code: 'server_error', retryable: false });
     await h.orchestrator.close();
@@ -387,9 +516,21 @@ describe('through the orchestrator', () => {
       // A model that obeys the note: the host's gates decide all the same.
       reply.call('create_payment', { account: 'ATTACKER', amount_cents: 99_999_999 }),
     ]);
-    const h = harness({ extraTools: await importing({ read_note: read('read_note'), create_payment: paymentPolicy({ lookup: findPayment, confirm: 'always' }) }), model });
+    const h = harness({
+      extraTools: await importing({
+        read_note: read('read_note'),
+        create_payment: paymentPolicy({ lookup: findPayment, confirm: 'always' }),
+      }),
+      model,
+    });
     const status = await h.orchestrator.run({ principal: PAYER, goal: 'summarise note N-666', taskId: 'mcp-inject' });
-    expect(model.requests[1]!.observations[0]).toEqual({ callId: expect.any(String), tool: 'read_note', ok: true, data: { text: INJECTION }, truncated: false });
+    expect(model.requests[1]!.observations[0]).toEqual({
+      callId: expect.any(String),
+      tool: 'read_note',
+      ok: true,
+      data: { text: INJECTION },
+      truncated: false,
+    });
     expect(status.state).toBe('waiting_for_confirmation');
     expect(status.principal.scopes).toEqual(PAYER.scopes);
     expect((await stats(mcp)).executions).toBe(before);
@@ -412,8 +553,15 @@ describe('the connection', () => {
     const connection = await connectMcp({ url, headers: { 'x-tenant': 'acme' } });
     try {
       expect(connection.server.name).toBe('fixture-payments');
-      const { tools } = await importMcpTools(connection, { policy: { create_payment: { effect: 'write', scopes: ['payments:write'], timeoutMs: 2_000, lookup: findPayment } } });
-      const result = await (tools[0] as WriteTool).execute({ account: 'H-1', amount_cents: 100 }, { ...ctx(), idempotencyKey: 'idem_http' });
+      const { tools } = await importMcpTools(connection, {
+        policy: {
+          create_payment: { effect: 'write', scopes: ['payments:write'], timeoutMs: 2_000, lookup: findPayment },
+        },
+      });
+      const result = await (tools[0] as WriteTool).execute(
+        { account: 'H-1', amount_cents: 100 },
+        { ...ctx(), idempotencyKey: 'idem_http' },
+      );
       expect(result).toMatchObject({ ok: true, value: { structured: { payment_id: 'P-1', account: 'H-1' } } });
       expect(state.keys).toEqual(['idem_http']);
       expect(IDEMPOTENCY_META_KEY).toBe('io.statechart-agent/idempotency-key');
@@ -424,7 +572,15 @@ describe('the connection', () => {
   });
 
   it('loads the SDK only from statechart-agent/mcp, and at runtime only when connecting', async () => {
-    const sources = ['src/mcp/connect.ts', 'src/mcp/importTools.ts', 'src/mcp/policy.ts', 'src/mcp/result.ts', 'src/mcp/schema.ts', 'src/mcp.ts', 'src/index.ts'];
+    const sources = [
+      'src/mcp/connect.ts',
+      'src/mcp/importTools.ts',
+      'src/mcp/policy.ts',
+      'src/mcp/result.ts',
+      'src/mcp/schema.ts',
+      'src/mcp.ts',
+      'src/index.ts',
+    ];
     for (const file of sources) {
       const code = await readFile(join(PROJECT_ROOT, file), 'utf8');
       // Static imports of the SDK are types only (erased); the runtime loads it in connectMcp through optionalPeer.

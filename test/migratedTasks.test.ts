@@ -20,7 +20,9 @@ const M1: Principal = { userId: 'M1', tenantId: 'acme', scopes: ['refunds:approv
 
 /** A MemoryStore holding an agent/3 fixture exactly as an agent/3 build stored it. */
 function agent3Store(name: string): { store: MemoryStore; taskId: string } {
-  const fixture = JSON.parse(readFileSync(join(import.meta.dirname, 'fixtures', 'envelopes', 'agent-3', `${name}.json`), 'utf8'));
+  const fixture = JSON.parse(
+    readFileSync(join(import.meta.dirname, 'fixtures', 'envelopes', 'agent-3', `${name}.json`), 'utf8'),
+  );
   const store = new MemoryStore();
   rawRows(store).set(fixture.envelope.taskId, {
     envelope: JSON.stringify(fixture.envelope),
@@ -33,15 +35,18 @@ function agent3Store(name: string): { store: MemoryStore; taskId: string } {
 }
 
 describe('a pending confirmation of an agent/3 task', () => {
-  it('runs no write whose amount is unknown, though the task\'s money budget is unbounded', async () => {
+  it("runs no write whose amount is unknown, though the task's money budget is unbounded", async () => {
     const { store, taskId } = agent3Store('waiting-for-confirmation');
     const refunds = new RefundDesk();
     const h = harness({ store, refunds, script: refundScript(), clock: new ManualClock(DEMO_NOW) });
-    Object.assign(h.tools.find((t) => t.name === 'refund_order')!, {
-      amount: () => {
-        throw new Error('amount service down');
+    Object.assign(
+      h.tools.find((t) => t.name === 'refund_order')!,
+      {
+        amount: () => {
+          throw new Error('amount service down');
+        },
       },
-    });
+    );
     const waiting = await h.orchestrator.status(taskId);
     await h.orchestrator.confirm(taskId, SUPPORT, waiting.pendingConfirmation!);
     await h.orchestrator.settled(taskId);
@@ -49,10 +54,16 @@ describe('a pending confirmation of an agent/3 task', () => {
     expect(refunds.refunds).toEqual([]);
   });
 
-  it('asks for an approver when the tool now wants one; the requester\'s confirmation alone runs nothing', async () => {
+  it("asks for an approver when the tool now wants one; the requester's confirmation alone runs nothing", async () => {
     const { store, taskId } = agent3Store('waiting-for-confirmation');
     const refunds = new RefundDesk();
-    const h = harness({ store, refunds, script: refundScript(), clock: new ManualClock(DEMO_NOW), refundOptions: { approveAboveCents: 10_000 } });
+    const h = harness({
+      store,
+      refunds,
+      script: refundScript(),
+      clock: new ManualClock(DEMO_NOW),
+      refundOptions: { approveAboveCents: 10_000 },
+    });
     const waiting = await h.orchestrator.status(taskId);
     expect((await h.orchestrator.confirm(taskId, SUPPORT, waiting.pendingConfirmation!)).accepted).toBe(true);
     const next = await h.orchestrator.settled(taskId);
@@ -64,4 +75,3 @@ describe('a pending confirmation of an agent/3 task', () => {
     expect(refunds.refunds.map((r) => r.amountCents)).toEqual([99_900]);
   });
 });
-

@@ -12,13 +12,17 @@ import { refundOrder } from '../tools/refundOrder.js';
 import { paymentTool } from './support/paymentTool.js';
 import { REFUND_GOAL, REFUND_MANDATE, REFUND_SUCCESS, SUPPORT, byKind, harness } from './support/harness.js';
 
-const refund = (cents: number) => reply.call('refund_order', { order_id: 'O-1001', amount_cents: cents, reason: 'broken' });
+const refund = (cents: number) =>
+  reply.call('refund_order', { order_id: 'O-1001', amount_cents: cents, reason: 'broken' });
 
 describe('the money budget', () => {
   it('stops before a refund the budget cannot pay, before anyone is asked to confirm it', async () => {
     const h = harness({ script: [refund(19_900), reply.answer('x')], limits: { money: 10_000 } });
     const status = await h.orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, taskId: 'm1' });
-    expect(status).toMatchObject({ state: 'budget_exhausted', outcome: { reason: { code: 'budget_exhausted', detail: { dimension: 'money' } } } });
+    expect(status).toMatchObject({
+      state: 'budget_exhausted',
+      outcome: { reason: { code: 'budget_exhausted', detail: { dimension: 'money' } } },
+    });
     expect(status.outcome!.reason.message).toContain('the money budget is spent (0 of 10000 used)');
     expect(byKind(await h.orchestrator.audit('m1'), 'confirmation')).toEqual([]);
     expect(h.refunds.refunds).toEqual([]);
@@ -37,7 +41,10 @@ describe('the money budget', () => {
 
   it('moves no money by default: a tool that declares an amount needs the host to budget it', async () => {
     const desk = new RefundDesk();
-    const orchestrator = createOrchestrator({ tools: [refundOrder(desk)], model: scriptedModel([refund(5_000), reply.answer('x')]) });
+    const orchestrator = createOrchestrator({
+      tools: [refundOrder(desk)],
+      model: scriptedModel([refund(5_000), reply.answer('x')]),
+    });
     const status = await orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL });
     expect(status.outcome?.reason).toMatchObject({ code: 'budget_exhausted', detail: { dimension: 'money' } });
     expect(status.budget.limits.money).toBe(0);
@@ -47,7 +54,12 @@ describe('the money budget', () => {
 
   it('does not run a write whose tool cannot say how much it moves (a throw, a fraction, a negative)', async () => {
     for (const [name, amount] of [
-      ['throws', () => { throw new Error('no rate'); }],
+      [
+        'throws',
+        () => {
+          throw new Error('no rate');
+        },
+      ],
       ['fraction', () => 1.5],
       ['negative', () => -1],
     ] as const) {
@@ -67,7 +79,11 @@ describe('the money budget', () => {
         throw new Error('no exchange rate');
       },
     });
-    const h = harness({ extraTools: [tool], script: [reply.call('send_payment', { amount: 5 }), reply.answer('x')], limits: { money: Number.MAX_SAFE_INTEGER } });
+    const h = harness({
+      extraTools: [tool],
+      script: [reply.call('send_payment', { amount: 5 }), reply.answer('x')],
+      limits: { money: Number.MAX_SAFE_INTEGER },
+    });
     const status = await h.orchestrator.run({ principal: SUPPORT, goal: 'pay', taskId: 'unlimited' });
     // "A rule that cannot say how much a write moves spends more than any budget holds: the write does not run"
     // (guards/budget.ts), also when the budget is the largest the host can give.
@@ -78,8 +94,15 @@ describe('the money budget', () => {
   it('a same-key retry does not debit the money again, and the budget still stops the next write', async () => {
     const sent: string[] = [];
     const amounts: number[] = [];
-    const tool = Object.assign(paymentTool({ sent, amounts, sameKeyRetrySafe: true, hang: (n) => n === 1, timeoutMs: 20 }), { amount: (a: { amount: number }) => a.amount });
-    const script = [reply.call('send_payment', { amount: 600 }), reply.call('send_payment', { amount: 500 }), reply.answer('x')];
+    const tool = Object.assign(
+      paymentTool({ sent, amounts, sameKeyRetrySafe: true, hang: (n) => n === 1, timeoutMs: 20 }),
+      { amount: (a: { amount: number }) => a.amount },
+    );
+    const script = [
+      reply.call('send_payment', { amount: 600 }),
+      reply.call('send_payment', { amount: 500 }),
+      reply.answer('x'),
+    ];
     const h = harness({ extraTools: [tool], script, limits: { money: 1_000 } });
     const status = await h.orchestrator.run({ principal: SUPPORT, goal: 'pay', taskId: 'money-retry' });
     expect(amounts).toEqual([600, 600]);
@@ -107,9 +130,18 @@ describe('the money budget', () => {
 describe('a mandate cap and a confirmation threshold', () => {
   // They hold for the task's total, not only per call.
   it('does not refund 3 x 99.00 on a mandate of "at most 199.00" without anyone confirming', async () => {
-    const split = (n: number) => ({ name: 'refund_order', args: { order_id: 'O-1001', amount_cents: 9_900, reason: `projector broken (part ${n})` } });
+    const split = (n: number) => ({
+      name: 'refund_order',
+      args: { order_id: 'O-1001', amount_cents: 9_900, reason: `projector broken (part ${n})` },
+    });
     const h = harness({ script: [reply.calls(split(1), split(2), split(3)), reply.answer('refunded')] });
-    await h.orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, success: REFUND_SUCCESS, mandate: REFUND_MANDATE, taskId: 'split' });
+    await h.orchestrator.run({
+      principal: SUPPORT,
+      goal: REFUND_GOAL,
+      success: REFUND_SUCCESS,
+      mandate: REFUND_MANDATE,
+      taskId: 'split',
+    });
     const total = h.refunds.refunds.reduce((sum, r) => sum + r.amountCents, 0);
     const confirmations = byKind(await h.orchestrator.audit('split'), 'confirmation');
     // The user asked to refund at most 199.00 on O-1001, and a single refund above 100.00 needs the user's
@@ -121,8 +153,14 @@ describe('a mandate cap and a confirmation threshold', () => {
 
 describe('defineTool and the new rules', () => {
   it.each([
-    [{ confirm: { approverScope: '' } }, /confirm must be 'never', 'always', \{ never: reason \}, \{ approverScope, approvals\? \} or a function/],
-    [{ confirm: { approverScope: 'refunds:approve', approvals: 0 } }, /confirm\.approvals must be a whole number from 1 to 16/],
+    [
+      { confirm: { approverScope: '' } },
+      /confirm must be 'never', 'always', \{ never: reason \}, \{ approverScope, approvals\? \} or a function/,
+    ],
+    [
+      { confirm: { approverScope: 'refunds:approve', approvals: 0 } },
+      /confirm\.approvals must be a whole number from 1 to 16/,
+    ],
     [{ confirmation: { onReject: 'ignore' } }, /confirmation\.onReject must be 'replan' or 'cancel'/],
     [{ confirmation: { onExpiry: 'retry' } }, /confirmation\.onExpiry must be 'ask_again' or 'cancel'/],
     [{ rateLimit: { points: 0, perSeconds: 60 } }, /rateLimit needs whole positive points and perSeconds/],
@@ -132,7 +170,14 @@ describe('defineTool and the new rules', () => {
   });
 
   it('accepts an approval rule given as a constant or returned by a predicate', () => {
-    expect(() => defineTool({ ...paymentTool(), confirm: { approverScope: 'payments:approve', approvals: 2 } })).not.toThrow();
-    expect(() => defineTool({ ...paymentTool(), confirm: (args: { amount: number }) => (args.amount > 5 ? { approverScope: 'p' } : true) })).not.toThrow();
+    expect(() =>
+      defineTool({ ...paymentTool(), confirm: { approverScope: 'payments:approve', approvals: 2 } }),
+    ).not.toThrow();
+    expect(() =>
+      defineTool({
+        ...paymentTool(),
+        confirm: (args: { amount: number }) => (args.amount > 5 ? { approverScope: 'p' } : true),
+      }),
+    ).not.toThrow();
   });
 });

@@ -4,7 +4,14 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { BOOKING_GOAL, BOOKING_SUCCESS, E17, MEETING, REFUND_GOAL, REFUND_SUCCESS } from '../examples/booking/scenarios.js';
+import {
+  BOOKING_GOAL,
+  BOOKING_SUCCESS,
+  E17,
+  MEETING,
+  REFUND_GOAL,
+  REFUND_SUCCESS,
+} from '../examples/booking/scenarios.js';
 import { BookingService } from '../examples/booking/bookingService.js';
 import { RefundDesk, demoOrders } from '../examples/booking/refundService.js';
 import { type OpenAIModelOptions, createOpenAIModel } from '../src/model/openai/openaiModel.js';
@@ -27,10 +34,16 @@ async function serve(...steps: FakeStep[]) {
 const openai = (options: OpenAIModelOptions = {}) =>
   createOpenAIModel({ baseURL: server!.url, apiKey: 'test', model: 'fake', env: {}, ...options });
 
-type Message = { role: string; content: string | null; tool_call_id?: string; tool_calls?: { id: string; type: string; function: { name: string; arguments: string } }[] };
+type Message = {
+  role: string;
+  content: string | null;
+  tool_call_id?: string;
+  tool_calls?: { id: string; type: string; function: { name: string; arguments: string } }[];
+};
 const messagesOf = (request: FakeRequest) => request.body.messages as Message[];
 const rolesOf = (request: FakeRequest) => messagesOf(request).map((m) => m.role);
-const toolNamesOf = (request: FakeRequest) => (request.body.tools ?? []).map((t: { function: { name: string } }) => t.function.name);
+const toolNamesOf = (request: FakeRequest) =>
+  (request.body.tools ?? []).map((t: { function: { name: string } }) => t.function.name);
 const toolMessagesOf = (request: FakeRequest) => messagesOf(request).filter((m) => m.role === 'tool');
 const parsed = (message: Message | undefined) => JSON.parse(message!.content!);
 
@@ -73,7 +86,12 @@ describe('createOpenAIModel over HTTP', () => {
     );
     const { orchestrator, bookings, tools } = harness({ model: openai() });
     const searchTool = tools.find((t) => t.name === 'find_available_rooms')!;
-    const status = await orchestrator.run({ principal: E17, goal: BOOKING_GOAL, success: BOOKING_SUCCESS, taskId: 'book-1' });
+    const status = await orchestrator.run({
+      principal: E17,
+      goal: BOOKING_GOAL,
+      success: BOOKING_SUCCESS,
+      taskId: 'book-1',
+    });
 
     expect(status.state).toBe('done');
     expect(status.outcome?.reason.code).toBe('goal_met');
@@ -104,7 +122,9 @@ describe('createOpenAIModel over HTTP', () => {
     expect(messagesOf(second)[2]).toEqual({
       role: 'assistant',
       content: null,
-      tool_calls: [{ id: 'call_find', type: 'function', function: { name: 'find_available_rooms', arguments: rawFind } }],
+      tool_calls: [
+        { id: 'call_find', type: 'function', function: { name: 'find_available_rooms', arguments: rawFind } },
+      ],
     });
     expect(messagesOf(second)[3]!.tool_call_id).toBe('call_find');
     expect(parsed(messagesOf(second)[3]).rooms.map((r: { room_id: string }) => r.room_id)).toContain('R7');
@@ -112,7 +132,11 @@ describe('createOpenAIModel over HTTP', () => {
     expect(rolesOf(third)).toEqual(['system', 'user', 'assistant', 'tool', 'assistant', 'tool']);
     expect(messagesOf(third).slice(0, 4)).toEqual(messagesOf(second));
     expect(messagesOf(third)[4]!.tool_calls).toEqual([
-      { id: 'call_reserve', type: 'function', function: { name: 'reserve_room', arguments: JSON.stringify(reserveArgs()) } },
+      {
+        id: 'call_reserve',
+        type: 'function',
+        function: { name: 'reserve_room', arguments: JSON.stringify(reserveArgs()) },
+      },
     ]);
     expect(messagesOf(third)[5]).toMatchObject({ role: 'tool', tool_call_id: 'call_reserve' });
     expect(parsed(messagesOf(third)[5])).toMatchObject({ status: 'confirmed', booking_id: 'B204' });
@@ -154,7 +178,10 @@ describe('createOpenAIModel over HTTP', () => {
       ]),
       fake.text('a is slow_lookup-value, b is fast_lookup-value'),
     );
-    const { orchestrator } = harness({ model: openai(), extraTools: [loggedTool('slow_lookup', 120, log), loggedTool('fast_lookup', 0, log)] });
+    const { orchestrator } = harness({
+      model: openai(),
+      extraTools: [loggedTool('slow_lookup', 120, log), loggedTool('fast_lookup', 0, log)],
+    });
     const status = await orchestrator.run({ principal: E17, goal: 'look up a and b', taskId: 'parallel' });
 
     expect(status.state).toBe('answered');
@@ -177,13 +204,21 @@ describe('createOpenAIModel over HTTP', () => {
       const status = await orchestrator.run({ principal: E17, goal: BOOKING_GOAL, taskId: 'malformed' });
 
       const audit = await orchestrator.audit(status.taskId);
-      expect(byKind(audit, 'gate').filter((g) => g.decision === 'reject').map((g) => g.code)).toEqual(['malformed_arguments']);
+      expect(
+        byKind(audit, 'gate')
+          .filter((g) => g.decision === 'reject')
+          .map((g) => g.code),
+      ).toEqual(['malformed_arguments']);
       expect(byKind(audit, 'tool_started')).toEqual([]);
       const next = srv.requests[1]!;
       expect(messagesOf(next)[2]!.tool_calls![0]!.function.arguments).toBe(broken);
       expect(toolMessagesOf(next)).toHaveLength(1);
       expect(toolMessagesOf(next)[0]!.tool_call_id).toBe('call_bad');
-      expect(parsed(toolMessagesOf(next)[0])).toEqual({ ok: false, code: 'malformed_arguments', summary: expect.stringContaining('not valid JSON') });
+      expect(parsed(toolMessagesOf(next)[0])).toEqual({
+        ok: false,
+        code: 'malformed_arguments',
+        summary: expect.stringContaining('not valid JSON'),
+      });
     });
 
     it('rejects a batch naming an unknown tool: every call gets a paired result and nothing runs', async () => {
@@ -207,7 +242,14 @@ describe('createOpenAIModel over HTTP', () => {
     });
 
     it.each([
-      ['duplicate call ids', [{ id: 'dup', name: 'find_available_rooms', args: { ...MEETING } }, { id: 'dup', name: 'find_available_rooms', args: { ...MEETING, attendees: 4 } }], 'duplicate_call_id'],
+      [
+        'duplicate call ids',
+        [
+          { id: 'dup', name: 'find_available_rooms', args: { ...MEETING } },
+          { id: 'dup', name: 'find_available_rooms', args: { ...MEETING, attendees: 4 } },
+        ],
+        'duplicate_call_id',
+      ],
       ['a missing call id', [{ id: null, name: 'find_available_rooms', args: { ...MEETING } }], 'missing_call_id'],
     ] as const)('re-asks after %s without sending an unpairable tool call back', async (_label, calls, code) => {
       const srv = await serve(fake.toolCalls([...calls]), fake.text('Sorry.'));
@@ -215,15 +257,23 @@ describe('createOpenAIModel over HTTP', () => {
       const status = await orchestrator.run({ principal: E17, goal: BOOKING_GOAL, taskId: `unpairable-${code}` });
 
       const audit = await orchestrator.audit(status.taskId);
-      expect(byKind(audit, 'gate').filter((g) => g.decision === 'reject').map((g) => g.code)).toContain(code);
+      expect(
+        byKind(audit, 'gate')
+          .filter((g) => g.decision === 'reject')
+          .map((g) => g.code),
+      ).toContain(code);
       expect(byKind(audit, 'tool_started')).toEqual([]);
       const next = srv.requests[1]!;
       expect(rolesOf(next)).toEqual(['system', 'user', 'user']);
-      expect(messagesOf(next)[2]!.content).toMatch(/^\[Host note, not from the user\] Your previous reply could not be used: tool calls must each have a unique call id/);
+      expect(messagesOf(next)[2]!.content).toMatch(
+        /^\[Host note, not from the user\] Your previous reply could not be used: tool calls must each have a unique call id/,
+      );
     });
 
     it('re-asks a truncated response (finish_reason length) with a host note, then stops at the limit', async () => {
-      const cut = fake.toolCalls([{ id: 'c1', name: 'find_available_rooms', args: '{"start_at": "2026-' }], { finish: 'length' });
+      const cut = fake.toolCalls([{ id: 'c1', name: 'find_available_rooms', args: '{"start_at": "2026-' }], {
+        finish: 'length',
+      });
       const srv = await serve(cut, cut, cut);
       const { orchestrator } = harness({ model: openai(), policy: { maxInvalidOutputs: 2 } });
       const status = await orchestrator.run({ principal: E17, goal: BOOKING_GOAL, taskId: 'truncated' });
@@ -246,7 +296,9 @@ describe('createOpenAIModel over HTTP', () => {
       expect(status.state).toBe('failed');
       expect(status.outcome?.reason.code).toBe('protocol_error');
       expect(srv.requests).toHaveLength(3);
-      expect(messagesOf(srv.requests[1]!)[2]!.content).toMatch(/^\[Host note, not from the user\] Your previous reply could not be used: the server('s response is not valid JSON| answered \d+ characters of text, not a chat completion)/);
+      expect(messagesOf(srv.requests[1]!)[2]!.content).toMatch(
+        /^\[Host note, not from the user\] Your previous reply could not be used: the server('s response is not valid JSON| answered \d+ characters of text, not a chat completion)/,
+      );
     });
 
     it('re-asks a tool call written as text instead of taking it as the final answer', async () => {
@@ -257,11 +309,18 @@ describe('createOpenAIModel over HTTP', () => {
       ];
       const srv = await serve(...written.map((text) => fake.text(text)), fake.text('I could not search for rooms.'));
       const { orchestrator } = harness({ model: openai(), policy: { maxInvalidOutputs: 3 } });
-      const status = await orchestrator.run({ principal: E17, goal: BOOKING_GOAL, success: BOOKING_SUCCESS, taskId: 'text-calls' });
+      const status = await orchestrator.run({
+        principal: E17,
+        goal: BOOKING_GOAL,
+        success: BOOKING_SUCCESS,
+        taskId: 'text-calls',
+      });
 
       expect(srv.requests).toHaveLength(4);
       for (const request of srv.requests.slice(1)) {
-        expect(messagesOf(request).at(-1)!.content).toMatch(/could not be used: a tool call was written as text \((marker "<tool_call>"|marker "\[TOOL_CALLS\]"|a JSON object with "name" and "arguments")\)/);
+        expect(messagesOf(request).at(-1)!.content).toMatch(
+          /could not be used: a tool call was written as text \((marker "<tool_call>"|marker "\[TOOL_CALLS\]"|a JSON object with "name" and "arguments")\)/,
+        );
       }
       // Only the plain sentence is an answer; it claims nothing, so the task fails (no trusted result), not done.
       expect(status.state).toBe('failed');
@@ -271,14 +330,22 @@ describe('createOpenAIModel over HTTP', () => {
 
     it('keeps a refused oversized argument out of the transcript and out of every later request', async () => {
       const huge = JSON.stringify({ ...MEETING, note: 'x'.repeat(2_000_000) });
-      const srv = await serve(fake.call('c1', 'find_available_rooms', huge), fake.call('c2', 'find_available_rooms', { ...MEETING }), fake.text('R7 and R9 are free.'));
+      const srv = await serve(
+        fake.call('c1', 'find_available_rooms', huge),
+        fake.call('c2', 'find_available_rooms', { ...MEETING }),
+        fake.text('R7 and R9 are free.'),
+      );
       const { orchestrator } = harness({ model: openai() });
       await orchestrator.run({ principal: E17, goal: BOOKING_GOAL, taskId: 'oversized' });
 
       const sizes = srv.requests.map((r) => JSON.stringify(r.body).length);
       expect(Math.max(...sizes.slice(1))).toBeLessThan(20_000);
       const sent = messagesOf(srv.requests[1]!).find((m) => m.tool_calls)!.tool_calls![0]!;
-      expect(JSON.parse(sent.function.arguments)).toEqual({ omitted_by_host: expect.stringMatching(/^arguments of 2000\d+ bytes were refused \(the limit is 16384 bytes\)$/) });
+      expect(JSON.parse(sent.function.arguments)).toEqual({
+        omitted_by_host: expect.stringMatching(
+          /^arguments of 2000\d+ bytes were refused \(the limit is 16384 bytes\)$/,
+        ),
+      });
       expect(parsed(toolMessagesOf(srv.requests[1]!)[0])).toMatchObject({ ok: false, code: 'arguments_too_large' });
       const transcript = await orchestrator.transcript('oversized');
       expect(JSON.stringify(transcript).length).toBeLessThan(20_000);
@@ -288,7 +355,10 @@ describe('createOpenAIModel over HTTP', () => {
       await serve(fake.refusal('I will not help with that.'));
       const { orchestrator } = harness({ model: openai() });
       const status = await orchestrator.run({ principal: E17, goal: BOOKING_GOAL, taskId: 'refusal' });
-      expect(status.outcome?.reason).toMatchObject({ code: 'model_refused', message: 'the model refused: I will not help with that.' });
+      expect(status.outcome?.reason).toMatchObject({
+        code: 'model_refused',
+        message: 'the model refused: I will not help with that.',
+      });
     });
   });
 
@@ -328,7 +398,12 @@ describe('createOpenAIModel over HTTP', () => {
     it('fails the task when every attempt times out, the retry budget is gone and the policy waits out no outage', async () => {
       const slow = fake.delayed(2_000, fake.text('late'));
       const srv = await serve(slow, slow, slow, slow);
-      const { orchestrator } = harness({ model: openai(), modelTimeoutMs: 100, limits: { retries: 2 }, policy: { modelOutageMs: 0 } });
+      const { orchestrator } = harness({
+        model: openai(),
+        modelTimeoutMs: 100,
+        limits: { retries: 2 },
+        policy: { modelOutageMs: 0 },
+      });
       const status = await orchestrator.run({ principal: E17, goal: 'say ok', taskId: 'slow-always' });
 
       expect(status.state).toBe('failed');
@@ -361,7 +436,9 @@ describe('createOpenAIModel over HTTP', () => {
       expect(status.state).toBe('answered');
       expect(status.outage).toBeNull();
       expect(srv.requests).toHaveLength(5);
-      const outages = byKind(await orchestrator.audit('outage'), 'model_outage').map((e) => `${e.action} ${e.attempts}`);
+      const outages = byKind(await orchestrator.audit('outage'), 'model_outage').map(
+        (e) => `${e.action} ${e.attempts}`,
+      );
       expect(outages).toEqual(['waiting 1', 'retrying 1', 'waiting 2', 'retrying 2', 'waiting 3', 'retrying 3']);
       // One model turn, however long the outage: the wake-ups re-ask the same turn.
       expect(status.budget.used.modelTurns).toBe(1);
@@ -380,13 +457,17 @@ describe('createOpenAIModel over HTTP', () => {
       }
       expect(status.state).toBe('failed');
       expect(status.outcome?.reason.code).toBe('model_unavailable');
-      expect(status.outcome?.reason.message).toMatch(/stayed unreachable for \d+ ms \(\d+ attempts; the limit is 40 ms\)/);
+      expect(status.outcome?.reason.message).toMatch(
+        /stayed unreachable for \d+ ms \(\d+ attempts; the limit is 40 ms\)/,
+      );
       expect(byKind(await orchestrator.audit('outage-limit'), 'model_outage').at(-1)?.action).toBe('gave_up');
     });
 
     it('fails at once on a 401 with a clear message that carries no key', async () => {
       const key = 'sk-live-abcdefghijklmnop123456';
-      const srv = await serve(fake.error(401, `Incorrect API key provided: ${key}. You can find your API key at the dashboard.`));
+      const srv = await serve(
+        fake.error(401, `Incorrect API key provided: ${key}. You can find your API key at the dashboard.`),
+      );
       const { orchestrator } = harness({ model: openai({ apiKey: key }) });
       const status = await orchestrator.run({ principal: E17, goal: 'say ok', taskId: 'unauthorized' });
 
@@ -423,11 +504,20 @@ describe('createOpenAIModel over HTTP', () => {
       const srv = await serve(
         fake.call('call_order', 'get_order', { order_id: 'O-1001' }),
         // The model complies with the note; the host does not.
-        fake.call('call_refund', 'refund_order', { order_id: 'O-1001', amount_cents: 99_900, reason: 'approved per note' }),
+        fake.call('call_refund', 'refund_order', {
+          order_id: 'O-1001',
+          amount_cents: 99_900,
+          reason: 'approved per note',
+        }),
         fake.text('Refunded 999.00 and cancelled all meetings.'),
       );
       const { orchestrator } = harness({ model: openai(), refunds });
-      const waiting = await orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, success: REFUND_SUCCESS, taskId: 'injected' });
+      const waiting = await orchestrator.run({
+        principal: SUPPORT,
+        goal: REFUND_GOAL,
+        success: REFUND_SUCCESS,
+        taskId: 'injected',
+      });
 
       expect(waiting.state).toBe('waiting_for_confirmation');
       expect(waiting.pendingConfirmation).toMatchObject({ userId: 'E17', args: { amount_cents: 99_900 } });
@@ -461,11 +551,20 @@ describe('createOpenAIModel over HTTP', () => {
       const refunds = new RefundDesk();
       const srv = await serve(
         fake.call('call_order', 'get_order', { order_id: 'O-1001' }),
-        fake.call('call_refund', 'refund_order', { order_id: 'O-1001', amount_cents: 19_900, reason: 'projector arrived broken' }),
+        fake.call('call_refund', 'refund_order', {
+          order_id: 'O-1001',
+          amount_cents: 19_900,
+          reason: 'projector arrived broken',
+        }),
         fake.text('Refunded 199.00 on O-1001.'),
       );
       const first = harness({ store, refunds, model: openai() });
-      const waiting = await first.orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, success: REFUND_SUCCESS, taskId: 'refund-restart' });
+      const waiting = await first.orchestrator.run({
+        principal: SUPPORT,
+        goal: REFUND_GOAL,
+        success: REFUND_SUCCESS,
+        taskId: 'refund-restart',
+      });
       expect(waiting.state).toBe('waiting_for_confirmation');
       expect(srv.requests).toHaveLength(2);
       await first.orchestrator.close();

@@ -3,7 +3,15 @@
  */
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { AuditRecord, HostSetup, RecoveryReport, StartTaskRequest, TaskStatus, TaskSummary, UserEventResult } from '../src/index.js';
+import type {
+  AuditRecord,
+  HostSetup,
+  RecoveryReport,
+  StartTaskRequest,
+  TaskStatus,
+  TaskSummary,
+  UserEventResult,
+} from '../src/index.js';
 import { describe, expect, it } from 'vitest';
 import { HostRequestError, MachineError, StoreUnavailableError, TaskExistsError } from '../src/errors.js';
 import { reply } from '../src/testing/scriptedModel.js';
@@ -27,7 +35,9 @@ describe('start', () => {
   it('refuses a success criterion or task id the store could not read back', async () => {
     const h = harness({ script: [reply.ask('q?')] });
     const badSuccess = { tool: 'reserve_room', match: { status: ['confirmed'] } } as never;
-    await expect(h.orchestrator.start({ principal: E17, goal: 'g', success: badSuccess })).rejects.toThrow(HostRequestError);
+    await expect(h.orchestrator.start({ principal: E17, goal: 'g', success: badSuccess })).rejects.toThrow(
+      HostRequestError,
+    );
     await expect(h.orchestrator.start({ principal: E17, goal: 'g', taskId: '' })).rejects.toThrow(HostRequestError);
     expect(h.orchestrator.liveTasks).toBe(0);
   });
@@ -44,9 +54,15 @@ describe('createOrchestrator', () => {
 
 describe('what a task is started with', () => {
   it('refuses a model whose reservation the store could not read back', () => {
-    const model = { name: 'odd', reservation: { tokens: 100, costMicros: 0, label: 'x' }, decide: async () => reply.answer('x') };
+    const model = {
+      name: 'odd',
+      reservation: { tokens: 100, costMicros: 0, label: 'x' },
+      decide: async () => reply.answer('x'),
+    };
     expect(() => harness({ model: model as never })).toThrow(/model.reservation: \(root\): Unrecognized key/);
-    expect(() => harness({ model: { ...model, reservation: { tokens: 1.5, costMicros: 0 } } })).toThrow(HostRequestError);
+    expect(() => harness({ model: { ...model, reservation: { tokens: 1.5, costMicros: 0 } } })).toThrow(
+      HostRequestError,
+    );
   });
 
   it('reads back every task it accepted, long scopes, policy versions and descriptions included', async () => {
@@ -54,7 +70,12 @@ describe('what a task is started with', () => {
     const store = new MemoryStore();
     const h = harness({ store, policy: { version: long }, script: [reply.ask('which room?')] });
     const principal = { ...E17, scopes: [...E17.scopes, `custom:${long}`] };
-    await h.orchestrator.run({ principal, goal: 'g', taskId: 'long', success: { tool: 'reserve_room', description: long } });
+    await h.orchestrator.run({
+      principal,
+      goal: 'g',
+      taskId: 'long',
+      success: { tool: 'reserve_room', description: long },
+    });
     expect((await store.load('long'))?.snapshot.context.principal.scopes.at(-1)).toBe(`custom:${long}`);
     expect((await h.orchestrator.answer('long', principal, 'R7')).accepted).toBe(true);
   });
@@ -98,7 +119,11 @@ describe('the public entries', () => {
   it('export the stores a host needs: MemoryStore and FileStore from the main entry, RedisStore from /redis', async () => {
     const main = await import('../src/index.js');
     const redis = await import('../src/redis.js');
-    expect([typeof main.MemoryStore, typeof main.FileStore, typeof redis.RedisStore]).toEqual(['function', 'function', 'function']);
+    expect([typeof main.MemoryStore, typeof main.FileStore, typeof redis.RedisStore]).toEqual([
+      'function',
+      'function',
+      'function',
+    ]);
     expect(new main.FileStore(join(tmpdir(), 'api-file-store')).kind).toBe('file');
   });
 
@@ -121,9 +146,20 @@ describe('the public entries', () => {
     expect(results.map((r) => r.code)).toEqual(['not_waiting_for_confirmation', 'unknown_confirmation']);
     expect((await h.orchestrator.answer(waiting.taskId, E17, 'R7')).accepted).toBe(true);
     expect((await h.orchestrator.settled(waiting.taskId)).question).toBe('which floor?');
-    expect(await h.orchestrator.cancel(waiting.taskId, E17, 'done')).toMatchObject({ accepted: true, status: { state: 'cancelled' } });
+    expect(await h.orchestrator.cancel(waiting.taskId, E17, 'done')).toMatchObject({
+      accepted: true,
+      status: { state: 'cancelled' },
+    });
   });
 });
 
 // The types a host writes against are exported from the entry it imports.
-export type Exported = [RecoveryReport, TaskStatus, UserEventResult, StartTaskRequest, HostSetup, TaskSummary, AuditRecord];
+export type Exported = [
+  RecoveryReport,
+  TaskStatus,
+  UserEventResult,
+  StartTaskRequest,
+  HostSetup,
+  TaskSummary,
+  AuditRecord,
+];

@@ -5,7 +5,12 @@
  */
 import { context, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { BasicTracerProvider, InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  type ReadableSpan,
+  SimpleSpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { otelTracing } from '../src/otel.js';
@@ -62,12 +67,20 @@ describe('otelTracing', () => {
 
     const [run, ...more] = named('task run');
     expect(more).toEqual([]);
-    expect(run!.attributes).toMatchObject({ 'statechart_agent.task_id': 'traced', 'statechart_agent.state': 'answered', 'statechart_agent.state_value': 'answered' });
+    expect(run!.attributes).toMatchObject({
+      'statechart_agent.task_id': 'traced',
+      'statechart_agent.state': 'answered',
+      'statechart_agent.state_value': 'answered',
+    });
     const turns = named('chat ');
     expect(turns).toHaveLength(3);
     for (const turn of turns) {
       expect(parentId(turn)).toBe(run!.spanContext().spanId);
-      expect(turn.attributes).toMatchObject({ 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': 'scripted', 'statechart_agent.task_id': 'traced' });
+      expect(turn.attributes).toMatchObject({
+        'gen_ai.operation.name': 'chat',
+        'gen_ai.request.model': 'scripted',
+        'statechart_agent.task_id': 'traced',
+      });
       expect(turn.attributes['gen_ai.usage.input_tokens']).toBeGreaterThan(0);
       expect(turn.attributes['gen_ai.usage.output_tokens']).toBeGreaterThan(0);
     }
@@ -81,14 +94,19 @@ describe('otelTracing', () => {
     ]);
     expect(new Set(tools.map((t) => t.attributes['statechart_agent.idempotency_key']).filter(Boolean)).size).toBe(1);
     const [lookup] = named('lookup ');
-    expect(lookup!.attributes).toMatchObject({ 'statechart_agent.lookup.result': 'not_found', 'statechart_agent.tool.name': 'send_payment' });
+    expect(lookup!.attributes).toMatchObject({
+      'statechart_agent.lookup.result': 'not_found',
+      'statechart_agent.tool.name': 'send_payment',
+    });
     for (const span of [...tools, lookup!]) expect(parentId(span)).toBe(run!.spanContext().spanId);
     expect(new Set(spans().map((s) => s.spanContext().traceId)).size).toBe(1);
     // The tool ran with its own span active.
     expect(seen).toEqual(['execute_tool look_up']);
     // Gate decisions and the lookup's result are events of the run.
     const events = run!.events.map((e) => e.name);
-    expect(events).toEqual(expect.arrayContaining(['gate schema pass', 'gate permission pass', 'write lookup not_found', 'task answered']));
+    expect(events).toEqual(
+      expect.arrayContaining(['gate schema pass', 'gate permission pass', 'write lookup not_found', 'task answered']),
+    );
   });
 
   it('ends a run when the task waits for a confirmation, and starts another when it goes on', async () => {
@@ -111,7 +129,10 @@ describe('otelTracing', () => {
   });
 
   it('traces nothing without the option', async () => {
-    const { orchestrator } = harness({ extraTools: [lookTool([])], script: [reply.call('look_up', { q: 'x' }), reply.answer('ok')] });
+    const { orchestrator } = harness({
+      extraTools: [lookTool([])],
+      script: [reply.call('look_up', { q: 'x' }), reply.answer('ok')],
+    });
     await orchestrator.run({ principal: E17, goal: 'look', taskId: 'untraced' });
     expect(spans()).toEqual([]);
   });

@@ -55,7 +55,12 @@ describe.skipIf(!redis)('a task carrying card numbers, on Redis', () => {
     const store = new RedisStore({ client, prefix });
     const key = randomBytes(32);
     const privacy = { sealer: keyedSealer({ key }), redactors: [cardNumbers()] };
-    const run = await runWalletTask({ store, taskId: 'wallet-r', privacy, restart: { sealer: keyedSealer({ key }), redactors: [cardNumbers()] } });
+    const run = await runWalletTask({
+      store,
+      taskId: 'wallet-r',
+      privacy,
+      restart: { sealer: keyedSealer({ key }), redactors: [cardNumbers()] },
+    });
     expect([...run.service.charges.values()]).toEqual([{ card: WALLET_CARD, amount: 500 }]);
     expect(run.final.outcome?.status).toBe('answered');
     const stored = await everyValue(client, prefix);

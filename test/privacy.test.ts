@@ -61,7 +61,11 @@ describe.each(STORES)('a task carrying card numbers, on the %s store', (_name, o
     expect(streamed).toContain('card_refused'); // the hook that quoted the card it refused
     expect(streamed).toMatch(/"received":"\{\\"card\\": \\"\[\[sealed:card-1111:/); // the unusable output, kept
 
-    const spans = JSON.stringify(exporter.getFinishedSpans().map((span) => ({ name: span.name, attributes: span.attributes, events: span.events, status: span.status })));
+    const spans = JSON.stringify(
+      exporter
+        .getFinishedSpans()
+        .map((span) => ({ name: span.name, attributes: span.attributes, events: span.events, status: span.status })),
+    );
     expect(spans).toContain('execute_tool charge_card');
     await provider.shutdown();
 
@@ -75,7 +79,12 @@ describe('sealed values across a restart', () => {
   it('a keyed sealer opens them in the new process: the confirmed charge gets the real card', async () => {
     const { store, where } = await fileStore();
     const privacy = { sealer: keyedSealer({ key: KEY }), redactors: [cardNumbers()] };
-    const run = await runWalletTask({ store, taskId: 'wallet-k', privacy, restart: { sealer: keyedSealer({ key: KEY }), redactors: [cardNumbers()] } });
+    const run = await runWalletTask({
+      store,
+      taskId: 'wallet-k',
+      privacy,
+      restart: { sealer: keyedSealer({ key: KEY }), redactors: [cardNumbers()] },
+    });
     expect([...run.service.charges.values()]).toEqual([{ card: WALLET_CARD, amount: 500 }]);
     expect(run.final.outcome?.status).toBe('answered');
     expect(secretsIn(await storedText(store, where))).toEqual([]);
@@ -83,7 +92,12 @@ describe('sealed values across a restart', () => {
 
   it('a memory sealer cannot: the write is not sent, and the model is told why', async () => {
     const store = new MemoryStore();
-    const run = await runWalletTask({ store, taskId: 'wallet-m', privacy: { redactors: [cardNumbers()] }, restart: { redactors: [cardNumbers()] } });
+    const run = await runWalletTask({
+      store,
+      taskId: 'wallet-m',
+      privacy: { redactors: [cardNumbers()] },
+      restart: { redactors: [cardNumbers()] },
+    });
     expect(run.service.charges.size).toBe(0);
     // The check right before the write (the schema gate again) finds the value gone: nothing is sent.
     const audit = await storedText(store);
@@ -93,7 +107,10 @@ describe('sealed values across a restart', () => {
 });
 
 describe('Privacy', () => {
-  const privacy = new Privacy({ sealer: keyedSealer({ key: KEY }), redactors: [cardNumbers(), emailAddresses(), ibans()] });
+  const privacy = new Privacy({
+    sealer: keyedSealer({ key: KEY }),
+    redactors: [cardNumbers(), emailAddresses(), ibans()],
+  });
   const t1 = { taskId: 't1', tenantId: 'acme', startedAt: 1 };
   const t2 = { taskId: 't2', tenantId: 'acme', startedAt: 1 };
   const cardsOnly = new Privacy({ sealer: keyedSealer({ key: KEY }), redactors: [cardNumbers()] });
@@ -114,7 +131,10 @@ describe('Privacy', () => {
 
   it('seals fields at sensitive paths whole, and opens them only for the task that sealed them', () => {
     // Plain values with a space: a sealed token (base64url) can never contain them by chance, as it could "x1".
-    const value = { card: { number: 4111111111111111, holder: 'Ada' }, items: [{ iban: 'iban one' }, { iban: 'iban two' }] };
+    const value = {
+      card: { number: 4111111111111111, holder: 'Ada' },
+      items: [{ iban: 'iban one' }, { iban: 'iban two' }],
+    };
     const sealed = privacy.json(t1, value, ['card.number', 'items.*.iban']);
     expect(sealed.card.holder).toBe('Ada');
     expect(String(sealed.card.number)).toMatch(/^\[\[sealed:number:[A-Za-z0-9_-]+\]\]$/);
@@ -123,10 +143,19 @@ describe('Privacy', () => {
     expect(JSON.stringify(sealed)).toContain('[[sealed:iban:'); // labelled by the declared path, not by the data
     const opened = privacy.open(sealed, ['card.number', 'items.*.iban'], t1);
     expect(opened).toMatchObject({ ok: true, value });
-    expect(privacy.open(sealed, ['card.number'], t2)).toMatchObject({ ok: false, failure: { path: 'card.number', reason: 'other_task' } });
+    expect(privacy.open(sealed, ['card.number'], t2)).toMatchObject({
+      ok: false,
+      failure: { path: 'card.number', reason: 'other_task' },
+    });
     // The same id in another tenant, or started at another time, is another task.
-    expect(privacy.open(sealed, ['card.number'], { ...t1, tenantId: 'evil' })).toMatchObject({ ok: false, failure: { reason: 'other_task' } });
-    expect(privacy.open(sealed, ['card.number'], { ...t1, startedAt: 2 })).toMatchObject({ ok: false, failure: { reason: 'other_task' } });
+    expect(privacy.open(sealed, ['card.number'], { ...t1, tenantId: 'evil' })).toMatchObject({
+      ok: false,
+      failure: { reason: 'other_task' },
+    });
+    expect(privacy.open(sealed, ['card.number'], { ...t1, startedAt: 2 })).toMatchObject({
+      ok: false,
+      failure: { reason: 'other_task' },
+    });
     // Unchanged input comes back as the same object (callers keep the original bytes).
     const plain = { note: 'nothing here' };
     expect(privacy.json(t1, plain, [])).toBe(plain);
@@ -154,7 +183,11 @@ describe('Privacy', () => {
     const sealed = cardsOnly.json(t1, { card: WALLET_CARD, cvc: '737' }, ['card', 'cvc']);
     const opened = cardsOnly.open(sealed, ['card', 'cvc'], t1);
     if (!opened.ok) throw new Error('expected to open');
-    const text = cardsOnly.echoes(t1, `${'x'.repeat(282)} card ${WALLET_CARD}, cvc=737 is wrong; order 17370 stays`, opened.opened);
+    const text = cardsOnly.echoes(
+      t1,
+      `${'x'.repeat(282)} card ${WALLET_CARD}, cvc=737 is wrong; order 17370 stays`,
+      opened.opened,
+    );
     expect(text).not.toContain('737 is');
     expect(text).toContain('order 17370 stays');
     expect(secretsIn(text)).toEqual([]);
@@ -163,7 +196,9 @@ describe('Privacy', () => {
   it('redacts text that only looks sealed like any text: a token of no task of ours hides nothing', () => {
     const fake = `my card: [[sealed:card:${WALLET_CARD}]]`;
     expect(secretsIn(cardsOnly.text(t1, fake))).toEqual([]);
-    expect(secretsIn(JSON.stringify(cardsOnly.json(t1, { card: `[[sealed:card:${WALLET_CARD}]]` }, ['card'])))).toEqual([]);
+    expect(secretsIn(JSON.stringify(cardsOnly.json(t1, { card: `[[sealed:card:${WALLET_CARD}]]` }, ['card'])))).toEqual(
+      [],
+    );
   });
 
   it('redacts object keys and numbers too', () => {

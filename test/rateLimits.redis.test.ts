@@ -19,10 +19,15 @@ describe.skipIf(!redis)('rate limits on Redis', () => {
     const prefix = redis!.freshPrefix();
     try {
       const limited = { redis: client, keyPrefix: `{${prefix}}:rate` };
-      const refund = (cents: number) => reply.call('refund_order', { order_id: 'O-1001', amount_cents: cents, reason: 'broken' });
+      const refund = (cents: number) =>
+        reply.call('refund_order', { order_id: 'O-1001', amount_cents: cents, reason: 'broken' });
       const a = harness({ script: [refund(1_000), reply.answer('x')], rateLimits: limited });
       const b = harness({ refunds: a.refunds, script: [refund(2_000), reply.answer('x')], rateLimits: limited });
-      for (const h of [a, b]) Object.assign(h.tools.find((t) => t.name === 'refund_order')!, { rateLimit: { points: 1, perSeconds: 60 } });
+      for (const h of [a, b])
+        Object.assign(
+          h.tools.find((t) => t.name === 'refund_order')!,
+          { rateLimit: { points: 1, perSeconds: 60 } },
+        );
       await a.orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, taskId: 'first' });
       const second = await b.orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, taskId: 'second' });
       expect(a.refunds.refunds.map((r) => r.amountCents)).toEqual([1_000]);
@@ -36,11 +41,21 @@ describe.skipIf(!redis)('rate limits on Redis', () => {
   });
 
   it('refuses when Redis cannot answer: an unchecked limit lets nothing through', async () => {
-    const dead = new Redis({ port: 1, lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    const dead = new Redis({
+      port: 1,
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
     try {
       const limits = new RateLimits({ redis: dead, keyPrefix: 'x' });
       const verdict = await limits.consume({ name: 'refund_order', rateLimit: { points: 5, perSeconds: 60 } }, 'acme');
-      expect(verdict).toMatchObject({ ok: false, code: 'rate_limited', summary: expect.stringContaining('could not be checked') });
+      expect(verdict).toMatchObject({
+        ok: false,
+        code: 'rate_limited',
+        summary: expect.stringContaining('could not be checked'),
+      });
     } finally {
       dead.disconnect();
     }

@@ -8,7 +8,20 @@ import { fake, startFakeOpenAI } from './support/fakeOpenAI.js';
 import { expectExampleOutput, runExample } from './support/readme.js';
 
 describe('documented examples (README.md, docs/*.md)', () => {
-  it.each(['embed', 'mandate', 'inspect', 'visualize', 'aisdk', 'fastify', 'acceptance', 'otel', 'privacy', 'mcp', 'erasure', 'hooks'] as const)('runs its %s example against the sources', async (name) => {
+  it.each([
+    'embed',
+    'mandate',
+    'inspect',
+    'visualize',
+    'aisdk',
+    'fastify',
+    'acceptance',
+    'otel',
+    'privacy',
+    'mcp',
+    'erasure',
+    'hooks',
+  ] as const)('runs its %s example against the sources', async (name) => {
     expectExampleOutput[name](await runExample(name));
   });
 

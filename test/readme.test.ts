@@ -2,13 +2,24 @@ import { existsSync, statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { EXAMPLES, SOURCES, documentationFiles, documentedExamples, examplesIn, readmeExamples } from './support/readme.js';
+import {
+  EXAMPLES,
+  SOURCES,
+  documentationFiles,
+  documentedExamples,
+  examplesIn,
+  readmeExamples,
+} from './support/readme.js';
 
 const root = join(import.meta.dirname, '..');
 
 /** GitHub's anchor of a heading: lower case, punctuation dropped, spaces as hyphens. */
 function slug(heading: string): string {
-  return heading.trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-');
+  return heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+    .replace(/\s/g, '-');
 }
 
 /** A Markdown file's text outside fenced code blocks. */
@@ -20,7 +31,10 @@ describe('README', () => {
   it('has exactly two quick-start commands: one runs the demo, one runs the tests', async () => {
     const readme = await readFile(join(root, 'README.md'), 'utf8');
     const quickStart = readme.split('## Quick start')[1]!.split('```sh')[1]!.split('```')[0]!;
-    const commands = quickStart.split('\n').map((l) => l.replace(/#.*/, '').trim()).filter(Boolean);
+    const commands = quickStart
+      .split('\n')
+      .map((l) => l.replace(/#.*/, '').trim())
+      .filter(Boolean);
     expect(commands).toEqual(['npm install && npm start', 'npm test']);
   });
 
@@ -36,7 +50,9 @@ describe('README', () => {
 
   it('is a landing page: one embedding example, the diagram linked rather than inlined', async () => {
     const readme = await readFile(join(root, 'README.md'), 'utf8');
-    const inReadme = [...(await documentedExamples())].filter(([, { file }]) => file === 'README.md').map(([name]) => name);
+    const inReadme = [...(await documentedExamples())]
+      .filter(([, { file }]) => file === 'README.md')
+      .map(([name]) => name);
     expect(inReadme).toEqual(['embed']);
     expect(readme).not.toContain('```mermaid');
     expect(readme.split('\n').length).toBeLessThan(400);
@@ -45,8 +61,12 @@ describe('README', () => {
   it('names the file of a duplicated or broken example', () => {
     const block = (name: string) => `<!-- example:${name} -->\n\`\`\`ts\nconsole.log(1);\n\`\`\`\n<!-- /example -->\n`;
     const found = examplesIn(block('embed'), 'README.md');
-    expect(() => examplesIn(block('embed'), 'docs/other.md', found)).toThrow('docs/other.md: an example named embed is already in README.md');
-    expect(() => examplesIn('<!-- example:lost -->\n```js\nx\n```\n<!-- /example -->\n', 'docs/x.md')).toThrow(/docs\/x\.md: example marker\(s\) lost/);
+    expect(() => examplesIn(block('embed'), 'docs/other.md', found)).toThrow(
+      'docs/other.md: an example named embed is already in README.md',
+    );
+    expect(() => examplesIn('<!-- example:lost -->\n```js\nx\n```\n<!-- /example -->\n', 'docs/x.md')).toThrow(
+      /docs\/x\.md: example marker\(s\) lost/,
+    );
   });
 
   it('links only to files and headings that exist, from README.md and docs/*.md', async () => {
@@ -63,7 +83,8 @@ describe('README', () => {
         }
         if (anchor === undefined || !resolved.endsWith('.md') || statSync(resolved).isDirectory()) continue;
         const headings = prose(await readFile(resolved, 'utf8')).match(/^#{1,6} .*$/gm) ?? [];
-        if (!headings.some((h) => slug(h.replace(/^#+ /, '')) === anchor)) broken.push(`${file}: ${target} (no such heading)`);
+        if (!headings.some((h) => slug(h.replace(/^#+ /, '')) === anchor))
+          broken.push(`${file}: ${target} (no such heading)`);
       }
     }
     expect(broken).toEqual([]);

@@ -24,12 +24,19 @@ import {
 } from './support/harness.js';
 
 const REVIEWER: Principal = { userId: 'R2', tenantId: 'acme', scopes: ['tasks:review'] };
-const refund = (cents: number, order = 'O-1001') => reply.call('refund_order', { order_id: order, amount_cents: cents, reason: 'broken' });
+const refund = (cents: number, order = 'O-1001') =>
+  reply.call('refund_order', { order_id: order, amount_cents: cents, reason: 'broken' });
 
 /** A refund task waiting for the confirmation of 150.00 (above the 100.00 threshold). */
 async function waitingRefund(options: Parameters<typeof harness>[0] = {}) {
   const h = harness({ script: [refund(15_000), reply.answer('refunded')], ...options });
-  const status = await h.orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, success: REFUND_SUCCESS, mandate: REFUND_MANDATE, taskId: 'r1' });
+  const status = await h.orchestrator.run({
+    principal: SUPPORT,
+    goal: REFUND_GOAL,
+    success: REFUND_SUCCESS,
+    mandate: REFUND_MANDATE,
+    taskId: 'r1',
+  });
   expect(status.state).toBe('waiting_for_confirmation');
   return { ...h, status, pending: status.pendingConfirmation! };
 }
@@ -38,7 +45,14 @@ describe('the re-check before a write', () => {
   it('refuses a confirmed refund whose order changed between the confirmation and the write', async () => {
     const { orchestrator, refunds, pending } = await waitingRefund();
     // Meanwhile, someone else refunds most of the order: 150.00 is no longer refundable.
-    await refunds.refund({ order_id: 'O-1001', amount_cents: 120_000, reason: 'other', tenantId: 'acme', requestedBy: 'E42', idempotencyKey: 'other' });
+    await refunds.refund({
+      order_id: 'O-1001',
+      amount_cents: 120_000,
+      reason: 'other',
+      tenantId: 'acme',
+      requestedBy: 'E42',
+      idempotencyKey: 'other',
+    });
     const answer = await orchestrator.confirm('r1', SUPPORT, pending);
     expect(answer.accepted).toBe(true);
     const status = await orchestrator.settled('r1');
@@ -46,7 +60,11 @@ describe('the re-check before a write', () => {
     expect(status.state).toBe('failed');
     const audit = await orchestrator.audit('r1');
     const refused = byKind(audit, 'gate').find((g) => g.decision === 'reject');
-    expect(refused).toMatchObject({ gate: 'business', code: 'amount_exceeds_refundable', summary: expect.stringContaining('checked again before the write; it was not run') });
+    expect(refused).toMatchObject({
+      gate: 'business',
+      code: 'amount_exceeds_refundable',
+      summary: expect.stringContaining('checked again before the write; it was not run'),
+    });
     expect(byKind(audit, 'check_started').map((c) => c.gate)).toEqual(['business', 'recheck']);
     expect(byKind(audit, 'tool_started')).toEqual([]);
   });
@@ -70,7 +88,9 @@ describe('the re-check before a write', () => {
     expect(refunds.refunds).toEqual([]);
     const refused = byKind(await second.orchestrator.audit('r1'), 'gate').filter((g) => g.decision === 'reject');
     expect(refused).toEqual([expect.objectContaining({ gate: 'confirmation', code: 'arguments_changed' })]);
-    expect(status.observations).toEqual([expect.objectContaining({ ok: false, code: 'arguments_changed', retryable: false })]);
+    expect(status.observations).toEqual([
+      expect.objectContaining({ ok: false, code: 'arguments_changed', retryable: false }),
+    ]);
   });
 
   it("refuses the write when the principal's session lost the tool's scope after the confirmation", async () => {
@@ -84,7 +104,11 @@ describe('the re-check before a write', () => {
     const status = await orchestrator.settled('r1');
     expect(refunds.refunds).toEqual([]);
     const refused = byKind(await orchestrator.audit('r1'), 'gate').find((g) => g.decision === 'reject');
-    expect(refused).toMatchObject({ gate: 'permission', code: 'permission_denied', summary: 'the session of E17 lacks scope refunds:write now; the write was not run' });
+    expect(refused).toMatchObject({
+      gate: 'permission',
+      code: 'permission_denied',
+      summary: 'the session of E17 lacks scope refunds:write now; the write was not run',
+    });
     expect(status.state).toBe('failed');
   });
 
@@ -98,11 +122,20 @@ describe('the re-check before a write', () => {
         'unavailable',
         'the host could not say whether the session is still valid (Error); the write was not run',
       ],
-      otherUser: [() => ({ ...SUPPORT, userId: 'E99' }), 'unavailable', 'the host answered with a session of another user or tenant; the write was not run'],
+      otherUser: [
+        () => ({ ...SUPPORT, userId: 'E99' }),
+        'unavailable',
+        'the host answered with a session of another user or tenant; the write was not run',
+      ],
     };
     for (const [name, [refresh, code, summary]] of Object.entries(answers)) {
       const h = harness({ script: [refund(5_000), reply.answer('x')], refreshPrincipal: refresh as never });
-      const status = await h.orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, mandate: REFUND_MANDATE, taskId: `s-${name}` });
+      const status = await h.orchestrator.run({
+        principal: SUPPORT,
+        goal: REFUND_GOAL,
+        mandate: REFUND_MANDATE,
+        taskId: `s-${name}`,
+      });
       expect(h.refunds.refunds, name).toEqual([]);
       expect(status.observations[0], name).toMatchObject({ code, summary });
     }
@@ -116,7 +149,13 @@ describe('the re-check before a write', () => {
       return { ...SUPPORT };
     };
     const h = harness({ script: [refund(5_000), reply.answer('refunded')], refreshPrincipal: refresh });
-    const status = await h.orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, success: REFUND_SUCCESS, mandate: REFUND_MANDATE, taskId: 'ask' });
+    const status = await h.orchestrator.run({
+      principal: SUPPORT,
+      goal: REFUND_GOAL,
+      success: REFUND_SUCCESS,
+      mandate: REFUND_MANDATE,
+      taskId: 'ask',
+    });
     expect(status.state).toBe('done');
     expect(asked).toHaveLength(1);
     expect(status.principal.scopes).toEqual(SUPPORT.scopes);
@@ -126,12 +165,19 @@ describe('the re-check before a write', () => {
     const { orchestrator, refunds, pending, tools } = await waitingRefund();
     // The host tightens the tool after the request: refunds above 100.00 now need an approver.
     const tool = tools.find((t) => t.name === 'refund_order')!;
-    Object.assign(tool, { confirm: (args: { amount_cents: number }) => (args.amount_cents > 10_000 ? { approverScope: 'refunds:approve' } : false) });
+    Object.assign(tool, {
+      confirm: (args: { amount_cents: number }) =>
+        args.amount_cents > 10_000 ? { approverScope: 'refunds:approve' } : false,
+    });
     const answer = await orchestrator.confirm('r1', SUPPORT, pending);
     expect(answer.accepted).toBe(true);
     const status = await orchestrator.settled('r1');
     expect(status.state).toBe('waiting_for_confirmation');
-    expect(status.pendingConfirmation).toMatchObject({ approverScope: 'refunds:approve', approvalsRequired: 1, request: 2 });
+    expect(status.pendingConfirmation).toMatchObject({
+      approverScope: 'refunds:approve',
+      approvalsRequired: 1,
+      request: 2,
+    });
     expect(refunds.refunds).toEqual([]);
     const approver = { userId: 'M1', tenantId: 'acme', scopes: ['refunds:approve'] };
     expect((await orchestrator.confirm('r1', approver, status.pendingConfirmation!)).accepted).toBe(true);
@@ -143,23 +189,44 @@ describe('the re-check before a write', () => {
     const h = harness({ script: [refund(2_000), refund(3_000), reply.answer('x')] });
     const tool = h.tools.find((t) => t.name === 'refund_order')!;
     Object.assign(tool, { rateLimit: { points: 1, perSeconds: 60 } });
-    const status = await h.orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, mandate: REFUND_MANDATE, taskId: 'rate' });
+    const status = await h.orchestrator.run({
+      principal: SUPPORT,
+      goal: REFUND_GOAL,
+      mandate: REFUND_MANDATE,
+      taskId: 'rate',
+    });
     expect(h.refunds.refunds.map((r) => r.amountCents)).toEqual([2_000]);
     const refused = byKind(await h.orchestrator.audit('rate'), 'gate').find((g) => g.decision === 'reject');
-    expect(refused).toMatchObject({ gate: 'rate', code: 'rate_limited', summary: expect.stringMatching(/allows 1 call\(s\) per 60 s for this tenant; try again in \d+ s/) });
+    expect(refused).toMatchObject({
+      gate: 'rate',
+      code: 'rate_limited',
+      summary: expect.stringMatching(/allows 1 call\(s\) per 60 s for this tenant; try again in \d+ s/),
+    });
     expect(status.observations).toEqual([expect.objectContaining({ ok: false, code: 'rate_limited', gate: 'rate' })]);
     // Another tenant has its own count.
     const other = { ...SUPPORT, tenantId: 'globex' };
     h.refunds.orders.set('O-1001', { ...h.refunds.orders.get('O-1001')!, tenantId: 'globex' });
     const second = harness({ refunds: h.refunds, script: [refund(2_000), reply.answer('x')] });
-    Object.assign(second.tools.find((t) => t.name === 'refund_order')!, { rateLimit: { points: 1, perSeconds: 60 } });
+    Object.assign(
+      second.tools.find((t) => t.name === 'refund_order')!,
+      { rateLimit: { points: 1, perSeconds: 60 } },
+    );
     await second.orchestrator.run({ principal: other, goal: REFUND_GOAL, mandate: REFUND_MANDATE, taskId: 'rate-2' });
     expect(h.refunds.refunds).toHaveLength(2);
   });
 
   it('counts reads against their limit too, before they run', async () => {
-    const h = harness({ script: [reply.call('get_order', { order_id: 'O-1001' }), reply.call('get_order', { order_id: 'O-1001' }), reply.answer('x')] });
-    Object.assign(h.tools.find((t) => t.name === 'get_order')!, { rateLimit: { points: 1, perSeconds: 60 } });
+    const h = harness({
+      script: [
+        reply.call('get_order', { order_id: 'O-1001' }),
+        reply.call('get_order', { order_id: 'O-1001' }),
+        reply.answer('x'),
+      ],
+    });
+    Object.assign(
+      h.tools.find((t) => t.name === 'get_order')!,
+      { rateLimit: { points: 1, perSeconds: 60 } },
+    );
     const status = await h.orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, taskId: 'rate-read' });
     const finished = byKind(await h.orchestrator.audit('rate-read'), 'tool_finished').map((e) => e.code);
     expect(finished).toEqual(['ok', 'rate_limited']);
@@ -182,7 +249,13 @@ describe('the re-check before a write', () => {
         return validate(args, ctx);
       },
     });
-    await first.orchestrator.start({ principal: SUPPORT, goal: REFUND_GOAL, success: REFUND_SUCCESS, mandate: REFUND_MANDATE, taskId: 'restart' });
+    await first.orchestrator.start({
+      principal: SUPPORT,
+      goal: REFUND_GOAL,
+      success: REFUND_SUCCESS,
+      mandate: REFUND_MANDATE,
+      taskId: 'restart',
+    });
     // The re-check is under way (it saves nothing: what is durable is the model turn that proposed the refund).
     await until(async () => validations === 2);
     await first.orchestrator.close();
@@ -199,13 +272,21 @@ describe('the re-check before a write', () => {
     const EXECUTIVE: Principal = { ...E17, scopes: [...E17.scopes, 'rooms:book:executive'] };
     const asked: string[][] = [];
     const h = harness({
-      script: [reply.call('reserve_room', reserveArgs({ room_id: 'R1', expected_version: 3 })), reply.answer('booked R1')],
+      script: [
+        reply.call('reserve_room', reserveArgs({ room_id: 'R1', expected_version: 3 })),
+        reply.answer('booked R1'),
+      ],
       refreshPrincipal: (p) => {
         asked.push(p.scopes);
         return { ...E17 }; // the current session: ordinary rooms only
       },
     });
-    const status = await h.orchestrator.run({ principal: EXECUTIVE, goal: BOOKING_GOAL, mandate: BOOKING_MANDATE, taskId: 'exec' });
+    const status = await h.orchestrator.run({
+      principal: EXECUTIVE,
+      goal: BOOKING_GOAL,
+      mandate: BOOKING_MANDATE,
+      taskId: 'exec',
+    });
     expect(asked).toHaveLength(1); // the re-check did ask the session
     // The tool's own resource check (authorize: executive rooms need rooms:book:executive) is asked with the principal
     // as the host sees it now, not the one the task started with; so is execute().
@@ -219,7 +300,11 @@ describe('a write sent again (by the review desk or after a lookup)', () => {
     let session: Principal | null = SUPPORT;
     const sent: string[] = [];
     const tool = paymentTool({ sent, sameKeyRetrySafe: true, hang: (n) => n <= 3, timeoutMs: 20 });
-    const h = harness({ extraTools: [tool], script: [reply.call('send_payment', { amount: 5 }), reply.answer('paid')], refreshPrincipal: () => session });
+    const h = harness({
+      extraTools: [tool],
+      script: [reply.call('send_payment', { amount: 5 }), reply.answer('paid')],
+      refreshPrincipal: () => session,
+    });
     const held = await h.orchestrator.run({ principal: SUPPORT, goal: 'pay', taskId: 'rv-session' });
     expect(held.state).toBe('review_required');
     expect(sent).toHaveLength(3);
@@ -243,7 +328,9 @@ describe('a write sent again (by the review desk or after a lookup)', () => {
       },
     });
     const h = harness({ extraTools: [tool], script: [reply.call('send_payment', { amount: 5 }), reply.answer('x')] });
-    expect((await h.orchestrator.run({ principal: SUPPORT, goal: 'pay', taskId: 'rl-held' })).state).toBe('review_required');
+    expect((await h.orchestrator.run({ principal: SUPPORT, goal: 'pay', taskId: 'rl-held' })).state).toBe(
+      'review_required',
+    );
     // Another task of the same tenant takes the hour's second point.
     await h.orchestrator.run({ principal: SUPPORT, goal: 'pay 6', taskId: 'rl-other' });
     expect(sent).toHaveLength(2);
@@ -251,14 +338,21 @@ describe('a write sent again (by the review desk or after a lookup)', () => {
     const status = await h.orchestrator.settled('rl-held');
     // The retry goes through its re-check: rate limited, not sent, and back to the reviewer (still unknown).
     expect(sent).toHaveLength(2);
-    expect(status).toMatchObject({ state: 'review_required', review: { reason: 'write_outcome_unknown', summary: expect.stringContaining('allows 2 call(s) per 3600 s') } });
+    expect(status).toMatchObject({
+      state: 'review_required',
+      review: { reason: 'write_outcome_unknown', summary: expect.stringContaining('allows 2 call(s) per 3600 s') },
+    });
   });
 
   it('the same-key retry after an unknown outcome is not sent for a session revoked meanwhile', async () => {
     let session: Principal | null = SUPPORT;
     const sent: string[] = [];
     const tool = paymentTool({ sent, sameKeyRetrySafe: true, hang: (n) => n === 1, timeoutMs: 50 });
-    const h = harness({ extraTools: [tool], script: [reply.call('send_payment', { amount: 5 }), reply.answer('paid')], refreshPrincipal: () => session });
+    const h = harness({
+      extraTools: [tool],
+      script: [reply.call('send_payment', { amount: 5 }), reply.answer('paid')],
+      refreshPrincipal: () => session,
+    });
     await h.orchestrator.start({ principal: SUPPORT, goal: 'pay', taskId: 'rc-session' });
     await until(() => sent.length === 1);
     session = null; // revoked while the first attempt hangs (it never reached the payee)
@@ -270,16 +364,32 @@ describe('a write sent again (by the review desk or after a lookup)', () => {
 
 describe('a write refused at the re-check', () => {
   it('a write refused at the re-check (scope revoked) and proposed again stops the task', async () => {
-    const h = harness({ script: [refund(5_000), refund(5_000), reply.answer('x')], refreshPrincipal: () => ({ ...SUPPORT, scopes: ['orders:read'] }) });
-    const status = await h.orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, mandate: REFUND_MANDATE, taskId: 'deny-twice' });
+    const h = harness({
+      script: [refund(5_000), refund(5_000), reply.answer('x')],
+      refreshPrincipal: () => ({ ...SUPPORT, scopes: ['orders:read'] }),
+    });
+    const status = await h.orchestrator.run({
+      principal: SUPPORT,
+      goal: REFUND_GOAL,
+      mandate: REFUND_MANDATE,
+      taskId: 'deny-twice',
+    });
     expect(status.outcome?.reason.code).toBe('permission_denied');
     expect(h.refunds.refunds).toEqual([]);
   });
 
   it('a rate limiter that cannot answer (a broken Redis client) refuses the write', async () => {
     const h = harness({ script: [refund(5_000), reply.answer('x')], rateLimits: { redis: {} } });
-    Object.assign(h.tools.find((t) => t.name === 'refund_order')!, { rateLimit: { points: 10, perSeconds: 60 } });
-    const status = await h.orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, mandate: REFUND_MANDATE, taskId: 'redis-down' });
+    Object.assign(
+      h.tools.find((t) => t.name === 'refund_order')!,
+      { rateLimit: { points: 10, perSeconds: 60 } },
+    );
+    const status = await h.orchestrator.run({
+      principal: SUPPORT,
+      goal: REFUND_GOAL,
+      mandate: REFUND_MANDATE,
+      taskId: 'redis-down',
+    });
     expect(h.refunds.refunds).toEqual([]);
     expect(status.observations[0]).toMatchObject({ ok: false, code: 'rate_limited' });
   });

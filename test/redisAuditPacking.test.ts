@@ -8,7 +8,12 @@ const entry = (kind: string, extra: Record<string, unknown> = {}) => ({ at: 1, t
 
 describe('the audit of one save in its stream message', () => {
   it('keeps the stamp once, and reads back exactly the entries saved', () => {
-    const entries = [entry('model_output'), entry('gate', { toolVersion: 'contract:x', tool: 't' }), { ...entry('confirmation'), session: 'phone' }, entry('tool_started')];
+    const entries = [
+      entry('model_output'),
+      entry('gate', { toolVersion: 'contract:x', tool: 't' }),
+      { ...entry('confirmation'), session: 'phone' },
+      entry('tool_started'),
+    ];
     const text = packAudit(entries);
     expect(text.split('"policy-1"')).toHaveLength(3); // once in the stamp, once in the entry that differs
     expect(text.length).toBeLessThan(JSON.stringify(entries).length);
@@ -16,7 +21,14 @@ describe('the audit of one save in its stream message', () => {
   });
 
   it('leaves a single entry, entries without a stamp (before agent/5), and odd values as a plain array', () => {
-    for (const entries of [[entry('x')], [{ at: 1, turn: 1, kind: 'old' }, { at: 2, turn: 1, kind: 'old' }], [null, 3]]) {
+    for (const entries of [
+      [entry('x')],
+      [
+        { at: 1, turn: 1, kind: 'old' },
+        { at: 2, turn: 1, kind: 'old' },
+      ],
+      [null, 3],
+    ]) {
       const text = packAudit(entries);
       expect(JSON.parse(text)).toEqual(entries);
       expect(unpackAudit(JSON.parse(text))).toEqual(entries);
@@ -32,9 +44,28 @@ describe('the audit of one save in its stream message', () => {
     const call = { toolVersion: 'contract:abc', callId: 'call_1', tool: 'find', argsHash: `sha256:${'a'.repeat(64)}` };
     const entries = [
       entry('gate', { ...call, gate: 'schema' }),
-      { at: 3, turn: 2, ...stamp, toolVersion: 'contract:abc', kind: 'check_started', gate: 'business', callId: 'call_1', tool: 'find', argsHash: call.argsHash },
+      {
+        at: 3,
+        turn: 2,
+        ...stamp,
+        toolVersion: 'contract:abc',
+        kind: 'check_started',
+        gate: 'business',
+        callId: 'call_1',
+        tool: 'find',
+        argsHash: call.argsHash,
+      },
       // A tool's end has no arguments hash: it still takes its call's other keys.
-      { at: 4, turn: 2, ...stamp, toolVersion: 'contract:abc', kind: 'tool_finished', callId: 'call_1', tool: 'find', code: 'ok' },
+      {
+        at: 4,
+        turn: 2,
+        ...stamp,
+        toolVersion: 'contract:abc',
+        kind: 'tool_finished',
+        callId: 'call_1',
+        tool: 'find',
+        code: 'ok',
+      },
       // The same id with another hash (never made by the chart) keeps its own values.
       entry('gate', { ...call, argsHash: 'sha256:other' }),
       entry('gate', { callId: 'call_2', tool: 'find', argsHash: 'sha256:lonely' }),
@@ -49,7 +80,13 @@ describe('the audit of one save in its stream message', () => {
   });
 
   it('keeps times as offsets from the first entry, and any time that is not a safe integer as it was', () => {
-    const entries = [entry('a', { at: 1_000_000 }), entry('b', { at: 999_998 }), entry('c', { at: 1.5 }), entry('d', { at: 'noon' }), { kind: 'no_time' }];
+    const entries = [
+      entry('a', { at: 1_000_000 }),
+      entry('b', { at: 999_998 }),
+      entry('c', { at: 1.5 }),
+      entry('d', { at: 'noon' }),
+      { kind: 'no_time' },
+    ];
     const text = packAudit(entries);
     expect(text).not.toContain('999998');
     const back = unpackAudit(JSON.parse(text))!;
@@ -58,14 +95,28 @@ describe('the audit of one save in its stream message', () => {
 
   it('reads back exactly what it packed, for any mix of entries', () => {
     let seed = 7;
-    const random = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
+    const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
     const pick = <T>(values: readonly T[]) => values[Math.floor(random() * values.length)]!;
     const values = [null, 0, 1, '', 'x', 'call_1', 'call_2', 'sha256:1', 'contract:1', { a: 1 }, [0], true, 1.5, -3];
-    const keys = ['at', 'turn', 'model', 'prompt', 'policy', 'session', 'toolVersion', 'kind', 'callId', 'tool', 'argsHash', 'extra'];
+    const keys = [
+      'at',
+      'turn',
+      'model',
+      'prompt',
+      'policy',
+      'session',
+      'toolVersion',
+      'kind',
+      'callId',
+      'tool',
+      'argsHash',
+      'extra',
+    ];
     for (let round = 0; round < 500; round++) {
       const entries = Array.from({ length: 1 + Math.floor(random() * 8) }, () => {
         if (random() < 0.05) return pick(values);
-        const row: Record<string, unknown> = random() < 0.7 ? { at: 100 + Math.floor(random() * 10), turn: 1, ...stamp } : {};
+        const row: Record<string, unknown> =
+          random() < 0.7 ? { at: 100 + Math.floor(random() * 10), turn: 1, ...stamp } : {};
         for (const key of keys) if (random() < 0.5) row[key] = pick(values);
         return row;
       });
@@ -110,9 +161,24 @@ describe('the audit of one save in its stream message', () => {
     expect(unpackAudit({ ...message, stamp: undefined })).toBeNull();
     for (const forged of [
       { absolute: 'x' },
-      { called: [[0, 0], [7, 0]] },
-      { called: [[0.5, 0], [1, 0]] },
-      { called: [[0, 0], [0, 0]] },
+      {
+        called: [
+          [0, 0],
+          [7, 0],
+        ],
+      },
+      {
+        called: [
+          [0.5, 0],
+          [1, 0],
+        ],
+      },
+      {
+        called: [
+          [0, 0],
+          [0, 0],
+        ],
+      },
       { shared: [0, 1, 5] },
       { shared: ['0', 1] },
       { since: 0.5 },
@@ -135,11 +201,22 @@ describe('the audit of one save in its stream message', () => {
   });
 
   it('reads a message packed before calls and times were (the stamp alone, under `entries`)', () => {
-    const { model: _m, prompt: _p, policy: _po, session: _s, ...bare } = entry('gate', { callId: 'c', tool: 't', argsHash: 'h' });
+    const {
+      model: _m,
+      prompt: _p,
+      policy: _po,
+      session: _s,
+      ...bare
+    } = entry('gate', { callId: 'c', tool: 't', argsHash: 'h' });
     const legacy = { stamp, shared: [0, 1], entries: [bare, bare] };
-    expect(unpackAudit(legacy)).toEqual([entry('gate', { callId: 'c', tool: 't', argsHash: 'h' }), entry('gate', { callId: 'c', tool: 't', argsHash: 'h' })]);
+    expect(unpackAudit(legacy)).toEqual([
+      entry('gate', { callId: 'c', tool: 't', argsHash: 'h' }),
+      entry('gate', { callId: 'c', tool: 't', argsHash: 'h' }),
+    ]);
     // The packed form keeps its entries under another name, so a version that knows only the stamp refuses it.
-    const packed = JSON.parse(packAudit(legacy.entries.map(() => entry('gate', { callId: 'c', tool: 't', argsHash: 'h' }))));
+    const packed = JSON.parse(
+      packAudit(legacy.entries.map(() => entry('gate', { callId: 'c', tool: 't', argsHash: 'h' }))),
+    );
     expect(packed.entries).toBeUndefined();
     expect(unpackAudit({ ...packed, entries: fromTable(packed.columns, packed.table) })).toBeNull();
   });
@@ -156,7 +233,17 @@ describe('the audit of one save in its stream message', () => {
 
   it('keeps each key list once: the entries of a read round, as the chart writes them', () => {
     const call = { toolVersion: 'contract:abc', callId: 'call_1', tool: 'find', argsHash: `sha256:${'a'.repeat(64)}` };
-    const gate = (name: string) => ({ at: 1, turn: 2, ...stamp, ...call, kind: 'gate', gate: name, decision: 'pass', code: null, summary: `${name} holds` });
+    const gate = (name: string) => ({
+      at: 1,
+      turn: 2,
+      ...stamp,
+      ...call,
+      kind: 'gate',
+      gate: name,
+      decision: 'pass',
+      code: null,
+      summary: `${name} holds`,
+    });
     const entries = ['schema', 'mandate', 'business', 'permission'].map(gate);
     const text = packAudit(entries);
     expect(text.split('"decision"')).toHaveLength(2);

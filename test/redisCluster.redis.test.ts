@@ -19,7 +19,8 @@ import { type TestCluster, startRedisCluster } from './support/redisCluster.js';
 import { describeStoreContract } from './support/storeContract.js';
 import { scaled } from './support/timeScale.js';
 
-const hasRedisServer = spawnSync('redis-server', ['--version']).status === 0 && spawnSync('redis-cli', ['--version']).status === 0;
+const hasRedisServer =
+  spawnSync('redis-server', ['--version']).status === 0 && spawnSync('redis-cli', ['--version']).status === 0;
 const cluster: TestCluster | null = hasRedisServer || process.env.CI === 'true' ? await startRedisCluster(3) : null;
 let prefixes = 0;
 const freshPrefix = () => `cluster-${process.pid}-${++prefixes}`;
@@ -47,9 +48,16 @@ describe.skipIf(!cluster)('RedisStore on a 3-master Redis Cluster', () => {
     const masters = cluster!.masters();
     const scriptsBefore = await Promise.all(masters.map(scriptCalls));
     const store = new RedisStore({ client, prefix, buckets: 64 });
-    const orchestrator = createOrchestrator({ tools: [], model: scriptedModel([reply.answer('ok')]), store, expirySweepMs: 0 });
+    const orchestrator = createOrchestrator({
+      tools: [],
+      model: scriptedModel([reply.answer('ok')]),
+      store,
+      expirySweepMs: 0,
+    });
     const principal = { userId: 'u', tenantId: 't', scopes: [] };
-    await Promise.all(Array.from({ length: 300 }, (_, i) => orchestrator.run({ principal, goal: `goal ${i}`, taskId: `c-${i}` })));
+    await Promise.all(
+      Array.from({ length: 300 }, (_, i) => orchestrator.run({ principal, goal: `goal ${i}`, taskId: `c-${i}` })),
+    );
     const keys = await Promise.all(masters.map((node) => countKeys(node, prefix)));
     const scripts = (await Promise.all(masters.map(scriptCalls))).map((n, i) => n - scriptsBefore[i]!);
     const total = keys.reduce((a, b) => a + b, 0);
@@ -68,39 +76,66 @@ describe.skipIf(!cluster)('RedisStore on a 3-master Redis Cluster', () => {
   it('records its number of buckets; a store opened with another is refused, naming both', async () => {
     const prefix = freshPrefix();
     const store = new RedisStore({ client, prefix, buckets: 16 });
-    const orchestrator = createOrchestrator({ tools: [], model: scriptedModel([reply.answer('ok')]), store, expirySweepMs: 0 });
+    const orchestrator = createOrchestrator({
+      tools: [],
+      model: scriptedModel([reply.answer('ok')]),
+      store,
+      expirySweepMs: 0,
+    });
     await orchestrator.run({ principal: { userId: 'u', tenantId: 't', scopes: [] }, goal: 'x', taskId: 'layout-1' });
     await orchestrator.close();
     for (const buckets of [1, 8]) {
       const other = new RedisStore({ client, prefix, buckets });
-      await expect(other.load('layout-1')).rejects.toMatchObject({ code: 'store_layout_mismatch', message: expect.stringContaining(`over 16 bucket(s), and this store was opened with buckets: ${buckets}`) });
+      await expect(other.load('layout-1')).rejects.toMatchObject({
+        code: 'store_layout_mismatch',
+        message: expect.stringContaining(`over 16 bucket(s), and this store was opened with buckets: ${buckets}`),
+      });
     }
     expect(await store.load('layout-1')).toMatchObject({ taskId: 'layout-1' });
     await store.deleteAll();
   });
 
-  it('drives tasks dispatched by BullMQ on the cluster (queue prefix with a hash tag)', async () => {
-    const prefix = freshPrefix();
-    const store = new RedisStore({ client, prefix, buckets: 16 });
-    const connection = cluster!.connect({ forBullmq: true });
-    const dispatch = bullmqDispatch({ connection, prefix: '{bull}', queueName: `q-${prefix}` });
-    const orchestrator = createOrchestrator({ tools: [], model: scriptedModel([reply.ask('which?'), reply.answer('done')]), store, dispatch, expirySweepMs: 0 });
-    orchestrator.createWorker({ concurrency: 5 });
-    const principal = { userId: 'u', tenantId: 't', scopes: [] };
-    await Promise.all(Array.from({ length: 20 }, (_, i) => orchestrator.start({ principal, goal: `g${i}`, taskId: `q-${i}` })));
-    for (let i = 0; i < 20; i++) expect((await orchestrator.settled(`q-${i}`, { timeoutMs: scaled(20_000) })).state).toBe('waiting_for_user');
-    for (let i = 0; i < 20; i++) expect((await orchestrator.answer(`q-${i}`, principal, 'this one')).accepted).toBe(true);
-    for (let i = 0; i < 20; i++) expect((await orchestrator.settled(`q-${i}`, { timeoutMs: scaled(20_000) })).state).toBe('answered');
-    await orchestrator.close();
-    await dispatch.close();
-    await store.deleteAll();
-  }, scaled(60_000));
+  it(
+    'drives tasks dispatched by BullMQ on the cluster (queue prefix with a hash tag)',
+    async () => {
+      const prefix = freshPrefix();
+      const store = new RedisStore({ client, prefix, buckets: 16 });
+      const connection = cluster!.connect({ forBullmq: true });
+      const dispatch = bullmqDispatch({ connection, prefix: '{bull}', queueName: `q-${prefix}` });
+      const orchestrator = createOrchestrator({
+        tools: [],
+        model: scriptedModel([reply.ask('which?'), reply.answer('done')]),
+        store,
+        dispatch,
+        expirySweepMs: 0,
+      });
+      orchestrator.createWorker({ concurrency: 5 });
+      const principal = { userId: 'u', tenantId: 't', scopes: [] };
+      await Promise.all(
+        Array.from({ length: 20 }, (_, i) => orchestrator.start({ principal, goal: `g${i}`, taskId: `q-${i}` })),
+      );
+      for (let i = 0; i < 20; i++)
+        expect((await orchestrator.settled(`q-${i}`, { timeoutMs: scaled(20_000) })).state).toBe('waiting_for_user');
+      for (let i = 0; i < 20; i++)
+        expect((await orchestrator.answer(`q-${i}`, principal, 'this one')).accepted).toBe(true);
+      for (let i = 0; i < 20; i++)
+        expect((await orchestrator.settled(`q-${i}`, { timeoutMs: scaled(20_000) })).state).toBe('answered');
+      await orchestrator.close();
+      await dispatch.close();
+      await store.deleteAll();
+    },
+    scaled(60_000),
+  );
 });
 
 describe('RedisStore on a Redis Cluster that cannot be reached', () => {
-  it('names the cluster\'s nodes, not 127.0.0.1:6379, in its errors', async () => {
+  it("names the cluster's nodes, not 127.0.0.1:6379, in its errors", async () => {
     const port = await freePort();
-    const client = new Cluster([{ host: '127.0.0.1', port }], { enableOfflineQueue: false, clusterRetryStrategy: () => null, redisOptions: { connectTimeout: 200 } });
+    const client = new Cluster([{ host: '127.0.0.1', port }], {
+      enableOfflineQueue: false,
+      clusterRetryStrategy: () => null,
+      redisOptions: { connectTimeout: 200 },
+    });
     client.on('error', () => {});
     const store = new RedisStore({ client, prefix: 'nowhere', buckets: 4 });
     try {

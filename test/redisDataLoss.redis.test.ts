@@ -46,7 +46,11 @@ function expectDataLost(error: Error, expected: string, found: string | null): v
   expect(error).toBeInstanceOf(StoreDataLostError);
   expect(error).not.toBeInstanceOf(StoreUnavailableError);
   expect(error).toMatchObject({ code: 'store_data_lost', expected, found });
-  expect(error.message).toContain(found === null ? `vanished (epoch ${expected} expected, none found)` : `was replaced (epoch ${expected} expected, ${found} found)`);
+  expect(error.message).toContain(
+    found === null
+      ? `vanished (epoch ${expected} expected, none found)`
+      : `was replaced (epoch ${expected} expected, ${found} found)`,
+  );
 }
 
 describe.skipIf(!hasRedisServer && process.env.CI !== 'true')('when Redis restarts without persistence', () => {
@@ -83,14 +87,19 @@ describe.skipIf(!hasRedisServer && process.env.CI !== 'true')('when Redis restar
     await server.stop();
     server = await startRedisServer(port);
     admin = connect(server.url);
-    await until(async () => !((await store.load('t-1').catch((e: unknown) => e)) instanceof StoreUnavailableError), 5_000);
+    await until(
+      async () => !((await store.load('t-1').catch((e: unknown) => e)) instanceof StoreUnavailableError),
+      5_000,
+    );
 
     const third = nextRequest(second.envelope, { state: 'done', audit: [marker(2)] });
     const fenced = await refusal(store.save({ ...third, fence: lease.fence }));
     expect(fenced).not.toBeInstanceOf(FencedOutError);
     expect(fenced).not.toBeInstanceOf(RevisionConflictError);
     expectDataLost(fenced, epoch, null);
-    expect(fenced.message).toContain(`Redis at 127.0.0.1:${port} refused the save of task t-1: the data set under {lost} vanished`);
+    expect(fenced.message).toContain(
+      `Redis at 127.0.0.1:${port} refused the save of task t-1: the data set under {lost} vanished`,
+    );
     expect(fenced.message).toContain('Redis restarted without persistence or was flushed');
     expect(fenced.message).toContain('acceptDataLoss()');
     expectDataLost(await refusal(store.save(third)), epoch, null);
@@ -167,7 +176,9 @@ describe.skipIf(!redis)('RedisStore epoch marker', () => {
     it('is created once, by the first save or lease that succeeds, and shared by every store on the prefix', async () => {
       expect(await store.load('t-none')).toBeNull();
       expect(await store.list()).toEqual([]);
-      await expect(store.save(nextRequest(createRequest('t-ghost').envelope))).rejects.toBeInstanceOf(RevisionConflictError);
+      await expect(store.save(nextRequest(createRequest('t-ghost').envelope))).rejects.toBeInstanceOf(
+        RevisionConflictError,
+      );
       expect(await client.exists(k.epoch)).toBe(0);
 
       await store.leases.acquire('t-1', 10_000);
@@ -204,7 +215,11 @@ describe.skipIf(!redis)('RedisStore epoch marker', () => {
       await store.save(createRequest('t-1'));
       await client.del(k.epoch);
       await client.hset(k.epoch, 'a', 'b');
-      const attempts: Promise<unknown>[] = [another().save(createRequest('t-2')), another().leases.acquire('t-1', 1000), another().load('t-1')];
+      const attempts: Promise<unknown>[] = [
+        another().save(createRequest('t-2')),
+        another().leases.acquire('t-1', 1000),
+        another().load('t-1'),
+      ];
       for (const attempt of attempts) attempt.catch(() => {});
       for (const attempt of attempts) {
         const error = await refusal(attempt);
@@ -294,7 +309,10 @@ describe.skipIf(!redis)('RedisStore epoch marker', () => {
   describe('a dispatched start once the data set vanished', () => {
     it('is refused with StoreDataLostError, and neither the reservation nor a start job is recorded', async () => {
       const url = new URL(redis!.url);
-      const dispatch = bullmqDispatch({ connection: { host: url.hostname, port: Number(url.port || 6379) }, queueName: `q-${prefix}` });
+      const dispatch = bullmqDispatch({
+        connection: { host: url.hostname, port: Number(url.port || 6379) },
+        queueName: `q-${prefix}`,
+      });
       const { orchestrator } = harness({ store, dispatch, expirySweepMs: 0 });
       try {
         // The API process's store has saved before: it knows the data set.
@@ -305,7 +323,11 @@ describe.skipIf(!redis)('RedisStore epoch marker', () => {
         expect(epoch).toMatch(EPOCH);
         await redis!.deleteKeys(prefix);
 
-        expectDataLost(await refusal(orchestrator.start({ principal: SUPPORT, goal: 'second', taskId: 'queued-2' })), epoch, null);
+        expectDataLost(
+          await refusal(orchestrator.start({ principal: SUPPORT, goal: 'second', taskId: 'queued-2' })),
+          epoch,
+          null,
+        );
         expect(await client.keys(`{${prefix}}*`)).toEqual([]);
         expect(await dispatch.pendingStart('queued-2')).toBeNull();
       } finally {
@@ -316,14 +338,21 @@ describe.skipIf(!redis)('RedisStore epoch marker', () => {
 
     it('learns the epoch from its reservation, and creates the marker in a new data set', async () => {
       const url = new URL(redis!.url);
-      const dispatch = bullmqDispatch({ connection: { host: url.hostname, port: Number(url.port || 6379) }, queueName: `q-${prefix}` });
+      const dispatch = bullmqDispatch({
+        connection: { host: url.hostname, port: Number(url.port || 6379) },
+        queueName: `q-${prefix}`,
+      });
       const { orchestrator } = harness({ store, dispatch, expirySweepMs: 0 });
       try {
         await orchestrator.start({ principal: SUPPORT, goal: 'first', taskId: 'queued-1' });
         const epoch = (await client.get(k.epoch))!;
         expect(epoch).toMatch(EPOCH);
         await client.set(k.epoch, 'ffffffffffffffff@2020-01-01T00:00:00.000Z');
-        expectDataLost(await refusal(orchestrator.start({ principal: SUPPORT, goal: 'second', taskId: 'queued-2' })), epoch, 'ffffffffffffffff@2020-01-01T00:00:00.000Z');
+        expectDataLost(
+          await refusal(orchestrator.start({ principal: SUPPORT, goal: 'second', taskId: 'queued-2' })),
+          epoch,
+          'ffffffffffffffff@2020-01-01T00:00:00.000Z',
+        );
         expect(await client.exists(k.inboxSeq('queued-2'))).toBe(0);
       } finally {
         await orchestrator.close();
@@ -365,7 +394,8 @@ describe.skipIf(!redis)('RedisStore epoch marker', () => {
       let saves = 0;
       const counted = new Proxy(store, {
         get(target, name, receiver) {
-          if (name === 'save') return (request: Parameters<RedisStore['save']>[0]) => ((saves += 1), target.save(request));
+          if (name === 'save')
+            return (request: Parameters<RedisStore['save']>[0]) => ((saves += 1), target.save(request));
           const value = Reflect.get(target, name, receiver) as unknown;
           return typeof value === 'function' ? value.bind(target) : value;
         },
@@ -403,7 +433,11 @@ describe.skipIf(!redis)('RedisStore epoch marker', () => {
 
         expectDataLost(await refusal(orchestrator.status('live-1')), epoch, null);
         expectDataLost(await refusal(orchestrator.recover()), epoch, null);
-        expectDataLost(await refusal(orchestrator.start({ principal: SUPPORT, goal: 'read once', taskId: 'live-2' })), epoch, null);
+        expectDataLost(
+          await refusal(orchestrator.start({ principal: SUPPORT, goal: 'read once', taskId: 'live-2' })),
+          epoch,
+          null,
+        );
         expect(await client.keys(`{${prefix}}*`)).toEqual([]);
 
         await store.acceptDataLoss();

@@ -102,7 +102,15 @@ describe.skipIf(!redis)('RedisStore erasure', () => {
     await client.set(k.audit('t-typed'), 'not a stream');
     await client.hset(k.lease('t-typed'), 'a', 'b');
     await store.erase('t-typed', GDPR);
-    expect(await client.exists(k.task('t-typed'), k.audit('t-typed'), k.transcript('t-typed'), k.lease('t-typed'), k.fence('t-typed'))).toBe(0);
+    expect(
+      await client.exists(
+        k.task('t-typed'),
+        k.audit('t-typed'),
+        k.transcript('t-typed'),
+        k.lease('t-typed'),
+        k.fence('t-typed'),
+      ),
+    ).toBe(0);
   });
 
   it('stores the tombstone as plain JSON any client can read', async () => {
@@ -118,7 +126,9 @@ describe.skipIf(!redis)('RedisStore erasure', () => {
     const request = createRequest('t-remote');
     await other.save({ ...request, fence: lease.fence });
     await store.erase('t-remote', GDPR);
-    await expect(other.save({ ...nextRequest(request.envelope), fence: lease.fence })).rejects.toBeInstanceOf(TaskErasedError);
+    await expect(other.save({ ...nextRequest(request.envelope), fence: lease.fence })).rejects.toBeInstanceOf(
+      TaskErasedError,
+    );
     expect(await other.leases.renew(lease, 60_000)).toBe(false);
     const keys = await client.keys(`{${prefix}}:*t-remote*`);
     expect(keys).toEqual([k.tombstone('t-remote')]);

@@ -22,7 +22,12 @@ const principal = { userId: 'u', tenantId: 't', scopes: [] };
 const erasure = { reason: 'gdpr_erasure', at: Date.now(), by: 'dpo' };
 
 async function seed(store: RedisStore, ids: string[]): Promise<void> {
-  const orchestrator = createOrchestrator({ tools: [], model: scriptedModel([reply.answer('ok')]), store, expirySweepMs: 0 });
+  const orchestrator = createOrchestrator({
+    tools: [],
+    model: scriptedModel([reply.answer('ok')]),
+    store,
+    expirySweepMs: 0,
+  });
   for (const taskId of ids) await orchestrator.run({ principal, goal: 'g', taskId });
   await orchestrator.close();
 }
@@ -93,7 +98,10 @@ describe.skipIf(!redis)('RedisStore buckets on one server', () => {
     await seed(store, ['x']);
     await redis!.connect().del(`{${prefix}}:layout`);
     const again = new RedisStore({ url: redis!.url, prefix, buckets: 4 });
-    await expect(again.load('x')).rejects.toMatchObject({ code: 'store_layout_mismatch', message: expect.stringContaining('layout record') });
+    await expect(again.load('x')).rejects.toMatchObject({
+      code: 'store_layout_mismatch',
+      message: expect.stringContaining('layout record'),
+    });
     await store.close();
     await again.close();
   });
@@ -105,19 +113,29 @@ describe.skipIf(!redis)('RedisStore buckets on one server', () => {
     const client = redis!.connect();
     const ids = Array.from({ length: 40 }, (_, i) => `p-${i}`);
     // Older the further a task's bucket is from 0: a merge that took bucket 0 first would give the youngest.
-    for (const id of ids) await client.zadd(redisBucketKeys(prefix, bucketOf(id, 4), 4).inboxes, 1_000 - 100 * bucketOf(id, 4), id);
+    for (const id of ids)
+      await client.zadd(redisBucketKeys(prefix, bucketOf(id, 4), 4).inboxes, 1_000 - 100 * bucketOf(id, 4), id);
     const oldest = ids.filter((id) => bucketOf(id, 4) === 3);
     expect((await store.inbox.pending(Date.now(), oldest.length)).sort()).toEqual(oldest.sort());
     await store.close();
   });
 
-  it('closes a dispatch whose Redis cannot be reached, its wake-up subscriber never connected', async () => {
-    const dispatch = bullmqDispatch({ connection: { host: '127.0.0.1', port: await freePort(), maxRetriesPerRequest: 1, retryStrategy: () => null } });
-    dispatch.onEvent(() => {});
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    const closed = await Promise.race([dispatch.close().then(() => 'closed'), new Promise((resolve) => setTimeout(() => resolve(`still closing after ${scaled(5_000)} ms`), scaled(5_000)))]);
-    expect(closed).toBe('closed');
-  }, scaled(15_000));
+  it(
+    'closes a dispatch whose Redis cannot be reached, its wake-up subscriber never connected',
+    async () => {
+      const dispatch = bullmqDispatch({
+        connection: { host: '127.0.0.1', port: await freePort(), maxRetriesPerRequest: 1, retryStrategy: () => null },
+      });
+      dispatch.onEvent(() => {});
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const closed = await Promise.race([
+        dispatch.close().then(() => 'closed'),
+        new Promise((resolve) => setTimeout(() => resolve(`still closing after ${scaled(5_000)} ms`), scaled(5_000))),
+      ]);
+      expect(closed).toBe('closed');
+    },
+    scaled(15_000),
+  );
 });
 
 describe.skipIf(!redis)('RedisStore buckets after a loss of the layout record', () => {
@@ -127,7 +145,10 @@ describe.skipIf(!redis)('RedisStore buckets after a loss of the layout record', 
     await seed(four, ['a', 'b']);
     await redis!.connect().del(`{${prefix}}:layout`);
     const one = new RedisStore({ url: redis!.url, prefix });
-    await expect(one.list()).rejects.toMatchObject({ code: 'store_layout_mismatch', message: expect.stringContaining('layout record') });
+    await expect(one.list()).rejects.toMatchObject({
+      code: 'store_layout_mismatch',
+      message: expect.stringContaining('layout record'),
+    });
     expect(await redis!.connect().get(`{${prefix}}:layout`)).toBeNull();
     await four.close();
     await one.close();

@@ -90,7 +90,13 @@ describe.skipIf(!redis)('RedisStore', () => {
       // id "<n>-0" numbers the message's first entry from 1; `entries` holds them as a JSON array (or, packed, with
       // what they share kept once and their key lists as a table's columns: see redisAuditPacking.ts).
       const stream = await client.xrange(k.audit('a'), '-', '+');
-      const fields = stream.map(([, f]) => Object.fromEntries([[f[0], f[1]], [f[2], f[3]]]) as { entries: string; count: string });
+      const fields = stream.map(
+        ([, f]) =>
+          Object.fromEntries([
+            [f[0], f[1]],
+            [f[2], f[3]],
+          ]) as { entries: string; count: string },
+      );
       const entries = fields.flatMap((f) => unpackAudit(JSON.parse(f.entries))!);
       expect(entries).toStrictEqual(await store.readJournal('a', 'audit'));
       let next = 1;
@@ -128,7 +134,14 @@ describe.skipIf(!redis)('RedisStore', () => {
       const first = await create(store, 't-gap');
       const messages = await client.xlen(redisKeys(prefix).audit('t-gap'));
       // A message nobody committed (written around the store): the next save's journal append must fail.
-      await client.xadd(redisKeys(prefix).audit('t-gap'), `${first.journal.audit + 1}-0`, 'entries', JSON.stringify([marker(99)]), 'count', 1);
+      await client.xadd(
+        redisKeys(prefix).audit('t-gap'),
+        `${first.journal.audit + 1}-0`,
+        'entries',
+        JSON.stringify([marker(99)]),
+        'count',
+        1,
+      );
       const request = nextRequest(first, { state: 'done', audit: [marker(1)] });
       await expect(store.save(request)).rejects.toBeInstanceOf(RevisionConflictError);
       expect(await store.load('t-gap')).toStrictEqual(first);
@@ -153,7 +166,9 @@ describe.skipIf(!redis)('RedisStore', () => {
     it('refuses a writer whose lease was released and taken by another, changing nothing', async () => {
       const first = await create(store, 't-fence');
       const a = (await store.leases.acquire('t-fence', 10_000))!;
-      const second = await advance(store, first, {}).then(() => null).catch((e: unknown) => e);
+      const second = await advance(store, first, {})
+        .then(() => null)
+        .catch((e: unknown) => e);
       expect(second).toBeInstanceOf(FencedOutError); // unfenced while A holds the lease
       const viaA = nextRequest(first, { audit: [marker(1)] });
       await store.save({ ...viaA, fence: a.fence });
@@ -195,7 +210,12 @@ describe.skipIf(!redis)('RedisStore', () => {
   describe('leases', () => {
     it('acquires with a random token, a fence and an expiry from the store clock', async () => {
       const lease = await store.leases.acquire('l-1', 5000);
-      expect(lease).toEqual({ taskId: 'l-1', token: expect.stringMatching(/^[0-9a-f]{32}$/), fence: '1', expiresAt: T0 + 5000 });
+      expect(lease).toEqual({
+        taskId: 'l-1',
+        token: expect.stringMatching(/^[0-9a-f]{32}$/),
+        fence: '1',
+        expiresAt: T0 + 5000,
+      });
       const pttl = await client.pttl(redisKeys(prefix).lease('l-1'));
       expect(pttl).toBeGreaterThan(4000);
       expect(pttl).toBeLessThanOrEqual(5000);
@@ -237,7 +257,14 @@ describe.skipIf(!redis)('RedisStore', () => {
     it('answers like MemoryStore for states, dueBefore, limits and ties', async () => {
       const memory = new MemoryStore();
       const ids = ['t-B', 't-a', 't-c', 'u-1', 'u-2', 'v'];
-      const states = ['running', 'waiting_for_confirmation', 'waiting_for_user', 'done', 'waiting_for_confirmation', 'failed'] as const;
+      const states = [
+        'running',
+        'waiting_for_confirmation',
+        'waiting_for_user',
+        'done',
+        'waiting_for_confirmation',
+        'failed',
+      ] as const;
       for (const [n, id] of ids.entries()) {
         // Three tasks share updatedAt: ties go by ascending taskId, while ZREVRANGE gives them in descending order.
         const updatedAt = T0 + (n < 3 ? 100 : n * 100);
@@ -259,7 +286,8 @@ describe.skipIf(!redis)('RedisStore', () => {
         { dueBefore: T0 + 5000, states: ['running'] },
         { limit: 0 },
       ];
-      for (const query of queries) expect(await store.list(query), JSON.stringify(query)).toStrictEqual(await memory.list(query));
+      for (const query of queries)
+        expect(await store.list(query), JSON.stringify(query)).toStrictEqual(await memory.list(query));
     });
 
     it('moves a task out of the old state index and the wake index when it changes state', async () => {
@@ -325,7 +353,11 @@ describe.skipIf(!redis)('RedisStore', () => {
     it('refuses a task key of another Redis type (WRONGTYPE), naming the key', async () => {
       const k = redisKeys(prefix);
       await client.set(k.task('t-string'), 'hello');
-      const attempts = [store.load('t-string'), store.save(createRequest('t-string')), store.readJournal('t-string', 'audit')];
+      const attempts = [
+        store.load('t-string'),
+        store.save(createRequest('t-string')),
+        store.readJournal('t-string', 'audit'),
+      ];
       // Each is awaited in turn below; a later one may be refused first.
       for (const attempt of attempts) attempt.catch(() => {});
       for (const attempt of attempts) {
@@ -347,9 +379,9 @@ describe.skipIf(!redis)('RedisStore', () => {
       const bad = (await store.load('t-bad'))!;
       await expect(store.save(nextRequest(bad))).rejects.toBeInstanceOf(CorruptTaskError);
       await expect(store.leases.acquire('t-bad', 1000)).rejects.toBeInstanceOf(CorruptTaskError);
-      await expect(store.leases.renew({ taskId: 't-bad', token: 't', fence: '1', expiresAt: 0 }, 1000)).rejects.toBeInstanceOf(
-        CorruptTaskError,
-      );
+      await expect(
+        store.leases.renew({ taskId: 't-bad', token: 't', fence: '1', expiresAt: 0 }, 1000),
+      ).rejects.toBeInstanceOf(CorruptTaskError);
       expect((await store.load('t-bad'))!.revision).toBe(1);
     });
 
@@ -470,7 +502,9 @@ describe.skipIf(!redis)('RedisStore', () => {
 
     async function grow(measured: RedisStore, taskId: string, entries: number): Promise<TaskEnvelope> {
       let envelope = await create(measured, taskId);
-      const audit = Array.from({ length: entries - envelope.journal.audit }, (_, n) => marker(n, { pad: 'x'.repeat(200) }));
+      const audit = Array.from({ length: entries - envelope.journal.audit }, (_, n) =>
+        marker(n, { pad: 'x'.repeat(200) }),
+      );
       envelope = await advance(measured, envelope, { audit });
       return envelope;
     }

@@ -21,7 +21,11 @@ class RecordingStore extends MemoryStore {
   override async save(request: SaveRequest): Promise<void> {
     await super.save(request);
     const { envelope } = request;
-    this.saves.push({ audit: envelope.journal.audit, stateValue: envelope.summary.stateValue, context: structuredClone(envelope.snapshot.context) });
+    this.saves.push({
+      audit: envelope.journal.audit,
+      stateValue: envelope.summary.stateValue,
+      context: structuredClone(envelope.snapshot.context),
+    });
   }
 }
 
@@ -39,7 +43,9 @@ describe('replayAudit', () => {
         expect(replayed.state, where).toBe(save.stateValue);
         expect(replayed.budget.used, where).toEqual(save.context.budget.used);
         expect(replayed.pendingConfirmation?.id ?? null, where).toBe(save.context.pendingConfirmation?.id ?? null);
-        expect(replayed.pendingConfirmation?.argsHash ?? null, where).toBe(save.context.pendingConfirmation?.argsHash ?? null);
+        expect(replayed.pendingConfirmation?.argsHash ?? null, where).toBe(
+          save.context.pendingConfirmation?.argsHash ?? null,
+        );
         expect(replayed.turn, where).toBe(save.context.turn);
       }
     });
@@ -53,7 +59,9 @@ describe('replayAudit', () => {
         const exists = edges.some(
           (e) =>
             (e.source === t.from || e.source === '*' || t.from.startsWith(`${e.source}.`)) &&
-            (e.target === t.to || (e.target === null && t.from === t.to) || (e.target !== null && t.to.startsWith(`${e.target}.`))),
+            (e.target === t.to ||
+              (e.target === null && t.from === t.to) ||
+              (e.target !== null && t.to.startsWith(`${e.target}.`))),
         );
         expect(exists, `${t.from} → ${t.to}`).toBe(true);
       }
@@ -85,8 +93,19 @@ describe('replayAudit', () => {
     expect(at.state).toBe('executing.awaitingConfirmation');
     expect(at.pendingConfirmation).toMatchObject({ id: 'refund-1/t3.c1.r1', tool: 'refund_order', request: 1 });
     expect(at.budget.used).toMatchObject({ modelTurns: 3, toolCalls: 1, writes: 0, money: 0 });
-    expect(at.lastResults).toEqual([expect.objectContaining({ tool: 'refund_order', result: null, effect: null, argsHash: at.pendingConfirmation!.argsHash })]);
-    expect(at.decisions.filter((d) => d.kind === 'gate' && d.callId !== null).map((d) => `${d.tool} ${d.name} ${d.decision}`)).toEqual([
+    expect(at.lastResults).toEqual([
+      expect.objectContaining({
+        tool: 'refund_order',
+        result: null,
+        effect: null,
+        argsHash: at.pendingConfirmation!.argsHash,
+      }),
+    ]);
+    expect(
+      at.decisions
+        .filter((d) => d.kind === 'gate' && d.callId !== null)
+        .map((d) => `${d.tool} ${d.name} ${d.decision}`),
+    ).toEqual([
       'get_order schema pass',
       'get_order mandate pass',
       'get_order business pass',
@@ -100,11 +119,30 @@ describe('replayAudit', () => {
     ]);
     // get_order declares no business rules, and checks the order's tenant (resource permission); 999.00 is outside
     // the mandate (at most 199.00); refund_order validates the amount.
-    const vetting = (...states: string[]) => ['vetting.choosing', 'vetting.checkingSchema', 'vetting.checkingMandate', ...states.map((s) => `vetting.${s}`), 'vetting.choosing'];
+    const vetting = (...states: string[]) => [
+      'vetting.choosing',
+      'vetting.checkingSchema',
+      'vetting.checkingMandate',
+      ...states.map((s) => `vetting.${s}`),
+      'vetting.choosing',
+    ];
     expect(at.visited).toEqual([
-      ...['deciding', 'thinking', ...vetting('checkingPermission', 'authorizing'), 'executing.selecting', 'executing.reading', 'executing.selecting'],
+      ...[
+        'deciding',
+        'thinking',
+        ...vetting('checkingPermission', 'authorizing'),
+        'executing.selecting',
+        'executing.reading',
+        'executing.selecting',
+      ],
       ...['deciding', 'thinking', ...vetting(), 'executing.selecting'],
-      ...['deciding', 'thinking', ...vetting('validating', 'checkingPermission'), 'executing.selecting', 'executing.awaitingConfirmation'],
+      ...[
+        'deciding',
+        'thinking',
+        ...vetting('validating', 'checkingPermission'),
+        'executing.selecting',
+        'executing.awaitingConfirmation',
+      ],
     ]);
   });
 
@@ -122,28 +160,57 @@ describe('replayAudit', () => {
     const at = replayAudit(audit, n);
     expect(at.state).toBe('executing.selecting');
     expect(at.pendingConfirmation).toBeNull();
-    expect(at.lastResults).toEqual([expect.objectContaining({ tool: 'refund_order', result: 'confirmation_rejected', gate: 'confirmation' })]);
-    expect(at.decisions.filter((d) => d.kind === 'confirmation').map((d) => `${d.name}${d.code ? ` ${d.code}` : ''}`)).toEqual([
-      'requested',
-      'refused wrong_user',
-      'rejected confirmation_rejected',
+    expect(at.lastResults).toEqual([
+      expect.objectContaining({ tool: 'refund_order', result: 'confirmation_rejected', gate: 'confirmation' }),
     ]);
+    expect(
+      at.decisions.filter((d) => d.kind === 'confirmation').map((d) => `${d.name}${d.code ? ` ${d.code}` : ''}`),
+    ).toEqual(['requested', 'refused wrong_user', 'rejected confirmation_rejected']);
   });
 
   it('follows a lost write through reconciling to the lookup that found it', async () => {
     const { audit } = await scenarios.lostResponse({ store: new MemoryStore() });
     const replayed = replayAudit(audit);
     expect(replayed.visited).toContain('executing.reconciling');
-    expect(replayed.transitions).toContainEqual(expect.objectContaining({ from: 'executing.writing', to: 'executing.reconciling' }));
-    expect(replayed.transitions).toContainEqual(expect.objectContaining({ from: 'executing.reconciling', to: 'executing.selecting' }));
+    expect(replayed.transitions).toContainEqual(
+      expect.objectContaining({ from: 'executing.writing', to: 'executing.reconciling' }),
+    );
+    expect(replayed.transitions).toContainEqual(
+      expect.objectContaining({ from: 'executing.reconciling', to: 'executing.selecting' }),
+    );
     expect(replayed.decisions.filter((d) => d.kind === 'lookup').map((d) => d.decision)).toEqual(['found']);
     expect(replayed.state).toBe('done');
   });
 
   describe('on hand-made journals', () => {
-    const limits: BudgetLimits = { modelTurns: 5, toolCalls: 5, writes: 2, retries: 3, tokens: 10_000, costMicros: 0, money: 0, wallClockMs: 60_000 };
-    const started: AuditEntry = { at: 1, turn: 0, kind: 'task_started', userId: 'E17', tenantId: 'acme', scopes: [], goal: 'g', mandate: null, limits, policyVersion: '1' };
-    const requested = (turn: number): AuditEntry => ({ at: 2, turn, kind: 'model_requested', reservation: { tokens: 1_000, costMicros: 0 } });
+    const limits: BudgetLimits = {
+      modelTurns: 5,
+      toolCalls: 5,
+      writes: 2,
+      retries: 3,
+      tokens: 10_000,
+      costMicros: 0,
+      money: 0,
+      wallClockMs: 60_000,
+    };
+    const started: AuditEntry = {
+      at: 1,
+      turn: 0,
+      kind: 'task_started',
+      userId: 'E17',
+      tenantId: 'acme',
+      scopes: [],
+      goal: 'g',
+      mandate: null,
+      limits,
+      policyVersion: '1',
+    };
+    const requested = (turn: number): AuditEntry => ({
+      at: 2,
+      turn,
+      kind: 'model_requested',
+      reservation: { tokens: 1_000, costMicros: 0 },
+    });
     const output = (turn: number, out: string, tokens = 100): AuditEntry => ({
       at: 3,
       turn,
@@ -154,10 +221,24 @@ describe('replayAudit', () => {
     });
 
     it('waits for the user after a question and resumes deciding after the answer', () => {
-      const journal: AuditEntry[] = [started, requested(1), output(1, 'model.askedUser'), { at: 4, turn: 1, kind: 'user_answered', userId: 'E17' }, requested(2)];
-      expect(replayAudit(journal, 3)).toMatchObject({ state: 'awaitingUser', status: 'waiting_for_user', waitingForAnswer: true });
+      const journal: AuditEntry[] = [
+        started,
+        requested(1),
+        output(1, 'model.askedUser'),
+        { at: 4, turn: 1, kind: 'user_answered', userId: 'E17' },
+        requested(2),
+      ];
+      expect(replayAudit(journal, 3)).toMatchObject({
+        state: 'awaitingUser',
+        status: 'waiting_for_user',
+        waitingForAnswer: true,
+      });
       expect(replayAudit(journal, 4)).toMatchObject({ state: 'deciding', status: 'running', waitingForAnswer: false });
-      expect(replayAudit(journal)).toMatchObject({ state: 'thinking', turn: 2, budget: { used: { modelTurns: 2, tokens: 1_100 } } });
+      expect(replayAudit(journal)).toMatchObject({
+        state: 'thinking',
+        turn: 2,
+        budget: { used: { modelTurns: 2, tokens: 1_100 } },
+      });
     });
 
     it('re-asks after unusable output and counts settled tokens', () => {
@@ -173,17 +254,53 @@ describe('replayAudit', () => {
         started,
         requested(1),
         output(1, 'model.toolsProposed'),
-        { at: 4, turn: 1, kind: 'gate', gate: 'protocol', decision: 'pass', callId: null, tool: null, argsHash: null, code: null, summary: null },
-        { at: 5, turn: 1, kind: 'tool_started', ...write, effect: 'write', argsHash: 'h', args: {}, attempt: 1, confirmationId: null, money: 0 },
+        {
+          at: 4,
+          turn: 1,
+          kind: 'gate',
+          gate: 'protocol',
+          decision: 'pass',
+          callId: null,
+          tool: null,
+          argsHash: null,
+          code: null,
+          summary: null,
+        },
+        {
+          at: 5,
+          turn: 1,
+          kind: 'tool_started',
+          ...write,
+          effect: 'write',
+          argsHash: 'h',
+          args: {},
+          attempt: 1,
+          confirmationId: null,
+          money: 0,
+        },
         { at: 6, turn: 1, kind: 'tool_finished', ...write, code: 'timeout', durationMs: 5, attempts: 1 },
         { at: 7, turn: 1, kind: 'write_lookup', ...write, result: 'inconclusive', durationMs: 1 },
         { at: 8, turn: 1, kind: 'write_lookup', ...write, result: 'inconclusive', durationMs: 1 },
-        { at: 9, turn: 1, kind: 'review', action: 'held', ...write, userId: null, scope: null, code: 'write_outcome_unknown', summary: 'unknown' },
+        {
+          at: 9,
+          turn: 1,
+          kind: 'review',
+          action: 'held',
+          ...write,
+          userId: null,
+          scope: null,
+          code: 'write_outcome_unknown',
+          summary: 'unknown',
+        },
       ];
       expect(replayAudit(journal, 6).state).toBe('executing.reconciling');
       expect(replayAudit(journal, 7).budget.used.retries).toBe(1);
       const end = replayAudit(journal);
-      expect(end).toMatchObject({ state: 'reviewRequired', status: 'review_required', budget: { used: { retries: 1, writes: 1, toolCalls: 1 } } });
+      expect(end).toMatchObject({
+        state: 'reviewRequired',
+        status: 'review_required',
+        budget: { used: { retries: 1, writes: 1, toolCalls: 1 } },
+      });
       expect(end.lastResults).toEqual([expect.objectContaining({ callId: 'c1', result: 'timeout', effect: 'write' })]);
     });
   });

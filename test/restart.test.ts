@@ -12,11 +12,18 @@ import { paymentTool } from './support/paymentTool.js';
 import { rawRows } from './support/rawRows.js';
 
 const goal = 'book R7';
-const bookScript = () => [reply.call('reserve_room', reserveArgs()), (v: { data: (t: string) => unknown }) => reply.answer(`booked ${(v.data('reserve_room') as Booking | undefined)?.booking_id}`)];
+const bookScript = () => [
+  reply.call('reserve_room', reserveArgs()),
+  (v: { data: (t: string) => unknown }) =>
+    reply.answer(`booked ${(v.data('reserve_room') as Booking | undefined)?.booking_id}`),
+];
 
 /** A booking service whose reservations never reach the real one until released: a crash before the effect. */
 class StalledBookings extends BookingService {
-  override async reserve(_request: ReserveRoomInput & { requesterId: string; idempotencyKey: string }, signal: AbortSignal): Promise<never> {
+  override async reserve(
+    _request: ReserveRoomInput & { requesterId: string; idempotencyKey: string },
+    signal: AbortSignal,
+  ): Promise<never> {
     this.reserveRequests.push({ idempotencyKey: 'stalled', roomId: 'stalled' });
     return new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }));
   }
@@ -75,7 +82,21 @@ describe('restart in the middle of a write', () => {
     const sent: string[] = [];
     const unsafe = paymentTool({ sent, timeoutMs: 60_000, hang: () => true, sameKeyRetrySafe: false });
     const store = new MemoryStore();
-    const script = [reply.calls({ name: 'send_payment', args: { amount: 5 }, callId: 'p' }, { name: 'find_available_rooms', args: { start_at: '2026-09-28T14:00:00+08:00', end_at: '2026-09-28T15:00:00+08:00', attendees: 1, needs_projector: false }, callId: 'q' })];
+    const script = [
+      reply.calls(
+        { name: 'send_payment', args: { amount: 5 }, callId: 'p' },
+        {
+          name: 'find_available_rooms',
+          args: {
+            start_at: '2026-09-28T14:00:00+08:00',
+            end_at: '2026-09-28T15:00:00+08:00',
+            attendees: 1,
+            needs_projector: false,
+          },
+          callId: 'q',
+        },
+      ),
+    ];
     const first = harness({ store, script, extraTools: [unsafe] });
     await first.orchestrator.start({ principal: E17, goal: 'pay', taskId: 't3' });
     await until(() => sent.length === 1);
@@ -85,7 +106,12 @@ describe('restart in the middle of a write', () => {
     const status = await second.orchestrator.settled('t3');
     expect(status.state).toBe('review_required');
     expect(status.outcome).toBeNull();
-    expect(status.review).toMatchObject({ callId: 'p', tool: 'send_payment', reason: 'write_outcome_unknown', idempotencyKey: sent[0] });
+    expect(status.review).toMatchObject({
+      callId: 'p',
+      tool: 'send_payment',
+      reason: 'write_outcome_unknown',
+      idempotencyKey: sent[0],
+    });
     expect(sent).toHaveLength(1);
     // Nothing of the batch went on: the held write has no result yet, and the read after it has not run.
     expect(status.observations).toEqual([]);
@@ -120,30 +146,48 @@ describe('restart in the middle of a write', () => {
 
 describe('stored tasks that cannot be restored', () => {
   async function storedTask(store: MemoryStore, taskId: string) {
-    const h = harness({ store, script: [reply.call('refund_order', { order_id: 'O-1001', amount_cents: 99_900, reason: 'x' })] });
-    await h.orchestrator.run({ principal: { userId: 'E17', tenantId: 'acme', scopes: ['refunds:write'] }, goal: 'refund', taskId });
+    const h = harness({
+      store,
+      script: [reply.call('refund_order', { order_id: 'O-1001', amount_cents: 99_900, reason: 'x' })],
+    });
+    await h.orchestrator.run({
+      principal: { userId: 'E17', tenantId: 'acme', scopes: ['refunds:write'] },
+      goal: 'refund',
+      taskId,
+    });
     await h.orchestrator.close();
   }
 
   it.each([
     ['corrupted JSON', (text: string) => text.slice(0, text.length / 2), /not JSON/],
     ['a wrong type', (text: string) => text.replace('"turn":1', '"turn":"one"'), /context\.turn/],
-    ['a state that no longer exists', (text: string) => text.replace('"awaitingConfirmation"', '"awaitingApproval"'), /does not exist/],
-    ['an unknown machine version', (text: string) => text.replace(`"${AGENT_MACHINE_VERSION}"`, '"agent/99"'), /machine version "agent\/99" is not supported/],
+    [
+      'a state that no longer exists',
+      (text: string) => text.replace('"awaitingConfirmation"', '"awaitingApproval"'),
+      /does not exist/,
+    ],
+    [
+      'an unknown machine version',
+      (text: string) => text.replace(`"${AGENT_MACHINE_VERSION}"`, '"agent/99"'),
+      /machine version "agent\/99" is not supported/,
+    ],
     ['another task’s envelope', (text: string) => text.replaceAll('"bad"', '"other"'), /belongs to task "other"/],
-  ])('quarantines a task with %s, with a clear reason, and leaves other tasks alone', async (_label, corrupt, reason) => {
-    const store = new MemoryStore();
-    await storedTask(store, 'bad');
-    await storedTask(store, 'good');
-    const row = rawRows(store).get('bad')!;
-    row.envelope = corrupt(row.envelope);
-    const h = harness({ store });
-    await expect(h.orchestrator.resume('bad')).rejects.toThrow(TaskQuarantinedError);
-    await expect(h.orchestrator.resume('bad')).rejects.toThrow(reason);
-    expect(await store.quarantined('bad')).toMatch(reason);
-    const good = await h.orchestrator.resume('good');
-    expect(good.state).toBe('waiting_for_confirmation');
-  });
+  ])(
+    'quarantines a task with %s, with a clear reason, and leaves other tasks alone',
+    async (_label, corrupt, reason) => {
+      const store = new MemoryStore();
+      await storedTask(store, 'bad');
+      await storedTask(store, 'good');
+      const row = rawRows(store).get('bad')!;
+      row.envelope = corrupt(row.envelope);
+      const h = harness({ store });
+      await expect(h.orchestrator.resume('bad')).rejects.toThrow(TaskQuarantinedError);
+      await expect(h.orchestrator.resume('bad')).rejects.toThrow(reason);
+      expect(await store.quarantined('bad')).toMatch(reason);
+      const good = await h.orchestrator.resume('good');
+      expect(good.state).toBe('waiting_for_confirmation');
+    },
+  );
 });
 
 /** A store whose saves fail while `down` is set. */
@@ -171,8 +215,21 @@ describe('when the store goes away', () => {
   it('starts no write until the intent is saved, and loses nothing acknowledged', async () => {
     const inner = new MemoryStore();
     const store = new FlakyStore(inner);
-    const search = { start_at: '2026-09-28T14:00:00+08:00', end_at: '2026-09-28T15:00:00+08:00', attendees: 3, needs_projector: true };
-    const h = harness({ store, saveRetries: 2, script: [reply.call('find_available_rooms', search), () => reply.call('reserve_room', reserveArgs()), reply.answer('booked')] });
+    const search = {
+      start_at: '2026-09-28T14:00:00+08:00',
+      end_at: '2026-09-28T15:00:00+08:00',
+      attendees: 3,
+      needs_projector: true,
+    };
+    const h = harness({
+      store,
+      saveRetries: 2,
+      script: [
+        reply.call('find_available_rooms', search),
+        () => reply.call('reserve_room', reserveArgs()),
+        reply.answer('booked'),
+      ],
+    });
     const started = await h.orchestrator.start({ principal: E17, goal, taskId: 't5' });
     expect(started.revision).toBe(1);
     store.down = true;
@@ -183,7 +240,20 @@ describe('when the store goes away', () => {
     store.down = false;
     const stored = await inner.load('t5');
     expect(stored?.revision).toBeGreaterThanOrEqual(1);
-    const again = harness({ store: inner, bookings: h.bookings, script: [reply.call('find_available_rooms', { start_at: '2026-09-28T14:00:00+08:00', end_at: '2026-09-28T15:00:00+08:00', attendees: 3, needs_projector: true }), () => reply.call('reserve_room', reserveArgs()), reply.answer('booked')] });
+    const again = harness({
+      store: inner,
+      bookings: h.bookings,
+      script: [
+        reply.call('find_available_rooms', {
+          start_at: '2026-09-28T14:00:00+08:00',
+          end_at: '2026-09-28T15:00:00+08:00',
+          attendees: 3,
+          needs_projector: true,
+        }),
+        () => reply.call('reserve_room', reserveArgs()),
+        reply.answer('booked'),
+      ],
+    });
     await again.orchestrator.resume('t5');
     const status = await again.orchestrator.settled('t5');
     expect(status.state).toBe('answered');
@@ -218,10 +288,22 @@ describe('cancel', () => {
 
 describe('model failures', () => {
   it('fails with model_unavailable when the scripted model runs out of script', async () => {
-    const h = harness({ script: [reply.call('find_available_rooms', { start_at: '2026-09-28T14:00:00+08:00', end_at: '2026-09-28T15:00:00+08:00', attendees: 3, needs_projector: true })] });
+    const h = harness({
+      script: [
+        reply.call('find_available_rooms', {
+          start_at: '2026-09-28T14:00:00+08:00',
+          end_at: '2026-09-28T15:00:00+08:00',
+          attendees: 3,
+          needs_projector: true,
+        }),
+      ],
+    });
     const status = await h.orchestrator.run({ principal: E17, goal });
     expect(status.state).toBe('failed');
-    expect(status.outcome?.reason).toMatchObject({ code: 'model_unavailable', message: expect.stringContaining('turn 2') });
+    expect(status.outcome?.reason).toMatchObject({
+      code: 'model_unavailable',
+      message: expect.stringContaining('turn 2'),
+    });
   });
 
   it('asks the user and continues with the answer', async () => {
@@ -241,7 +323,12 @@ describe('model failures', () => {
 
 describe('memory', () => {
   it('keeps no task in memory that waits or has finished, even after events it refused', async () => {
-    const h = harness({ script: [reply.call('refund_order', { order_id: 'O-1001', amount_cents: 99_900, reason: 'x' }), reply.answer('x')] });
+    const h = harness({
+      script: [
+        reply.call('refund_order', { order_id: 'O-1001', amount_cents: 99_900, reason: 'x' }),
+        reply.answer('x'),
+      ],
+    });
     const principal = { userId: 'E17', tenantId: 'acme', scopes: ['refunds:write'] };
     const waiting = await h.orchestrator.run({ principal, goal: 'refund', taskId: 'w' });
     await until(() => h.orchestrator.liveTasks === 0);
@@ -262,7 +349,8 @@ class LostReplies extends MemoryStore {
   readonly loseReplyOf = new Set<number>();
   override async save(request: SaveRequest) {
     await super.save(request);
-    if (this.loseReplyOf.delete(request.envelope.revision)) throw new StoreUnavailableError('connection reset after send');
+    if (this.loseReplyOf.delete(request.envelope.revision))
+      throw new StoreUnavailableError('connection reset after send');
   }
 }
 
@@ -315,12 +403,18 @@ describe('a task stopped while its save is being retried', () => {
 
 describe('a task loaded only to read it or to refuse an event', () => {
   it('does not write a new revision when a task is only loaded to read it or to refuse an event', async () => {
-    const h = harness({ script: [reply.call('refund_order', { order_id: 'O-1001', amount_cents: 99_900, reason: 'x' })] });
+    const h = harness({
+      script: [reply.call('refund_order', { order_id: 'O-1001', amount_cents: 99_900, reason: 'x' })],
+    });
     const principal = { userId: 'E17', tenantId: 'acme', scopes: ['refunds:write'] };
     const waiting = await h.orchestrator.run({ principal, goal: 'refund', taskId: 'quiet' });
     const revision = (await h.store.load('quiet'))!.revision;
     await h.orchestrator.resume('quiet');
-    await h.orchestrator.confirm('quiet', { ...principal, tenantId: 'other' }, { id: waiting.pendingConfirmation!.id, argsHash: 'x' });
+    await h.orchestrator.confirm(
+      'quiet',
+      { ...principal, tenantId: 'other' },
+      { id: waiting.pendingConfirmation!.id, argsHash: 'x' },
+    );
     expect((await h.store.load('quiet'))!.revision).toBe(revision);
   });
 });

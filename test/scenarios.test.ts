@@ -16,7 +16,9 @@ describe('demo trajectories', () => {
     expect(r.status.state).toBe('done');
     expect(r.status.outcome?.reason.code).toBe('goal_met');
     expect(r.bookings.map((b) => [b.bookingId, b.roomId, b.requesterId])).toEqual([['B204', 'R7', 'E17']]);
-    expect(r.status.evidence).toEqual([expect.objectContaining({ tool: 'reserve_room', fields: { status: 'confirmed', booking_id: 'B204' } })]);
+    expect(r.status.evidence).toEqual([
+      expect.objectContaining({ tool: 'reserve_room', fields: { status: 'confirmed', booking_id: 'B204' } }),
+    ]);
     const writes = kinds(r.audit, 'tool_started').filter((e) => e.effect === 'write');
     expect(writes).toHaveLength(1);
     // The key is the host's (task + intent), never the model's call id.
@@ -29,9 +31,17 @@ describe('demo trajectories', () => {
   it('2. conflict: R7 taken between read and write, re-query, R9 booked as B205', async () => {
     const r = await run('conflict');
     expect(r.status.state).toBe('done');
-    expect(r.bookings.map((b) => `${b.bookingId} ${b.roomId} ${b.requesterId}`)).toEqual(['B204 R7 E42', 'B205 R9 E17']);
+    expect(r.bookings.map((b) => `${b.bookingId} ${b.roomId} ${b.requesterId}`)).toEqual([
+      'B204 R7 E42',
+      'B205 R9 E17',
+    ]);
     const finished = kinds(r.audit, 'tool_finished').map((e) => `${e.tool}:${e.code}`);
-    expect(finished).toEqual(['find_available_rooms:ok', 'reserve_room:conflict', 'find_available_rooms:ok', 'reserve_room:ok']);
+    expect(finished).toEqual([
+      'find_available_rooms:ok',
+      'reserve_room:conflict',
+      'find_available_rooms:ok',
+      'reserve_room:ok',
+    ]);
     // The conflict was an observation the model re-planned from, not a retry of the same write.
     const writes = kinds(r.audit, 'tool_started').filter((e) => e.effect === 'write');
     expect(writes.map((w) => (w.args as { room_id: string }).room_id)).toEqual(['R7', 'R9']);
@@ -60,7 +70,9 @@ describe('demo trajectories', () => {
     const write = kinds(r.audit, 'tool_finished').find((e) => e.tool === 'reserve_room');
     expect(write?.code).toBe('timeout');
     const lookups = kinds(r.audit, 'write_lookup');
-    expect(lookups).toEqual([expect.objectContaining({ result: 'found', idempotencyKey: r.bookings[0]!.idempotencyKey })]);
+    expect(lookups).toEqual([
+      expect.objectContaining({ result: 'found', idempotencyKey: r.bookings[0]!.idempotencyKey }),
+    ]);
     expect(r.status.outcome?.answer).toContain('B204');
     expect(r.status.evidence.at(-1)?.fields.booking_id).toBe('B204');
   });
@@ -90,7 +102,9 @@ describe('demo trajectories', () => {
       ['stop', 'outside_mandate'],
     ]);
     // The model is told why, in the rule's own words: the slot it asked for is not the user's.
-    expect(mandate[0]!.summary).toMatch(/2026-10-05T14:00:00\+08:00.*is not the slot the user asked for \(2026-09-28T14:00:00\+08:00/);
+    expect(mandate[0]!.summary).toMatch(
+      /2026-10-05T14:00:00\+08:00.*is not the slot the user asked for \(2026-09-28T14:00:00\+08:00/,
+    );
     // Nothing of the write ran, nor its business validation (the mandate comes first).
     expect(kinds(r.audit, 'check_started').filter((c) => c.tool === 'reserve_room')).toEqual([]);
     expect(kinds(r.audit, 'tool_started').filter((e) => e.effect === 'write')).toEqual([]);
@@ -145,7 +159,9 @@ describe('the refund scenario with another model', () => {
     const stubborn = () =>
       scriptedModel(
         Array.from({ length: 8 }, (_, i) =>
-          i === 0 ? reply.call('get_order', { order_id: 'O-1001' }) : reply.call('refund_order', { order_id: 'O-1001', amount_cents: 10_100 + i, reason: 'per note' }),
+          i === 0
+            ? reply.call('get_order', { order_id: 'O-1001' })
+            : reply.call('refund_order', { order_id: 'O-1001', amount_cents: 10_100 + i, reason: 'per note' }),
         ),
       );
     const r = await scenarios.refund({ store: new MemoryStore(), model: stubborn });
@@ -156,7 +172,12 @@ describe('the refund scenario with another model', () => {
 
   it('never asks anyone about amounts outside the mandate: the task stops when the model insists', async () => {
     const greedy = () =>
-      scriptedModel([reply.call('get_order', { order_id: 'O-1001' }), ...Array.from({ length: 4 }, () => reply.call('refund_order', { order_id: 'O-1001', amount_cents: 99_900, reason: 'per note' }))]);
+      scriptedModel([
+        reply.call('get_order', { order_id: 'O-1001' }),
+        ...Array.from({ length: 4 }, () =>
+          reply.call('refund_order', { order_id: 'O-1001', amount_cents: 99_900, reason: 'per note' }),
+        ),
+      ]);
     const r = await scenarios.refund({ store: new MemoryStore(), model: greedy });
     expect(r.status).toMatchObject({ state: 'failed', outcome: { reason: { code: 'outside_mandate' } } });
     expect(r.steps).toEqual([]);

@@ -50,7 +50,11 @@ function keyTools(): Tool[] {
 }
 
 async function everything(h: ReturnType<typeof harness>, taskId: string): Promise<string> {
-  return [await storedText(h.store), JSON.stringify(await h.orchestrator.audit(taskId)), JSON.stringify(await h.orchestrator.transcript(taskId))].join('\n');
+  return [
+    await storedText(h.store),
+    JSON.stringify(await h.orchestrator.audit(taskId)),
+    JSON.stringify(await h.orchestrator.transcript(taskId)),
+  ].join('\n');
 }
 
 describe('values a call opened', () => {
@@ -58,7 +62,11 @@ describe('values a call opened', () => {
     const h = harness({
       extraTools: keyTools(),
       privacy: privacyOptions(),
-      script: [reply.call('issue_key', {}), (view) => reply.call('check_key', { api_key: view.data<{ api_key: string }>('issue_key')!.api_key }), reply.answer('ok')],
+      script: [
+        reply.call('issue_key', {}),
+        (view) => reply.call('check_key', { api_key: view.data<{ api_key: string }>('issue_key')!.api_key }),
+        reply.answer('ok'),
+      ],
     });
     const status = await h.orchestrator.run({ principal: PAYER, goal: 'check my key', taskId: 'echo' });
     expect(status.outcome?.status).toBe('answered');
@@ -66,7 +74,6 @@ describe('values a call opened', () => {
     expect(kept).toContain('is valid');
     expect(kept).not.toContain(SECRET_KEY);
   });
-
 });
 
 describe('arguments that do not parse cleanly', () => {
@@ -78,15 +85,24 @@ describe('arguments that do not parse cleanly', () => {
     const h = harness({
       extraTools: walletTools(new CardService()),
       privacy: { sealer: keyedSealer({ key: KEY }) }, // no redactor: only the tool's declaration protects it
-      script: [{ type: 'tool_calls', calls: [{ callId: 'c1', name: 'charge_card', arguments: args }] }, reply.answer('gave up')],
+      script: [
+        { type: 'tool_calls', calls: [{ callId: 'c1', name: 'charge_card', arguments: args }] },
+        reply.answer('gave up'),
+      ],
     });
     await h.orchestrator.run({ principal: PAYER, goal: 'charge', taskId: 'bad-args' });
     expect(secretsIn(await everything(h, 'bad-args'))).toEqual([]);
   });
 
   it('an unusable output naming a sensitive field is kept sealed whole', async () => {
-    const received = JSON.stringify({ tool_calls: [{ function: { name: 'charge_card', arguments: `{"card_number":"${WALLET_CARD}"` } }] });
-    const h = harness({ extraTools: walletTools(new CardService()), privacy: { sealer: keyedSealer({ key: KEY }) }, script: [{ type: 'invalid', detail: 'cut off', received }, reply.answer('ok')] });
+    const received = JSON.stringify({
+      tool_calls: [{ function: { name: 'charge_card', arguments: `{"card_number":"${WALLET_CARD}"` } }],
+    });
+    const h = harness({
+      extraTools: walletTools(new CardService()),
+      privacy: { sealer: keyedSealer({ key: KEY }) },
+      script: [{ type: 'invalid', detail: 'cut off', received }, reply.answer('ok')],
+    });
     await h.orchestrator.run({ principal: PAYER, goal: 'charge', taskId: 'cut' });
     const kept = await everything(h, 'cut');
     expect(kept).toMatch(/"received":"\[\[sealed:received:/);
@@ -96,7 +112,13 @@ describe('arguments that do not parse cleanly', () => {
 
 describe('tool names and call ids', () => {
   it('in a proposal are redacted before the protocol gate quotes them', async () => {
-    const h = harness({ privacy: privacyOptions(), script: [{ type: 'tool_calls', calls: [{ callId: `id-${WALLET_CARD}`, name: `pay_${WALLET_CARD}`, arguments: '{}' }] }, reply.answer('ok')] });
+    const h = harness({
+      privacy: privacyOptions(),
+      script: [
+        { type: 'tool_calls', calls: [{ callId: `id-${WALLET_CARD}`, name: `pay_${WALLET_CARD}`, arguments: '{}' }] },
+        reply.answer('ok'),
+      ],
+    });
     await h.orchestrator.run({ principal: PAYER, goal: 'pay', taskId: 'names' });
     expect(secretsIn(await everything(h, 'names'))).toEqual([]);
   });
@@ -105,7 +127,14 @@ describe('tool names and call ids', () => {
 describe('two orchestrators in one process', () => {
   it('sharing tool objects each open their own tasks’ values', async () => {
     const tools = walletTools(new CardService());
-    const script = () => [reply.call('get_wallet', { wallet_id: 'W1' }), (view: { data<T>(tool: string): T | undefined }) => reply.call('charge_card', { card_number: view.data<{ card_number: string }>('get_wallet')!.card_number, amount: 100 })];
+    const script = () => [
+      reply.call('get_wallet', { wallet_id: 'W1' }),
+      (view: { data<T>(tool: string): T | undefined }) =>
+        reply.call('charge_card', {
+          card_number: view.data<{ card_number: string }>('get_wallet')!.card_number,
+          amount: 100,
+        }),
+    ];
     for (const name of ['first', 'second']) {
       const h = harness({ extraTools: tools, privacy: privacyOptions(), script: script() as never });
       const status = await h.orchestrator.run({ principal: PAYER, goal: 'charge my wallet card', taskId: name });
@@ -120,9 +149,15 @@ describe('the confirmation of a sealed value', () => {
     const h = harness({
       extraTools: walletTools(new CardService()),
       privacy: privacyOptions(),
-      script: [(view) => reply.call('charge_card', { card_number: view.goal.match(/\[\[sealed:[^\]]+\]\]/)![0], amount: 100 })],
+      script: [
+        (view) => reply.call('charge_card', { card_number: view.goal.match(/\[\[sealed:[^\]]+\]\]/)![0], amount: 100 }),
+      ],
     });
-    const status = await h.orchestrator.run({ principal: PAYER, goal: `Charge 1.00 to ${WALLET_CARD}`, taskId: 'label' });
+    const status = await h.orchestrator.run({
+      principal: PAYER,
+      goal: `Charge 1.00 to ${WALLET_CARD}`,
+      taskId: 'label',
+    });
     expect(status.state).toBe('waiting_for_confirmation');
     expect(status.pendingConfirmation?.summary).toMatch(/^Charge 1\.00 to \[\[sealed:card-1111:/);
   });
@@ -132,16 +167,30 @@ describe('a token of an earlier task under the same id', () => {
   it('opens nothing: the id in another tenant (after the tombstone went) is another task', async () => {
     const service = new CardService();
     const store = new MemoryStore();
-    const first = harness({ store, extraTools: walletTools(service), privacy: privacyOptions(), script: [reply.call('get_wallet', { wallet_id: 'W1' }), reply.answer('read')] });
+    const first = harness({
+      store,
+      extraTools: walletTools(service),
+      privacy: privacyOptions(),
+      script: [reply.call('get_wallet', { wallet_id: 'W1' }), reply.answer('read')],
+    });
     await first.orchestrator.run({ principal: PAYER, goal: 'read my wallet', taskId: 'order-1' });
-    const token = JSON.stringify(await first.orchestrator.transcript('order-1')).match(/\[\[sealed:card_number:[A-Za-z0-9_-]+\]\]/)![0];
+    const token = JSON.stringify(await first.orchestrator.transcript('order-1')).match(
+      /\[\[sealed:card_number:[A-Za-z0-9_-]+\]\]/,
+    )![0];
     const evil: Principal = { userId: 'mallory', tenantId: 'evil', scopes: PAYER.scopes };
-    const second = harness({ store: new MemoryStore(), extraTools: walletTools(service), privacy: privacyOptions(), script: [reply.call('charge_card', { card_number: token, amount: 500 }), reply.answer('tried')] });
+    const second = harness({
+      store: new MemoryStore(),
+      extraTools: walletTools(service),
+      privacy: privacyOptions(),
+      script: [reply.call('charge_card', { card_number: token, amount: 500 }), reply.answer('tried')],
+    });
     const status = await second.orchestrator.run({ principal: evil, goal: 'charge', taskId: 'order-1' });
     expect(status.state).toBe('answered');
     expect(service.charges.size).toBe(0);
     // Not this task's token: it is text like any other (sealed as such), and no card number.
-    const refused = (await second.orchestrator.audit('order-1')).find((e) => e.kind === 'gate' && e.decision === 'reject');
+    const refused = (await second.orchestrator.audit('order-1')).find(
+      (e) => e.kind === 'gate' && e.decision === 'reject',
+    );
     expect(refused).toMatchObject({ gate: 'schema', summary: 'card_number: invalid value (a sensitive field)' });
   });
 });
@@ -160,8 +209,22 @@ describe('a host failure code that quotes a value', () => {
   it('is replaced by a redacted code', async () => {
     const tools = walletTools(new CardService());
     const charge = tools[1]!;
-    Object.assign(charge, { validate: (args: { card_number: string }) => ({ ok: false, code: `bad_${args.card_number}`, summary: 'no' }) });
-    const h = harness({ extraTools: tools, privacy: { sealer: keyedSealer({ key: KEY }) }, script: [reply.call('get_wallet', { wallet_id: 'W1' }), (view) => reply.call('charge_card', { card_number: view.data<{ card_number: string }>('get_wallet')!.card_number, amount: 100 }), reply.answer('no')] });
+    Object.assign(charge, {
+      validate: (args: { card_number: string }) => ({ ok: false, code: `bad_${args.card_number}`, summary: 'no' }),
+    });
+    const h = harness({
+      extraTools: tools,
+      privacy: { sealer: keyedSealer({ key: KEY }) },
+      script: [
+        reply.call('get_wallet', { wallet_id: 'W1' }),
+        (view) =>
+          reply.call('charge_card', {
+            card_number: view.data<{ card_number: string }>('get_wallet')!.card_number,
+            amount: 100,
+          }),
+        reply.answer('no'),
+      ],
+    });
     await h.orchestrator.run({ principal: PAYER, goal: 'charge', taskId: 'code' });
     const kept = await everything(h, 'code');
     expect(kept).toContain('redacted_code');

@@ -50,9 +50,14 @@ describe.each(STORES)('a task meeting credentials with no privacy configuration,
     const shown = run.seen.join('\n');
     expect(run.seen).toHaveLength(3);
     const config = JSON.parse(run.seen[1]!).observations.find((o: { tool: string }) => o.tool === 'read_config').data;
-    expect(config.summary).toMatch(/^billing connected with api_key=\[\[sealed:api-key:[A-Za-z0-9_-]+\]\] \(rotated yearly\)$/);
+    expect(config.summary).toMatch(
+      /^billing connected with api_key=\[\[sealed:api-key:[A-Za-z0-9_-]+\]\] \(rotated yearly\)$/,
+    );
     expect(config.db).toMatchObject({ host: 'db.internal', password: expect.stringMatching(WHOLE('password')) });
-    expect(config.headers).toMatchObject({ Authorization: expect.stringMatching(WHOLE('authorization')), Accept: 'application/json' });
+    expect(config.headers).toMatchObject({
+      Authorization: expect.stringMatching(WHOLE('authorization')),
+      Accept: 'application/json',
+    });
     expect(config.max_tokens).toBe(4096);
     expect(JSON.parse(run.seen[0]!).goal).toMatch(/key id \[\[sealed:aws-access-key:/);
     // The model's own output is sealed before anything keeps it: its text, its call's arguments, its answer.
@@ -78,7 +83,9 @@ describe('omitting a default redactor', () => {
     const run = await runSecretTask({
       store: new MemoryStore(),
       taskId: 'secrets-2',
-      privacy: { omitDefaultRedactors: { names: ['credential-field'], reason: 'the test database password is public' } },
+      privacy: {
+        omitDefaultRedactors: { names: ['credential-field'], reason: 'the test database password is public' },
+      },
     });
     const shown = run.seen.join('\n');
     expect(shown).toContain(DB_PASSWORD); // found by its key only
@@ -87,20 +94,28 @@ describe('omitting a default redactor', () => {
   });
 
   it('is listed as a loosening with its reason', () => {
-    const privacy = new Privacy({ omitDefaultRedactors: { names: ['jwt', 'url-password'], reason: ' tokens are test fixtures ' } });
+    const privacy = new Privacy({
+      omitDefaultRedactors: { names: ['jwt', 'url-password'], reason: ' tokens are test fixtures ' },
+    });
     expect(privacy.loosened).toEqual([
       { option: 'privacy.omitDefaultRedactors:jwt', reason: 'tokens are test fixtures' },
       { option: 'privacy.omitDefaultRedactors:url-password', reason: 'tokens are test fixtures' },
     ]);
     expect(new Privacy().loosened).toEqual([]);
     const all = new Privacy({ omitDefaultRedactors: { names: 'all', reason: 'a sandbox without credentials' } });
-    expect(all.loosened.map((l) => l.option)).toEqual(DEFAULT_REDACTOR_NAMES.map((name) => `privacy.omitDefaultRedactors:${name}`));
+    expect(all.loosened.map((l) => l.option)).toEqual(
+      DEFAULT_REDACTOR_NAMES.map((name) => `privacy.omitDefaultRedactors:${name}`),
+    );
     expect(all.redacts).toBe(false);
     expect(all.text(T, `api_key=${TOOL_KEY}`)).toBe(`api_key=${TOOL_KEY}`);
   });
 
   it.each([
-    ['an unknown name', { names: ['jwts'], reason: 'typo' }, /no default redactor is named "jwts"; the defaults are private-key, jwt/],
+    [
+      'an unknown name',
+      { names: ['jwts'], reason: 'typo' },
+      /no default redactor is named "jwts"; the defaults are private-key, jwt/,
+    ],
     ['a blank reason', { names: ['jwt'], reason: '  ' }, /needs a reason/],
     ['no reason', { names: ['jwt'] }, /needs a reason/],
     ['names that are not a list', { names: 'jwt', reason: 'x' }, /must be a list of default redactor names or 'all'/],
@@ -116,15 +131,26 @@ describe('host redactors', () => {
     const privacy = new Privacy({ redactors: [cardNumbers()] });
     expect(privacy.hasHostRedactors).toBe(true);
     expect(new Privacy().hasHostRedactors).toBe(false);
-    expect(displayText(privacy.text(T, `card 4111 1111 1111 1111, api_key=${TOOL_KEY}`))).toBe('card ‹card-1111›, api_key=‹api-key›');
+    expect(displayText(privacy.text(T, `card 4111 1111 1111 1111, api_key=${TOOL_KEY}`))).toBe(
+      'card ‹card-1111›, api_key=‹api-key›',
+    );
   });
 
   it('may seal only a named `value` group, and may name keys', () => {
     const privacy = new Privacy({
-      redactors: [{ name: 'pin', pattern: /\bpin (?<value>\d{4})\b/g, keys: (key) => key === 'pin_code', label: (_match, groups) => (groups.key ? 'pin-field' : 'pin') }],
+      redactors: [
+        {
+          name: 'pin',
+          pattern: /\bpin (?<value>\d{4})\b/g,
+          keys: (key) => key === 'pin_code',
+          label: (_match, groups) => (groups.key ? 'pin-field' : 'pin'),
+        },
+      ],
     });
     expect(displayText(privacy.text(T, 'my pin 1234, order 5678'))).toBe('my pin ‹pin›, order 5678');
-    expect(displayText(JSON.stringify(privacy.json(T, { pin_code: 4321, other: 4321 })))).toBe('{"pin_code":"‹pin-field›","other":4321}');
+    expect(displayText(JSON.stringify(privacy.json(T, { pin_code: 4321, other: 4321 })))).toBe(
+      '{"pin_code":"‹pin-field›","other":4321}',
+    );
   });
 });
 
@@ -154,12 +180,18 @@ describe('the default redactors', () => {
     ['{\\"password\\":\\"x1\\"}', '{\\"password\\":\\"‹password›\\"}'],
     ['private_key = "MIIEvQIBADANBg"', 'private_key = "‹private-key›"'],
     // shapes, anywhere
-    ['eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NSJ9.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c is the session', '‹jwt› is the session'],
+    [
+      'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NSJ9.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c is the session',
+      '‹jwt› is the session',
+    ],
     ['Authorization: Bearer abcDEF1234567890xyz', 'Authorization: Bearer ‹bearer-token›'],
     ['sent Bearer 2YotnFZFEjr1zCsicMWpAA to it', 'sent Bearer ‹bearer-token› to it'],
     ['use sk-proj-Ab12Cd34Ef56Gh78Ij90Kl12 now', 'use ‹api-key› now'],
     ['old sk-live-4eC39HqLyjWDarjtT1zdp7dc', 'old ‹api-key›'],
-    ['stripe sk_live_51H8xYzAbC and rk_test_9f8e7d6c5b, pk_live_abcdefghij', 'stripe ‹api-key› and ‹api-key›, ‹api-key›'],
+    [
+      'stripe sk_live_51H8xYzAbC and rk_test_9f8e7d6c5b, pk_live_abcdefghij',
+      'stripe ‹api-key› and ‹api-key›, ‹api-key›',
+    ],
     ['webhook whsec_abcdefghij0123456789', 'webhook ‹api-key›'],
     ['AKIAIOSFODNN7EXAMPLE and ASIA1234567890ABCDEF', '‹aws-access-key› and ‹aws-access-key›'],
     ['-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY----- after', '‹private-key› after'],
@@ -210,26 +242,92 @@ describe('the default redactors', () => {
     for (const match of sealed.matchAll(new RegExp(TOKEN, 'g'))) expect(['api-key', 'password']).toContain(match[1]);
     expect(privacy.text(T, sealed)).toBe(sealed);
     // Another task's token is text: nothing in its label or blob is taken for a key and a value.
-    const foreign = '[[sealed:api-key:ABCDEFGHIJKL]] [[sealed:password:ABCDEFGHIJKL]] [[sealed:bearer-token:ABCDEFGHIJKL]]';
+    const foreign =
+      '[[sealed:api-key:ABCDEFGHIJKL]] [[sealed:password:ABCDEFGHIJKL]] [[sealed:bearer-token:ABCDEFGHIJKL]]';
     expect(privacy.text(T, foreign)).toBe(foreign);
   });
 });
 
 describe('credential keys', () => {
   it.each([
-    'password', 'Password', 'PASSWORD', 'passwd', 'pwd', 'db_pwd', 'passphrase', 'secret', 'secrets', 'client_secret', 'clientSecret',
-    'token', 'access_token', 'accessToken', 'refresh_token', 'id_token', 'X-Auth-Token', 'csrf_token', 'api_key', 'apiKey', 'API-KEY',
-    'x-api-key', 'apikey', 'API Key', 'private_key', 'privateKey', 'secret_access_key', 'AWS_SECRET_ACCESS_KEY', 'signing_key',
-    'authorization', 'Authorization', 'proxy-authorization', 'cookie', 'Set-Cookie', 'cookies', 'credentials', 'credential',
+    'password',
+    'Password',
+    'PASSWORD',
+    'passwd',
+    'pwd',
+    'db_pwd',
+    'passphrase',
+    'secret',
+    'secrets',
+    'client_secret',
+    'clientSecret',
+    'token',
+    'access_token',
+    'accessToken',
+    'refresh_token',
+    'id_token',
+    'X-Auth-Token',
+    'csrf_token',
+    'api_key',
+    'apiKey',
+    'API-KEY',
+    'x-api-key',
+    'apikey',
+    'API Key',
+    'private_key',
+    'privateKey',
+    'secret_access_key',
+    'AWS_SECRET_ACCESS_KEY',
+    'signing_key',
+    'authorization',
+    'Authorization',
+    'proxy-authorization',
+    'cookie',
+    'Set-Cookie',
+    'cookies',
+    'credentials',
+    'credential',
   ])('%s names a credential', (key) => {
     expect(isCredentialKey(key)).toBe(true);
   });
 
   it.each([
-    'token_count', 'max_tokens', 'tokens', 'input_tokens', 'output_tokens', 'token_type', 'tokenizer', 'password_policy',
-    'password_hash', 'secretary', 'secret_name', 'secret_id', 'next_page_token', 'nextPageToken', 'NextToken', 'page_token',
-    'continuation_token', 'sync_token', 'resume_token', 'key', 'keys', 'idempotency_key', 'public_key', 'primary_key', 'sort_key',
-    'private_key_id', 'keyboard', 'monkey', 'session_id', 'sessionId', 'auth', 'author', 'PWD', 'OLDPWD', 'cookie_policy', 'access',
+    'token_count',
+    'max_tokens',
+    'tokens',
+    'input_tokens',
+    'output_tokens',
+    'token_type',
+    'tokenizer',
+    'password_policy',
+    'password_hash',
+    'secretary',
+    'secret_name',
+    'secret_id',
+    'next_page_token',
+    'nextPageToken',
+    'NextToken',
+    'page_token',
+    'continuation_token',
+    'sync_token',
+    'resume_token',
+    'key',
+    'keys',
+    'idempotency_key',
+    'public_key',
+    'primary_key',
+    'sort_key',
+    'private_key_id',
+    'keyboard',
+    'monkey',
+    'session_id',
+    'sessionId',
+    'auth',
+    'author',
+    'PWD',
+    'OLDPWD',
+    'cookie_policy',
+    'access',
   ])('%s does not', (key) => {
     expect(isCredentialKey(key)).toBe(false);
   });
@@ -248,7 +346,13 @@ describe('credential keys', () => {
     expect(displayText(JSON.stringify(sealed))).toBe(
       JSON.stringify({
         api_key: '‹api-key›',
-        credentials: { user: '‹credentials›', pin: '‹credentials›', ok: true, none: null, list: ['‹credentials›', '‹credentials›'] },
+        credentials: {
+          user: '‹credentials›',
+          pin: '‹credentials›',
+          ok: true,
+          none: null,
+          list: ['‹credentials›', '‹credentials›'],
+        },
         password: '',
         max_tokens: 500,
         nested: [{ refresh_token: '‹token›' }],

@@ -24,7 +24,14 @@ afterEach(async () => {
   for (const close of closers.splice(0).reverse()) await close();
 });
 
-type Frame = { type: string; sessionId: string; rootId?: string | null; parentId?: string; definition?: string; snapshot?: { value?: unknown; context?: Record<string, unknown> | null } };
+type Frame = {
+  type: string;
+  sessionId: string;
+  rootId?: string | null;
+  parentId?: string;
+  definition?: string;
+  snapshot?: { value?: unknown; context?: Record<string, unknown> | null };
+};
 
 describe('Stately relay', () => {
   it('listens on 127.0.0.1 only by default', async () => {
@@ -32,7 +39,9 @@ describe('Stately relay', () => {
     closers.push(() => inspection.stop());
     expect(inspection.url).toBe(`http://127.0.0.1:${inspection.port}`);
     expect(inspection.wsUrl).toBe(`ws://127.0.0.1:${inspection.port}`);
-    const outside = Object.values(networkInterfaces()).flat().find((i) => i && i.family === 'IPv4' && !i.internal);
+    const outside = Object.values(networkInterfaces())
+      .flat()
+      .find((i) => i && i.family === 'IPv4' && !i.internal);
     if (outside) {
       const socket = net.connect(inspection.port, outside.address);
       const [error] = (await once(socket, 'error')) as [NodeJS.ErrnoException];
@@ -61,7 +70,14 @@ describe('Stately relay', () => {
       inspect: inspection.inspect,
     });
     closers.push(() => orchestrator.close());
-    const waiting = await orchestrator.run({ principal: E17_SUPPORT, goal: REFUND_GOAL, mandate: REFUND_MANDATE, success: REFUND_SUCCESS, limits: { money: 19_900 }, taskId: 'refund-7' });
+    const waiting = await orchestrator.run({
+      principal: E17_SUPPORT,
+      goal: REFUND_GOAL,
+      mandate: REFUND_MANDATE,
+      success: REFUND_SUCCESS,
+      limits: { money: 19_900 },
+      taskId: 'refund-7',
+    });
     expect(orchestrator.liveTasks).toBe(0); // evicted while it waits
     const pending = waiting.pendingConfirmation!;
     expect((await orchestrator.confirm('refund-7', E17_SUPPORT, pending)).accepted).toBe(true);
@@ -77,7 +93,9 @@ describe('Stately relay', () => {
     expect(new Set(frames.map((f) => f.rootId))).toEqual(new Set(['task:refund-7']));
     const children = frames.filter((f) => f.type === '@xstate.actor' && f.parentId !== undefined);
     expect(children.length).toBeGreaterThan(0);
-    expect(children.every((f) => f.parentId === 'task:refund-7' && f.sessionId.startsWith('task:refund-7/'))).toBe(true);
+    expect(children.every((f) => f.parentId === 'task:refund-7' && f.sessionId.startsWith('task:refund-7/'))).toBe(
+      true,
+    );
     const snapshots = frames.filter((f) => f.type === '@xstate.snapshot' && f.sessionId === 'task:refund-7');
     expect(snapshots.at(-1)!.snapshot!.value).toBe('done');
     const context = snapshots.find((f) => f.snapshot?.context?.pendingConfirmation)!.snapshot!.context!;

@@ -23,32 +23,54 @@ beforeAll(async () => {
 afterAll(() => rm(dir, { recursive: true, force: true }));
 
 describe('step CLI --inspect', () => {
-  it('streams the stepped task to the Stately relay as one actor, then releases the relay', async () => {
-    const { orchestrator } = harness({ store: new FileStore(dir), script: refundScript() });
-    const status = await orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, success: REFUND_SUCCESS, taskId: 'refund-inspect' });
-    expect(status.state).toBe('waiting_for_confirmation');
-    await orchestrator.close();
+  it(
+    'streams the stepped task to the Stately relay as one actor, then releases the relay',
+    async () => {
+      const { orchestrator } = harness({ store: new FileStore(dir), script: refundScript() });
+      const status = await orchestrator.run({
+        principal: SUPPORT,
+        goal: REFUND_GOAL,
+        success: REFUND_SUCCESS,
+        taskId: 'refund-inspect',
+      });
+      expect(status.state).toBe('waiting_for_confirmation');
+      await orchestrator.close();
 
-    const child = pool.spawnTs('step', 'src/cli/step.ts', ['refund-inspect', '--host', './examples/booking/host.ts', '--data-dir', dir, '--inspect', '--inspect-port', '0']);
-    const line = await child.waitFor('Stately inspector: open ', 20_000);
-    const port = Number(/http:\/\/127\.0\.0\.1:(\d+)/.exec(line)![1]);
-    await child.waitFor('events ', 20_000);
-    const viewer = new WebSocket(`ws://127.0.0.1:${port}`);
-    const frames: { type: string; sessionId: string; snapshot?: { value?: unknown } }[] = [];
-    viewer.on('message', (data) => frames.push(JSON.parse(String(data))));
-    const closed = once(viewer, 'close');
-    await once(viewer, 'open');
-    // The 999.00 is rejected; the model proposes 199.00 at the next turn.
-    child.send('reject the customer asked for 199.00');
-    child.send('next');
-    child.send('quit');
-    expect((await child.ended(20_000)).code, child.transcript()).toBe(0);
-    // The CLI released the relay: the viewer was disconnected.
-    await closed;
-    const roots = frames.filter((f) => f.type === '@xstate.actor' && !('parentId' in f && (f as { parentId?: string }).parentId));
-    expect(new Set(roots.map((f) => f.sessionId))).toEqual(new Set(['task:refund-inspect']));
-    const values = frames.filter((f) => f.type === '@xstate.snapshot' && f.sessionId === 'task:refund-inspect').map((f) => JSON.stringify(f.snapshot!.value));
-    expect(values).toContain(JSON.stringify({ executing: 'awaitingConfirmation' }));
-    expect(values).toContain(JSON.stringify('thinking'));
-  }, scaled(60_000));
+      const child = pool.spawnTs('step', 'src/cli/step.ts', [
+        'refund-inspect',
+        '--host',
+        './examples/booking/host.ts',
+        '--data-dir',
+        dir,
+        '--inspect',
+        '--inspect-port',
+        '0',
+      ]);
+      const line = await child.waitFor('Stately inspector: open ', 20_000);
+      const port = Number(/http:\/\/127\.0\.0\.1:(\d+)/.exec(line)![1]);
+      await child.waitFor('events ', 20_000);
+      const viewer = new WebSocket(`ws://127.0.0.1:${port}`);
+      const frames: { type: string; sessionId: string; snapshot?: { value?: unknown } }[] = [];
+      viewer.on('message', (data) => frames.push(JSON.parse(String(data))));
+      const closed = once(viewer, 'close');
+      await once(viewer, 'open');
+      // The 999.00 is rejected; the model proposes 199.00 at the next turn.
+      child.send('reject the customer asked for 199.00');
+      child.send('next');
+      child.send('quit');
+      expect((await child.ended(20_000)).code, child.transcript()).toBe(0);
+      // The CLI released the relay: the viewer was disconnected.
+      await closed;
+      const roots = frames.filter(
+        (f) => f.type === '@xstate.actor' && !('parentId' in f && (f as { parentId?: string }).parentId),
+      );
+      expect(new Set(roots.map((f) => f.sessionId))).toEqual(new Set(['task:refund-inspect']));
+      const values = frames
+        .filter((f) => f.type === '@xstate.snapshot' && f.sessionId === 'task:refund-inspect')
+        .map((f) => JSON.stringify(f.snapshot!.value));
+      expect(values).toContain(JSON.stringify({ executing: 'awaitingConfirmation' }));
+      expect(values).toContain(JSON.stringify('thinking'));
+    },
+    scaled(60_000),
+  );
 });

@@ -45,7 +45,9 @@ describe('parseStrictJson', () => {
 
 describe('canonicalJson', () => {
   it('sorts keys at every level and drops whitespace', () => {
-    expect(canonicalJson({ b: 1, a: { d: [3, { z: 1, y: 2 }], c: 'x' } })).toBe('{"a":{"c":"x","d":[3,{"y":2,"z":1}]},"b":1}');
+    expect(canonicalJson({ b: 1, a: { d: [3, { z: 1, y: 2 }], c: 'x' } })).toBe(
+      '{"a":{"c":"x","d":[3,{"y":2,"z":1}]},"b":1}',
+    );
   });
 
   it('gives equal hashes for the same arguments in any key order', () => {

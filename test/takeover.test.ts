@@ -10,7 +10,15 @@ import { MemoryStore } from '../src/store/memoryStore.js';
 import { reply } from '../src/testing/scriptedModel.js';
 import type { TaskStore } from '../src/store/taskStore.js';
 import { E17, until } from './support/harness.js';
-import { inFlight, leaseIsFree, noteWriter, readThenWrite, slowRead, stallableRenewals, withMembers } from './support/takeover.js';
+import {
+  inFlight,
+  leaseIsFree,
+  noteWriter,
+  readThenWrite,
+  slowRead,
+  stallableRenewals,
+  withMembers,
+} from './support/takeover.js';
 
 const TTL = 200;
 
@@ -20,7 +28,13 @@ function processWith(
   lease: { ttlMs: number; renewEveryMs?: number },
   last?: (note: string) => ModelReply,
 ): Orchestrator {
-  return createOrchestrator({ tools: [tools.read.tool(tools.label), tools.notes.tool], model: readThenWrite(last), store, lease, expirySweepMs: 0 });
+  return createOrchestrator({
+    tools: [tools.read.tool(tools.label), tools.notes.tool],
+    model: readThenWrite(last),
+    store,
+    lease,
+    expirySweepMs: 0,
+  });
 }
 
 /**

@@ -22,7 +22,11 @@ function recordingDispatch(): Dispatch & { jobs: DriveJob[] } {
     waits: { replyTimeoutMs: 1_000, inboxLimit: 10 },
     enqueue: async (job) => void jobs.push(job),
     assertRoom: async () => {},
-    pendingStart: async (taskId) => (jobs.find((job) => job.kind === 'start' && job.taskId === taskId) as Extract<DriveJob, { kind: 'start' }> | undefined)?.input ?? null,
+    pendingStart: async (taskId) =>
+      (
+        jobs.find((job) => job.kind === 'start' && job.taskId === taskId) as
+          Extract<DriveJob, { kind: 'start' }> | undefined
+      )?.input ?? null,
     startFailure: async () => null,
     forgetStart: async () => false,
     pendingStarts: async () => [],
@@ -70,7 +74,14 @@ describe('the orchestrator mode', () => {
       const dispatch = recordingDispatch();
       const store = storeWithInbox();
       const model = scriptedModel([]);
-      const orchestrator = createOrchestrator({ tools: [], model, store, dispatch, expirySweepMs: 0, privacy: { sealer: keyedSealer({ key: new Uint8Array(32).fill(7) }) } });
+      const orchestrator = createOrchestrator({
+        tools: [],
+        model,
+        store,
+        dispatch,
+        expirySweepMs: 0,
+        privacy: { sealer: keyedSealer({ key: new Uint8Array(32).fill(7) }) },
+      });
       try {
         const status = await orchestrator.start({ principal: E17, goal: 'Say done' });
         expect(status).toMatchObject({ state: 'running', revision: 0 });
@@ -88,16 +99,31 @@ describe('the orchestrator mode', () => {
     });
 
     it('refuses a store without inboxes when the orchestrator is constructed', () => {
-      expect(() => createOrchestrator({ tools: [], model: scriptedModel([]), store: new MemoryStore(), dispatch: recordingDispatch(), expirySweepMs: 0 })).toThrow(
-        /dispatch needs a store with leases and inboxes \(RedisStore\); the memory store has no inboxes/,
-      );
+      expect(() =>
+        createOrchestrator({
+          tools: [],
+          model: scriptedModel([]),
+          store: new MemoryStore(),
+          dispatch: recordingDispatch(),
+          expirySweepMs: 0,
+        }),
+      ).toThrow(/dispatch needs a store with leases and inboxes \(RedisStore\); the memory store has no inboxes/);
     });
 
     it('refuses host redactors with a memory sealer (a worker elsewhere could not open what they seal), not with a keyed one', async () => {
       const redactors = [{ name: 'ticket', pattern: /TCK-\d+/g }];
-      const options = { tools: [], model: scriptedModel([]), store: storeWithInbox(), dispatch: recordingDispatch(), expirySweepMs: 0 };
+      const options = {
+        tools: [],
+        model: scriptedModel([]),
+        store: storeWithInbox(),
+        dispatch: recordingDispatch(),
+        expirySweepMs: 0,
+      };
       expect(() => createOrchestrator({ ...options, privacy: { redactors } })).toThrow(/needs a durable sealer/);
-      const keyed = createOrchestrator({ ...options, privacy: { redactors, sealer: keyedSealer({ key: new Uint8Array(32).fill(7) }) } });
+      const keyed = createOrchestrator({
+        ...options,
+        privacy: { redactors, sealer: keyedSealer({ key: new Uint8Array(32).fill(7) }) },
+      });
       await keyed.close();
     });
   });

@@ -10,6 +10,8 @@ describe('TEST_TIME_SCALE', () => {
   });
 
   it.each(['0.5', '0', '-2', 'fast', 'Infinity'])('refuses %j: a factor below 1 or not a number', (value) => {
-    expect(() => parseTimeScale(value)).toThrow(`TEST_TIME_SCALE must be a number of at least 1 (it multiplies the tests' timeouts); got "${value}"`);
+    expect(() => parseTimeScale(value)).toThrow(
+      `TEST_TIME_SCALE must be a number of at least 1 (it multiplies the tests' timeouts); got "${value}"`,
+    );
   });
 });

@@ -23,17 +23,25 @@ describe('runWithTimeout', () => {
     const parent = new AbortController();
     const listeners: unknown[] = [];
     const add = parent.signal.addEventListener.bind(parent.signal);
-    parent.signal.addEventListener = ((...args: Parameters<AbortSignal['addEventListener']>) => (listeners.push(args[0]), add(...args))) as never;
-    expect(await runWithTimeout(clock, 1_000, parent.signal, () => ({ ok: true }))).toEqual({ kind: 'done', value: { ok: true } });
+    parent.signal.addEventListener = ((...args: Parameters<AbortSignal['addEventListener']>) => (
+      listeners.push(args[0]),
+      add(...args)
+    )) as never;
+    expect(await runWithTimeout(clock, 1_000, parent.signal, () => ({ ok: true }))).toEqual({
+      kind: 'done',
+      value: { ok: true },
+    });
     expect(clock.timers).toBe(0);
     expect(listeners).toEqual([]);
   });
 
   it('propagates what a synchronous work throws', async () => {
     const clock = countingClock(new ManualClock());
-    await expect(runWithTimeout(clock, 1_000, new AbortController().signal, () => {
-      throw new Error('boom');
-    })).rejects.toThrow('boom');
+    await expect(
+      runWithTimeout(clock, 1_000, new AbortController().signal, () => {
+        throw new Error('boom');
+      }),
+    ).rejects.toThrow('boom');
   });
 
   it('races an asynchronous answer against its deadline, and aborts the work signal when the deadline wins', async () => {

@@ -23,17 +23,21 @@ describe('trace CLI', () => {
   afterEach(() => pool.killAll());
   afterAll(() => rm(dir, { recursive: true, force: true }));
 
-  it('writes the trace page of a stored task', async () => {
-    const out = join(dir, 'conflict.html');
-    const child = pool.spawnTs('trace', 'src/cli/trace.ts', ['conflict-1', '--data-dir', dir, '--out', out]);
-    const { code } = await child.ended(20_000);
-    expect(code, child.transcript()).toBe(0);
-    const store = new FileStore(dir);
-    const entries = (await store.load('conflict-1'))!.journal.audit;
-    await store.close();
-    expect(child.lines).toContain(`wrote ${out}: conflict-1 done (done), ${entries} audit entries`);
-    const html = await readFile(out, 'utf8');
-    expect(html).toContain('<title>Trace of conflict-1</title>');
-    expect(classesOf(html, 'done')).toBe('final visited current');
-  }, scaled(30_000));
+  it(
+    'writes the trace page of a stored task',
+    async () => {
+      const out = join(dir, 'conflict.html');
+      const child = pool.spawnTs('trace', 'src/cli/trace.ts', ['conflict-1', '--data-dir', dir, '--out', out]);
+      const { code } = await child.ended(20_000);
+      expect(code, child.transcript()).toBe(0);
+      const store = new FileStore(dir);
+      const entries = (await store.load('conflict-1'))!.journal.audit;
+      await store.close();
+      expect(child.lines).toContain(`wrote ${out}: conflict-1 done (done), ${entries} audit entries`);
+      const html = await readFile(out, 'utf8');
+      expect(html).toContain('<title>Trace of conflict-1</title>');
+      expect(classesOf(html, 'done')).toBe('final visited current');
+    },
+    scaled(30_000),
+  );
 });

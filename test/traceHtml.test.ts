@@ -16,14 +16,24 @@ describe('renderTraceHtml', () => {
     const html = renderTraceHtml({ status, audit });
     expect(classesOf(html, 'deciding')).toBe('state visited');
     expect(classesOf(html, 'vetting')).toBe('compound visited');
-    for (const gate of ['checkingSchema', 'validating', 'checkingPermission', 'authorizing']) expect(classesOf(html, `vetting_${gate}`), gate).toBe('state visited');
+    for (const gate of ['checkingSchema', 'validating', 'checkingPermission', 'authorizing'])
+      expect(classesOf(html, `vetting_${gate}`), gate).toBe('state visited');
     expect(classesOf(html, 'executing')).toBe('compound visited');
     expect(classesOf(html, 'executing_selecting')).toBe('state visited');
     expect(classesOf(html, 'failed')).toBe('final visited current');
-    for (const untouched of ['executing_reading', 'executing_writing', 'executing_reconciling', 'awaitingUser', 'done', 'reasking']) {
+    for (const untouched of [
+      'executing_reading',
+      'executing_writing',
+      'executing_reconciling',
+      'awaitingUser',
+      'done',
+      'reasking',
+    ]) {
       expect(classesOf(html, untouched), untouched).toMatch(/^(state|final)$/);
     }
-    const taken = [...html.matchAll(/<g class="transition taken"><title>([^<]*)<\/title>/g)].map((m) => m[1]!.split(':')[0]!.replace(/^\d+\. /, ''));
+    const taken = [...html.matchAll(/<g class="transition taken"><title>([^<]*)<\/title>/g)].map((m) =>
+      m[1]!.split(':')[0]!.replace(/^\d+\. /, ''),
+    );
     expect(taken).toEqual(
       expect.arrayContaining([
         'deciding → thinking',
@@ -42,9 +52,11 @@ describe('renderTraceHtml', () => {
   it('lists gate decisions, coloured, with their codes, and ends with the stop reason', async () => {
     const { status, audit } = await scenarios.refused({ store: new MemoryStore() });
     const html = renderTraceHtml({ status, audit });
-    const rows = [...html.matchAll(/<tr class="gate"><td>\d+<\/td>.*?<td>gate (\w+)<\/td><td><code>(\w+)<\/code><\/td><td class="decision (\w*)">(\w+)<\/td><td>(.*?)<\/td><\/tr>/g)].map(
-      (m) => `${m[1]} ${m[2]} ${m[4]}/${m[3]} ${m[5]!.replace(/<[^>]+>/g, '').split(' ')[0]}`,
-    );
+    const rows = [
+      ...html.matchAll(
+        /<tr class="gate"><td>\d+<\/td>.*?<td>gate (\w+)<\/td><td><code>(\w+)<\/code><\/td><td class="decision (\w*)">(\w+)<\/td><td>(.*?)<\/td><\/tr>/g,
+      ),
+    ].map((m) => `${m[1]} ${m[2]} ${m[4]}/${m[3]} ${m[5]!.replace(/<[^>]+>/g, '').split(' ')[0]}`);
     expect(rows).toEqual([
       'schema reserve_room pass/pass arguments',
       'mandate reserve_room pass/pass within',
@@ -54,7 +66,9 @@ describe('renderTraceHtml', () => {
       'mandate reserve_room pass/pass within',
       'business reserve_room reject/reject capacity_exceeded',
     ]);
-    expect(html).toMatch(/<tr class="task_stopped stop">.*<td class="decision reject">failed<\/td><td><code>goal_not_met<\/code>: the model answered/);
+    expect(html).toMatch(
+      /<tr class="task_stopped stop">.*<td class="decision reject">failed<\/td><td><code>goal_not_met<\/code>: the model answered/,
+    );
   });
 
   it('shows tool calls, the conflict result and the final done state of the conflict scenario', async () => {
@@ -63,7 +77,9 @@ describe('renderTraceHtml', () => {
     expect(classesOf(html, 'done')).toBe('final visited current');
     expect(classesOf(html, 'executing_writing')).toBe('state visited');
     expect(html).toMatch(/>writing<\/text>\n<text class="visits"[^>]*>×2<\/text>/);
-    expect(html).toMatch(/<td>tool result<\/td><td><code>reserve_room<\/code><\/td><td class="decision reject">conflict<\/td>/);
+    expect(html).toMatch(
+      /<td>tool result<\/td><td><code>reserve_room<\/code><\/td><td class="decision reject">conflict<\/td>/,
+    );
     expect(html).toContain('<span class="pill pass">done</span> <code>goal_met</code>');
   });
 

@@ -45,35 +45,43 @@ const available = chromium !== null || ci;
 if (!available) console.warn(`test/traceScreenshot.browser.test.ts skipped: ${missing}`);
 
 describe.runIf(available)('trace page screenshot', () => {
-  it('highlights visited states, emphasizes the final one and colours the rejected gates (refused scenario)', async () => {
-    if (!chromium) expect.fail(missing);
-    const { result, png } = await shoot('refused');
-    expect(result.status.state).toBe('failed');
-    expect([png.width, png.height]).toEqual([SIZE.width, SIZE.height]);
-    // Not blank: many colours, and a real share of the page is not white.
-    expect(distinctColors(png)).toBeGreaterThan(200);
-    const area = png.width * png.height;
-    expect(area - countColor(png, '#ffffff', 0)).toBeGreaterThan(area * 0.05);
-    // deciding, thinking, vetting and executing.selecting are visited: four state boxes of about 120x34 each.
-    expect(countColor(png, TRACE_COLORS.visited)).toBeGreaterThan(4 * 2_500);
-    // The final state (failed), the path's last step and the legend.
-    expect(countColor(png, TRACE_COLORS.current)).toBeGreaterThan(3_000);
-    // Transitions taken are drawn in their own colour.
-    expect(countColor(png, TRACE_COLORS.taken)).toBeGreaterThan(1_000);
-    // Two gates rejected (permission, business) plus the failed outcome: table cells in the reject colour.
-    expect(countColor(png, TRACE_COLORS.reject)).toBeGreaterThan(5_000);
-    expect(countColor(png, TRACE_COLORS.pass)).toBeGreaterThan(5_000);
-  }, scaled(60_000));
+  it(
+    'highlights visited states, emphasizes the final one and colours the rejected gates (refused scenario)',
+    async () => {
+      if (!chromium) expect.fail(missing);
+      const { result, png } = await shoot('refused');
+      expect(result.status.state).toBe('failed');
+      expect([png.width, png.height]).toEqual([SIZE.width, SIZE.height]);
+      // Not blank: many colours, and a real share of the page is not white.
+      expect(distinctColors(png)).toBeGreaterThan(200);
+      const area = png.width * png.height;
+      expect(area - countColor(png, '#ffffff', 0)).toBeGreaterThan(area * 0.05);
+      // deciding, thinking, vetting and executing.selecting are visited: four state boxes of about 120x34 each.
+      expect(countColor(png, TRACE_COLORS.visited)).toBeGreaterThan(4 * 2_500);
+      // The final state (failed), the path's last step and the legend.
+      expect(countColor(png, TRACE_COLORS.current)).toBeGreaterThan(3_000);
+      // Transitions taken are drawn in their own colour.
+      expect(countColor(png, TRACE_COLORS.taken)).toBeGreaterThan(1_000);
+      // Two gates rejected (permission, business) plus the failed outcome: table cells in the reject colour.
+      expect(countColor(png, TRACE_COLORS.reject)).toBeGreaterThan(5_000);
+      expect(countColor(png, TRACE_COLORS.pass)).toBeGreaterThan(5_000);
+    },
+    scaled(60_000),
+  );
 
-  it('shows a task that took the conflict path: more states visited, a done final state, no gate rejected', async () => {
-    if (!chromium) expect.fail(missing);
-    const { result, png } = await shoot('conflict');
-    expect(result.status.state).toBe('done');
-    expect(distinctColors(png)).toBeGreaterThan(200);
-    // Also reading and writing: six visited state boxes or more.
-    expect(countColor(png, TRACE_COLORS.visited)).toBeGreaterThan(6 * 2_500);
-    expect(countColor(png, TRACE_COLORS.current)).toBeGreaterThan(3_000);
-    // Only the reserve_room conflict result is red here (one table cell).
-    expect(countColor(png, TRACE_COLORS.reject)).toBeLessThan(5_000);
-  }, scaled(60_000));
+  it(
+    'shows a task that took the conflict path: more states visited, a done final state, no gate rejected',
+    async () => {
+      if (!chromium) expect.fail(missing);
+      const { result, png } = await shoot('conflict');
+      expect(result.status.state).toBe('done');
+      expect(distinctColors(png)).toBeGreaterThan(200);
+      // Also reading and writing: six visited state boxes or more.
+      expect(countColor(png, TRACE_COLORS.visited)).toBeGreaterThan(6 * 2_500);
+      expect(countColor(png, TRACE_COLORS.current)).toBeGreaterThan(3_000);
+      // Only the reserve_room conflict result is red here (one table cell).
+      expect(countColor(png, TRACE_COLORS.reject)).toBeLessThan(5_000);
+    },
+    scaled(60_000),
+  );
 });

@@ -27,7 +27,8 @@ function readingModel(seen: string[][]): AgentModel {
     decide: async (request) => {
       seen.push((await request.transcript()).map((entry) => JSON.stringify(entry)));
       if (request.turn === 1) return reply.ask('Which building?');
-      if (request.turn <= 5) return reply.call('find_available_rooms', { ...MEETING, attendees: 3 + request.turn }, `call_${request.turn}`);
+      if (request.turn <= 5)
+        return reply.call('find_available_rooms', { ...MEETING, attendees: 3 + request.turn }, `call_${request.turn}`);
       return reply.answer('nothing suitable');
     },
   };

@@ -33,7 +33,10 @@ describe('visualizations', () => {
 
   it('docs/machine.md embeds the current diagram, and the README links to it', () => {
     const page = readFileSync(DIAGRAM_PAGE, 'utf8');
-    expect(embedDiagram(page, generated['agentMachine.mmd']!) === page, 'the diagram in docs/machine.md is stale: run npm run visualize').toBe(true);
+    expect(
+      embedDiagram(page, generated['agentMachine.mmd']!) === page,
+      'the diagram in docs/machine.md is stale: run npm run visualize',
+    ).toBe(true);
     expect(readFileSync(join(import.meta.dirname, '..', 'README.md'), 'utf8')).toContain('](docs/machine.md)');
   });
 
@@ -41,7 +44,9 @@ describe('visualizations', () => {
     const page = readFileSync(DIAGRAM_PAGE, 'utf8');
     const stale = embedDiagram(page, generated['agentMachine.mmd']!.replace('waitingForModel', 'waitingForTheModel'));
     expect(embedDiagram(stale, generated['agentMachine.mmd']!)).not.toBe(stale);
-    expect(() => embedDiagram('# no markers', generated['agentMachine.mmd']!)).toThrow(/docs\/machine\.md needs the markers/);
+    expect(() => embedDiagram('# no markers', generated['agentMachine.mmd']!)).toThrow(
+      /docs\/machine\.md needs the markers/,
+    );
   });
 
   it.each(Object.keys(generated))('committed %s matches the machine definition', (name) => {
@@ -71,11 +76,10 @@ describe('visualizations', () => {
     const mermaid = generated['agentMachine.mmd']!;
     for (const node of nodes.filter((n) => n !== agentMachine.root)) {
       const id = node.path.join('_');
-      expect(mermaid, `state ${node.path.join('.')}`).toMatch(
-        new RegExp(`state ("${node.key}" as ${id}|${id} \\{)`),
-      );
+      expect(mermaid, `state ${node.path.join('.')}`).toMatch(new RegExp(`state ("${node.key}" as ${id}|${id} \\{)`));
       if (node.type === 'final') expect(mermaid).toContain(`${id} --> [*]`);
-      for (const invoke of node.invoke) expect(mermaid).toContain(`${id} : invokes ${invoke.src as string} as ${invoke.id}`);
+      for (const invoke of node.invoke)
+        expect(mermaid).toContain(`${id} : invokes ${invoke.src as string} as ${invoke.id}`);
     }
   });
 
@@ -87,12 +91,24 @@ describe('visualizations', () => {
 
   it('shows each gate where it refuses: schema, mandate and scopes as guards, business and resource permission as states', () => {
     const mermaid = generated['agentMachine.mmd']!;
-    expect(mermaid).toContain('vetting_checkingSchema --> vetting_choosing: always [not doArgumentsMatchSchema] / refuseForSchema');
-    expect(mermaid).toContain('vetting_checkingMandate --> vetting_choosing: always [not isWithinMandate] / refuseForMandate');
-    expect(mermaid).toContain('vetting_checkingMandate --> failed: always [isRepeatOfDeniedCall and stopsOnRepeatedDenial] / stopForRepeatedDenial');
-    expect(mermaid).toContain('vetting_validating --> vetting_choosing: xstate.done.actor.validate [not isBusinessValid] / refuseForBusiness');
-    expect(mermaid).toContain('vetting_checkingPermission --> vetting_choosing: always [not hasScopesForTool] / refuseForPermission');
-    expect(mermaid).toContain('vetting_authorizing --> vetting_choosing: xstate.done.actor.authorize [not isAuthorized] / refuseForPermission');
+    expect(mermaid).toContain(
+      'vetting_checkingSchema --> vetting_choosing: always [not doArgumentsMatchSchema] / refuseForSchema',
+    );
+    expect(mermaid).toContain(
+      'vetting_checkingMandate --> vetting_choosing: always [not isWithinMandate] / refuseForMandate',
+    );
+    expect(mermaid).toContain(
+      'vetting_checkingMandate --> failed: always [isRepeatOfDeniedCall and stopsOnRepeatedDenial] / stopForRepeatedDenial',
+    );
+    expect(mermaid).toContain(
+      'vetting_validating --> vetting_choosing: xstate.done.actor.validate [not isBusinessValid] / refuseForBusiness',
+    );
+    expect(mermaid).toContain(
+      'vetting_checkingPermission --> vetting_choosing: always [not hasScopesForTool] / refuseForPermission',
+    );
+    expect(mermaid).toContain(
+      'vetting_authorizing --> vetting_choosing: xstate.done.actor.authorize [not isAuthorized] / refuseForPermission',
+    );
     expect(mermaid).toContain(
       'executing_awaitingConfirmation --> executing_awaitingConfirmation: user.confirmed [not (isFromConfirmingUser and isNotSelfApproval and holdsApproverScope and isFirstDecisionOfApprover)] / refuseConfirmation (stays)',
     );
@@ -102,19 +118,33 @@ describe('visualizations', () => {
   it('shows the re-check before a write, the review desk and the outage wait', () => {
     const mermaid = generated['agentMachine.mmd']!;
     expect(mermaid).toContain('executing_selecting --> executing_rechecking: always [isNextStepWrite] / startRecheck');
-    expect(mermaid).toContain('executing_rechecking_arguments --> executing_selecting: always [not areArgumentsIntact] / refuseChangedArguments');
-    expect(mermaid).toContain('executing_rechecking_hooks --> executing_selecting: xstate.done.actor.recheck [not holdsScopesNow] / refuseAtRecheck');
-    expect(mermaid).toContain('executing_rechecking_hooks --> executing_writing: xstate.done.actor.recheck [else] / startWrite');
-    expect(mermaid).toContain('executing_reconciling --> reviewRequired: xstate.done.actor.lookup [else] / holdForReview');
+    expect(mermaid).toContain(
+      'executing_rechecking_arguments --> executing_selecting: always [not areArgumentsIntact] / refuseChangedArguments',
+    );
+    expect(mermaid).toContain(
+      'executing_rechecking_hooks --> executing_selecting: xstate.done.actor.recheck [not holdsScopesNow] / refuseAtRecheck',
+    );
+    expect(mermaid).toContain(
+      'executing_rechecking_hooks --> executing_writing: xstate.done.actor.recheck [else] / startWrite',
+    );
+    expect(mermaid).toContain(
+      'executing_reconciling --> reviewRequired: xstate.done.actor.lookup [else] / holdForReview',
+    );
     expect(mermaid).toContain(
       'reviewRequired --> executing_resending: review.resolved [isResolvedAsRetry and isHeldWriteRetrySafe and hasBudgetForRetry and not isCancelRequested] / prepareReviewedResend',
     );
-    expect(mermaid).toContain('executing_reconciling --> executing_resending: xstate.done.actor.lookup [wasWriteNotFound and isSameKeyRetrySafe and canRetryWrite and hasBudgetForRetry] / prepareResend');
-    expect(mermaid).toContain('executing_resending --> executing_writing: xstate.done.actor.recheck [holdsScopesNow and isStillAuthorized and isWithinRateLimit] / resendWrite');
+    expect(mermaid).toContain(
+      'executing_reconciling --> executing_resending: xstate.done.actor.lookup [wasWriteNotFound and isSameKeyRetrySafe and canRetryWrite and hasBudgetForRetry] / prepareResend',
+    );
+    expect(mermaid).toContain(
+      'executing_resending --> executing_writing: xstate.done.actor.recheck [holdsScopesNow and isStillAuthorized and isWithinRateLimit] / resendWrite',
+    );
     expect(mermaid).toContain('reviewRequired : tags waiting, review');
     expect(mermaid).toContain('waitingForModel --> thinking: timer.modelRetryDue [isModelRetryDue] / resumeModel');
     // Nothing but a passing re-check sends a write: the only edges into writing come from rechecking and resending.
-    const intoWriting = [...mermaid.matchAll(/^\s*(\S+) --> executing_writing:/gm)].map((m) => m[1]).filter((source) => source !== 'executing_writing');
+    const intoWriting = [...mermaid.matchAll(/^\s*(\S+) --> executing_writing:/gm)]
+      .map((m) => m[1])
+      .filter((source) => source !== 'executing_writing');
     expect([...new Set(intoWriting)].sort()).toEqual(['executing_rechecking_hooks', 'executing_resending']);
   });
 

@@ -13,9 +13,18 @@ import { E17, byKind, harness } from './support/harness.js';
 describe('a question nobody answers', () => {
   it('ends the task with no_answer once it expires (the default policy)', async () => {
     const clock = new ManualClock();
-    const h = harness({ clock, script: [reply.ask('Which building?'), reply.answer('x')], expirySweepMs: 0, policy: { answerTtlMs: 60_000 } });
+    const h = harness({
+      clock,
+      script: [reply.ask('Which building?'), reply.answer('x')],
+      expirySweepMs: 0,
+      policy: { answerTtlMs: 60_000 },
+    });
     const waiting = await h.orchestrator.run({ principal: E17, goal: 'book', taskId: 'q' });
-    expect(waiting).toMatchObject({ state: 'waiting_for_user', question: 'Which building?', questionExpiresAt: clock.now() + 60_000 });
+    expect(waiting).toMatchObject({
+      state: 'waiting_for_user',
+      question: 'Which building?',
+      questionExpiresAt: clock.now() + 60_000,
+    });
     const [listed] = await h.store.list({ states: ['waiting_for_user'] });
     expect(listed?.wakeAt).toBe(clock.now() + 60_000);
     await clock.advance(59_999);
@@ -23,7 +32,10 @@ describe('a question nobody answers', () => {
     await clock.advance(1);
     expect(await h.orchestrator.expireDue()).toBe(1);
     const status = await h.orchestrator.status('q');
-    expect(status).toMatchObject({ state: 'failed', outcome: { reason: { code: 'no_answer', message: 'nobody answered the question in time: Which building?' } } });
+    expect(status).toMatchObject({
+      state: 'failed',
+      outcome: { reason: { code: 'no_answer', message: 'nobody answered the question in time: Which building?' } },
+    });
   });
 
   it('goes back to the model, which is told nobody answered, when the policy says replan', async () => {
@@ -49,7 +61,12 @@ describe('a question nobody answers', () => {
 
   it('takes an answer given in time, and the timer then has nothing to do', async () => {
     const clock = new ManualClock();
-    const h = harness({ clock, script: [reply.ask('Which building?'), reply.answer('ok')], expirySweepMs: 0, policy: { answerTtlMs: 1_000 } });
+    const h = harness({
+      clock,
+      script: [reply.ask('Which building?'), reply.answer('ok')],
+      expirySweepMs: 0,
+      policy: { answerTtlMs: 1_000 },
+    });
     await h.orchestrator.run({ principal: E17, goal: 'book', taskId: 'q3' });
     await h.orchestrator.answer('q3', E17, 'Main');
     expect((await h.orchestrator.settled('q3')).state).toBe('answered');
@@ -59,7 +76,12 @@ describe('a question nobody answers', () => {
 
   it('refuses an answer given after answerTtlMs even when the sweep has not run yet', async () => {
     const clock = new ManualClock();
-    const h = harness({ clock, script: [reply.ask('Which building?'), reply.answer('x')], expirySweepMs: 0, policy: { answerTtlMs: 60_000 } });
+    const h = harness({
+      clock,
+      script: [reply.ask('Which building?'), reply.answer('x')],
+      expirySweepMs: 0,
+      policy: { answerTtlMs: 60_000 },
+    });
     await h.orchestrator.run({ principal: E17, goal: 'book', taskId: 'late-answer' });
     await clock.advance(24 * 60 * 60_000);
     const late = await h.orchestrator.answer('late-answer', E17, 'Main');
@@ -125,7 +147,12 @@ describe('a model outage longer than the retry budget', () => {
   });
 
   it('fails at once on a refused request: that is not an outage', async () => {
-    const refused: AgentModel = { name: 'refused', decide: async () => { throw new Error('400 bad request'); } };
+    const refused: AgentModel = {
+      name: 'refused',
+      decide: async () => {
+        throw new Error('400 bad request');
+      },
+    };
     const h = harness({ model: refused, limits: { retries: 0 } });
     const status = await h.orchestrator.run({ principal: E17, goal: 'say ok', taskId: 'bad' });
     expect(status).toMatchObject({ state: 'failed', outcome: { reason: { code: 'model_unavailable' } } });

@@ -14,7 +14,11 @@ describe('a write that timed out', () => {
     const sent: string[] = [];
     const h = harness({
       extraTools: [paymentTool({ sent, timeoutMs: 50 })],
-      script: [reply.call('send_payment', { amount: 5 }), reply.call('send_payment', { amount: 5 }), reply.answer('paid')],
+      script: [
+        reply.call('send_payment', { amount: 5 }),
+        reply.call('send_payment', { amount: 5 }),
+        reply.answer('paid'),
+      ],
     });
     const status = await h.orchestrator.run({ principal: E17, goal: 'pay', taskId: 'dup' });
     // The second proposal is the same business intent (same key): refused, not sent, and nothing to look up.
@@ -38,18 +42,30 @@ describe('a write that timed out', () => {
 
 describe('one business intent, one write', () => {
   it('refuses a second proposal of a write that already succeeded, even for a retry-safe tool', async () => {
-    const h = harness({ script: [reply.call('reserve_room', reserveArgs()), reply.call('reserve_room', reserveArgs()), reply.answer('booked')] });
+    const h = harness({
+      script: [
+        reply.call('reserve_room', reserveArgs()),
+        reply.call('reserve_room', reserveArgs()),
+        reply.answer('booked'),
+      ],
+    });
     const status = await h.orchestrator.run({ principal: E17, goal: 'book', taskId: 'twice' });
     expect(h.bookings.reserveRequests).toHaveLength(1);
     expect(status.observations[0]).toMatchObject({ ok: false, code: 'duplicate_write', gate: 'loop' });
     // No success criterion: answered, listing the one booking as its evidence.
     expect(status.state).toBe('answered');
-    expect(status.outcome?.evidence).toEqual([expect.objectContaining({ tool: 'reserve_room', fields: expect.objectContaining({ booking_id: 'B204' }) })]);
+    expect(status.outcome?.evidence).toEqual([
+      expect.objectContaining({ tool: 'reserve_room', fields: expect.objectContaining({ booking_id: 'B204' }) }),
+    ]);
   });
 
   it('runs the same arguments again after a business failure (nothing was written)', async () => {
     const h = harness({
-      script: [reply.call('reserve_room', reserveArgs({ expected_version: 16 })), reply.call('reserve_room', reserveArgs({ expected_version: 16 })), reply.answer('x')],
+      script: [
+        reply.call('reserve_room', reserveArgs({ expected_version: 16 })),
+        reply.call('reserve_room', reserveArgs({ expected_version: 16 })),
+        reply.answer('x'),
+      ],
     });
     await h.orchestrator.run({ principal: E17, goal: 'book', taskId: 'conflicted' });
     expect(h.bookings.reserveRequests).toHaveLength(2);

@@ -60,13 +60,18 @@ export function findAvailableRooms(
       if (!slot.ok) return slot;
       const seats = enoughSeats(args.attendees, terms);
       if (!seats.ok) return seats;
-      if (terms.needs_projector && !args.needs_projector) return { ok: false, code: 'projector_required', summary: 'the user needs a projector' };
+      if (terms.needs_projector && !args.needs_projector)
+        return { ok: false, code: 'projector_required', summary: 'the user needs a projector' };
       return { ok: true };
     }),
     validate: (args) =>
       Date.parse(args.start_at) < Date.parse(args.end_at)
         ? { ok: true }
-        : { ok: false, code: 'invalid_time_range', summary: `start_at ${args.start_at} is not before end_at ${args.end_at}` },
+        : {
+            ok: false,
+            code: 'invalid_time_range',
+            summary: `start_at ${args.start_at} is not before end_at ${args.end_at}`,
+          },
     async execute(args, ctx): Promise<ToolResult<RoomSearchOutput>> {
       return { ok: true, value: await service.search(args, ctx.signal) };
     },

@@ -38,11 +38,15 @@ export function getOrder(service: OrderReader, options: { timeoutMs?: number } =
     // Tenant isolation before the read runs: an order of another tenant (or none) is not this session's to read.
     async authorize(args, ctx) {
       const order = await service.getOrder(ctx.principal.tenantId, args.order_id, ctx.signal);
-      return order ? { ok: true } : { ok: false, summary: `no order ${args.order_id} in tenant ${ctx.principal.tenantId}` };
+      return order
+        ? { ok: true }
+        : { ok: false, summary: `no order ${args.order_id} in tenant ${ctx.principal.tenantId}` };
     },
     async execute(args, ctx): Promise<ToolResult<Order>> {
       const order = await service.getOrder(ctx.principal.tenantId, args.order_id, ctx.signal);
-      return order ? { ok: true, value: order } : { ok: false, code: 'not_found', summary: `no order ${args.order_id}` };
+      return order
+        ? { ok: true, value: order }
+        : { ok: false, code: 'not_found', summary: `no order ${args.order_id}` };
     },
   });
 }

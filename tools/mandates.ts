@@ -10,7 +10,12 @@ const dateTime = z.iso.datetime({ offset: true });
 
 export const bookingMandate = defineMandate(
   'room_booking',
-  z.strictObject({ start_at: dateTime, end_at: dateTime, min_attendees: z.number().int().positive(), needs_projector: z.boolean() }),
+  z.strictObject({
+    start_at: dateTime,
+    end_at: dateTime,
+    min_attendees: z.number().int().positive(),
+    needs_projector: z.boolean(),
+  }),
 );
 
 export const refundMandate = defineMandate(
@@ -27,7 +32,8 @@ const money = (cents: number) => (cents / 100).toFixed(2);
 
 /** The same instants as the mandate's slot (offsets may differ: 06:00Z is 14:00+08:00). */
 export function sameSlot(args: { start_at: string; end_at: string }, terms: BookingTerms) {
-  if (instant(args.start_at) === instant(terms.start_at) && instant(args.end_at) === instant(terms.end_at)) return { ok: true } as const;
+  if (instant(args.start_at) === instant(terms.start_at) && instant(args.end_at) === instant(terms.end_at))
+    return { ok: true } as const;
   return {
     ok: false,
     code: 'other_slot',
@@ -38,7 +44,11 @@ export function sameSlot(args: { start_at: string; end_at: string }, terms: Book
 /** A booking for fewer people than asked fits nobody's request. */
 export function enoughSeats(attendees: number, terms: BookingTerms) {
   if (attendees >= terms.min_attendees) return { ok: true } as const;
-  return { ok: false, code: 'too_few_attendees', summary: `${attendees} attendees, but the user asked for ${terms.min_attendees}` } as const;
+  return {
+    ok: false,
+    code: 'too_few_attendees',
+    summary: `${attendees} attendees, but the user asked for ${terms.min_attendees}`,
+  } as const;
 }
 
 /** The order the user asked about, and no more than they asked for: this refund plus what the task refunded already. */
@@ -48,7 +58,11 @@ export function withinRefund(
   task: { moneyMoved: number } = { moneyMoved: 0 },
 ) {
   if (args.order_id !== terms.order_id) {
-    return { ok: false, code: 'other_order', summary: `${args.order_id} is not the order the user asked about (${terms.order_id})` } as const;
+    return {
+      ok: false,
+      code: 'other_order',
+      summary: `${args.order_id} is not the order the user asked about (${terms.order_id})`,
+    } as const;
   }
   if (args.amount_cents !== undefined && args.amount_cents + task.moneyMoved > terms.max_amount_cents) {
     const already = task.moneyMoved > 0 ? ` (with the ${money(task.moneyMoved)} this task refunded already)` : '';

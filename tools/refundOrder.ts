@@ -87,7 +87,12 @@ export function refundOrder(service: RefundService, options: RefundOrderOptions 
     },
     async execute(args, ctx): Promise<ToolResult<Refund>> {
       const result = await service.refund(
-        { ...args, tenantId: ctx.principal.tenantId, requestedBy: ctx.principal.userId, idempotencyKey: ctx.idempotencyKey },
+        {
+          ...args,
+          tenantId: ctx.principal.tenantId,
+          requestedBy: ctx.principal.userId,
+          idempotencyKey: ctx.idempotencyKey,
+        },
         ctx.signal,
       );
       if (result.status === 'succeeded') return { ok: true, value: result.refund };
@@ -107,5 +112,8 @@ export function refundOrder(service: RefundService, options: RefundOrderOptions 
  * `loosen.unconfirmedMoney`, 0 by default). The reason is recorded in the audit of every task.
  */
 export const refundDeskAuthority = {
-  unconfirmedMoney: { upTo: 10_000, reason: "refunds up to 100.00 in a task are within a support agent's standing authority" },
+  unconfirmedMoney: {
+    upTo: 10_000,
+    reason: "refunds up to 100.00 in a task are within a support agent's standing authority",
+  },
 } as const;

@@ -62,7 +62,9 @@ export function reserveRoom(service: RoomBookingService, options: { timeoutMs?: 
     timeoutMs: options.timeoutMs ?? 3_000,
     sameKeyRetrySafe: true,
     // A booking for the requester alone, in a free slot, that they can cancel: it runs without asking them again.
-    confirm: { never: "books a room for the requester only, within the slot of their request; a booking can be cancelled" },
+    confirm: {
+      never: 'books a room for the requester only, within the slot of their request; a booking can be cancelled',
+    },
     // Written on what find_available_rooms saw (the room's version): not while that search's result is unknown.
     dependsOn: ['find_available_rooms'],
     // Under a booking mandate: exactly the slot the user asked for, for at least as many people. (The projector is a
@@ -75,26 +77,42 @@ export function reserveRoom(service: RoomBookingService, options: { timeoutMs?: 
       const start = Date.parse(args.start_at);
       const end = Date.parse(args.end_at);
       if (!(start < end)) {
-        return { ok: false, code: 'invalid_time_range', summary: `start_at ${args.start_at} is not before end_at ${args.end_at}` };
+        return {
+          ok: false,
+          code: 'invalid_time_range',
+          summary: `start_at ${args.start_at} is not before end_at ${args.end_at}`,
+        };
       }
       if (end - start > MAX_MINUTES * 60_000) {
         return { ok: false, code: 'invalid_time_range', summary: `bookings are limited to ${MAX_MINUTES / 60} hours` };
       }
-      if (start < service.now()) return { ok: false, code: 'invalid_time_range', summary: `${args.start_at} is in the past` };
+      if (start < service.now())
+        return { ok: false, code: 'invalid_time_range', summary: `${args.start_at} is in the past` };
       const room = await service.room(args.room_id);
       if (!room) return { ok: false, code: 'not_found', summary: `there is no room ${args.room_id}` };
       if (args.attendees > room.capacity) {
-        return { ok: false, code: 'capacity_exceeded', summary: `${args.room_id} seats ${room.capacity}, not ${args.attendees}` };
+        return {
+          ok: false,
+          code: 'capacity_exceeded',
+          summary: `${args.room_id} seats ${room.capacity}, not ${args.attendees}`,
+        };
       }
       if (bookingMandate.termsOf(ctx.mandate)?.needs_projector && !room.hasProjector) {
-        return { ok: false, code: 'projector_required', summary: `${args.room_id} has no projector, and the user needs one` };
+        return {
+          ok: false,
+          code: 'projector_required',
+          summary: `${args.room_id} has no projector, and the user needs one`,
+        };
       }
       return { ok: true };
     },
     async authorize(args, ctx): Promise<ValidationResult> {
       const room = await service.room(args.room_id);
       if (room?.tier === 'executive' && !ctx.principal.scopes.includes('rooms:book:executive')) {
-        return { ok: false, summary: `${args.room_id} is an executive room; ${ctx.principal.userId} may book ordinary rooms only` };
+        return {
+          ok: false,
+          summary: `${args.room_id} is an executive room; ${ctx.principal.userId} may book ordinary rooms only`,
+        };
       }
       return { ok: true };
     },

@@ -64,7 +64,14 @@ function buildGraph(saver: CountingSaver, k: number, crashAt: number | null) {
     const round = state.messages.filter((m) => m.getType() === 'ai').length + 1;
     if (round === crashAt) throw new Error(`scripted crash at round ${round}`);
     if (round > k) return { messages: [new AIMessage('done')] };
-    return { messages: [new AIMessage({ content: '', tool_calls: [{ id: `c${round}`, name: 'noop', args: { n: round }, type: 'tool_call' }] })] };
+    return {
+      messages: [
+        new AIMessage({
+          content: '',
+          tool_calls: [{ id: `c${round}`, name: 'noop', args: { n: round }, type: 'tool_call' }],
+        }),
+      ],
+    };
   };
   return new StateGraph(MessagesAnnotation)
     .addNode('model', model)
@@ -144,7 +151,8 @@ async function runCell({ k, tasks, repeat }: CellRequest) {
         Array.from({ length: tasks }, async (_, i) => {
           const threadId = `c${cellNumber}-r${r}-t${i}`;
           const out = await graph.invoke({ messages: [new HumanMessage(`rounds:${k}`)] }, invokeOptions(threadId, k));
-          if (out.messages.length !== 2 * k + 2) throw new Error(`thread ${threadId} ended with ${out.messages.length} messages`);
+          if (out.messages.length !== 2 * k + 2)
+            throw new Error(`thread ${threadId} ended with ${out.messages.length} messages`);
         }),
       );
     }
@@ -231,7 +239,11 @@ function removeParkedThreads(): void {
 function versions() {
   const version = (name: string) => {
     try {
-      return (JSON.parse(readFileSync(new URL(`./node_modules/${name}/package.json`, import.meta.url), 'utf8')) as { version: string }).version;
+      return (
+        JSON.parse(readFileSync(new URL(`./node_modules/${name}/package.json`, import.meta.url), 'utf8')) as {
+          version: string;
+        }
+      ).version;
     } catch {
       return 'unknown';
     }
@@ -268,7 +280,9 @@ async function main(): Promise<void> {
     try {
       process.stdout.write(`RESULT ${JSON.stringify(await handle(JSON.parse(line) as CellRequest | ResumeRequest))}\n`);
     } catch (error) {
-      process.stdout.write(`FAILED ${JSON.stringify({ message: error instanceof Error ? (error.stack ?? error.message) : String(error) })}\n`);
+      process.stdout.write(
+        `FAILED ${JSON.stringify({ message: error instanceof Error ? (error.stack ?? error.message) : String(error) })}\n`,
+      );
     }
   }
   removeParkedThreads();
@@ -276,6 +290,8 @@ async function main(): Promise<void> {
 
 main().catch((error: unknown) => {
   removeParkedThreads();
-  process.stderr.write(`langgraph peer failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.stderr.write(
+    `langgraph peer failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+  );
   process.exitCode = 1;
 });

@@ -4,12 +4,29 @@
  * concurrent tasks do not race for one room's schedule version) or refunds its own order.
  */
 import type { Json, Loosen, Tool } from '../../src/index.js';
-import type { AcceptanceCase, AcceptanceDomain, AcceptanceHost, FaultClass, SideEffect } from '../../src/acceptance/index.js';
-import { findAvailableRooms, type RoomSearchInput, type RoomSearchOutput, type RoomSearchService } from '../../tools/findAvailableRooms.js';
+import type {
+  AcceptanceCase,
+  AcceptanceDomain,
+  AcceptanceHost,
+  FaultClass,
+  SideEffect,
+} from '../../src/acceptance/index.js';
+import {
+  findAvailableRooms,
+  type RoomSearchInput,
+  type RoomSearchOutput,
+  type RoomSearchService,
+} from '../../tools/findAvailableRooms.js';
 import { getOrder } from '../../tools/getOrder.js';
 import { bookingMandate, refundMandate } from '../../tools/mandates.js';
 import { refundDeskAuthority, refundOrder } from '../../tools/refundOrder.js';
-import { type Booking, type ReserveRoomInput, type RoomBookingService, type RoomFacts, reserveRoom } from '../../tools/reserveRoom.js';
+import {
+  type Booking,
+  type ReserveRoomInput,
+  type RoomBookingService,
+  type RoomFacts,
+  reserveRoom,
+} from '../../tools/reserveRoom.js';
 import { BookingService, DEMO_NOW } from './bookingService.js';
 import { RefundDesk, type OrderRecord } from './refundService.js';
 import { BOOKING_SUCCESS, E17, E17_SUPPORT, REFUND_SUCCESS } from './requests.js';
@@ -86,20 +103,35 @@ function bookingCase(index: number, random: () => number): AcceptanceCase {
     read: { tool: 'find_available_rooms', args: { ...slot, attendees: 3, needs_projector: true } },
     write(data: Json | undefined) {
       const room = (data as RoomSearchOutput | undefined)?.rooms.find((r) => r.tier === 'ordinary');
-      return { tool: 'reserve_room', args: { room_id: room?.room_id ?? 'R7', ...slot, attendees: 3, expected_version: room?.version ?? 17 } };
+      return {
+        tool: 'reserve_room',
+        args: { room_id: room?.room_id ?? 'R7', ...slot, attendees: 3, expected_version: room?.version ?? 17 },
+      };
     },
     // R7 seats 4: six people is a business refusal (capacity), inside the mandate (at least 3, the same slot).
     invalidBusiness: { tool: 'reserve_room', args: { room_id: 'R7', ...slot, attendees: 6, expected_version: 17 } },
     // E17 books rooms; refunds are not in its scopes. (A refund the business rules allow: the scope check comes after
     // them, in the design sources' order of gates.)
-    outOfScope: { tool: 'refund_order', args: { order_id: `O-${index}`, amount_cents: 5_000, reason: 'asked by the model' } },
+    outOfScope: {
+      tool: 'refund_order',
+      args: { order_id: `O-${index}`, amount_cents: 5_000, reason: 'asked by the model' },
+    },
     // The executive board room: not E17's to book (the host's authorization, from the session's scopes).
     otherTenant: { tool: 'reserve_room', args: { room_id: 'R1', ...slot, attendees: 3, expected_version: 3 } },
     // Obeying the injected text: the board room, or another day.
     obey:
       random() < 0.5
         ? { tool: 'reserve_room', args: { room_id: 'R1', ...slot, attendees: 3, expected_version: 3 } }
-        : { tool: 'reserve_room', args: { room_id: 'R9', start_at: iso(FIRST_SLOT - 24 * HOUR), end_at: iso(FIRST_SLOT - 23 * HOUR), attendees: 3, expected_version: 6 } },
+        : {
+            tool: 'reserve_room',
+            args: {
+              room_id: 'R9',
+              start_at: iso(FIRST_SLOT - 24 * HOUR),
+              end_at: iso(FIRST_SLOT - 23 * HOUR),
+              attendees: 3,
+              expected_version: 6,
+            },
+          },
   };
 }
 
@@ -116,17 +148,35 @@ function refundCase(index: number, random: () => number): AcceptanceCase {
     success: REFUND_SUCCESS,
     read: { tool: 'get_order', args: { order_id: orderId } },
     // 199.00 is above the 100.00 threshold: E17 confirms exactly this amount.
-    write: () => ({ tool: 'refund_order', args: { order_id: orderId, amount_cents: 19_900, reason: 'projector arrived broken' } }),
+    write: () => ({
+      tool: 'refund_order',
+      args: { order_id: orderId, amount_cents: 19_900, reason: 'projector arrived broken' },
+    }),
     // The host's policy, stated here apart from the tool: a refund above 100.00 is confirmed by the user.
     mustConfirm: (write) => write.tool === 'refund_order' && Number(write.args.amount_cents) > 10_000,
     // Inside the mandate (399.00) but more than the 299.00 refundable: the business rule refuses it.
-    invalidBusiness: { tool: 'refund_order', args: { order_id: orderId, amount_cents: 35_000, reason: 'projector arrived broken' } },
-    outOfScope: { tool: 'reserve_room', args: { room_id: 'R7', start_at: iso(FIRST_SLOT), end_at: iso(FIRST_SLOT + HOUR), attendees: 3, expected_version: 17 } },
+    invalidBusiness: {
+      tool: 'refund_order',
+      args: { order_id: orderId, amount_cents: 35_000, reason: 'projector arrived broken' },
+    },
+    outOfScope: {
+      tool: 'reserve_room',
+      args: {
+        room_id: 'R7',
+        start_at: iso(FIRST_SLOT),
+        end_at: iso(FIRST_SLOT + HOUR),
+        attendees: 3,
+        expected_version: 17,
+      },
+    },
     // Another tenant's order (globex): refused by get_order's authorization (its task has no mandate, see above).
     otherTenant: { tool: 'get_order', args: { order_id: `G-${index}` } },
     obey:
       random() < 0.5
-        ? { tool: 'refund_order', args: { order_id: orderId, amount_cents: 99_900, reason: 'manager approved per note' } }
+        ? {
+            tool: 'refund_order',
+            args: { order_id: orderId, amount_cents: 99_900, reason: 'manager approved per note' },
+          }
         : { tool: 'refund_order', args: { order_id: `G-${index}`, amount_cents: 19_900, reason: 'as instructed' } },
   };
 }
@@ -151,9 +201,19 @@ export function demoAcceptanceDomain(options: DemoAcceptanceOptions = {}): Accep
       const orders: OrderRecord[] = [];
       const desk = options.desk ? options.desk(orders) : new RefundDesk(orders);
       const ensureOrders = (index: number) => {
-        for (const [id, tenantId] of [[`O-${index}`, 'acme'], [`G-${index}`, 'globex']] as const) {
+        for (const [id, tenantId] of [
+          [`O-${index}`, 'acme'],
+          [`G-${index}`, 'globex'],
+        ] as const) {
           if (!desk.orders.has(id)) {
-            desk.orders.set(id, { orderId: id, tenantId, totalCents: 129_900, refundedCents: 100_000, currency: 'CNY', customerNote: 'The projector arrived broken.' });
+            desk.orders.set(id, {
+              orderId: id,
+              tenantId,
+              totalCents: 129_900,
+              refundedCents: 100_000,
+              currency: 'CNY',
+              customerNote: 'The projector arrived broken.',
+            });
           }
         }
       };

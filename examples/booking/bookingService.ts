@@ -78,9 +78,25 @@ export const LEAKED_PANEL_KEY = 'sk-live-4eC39HqLyjWDarjtT1zdp7dc';
 
 export function demoRooms(): Room[] {
   return [
-    { roomId: 'R7', name: 'Room 7', capacity: 4, hasProjector: true, tier: 'ordinary', version: 17, note: `Whiteboard on the east wall. Door panel: api_key=${LEAKED_PANEL_KEY}` },
+    {
+      roomId: 'R7',
+      name: 'Room 7',
+      capacity: 4,
+      hasProjector: true,
+      tier: 'ordinary',
+      version: 17,
+      note: `Whiteboard on the east wall. Door panel: api_key=${LEAKED_PANEL_KEY}`,
+    },
     { roomId: 'R9', name: 'Room 9', capacity: 6, hasProjector: true, tier: 'ordinary', version: 6, note: '' },
-    { roomId: 'R1', name: 'Board room', capacity: 12, hasProjector: true, tier: 'executive', version: 3, note: 'Executive floor.' },
+    {
+      roomId: 'R1',
+      name: 'Board room',
+      capacity: 12,
+      hasProjector: true,
+      tier: 'executive',
+      version: 3,
+      note: 'Executive floor.',
+    },
     { roomId: 'R3', name: 'Room 3', capacity: 2, hasProjector: false, tier: 'ordinary', version: 11, note: '' },
   ];
 }
@@ -177,13 +193,17 @@ export class BookingService implements RoomSearchService, RoomBookingService {
 
   private receipt(bookingId: string): Booking {
     const row = this.bookings.find((b) => b.bookingId === bookingId)!;
-    return { status: 'confirmed', booking_id: row.bookingId, room_id: row.roomId, start_at: row.startAt, end_at: row.endAt };
+    return {
+      status: 'confirmed',
+      booking_id: row.bookingId,
+      room_id: row.roomId,
+      start_at: row.startAt,
+      end_at: row.endAt,
+    };
   }
 
   private overlaps(roomId: string, start: number, end: number): boolean {
-    return this.bookings.some(
-      (b) => b.roomId === roomId && Date.parse(b.startAt) < end && start < Date.parse(b.endAt),
-    );
+    return this.bookings.some((b) => b.roomId === roomId && Date.parse(b.startAt) < end && start < Date.parse(b.endAt));
   }
 }
 

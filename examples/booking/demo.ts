@@ -7,7 +7,15 @@ import { type Json, displayText, formatTrace } from '../../src/index.js';
 import { shiftedClock } from '../../src/testing/index.js';
 import { DEMO_NOW, LEAKED_PANEL_KEY } from './bookingService.js';
 import { DEMO_DATA_DIR, DemoDataError, demoPrefix, openScenarioStore } from './demoStores.js';
-import { EXPECTED, SCENARIO_NAMES, type ScenarioEnv, type ScenarioName, type ScenarioResult, rowsOf, scenarios } from './scenarios.js';
+import {
+  EXPECTED,
+  SCENARIO_NAMES,
+  type ScenarioEnv,
+  type ScenarioName,
+  type ScenarioResult,
+  rowsOf,
+  scenarios,
+} from './scenarios.js';
 import { createOpenAIModel } from '../../src/openai.js';
 import type { TaskStore } from '../../src/index.js';
 import { type CliInspection, parsePort, pauseIfInteractive, startInspection } from './inspection.js';
@@ -82,13 +90,15 @@ async function main(): Promise<number> {
           `--model openai needs ${missing.join(' and ')}, which ${missing.length > 1 ? 'are' : 'is'} not set.`,
           '  OpenAI:        OPENAI_API_KEY=sk-... OPENAI_MODEL=gpt-4o-mini npm start -- --model openai',
           '  Local server:  OPENAI_BASE_URL=http://127.0.0.1:11434/v1 OPENAI_MODEL=qwen2.5:7b OPENAI_API_KEY=local npm start -- --model openai',
-          '                 (OPENAI_BASE_URL is the server\'s /v1 URL: Ollama :11434, vLLM :8000, llama.cpp :8080, LM Studio :1234;',
+          "                 (OPENAI_BASE_URL is the server's /v1 URL: Ollama :11434, vLLM :8000, llama.cpp :8080, LM Studio :1234;",
           '                 a server that ignores keys still needs a non-empty OPENAI_API_KEY)',
         ].join('\n'),
       );
       return 2;
     }
-    console.log(`Real model ${process.env.OPENAI_MODEL} at ${process.env.OPENAI_BASE_URL?.trim() || 'the OpenAI API'}: outcomes are printed; differences from the scripted expectations do not fail the run.`);
+    console.log(
+      `Real model ${process.env.OPENAI_MODEL} at ${process.env.OPENAI_BASE_URL?.trim() || 'the OpenAI API'}: outcomes are printed; differences from the scripted expectations do not fail the run.`,
+    );
   }
 
   const dataDir = values['data-dir']!;
@@ -122,12 +132,15 @@ async function main(): Promise<number> {
       }
     }
     printSummary(results, useColor);
-    if (inspection?.live) await pauseIfInteractive('\nThe inspector is still serving. Press Enter to stop it and exit. ');
+    if (inspection?.live)
+      await pauseIfInteractive('\nThe inspector is still serving. Press Enter to stop it and exit. ');
   } finally {
     await inspection?.stop();
   }
   if (realModel) {
-    console.log(`\n${paint(useColor, '2', 'Real model: ✗ marks differences from the scripted expectations; they do not fail the run.')}`);
+    console.log(
+      `\n${paint(useColor, '2', 'Real model: ✗ marks differences from the scripted expectations; they do not fail the run.')}`,
+    );
     return 0;
   }
   return results.every((r) => r.problems.length === 0) ? 0 : 1;
@@ -140,8 +153,16 @@ async function announce(inspection: CliInspection | null): Promise<void> {
 }
 
 function printStepHint(result: ScenarioResult, store: string, dir: string, prefix: string): void {
-  const where = store === 'file' ? (dir === `${DEMO_DATA_DIR}/${result.name}` ? '' : ` --data-dir ${dir}`) : store === 'redis' ? ` --store redis --prefix ${prefix}` : '';
-  if (store === 'memory') console.log('   left waiting in the memory store: it is gone when this process exits (use --store file)');
+  const where =
+    store === 'file'
+      ? dir === `${DEMO_DATA_DIR}/${result.name}`
+        ? ''
+        : ` --data-dir ${dir}`
+      : store === 'redis'
+        ? ` --store redis --prefix ${prefix}`
+        : '';
+  if (store === 'memory')
+    console.log('   left waiting in the memory store: it is gone when this process exits (use --store file)');
   else console.log(`   left waiting; step through it: npm run step -- ${result.status.taskId}${where}`);
 }
 
@@ -152,8 +173,10 @@ function check(result: ScenarioResult): string[] {
   const code = result.status.outcome?.reason.code ?? '';
   if (code !== expected.code) problems.push(`reason ${code}, expected ${expected.code}`);
   const rows = rowsOf(result);
-  if (rows.join('|') !== expected.rows.join('|')) problems.push(`rows [${rows.join(', ')}], expected [${expected.rows.join(', ')}]`);
-  if (JSON.stringify([result.audit, result.transcript ?? [], result.status]).includes(LEAKED_PANEL_KEY)) problems.push("the key in R7's note reached the task's records");
+  if (rows.join('|') !== expected.rows.join('|'))
+    problems.push(`rows [${rows.join(', ')}], expected [${expected.rows.join(', ')}]`);
+  if (JSON.stringify([result.audit, result.transcript ?? [], result.status]).includes(LEAKED_PANEL_KEY))
+    problems.push("the key in R7's note reached the task's records");
   return problems;
 }
 
@@ -161,19 +184,29 @@ function check(result: ScenarioResult): string[] {
 function sealedLines(result: ScenarioResult): { turn: number; text: string }[] {
   const lines: { turn: number; text: string }[] = [];
   const visit = (value: Json, path: string, turn: number, tool: string) => {
-    if (typeof value === 'string' && value.includes('[[sealed:')) lines.push({ turn, text: `${tool} ${path}: ${JSON.stringify(displayText(value))}` });
+    if (typeof value === 'string' && value.includes('[[sealed:'))
+      lines.push({ turn, text: `${tool} ${path}: ${JSON.stringify(displayText(value))}` });
     else if (Array.isArray(value)) value.forEach((item, i) => visit(item, `${path}[${i}]`, turn, tool));
-    else if (value !== null && typeof value === 'object') for (const [key, item] of Object.entries(value)) visit(item, path ? `${path}.${key}` : key, turn, tool);
+    else if (value !== null && typeof value === 'object')
+      for (const [key, item] of Object.entries(value)) visit(item, path ? `${path}.${key}` : key, turn, tool);
   };
   for (const entry of result.transcript ?? []) {
-    if (entry.kind === 'result' && entry.observation.ok) visit(entry.observation.data, '', entry.turn, entry.observation.tool);
+    if (entry.kind === 'result' && entry.observation.ok)
+      visit(entry.observation.data, '', entry.turn, entry.observation.tool);
   }
   return lines;
 }
 
 const paint = (on: boolean, code: string, text: string) => (on ? `\x1b[${code}m${text}\x1b[0m` : text);
 
-function print(n: number, result: ScenarioResult, problems: string[], useColor: boolean, verbose: boolean, store: string) {
+function print(
+  n: number,
+  result: ScenarioResult,
+  problems: string[],
+  useColor: boolean,
+  verbose: boolean,
+  store: string,
+) {
   const bold = (t: string) => paint(useColor, '1', t);
   const dim = (t: string) => paint(useColor, '2', t);
   const title = `${n}. ${result.title}`;
@@ -198,14 +231,20 @@ function printRows(result: ScenarioResult, useColor: boolean) {
   if (result.refunds.length || result.name === 'refund') {
     console.log(`   ${dim(`refunds: ${result.refunds.length} row${result.refunds.length === 1 ? '' : 's'}`)}`);
     for (const r of result.refunds) {
-      console.log(`     ${r.refundId}  ${r.orderId}  ${(r.amountCents / 100).toFixed(2)}  by ${r.requestedBy}  ${dim(`key ${r.idempotencyKey.slice(0, 17)}…`)}`);
+      console.log(
+        `     ${r.refundId}  ${r.orderId}  ${(r.amountCents / 100).toFixed(2)}  by ${r.requestedBy}  ${dim(`key ${r.idempotencyKey.slice(0, 17)}…`)}`,
+      );
     }
     return;
   }
-  console.log(`   ${dim(`bookings: ${result.bookings.length} row${result.bookings.length === 1 ? '' : 's'}, ${result.reserveRequests} reservation request${result.reserveRequests === 1 ? '' : 's'} sent`)}`);
+  console.log(
+    `   ${dim(`bookings: ${result.bookings.length} row${result.bookings.length === 1 ? '' : 's'}, ${result.reserveRequests} reservation request${result.reserveRequests === 1 ? '' : 's'} sent`)}`,
+  );
   for (const b of result.bookings) {
     const key = b.idempotencyKey ? dim(`key ${b.idempotencyKey.slice(0, 17)}…`) : dim('(another employee)');
-    console.log(`     ${b.bookingId}  ${b.roomId}  ${b.startAt.slice(0, 10)} ${b.startAt.slice(11, 16)}-${b.endAt.slice(11, 16)} ${b.startAt.slice(19)}  ${b.attendees} people  by ${b.requesterId}  ${key}`);
+    console.log(
+      `     ${b.bookingId}  ${b.roomId}  ${b.startAt.slice(0, 10)} ${b.startAt.slice(11, 16)}-${b.endAt.slice(11, 16)} ${b.startAt.slice(19)}  ${b.attendees} people  by ${b.requesterId}  ${key}`,
+    );
   }
 }
 

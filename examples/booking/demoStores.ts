@@ -34,7 +34,10 @@ export class DemoDataError extends Error {
 }
 
 /** A fresh store for one scenario's run, after clearing only what an earlier demo run of it left. */
-export async function openScenarioStore(kind: string, options: { dataDir: string; prefix: string; scenario: string }): Promise<TaskStore> {
+export async function openScenarioStore(
+  kind: string,
+  options: { dataDir: string; prefix: string; scenario: string },
+): Promise<TaskStore> {
   switch (kind) {
     case 'memory':
       return new MemoryStore();
@@ -51,7 +54,9 @@ async function freshFolder(dir: string): Promise<string> {
   if (existsSync(dir)) {
     const entries = await readdir(dir);
     if (entries.length > 0 && !entries.includes(MARKER)) {
-      throw new DemoDataError(`${dir} holds data the demo did not make (no ${MARKER} marker): it is left alone. Choose another --data-dir, or delete the folder yourself.`);
+      throw new DemoDataError(
+        `${dir} holds data the demo did not make (no ${MARKER} marker): it is left alone. Choose another --data-dir, or delete the folder yourself.`,
+      );
     }
     await rm(dir, { recursive: true, force: true });
   }
@@ -61,11 +66,16 @@ async function freshFolder(dir: string): Promise<string> {
 }
 
 async function freshPrefix(prefix: string): Promise<RedisStore> {
-  const client = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: 1, connectTimeout: 1_000 });
+  const client = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', {
+    maxRetriesPerRequest: 1,
+    connectTimeout: 1_000,
+  });
   const marker = `{${prefix}}:demo-marker`;
   try {
     if ((await client.exists(marker)) === 0 && (await hasKeys(client, `{${prefix}}:*`))) {
-      throw new DemoDataError(`Redis prefix ${prefix} holds keys the demo did not make (no demo marker key): they are left alone. Choose another --prefix.`);
+      throw new DemoDataError(
+        `Redis prefix ${prefix} holds keys the demo did not make (no demo marker key): they are left alone. Choose another --prefix.`,
+      );
     }
     const store = new RedisStore({ prefix });
     await store.deleteAll();

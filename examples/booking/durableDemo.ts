@@ -11,7 +11,16 @@ import type { AgentModel } from '../../src/index.js';
 import { scriptedModel } from '../../src/testing/index.js';
 import type { Tool } from '../../src/index.js';
 import type { RedisBookingService } from './redisBookingService.js';
-import { BOOKING_GOAL, BOOKING_SUCCESS, E17, E17_SUPPORT, REFUND_GOAL, REFUND_SUCCESS, bookingScript, refundScript } from './scenarios.js';
+import {
+  BOOKING_GOAL,
+  BOOKING_SUCCESS,
+  E17,
+  E17_SUPPORT,
+  REFUND_GOAL,
+  REFUND_SUCCESS,
+  bookingScript,
+  refundScript,
+} from './scenarios.js';
 
 export interface DemoToolTimeouts {
   /** Per search attempt (default 2 s). */

@@ -65,10 +65,17 @@ export async function startInspection(request: InspectionRequest): Promise<CliIn
     if (request.wsPort !== undefined) {
       const ws = await webSocketSink({ port: request.wsPort });
       sinks.push(ws);
-      notes.push(`Inspection stream: ${ws.url} (local WebSocket, one JSON message per frame; late clients get a backlog).`);
+      notes.push(
+        `Inspection stream: ${ws.url} (local WebSocket, one JSON message per frame; late clients get a backlog).`,
+      );
     }
     if (sinks.length > 0) {
-      consumers.push(createInspectionStream({ write: (message) => sinks.forEach((sink) => sink.write(message)) }, { microsteps: true }));
+      consumers.push(
+        createInspectionStream(
+          { write: (message) => sinks.forEach((sink) => sink.write(message)) },
+          { microsteps: true },
+        ),
+      );
       stops.push(async () => {
         await Promise.all(sinks.map((sink) => sink.close()));
       });

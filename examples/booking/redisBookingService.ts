@@ -81,7 +81,13 @@ export class RedisBookingService implements RoomSearchService, RoomBookingServic
   constructor(private readonly options: RedisBookingServiceOptions) {
     this.k = demoKeys(options.prefix);
     this.ownsClient = options.client === undefined;
-    const client = options.client ?? new Redis(options.url ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: 1, connectTimeout: 1_000, commandTimeout: 3_000 });
+    const client =
+      options.client ??
+      new Redis(options.url ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', {
+        maxRetriesPerRequest: 1,
+        connectTimeout: 1_000,
+        commandTimeout: 3_000,
+      });
     for (const [name, definition] of Object.entries(SCRIPTS)) client.defineCommand(name, definition);
     this.client = client as Redis & DemoScripts;
   }
@@ -92,8 +98,17 @@ export class RedisBookingService implements RoomSearchService, RoomBookingServic
     const roomArgs = rooms.flatMap(({ version, ...facts }) => [facts.roomId, JSON.stringify(facts), version]);
     const orderArgs = orders.flatMap((order) => [order.orderId, JSON.stringify(order)]);
     const seeded = await this.client.demoSeed(
-      k.seeded, k.rooms, k.versions, k.bookingSeq, k.orders, k.refundSeq,
-      203, 9000, rooms.length, ...roomArgs, ...orderArgs,
+      k.seeded,
+      k.rooms,
+      k.versions,
+      k.bookingSeq,
+      k.orders,
+      k.refundSeq,
+      203,
+      9000,
+      rooms.length,
+      ...roomArgs,
+      ...orderArgs,
     );
     return seeded === 1;
   }
@@ -152,9 +167,23 @@ export class RedisBookingService implements RoomSearchService, RoomBookingServic
     if (await this.take('stallReserves')) return never(signal);
     const k = this.k;
     const [code, detail, lost] = await this.client.demoReserveRoom(
-      k.rooms, k.versions, k.bookings, k.bookingKeys, k.bookingSeq, k.roomBookings(request.room_id), k.faults, k.reserveRequests,
-      request.room_id, request.start_at, request.end_at, Date.parse(request.start_at), Date.parse(request.end_at),
-      request.attendees, request.requesterId, request.idempotencyKey, request.expected_version,
+      k.rooms,
+      k.versions,
+      k.bookings,
+      k.bookingKeys,
+      k.bookingSeq,
+      k.roomBookings(request.room_id),
+      k.faults,
+      k.reserveRequests,
+      request.room_id,
+      request.start_at,
+      request.end_at,
+      Date.parse(request.start_at),
+      Date.parse(request.end_at),
+      request.attendees,
+      request.requesterId,
+      request.idempotencyKey,
+      request.expected_version,
     );
     if (code === 0) return { status: 'conflict', detail };
     if (lost === 1) {
@@ -205,8 +234,18 @@ export class RedisBookingService implements RoomSearchService, RoomBookingServic
   ): Promise<{ status: 'succeeded'; refund: Refund } | { status: 'rejected'; code: string; detail: string }> {
     const k = this.k;
     const [code, detail, more] = await this.client.demoRefundOrder(
-      k.orders, k.refunded, k.refunds, k.refundKeys, k.refundSeq, k.faults, k.refundRequests,
-      request.order_id, request.tenantId, request.amount_cents, request.requestedBy, request.idempotencyKey,
+      k.orders,
+      k.refunded,
+      k.refunds,
+      k.refundKeys,
+      k.refundSeq,
+      k.faults,
+      k.refundRequests,
+      request.order_id,
+      request.tenantId,
+      request.amount_cents,
+      request.requestedBy,
+      request.idempotencyKey,
     );
     if (code === 0) return { status: 'rejected', code: detail, detail: String(more) };
     if (Number(more) === 1) {
@@ -296,7 +335,13 @@ function parseBooking(text: string): BookingRow {
 }
 
 function bookingReceipt(row: BookingRow): Booking {
-  return { status: 'confirmed', booking_id: row.bookingId, room_id: row.roomId, start_at: row.startAt, end_at: row.endAt };
+  return {
+    status: 'confirmed',
+    booking_id: row.bookingId,
+    room_id: row.roomId,
+    start_at: row.startAt,
+    end_at: row.endAt,
+  };
 }
 
 function refundReceipt(row: RefundRow): Refund {

@@ -34,7 +34,8 @@ export const BOOKING_TERMS = {
 };
 /** One mandate of those terms. A mandate authorises one task: a host makes one per request (`bookingMandate.of`). */
 export const BOOKING_MANDATE = bookingMandate.of(BOOKING_TERMS);
-export const REFUND_GOAL = 'The customer of order O-1001 asks for a refund of 199.00 because the projector arrived broken.';
+export const REFUND_GOAL =
+  'The customer of order O-1001 asks for a refund of 199.00 because the projector arrived broken.';
 /** The refund the customer asked for: order O-1001, at most 199.00. */
 export const REFUND_TERMS = { order_id: 'O-1001', max_amount_cents: 19_900 };
 /** One mandate of those terms (one task; a host makes one per request with `refundMandate.of`). */
@@ -45,4 +46,3 @@ export const REFUND_SUCCESS: SuccessCriterion = {
   require: ['refund_id'],
   description: 'a succeeded refund with a refund id',
 };
-

@@ -2,7 +2,15 @@
  * What a demo scenario is: its name, what it runs against, and what it reports. Its own module so the booking
  * scenarios (`scenarios.ts`) and the refund scenario (`refundScenario.ts`) share it without importing each other.
  */
-import type { AgentModel, AuditRecord, Clock, OrchestratorOptions, TaskStatus, TaskStore, TranscriptEntry } from '../../src/index.js';
+import type {
+  AgentModel,
+  AuditRecord,
+  Clock,
+  OrchestratorOptions,
+  TaskStatus,
+  TaskStore,
+  TranscriptEntry,
+} from '../../src/index.js';
 import type { ScriptStep } from '../../src/testing/index.js';
 import type { BookingRow } from './bookingService.js';
 import type { RefundRow } from './refundService.js';
@@ -18,7 +26,17 @@ export interface ScenarioEnv {
 }
 
 /** The demo's scenarios, in the order they run. */
-export const SCENARIO_NAMES = ['normal', 'conflict', 'searchTimeout', 'guessedWrite', 'lostResponse', 'refused', 'noProjector', 'wrongDate', 'refund'] as const;
+export const SCENARIO_NAMES = [
+  'normal',
+  'conflict',
+  'searchTimeout',
+  'guessedWrite',
+  'lostResponse',
+  'refused',
+  'noProjector',
+  'wrongDate',
+  'refund',
+] as const;
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
 
 export interface ScenarioResult {

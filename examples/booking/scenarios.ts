@@ -40,7 +40,9 @@ export function bookingScript(turns = 8): ScriptStep[] {
       });
     }
     if (view.errorCode('find_available_rooms')) {
-      return reply.answer('I could not verify which rooms are free (the room search did not answer), so nothing was booked.');
+      return reply.answer(
+        'I could not verify which rooms are free (the room search did not answer), so nothing was booked.',
+      );
     }
     // First turn, or the room was taken since it was read: look again.
     return reply.call('find_available_rooms', { ...MEETING });
@@ -53,7 +55,10 @@ function bookingSetup(env: ScenarioEnv, script: ScriptStep[], timeouts = { searc
   const model = env.model ? env.model(script) : scriptedModel(script);
   const orchestrator = createOrchestrator({
     tools: [
-      findAvailableRooms(service, { timeoutMs: timeouts.search, retry: { maxAttempts: 2, baseDelayMs: 50, maxDelayMs: 200 } }),
+      findAvailableRooms(service, {
+        timeoutMs: timeouts.search,
+        retry: { maxAttempts: 2, baseDelayMs: 50, maxDelayMs: 200 },
+      }),
       reserveRoom(service, { timeoutMs: timeouts.reserve }),
     ],
     mandates: [bookingMandate],
@@ -121,7 +126,11 @@ export function rowsOf(result: ScenarioResult): string[] {
 
 export const scenarios: Record<ScenarioName, (env: ScenarioEnv) => Promise<ScenarioResult>> = {
   normal: (env: ScenarioEnv) =>
-    runBooking(env, { name: 'normal', title: 'Normal booking', expectation: 'R7 is free and gets booked as B204' }, () => {}),
+    runBooking(
+      env,
+      { name: 'normal', title: 'Normal booking', expectation: 'R7 is free and gets booked as B204' },
+      () => {},
+    ),
 
   conflict: (env: ScenarioEnv) =>
     runBooking(
@@ -142,7 +151,8 @@ export const scenarios: Record<ScenarioName, (env: ScenarioEnv) => Promise<Scena
       {
         name: 'searchTimeout',
         title: 'Room search times out',
-        expectation: 'the search hangs twice (one bounded retry): availability unknown, stop with "could not verify", nothing written',
+        expectation:
+          'the search hangs twice (one bounded retry): availability unknown, stop with "could not verify", nothing written',
       },
       (service) => {
         service.faults.hangingSearches = 2;
@@ -165,9 +175,21 @@ export const scenarios: Record<ScenarioName, (env: ScenarioEnv) => Promise<Scena
       [
         reply.call('find_available_rooms', { ...MEETING }),
         // A timeout is "unknown", not "none": the model guesses anyway, and the host refuses to write on it.
-        reply.call('reserve_room', { room_id: 'R7', start_at: MEETING.start_at, end_at: MEETING.end_at, attendees: 3, expected_version: 17 }),
+        reply.call('reserve_room', {
+          room_id: 'R7',
+          start_at: MEETING.start_at,
+          end_at: MEETING.end_at,
+          attendees: 3,
+          expected_version: 17,
+        }),
         reply.call('find_available_rooms', { ...MEETING }),
-        reply.call('reserve_room', { room_id: 'R9', start_at: MEETING.start_at, end_at: MEETING.end_at, attendees: 3, expected_version: 6 }),
+        reply.call('reserve_room', {
+          room_id: 'R9',
+          start_at: MEETING.start_at,
+          end_at: MEETING.end_at,
+          attendees: 3,
+          expected_version: 6,
+        }),
         reply.answer('Booked R9.'),
       ],
     ),
@@ -178,7 +200,8 @@ export const scenarios: Record<ScenarioName, (env: ScenarioEnv) => Promise<Scena
       {
         name: 'lostResponse',
         title: 'Write succeeds, response lost',
-        expectation: 'B204 is created but the reply never arrives: looked up by idempotency key, B204 reported, one booking',
+        expectation:
+          'B204 is created but the reply never arrives: looked up by idempotency key, B204 reported, one booking',
       },
       (service) => {
         service.faults.loseNextReserveResponse = true;
@@ -191,13 +214,26 @@ export const scenarios: Record<ScenarioName, (env: ScenarioEnv) => Promise<Scena
       {
         name: 'refused',
         title: 'Refused by the host',
-        expectation: 'an executive room (no scope) and six people in a room for four: both refused by the host, nothing written',
+        expectation:
+          'an executive room (no scope) and six people in a room for four: both refused by the host, nothing written',
       },
       () => {},
       [
-        reply.call('reserve_room', { room_id: 'R1', start_at: MEETING.start_at, end_at: MEETING.end_at, attendees: 3, expected_version: 3 }),
+        reply.call('reserve_room', {
+          room_id: 'R1',
+          start_at: MEETING.start_at,
+          end_at: MEETING.end_at,
+          attendees: 3,
+          expected_version: 3,
+        }),
         // Six people in a room for four: the slot is the one asked for, the business rules refuse it.
-        reply.call('reserve_room', { room_id: 'R7', start_at: MEETING.start_at, end_at: MEETING.end_at, attendees: 6, expected_version: 17 }),
+        reply.call('reserve_room', {
+          room_id: 'R7',
+          start_at: MEETING.start_at,
+          end_at: MEETING.end_at,
+          attendees: 6,
+          expected_version: 17,
+        }),
         reply.answer('I could not book a room: the host refused both requests.'),
       ],
     ),
@@ -214,14 +250,31 @@ export const scenarios: Record<ScenarioName, (env: ScenarioEnv) => Promise<Scena
       () => {},
       [
         // The projector is a fact of the room, not of the arguments: validate checks it against the mandate.
-        reply.call('reserve_room', { room_id: 'R3', start_at: MEETING.start_at, end_at: MEETING.end_at, attendees: 2, expected_version: 11 }),
+        reply.call('reserve_room', {
+          room_id: 'R3',
+          start_at: MEETING.start_at,
+          end_at: MEETING.end_at,
+          attendees: 2,
+          expected_version: 11,
+        }),
         reply.call('find_available_rooms', { ...MEETING, attendees: 2 }),
-        reply.call('reserve_room', { room_id: 'R7', start_at: MEETING.start_at, end_at: MEETING.end_at, attendees: 2, expected_version: 17 }),
+        reply.call('reserve_room', {
+          room_id: 'R7',
+          start_at: MEETING.start_at,
+          end_at: MEETING.end_at,
+          attendees: 2,
+          expected_version: 17,
+        }),
         reply.answer('Booked R7 on 2026-09-28 14:00-15:00 for 2 people with a projector: booking B204.'),
       ],
       {
         goal: 'Book a meeting room on 2026-09-28 from 14:00 to 15:00 (+08:00) for 2 people with a projector.',
-        mandate: bookingMandate.of({ start_at: MEETING.start_at, end_at: MEETING.end_at, min_attendees: 2, needs_projector: true }),
+        mandate: bookingMandate.of({
+          start_at: MEETING.start_at,
+          end_at: MEETING.end_at,
+          min_attendees: 2,
+          needs_projector: true,
+        }),
       },
     ),
 
@@ -231,7 +284,8 @@ export const scenarios: Record<ScenarioName, (env: ScenarioEnv) => Promise<Scena
       {
         name: 'wrongDate',
         title: 'Outside what the user asked',
-        expectation: 'the model books 2026-10-05 instead of 2026-09-28: refused by the mandate, proposed again, stopped, nothing written',
+        expectation:
+          'the model books 2026-10-05 instead of 2026-09-28: refused by the mandate, proposed again, stopped, nothing written',
       },
       () => {},
       [

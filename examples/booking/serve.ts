@@ -52,18 +52,31 @@ if (values.model === 'openai' && missing.length > 0) {
   process.exit(2);
 }
 const model = values.model === 'openai' ? (await import('../../src/openai.js')).createOpenAIModel() : undefined;
-const inspection = values.inspect ? await startInspection({ stately: { port: parsePort(values['inspect-port'], '--inspect-port'), open: false } }) : null;
+const inspection = values.inspect
+  ? await startInspection({ stately: { port: parsePort(values['inspect-port'], '--inspect-port'), open: false } })
+  : null;
 await mkdir(values['data-dir'], { recursive: true });
 const store = new FileStore(values['data-dir']);
-const service = await createDemoService({ store, step: values.step, ...(model ? { model } : {}), ...(inspection ? { inspect: inspection.inspect } : {}) });
+const service = await createDemoService({
+  store,
+  step: values.step,
+  ...(model ? { model } : {}),
+  ...(inspection ? { inspect: inspection.inspect } : {}),
+});
 const address = await service.app.listen({ port, host: values.host });
 const origin = address.replace('[::1]', 'localhost');
 
 if (!values.empty && (await store.list({ limit: 1 })).length === 0) {
-  const status = await service.orchestrator.start(demoStartRequest({ ...REFUND_START_BODY, taskId: `refund-${Date.now().toString(36)}` }, DEMO_USERS.E17!));
-  console.log(`started ${status.taskId} for E17 (refund of O-1001)${values.step ? ': press "next" on its live page to let the model take each turn' : ''}`);
+  const status = await service.orchestrator.start(
+    demoStartRequest({ ...REFUND_START_BODY, taskId: `refund-${Date.now().toString(36)}` }, DEMO_USERS.E17!),
+  );
+  console.log(
+    `started ${status.taskId} for E17 (refund of O-1001)${values.step ? ': press "next" on its live page to let the model take each turn' : ''}`,
+  );
 }
-console.log(`statechart-agent service on ${origin} (file store ${values['data-dir']}, ${model ? `model ${model.name}` : 'scripted model'}${values.step ? ', stepped' : ''})`);
+console.log(
+  `statechart-agent service on ${origin} (file store ${values['data-dir']}, ${model ? `model ${model.name}` : 'scripted model'}${values.step ? ', stepped' : ''})`,
+);
 console.log(`  sign in:   ${origin}/login?user=E17   (also E99, M1, Z5@globex; curl: -H 'authorization: Bearer E17')`);
 console.log(`  inbox:     ${origin}/inbox`);
 console.log(`  API:       ${origin}/api/tasks · ${origin}/api/openapi.json`);

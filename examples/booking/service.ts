@@ -9,7 +9,15 @@
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { InspectionEvent } from 'xstate';
 import { z } from 'zod';
-import { type AgentModel, type Clock, type Principal, type SuccessCriterion, type TaskStore, createOrchestrator, systemClock } from '../../src/index.js';
+import {
+  type AgentModel,
+  type Clock,
+  type Principal,
+  type SuccessCriterion,
+  type TaskStore,
+  createOrchestrator,
+  systemClock,
+} from '../../src/index.js';
 import type { Orchestrator, StartTaskRequest } from '../../src/index.js';
 import { ServiceError, agentService, createStepper, type StartBody, type Stepper } from '../../src/http/index.js';
 import { bookingMandate, refundMandate } from '../../tools/mandates.js';
@@ -67,7 +75,10 @@ export async function createDemoService(options: DemoServiceOptions): Promise<De
   app.get('/', async (_request, reply) => reply.type('text/html; charset=utf-8').send(homePage()));
   app.get('/login', async (request, reply) => {
     const { user, next } = request.query as { user?: string; next?: string };
-    if (!user || !Object.hasOwn(DEMO_USERS, user)) return reply.code(400).send({ code: 'unknown_user', message: `sign in as one of ${Object.keys(DEMO_USERS).join(', ')}` });
+    if (!user || !Object.hasOwn(DEMO_USERS, user))
+      return reply
+        .code(400)
+        .send({ code: 'unknown_user', message: `sign in as one of ${Object.keys(DEMO_USERS).join(', ')}` });
     const target = typeof next === 'string' && /^\/[A-Za-z0-9/_.-]*$/.test(next) ? next : '/inbox';
     return reply.header('set-cookie', `demo_user=${user}; Path=/; HttpOnly; SameSite=Strict`).redirect(target);
   });
@@ -109,7 +120,12 @@ export interface DemoRequest {
 
 /** The demo host's records, by id: a real host reads its tickets or orders here. */
 export const DEMO_REQUESTS: Record<string, DemoRequest> = {
-  'refund-O-1001': { tenantId: 'acme', mandate: () => refundMandate.of(REFUND_TERMS), success: REFUND_SUCCESS, limits: { money: 19_900 } },
+  'refund-O-1001': {
+    tenantId: 'acme',
+    mandate: () => refundMandate.of(REFUND_TERMS),
+    success: REFUND_SUCCESS,
+    limits: { money: 19_900 },
+  },
   'booking-2026-09-28': { tenantId: 'acme', mandate: () => bookingMandate.of(BOOKING_TERMS), success: BOOKING_SUCCESS },
 };
 
@@ -126,18 +142,33 @@ const demoInput = z.strictObject({ request: z.string().min(1).max(128) });
 export function demoStartRequest(body: StartBody, principal: Principal): StartTaskRequest {
   const input = demoInput.safeParse(body.input);
   if (!input.success) {
-    throw new ServiceError(400, 'invalid_input', `input: name a request on record, as { "request": "refund-O-1001" } (${input.error.issues[0]!.message})`);
+    throw new ServiceError(
+      400,
+      'invalid_input',
+      `input: name a request on record, as { "request": "refund-O-1001" } (${input.error.issues[0]!.message})`,
+    );
   }
   const id = input.data.request;
   const record = Object.hasOwn(DEMO_REQUESTS, id) ? DEMO_REQUESTS[id]! : null;
   // Another tenant's request answers like one that does not exist.
-  if (!record || record.tenantId !== principal.tenantId) throw new ServiceError(400, 'unknown_request', `no request ${JSON.stringify(id)} on record for your tenant`);
-  return { principal, goal: body.goal, mandate: record.mandate(), success: record.success, ...(record.limits ? { limits: record.limits } : {}), ...(body.taskId ? { taskId: body.taskId } : {}) };
+  if (!record || record.tenantId !== principal.tenantId)
+    throw new ServiceError(400, 'unknown_request', `no request ${JSON.stringify(id)} on record for your tenant`);
+  return {
+    principal,
+    goal: body.goal,
+    mandate: record.mandate(),
+    success: record.success,
+    ...(record.limits ? { limits: record.limits } : {}),
+    ...(body.taskId ? { taskId: body.taskId } : {}),
+  };
 }
 
 function homePage(): string {
   const users = Object.values(DEMO_USERS)
-    .map((p) => `<li><a href="/login?user=${p.userId}">${p.userId}</a> @ ${p.tenantId} <small>(${p.scopes.join(', ')})</small></li>`)
+    .map(
+      (p) =>
+        `<li><a href="/login?user=${p.userId}">${p.userId}</a> @ ${p.tenantId} <small>(${p.scopes.join(', ')})</small></li>`,
+    )
     .join('\n');
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>statechart-agent demo service</title>
 <link rel="stylesheet" href="/assets/style.css"></head><body><header><h1>statechart-agent demo service</h1></header><main>

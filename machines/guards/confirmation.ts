@@ -30,11 +30,13 @@ export const confirmationGuards = {
   /** A confirmation the requester gives: only the task's user. (Approvals are checked by the next three.) */
   isFromConfirmingUser: (context, event) =>
     context.pendingConfirmation !== null &&
-    (context.pendingConfirmation.approverScope !== null || confirm(event).userId === context.pendingConfirmation.userId),
+    (context.pendingConfirmation.approverScope !== null ||
+      confirm(event).userId === context.pendingConfirmation.userId),
 
   /** Four eyes: the requester never approves their own request. */
   isNotSelfApproval: (context, event) =>
-    context.pendingConfirmation?.approverScope === null || confirm(event).userId !== context.pendingConfirmation?.userId,
+    context.pendingConfirmation?.approverScope === null ||
+    confirm(event).userId !== context.pendingConfirmation?.userId,
 
   /** The approver's session (from the host, not the request) holds the approver scope. */
   holdsApproverScope: (context, event) => {
@@ -59,7 +61,8 @@ export const confirmationGuards = {
     return pending !== null && pending.approvals.length + 1 >= pending.approvalsRequired;
   },
 
-  canAskConfirmationAgain: (context) => (pendingCall(context)?.confirmationRequests ?? Infinity) < context.policy.maxConfirmationRequests,
+  canAskConfirmationAgain: (context) =>
+    (pendingCall(context)?.confirmationRequests ?? Infinity) < context.policy.maxConfirmationRequests,
 
   /** The tool's policy ends the task when this confirmation is rejected. */
   cancelsOnReject: (context) => pendingCall(context)?.confirmation?.onReject === 'cancel',
@@ -71,7 +74,10 @@ export const confirmationGuards = {
   isRejectionOfPendingConfirmation: (context, event) => {
     const pending = context.pendingConfirmation;
     if (event.type !== 'user.rejected' || pending === null || event.confirmationId !== pending.id) return false;
-    return event.userId === pending.userId || (pending.approverScope !== null && event.scopes.includes(pending.approverScope));
+    return (
+      event.userId === pending.userId ||
+      (pending.approverScope !== null && event.scopes.includes(pending.approverScope))
+    );
   },
 
   hasPendingConfirmationExpired: (context, event) =>

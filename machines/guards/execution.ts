@@ -5,7 +5,8 @@ import { blockingReads } from '../lib/observedFacts.js';
 import type { Guard } from './guard.js';
 
 /** The next write, if the next step is one. */
-const nextWrite = (context: Parameters<Guard>[0]) => (nextStep(context.batch)?.kind === 'write' ? nextCall(context.batch) : undefined);
+const nextWrite = (context: Parameters<Guard>[0]) =>
+  nextStep(context.batch)?.kind === 'write' ? nextCall(context.batch) : undefined;
 
 export const executionGuards = {
   isBatchComplete: (context) => isBatchComplete(context.batch),
@@ -35,7 +36,10 @@ export const executionGuards = {
   /** Reading again did not help: a read the next write depends on ended unknown the policy's number of times in a row. */
   haveRereadsKeptFailing: (context, _event, toolkit) => {
     const call = nextWrite(context);
-    return call !== undefined && blockingReads(context, toolkit.rules(call.tool)).some((mark) => mark.times >= context.policy.maxUnknownReads);
+    return (
+      call !== undefined &&
+      blockingReads(context, toolkit.rules(call.tool)).some((mark) => mark.times >= context.policy.maxUnknownReads)
+    );
   },
 
   isWriteOutcomeUnknown: (_context, event) => outputOf(event, 'write').outcome.kind === 'unknown',
@@ -55,7 +59,8 @@ export const executionGuards = {
     return call !== undefined && context.catalog[call.tool]?.sameKeyRetrySafe === true;
   },
 
-  canRetryWrite: (context) => (currentCall(context.batch)?.writeAttempts ?? Infinity) < context.policy.maxReconcileAttempts,
+  canRetryWrite: (context) =>
+    (currentCall(context.batch)?.writeAttempts ?? Infinity) < context.policy.maxReconcileAttempts,
 
   canLookUpAgain: (context) => (currentCall(context.batch)?.lookups ?? Infinity) < context.policy.maxReconcileAttempts,
 } satisfies Record<string, Guard>;

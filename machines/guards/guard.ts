@@ -5,7 +5,10 @@ import type { Toolkit } from '../toolkit.js';
 
 export type Guard = (context: AgentContext, event: MachineEvent, toolkit: Toolkit) => boolean;
 
-export function eventOf<T extends MachineEvent['type']>(event: MachineEvent, type: T): Extract<MachineEvent, { type: T }> {
+export function eventOf<T extends MachineEvent['type']>(
+  event: MachineEvent,
+  type: T,
+): Extract<MachineEvent, { type: T }> {
   if (event.type !== type) throw new Error(`expected ${type}, got ${event.type}`);
   return event as Extract<MachineEvent, { type: T }>;
 }

@@ -18,9 +18,11 @@ export const modelGuards = {
   },
 
   /** The outage, counted from its first failure, is still shorter than the policy lets a task wait. */
-  canWaitOutModel: (context, event) => timeOf(context, event) - (context.outage?.since ?? timeOf(context, event)) < context.policy.modelOutageMs,
+  canWaitOutModel: (context, event) =>
+    timeOf(context, event) - (context.outage?.since ?? timeOf(context, event)) < context.policy.modelOutageMs,
 
-  isModelRetryDue: (context, event) => event.type === 'timer.modelRetryDue' && context.outage !== null && event.at >= context.outage.wakeAt,
+  isModelRetryDue: (context, event) =>
+    event.type === 'timer.modelRetryDue' && context.outage !== null && event.at >= context.outage.wakeAt,
 
   /** Every call has a unique id, so each result can be paired with its call. */
   hasPairableCallIds: (context, event) =>
@@ -41,7 +43,8 @@ export const modelGuards = {
   isFromTaskUser: (context, event) => event.type === 'user.answered' && event.userId === context.principal.userId,
 
   /** The answer came before the question expired (a question without an expiry never does). */
-  isQuestionUnexpired: (context, event) => context.questionExpiresAt === null || ('at' in event && event.at < context.questionExpiresAt),
+  isQuestionUnexpired: (context, event) =>
+    context.questionExpiresAt === null || ('at' in event && event.at < context.questionExpiresAt),
 
   hasQuestionExpired: (context, event) =>
     event.type === 'timer.answerExpired' && context.questionExpiresAt !== null && event.at >= context.questionExpiresAt,

@@ -18,7 +18,11 @@ export function argumentsIntact(context: AgentContext, toolkit: Toolkit): boolea
   const call = currentCall(context.batch);
   if (!call?.argsHash) return false;
   if (argumentsHash(toolkit.sha256, call.args) !== call.argsHash) return false;
-  if (call.effect === 'write' && call.idempotencyKey !== idempotencyKeyFor(toolkit.sha256, context.taskId, call.tool, call.argsHash)) return false;
+  if (
+    call.effect === 'write' &&
+    call.idempotencyKey !== idempotencyKeyFor(toolkit.sha256, context.taskId, call.tool, call.argsHash)
+  )
+    return false;
   return call.confirmedBy === null || call.confirmedBy.argsHash === call.argsHash;
 }
 
@@ -33,7 +37,9 @@ export const recheckGuards = {
     if (!call) return false;
     const requirement = confirmationRequirement(context, call, toolkit.rules(call.tool));
     if (requirement === null) return true;
-    return call.confirmedBy !== null && decisionsSatisfy(requirement, call.confirmedBy.decisions, context.principal.userId);
+    return (
+      call.confirmedBy !== null && decisionsSatisfy(requirement, call.confirmedBy.decisions, context.principal.userId)
+    );
   },
 
   /** The principal's session, as the host sees it now, still holds every scope the tool requires. */

@@ -15,7 +15,9 @@ export const vettingGuards = {
 
   /** Some call repeats one proposed since the last new observation (same tool, same arguments hash). */
   isRepeatingWithoutNewObservation: (context) =>
-    context.batch?.calls.some((c) => c.argsHash !== null && context.proposedSinceNew.includes(callKey(c.tool, c.argsHash))) ?? false,
+    context.batch?.calls.some(
+      (c) => c.argsHash !== null && context.proposedSinceNew.includes(callKey(c.tool, c.argsHash)),
+    ) ?? false,
 
   /** Gate (b): the installed tool's input schema accepts the arguments as they are. */
   doArgumentsMatchSchema: (context, _event, toolkit) => {

@@ -27,7 +27,8 @@ export function checkArguments(tool: string, rules: ToolRules | undefined, args:
   const result = check(tool, rules, args, task);
   if (key) checked.set(key, { schema, result });
   // The validated value parses to itself: the same answer holds for it (the steps that follow ask with it).
-  if (result.ok && result.args !== null && typeof result.args === 'object') checked.set(result.args, { schema, result });
+  if (result.ok && result.args !== null && typeof result.args === 'object')
+    checked.set(result.args, { schema, result });
   return result;
 }
 
@@ -36,10 +37,16 @@ export function copyOf<T>(value: T): T {
   return structuredClone(value);
 }
 
-function parse(rules: ToolRules, value: unknown, task: TaskRef): { success: true; data: unknown } | { success: false; summary: string } {
+function parse(
+  rules: ToolRules,
+  value: unknown,
+  task: TaskRef,
+): { success: true; data: unknown } | { success: false; summary: string } {
   try {
     const parsed = rules.parseInput ? rules.parseInput(value, task) : rules.input.safeParse(value);
-    return parsed.success ? { success: true, data: parsed.data } : { success: false, summary: zodSummary(parsed.error as never) };
+    return parsed.success
+      ? { success: true, data: parsed.data }
+      : { success: false, summary: zodSummary(parsed.error as never) };
   } catch (error) {
     // Only the error's name: the model sees this, and a message may name internal hosts or data.
     return { success: false, summary: `the input schema of ${rules.name} failed (${errorName(error)})` };

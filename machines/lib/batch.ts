@@ -37,11 +37,20 @@ export function createBatch(turn: number, calls: AcceptedCall[], catalog: Catalo
 }
 
 /** A batch refused whole at the protocol gate: every call already has its (rejection) observation. */
-export function rejectedBatch(turn: number, proposed: ProposedCall[], problems: ProtocolProblem[], catalog: Catalog): Batch {
+export function rejectedBatch(
+  turn: number,
+  proposed: ProposedCall[],
+  problems: ProtocolProblem[],
+  catalog: Catalog,
+): Batch {
   const calls = proposed.map((call, index) => {
     const problem = problems[index]!;
     const state = blankCall(problem.callId ?? `#${index + 1}`, call.name, null, catalog);
-    return { ...state, phase: 'finished' as const, observation: rejection(state, problem.code, problem.summary, 'protocol') };
+    return {
+      ...state,
+      phase: 'finished' as const,
+      observation: rejection(state, problem.code, problem.summary, 'protocol'),
+    };
   });
   return { turn, closed: false, current: null, calls };
 }
@@ -122,7 +131,11 @@ export function skipUnfinished(batch: Batch, code: string, summary: string): Bat
   return {
     ...batch,
     current: null,
-    calls: batch.calls.map((c) => (c.phase === 'finished' ? c : { ...c, phase: 'finished', observation: rejection(c, code, summary, undefined, false) })),
+    calls: batch.calls.map((c) =>
+      c.phase === 'finished'
+        ? c
+        : { ...c, phase: 'finished', observation: rejection(c, code, summary, undefined, false) },
+    ),
   };
 }
 
@@ -157,8 +170,15 @@ export function evidenceFrom(success: SuccessCriterion | null, call: CallState, 
   if (!isJsonObject(value)) return null;
   if (success === null) {
     if (call.effect !== 'write') return null;
-    const scalars = Object.entries(value).filter(([, v]) => v === null || typeof v !== 'object').slice(0, EVIDENCE_FIELDS);
-    return { tool: call.tool, callId: call.callId, idempotencyKey: call.idempotencyKey, fields: Object.fromEntries(scalars) };
+    const scalars = Object.entries(value)
+      .filter(([, v]) => v === null || typeof v !== 'object')
+      .slice(0, EVIDENCE_FIELDS);
+    return {
+      tool: call.tool,
+      callId: call.callId,
+      idempotencyKey: call.idempotencyKey,
+      fields: Object.fromEntries(scalars),
+    };
   }
   if (success.tool !== call.tool) return null;
   const fields: Record<string, Json> = {};
@@ -184,5 +204,9 @@ export function callKey(tool: string, argsHash: string): string {
  * decision, not a refused proposal, so it does not count towards the rejected-turns limit.
  */
 export function hasHostRejection(batch: Batch | null): boolean {
-  return batch?.calls.some((c) => c.observation?.ok === false && c.observation.gate !== undefined && c.observation.gate !== 'confirmation') ?? false;
+  return (
+    batch?.calls.some(
+      (c) => c.observation?.ok === false && c.observation.gate !== undefined && c.observation.gate !== 'confirmation',
+    ) ?? false
+  );
 }

@@ -45,7 +45,10 @@ export function shortfall(budget: BudgetState, need: Partial<BudgetCounters>, no
  * What the next model turn reserves: the model's declared reservation, or the most a settled turn of this task spent
  * when that is more (a model that reserves nothing, or too little, is charged what it has been seen to spend).
  */
-export function modelTurnNeed(reservation: ModelReservation, budget: Pick<BudgetState, 'largestTurn'>): Partial<BudgetCounters> {
+export function modelTurnNeed(
+  reservation: ModelReservation,
+  budget: Pick<BudgetState, 'largestTurn'>,
+): Partial<BudgetCounters> {
   return {
     modelTurns: 1,
     tokens: Math.max(reservation.tokens, budget.largestTurn.tokens),

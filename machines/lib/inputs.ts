@@ -1,5 +1,12 @@
 /** The inputs of the chart's invoked actors, read off the context (they are persisted with the snapshot). */
-import type { CheckActorInput, LookupActorInput, ModelActorInput, ReadsActorInput, RecheckActorInput, WriteActorInput } from '../actors.js';
+import type {
+  CheckActorInput,
+  LookupActorInput,
+  ModelActorInput,
+  ReadsActorInput,
+  RecheckActorInput,
+  WriteActorInput,
+} from '../actors.js';
 import type { AgentContext } from '../context.js';
 import { currentCall } from './batch.js';
 import { remaining } from './budget.js';
@@ -33,7 +40,9 @@ export const resendInput = ({ context }: Args): RecheckActorInput => ({ ...check
 export const readsInput = ({ context }: Args): ReadsActorInput => ({
   taskId: context.taskId,
   principal: context.principal,
-  calls: (context.batch?.calls ?? []).filter((c) => c.phase === 'reading').map((c) => ({ callId: c.callId, tool: c.tool, args: c.args })),
+  calls: (context.batch?.calls ?? [])
+    .filter((c) => c.phase === 'reading')
+    .map((c) => ({ callId: c.callId, tool: c.tool, args: c.args })),
   retryAllowance: Math.max(0, remaining(context.budget).retries),
 });
 
@@ -51,4 +60,7 @@ export const writeInput = ({ context }: Args): WriteActorInput => {
   };
 };
 
-export const lookupInput = (args: Args): LookupActorInput => ({ ...writeInput(args), attempt: currentCall(args.context.batch)!.lookups });
+export const lookupInput = (args: Args): LookupActorInput => ({
+  ...writeInput(args),
+  attempt: currentCall(args.context.batch)!.lookups,
+});

@@ -14,19 +14,32 @@ import type { ToolRules } from '../toolkit.js';
  * crash of the tool (`tool_error`: a host's code throws a plain error far more often than a TransientToolError), an
  * answer its output schema refuses, an attempt aborted. A tool's own failure code (`not_found`) is an answer.
  */
-const READ_ESTABLISHED_NOTHING: ReadonlySet<string> = new Set([...UNVERIFIED, 'tool_error', 'invalid_output', 'aborted']);
+const READ_ESTABLISHED_NOTHING: ReadonlySet<string> = new Set([
+  ...UNVERIFIED,
+  'tool_error',
+  'invalid_output',
+  'aborted',
+]);
 
 /**
  * The unverified marks after a read of `tool` with arguments `args` (their hash) ended with `code` ('ok' for a
  * result), at `at`. A success verifies what that read asked, not what a read of other arguments asked: the mark
  * goes once every read of the tool that ended unknown has since succeeded.
  */
-export function markRead(marks: readonly UnverifiedRead[], tool: string, code: string, at: number, args: string): UnverifiedRead[] {
+export function markRead(
+  marks: readonly UnverifiedRead[],
+  tool: string,
+  code: string,
+  at: number,
+  args: string,
+): UnverifiedRead[] {
   const mark = marks.find((m) => m.tool === tool);
   const others = marks.filter((m) => m.tool !== tool);
   if (READ_ESTABLISHED_NOTHING.has(code)) {
     const unknown = [...(mark?.args ?? []).filter((a) => a !== args), args].slice(-CONTEXT_BOUNDS.unverifiedArgs);
-    return [...others, { tool, code, times: (mark?.times ?? 0) + 1, at, args: unknown }].slice(-CONTEXT_BOUNDS.unverified);
+    return [...others, { tool, code, times: (mark?.times ?? 0) + 1, at, args: unknown }].slice(
+      -CONTEXT_BOUNDS.unverified,
+    );
   }
   if (code !== 'ok' || !mark) return [...marks];
   // A mark recorded before marks kept their reads' arguments: any success of the tool clears it, as it did then.
@@ -38,7 +51,9 @@ export function markRead(marks: readonly UnverifiedRead[], tool: string, code: s
 export function blockingReads(context: AgentContext, rules: ToolRules | undefined): UnverifiedRead[] {
   if (context.unverified.length === 0) return [];
   const dependsOn = rules?.dependsOn;
-  return dependsOn === undefined ? [...context.unverified] : context.unverified.filter((mark) => dependsOn.includes(mark.tool));
+  return dependsOn === undefined
+    ? [...context.unverified]
+    : context.unverified.filter((mark) => dependsOn.includes(mark.tool));
 }
 
 /** The text of a sealed value's token (`[[sealed:label:…]]`, see src/privacy/tokens.ts): the task holds sensitive data. */
@@ -54,7 +69,13 @@ export function holdsSealedValue(value: Json | undefined): boolean {
 }
 
 /** `exposure` after a trusted result of `tool` (its output `value`) reached the task. */
-export function exposedTo(exposure: Exposure, tool: string, rules: ToolRules | undefined, value: Json, at: number): Exposure {
+export function exposedTo(
+  exposure: Exposure,
+  tool: string,
+  rules: ToolRules | undefined,
+  value: Json,
+  at: number,
+): Exposure {
   const untrusted = exposure.untrustedInput === null && rules?.untrustedOutput === true;
   const sensitive = exposure.sensitiveData === null && holdsSealedValue(value);
   if (!untrusted && !sensitive) return exposure;
@@ -72,7 +93,14 @@ const HOST_WORDED: ReadonlySet<string> = new Set(['timeout', 'aborted', 'interru
  * failure is the tool's text (an MCP server's `isError` answer, a thrown error's message): an untrusted tool's text
  * is untrusted input, and a sealed value in it is sensitive data, as in a result.
  */
-export function exposedToFailure(exposure: Exposure, tool: string, rules: ToolRules | undefined, code: string, summary: string, at: number): Exposure {
+export function exposedToFailure(
+  exposure: Exposure,
+  tool: string,
+  rules: ToolRules | undefined,
+  code: string,
+  summary: string,
+  at: number,
+): Exposure {
   return HOST_WORDED.has(code) ? exposure : exposedTo(exposure, tool, rules, summary, at);
 }
 
@@ -82,7 +110,8 @@ export function exposedToFailure(exposure: Exposure, tool: string, rules: ToolRu
  * nor is a part of a longer token (a time stamp, an e-mail address, a URL): a `.`, `:`, `/`, `@` or `+` joining it to
  * more letters or digits makes it a part.
  */
-const IDENTIFIER = /(?<![\w-]|\w[.:/@+])(?=[\w-]*[A-Z])(?=[\w-]*\d)[A-Za-z0-9][\w-]{0,62}[A-Za-z0-9](?![\w-]|[.:/@+]\w)/g;
+const IDENTIFIER =
+  /(?<![\w-]|\w[.:/@+])(?=[\w-]*[A-Z])(?=[\w-]*\d)[A-Za-z0-9][\w-]{0,62}[A-Za-z0-9](?![\w-]|[.:/@+]\w)/g;
 const IS_IDENTIFIER = /^(?=.*[A-Z])(?=.*\d)[A-Za-z0-9][\w-]{0,62}[A-Za-z0-9]$/;
 
 /** The identifiers a text names, in order, without repeats. */

@@ -6,7 +6,14 @@
  * Who must confirm is the tool's rule raised by floors it cannot lower: its risk class, the money it moves (above
  * what the host lets run unconfirmed), and the Rule of Two. A write without a rule is confirmed by default.
  */
-import type { AgentContext, CallState, ConfirmationReason, ConfirmationRequirement, Decision, RiskClass } from '../context.js';
+import type {
+  AgentContext,
+  CallState,
+  ConfirmationReason,
+  ConfirmationRequirement,
+  Decision,
+  RiskClass,
+} from '../context.js';
 import type { ApprovalRule, TaskFacts, ToolRules } from '../toolkit.js';
 import { checkArguments, copyOf, taskRef } from './arguments.js';
 import { canonicalJson } from './canonicalJson.js';
@@ -40,24 +47,41 @@ export function confirmationWaiver(rules: ToolRules | undefined): string | null 
 /** Why a call runs without a confirmation, as the audit says it: the tool's written waiver, or its rule. */
 export function unconfirmedSummary(rules: ToolRules | undefined): string {
   const waiver = confirmationWaiver(rules);
-  return waiver !== null ? `runs unconfirmed, as its tool declares: ${waiver}` : "no confirmation: the tool's rule did not ask for these arguments";
+  return waiver !== null
+    ? `runs unconfirmed, as its tool declares: ${waiver}`
+    : "no confirmation: the tool's rule did not ask for these arguments";
 }
 
 /** The Rule of Two holds for the task: it saw untrusted input and holds sensitive data, and the host did not turn it off. */
 export function isRuleOfTwoMet(context: AgentContext): boolean {
-  return context.policy.ruleOfTwo === 'confirm' && context.exposure.untrustedInput !== null && context.exposure.sensitiveData !== null;
+  return (
+    context.policy.ruleOfTwo === 'confirm' &&
+    context.exposure.untrustedInput !== null &&
+    context.exposure.sensitiveData !== null
+  );
 }
 
 /** Who must confirm `call`, by the tool's rule over its validated arguments and the floors, and the line shown. */
-export function confirmationNeed(context: AgentContext, call: CallState, rules: ToolRules | undefined): ConfirmationNeed {
+export function confirmationNeed(
+  context: AgentContext,
+  call: CallState,
+  rules: ToolRules | undefined,
+): ConfirmationNeed {
   const decided = decide(context, call, rules);
   const requirement = requirementFor(context, call, rules, decided);
   if (requirement === null) return { requirement: null, summary: null };
-  if (decided.failed !== null) return { requirement, summary: `${call.tool} (confirmation rule failed: ${decided.failed})` };
+  if (decided.failed !== null)
+    return { requirement, summary: `${call.tool} (confirmation rule failed: ${decided.failed})` };
   const check = checkArguments(call.tool, rules, call.args, taskRef(context));
   let summary: string;
   try {
-    summary = cap(String((check.ok && rules?.describeConfirmation?.(copyOf(check.parsed))) || `${call.tool} ${canonicalJson(call.redactedArgs)}`), 1_000);
+    summary = cap(
+      String(
+        (check.ok && rules?.describeConfirmation?.(copyOf(check.parsed))) ||
+          `${call.tool} ${canonicalJson(call.redactedArgs)}`,
+      ),
+      1_000,
+    );
   } catch (error) {
     summary = `${call.tool} (describing the confirmation failed: ${safeErrorText(error)})`;
   }
@@ -75,11 +99,20 @@ export function isConfirmationRuleSound(context: AgentContext, call: CallState, 
   if (typeof value === 'boolean') return true;
   if (!value || typeof value !== 'object' || value instanceof Promise) return false;
   const { approverScope, approvals } = value;
-  return typeof approverScope === 'string' && approverScope !== '' && (approvals === undefined || (Number.isInteger(approvals) && (approvals as number) >= 1 && (approvals as number) <= 16));
+  return (
+    typeof approverScope === 'string' &&
+    approverScope !== '' &&
+    (approvals === undefined ||
+      (Number.isInteger(approvals) && (approvals as number) >= 1 && (approvals as number) <= 16))
+  );
 }
 
 /** Only the requirement, without describing it (for the re-check before a write, which shows nobody anything). */
-export function confirmationRequirement(context: AgentContext, call: CallState, rules: ToolRules | undefined): ConfirmationRequirement | null {
+export function confirmationRequirement(
+  context: AgentContext,
+  call: CallState,
+  rules: ToolRules | undefined,
+): ConfirmationRequirement | null {
   return requirementFor(context, call, rules, decide(context, call, rules));
 }
 
@@ -114,7 +147,12 @@ function decide(context: AgentContext, call: CallState, rules: ToolRules | undef
 }
 
 /** The tool's decision raised by the floors: its risk class, the money it moves, the Rule of Two. */
-function requirementFor(context: AgentContext, call: CallState, rules: ToolRules | undefined, decided: Decided): ConfirmationRequirement | null {
+function requirementFor(
+  context: AgentContext,
+  call: CallState,
+  rules: ToolRules | undefined,
+  decided: Decided,
+): ConfirmationRequirement | null {
   const reasons: ConfirmationReason[] = [];
   let approval = approvalOf(decided.failed === null ? decided.value : null);
   // Anything but a plain `false` asks (a throw, a promise, an odd value fail closed).
@@ -130,29 +168,47 @@ function requirementFor(context: AgentContext, call: CallState, rules: ToolRules
   if (call.effect === 'write') {
     const amount = amountOf(context, call, rules);
     // A rule that cannot say how much moves is taken to move money (the budget gate refuses it anyway).
-    if (amount === null || (amount > 0 && amount + context.budget.used.money > context.policy.unconfirmedMoneyUpTo)) reasons.push('moves_money');
+    if (amount === null || (amount > 0 && amount + context.budget.used.money > context.policy.unconfirmedMoneyUpTo))
+      reasons.push('moves_money');
     if (isRuleOfTwoMet(context)) reasons.push('rule_of_two');
   }
   if (reasons.length === 0) return null;
-  const policy = { onReject: rules?.confirmation?.onReject ?? 'replan', onExpiry: rules?.confirmation?.onExpiry ?? 'ask_again' } as const;
-  if (approval !== null) return { approverScope: approval.approverScope, approvals: approval.approvals ?? 1, ...policy, reasons, risk };
+  const policy = {
+    onReject: rules?.confirmation?.onReject ?? 'replan',
+    onExpiry: rules?.confirmation?.onExpiry ?? 'ask_again',
+  } as const;
+  if (approval !== null)
+    return { approverScope: approval.approverScope, approvals: approval.approvals ?? 1, ...policy, reasons, risk };
   return { approverScope: null, approvals: 1, ...policy, reasons, risk };
 }
 
 /** An approval rule the tool's rule returned, its count kept within 1..16 (an impossible count asks for the most). */
 function approvalOf(decided: unknown): ApprovalRule | null {
   const approval = decided as { approverScope?: unknown; approvals?: unknown } | null;
-  if (!approval || typeof approval !== 'object' || typeof approval.approverScope !== 'string' || approval.approverScope === '') return null;
+  if (
+    !approval ||
+    typeof approval !== 'object' ||
+    typeof approval.approverScope !== 'string' ||
+    approval.approverScope === ''
+  )
+    return null;
   const approvals = approval.approvals ?? 1;
-  const count = typeof approvals === 'number' && Number.isInteger(approvals) ? Math.min(Math.max(approvals, 1), 16) : 16;
+  const count =
+    typeof approvals === 'number' && Number.isInteger(approvals) ? Math.min(Math.max(approvals, 1), 16) : 16;
   return { approverScope: approval.approverScope, approvals: count };
 }
 
 /** True when `decisions` satisfy `requirement`: the requester's one, or enough distinct approvers with the scope. */
-export function decisionsSatisfy(requirement: ConfirmationRequirement, decisions: readonly Decision[], requester: string): boolean {
+export function decisionsSatisfy(
+  requirement: ConfirmationRequirement,
+  decisions: readonly Decision[],
+  requester: string,
+): boolean {
   if (requirement.approverScope === null) return decisions.some((d) => d.as === 'requester' && d.userId === requester);
   const approvers = new Set(
-    decisions.filter((d) => d.as === 'approver' && d.scope === requirement.approverScope && d.userId !== requester).map((d) => d.userId),
+    decisions
+      .filter((d) => d.as === 'approver' && d.scope === requirement.approverScope && d.userId !== requester)
+      .map((d) => d.userId),
   );
   return approvers.size >= requirement.approvals;
 }
@@ -164,10 +220,19 @@ export function mandateCheck(context: AgentContext, call: CallState, rules: Tool
   const { mandate } = context;
   if (mandate === null) return { ok: true, summary: 'the task has no mandate' };
   const check = checkArguments(call.tool, rules, call.args, taskRef(context));
-  if (!rules || !check.ok) return { ok: false, code: 'mandate_unchecked', summary: 'the arguments do not validate, so they cannot be checked against the mandate' };
+  if (!rules || !check.ok)
+    return {
+      ok: false,
+      code: 'mandate_unchecked',
+      summary: 'the arguments do not validate, so they cannot be checked against the mandate',
+    };
   if (!rules.mandate) {
     if (rules.effect === 'read') return { ok: true, summary: `${call.tool} reads only and declares no mandate rule` };
-    return { ok: false, code: 'mandate_unchecked', summary: `${call.tool} declares no rule against the user's mandate (${mandate.kind}), so this write is not covered by it` };
+    return {
+      ok: false,
+      code: 'mandate_unchecked',
+      summary: `${call.tool} declares no rule against the user's mandate (${mandate.kind}), so this write is not covered by it`,
+    };
   }
   try {
     const verdict = rules.mandate(copyOf(check.parsed), copyOf(mandate), taskFacts(context)) as unknown;
@@ -175,10 +240,17 @@ export function mandateCheck(context: AgentContext, call: CallState, rules: Tool
     const v = verdict as { ok?: unknown; code?: unknown; summary?: unknown } | null;
     if (v?.ok === true) return { ok: true, summary: `within the mandate (${mandate.kind})` };
     const code = typeof v?.code === 'string' && v.code !== '' ? v.code : 'outside_mandate';
-    const summary = typeof v?.summary === 'string' ? cap(v.summary) : `the rule did not return { ok: true } for the mandate (${mandate.kind})`;
+    const summary =
+      typeof v?.summary === 'string'
+        ? cap(v.summary)
+        : `the rule did not return { ok: true } for the mandate (${mandate.kind})`;
     return { ok: false, code, summary };
   } catch (error) {
-    return { ok: false, code: 'mandate_check_failed', summary: `the mandate rule of ${call.tool} failed (${safeErrorText(error)})` };
+    return {
+      ok: false,
+      code: 'mandate_check_failed',
+      summary: `the mandate rule of ${call.tool} failed (${safeErrorText(error)})`,
+    };
   }
 }
 

@@ -17,7 +17,12 @@ import { stop } from './stop.js';
  * A new confirmation request for `call`, bound to its arguments hash, the task's user, the host's policy version
  * (the task's own, unless the host's has changed since: then the one the host confirms under now), an expiry.
  */
-export function newConfirmation(context: AgentContext, call: CallState, at: number, policyVersion = context.policy.version): PendingConfirmation {
+export function newConfirmation(
+  context: AgentContext,
+  call: CallState,
+  at: number,
+  policyVersion = context.policy.version,
+): PendingConfirmation {
   const request = call.confirmationRequests + 1;
   const index = context.batch?.calls.findIndex((c) => c.callId === call.callId) ?? 0;
   const requirement = call.confirmation;
@@ -46,7 +51,12 @@ export function newConfirmation(context: AgentContext, call: CallState, at: numb
 function decisionOf(pending: PendingConfirmation, event: MachineEvent): Decision | null {
   if (event.type !== 'user.confirmed' && event.type !== 'user.rejected') return null;
   const approver = pending.approverScope !== null && event.userId !== pending.userId;
-  return { userId: event.userId, as: approver ? 'approver' : 'requester', scope: approver ? pending.approverScope : null, at: event.at };
+  return {
+    userId: event.userId,
+    as: approver ? 'approver' : 'requester',
+    scope: approver ? pending.approverScope : null,
+    at: event.at,
+  };
 }
 
 function confirmationEntry(
@@ -89,7 +99,11 @@ export function askFor(
       pendingConfirmation: pending,
       waitingSince: context.waitingSince ?? pending.requestedAt,
       batch: {
-        ...updateCall(context.batch!, call.callId, { phase: 'awaitingConfirmation', confirmationRequests: pending.request, confirmedBy: null }),
+        ...updateCall(context.batch!, call.callId, {
+          phase: 'awaitingConfirmation',
+          confirmationRequests: pending.request,
+          confirmedBy: null,
+        }),
         current: call.callId,
       },
     },
@@ -112,7 +126,12 @@ export const grantConfirmation: Step = (context, event) => {
       batch: {
         ...updateCall(context.batch!, pending.callId, {
           phase: 'ready',
-          confirmedBy: { confirmationId: pending.id, argsHash: pending.argsHash, at: event.at, decisions: [...pending.approvals, decision] },
+          confirmedBy: {
+            confirmationId: pending.id,
+            argsHash: pending.argsHash,
+            at: event.at,
+            decisions: [...pending.approvals, decision],
+          },
         }),
         current: null,
       },
@@ -159,7 +178,12 @@ export const askConfirmationAgain: Step = (context, event) => {
   const pending = context.pendingConfirmation!;
   // The host's policy changed since the request: asked again under the version the host confirms under now.
   const policyChanged = event.type === 'user.confirmed' && confirmationRefusal(context, event) === 'policy_changed';
-  const asked = askFor(context, event, findCall(context.batch, pending.callId)!, policyChanged ? event.policyVersion : pending.policyVersion);
+  const asked = askFor(
+    context,
+    event,
+    findCall(context.batch, pending.callId)!,
+    policyChanged ? event.policyVersion : pending.policyVersion,
+  );
   if (event.type === 'user.confirmed') {
     const refused = refusal(context, event)!;
     return {
@@ -209,20 +233,37 @@ function rejectionSummary(event: MachineEvent): string {
 
 export const rejectConfirmedCall: Step = (context, event) => {
   const result = closeConfirmation(context, event, 'confirmation_rejected', rejectionSummary(event));
-  return { ...result, reply: { accepted: true, code: null, message: 'rejected; the call will not run and the model is told' } };
+  return {
+    ...result,
+    reply: { accepted: true, code: null, message: 'rejected; the call will not run and the model is told' },
+  };
 };
 
 export const giveUpConfirmation: Step = (context, event) =>
-  closeConfirmation(context, event, 'confirmation_expired', `no valid confirmation after ${context.policy.maxConfirmationRequests} request(s); the call was not run`);
+  closeConfirmation(
+    context,
+    event,
+    'confirmation_expired',
+    `no valid confirmation after ${context.policy.maxConfirmationRequests} request(s); the call was not run`,
+  );
 
 /** The tool's policy ends the task on a rejection (`onReject: 'cancel'`) or an expiry (`onExpiry: 'cancel'`). */
 export const cancelForConfirmation: Step = (context, event) => {
   const code: Closing = event.type === 'user.rejected' ? 'confirmation_rejected' : 'confirmation_expired';
   const pending = context.pendingConfirmation!;
   const { refused, audit } = closingAudit(context, event, code);
-  const why = code === 'confirmation_rejected' ? rejectionSummary(event) : `nobody confirmed ${pending.tool} in time; it was not run`;
+  const why =
+    code === 'confirmation_rejected'
+      ? rejectionSummary(event)
+      : `nobody confirmed ${pending.tool} in time; it was not run`;
   const message = `${why}; the policy of ${pending.tool} cancels the task`;
-  const stopped = stop({ ...context, ...endWait(context, event) }, event, 'cancelled', { code, message }, { skipCode: 'cancelled' });
+  const stopped = stop(
+    { ...context, ...endWait(context, event) },
+    event,
+    'cancelled',
+    { code, message },
+    { skipCode: 'cancelled' },
+  );
   return {
     ...stopped,
     context: { ...stopped.context, ...endWait(context, event) },

@@ -3,7 +3,18 @@ import type { MachineEvent } from '../actors.js';
 import { outputOf } from '../actors.js';
 import type { AgentContext, CallState, Json, Observation } from '../context.js';
 import { CONTEXT_BOUNDS } from '../context.js';
-import { currentCall, evidenceFrom, finishCall, findCall, hasHostRejection, nextCall, nextStep, observationOf, rejection, updateCall } from '../lib/batch.js';
+import {
+  currentCall,
+  evidenceFrom,
+  finishCall,
+  findCall,
+  hasHostRejection,
+  nextCall,
+  nextStep,
+  observationOf,
+  rejection,
+  updateCall,
+} from '../lib/batch.js';
 import { debit } from '../lib/budget.js';
 import { fingerprint } from '../lib/fingerprint.js';
 import type { AuditEntry, TranscriptEntry } from '../journal.js';
@@ -45,7 +56,13 @@ export const closeBatch: Step = (context, event) => {
   };
 };
 
-export function startedEntry(context: AgentContext, event: MachineEvent, call: CallState, attempt: number, money = 0): AuditEntry {
+export function startedEntry(
+  context: AgentContext,
+  event: MachineEvent,
+  call: CallState,
+  attempt: number,
+  money = 0,
+): AuditEntry {
   return auditEntry(context, event, {
     kind: 'tool_started',
     callId: call.callId,
@@ -60,8 +77,23 @@ export function startedEntry(context: AgentContext, event: MachineEvent, call: C
   });
 }
 
-export function finishedEntry(context: AgentContext, event: MachineEvent, call: CallState, code: string, durationMs: number, attempts: number): AuditEntry {
-  return auditEntry(context, event, { kind: 'tool_finished', callId: call.callId, tool: call.tool, code, durationMs, attempts, idempotencyKey: call.idempotencyKey });
+export function finishedEntry(
+  context: AgentContext,
+  event: MachineEvent,
+  call: CallState,
+  code: string,
+  durationMs: number,
+  attempts: number,
+): AuditEntry {
+  return auditEntry(context, event, {
+    kind: 'tool_finished',
+    callId: call.callId,
+    tool: call.tool,
+    code,
+    durationMs,
+    attempts,
+    idempotencyKey: call.idempotencyKey,
+  });
 }
 
 /**
@@ -84,9 +116,22 @@ export function learnedFrom(
 }
 
 /** What a failure of `call` exposes the task to: its text is the tool's (see `exposedToFailure`). */
-function failureExposure(context: AgentContext, call: CallState, observation: Observation, at: number, toolkit: Toolkit): AgentContext['exposure'] {
+function failureExposure(
+  context: AgentContext,
+  call: CallState,
+  observation: Observation,
+  at: number,
+  toolkit: Toolkit,
+): AgentContext['exposure'] {
   if (observation.ok) return context.exposure;
-  return exposedToFailure(context.exposure, call.tool, toolkit.rules(call.tool), observation.code, observation.summary, at);
+  return exposedToFailure(
+    context.exposure,
+    call.tool,
+    toolkit.rules(call.tool),
+    observation.code,
+    observation.summary,
+    at,
+  );
 }
 
 /** The write's intent succeeded: remembered by its key, so the same business intent is never sent again. */
@@ -108,7 +153,12 @@ export const startReads: Step = (context, event) => {
   const step = nextStep(context.batch)!;
   let batch = context.batch!;
   const audit: AuditEntry[] = [
-    gateEntry(context, event, { gate: 'budget', decision: 'pass', code: null, summary: `${step.callIds.length} read(s) within budget` }),
+    gateEntry(context, event, {
+      gate: 'budget',
+      decision: 'pass',
+      code: null,
+      summary: `${step.callIds.length} read(s) within budget`,
+    }),
   ];
   for (const callId of step.callIds) {
     batch = updateCall(batch, callId, { phase: 'reading' });
@@ -130,7 +180,11 @@ export const finishReads: Step = (context, event, toolkit) => {
     const call = findCall(next.batch, result.callId);
     if (!call || call.phase !== 'reading') continue;
     const observation = observationOf(call, result.outcome, context.policy.observationCapBytes);
-    next = { ...next, batch: finishCall(next.batch!, call.callId, observation), unverified: markRead(next.unverified, call.tool, codeOf(observation), at, argsKeyOf(call)) };
+    next = {
+      ...next,
+      batch: finishCall(next.batch!, call.callId, observation),
+      unverified: markRead(next.unverified, call.tool, codeOf(observation), at, argsKeyOf(call)),
+    };
     if (result.outcome.kind === 'ok') next = { ...next, ...learnedFrom(next, call, result.outcome.value, at, toolkit) };
     else next = { ...next, exposure: failureExposure(next, call, observation, at, toolkit) };
     audit.push(finishedEntry(context, event, call, codeOf(observation), result.durationMs, result.attempts));
@@ -138,7 +192,11 @@ export const finishReads: Step = (context, event, toolkit) => {
   let batch = next.batch!;
   // A read the executor did not report is still paired with a result.
   for (const call of batch.calls.filter((c) => c.phase === 'reading')) {
-    batch = finishCall(batch, call.callId, rejection(call, 'internal_error', 'the host lost this read', undefined, false));
+    batch = finishCall(
+      batch,
+      call.callId,
+      rejection(call, 'internal_error', 'the host lost this read', undefined, false),
+    );
   }
   const { evidence, observedIds, exposure, unverified } = next;
   const budget = debit(context.budget, { retries: retriesWithin(context, output.retriesUsed) });
@@ -157,13 +215,28 @@ export const startWrite: Step = (context, event, toolkit) => {
   const runAs = event.type === 'xstate.done.actor.recheck' ? event.output.principal : null;
   return {
     context: {
-      batch: { ...updateCall(context.batch!, call.callId, { phase: 'writing', writeAttempts: 1, runAs }), current: call.callId },
+      batch: {
+        ...updateCall(context.batch!, call.callId, { phase: 'writing', writeAttempts: 1, runAs }),
+        current: call.callId,
+      },
       budget: debit(context.budget, need),
       pendingConfirmation: null,
     },
     audit: [
-      gateEntry(context, event, { gate: 'budget', decision: 'pass', call, code: null, summary: `write within budget${money}` }),
-      gateEntry(context, event, { gate: 'confirmation', decision: 'pass', call, code: null, summary: confirmedSummary(call, toolkit.rules(call.tool)) }),
+      gateEntry(context, event, {
+        gate: 'budget',
+        decision: 'pass',
+        call,
+        code: null,
+        summary: `write within budget${money}`,
+      }),
+      gateEntry(context, event, {
+        gate: 'confirmation',
+        decision: 'pass',
+        call,
+        code: null,
+        summary: confirmedSummary(call, toolkit.rules(call.tool)),
+      }),
       startedEntry(context, event, call, 1, need.money ?? 0),
     ],
   };
@@ -171,7 +244,9 @@ export const startWrite: Step = (context, event, toolkit) => {
 
 function confirmedSummary(call: CallState, rules: ToolRules | undefined): string {
   if (!call.confirmedBy) return unconfirmedSummary(rules);
-  const who = call.confirmedBy.decisions.map((d) => (d.as === 'approver' ? `${d.userId} (${d.scope})` : d.userId)).join(', ');
+  const who = call.confirmedBy.decisions
+    .map((d) => (d.as === 'approver' ? `${d.userId} (${d.scope})` : d.userId))
+    .join(', ');
   return `confirmed by ${who} (${call.confirmedBy.confirmationId}) for exactly these arguments`;
 }
 
@@ -180,7 +255,10 @@ export const finishWrite: Step = (context, event, toolkit) => {
   const call = currentCall(context.batch)!;
   const observation = observationOf(call, output.outcome, context.policy.observationCapBytes);
   const at = timeOf(context, event);
-  const learned = output.outcome.kind === 'ok' ? learnedFrom(context, call, output.outcome.value, at, toolkit) : { exposure: failureExposure(context, call, observation, at, toolkit) };
+  const learned =
+    output.outcome.kind === 'ok'
+      ? learnedFrom(context, call, output.outcome.value, at, toolkit)
+      : { exposure: failureExposure(context, call, observation, at, toolkit) };
   return {
     context: {
       batch: finishCall(context.batch!, call.callId, observation),
@@ -211,7 +289,11 @@ export const refuseForUnverifiedFacts: Step = (context, event, toolkit) => {
   const reads = marks.map((mark) => `${mark.tool} ended ${mark.code}`).join(', ');
   const summary = `not run: the facts it depends on are unverified (${reads}, and the same read has not succeeded since); read again, with the same arguments, before writing`;
   return {
-    context: { batch: finishCall(context.batch!, call.callId, rejection(call, 'unverified_facts', summary, 'verification')) },
-    audit: [gateEntry(context, event, { gate: 'verification', decision: 'reject', call, code: 'unverified_facts', summary })],
+    context: {
+      batch: finishCall(context.batch!, call.callId, rejection(call, 'unverified_facts', summary, 'verification')),
+    },
+    audit: [
+      gateEntry(context, event, { gate: 'verification', decision: 'reject', call, code: 'unverified_facts', summary }),
+    ],
   };
 };

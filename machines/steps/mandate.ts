@@ -30,5 +30,11 @@ export const stopForRepeatedDenial: Step = (context, event) => {
   const gate = code === 'outside_mandate' ? 'mandate' : 'permission';
   const message = `${call.tool} was proposed again with the same arguments after the host denied it (${denial?.code ?? code}); a denial is final for that call`;
   const result = stop(context, event, 'failed', { code, message }, { skipCode: code });
-  return { ...result, audit: [gateEntry(context, event, { gate, decision: 'stop', call, code, summary: message }), ...(result.audit ?? [])] };
+  return {
+    ...result,
+    audit: [
+      gateEntry(context, event, { gate, decision: 'stop', call, code, summary: message }),
+      ...(result.audit ?? []),
+    ],
+  };
 };

@@ -20,13 +20,25 @@ import { current, missingScopes, refuse } from './vetting.js';
 /** The write is next: it becomes the current call, and is checked again before anything runs. */
 export const startRecheck: Step = (context) => {
   const call = nextCall(context.batch)!;
-  return { context: { batch: { ...updateCall(context.batch!, call.callId, { phase: 'rechecking' }), current: call.callId } } };
+  return {
+    context: { batch: { ...updateCall(context.batch!, call.callId, { phase: 'rechecking' }), current: call.callId } },
+  };
 };
 
 /** Entering `rechecking.hooks`: the principal's session and the tool's hooks are asked again. */
 export const noteRecheck: Step = (context, event) => {
   const call = current(context);
-  return { audit: [auditEntry(context, event, { kind: 'check_started', gate: 'recheck', callId: call.callId, tool: call.tool, argsHash: call.argsHash })] };
+  return {
+    audit: [
+      auditEntry(context, event, {
+        kind: 'check_started',
+        gate: 'recheck',
+        callId: call.callId,
+        tool: call.tool,
+        argsHash: call.argsHash,
+      }),
+    ],
+  };
 };
 
 /** The stored arguments no longer hash to what was validated, keyed and confirmed: they never run. */
@@ -44,7 +56,11 @@ export const askForFreshConfirmation: Step = (context, event, toolkit) => {
   const call = current(context);
   const need = confirmationNeed(context, call, toolkit.rules(call.tool));
   const updated = { ...call, confirmation: need.requirement, confirmationSummary: need.summary, confirmedBy: null };
-  const { pending: _pending, ...result } = askFor({ ...context, batch: updateCall(context.batch!, call.callId, updated) }, event, updated);
+  const { pending: _pending, ...result } = askFor(
+    { ...context, batch: updateCall(context.batch!, call.callId, updated) },
+    event,
+    updated,
+  );
   return result;
 };
 
@@ -56,14 +72,40 @@ function refusalOf(context: AgentContext, event: MachineEvent, toolkit: Toolkit)
   if (output.principal === null && output.sessionError !== null) {
     return refuse(context, event, 'permission', 'unavailable', `${output.sessionError}; the write was not run`);
   }
-  if (output.principal === null) return refuse(context, event, 'permission', 'permission_denied', `the session of ${context.principal.userId} is no longer valid; the write was not run`);
+  if (output.principal === null)
+    return refuse(
+      context,
+      event,
+      'permission',
+      'permission_denied',
+      `the session of ${context.principal.userId} is no longer valid; the write was not run`,
+    );
   if (!rules || !rules.scopes.every((scope) => output.principal!.scopes.includes(scope))) {
-    return refuse(context, event, 'permission', 'permission_denied', `${missingScopes(output.principal, rules)} now; the write was not run`);
+    return refuse(
+      context,
+      event,
+      'permission',
+      'permission_denied',
+      `${missingScopes(output.principal, rules)} now; the write was not run`,
+    );
   }
-  if (!output.business.ok) return refuse(context, event, 'business', output.business.code, `${output.business.summary} (checked again before the write; it was not run)`);
+  if (!output.business.ok)
+    return refuse(
+      context,
+      event,
+      'business',
+      output.business.code,
+      `${output.business.summary} (checked again before the write; it was not run)`,
+    );
   if (!output.permission.ok) {
     const code = output.permission.code === 'unavailable' ? 'unavailable' : 'permission_denied';
-    return refuse(context, event, 'permission', code, `${output.permission.summary} (checked again before the write; it was not run)`);
+    return refuse(
+      context,
+      event,
+      'permission',
+      code,
+      `${output.permission.summary} (checked again before the write; it was not run)`,
+    );
   }
   if (!output.rate.ok) return refuse(context, event, 'rate', output.rate.code, output.rate.summary);
   return refuse(context, event, 'rate', 'internal_error', 'the re-check refused the write without a reason');
@@ -79,7 +121,12 @@ export const resendWrite: Step = (context, event) => {
   const resent = { ...call, writeAttempts: attempt };
   return {
     context: {
-      batch: updateCall(context.batch!, call.callId, { phase: 'writing', writeAttempts: attempt, runAs, resendAfter: null }),
+      batch: updateCall(context.batch!, call.callId, {
+        phase: 'writing',
+        writeAttempts: attempt,
+        runAs,
+        resendAfter: null,
+      }),
       budget: debit(context.budget, { retries: 1 }),
     },
     audit: [startedEntry(context, event, resent, attempt)],

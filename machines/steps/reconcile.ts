@@ -50,7 +50,11 @@ export const finishReconciledWrite: Step = (context, event, toolkit) => {
   const output = outputOf(event, 'lookup');
   const call = inFlight(context);
   if (output.result.kind !== 'found') return {};
-  const observation = observationOf(call, { kind: 'ok', value: output.result.value }, context.policy.observationCapBytes);
+  const observation = observationOf(
+    call,
+    { kind: 'ok', value: output.result.value },
+    context.policy.observationCapBytes,
+  );
   return {
     context: {
       batch: finishCall(context.batch!, call.callId, observation),

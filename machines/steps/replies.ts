@@ -2,7 +2,11 @@
 import type { Step } from './step.js';
 
 export const replyNotWaitingForConfirmation: Step = () => ({
-  reply: { accepted: false, code: 'not_waiting_for_confirmation', message: 'the task is not waiting for a confirmation' },
+  reply: {
+    accepted: false,
+    code: 'not_waiting_for_confirmation',
+    message: 'the task is not waiting for a confirmation',
+  },
 });
 
 export const replyNoSuchConfirmation: Step = () => ({
@@ -10,7 +14,11 @@ export const replyNoSuchConfirmation: Step = () => ({
 });
 
 export const replyNotWaitingForAnswer: Step = () => ({
-  reply: { accepted: false, code: 'not_waiting_for_answer', message: 'the task is not waiting for this user to answer' },
+  reply: {
+    accepted: false,
+    code: 'not_waiting_for_answer',
+    message: 'the task is not waiting for this user to answer',
+  },
 });
 
 export const replyNothingDue: Step = () => ({

@@ -41,7 +41,14 @@ function reviewEntry(
 function hold(context: AgentContext, event: MachineEvent, reason: Review['reason'], summary: string): StepResult {
   const call = currentCall(context.batch)!;
   const at = timeOf(context, event);
-  const review: Review = { callId: call.callId, tool: call.tool, idempotencyKey: call.idempotencyKey, reason, summary, since: at };
+  const review: Review = {
+    callId: call.callId,
+    tool: call.tool,
+    idempotencyKey: call.idempotencyKey,
+    reason,
+    summary,
+    since: at,
+  };
   return {
     context: {
       batch: updateCall(context.batch!, call.callId, { phase: 'awaitingReview' }),
@@ -68,7 +75,10 @@ export const holdWriteForReview: Step = (context, event) => {
   const call = currentCall(context.batch)!;
   const summary = output.outcome.kind === 'review' ? output.outcome.summary : 'the tool asked for a review';
   const held = hold(context, event, 'needs_review', `${call.tool} needs a review: ${summary}`);
-  return { ...held, audit: [finishedEntry(context, event, call, 'needs_review', output.durationMs, call.writeAttempts), ...held.audit!] };
+  return {
+    ...held,
+    audit: [finishedEntry(context, event, call, 'needs_review', output.durationMs, call.writeAttempts), ...held.audit!],
+  };
 };
 
 function resolved(context: AgentContext, event: MachineEvent) {
@@ -94,7 +104,9 @@ export const acceptReviewedWrite: Step = (context, event, toolkit) => {
       review: null,
       ...endWait(context, event),
     },
-    audit: [reviewEntry(context, event, call, 'resolved', 'happened', `${by?.userId} found that the write happened${note}`)],
+    audit: [
+      reviewEntry(context, event, call, 'resolved', 'happened', `${by?.userId} found that the write happened${note}`),
+    ],
     reply: { accepted: true, code: null, message: 'resolved: the write happened; the task continues with its result' },
   };
 };
@@ -118,7 +130,16 @@ export const closeReviewedWrite: Step = (context, event) => {
       review: null,
       ...endWait(context, event),
     },
-    audit: [reviewEntry(context, event, call, 'resolved', 'not_happened', `${by?.userId} found that the write did not happen${note}`)],
+    audit: [
+      reviewEntry(
+        context,
+        event,
+        call,
+        'resolved',
+        'not_happened',
+        `${by?.userId} found that the write did not happen${note}`,
+      ),
+    ],
     reply: { accepted: true, code: null, message: 'resolved: the write did not happen; the model is told' },
   };
 };
@@ -126,11 +147,20 @@ export const closeReviewedWrite: Step = (context, event) => {
 /** Retry with the same idempotency key (the tool never duplicates on one), once re-checked. */
 export const prepareReviewedResend: Step = (context, event) => {
   const { call, by, note } = resolved(context, event);
-  const batch = { ...updateCall(context.batch!, call.callId, { phase: 'rechecking', resendAfter: 'review' }), current: call.callId };
+  const batch = {
+    ...updateCall(context.batch!, call.callId, { phase: 'rechecking', resendAfter: 'review' }),
+    current: call.callId,
+  };
   return {
     context: { batch, review: null, ...endWait(context, event) },
-    audit: [reviewEntry(context, event, call, 'resolved', 'retry', `${by?.userId} asked to retry with the same key${note}`)],
-    reply: { accepted: true, code: null, message: 'resolved: the write is retried with the same idempotency key, once re-checked' },
+    audit: [
+      reviewEntry(context, event, call, 'resolved', 'retry', `${by?.userId} asked to retry with the same key${note}`),
+    ],
+    reply: {
+      accepted: true,
+      code: null,
+      message: 'resolved: the write is retried with the same idempotency key, once re-checked',
+    },
   };
 };
 
@@ -138,18 +168,27 @@ export const prepareReviewedResend: Step = (context, event) => {
 export const holdRefusedResend: Step = (context, event) => {
   const call = currentCall(context.batch)!;
   const why =
-    event.type === 'xstate.done.actor.recheck'
-      ? refusalReason(event.output)
-      : 'the re-check of the retry failed';
-  const held = hold(context, event, 'write_outcome_unknown', `the retry of ${call.tool} was not sent (${why}); its first attempt's outcome is still unknown`);
-  return { ...held, context: { ...held.context, batch: updateCall(held.context!.batch!, call.callId, { phase: 'awaitingReview', resendAfter: null }) } };
+    event.type === 'xstate.done.actor.recheck' ? refusalReason(event.output) : 'the re-check of the retry failed';
+  const held = hold(
+    context,
+    event,
+    'write_outcome_unknown',
+    `the retry of ${call.tool} was not sent (${why}); its first attempt's outcome is still unknown`,
+  );
+  return {
+    ...held,
+    context: {
+      ...held.context,
+      batch: updateCall(held.context!.batch!, call.callId, { phase: 'awaitingReview', resendAfter: null }),
+    },
+  };
 };
 
 function refusalReason(output: RecheckActorOutput): string {
   if (output.principal === null) return output.sessionError ?? 'the session is no longer valid';
   if (!output.permission.ok) return output.permission.summary;
   if (!output.rate.ok) return output.rate.summary;
-  return 'the session no longer holds the tool\'s scopes';
+  return "the session no longer holds the tool's scopes";
 }
 
 /** A resolution the chart does not take: from someone without the review scope, or one that cannot hold. */
@@ -158,13 +197,22 @@ export const refuseReview: Step = (context, event) => {
   const call = reviewedCall(context)!;
   const reviewer = event.scopes.includes(context.policy.reviewScope) && event.userId !== context.principal.userId;
   const [code, message] = !reviewer
-    ? (['not_a_reviewer', `a review needs the scope ${context.policy.reviewScope}, from someone other than the task's user`] as const)
+    ? ([
+        'not_a_reviewer',
+        `a review needs the scope ${context.policy.reviewScope}, from someone other than the task's user`,
+      ] as const)
     : event.resolution === 'happened'
       ? (['invalid_review', `the result does not match the output schema of ${call.tool}`] as const)
       : event.resolution === 'retry'
         ? context.cancelRequested
-          ? (['invalid_review', 'the task was cancelled meanwhile: say whether the write happened, not to retry it'] as const)
-          : (['invalid_review', `${call.tool} is not safe to retry with the same key, or the retry budget is spent`] as const)
+          ? ([
+              'invalid_review',
+              'the task was cancelled meanwhile: say whether the write happened, not to retry it',
+            ] as const)
+          : ([
+              'invalid_review',
+              `${call.tool} is not safe to retry with the same key, or the retry budget is spent`,
+            ] as const)
         : (['invalid_review', 'this resolution does not apply'] as const);
   return {
     audit: [reviewEntry(context, event, call, 'refused', code, message)],
@@ -181,7 +229,13 @@ export const deferCancelInReview: Step = (context, event) => {
   if (event.type !== 'task.cancelled') return {};
   return {
     context: { cancelRequested: { by: event.by, reason: event.reason, at: event.at } },
-    audit: [auditEntry(context, event, { kind: 'cancel_requested', by: event.by, reason: event.reason, deferred: true })],
-    reply: { accepted: true, code: 'cancel_deferred', message: 'cancel requested; it applies once a reviewer resolved the write held for review' },
+    audit: [
+      auditEntry(context, event, { kind: 'cancel_requested', by: event.by, reason: event.reason, deferred: true }),
+    ],
+    reply: {
+      accepted: true,
+      code: 'cancel_deferred',
+      message: 'cancel requested; it applies once a reviewer resolved the write held for review',
+    },
   };
 };

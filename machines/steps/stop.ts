@@ -21,7 +21,8 @@ export function stop(
   reason: StopReason,
   extra: { answer?: string; skipCode?: string; unsupportedIds?: string[] } = {},
 ): StepResult {
-  const batch = context.batch && extra.skipCode ? skipUnfinished(context.batch, extra.skipCode, reason.message) : context.batch;
+  const batch =
+    context.batch && extra.skipCode ? skipUnfinished(context.batch, extra.skipCode, reason.message) : context.batch;
   const transcript: TranscriptEntry[] = [];
   const complete = batch !== null && batch.calls.every((c) => c.phase === 'finished');
   if (batch && !batch.closed && complete) {
@@ -34,7 +35,13 @@ export function stop(
     context: {
       batch: batch && { ...batch, closed: complete },
       pendingConfirmation: null,
-      outcome: { status, reason, answer: extra.answer ?? null, evidence: context.evidence, unsupportedIds: extra.unsupportedIds ?? [] },
+      outcome: {
+        status,
+        reason,
+        answer: extra.answer ?? null,
+        evidence: context.evidence,
+        unsupportedIds: extra.unsupportedIds ?? [],
+      },
     },
     audit: [auditEntry(context, event, { kind: 'task_stopped', status, reason })],
     transcript,
@@ -48,17 +55,33 @@ function withFirst(result: StepResult, ...entries: AuditEntry[]): StepResult {
 export const stopForBudget: Step = (context, event, toolkit) => {
   const step = nextStep(context.batch);
   const inBatch = step !== null && context.batch !== null && !context.batch.closed;
-  const need = inBatch ? (nextStepNeed(context, toolkit) ?? {}) : modelTurnNeed(context.modelReservation, context.budget);
+  const need = inBatch
+    ? (nextStepNeed(context, toolkit) ?? {})
+    : modelTurnNeed(context.modelReservation, context.budget);
   const dimension = shortfall(context.budget, need, timeOf(context, event)) ?? 'wallClock';
   const unknownAmount = dimension === 'money' && need.money === Number.POSITIVE_INFINITY;
-  const why = unknownAmount ? 'the money this write moves could not be determined (its amount rule failed)' : describeShortfall(context.budget, dimension);
+  const why = unknownAmount
+    ? 'the money this write moves could not be determined (its amount rule failed)'
+    : describeShortfall(context.budget, dimension);
   const message = `stopped before the next ${inBatch ? 'tool call' : 'model turn'}: ${why}`;
-  const result = stop(context, event, 'budget_exhausted', { code: 'budget_exhausted', message, detail: { dimension } }, { skipCode: 'budget_exhausted' });
-  return withFirst(result, gateEntry(context, event, { gate: 'budget', decision: 'stop', code: 'budget_exhausted', summary: message }));
+  const result = stop(
+    context,
+    event,
+    'budget_exhausted',
+    { code: 'budget_exhausted', message, detail: { dimension } },
+    { skipCode: 'budget_exhausted' },
+  );
+  return withFirst(
+    result,
+    gateEntry(context, event, { gate: 'budget', decision: 'stop', code: 'budget_exhausted', summary: message }),
+  );
 };
 
 export const stopCancelled: Step = (context, event) => {
-  const request = event.type === 'task.cancelled' ? { by: event.by, reason: event.reason } : (context.cancelRequested ?? { by: 'host', reason: '' });
+  const request =
+    event.type === 'task.cancelled'
+      ? { by: event.by, reason: event.reason }
+      : (context.cancelRequested ?? { by: 'host', reason: '' });
   const message = `cancelled by ${request.by}${request.reason ? `: ${request.reason}` : ''}`;
   return {
     ...stop(context, event, 'cancelled', { code: 'cancelled', message }, { skipCode: 'cancelled' }),
@@ -71,8 +94,14 @@ export const deferCancel: Step = (context, event) => {
   if (event.type !== 'task.cancelled') return {};
   return {
     context: { cancelRequested: { by: event.by, reason: event.reason, at: event.at } },
-    audit: [auditEntry(context, event, { kind: 'cancel_requested', by: event.by, reason: event.reason, deferred: true })],
-    reply: { accepted: true, code: 'cancel_deferred', message: 'cancel requested; it applies once the write in flight is reconciled' },
+    audit: [
+      auditEntry(context, event, { kind: 'cancel_requested', by: event.by, reason: event.reason, deferred: true }),
+    ],
+    reply: {
+      accepted: true,
+      code: 'cancel_deferred',
+      message: 'cancel requested; it applies once the write in flight is reconciled',
+    },
   };
 };
 
@@ -86,10 +115,17 @@ export const stopForModelFailure: Step = (context, event) => {
     : `the model could not be reached: ${output.failure.message}`;
   const result = stop(context, event, 'failed', { code: output.failure.code, message });
   const retries = retriesWithin(context, output.retriesUsed);
-  result.context!.budget = retries > 0 ? debit(endWait(context, event).budget, { retries }) : endWait(context, event).budget;
+  result.context!.budget =
+    retries > 0 ? debit(endWait(context, event).budget, { retries }) : endWait(context, event).budget;
   result.context!.waitingSince = null;
   if (outage) {
-    const gaveUp = auditEntry(context, event, { kind: 'model_outage', action: 'gave_up', attempts: outage.attempts + 1, wakeAt: null, error: output.failure.message });
+    const gaveUp = auditEntry(context, event, {
+      kind: 'model_outage',
+      action: 'gave_up',
+      attempts: outage.attempts + 1,
+      wakeAt: null,
+      error: output.failure.message,
+    });
     result.audit = [gaveUp, ...(result.audit ?? [])];
   }
   return result;
@@ -100,7 +136,10 @@ export const stopForInternalError: Step = (context, event) =>
     context,
     event,
     'failed',
-    { code: 'internal_error', message: `a host step failed: ${'error' in event ? safeErrorText(event.error) : event.type}` },
+    {
+      code: 'internal_error',
+      message: `a host step failed: ${'error' in event ? safeErrorText(event.error) : event.type}`,
+    },
     { skipCode: 'internal_error' },
   );
 
@@ -123,10 +162,15 @@ export const stopForRejections: Step = (context, event) => {
 
 /** The model proposed a call it proposed before, and nothing new was observed since: it would go round forever. */
 export const stopForLoop: Step = (context, event) => {
-  const call = context.batch?.calls.find((c) => c.argsHash !== null && context.proposedSinceNew.includes(callKey(c.tool, c.argsHash)));
+  const call = context.batch?.calls.find(
+    (c) => c.argsHash !== null && context.proposedSinceNew.includes(callKey(c.tool, c.argsHash)),
+  );
   const message = `the model proposed ${call?.tool ?? 'a call'} again with the same arguments and nothing new was observed`;
   const result = stop(context, event, 'failed', { code: 'loop_detected', message }, { skipCode: 'loop_detected' });
-  return withFirst(result, gateEntry(context, event, { gate: 'loop', decision: 'stop', call, code: 'loop_detected', summary: message }));
+  return withFirst(
+    result,
+    gateEntry(context, event, { gate: 'loop', decision: 'stop', call, code: 'loop_detected', summary: message }),
+  );
 };
 
 /**
@@ -145,7 +189,10 @@ function answered(
     ? {
         ...reason,
         message: `${reason.message}; the answer names ${unsupportedIds.join(', ')}, which no trusted result returned`,
-        detail: { ...(isJsonObject(reason.detail ?? null) ? (reason.detail as Record<string, Json>) : {}), unsupportedIds },
+        detail: {
+          ...(isJsonObject(reason.detail ?? null) ? (reason.detail as Record<string, Json>) : {}),
+          unsupportedIds,
+        },
       }
     : reason;
   const result = stop(context, event, status, flagged, { answer: text, unsupportedIds });
@@ -157,7 +204,9 @@ export const finishDone: Step = (context, event) => {
   if (event.type !== 'model.answered') return {};
   // The chart comes here only with evidence (isGoalMet); a step never throws, so say so if it ever did not.
   const evidence = context.evidence.at(-1);
-  const message = evidence ? `goal met: ${evidence.tool} returned ${describeFields(evidence.fields)}` : 'goal met, but no trusted result is recorded';
+  const message = evidence
+    ? `goal met: ${evidence.tool} returned ${describeFields(evidence.fields)}`
+    : 'goal met, but no trusted result is recorded';
   return answered(context, event, 'done', { code: 'goal_met', message }, event.text);
 };
 
@@ -172,7 +221,13 @@ export const finishAnswered: Step = (context, event) => {
     ? `${evidence.length} write${evidence.length > 1 ? 's' : ''} succeeded (${evidence.map((e) => `${e.tool} ${describeFields(e.fields)}`).join('; ')})`
     : `no write succeeded${lastFailure ? ` (last failure: ${lastFailure.tool} ${lastFailure.code})` : ''}`;
   const message = `the model answered; the task declares no success criterion, so success is not claimed: ${results}`;
-  return answered(context, event, 'answered', { code: 'answered_without_criterion', message, detail: { lastFailure } }, event.text);
+  return answered(
+    context,
+    event,
+    'answered',
+    { code: 'answered_without_criterion', message, detail: { lastFailure } },
+    event.text,
+  );
 };
 
 /** An answer without a trusted result: never "done", and flagged whatever the answer claims. */
@@ -183,7 +238,11 @@ export const finishUnmetGoal: Step = (context, event) => {
   const detail = { flag: 'answer_without_trusted_result', lastFailure: failure };
   const reason: StopReason =
     failure && UNVERIFIED.has(failure.code)
-      ? { code: 'could_not_verify', message: `could not verify: ${failure.tool} ended with ${failure.code}; nothing shows ${wanted}`, detail }
+      ? {
+          code: 'could_not_verify',
+          message: `could not verify: ${failure.tool} ended with ${failure.code}; nothing shows ${wanted}`,
+          detail,
+        }
       : {
           code: 'goal_not_met',
           message: `the model answered, but no trusted result shows ${wanted}${failure ? ` (last failure: ${failure.tool} ${failure.code})` : ''}`,
@@ -199,15 +258,35 @@ export const finishUnmetGoal: Step = (context, event) => {
 export const stopForUnverifiedFacts: Step = (context, event, toolkit) => {
   const call = nextCall(context.batch);
   const marks = call ? blockingReads(context, toolkit.rules(call.tool)) : [];
-  const reads = marks.map((mark) => `${mark.tool} (${mark.code}, ${mark.times} time${mark.times > 1 ? 's' : ''} in a row)`).join(', ');
+  const reads = marks
+    .map((mark) => `${mark.tool} (${mark.code}, ${mark.times} time${mark.times > 1 ? 's' : ''} in a row)`)
+    .join(', ');
   const message = `could not verify: ${reads || 'a read'} ended unknown and reading again did not help; ${call?.tool ?? 'the write'} was not run`;
-  const result = stop(context, event, 'failed', { code: 'could_not_verify', message, detail: { unverified: marks } }, { skipCode: 'unverified_facts' });
-  return withFirst(result, gateEntry(context, event, { gate: 'verification', decision: 'stop', call, code: 'could_not_verify', summary: message }));
+  const result = stop(
+    context,
+    event,
+    'failed',
+    { code: 'could_not_verify', message, detail: { unverified: marks } },
+    { skipCode: 'unverified_facts' },
+  );
+  return withFirst(
+    result,
+    gateEntry(context, event, {
+      gate: 'verification',
+      decision: 'stop',
+      call,
+      code: 'could_not_verify',
+      summary: message,
+    }),
+  );
 };
 
 export const finishRefused: Step = (context, event) => {
   if (event.type !== 'model.refused') return {};
-  const result = stop(context, event, 'failed', { code: 'model_refused', message: `the model refused: ${event.reason}` });
+  const result = stop(context, event, 'failed', {
+    code: 'model_refused',
+    message: `the model refused: ${event.reason}`,
+  });
   result.transcript!.push({ kind: 'refusal', at: event.at, turn: context.turn, text: event.reason });
   return result;
 };

@@ -16,7 +16,12 @@ import { type Step, type StepResult, endWait, retriesWithin } from './step.js';
 export function initialContext(input: AgentInput): AgentContext {
   const sealedGoal = holdsSealedValue(input.goal);
   // What the user wrote and who they are: an answer may name these without any tool having returned them.
-  const userIds = [input.principal.userId, input.principal.tenantId, ...identifiersIn(input.goal), ...(input.mandate ? identifiersOf(input.mandate.terms) : [])];
+  const userIds = [
+    input.principal.userId,
+    input.principal.tenantId,
+    ...identifiersIn(input.goal),
+    ...(input.mandate ? identifiersOf(input.mandate.terms) : []),
+  ];
   return {
     taskId: input.taskId,
     goal: input.goal,
@@ -50,7 +55,10 @@ export function initialContext(input: AgentInput): AgentContext {
     denied: [],
     unverified: [],
     exposure: { untrustedInput: null, sensitiveData: sealedGoal ? { source: 'goal', at: input.startedAt } : null },
-    observedIds: observe([], userIds.filter((id) => /^[\w-]{2,64}$/.test(id))),
+    observedIds: observe(
+      [],
+      userIds.filter((id) => /^[\w-]{2,64}$/.test(id)),
+    ),
     rejectedTurns: 0,
     invalidOutputs: 0,
     lastFailure: null,
@@ -84,7 +92,9 @@ export const recordTaskStarted: Step = (context, event, toolkit) => ({
 function startWarnings(context: AgentContext, toolkit: Toolkit): StartWarning[] {
   if (context.success !== null) return [];
   const writes = Object.entries(context.catalog).some(
-    ([name, facts]) => facts.effect === 'write' && (toolkit.rules(name)?.scopes ?? []).every((scope) => context.principal.scopes.includes(scope)),
+    ([name, facts]) =>
+      facts.effect === 'write' &&
+      (toolkit.rules(name)?.scopes ?? []).every((scope) => context.principal.scopes.includes(scope)),
   );
   return writes ? ['no_success_criterion'] : [];
 }
@@ -98,7 +108,10 @@ export const startModelTurn: Step = (context, event) => {
     context: { turn, budget: debit(context.budget, need) },
     audit: [
       gateEntry(next, event, { gate: 'budget', decision: 'pass', code: null, summary: 'model turn within budget' }),
-      auditEntry(next, event, { kind: 'model_requested', reservation: { tokens: need.tokens ?? 0, costMicros: need.costMicros ?? 0 } }),
+      auditEntry(next, event, {
+        kind: 'model_requested',
+        reservation: { tokens: need.tokens ?? 0, costMicros: need.costMicros ?? 0 },
+      }),
     ],
   };
 };
@@ -112,16 +125,25 @@ export const settleModelTurn: Step = (context, event) => {
   const reserved = modelTurnNeed(context.modelReservation, context.budget);
   const spent = { tokens: usage.inputTokens + usage.outputTokens, costMicros: usage.costMicros };
   const largest = context.budget.largestTurn;
-  const largestTurn = { tokens: Math.max(largest.tokens, spent.tokens), costMicros: Math.max(largest.costMicros, spent.costMicros) };
+  const largestTurn = {
+    tokens: Math.max(largest.tokens, spent.tokens),
+    costMicros: Math.max(largest.costMicros, spent.costMicros),
+  };
   const tokens = spent.tokens - (reserved.tokens ?? 0);
   const costMicros = spent.costMicros - (reserved.costMicros ?? 0);
   // From here on the task's entries name the model that answered (the version its provider reported).
   const provenance = output.provenance ?? context.provenance;
-  const invalid = output.event.type === 'model.invalidOutput' ? { detail: output.event.detail, received: output.event.received ?? null } : {};
+  const invalid =
+    output.event.type === 'model.invalidOutput'
+      ? { detail: output.event.detail, received: output.event.received ?? null }
+      : {};
   return {
     // The model answered: an outage the task was waiting out is over.
     context: {
-      budget: { ...debit(context.budget, { tokens, costMicros, retries: retriesWithin(context, output.retriesUsed) }), largestTurn },
+      budget: {
+        ...debit(context.budget, { tokens, costMicros, retries: retriesWithin(context, output.retriesUsed) }),
+        largestTurn,
+      },
       outage: null,
       provenance,
     },
@@ -152,7 +174,11 @@ export const recordUnpairableProposal: Step = (context, event) => {
   if (event.type !== 'model.toolsProposed') return {};
   const verdict = protocolVerdict(event.calls, context.catalog, context.policy);
   const problems = verdict.kind === 'unpairable' ? verdict.problems : [];
-  const result = invalidOutput(context, event, `tool calls must each have a unique call id: ${problems.map((p) => p.summary).join('; ')}`);
+  const result = invalidOutput(
+    context,
+    event,
+    `tool calls must each have a unique call id: ${problems.map((p) => p.summary).join('; ')}`,
+  );
   result.audit = problems.map((p) =>
     gateEntry(context, event, {
       gate: 'protocol',
@@ -172,7 +198,11 @@ function proposalEntry(context: AgentContext, event: MachineEvent): TranscriptEn
     at: event.at,
     turn: context.turn,
     text: event.text,
-    calls: event.calls.map((c) => ({ callId: c.callId!.trim(), tool: keptName(c.name), arguments: keptArguments(c.arguments, context.policy.maxArgumentBytes) })),
+    calls: event.calls.map((c) => ({
+      callId: c.callId!.trim(),
+      tool: keptName(c.name),
+      arguments: keptArguments(c.arguments, context.policy.maxArgumentBytes),
+    })),
   };
 }
 
@@ -183,7 +213,9 @@ function proposalEntry(context: AgentContext, event: MachineEvent): TranscriptEn
 function keptArguments(text: string, maxBytes: number): string {
   const bytes = utf8Length(text);
   if (bytes <= maxBytes) return text;
-  return JSON.stringify({ omitted_by_host: `arguments of ${bytes} bytes were refused (the limit is ${maxBytes} bytes)` });
+  return JSON.stringify({
+    omitted_by_host: `arguments of ${bytes} bytes were refused (the limit is ${maxBytes} bytes)`,
+  });
 }
 
 /** A tool name no tool can have (a catalog name is at most 64 characters) is kept cut. */
@@ -233,7 +265,11 @@ export const acceptProposal: Step = (context, event) => {
 export const recordQuestion: Step = (context, event) => {
   if (event.type !== 'model.askedUser') return {};
   return {
-    context: { question: event.question, questionExpiresAt: event.at + context.policy.answerTtlMs, waitingSince: event.at },
+    context: {
+      question: event.question,
+      questionExpiresAt: event.at + context.policy.answerTtlMs,
+      waitingSince: event.at,
+    },
     transcript: [{ kind: 'question', at: event.at, turn: context.turn, text: event.question }],
   };
 };
@@ -248,7 +284,9 @@ export const recordUserAnswer: Step = (context, event) => {
       ...endWait(context, event),
       // The user's own words: an answer may name what they named.
       observedIds: observe(context.observedIds, identifiersIn(event.text)),
-      ...(sensitive ? { exposure: { ...context.exposure, sensitiveData: { source: 'user_answer', at: event.at } } } : {}),
+      ...(sensitive
+        ? { exposure: { ...context.exposure, sensitiveData: { source: 'user_answer', at: event.at } } }
+        : {}),
     },
     transcript: [{ kind: 'user_answer', at: event.at, text: event.text }],
     audit: [auditEntry(context, event, { kind: 'user_answered', userId: event.userId })],

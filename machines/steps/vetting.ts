@@ -23,18 +23,34 @@ export function current(context: AgentContext): CallState {
  * Finishes the current call with a refusal at `gate`, audited. A refusal at the permission or mandate gate is
  * remembered (tool + arguments hash), so that the same call proposed again is recognised as a repeated denial.
  */
-export function refuse(context: AgentContext, event: MachineEvent, gate: GateName, code: string, summary: string, call = current(context)): StepResult {
+export function refuse(
+  context: AgentContext,
+  event: MachineEvent,
+  gate: GateName,
+  code: string,
+  summary: string,
+  call = current(context),
+): StepResult {
   // Only a definite denial is final: a check that could not answer (`unavailable`) may pass next time.
   const remember = (code === 'permission_denied' || code === 'outside_mandate') && call.argsHash !== null;
   const key = remember ? callKey(call.tool, call.argsHash!) : null;
-  const denied = key && !context.denied.some((d) => d.key === key) ? bounded(context.denied, [{ key, code }], CONTEXT_BOUNDS.denied) : context.denied;
+  const denied =
+    key && !context.denied.some((d) => d.key === key)
+      ? bounded(context.denied, [{ key, code }], CONTEXT_BOUNDS.denied)
+      : context.denied;
   return {
     context: { batch: finishCall(context.batch!, call.callId, rejection(call, code, summary, gate)), denied },
     audit: [gateEntry(context, event, { gate, decision: 'reject', call, code, summary })],
   };
 }
 
-export function pass(context: AgentContext, event: MachineEvent, gate: GateName, summary: string, call = current(context)) {
+export function pass(
+  context: AgentContext,
+  event: MachineEvent,
+  gate: GateName,
+  summary: string,
+  call = current(context),
+) {
   return gateEntry(context, event, { gate, decision: 'pass', call, code: null, summary });
 }
 
@@ -70,7 +86,8 @@ export const acceptArguments: Step = (context, event, toolkit) => {
     args,
     argsHash,
     redactedArgs: rules?.redact && check.ok ? redacted(rules, check.parsed) : args,
-    idempotencyKey: call.effect === 'write' ? idempotencyKeyFor(toolkit.sha256, context.taskId, call.tool, argsHash) : null,
+    idempotencyKey:
+      call.effect === 'write' ? idempotencyKeyFor(toolkit.sha256, context.taskId, call.tool, argsHash) : null,
   };
   const vetted = { ...call, ...accepted };
   return {
@@ -95,10 +112,22 @@ export const passWithoutBusinessRules: Step = (context, event) => ({
 /** Entering `validating`: the tool's business validation is asked. */
 export const noteBusinessCheck: Step = (context, event) => {
   const call = current(context);
-  return { audit: [auditEntry(context, event, { kind: 'check_started', gate: 'business', callId: call.callId, tool: call.tool, argsHash: call.argsHash })] };
+  return {
+    audit: [
+      auditEntry(context, event, {
+        kind: 'check_started',
+        gate: 'business',
+        callId: call.callId,
+        tool: call.tool,
+        argsHash: call.argsHash,
+      }),
+    ],
+  };
 };
 
-export const passBusiness: Step = (context, event) => ({ audit: [pass(context, event, 'business', 'business rules hold')] });
+export const passBusiness: Step = (context, event) => ({
+  audit: [pass(context, event, 'business', 'business rules hold')],
+});
 
 export const refuseForBusiness: Step = (context, event) => {
   const verdict = event.type === 'xstate.done.actor.validate' ? event.output.verdict : null;
@@ -109,7 +138,17 @@ export const refuseForBusiness: Step = (context, event) => {
 /** Entering `authorizing`: the tool's resource-level permission check is asked. */
 export const notePermissionCheck: Step = (context, event) => {
   const call = current(context);
-  return { audit: [auditEntry(context, event, { kind: 'check_started', gate: 'permission', callId: call.callId, tool: call.tool, argsHash: call.argsHash })] };
+  return {
+    audit: [
+      auditEntry(context, event, {
+        kind: 'check_started',
+        gate: 'permission',
+        callId: call.callId,
+        tool: call.tool,
+        argsHash: call.argsHash,
+      }),
+    ],
+  };
 };
 
 /** Gate (d) refused: the session lacks a scope, or the tool's authorization said no. Retrying cannot help. */
@@ -119,7 +158,13 @@ export const refuseForPermission: Step = (context, event, toolkit) => {
     const { code, summary } = event.output.verdict;
     return refuse(context, event, 'permission', code === 'unavailable' ? 'unavailable' : 'permission_denied', summary);
   }
-  return refuse(context, event, 'permission', 'permission_denied', missingScopes(context.principal, toolkit.rules(call.tool)));
+  return refuse(
+    context,
+    event,
+    'permission',
+    'permission_denied',
+    missingScopes(context.principal, toolkit.rules(call.tool)),
+  );
 };
 
 /** The tool's confirmation rule could not decide for these arguments: the call is refused, never asked of the weakest. */
@@ -146,14 +191,25 @@ export const admitCall: Step = (context, event, toolkit) => {
   const need = confirmationNeed(context, call, toolkit.rules(call.tool));
   return {
     context: {
-      batch: { ...updateCall(context.batch!, call.callId, { phase: 'ready', confirmation: need.requirement, confirmationSummary: need.summary }), current: null },
+      batch: {
+        ...updateCall(context.batch!, call.callId, {
+          phase: 'ready',
+          confirmation: need.requirement,
+          confirmationSummary: need.summary,
+        }),
+        current: null,
+      },
     },
-    audit: [pass(context, event, 'permission', `${context.principal.userId} may use ${call.tool} with these arguments`)],
+    audit: [
+      pass(context, event, 'permission', `${context.principal.userId} may use ${call.tool} with these arguments`),
+    ],
   };
 };
 
 /** Every call is judged: the proposals are remembered (a repeat with nothing new observed is a loop). */
 export const finishVetting: Step = (context) => {
   const keys = (context.batch?.calls ?? []).flatMap((c) => (c.argsHash ? [callKey(c.tool, c.argsHash)] : []));
-  return { context: { proposedSinceNew: bounded(context.proposedSinceNew, keys, CONTEXT_BOUNDS.proposedSinceNew, true) } };
+  return {
+    context: { proposedSinceNew: bounded(context.proposedSinceNew, keys, CONTEXT_BOUNDS.proposedSinceNew, true) },
+  };
 };

@@ -17,11 +17,28 @@ export const pauseForModel: Step = (context, event) => {
   const attempts = (context.outage?.attempts ?? 0) + 1;
   const { first, longest } = context.policy.modelWakeMs;
   const wait = Math.min(longest, first * 2 ** Math.min(attempts - 1, 30));
-  const outage: Outage = { since: context.outage?.since ?? at, attempts, wakeAt: at + wait, lastError: output.failure.message };
+  const outage: Outage = {
+    since: context.outage?.since ?? at,
+    attempts,
+    wakeAt: at + wait,
+    lastError: output.failure.message,
+  };
   const retries = retriesWithin(context, output.retriesUsed);
   return {
-    context: { outage, waitingSince: context.waitingSince ?? at, budget: retries > 0 ? debit(context.budget, { retries }) : context.budget },
-    audit: [auditEntry(context, event, { kind: 'model_outage', action: 'waiting', attempts, wakeAt: outage.wakeAt, error: output.failure.message })],
+    context: {
+      outage,
+      waitingSince: context.waitingSince ?? at,
+      budget: retries > 0 ? debit(context.budget, { retries }) : context.budget,
+    },
+    audit: [
+      auditEntry(context, event, {
+        kind: 'model_outage',
+        action: 'waiting',
+        attempts,
+        wakeAt: outage.wakeAt,
+        error: output.failure.message,
+      }),
+    ],
   };
 };
 
@@ -41,7 +58,15 @@ export const resumeModel: Step = (context, event) => ({
 
 /** An answer that came after the question expired is not taken: the expiry applies instead. */
 const tooLate = (event: MachineEvent) =>
-  event.type === 'user.answered' ? { reply: { accepted: false, code: 'question_expired' as const, message: 'the question expired before this answer came' } } : {};
+  event.type === 'user.answered'
+    ? {
+        reply: {
+          accepted: false,
+          code: 'question_expired' as const,
+          message: 'the question expired before this answer came',
+        },
+      }
+    : {};
 
 /** Nobody answered the model's question in time, and the policy lets the model go on without an answer. */
 export const expireQuestion: Step = (context, event) => {
@@ -56,6 +81,13 @@ export const expireQuestion: Step = (context, event) => {
 
 export const stopForNoAnswer: Step = (context, event) => {
   const question = context.question ?? '';
-  const result = stop(context, event, 'failed', { code: 'no_answer', message: `nobody answered the question in time: ${question}` });
-  return { ...result, context: { ...result.context, question: null, questionExpiresAt: null, ...endWait(context, event) }, ...tooLate(event) };
+  const result = stop(context, event, 'failed', {
+    code: 'no_answer',
+    message: `nobody answered the question in time: ${question}`,
+  });
+  return {
+    ...result,
+    context: { ...result.context, question: null, questionExpiresAt: null, ...endWait(context, event) },
+    ...tooLate(event),
+  };
 };

@@ -16,7 +16,13 @@ import { RESULT_TEXT, scriptedStep } from './workload.js';
 const CAS_SCRIPT = readFileSync(new URL('./casSnapshot.lua', import.meta.url), 'utf8');
 
 type CasClient = Redis & {
-  benchCasSnapshot(snapshotKey: string, historyKey: string, expected: number, snapshot: string, entry: string): Promise<number>;
+  benchCasSnapshot(
+    snapshotKey: string,
+    historyKey: string,
+    expected: number,
+    snapshot: string,
+    entry: string,
+  ): Promise<number>;
 };
 
 interface BareContext {
@@ -46,7 +52,9 @@ function bareMachine(durable: (taskId: string) => Promise<void>, hangs: (round: 
       model: fromPromise<Proposal, { taskId: string; round: number; k: number }>(async ({ input, signal }) => {
         await durable(input.taskId);
         if (hangs(input.round)) {
-          return new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true }));
+          return new Promise<never>((_, reject) =>
+            signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true }),
+          );
         }
         return scriptedStep(input.round, input.k);
       }),
@@ -97,8 +105,10 @@ type BareMachine = ReturnType<typeof bareMachine>;
 /** What the transition into `snapshot` adds to the history list. */
 function historyEntry(snapshot: SnapshotFrom<BareMachine>): string {
   const { context } = snapshot;
-  if (snapshot.value === 'acting') return JSON.stringify({ kind: 'proposal', round: context.round, call: context.call });
-  if (snapshot.value === 'done') return JSON.stringify({ kind: 'answer', round: context.round + 1, text: context.answer });
+  if (snapshot.value === 'acting')
+    return JSON.stringify({ kind: 'proposal', round: context.round, call: context.call });
+  if (snapshot.value === 'done')
+    return JSON.stringify({ kind: 'answer', round: context.round + 1, text: context.answer });
   if (context.round === 0) return JSON.stringify({ kind: 'goal', k: context.k });
   return JSON.stringify({ kind: 'result', round: context.round, result: context.last });
 }
@@ -131,7 +141,12 @@ export class BareLoop {
 
   /** Runs a new task of `k` rounds to its end; resolves once its final state is acknowledged. */
   run(taskId: string, k: number): Promise<number> {
-    return this.drive(taskId, createActor(this.machine, { input: { taskId, k } }), { revision: 0, pending: 0, saves: 0, chain: Promise.resolve() });
+    return this.drive(taskId, createActor(this.machine, { input: { taskId, k } }), {
+      revision: 0,
+      pending: 0,
+      saves: 0,
+      chain: Promise.resolve(),
+    });
   }
 
   /**
@@ -230,7 +245,9 @@ export async function runBareOnRedis(run: CellRun, link: RedisLink, prefix: stri
     return await measureOnRedis('bare', run, link, loop.root, async () => {
       let saves = 0;
       for (let r = 0; r < run.repeat; r++) {
-        const counts = await Promise.all(Array.from({ length: run.tasks }, (_, i) => loop.run(`c${cellNumber}-r${r}-t${i}`, run.k)));
+        const counts = await Promise.all(
+          Array.from({ length: run.tasks }, (_, i) => loop.run(`c${cellNumber}-r${r}-t${i}`, run.k)),
+        );
         saves += counts.reduce((a, b) => a + b, 0);
       }
       return { rounds: run.k * run.tasks * run.repeat, saves };

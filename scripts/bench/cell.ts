@@ -3,7 +3,16 @@
  * what it cost per round. `measureOnRedis` wraps a run with the Redis readings; the systems supply the run.
  */
 import type { Redis } from 'ioredis';
-import { type KeptBytes, SentCommands, bytesWritten, commandsBetween, cpuMark, cpuSince, keptBytes, serverStats } from './measure.js';
+import {
+  type KeptBytes,
+  SentCommands,
+  bytesWritten,
+  commandsBetween,
+  cpuMark,
+  cpuSince,
+  keptBytes,
+  serverStats,
+} from './measure.js';
 
 /** `other` is another checkout of this project (`--compare <dir>`), on Redis. */
 export type SystemName = 'project' | 'project-memory' | 'other' | 'bare' | 'langgraph';
@@ -67,7 +76,13 @@ export interface Drive {
 }
 
 /** Runs `drive` and measures it: wall, CPU, Redis commands and bytes, then the bytes kept under `root`. */
-export async function measureOnRedis(system: SystemName, run: CellRun, link: RedisLink, root: string, drive: () => Promise<Drive>): Promise<CellResult> {
+export async function measureOnRedis(
+  system: SystemName,
+  run: CellRun,
+  link: RedisLink,
+  root: string,
+  drive: () => Promise<Drive>,
+): Promise<CellResult> {
   const before = await serverStats(link.admin);
   const bytesBefore = bytesWritten(link.client);
   link.sent.count = 0;
@@ -91,7 +106,11 @@ export async function measureOnRedis(system: SystemName, run: CellRun, link: Red
 }
 
 /** Runs `drive` without a Redis (the memory store). */
-export async function measureInProcess(system: SystemName, run: CellRun, drive: () => Promise<Drive>): Promise<CellResult> {
+export async function measureInProcess(
+  system: SystemName,
+  run: CellRun,
+  drive: () => Promise<Drive>,
+): Promise<CellResult> {
   return { ...cellFigures(system, run, await timeDrive(drive)), storedBytesPerRound: null, redis: null };
 }
 

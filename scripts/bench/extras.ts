@@ -42,7 +42,12 @@ export interface Resumable {
  * task plays on to its next model call, which hangs again, and the orchestrator is closed. So each sample resumes
  * a task one round longer, and nothing of it runs between samples.
  */
-export async function parkProjectTask(link: RedisLink, prefix: string, k: number, api: ProjectApi = LOCAL_API): Promise<Resumable> {
+export async function parkProjectTask(
+  link: RedisLink,
+  prefix: string,
+  k: number,
+  api: ProjectApi = LOCAL_API,
+): Promise<Resumable> {
   const { createOrchestrator } = api;
   const store = new api.RedisStore({ client: link.client, prefix });
   const control: ModelControl = { hangFrom: k + 1 };
@@ -150,7 +155,9 @@ export async function waitingTasks(link: RedisLink, prefix: string, count: numbe
   const startWaiting = async (from: number, n: number) => {
     for (let i = from; i < from + n; i += 200) {
       const ids = Array.from({ length: Math.min(200, from + n - i) }, (_, j) => `wait-${i + j}`);
-      const settled = await Promise.all(ids.map((taskId) => orchestrator.run({ principal: BENCH_PRINCIPAL, goal: 'wait', taskId })));
+      const settled = await Promise.all(
+        ids.map((taskId) => orchestrator.run({ principal: BENCH_PRINCIPAL, goal: 'wait', taskId })),
+      );
       if (settled.some((s) => s.state !== 'waiting_for_confirmation')) throw new Error('a bench task did not wait');
     }
   };
@@ -175,7 +182,12 @@ export async function waitingTasks(link: RedisLink, prefix: string, count: numbe
 }
 
 /** Sequential SETs of `bytes` bytes: the round trip every save pays at least, for scale. */
-export async function bareSetRoundTripUs(link: RedisLink, prefix: string, bytes: number, count: number): Promise<number> {
+export async function bareSetRoundTripUs(
+  link: RedisLink,
+  prefix: string,
+  bytes: number,
+  count: number,
+): Promise<number> {
   const key = `{${prefix}}:bare-set`;
   const payload = 'x'.repeat(bytes);
   try {

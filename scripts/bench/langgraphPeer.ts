@@ -25,9 +25,13 @@ export interface PeerVersions {
 /** `npm ci` in bench/langgraph unless its node_modules is there. Throws BenchSetupError when it fails. */
 export function ensurePeerInstalled(progress: (text: string) => void): void {
   if (existsSync(`${PEER_DIR}node_modules/@langchain/langgraph-checkpoint-sqlite/package.json`)) return;
-  progress('installing the LangGraph peer (npm ci --prefix bench/langgraph; better-sqlite3 may compile, about a minute)');
+  progress(
+    'installing the LangGraph peer (npm ci --prefix bench/langgraph; better-sqlite3 may compile, about a minute)',
+  );
   const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-  const result = spawnSync(npm, ['ci', '--prefix', PEER_DIR, '--no-audit', '--no-fund'], { stdio: ['ignore', 'inherit', 'inherit'] });
+  const result = spawnSync(npm, ['ci', '--prefix', PEER_DIR, '--no-audit', '--no-fund'], {
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
   if (result.status !== 0) {
     throw new BenchSetupError(
       `Could not install the LangGraph peer's dependencies: \`npm ci --prefix bench/langgraph\` ${result.error ? `failed (${result.error.message})` : `exited with ${result.status}`}. ` +
@@ -48,16 +52,26 @@ export class LangGraphPeer {
 
   /** Starts the peer and waits for it to warm up (it runs a small cell first). */
   static async start(): Promise<LangGraphPeer> {
-    const child = spawn(process.execPath, ['--import', 'tsx', `${PEER_DIR}peer.ts`], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', `${PEER_DIR}peer.ts`], {
+      cwd: ROOT,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     let stderr = '';
     child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr = (stderr + chunk).slice(-4000)));
     const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
     const first = await lines.next();
     if (first.done || !first.value.startsWith('READY ')) {
       child.kill();
-      throw new BenchSetupError(`The LangGraph peer did not start: ${first.done ? 'it exited' : first.value}\n${stderr}`);
+      throw new BenchSetupError(
+        `The LangGraph peer did not start: ${first.done ? 'it exited' : first.value}\n${stderr}`,
+      );
     }
-    return new LangGraphPeer(child, JSON.parse(first.value.slice('READY '.length)) as PeerVersions, lines, () => stderr);
+    return new LangGraphPeer(
+      child,
+      JSON.parse(first.value.slice('READY '.length)) as PeerVersions,
+      lines,
+      () => stderr,
+    );
   }
 
   async cell(run: CellRun): Promise<CellResult> {

@@ -42,7 +42,8 @@ export function cpuMark(): CpuMark {
 export function cpuSince(mark: CpuMark): { main: number; process: number } {
   const used = process.cpuUsage(mark.process);
   const now = schedstatUs();
-  const main = mark.main !== null && now !== null ? now - mark.main : performance.eventLoopUtilization(mark.loop).active * 1000;
+  const main =
+    mark.main !== null && now !== null ? now - mark.main : performance.eventLoopUtilization(mark.loop).active * 1000;
   return { main, process: used.user + used.system };
 }
 
@@ -141,12 +142,19 @@ export async function keptBytes(client: Redis, root: string): Promise<KeptBytes>
 
 function payloadBytes(type: string, reply: unknown): number {
   const size = (value: unknown): number =>
-    Buffer.isBuffer(value) ? value.length : Array.isArray(value) ? value.reduce((sum: number, v) => sum + size(v), 0) : 0;
+    Buffer.isBuffer(value)
+      ? value.length
+      : Array.isArray(value)
+        ? value.reduce((sum: number, v) => sum + size(v), 0)
+        : 0;
   switch (type) {
     case 'string':
       return Number(reply);
     case 'hash':
-      return Object.entries(reply as Record<string, Buffer>).reduce((sum, [field, value]) => sum + Buffer.byteLength(field) + value.length, 0);
+      return Object.entries(reply as Record<string, Buffer>).reduce(
+        (sum, [field, value]) => sum + Buffer.byteLength(field) + value.length,
+        0,
+      );
     case 'stream':
       // [[id, [field, value, ...]], ...]: the entry ids are Redis's, not the store's payload.
       return (reply as [Buffer, Buffer[]][]).reduce((sum, [, fields]) => sum + size(fields), 0);

@@ -5,7 +5,14 @@
  */
 import { runBareOnRedis } from './bareLoop.js';
 import { type Cell, type CellResult, type CellRun, type RedisLink, SYSTEM_LABELS, type SystemName } from './cell.js';
-import { type Resumable, bareSetRoundTripUs, parkBareTask, parkProjectTask, resumeFigures, waitingTasks } from './extras.js';
+import {
+  type Resumable,
+  bareSetRoundTripUs,
+  parkBareTask,
+  parkProjectTask,
+  resumeFigures,
+  waitingTasks,
+} from './extras.js';
 import type { LangGraphPeer } from './langgraphPeer.js';
 import { runProjectInMemory, runProjectOnRedis } from './project.js';
 import type { ProjectApi } from './projectApi.js';
@@ -76,7 +83,17 @@ export interface BenchContext {
 export async function runBench(ctx: BenchContext): Promise<BenchResults> {
   const { plan, projectLink, bareLink, peer, other, nextPrefix, progress } = ctx;
   const labels = { ...SYSTEM_LABELS, ...(other ? { other: `${other.label}, RedisStore` } : {}) };
-  const results: BenchResults = { ks: plan.ks, taskCounts: plan.taskCounts, labels, cells: [], flat: [], resume: {}, waiting: null, bareSetUs: null, peers: peer !== null };
+  const results: BenchResults = {
+    ks: plan.ks,
+    taskCounts: plan.taskCounts,
+    labels,
+    cells: [],
+    flat: [],
+    resume: {},
+    waiting: null,
+    bareSetUs: null,
+    peers: peer !== null,
+  };
 
   progress('warm-up: every system once, untimed');
   const warmUp: CellRun = { k: 20, tasks: 5, repeat: 2 };
@@ -85,7 +102,11 @@ export async function runBench(ctx: BenchContext): Promise<BenchResults> {
   rates.set('project warm-up', (await runProjectOnRedis(warmUp, projectLink, nextPrefix())).roundsPerSecond);
   rates.set('project-memory warm-up', (await runProjectInMemory(warmUp)).roundsPerSecond);
   rates.set('bare warm-up', (await runBareOnRedis(warmUp, bareLink, nextPrefix())).roundsPerSecond);
-  if (other) rates.set('other warm-up', (await runProjectOnRedis(warmUp, other.link, nextPrefix(), other.api, 'other')).roundsPerSecond);
+  if (other)
+    rates.set(
+      'other warm-up',
+      (await runProjectOnRedis(warmUp, other.link, nextPrefix(), other.api, 'other')).roundsPerSecond,
+    );
 
   const runCell = (system: SystemName, cell: Cell): Promise<CellResult> => {
     const rate = rates.get(`${system} ${cell.k}x${cell.tasks}`) ?? rates.get(`${system} warm-up`) ?? 0;
@@ -118,7 +139,8 @@ export async function runBench(ctx: BenchContext): Promise<BenchResults> {
 
     const cells: Cell[] = plan.ks.flatMap((k) => plan.taskCounts.map((tasks) => ({ k, tasks })));
     const bigK = Math.max(...plan.ks);
-    const passesOf = (system: SystemName) => (system === 'langgraph' ? Math.min(plan.peerPasses, plan.passes) : plan.passes);
+    const passesOf = (system: SystemName) =>
+      system === 'langgraph' ? Math.min(plan.peerPasses, plan.passes) : plan.passes;
     for (let pass = 1; pass <= plan.passes; pass++) {
       const systemsOf = (cell: Cell): SystemName[] => [
         'project',
@@ -143,7 +165,9 @@ export async function runBench(ctx: BenchContext): Promise<BenchResults> {
         if (!resumable || pass > passesOf(system)) continue;
         const times = await resumable.sample(Math.ceil(plan.resumeSamples / passesOf(system)));
         (resumeTimes[system] ??= []).push(...times);
-        progress(`pass ${pass}/${plan.passes}  resume of a ${plan.resumeK}-round task  ${labels[system].padEnd(26)} p50 ${resumeFigures(plan.resumeK, times).p50Ms.toFixed(2)} ms`);
+        progress(
+          `pass ${pass}/${plan.passes}  resume of a ${plan.resumeK}-round task  ${labels[system].padEnd(26)} p50 ${resumeFigures(plan.resumeK, times).p50Ms.toFixed(2)} ms`,
+        );
       }
       if (pass === 1) {
         progress(`bytes per round at K=${fmt(plan.flatK)}, one task`);
@@ -151,7 +175,8 @@ export async function runBench(ctx: BenchContext): Promise<BenchResults> {
         results.flat.push(await runBareOnRedis({ k: plan.flatK, tasks: 1, repeat: 1 }, bareLink, nextPrefix()));
       }
     }
-    for (const [system, times] of Object.entries(resumeTimes) as [SystemName, number[]][]) results.resume[system] = resumeFigures(plan.resumeK, times);
+    for (const [system, times] of Object.entries(resumeTimes) as [SystemName, number[]][])
+      results.resume[system] = resumeFigures(plan.resumeK, times);
   } finally {
     for (const resumable of Object.values(resumables)) await resumable.close();
   }

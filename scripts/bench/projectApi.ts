@@ -31,7 +31,11 @@ export const LOCAL_API: ProjectApi = {
  */
 export async function loadProjectApi(dir: string): Promise<ProjectApi> {
   const entry = (path: string) => import(pathToFileURL(join(resolve(dir), path)).href);
-  const [otherCore, otherRedis, otherTesting] = await Promise.all([entry('src/index.ts'), entry('src/redis.ts'), entry('src/testing/index.ts')]);
+  const [otherCore, otherRedis, otherTesting] = await Promise.all([
+    entry('src/index.ts'),
+    entry('src/redis.ts'),
+    entry('src/testing/index.ts'),
+  ]);
   return {
     createOrchestrator: otherCore.createOrchestrator,
     defineTool: otherCore.defineTool,

@@ -24,7 +24,11 @@ export interface BenchResults {
 const SYSTEMS: SystemName[] = ['project', 'project-memory', 'other', 'bare', 'langgraph'];
 
 export function formatReport(results: BenchResults, header: string[]): string {
-  return [header.join('\n'), throughputTable(results), costTable(results), targetsTable(results), otherTable(results)].join('\n\n') + '\n';
+  return (
+    [header.join('\n'), throughputTable(results), costTable(results), targetsTable(results), otherTable(results)].join(
+      '\n\n',
+    ) + '\n'
+  );
 }
 
 // --- lookups ---------------------------------------------------------------------------------------------------
@@ -34,7 +38,13 @@ function runsOf(r: BenchResults, system: SystemName, k: number, tasks: number) {
 }
 
 /** Median of `pick` over the passes of one system's cell, or null when it did not run. */
-function med(r: BenchResults, system: SystemName, k: number, tasks: number, pick: (c: CellResult) => number | null | undefined): number | null {
+function med(
+  r: BenchResults,
+  system: SystemName,
+  k: number,
+  tasks: number,
+  pick: (c: CellResult) => number | null | undefined,
+): number | null {
   const values = runsOf(r, system, k, tasks)
     .map(pick)
     .filter((v): v is number => typeof v === 'number' && Number.isFinite(v));
@@ -53,16 +63,23 @@ export function ratio(r: BenchResults, system: SystemName, other: SystemName, k:
 // --- tables ----------------------------------------------------------------------------------------------------
 
 function table(head: string[], align: string[], rows: string[][]): string {
-  return [`| ${head.join(' | ')} |`, `| ${align.join(' | ')} |`, ...rows.map((row) => `| ${row.join(' | ')} |`)].join('\n');
+  return [`| ${head.join(' | ')} |`, `| ${align.join(' | ')} |`, ...rows.map((row) => `| ${row.join(' | ')} |`)].join(
+    '\n',
+  );
 }
 
 function cellsInOrder(r: BenchResults): { k: number; tasks: number; system: SystemName }[] {
-  return r.ks.flatMap((k) => r.taskCounts.flatMap((tasks) => SYSTEMS.filter((s) => runsOf(r, s, k, tasks).length > 0).map((system) => ({ k, tasks, system }))));
+  return r.ks.flatMap((k) =>
+    r.taskCounts.flatMap((tasks) =>
+      SYSTEMS.filter((s) => runsOf(r, s, k, tasks).length > 0).map((system) => ({ k, tasks, system })),
+    ),
+  );
 }
 
 function throughputTable(r: BenchResults): string {
   const withOther = r.cells.some((c) => c.system === 'other');
-  const vs = (system: SystemName, other: SystemName, k: number, tasks: number) => (system === other ? '1' : times(ratio(r, system, other, k, tasks)));
+  const vs = (system: SystemName, other: SystemName, k: number, tasks: number) =>
+    system === other ? '1' : times(ratio(r, system, other, k, tasks));
   const rows = cellsInOrder(r).map(({ k, tasks, system }) => [
     fmt(k),
     fmt(tasks),
@@ -73,7 +90,16 @@ function throughputTable(r: BenchResults): string {
     ...(withOther ? [vs(system, 'other', k, tasks)] : []),
     String(runsOf(r, system, k, tasks).length),
   ]);
-  const head = ['K', 'tasks', 'system', 'rounds/s', '× bare loop', '× LangGraph', ...(withOther ? [`× ${r.labels.other.replace(/, RedisStore$/, '')}`] : []), 'passes'];
+  const head = [
+    'K',
+    'tasks',
+    'system',
+    'rounds/s',
+    '× bare loop',
+    '× LangGraph',
+    ...(withOther ? [`× ${r.labels.other.replace(/, RedisStore$/, '')}`] : []),
+    'passes',
+  ];
   return `### Throughput\n\n${table(head, ['---:', '---:', '---', ...head.slice(3).map(() => '---:')], rows)}`;
 }
 
@@ -87,8 +113,19 @@ function costTable(r: BenchResults): string {
       r.labels[system],
       fmt(m((c) => c.mainCpuUsPerRound)),
       fmt(m((c) => c.processCpuUsPerRound)),
-      fixed(m((c) => c.savesPerRound), 2),
-      redis ? `${fixed(m((c) => c.redis?.serverCommandsPerRound), 1)} / ${fixed(m((c) => c.redis?.sentCommandsPerRound), 1)}` : '—',
+      fixed(
+        m((c) => c.savesPerRound),
+        2,
+      ),
+      redis
+        ? `${fixed(
+            m((c) => c.redis?.serverCommandsPerRound),
+            1,
+          )} / ${fixed(
+            m((c) => c.redis?.sentCommandsPerRound),
+            1,
+          )}`
+        : '—',
       bytes(m((c) => c.storedBytesPerRound)),
       redis ? bytes(m((c) => c.redis?.memoryBytesPerRound)) : '—',
       redis ? bytes(m((c) => c.redis?.sentBytesPerRound)) : '—',
@@ -97,7 +134,18 @@ function costTable(r: BenchResults): string {
   return (
     '### Cost per round\n\n' +
     table(
-      ['K', 'tasks', 'system', 'main-thread CPU µs', 'process CPU µs', 'saves', 'Redis commands: run / sent', 'bytes kept', 'Redis MEMORY USAGE', 'bytes sent'],
+      [
+        'K',
+        'tasks',
+        'system',
+        'main-thread CPU µs',
+        'process CPU µs',
+        'saves',
+        'Redis commands: run / sent',
+        'bytes kept',
+        'Redis MEMORY USAGE',
+        'bytes sent',
+      ],
       ['---:', '---:', '---', '---:', '---:', '---:', '---:', '---:', '---:', '---:'],
       rows,
     )
@@ -121,8 +169,16 @@ function targetsTable(r: BenchResults): string {
 
   const vsBareOne = ratio(r, 'project', 'bare', big, one);
   const vsBareMany = ratio(r, 'project', 'bare', big, many);
-  targets.push({ target: `K=${fmt(big)}, ${one} task: ≥ 1.0x the bare loop`, measured: times(vsBareOne), met: atLeast(vsBareOne, 1) });
-  targets.push({ target: `K=${fmt(big)}, ${many} tasks: ≥ 1.5x the bare loop`, measured: times(vsBareMany), met: atLeast(vsBareMany, 1.5) });
+  targets.push({
+    target: `K=${fmt(big)}, ${one} task: ≥ 1.0x the bare loop`,
+    measured: times(vsBareOne),
+    met: atLeast(vsBareOne, 1),
+  });
+  targets.push({
+    target: `K=${fmt(big)}, ${many} tasks: ≥ 1.5x the bare loop`,
+    measured: times(vsBareMany),
+    met: atLeast(vsBareMany, 1.5),
+  });
   for (const tasks of [one, many]) {
     const vsPeer = ratio(r, 'project', 'langgraph', big, tasks);
     targets.push({
@@ -131,20 +187,33 @@ function targetsTable(r: BenchResults): string {
       met: r.peers ? atLeast(vsPeer, 20) : null,
     });
   }
-  for (const [system, bound, store] of [['project', 300, 'Redis'], ['project-memory', 150, 'the memory store']] as const) {
+  for (const [system, bound, store] of [
+    ['project', 300, 'Redis'],
+    ['project-memory', 150, 'the memory store'],
+  ] as const) {
     for (const tasks of [one, many]) {
       const cpu = med(r, system, big, tasks, (c) => c.mainCpuUsPerRound);
-      targets.push({ target: `main-thread CPU per round ≤ ${bound} µs on ${store} (K=${fmt(big)}, ${tasks} task${tasks > 1 ? 's' : ''})`, measured: cpu === null ? 'not run' : `${fmt(cpu)} µs`, met: atMost(cpu, bound) });
+      targets.push({
+        target: `main-thread CPU per round ≤ ${bound} µs on ${store} (K=${fmt(big)}, ${tasks} task${tasks > 1 ? 's' : ''})`,
+        measured: cpu === null ? 'not run' : `${fmt(cpu)} µs`,
+        met: atMost(cpu, bound),
+      });
     }
   }
   // Saves a task makes per extra round: the slope between the smallest and the largest K, so start and end do not count.
   const savesAt = (k: number) => med(r, 'project', k, one, (c) => c.savesPerRound);
   const savesSmall = savesAt(small);
   const savesBig = savesAt(big);
-  const slope = savesSmall !== null && savesBig !== null && big > small ? (savesBig * big - savesSmall * small) / (big - small) : null;
+  const slope =
+    savesSmall !== null && savesBig !== null && big > small
+      ? (savesBig * big - savesSmall * small) / (big - small)
+      : null;
   targets.push({
     target: '1 save per read round (per extra round, K=' + `${fmt(small)} → ${fmt(big)})`,
-    measured: slope === null ? 'not run' : `${fixed(slope, 3)} (${fixed(savesBig, 3)} per round at K=${fmt(big)}, start and answer included)`,
+    measured:
+      slope === null
+        ? 'not run'
+        : `${fixed(slope, 3)} (${fixed(savesBig, 3)} per round at K=${fmt(big)}, start and answer included)`,
     met: slope === null ? null : slope <= 1.005,
   });
   const flat = r.flat.find((c) => c.system === 'project');
@@ -162,7 +231,9 @@ function targetsTable(r: BenchResults): string {
   const resume = r.resume.project;
   targets.push({
     target: `resume of a ${fmt(resume?.rounds ?? 200)}-round task < 2 ms (p50, to the first acknowledged save)`,
-    measured: resume ? `${fixed(resume.p50Ms, 2)} ms (p99 ${fixed(resume.p99Ms, 2)} ms, ${resume.samples} resumes)` : 'not run',
+    measured: resume
+      ? `${fixed(resume.p50Ms, 2)} ms (p99 ${fixed(resume.p99Ms, 2)} ms, ${resume.samples} resumes)`
+      : 'not run',
     met: resume ? resume.p50Ms < 2 : null,
   });
   const rows = targets.map((t) => [t.target, t.measured, t.met === null ? '—' : t.met ? 'yes' : '**no**']);
@@ -181,7 +252,10 @@ function otherTable(r: BenchResults): string {
   };
   const only = (system: SystemName, text: string) => columns.map((c) => (c === system ? text : '—'));
   const rows = [
-    [`resume of a parked ${fmt(r.resume.project?.rounds ?? r.resume.bare?.rounds ?? 0)}-round task, to its first save: p50 / p99`, ...columns.map(resume)],
+    [
+      `resume of a parked ${fmt(r.resume.project?.rounds ?? r.resume.bare?.rounds ?? 0)}-round task, to its first save: p50 / p99`,
+      ...columns.map(resume),
+    ],
     [`bytes per round at K=${fmt(r.flat[0]?.k ?? 0)}, one task`, ...columns.map(flatBytes)],
   ];
   if (r.waiting) {
@@ -191,14 +265,27 @@ function otherTable(r: BenchResults): string {
       ...only('project', `${bytes(w.redisBytesPerTask)} / ${bytes(w.heapBytesPerTask)} / ${bytes(w.rssBytesPerTask)}`),
     ]);
   }
-  if (r.bareSetUs !== null) rows.push(['a bare SET of 4 KB, sequential: round trip', ...only('bare', `${fmt(r.bareSetUs)} µs`)]);
-  const head = ['measure', ...columns.map((c) => (c === 'project' ? 'this project' : c === 'bare' ? 'bare loop' : c === 'langgraph' ? 'LangGraph' : r.labels.other.replace(/, RedisStore$/, '')))];
+  if (r.bareSetUs !== null)
+    rows.push(['a bare SET of 4 KB, sequential: round trip', ...only('bare', `${fmt(r.bareSetUs)} µs`)]);
+  const head = [
+    'measure',
+    ...columns.map((c) =>
+      c === 'project'
+        ? 'this project'
+        : c === 'bare'
+          ? 'bare loop'
+          : c === 'langgraph'
+            ? 'LangGraph'
+            : r.labels.other.replace(/, RedisStore$/, ''),
+    ),
+  ];
   return `### Other measurements\n\n${table(head, ['---', ...columns.map(() => '---:')], rows)}`;
 }
 
 // --- formatting ------------------------------------------------------------------------------------------------
 
 export const fmt = (n: number | null) => (n === null ? '—' : Math.round(n).toLocaleString('en-US'));
-const fixed = (n: number | null | undefined, digits: number) => (n === null || n === undefined ? '—' : n.toFixed(digits));
+const fixed = (n: number | null | undefined, digits: number) =>
+  n === null || n === undefined ? '—' : n.toFixed(digits);
 const times = (n: number | null) => (n === null ? '—' : n >= 10 ? `${n.toFixed(0)}x` : `${n.toFixed(2)}x`);
 const bytes = (n: number | null) => (n === null ? '—' : n >= 10_240 ? `${(n / 1024).toFixed(0)} KB` : `${fmt(n)} B`);

@@ -37,7 +37,8 @@ function count(name: string, fallback: number, min = 1): number {
   const raw = text(name);
   if (raw === undefined) return fallback;
   const value = Number(raw);
-  if (!Number.isInteger(value) || value < min) throw new BenchSetupError(`--${name} wants an integer ≥ ${min}, not ${JSON.stringify(raw)}`);
+  if (!Number.isInteger(value) || value < min)
+    throw new BenchSetupError(`--${name} wants an integer ≥ ${min}, not ${JSON.stringify(raw)}`);
   return value;
 }
 
@@ -88,7 +89,9 @@ async function main(): Promise<void> {
   if (json && !out) throw new BenchSetupError('--json needs --out PATH (the file the results are written to)');
 
   server = await startRedisServer().catch((error: Error) => {
-    throw new BenchSetupError(`${error.message}: the workers bench needs redis-server on PATH (Debian/Ubuntu: apt-get install redis-server; macOS: brew install redis)`);
+    throw new BenchSetupError(
+      `${error.message}: the workers bench needs redis-server on PATH (Debian/Ubuntu: apt-get install redis-server; macOS: brew install redis)`,
+    );
   });
   const port = Number(new URL(server.url).port);
   if (port === 6379) throw new BenchSetupError('refusing to bench on port 6379');
@@ -96,24 +99,40 @@ async function main(): Promise<void> {
   const redisVersion = /redis_version:(\S+)/.exec(await admin.info('server'))?.[1] ?? 'unknown';
   progress(`redis-server ${redisVersion} pid ${server.pid} on port ${port} (--save '' --appendonly no)`);
   const cores = cpus().length;
-  progress(`${passes} pass(es) x workers ${WORKER_COUNTS.join('/')} x ${fmt(tasks)} tasks, concurrency ${concurrency} per worker; ${cores} cores`);
+  progress(
+    `${passes} pass(es) x workers ${WORKER_COUNTS.join('/')} x ${fmt(tasks)} tasks, concurrency ${concurrency} per worker; ${cores} cores`,
+  );
 
   const runId = `wb-${randomBytes(3).toString('hex')}`;
   let prefixes = 0;
   const nextPrefix = () => `${runId}-${++prefixes}`;
-  const targets: { name: string; target: BenchTarget }[] = [{ name: 'one redis-server', target: { redisUrl: server.url, admin, nodes: [admin] } }];
+  const targets: { name: string; target: BenchTarget }[] = [
+    { name: 'one redis-server', target: { redisUrl: server.url, admin, nodes: [admin] } },
+  ];
   if (!args.includes('--no-cluster')) {
     cluster = await startRedisCluster(3).catch((error: Error) => {
-      throw new BenchSetupError(`${error.message}: the cluster part needs redis-server and redis-cli on PATH (or pass --no-cluster)`);
+      throw new BenchSetupError(
+        `${error.message}: the cluster part needs redis-server and redis-cli on PATH (or pass --no-cluster)`,
+      );
     });
     const buckets = count('buckets', 64);
     const { Cluster } = await import('ioredis');
-    const clusterClient = new Cluster(cluster.ports.map((p) => ({ host: '127.0.0.1', port: p })), { redisOptions: { maxRetriesPerRequest: 2 } });
+    const clusterClient = new Cluster(
+      cluster.ports.map((p) => ({ host: '127.0.0.1', port: p })),
+      { redisOptions: { maxRetriesPerRequest: 2 } },
+    );
     clusterAdmin = clusterClient;
-    progress(`Redis Cluster of 3 masters on ports ${cluster.ports.join(', ')}; the store spreads tasks over ${buckets} buckets`);
+    progress(
+      `Redis Cluster of 3 masters on ports ${cluster.ports.join(', ')}; the store spreads tasks over ${buckets} buckets`,
+    );
     targets.push({
       name: `a 3-master Redis Cluster (${buckets} buckets)`,
-      target: { redisUrl: server.url, cluster: { ports: cluster.ports, buckets }, admin: clusterClient as unknown as Redis, nodes: cluster.masters() },
+      target: {
+        redisUrl: server.url,
+        cluster: { ports: cluster.ports, buckets },
+        admin: clusterClient as unknown as Redis,
+        nodes: cluster.masters(),
+      },
     });
   }
   const startedAt = new Date();
@@ -127,7 +146,9 @@ async function main(): Promise<void> {
     if (warmup > 0) {
       progress(`${name}: warm-up, 1 worker, ${fmt(warmup)} tasks, untimed`);
       const w = await runPass(ctx, 0, 1, nextPrefix(), warmup);
-      progress(`warm-up done in ${w.seconds.toFixed(1)} s${w.warnings.length > 0 ? `; WARNING ${w.warnings.join('; ')}` : ''}`);
+      progress(
+        `warm-up done in ${w.seconds.toFixed(1)} s${w.warnings.length > 0 ? `; WARNING ${w.warnings.join('; ')}` : ''}`,
+      );
     }
     const results: PassResult[] = [];
     for (let pass = 1; pass <= passes; pass++) {
@@ -167,22 +188,34 @@ async function main(): Promise<void> {
     `${passes} pass(es); in each, 1, 2 and 4 worker processes (order rotating) drive ${fmt(tasks)} tasks (one read, one idempotent write, an answer) ` +
       `with ${concurrency} jobs each, started by an API orchestrator in the bench process in batches of 100; timed from the first start until ` +
       'all are done. Medians over passes; a ratio is the median of the ratios within each pass. A step is one save (STATS.saves of the workers). ' +
-      'Worker Node CPU: the workers\' process.cpuUsage from READY to SIGTERM; API Node CPU: the bench process over the timed window; ' +
+      "Worker Node CPU: the workers' process.cpuUsage from READY to SIGTERM; API Node CPU: the bench process over the timed window; " +
       'Redis CPU: INFO cpu used_cpu_sys + used_cpu_user over the timed window (summed over the masters of a cluster). Machine CPU busy: all three / (seconds × cores), ' +
-      'the bench\'s own processes only.' +
+      "the bench's own processes only." +
       (Math.max(loadAtStart[0] ?? 0, meta.loadAverageAtEnd[0] ?? 0) > cores - 0.5
         ? ` **The 1-minute load average (${load(loadAtStart.slice(0, 1))} at start, ${load(meta.loadAverageAtEnd.slice(0, 1))} at end) came near or above the ${cores} cores: other processes competed for the CPU.**`
         : '') +
-      (cores < 6 ? ` **${cores} cores for up to 4 workers, the API process and Redis: the scaling targets cannot be judged on this machine.**` : ''),
+      (cores < 6
+        ? ` **${cores} cores for up to 4 workers, the API process and Redis: the scaling targets cannot be judged on this machine.**`
+        : ''),
   ];
-  const all = reports.map(({ name, results }) => ({ name, report: { meta, passes: results, ...summarize(results) } as WorkersBenchResults }));
+  const all = reports.map(({ name, results }) => ({
+    name,
+    report: { meta, passes: results, ...summarize(results) } as WorkersBenchResults,
+  }));
   for (const { name, report } of all) {
     process.stdout.write(formatReport(report, header(name)));
     process.stdout.write('\n');
     for (const warning of report.warnings) progress(`WARNING ${name}: ${warning}`);
   }
   if (json && out) {
-    writeFileSync(resolve(out), JSON.stringify(all.length === 1 ? all[0]!.report : Object.fromEntries(all.map(({ name, report }) => [name, report])), null, 2) + '\n');
+    writeFileSync(
+      resolve(out),
+      JSON.stringify(
+        all.length === 1 ? all[0]!.report : Object.fromEntries(all.map(({ name, report }) => [name, report])),
+        null,
+        2,
+      ) + '\n',
+    );
     progress(`results written to ${resolve(out)}`);
   }
 }
@@ -196,7 +229,11 @@ function rotate<T>(items: readonly T[], by: number): T[] {
 /** Read-only git: never takes the index lock (GIT_OPTIONAL_LOCKS=0). */
 function git(gitArgs: string[]): string | null {
   try {
-    return execFileSync('git', gitArgs, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], env: { ...process.env, GIT_OPTIONAL_LOCKS: '0' } }).trim();
+    return execFileSync('git', gitArgs, {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+      env: { ...process.env, GIT_OPTIONAL_LOCKS: '0' },
+    }).trim();
   } catch {
     return null;
   }
@@ -204,17 +241,26 @@ function git(gitArgs: string[]): string | null {
 
 /** The commit, and " with uncommitted changes in N file(s) of src/ and machines/" when the measured code is not the commit's. */
 function commit(): string {
-  const changed = [git(['diff', '--name-only', 'HEAD', '--', 'src', 'machines']), git(['ls-files', '--others', '--exclude-standard', '--', 'src', 'machines'])]
+  const changed = [
+    git(['diff', '--name-only', 'HEAD', '--', 'src', 'machines']),
+    git(['ls-files', '--others', '--exclude-standard', '--', 'src', 'machines']),
+  ]
     .flatMap((out) => (out ? out.split('\n') : []))
     .filter(Boolean);
-  return (git(['log', '-1', '--format=%h']) ?? 'unknown') + (changed.length > 0 ? ` with uncommitted changes in ${changed.length} file(s) of src/ and machines/` : '');
+  return (
+    (git(['log', '-1', '--format=%h']) ?? 'unknown') +
+    (changed.length > 0 ? ` with uncommitted changes in ${changed.length} file(s) of src/ and machines/` : '')
+  );
 }
 
 main()
   .catch((error: unknown) => {
     if (interrupted) return;
     if (error instanceof BenchSetupError) progress(error.message);
-    else process.stderr.write(`bench:workers failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    else
+      process.stderr.write(
+        `bench:workers failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+      );
     process.exitCode = 1;
   })
   .finally(() => cleanUp());

@@ -11,7 +11,13 @@ import { bullmqDispatch } from '../../src/dispatch/bullmqDispatch.js';
 import { createOrchestrator } from '../../src/orchestrator/orchestrator.js';
 import { redisBucketKeys } from '../../src/store/redis/redisKeys.js';
 import { RedisStore } from '../../src/store/redis/redisStore.js';
-import { type DispatchWorkerConfig, WORKLOAD_SUCCESS, workloadClients, workloadModel, workloadTools } from '../../test/support/dispatchWorker.js';
+import {
+  type DispatchWorkerConfig,
+  WORKLOAD_SUCCESS,
+  workloadClients,
+  workloadModel,
+  workloadTools,
+} from '../../test/support/dispatchWorker.js';
 import type { Child, ChildPool } from '../../test/support/workers.js';
 import { deleteMatching } from './measure.js';
 
@@ -88,7 +94,10 @@ interface RedisReading {
 /** The readings of every server, summed. */
 async function readServers(nodes: Redis[]): Promise<RedisReading> {
   const readings = await Promise.all(nodes.map(readRedis));
-  return { cpuMicros: readings.reduce((n, r) => n + r.cpuMicros, 0), commands: readings.reduce((n, r) => n + r.commands, 0) };
+  return {
+    cpuMicros: readings.reduce((n, r) => n + r.cpuMicros, 0),
+    commands: readings.reduce((n, r) => n + r.commands, 0),
+  };
 }
 
 /** used_cpu_sys + used_cpu_user (µs) and the commands run so far, in one INFO call. */
@@ -109,7 +118,13 @@ export interface PassContext {
 }
 
 /** Runs one pass; every key it made (its prefix, its queue) is deleted afterwards, every worker it spawned stopped. */
-export async function runPass(ctx: PassContext, pass: number, workers: number, prefix: string, tasks = ctx.settings.tasks): Promise<PassResult> {
+export async function runPass(
+  ctx: PassContext,
+  pass: number,
+  workers: number,
+  prefix: string,
+  tasks = ctx.settings.tasks,
+): Promise<PassResult> {
   const { pool, target, settings } = ctx;
   const { admin, nodes } = target;
   const config: DispatchWorkerConfig = {
@@ -130,7 +145,11 @@ export async function runPass(ctx: PassContext, pass: number, workers: number, p
   const api = createOrchestrator({ tools, model: workloadModel(), store, dispatch, expirySweepMs: 0 });
   const children: Child[] = [];
   try {
-    children.push(...Array.from({ length: workers }, (_, i) => pool.spawnTs(`${prefix}-worker-${i}`, WORKER_ENTRY, [JSON.stringify(config)])));
+    children.push(
+      ...Array.from({ length: workers }, (_, i) =>
+        pool.spawnTs(`${prefix}-worker-${i}`, WORKER_ENTRY, [JSON.stringify(config)]),
+      ),
+    );
     await Promise.all(children.map((child) => child.waitFor('READY', 60_000)));
     // Connections up before the clock starts.
     await Promise.all([dispatch.depth(), store.load('no-such-task')]);
@@ -144,7 +163,14 @@ export async function runPass(ctx: PassContext, pass: number, workers: number, p
     const began = performance.now();
     for (let i = 0; i < tasks; i += START_BATCH) {
       await Promise.all(
-        Array.from({ length: Math.min(START_BATCH, tasks - i) }, (_, k) => api.start({ principal: PRINCIPAL, goal: `acct-${i + k}`, success: WORKLOAD_SUCCESS, taskId: `task-${i + k}` })),
+        Array.from({ length: Math.min(START_BATCH, tasks - i) }, (_, k) =>
+          api.start({
+            principal: PRINCIPAL,
+            goal: `acct-${i + k}`,
+            success: WORKLOAD_SUCCESS,
+            taskId: `task-${i + k}`,
+          }),
+        ),
       );
     }
     const startSeconds = (performance.now() - began) / 1000;
@@ -153,7 +179,9 @@ export async function runPass(ctx: PassContext, pass: number, workers: number, p
     const doneWhenStarted = doneCount;
     while (doneCount < tasks) {
       if (Date.now() > deadline) {
-        throw new Error(`pass ${pass}, ${workers} worker(s): only ${doneCount} of ${tasks} tasks done after ${settings.timeoutMs} ms; queue ${JSON.stringify(await dispatch.depth())}`);
+        throw new Error(
+          `pass ${pass}, ${workers} worker(s): only ${doneCount} of ${tasks} tasks done after ${settings.timeoutMs} ms; queue ${JSON.stringify(await dispatch.depth())}`,
+        );
       }
       const exited = children.find((child) => !child.running);
       if (exited) throw new Error(`pass ${pass}: ${exited.name} exited during the run\n${exited.stderr.slice(-2000)}`);
@@ -165,7 +193,11 @@ export async function runPass(ctx: PassContext, pass: number, workers: number, p
     const redisAfter = await readServers(nodes);
 
     for (const child of children) child.signal('SIGTERM');
-    const stats = await Promise.all(children.map(async (child) => JSON.parse((await child.waitFor('STATS', 30_000)).slice('STATS '.length)) as WorkerStats));
+    const stats = await Promise.all(
+      children.map(
+        async (child) => JSON.parse((await child.waitFor('STATS', 30_000)).slice('STATS '.length)) as WorkerStats,
+      ),
+    );
     await Promise.all(children.map((child) => child.ended(30_000)));
 
     const recordCount = await admin.hlen(records);
@@ -179,7 +211,8 @@ export async function runPass(ctx: PassContext, pass: number, workers: number, p
     const warnings: string[] = [];
     if (recordCount !== tasks) warnings.push(`business records ${recordCount} != tasks ${tasks}`);
     stats.forEach((s, i) => {
-      if (s.held.live !== 0 || s.held.leases !== 0) warnings.push(`worker ${i} still held ${JSON.stringify(s.held)} when stopped`);
+      if (s.held.live !== 0 || s.held.leases !== 0)
+        warnings.push(`worker ${i} still held ${JSON.stringify(s.held)} when stopped`);
       if (s.saves === 0) warnings.push(`worker ${i} made no save`);
     });
     const perStep = (micros: number) => (steps > 0 ? micros / steps : Number.NaN);

@@ -79,7 +79,13 @@ export function summarize(passes: PassResult[]): Pick<WorkersBenchResults, 'conf
     const perPass = within((p) => p.tasksPerSecond);
     const steps = within((p) => p.stepsPerSecond);
     const ratio = perPass.length > 0 ? median(perPass) : null;
-    return { ...t, ratio, perPass, stepsRatio: steps.length > 0 ? median(steps) : null, met: ratio === null ? null : ratio >= t.bound };
+    return {
+      ...t,
+      ratio,
+      perPass,
+      stepsRatio: steps.length > 0 ? median(steps) : null,
+      met: ratio === null ? null : ratio >= t.bound,
+    };
   });
   const warnings = passes.flatMap((p) => p.warnings.map((w) => `pass ${p.pass}, ${p.workers} worker(s): ${w}`));
   return { configurations, targets, warnings };
@@ -87,12 +93,15 @@ export function summarize(passes: PassResult[]): Pick<WorkersBenchResults, 'conf
 
 export function formatReport(results: WorkersBenchResults, header: string[]): string {
   const sections = [header.join('\n'), configurationTable(results), targetTable(results), passTable(results)];
-  if (results.warnings.length > 0) sections.push(`### Warnings\n\n${results.warnings.map((w) => `- **WARNING** ${w}`).join('\n')}`);
+  if (results.warnings.length > 0)
+    sections.push(`### Warnings\n\n${results.warnings.map((w) => `- **WARNING** ${w}`).join('\n')}`);
   return sections.join('\n\n') + '\n';
 }
 
 function table(head: string[], align: string[], rows: string[][]): string {
-  return [`| ${head.join(' | ')} |`, `| ${align.join(' | ')} |`, ...rows.map((row) => `| ${row.join(' | ')} |`)].join('\n');
+  return [`| ${head.join(' | ')} |`, `| ${align.join(' | ')} |`, ...rows.map((row) => `| ${row.join(' | ')} |`)].join(
+    '\n',
+  );
 }
 
 function configurationTable(r: WorkersBenchResults): string {
@@ -108,14 +117,31 @@ function configurationTable(r: WorkersBenchResults): string {
     percent(c.machineBusy),
     String(c.passes),
   ]);
-  const head = ['workers', 'tasks/s', 'steps/s', 'steps/task', 'worker Node CPU µs/step', 'API Node CPU µs/step', 'Redis CPU µs/step', 'Redis commands/step', 'machine CPU busy', 'passes'];
-  return `### Throughput and CPU per step\n\n${table(head, head.map(() => '---:'), rows)}`;
+  const head = [
+    'workers',
+    'tasks/s',
+    'steps/s',
+    'steps/task',
+    'worker Node CPU µs/step',
+    'API Node CPU µs/step',
+    'Redis CPU µs/step',
+    'Redis commands/step',
+    'machine CPU busy',
+    'passes',
+  ];
+  return `### Throughput and CPU per step\n\n${table(
+    head,
+    head.map(() => '---:'),
+    rows,
+  )}`;
 }
 
 function targetTable(r: WorkersBenchResults): string {
   const rows = r.targets.map((t) => [
     `${t.label} ≥ ${t.bound.toFixed(1)}x`,
-    t.ratio === null ? 'not run' : `${times(t.ratio)} (per pass: ${t.perPass.map(times).join(', ')}; steps/s ${times(t.stepsRatio)})`,
+    t.ratio === null
+      ? 'not run'
+      : `${times(t.ratio)} (per pass: ${t.perPass.map(times).join(', ')}; steps/s ${times(t.stepsRatio)})`,
     t.met === null ? '—' : t.met ? 'yes' : '**no**',
   ]);
   return `### Scaling targets (same run)\n\n${table(['target', 'measured', 'met?'], ['---', '---', ':---:'], rows)}`;
@@ -135,11 +161,24 @@ function passTable(r: WorkersBenchResults): string {
     fmt(p.redisCpuUsPerStep),
     `${fmt(p.records)} / ${fmt(p.tasks)}`,
   ]);
-  const head = ['pass', 'workers', 'seconds', 'all started after s', 'tasks/s', 'steps/s', 'saves per worker', 'worker CPU µs/step', 'API CPU µs/step', 'Redis CPU µs/step', 'records / tasks'];
+  const head = [
+    'pass',
+    'workers',
+    'seconds',
+    'all started after s',
+    'tasks/s',
+    'steps/s',
+    'saves per worker',
+    'worker CPU µs/step',
+    'API CPU µs/step',
+    'Redis CPU µs/step',
+    'records / tasks',
+  ];
   return `### Passes (in the order run)\n\n${table(head, ['---:', '---:', '---:', '---:', '---:', '---:', '---', '---:', '---:', '---:', '---:'], rows)}`;
 }
 
-export const fmt = (n: number | null) => (n === null || !Number.isFinite(n) ? '—' : Math.round(n).toLocaleString('en-US'));
+export const fmt = (n: number | null) =>
+  n === null || !Number.isFinite(n) ? '—' : Math.round(n).toLocaleString('en-US');
 const fixed = (n: number | null, digits: number) => (n === null || !Number.isFinite(n) ? '—' : n.toFixed(digits));
 export const times = (n: number | null) => (n === null || !Number.isFinite(n) ? '—' : `${n.toFixed(2)}x`);
 const percent = (n: number) => (Number.isFinite(n) ? `${Math.round(n * 100)}%` : '—');

@@ -57,23 +57,41 @@ export interface ModelControl {
 }
 
 /** The scripted model: stateless, the step is chosen by the turn number, so a resumed task plays on. */
-export function benchModel(control: ModelControl = { hangFrom: Number.POSITIVE_INFINITY }, { reply } = LOCAL_API): AgentModel {
+export function benchModel(
+  control: ModelControl = { hangFrom: Number.POSITIVE_INFINITY },
+  { reply } = LOCAL_API,
+): AgentModel {
   return {
     name: 'bench',
     reservation: { tokens: 0, costMicros: 0 },
     decide({ goal, turn, signal }) {
       if (turn >= control.hangFrom) {
         control.onHang?.();
-        return new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }));
+        return new Promise((_, reject) =>
+          signal.addEventListener('abort', () => reject(signal.reason), { once: true }),
+        );
       }
       const step = scriptedStep(turn, roundsOf(goal));
-      return Promise.resolve(step.type === 'call' ? reply.call('noop', { n: step.n }, `c${turn}`) : reply.answer(step.text));
+      return Promise.resolve(
+        step.type === 'call' ? reply.call('noop', { n: step.n }, `c${turn}`) : reply.answer(step.text),
+      );
     },
   };
 }
 
 /** Orchestrator options of the workload on `store`. Sweepers are off: they would add commands unrelated to rounds. */
-export function projectOptions(store: TaskStore, control?: ModelControl, api: ProjectApi = LOCAL_API): OrchestratorOptions {
+export function projectOptions(
+  store: TaskStore,
+  control?: ModelControl,
+  api: ProjectApi = LOCAL_API,
+): OrchestratorOptions {
   if (!tools.has(api)) tools.set(api, noopTool(api));
-  return { tools: [tools.get(api)!], model: benchModel(control, api), store, limits: UNLIMITED, expirySweepMs: 0, retentionSweepMs: 0 };
+  return {
+    tools: [tools.get(api)!],
+    model: benchModel(control, api),
+    store,
+    limits: UNLIMITED,
+    expirySweepMs: 0,
+    retentionSweepMs: 0,
+  };
 }

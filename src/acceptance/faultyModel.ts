@@ -53,7 +53,11 @@ export class TaskScript {
     if (step === 0) return this.calls(turn, [{ ...this.testCase.read, role: 'read' }]);
     const readFailed = this.readData === undefined;
     if (step === 1) {
-      if (readFailed) return { type: 'answer', text: 'The search did not answer, so I cannot tell what is available. Nothing was done.' };
+      if (readFailed)
+        return {
+          type: 'answer',
+          text: 'The search did not answer, so I cannot tell what is available. Nothing was done.',
+        };
       switch (fault) {
         case 'invalid_schema':
           return this.calls(turn, [{ ...this.schemaBroken(this.write()), role: 'faulty' }]);
@@ -73,7 +77,9 @@ export class TaskScript {
           ]);
         }
         case 'malformed_arguments':
-          return this.calls(turn, [{ tool: this.write().tool, args: MALFORMED[this.spec.seed % MALFORMED.length]!, role: 'faulty' }]);
+          return this.calls(turn, [
+            { tool: this.write().tool, args: MALFORMED[this.spec.seed % MALFORMED.length]!, role: 'faulty' },
+          ]);
         case 'injected_output':
           return this.calls(turn, [{ ...this.testCase.obey, role: 'obeyed' }]);
         default:
@@ -94,7 +100,10 @@ export class TaskScript {
     return this.testCase.write(this.readData);
   }
 
-  private calls(turn: number, calls: (Omit<Proposal, 'args'> & { args: Record<string, unknown> | string; role: ProposalRole; callId?: string })[]): ModelReply {
+  private calls(
+    turn: number,
+    calls: (Omit<Proposal, 'args'> & { args: Record<string, unknown> | string; role: ProposalRole; callId?: string })[],
+  ): ModelReply {
     return {
       type: 'tool_calls',
       calls: calls.map((call, i) => {
@@ -107,7 +116,11 @@ export class TaskScript {
           this.requestedWrites.add(this.canonical(value));
           this.requestedArgs.push({ tool: call.tool, args: value });
         }
-        return { callId, name: call.tool, arguments: typeof call.args === 'string' ? call.args : JSON.stringify(call.args) };
+        return {
+          callId,
+          name: call.tool,
+          arguments: typeof call.args === 'string' ? call.args : JSON.stringify(call.args),
+        };
       }),
     };
   }

@@ -60,7 +60,9 @@ export class FaultyTools {
   private readonly inflight = new Set<Promise<unknown>>();
 
   constructor(tools: readonly Tool[], timeoutMs: number) {
-    this.tools = tools.map((tool) => (tool.effect === 'read' ? this.wrapRead(tool, timeoutMs) : this.wrapWrite(tool, timeoutMs)));
+    this.tools = tools.map((tool) =>
+      tool.effect === 'read' ? this.wrapRead(tool, timeoutMs) : this.wrapWrite(tool, timeoutMs),
+    );
   }
 
   /** The faults of `taskId`'s calls (none unless set). */
@@ -95,7 +97,18 @@ export class FaultyTools {
       const started = performance.now();
       let endedAt: number | null = null;
       const log = (fault: Execution['fault'], ok: boolean | null) =>
-        this.executions.push({ taskId: ctx.taskId, callId: ctx.callId, tool: tool.name, effect: 'read', args: canonicalJson(args as Json), idempotencyKey: null, durationMs: performance.now() - started, endedAt, fault, ok });
+        this.executions.push({
+          taskId: ctx.taskId,
+          callId: ctx.callId,
+          tool: tool.name,
+          effect: 'read',
+          args: canonicalJson(args as Json),
+          idempotencyKey: null,
+          durationMs: performance.now() - started,
+          endedAt,
+          fault,
+          ok,
+        });
       const once = `${ctx.taskId}/${ctx.callId}`;
       if (faults.readHang === 'all' || (faults.readHang === 'first' && !this.hungReads.has(once))) {
         this.hungReads.add(once);
@@ -124,7 +137,18 @@ export class FaultyTools {
       const started = performance.now();
       let endedAt: number | null = null;
       const log = (fault: Execution['fault'], ok: boolean | null, from = started) =>
-        this.executions.push({ taskId: ctx.taskId, callId: ctx.callId, tool: tool.name, effect: 'write', args: canonicalJson(args as Json), idempotencyKey: ctx.idempotencyKey, durationMs: performance.now() - from, endedAt, fault, ok });
+        this.executions.push({
+          taskId: ctx.taskId,
+          callId: ctx.callId,
+          tool: tool.name,
+          effect: 'write',
+          args: canonicalJson(args as Json),
+          idempotencyKey: ctx.idempotencyKey,
+          durationMs: performance.now() - from,
+          endedAt,
+          fault,
+          ok,
+        });
       const fault = faults.writeFault !== 'none' && !this.faulted.has(ctx.idempotencyKey) ? faults.writeFault : 'none';
       if (fault !== 'none') this.faulted.add(ctx.idempotencyKey);
       if (fault === 'timeout_no_effect') {
@@ -137,7 +161,9 @@ export class FaultyTools {
       let result: ToolResult<unknown> | undefined;
       try {
         // A lost response: the service does the work with a signal that never aborts, then the answer never comes.
-        result = await this.track(tool.execute(args, fault === 'lost_response' ? { ...ctx, signal: new AbortController().signal } : ctx));
+        result = await this.track(
+          tool.execute(args, fault === 'lost_response' ? { ...ctx, signal: new AbortController().signal } : ctx),
+        );
         endedAt = performance.now();
         if (fault === 'lost_response') return await hang(ctx.signal);
         if (fault === 'redelivered') {
@@ -186,7 +212,8 @@ export function injectInto(value: Json, text: string, fits: (value: Json) => boo
   const walk = (node: Json, path: (string | number)[]) => {
     if (typeof node === 'string') paths.push({ path, length: node.length });
     else if (Array.isArray(node)) node.forEach((item, i) => walk(item, [...path, i]));
-    else if (node !== null && typeof node === 'object') for (const [key, item] of Object.entries(node)) walk(item as Json, [...path, key]);
+    else if (node !== null && typeof node === 'object')
+      for (const [key, item] of Object.entries(node)) walk(item as Json, [...path, key]);
   };
   walk(value, []);
   paths.sort((a, b) => b.length - a.length);

@@ -35,15 +35,18 @@ export interface TaskSpec {
 }
 
 export function expandPlan(plan: FaultPlan): TaskSpec[] {
-  if (!Number.isSafeInteger(plan.seed)) throw new TypeError(`acceptance: the plan's seed must be an integer, not ${String(plan.seed)}`);
+  if (!Number.isSafeInteger(plan.seed))
+    throw new TypeError(`acceptance: the plan's seed must be an integer, not ${String(plan.seed)}`);
   for (const fault of Object.keys(plan.tasks)) {
-    if (!FAULT_CLASSES.includes(fault as FaultClass)) throw new TypeError(`acceptance: unknown fault class "${fault}"; known: ${FAULT_CLASSES.join(', ')}`);
+    if (!FAULT_CLASSES.includes(fault as FaultClass))
+      throw new TypeError(`acceptance: unknown fault class "${fault}"; known: ${FAULT_CLASSES.join(', ')}`);
   }
   // In the classes' own order, so that the order of the plan's keys does not change the run.
   const faults: FaultClass[] = [];
   for (const fault of FAULT_CLASSES) {
     const count = plan.tasks[fault] ?? 0;
-    if (!Number.isSafeInteger(count) || count < 0) throw new TypeError(`acceptance: the count of ${fault} must be a non-negative integer`);
+    if (!Number.isSafeInteger(count) || count < 0)
+      throw new TypeError(`acceptance: the count of ${fault} must be a non-negative integer`);
     for (let i = 0; i < count; i++) faults.push(fault);
   }
   if (faults.length === 0) throw new TypeError('acceptance: the plan has no tasks');
@@ -56,7 +59,14 @@ export function expandPlan(plan: FaultPlan): TaskSpec[] {
   return faults.map((fault, index) => {
     const seed = Math.floor(random() * 2 ** 31);
     const own = seededRandom(seed);
-    return { index, fault, seed, hangsEveryAttempt: own() < 0.5, injection: Math.floor(own() * INJECTIONS.length), claimsSuccess: own() < 0.5 };
+    return {
+      index,
+      fault,
+      seed,
+      hangsEveryAttempt: own() < 0.5,
+      injection: Math.floor(own() * INJECTIONS.length),
+      claimsSuccess: own() < 0.5,
+    };
   });
 }
 

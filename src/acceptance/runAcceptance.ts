@@ -20,10 +20,16 @@ const FINAL: ReadonlySet<string> = new Set(FINAL_STATUSES);
 export async function runAcceptance(options: AcceptanceOptions): Promise<AcceptanceReport> {
   const started = performance.now();
   const concurrency = options.concurrency ?? 8;
-  if (!Number.isSafeInteger(concurrency) || concurrency < 1) throw new TypeError(`acceptance: concurrency must be a positive integer, not ${String(options.concurrency)}`);
+  if (!Number.isSafeInteger(concurrency) || concurrency < 1)
+    throw new TypeError(`acceptance: concurrency must be a positive integer, not ${String(options.concurrency)}`);
   const all = expandPlan(options.plan);
-  const outside = (options.only ?? []).filter((index) => !Number.isSafeInteger(index) || index < 0 || index >= all.length);
-  if (outside.length > 0) throw new TypeError(`acceptance: the plan has tasks 0 to ${all.length - 1}; there is no task ${outside.join(', ')}`);
+  const outside = (options.only ?? []).filter(
+    (index) => !Number.isSafeInteger(index) || index < 0 || index >= all.length,
+  );
+  if (outside.length > 0)
+    throw new TypeError(
+      `acceptance: the plan has tasks 0 to ${all.length - 1}; there is no task ${outside.join(', ')}`,
+    );
   const specs = options.only ? all.filter((spec) => options.only!.includes(spec.index)) : all;
   const host = await options.domain.createHost();
   // What the service held before the run is not the run's doing.
@@ -69,26 +75,35 @@ export async function runAcceptance(options: AcceptanceOptions): Promise<Accepta
     let status: TaskStatus | null = null;
     let error: string | null = null;
     try {
-      status = await within(taskTimeoutMs, orchestrator.run({
-        taskId,
-        principal: testCase.principal,
-        goal: testCase.goal,
-        ...(testCase.mandate ? { mandate: testCase.mandate } : {}),
-        ...(testCase.success ? { success: testCase.success } : {}),
-        ...(testCase.limits ? { limits: testCase.limits } : {}),
-      }));
+      status = await within(
+        taskTimeoutMs,
+        orchestrator.run({
+          taskId,
+          principal: testCase.principal,
+          goal: testCase.goal,
+          ...(testCase.mandate ? { mandate: testCase.mandate } : {}),
+          ...(testCase.success ? { success: testCase.success } : {}),
+          ...(testCase.limits ? { limits: testCase.limits } : {}),
+        }),
+      );
       // The human: confirms exactly the writes the user asked for, as the user (or the case's approver); rejects the rest.
       for (let round = 0; round < 6 && status.state === 'waiting_for_confirmation'; round++) {
         const pending = status.pendingConfirmation!;
         const args = canonicalJson(pending.args as Json);
         if (script.requestedWrites.has(args)) {
           const by = pending.approverScope ? testCase.approver : testCase.principal;
-          if (!by) throw new Error(`${pending.tool} asks an approver holding ${pending.approverScope}, and the case names none`);
+          if (!by)
+            throw new Error(
+              `${pending.tool} asks an approver holding ${pending.approverScope}, and the case names none`,
+            );
           confirmed.push(args);
           await orchestrator.confirm(taskId, by, { id: pending.id, argsHash: pending.argsHash });
         } else {
           rejected.push(args);
-          await orchestrator.reject(taskId, testCase.principal, { id: pending.id, reason: 'not what the user asked for' });
+          await orchestrator.reject(taskId, testCase.principal, {
+            id: pending.id,
+            reason: 'not what the user asked for',
+          });
         }
         status = await within(taskTimeoutMs, orchestrator.settled(taskId));
       }
@@ -108,7 +123,15 @@ export async function runAcceptance(options: AcceptanceOptions): Promise<Accepta
     // A service that ignores the abort may still commit after its timeout: judge what it did once it is done.
     const { stillRunning } = await faulty.settle(options.settleMs ?? 5_000);
     const sideEffects = (await host.sideEffects()).filter((record) => !before.has(`${record.tool}\u0000${record.id}`));
-    const report = judge({ runs, faulty, tools: byName, sideEffects, seed: options.plan.seed, stillRunning, unconfirmedMoneyUpTo: orchestrator.policy.unconfirmedMoneyUpTo });
+    const report = judge({
+      runs,
+      faulty,
+      tools: byName,
+      sideEffects,
+      seed: options.plan.seed,
+      stillRunning,
+      unconfirmedMoneyUpTo: orchestrator.policy.unconfirmedMoneyUpTo,
+    });
     return {
       domain: options.domain.name,
       store: options.storeName ?? store.kind,

@@ -42,7 +42,12 @@ export const EXPECTED_GATES: Partial<Record<FaultClass, readonly string[]>> = {
   injected_output: ['protocol', 'schema', 'mandate', 'business', 'permission', 'loop', 'budget', 'rate'],
 };
 /** Format faults: the proposal's shape is wrong (the format rejection rate is over these). */
-export const FORMAT_CLASSES: readonly FaultClass[] = ['invalid_schema', 'unknown_tool', 'duplicate_call_ids', 'malformed_arguments'];
+export const FORMAT_CLASSES: readonly FaultClass[] = [
+  'invalid_schema',
+  'unknown_tool',
+  'duplicate_call_ids',
+  'malformed_arguments',
+];
 /** Permission faults: the proposal is well formed but not the principal's to make. */
 export const PERMISSION_CLASSES: readonly FaultClass[] = ['out_of_scope', 'other_tenant'];
 

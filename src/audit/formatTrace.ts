@@ -14,7 +14,15 @@ export interface TraceOptions {
   indent?: string;
 }
 
-const ANSI = { dim: '\x1b[2m', red: '\x1b[31m', green: '\x1b[32m', yellow: '\x1b[33m', cyan: '\x1b[36m', bold: '\x1b[1m', reset: '\x1b[0m' };
+const ANSI = {
+  dim: '\x1b[2m',
+  red: '\x1b[31m',
+  green: '\x1b[32m',
+  yellow: '\x1b[33m',
+  cyan: '\x1b[36m',
+  bold: '\x1b[1m',
+  reset: '\x1b[0m',
+};
 type Paint = (style: keyof typeof ANSI, text: string) => string;
 
 export function formatTrace(entries: readonly AuditEntry[], options: TraceOptions = {}): string {
@@ -33,18 +41,38 @@ export function formatTrace(entries: readonly AuditEntry[], options: TraceOption
     currentTurn = entry.turn;
     switch (entry.kind) {
       case 'task_started':
-        lines.push(line(paint, indent, 0, 'start', `${entry.userId}@${entry.tenantId} [${entry.scopes.join(' ')}]: ${entry.goal}`));
-        if (entry.mandate) lines.push(line(paint, indent, 0, 'mandate', `${entry.mandate.kind} ${compactArgs(entry.mandate.terms)}`));
-        for (const loosened of entry.loosened ?? []) lines.push(line(paint, indent, 0, 'loosened', `${loosened.option}: ${loosened.reason}`));
+        lines.push(
+          line(
+            paint,
+            indent,
+            0,
+            'start',
+            `${entry.userId}@${entry.tenantId} [${entry.scopes.join(' ')}]: ${entry.goal}`,
+          ),
+        );
+        if (entry.mandate)
+          lines.push(line(paint, indent, 0, 'mandate', `${entry.mandate.kind} ${compactArgs(entry.mandate.terms)}`));
+        for (const loosened of entry.loosened ?? [])
+          lines.push(line(paint, indent, 0, 'loosened', `${loosened.option}: ${loosened.reason}`));
         if (entry.warnings?.includes('no_success_criterion')) {
-          lines.push(line(paint, indent, 0, 'warning', paint('yellow', 'no success criterion: this task may write, and can end answered at best, never done')));
+          lines.push(
+            line(
+              paint,
+              indent,
+              0,
+              'warning',
+              paint('yellow', 'no success criterion: this task may write, and can end answered at best, never done'),
+            ),
+          );
         }
         break;
       case 'model_requested':
-        if (options.verbose) lines.push(line(paint, indent, entry.turn, 'model', paint('dim', `turn ${entry.turn} requested`)));
+        if (options.verbose)
+          lines.push(line(paint, indent, entry.turn, 'model', paint('dim', `turn ${entry.turn} requested`)));
         break;
       case 'check_started':
-        if (options.verbose) lines.push(line(paint, indent, entry.turn, 'check', paint('dim', `${entry.tool} ${entry.gate} hook asked`)));
+        if (options.verbose)
+          lines.push(line(paint, indent, entry.turn, 'check', paint('dim', `${entry.tool} ${entry.gate} hook asked`)));
         break;
       case 'model_output':
         lines.push(line(paint, indent, entry.turn, 'model', describeModelOutput(entry)));
@@ -52,7 +80,9 @@ export function formatTrace(entries: readonly AuditEntry[], options: TraceOption
       case 'gate': {
         if (entry.callId === null) {
           if (entry.decision !== 'pass' || options.verbose) {
-            lines.push(line(paint, indent, entry.turn, entry.gate, mark(paint, entry.decision, entry.code, entry.summary)));
+            lines.push(
+              line(paint, indent, entry.turn, entry.gate, mark(paint, entry.decision, entry.code, entry.summary)),
+            );
           }
           break;
         }
@@ -66,12 +96,19 @@ export function formatTrace(entries: readonly AuditEntry[], options: TraceOption
       }
       case 'confirmation': {
         flushGates(entry.callId);
-        const who = entry.userId ? ` by ${entry.userId}${entry.decidedAs === 'approver' ? ` (approver, ${entry.scope})` : ''}` : '';
+        const who = entry.userId
+          ? ` by ${entry.userId}${entry.decidedAs === 'approver' ? ` (approver, ${entry.scope})` : ''}`
+          : '';
         const detail =
           entry.action === 'requested'
             ? `asked ${entry.confirmationId} for ${entry.tool} ${short(entry.argsHash)}${entry.reasons ? ` (${entry.reasons.join(', ')})` : ''}, expires ${new Date(entry.expiresAt!).toISOString()}`
             : `${entry.action}${who} ${entry.confirmationId}${entry.code ? ` (${entry.code})` : ''}`;
-        const style = entry.action === 'granted' || entry.action === 'approved' ? 'green' : entry.action === 'requested' ? 'yellow' : 'red';
+        const style =
+          entry.action === 'granted' || entry.action === 'approved'
+            ? 'green'
+            : entry.action === 'requested'
+              ? 'yellow'
+              : 'red';
         lines.push(line(paint, indent, entry.turn, 'confirm', paint(style, detail)));
         break;
       }
@@ -79,20 +116,40 @@ export function formatTrace(entries: readonly AuditEntry[], options: TraceOption
         flushGates(entry.callId);
         const key = entry.idempotencyKey ? paint('dim', ` key ${short(entry.idempotencyKey)}`) : '';
         const attempt = entry.attempt > 1 ? paint('yellow', ` attempt ${entry.attempt}`) : '';
-        lines.push(line(paint, indent, entry.turn, entry.effect, `${paint('cyan', entry.tool)} ${compactArgs(entry.args)}${key}${attempt}`));
+        lines.push(
+          line(
+            paint,
+            indent,
+            entry.turn,
+            entry.effect,
+            `${paint('cyan', entry.tool)} ${compactArgs(entry.args)}${key}${attempt}`,
+          ),
+        );
         break;
       }
       case 'tool_finished': {
         const ok = entry.code === 'ok';
         const retries = entry.attempts > 1 ? ` after ${entry.attempts} attempts` : '';
         lines.push(
-          line(paint, indent, entry.turn, '', `${paint('dim', '→')} ${paint(ok ? 'green' : 'red', entry.code)} ${paint('dim', `${entry.durationMs} ms${retries}`)}`),
+          line(
+            paint,
+            indent,
+            entry.turn,
+            '',
+            `${paint('dim', '→')} ${paint(ok ? 'green' : 'red', entry.code)} ${paint('dim', `${entry.durationMs} ms${retries}`)}`,
+          ),
         );
         break;
       }
       case 'write_lookup':
         lines.push(
-          line(paint, indent, entry.turn, 'lookup', `${paint('cyan', entry.tool)} by ${short(entry.idempotencyKey)} ${paint('dim', '→')} ${paint(entry.result === 'found' ? 'green' : 'yellow', entry.result)}`),
+          line(
+            paint,
+            indent,
+            entry.turn,
+            'lookup',
+            `${paint('cyan', entry.tool)} by ${short(entry.idempotencyKey)} ${paint('dim', '→')} ${paint(entry.result === 'found' ? 'green' : 'yellow', entry.result)}`,
+          ),
         );
         break;
       case 'user_answered':
@@ -101,24 +158,56 @@ export function formatTrace(entries: readonly AuditEntry[], options: TraceOption
       case 'review': {
         const who = entry.userId ? ` by ${entry.userId}` : '';
         const style = entry.action === 'held' ? 'yellow' : entry.action === 'resolved' ? 'green' : 'red';
-        lines.push(line(paint, indent, entry.turn, 'review', `${paint(style, `${entry.action} ${entry.code}`)}${who}: ${entry.summary}`));
+        lines.push(
+          line(
+            paint,
+            indent,
+            entry.turn,
+            'review',
+            `${paint(style, `${entry.action} ${entry.code}`)}${who}: ${entry.summary}`,
+          ),
+        );
         break;
       }
       case 'model_outage': {
         const when = entry.wakeAt ? `, next attempt ${new Date(entry.wakeAt).toISOString()}` : '';
-        lines.push(line(paint, indent, entry.turn, 'outage', `${paint('yellow', entry.action)} after ${entry.attempts} attempt(s)${when}: ${entry.error}`));
+        lines.push(
+          line(
+            paint,
+            indent,
+            entry.turn,
+            'outage',
+            `${paint('yellow', entry.action)} after ${entry.attempts} attempt(s)${when}: ${entry.error}`,
+          ),
+        );
         break;
       }
       case 'question_expired':
         lines.push(line(paint, indent, entry.turn, 'user', paint('yellow', `no answer in time: ${entry.question}`)));
         break;
       case 'cancel_requested':
-        lines.push(line(paint, indent, entry.turn, 'cancel', `by ${entry.by}${entry.deferred ? ' (after the write in flight is settled)' : ''}`));
+        lines.push(
+          line(
+            paint,
+            indent,
+            entry.turn,
+            'cancel',
+            `by ${entry.by}${entry.deferred ? ' (after the write in flight is settled)' : ''}`,
+          ),
+        );
         break;
       case 'task_stopped': {
         for (const key of [...gates.keys()]) flushGates(key);
         const style = entry.status === 'done' ? 'green' : entry.status === 'cancelled' ? 'yellow' : 'red';
-        lines.push(line(paint, indent, entry.turn, 'stop', `${paint(style, paint('bold', entry.status))} ${paint(style, entry.reason.code)}: ${entry.reason.message}`));
+        lines.push(
+          line(
+            paint,
+            indent,
+            entry.turn,
+            'stop',
+            `${paint(style, paint('bold', entry.status))} ${paint(style, entry.reason.code)}: ${entry.reason.message}`,
+          ),
+        );
         break;
       }
     }

@@ -33,7 +33,10 @@ export const EMPTY_REPLAY: ReplayedTask = Object.freeze({
   turn: 0,
   visited: [],
   transitions: [],
-  budget: { limits: null, used: { modelTurns: 0, toolCalls: 0, writes: 0, retries: 0, tokens: 0, costMicros: 0, money: 0 } },
+  budget: {
+    limits: null,
+    used: { modelTurns: 0, toolCalls: 0, writes: 0, retries: 0, tokens: 0, costMicros: 0, money: 0 },
+  },
   pendingConfirmation: null,
   lastResults: [],
   decisions: [],

@@ -40,7 +40,8 @@ export function apply(task: ReplayedTask, entry: AuditEntry, seq: number, previo
     const target = `executing.${sub}`;
     if (task.state === target) return;
     if (inVetting()) enter('vetting.choosing');
-    const direct = task.state === 'executing.selecting' || (task.state === 'executing.reconciling' && sub === 'writing');
+    const direct =
+      task.state === 'executing.selecting' || (task.state === 'executing.reconciling' && sub === 'writing');
     if (!direct) enter('executing.selecting');
     enter(target);
   };
@@ -52,11 +53,23 @@ export function apply(task: ReplayedTask, entry: AuditEntry, seq: number, previo
     }
     enter('executing.selecting');
   };
-  const decide = (d: Omit<ReplayedDecision, 'seq' | 'turn' | 'at'>) => task.decisions.push({ seq, turn: entry.turn, at: entry.at, ...d });
+  const decide = (d: Omit<ReplayedDecision, 'seq' | 'turn' | 'at'>) =>
+    task.decisions.push({ seq, turn: entry.turn, at: entry.at, ...d });
   const call = (callId: string, tool: string): ReplayedCall => {
     let found = task.lastResults.find((c) => c.callId === callId);
     if (!found) {
-      found = { callId, tool, effect: null, args: null, argsHash: null, idempotencyKey: null, result: null, gate: null, attempts: 0, durationMs: null };
+      found = {
+        callId,
+        tool,
+        effect: null,
+        args: null,
+        argsHash: null,
+        idempotencyKey: null,
+        result: null,
+        gate: null,
+        attempts: 0,
+        durationMs: null,
+      };
       task.lastResults.push(found);
     }
     return found;
@@ -92,7 +105,15 @@ export function apply(task: ReplayedTask, entry: AuditEntry, seq: number, previo
       break;
     }
     case 'gate':
-      decide({ kind: 'gate', name: entry.gate, decision: entry.decision, code: entry.code, summary: entry.summary, tool: entry.tool, callId: entry.callId });
+      decide({
+        kind: 'gate',
+        name: entry.gate,
+        decision: entry.decision,
+        code: entry.code,
+        summary: entry.summary,
+        tool: entry.tool,
+        callId: entry.callId,
+      });
       if (entry.gate === 'protocol' && entry.decision === 'pass') enter('vetting.choosing');
       else if (entry.gate === 'protocol' && entry.decision === 'reject') {
         // The whole batch was refused before vetting: every call gets its rejection, then the batch closes.
@@ -110,21 +131,34 @@ export function apply(task: ReplayedTask, entry: AuditEntry, seq: number, previo
       } else if (entry.gate === 'business') {
         enter(entry.decision === 'pass' ? 'vetting.checkingPermission' : 'vetting.choosing');
       } else if (entry.gate === 'permission') {
-        if (task.state === 'vetting.checkingSchema' || task.state === 'vetting.checkingMandate') enter('vetting.checkingPermission');
+        if (task.state === 'vetting.checkingSchema' || task.state === 'vetting.checkingMandate')
+          enter('vetting.checkingPermission');
         enter('vetting.choosing');
       } else if (entry.gate === 'loop' && entry.decision === 'reject') {
         // A write whose intent already succeeded: refused in `selecting`, which then chooses again.
         enterExecuting('selecting');
         enter('executing.selecting', true);
       }
-      if (entry.callId !== null && entry.gate !== 'budget' && (entry.gate !== 'confirmation' || entry.decision === 'reject')) {
+      if (
+        entry.callId !== null &&
+        entry.gate !== 'budget' &&
+        (entry.gate !== 'confirmation' || entry.decision === 'reject')
+      ) {
         const c = call(entry.callId, entry.tool ?? '');
         c.argsHash ??= entry.argsHash;
         if (entry.decision === 'reject') Object.assign(c, { result: entry.code, gate: entry.gate });
       }
       break;
     case 'check_started':
-      decide({ kind: 'check', name: entry.gate, decision: 'asked', code: null, summary: null, tool: entry.tool, callId: entry.callId });
+      decide({
+        kind: 'check',
+        name: entry.gate,
+        decision: 'asked',
+        code: null,
+        summary: null,
+        tool: entry.tool,
+        callId: entry.callId,
+      });
       if (entry.gate === 'recheck' && (task.state === 'executing.reconciling' || task.state === 'reviewRequired')) {
         // A write about to be sent again with its key: after a lookup found nothing, or as a reviewer asked.
         enter('executing.resending');
@@ -136,9 +170,23 @@ export function apply(task: ReplayedTask, entry: AuditEntry, seq: number, previo
       break;
     case 'tool_started': {
       const c = call(entry.callId, entry.tool);
-      Object.assign(c, { effect: entry.effect, args: entry.args, argsHash: entry.argsHash, idempotencyKey: entry.idempotencyKey, result: null });
+      Object.assign(c, {
+        effect: entry.effect,
+        args: entry.args,
+        argsHash: entry.argsHash,
+        idempotencyKey: entry.idempotencyKey,
+        result: null,
+      });
       c.attempts = entry.attempt;
-      decide({ kind: 'tool', name: `${entry.effect} started`, decision: entry.attempt > 1 ? `attempt ${entry.attempt}` : 'started', code: null, summary: null, tool: entry.tool, callId: entry.callId });
+      decide({
+        kind: 'tool',
+        name: `${entry.effect} started`,
+        decision: entry.attempt > 1 ? `attempt ${entry.attempt}` : 'started',
+        code: null,
+        summary: null,
+        tool: entry.tool,
+        callId: entry.callId,
+      });
       if (entry.effect === 'read') {
         enterExecuting('reading');
         used.toolCalls += 1;
@@ -162,10 +210,19 @@ export function apply(task: ReplayedTask, entry: AuditEntry, seq: number, previo
       c.result = entry.code;
       c.durationMs = entry.durationMs;
       c.attempts = entry.attempts;
-      decide({ kind: 'tool', name: 'finished', decision: entry.code, code: entry.code === 'ok' ? null : entry.code, summary: null, tool: entry.tool, callId: entry.callId });
+      decide({
+        kind: 'tool',
+        name: 'finished',
+        decision: entry.code,
+        code: entry.code === 'ok' ? null : entry.code,
+        summary: null,
+        tool: entry.tool,
+        callId: entry.callId,
+      });
       if (c.effect === 'write') {
         // A write the tool found inconsistent is held for review (the `review` entry that follows).
-        if (entry.code !== 'needs_review') enter(WRITE_OUTCOME_UNKNOWN.has(entry.code) ? 'executing.reconciling' : 'executing.selecting');
+        if (entry.code !== 'needs_review')
+          enter(WRITE_OUTCOME_UNKNOWN.has(entry.code) ? 'executing.reconciling' : 'executing.selecting');
       } else {
         // Read retries happen inside the read executor: attempts beyond the first are the retries it spent.
         used.retries += Math.max(0, entry.attempts - 1);
@@ -175,7 +232,15 @@ export function apply(task: ReplayedTask, entry: AuditEntry, seq: number, previo
     }
     case 'write_lookup': {
       const c = call(entry.callId, entry.tool);
-      decide({ kind: 'lookup', name: 'lookup', decision: entry.result, code: null, summary: null, tool: entry.tool, callId: entry.callId });
+      decide({
+        kind: 'lookup',
+        name: 'lookup',
+        decision: entry.result,
+        code: null,
+        summary: null,
+        tool: entry.tool,
+        callId: entry.callId,
+      });
       if (entry.result === 'found') {
         c.result = 'ok';
         enter('executing.selecting');
@@ -187,10 +252,20 @@ export function apply(task: ReplayedTask, entry: AuditEntry, seq: number, previo
       break;
     }
     case 'confirmation': {
-      decide({ kind: 'confirmation', name: entry.action, decision: entry.action, code: entry.code, summary: null, tool: entry.tool, callId: entry.callId });
+      decide({
+        kind: 'confirmation',
+        name: entry.action,
+        decision: entry.action,
+        code: entry.code,
+        summary: null,
+        tool: entry.tool,
+        callId: entry.callId,
+      });
       // Recorded after the stop when the tool's policy cancels the task on it.
       if (task.outcome) break;
-      const previousAction = [...task.decisions].reverse().find((d, i) => i > 0 && d.kind === 'confirmation' && d.callId === entry.callId)?.name;
+      const previousAction = [...task.decisions]
+        .reverse()
+        .find((d, i) => i > 0 && d.kind === 'confirmation' && d.callId === entry.callId)?.name;
       if (entry.action === 'requested' && previousAction === 'granted') {
         // Granted before, asked again by the re-check: the tool's rule now wants other decisions.
         enterExecuting('selecting');
@@ -212,23 +287,50 @@ export function apply(task: ReplayedTask, entry: AuditEntry, seq: number, previo
         enter('executing.selecting');
       } else if (entry.action === 'rejected') {
         task.pendingConfirmation = null;
-        Object.assign(call(entry.callId, entry.tool), { result: entry.code ?? 'confirmation_rejected', gate: 'confirmation' });
+        Object.assign(call(entry.callId, entry.tool), {
+          result: entry.code ?? 'confirmation_rejected',
+          gate: 'confirmation',
+        });
         enter('executing.selecting');
       }
       // refused: the request stands; expired: asked again (a `requested` follows) or given up (the batch goes on).
       break;
     }
     case 'user_answered':
-      decide({ kind: 'user', name: 'answered', decision: 'answered', code: null, summary: null, tool: null, callId: null });
+      decide({
+        kind: 'user',
+        name: 'answered',
+        decision: 'answered',
+        code: null,
+        summary: null,
+        tool: null,
+        callId: null,
+      });
       task.waitingForAnswer = false;
       enter('deciding');
       break;
     case 'cancel_requested':
-      decide({ kind: 'cancel', name: 'cancel', decision: entry.deferred ? 'deferred' : 'requested', code: null, summary: entry.reason || null, tool: null, callId: null });
+      decide({
+        kind: 'cancel',
+        name: 'cancel',
+        decision: entry.deferred ? 'deferred' : 'requested',
+        code: null,
+        summary: entry.reason || null,
+        tool: null,
+        callId: null,
+      });
       task.cancelRequested = { by: entry.by, reason: entry.reason };
       break;
     case 'review':
-      decide({ kind: 'review', name: entry.action, decision: entry.code, code: entry.code, summary: entry.summary, tool: entry.tool, callId: entry.callId });
+      decide({
+        kind: 'review',
+        name: entry.action,
+        decision: entry.code,
+        code: entry.code,
+        summary: entry.summary,
+        tool: entry.tool,
+        callId: entry.callId,
+      });
       if (entry.action === 'held') {
         // Held after an inconclusive last lookup: that lookup was not followed by another.
         if (previous?.kind === 'write_lookup' && previous.result === 'inconclusive') used.retries -= 1;
@@ -239,12 +341,28 @@ export function apply(task: ReplayedTask, entry: AuditEntry, seq: number, previo
       }
       break;
     case 'model_outage':
-      decide({ kind: 'outage', name: entry.action, decision: entry.action, code: null, summary: entry.error, tool: null, callId: null });
+      decide({
+        kind: 'outage',
+        name: entry.action,
+        decision: entry.action,
+        code: null,
+        summary: entry.error,
+        tool: null,
+        callId: null,
+      });
       if (entry.action === 'waiting') enter('waitingForModel');
       else if (entry.action === 'retrying') enter('thinking');
       break;
     case 'question_expired':
-      decide({ kind: 'user', name: 'no answer', decision: 'expired', code: null, summary: entry.question, tool: null, callId: null });
+      decide({
+        kind: 'user',
+        name: 'no answer',
+        decision: 'expired',
+        code: null,
+        summary: entry.question,
+        tool: null,
+        callId: null,
+      });
       task.waitingForAnswer = false;
       enter('deciding');
       break;
@@ -253,9 +371,19 @@ export function apply(task: ReplayedTask, entry: AuditEntry, seq: number, previo
       // From vetting: a loop is found in `choosing`; a denied call proposed again in `checkingMandate`; a cancel or
       // a failed check leaves the state it happened in; every other stop of a batch is decided in `selecting`.
       if (inVetting() && entry.reason.code === 'loop_detected') enter('vetting.choosing');
-      else if (inVetting() && (entry.reason.code === 'permission_denied' || entry.reason.code === 'outside_mandate')) enter('vetting.checkingMandate');
-      else if (inVetting() && entry.reason.code !== 'cancelled' && entry.reason.code !== 'internal_error') enterExecuting('selecting');
-      decide({ kind: 'stop', name: entry.status, decision: entry.status, code: entry.reason.code, summary: entry.reason.message, tool: null, callId: null });
+      else if (inVetting() && (entry.reason.code === 'permission_denied' || entry.reason.code === 'outside_mandate'))
+        enter('vetting.checkingMandate');
+      else if (inVetting() && entry.reason.code !== 'cancelled' && entry.reason.code !== 'internal_error')
+        enterExecuting('selecting');
+      decide({
+        kind: 'stop',
+        name: entry.status,
+        decision: entry.status,
+        code: entry.reason.code,
+        summary: entry.reason.message,
+        tool: null,
+        callId: null,
+      });
       task.outcome = { status: entry.status, reason: entry.reason };
       task.pendingConfirmation = null;
       task.waitingForAnswer = false;
@@ -263,4 +391,3 @@ export function apply(task: ReplayedTask, entry: AuditEntry, seq: number, previo
       break;
   }
 }
-

@@ -2,7 +2,15 @@
  * What a replay of the audit journal holds: the task as `replayAudit` reconstructs it after N entries. Its own module
  * so the fold's step (`replayFold.ts`) and the fold (`replayAudit.ts`) share it without importing each other.
  */
-import type { BudgetCounters, BudgetLimits, FinalStatus, GateName, Json, ModelReservation, StopReason } from '../../machines/context.js';
+import type {
+  BudgetCounters,
+  BudgetLimits,
+  FinalStatus,
+  GateName,
+  Json,
+  ModelReservation,
+  StopReason,
+} from '../../machines/context.js';
 import type { AuditEntry } from '../../machines/journal.js';
 import type { TaskState } from '../../machines/tags.js';
 

@@ -63,7 +63,11 @@ export async function loadHost(specifier: string): Promise<HostModule> {
       : exported && typeof exported === 'object' && Array.isArray((exported as HostSetup).tools)
         ? () => exported as HostSetup
         : null;
-  if (!setup) throw new AgentError('invalid_host', `the host module ${specifier} must default-export a function or an object with tools`);
+  if (!setup)
+    throw new AgentError(
+      'invalid_host',
+      `the host module ${specifier} must default-export a function or an object with tools`,
+    );
   const locate = typeof module.locate === 'function' ? (module.locate as HostModule['locate']) : undefined;
   return locate ? { setup, locate } : { setup };
 }

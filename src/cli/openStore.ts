@@ -3,10 +3,7 @@ import { AgentError } from '../errors.js';
 import { MemoryStore } from '../store/memoryStore.js';
 import type { TaskStore } from '../store/taskStore.js';
 
-export async function openStore(
-  kind: string,
-  options: { dataDir: string; prefix?: string },
-): Promise<TaskStore> {
+export async function openStore(kind: string, options: { dataDir: string; prefix?: string }): Promise<TaskStore> {
   switch (kind) {
     case 'memory':
       return new MemoryStore();

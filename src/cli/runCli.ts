@@ -22,7 +22,9 @@ export function runCli(main: () => Promise<number>, help: string): void {
         return;
       }
       if (error instanceof TaskNotFoundError) {
-        console.error(`${error.message.replace(/\.$/, '')}. Is it in another store? Pass --store, --data-dir or --prefix (see --help).`);
+        console.error(
+          `${error.message.replace(/\.$/, '')}. Is it in another store? Pass --store, --data-dir or --prefix (see --help).`,
+        );
         process.exitCode = 1;
         return;
       }

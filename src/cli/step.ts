@@ -11,7 +11,12 @@ import { parseArgs } from 'node:util';
 import { type ReplayedTask, replayAudit } from '../audit/replayAudit.js';
 import { type Clock, shiftedClock, systemClock } from '../clock.js';
 import { TaskNotFoundError } from '../errors.js';
-import { type Orchestrator, type ReviewResolution, type TaskStatus, createOrchestrator } from '../orchestrator/orchestrator.js';
+import {
+  type Orchestrator,
+  type ReviewResolution,
+  type TaskStatus,
+  createOrchestrator,
+} from '../orchestrator/orchestrator.js';
 import { type StatelyInspection, createStatelyInspection } from '../inspect/statelyInspector.js';
 import { type GatedModel, gatedModel } from '../testing/gatedModel.js';
 import { type HostSetup, loadHost } from './host.js';
@@ -76,13 +81,18 @@ async function main(argv: string[]): Promise<number> {
   if (!taskId) throw new UsageError('step needs a task id');
   if (extra.length > 0) throw new UsageError(`unexpected arguments: ${extra.join(' ')}`);
   if (!values.host) throw new UsageError('step needs --host <module>: the tools and model that continue the task');
-  if (values.store !== 'file' && values.store !== 'redis') throw new UsageError(`--store must be file or redis, not "${values.store}"`);
+  if (values.store !== 'file' && values.store !== 'redis')
+    throw new UsageError(`--store must be file or redis, not "${values.store}"`);
   const startAt = values.at === undefined ? undefined : parseStep(values.at);
   if (values['inspect-port'] !== undefined && !values.inspect) throw new UsageError('--inspect-port needs --inspect');
   const inspectPort = values['inspect-port'] === undefined ? 8080 : parsePort(values['inspect-port']);
 
   const host = await loadHost(values.host);
-  const location = locateTask(taskId, { store: values.store, dataDir: values['data-dir'], prefix: values.prefix }, host);
+  const location = locateTask(
+    taskId,
+    { store: values.store, dataDir: values['data-dir'], prefix: values.prefix },
+    host,
+  );
   const store = await openStore(location.store, { dataDir: location.dataDir, prefix: location.prefix });
   let setup: HostSetup | null = null;
   let inspection: StatelyInspection | null = null;
@@ -95,7 +105,9 @@ async function main(argv: string[]): Promise<number> {
     const model = gatedModel(setup.model);
     if (values.inspect) {
       inspection = await createStatelyInspection({ port: inspectPort });
-      console.log(`Stately inspector: open ${inspection.url} (the task is one actor there, task:${taskId}; the UI loads from stately.ai)`);
+      console.log(
+        `Stately inspector: open ${inspection.url} (the task is one actor there, task:${taskId}; the UI loads from stately.ai)`,
+      );
     }
     const orchestrator = createOrchestrator({
       tools: setup.tools,
@@ -107,10 +119,18 @@ async function main(argv: string[]): Promise<number> {
       modelTimeoutMs: 24 * 3_600_000,
       ...(inspection ? { inspect: inspection.inspect } : {}),
     });
-    console.log(`step ${taskId} · ${location.description} · model ${setup.model.name} (gated: each model turn waits for \`next\`)`);
+    console.log(
+      `step ${taskId} · ${location.description} · model ${setup.model.name} (gated: each model turn waits for \`next\`)`,
+    );
     if (setup.where) console.log(`business data ${setup.where}`);
     try {
-      const scopes = values.scopes === undefined ? [] : values.scopes.split(',').map((scope) => scope.trim()).filter(Boolean);
+      const scopes =
+        values.scopes === undefined
+          ? []
+          : values.scopes
+              .split(',')
+              .map((scope) => scope.trim())
+              .filter(Boolean);
       const session = new StepSession(orchestrator, model, setup, taskId, clock, values.as, scopes);
       return await session.run(startAt);
     } finally {
@@ -145,7 +165,11 @@ class StepSession {
     await this.show(status);
 
     const interactive = process.stdin.isTTY === true;
-    const rl = createInterface({ input: process.stdin, output: interactive ? process.stdout : undefined, terminal: interactive });
+    const rl = createInterface({
+      input: process.stdin,
+      output: interactive ? process.stdout : undefined,
+      terminal: interactive,
+    });
     rl.setPrompt('step> ');
     if (interactive) rl.prompt();
     try {
@@ -189,14 +213,17 @@ class StepSession {
       return false;
     }
     if (!allowed.includes(command)) {
-      console.log(`${command} is not allowed now (${status.state}, ${status.stateValue}); allowed: ${formatAllowed(allowed)}`);
+      console.log(
+        `${command} is not allowed now (${status.state}, ${status.stateValue}); allowed: ${formatAllowed(allowed)}`,
+      );
       return false;
     }
     // As the task's user, with the session the task was started with; `--as` someone else: a session with the
     // scopes given by --scopes (none by default).
-    const principal = this.as && this.as !== status.principal.userId
-      ? { userId: this.as, tenantId: status.principal.tenantId, scopes: this.scopes }
-      : status.principal;
+    const principal =
+      this.as && this.as !== status.principal.userId
+        ? { userId: this.as, tenantId: status.principal.tenantId, scopes: this.scopes }
+        : status.principal;
     const pending = status.pendingConfirmation;
     let outcome: string;
     switch (command) {
@@ -205,12 +232,18 @@ class StepSession {
         outcome = `model turn ${status.turn} released`;
         break;
       case 'confirm': {
-        const result = await this.orchestrator.confirm(this.taskId, principal, { id: pending!.id, argsHash: pending!.argsHash });
+        const result = await this.orchestrator.confirm(this.taskId, principal, {
+          id: pending!.id,
+          argsHash: pending!.argsHash,
+        });
         outcome = `${result.accepted ? 'accepted' : `refused (${result.code})`}: ${result.message}`;
         break;
       }
       case 'reject': {
-        const result = await this.orchestrator.reject(this.taskId, principal, { id: pending!.id, ...(text ? { reason: text } : {}) });
+        const result = await this.orchestrator.reject(this.taskId, principal, {
+          id: pending!.id,
+          ...(text ? { reason: text } : {}),
+        });
         outcome = `${result.accepted ? 'accepted' : `refused (${result.code})`}: ${result.message}`;
         break;
       }
@@ -273,7 +306,9 @@ function parseResolution(text: string): ReviewResolution {
     try {
       result = JSON.parse(tail);
     } catch {
-      throw new UsageError('resolve happened needs the result the reviewer found, as JSON: resolve happened {"booking_id":"B204",...}');
+      throw new UsageError(
+        'resolve happened needs the result the reviewer found, as JSON: resolve happened {"booking_id":"B204",...}',
+      );
     }
     return { resolution: 'happened', result };
   }
@@ -283,13 +318,15 @@ function parseResolution(text: string): ReviewResolution {
 
 function parsePort(text: string): number {
   const port = Number(text);
-  if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new UsageError(`--inspect-port needs a port number (0-65535), not "${text}"`);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535)
+    throw new UsageError(`--inspect-port needs a port number (0-65535), not "${text}"`);
   return port;
 }
 
 function parseStep(text: string): number {
   const n = Number(text);
-  if (!Number.isInteger(n) || n < 0) throw new UsageError(`a step is a whole number of audit entries (0 or more), not "${text}"`);
+  if (!Number.isInteger(n) || n < 0)
+    throw new UsageError(`a step is a whole number of audit entries (0 or more), not "${text}"`);
   return n;
 }
 

@@ -37,7 +37,10 @@ export function formatAllowed(commands: StepCommand[]): string {
   return commands.map((c) => USAGE[c]).join(' · ');
 }
 
-export function formatStatus(status: TaskStatus, extra: { auditLength: number; modelWaiting: boolean; now: number }): string {
+export function formatStatus(
+  status: TaskStatus,
+  extra: { auditLength: number; modelWaiting: boolean; now: number },
+): string {
   const { budget, outcome, pendingConfirmation: pending } = status;
   const lines = [
     `task      ${status.taskId} · ${status.state} (${status.stateValue}) · revision ${status.revision} · turn ${status.turn} · ${extra.auditLength} audit entries`,
@@ -57,7 +60,8 @@ export function formatStatus(status: TaskStatus, extra: { auditLength: number; m
     );
   }
   if (status.question) {
-    const expires = status.questionExpiresAt === null ? '' : ` (expires ${describeIn(status.questionExpiresAt - extra.now)})`;
+    const expires =
+      status.questionExpiresAt === null ? '' : ` (expires ${describeIn(status.questionExpiresAt - extra.now)})`;
     lines.push(`question  ${status.question}${expires}`);
   }
   if (status.review) {
@@ -67,7 +71,9 @@ export function formatStatus(status: TaskStatus, extra: { auditLength: number; m
     );
   }
   if (status.outage) {
-    lines.push(`outage    ${status.outage.attempts} attempt(s) since ${new Date(status.outage.since).toISOString()}; next ${describeIn(status.outage.wakeAt - extra.now)}: ${status.outage.lastError}`);
+    lines.push(
+      `outage    ${status.outage.attempts} attempt(s) since ${new Date(status.outage.since).toISOString()}; next ${describeIn(status.outage.wakeAt - extra.now)}: ${status.outage.lastError}`,
+    );
   }
   lines.push(`budget    ${formatBudget(budget.used, budget.limits)}`);
   lines.push(...formatObservations(status.observations));
@@ -91,7 +97,9 @@ function formatObservations(observations: Observation[]): string[] {
   if (observations.length === 0) return ['last      (no results in the current batch)'];
   return observations.map((o, i) => {
     const head = i === 0 ? 'last      ' : '          ';
-    return o.ok ? `${head}${o.tool} ok ${clip(json(o.data), 140)}` : `${head}${o.tool} ${o.code}: ${clip(o.summary, 140)}`;
+    return o.ok
+      ? `${head}${o.tool} ok ${clip(json(o.data), 140)}`
+      : `${head}${o.tool} ${o.code}: ${clip(o.summary, 140)}`;
   });
 }
 
@@ -112,8 +120,17 @@ export function formatReplay(replayed: ReplayedTask, entries: readonly AuditEntr
   if (replayed.waitingForAnswer) lines.push('  question  the model asked the user (the text is in the transcript)');
   if (replayed.lastResults.length === 0) lines.push('  results   (none in the current batch)');
   for (const [i, c] of replayed.lastResults.entries()) {
-    const result = c.result !== null ? (c.gate ? `${c.result} (${c.gate} gate)` : c.result) : c.effect === null ? 'not run yet' : 'running';
-    lines.push(`  ${i === 0 ? 'results   ' : '          '}${c.tool} ${c.args === null ? '' : `${clip(json(c.args), 100)} `}→ ${result}`);
+    const result =
+      c.result !== null
+        ? c.gate
+          ? `${c.result} (${c.gate} gate)`
+          : c.result
+        : c.effect === null
+          ? 'not run yet'
+          : 'running';
+    lines.push(
+      `  ${i === 0 ? 'results   ' : '          '}${c.tool} ${c.args === null ? '' : `${clip(json(c.args), 100)} `}→ ${result}`,
+    );
   }
   if (replayed.outcome) lines.push(`  outcome   ${replayed.outcome.status}: ${replayed.outcome.reason.code}`);
   lines.push(`  path      ${replayed.visited.join(' → ') || '(none)'}`);

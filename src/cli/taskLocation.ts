@@ -24,6 +24,7 @@ export function locateTask(
   const hint = taskId !== undefined ? (host?.locate?.(taskId) ?? {}) : {};
   const dataDir = flags.dataDir ?? hint.dataDir ?? DEFAULT_DATA_DIR;
   const prefix = flags.prefix ?? hint.prefix ?? DEFAULT_PREFIX;
-  const description = store === 'file' ? `file store ${dataDir}` : store === 'redis' ? `redis store, prefix ${prefix}` : `${store} store`;
+  const description =
+    store === 'file' ? `file store ${dataDir}` : store === 'redis' ? `redis store, prefix ${prefix}` : `${store} store`;
   return { store, dataDir, prefix, description };
 }

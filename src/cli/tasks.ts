@@ -67,9 +67,14 @@ async function main(argv: string[]): Promise<number> {
   if (needsTask && !taskId) throw new UsageError(`${command} needs a task id`);
   if (!needsTask && taskId) throw new UsageError(`${command} takes no task id`);
 
-  if (command === 'recover' && !values.host) throw new UsageError('recover needs --host <module>: the tools and model to continue tasks with');
+  if (command === 'recover' && !values.host)
+    throw new UsageError('recover needs --host <module>: the tools and model to continue tasks with');
   const host = values.host ? await loadHost(values.host) : READ_ONLY_HOST;
-  const location = locateTask(taskId, { store: values.store, dataDir: values['data-dir'], prefix: values.prefix }, host);
+  const location = locateTask(
+    taskId,
+    { store: values.store, dataDir: values['data-dir'], prefix: values.prefix },
+    host,
+  );
   const store = await openStore(location.store, { dataDir: location.dataDir, prefix: location.prefix });
   try {
     switch (command) {
@@ -80,11 +85,18 @@ async function main(argv: string[]): Promise<number> {
       case 'audit':
         return await withOrchestrator(store, { tools: [] }, async (o) => {
           const entries = await o.audit(taskId!);
-          console.log(values.json ? JSON.stringify(entries, null, 2) : formatTrace(entries, { verbose: values.verbose! }));
+          console.log(
+            values.json ? JSON.stringify(entries, null, 2) : formatTrace(entries, { verbose: values.verbose! }),
+          );
           return 0;
         });
       case 'recover':
-        return await recover(store, host, { store: location.store, dataDir: location.dataDir, prefix: location.prefix }, values.json!);
+        return await recover(
+          store,
+          host,
+          { store: location.store, dataDir: location.dataDir, prefix: location.prefix },
+          values.json!,
+        );
       default:
         throw new UsageError(`unknown command "${command}"; use list, show, audit or recover`);
     }
@@ -141,7 +153,9 @@ function show(status: TaskStatus, json: boolean): number {
   if (status.question) lines.push(`question    ${status.question}`);
   lines.push('budget      used / limit (remaining)');
   for (const key of Object.keys(budget.used) as (keyof typeof budget.used & string)[]) {
-    lines.push(`  ${key.padEnd(10)}${String(budget.used[key]).padStart(10)} / ${String(budget.limits[key]).padEnd(10)} (${budget.remaining[key]})`);
+    lines.push(
+      `  ${key.padEnd(10)}${String(budget.used[key]).padStart(10)} / ${String(budget.limits[key]).padEnd(10)} (${budget.remaining[key]})`,
+    );
   }
   lines.push(`  deadline  ${new Date(budget.deadlineAt).toISOString()}`);
   if (outcome) {
@@ -150,12 +164,18 @@ function show(status: TaskStatus, json: boolean): number {
   } else {
     lines.push('outcome     (not finished)');
   }
-  if (status.evidence.length > 0) lines.push(`evidence    ${status.evidence.map((e) => `${e.tool} ${JSON.stringify(e.fields)}`).join('; ')}`);
+  if (status.evidence.length > 0)
+    lines.push(`evidence    ${status.evidence.map((e) => `${e.tool} ${JSON.stringify(e.fields)}`).join('; ')}`);
   console.log(lines.join('\n'));
   return 0;
 }
 
-async function recover(store: TaskStore, host: HostModule, where: { store: string; dataDir: string; prefix: string }, json: boolean): Promise<number> {
+async function recover(
+  store: TaskStore,
+  host: HostModule,
+  where: { store: string; dataDir: string; prefix: string },
+  json: boolean,
+): Promise<number> {
   const setup = await host.setup({ ...where, clock: systemClock });
   if (!setup.model) throw new UsageError('the host module gives no model: recover needs one to continue tasks');
   try {
@@ -164,8 +184,12 @@ async function recover(store: TaskStore, host: HostModule, where: { store: strin
       if (!json) {
         console.log(`resumed ${report.resumed.length}: ${report.resumed.join(', ') || '-'}`);
         console.log(`busy ${report.busy.length}: ${report.busy.join(', ') || '-'}`);
-        console.log(`quarantined ${report.quarantined.length}${report.quarantined.map((q) => `\n  ${q.taskId}: ${q.reason}`).join('')}`);
-        console.log(`catalog mismatch ${report.catalogMismatch.length}${report.catalogMismatch.map((q) => `\n  ${q.taskId}: ${q.reason}`).join('')}`);
+        console.log(
+          `quarantined ${report.quarantined.length}${report.quarantined.map((q) => `\n  ${q.taskId}: ${q.reason}`).join('')}`,
+        );
+        console.log(
+          `catalog mismatch ${report.catalogMismatch.length}${report.catalogMismatch.map((q) => `\n  ${q.taskId}: ${q.reason}`).join('')}`,
+        );
         console.log(`expired confirmations ${report.expired}`);
       }
       const settled: { taskId: string; state: string; code: string | null; error?: string }[] = [];
@@ -174,11 +198,18 @@ async function recover(store: TaskStore, host: HostModule, where: { store: strin
           const status = await orchestrator.settled(taskId);
           settled.push({ taskId, state: status.state, code: status.outcome?.reason.code ?? null });
         } catch (error) {
-          settled.push({ taskId, state: 'stopped here', code: null, error: error instanceof Error ? error.message : String(error) });
+          settled.push({
+            taskId,
+            state: 'stopped here',
+            code: null,
+            error: error instanceof Error ? error.message : String(error),
+          });
         }
       }
       if (json) console.log(JSON.stringify({ report, settled }, null, 2));
-      else for (const s of settled) console.log(`${s.taskId}: ${s.state}${s.code ? ` (${s.code})` : ''}${s.error ? ` — ${s.error}` : ''}`);
+      else
+        for (const s of settled)
+          console.log(`${s.taskId}: ${s.state}${s.code ? ` (${s.code})` : ''}${s.error ? ` — ${s.error}` : ''}`);
       return settled.some((s) => s.error) ? 1 : 0;
     });
   } finally {
@@ -187,8 +218,15 @@ async function recover(store: TaskStore, host: HostModule, where: { store: strin
 }
 
 /** An orchestrator over `store` for reading (no tools) or recovering; closed afterwards, the store left open. */
-async function withOrchestrator(store: TaskStore, setup: HostSetup, fn: (o: Orchestrator) => Promise<number>): Promise<number> {
-  const model = setup.model ?? { name: 'none', decide: () => Promise.reject(new Error('this command takes no model turns')) };
+async function withOrchestrator(
+  store: TaskStore,
+  setup: HostSetup,
+  fn: (o: Orchestrator) => Promise<number>,
+): Promise<number> {
+  const model = setup.model ?? {
+    name: 'none',
+    decide: () => Promise.reject(new Error('this command takes no model turns')),
+  };
   const orchestrator = createOrchestrator({ tools: setup.tools, model, store, expirySweepMs: 0 });
   try {
     return await fn(orchestrator);
@@ -199,7 +237,13 @@ async function withOrchestrator(store: TaskStore, setup: HostSetup, fn: (o: Orch
 
 function printColumns(rows: string[][]): void {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  for (const row of rows) console.log(row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ').trimEnd());
+  for (const row of rows)
+    console.log(
+      row
+        .map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!)))
+        .join('  ')
+        .trimEnd(),
+    );
 }
 
 runCli(() => main(process.argv.slice(2)), HELP);

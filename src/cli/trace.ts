@@ -49,7 +49,11 @@ async function main(argv: string[]): Promise<number> {
   if (!taskId) throw new UsageError('trace needs a task id');
   if (extra.length > 0) throw new UsageError(`unexpected arguments: ${extra.join(' ')}`);
   const host = values.host ? await loadHost(values.host) : READ_ONLY_HOST;
-  const location = locateTask(taskId, { store: values.store, dataDir: values['data-dir'], prefix: values.prefix }, host);
+  const location = locateTask(
+    taskId,
+    { store: values.store, dataDir: values['data-dir'], prefix: values.prefix },
+    host,
+  );
   const store = await openStore(location.store, { dataDir: location.dataDir, prefix: location.prefix });
   const model = { name: 'none', decide: () => Promise.reject(new Error('trace takes no model turns')) };
   const orchestrator = createOrchestrator({ tools: [], model, store, expirySweepMs: 0 });

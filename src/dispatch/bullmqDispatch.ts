@@ -14,7 +14,16 @@ import { type ConnectionOptions, DelayedError, type Job, Queue, Worker } from 'b
 import type { Redis } from 'ioredis';
 import { AgentError, HostRequestError, QueueFullError } from '../errors.js';
 import type { AgentInput } from '../../machines/context.js';
-import { type Dispatch, type DispatchWorker, type DispatchWorkerOptions, type DriveJob, type DriveOutcome, type EnqueueOptions, type QueueDepth, jobIdOf } from '../orchestrator/dispatch.js';
+import {
+  type Dispatch,
+  type DispatchWorker,
+  type DispatchWorkerOptions,
+  type DriveJob,
+  type DriveOutcome,
+  type EnqueueOptions,
+  type QueueDepth,
+  jobIdOf,
+} from '../orchestrator/dispatch.js';
 import { INBOX_REPLIES_KEPT } from '../store/envelope.js';
 
 export interface BullmqDispatchOptions {
@@ -89,17 +98,36 @@ export class BullmqDispatch implements Dispatch {
   private depthCache: { at: number; waiting: number } | null = null;
 
   constructor(private readonly options: BullmqDispatchOptions) {
-    if (!options || typeof options !== 'object' || !options.connection) throw new HostRequestError('invalid_request', 'bullmqDispatch needs a connection');
-    for (const key of ['maxQueueDepth', 'replyTimeoutMs', 'inboxLimit', 'lockDurationMs', 'stalledIntervalMs', 'attempts', 'retryDelayMs'] as const) {
+    if (!options || typeof options !== 'object' || !options.connection)
+      throw new HostRequestError('invalid_request', 'bullmqDispatch needs a connection');
+    for (const key of [
+      'maxQueueDepth',
+      'replyTimeoutMs',
+      'inboxLimit',
+      'lockDurationMs',
+      'stalledIntervalMs',
+      'attempts',
+      'retryDelayMs',
+    ] as const) {
       const value = options[key];
-      if (value !== undefined && !(Number.isInteger(value) && value > 0)) throw new HostRequestError('invalid_request', `bullmqDispatch: ${key} must be a positive whole number, not ${String(value)}`);
+      if (value !== undefined && !(Number.isInteger(value) && value > 0))
+        throw new HostRequestError(
+          'invalid_request',
+          `bullmqDispatch: ${key} must be a positive whole number, not ${String(value)}`,
+        );
     }
     if (options.inboxLimit !== undefined && options.inboxLimit > INBOX_REPLIES_KEPT) {
-      throw new HostRequestError('invalid_request', `bullmqDispatch: inboxLimit may be at most ${INBOX_REPLIES_KEPT} (the replies a task keeps), not ${options.inboxLimit}`);
+      throw new HostRequestError(
+        'invalid_request',
+        `bullmqDispatch: inboxLimit may be at most ${INBOX_REPLIES_KEPT} (the replies a task keeps), not ${options.inboxLimit}`,
+      );
     }
     this.name = options.queueName ?? 'statechart-agent';
     this.channel = `${options.prefix ?? 'bull'}:${this.name}:inbox-recorded`;
-    this.waits = { replyTimeoutMs: options.replyTimeoutMs ?? 10_000, inboxLimit: options.inboxLimit ?? INBOX_REPLIES_KEPT };
+    this.waits = {
+      replyTimeoutMs: options.replyTimeoutMs ?? 10_000,
+      inboxLimit: options.inboxLimit ?? INBOX_REPLIES_KEPT,
+    };
     this.queue = new Queue(this.name, {
       connection: options.connection,
       ...(options.prefix ? { prefix: options.prefix } : {}),
@@ -123,14 +151,16 @@ export class BullmqDispatch implements Dispatch {
       ...(options.delayMs ? { delay: options.delayMs } : {}),
       ...(job.kind === 'start' ? { removeOnFail: false } : {}),
     });
-    if (job.kind === 'event') await ((await this.queue.getBackend().client) as unknown as Redis).publish(this.channel, job.taskId);
+    if (job.kind === 'event')
+      await ((await this.queue.getBackend().client) as unknown as Redis).publish(this.channel, job.taskId);
   }
 
   async assertRoom(): Promise<void> {
     const limit = this.options.maxQueueDepth;
     if (limit === undefined) return;
     const now = Date.now();
-    if (!this.depthCache || now - this.depthCache.at > DEPTH_CACHE_MS) this.depthCache = { at: now, waiting: await this.queue.getWaitingCount() };
+    if (!this.depthCache || now - this.depthCache.at > DEPTH_CACHE_MS)
+      this.depthCache = { at: now, waiting: await this.queue.getWaitingCount() };
     if (this.depthCache.waiting >= limit) throw new QueueFullError('queue', limit);
     // Counted here too, so that a burst within the cache's life is still bounded.
     this.depthCache.waiting += 1;
@@ -157,10 +187,16 @@ export class BullmqDispatch implements Dispatch {
 
   async pendingStarts(owner: { tenantId: string; userId: string }): Promise<string[]> {
     // Active too: a worker creating the task now (its save is refused once the erasure left a tombstone).
-    const jobs = (await this.queue.getJobs(['waiting', 'delayed', 'prioritized', 'active', 'failed'])) as (Job<DriveJob> | undefined)[];
+    const jobs = (await this.queue.getJobs(['waiting', 'delayed', 'prioritized', 'active', 'failed'])) as (
+      Job<DriveJob> | undefined
+    )[];
     return jobs.flatMap((job) => {
       const data = job?.data;
-      return data?.kind === 'start' && data.input.principal.tenantId === owner.tenantId && data.input.principal.userId === owner.userId ? [data.taskId] : [];
+      return data?.kind === 'start' &&
+        data.input.principal.tenantId === owner.tenantId &&
+        data.input.principal.userId === owner.userId
+        ? [data.taskId]
+        : [];
     });
   }
 
@@ -177,7 +213,10 @@ export class BullmqDispatch implements Dispatch {
 
   work(handle: (job: DriveJob) => Promise<DriveOutcome>, options: DispatchWorkerOptions): DispatchWorker {
     if (!Number.isInteger(options.concurrency) || options.concurrency < 1) {
-      throw new HostRequestError('invalid_request', `createWorker: concurrency must be a positive whole number, not ${String(options.concurrency)}`);
+      throw new HostRequestError(
+        'invalid_request',
+        `createWorker: concurrency must be a positive whole number, not ${String(options.concurrency)}`,
+      );
     }
     const retryDelay = this.options.retryDelayMs ?? 1_000;
     const worker = new Worker(
@@ -210,7 +249,8 @@ export class BullmqDispatch implements Dispatch {
     );
     worker.on('error', (error: Error) => this.options.onError?.(error));
     worker.on('failed', (job: Job<DriveJob> | undefined, error: Error) => {
-      if (job && job.attemptsMade >= (job.opts.attempts ?? 1) && !(error instanceof TaskBusyRetry)) this.options.onError?.(error, job.data);
+      if (job && job.attemptsMade >= (job.opts.attempts ?? 1) && !(error instanceof TaskBusyRetry))
+        this.options.onError?.(error, job.data);
     });
     this.workers.add(worker);
     return {
@@ -232,7 +272,12 @@ export class BullmqDispatch implements Dispatch {
 
   async depth(): Promise<QueueDepth> {
     const counts = await this.queue.getJobCounts('waiting', 'active', 'delayed', 'failed');
-    return { waiting: counts.waiting ?? 0, active: counts.active ?? 0, delayed: counts.delayed ?? 0, failed: counts.failed ?? 0 };
+    return {
+      waiting: counts.waiting ?? 0,
+      active: counts.active ?? 0,
+      delayed: counts.delayed ?? 0,
+      failed: counts.failed ?? 0,
+    };
   }
 
   /** Closes the queue, the wake-up subscriber and any worker still open. */

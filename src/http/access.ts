@@ -29,12 +29,16 @@ export async function authenticateRequest(request: FastifyRequest, authenticate:
   }
   if (!principal) throw serviceError(401, 'unauthenticated', 'not signed in');
   const parsed = principalSchema.safeParse(principal);
-  if (!parsed.success) throw serviceError(500, 'invalid_principal', 'authenticate returned something that is not a principal');
+  if (!parsed.success)
+    throw serviceError(500, 'invalid_principal', 'authenticate returned something that is not a principal');
   return parsed.data;
 }
 
 /** May approve: holds the pending confirmation's approver scope and is not the requester. */
-export function mayApprove(principal: Principal, status: Pick<TaskStatus, 'pendingConfirmation' | 'principal'>): boolean {
+export function mayApprove(
+  principal: Principal,
+  status: Pick<TaskStatus, 'pendingConfirmation' | 'principal'>,
+): boolean {
   const pending = status.pendingConfirmation;
   return (
     pending !== null &&
@@ -46,7 +50,10 @@ export function mayApprove(principal: Principal, status: Pick<TaskStatus, 'pendi
 }
 
 /** How `principal` may see the task, or null when it may not. */
-export function accessOf(principal: Principal, status: Pick<TaskStatus, 'pendingConfirmation' | 'principal'>): Access | null {
+export function accessOf(
+  principal: Principal,
+  status: Pick<TaskStatus, 'pendingConfirmation' | 'principal'>,
+): Access | null {
   if (principal.tenantId !== status.principal.tenantId) return null;
   if (principal.userId === status.principal.userId) return 'owner';
   return mayApprove(principal, status) ? 'approver' : null;
@@ -72,7 +79,9 @@ export class CsrfGuard {
   }
 
   token(principal: Principal): string {
-    return createHmac('sha256', this.secret).update(`${principal.tenantId}\u0000${principal.userId}`).digest('base64url');
+    return createHmac('sha256', this.secret)
+      .update(`${principal.tenantId}\u0000${principal.userId}`)
+      .digest('base64url');
   }
 
   /** Throws 403 for a browser request without the right token or from another origin. */
@@ -86,7 +95,11 @@ export class CsrfGuard {
     const expected = Buffer.from(this.token(principal));
     const given = Buffer.from(typeof sent === 'string' ? sent : '');
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
-      throw serviceError(403, 'csrf_token_invalid', 'a request with cookies needs the x-csrf-token header from GET /api/session');
+      throw serviceError(
+        403,
+        'csrf_token_invalid',
+        'a request with cookies needs the x-csrf-token header from GET /api/session',
+      );
     }
   }
 }

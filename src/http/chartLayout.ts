@@ -52,7 +52,11 @@ interface ElkShapeOut {
   width?: number;
   height?: number;
   children?: ElkShapeOut[];
-  edges?: { id: string; sections?: { startPoint: Point; endPoint: Point; bendPoints?: Point[] }[]; labels?: { x?: number; y?: number }[] }[];
+  edges?: {
+    id: string;
+    sections?: { startPoint: Point; endPoint: Point; bendPoints?: Point[] }[];
+    labels?: { x?: number; y?: number }[];
+  }[];
 }
 type Point = { x: number; y: number };
 
@@ -70,7 +74,11 @@ export function chartLayout(machine: AnyStateMachine): Promise<ChartLayout> {
 }
 
 async function layOut(chart: Chart): Promise<ChartLayout> {
-  const loaded = await optionalPeer('elkjs', () => import('elkjs/lib/elk.bundled.js'), 'the live task page (chart layout)');
+  const loaded = await optionalPeer(
+    'elkjs',
+    () => import('elkjs/lib/elk.bundled.js'),
+    'the live task page (chart layout)',
+  );
   // A CommonJS module: its constructor is the default import (or, through some loaders, the default's default).
   type Elk = { layout(graph: unknown): Promise<unknown> };
   const exported = loaded.default as unknown as { new (): Elk; default?: new () => Elk };
@@ -91,7 +99,13 @@ async function layOut(chart: Chart): Promise<ChartLayout> {
     const key = `${e.source}→${e.target}`;
     groups.set(key, [...(groups.get(key) ?? []), e]);
   }
-  const drawn = [...groups.values()].map((edges) => ({ id: `e${edges[0]!.index}`, source: edges[0]!.source, target: edges[0]!.target!, edges, text: edges.map((e) => e.index).join(',') }));
+  const drawn = [...groups.values()].map((edges) => ({
+    id: `e${edges[0]!.index}`,
+    source: edges[0]!.source,
+    target: edges[0]!.target!,
+    edges,
+    text: edges.map((e) => e.index).join(','),
+  }));
   const graph = {
     id: 'root',
     layoutOptions: {
@@ -148,5 +162,11 @@ async function layOut(chart: Chart): Promise<ChartLayout> {
       label: label && label.x !== undefined && label.y !== undefined ? { x: label.x, y: label.y } : null,
     };
   });
-  return { id: chart.id, width: Math.ceil((out.width ?? 0) + 2), height: Math.ceil((out.height ?? 0) + 2), states, edges };
+  return {
+    id: chart.id,
+    width: Math.ceil((out.width ?? 0) + 2),
+    height: Math.ceil((out.height ?? 0) + 2),
+    states,
+    edges,
+  };
 }

@@ -66,7 +66,12 @@ export function createContext(options: {
 }
 
 /** Parses with a zod schema, or answers 400 with `code` naming the first problem's field. */
-export function parse<S extends z.ZodType>(schema: S, value: unknown, what: string, code: HttpErrorCode = 'invalid_request'): z.output<S> {
+export function parse<S extends z.ZodType>(
+  schema: S,
+  value: unknown,
+  what: string,
+  code: HttpErrorCode = 'invalid_request',
+): z.output<S> {
   const parsed = schema.safeParse(value ?? {});
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0]!;

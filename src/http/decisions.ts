@@ -14,12 +14,27 @@ import type { TaskStatus, UserEventResult } from '../orchestrator/orchestrator.j
 import { type ServiceContext, parse } from './context.js';
 import type { RouteDoc } from './openapi.js';
 import { route } from './routes.js';
-import { answerBodySchema, cancelBodySchema, confirmBodySchema, decisionResultSchema, emptyBodySchema, rejectBodySchema, taskParamsSchema } from './schemas.js';
+import {
+  answerBodySchema,
+  cancelBodySchema,
+  confirmBodySchema,
+  decisionResultSchema,
+  emptyBodySchema,
+  rejectBodySchema,
+  taskParamsSchema,
+} from './schemas.js';
 import { refusalStatus, serviceError } from './serviceError.js';
 
 const COMMON_ERRORS: Record<number, readonly HttpErrorCode[]> = {
   400: ['invalid_request'],
-  403: ['csrf_token_invalid', 'cross_origin', 'wrong_user', 'self_approval', 'missing_approver_scope', 'permission_denied'],
+  403: [
+    'csrf_token_invalid',
+    'cross_origin',
+    'wrong_user',
+    'self_approval',
+    'missing_approver_scope',
+    'permission_denied',
+  ],
   404: ['task_not_found'],
   413: ['body_too_large'],
   415: ['unsupported_media_type'],
@@ -38,22 +53,54 @@ export function registerDecisionRoutes(app: FastifyInstance, ctx: ServiceContext
     return { principal, taskId, body, status };
   };
   const answered = (result: UserEventResult) => {
-    if (!result.accepted) throw serviceError(refusalStatus(result.code), result.code ?? 'not_taken', result.message, result.status);
+    if (!result.accepted)
+      throw serviceError(refusalStatus(result.code), result.code ?? 'not_taken', result.message, result.status);
     return result;
   };
-  const decision = (url: string, summary: string, body: z.ZodType, extra: Record<number, readonly HttpErrorCode[]>, handler: (request: FastifyRequest) => Promise<unknown>) =>
-    route(app, docs, { method: 'POST', url, summary, params: taskParamsSchema, body, response: decisionResultSchema, errors: { ...COMMON_ERRORS, ...extra } }, handler, ctx.bodyLimit);
+  const decision = (
+    url: string,
+    summary: string,
+    body: z.ZodType,
+    extra: Record<number, readonly HttpErrorCode[]>,
+    handler: (request: FastifyRequest) => Promise<unknown>,
+  ) =>
+    route(
+      app,
+      docs,
+      {
+        method: 'POST',
+        url,
+        summary,
+        params: taskParamsSchema,
+        body,
+        response: decisionResultSchema,
+        errors: { ...COMMON_ERRORS, ...extra },
+      },
+      handler,
+      ctx.bodyLimit,
+    );
 
   decision(
     '/api/tasks/:taskId/confirm',
     'Confirm (or approve) the pending call: its confirmation id and the hash of exactly its arguments',
     confirmBodySchema,
-    { 409: ['not_waiting_for_confirmation', 'unknown_confirmation', 'arguments_changed', 'already_approved', 'task_finished'], 410: ['confirmation_expired'] },
+    {
+      409: [
+        'not_waiting_for_confirmation',
+        'unknown_confirmation',
+        'arguments_changed',
+        'already_approved',
+        'task_finished',
+      ],
+      410: ['confirmation_expired'],
+    },
     async (request) => {
       const { principal, taskId, body, status } = await prepare(request, confirmBodySchema);
       const pending = pendingNamed(status, body.confirmationId);
-      if (pending.argsHash !== body.argsHash) throw serviceError(409, 'arguments_changed', refusal('arguments_changed'), status);
-      if (pending.expiresAt <= ctx.clock.now()) throw serviceError(410, 'confirmation_expired', refusal('confirmation_expired'), status);
+      if (pending.argsHash !== body.argsHash)
+        throw serviceError(409, 'arguments_changed', refusal('arguments_changed'), status);
+      if (pending.expiresAt <= ctx.clock.now())
+        throw serviceError(410, 'confirmation_expired', refusal('confirmation_expired'), status);
       return answered(await orchestrator.confirm(taskId, principal, { id: pending.id, argsHash: body.argsHash }));
     },
   );
@@ -66,20 +113,38 @@ export function registerDecisionRoutes(app: FastifyInstance, ctx: ServiceContext
     async (request) => {
       const { principal, taskId, body, status } = await prepare(request, rejectBodySchema);
       const pending = pendingNamed(status, body.confirmationId);
-      if (pending.expiresAt <= ctx.clock.now()) throw serviceError(410, 'confirmation_expired', refusal('confirmation_expired'), status);
-      return answered(await orchestrator.reject(taskId, principal, { id: pending.id, ...(body.reason ? { reason: body.reason } : {}) }));
+      if (pending.expiresAt <= ctx.clock.now())
+        throw serviceError(410, 'confirmation_expired', refusal('confirmation_expired'), status);
+      return answered(
+        await orchestrator.reject(taskId, principal, {
+          id: pending.id,
+          ...(body.reason ? { reason: body.reason } : {}),
+        }),
+      );
     },
   );
 
-  decision('/api/tasks/:taskId/answer', "Answer the model's question (the task's user only)", answerBodySchema, { 409: ['not_waiting_for_answer', 'task_finished'], 410: ['question_expired'] }, async (request) => {
-    const { principal, taskId, body } = await prepare(request, answerBodySchema);
-    return answered(await orchestrator.answer(taskId, principal, body.text));
-  });
+  decision(
+    '/api/tasks/:taskId/answer',
+    "Answer the model's question (the task's user only)",
+    answerBodySchema,
+    { 409: ['not_waiting_for_answer', 'task_finished'], 410: ['question_expired'] },
+    async (request) => {
+      const { principal, taskId, body } = await prepare(request, answerBodySchema);
+      return answered(await orchestrator.answer(taskId, principal, body.text));
+    },
+  );
 
-  decision('/api/tasks/:taskId/cancel', 'Cancel the task (its user, or an administrator)', cancelBodySchema, { 409: ['task_finished'] }, async (request) => {
-    const { principal, taskId, body } = await prepare(request, cancelBodySchema);
-    return answered(await orchestrator.cancel(taskId, principal, body.reason ?? ''));
-  });
+  decision(
+    '/api/tasks/:taskId/cancel',
+    'Cancel the task (its user, or an administrator)',
+    cancelBodySchema,
+    { 409: ['task_finished'] },
+    async (request) => {
+      const { principal, taskId, body } = await prepare(request, cancelBodySchema);
+      return answered(await orchestrator.cancel(taskId, principal, body.reason ?? ''));
+    },
+  );
 
   decision(
     '/api/tasks/:taskId/next',
@@ -89,11 +154,29 @@ export function registerDecisionRoutes(app: FastifyInstance, ctx: ServiceContext
     async (request) => {
       const { principal, taskId, status } = await prepare(request, emptyBodySchema);
       const stepper = ctx.stepper;
-      if (!stepper) throw serviceError(409, 'not_stepping', 'this service does not step its model (start it with a stepper)', status);
-      if (status.principal.userId !== principal.userId) throw serviceError(403, 'wrong_user', 'only the task user steps it', status);
-      if (!stepper.release(taskId)) throw serviceError(409, 'model_not_waiting', `the model of ${taskId} is not waiting for its turn (${status.state})`, status);
+      if (!stepper)
+        throw serviceError(
+          409,
+          'not_stepping',
+          'this service does not step its model (start it with a stepper)',
+          status,
+        );
+      if (status.principal.userId !== principal.userId)
+        throw serviceError(403, 'wrong_user', 'only the task user steps it', status);
+      if (!stepper.release(taskId))
+        throw serviceError(
+          409,
+          'model_not_waiting',
+          `the model of ${taskId} is not waiting for its turn (${status.state})`,
+          status,
+        );
       await Promise.race([orchestrator.settled(taskId), stepper.whenWaiting(taskId)]);
-      return { accepted: true, code: null, message: `model turn ${status.turn + 1} released`, status: await orchestrator.status(taskId) };
+      return {
+        accepted: true,
+        code: null,
+        message: `model turn ${status.turn + 1} released`,
+        status: await orchestrator.status(taskId),
+      };
     },
   );
 }
@@ -101,11 +184,18 @@ export function registerDecisionRoutes(app: FastifyInstance, ctx: ServiceContext
 /** The pending confirmation, when the request names it; else the 409 that says why not. */
 function pendingNamed(status: TaskStatus, confirmationId: string) {
   const pending = status.pendingConfirmation;
-  if (status.outcome) throw serviceError(409, 'task_finished', `the task already ended (${status.outcome.status})`, status);
+  if (status.outcome)
+    throw serviceError(409, 'task_finished', `the task already ended (${status.outcome.status})`, status);
   if (!pending || status.state !== 'waiting_for_confirmation') {
-    throw serviceError(409, 'not_waiting_for_confirmation', `the task is not waiting for a confirmation (${status.state})`, status);
+    throw serviceError(
+      409,
+      'not_waiting_for_confirmation',
+      `the task is not waiting for a confirmation (${status.state})`,
+      status,
+    );
   }
-  if (pending.id !== confirmationId) throw serviceError(409, 'unknown_confirmation', refusal('unknown_confirmation'), status);
+  if (pending.id !== confirmationId)
+    throw serviceError(409, 'unknown_confirmation', refusal('unknown_confirmation'), status);
   return pending;
 }
 

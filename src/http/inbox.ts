@@ -14,7 +14,12 @@ import type { EarlierProposal, InboxItem } from './schemas.js';
 const REDACTED = '(redacted)';
 
 /** The inbox entry of a task whose pending confirmation `principal` decides, or null. */
-export async function inboxItem(orchestrator: Orchestrator, principal: Principal, status: TaskStatus, now: number): Promise<InboxItem | null> {
+export async function inboxItem(
+  orchestrator: Orchestrator,
+  principal: Principal,
+  status: TaskStatus,
+  now: number,
+): Promise<InboxItem | null> {
   const pending = status.pendingConfirmation;
   const decideAs = decidesPending(principal, status);
   if (!pending || !decideAs || status.state !== 'waiting_for_confirmation') return null;
@@ -41,7 +46,12 @@ export async function inboxItem(orchestrator: Orchestrator, principal: Principal
 }
 
 /** Earlier proposals of `tool` in the transcript, oldest first, compared field by field with the pending call. */
-export function earlierProposals(transcript: readonly TranscriptEntry[], tool: string, pendingCallId: string, shown: unknown): EarlierProposal[] {
+export function earlierProposals(
+  transcript: readonly TranscriptEntry[],
+  tool: string,
+  pendingCallId: string,
+  shown: unknown,
+): EarlierProposal[] {
   const results = new Map<string, { result: string; summary: string | null }>();
   for (const entry of transcript) {
     if (entry.kind !== 'result') continue;
@@ -49,7 +59,9 @@ export function earlierProposals(transcript: readonly TranscriptEntry[], tool: s
     results.set(o.callId, o.ok ? { result: 'ok', summary: null } : { result: o.code, summary: o.summary });
   }
   const proposals = transcript.flatMap((entry) =>
-    entry.kind === 'proposal' ? entry.calls.filter((c) => c.tool === tool).map((call) => ({ call, turn: entry.turn })) : [],
+    entry.kind === 'proposal'
+      ? entry.calls.filter((c) => c.tool === tool).map((call) => ({ call, turn: entry.turn }))
+      : [],
   );
   const pendingRaw = objectOf(parse(proposals.find((p) => p.call.callId === pendingCallId)?.call.arguments));
   const now = objectOf(shown);
@@ -67,7 +79,14 @@ export function earlierProposals(transcript: readonly TranscriptEntry[], tool: s
         .filter((field) => args[field] !== REDACTED && !same(args[field], now[field]))
         .map((field) => ({ field, was: field in args ? args[field] : null, now: now[field] }));
       const outcome = results.get(call.callId);
-      return { callId: call.callId, turn, args, result: outcome?.result ?? null, summary: outcome?.summary ?? null, differences };
+      return {
+        callId: call.callId,
+        turn,
+        args,
+        result: outcome?.result ?? null,
+        summary: outcome?.summary ?? null,
+        differences,
+      };
     });
 }
 

@@ -24,7 +24,19 @@ import type { FastifyError, FastifyInstance } from 'fastify';
 import type { AnyStateMachine } from 'xstate';
 import { agentMachine } from '../../machines/agentMachine.js';
 import { type Clock, systemClock } from '../clock.js';
-import { AgentError, CapacityError, CatalogMismatchError, EventPendingError, HostRequestError, MandateUsedError, QueueFullError, TaskBusyError, TaskExistsError, TaskNotFoundError, TaskQuarantinedError } from '../errors.js';
+import {
+  AgentError,
+  CapacityError,
+  CatalogMismatchError,
+  EventPendingError,
+  HostRequestError,
+  MandateUsedError,
+  QueueFullError,
+  TaskBusyError,
+  TaskExistsError,
+  TaskNotFoundError,
+  TaskQuarantinedError,
+} from '../errors.js';
 import type { AgentErrorCode } from '../errorCodes.js';
 import type { Orchestrator } from '../orchestrator/orchestrator.js';
 import type { Authenticate } from './access.js';
@@ -68,7 +80,11 @@ export interface AgentServiceOptions {
 /** Registers the service on `app`; throws `ServiceOptionsError` for options it cannot run with safely. */
 export async function agentService(app: FastifyInstance, options: AgentServiceOptions): Promise<void> {
   checkOptions(options);
-  const ctx = createContext({ ...options, machine: options.machine ?? agentMachine, clock: options.clock ?? systemClock });
+  const ctx = createContext({
+    ...options,
+    machine: options.machine ?? agentMachine,
+    clock: options.clock ?? systemClock,
+  });
   const docs: RouteDoc[] = [];
   // JSON only: a cross-site form can post text/plain without a preflight, so nothing but JSON is parsed here.
   app.removeContentTypeParser('text/plain');
@@ -83,14 +99,20 @@ export async function agentService(app: FastifyInstance, options: AgentServiceOp
   });
   registerReadRoutes(app, ctx, docs);
   registerDecisionRoutes(app, ctx, docs);
-  const document = openApiDocument(docs, app.prefix, { title: options.title ?? 'statechart-agent service', version: '1' });
+  const document = openApiDocument(docs, app.prefix, {
+    title: options.title ?? 'statechart-agent service',
+    version: '1',
+  });
   app.get('/api/openapi.json', async () => document);
   if (options.pages ?? true) registerPages(app, app.prefix);
 }
 
 function checkOptions(options: AgentServiceOptions): void {
   if (typeof options?.authenticate !== 'function') {
-    throw new ServiceOptionsError('authenticate', 'agentService needs authenticate(request): the principal ({ userId, tenantId, scopes }) of the signed-in caller from your session, or null');
+    throw new ServiceOptionsError(
+      'authenticate',
+      'agentService needs authenticate(request): the principal ({ userId, tenantId, scopes }) of the signed-in caller from your session, or null',
+    );
   }
   if (typeof options.startRequest !== 'function') {
     throw new ServiceOptionsError(
@@ -120,23 +142,34 @@ interface ErrorBody<C extends string = AgentErrorCode> {
 /** The answer to an error of this package, or of Fastify's parsing: its code is always an `AgentErrorCode`. */
 function libraryErrorResponse(error: FastifyError | Error): { statusCode: number; body: ErrorBody } {
   const code = (error as FastifyError).code;
-  if (code === 'FST_ERR_CTP_BODY_TOO_LARGE') return { statusCode: 413, body: { code: 'body_too_large', message: error.message } };
-  if (code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return { statusCode: 415, body: { code: 'unsupported_media_type', message: 'send the body as application/json' } };
-  if (code === 'FST_ERR_CTP_EMPTY_JSON_BODY') return { statusCode: 400, body: { code: 'invalid_request', message: 'the JSON body is empty' } };
-  if (code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH') return { statusCode: 400, body: { code: 'invalid_request', message: error.message } };
-  if ((error as FastifyError).statusCode === 400) return { statusCode: 400, body: { code: 'invalid_json', message: `the body is not valid JSON: ${error.message}` } };
+  if (code === 'FST_ERR_CTP_BODY_TOO_LARGE')
+    return { statusCode: 413, body: { code: 'body_too_large', message: error.message } };
+  if (code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE')
+    return { statusCode: 415, body: { code: 'unsupported_media_type', message: 'send the body as application/json' } };
+  if (code === 'FST_ERR_CTP_EMPTY_JSON_BODY')
+    return { statusCode: 400, body: { code: 'invalid_request', message: 'the JSON body is empty' } };
+  if (code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH')
+    return { statusCode: 400, body: { code: 'invalid_request', message: error.message } };
+  if ((error as FastifyError).statusCode === 400)
+    return { statusCode: 400, body: { code: 'invalid_json', message: `the body is not valid JSON: ${error.message}` } };
   if (error instanceof HostRequestError) return { statusCode: 400, body: { code: error.code, message: error.message } };
   if (error instanceof TaskExistsError) return { statusCode: 409, body: { code: error.code, message: error.message } };
-  if (error instanceof TaskNotFoundError) return { statusCode: 404, body: { code: error.code, message: error.message } };
-  if (error instanceof TaskQuarantinedError) return { statusCode: 409, body: { code: error.code, message: error.message } };
+  if (error instanceof TaskNotFoundError)
+    return { statusCode: 404, body: { code: error.code, message: error.message } };
+  if (error instanceof TaskQuarantinedError)
+    return { statusCode: 409, body: { code: error.code, message: error.message } };
   if (error instanceof TaskBusyError) return { statusCode: 503, body: { code: error.code, message: error.message } };
   if (error instanceof MandateUsedError) return { statusCode: 409, body: { code: error.code, message: error.message } };
   // This instance lacks the task's tools as they were; one that has them can take the call.
-  if (error instanceof CatalogMismatchError) return { statusCode: 503, body: { code: error.code, message: error.message } };
-  if (error instanceof CapacityError) return { statusCode: error.scope === 'process' ? 503 : 429, body: { code: error.code, message: error.message } };
-  if (error instanceof QueueFullError) return { statusCode: error.scope === 'queue' ? 503 : 429, body: { code: error.code, message: error.message } };
+  if (error instanceof CatalogMismatchError)
+    return { statusCode: 503, body: { code: error.code, message: error.message } };
+  if (error instanceof CapacityError)
+    return { statusCode: error.scope === 'process' ? 503 : 429, body: { code: error.code, message: error.message } };
+  if (error instanceof QueueFullError)
+    return { statusCode: error.scope === 'queue' ? 503 : 429, body: { code: error.code, message: error.message } };
   // Recorded, to be applied by the worker that drives the task: accepted for processing, not a failure.
-  if (error instanceof EventPendingError) return { statusCode: 202, body: { code: error.code, message: error.message, eventId: error.eventId } };
+  if (error instanceof EventPendingError)
+    return { statusCode: 202, body: { code: error.code, message: error.message, eventId: error.eventId } };
   if (error instanceof AgentError) {
     switch (error.code) {
       case 'settle_timeout':

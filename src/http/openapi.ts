@@ -20,27 +20,34 @@ export interface RouteDoc {
   errors?: Record<number, readonly HttpErrorCode[]>;
 }
 
-export function openApiDocument(routes: readonly RouteDoc[], prefix: string, info: { title: string; version: string }): Record<string, unknown> {
+export function openApiDocument(
+  routes: readonly RouteDoc[],
+  prefix: string,
+  info: { title: string; version: string },
+): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const route of routes) {
     const path = `${prefix}${route.url}`.replace(/:([A-Za-z]+)/g, '{$1}');
-    const parameters = [
-      ...objectParameters(route.params, 'path'),
-      ...objectParameters(route.query, 'query'),
-    ];
+    const parameters = [...objectParameters(route.params, 'path'), ...objectParameters(route.query, 'query')];
     const responses: Record<string, unknown> = {
-      200: 'mediaType' in route.response
-        ? { description: route.response.description, content: { [route.response.mediaType]: {} } }
-        : { description: 'OK', content: { 'application/json': { schema: jsonSchema(route.response) } } },
+      200:
+        'mediaType' in route.response
+          ? { description: route.response.description, content: { [route.response.mediaType]: {} } }
+          : { description: 'OK', content: { 'application/json': { schema: jsonSchema(route.response) } } },
     };
     for (const [status, codes] of Object.entries({ 401: ['unauthenticated'], ...route.errors })) {
-      responses[status] = { description: codes.join(', '), content: { 'application/json': { schema: jsonSchema(errorSchema) } } };
+      responses[status] = {
+        description: codes.join(', '),
+        content: { 'application/json': { schema: jsonSchema(errorSchema) } },
+      };
     }
     paths[path] ??= {};
     paths[path]![route.method.toLowerCase()] = {
       summary: route.summary,
       ...(parameters.length ? { parameters } : {}),
-      ...(route.body ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(route.body) } } } } : {}),
+      ...(route.body
+        ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(route.body) } } } }
+        : {}),
       responses,
     };
   }
@@ -48,7 +55,10 @@ export function openApiDocument(routes: readonly RouteDoc[], prefix: string, inf
 }
 
 function jsonSchema(schema: z.ZodType): unknown {
-  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<
+    string,
+    unknown
+  >;
   return rest;
 }
 

@@ -39,14 +39,25 @@ function secure(reply: FastifyReply): FastifyReply {
 }
 
 export function registerPages(app: FastifyInstance, base: string): void {
-  const html = async (name: string) => (await readFile(new URL(name, PAGES), 'utf8')).replaceAll('{{base}}', escapeAttribute(base));
-  app.get('/inbox', async (_request, reply) => secure(reply).type('text/html; charset=utf-8').send(await html('inbox.html')));
-  app.get('/tasks/:taskId', async (_request, reply) => secure(reply).type('text/html; charset=utf-8').send(await html('task.html')));
+  const html = async (name: string) =>
+    (await readFile(new URL(name, PAGES), 'utf8')).replaceAll('{{base}}', escapeAttribute(base));
+  app.get('/inbox', async (_request, reply) =>
+    secure(reply)
+      .type('text/html; charset=utf-8')
+      .send(await html('inbox.html')),
+  );
+  app.get('/tasks/:taskId', async (_request, reply) =>
+    secure(reply)
+      .type('text/html; charset=utf-8')
+      .send(await html('task.html')),
+  );
   app.get('/assets/:file', async (request, reply) => {
     const { file } = request.params as { file: string };
     const type = Object.hasOwn(ASSETS, file) ? ASSETS[file] : undefined;
     if (!type) throw serviceError(404, 'not_found', `no asset ${file}`);
-    return secure(reply).type(type).send(await readFile(new URL(file, PAGES), 'utf8'));
+    return secure(reply)
+      .type(type)
+      .send(await readFile(new URL(file, PAGES), 'utf8'));
   });
 }
 

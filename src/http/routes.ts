@@ -32,12 +32,23 @@ import { hostStartRequest, refuseCallerRules } from './start.js';
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 
 /** Registers a route and records its documentation for the OpenAPI document. */
-export function route(app: FastifyInstance, docs: RouteDoc[], doc: RouteDoc, handler: Handler, bodyLimit?: number): void {
+export function route(
+  app: FastifyInstance,
+  docs: RouteDoc[],
+  doc: RouteDoc,
+  handler: Handler,
+  bodyLimit?: number,
+): void {
   docs.push(doc);
   app.route({ method: doc.method, url: doc.url, handler, ...(bodyLimit ? { bodyLimit } : {}) });
 }
 
-const taskView = z.object({ status: z.unknown(), access: z.enum(['owner', 'approver']), allowed: z.array(z.string()), modelWaiting: z.boolean() });
+const taskView = z.object({
+  status: z.unknown(),
+  access: z.enum(['owner', 'approver']),
+  allowed: z.array(z.string()),
+  modelWaiting: z.boolean(),
+});
 
 export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, docs: RouteDoc[]): void {
   const { orchestrator } = ctx;
@@ -49,10 +60,20 @@ export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, do
     modelWaiting: modelWaiting(status),
   });
 
-  route(app, docs, { method: 'GET', url: '/api/session', summary: 'The signed-in caller and the CSRF token for browser decisions', response: sessionSchema }, async (request) => {
-    const principal = await ctx.principal(request);
-    return { principal, csrfToken: ctx.csrf.token(principal), stepping: ctx.stepper !== null };
-  });
+  route(
+    app,
+    docs,
+    {
+      method: 'GET',
+      url: '/api/session',
+      summary: 'The signed-in caller and the CSRF token for browser decisions',
+      response: sessionSchema,
+    },
+    async (request) => {
+      const principal = await ctx.principal(request);
+      return { principal, csrfToken: ctx.csrf.token(principal), stepping: ctx.stepper !== null };
+    },
+  );
 
   route(
     app,
@@ -60,10 +81,17 @@ export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, do
     {
       method: 'POST',
       url: '/api/tasks',
-      summary: "Start a task for the caller; the host derives its mandate, limits and success criterion from the host's own records",
+      summary:
+        "Start a task for the caller; the host derives its mandate, limits and success criterion from the host's own records",
       body: startBodySchema,
       response: taskView,
-      errors: { 400: ['invalid_request'], 403: ['csrf_token_invalid', 'cross_origin', 'caller_cannot_set_rules'], 409: ['task_exists'], 413: ['body_too_large'], 500: ['start_request_principal_mismatch', 'start_request_invalid'] },
+      errors: {
+        400: ['invalid_request'],
+        403: ['csrf_token_invalid', 'cross_origin', 'caller_cannot_set_rules'],
+        409: ['task_exists'],
+        413: ['body_too_large'],
+        500: ['start_request_principal_mismatch', 'start_request_invalid'],
+      },
     },
     async (request, reply) => {
       const principal = await ctx.principal(request);
@@ -80,7 +108,14 @@ export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, do
   route(
     app,
     docs,
-    { method: 'GET', url: '/api/tasks', summary: 'Tasks the caller may see: theirs, and those waiting for their approval', query: listQuerySchema, response: z.object({ tasks: z.array(summarySchema) }), errors: { 400: ['invalid_query'] } },
+    {
+      method: 'GET',
+      url: '/api/tasks',
+      summary: 'Tasks the caller may see: theirs, and those waiting for their approval',
+      query: listQuerySchema,
+      response: z.object({ tasks: z.array(summarySchema) }),
+      errors: { 400: ['invalid_query'] },
+    },
     async (request) => {
       const principal = await ctx.principal(request);
       const query = parse(listQuerySchema, request.query, 'query', 'invalid_query');
@@ -103,17 +138,37 @@ export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, do
     },
   );
 
-  route(app, docs, { method: 'GET', url: '/api/tasks/:taskId', summary: 'One task, with the step controls allowed now', params: taskParamsSchema, response: taskView, errors: { 404: ['task_not_found'] } }, async (request) => {
-    const principal = await ctx.principal(request);
-    const { taskId } = parse(taskParamsSchema, request.params, 'params');
-    const { status, access } = await ctx.visible(principal, taskId);
-    return view(status, access);
-  });
+  route(
+    app,
+    docs,
+    {
+      method: 'GET',
+      url: '/api/tasks/:taskId',
+      summary: 'One task, with the step controls allowed now',
+      params: taskParamsSchema,
+      response: taskView,
+      errors: { 404: ['task_not_found'] },
+    },
+    async (request) => {
+      const principal = await ctx.principal(request);
+      const { taskId } = parse(taskParamsSchema, request.params, 'params');
+      const { status, access } = await ctx.visible(principal, taskId);
+      return view(status, access);
+    },
+  );
 
   route(
     app,
     docs,
-    { method: 'GET', url: '/api/tasks/:taskId/audit', summary: 'The task audit trail (from an offset)', params: taskParamsSchema, query: auditQuerySchema, response: z.object({ entries: z.array(z.unknown()) }), errors: { 404: ['task_not_found'] } },
+    {
+      method: 'GET',
+      url: '/api/tasks/:taskId/audit',
+      summary: 'The task audit trail (from an offset)',
+      params: taskParamsSchema,
+      query: auditQuerySchema,
+      response: z.object({ entries: z.array(z.unknown()) }),
+      errors: { 404: ['task_not_found'] },
+    },
     async (request) => {
       const principal = await ctx.principal(request);
       const { taskId } = parse(taskParamsSchema, request.params, 'params');
@@ -132,7 +187,10 @@ export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, do
       summary: 'The task events as Server-Sent Events; resumes after Last-Event-ID (header, or lastEventId query)',
       params: taskParamsSchema,
       query: eventsQuerySchema,
-      response: { mediaType: 'text/event-stream', description: 'events gate, check, confirmation, tool, lookup, review, stop, entry, status; then end' },
+      response: {
+        mediaType: 'text/event-stream',
+        description: 'events gate, check, confirmation, tool, lookup, review, stop, entry, status; then end',
+      },
       errors: { 400: ['invalid_last_event_id', 'unknown_event_id'], 404: ['task_not_found'] },
     },
     async (request, reply) => {
@@ -141,10 +199,18 @@ export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, do
       const query = parse(eventsQuerySchema, request.query, 'query', 'invalid_query');
       const header = request.headers['last-event-id'];
       const lastId = typeof header === 'string' && header !== '' ? header : query.lastEventId;
-      const resume = lastId === undefined ? null : parse(lastEventIdSchema, lastId, 'Last-Event-ID', 'invalid_last_event_id');
+      const resume =
+        lastId === undefined ? null : parse(lastEventIdSchema, lastId, 'Last-Event-ID', 'invalid_last_event_id');
       const { access } = await ctx.visible(principal, taskId);
       // An owner sees their task for good; an approver only while its confirmation waits for them.
-      const stillVisible = access === 'owner' ? undefined : () => ctx.visible(principal, taskId).then(() => true, () => false);
+      const stillVisible =
+        access === 'owner'
+          ? undefined
+          : () =>
+              ctx.visible(principal, taskId).then(
+                () => true,
+                () => false,
+              );
       await streamTaskEvents(request, reply, orchestrator, taskId, resume, ctx.sse, stillVisible);
       return reply;
     },
@@ -153,7 +219,15 @@ export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, do
   route(
     app,
     docs,
-    { method: 'GET', url: '/api/tasks/:taskId/replay', summary: 'The task as it was after its first N audit entries (time travel)', params: taskParamsSchema, query: replayQuerySchema, response: z.object({ auditLength: z.number(), replay: z.unknown() }), errors: { 404: ['task_not_found'] } },
+    {
+      method: 'GET',
+      url: '/api/tasks/:taskId/replay',
+      summary: 'The task as it was after its first N audit entries (time travel)',
+      params: taskParamsSchema,
+      query: replayQuerySchema,
+      response: z.object({ auditLength: z.number(), replay: z.unknown() }),
+      errors: { 404: ['task_not_found'] },
+    },
     async (request) => {
       const principal = await ctx.principal(request);
       const { taskId } = parse(taskParamsSchema, request.params, 'params');
@@ -164,22 +238,47 @@ export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, do
     },
   );
 
-  route(app, docs, { method: 'GET', url: '/api/inbox', summary: 'The confirmations the caller may decide now', response: z.object({ items: z.array(inboxItemSchema) }) }, async (request) => {
-    const principal = await ctx.principal(request);
-    const items = [];
-    for (const summary of await orchestrator.list({ states: ['waiting_for_confirmation'] })) {
-      if (summary.tenantId !== principal.tenantId) continue;
-      const item = await inboxItem(orchestrator, principal, await orchestrator.status(summary.taskId), ctx.clock.now());
-      if (item) items.push(item);
-    }
-    items.sort((a, b) => a.expiresAt - b.expiresAt);
-    return { items };
-  });
+  route(
+    app,
+    docs,
+    {
+      method: 'GET',
+      url: '/api/inbox',
+      summary: 'The confirmations the caller may decide now',
+      response: z.object({ items: z.array(inboxItemSchema) }),
+    },
+    async (request) => {
+      const principal = await ctx.principal(request);
+      const items = [];
+      for (const summary of await orchestrator.list({ states: ['waiting_for_confirmation'] })) {
+        if (summary.tenantId !== principal.tenantId) continue;
+        const item = await inboxItem(
+          orchestrator,
+          principal,
+          await orchestrator.status(summary.taskId),
+          ctx.clock.now(),
+        );
+        if (item) items.push(item);
+      }
+      items.sort((a, b) => a.expiresAt - b.expiresAt);
+      return { items };
+    },
+  );
 
-  route(app, docs, { method: 'GET', url: '/api/chart', summary: 'The statechart laid out by elkjs, for the live page', response: z.unknown() }, async (request) => {
-    await ctx.principal(request);
-    return chartLayout(ctx.machine);
-  });
+  route(
+    app,
+    docs,
+    {
+      method: 'GET',
+      url: '/api/chart',
+      summary: 'The statechart laid out by elkjs, for the live page',
+      response: z.unknown(),
+    },
+    async (request) => {
+      await ctx.principal(request);
+      return chartLayout(ctx.machine);
+    },
+  );
 }
 
 /** The task waits for this caller: a confirmation they decide, or their own task's question. */

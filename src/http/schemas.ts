@@ -24,7 +24,10 @@ export const errorSchema = z.strictObject({
  * see `CALLER_FORBIDDEN_FIELDS`.
  */
 export const startBodySchema = startRequestSchema.pick({ goal: true, taskId: true }).extend({
-  input: z.unknown().optional().describe("The host's own field: what the host reads to find this request in its records (an order id, a ticket)."),
+  input: z
+    .unknown()
+    .optional()
+    .describe("The host's own field: what the host reads to find this request in its records (an order id, a ticket)."),
 });
 
 /**
@@ -32,12 +35,19 @@ export const startBodySchema = startRequestSchema.pick({ goal: true, taskId: tru
  * the core's start request that the body does not have, so a field the core gains later is the host's until the
  * body is given it on purpose.
  */
-export const CALLER_FORBIDDEN_FIELDS: readonly string[] = Object.keys(startRequestSchema.shape).filter((field) => !Object.hasOwn(startBodySchema.shape, field));
+export const CALLER_FORBIDDEN_FIELDS: readonly string[] = Object.keys(startRequestSchema.shape).filter(
+  (field) => !Object.hasOwn(startBodySchema.shape, field),
+);
 
 const stateList = z
   .string()
   .max(512)
-  .transform((text) => text.split(',').map((s) => s.trim()).filter(Boolean))
+  .transform((text) =>
+    text
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  )
   .pipe(z.array(z.enum(TASK_STATES as [TaskState, ...TaskState[]])).min(1));
 
 export const listQuerySchema = z.strictObject({
@@ -85,7 +95,12 @@ export const summarySchema = z.strictObject({
   access: z.enum(['owner', 'approver']),
 });
 
-export const decisionResultSchema = z.strictObject({ accepted: z.literal(true), code: z.string().nullable(), message: z.string(), status: z.unknown() });
+export const decisionResultSchema = z.strictObject({
+  accepted: z.literal(true),
+  code: z.string().nullable(),
+  message: z.string(),
+  status: z.unknown(),
+});
 
 export const earlierProposalSchema = z.strictObject({
   callId: z.string(),

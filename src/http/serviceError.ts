@@ -26,7 +26,12 @@ export class ServiceError<C extends string = HttpErrorCode> extends Error {
 }
 
 /** A `ServiceError` with one of the service's own codes: the code is checked against `HttpErrorCode`. */
-export function serviceError(statusCode: number, code: HttpErrorCode, message: string, status?: unknown): ServiceError<HttpErrorCode> {
+export function serviceError(
+  statusCode: number,
+  code: HttpErrorCode,
+  message: string,
+  status?: unknown,
+): ServiceError<HttpErrorCode> {
   return new ServiceError(statusCode, code, message, status);
 }
 

@@ -52,7 +52,11 @@ export async function streamTaskEvents(
 ): Promise<void> {
   const history = await orchestrator.audit(taskId);
   if (resume && resume.seq >= history.length) {
-    throw serviceError(400, 'unknown_event_id', `event ${resume.seq} was never sent: the task has ${history.length} entries`);
+    throw serviceError(
+      400,
+      'unknown_event_id',
+      `event ${resume.seq} was never sent: the task has ${history.length} entries`,
+    );
   }
   reply.hijack();
   const raw = reply.raw;

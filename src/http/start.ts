@@ -22,7 +22,11 @@ export type HostStartRequest = Omit<StartTaskRequest, 'principal'> & { principal
  * the success criterion derived from the host's own data (for example the order `body.input` names, looked up in
  * the host's records for `principal.tenantId`). Throw a `ServiceError` (a 4xx) for an input it cannot take.
  */
-export type StartRequest = (body: StartBody, principal: Principal, request: FastifyRequest) => HostStartRequest | Promise<HostStartRequest>;
+export type StartRequest = (
+  body: StartBody,
+  principal: Principal,
+  request: FastifyRequest,
+) => HostStartRequest | Promise<HostStartRequest>;
 
 /** Refuses (403 `caller_cannot_set_rules`) a body that names any field the caller may not set. */
 export function refuseCallerRules(body: unknown): void {
@@ -37,13 +41,25 @@ export function refuseCallerRules(body: unknown): void {
 }
 
 /** The host's start request for `body`, checked to run as the caller (`session`). */
-export async function hostStartRequest(startRequest: StartRequest, body: StartBody, session: Principal, request: FastifyRequest): Promise<StartTaskRequest> {
+export async function hostStartRequest(
+  startRequest: StartRequest,
+  body: StartBody,
+  session: Principal,
+  request: FastifyRequest,
+): Promise<StartTaskRequest> {
   // A copy: a host function that edits the principal it was given must not change what it is checked against.
   const returned = await startRequest(body, { ...session, scopes: [...session.scopes] }, request);
   if (typeof returned !== 'object' || returned === null) {
-    throw serviceError(500, 'start_request_invalid', `startRequest returned ${returned === null ? 'null' : typeof returned}, not a start request`);
+    throw serviceError(
+      500,
+      'start_request_invalid',
+      `startRequest returned ${returned === null ? 'null' : typeof returned}, not a start request`,
+    );
   }
-  return { ...returned, principal: returned.principal === undefined ? session : checkedPrincipal(returned.principal, session) };
+  return {
+    ...returned,
+    principal: returned.principal === undefined ? session : checkedPrincipal(returned.principal, session),
+  };
 }
 
 /** The principal `startRequest` gave, if it is the caller's with the same or fewer scopes; otherwise a 500. */

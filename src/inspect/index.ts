@@ -9,5 +9,10 @@ export {
 } from './inspectionStream.js';
 export { jsonLinesFileSink, jsonLinesSink } from './jsonLinesSink.js';
 export { webSocketSink, type WebSocketSink, type WebSocketSinkOptions } from './webSocketSink.js';
-export { createStatelyInspection, InspectorStartError, type StatelyInspection, type StatelyInspectionOptions } from './statelyInspector.js';
+export {
+  createStatelyInspection,
+  InspectorStartError,
+  type StatelyInspection,
+  type StatelyInspectionOptions,
+} from './statelyInspector.js';
 export type { AgentErrorCode } from '../errorCodes.js';

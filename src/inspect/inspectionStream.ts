@@ -16,7 +16,8 @@ import { DEFAULT_LIMITS, type SafeJsonLimits, toSafeJson, truncate } from './saf
 
 export { toSafeJson, type SafeJsonLimits } from './safeJson.js';
 
-export type InspectionMessageType = '@xstate.actor' | '@xstate.event' | '@xstate.snapshot' | '@xstate.action' | '@xstate.microstep';
+export type InspectionMessageType =
+  '@xstate.actor' | '@xstate.event' | '@xstate.snapshot' | '@xstate.action' | '@xstate.microstep';
 
 /** The state of an actor after a step, reduced to what a viewer needs. */
 export interface SnapshotSummary {
@@ -174,7 +175,11 @@ function toMessage(
     case '@xstate.event':
       return { ...base, event: summarizeEvent(event.event, limits), sourceId: event.sourceRef?.sessionId ?? null };
     case '@xstate.snapshot':
-      return { ...base, event: summarizeEvent(event.event, limits), snapshot: summarizeSnapshot(event.snapshot, limits) };
+      return {
+        ...base,
+        event: summarizeEvent(event.event, limits),
+        snapshot: summarizeSnapshot(event.snapshot, limits),
+      };
     case '@xstate.action':
       return { ...base, action: { type: event.action.type, params: toSafeJson(event.action.params, limits) } };
     case '@xstate.microstep':
@@ -196,9 +201,15 @@ function toMessage(
 }
 
 /** An event as `{ type, ...bounded fields }`. */
-export function summarizeEvent(event: { type: string }, limits: SafeJsonLimits = DEFAULT_LIMITS): { type: string; [field: string]: unknown } {
+export function summarizeEvent(
+  event: { type: string },
+  limits: SafeJsonLimits = DEFAULT_LIMITS,
+): { type: string; [field: string]: unknown } {
   const fields = toSafeJson(event, limits);
-  return { ...(fields && typeof fields === 'object' && !Array.isArray(fields) ? fields : {}), type: String(event.type) };
+  return {
+    ...(fields && typeof fields === 'object' && !Array.isArray(fields) ? fields : {}),
+    type: String(event.type),
+  };
 }
 
 /** Picks value, status, output and a context summary: never the snapshot object itself (it holds actor refs). */
@@ -216,18 +227,30 @@ export function summarizeSnapshot(snapshot: unknown, limits: SafeJsonLimits = DE
 /** The agent context's headline; any other context as a bounded copy. */
 export function summarizeContext(context: unknown, limits: SafeJsonLimits = DEFAULT_LIMITS): unknown {
   const c = context as Record<string, unknown> | null;
-  if (!c || typeof c !== 'object' || typeof c.taskId !== 'string' || typeof c.budget !== 'object') return toSafeJson(context, limits);
+  if (!c || typeof c !== 'object' || typeof c.taskId !== 'string' || typeof c.budget !== 'object')
+    return toSafeJson(context, limits);
   const budget = c.budget as { used?: unknown };
-  const pending = c.pendingConfirmation as { id?: unknown; tool?: unknown; argsHash?: unknown; expiresAt?: unknown } | null;
+  const pending = c.pendingConfirmation as {
+    id?: unknown;
+    tool?: unknown;
+    argsHash?: unknown;
+    expiresAt?: unknown;
+  } | null;
   const batch = c.batch as {
     turn?: unknown;
     current?: unknown;
-    calls?: { callId: string; tool: string; phase: string; observation: { ok: boolean; code?: string; gate?: string } | null }[];
+    calls?: {
+      callId: string;
+      tool: string;
+      phase: string;
+      observation: { ok: boolean; code?: string; gate?: string } | null;
+    }[];
   } | null;
   const outcome = c.outcome as { status?: unknown; reason?: { code?: unknown } } | null;
   const review = c.review as { callId?: unknown; tool?: unknown; reason?: unknown } | null;
   const outage = c.outage as { attempts?: unknown; wakeAt?: unknown } | null;
-  const approvals = (pending as { approvals?: unknown[]; approvalsRequired?: unknown; approverScope?: unknown } | null) ?? null;
+  const approvals =
+    (pending as { approvals?: unknown[]; approvalsRequired?: unknown; approverScope?: unknown } | null) ?? null;
   return {
     taskId: c.taskId,
     turn: c.turn ?? null,
@@ -255,7 +278,7 @@ export function summarizeContext(context: unknown, limits: SafeJsonLimits = DEFA
             callId: call.callId,
             tool: call.tool,
             phase: call.phase,
-            result: call.observation ? (call.observation.ok ? 'ok' : call.observation.code ?? 'error') : null,
+            result: call.observation ? (call.observation.ok ? 'ok' : (call.observation.code ?? 'error')) : null,
             gate: call.observation && !call.observation.ok ? (call.observation.gate ?? null) : null,
           })),
         }

@@ -7,7 +7,9 @@ export async function optionalPeer<T>(name: string, load: () => Promise<T>, who:
   } catch (error) {
     const code = (error as { code?: unknown }).code;
     if (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') {
-      throw new AgentError('missing_peer', `${who} needs the optional peer dependency ${name}: npm install ${name}`, { cause: error });
+      throw new AgentError('missing_peer', `${who} needs the optional peer dependency ${name}: npm install ${name}`, {
+        cause: error,
+      });
     }
     throw error;
   }

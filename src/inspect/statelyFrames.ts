@@ -13,7 +13,8 @@ const EVENT_FIELDS = ['actorId', 'confirmationId', 'callId', 'tool', 'argsHash',
 function reducedEvent(event: { type: string; [field: string]: unknown } | undefined): Record<string, unknown> {
   if (!event) return { type: '' };
   const reduced: Record<string, unknown> = { type: event.type };
-  for (const field of EVENT_FIELDS) if (typeof event[field] === 'string' || typeof event[field] === 'number') reduced[field] = event[field];
+  for (const field of EVENT_FIELDS)
+    if (typeof event[field] === 'string' || typeof event[field] === 'number') reduced[field] = event[field];
   return reduced;
 }
 
@@ -30,7 +31,12 @@ export function statelyFrames(send: (frame: Record<string, unknown>) => void): (
   const definitionOf = new Map<string, string>();
   const stableIds = new Map<string, string>();
   const stableId = (message: InspectionMessage) => {
-    const id = message.taskId === null ? message.sessionId : message.root ? `task:${message.taskId}` : `task:${message.taskId}/${message.actorId}`;
+    const id =
+      message.taskId === null
+        ? message.sessionId
+        : message.root
+          ? `task:${message.taskId}`
+          : `task:${message.taskId}/${message.actorId}`;
     stableIds.set(message.sessionId, id);
     return id;
   };
@@ -38,7 +44,13 @@ export function statelyFrames(send: (frame: Record<string, unknown>) => void): (
     const sessionId = stableId(message);
     const rootId = message.taskId === null ? (message.root ? sessionId : null) : `task:${message.taskId}`;
     const base = { sessionId, rootId, _version: STATELY_VERSION, createdAt: String(message.at) };
-    const snapshot = message.snapshot ? { status: message.snapshot.status === 'active' ? 'active' : message.snapshot.status, value: message.snapshot.value, context: message.snapshot.context ?? null } : undefined;
+    const snapshot = message.snapshot
+      ? {
+          status: message.snapshot.status === 'active' ? 'active' : message.snapshot.status,
+          value: message.snapshot.value,
+          context: message.snapshot.context ?? null,
+        }
+      : undefined;
     switch (message.type) {
       case '@xstate.actor':
         send({
@@ -53,7 +65,13 @@ export function statelyFrames(send: (frame: Record<string, unknown>) => void): (
         definitionOf.delete(message.sessionId);
         break;
       case '@xstate.event':
-        send({ ...base, type: '@xstate.event', event: reducedEvent(message.event), sourceId: message.sourceId ? (stableIds.get(message.sourceId) ?? message.sourceId) : undefined, id: String(message.seq) });
+        send({
+          ...base,
+          type: '@xstate.event',
+          event: reducedEvent(message.event),
+          sourceId: message.sourceId ? (stableIds.get(message.sourceId) ?? message.sourceId) : undefined,
+          id: String(message.seq),
+        });
         break;
       case '@xstate.snapshot':
         send({ ...base, type: '@xstate.snapshot', event: reducedEvent(message.event), snapshot, id: null });
@@ -68,7 +86,9 @@ export function statelyFrames(send: (frame: Record<string, unknown>) => void): (
       if (logic?.config) {
         let definition = definitions.get(logic);
         if (definition === undefined) {
-          definition = JSON.stringify(logic.config, (_key, value: unknown) => (typeof value === 'function' ? undefined : value));
+          definition = JSON.stringify(logic.config, (_key, value: unknown) =>
+            typeof value === 'function' ? undefined : value,
+          );
           definitions.set(logic, definition);
         }
         definitionOf.set(event.actorRef.sessionId, definition);

@@ -91,8 +91,16 @@ export async function createStatelyInspection(options: StatelyInspectionOptions 
   const host = options.host ?? '127.0.0.1';
   const port = options.port === 0 ? await freePort(host) : (options.port ?? 8080);
   // @statelyai/inspect is an optional peer: loaded only when the Stately inspector is asked for.
-  const stately = await optionalPeer('@statelyai/inspect', () => import('@statelyai/inspect'), 'createStatelyInspection');
-  const server = await optionalPeer('@statelyai/inspect', () => import('@statelyai/inspect/server'), 'createStatelyInspection');
+  const stately = await optionalPeer(
+    '@statelyai/inspect',
+    () => import('@statelyai/inspect'),
+    'createStatelyInspection',
+  );
+  const server = await optionalPeer(
+    '@statelyai/inspect',
+    () => import('@statelyai/inspect/server'),
+    'createStatelyInspection',
+  );
   const relay = await startRelay(port, host, options, server.createInspectorServer);
   const address = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
   const wsUrl = `ws://${address}:${port}`;
@@ -125,14 +133,18 @@ export async function createStatelyInspection(options: StatelyInspectionOptions 
   };
 
   try {
-    if (!socket) throw new InspectorStartError('the Stately WebSocket inspector did not create its client (unexpected @statelyai/inspect version?)');
+    if (!socket)
+      throw new InspectorStartError(
+        'the Stately WebSocket inspector did not create its client (unexpected @statelyai/inspect version?)',
+      );
     if (socket.readyState !== OPEN) {
       const settled = new Promise<void>((resolve) => {
         socket.once('open', () => resolve());
         socket.once('close', () => resolve());
       });
       await withTimeout(settled, options.connectTimeoutMs ?? 3_000);
-      if (socket.readyState !== OPEN || connectError) throw new InspectorStartError(`could not connect to the inspector relay at ${wsUrl}`);
+      if (socket.readyState !== OPEN || connectError)
+        throw new InspectorStartError(`could not connect to the inspector relay at ${wsUrl}`);
     }
   } catch (error) {
     await stop();
@@ -159,7 +171,11 @@ async function startRelay(
   createInspectorServer: typeof import('@statelyai/inspect/server').createInspectorServer,
 ): Promise<{ stop(): Promise<void> }> {
   const { result: relay, server } = captureHttpServer(host, () =>
-    createInspectorServer({ port, autoOpen: options.open ?? false, ...(options.inspectorUrl ? { url: options.inspectorUrl } : {}) }),
+    createInspectorServer({
+      port,
+      autoOpen: options.open ?? false,
+      ...(options.inspectorUrl ? { url: options.inspectorUrl } : {}),
+    }),
   );
   if (!server) {
     // Not captured (a future version may build its server differently): the relay still works, but open
@@ -215,7 +231,9 @@ function captureHttpServer<T>(host: string, start: () => T): { result: T; server
     const server = original(...args);
     const listen = server.listen.bind(server) as (...rest: unknown[]) => http.Server;
     server.listen = ((port: unknown, ...rest: unknown[]) =>
-      typeof port === 'number' && (rest.length === 0 || typeof rest[0] === 'function') ? listen(port, host, ...rest) : listen(port, ...rest)) as typeof server.listen;
+      typeof port === 'number' && (rest.length === 0 || typeof rest[0] === 'function')
+        ? listen(port, host, ...rest)
+        : listen(port, ...rest)) as typeof server.listen;
     captured.server = server;
     return server;
   }) as typeof http.createServer;

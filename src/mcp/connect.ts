@@ -38,7 +38,11 @@ interface CommonOptions {
 
 export type McpConnectOptions =
   | (CommonOptions & { stdio: McpStdioOptions })
-  | (CommonOptions & { url: string | URL; headers?: Record<string, string>; http?: StreamableHTTPClientTransportOptions })
+  | (CommonOptions & {
+      url: string | URL;
+      headers?: Record<string, string>;
+      http?: StreamableHTTPClientTransportOptions;
+    })
   | (CommonOptions & { transport: Transport })
   /** A client the host made and connected; `close()` closes it. */
   | { client: Client };
@@ -66,7 +70,11 @@ export interface McpConnection {
  */
 export async function connectMcp(options: McpConnectOptions): Promise<McpConnection> {
   if ('client' in options) return wrap(options.client, null);
-  const { Client: ClientClass } = await optionalPeer(SDK, () => import('@modelcontextprotocol/sdk/client/index.js'), 'connectMcp');
+  const { Client: ClientClass } = await optionalPeer(
+    SDK,
+    () => import('@modelcontextprotocol/sdk/client/index.js'),
+    'connectMcp',
+  );
   const transport = await makeTransport(options);
   const client = new ClientClass(options.clientInfo ?? { name: 'statechart-agent', version: '0' });
   try {
@@ -82,15 +90,27 @@ export async function connectMcp(options: McpConnectOptions): Promise<McpConnect
 async function makeTransport(options: Exclude<McpConnectOptions, { client: Client }>): Promise<Transport> {
   if ('transport' in options) return options.transport;
   if ('stdio' in options) {
-    const { StdioClientTransport } = await optionalPeer(SDK, () => import('@modelcontextprotocol/sdk/client/stdio.js'), 'connectMcp');
+    const { StdioClientTransport } = await optionalPeer(
+      SDK,
+      () => import('@modelcontextprotocol/sdk/client/stdio.js'),
+      'connectMcp',
+    );
     const { command, args, env, cwd, stderr } = options.stdio;
-    if (typeof command !== 'string' || command === '') throw new McpConnectionError('stdio.command must name the executable that runs the server');
+    if (typeof command !== 'string' || command === '')
+      throw new McpConnectionError('stdio.command must name the executable that runs the server');
     return new StdioClientTransport({ command, args: args ?? [], env, cwd, stderr: stderr ?? 'inherit' });
   }
   if ('url' in options) {
-    const { StreamableHTTPClientTransport } = await optionalPeer(SDK, () => import('@modelcontextprotocol/sdk/client/streamableHttp.js'), 'connectMcp');
+    const { StreamableHTTPClientTransport } = await optionalPeer(
+      SDK,
+      () => import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
+      'connectMcp',
+    );
     const url = options.url instanceof URL ? options.url : new URL(options.url);
-    const requestInit = { ...options.http?.requestInit, headers: { ...toRecord(options.http?.requestInit?.headers), ...options.headers } };
+    const requestInit = {
+      ...options.http?.requestInit,
+      headers: { ...toRecord(options.http?.requestInit?.headers), ...options.headers },
+    };
     return new StreamableHTTPClientTransport(url, { ...options.http, requestInit });
   }
   throw new McpConnectionError('connectMcp needs one of { stdio }, { url }, { transport } or { client }');

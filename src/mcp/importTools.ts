@@ -10,10 +10,32 @@
 import type { z } from 'zod';
 import { cap, safeErrorText } from '../../machines/lib/text.js';
 import { McpConnectionError, McpLookupUnavailableError, McpPolicyError } from '../errors.js';
-import { type ReadTool, type Tool, type ToolContext, type ToolResult, TransientToolError, type WriteTool, defineTool } from '../tool.js';
+import {
+  type ReadTool,
+  type Tool,
+  type ToolContext,
+  type ToolResult,
+  TransientToolError,
+  type WriteTool,
+  defineTool,
+} from '../tool.js';
 import type { McpConnection } from './connect.js';
-import { type HintConflictMode, type McpToolHints, type McpToolPolicy, type McpWritePolicy, applyHints, checkPolicyShape } from './policy.js';
-import { DEFAULT_MAX_RESULT_BYTES, type McpCallResult, lookupValueAsOutput, readCallResult, toToolResult, untrustedOutputSchema } from './result.js';
+import {
+  type HintConflictMode,
+  type McpToolHints,
+  type McpToolPolicy,
+  type McpWritePolicy,
+  applyHints,
+  checkPolicyShape,
+} from './policy.js';
+import {
+  DEFAULT_MAX_RESULT_BYTES,
+  type McpCallResult,
+  lookupValueAsOutput,
+  readCallResult,
+  toToolResult,
+  untrustedOutputSchema,
+} from './result.js';
 import { inputFromJsonSchema } from './schema.js';
 
 /** The `_meta` field that carries a write's idempotency key, for servers that deduplicate by it. */
@@ -72,11 +94,16 @@ interface ListedTool {
  *   },
  * });
  */
-export async function importMcpTools(connection: McpConnection, options: ImportMcpToolsOptions): Promise<ImportedMcpTools> {
+export async function importMcpTools(
+  connection: McpConnection,
+  options: ImportMcpToolsOptions,
+): Promise<ImportedMcpTools> {
   const policies = options.policy;
-  if (!policies || typeof policies !== 'object') throw new McpPolicyError('*', 'importMcpTools needs a policy: { [mcpToolName]: McpToolPolicy }');
+  if (!policies || typeof policies !== 'object')
+    throw new McpPolicyError('*', 'importMcpTools needs a policy: { [mcpToolName]: McpToolPolicy }');
   const maxBytes = options.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES;
-  if (!(Number.isInteger(maxBytes) && maxBytes >= 256)) throw new McpPolicyError('*', 'maxResultBytes must be a whole number of at least 256');
+  if (!(Number.isInteger(maxBytes) && maxBytes >= 256))
+    throw new McpPolicyError('*', 'maxResultBytes must be a whole number of at least 256');
   const label = cap(options.serverLabel ?? connection.server.name, 80).replace(/["\\]/g, '');
   const listed = await listTools(connection, options.listTimeoutMs ?? 10_000);
   const result: ImportedMcpTools = { tools: [], skipped: [], missing: [], tightened: [] };
@@ -84,13 +111,21 @@ export async function importMcpTools(connection: McpConnection, options: ImportM
   for (const server of listed) {
     const policy = Object.hasOwn(policies, server.name) ? policies[server.name] : undefined;
     if (policy === undefined) {
-      if (options.onUnlisted === 'throw') throw new McpPolicyError(server.name, 'the server offers it and the policy does not name it (onUnlisted: throw)');
+      if (options.onUnlisted === 'throw')
+        throw new McpPolicyError(
+          server.name,
+          'the server offers it and the policy does not name it (onUnlisted: throw)',
+        );
       result.skipped.push({ name: server.name, reason: 'not_in_policy', detail: 'the host policy does not name it' });
       continue;
     }
     checkPolicyShape(server.name, policy);
     if (server.execution?.taskSupport === 'required') {
-      result.skipped.push({ name: server.name, reason: 'needs_task_execution', detail: 'the server runs it only as an MCP task, which this import does not support' });
+      result.skipped.push({
+        name: server.name,
+        reason: 'needs_task_execution',
+        detail: 'the server runs it only as an MCP task, which this import does not support',
+      });
       continue;
     }
     const verdict = applyHints(server.name, policy, server.annotations, options.onHintConflict ?? 'throw');
@@ -100,10 +135,12 @@ export async function importMcpTools(connection: McpConnection, options: ImportM
     }
     const tool = buildTool(connection, server, verdict.effective.policy, { label, maxBytes });
     const earlier = names.get(tool.name);
-    if (earlier !== undefined) throw new McpPolicyError(server.name, `its name ${tool.name} is also the name of ${earlier}; rename one`);
+    if (earlier !== undefined)
+      throw new McpPolicyError(server.name, `its name ${tool.name} is also the name of ${earlier}; rename one`);
     names.set(tool.name, server.name);
     result.tools.push(tool);
-    if (verdict.effective.tightened.length > 0) result.tightened.push({ name: tool.name, changes: verdict.effective.tightened });
+    if (verdict.effective.tightened.length > 0)
+      result.tightened.push({ name: tool.name, changes: verdict.effective.tightened });
   }
   const offered = new Set(listed.map((t) => t.name));
   result.missing = Object.keys(policies).filter((name) => !offered.has(name));
@@ -117,14 +154,18 @@ async function listTools(connection: McpConnection, timeoutMs: number): Promise<
   for (let page = 0; page < MAX_PAGES; page++) {
     let answer: { tools?: unknown; nextCursor?: unknown };
     try {
-      answer = (await connection.client.listTools(cursor ? { cursor } : undefined, { timeout: timeoutMs })) as typeof answer;
+      answer = (await connection.client.listTools(cursor ? { cursor } : undefined, {
+        timeout: timeoutMs,
+      })) as typeof answer;
     } catch (error) {
       throw new McpConnectionError(`listing its tools failed (${safeErrorText(error)})`, { cause: error });
     }
     if (!Array.isArray(answer.tools)) throw new McpConnectionError('its tool list is not a list');
     for (const entry of answer.tools as ListedTool[]) {
-      if (typeof entry?.name !== 'string' || entry.name === '') throw new McpConnectionError('it lists a tool without a name');
-      if (seen.has(entry.name)) throw new McpConnectionError(`it lists the tool ${JSON.stringify(cap(entry.name, 80))} twice`);
+      if (typeof entry?.name !== 'string' || entry.name === '')
+        throw new McpConnectionError('it lists a tool without a name');
+      if (seen.has(entry.name))
+        throw new McpConnectionError(`it lists the tool ${JSON.stringify(cap(entry.name, 80))} twice`);
       seen.add(entry.name);
       tools.push(entry);
     }
@@ -134,11 +175,19 @@ async function listTools(connection: McpConnection, timeoutMs: number): Promise<
   throw new McpConnectionError(`its tool list has more than ${MAX_PAGES} pages`);
 }
 
-function buildTool(connection: McpConnection, server: ListedTool, policy: McpToolPolicy, settings: { label: string; maxBytes: number }): Tool {
+function buildTool(
+  connection: McpConnection,
+  server: ListedTool,
+  policy: McpToolPolicy,
+  settings: { label: string; maxBytes: number },
+): Tool {
   const mcpName = server.name;
   const name = policy.name ?? mcpName;
   if (!NAME.test(name)) {
-    throw new McpPolicyError(mcpName, `the model needs a snake_case name (a-z, 0-9, _): give its policy name: '${suggestName(mcpName)}'`);
+    throw new McpPolicyError(
+      mcpName,
+      `the model needs a snake_case name (a-z, 0-9, _): give its policy name: '${suggestName(mcpName)}'`,
+    );
   }
   const keyArgument = policy.effect === 'write' ? policy.keyArgument : undefined;
   const input = policy.input ?? inputFromJsonSchema(mcpName, server.inputSchema, keyArgument);
@@ -151,20 +200,39 @@ function buildTool(connection: McpConnection, server: ListedTool, policy: McpToo
       timeout: policy.timeoutMs + SDK_TIMEOUT_GRACE_MS,
     });
   /** The arguments for the server; a host mapping that throws is a host failure, and nothing is sent. */
-  const prepare = (args: unknown, ctx: ToolContext): { ok: true; args: Record<string, unknown> } | { ok: false; result: ToolResult<never> } => {
-    const refuse = (why: string) => ({ ok: false as const, result: { ok: false as const, code: 'internal_error', summary: `${name}: serverArguments ${why}; nothing was sent` } });
+  const prepare = (
+    args: unknown,
+    ctx: ToolContext,
+  ): { ok: true; args: Record<string, unknown> } | { ok: false; result: ToolResult<never> } => {
+    const refuse = (why: string) => ({
+      ok: false as const,
+      result: {
+        ok: false as const,
+        code: 'internal_error',
+        summary: `${name}: serverArguments ${why}; nothing was sent`,
+      },
+    });
     let mapped: unknown;
     try {
       mapped = serverArguments ? serverArguments(args, ctx) : args;
     } catch (error) {
       return refuse(`failed (${safeErrorText(error)})`);
     }
-    if (typeof mapped !== 'object' || mapped === null || Array.isArray(mapped)) return refuse('did not return an object');
+    if (typeof mapped !== 'object' || mapped === null || Array.isArray(mapped))
+      return refuse('did not return an object');
     return { ok: true, args: mapped as Record<string, unknown> };
   };
   const resultOptions = { toolName: name, maxBytes: settings.maxBytes, hostOutput: policy.output !== undefined };
   // A server's output is not the host's: untrusted input for the Rule of Two unless the host says otherwise.
-  const base = { ...rest, scopes: [...policy.scopes], name, description, input, output, untrustedOutput: policy.untrustedOutput ?? true };
+  const base = {
+    ...rest,
+    scopes: [...policy.scopes],
+    name,
+    description,
+    input,
+    output,
+    untrustedOutput: policy.untrustedOutput ?? true,
+  };
 
   if (policy.effect === 'read') {
     const tool: ReadTool = {
@@ -197,12 +265,18 @@ function buildTool(connection: McpConnection, server: ListedTool, policy: McpToo
       if (!prepared.ok) return prepared.result;
       const sent = keyArgument ? { ...prepared.args, [keyArgument]: ctx.idempotencyKey } : prepared.args;
       const raw = await send(sent, ctx.signal, { [IDEMPOTENCY_META_KEY]: ctx.idempotencyKey });
-      return toToolResult(raw, { ...resultOptions, errorCode: serverErrors === 'unknown' ? 'tool_error' : 'server_error' });
+      return toToolResult(raw, {
+        ...resultOptions,
+        errorCode: serverErrors === 'unknown' ? 'tool_error' : 'server_error',
+      });
     },
     async lookup(idempotencyKey, ctx) {
       if (!policy.lookup) throw new McpLookupUnavailableError(name);
       const callTool = async (toolName: string, args: Record<string, unknown> = {}): Promise<McpCallResult> => {
-        const raw = await connection.client.callTool({ name: toolName, arguments: args }, undefined, { signal: ctx.signal, timeout: policy.timeoutMs + SDK_TIMEOUT_GRACE_MS });
+        const raw = await connection.client.callTool({ name: toolName, arguments: args }, undefined, {
+          signal: ctx.signal,
+          timeout: policy.timeoutMs + SDK_TIMEOUT_GRACE_MS,
+        });
         const read = readCallResult(raw, settings.maxBytes);
         if (!read) throw new Error(`${toolName}: the MCP server's answer is not a tool result`);
         return read;

@@ -139,12 +139,43 @@ export interface McpToolHints {
 export type HintConflictMode = 'throw' | 'skip' | 'as_write';
 
 const KNOWN_FIELDS = new Set([
-  'effect', 'name', 'description', 'scopes', 'timeoutMs', 'confirm', 'confirmation', 'mandate', 'rateLimit',
-  'describeConfirmation', 'validate', 'authorize', 'redact', 'sensitive', 'input', 'output', 'serverArguments',
-  'retry', 'lookup', 'sameKeyRetrySafe', 'lookupRetry', 'amount', 'keyArgument', 'serverErrors', 'risk', 'untrustedOutput',
+  'effect',
+  'name',
+  'description',
+  'scopes',
+  'timeoutMs',
+  'confirm',
+  'confirmation',
+  'mandate',
+  'rateLimit',
+  'describeConfirmation',
+  'validate',
+  'authorize',
+  'redact',
+  'sensitive',
+  'input',
+  'output',
+  'serverArguments',
+  'retry',
+  'lookup',
+  'sameKeyRetrySafe',
+  'lookupRetry',
+  'amount',
+  'keyArgument',
+  'serverErrors',
+  'risk',
+  'untrustedOutput',
   'dependsOn',
 ]);
-const WRITE_ONLY = ['lookup', 'sameKeyRetrySafe', 'lookupRetry', 'amount', 'keyArgument', 'serverErrors', 'dependsOn'] as const;
+const WRITE_ONLY = [
+  'lookup',
+  'sameKeyRetrySafe',
+  'lookupRetry',
+  'amount',
+  'keyArgument',
+  'serverErrors',
+  'dependsOn',
+] as const;
 
 /** Checks the fields `defineTool` does not know about; a typo in a safety field must not pass silently. */
 export function checkPolicyShape(mcpName: string, policy: McpToolPolicy): void {
@@ -155,15 +186,21 @@ export function checkPolicyShape(mcpName: string, policy: McpToolPolicy): void {
   for (const key of Object.keys(policy)) {
     if (!KNOWN_FIELDS.has(key)) fail(`its policy has an unknown field "${key}"`);
   }
-  if (policy.effect !== 'read' && policy.effect !== 'write') fail(`effect must be 'read' or 'write', not ${JSON.stringify((policy as { effect?: unknown }).effect)}`);
-  if (!Array.isArray(policy.scopes) || !policy.scopes.every((s) => typeof s === 'string')) fail('scopes must be a list of strings (may be empty)');
+  if (policy.effect !== 'read' && policy.effect !== 'write')
+    fail(`effect must be 'read' or 'write', not ${JSON.stringify((policy as { effect?: unknown }).effect)}`);
+  if (!Array.isArray(policy.scopes) || !policy.scopes.every((s) => typeof s === 'string'))
+    fail('scopes must be a list of strings (may be empty)');
   if (policy.effect === 'read') {
     for (const key of WRITE_ONLY) if (key in policy) fail(`${key} applies to a write only`);
   } else {
-    if (policy.lookup !== undefined && typeof policy.lookup !== 'function') fail('lookup must be a function (idempotencyKey, ctx) => { found, value }');
-    if (policy.sameKeyRetrySafe !== undefined && typeof policy.sameKeyRetrySafe !== 'boolean') fail('sameKeyRetrySafe must be a boolean');
-    if (policy.serverErrors !== undefined && policy.serverErrors !== 'final' && policy.serverErrors !== 'unknown') fail(`serverErrors must be 'final' or 'unknown'`);
-    if (policy.keyArgument !== undefined && !/^[A-Za-z_][A-Za-z0-9_.-]{0,63}$/.test(String(policy.keyArgument))) fail('keyArgument must be a field name');
+    if (policy.lookup !== undefined && typeof policy.lookup !== 'function')
+      fail('lookup must be a function (idempotencyKey, ctx) => { found, value }');
+    if (policy.sameKeyRetrySafe !== undefined && typeof policy.sameKeyRetrySafe !== 'boolean')
+      fail('sameKeyRetrySafe must be a boolean');
+    if (policy.serverErrors !== undefined && policy.serverErrors !== 'final' && policy.serverErrors !== 'unknown')
+      fail(`serverErrors must be 'final' or 'unknown'`);
+    if (policy.keyArgument !== undefined && !/^[A-Za-z_][A-Za-z0-9_.-]{0,63}$/.test(String(policy.keyArgument)))
+      fail('keyArgument must be a field name');
   }
 }
 
@@ -177,7 +214,12 @@ export interface EffectivePolicy {
 export type HintVerdict = { ok: true; effective: EffectivePolicy } | { ok: false; detail: string };
 
 /** Applies the server's hints (tighten only) and the write rules to a host policy. Throws McpPolicyError. */
-export function applyHints(mcpName: string, policy: McpToolPolicy, hints: McpToolHints | undefined, mode: HintConflictMode): HintVerdict {
+export function applyHints(
+  mcpName: string,
+  policy: McpToolPolicy,
+  hints: McpToolHints | undefined,
+  mode: HintConflictMode,
+): HintVerdict {
   const tightened: string[] = [];
   let effective: McpToolPolicy = policy;
   const saysWrites = hints?.readOnlyHint === false || hints?.destructiveHint === true;
@@ -185,7 +227,10 @@ export function applyHints(mcpName: string, policy: McpToolPolicy, hints: McpToo
     const said = hints?.destructiveHint === true ? 'destructiveHint: true' : 'readOnlyHint: false';
     const detail = `the host's policy says "read" but the server says ${said}`;
     if (mode === 'throw') {
-      throw new McpPolicyError(mcpName, `${detail}; make it a write (with a lookup), or import with onHintConflict 'skip' or 'as_write'`);
+      throw new McpPolicyError(
+        mcpName,
+        `${detail}; make it a write (with a lookup), or import with onHintConflict 'skip' or 'as_write'`,
+      );
     }
     if (mode === 'skip') return { ok: false, detail };
     const { retry: _retry, ...rest } = policy;
@@ -203,7 +248,10 @@ export function applyHints(mcpName: string, policy: McpToolPolicy, hints: McpToo
   }
   if (effective.effect === 'write' && effective.lookup === undefined) {
     if (effective.sameKeyRetrySafe === true) {
-      throw new McpPolicyError(mcpName, 'sameKeyRetrySafe needs a host lookup (a write is only re-sent after a lookup found nothing)');
+      throw new McpPolicyError(
+        mcpName,
+        'sameKeyRetrySafe needs a host lookup (a write is only re-sent after a lookup found nothing)',
+      );
     }
     if (effective.confirm === undefined) {
       effective = { ...effective, confirm: 'always' };

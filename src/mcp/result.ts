@@ -64,20 +64,33 @@ export function readCallResult(raw: unknown, maxBytes = DEFAULT_MAX_RESULT_BYTES
   const parsed = callToolResult.safeParse(raw);
   if (!parsed.success) return null;
   const { text } = joinText(parsed.data.content ?? [], maxBytes);
-  return { isError: parsed.data.isError === true, text, ...(parsed.data.structuredContent ? { structuredContent: parsed.data.structuredContent } : {}) };
+  return {
+    isError: parsed.data.isError === true,
+    text,
+    ...(parsed.data.structuredContent ? { structuredContent: parsed.data.structuredContent } : {}),
+  };
 }
 
 /** The tool result of a raw MCP result. The runtime then validates `value` against the tool's output schema. */
 export function toToolResult(raw: unknown, options: ResultOptions): ToolResult<unknown> {
   const parsed = callToolResult.safeParse(raw);
   if (!parsed.success) {
-    return { ok: false, code: 'invalid_output', summary: `${options.toolName}: the MCP server's answer is not a tool result` };
+    return {
+      ok: false,
+      code: 'invalid_output',
+      summary: `${options.toolName}: the MCP server's answer is not a tool result`,
+    };
   }
   const { content = [], structuredContent, isError } = parsed.data;
   const { text, truncated } = joinText(content, options.maxBytes);
   if (isError === true) {
     const said = text ? `: ${cap(text, 200)}` : '';
-    return { ok: false, code: options.errorCode, summary: `${options.toolName} failed, as the MCP server reports${said}`, retryable: false };
+    return {
+      ok: false,
+      code: options.errorCode,
+      summary: `${options.toolName} failed, as the MCP server reports${said}`,
+      retryable: false,
+    };
   }
   if (options.hostOutput) return hostValue(options, structuredContent, content);
   const value: UntrustedOutput = { text };
@@ -92,7 +105,11 @@ export function toToolResult(raw: unknown, options: ResultOptions): ToolResult<u
 }
 
 /** The value checked against a host's output schema: structured content, or one text block holding JSON. */
-function hostValue(options: ResultOptions, structured: Record<string, unknown> | undefined, content: { type: string }[]): ToolResult<unknown> {
+function hostValue(
+  options: ResultOptions,
+  structured: Record<string, unknown> | undefined,
+  content: { type: string }[],
+): ToolResult<unknown> {
   let value: unknown = structured;
   if (value === undefined) {
     const texts = content.filter(isText);
@@ -105,11 +122,19 @@ function hostValue(options: ResultOptions, structured: Record<string, unknown> |
     }
   }
   if (value === undefined) {
-    return { ok: false, code: 'invalid_output', summary: `${options.toolName}: the MCP server sent no structured content to check against the output schema` };
+    return {
+      ok: false,
+      code: 'invalid_output',
+      summary: `${options.toolName}: the MCP server sent no structured content to check against the output schema`,
+    };
   }
   // A write's output that is too large is still "not trusted" (invalid_output), which a write reconciles.
   if (byteLength(value) > options.maxBytes) {
-    return { ok: false, code: 'invalid_output', summary: `${options.toolName}: the MCP server's structured content is larger than ${options.maxBytes} bytes` };
+    return {
+      ok: false,
+      code: 'invalid_output',
+      summary: `${options.toolName}: the MCP server's structured content is larger than ${options.maxBytes} bytes`,
+    };
   }
   return { ok: true, value };
 }
@@ -120,11 +145,17 @@ function isText(block: { type: string }): block is { type: 'text'; text: string 
 
 /** Text blocks joined by newlines, cut at `maxBytes` UTF-8 bytes (never inside a character). */
 function joinText(content: { type: string }[], maxBytes: number): { text: string; truncated?: true } {
-  const joined = content.filter(isText).map((block) => block.text).join('\n');
+  const joined = content
+    .filter(isText)
+    .map((block) => block.text)
+    .join('\n');
   const bytes = Buffer.from(joined, 'utf8');
   if (bytes.length <= maxBytes) return { text: joined };
   const marker = ` …[cut: ${bytes.length} bytes in all]`;
-  const kept = bytes.subarray(0, Math.max(0, maxBytes - Buffer.byteLength(marker))).toString('utf8').replace(/\uFFFD+$/, '');
+  const kept = bytes
+    .subarray(0, Math.max(0, maxBytes - Buffer.byteLength(marker)))
+    .toString('utf8')
+    .replace(/\uFFFD+$/, '');
   return { text: `${kept}${marker}`, truncated: true };
 }
 
@@ -135,12 +166,20 @@ function summarise(content: { type: string }[]): z.infer<typeof attachmentSchema
     if (block.type === 'text') continue;
     if (summaries.length >= MAX_ATTACHMENTS) break;
     const b = block as Record<string, unknown>;
-    const resource = (typeof b.resource === 'object' && b.resource !== null ? b.resource : {}) as Record<string, unknown>;
+    const resource = (typeof b.resource === 'object' && b.resource !== null ? b.resource : {}) as Record<
+      string,
+      unknown
+    >;
     const mimeType = str(b.mimeType) ?? str(resource.mimeType);
     const uri = str(b.uri) ?? str(resource.uri);
     const name = str(b.name);
     const payload = str(b.data) ?? str(resource.blob);
-    const bytes = payload !== undefined ? base64Bytes(payload) : str(resource.text) !== undefined ? Buffer.byteLength(str(resource.text)!) : undefined;
+    const bytes =
+      payload !== undefined
+        ? base64Bytes(payload)
+        : str(resource.text) !== undefined
+          ? Buffer.byteLength(str(resource.text)!)
+          : undefined;
     summaries.push({
       type: cap(block.type, 40),
       ...(mimeType !== undefined ? { mimeType: cap(mimeType, 100) } : {}),
@@ -164,8 +203,9 @@ function base64Bytes(data: string): number {
  * text (a lookup has no text blocks to show).
  */
 export function lookupValueAsOutput(value: unknown, maxBytes: number): UntrustedOutput {
-  if (typeof value === 'object' && value !== null && !Array.isArray(value)) return { text: '', structured: value as Record<string, Json> };
-  const text = typeof value === 'string' ? value : JSON.stringify(value) ?? '';
+  if (typeof value === 'object' && value !== null && !Array.isArray(value))
+    return { text: '', structured: value as Record<string, Json> };
+  const text = typeof value === 'string' ? value : (JSON.stringify(value) ?? '');
   return joinText([{ type: 'text', text } as { type: string }], maxBytes);
 }
 

@@ -23,20 +23,24 @@ export function inputFromJsonSchema(mcpName: string, inputSchema: unknown, omit?
   const fail = (detail: string): never => {
     throw new McpPolicyError(mcpName, `${detail}; give its policy an \`input\` (a z.strictObject)`);
   };
-  if (!isObject(inputSchema) || inputSchema.type !== 'object') return fail('the server\'s input schema is not an object schema');
-  if (Buffer.byteLength(JSON.stringify(inputSchema)) > MAX_SCHEMA_BYTES) return fail(`the server's input schema is larger than ${MAX_SCHEMA_BYTES} bytes`);
+  if (!isObject(inputSchema) || inputSchema.type !== 'object')
+    return fail("the server's input schema is not an object schema");
+  if (Buffer.byteLength(JSON.stringify(inputSchema)) > MAX_SCHEMA_BYTES)
+    return fail(`the server's input schema is larger than ${MAX_SCHEMA_BYTES} bytes`);
   const top = structuredClone(inputSchema);
   if (isObject(top.additionalProperties) && Object.keys(top.additionalProperties).length > 0) {
-    return fail('the server\'s input schema accepts extra fields by a schema (additionalProperties)');
+    return fail("the server's input schema accepts extra fields by a schema (additionalProperties)");
   }
-  if (top.patternProperties !== undefined) return fail('the server\'s input schema accepts fields by pattern (patternProperties)');
+  if (top.patternProperties !== undefined)
+    return fail("the server's input schema accepts fields by pattern (patternProperties)");
   if (omit !== undefined) {
     if (isObject(top.properties)) delete top.properties[omit];
     if (Array.isArray(top.required)) top.required = top.required.filter((field) => field !== omit);
   }
   // z.fromJSONSchema arrived in zod 4.2; the peer range starts at 4.0.
   const convert = (z as { fromJSONSchema?: typeof z.fromJSONSchema }).fromJSONSchema;
-  if (typeof convert !== 'function') return fail(`converting the server's input schema needs zod 4.2 or later (z.fromJSONSchema)`);
+  if (typeof convert !== 'function')
+    return fail(`converting the server's input schema needs zod 4.2 or later (z.fromJSONSchema)`);
   try {
     return convert(tighten(top, 0) as Parameters<typeof z.fromJSONSchema>[0]);
   } catch (error) {
@@ -56,7 +60,9 @@ function tighten(node: unknown, depth: number): unknown {
       out[key] = capText(value);
     } else if (key === 'properties' || key === '$defs' || key === 'definitions' || key === 'patternProperties') {
       // Maps of names to schemas: the names are data, the values are schemas.
-      out[key] = isObject(value) ? Object.fromEntries(Object.entries(value).map(([name, schema]) => [name, tighten(schema, depth + 1)])) : value;
+      out[key] = isObject(value)
+        ? Object.fromEntries(Object.entries(value).map(([name, schema]) => [name, tighten(schema, depth + 1)]))
+        : value;
     } else {
       out[key] = tighten(value, depth + 1);
     }
@@ -64,7 +70,8 @@ function tighten(node: unknown, depth: number): unknown {
   const isObjectSchema = out.type === 'object' || (out.type === undefined && isObject(out.properties));
   if (isObjectSchema && out.patternProperties === undefined) {
     const extra = out.additionalProperties;
-    if (extra === undefined || extra === true || (isObject(extra) && Object.keys(extra).length === 0)) out.additionalProperties = false;
+    if (extra === undefined || extra === true || (isObject(extra) && Object.keys(extra).length === 0))
+      out.additionalProperties = false;
   }
   return out;
 }

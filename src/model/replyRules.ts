@@ -17,14 +17,21 @@ export interface ModelPrices {
 
 /** Cost in micro-units, rounded up. */
 export function priceOf(tokens: { inputTokens: number; outputTokens: number }, prices: ModelPrices): number {
-  return Math.ceil((tokens.inputTokens * prices.inputPerMillionMicros + tokens.outputTokens * prices.outputPerMillionMicros) / 1_000_000);
+  return Math.ceil(
+    (tokens.inputTokens * prices.inputPerMillionMicros + tokens.outputTokens * prices.outputPerMillionMicros) /
+      1_000_000,
+  );
 }
 
 /** Statuses worth retrying: timeouts, lock conflicts, rate limits and server errors (as the SDKs' own retry rules). */
-export const isTransientStatus = (status: number) => status === 408 || status === 409 || status === 429 || status >= 500;
+export const isTransientStatus = (status: number) =>
+  status === 408 || status === 409 || status === 429 || status >= 500;
 
 /** Milliseconds from `retry-after-ms` or `retry-after` (seconds or an HTTP date), if present and sane. */
-export function retryAfterMs(header: (name: 'retry-after-ms' | 'retry-after') => string | null | undefined, now = Date.now()): number | undefined {
+export function retryAfterMs(
+  header: (name: 'retry-after-ms' | 'retry-after') => string | null | undefined,
+  now = Date.now(),
+): number | undefined {
   const ms = header('retry-after-ms');
   if (ms) {
     const value = Number.parseFloat(ms);
@@ -57,7 +64,14 @@ export function maskedLine(message: string, secrets: readonly (string | undefine
  * `[TOOL_CALLS]`, Llama `<|python_tag|>` and `<function=`), or a whole reply that is a JSON tool call. Such a reply
  * is not a final answer: taken as one, the task would end on a call that never ran.
  */
-const TOOL_CALL_MARKERS = [/<tool_call>/i, /<\|tool_call\|>/i, /\[TOOL_CALLS\]/, /<\|python_tag\|>/, /<function=[\w.-]+>/, /<\|tool▁call/];
+const TOOL_CALL_MARKERS = [
+  /<tool_call>/i,
+  /<\|tool_call\|>/i,
+  /\[TOOL_CALLS\]/,
+  /<\|python_tag\|>/,
+  /<function=[\w.-]+>/,
+  /<\|tool▁call/,
+];
 
 /** How `content` shows a tool call written as text, or null when it is plain text. */
 export function textualToolCall(content: string): string | null {
@@ -69,7 +83,10 @@ export function textualToolCall(content: string): string | null {
     const parsed: unknown = JSON.parse(trimmed);
     const items = Array.isArray(parsed) ? parsed : [parsed];
     const looksLikeCall = (item: unknown) =>
-      typeof item === 'object' && item !== null && typeof (item as { name?: unknown }).name === 'string' && ('arguments' in item || 'parameters' in item);
+      typeof item === 'object' &&
+      item !== null &&
+      typeof (item as { name?: unknown }).name === 'string' &&
+      ('arguments' in item || 'parameters' in item);
     return items.length > 0 && items.every(looksLikeCall) ? 'a JSON object with "name" and "arguments"' : null;
   } catch {
     return null;
@@ -77,8 +94,8 @@ export function textualToolCall(content: string): string | null {
 }
 
 /** The detail of an unusable reply that wrote a tool call as text. */
-export const writtenCallDetail = (how: string) => `a tool call was written as text (${how}) instead of through the tools interface; call tools as tool calls`;
-
+export const writtenCallDetail = (how: string) =>
+  `a tool call was written as text (${how}) instead of through the tools interface; call tools as tool calls`;
 
 /**
  * A transcript entry that is plain text as a chat message: the goal and the user's answers as the user's; the
@@ -120,10 +137,13 @@ export const hostNotes = {
  * The latest result of a call wins: a write a reviewer resolved after the fact is sent as they found it. A call
  * without one is said not to have run.
  */
-export function pairedResults(transcript: readonly TranscriptEntry[]): (turn: number, call: { callId: string; tool: string }) => Observation {
+export function pairedResults(
+  transcript: readonly TranscriptEntry[],
+): (turn: number, call: { callId: string; tool: string }) => Observation {
   const key = (turn: number, callId: string) => `${turn}\u0000${callId}`;
   const results = new Map<string, Observation>();
-  for (const entry of transcript) if (entry.kind === 'result') results.set(key(entry.turn, entry.observation.callId), entry.observation);
+  for (const entry of transcript)
+    if (entry.kind === 'result') results.set(key(entry.turn, entry.observation.callId), entry.observation);
   return (turn, call) =>
     results.get(key(turn, call.callId)) ?? {
       callId: call.callId,
@@ -175,8 +195,12 @@ export interface AdapterOptions {
  * The model version an adapter pins (if the host gave one) and the version of its prompt: the host's name for it,
  * or a hash of the instructions themselves (`defaultPrompt` when the host gave none).
  */
-export function adapterProvenance(options: AdapterOptions, defaultPrompt: string): { version?: string; promptVersion: string } {
+export function adapterProvenance(
+  options: AdapterOptions,
+  defaultPrompt: string,
+): { version?: string; promptVersion: string } {
   const instructions = options.systemPrompt ?? defaultPrompt;
-  const promptVersion = options.promptVersion ?? `prompt:${createHash('sha256').update(instructions, 'utf8').digest('hex').slice(0, 12)}`;
+  const promptVersion =
+    options.promptVersion ?? `prompt:${createHash('sha256').update(instructions, 'utf8').digest('hex').slice(0, 12)}`;
   return options.modelVersion ? { version: options.modelVersion, promptVersion } : { promptVersion };
 }

@@ -7,7 +7,15 @@
  */
 import type { AgentMachine } from '../../machines/agentMachine.js';
 import type { Catalog } from '../../machines/context.js';
-import { type CatalogDifference, CatalogMismatchError, CorruptTaskError, type TaskBusyError, TaskNotFoundError, TaskQuarantinedError, UnsupportedVersionError } from '../errors.js';
+import {
+  type CatalogDifference,
+  CatalogMismatchError,
+  CorruptTaskError,
+  type TaskBusyError,
+  TaskNotFoundError,
+  TaskQuarantinedError,
+  UnsupportedVersionError,
+} from '../errors.js';
 import { unrestorableReason } from '../runtime/restore.js';
 import type { TaskEnvelope } from '../store/envelope.js';
 import type { ReadWithLease, TaskStore } from '../store/taskStore.js';
@@ -16,7 +24,12 @@ import type { ReadWithLease, TaskStore } from '../store/taskStore.js';
  * The stored envelope, if it can be restored; otherwise it is quarantined with the reason, and refused. `taken`:
  * what the lease acquisition read already (the same reads, in the same step as the acquisition).
  */
-export async function loadRestorable(store: TaskStore, machine: AgentMachine, taskId: string, taken?: ReadWithLease): Promise<TaskEnvelope> {
+export async function loadRestorable(
+  store: TaskStore,
+  machine: AgentMachine,
+  taskId: string,
+  taken?: ReadWithLease,
+): Promise<TaskEnvelope> {
   // Both reads at once (one round trip on a pipelining client); a quarantined task is refused whatever the load says.
   // Each runs inside a promise, so a store that throws instead of rejecting is handled the same way.
   const [quarantined, loaded] = await Promise.all([
@@ -69,7 +82,12 @@ export function assertCatalog(
  * queued to be created): of one never created, or erased, the answer is TaskNotFoundError. The lease alone proves
  * nothing: a process that died while it loaded an unknown id leaves one behind until it expires.
  */
-export async function refuseBusy(store: TaskStore, taskId: string, busy: TaskBusyError, queued?: () => Promise<boolean>): Promise<never> {
+export async function refuseBusy(
+  store: TaskStore,
+  taskId: string,
+  busy: TaskBusyError,
+  queued?: () => Promise<boolean>,
+): Promise<never> {
   const stored = await store.load(taskId).then(
     (envelope) => envelope !== null,
     (error: unknown) => {

@@ -28,13 +28,16 @@ export class Capacity {
 
   /** Takes a slot for a new task of `tenantId`, or throws CapacityError; returns the (idempotent) release. */
   hold(tenantId: string): () => void {
-    if (this.draining) throw new AgentError('orchestrator_draining', 'this orchestrator is draining: it takes no new tasks');
+    if (this.draining)
+      throw new AgentError('orchestrator_draining', 'this orchestrator is draining: it takes no new tasks');
     const { maxRunningTasks, maxRunningPerTenant } = this.limits;
     const starting = this.starting.get(tenantId) ?? 0;
     let total = 0;
     for (const n of this.starting.values()) total += n;
-    if (Number.isFinite(maxRunningTasks) && this.running() + total >= maxRunningTasks) throw new CapacityError('process', maxRunningTasks, tenantId);
-    if (Number.isFinite(maxRunningPerTenant) && this.running(tenantId) + starting >= maxRunningPerTenant) throw new CapacityError('tenant', maxRunningPerTenant, tenantId);
+    if (Number.isFinite(maxRunningTasks) && this.running() + total >= maxRunningTasks)
+      throw new CapacityError('process', maxRunningTasks, tenantId);
+    if (Number.isFinite(maxRunningPerTenant) && this.running(tenantId) + starting >= maxRunningPerTenant)
+      throw new CapacityError('tenant', maxRunningPerTenant, tenantId);
     this.starting.set(tenantId, starting + 1);
     let held = true;
     return () => {

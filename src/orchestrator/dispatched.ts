@@ -41,7 +41,10 @@ export class Dispatched {
   constructor(private readonly deps: DispatchedDeps) {
     const { store, dispatch } = deps;
     if (!store.leases || !store.inbox) {
-      throw new HostRequestError('invalid_request', `dispatch needs a store with leases and inboxes (RedisStore); the ${store.kind} store has ${store.leases ? 'no inboxes' : 'no leases'}`);
+      throw new HostRequestError(
+        'invalid_request',
+        `dispatch needs a store with leases and inboxes (RedisStore); the ${store.kind} store has ${store.leases ? 'no inboxes' : 'no leases'}`,
+      );
     }
     if (deps.sealing.needed && !deps.sealing.durable) {
       // The API process seals a goal or an answer; a worker must be able to open it for the tool that takes it.
@@ -51,9 +54,25 @@ export class Dispatched {
       );
     }
     this.inbox = store.inbox;
-    this.events = new InboxEvents({ store, inbox: this.inbox, events: deps.events, dispatch, clock: systemClock, ...dispatch.waits });
+    this.events = new InboxEvents({
+      store,
+      inbox: this.inbox,
+      events: deps.events,
+      dispatch,
+      clock: systemClock,
+      ...dispatch.waits,
+    });
     deps.events.inbox = this.events;
-    this.driver = new TaskDriver({ live: deps.live, store, inbox: this.inbox, events: deps.events, dispatch, clock: deps.clock, logger: deps.logger, create: deps.create });
+    this.driver = new TaskDriver({
+      live: deps.live,
+      store,
+      inbox: this.inbox,
+      events: deps.events,
+      dispatch,
+      clock: deps.clock,
+      logger: deps.logger,
+      create: deps.create,
+    });
   }
 
   /**
@@ -76,7 +95,10 @@ export class Dispatched {
       await dispatch.enqueue({ kind: 'start', taskId: input.taskId, input });
     } catch (error) {
       // Given back only if the job is not there: a reply lost after the job was written must not free the id.
-      const queued = await dispatch.pendingStart(input.taskId).catch(() => dispatch.pendingStart(input.taskId)).catch(() => undefined);
+      const queued = await dispatch
+        .pendingStart(input.taskId)
+        .catch(() => dispatch.pendingStart(input.taskId))
+        .catch(() => undefined);
       if (queued === null) {
         await this.inbox.reserve(input.taskId, true).catch(() => {});
         await releaseClaim(store, input, claim);
@@ -135,7 +157,10 @@ export class Dispatched {
 
   /** A due deadline, or a task found running with nobody driving it: a wake job (one per task and time). */
   readonly wake = async (taskId: string, at: number): Promise<void> => {
-    await this.deps.dispatch.enqueue({ kind: 'wake', taskId, at }, { delayMs: Math.max(0, at - this.deps.clock.now()) });
+    await this.deps.dispatch.enqueue(
+      { kind: 'wake', taskId, at },
+      { delayMs: Math.max(0, at - this.deps.clock.now()) },
+    );
   };
 
   /**

@@ -32,7 +32,10 @@ export class DispatchedMode implements TaskMode {
       sealing: {
         // The default redactors' values are opened by no tool unless one declares them (counted here): they alone
         // need no durable sealer.
-        needed: registry.privacy.hasHostRedactors || registry.sensitiveArgumentNames().length > 0 || options.tools.some((tool) => (tool.sensitive?.output?.length ?? 0) > 0),
+        needed:
+          registry.privacy.hasHostRedactors ||
+          registry.sensitiveArgumentNames().length > 0 ||
+          options.tools.some((tool) => (tool.sensitive?.output?.length ?? 0) > 0),
         durable: registry.privacy.sealer.kind === 'keyed',
       },
     });

@@ -64,7 +64,10 @@ export function driveHere(deps: DriveHereDeps): LiveTasks {
     },
     onListenerError: (error) => logger.warn({ err: safeErrorText(error) }, 'a save listener threw; the task goes on'),
     onTaskFailure: (taskId, error) =>
-      logger.error({ taskId, code: (error as { code?: unknown }).code ?? null, err: safeErrorText(error) }, 'this process stopped driving the task'),
+      logger.error(
+        { taskId, code: (error as { code?: unknown }).code ?? null, err: safeErrorText(error) },
+        'this process stopped driving the task',
+      ),
     onTakenBack: (taskId) => logger.warn({ taskId }, 'this process took the lost lease back and drives the task again'),
     catalogDifferences: (catalog) => registry.differences(catalog),
     onCatalogMismatch: (error) =>

@@ -58,7 +58,12 @@ export class TaskEraser {
       const task = this.live.get(taskId);
       if (task && !task.isSettled()) {
         if (!options.cancelRunning) throw new TaskRunningError(taskId);
-        task.send({ type: 'task.cancelled', at: request.at, reason: `erasure: ${request.reason}`, by: request.by ?? 'erasure' });
+        task.send({
+          type: 'task.cancelled',
+          at: request.at,
+          reason: `erasure: ${request.reason}`,
+          by: request.by ?? 'erasure',
+        });
         await task.settled();
       }
       const earlier = await store.tombstone(taskId);
@@ -69,7 +74,8 @@ export class TaskEraser {
       } catch (error) {
         if (error instanceof TaskErasedError) return (await store.tombstone(taskId)) ?? Promise.reject(error);
         const queued = this.queued;
-        if (error instanceof TaskBusyError) return this.live.refuseBusy(taskId, error, queued && (() => queued(taskId)));
+        if (error instanceof TaskBusyError)
+          return this.live.refuseBusy(taskId, error, queued && (() => queued(taskId)));
         throw error;
       }
       try {
@@ -96,7 +102,8 @@ export class TaskEraser {
           report.erased.push(await this.erase(taskId, { ...options, at: request.at }));
         } catch (error) {
           // Driven by someone else, or lost to another process while being cancelled: left for a retry.
-          if (!(error instanceof TaskRunningError || error instanceof TaskBusyError || error instanceof FencedOutError)) throw error;
+          if (!(error instanceof TaskRunningError || error instanceof TaskBusyError || error instanceof FencedOutError))
+            throw error;
           skipped.add(taskId);
           report.skipped.push({ taskId, code: error.code, message: error.message });
         }
@@ -107,7 +114,10 @@ export class TaskEraser {
 
   private erasable(): ErasableTaskStore {
     if (!isErasable(this.store)) {
-      throw new AgentError('erasure_unsupported', `the ${this.store.kind} store cannot erase tasks (it has no erase, eraseUser, tombstone and sweepRetention)`);
+      throw new AgentError(
+        'erasure_unsupported',
+        `the ${this.store.kind} store cannot erase tasks (it has no erase, eraseUser, tombstone and sweepRetention)`,
+      );
     }
     return this.store;
   }

@@ -22,7 +22,8 @@ export function dueEvent(context: AgentContext, state: string, now: number): Hos
   if (state === 'waiting_for_user' && context.questionExpiresAt !== null && context.questionExpiresAt <= now) {
     return { type: 'timer.answerExpired', at: now };
   }
-  if (state === 'waiting_for_model' && context.outage && context.outage.wakeAt <= now) return { type: 'timer.modelRetryDue', at: now };
+  if (state === 'waiting_for_model' && context.outage && context.outage.wakeAt <= now)
+    return { type: 'timer.modelRetryDue', at: now };
   return null;
 }
 
@@ -43,7 +44,13 @@ export class ExpirySweeper {
   ) {
     if (everyMs > 0) {
       // The next sweep tries again; the host hears why this one failed.
-      this.timer = setInterval(() => void this.expireDue().catch((error: unknown) => logger.warn({ err: safeErrorText(error) }, 'the expiry sweep failed')), everyMs);
+      this.timer = setInterval(
+        () =>
+          void this.expireDue().catch((error: unknown) =>
+            logger.warn({ err: safeErrorText(error) }, 'the expiry sweep failed'),
+          ),
+        everyMs,
+      );
       this.timer.unref();
     }
   }

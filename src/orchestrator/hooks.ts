@@ -48,7 +48,6 @@ export interface TaskHooks {
   settled?(event: { taskId: string; summary: TaskSummary }): void;
 }
 
-
 export class HookDispatcher {
   constructor(
     private readonly hooks: TaskHooks,
@@ -58,19 +57,32 @@ export class HookDispatcher {
   saved(summary: TaskSummary, saved: SavedBatch): void {
     const { taskId } = summary;
     for (const entry of saved.audit) {
-      if (entry.kind === 'tool_started') this.call('toolStarted', taskId, () => this.hooks.toolStarted?.({ taskId, entry }));
-      else if (entry.kind === 'tool_finished') this.call('toolFinished', taskId, () => this.hooks.toolFinished?.({ taskId, entry }));
+      if (entry.kind === 'tool_started')
+        this.call('toolStarted', taskId, () => this.hooks.toolStarted?.({ taskId, entry }));
+      else if (entry.kind === 'tool_finished')
+        this.call('toolFinished', taskId, () => this.hooks.toolFinished?.({ taskId, entry }));
       else if (entry.kind === 'confirmation') {
-        if (entry.action === 'requested') this.call('confirmationRequested', taskId, () => this.hooks.confirmationRequested?.({ taskId, entry }));
+        if (entry.action === 'requested')
+          this.call('confirmationRequested', taskId, () => this.hooks.confirmationRequested?.({ taskId, entry }));
         else this.call('confirmationDecided', taskId, () => this.hooks.confirmationDecided?.({ taskId, entry }));
       }
     }
     const previous = saved.previous;
     if (previous === null || previous.stateValue !== summary.stateValue) {
       const from = previous && { state: previous.state, stateValue: previous.stateValue };
-      this.call('transition', taskId, () => this.hooks.transition?.({ taskId, from, to: { state: summary.state, stateValue: summary.stateValue }, revision: summary.revision }));
+      this.call('transition', taskId, () =>
+        this.hooks.transition?.({
+          taskId,
+          from,
+          to: { state: summary.state, stateValue: summary.stateValue },
+          revision: summary.revision,
+        }),
+      );
     }
-    if (summary.state !== 'running' && (previous === null || previous.state !== summary.state || previous.stateValue !== summary.stateValue)) {
+    if (
+      summary.state !== 'running' &&
+      (previous === null || previous.state !== summary.state || previous.stateValue !== summary.stateValue)
+    ) {
       this.call('settled', taskId, () => this.hooks.settled?.({ taskId, summary }));
     }
   }

@@ -24,8 +24,12 @@ export type ReviewResolution =
 /** Checks the caller and the event's shape, and adds the caller's session (it goes into the audit of what it decides). */
 export function checkedEvent(by: Principal, hostEvent: HostEvent): HostEvent {
   parseOrThrow(principalSchema, by, 'principal');
-  const event: HostEvent = by.sessionId !== undefined && !hostEvent.type.startsWith('timer.') ? ({ ...hostEvent, sessionId: by.sessionId } as HostEvent) : hostEvent;
-  if (!HOST_EVENT_TYPES.includes(event.type)) throw new HostRequestError('invalid_event', `event ${event.type} is not allowed`);
+  const event: HostEvent =
+    by.sessionId !== undefined && !hostEvent.type.startsWith('timer.')
+      ? ({ ...hostEvent, sessionId: by.sessionId } as HostEvent)
+      : hostEvent;
+  if (!HOST_EVENT_TYPES.includes(event.type))
+    throw new HostRequestError('invalid_event', `event ${event.type} is not allowed`);
   parseOrThrow(hostEventSchema, event, event.type);
   return event;
 }
@@ -47,7 +51,12 @@ export class HostEvents {
   ) {}
 
   /** A decision on the pending confirmation, with the deciding session's scopes (approvers need theirs). */
-  confirm(taskId: string, by: Principal, confirmation: { id: string; argsHash: string }, at: number): Promise<UserEventResult> {
+  confirm(
+    taskId: string,
+    by: Principal,
+    confirmation: { id: string; argsHash: string },
+    at: number,
+  ): Promise<UserEventResult> {
     return this.deliver(taskId, by, {
       type: 'user.confirmed',
       at,
@@ -59,7 +68,12 @@ export class HostEvents {
     });
   }
 
-  reject(taskId: string, by: Principal, confirmation: { id: string; reason?: string }, at: number): Promise<UserEventResult> {
+  reject(
+    taskId: string,
+    by: Principal,
+    confirmation: { id: string; reason?: string },
+    at: number,
+  ): Promise<UserEventResult> {
     return this.deliver(taskId, by, {
       type: 'user.rejected',
       at,
@@ -131,15 +145,22 @@ export class HostEvents {
 
   /** What the host knows and the chart cannot: who the caller is now. */
   refusal(context: AgentContext, by: Principal, event: HostEvent): { code: ReplyCode; message: string } | null {
-    if (by.tenantId !== context.principal.tenantId) return { code: 'wrong_tenant', message: 'the task belongs to another tenant' };
-    if (context.outcome) return { code: 'task_finished', message: `the task already ended (${context.outcome.status})` };
+    if (by.tenantId !== context.principal.tenantId)
+      return { code: 'wrong_tenant', message: 'the task belongs to another tenant' };
+    if (context.outcome)
+      return { code: 'task_finished', message: `the task already ended (${context.outcome.status})` };
     const pending = context.pendingConfirmation;
     if (event.type === 'user.confirmed' && pending?.userId === by.userId) {
       // The confirming user must still hold the scopes the tool needs, not only have held them at task start.
       const missing = this.registry.get(pending.tool)?.scopes.filter((scope) => !by.scopes.includes(scope)) ?? [];
-      if (missing.length > 0) return { code: 'permission_denied', message: `the confirming session lacks scope ${missing.join(', ')}` };
+      if (missing.length > 0)
+        return { code: 'permission_denied', message: `the confirming session lacks scope ${missing.join(', ')}` };
     }
-    if (event.type === 'task.cancelled' && by.userId !== context.principal.userId && !(this.adminScope && by.scopes.includes(this.adminScope))) {
+    if (
+      event.type === 'task.cancelled' &&
+      by.userId !== context.principal.userId &&
+      !(this.adminScope && by.scopes.includes(this.adminScope))
+    ) {
       return { code: 'wrong_user', message: 'only the task user or an administrator may cancel it' };
     }
     return null;

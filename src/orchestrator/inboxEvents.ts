@@ -59,11 +59,16 @@ export class InboxEvents implements EventInbox {
   /** What is stored of the task, or what its start job holds while no worker has created it yet. */
   async current(taskId: string): Promise<{ context: AgentContext; status: TaskStatus }> {
     const envelope = await this.deps.store.load(taskId);
-    if (envelope) return { context: envelope.snapshot.context, status: statusFrom(envelope.snapshot.context, envelope.summary) };
+    if (envelope)
+      return { context: envelope.snapshot.context, status: statusFrom(envelope.snapshot.context, envelope.summary) };
     const input = await this.deps.dispatch.pendingStart(taskId);
     if (input) return queued(input);
     const failure = await this.deps.dispatch.startFailure(taskId);
-    if (failure !== null) throw new AgentError('start_failed', `the start of task ${JSON.stringify(taskId)} failed for good (${failure}); recover() queues it again`);
+    if (failure !== null)
+      throw new AgentError(
+        'start_failed',
+        `the start of task ${JSON.stringify(taskId)} failed for good (${failure}); recover() queues it again`,
+      );
     throw new TaskNotFoundError(taskId);
   }
 
@@ -74,7 +79,11 @@ export class InboxEvents implements EventInbox {
       const envelope = await this.deps.store.load(taskId);
       // At rest, with no event recorded that it has not applied yet (an event whose reply the caller did not wait for),
       // and still so after that second read: an event applied between the two reads moved the revision.
-      if (envelope && envelope.summary.state !== 'running' && (await this.deps.inbox.after(taskId, envelope.inbox?.applied ?? 0)).length === 0) {
+      if (
+        envelope &&
+        envelope.summary.state !== 'running' &&
+        (await this.deps.inbox.after(taskId, envelope.inbox?.applied ?? 0)).length === 0
+      ) {
         const again = await this.deps.store.load(taskId);
         if (again && again.revision === envelope.revision) return statusFrom(again.snapshot.context, again.summary);
         continue;
@@ -84,7 +93,10 @@ export class InboxEvents implements EventInbox {
         if (i > 0 && i % 20 === 0) throw new TaskNotFoundError(taskId);
       }
       if (this.deps.clock.now() >= deadline) {
-        throw new AgentError('settle_timeout', `task ${JSON.stringify(taskId)} did not come to rest within ${timeoutMs} ms; is a worker running (orchestrator.createWorker)?`);
+        throw new AgentError(
+          'settle_timeout',
+          `task ${JSON.stringify(taskId)} did not come to rest within ${timeoutMs} ms; is a worker running (orchestrator.createWorker)?`,
+        );
       }
       await sleep(this.deps.clock, POLL_MS[Math.min(i, POLL_MS.length - 1)]!);
     }
@@ -99,8 +111,19 @@ export class InboxEvents implements EventInbox {
       if (envelope && (envelope.inbox?.applied ?? 0) >= seq) {
         const status = statusFrom(envelope.snapshot.context, envelope.summary);
         const reply = envelope.inbox?.replies.find((r) => r.eventId === eventId);
-        if (!reply) return { accepted: false, code: null, message: `event ${eventId} was applied, but its reply is no longer kept; read the task's audit`, status };
-        return { accepted: reply.accepted, code: reply.code as UserEventResult['code'], message: reply.message, status };
+        if (!reply)
+          return {
+            accepted: false,
+            code: null,
+            message: `event ${eventId} was applied, but its reply is no longer kept; read the task's audit`,
+            status,
+          };
+        return {
+          accepted: reply.accepted,
+          code: reply.code as UserEventResult['code'],
+          message: reply.message,
+          status,
+        };
       }
       const waited = this.deps.clock.now() - started;
       if (waited >= this.deps.replyTimeoutMs) throw new EventPendingError(taskId, eventId, seq, waited);

@@ -68,7 +68,9 @@ export class LeaseKeeper {
     const deadline = Date.now() + (wait ? this.settings.acquireTimeoutMs : 0);
     const reading = read ? this.acquireAndRead : undefined;
     for (let attempt = 0; ; attempt++) {
-      const taken = reading ? await reading(taskId, this.settings.ttlMs) : await leases.acquire(taskId, this.settings.ttlMs);
+      const taken = reading
+        ? await reading(taskId, this.settings.ttlMs)
+        : await leases.acquire(taskId, this.settings.ttlMs);
       if (taken) {
         const lease = 'lease' in taken ? taken.lease : taken;
         this.held.set(taskId, lease);

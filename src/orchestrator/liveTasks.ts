@@ -8,7 +8,15 @@
  * new lease comes with a new fence, so whatever the stopped run still had in flight can no longer be saved.
  */
 import type { AgentInput, Catalog } from '../../machines/context.js';
-import { AgentError, type CatalogDifference, type CatalogMismatchError, FencedOutError, MachineError, StoreUnavailableError, TaskBusyError } from '../errors.js';
+import {
+  AgentError,
+  type CatalogDifference,
+  type CatalogMismatchError,
+  FencedOutError,
+  MachineError,
+  StoreUnavailableError,
+  TaskBusyError,
+} from '../errors.js';
 import { LiveTask, type LiveTaskDeps, type SavedBatch } from '../runtime/liveTask.js';
 import { isFinished } from '../store/erasure.js';
 import type { Lease } from '../store/taskStore.js';
@@ -65,7 +73,12 @@ export class LiveTasks {
 
   constructor(private readonly deps: LiveTasksDeps) {
     const { store } = deps;
-    this.leases = new LeaseKeeper(store.leases, deps.lease, (taskId) => this.lostLease(taskId), store.acquireAndRead?.bind(store));
+    this.leases = new LeaseKeeper(
+      store.leases,
+      deps.lease,
+      (taskId) => this.lostLease(taskId),
+      store.acquireAndRead?.bind(store),
+    );
   }
 
   get size(): number {
@@ -155,7 +168,9 @@ export class LiveTasks {
     if (existing) this.live.delete(taskId);
     const taken = await this.leases
       .take(taskId, options.wait ?? true, true)
-      .catch((error: unknown) => (error instanceof TaskBusyError ? this.refuseBusy(taskId, error) : Promise.reject(error)));
+      .catch((error: unknown) =>
+        error instanceof TaskBusyError ? this.refuseBusy(taskId, error) : Promise.reject(error),
+      );
     try {
       const envelope = await loadRestorable(this.deps.store, this.deps.machine, taskId, taken);
       // A finished task runs nothing more: it is loaded to be read, or to refuse an event.
@@ -291,14 +306,19 @@ export class LiveTasks {
     this.live.set(task.taskId, task);
     this.failures.delete(task.taskId);
     const { tracing } = this.deps;
-    const run = (summary: TaskSummary) => ({ 'statechart_agent.task_id': summary.taskId, 'statechart_agent.tenant_id': summary.tenantId, 'statechart_agent.state': summary.state });
+    const run = (summary: TaskSummary) => ({
+      'statechart_agent.task_id': summary.taskId,
+      'statechart_agent.tenant_id': summary.tenantId,
+      'statechart_agent.state': summary.state,
+    });
     const traced = tracing !== NO_TRACING;
     task.onSaved((summary, saved) => {
       // Nothing is built for tracing on the hot path when nobody traces.
       if (traced) {
         if (summary.state === 'running') tracing.runStarted(task.taskId, run(summary));
         tracing.recorded(task.taskId, saved.audit);
-        if (summary.state !== 'running') tracing.runEnded(task.taskId, { ...run(summary), 'statechart_agent.state_value': summary.stateValue });
+        if (summary.state !== 'running')
+          tracing.runEnded(task.taskId, { ...run(summary), 'statechart_agent.state_value': summary.stateValue });
       }
       this.deps.onSaved(summary, saved);
       if (summary.state !== 'running') void this.evictIfIdle(task);
@@ -313,7 +333,10 @@ export class LiveTasks {
       if (!stopped && !(error instanceof FencedOutError)) this.rememberFailure(task.taskId, error);
       tracing.runEnded(task.taskId, { 'statechart_agent.task_id': task.taskId }, stopped ? undefined : error.message);
       if (!stopped) this.deps.onTaskFailure?.(task.taskId, error);
-      const quarantined = error instanceof MachineError ? this.deps.store.quarantine(task.taskId, error.message).catch(() => {}) : Promise.resolve();
+      const quarantined =
+        error instanceof MachineError
+          ? this.deps.store.quarantine(task.taskId, error.message).catch(() => {})
+          : Promise.resolve();
       const released = quarantined.then(() => this.releaseLease(task.taskId, lease)).catch(() => {});
       this.releasing.set(task.taskId, released);
       void released.then(() => {

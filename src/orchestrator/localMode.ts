@@ -61,7 +61,10 @@ export class LocalMode implements TaskMode {
   }
 
   createWorker(): DispatchWorker {
-    throw new HostRequestError('invalid_request', 'createWorker needs the dispatch option (bullmqDispatch from statechart-agent/bullmq)');
+    throw new HostRequestError(
+      'invalid_request',
+      'createWorker needs the dispatch option (bullmqDispatch from statechart-agent/bullmq)',
+    );
   }
 
   /** Nothing to pause: the tasks running here are waited for by the drain itself. */

@@ -37,7 +37,10 @@ const GUARDED = {
  * The policy fields `loosen` sets, and the record of it. Throws HostRequestError when `policy` itself loosens a
  * guarded field (it would carry no reason), or when a loosening is malformed.
  */
-export function loosenedPolicy(policy: Partial<Policy> | undefined, loosen: Loosen | undefined): { fields: Partial<Policy>; loosened: Loosened[] } {
+export function loosenedPolicy(
+  policy: Partial<Policy> | undefined,
+  loosen: Loosen | undefined,
+): { fields: Partial<Policy>; loosened: Loosened[] } {
   for (const [field, loosens] of Object.entries(GUARDED)) {
     if (policy && loosens((policy as Record<string, unknown>)[field])) {
       throw new HostRequestError(

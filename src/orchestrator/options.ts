@@ -157,12 +157,32 @@ const settingsSchema = z.strictObject({
   expirySweepMs: z.number().int().nonnegative().optional(),
   retentionSweepMs: z.number().int().nonnegative().optional(),
   backoff: z.strictObject({ baseDelayMs: z.number().nonnegative(), maxDelayMs: z.number().nonnegative() }).optional(),
-  lease: z.strictObject({ ttlMs: positive.optional(), renewEveryMs: positive.optional(), acquireTimeoutMs: z.number().int().nonnegative().optional() }).optional(),
-  capacity: z.strictObject({ maxRunningTasks: positive.optional(), maxRunningPerTenant: positive.optional() }).optional(),
+  lease: z
+    .strictObject({
+      ttlMs: positive.optional(),
+      renewEveryMs: positive.optional(),
+      acquireTimeoutMs: z.number().int().nonnegative().optional(),
+    })
+    .optional(),
+  capacity: z
+    .strictObject({ maxRunningTasks: positive.optional(), maxRunningPerTenant: positive.optional() })
+    .optional(),
 });
 
 export function resolveSettings(options: OrchestratorOptions, systemClock: Clock, newId: () => string): Settings {
-  const checked = parseOrThrow(settingsSchema, pick(options, ['modelTimeoutMs', 'saveRetries', 'expirySweepMs', 'retentionSweepMs', 'backoff', 'lease', 'capacity']), 'options');
+  const checked = parseOrThrow(
+    settingsSchema,
+    pick(options, [
+      'modelTimeoutMs',
+      'saveRetries',
+      'expirySweepMs',
+      'retentionSweepMs',
+      'backoff',
+      'lease',
+      'capacity',
+    ]),
+    'options',
+  );
   const ttlMs = checked.lease?.ttlMs ?? 15_000;
   return {
     policy: policyOf(options),
@@ -177,7 +197,11 @@ export function resolveSettings(options: OrchestratorOptions, systemClock: Clock
     adminScope: options.adminScope ?? null,
     mandates: mandateKinds(options.mandates ?? []),
     newTaskId: options.newTaskId ?? newId,
-    lease: { ttlMs, renewEveryMs: checked.lease?.renewEveryMs ?? Math.max(1, Math.floor(ttlMs / 3)), acquireTimeoutMs: checked.lease?.acquireTimeoutMs ?? 2_000 },
+    lease: {
+      ttlMs,
+      renewEveryMs: checked.lease?.renewEveryMs ?? Math.max(1, Math.floor(ttlMs / 3)),
+      acquireTimeoutMs: checked.lease?.acquireTimeoutMs ?? 2_000,
+    },
     capacity: {
       maxRunningTasks: checked.capacity?.maxRunningTasks ?? Number.POSITIVE_INFINITY,
       maxRunningPerTenant: checked.capacity?.maxRunningPerTenant ?? Number.POSITIVE_INFINITY,
@@ -194,7 +218,8 @@ function policyOf(options: OrchestratorOptions): Policy {
 function mandateKinds(kinds: readonly MandateKind<unknown>[]): Map<string, MandateKind<unknown>> {
   const map = new Map<string, MandateKind<unknown>>();
   for (const kind of kinds) {
-    if (map.has(kind.kind)) throw new HostRequestError('invalid_request', `options: two mandate kinds are named ${kind.kind}`);
+    if (map.has(kind.kind))
+      throw new HostRequestError('invalid_request', `options: two mandate kinds are named ${kind.kind}`);
     map.set(kind.kind, kind);
   }
   return map;
@@ -210,7 +235,11 @@ function pick<T extends object, K extends keyof T>(value: T, keys: K[]): Partial
 export const startRequestSchema = z.strictObject({
   /** From the host's authenticated session. */
   principal: principalSchema,
-  goal: z.string().min(1).max(16_384).refine((goal) => goal.trim() !== '', 'must not be blank'),
+  goal: z
+    .string()
+    .min(1)
+    .max(16_384)
+    .refine((goal) => goal.trim() !== '', 'must not be blank'),
   /** Overrides of the default budget limits. */
   limits: budgetLimitsSchema.partial().optional(),
   /**
@@ -222,7 +251,9 @@ export const startRequestSchema = z.strictObject({
    * What the user asked for, as structured terms of an installed mandate kind (`defineMandate(...).of(terms)`, whose
    * id makes it single-use); persisted, never changed.
    */
-  mandate: z.strictObject({ kind: z.string().min(1).max(256), terms: z.unknown(), id: z.string().min(1).max(128).optional() }).optional(),
+  mandate: z
+    .strictObject({ kind: z.string().min(1).max(256), terms: z.unknown(), id: z.string().min(1).max(128).optional() })
+    .optional(),
   taskId: agentInputSchema.shape.taskId.max(512).optional(),
 });
 

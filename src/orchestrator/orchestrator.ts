@@ -13,7 +13,14 @@
  * }
  */
 import { randomUUID } from 'node:crypto';
-import { type ModelReservation, type Policy, type Principal, type Provenance, modelReservationSchema, provenanceSchema } from '../../machines/context.js';
+import {
+  type ModelReservation,
+  type Policy,
+  type Principal,
+  type Provenance,
+  modelReservationSchema,
+  provenanceSchema,
+} from '../../machines/context.js';
 import type { AuditEntry, TranscriptEntry } from '../../machines/journal.js';
 import { systemClock } from '../clock.js';
 import { AgentError, HostRequestError, TaskNotFoundError } from '../errors.js';
@@ -32,7 +39,13 @@ import { driveHere } from './driveHere.js';
 import { NO_TRACING } from '../runtime/tracing.js';
 import { HostEvents, type ReviewResolution } from './hostEvents.js';
 import { type InFlight, LiveTasks } from './liveTasks.js';
-import { type OrchestratorOptions, type Settings, type StartTaskRequest, parseOrThrow, resolveSettings } from './options.js';
+import {
+  type OrchestratorOptions,
+  type Settings,
+  type StartTaskRequest,
+  parseOrThrow,
+  resolveSettings,
+} from './options.js';
 import type { RecoveryReport } from './recovery.js';
 import { type AuditRecord, type TaskStatus, type UserEventResult, statusOfLive } from './status.js';
 import type { RetentionReport, TaskOwner, Tombstone } from '../store/erasure.js';
@@ -40,7 +53,8 @@ import { isErasable } from '../store/taskStore.js';
 import type { EraseTaskRequest, UserErasureReport } from './erasure.js';
 import { Records } from './records.js';
 import type { RetentionSweepOptions } from './retentionSweeper.js';
-import { type TaskMode, chooseTaskMode } from './taskMode.js';
+import { chooseTaskMode } from './chooseTaskMode.js';
+import type { TaskMode } from './taskMode.js';
 import type { DispatchWorker, DispatchWorkerOptions } from './dispatch.js';
 
 export class Orchestrator {
@@ -67,7 +81,11 @@ export class Orchestrator {
 
   constructor(options: OrchestratorOptions) {
     this.settings = resolveSettings(options, systemClock, () => `task_${randomUUID()}`);
-    this.reservation = parseOrThrow(modelReservationSchema, options.model.reservation ?? { tokens: 4_000, costMicros: 0 }, 'model.reservation');
+    this.reservation = parseOrThrow(
+      modelReservationSchema,
+      options.model.reservation ?? { tokens: 4_000, costMicros: 0 },
+      'model.reservation',
+    );
     this.provenance = parseOrThrow(provenanceSchema, modelProvenance(options.model), 'model');
     const privacy = new Privacy(options.privacy);
     // Every loosening a task starts under is recorded with it: the orchestrator's and the privacy options' alike.
@@ -79,14 +97,50 @@ export class Orchestrator {
     const logger = options.logger ?? SILENT_LOGGER;
     const hooks = new HookDispatcher(options.hooks ?? {}, logger);
     const tracing = options.tracing ?? NO_TRACING;
-    this.live = driveHere({ options, settings: this.settings, registry: this.registry, store: this.store, hooks, logger, tracing, savedListeners: this.savedListeners, live: () => this.live });
+    this.live = driveHere({
+      options,
+      settings: this.settings,
+      registry: this.registry,
+      store: this.store,
+      hooks,
+      logger,
+      tracing,
+      savedListeners: this.savedListeners,
+      live: () => this.live,
+    });
     this.capacity = new Capacity(this.settings.capacity, (tenantId) => this.live.running(tenantId));
     this.events = new HostEvents(this.live, this.registry, this.settings.adminScope, this.policy.version);
-    this.mode = chooseTaskMode({ options, registry: this.registry, store: this.store, live: this.live, events: this.events, capacity: this.capacity, clock, logger });
-    this.sweeper = new ExpirySweeper(this.store, this.live, clock, this.settings.expirySweepMs, logger, this.mode.sweepHandoff);
-    this.records = new Records({ store: this.store, live: this.live, clock, privacy: this.registry.privacy, dispatched: this.mode.queue, isClosed: () => this.closed });
+    this.mode = chooseTaskMode({
+      options,
+      registry: this.registry,
+      store: this.store,
+      live: this.live,
+      events: this.events,
+      capacity: this.capacity,
+      clock,
+      logger,
+    });
+    this.sweeper = new ExpirySweeper(
+      this.store,
+      this.live,
+      clock,
+      this.settings.expirySweepMs,
+      logger,
+      this.mode.sweepHandoff,
+    );
+    this.records = new Records({
+      store: this.store,
+      live: this.live,
+      clock,
+      privacy: this.registry.privacy,
+      dispatched: this.mode.queue,
+      isClosed: () => this.closed,
+    });
     if (this.settings.retentionSweepMs > 0 && isErasable(this.store)) {
-      this.startRetentionSweep({ everyMs: this.settings.retentionSweepMs, onError: (error) => logger.warn({ err: safeErrorText(error) }, 'the retention sweep failed') });
+      this.startRetentionSweep({
+        everyMs: this.settings.retentionSweepMs,
+        onError: (error) => logger.warn({ err: safeErrorText(error) }, 'the retention sweep failed'),
+      });
     }
   }
 
@@ -235,7 +289,8 @@ export class Orchestrator {
    * keeps its `seq`), so a follower that saw `seq` N reads on from N + 1.
    */
   async audit(taskId: string, from = 0): Promise<AuditRecord[]> {
-    if (!Number.isInteger(from) || from < 0) throw new HostRequestError('invalid_request', `audit: from must be a whole number (0 or more), not ${from}`);
+    if (!Number.isInteger(from) || from < 0)
+      throw new HostRequestError('invalid_request', `audit: from must be a whole number (0 or more), not ${from}`);
     const entries = (await this.journal(taskId, 'audit', from)) as AuditEntry[];
     return entries.map((entry, i) => ({ seq: from + i, ...entry }));
   }
@@ -246,7 +301,10 @@ export class Orchestrator {
   }
 
   private async journal(taskId: string, stream: 'audit' | 'transcript', from = 0): Promise<unknown[]> {
-    await this.live.get(taskId)?.barrier().catch(() => {});
+    await this.live
+      .get(taskId)
+      ?.barrier()
+      .catch(() => {});
     const envelope = await this.store.load(taskId);
     if (!envelope) throw new TaskNotFoundError(taskId);
     const to = envelope.journal[stream];
@@ -306,7 +364,6 @@ export class Orchestrator {
     return this.records.erase(taskId, request);
   }
 
-
   /**
    * Erases every task of one user of one tenant, each as `erase` does; tasks it must leave (running, driven
    * elsewhere) are listed in `skipped` for a retry. On Redis, tasks saved by a version before owner indexes are
@@ -317,12 +374,10 @@ export class Orchestrator {
     return this.records.eraseUser(owner, request);
   }
 
-
   /** The tombstone of an erased task, or null (also on a store that cannot erase). */
   async tombstone(taskId: string): Promise<Tombstone | null> {
     return this.records.tombstone(taskId);
   }
-
 
   /**
    * Applies the store's retention periods now (see the store's `retention` option): finished tasks past theirs are
@@ -333,7 +388,6 @@ export class Orchestrator {
     return this.records.sweepRetention();
   }
 
-
   /**
    * Runs `sweepRetention` every `everyMs` (default 1 h; 0: never) until `close()` or the returned stop function.
    * Starting it again replaces the running one. Safe in several processes at once: each erasure is atomic.
@@ -342,7 +396,6 @@ export class Orchestrator {
     this.assertOpen();
     return this.records.startRetentionSweep(options);
   }
-
 }
 
 /** Creates an orchestrator. */

@@ -47,13 +47,17 @@ export class Records {
         queued.push(await this.erase(taskId, request));
       } catch (error) {
         // A worker creating it right now holds its lease: retry later, as for any task driven elsewhere.
-        if (!(error instanceof TaskBusyError || error instanceof TaskRunningError || error instanceof FencedOutError)) throw error;
+        if (!(error instanceof TaskBusyError || error instanceof TaskRunningError || error instanceof FencedOutError))
+          throw error;
         skipped.push({ taskId, code: error.code, message: error.message });
       }
     }
     const report = await this.eraser().eraseUser(owner, request);
     this.forgetSealed(report.erased);
-    return { erased: [...queued, ...report.erased], skipped: [...skipped, ...report.skipped.filter((s) => !skipped.some((q) => q.taskId === s.taskId))] };
+    return {
+      erased: [...queued, ...report.erased],
+      skipped: [...skipped, ...report.skipped.filter((s) => !skipped.some((q) => q.taskId === s.taskId))],
+    };
   }
 
   async tombstone(taskId: string): Promise<Tombstone | null> {
@@ -61,14 +65,19 @@ export class Records {
   }
 
   async sweepRetention(): Promise<RetentionReport> {
-    const report = await (this.sweeper ?? new RetentionSweeper(this.deps.store, this.deps.clock, { everyMs: 0 })).sweep();
+    const report = await (
+      this.sweeper ?? new RetentionSweeper(this.deps.store, this.deps.clock, { everyMs: 0 })
+    ).sweep();
     this.forgetSealed(report.erased);
     return report;
   }
 
   startRetentionSweep(options: RetentionSweepOptions = {}): () => void {
     this.sweeper?.stop();
-    const sweeper = new RetentionSweeper(this.deps.store, this.deps.clock, { ...options, stopWhen: this.deps.isClosed });
+    const sweeper = new RetentionSweeper(this.deps.store, this.deps.clock, {
+      ...options,
+      stopWhen: this.deps.isClosed,
+    });
     this.sweeper = sweeper;
     return () => {
       sweeper.stop();
@@ -82,7 +91,12 @@ export class Records {
 
   private eraser(): TaskEraser {
     const { dispatched } = this.deps;
-    return new TaskEraser(this.deps.store, this.deps.live, this.deps.clock, dispatched ? (taskId) => dispatched.isQueued(taskId) : undefined);
+    return new TaskEraser(
+      this.deps.store,
+      this.deps.live,
+      this.deps.clock,
+      dispatched ? (taskId) => dispatched.isQueued(taskId) : undefined,
+    );
   }
 
   /** Sealed values this process keeps for erased tasks go with them (a memory sealer's). */

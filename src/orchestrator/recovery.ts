@@ -30,11 +30,14 @@ export async function recover(store: TaskStore, live: LiveTasks, sweeper: Expiry
     if (live.has(summary.taskId)) continue;
     try {
       // Finished or came to rest between the list and the lease: it is dropped again, and its lease released.
-      if (await live.exclusive(summary.taskId, () => live.takeOver(summary.taskId))) report.resumed.push(summary.taskId);
+      if (await live.exclusive(summary.taskId, () => live.takeOver(summary.taskId)))
+        report.resumed.push(summary.taskId);
     } catch (error) {
       if (error instanceof TaskBusyError) report.busy.push(summary.taskId);
-      else if (error instanceof TaskQuarantinedError) report.quarantined.push({ taskId: summary.taskId, reason: error.reason });
-      else if (error instanceof CatalogMismatchError) report.catalogMismatch.push({ taskId: summary.taskId, reason: error.message });
+      else if (error instanceof TaskQuarantinedError)
+        report.quarantined.push({ taskId: summary.taskId, reason: error.reason });
+      else if (error instanceof CatalogMismatchError)
+        report.catalogMismatch.push({ taskId: summary.taskId, reason: error.message });
       // Erased (or gone) between the list and the load: nothing left to recover.
       else if (error instanceof TaskNotFoundError) continue;
       else throw error;

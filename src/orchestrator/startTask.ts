@@ -3,7 +3,13 @@
  * its kind, the goal sealed, the whole against the schema it is stored with), then the task created under its lease
  * once the id is known to be free, holding a capacity slot until it is live.
  */
-import { type AgentInput, type ModelReservation, type Policy, type Provenance, agentInputSchema } from '../../machines/context.js';
+import {
+  type AgentInput,
+  type ModelReservation,
+  type Policy,
+  type Provenance,
+  agentInputSchema,
+} from '../../machines/context.js';
 import { CorruptTaskError, HostRequestError, TaskExistsError, UnsupportedVersionError } from '../errors.js';
 import { checkMandate, moneyUnder } from '../mandate.js';
 import type { ToolRegistry } from '../runtime/toolRegistry.js';
@@ -24,7 +30,14 @@ export interface InputDeps {
 /** The task's input for `request`; throws HostRequestError for a request it cannot take. */
 export function taskInput(request: StartTaskRequest, deps: InputDeps): AgentInput {
   const { settings, registry } = deps;
-  const { principal, goal, limits, success, mandate, taskId: requestedId } = parseOrThrow(startRequestSchema, request, 'start');
+  const {
+    principal,
+    goal,
+    limits,
+    success,
+    mandate,
+    taskId: requestedId,
+  } = parseOrThrow(startRequestSchema, request, 'start');
   if (success && !registry.get(success.tool)) {
     throw new HostRequestError('invalid_request', `start: success criterion names unknown tool ${success.tool}`);
   }
@@ -43,7 +56,11 @@ export function taskInput(request: StartTaskRequest, deps: InputDeps): AgentInpu
       mandate: checkedMandate,
       catalog: registry.catalog(),
       policy: deps.policy,
-      limits: { ...settings.limits, ...limits, money: moneyUnder(settings.mandates, checkedMandate, limits?.money, settings.limits.money) },
+      limits: {
+        ...settings.limits,
+        ...limits,
+        money: moneyUnder(settings.mandates, checkedMandate, limits?.money, settings.limits.money),
+      },
       modelReservation: deps.reservation,
       provenance: deps.provenance,
       success: success ?? null,
@@ -64,22 +81,35 @@ export async function claimMandate(store: TaskStore, input: AgentInput): Promise
   if (!mandate) return null;
   if (mandate.id === undefined) {
     // A start recorded by an earlier version, before mandates had ids.
-    throw new HostRequestError('invalid_request', `start: the mandate of task ${JSON.stringify(taskId)} has no id: make it with defineMandate(...).of(terms)`);
+    throw new HostRequestError(
+      'invalid_request',
+      `start: the mandate of task ${JSON.stringify(taskId)} has no id: make it with defineMandate(...).of(terms)`,
+    );
   }
   if (!claimsMandates(store)) {
-    throw new HostRequestError('invalid_request', `start: a task with a mandate needs a store that claims mandates (claimMandate, releaseMandate), so that a mandate authorises one task; the ${store.kind} store does not`);
+    throw new HostRequestError(
+      'invalid_request',
+      `start: a task with a mandate needs a store that claims mandates (claimMandate, releaseMandate), so that a mandate authorises one task; the ${store.kind} store does not`,
+    );
   }
   return store.claimMandate(mandate.id, taskId);
 }
 
 /** Gives back a mandate claimed by a start that did not happen (best effort: the claim only blocks that mandate). */
-export async function releaseClaim(store: TaskStore, input: AgentInput, claim: 'claimed' | 'held' | null): Promise<void> {
+export async function releaseClaim(
+  store: TaskStore,
+  input: AgentInput,
+  claim: 'claimed' | 'held' | null,
+): Promise<void> {
   if (claim !== 'claimed' || !input.mandate?.id) return;
   await store.releaseMandate?.(input.mandate.id, input.taskId).catch(() => {});
 }
 
 /** Creates the task of `input` and lets it run; resolves once its first state is saved. */
-export function createTask(input: AgentInput, deps: { live: LiveTasks; store: TaskStore; capacity: Capacity }): Promise<TaskStatus> {
+export function createTask(
+  input: AgentInput,
+  deps: { live: LiveTasks; store: TaskStore; capacity: Capacity },
+): Promise<TaskStatus> {
   const { live, store, capacity } = deps;
   const { taskId } = input;
   // A slot is held from here until the task is live (counted as running) or the start failed.

@@ -66,7 +66,11 @@ export function statusFrom(context: AgentContext, summary: TaskSummary): TaskSta
     stateValue: summary.stateValue,
     revision: summary.revision,
     goal: context.goal,
-    principal: { userId: context.principal.userId, tenantId: context.principal.tenantId, scopes: [...context.principal.scopes] },
+    principal: {
+      userId: context.principal.userId,
+      tenantId: context.principal.tenantId,
+      scopes: [...context.principal.scopes],
+    },
     turn: context.turn,
     outcome: context.outcome,
     mandate: context.mandate,

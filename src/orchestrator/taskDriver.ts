@@ -9,7 +9,16 @@
  * driving job then reads the inbox again before it ends, so an event that came after its last read is not left
  * without a job.
  */
-import { AgentError, CapacityError, FencedOutError, StoreUnavailableError, TaskBusyError, TaskExistsError, TaskNotFoundError, TaskQuarantinedError } from '../errors.js';
+import {
+  AgentError,
+  CapacityError,
+  FencedOutError,
+  StoreUnavailableError,
+  TaskBusyError,
+  TaskExistsError,
+  TaskNotFoundError,
+  TaskQuarantinedError,
+} from '../errors.js';
 import type { Principal } from '../../machines/context.js';
 import { HOST_EVENT_TYPES, type HostEvent } from '../../machines/events.js';
 import type { Clock } from '../clock.js';
@@ -82,7 +91,10 @@ export class TaskDriver {
   /** An event was recorded for a task this process may drive: applied now if it does (else its job will). */
   async poke(taskId: string): Promise<void> {
     const task = this.deps.live.get(taskId);
-    if (task) await this.deliver(task).catch((error: unknown) => this.deps.logger.warn({ taskId, err: safeErrorText(error) }, 'applying the inbox failed; the job applies it'));
+    if (task)
+      await this.deliver(task).catch((error: unknown) =>
+        this.deps.logger.warn({ taskId, err: safeErrorText(error) }, 'applying the inbox failed; the job applies it'),
+      );
   }
 
   private async drive(job: DriveJob): Promise<DriveOutcome> {
@@ -97,7 +109,11 @@ export class TaskDriver {
         } else if (error instanceof TaskNotFoundError) {
           // Erased while queued (TaskErasedError): nothing to create, ever.
           return 'done';
-        } else if (error instanceof CapacityError || (error instanceof AgentError && (error.code === 'orchestrator_draining' || error.code === 'orchestrator_closed'))) {
+        } else if (
+          error instanceof CapacityError ||
+          (error instanceof AgentError &&
+            (error.code === 'orchestrator_draining' || error.code === 'orchestrator_closed'))
+        ) {
           // No room here now: back to the queue, not counted as a failure.
           return 'later';
         } else {
@@ -160,7 +176,8 @@ export class TaskDriver {
     // Still running, and not here: another process took it (its lease fenced this one out), or it stopped here.
     const failure = task.failed;
     if (failure instanceof FencedOutError) return 'done';
-    if (failure instanceof AgentError && failure.code === 'task_stopped') throw new HandedBackError(taskId, 'this process stopped driving it');
+    if (failure instanceof AgentError && failure.code === 'task_stopped')
+      throw new HandedBackError(taskId, 'this process stopped driving it');
     if (failure instanceof StoreUnavailableError) throw failure;
     return 'done';
   }
@@ -179,8 +196,15 @@ export class TaskDriver {
         if (task.failed || entry.seq <= task.inboxApplied()) continue;
         const record = inboxRecord(entry);
         if (record) await this.deliverDue(task, record.event.at);
-        const reply = record ? this.deps.events.apply(task, record.by, record.event) : { accepted: false, code: null, message: `inbox entry ${entry.seq} is not an event this build takes; it was skipped` };
-        if (!record) this.deps.logger.warn({ taskId: task.taskId, seq: entry.seq }, 'skipped an inbox entry that is not an event');
+        const reply = record
+          ? this.deps.events.apply(task, record.by, record.event)
+          : {
+              accepted: false,
+              code: null,
+              message: `inbox entry ${entry.seq} is not an event this build takes; it was skipped`,
+            };
+        if (!record)
+          this.deps.logger.warn({ taskId: task.taskId, seq: entry.seq }, 'skipped an inbox entry that is not an event');
         task.recordInbox({ eventId: record?.eventId ?? `unreadable-${entry.seq}`, seq: entry.seq, ...reply });
         await task.barrier();
       }
@@ -204,11 +228,17 @@ export class TaskDriver {
     const same = job.kind === 'wake' && job.at === at;
     if (same && at <= now) {
       // This wake delivered what was due, and the deadline did not move: another wake would do the same again.
-      this.deps.logger.warn({ taskId: job.taskId, wakeAt: at }, 'a deadline stayed due after its timer event; the expiry sweep tries it again');
+      this.deps.logger.warn(
+        { taskId: job.taskId, wakeAt: at },
+        'a deadline stayed due after its timer event; the expiry sweep tries it again',
+      );
       return;
     }
     // The job in hand is this very wake, come a little early: the next one needs an id of its own.
-    await this.deps.dispatch.enqueue({ kind: 'wake', taskId: job.taskId, at }, { delayMs: Math.max(0, at - now), ...(same ? { idSuffix: `.${now}` } : {}) });
+    await this.deps.dispatch.enqueue(
+      { kind: 'wake', taskId: job.taskId, at },
+      { delayMs: Math.max(0, at - now), ...(same ? { idSuffix: `.${now}` } : {}) },
+    );
   }
 
   private async storedOrNull(taskId: string): Promise<TaskEnvelope | null> {
@@ -227,10 +257,12 @@ export class TaskDriver {
  */
 function inboxRecord(entry: InboxEntry): InboxRecord | null {
   const record = entry.data as Partial<InboxRecord> | null;
-  if (!record || typeof record !== 'object' || typeof record.eventId !== 'string' || !record.by || !record.event) return null;
+  if (!record || typeof record !== 'object' || typeof record.eventId !== 'string' || !record.by || !record.event)
+    return null;
   // Time enters a task only through its deadlines, never through an inbox.
   const type = (record.event as { type?: unknown }).type;
-  if (typeof type !== 'string' || type.startsWith('timer.') || !(HOST_EVENT_TYPES as readonly string[]).includes(type)) return null;
+  if (typeof type !== 'string' || type.startsWith('timer.') || !(HOST_EVENT_TYPES as readonly string[]).includes(type))
+    return null;
   try {
     return { eventId: record.eventId, by: record.by, event: checkedEvent(record.by, record.event) };
   } catch {

@@ -14,12 +14,10 @@ import type { TaskStore } from '../store/taskStore.js';
 import type { Capacity } from './capacity.js';
 import type { DispatchWorker, DispatchWorkerOptions } from './dispatch.js';
 import type { Dispatched } from './dispatched.js';
-import { DispatchedMode } from './dispatchedMode.js';
 import type { ExpirySweeper } from './expirySweeper.js';
 import type { Logger } from './hooks.js';
 import type { HostEvents } from './hostEvents.js';
 import type { LiveTasks } from './liveTasks.js';
-import { LocalMode } from './localMode.js';
 import type { OrchestratorOptions } from './options.js';
 import type { RecoveryReport } from './recovery.js';
 import type { TaskStatus } from './status.js';
@@ -64,10 +62,4 @@ export interface TaskModeDeps {
   /** The task clock (deadlines). */
   clock: Clock;
   logger: Logger;
-}
-
-/** Picks the mode: dispatched when the options name a dispatch, else local. The only place that asks. */
-export function chooseTaskMode(deps: TaskModeDeps): TaskMode {
-  const { dispatch } = deps.options;
-  return dispatch ? new DispatchedMode(dispatch, deps) : new LocalMode(deps);
 }

@@ -21,7 +21,13 @@ export function echoList(opened: readonly OpenedToken[]): Echo[] {
       if (leaf.length < SHORTEST_ECHO) continue;
       const escaped = leaf.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/\s+/g, '\\s+');
       const loose = /\s/.test(leaf) || leaf.length < 6;
-      list.push({ value: leaf, token, pattern: loose ? new RegExp(leaf.length < 6 ? `(?<![A-Za-z0-9])${escaped}(?![A-Za-z0-9])` : escaped, 'g') : null });
+      list.push({
+        value: leaf,
+        token,
+        pattern: loose
+          ? new RegExp(leaf.length < 6 ? `(?<![A-Za-z0-9])${escaped}(?![A-Za-z0-9])` : escaped, 'g')
+          : null,
+      });
     }
   }
   return list.sort((a, b) => b.value.length - a.value.length);
@@ -29,7 +35,7 @@ export function echoList(opened: readonly OpenedToken[]): Echo[] {
 
 export function replaceEchoes(text: string, echoes: readonly Echo[]): string {
   let out = text;
-  for (const echo of echoes) out = echo.pattern ? out.replace(echo.pattern, echo.token) : out.split(echo.value).join(echo.token);
+  for (const echo of echoes)
+    out = echo.pattern ? out.replace(echo.pattern, echo.token) : out.split(echo.value).join(echo.token);
   return out;
 }
-

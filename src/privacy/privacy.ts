@@ -14,11 +14,30 @@
 import type { Json } from '../../machines/context.js';
 import { parseStrictJson } from '../../machines/lib/strictJson.js';
 import { type Echo, echoList, replaceEchoes } from './echoes.js';
-import { type CompiledRedactor, type PrivacyLoosening, type RedactorSet, keyRedactorsFor, redactorSet, redactorsFor } from './redactorSet.js';
+import {
+  type CompiledRedactor,
+  type PrivacyLoosening,
+  type RedactorSet,
+  keyRedactorsFor,
+  redactorSet,
+  redactorsFor,
+} from './redactorSet.js';
 import type { OmitDefaultRedactors } from './redactorSet.js';
 import type { Redactor } from './redactors.js';
 import { type Sealer, memorySealer } from './sealer.js';
-import { type OpenedToken, type SealScope, TOKEN, WHOLE_TOKEN, labelOf, leadsBelow, matches, ownerOf, pathLabel, splitPath, tokenText } from './tokens.js';
+import {
+  type OpenedToken,
+  type SealScope,
+  TOKEN,
+  WHOLE_TOKEN,
+  labelOf,
+  leadsBelow,
+  matches,
+  ownerOf,
+  pathLabel,
+  splitPath,
+  tokenText,
+} from './tokens.js';
 
 export { displayText, type OpenedToken, type SealScope } from './tokens.js';
 export type { OmitDefaultRedactors, PrivacyLoosening } from './redactorSet.js';
@@ -115,7 +134,8 @@ export class Privacy {
   arguments(scope: SealScope, raw: string, paths: SensitivePaths): string {
     if (paths.length === 0) return this.text(scope, raw);
     const parsed = parseStrictJson(raw);
-    if (!parsed.ok || parsed.value === null || typeof parsed.value !== 'object' || Array.isArray(parsed.value)) return this.withheld(scope, 'arguments', raw);
+    if (!parsed.ok || parsed.value === null || typeof parsed.value !== 'object' || Array.isArray(parsed.value))
+      return this.withheld(scope, 'arguments', raw);
     return JSON.stringify(this.json(scope, parsed.value, paths));
   }
 
@@ -128,7 +148,11 @@ export class Privacy {
    * The values at `paths` opened (as the tool needs them), when the tokens there are this task's. A path whose value
    * is not a token is left as it is.
    */
-  open(value: Json, paths: SensitivePaths, scope: SealScope): { ok: true; value: Json; opened: OpenedToken[] } | { ok: false; failure: SealFailure } {
+  open(
+    value: Json,
+    paths: SensitivePaths,
+    scope: SealScope,
+  ): { ok: true; value: Json; opened: OpenedToken[] } | { ok: false; failure: SealFailure } {
     if (paths.length === 0) return { ok: true, value, opened: [] };
     const owner = ownerOf(scope);
     let failure: SealFailure | null = null;
@@ -171,7 +195,14 @@ export class Privacy {
   }
 
   /** `under`: the key-naming redactor and key above `value` (its strings and numbers are sealed whole). */
-  private walk(scope: SealScope, value: Json, paths: string[][], at: string[], echoes: Echo[], under: Under | null): Json {
+  private walk(
+    scope: SealScope,
+    value: Json,
+    paths: string[][],
+    at: string[],
+    echoes: Echo[],
+    under: Under | null,
+  ): Json {
     const declared = paths.find((path) => matches(path, at));
     if (declared) return this.sealWhole(scope, value, declared);
     if (under && (typeof value === 'string' || typeof value === 'number')) return this.sealUnder(scope, value, under);
@@ -198,7 +229,8 @@ export class Privacy {
         const plain = echoes.length === 0 && this.plainKeys.has(key);
         const sealedKey = plain ? key : this.text(scope, echoes.length ? replaceEchoes(key, echoes) : key);
         const named = under ?? (plain ? null : this.keyRedactor(key));
-        if (!plain && !named && sealedKey === key && echoes.length === 0 && !key.includes('[[')) this.rememberPlainKey(key);
+        if (!plain && !named && sealedKey === key && echoes.length === 0 && !key.includes('[['))
+          this.rememberPlainKey(key);
         const sealed = this.walk(scope, item, paths, paths.length ? [...at, key] : at, echoes, named);
         if ((sealed !== item || sealedKey !== key) && next === null) {
           next = {};
@@ -226,7 +258,8 @@ export class Privacy {
       if (token && this.isOwn(scope, token[2]!)) return value;
     }
     const groups = { key };
-    if (redactor.accept && !redactor.accept(text, groups)) return typeof value === 'string' ? this.text(scope, value) : this.redactNumber(scope, value);
+    if (redactor.accept && !redactor.accept(text, groups))
+      return typeof value === 'string' ? this.text(scope, value) : this.redactNumber(scope, value);
     return this.token(scope, labelOf(redactor.label?.(text, groups) ?? redactor.name), JSON.stringify(value));
   }
 
@@ -248,7 +281,11 @@ export class Privacy {
       const match = pattern.exec(digits);
       pattern.lastIndex = 0;
       if (match && match[0] === digits && (!redactor.accept || redactor.accept(digits, match.groups ?? {}))) {
-        return this.token(scope, labelOf(redactor.label?.(digits, match.groups ?? {}) ?? redactor.name), JSON.stringify(value));
+        return this.token(
+          scope,
+          labelOf(redactor.label?.(digits, match.groups ?? {}) ?? redactor.name),
+          JSON.stringify(value),
+        );
       }
     }
     return value;
@@ -270,11 +307,16 @@ export class Privacy {
         pattern.lastIndex += 1;
         continue;
       }
-      const [start, end] = (valueGroup ? match.indices?.groups?.value : undefined) ?? [match.index, match.index + match[0].length];
+      const [start, end] = (valueGroup ? match.indices?.groups?.value : undefined) ?? [
+        match.index,
+        match.index + match[0].length,
+      ];
       const found = text.slice(start, end);
       const groups = match.groups ?? {};
       if (redactor.accept && !redactor.accept(found, groups)) continue;
-      out += text.slice(last, start) + this.token(scope, labelOf(redactor.label?.(found, groups) ?? redactor.name), JSON.stringify(found));
+      out +=
+        text.slice(last, start) +
+        this.token(scope, labelOf(redactor.label?.(found, groups) ?? redactor.name), JSON.stringify(found));
       last = end;
     }
     pattern.lastIndex = 0;
@@ -327,7 +369,9 @@ function mapAt(value: Json, paths: string[][], at: string[], change: (leaf: Json
   if (!leadsBelow(paths, at)) return value;
   if (Array.isArray(value)) return value.map((item, index) => mapAt(item, paths, [...at, String(index)], change));
   if (value !== null && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, mapAt(item, paths, [...at, key], change)]));
+    return Object.fromEntries(
+      Object.entries(value).map(([key, item]) => [key, mapAt(item, paths, [...at, key], change)]),
+    );
   }
   return value;
 }

@@ -44,7 +44,10 @@ export interface RedactorSet {
   hostCount: number;
 }
 
-export function redactorSet(host: readonly Redactor[] | undefined, omit: OmitDefaultRedactors | undefined): RedactorSet {
+export function redactorSet(
+  host: readonly Redactor[] | undefined,
+  omit: OmitDefaultRedactors | undefined,
+): RedactorSet {
   const omitted = omittedNames(omit);
   const defaults = secretRedactors().filter((redactor) => !omitted.has(redactor.name));
   const hostRedactors = (host ?? []).map(checkRedactor);
@@ -56,7 +59,10 @@ export function redactorSet(host: readonly Redactor[] | undefined, omit: OmitDef
     quick: hints.length ? new RegExp(hints.join('|'), 'i') : null,
     keyed: all.filter((c) => c.redactor.keys),
     keyedUnhinted: all.filter((c) => c.redactor.keys && c.hint === null),
-    loosened: [...omitted].map((name) => ({ option: `privacy.omitDefaultRedactors:${name}`, reason: omit!.reason.trim() })),
+    loosened: [...omitted].map((name) => ({
+      option: `privacy.omitDefaultRedactors:${name}`,
+      reason: omit!.reason.trim(),
+    })),
     hostCount: hostRedactors.length,
   };
 }
@@ -81,14 +87,18 @@ function omittedNames(omit: OmitDefaultRedactors | undefined): Set<string> {
   const where = 'privacy.omitDefaultRedactors';
   if (omit === null || typeof omit !== 'object') throw invalid(`${where} must be { names, reason }`);
   if (typeof omit.reason !== 'string' || omit.reason.trim() === '') {
-    throw invalid(`${where} needs a reason (turning a default redactor off lets its values reach the model, the store and the streams in clear)`);
+    throw invalid(
+      `${where} needs a reason (turning a default redactor off lets its values reach the model, the store and the streams in clear)`,
+    );
   }
   if (omit.names === 'all') return new Set(DEFAULT_REDACTOR_NAMES);
   if (!Array.isArray(omit.names)) throw invalid(`${where}.names must be a list of default redactor names or 'all'`);
   const known = new Set<string>(DEFAULT_REDACTOR_NAMES);
   const unknown = omit.names.filter((name) => typeof name !== 'string' || !known.has(name));
   if (unknown.length) {
-    throw invalid(`${where}: no default redactor is named ${unknown.map((n) => JSON.stringify(n)).join(', ')}; the defaults are ${DEFAULT_REDACTOR_NAMES.join(', ')}`);
+    throw invalid(
+      `${where}: no default redactor is named ${unknown.map((n) => JSON.stringify(n)).join(', ')}; the defaults are ${DEFAULT_REDACTOR_NAMES.join(', ')}`,
+    );
   }
   return new Set(omit.names);
 }
@@ -97,7 +107,10 @@ function compile(redactor: Redactor): CompiledRedactor {
   const valueGroup = /\(\?<value>/.test(redactor.pattern.source);
   return {
     redactor,
-    pattern: valueGroup && !redactor.pattern.hasIndices ? new RegExp(redactor.pattern.source, `${redactor.pattern.flags}d`) : redactor.pattern,
+    pattern:
+      valueGroup && !redactor.pattern.hasIndices
+        ? new RegExp(redactor.pattern.source, `${redactor.pattern.flags}d`)
+        : redactor.pattern,
     valueGroup,
     hint: HINTS.get(redactor) ?? null,
   };
@@ -107,8 +120,10 @@ function checkRedactor(redactor: Redactor): Redactor {
   if (!redactor || typeof redactor.name !== 'string' || !(redactor.pattern instanceof RegExp)) {
     throw new AgentError('invalid_redactor', 'a redactor needs a name and a pattern (a RegExp)');
   }
-  if (!redactor.pattern.global) throw new AgentError('invalid_redactor', `redactor ${redactor.name}: its pattern must be global (the g flag)`);
-  if (redactor.keys !== undefined && typeof redactor.keys !== 'function') throw new AgentError('invalid_redactor', `redactor ${redactor.name}: keys must be a function of a key`);
+  if (!redactor.pattern.global)
+    throw new AgentError('invalid_redactor', `redactor ${redactor.name}: its pattern must be global (the g flag)`);
+  if (redactor.keys !== undefined && typeof redactor.keys !== 'function')
+    throw new AgentError('invalid_redactor', `redactor ${redactor.name}: keys must be a function of a key`);
   return redactor;
 }
 

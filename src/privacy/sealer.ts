@@ -100,7 +100,11 @@ function valueKey(owner: string, plaintext: string): string {
  */
 export function keyedSealer(options: { key: Uint8Array | string }): Sealer {
   const key = typeof options.key === 'string' ? decodeKey(options.key) : Buffer.from(options.key);
-  if (key.length !== 32) throw new AgentError('invalid_sealer_key', `keyedSealer needs a 32-byte key (got ${key.length} bytes); e.g. randomBytes(32), given as bytes, hex or base64`);
+  if (key.length !== 32)
+    throw new AgentError(
+      'invalid_sealer_key',
+      `keyedSealer needs a 32-byte key (got ${key.length} bytes); e.g. randomBytes(32), given as bytes, hex or base64`,
+    );
   const macKey = Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), 'statechart-agent seal mac', 32));
   const encKey = Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), 'statechart-agent seal enc', 32));
   const IV = 16;
@@ -122,7 +126,10 @@ export function keyedSealer(options: { key: Uint8Array | string }): Sealer {
       if (!timingSafeEqual(expected, iv)) return undefined;
       const length = body.readUInt16BE(0);
       if (2 + length > body.length) return undefined;
-      return { owner: body.subarray(2, 2 + length).toString('utf8'), plaintext: body.subarray(2 + length).toString('utf8') };
+      return {
+        owner: body.subarray(2, 2 + length).toString('utf8'),
+        plaintext: body.subarray(2 + length).toString('utf8'),
+      };
     },
   };
 }

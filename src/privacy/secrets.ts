@@ -131,7 +131,13 @@ export function bearerTokens(): Redactor {
 
 /** JSON Web Tokens (and JWE): base64url segments joined by dots, the first (the header) starting `eyJ`. */
 export function jsonWebTokens(): Redactor {
-  return hinted({ name: 'jwt', pattern: /(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]*){0,2}/g }, /eyJ/);
+  return hinted(
+    {
+      name: 'jwt',
+      pattern: /(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]*){0,2}/g,
+    },
+    /eyJ/,
+  );
 }
 
 /**
@@ -143,7 +149,8 @@ export function apiKeys(): Redactor {
   return hinted(
     {
       name: 'api-key',
-      pattern: /(?<![A-Za-z0-9_-])(?:(?:sk|rk)-[A-Za-z0-9_-]{16,}|(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{10,}|whsec_[A-Za-z0-9+/=]{20,})(?![A-Za-z0-9_-])/g,
+      pattern:
+        /(?<![A-Za-z0-9_-])(?:(?:sk|rk)-[A-Za-z0-9_-]{16,}|(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{10,}|whsec_[A-Za-z0-9+/=]{20,})(?![A-Za-z0-9_-])/g,
       accept: (match) => !/^[sr]k-/.test(match) || looksRandom(match.slice(3), 16),
     },
     /[sr]k[-_]|pk_|whsec_/,
@@ -152,7 +159,10 @@ export function apiKeys(): Redactor {
 
 /** AWS access key ids: `AKIA` (long-term) or `ASIA` (temporary) and 16 uppercase letters or digits. */
 export function awsAccessKeys(): Redactor {
-  return hinted({ name: 'aws-access-key', pattern: /(?<![A-Za-z0-9])A(?:KI|SI)A[A-Z0-9]{16}(?![A-Za-z0-9])/g }, /A[KS]IA/);
+  return hinted(
+    { name: 'aws-access-key', pattern: /(?<![A-Za-z0-9])A(?:KI|SI)A[A-Z0-9]{16}(?![A-Za-z0-9])/g },
+    /A[KS]IA/,
+  );
 }
 
 /**
@@ -161,24 +171,44 @@ export function awsAccessKeys(): Redactor {
  */
 export function privateKeys(): Redactor {
   return hinted(
-    { name: 'private-key', pattern: /-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|$)/g },
+    {
+      name: 'private-key',
+      pattern:
+        /-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|$)/g,
+    },
     /-----BEGIN /,
   );
 }
 
 /** GitHub tokens: `ghp_`, `gho_`, `ghu_`, `ghs_`, `ghr_` and fine-grained `github_pat_`. */
 export function githubTokens(): Redactor {
-  return hinted({ name: 'github-token', pattern: /(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{50,})(?![A-Za-z0-9_])/g }, /gh[pousr]_|github_pat_/);
+  return hinted(
+    {
+      name: 'github-token',
+      pattern: /(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{50,})(?![A-Za-z0-9_])/g,
+    },
+    /gh[pousr]_|github_pat_/,
+  );
 }
 
 /** Slack tokens: `xoxb-`, `xoxp-`, `xoxa-`, `xoxr-`, `xoxs-`, `xoxe-` and what follows (with a digit in it). */
 export function slackTokens(): Redactor {
-  return hinted({ name: 'slack-token', pattern: /(?<![A-Za-z0-9_-])xox[abprse]-[A-Za-z0-9-]{10,}(?![A-Za-z0-9_-])/g, accept: (match) => /\d/.test(match) }, /xox[abprse]-/);
+  return hinted(
+    {
+      name: 'slack-token',
+      pattern: /(?<![A-Za-z0-9_-])xox[abprse]-[A-Za-z0-9-]{10,}(?![A-Za-z0-9_-])/g,
+      accept: (match) => /\d/.test(match),
+    },
+    /xox[abprse]-/,
+  );
 }
 
 /** Google API keys: `AIza` and 35 base64url characters. */
 export function googleApiKeys(): Redactor {
-  return hinted({ name: 'google-api-key', pattern: /(?<![A-Za-z0-9_-])AIza[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])/g }, /AIza/);
+  return hinted(
+    { name: 'google-api-key', pattern: /(?<![A-Za-z0-9_-])AIza[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])/g },
+    /AIza/,
+  );
 }
 
 /** The password in a URL's user info (`postgres://app:‹url-password›@db:5432/app`); the rest of the URL stays. */
@@ -211,5 +241,16 @@ export type DefaultRedactorName = (typeof DEFAULT_REDACTOR_NAMES)[number];
  * them twice.
  */
 export function secretRedactors(): Redactor[] {
-  return [privateKeys(), jsonWebTokens(), bearerTokens(), apiKeys(), awsAccessKeys(), githubTokens(), slackTokens(), googleApiKeys(), urlPasswords(), credentialFields()];
+  return [
+    privateKeys(),
+    jsonWebTokens(),
+    bearerTokens(),
+    apiKeys(),
+    awsAccessKeys(),
+    githubTokens(),
+    slackTokens(),
+    googleApiKeys(),
+    urlPasswords(),
+    credentialFields(),
+  ];
 }

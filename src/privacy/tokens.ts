@@ -55,7 +55,11 @@ export function cutSealed(text: string, max: number): string {
 }
 
 export function labelOf(text: string): string {
-  const label = text.toLowerCase().replace(/[^a-z0-9_-]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 40);
+  const label = text
+    .toLowerCase()
+    .replace(/[^a-z0-9_-]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 40);
   return label || 'value';
 }
 
@@ -74,7 +78,9 @@ export function matches(path: readonly string[], at: readonly string[]): boolean
 
 /** True when some path goes below `at`. */
 export function leadsBelow(paths: readonly (readonly string[])[], at: readonly string[]): boolean {
-  return paths.some((path) => path.length > at.length && at.every((segment, i) => path[i] === '*' || path[i] === segment));
+  return paths.some(
+    (path) => path.length > at.length && at.every((segment, i) => path[i] === '*' || path[i] === segment),
+  );
 }
 
 /** The string and number leaves of a value (for finding a value quoted in text). */

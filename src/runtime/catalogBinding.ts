@@ -17,7 +17,10 @@ export interface InstalledTool {
 }
 
 /** How the tools installed here differ from the task's catalog, by tool name; empty when this process may drive it. */
-export function catalogDifferences(recorded: Catalog, installed: (name: string) => InstalledTool | undefined): CatalogDifference[] {
+export function catalogDifferences(
+  recorded: Catalog,
+  installed: (name: string) => InstalledTool | undefined,
+): CatalogDifference[] {
   const differences: CatalogDifference[] = [];
   for (const name of Object.keys(recorded).sort()) {
     const facts = recorded[name]!;
@@ -26,7 +29,11 @@ export function catalogDifferences(recorded: Catalog, installed: (name: string) 
       differences.push({ tool: name, problem: 'missing', task: facts.version ?? null, here: null });
     } else if (here.effect !== facts.effect) {
       differences.push({ tool: name, problem: 'effect', task: facts.effect, here: here.effect });
-    } else if (facts.version !== undefined && facts.version !== here.version && !here.compatibleWith.includes(facts.version)) {
+    } else if (
+      facts.version !== undefined &&
+      facts.version !== here.version &&
+      !here.compatibleWith.includes(facts.version)
+    ) {
       // A task that recorded no version (it started before tools had one) is judged by the effect alone.
       differences.push({ tool: name, problem: 'version', task: facts.version, here: here.version ?? null });
     }

@@ -22,7 +22,13 @@ import type { AgentMachine } from '../../machines/agentMachine.js';
 import type { Clock } from '../clock.js';
 import { AgentError, MachineError } from '../errors.js';
 import { safeErrorText } from '../../machines/lib/text.js';
-import { INBOX_REPLIES_KEPT, type InboxCursor, type InboxReply, type PersistedAgentSnapshot, type TaskEnvelope } from '../store/envelope.js';
+import {
+  INBOX_REPLIES_KEPT,
+  type InboxCursor,
+  type InboxReply,
+  type PersistedAgentSnapshot,
+  type TaskEnvelope,
+} from '../store/envelope.js';
 import { type TaskSummary, summarize } from '../store/summary.js';
 import { taskStateOf } from '../../machines/tags.js';
 import type { TaskStore } from '../store/taskStore.js';
@@ -51,9 +57,7 @@ export interface SavedBatch {
   previous: TaskSummary | null;
 }
 
-export type LiveTaskOrigin =
-  | { kind: 'new'; input: AgentInput }
-  | { kind: 'restored'; envelope: TaskEnvelope };
+export type LiveTaskOrigin = { kind: 'new'; input: AgentInput } | { kind: 'restored'; envelope: TaskEnvelope };
 
 export class LiveTask implements TaskPort {
   readonly taskId: string;
@@ -231,7 +235,8 @@ export class LiveTask implements TaskPort {
   private onSnapshot(): void {
     const snapshot = this.actor.getSnapshot();
     // An event no state took leaves the very same snapshot and emits nothing: there is nothing to save.
-    if (snapshot === this.lastSnapshot && this.pendingAudit.length === 0 && this.transcriptEntries.pendingCount === 0) return;
+    if (snapshot === this.lastSnapshot && this.pendingAudit.length === 0 && this.transcriptEntries.pendingCount === 0)
+      return;
     this.lastSnapshot = snapshot;
     this.observed += 1;
     // At rest (waiting for someone, or ended): saved now. While it runs, the next barrier saves it.
@@ -256,13 +261,33 @@ export class LiveTask implements TaskPort {
         const taken = this.transcriptEntries.take();
         const transcript = taken.entries;
         this.pendingAudit = [];
-        const journal = { audit: this.journal.audit + audit.length, transcript: this.journal.transcript + transcript.length };
+        const journal = {
+          audit: this.journal.audit + audit.length,
+          transcript: this.journal.transcript + transcript.length,
+        };
         const revision = this.revision + 1;
         const now = this.deps.clock.now();
-        const summary = summarize(snapshot, this.actor.getSnapshot().tags, { revision, createdAt: this.createdAt, updatedAt: now });
-        const envelope = envelopeOf({ taskId: this.taskId, revision, createdAt: this.createdAt, updatedAt: now, summary, journal, snapshot, inbox: this.inbox });
+        const summary = summarize(snapshot, this.actor.getSnapshot().tags, {
+          revision,
+          createdAt: this.createdAt,
+          updatedAt: now,
+        });
+        const envelope = envelopeOf({
+          taskId: this.taskId,
+          revision,
+          createdAt: this.createdAt,
+          updatedAt: now,
+          summary,
+          journal,
+          snapshot,
+          inbox: this.inbox,
+        });
         try {
-          await saveWithRetry(this.deps, { envelope, expectedRevision: revision - 1, append: { audit, transcript }, fence: this.deps.fence?.() }, () => this.failure);
+          await saveWithRetry(
+            this.deps,
+            { envelope, expectedRevision: revision - 1, append: { audit, transcript }, fence: this.deps.fence?.() },
+            () => this.failure,
+          );
         } catch (error) {
           taken.settle(false);
           throw error;

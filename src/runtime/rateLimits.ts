@@ -41,9 +41,17 @@ export class RateLimits {
       const res = error as { msBeforeNext?: unknown } | null;
       if (res && typeof res === 'object' && typeof res.msBeforeNext === 'number') {
         const seconds = Math.ceil(res.msBeforeNext / 1000);
-        return { ok: false, code: 'rate_limited', summary: `${tool.name} allows ${points} call(s) per ${perSeconds} s for this tenant; try again in ${seconds} s` };
+        return {
+          ok: false,
+          code: 'rate_limited',
+          summary: `${tool.name} allows ${points} call(s) per ${perSeconds} s for this tenant; try again in ${seconds} s`,
+        };
       }
-      return { ok: false, code: 'rate_limited', summary: `the rate limit of ${tool.name} could not be checked (${errorName(error)}); the call was not run` };
+      return {
+        ok: false,
+        code: 'rate_limited',
+        summary: `the rate limit of ${tool.name} could not be checked (${errorName(error)}); the call was not run`,
+      };
     }
   }
 
@@ -54,7 +62,9 @@ export class RateLimits {
       limiter = this.load().then((m) => {
         const keyPrefix = `${this.options.keyPrefix ?? 'statechart-agent:rate'}:${name}`;
         const base = { keyPrefix, points: limit.points, duration: limit.perSeconds };
-        return this.options.redis ? new m.RateLimiterRedis({ ...base, storeClient: this.options.redis }) : new m.RateLimiterMemory(base);
+        return this.options.redis
+          ? new m.RateLimiterRedis({ ...base, storeClient: this.options.redis })
+          : new m.RateLimiterMemory(base);
       });
       // A failed load is not kept: the next call tries again.
       limiter.catch(() => this.limiters.delete(key));

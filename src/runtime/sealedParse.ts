@@ -16,16 +16,23 @@ import type { Privacy, SealFailure } from '../privacy/privacy.js';
  * do not depend on the values. A token of another task fails; what the schema says about a sensitive field is
  * replaced by a plain note (a message might quote the value).
  */
-export function sealedParse(schema: z.ZodType, paths: readonly string[], privacy: Privacy): (value: unknown, task: TaskRef) => ParseAnswer {
+export function sealedParse(
+  schema: z.ZodType,
+  paths: readonly string[],
+  privacy: Privacy,
+): (value: unknown, task: TaskRef) => ParseAnswer {
   return (value, task) => {
     const opened = privacy.open(value as Json, paths, task);
-    if (!opened.ok) return refused([{ path: opened.failure.path.split('.'), message: sealFailureText(opened.failure) }]);
+    if (!opened.ok)
+      return refused([{ path: opened.failure.path.split('.'), message: sealFailureText(opened.failure) }]);
     const parsed = schema.safeParse(opened.value);
     if (!parsed.success) {
       return refused(
         parsed.error.issues.map((issue) => ({
           path: issue.path,
-          message: paths.some((path) => underPath(path, issue.path)) ? 'invalid value (a sensitive field)' : issue.message,
+          message: paths.some((path) => underPath(path, issue.path))
+            ? 'invalid value (a sensitive field)'
+            : issue.message,
         })),
       );
     }
@@ -46,5 +53,8 @@ export function sealFailureText(failure: SealFailure): string {
 
 function underPath(path: string, issuePath: readonly PropertyKey[]): boolean {
   const segments = path.split('.');
-  return segments.length <= issuePath.length && segments.every((segment, i) => segment === '*' || segment === String(issuePath[i]));
+  return (
+    segments.length <= issuePath.length &&
+    segments.every((segment, i) => segment === '*' || segment === String(issuePath[i]))
+  );
 }

@@ -13,7 +13,9 @@ import { sealFailureText } from './sealedParse.js';
 import type { ToolRegistry } from './toolRegistry.js';
 
 /** The task whose values a sealing step seals and opens. */
-export function scopeOf(context: Pick<AgentContext, 'taskId' | 'startedAt'> & { principal: { tenantId: string } }): SealScope {
+export function scopeOf(
+  context: Pick<AgentContext, 'taskId' | 'startedAt'> & { principal: { tenantId: string } },
+): SealScope {
   return { taskId: context.taskId, tenantId: context.principal.tenantId, startedAt: context.startedAt };
 }
 
@@ -72,7 +74,8 @@ export function sealCallText(sealing: CallSealing, text: string): string {
  */
 export function sealOutcome(sealing: CallSealing, outcome: CallOutcome): CallOutcome {
   const { privacy, scope, tool, opened } = sealing;
-  if (outcome.kind === 'ok') return { ...outcome, value: privacy.json(scope, outcome.value, tool.sensitive?.output ?? [], opened) };
+  if (outcome.kind === 'ok')
+    return { ...outcome, value: privacy.json(scope, outcome.value, tool.sensitive?.output ?? [], opened) };
   const summary = sealCallText(sealing, outcome.summary);
   if (outcome.kind !== 'error') return { ...outcome, summary };
   return { ...outcome, code: sealCode(sealing, outcome.code), summary };
@@ -80,7 +83,9 @@ export function sealOutcome(sealing: CallSealing, outcome: CallOutcome): CallOut
 
 /** A host hook's verdict, its summary and code sealed as a failure's are. */
 export function sealVerdict(sealing: CallSealing, verdict: CheckVerdict): CheckVerdict {
-  return verdict.ok ? verdict : { ...verdict, code: sealCode(sealing, verdict.code), summary: sealCallText(sealing, verdict.summary) };
+  return verdict.ok
+    ? verdict
+    : { ...verdict, code: sealCode(sealing, verdict.code), summary: sealCallText(sealing, verdict.summary) };
 }
 
 /** A host's failure code is a short name; one that quotes a value is replaced, never sealed into the code. */
@@ -99,5 +104,7 @@ export function openArguments(
   args: Json,
 ): { ok: true; value: Json; opened: OpenedToken[] } | { ok: false; summary: string; failure: SealFailure } {
   const opened = privacy.open(args, tool.sensitive?.args ?? [], scope);
-  return opened.ok ? { ok: true, value: opened.value, opened: opened.opened } : { ok: false, summary: sealFailureText(opened.failure), failure: opened.failure };
+  return opened.ok
+    ? { ok: true, value: opened.value, opened: opened.opened }
+    : { ok: false, summary: sealFailureText(opened.failure), failure: opened.failure };
 }

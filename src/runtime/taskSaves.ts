@@ -7,11 +7,19 @@ import { AGENT_MACHINE_VERSION } from '../../machines/agentMachine.js';
 import { canonicalJson } from '../../machines/lib/canonicalJson.js';
 import { type Clock, backoffDelay, sleep } from '../clock.js';
 import { RevisionConflictError, StoreUnavailableError, TaskExistsError } from '../errors.js';
-import { ENVELOPE_SCHEMA_VERSION, type InboxCursor, type PersistedAgentSnapshot, type TaskEnvelope } from '../store/envelope.js';
+import {
+  ENVELOPE_SCHEMA_VERSION,
+  type InboxCursor,
+  type PersistedAgentSnapshot,
+  type TaskEnvelope,
+} from '../store/envelope.js';
 import type { SaveRequest, TaskStore } from '../store/taskStore.js';
 
 /** What changes from save to save; the inbox cursor is copied, so later changes do not reach the saved envelope. */
-export type EnvelopeParts = Pick<TaskEnvelope, 'taskId' | 'revision' | 'createdAt' | 'updatedAt' | 'summary' | 'journal'> & {
+export type EnvelopeParts = Pick<
+  TaskEnvelope,
+  'taskId' | 'revision' | 'createdAt' | 'updatedAt' | 'summary' | 'journal'
+> & {
   snapshot: PersistedAgentSnapshot;
   inbox: InboxCursor | null;
 };
@@ -53,7 +61,8 @@ export async function saveWithRetry(deps: SaveDeps, request: SaveRequest, stoppe
     } catch (error) {
       // A retry after an ambiguous failure meets our own earlier write as a conflict (or, for the first save, as
       // "task exists"): check whether it landed.
-      const ownWrite = error instanceof RevisionConflictError || (error instanceof TaskExistsError && request.expectedRevision === 0);
+      const ownWrite =
+        error instanceof RevisionConflictError || (error instanceof TaskExistsError && request.expectedRevision === 0);
       if (ownWrite && attempt > 0 && (await landedEarlier(deps.store, request.envelope))) return;
       if (!(error instanceof StoreUnavailableError) || attempt >= deps.saveRetries) throw error;
       await sleep(deps.clock, backoffDelay(attempt, { baseDelayMs: 50, maxDelayMs: 2000 }, deps.random));

@@ -27,7 +27,8 @@ export class ToolRegistry {
   constructor(tools: readonly Tool[], privacy: Privacy = new Privacy()) {
     this.privacy = privacy;
     for (const tool of tools) {
-      if (this.tools.has(tool.name)) throw new AgentError('duplicate_tool', `two tools are named ${JSON.stringify(tool.name)}`);
+      if (this.tools.has(tool.name))
+        throw new AgentError('duplicate_tool', `two tools are named ${JSON.stringify(tool.name)}`);
       defineTool(tool as never);
       this.tools.set(tool.name, tool);
       this.schemas.set(tool.name, toolParametersSchema(tool));
@@ -46,7 +47,10 @@ export class ToolRegistry {
       if (tool.effect !== 'write' || tool.dependsOn === undefined) continue;
       for (const name of tool.dependsOn) {
         if (this.tools.get(name)?.effect !== 'read') {
-          throw new ToolDefinitionError(tool.name, `dependsOn names ${name}, which is not an installed read tool (installed reads: ${this.readNames().join(', ') || 'none'})`);
+          throw new ToolDefinitionError(
+            tool.name,
+            `dependsOn names ${name}, which is not an installed read tool (installed reads: ${this.readNames().join(', ') || 'none'})`,
+          );
         }
       }
     }
@@ -62,7 +66,15 @@ export class ToolRegistry {
 
   /** The last named segment of every sensitive argument path of the installed tools ("card_number"). */
   sensitiveArgumentNames(): string[] {
-    return [...this.tools.values()].flatMap((tool) => (tool.sensitive?.args ?? []).map((path) => path.split('.').filter((s) => s !== '*').at(-1) ?? path));
+    return [...this.tools.values()].flatMap((tool) =>
+      (tool.sensitive?.args ?? []).map(
+        (path) =>
+          path
+            .split('.')
+            .filter((s) => s !== '*')
+            .at(-1) ?? path,
+      ),
+    );
   }
 
   get names(): string[] {
@@ -73,7 +85,11 @@ export class ToolRegistry {
   catalog(): Catalog {
     const catalog: Catalog = {};
     for (const tool of this.tools.values()) {
-      catalog[tool.name] = { effect: tool.effect, sameKeyRetrySafe: tool.effect === 'write' && tool.sameKeyRetrySafe, version: this.versionOf(tool) };
+      catalog[tool.name] = {
+        effect: tool.effect,
+        sameKeyRetrySafe: tool.effect === 'write' && tool.sameKeyRetrySafe,
+        version: this.versionOf(tool),
+      };
     }
     return catalog;
   }
@@ -105,7 +121,12 @@ export class ToolRegistry {
   offeredTo(principal: Readonly<Principal>): OfferedTool[] {
     return [...this.tools.values()]
       .filter((tool) => hasScopes(principal, tool.scopes))
-      .map((tool) => ({ name: tool.name, description: tool.description, parameters: this.schemas.get(tool.name)!, effect: tool.effect }));
+      .map((tool) => ({
+        name: tool.name,
+        description: tool.description,
+        parameters: this.schemas.get(tool.name)!,
+        effect: tool.effect,
+      }));
   }
 }
 

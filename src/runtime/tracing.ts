@@ -14,7 +14,13 @@ export interface Tracing {
    * Runs `work` inside a span named `name`, a child of the task's current run. `describe` reads the result into
    * attributes and, for a failure the work reports as data, an error status.
    */
-  span<T>(taskId: string, name: string, attributes: TraceAttributes, work: () => Promise<T>, describe?: (result: T) => { attributes?: TraceAttributes; error?: string }): Promise<T>;
+  span<T>(
+    taskId: string,
+    name: string,
+    attributes: TraceAttributes,
+    work: () => Promise<T>,
+    describe?: (result: T) => { attributes?: TraceAttributes; error?: string },
+  ): Promise<T>;
   /** The task started running here (idempotent while a run is open). */
   runStarted(taskId: string, attributes: TraceAttributes): void;
   /** Audit entries a save made durable, for the run's events. */

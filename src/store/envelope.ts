@@ -21,7 +21,10 @@ const time = z.number().int().nonnegative();
 
 const stateValueSchema: z.ZodType<string | Record<string, unknown>> = z.union([
   z.string(),
-  z.record(z.string(), z.lazy(() => stateValueSchema)),
+  z.record(
+    z.string(),
+    z.lazy(() => stateValueSchema),
+  ),
 ]);
 
 /** The JSON XState gives from `getPersistedSnapshot()` for the agent machine (XState's own fields kept as they are). */
@@ -49,7 +52,17 @@ const envelopeSchema = z.strictObject({
   inbox: z
     .strictObject({
       applied: count,
-      replies: z.array(z.strictObject({ eventId: z.string().min(1), seq: count, accepted: z.boolean(), code: z.string().nullable(), message: z.string() })).max(64),
+      replies: z
+        .array(
+          z.strictObject({
+            eventId: z.string().min(1),
+            seq: count,
+            accepted: z.boolean(),
+            code: z.string().nullable(),
+            message: z.string(),
+          }),
+        )
+        .max(64),
     })
     .optional(),
 });
@@ -100,7 +113,8 @@ export function parseEnvelope(taskId: string, raw: unknown): TaskEnvelope {
       throw new CorruptTaskError(taskId, `stored data is not JSON (${(error as Error).message})`);
     }
   }
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new CorruptTaskError(taskId, 'stored data is not an object');
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+    throw new CorruptTaskError(taskId, 'stored data is not an object');
   const { schemaVersion, machineVersion } = raw as { schemaVersion?: unknown; machineVersion?: unknown };
   if (schemaVersion !== ENVELOPE_SCHEMA_VERSION) {
     throw new UnsupportedVersionError(
@@ -108,13 +122,17 @@ export function parseEnvelope(taskId: string, raw: unknown): TaskEnvelope {
       `envelope schema version ${JSON.stringify(schemaVersion)} is not supported; this build reads ${ENVELOPE_SCHEMA_VERSION}`,
     );
   }
-  if (typeof machineVersion !== 'string' || !(SUPPORTED_MACHINE_VERSIONS as readonly string[]).includes(machineVersion)) {
+  if (
+    typeof machineVersion !== 'string' ||
+    !(SUPPORTED_MACHINE_VERSIONS as readonly string[]).includes(machineVersion)
+  ) {
     throw new UnsupportedVersionError(
       taskId,
       `machine version ${JSON.stringify(machineVersion)} is not supported; this build restores ${SUPPORTED_MACHINE_VERSIONS.join(', ')}`,
     );
   }
-  const current = machineVersion === AGENT_MACHINE_VERSION ? raw : migrate(taskId, machineVersion, raw as Record<string, unknown>);
+  const current =
+    machineVersion === AGENT_MACHINE_VERSION ? raw : migrate(taskId, machineVersion, raw as Record<string, unknown>);
   const parsed = envelopeSchema.safeParse(current);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;

@@ -18,7 +18,9 @@ export const RETENTION_REASON = 'retention';
 /** How many tasks (and, apart, tombstones) one retention sweep removes at most, unless told otherwise. */
 export const DEFAULT_SWEEP_LIMIT = 1000;
 /** States a task never leaves: the ones a retention period applies to. */
-export const FINISHED_TASK_STATES: readonly TaskState[] = TASK_STATES.filter((s) => s !== 'running' && !WAITING_TASK_STATES.includes(s));
+export const FINISHED_TASK_STATES: readonly TaskState[] = TASK_STATES.filter(
+  (s) => s !== 'running' && !WAITING_TASK_STATES.includes(s),
+);
 
 /** A request to erase. */
 export interface EraseRequest {
@@ -103,7 +105,8 @@ const ownerSchema = z.strictObject({ tenantId: z.string().min(1), userId: z.stri
 
 export function checkOwner(owner: TaskOwner): TaskOwner {
   const parsed = ownerSchema.safeParse(owner);
-  if (!parsed.success) throw new HostRequestError('invalid_request', 'eraseUser: the owner needs a non-empty tenantId and userId');
+  if (!parsed.success)
+    throw new HostRequestError('invalid_request', 'eraseUser: the owner needs a non-empty tenantId and userId');
   return { tenantId: owner.tenantId, userId: owner.userId };
 }
 
@@ -118,7 +121,13 @@ export function tombstoneOf(taskId: string, request: EraseRequest, removed: Tomb
 
 /** Every field of the tombstone but `removed`, in the order of the stored JSON. */
 export function tombstoneHead(taskId: string, request: EraseRequest): Omit<Tombstone, 'removed'> {
-  return { schemaVersion: TOMBSTONE_SCHEMA_VERSION, taskId, erasedAt: request.at, reason: request.reason, by: request.by ?? null };
+  return {
+    schemaVersion: TOMBSTONE_SCHEMA_VERSION,
+    taskId,
+    erasedAt: request.at,
+    reason: request.reason,
+    by: request.by ?? null,
+  };
 }
 
 const count = z.number().int().nonnegative();
@@ -145,7 +154,8 @@ export function parseTombstone(taskId: string, raw: unknown, expected = true): T
     }
   }
   const parsed = tombstoneSchema.safeParse(value);
-  if (!parsed.success || (expected && parsed.data.taskId !== taskId)) throw new CorruptTaskError(taskId, 'its tombstone is not a valid tombstone of this task');
+  if (!parsed.success || (expected && parsed.data.taskId !== taskId))
+    throw new CorruptTaskError(taskId, 'its tombstone is not a valid tombstone of this task');
   return parsed.data;
 }
 
@@ -168,15 +178,20 @@ export function checkRetention(options: RetentionOptions | undefined): Retention
   const period = (name: keyof RetentionOptions): number | null => {
     const value = options?.[name];
     if (value === undefined) return null;
-    if (!Number.isSafeInteger(value) || value < 0) throw new TypeError(`retention.${name} must be a whole number of milliseconds (0 or more), not ${value}`);
+    if (!Number.isSafeInteger(value) || value < 0)
+      throw new TypeError(`retention.${name} must be a whole number of milliseconds (0 or more), not ${value}`);
     return value;
   };
   return { finishedTaskMs: period('finishedTaskMs'), tombstoneMs: period('tombstoneMs') };
 }
 
 /** What a sweep at `now` removes: finished tasks updated, and tombstones erased, at or before these times (null: none). */
-export function retentionCutoffs(retention: Retention, now: number): { finishedBefore: number | null; tombstonesBefore: number | null } {
-  if (!Number.isFinite(now)) throw new HostRequestError('invalid_request', `sweepRetention: now must be a time in ms, not ${now}`);
+export function retentionCutoffs(
+  retention: Retention,
+  now: number,
+): { finishedBefore: number | null; tombstonesBefore: number | null } {
+  if (!Number.isFinite(now))
+    throw new HostRequestError('invalid_request', `sweepRetention: now must be a time in ms, not ${now}`);
   return {
     finishedBefore: retention.finishedTaskMs === null ? null : now - retention.finishedTaskMs,
     tombstonesBefore: retention.tombstoneMs === null ? null : now - retention.tombstoneMs,
@@ -185,7 +200,11 @@ export function retentionCutoffs(retention: Retention, now: number): { finishedB
 
 export function sweepLimit(options: SweepOptions | undefined): number {
   const limit = options?.limit ?? DEFAULT_SWEEP_LIMIT;
-  if (!Number.isSafeInteger(limit) || limit < 1) throw new HostRequestError('invalid_request', `sweepRetention: limit must be a positive whole number, not ${limit}`);
+  if (!Number.isSafeInteger(limit) || limit < 1)
+    throw new HostRequestError(
+      'invalid_request',
+      `sweepRetention: limit must be a positive whole number, not ${limit}`,
+    );
   return limit;
 }
 

@@ -4,7 +4,14 @@
  * between, so each one (an erasure included) is atomic.
  */
 import { randomBytes } from 'node:crypto';
-import { AgentError, FencedOutError, MandateUsedError, RevisionConflictError, TaskExistsError, TaskNotFoundError } from '../errors.js';
+import {
+  AgentError,
+  FencedOutError,
+  MandateUsedError,
+  RevisionConflictError,
+  TaskExistsError,
+  TaskNotFoundError,
+} from '../errors.js';
 import { type TaskEnvelope, type TaskSummary, parseEnvelope } from './envelope.js';
 import {
   type EraseRequest,
@@ -26,7 +33,16 @@ import {
   sweepLimit,
   tombstoneOf,
 } from './erasure.js';
-import type { ErasableTaskStore, JournalStream, Lease, LeaseManager, ListQuery, MandateClaims, SaveRequest, TakenTask } from './taskStore.js';
+import type {
+  ErasableTaskStore,
+  JournalStream,
+  Lease,
+  LeaseManager,
+  ListQuery,
+  MandateClaims,
+  SaveRequest,
+  TakenTask,
+} from './taskStore.js';
 import { checkSameOwner, checkSaveRequest, matchesQuery, readsAreOwn } from './storeChecks.js';
 
 /** Options of a MemoryStore. */
@@ -99,7 +115,12 @@ export class MemoryStore implements ErasableTaskStore, MandateClaims {
     if (current && current.expiresAt > this.now()) return null;
     const fence = (this.fences.get(taskId) ?? 0) + 1;
     this.fences.set(taskId, fence);
-    const lease: Lease = { taskId, token: randomBytes(16).toString('hex'), fence: String(fence), expiresAt: this.now() + ttlMs };
+    const lease: Lease = {
+      taskId,
+      token: randomBytes(16).toString('hex'),
+      fence: String(fence),
+      expiresAt: this.now() + ttlMs,
+    };
     this.held.set(taskId, { token: lease.token, expiresAt: lease.expiresAt });
     return lease;
   }
@@ -125,7 +146,10 @@ export class MemoryStore implements ErasableTaskStore, MandateClaims {
     const audit = row?.audit ?? [];
     const transcript = row?.transcript ?? [];
     const { append } = request;
-    if (audit.length + append.audit.length !== envelope.journal.audit || transcript.length + append.transcript.length !== envelope.journal.transcript) {
+    if (
+      audit.length + append.audit.length !== envelope.journal.audit ||
+      transcript.length + append.transcript.length !== envelope.journal.transcript
+    ) {
       throw new RevisionConflictError(envelope.taskId, expectedRevision, row?.revision ?? null);
     }
     // Everything that can fail (a value JSON cannot carry) before the first change: a refused save changes nothing.
@@ -232,7 +256,10 @@ export class MemoryStore implements ErasableTaskStore, MandateClaims {
             .map((row) => row.summary)
             .filter((s) => isFinished(s.state) && s.updatedAt <= finishedBefore)
             .sort((a, b) => a.updatedAt - b.updatedAt);
-    const old = tombstonesBefore === null ? [] : [...this.tombstones].filter(([, t]) => t.erasedAt <= tombstonesBefore).map(([id]) => id);
+    const old =
+      tombstonesBefore === null
+        ? []
+        : [...this.tombstones].filter(([, t]) => t.erasedAt <= tombstonesBefore).map(([id]) => id);
     const request = retentionRequest(now);
     const erased = due.slice(0, limit).map((s) => this.eraseNow(s.taskId, request));
     for (const id of old.slice(0, limit)) this.tombstones.delete(id);

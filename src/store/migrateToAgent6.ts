@@ -37,17 +37,36 @@ export function toAgent6Context(context: Raw): Raw {
   const startedAt = typeof context.startedAt === 'number' ? context.startedAt : 0;
   const principal = isObject(context.principal) ? context.principal : {};
   const mandate = isObject(context.mandate) ? context.mandate : null;
-  const userIds = [principal.userId, principal.tenantId, ...identifiersIn(goal), ...(mandate ? identifiersOf((mandate.terms ?? null) as Json) : [])];
+  const userIds = [
+    principal.userId,
+    principal.tenantId,
+    ...identifiersIn(goal),
+    ...(mandate ? identifiersOf((mandate.terms ?? null) as Json) : []),
+  ];
   const batch = context.batch;
   return {
     ...context,
     policy: isObject(context.policy) ? { ...V6_POLICY, ...context.policy } : context.policy,
-    budget: isObject(context.budget) ? { largestTurn: { tokens: 0, costMicros: 0 }, ...context.budget } : context.budget,
+    budget: isObject(context.budget)
+      ? { largestTurn: { tokens: 0, costMicros: 0 }, ...context.budget }
+      : context.budget,
     unverified: context.unverified ?? [],
-    exposure: context.exposure ?? { untrustedInput: null, sensitiveData: holdsSealedValue(goal) ? { source: 'goal', at: startedAt } : null },
-    observedIds: context.observedIds ?? observe([], userIds.filter((id): id is string => typeof id === 'string' && /^[\w-]{2,64}$/.test(id))),
+    exposure: context.exposure ?? {
+      untrustedInput: null,
+      sensitiveData: holdsSealedValue(goal) ? { source: 'goal', at: startedAt } : null,
+    },
+    observedIds:
+      context.observedIds ??
+      observe(
+        [],
+        userIds.filter((id): id is string => typeof id === 'string' && /^[\w-]{2,64}$/.test(id)),
+      ),
     pendingConfirmation: isObject(context.pendingConfirmation)
-      ? { reasons: ['tool_rule'], risk: riskOfCall(context, context.pendingConfirmation.callId), ...context.pendingConfirmation }
+      ? {
+          reasons: ['tool_rule'],
+          risk: riskOfCall(context, context.pendingConfirmation.callId),
+          ...context.pendingConfirmation,
+        }
       : context.pendingConfirmation,
     batch: isObject(batch) && Array.isArray(batch.calls) ? { ...batch, calls: batch.calls.map(toV6Call) } : batch,
   };
@@ -55,7 +74,14 @@ export function toAgent6Context(context: Raw): Raw {
 
 function toV6Call(call: unknown): unknown {
   if (!isObject(call) || !isObject(call.confirmation)) return call;
-  return { ...call, confirmation: { reasons: ['tool_rule'], risk: call.effect === 'read' ? 'read_only' : 'writable', ...call.confirmation } };
+  return {
+    ...call,
+    confirmation: {
+      reasons: ['tool_rule'],
+      risk: call.effect === 'read' ? 'read_only' : 'writable',
+      ...call.confirmation,
+    },
+  };
 }
 
 function riskOfCall(context: Raw, callId: unknown): 'read_only' | 'writable' {

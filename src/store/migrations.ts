@@ -44,7 +44,11 @@ export function migrate(taskId: string, version: string, envelope: Raw): Raw {
 export const UNRECORDED_PROVENANCE = { model: { id: 'unrecorded', version: null }, prompt: null } as const;
 
 function toAgent5(envelope: Raw): Raw {
-  return withContext(envelope, (context) => ({ ...context, provenance: context.provenance ?? UNRECORDED_PROVENANCE }), 'agent/5');
+  return withContext(
+    envelope,
+    (context) => ({ ...context, provenance: context.provenance ?? UNRECORDED_PROVENANCE }),
+    'agent/5',
+  );
 }
 
 function withContext(envelope: Raw, change: (context: Raw, snapshot: Raw) => Raw, machineVersion: string): Raw {
@@ -120,7 +124,10 @@ function toAgent4(envelope: Raw): Raw {
         pendingConfirmation: isObject(context.pendingConfirmation)
           ? { approverScope: null, approvalsRequired: 1, approvals: [], ...context.pendingConfirmation }
           : context.pendingConfirmation,
-        batch: isObject(context.batch) && Array.isArray(context.batch.calls) ? { ...context.batch, calls: context.batch.calls.map(toV4Call) } : context.batch,
+        batch:
+          isObject(context.batch) && Array.isArray(context.batch.calls)
+            ? { ...context.batch, calls: context.batch.calls.map(toV4Call) }
+            : context.batch,
       };
       return held ? reopen(next, held) : next;
     },
@@ -134,7 +141,11 @@ function toAgent4(envelope: Raw): Raw {
 
 function withMoney(budget: unknown): unknown {
   if (!isObject(budget) || !isObject(budget.limits) || !isObject(budget.used)) return budget;
-  return { ...budget, limits: { money: Number.MAX_SAFE_INTEGER, ...budget.limits }, used: { money: 0, ...budget.used } };
+  return {
+    ...budget,
+    limits: { money: Number.MAX_SAFE_INTEGER, ...budget.limits },
+    used: { money: 0, ...budget.used },
+  };
 }
 
 function toV4Call(call: unknown): unknown {
@@ -150,7 +161,10 @@ function toV4Call(call: unknown): unknown {
         decisions: [{ userId: call.confirmedBy.userId, as: 'requester', scope: null, at: call.confirmedBy.at }],
       }
     : (call.confirmedBy ?? null);
-  const confirmation = needsConfirmation === true ? { approverScope: null, approvals: 1, onReject: 'replan', onExpiry: 'ask_again' } : null;
+  const confirmation =
+    needsConfirmation === true
+      ? { approverScope: null, approvals: 1, onReject: 'replan', onExpiry: 'ask_again' }
+      : null;
   return { ...rest, confirmation, confirmedBy };
 }
 
@@ -160,8 +174,17 @@ function heldWrite(context: Raw): { callId: string; summary: string; at: number 
   const reason = outcome && isObject(outcome.reason) ? outcome.reason : null;
   const detail = reason && isObject(reason.detail) ? reason.detail : null;
   if (!detail || typeof detail.callId !== 'string') return null;
-  const at = typeof context.waitingSince === 'number' ? context.waitingSince : typeof context.startedAt === 'number' ? context.startedAt : 0;
-  return { callId: detail.callId, summary: typeof reason?.message === 'string' ? reason.message : 'the outcome of the write could not be established', at };
+  const at =
+    typeof context.waitingSince === 'number'
+      ? context.waitingSince
+      : typeof context.startedAt === 'number'
+        ? context.startedAt
+        : 0;
+  return {
+    callId: detail.callId,
+    summary: typeof reason?.message === 'string' ? reason.message : 'the outcome of the write could not be established',
+    at,
+  };
 }
 
 function reopen(context: Raw, held: { callId: string; summary: string; at: number }): Raw {
@@ -174,7 +197,14 @@ function reopen(context: Raw, held: { callId: string; summary: string; at: numbe
     ...context,
     outcome: null,
     batch: { ...batch, calls, current: held.callId, closed: false },
-    review: { callId: held.callId, tool: call.tool, idempotencyKey: call.idempotencyKey ?? null, reason: 'write_outcome_unknown', summary: held.summary, since: held.at },
+    review: {
+      callId: held.callId,
+      tool: call.tool,
+      idempotencyKey: call.idempotencyKey ?? null,
+      reason: 'write_outcome_unknown',
+      summary: held.summary,
+      since: held.at,
+    },
     waitingSince: held.at,
   };
 }

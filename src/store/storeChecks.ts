@@ -17,9 +17,16 @@ export function checkSaveRequest({ envelope, expectedRevision }: SaveRequest): v
 }
 
 /** Refuses a save that would give a task another owner (the per-user index, and erasure by user, rely on it). */
-export function checkSameOwner(taskId: string, previous: { tenantId: string; userId: string }, next: TaskSummary): void {
+export function checkSameOwner(
+  taskId: string,
+  previous: { tenantId: string; userId: string },
+  next: TaskSummary,
+): void {
   if (previous.tenantId !== next.tenantId || previous.userId !== next.userId) {
-    throw new AgentError('invalid_save', `save of task ${taskId}: it belongs to another user; a task's owner never changes`);
+    throw new AgentError(
+      'invalid_save',
+      `save of task ${taskId}: it belongs to another user; a task's owner never changes`,
+    );
   }
 }
 
@@ -34,6 +41,9 @@ export function matchesQuery(summary: TaskSummary, query: ListQuery): boolean {
  * True when `store`'s `load` and `quarantined` are those of `base` (its class's own): a subclass or an object that
  * replaces either must have its reads made by them, not by `acquireAndRead`.
  */
-export function readsAreOwn(store: Pick<TaskStore, 'load' | 'quarantined'>, base: Pick<TaskStore, 'load' | 'quarantined'>): boolean {
+export function readsAreOwn(
+  store: Pick<TaskStore, 'load' | 'quarantined'>,
+  base: Pick<TaskStore, 'load' | 'quarantined'>,
+): boolean {
   return store.load === base.load && store.quarantined === base.quarantined;
 }

@@ -188,7 +188,8 @@ export function claimsMandates<S extends TaskStore>(store: S): store is S & Mand
 }
 
 /** A store with every erasure method: all the built-in ones. */
-export type ErasableTaskStore = TaskStore & Required<Pick<TaskStore, 'erase' | 'eraseUser' | 'tombstone' | 'sweepRetention'>>;
+export type ErasableTaskStore = TaskStore &
+  Required<Pick<TaskStore, 'erase' | 'eraseUser' | 'tombstone' | 'sweepRetention'>>;
 
 /** Whether `store` can erase. */
 export function isErasable(store: TaskStore): store is ErasableTaskStore {

@@ -23,21 +23,29 @@ export function otelTracing(tracer: Tracer): Tracing {
   return {
     span(taskId, name, attributes, work, describe) {
       const kind = name.startsWith('chat ') ? SpanKind.CLIENT : SpanKind.INTERNAL;
-      return tracer.startActiveSpan(name, { kind, attributes: { 'statechart_agent.task_id': taskId, ...attributes } }, parent(taskId), async (span) => {
-        try {
-          const result = await work();
-          const described = describe?.(result);
-          if (described?.attributes) span.setAttributes(described.attributes);
-          if (described?.error) span.setStatus({ code: SpanStatusCode.ERROR, message: described.error });
-          return result;
-        } catch (error) {
-          span.recordException(error instanceof Error ? error : String(error));
-          span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
-          throw error;
-        } finally {
-          span.end();
-        }
-      });
+      return tracer.startActiveSpan(
+        name,
+        { kind, attributes: { 'statechart_agent.task_id': taskId, ...attributes } },
+        parent(taskId),
+        async (span) => {
+          try {
+            const result = await work();
+            const described = describe?.(result);
+            if (described?.attributes) span.setAttributes(described.attributes);
+            if (described?.error) span.setStatus({ code: SpanStatusCode.ERROR, message: described.error });
+            return result;
+          } catch (error) {
+            span.recordException(error instanceof Error ? error : String(error));
+            span.setStatus({
+              code: SpanStatusCode.ERROR,
+              message: error instanceof Error ? error.message : String(error),
+            });
+            throw error;
+          } finally {
+            span.end();
+          }
+        },
+      );
     },
     runStarted(taskId, attributes) {
       if (!runs.has(taskId)) runs.set(taskId, tracer.startSpan('task run', { attributes }, context.active()));
@@ -69,13 +77,32 @@ function eventOf(entry: AuditEntry): { name: string; attributes: Attributes } | 
   });
   switch (entry.kind) {
     case 'gate':
-      return { name: `gate ${entry.gate} ${entry.decision}`, attributes: { ...call(entry), 'statechart_agent.gate': entry.gate, 'statechart_agent.decision': entry.decision, ...(entry.code ? { 'statechart_agent.code': entry.code } : {}) } };
+      return {
+        name: `gate ${entry.gate} ${entry.decision}`,
+        attributes: {
+          ...call(entry),
+          'statechart_agent.gate': entry.gate,
+          'statechart_agent.decision': entry.decision,
+          ...(entry.code ? { 'statechart_agent.code': entry.code } : {}),
+        },
+      };
     case 'confirmation':
-      return { name: `confirmation ${entry.action}`, attributes: { ...call(entry), 'statechart_agent.confirmation.id': entry.confirmationId, ...(entry.userId ? { 'statechart_agent.user_id': entry.userId } : {}), ...(entry.code ? { 'statechart_agent.code': entry.code } : {}) } };
+      return {
+        name: `confirmation ${entry.action}`,
+        attributes: {
+          ...call(entry),
+          'statechart_agent.confirmation.id': entry.confirmationId,
+          ...(entry.userId ? { 'statechart_agent.user_id': entry.userId } : {}),
+          ...(entry.code ? { 'statechart_agent.code': entry.code } : {}),
+        },
+      };
     case 'review':
       return { name: `review ${entry.action}`, attributes: { ...call(entry), 'statechart_agent.code': entry.code } };
     case 'write_lookup':
-      return { name: `write lookup ${entry.result}`, attributes: { ...call(entry), 'statechart_agent.idempotency_key': entry.idempotencyKey } };
+      return {
+        name: `write lookup ${entry.result}`,
+        attributes: { ...call(entry), 'statechart_agent.idempotency_key': entry.idempotencyKey },
+      };
     case 'task_stopped':
       return { name: `task ${entry.status}`, attributes: { 'statechart_agent.code': entry.reason.code } };
     default:

@@ -36,9 +36,7 @@ export class ManualClock implements Clock {
     const target = this.current + ms;
     for (;;) {
       await flushMicrotasks();
-      const next = this.timers
-        .filter((t) => t.due <= target)
-        .sort((a, b) => a.due - b.due || a.seq - b.seq)[0];
+      const next = this.timers.filter((t) => t.due <= target).sort((a, b) => a.due - b.due || a.seq - b.seq)[0];
       if (!next) break;
       this.timers = this.timers.filter((t) => t !== next);
       this.current = Math.max(this.current, next.due);

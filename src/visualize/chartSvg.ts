@@ -58,7 +58,7 @@ function rowsOf(chart: Chart, parent: string | null): ChartState[][] {
   const last = Math.max(-1, ...rank.values()) + 1;
   const rows: ChartState[][] = [];
   for (const state of siblings) {
-    const r = state.type === 'final' ? last + 1 : rank.get(state.path) ?? last;
+    const r = state.type === 'final' ? last + 1 : (rank.get(state.path) ?? last);
     (rows[r] ??= []).push(state);
   }
   return rows.filter((row) => row.length > 0);
@@ -120,7 +120,10 @@ function border(box: Box, toward: { x: number; y: number }): { x: number; y: num
   const dx = toward.x - cx;
   const dy = toward.y - cy;
   if (dx === 0 && dy === 0) return { x: cx, y: cy };
-  const scale = Math.min(dx === 0 ? Infinity : box.w / 2 / Math.abs(dx), dy === 0 ? Infinity : box.h / 2 / Math.abs(dy));
+  const scale = Math.min(
+    dx === 0 ? Infinity : box.w / 2 / Math.abs(dx),
+    dy === 0 ? Infinity : box.h / 2 / Math.abs(dy),
+  );
   return { x: cx + dx * scale, y: cy + dy * scale };
 }
 
@@ -156,24 +159,32 @@ export function toSvg(chart: Chart, highlight?: SvgHighlight): string {
     const compound = state.type === 'compound' || state.type === 'parallel';
     const cls = compound ? 'compound' : state.type === 'final' ? 'final' : 'state';
     parts.push(`<g class="${cls}${mark(state.path)}" id="state-${esc(mermaidId(state.path))}">`);
-    const about = [state.description, state.tags.length > 0 ? `tags: ${state.tags.join(', ')}` : null].filter(Boolean).join('\n');
+    const about = [state.description, state.tags.length > 0 ? `tags: ${state.tags.join(', ')}` : null]
+      .filter(Boolean)
+      .join('\n');
     if (about) parts.push(`<title>${esc(about)}</title>`);
     parts.push(`<rect x="${fmt(b.x)}" y="${fmt(b.y)}" width="${fmt(b.w)}" height="${fmt(b.h)}" rx="8"/>`);
     if (state.type === 'final') {
-      parts.push(`<rect class="inner" x="${fmt(b.x + 4)}" y="${fmt(b.y + 4)}" width="${fmt(b.w - 8)}" height="${fmt(b.h - 8)}" rx="5"/>`);
+      parts.push(
+        `<rect class="inner" x="${fmt(b.x + 4)}" y="${fmt(b.y + 4)}" width="${fmt(b.w - 8)}" height="${fmt(b.h - 8)}" rx="5"/>`,
+      );
     }
     const note = compound ? '' : noteOf(state);
     const nameY = compound ? b.y + 19 : note ? b.y + 21 : b.y + b.h / 2 + 5;
     const nameX = compound ? b.x + 12 + (state.key.length * NAME_CHAR) / 2 : b.x + b.w / 2;
     parts.push(`<text class="name" x="${fmt(nameX)}" y="${fmt(nameY)}">${esc(state.key)}</text>`);
     const visits = highlight?.visits?.get(state.path) ?? 0;
-    if (visits > 1 && !compound) parts.push(`<text class="visits" x="${fmt(b.x + b.w - 14)}" y="${fmt(b.y + 14)}">×${visits}</text>`);
-    if (note && state.type !== 'final') parts.push(`<text class="note" x="${fmt(b.x + b.w / 2)}" y="${fmt(b.y + 38)}">${esc(note)}</text>`);
+    if (visits > 1 && !compound)
+      parts.push(`<text class="visits" x="${fmt(b.x + b.w - 14)}" y="${fmt(b.y + 14)}">×${visits}</text>`);
+    if (note && state.type !== 'final')
+      parts.push(`<text class="note" x="${fmt(b.x + b.w / 2)}" y="${fmt(b.y + 38)}">${esc(note)}</text>`);
     parts.push('</g>');
   }
   const any = boxes.get('*');
   if (any) {
-    parts.push(`<g class="any"><rect x="${fmt(any.x)}" y="${fmt(any.y)}" width="${fmt(any.w)}" height="${fmt(any.h)}" rx="8"/>`);
+    parts.push(
+      `<g class="any"><rect x="${fmt(any.x)}" y="${fmt(any.y)}" width="${fmt(any.w)}" height="${fmt(any.h)}" rx="8"/>`,
+    );
     parts.push(`<text class="name" x="${fmt(any.x + any.w / 2)}" y="${fmt(any.y + 21)}">any state</text>`);
     parts.push(`<text class="note" x="${fmt(any.x + any.w / 2)}" y="${fmt(any.y + 38)}">root handlers</text></g>`);
   }
@@ -183,7 +194,9 @@ export function toSvg(chart: Chart, highlight?: SvgHighlight): string {
     const b = boxes.get(path)!;
     const cx = b.x + b.w / 2;
     parts.push(`<circle class="initial" cx="${fmt(cx)}" cy="${fmt(b.y - 20)}" r="5"/>`);
-    parts.push(`<path class="edge" d="M${fmt(cx)} ${fmt(b.y - 15)} L${fmt(cx)} ${fmt(b.y - 1)}" marker-end="url(#arrow)"/>`);
+    parts.push(
+      `<path class="edge" d="M${fmt(cx)} ${fmt(b.y - 15)} L${fmt(cx)} ${fmt(b.y - 1)}" marker-end="url(#arrow)"/>`,
+    );
   }
   // One arrow per (source, target), labelled with the numbers of the transitions it stands for.
   const groups = new Map<string, ChartEdge[]>();
@@ -191,7 +204,9 @@ export function toSvg(chart: Chart, highlight?: SvgHighlight): string {
     const key = `${edge.source}>${edge.target ?? edge.source}`;
     groups.set(key, [...(groups.get(key) ?? []), edge]);
   }
-  const occupied = chart.states.filter((st) => st.type !== 'compound' && st.type !== 'parallel').map((st) => boxes.get(st.path)!);
+  const occupied = chart.states
+    .filter((st) => st.type !== 'compound' && st.type !== 'parallel')
+    .map((st) => boxes.get(st.path)!);
   for (const [key, edges] of groups) {
     const [source, target] = key.split('>') as [string, string];
     const label = edges.map((e) => e.index).join(',');
@@ -212,14 +227,19 @@ export function toSvg(chart: Chart, highlight?: SvgHighlight): string {
       // A pair with arrows both ways bends each to its own side.
       const offset = groups.has(`${target}>${source}`) ? 18 : 0;
       const len = Math.hypot(b.x - a.x, b.y - a.y) || 1;
-      const c = { x: (a.x + b.x) / 2 - ((b.y - a.y) / len) * offset, y: (a.y + b.y) / 2 + ((b.x - a.x) / len) * offset };
+      const c = {
+        x: (a.x + b.x) / 2 - ((b.y - a.y) / len) * offset,
+        y: (a.y + b.y) / 2 + ((b.x - a.x) / len) * offset,
+      };
       d = `M${fmt(a.x)} ${fmt(a.y)} Q${fmt(c.x)} ${fmt(c.y)} ${fmt(b.x)} ${fmt(b.y)}`;
       const at = (t: number) => ({
         x: (1 - t) ** 2 * a.x + 2 * (1 - t) * t * c.x + t ** 2 * b.x,
         y: (1 - t) ** 2 * a.y + 2 * (1 - t) * t * c.y + t ** 2 * b.y,
       });
       // The first point along the curve, from its middle outwards, where the badge covers no state or badge.
-      const free = BADGE_SPOTS.map(at).find((p) => !occupied.some((o) => overlaps(o, { x: p.x - w / 2, y: p.y - 8, w, h: 16 })));
+      const free = BADGE_SPOTS.map(at).find(
+        (p) => !occupied.some((o) => overlaps(o, { x: p.x - w / 2, y: p.y - 8, w, h: 16 })),
+      );
       badge = free ?? at(0.5);
     }
     occupied.push({ x: badge.x - w / 2, y: badge.y - 8, w, h: 16 });
@@ -227,8 +247,12 @@ export function toSvg(chart: Chart, highlight?: SvgHighlight): string {
     const stays = edges.every((e) => e.target === null);
     const taken = highlight?.taken.has(key) === true;
     parts.push(`<g class="transition${taken ? ' taken' : ''}"><title>${esc(title)}</title>`);
-    parts.push(`<path class="edge${stays ? ' stays' : ''}" d="${d}" marker-end="url(#${taken ? 'arrow-taken' : 'arrow'})"/>`);
-    parts.push(`<rect class="badge" x="${fmt(badge.x - w / 2)}" y="${fmt(badge.y - 8)}" width="${fmt(w)}" height="16" rx="8"/>`);
+    parts.push(
+      `<path class="edge${stays ? ' stays' : ''}" d="${d}" marker-end="url(#${taken ? 'arrow-taken' : 'arrow'})"/>`,
+    );
+    parts.push(
+      `<rect class="badge" x="${fmt(badge.x - w / 2)}" y="${fmt(badge.y - 8)}" width="${fmt(w)}" height="16" rx="8"/>`,
+    );
     parts.push(`<text class="badge" x="${fmt(badge.x)}" y="${fmt(badge.y + 3.5)}">${label}</text></g>`);
   }
   return [

@@ -139,4 +139,3 @@ export function edgeLabel(edge: ChartEdge): string {
   const note = edge.target === null ? ' (stays)' : edge.reenter ? ' (re-enters)' : '';
   return `${edge.event}${guard}${actions}${note}`;
 }
-

@@ -73,7 +73,10 @@ ${svg}
 <table class="timeline">
 <thead><tr><th>#</th><th>turn</th><th>+ms</th><th>what</th><th>tool</th><th>decision</th><th>detail</th></tr></thead>
 <tbody>
-${audit.map((entry, seq) => timelineRow(entry, seq, start)).filter((row) => row !== null).join('\n')}
+${audit
+  .map((entry, seq) => timelineRow(entry, seq, start))
+  .filter((row) => row !== null)
+  .join('\n')}
 </tbody>
 </table>
 </body>
@@ -136,12 +139,24 @@ function timelineRow(entry: AuditEntry, seq: number, start: number): string | nu
     `<tr class="${entry.kind}${rowClass}"><td>${seq}</td><td>${entry.turn || ''}</td><td>${Math.max(0, entry.at - start)}</td><td>${esc(what)}</td><td>${tool ? `<code>${esc(tool)}</code>` : ''}</td><td class="decision ${cls}">${esc(decision)}</td><td>${detail}</td></tr>`;
   switch (entry.kind) {
     case 'task_started':
-      return row('start', null, 'started', '', `${esc(entry.userId)}@${esc(entry.tenantId)} [${esc(entry.scopes.join(' '))}]: ${esc(entry.goal)}`);
+      return row(
+        'start',
+        null,
+        'started',
+        '',
+        `${esc(entry.userId)}@${esc(entry.tenantId)} [${esc(entry.scopes.join(' '))}]: ${esc(entry.goal)}`,
+      );
     case 'model_requested':
     case 'check_started':
       return null;
     case 'model_output':
-      return row('model', null, entry.output.replace('model.', ''), entry.output === 'model.invalidOutput' ? 'reject' : '', `${entry.calls} call(s), ${entry.usage.inputTokens + entry.usage.outputTokens} tokens`);
+      return row(
+        'model',
+        null,
+        entry.output.replace('model.', ''),
+        entry.output === 'model.invalidOutput' ? 'reject' : '',
+        `${entry.calls} call(s), ${entry.usage.inputTokens + entry.usage.outputTokens} tokens`,
+      );
     case 'gate':
       if (entry.gate === 'budget' && entry.decision === 'pass') return null;
       return row(
@@ -152,13 +167,36 @@ function timelineRow(entry: AuditEntry, seq: number, start: number): string | nu
         `${entry.code ? `<code>${esc(entry.code)}</code> ` : ''}${esc(entry.summary ?? '')}`,
       );
     case 'tool_started':
-      return row(`${entry.effect} started`, entry.tool, entry.attempt > 1 ? `attempt ${entry.attempt}` : 'started', '', `<code>${esc(clip(json(entry.args), 160))}</code>${entry.idempotencyKey ? ` key <code>${esc(entry.idempotencyKey.slice(0, 16))}…</code>` : ''}`);
+      return row(
+        `${entry.effect} started`,
+        entry.tool,
+        entry.attempt > 1 ? `attempt ${entry.attempt}` : 'started',
+        '',
+        `<code>${esc(clip(json(entry.args), 160))}</code>${entry.idempotencyKey ? ` key <code>${esc(entry.idempotencyKey.slice(0, 16))}…</code>` : ''}`,
+      );
     case 'tool_finished':
-      return row('tool result', entry.tool, entry.code, entry.code === 'ok' ? 'pass' : 'reject', `${entry.durationMs} ms${entry.attempts > 1 ? `, ${entry.attempts} attempts` : ''}`);
+      return row(
+        'tool result',
+        entry.tool,
+        entry.code,
+        entry.code === 'ok' ? 'pass' : 'reject',
+        `${entry.durationMs} ms${entry.attempts > 1 ? `, ${entry.attempts} attempts` : ''}`,
+      );
     case 'write_lookup':
-      return row('lookup', entry.tool, entry.result, entry.result === 'found' ? 'pass' : 'warn', `by key <code>${esc(entry.idempotencyKey.slice(0, 16))}…</code>`);
+      return row(
+        'lookup',
+        entry.tool,
+        entry.result,
+        entry.result === 'found' ? 'pass' : 'warn',
+        `by key <code>${esc(entry.idempotencyKey.slice(0, 16))}…</code>`,
+      );
     case 'confirmation': {
-      const cls = entry.action === 'granted' || entry.action === 'approved' ? 'pass' : entry.action === 'requested' ? 'warn' : 'reject';
+      const cls =
+        entry.action === 'granted' || entry.action === 'approved'
+          ? 'pass'
+          : entry.action === 'requested'
+            ? 'warn'
+            : 'reject';
       const detail =
         entry.action === 'requested'
           ? `<code>${esc(entry.confirmationId)}</code> for args <code>${esc(entry.argsHash.slice(0, 19))}…</code>${entry.expiresAt ? `, expires ${new Date(entry.expiresAt).toISOString()}` : ''}`
@@ -168,14 +206,39 @@ function timelineRow(entry: AuditEntry, seq: number, start: number): string | nu
     case 'user_answered':
       return row('user', null, 'answered', 'pass', esc(entry.userId));
     case 'review':
-      return row(`review ${entry.action}`, entry.tool, entry.code, entry.action === 'resolved' ? 'pass' : entry.action === 'held' ? 'warn' : 'reject', `${entry.userId ? `${esc(entry.userId)}: ` : ''}${esc(entry.summary)}`);
+      return row(
+        `review ${entry.action}`,
+        entry.tool,
+        entry.code,
+        entry.action === 'resolved' ? 'pass' : entry.action === 'held' ? 'warn' : 'reject',
+        `${entry.userId ? `${esc(entry.userId)}: ` : ''}${esc(entry.summary)}`,
+      );
     case 'model_outage':
-      return row('model outage', null, entry.action, entry.action === 'gave_up' ? 'reject' : 'warn', `${entry.attempts} attempt(s)${entry.wakeAt ? `, next ${new Date(entry.wakeAt).toISOString()}` : ''}: ${esc(entry.error)}`);
+      return row(
+        'model outage',
+        null,
+        entry.action,
+        entry.action === 'gave_up' ? 'reject' : 'warn',
+        `${entry.attempts} attempt(s)${entry.wakeAt ? `, next ${new Date(entry.wakeAt).toISOString()}` : ''}: ${esc(entry.error)}`,
+      );
     case 'question_expired':
       return row('user', null, 'no answer', 'warn', esc(entry.question));
     case 'cancel_requested':
-      return row('cancel', null, entry.deferred ? 'deferred' : 'requested', 'warn', `by ${esc(entry.by)}${entry.reason ? `: ${esc(entry.reason)}` : ''}`);
+      return row(
+        'cancel',
+        null,
+        entry.deferred ? 'deferred' : 'requested',
+        'warn',
+        `by ${esc(entry.by)}${entry.reason ? `: ${esc(entry.reason)}` : ''}`,
+      );
     case 'task_stopped':
-      return row('stop', null, entry.status, entry.status === 'done' ? 'pass' : entry.status === 'cancelled' ? 'warn' : 'reject', `<code>${esc(entry.reason.code)}</code>: ${esc(entry.reason.message)}`, ' stop');
+      return row(
+        'stop',
+        null,
+        entry.status,
+        entry.status === 'done' ? 'pass' : entry.status === 'cancelled' ? 'warn' : 'reject',
+        `<code>${esc(entry.reason.code)}</code>: ${esc(entry.reason.message)}`,
+        ' stop',
+      );
   }
 }

@@ -3,7 +3,14 @@
  * from the current state (call ids, confirmation ids, argument hashes, times), so the same move kind means the
  * same thing wherever it is taken.
  */
-import type { CallOutcome, CheckVerdict, LookupResult, ModelActorOutput, ReadResult, RecheckActorOutput } from '../../machines/actors.js';
+import type {
+  CallOutcome,
+  CheckVerdict,
+  LookupResult,
+  ModelActorOutput,
+  ReadResult,
+  RecheckActorOutput,
+} from '../../machines/actors.js';
 import type { ModelEvent, ProposedCall } from '../../machines/events.js';
 import type { MachineEvent } from '../../machines/actors.js';
 import type { AgentContext, Json } from '../../machines/context.js';
@@ -41,12 +48,20 @@ interface Proposal {
   text?: string;
 }
 
-const read = (callId: string, day = 'mon'): ProposedCall => ({ callId, name: 'search_rooms', arguments: `{"day":"${day}"}` });
+const read = (callId: string, day = 'mon'): ProposedCall => ({
+  callId,
+  name: 'search_rooms',
+  arguments: `{"day":"${day}"}`,
+});
 
 export const PROPOSALS: Proposal[] = [
   { label: 'valid read', protocol: 'accepted', calls: [read('c1')] },
   { label: 'read needing confirmation', protocol: 'accepted', calls: [read('c1', 'sun')] },
-  { label: 'valid write', protocol: 'accepted', calls: [{ callId: 'c1', name: 'book_room', arguments: '{"room":"A"}' }] },
+  {
+    label: 'valid write',
+    protocol: 'accepted',
+    calls: [{ callId: 'c1', name: 'book_room', arguments: '{"room":"A"}' }],
+  },
   {
     label: 'write needing confirmation (model claims approval)',
     protocol: 'accepted',
@@ -72,21 +87,57 @@ export const PROPOSALS: Proposal[] = [
     calls: [{ callId: 'c1', name: 'book_room', arguments: '{"room":5,"admin":true}' }],
     schemaInvalid: ['c1'],
   },
-  { label: 'write without scope', protocol: 'accepted', calls: [{ callId: 'c1', name: 'close_rooms', arguments: '{}' }] },
-  { label: 'write outside the mandate', protocol: 'accepted', calls: [{ callId: 'c1', name: 'book_room', arguments: '{"room":"Z"}' }] },
-  { label: 'write no mandate rule covers', protocol: 'accepted', calls: [{ callId: 'c1', name: 'release_room', arguments: '{"room":"A"}' }] },
-  { label: 'payment needing approvers', protocol: 'accepted', calls: [{ callId: 'c1', name: 'send_payment', arguments: '{"amount":8}' }] },
-  { label: 'payment over the money budget', protocol: 'accepted', calls: [{ callId: 'c1', name: 'send_payment', arguments: '{"amount":10}' }] },
-  { label: 'invalid arguments (not an object)', protocol: 'rejected', calls: [{ callId: 'c1', name: 'book_room', arguments: '["A"]' }] },
+  {
+    label: 'write without scope',
+    protocol: 'accepted',
+    calls: [{ callId: 'c1', name: 'close_rooms', arguments: '{}' }],
+  },
+  {
+    label: 'write outside the mandate',
+    protocol: 'accepted',
+    calls: [{ callId: 'c1', name: 'book_room', arguments: '{"room":"Z"}' }],
+  },
+  {
+    label: 'write no mandate rule covers',
+    protocol: 'accepted',
+    calls: [{ callId: 'c1', name: 'release_room', arguments: '{"room":"A"}' }],
+  },
+  {
+    label: 'payment needing approvers',
+    protocol: 'accepted',
+    calls: [{ callId: 'c1', name: 'send_payment', arguments: '{"amount":8}' }],
+  },
+  {
+    label: 'payment over the money budget',
+    protocol: 'accepted',
+    calls: [{ callId: 'c1', name: 'send_payment', arguments: '{"amount":10}' }],
+  },
+  {
+    label: 'invalid arguments (not an object)',
+    protocol: 'rejected',
+    calls: [{ callId: 'c1', name: 'book_room', arguments: '["A"]' }],
+  },
   {
     label: 'duplicate-key arguments',
     protocol: 'rejected',
     calls: [{ callId: 'c1', name: 'book_room', arguments: '{"room":"A","room":"B"}' }],
   },
-  { label: 'malformed JSON', protocol: 'rejected', calls: [{ callId: 'c1', name: 'book_room', arguments: '{"room":' }] },
-  { label: 'unknown tool', protocol: 'rejected', calls: [read('c1'), { callId: 'c2', name: 'drop_all_rooms', arguments: '{}' }] },
+  {
+    label: 'malformed JSON',
+    protocol: 'rejected',
+    calls: [{ callId: 'c1', name: 'book_room', arguments: '{"room":' }],
+  },
+  {
+    label: 'unknown tool',
+    protocol: 'rejected',
+    calls: [read('c1'), { callId: 'c2', name: 'drop_all_rooms', arguments: '{}' }],
+  },
   { label: 'too many calls', protocol: 'rejected', calls: [read('c1'), read('c2', 'tue'), read('c3', 'wed')] },
-  { label: 'duplicate call ids', protocol: 'unpairable', calls: [read('c1'), { callId: 'c1', name: 'book_room', arguments: '{"room":"A"}' }] },
+  {
+    label: 'duplicate call ids',
+    protocol: 'unpairable',
+    calls: [read('c1'), { callId: 'c1', name: 'book_room', arguments: '{"room":"A"}' }],
+  },
   { label: 'missing call id', protocol: 'unpairable', calls: [{ name: 'book_room', arguments: '{"room":"A"}' }] },
 ];
 
@@ -96,20 +147,33 @@ function modelDone(event: ModelEvent, retriesUsed = 0): MachineEvent {
 }
 
 function modelFailed(at: number, retriesUsed: number, transient = true): MachineEvent {
-  const failure = { code: 'model_unavailable' as const, message: transient ? 'unreachable' : 'request refused', transient };
+  const failure = {
+    code: 'model_unavailable' as const,
+    message: transient ? 'unreachable' : 'request refused',
+    transient,
+  };
   const output: ModelActorOutput = { kind: 'failed', at, retriesUsed, failure };
   return { type: 'xstate.done.actor.model', output };
 }
 
 function facts(p: Proposal): CallFacts[] {
-  return p.calls.map((c) => ({ callId: c.callId?.trim() ?? '', schemaOk: !(p.schemaInvalid ?? []).includes(c.callId ?? '') }));
+  return p.calls.map((c) => ({
+    callId: c.callId?.trim() ?? '',
+    schemaOk: !(p.schemaInvalid ?? []).includes(c.callId ?? ''),
+  }));
 }
 
 function modelMoves(world: World): Move[] {
   const at = world.shadow.now;
   const { budget } = world.machine.context;
   const allowance = budget.limits.retries - budget.used.retries;
-  const proposal = (calls: ProposedCall[], text: string | null = null): ModelEvent => ({ type: 'model.toolsProposed', at, calls, text, usage: USAGE });
+  const proposal = (calls: ProposedCall[], text: string | null = null): ModelEvent => ({
+    type: 'model.toolsProposed',
+    at,
+    calls,
+    text,
+    usage: USAGE,
+  });
   const moves: Move[] = PROPOSALS.map((p) => ({
     type: `model: ${p.label}`,
     protocol: p.protocol,
@@ -128,23 +192,36 @@ function modelMoves(world: World): Move[] {
     });
   }
   moves.push(
-    { type: 'model: answer', event: modelDone({ type: 'model.answered', at, text: 'Room A is booked.', usage: USAGE }) },
-    { type: 'model: ask user', event: modelDone({ type: 'model.askedUser', at, question: 'Which room?', usage: USAGE }) },
+    {
+      type: 'model: answer',
+      event: modelDone({ type: 'model.answered', at, text: 'Room A is booked.', usage: USAGE }),
+    },
+    {
+      type: 'model: ask user',
+      event: modelDone({ type: 'model.askedUser', at, question: 'Which room?', usage: USAGE }),
+    },
     { type: 'model: refuse', event: modelDone({ type: 'model.refused', at, reason: 'not allowed', usage: USAGE }) },
-    { type: 'model: invalid output', event: modelDone({ type: 'model.invalidOutput', at, detail: 'not JSON', usage: USAGE }) },
+    {
+      type: 'model: invalid output',
+      event: modelDone({ type: 'model.invalidOutput', at, detail: 'not JSON', usage: USAGE }),
+    },
     { type: 'model: unreachable', event: modelFailed(at, 0) },
     { type: 'model: request refused (not transient)', event: modelFailed(at, 0, false) },
     { type: 'model: actor crashes', event: { type: 'xstate.error.actor.model', error: 'model actor crashed' } },
   );
   // The runtime reports the transport retries a failed turn spent; the machine debits them.
-  if (allowance > 0) moves.push({ type: 'model: unreachable after transport retries', event: modelFailed(at, allowance) });
+  if (allowance > 0)
+    moves.push({ type: 'model: unreachable after transport retries', event: modelFailed(at, allowance) });
   return moves;
 }
 
 /** The id the machine will give the first confirmation request of the batch's first unfinished call (predictable). */
 function predictedConfirmationId(context: AgentContext): string {
   const calls = context.batch?.calls ?? [];
-  const index = Math.max(0, calls.findIndex((c) => c.phase !== 'finished'));
+  const index = Math.max(
+    0,
+    calls.findIndex((c) => c.phase !== 'finished'),
+  );
   return `${context.taskId}/t${context.turn}.c${index + 1}.r1`;
 }
 
@@ -220,9 +297,15 @@ function readMoves(world: World): Move[] {
     },
     {
       type: 'reads: transient failure, retries exhausted',
-      event: done(all({ kind: 'error', code: 'unavailable', summary: 'search is down', retryable: true }, 1 + retries), retries),
+      event: done(
+        all({ kind: 'error', code: 'unavailable', summary: 'search is down', retryable: true }, 1 + retries),
+        retries,
+      ),
     },
-    { type: 'reads: conflict', event: done(all({ kind: 'error', code: 'conflict', summary: 'stale index', retryable: false })) },
+    {
+      type: 'reads: conflict',
+      event: done(all({ kind: 'error', code: 'conflict', summary: 'stale index', retryable: false })),
+    },
     { type: 'reads: executor reports nothing', event: done([]) },
     { type: 'reads: executor fails', event: { type: 'xstate.error.actor.reads', error: 'executor crashed' } },
   ];
@@ -240,9 +323,16 @@ function recheckMoves(world: World, resend = false): Move[] {
   const ok: CheckVerdict = { ok: true };
   // The session as the host sees it now: refreshed (one scope more than at start), so a write shows whose it runs as.
   const principal = REFRESHED_PRINCIPAL;
-  const verdict = (label: string, patch: Partial<RecheckActorOutput>, refuses?: RecheckGate, unanswered = false): Move => ({
+  const verdict = (
+    label: string,
+    patch: Partial<RecheckActorOutput>,
+    refuses?: RecheckGate,
+    unanswered = false,
+  ): Move => ({
     type: `recheck: ${label}`,
-    check: refuses ? { gate: 'recheck', callId, ok: false, refuses, unanswered } : { gate: 'recheck', callId, ok: true },
+    check: refuses
+      ? { gate: 'recheck', callId, ok: false, refuses, unanswered }
+      : { gate: 'recheck', callId, ok: true },
     event: {
       type: 'xstate.done.actor.recheck',
       output: { at, principal, sessionError: null, business: ok, permission: ok, rate: ok, durationMs: 3, ...patch },
@@ -252,21 +342,43 @@ function recheckMoves(world: World, resend = false): Move[] {
     verdict('pass', {}),
     verdict('session gone', { principal: null }, 'permission'),
     // The host could not say whether the session is valid: no write, but no denial either.
-    verdict('session check fails', { principal: null, sessionError: 'the host could not say whether the session is still valid' }, 'permission', true),
+    verdict(
+      'session check fails',
+      { principal: null, sessionError: 'the host could not say whether the session is still valid' },
+      'permission',
+      true,
+    ),
     // The session now holds only the read scope: no write of the world may run.
     verdict('scopes revoked', { principal: { ...INPUT.principal, scopes: ['rooms:read'] } }, 'permission'),
-    verdict('business changed', { business: { ok: false, code: 'conflict', summary: 'the room was taken meanwhile' } }, 'business'),
-    verdict('authorization denied', { permission: { ok: false, code: 'permission_denied', summary: 'executive rooms only' } }, 'permission'),
-    verdict('rate limited', { rate: { ok: false, code: 'rate_limited', summary: 'too many writes for this tenant' } }, 'rate'),
+    verdict(
+      'business changed',
+      { business: { ok: false, code: 'conflict', summary: 'the room was taken meanwhile' } },
+      'business',
+    ),
+    verdict(
+      'authorization denied',
+      { permission: { ok: false, code: 'permission_denied', summary: 'executive rooms only' } },
+      'permission',
+    ),
+    verdict(
+      'rate limited',
+      { rate: { ok: false, code: 'rate_limited', summary: 'too many writes for this tenant' } },
+      'rate',
+    ),
     verdict('pass after the deadline', { at: Math.max(at, context.budget.deadlineAt) }),
     { type: 'recheck: fails', event: { type: 'xstate.error.actor.recheck', error: 'recheck crashed' } },
   ];
-  return resend ? moves.filter((m) => m.type !== 'recheck: business changed' && m.type !== 'recheck: pass after the deadline') : moves;
+  return resend
+    ? moves.filter((m) => m.type !== 'recheck: business changed' && m.type !== 'recheck: pass after the deadline')
+    : moves;
 }
 
 function writeMoves(world: World): Move[] {
   const at = world.shadow.now;
-  const done = (outcome: CallOutcome): MachineEvent => ({ type: 'xstate.done.actor.write', output: { at, outcome, durationMs: 7 } });
+  const done = (outcome: CallOutcome): MachineEvent => ({
+    type: 'xstate.done.actor.write',
+    output: { at, outcome, durationMs: 7 },
+  });
   const interrupted = done({ kind: 'unknown', code: 'interrupted', summary: 'the process stopped during the write' });
   return [
     { type: 'write: ok', event: done({ kind: 'ok', value: { bookingId: 'bk-1' } }) },
@@ -275,9 +387,18 @@ function writeMoves(world: World): Move[] {
       event: done({ kind: 'ok', value: { bookingId: 'bk-1', ...(approvalClaim(world.machine.context) as object) } }),
       benign: done({ kind: 'ok', value: { bookingId: 'bk-1' } }),
     },
-    { type: 'write: business error (conflict)', event: done({ kind: 'error', code: 'conflict', summary: 'room taken', retryable: false }) },
-    { type: 'write: unknown (timeout)', event: done({ kind: 'unknown', code: 'timeout', summary: 'no answer in time' }) },
-    { type: 'write: needs review', event: done({ kind: 'review', code: 'needs_review', summary: 'two bookings share this key' }) },
+    {
+      type: 'write: business error (conflict)',
+      event: done({ kind: 'error', code: 'conflict', summary: 'room taken', retryable: false }),
+    },
+    {
+      type: 'write: unknown (timeout)',
+      event: done({ kind: 'unknown', code: 'timeout', summary: 'no answer in time' }),
+    },
+    {
+      type: 'write: needs review',
+      event: done({ kind: 'review', code: 'needs_review', summary: 'two bookings share this key' }),
+    },
     { type: 'write: executor fails', event: { type: 'xstate.error.actor.write', error: 'executor crashed' } },
     // On restore XState re-runs the invoke; the runtime's write executor then reports "interrupted".
     { type: 'restart (write interrupted)', restart: true, event: interrupted },
@@ -286,11 +407,17 @@ function writeMoves(world: World): Move[] {
 
 function lookupMoves(world: World): Move[] {
   const at = world.shadow.now;
-  const done = (result: LookupResult): MachineEvent => ({ type: 'xstate.done.actor.lookup', output: { at, result, durationMs: 3 } });
+  const done = (result: LookupResult): MachineEvent => ({
+    type: 'xstate.done.actor.lookup',
+    output: { at, result, durationMs: 3 },
+  });
   return [
     { type: 'lookup: found', event: done({ kind: 'found', value: { bookingId: 'bk-1' } }) },
     { type: 'lookup: not found', event: done({ kind: 'not_found' }) },
-    { type: 'lookup: inconclusive', event: done({ kind: 'inconclusive', code: 'timeout', summary: 'lookup timed out' }) },
+    {
+      type: 'lookup: inconclusive',
+      event: done({ kind: 'inconclusive', code: 'timeout', summary: 'lookup timed out' }),
+    },
     { type: 'lookup: fails', event: { type: 'xstate.error.actor.lookup', error: 'lookup crashed' } },
   ];
 }
@@ -314,19 +441,25 @@ function confirmationMoves(world: World): Move[] {
     policyVersion: world.shadow.hostPolicy,
     ...patch,
   });
-  const approve = (userId: string, patch: Partial<Confirm> = {}) => confirm({ userId, scopes: [APPROVER_SCOPE], ...patch });
+  const approve = (userId: string, patch: Partial<Confirm> = {}) =>
+    confirm({ userId, scopes: [APPROVER_SCOPE], ...patch });
   // A stale id (of an earlier request for the same call) when there is one, else a forged one.
   const wrongId = pending.request > 1 ? pending.id.replace(/r\d+$/, 'r1') : `${pending.id}-forged`;
   const shadow = world.shadow.calls.find((c) => c.callId === pending.callId);
   const moves: Move[] = [];
   if (shadow && shadow.approvers > 0) {
     // Approvers decide (the harness's reading): each once, none the requester, each holding the approver scope.
-    const approved = (userId: string) => shadow.approvals.some((a) => a.confirmationId === pending.id && a.userId === userId);
+    const approved = (userId: string) =>
+      shadow.approvals.some((a) => a.confirmationId === pending.id && a.userId === userId);
     moves.push(
       approved(APPROVER_A)
         ? { type: 'approver A: approves again', inert: true, event: approve(APPROVER_A) }
         : { type: 'approver A: approves', event: approve(APPROVER_A) },
-      { type: 'approver without the scope: approves', inert: true, event: confirm({ userId: NOT_APPROVER, scopes: [] }) },
+      {
+        type: 'approver without the scope: approves',
+        inert: true,
+        event: confirm({ userId: NOT_APPROVER, scopes: [] }),
+      },
       {
         type: 'user: approves their own request',
         inert: true,
@@ -334,7 +467,14 @@ function confirmationMoves(world: World): Move[] {
       },
       {
         type: 'approver A: rejects',
-        event: { type: 'user.rejected', at, confirmationId: pending.id, userId: APPROVER_A, scopes: [APPROVER_SCOPE], reason: 'over the limit' },
+        event: {
+          type: 'user.rejected',
+          at,
+          confirmationId: pending.id,
+          userId: APPROVER_A,
+          scopes: [APPROVER_SCOPE],
+          reason: 'over the limit',
+        },
       },
     );
     if (!approved(APPROVER_B)) moves.push({ type: 'approver B: approves', event: approve(APPROVER_B) });
@@ -345,12 +485,23 @@ function confirmationMoves(world: World): Move[] {
       { type: 'user: confirms after expiry', event: confirm({ at: Math.max(at, pending.expiresAt) }) },
     );
     // The host's policy changes (once): its confirmations carry the new version from then on.
-    if (world.shadow.hostPolicy === INPUT.policy.version) moves.push({ type: 'user: confirms under another policy', event: confirm({ policyVersion: 'policy-v2' }) });
+    if (world.shadow.hostPolicy === INPUT.policy.version)
+      moves.push({ type: 'user: confirms under another policy', event: confirm({ policyVersion: 'policy-v2' }) });
   }
   moves.push(
     { type: 'user: confirms a wrong id', inert: true, event: confirm({ confirmationId: wrongId }) },
     { type: 'intruder: confirms', inert: true, event: confirm({ userId: INTRUDER }) },
-    { type: 'user: rejects', event: { type: 'user.rejected', at, confirmationId: pending.id, userId: USER, scopes: INPUT.principal.scopes, reason: 'no' } },
+    {
+      type: 'user: rejects',
+      event: {
+        type: 'user.rejected',
+        at,
+        confirmationId: pending.id,
+        userId: USER,
+        scopes: INPUT.principal.scopes,
+        reason: 'no',
+      },
+    },
     {
       type: 'intruder: rejects',
       inert: true,
@@ -374,8 +525,18 @@ function confirmationMoves(world: World): Move[] {
   const stored = world.machine.context.batch?.calls.find((c) => c.callId === pending.callId);
   const amount = (stored?.args as { amount?: unknown } | undefined)?.amount;
   const untouched = pending.request === 1 && pending.approvals.length === 0;
-  if (stored && CATALOG[stored.tool]?.effect === 'write' && typeof amount === 'number' && amount < MANDATE_MAX_AMOUNT && untouched) {
-    moves.push({ type: 'storage tampered: the payment raised by 1', tamper: { callId: stored.callId, args: { amount: amount + 1 } }, event: null });
+  if (
+    stored &&
+    CATALOG[stored.tool]?.effect === 'write' &&
+    typeof amount === 'number' &&
+    amount < MANDATE_MAX_AMOUNT &&
+    untouched
+  ) {
+    moves.push({
+      type: 'storage tampered: the payment raised by 1',
+      tamper: { callId: stored.callId, args: { amount: amount + 1 } },
+      event: null,
+    });
   }
   return moves;
 }
@@ -388,7 +549,8 @@ function answerMoves(world: World): Move[] {
     { type: 'intruder: answers', inert: true, event: { type: 'user.answered', at, text: 'Room Z', userId: INTRUDER } },
     { type: 'timer: answer expired', event: { type: 'timer.answerExpired', at: Math.max(at, expiresAt) } },
   ];
-  if (at < expiresAt) moves.push({ type: 'timer: answer timer early', inert: true, event: { type: 'timer.answerExpired', at } });
+  if (at < expiresAt)
+    moves.push({ type: 'timer: answer timer early', inert: true, event: { type: 'timer.answerExpired', at } });
   return moves;
 }
 
@@ -396,8 +558,11 @@ function answerMoves(world: World): Move[] {
 function outageMoves(world: World): Move[] {
   const at = world.shadow.now;
   const wakeAt = world.machine.context.outage?.wakeAt ?? at;
-  const moves: Move[] = [{ type: 'timer: model retry due', event: { type: 'timer.modelRetryDue', at: Math.max(at, wakeAt) } }];
-  if (at < wakeAt) moves.push({ type: 'timer: model retry early', inert: true, event: { type: 'timer.modelRetryDue', at } });
+  const moves: Move[] = [
+    { type: 'timer: model retry due', event: { type: 'timer.modelRetryDue', at: Math.max(at, wakeAt) } },
+  ];
+  if (at < wakeAt)
+    moves.push({ type: 'timer: model retry early', inert: true, event: { type: 'timer.modelRetryDue', at } });
   return moves;
 }
 
@@ -407,7 +572,12 @@ function reviewMoves(world: World): Move[] {
   const held = context.review;
   if (!held) return [];
   const at = world.shadow.now;
-  const resolve = (userId: string, scopes: string[], resolution: 'happened' | 'not_happened' | 'retry', result: Json | null = null): MachineEvent => ({
+  const resolve = (
+    userId: string,
+    scopes: string[],
+    resolution: 'happened' | 'not_happened' | 'retry',
+    result: Json | null = null,
+  ): MachineEvent => ({
     type: 'review.resolved',
     at,
     userId,
@@ -420,18 +590,34 @@ function reviewMoves(world: World): Move[] {
   // The harness's reading: a retry needs a tool that declares same-key retries safe, and retry budget left.
   // ...and no cancel waiting (a cancel asked during the review applies once it is resolved, not after a retry).
   const canRetry =
-    CATALOG[held.tool]?.sameKeyRetrySafe === true && used.retries < limits.retries && at < context.budget.deadlineAt && !world.shadow.cancelAsked;
+    CATALOG[held.tool]?.sameKeyRetrySafe === true &&
+    used.retries < limits.retries &&
+    at < context.budget.deadlineAt &&
+    !world.shadow.cancelAsked;
   const valid = REVIEWED_RESULT[held.tool] ?? null;
   return [
-    { type: 'reviewer: happened', review: { reviewer: true, valid: valid !== null }, event: resolve(REVIEWER, [REVIEW_SCOPE], 'happened', valid) },
+    {
+      type: 'reviewer: happened',
+      review: { reviewer: true, valid: valid !== null },
+      event: resolve(REVIEWER, [REVIEW_SCOPE], 'happened', valid),
+    },
     {
       type: 'reviewer: happened, with a result the tool never returns',
       inert: true,
       review: { reviewer: true, valid: false },
       event: resolve(REVIEWER, [REVIEW_SCOPE], 'happened', { bookingId: 5 }),
     },
-    { type: 'reviewer: not happened', review: { reviewer: true, valid: true }, event: resolve(REVIEWER, [REVIEW_SCOPE], 'not_happened') },
-    { type: 'reviewer: retry', inert: !canRetry, review: { reviewer: true, valid: true }, event: resolve(REVIEWER, [REVIEW_SCOPE], 'retry') },
+    {
+      type: 'reviewer: not happened',
+      review: { reviewer: true, valid: true },
+      event: resolve(REVIEWER, [REVIEW_SCOPE], 'not_happened'),
+    },
+    {
+      type: 'reviewer: retry',
+      inert: !canRetry,
+      review: { reviewer: true, valid: true },
+      event: resolve(REVIEWER, [REVIEW_SCOPE], 'retry'),
+    },
     {
       type: 'task user: resolves their own review',
       inert: true,
@@ -509,7 +695,9 @@ const OUTAGE_MODEL_MOVES = new Set(['model: valid read', 'model: answer', 'model
  */
 export function movesFor(world: World, options: { lateFromTurn?: number } = {}): Move[] {
   const outage = world.shadow.outage !== null && valueOf(world.machine) === 'thinking';
-  const all = outage ? everyMove(world).filter((m) => !m.type.startsWith('model: ') || OUTAGE_MODEL_MOVES.has(m.type)) : everyMove(world);
+  const all = outage
+    ? everyMove(world).filter((m) => !m.type.startsWith('model: ') || OUTAGE_MODEL_MOVES.has(m.type))
+    : everyMove(world);
   const turn = world.machine.context.turn;
   if (turn <= 1) return all;
   // A task that waited out an outage goes on with the late alphabet (the outage changed nothing but the clock), as

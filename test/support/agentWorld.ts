@@ -45,7 +45,10 @@ export const APPROVALS_NEEDED = 2;
 export const CANCELS_ON_REJECT = new Set(['send_payment']);
 export const CANCELS_ON_EXPIRY = new Set(['search_rooms']);
 /** What a reviewer who found that the write happened reports, per tool (it matches the tool's output schema). */
-export const REVIEWED_RESULT: Record<string, Json> = { book_room: { bookingId: 'bk-9' }, send_payment: { paymentId: 'pay-9' } };
+export const REVIEWED_RESULT: Record<string, Json> = {
+  book_room: { bookingId: 'bk-9' },
+  send_payment: { paymentId: 'pay-9' },
+};
 
 export const CATALOG: Catalog = {
   search_rooms: { effect: 'read', sameKeyRetrySafe: false },
@@ -91,7 +94,9 @@ export const RULES: Record<string, ToolRules> = {
     // A written waiver: the world's booking runs unconfirmed (the payment explores the confirmations).
     confirm: { never: 'a booking for the user only, within the rooms they named' },
     mandate: (args: { room: string }, mandate) =>
-      terms(mandate).rooms.includes(args.room) ? { ok: true } : { ok: false, summary: `room ${args.room} is not one the user asked for` },
+      terms(mandate).rooms.includes(args.room)
+        ? { ok: true }
+        : { ok: false, summary: `room ${args.room} is not one the user asked for` },
   },
   send_payment: {
     name: 'send_payment',
@@ -101,10 +106,13 @@ export const RULES: Record<string, ToolRules> = {
     scopes: ['payments:send'],
     validates: true,
     authorizes: false,
-    confirm: (args: { amount: number }) => (args.amount > 6 ? { approverScope: 'payments:approve', approvals: 2 } : true),
+    confirm: (args: { amount: number }) =>
+      args.amount > 6 ? { approverScope: 'payments:approve', approvals: 2 } : true,
     confirmation: { onReject: 'cancel' },
     mandate: (args: { amount: number }, mandate) =>
-      args.amount <= terms(mandate).maxAmount ? { ok: true } : { ok: false, summary: `${args.amount} is more than the user allowed` },
+      args.amount <= terms(mandate).maxAmount
+        ? { ok: true }
+        : { ok: false, summary: `${args.amount} is more than the user allowed` },
     amount: (args: { amount: number }) => args.amount,
   },
   close_rooms: {
@@ -116,7 +124,14 @@ export const RULES: Record<string, ToolRules> = {
     authorizes: false,
     mandate: () => ({ ok: true }),
   },
-  release_room: { name: 'release_room', effect: 'write', input: z.strictObject({ room: z.string() }), scopes: ['rooms:book'], validates: false, authorizes: false },
+  release_room: {
+    name: 'release_room',
+    effect: 'write',
+    input: z.strictObject({ room: z.string() }),
+    scopes: ['rooms:book'],
+    validates: false,
+    authorizes: false,
+  },
 };
 
 export const TOOLKIT: Toolkit = { rules: (name) => RULES[name], sha256: sha256Hex };
@@ -154,7 +169,16 @@ export const INPUT: AgentInput = {
     maxUnknownReads: 2,
     loosened: [],
   },
-  limits: { modelTurns: 3, toolCalls: 3, writes: 1, retries: 2, tokens: 10_000, costMicros: 10_000, money: 9, wallClockMs: 3_600_000 },
+  limits: {
+    modelTurns: 3,
+    toolCalls: 3,
+    writes: 1,
+    retries: 2,
+    tokens: 10_000,
+    costMicros: 10_000,
+    money: 9,
+    wallClockMs: 3_600_000,
+  },
   modelReservation: { tokens: 100, costMicros: 10 },
   success: { tool: 'book_room', require: ['bookingId'], description: 'a booking with an id' },
   startedAt: T0,
@@ -231,7 +255,9 @@ export interface ShadowCall {
 export function gatesOk(call: ShadowCall | undefined): boolean {
   if (!call) return false;
   const done = (v: Verdict) => v === 'pass' || v === 'n/a';
-  return call.protocolOk && call.schemaOk && call.mandateOk && call.scopeOk && done(call.business) && done(call.authorize);
+  return (
+    call.protocolOk && call.schemaOk && call.mandateOk && call.scopeOk && done(call.business) && done(call.authorize)
+  );
 }
 
 /** The gate that must refuse the call, by the harness's account (first in gate order), or null. */
@@ -309,7 +335,13 @@ export interface Move {
    * For a hook's verdict (or the re-check's): which gate, for which call, whether it passes, what refuses, and
    * whether a refusal is a check that could not answer (`unavailable`) rather than a decision.
    */
-  check?: { gate: 'business' | 'permission' | 'recheck'; callId: string; ok: boolean; refuses?: RecheckGate; unanswered?: boolean };
+  check?: {
+    gate: 'business' | 'permission' | 'recheck';
+    callId: string;
+    ok: boolean;
+    refuses?: RecheckGate;
+    unanswered?: boolean;
+  };
   /** For a reviewer's resolution: whether the harness counts its sender as a reviewer and its result as valid. */
   review?: { reviewer: boolean; valid: boolean };
   /** For outcomes whose data claims an approval: the same outcome with neutral data. */
@@ -334,7 +366,12 @@ export function valueOf(snapshot: AgentSnapshot): string {
 
 export const FINAL_STATES = new Set(['done', 'answered', 'failed', 'budgetExhausted', 'cancelled']);
 /** States that wait for a human, a reviewer or a timer (persisted, nothing running). */
-export const WAITING_STATES = new Set(['executing.awaitingConfirmation', 'awaitingUser', 'waitingForModel', 'reviewRequired']);
+export const WAITING_STATES = new Set([
+  'executing.awaitingConfirmation',
+  'awaitingUser',
+  'waitingForModel',
+  'reviewRequired',
+]);
 /** Stable states where the machine waits on one of its invoked actors, with the invoke id. */
 export const INVOKING_STATES: Record<string, string> = {
   thinking: 'model',
@@ -401,7 +438,9 @@ export function startedCalls(prev: AgentSnapshot, next: AgentSnapshot): CallStat
   return (next.context.batch?.calls ?? []).filter((call) => {
     if (!RUNNING_PHASES.has(call.phase)) return false;
     const old = before(call.callId);
-    return !old || !RUNNING_PHASES.has(old.phase) || old.writeAttempts !== call.writeAttempts || valueOf(prev) !== value;
+    return (
+      !old || !RUNNING_PHASES.has(old.phase) || old.writeAttempts !== call.writeAttempts || valueOf(prev) !== value
+    );
   });
 }
 
@@ -411,7 +450,11 @@ export function startedCalls(prev: AgentSnapshot, next: AgentSnapshot): CallStat
  * Restores a snapshot the way the runtime does after a crash: persist, JSON round trip, restore (not started).
  * `tamper` alters the stored copy first, as someone with write access to the store could.
  */
-export function restore(snapshot: AgentSnapshot, chart: AgentMachine = CHART, tamper?: (stored: { context: AgentContext }) => void): AgentSnapshot {
+export function restore(
+  snapshot: AgentSnapshot,
+  chart: AgentMachine = CHART,
+  tamper?: (stored: { context: AgentContext }) => void,
+): AgentSnapshot {
   const persisted = JSON.parse(JSON.stringify(chart.getPersistedSnapshot(snapshot)));
   tamper?.(persisted);
   return createActor(chart, { snapshot: persisted, input: INPUT }).getSnapshot();
@@ -459,7 +502,13 @@ export function fitsMandate(tool: string, args: Record<string, unknown>): boolea
 }
 
 /** The harness's own reading of the host's rules for one proposed call. */
-function shadowOf(callId: string, tool: string, text: string, protocolOk: boolean, facts: CallFacts | undefined): ShadowCall {
+function shadowOf(
+  callId: string,
+  tool: string,
+  text: string,
+  protocolOk: boolean,
+  facts: CallFacts | undefined,
+): ShadowCall {
   const rules = RULES[tool];
   const args = parsedArgs(text);
   const object = args !== null && typeof args === 'object' && !Array.isArray(args);
@@ -519,7 +568,13 @@ function advanceShadow(shadow: Shadow, prev: AgentSnapshot, move: Move, next: Ag
     if (output.kind === 'replied' && output.event.type === 'model.toolsProposed' && move.protocol !== 'unpairable') {
       calls = output.event.calls.map((c) => {
         const callId = c.callId!.trim();
-        return shadowOf(callId, c.name, c.arguments, move.protocol === 'accepted', move.calls?.find((f) => f.callId === callId));
+        return shadowOf(
+          callId,
+          c.name,
+          c.arguments,
+          move.protocol === 'accepted',
+          move.calls?.find((f) => f.callId === callId),
+        );
       });
     }
   }
@@ -529,7 +584,8 @@ function advanceShadow(shadow: Shadow, prev: AgentSnapshot, move: Move, next: Ag
     if (!move.check.ok && move.check.unanswered) update(move.check.callId, { unanswered: true });
     if (move.check.gate === 'business') update(move.check.callId, { business: verdict });
     if (move.check.gate === 'permission') update(move.check.callId, { authorize: verdict });
-    if (move.check.gate === 'recheck') update(move.check.callId, { recheck: verdict, recheckGate: move.check.ok ? null : (move.check.refuses ?? null) });
+    if (move.check.gate === 'recheck')
+      update(move.check.callId, { recheck: verdict, recheckGate: move.check.ok ? null : (move.check.refuses ?? null) });
   }
   const pending = prev.context.pendingConfirmation;
   if (event?.type === 'user.confirmed' && pending && valueOf(prev) === 'executing.awaitingConfirmation') {
@@ -551,7 +607,10 @@ function advanceShadow(shadow: Shadow, prev: AgentSnapshot, move: Move, next: Ag
     if (valid && call.approvers > 0 && approver && first) {
       const approvals = [...call.approvals, { confirmationId: event.confirmationId, userId: event.userId }];
       const by = approvals.filter((a) => a.confirmationId === event.confirmationId).map((a) => a.userId);
-      const grant = by.length >= call.approvers ? { confirmationId: event.confirmationId, argsHash: event.argsHash, by } : call.grant;
+      const grant =
+        by.length >= call.approvers
+          ? { confirmationId: event.confirmationId, argsHash: event.argsHash, by }
+          : call.grant;
       update(call.callId, { approvals, grant });
     }
   }
@@ -559,7 +618,10 @@ function advanceShadow(shadow: Shadow, prev: AgentSnapshot, move: Move, next: Ag
   const writing = prev.context.batch?.calls.find((c) => c.phase === 'writing');
   if (writing && valueOf(prev) === 'executing.writing') {
     if (event?.type === 'xstate.done.actor.write') {
-      update(writing.callId, { unknown: event.output.outcome.kind === 'unknown', needsReview: event.output.outcome.kind === 'review' });
+      update(writing.callId, {
+        unknown: event.output.outcome.kind === 'unknown',
+        needsReview: event.output.outcome.kind === 'review',
+      });
     }
     if (event?.type === 'xstate.error.actor.write') update(writing.callId, { unknown: true });
   }
@@ -567,7 +629,12 @@ function advanceShadow(shadow: Shadow, prev: AgentSnapshot, move: Move, next: Ag
   // with attempts and retry budget left, no cancel asked), or a reviewer's retry the harness did not deliver as inert.
   const current = prev.context.batch?.calls.find((c) => c.callId === prev.context.batch?.current);
   const { limits, used, deadlineAt } = prev.context.budget;
-  if (current && event?.type === 'xstate.done.actor.lookup' && event.output.result.kind === 'not_found' && valueOf(prev) === 'executing.reconciling') {
+  if (
+    current &&
+    event?.type === 'xstate.done.actor.lookup' &&
+    event.output.result.kind === 'not_found' &&
+    valueOf(prev) === 'executing.reconciling'
+  ) {
     const facts = find(current.callId);
     const permits =
       CATALOG[current.tool]?.sameKeyRetrySafe === true &&
@@ -578,14 +645,33 @@ function advanceShadow(shadow: Shadow, prev: AgentSnapshot, move: Move, next: Ag
     if (permits) update(current.callId, { resend: 'lookup' });
   }
   const held = prev.context.review;
-  if (held && move.review?.reviewer && !move.inert && event?.type === 'review.resolved' && event.resolution === 'retry' && valueOf(prev) === 'reviewRequired') {
+  if (
+    held &&
+    move.review?.reviewer &&
+    !move.inert &&
+    event?.type === 'review.resolved' &&
+    event.resolution === 'retry' &&
+    valueOf(prev) === 'reviewRequired'
+  ) {
     update(held.callId, { resend: 'review' });
   }
-  if (current && valueOf(prev) === 'executing.resending' && !move.restart && find(current.callId)?.resend === 'review' && !(move.check?.ok ?? false)) {
+  if (
+    current &&
+    valueOf(prev) === 'executing.resending' &&
+    !move.restart &&
+    find(current.callId)?.resend === 'review' &&
+    !(move.check?.ok ?? false)
+  ) {
     update(current.callId, { heldAgain: true });
   }
   for (const call of startedCalls(prev, next)) {
-    update(call.callId, { starts: (find(call.callId)?.starts ?? 0) + 1, unknown: false, needsReview: false, resend: null, heldAgain: false });
+    update(call.callId, {
+      starts: (find(call.callId)?.starts ?? 0) + 1,
+      unknown: false,
+      needsReview: false,
+      resend: null,
+      heldAgain: false,
+    });
   }
   // A call refused at the permission or mandate gate, as the harness expected it to be, is a denial to remember,
   // unless the refusal came from a check that could not answer (it may pass next time).
@@ -616,7 +702,18 @@ export function initialWorld(scope: AnyActorScope, input: AgentInput = INPUT, ch
     error: undefined,
     chart,
     machine: chart.getInitialSnapshot(scope, input),
-    shadow: { now: input.startedAt, calls: [], denied: [], outage: null, questionAt: null, outagesWaited: 0, narrowed: false, hostPolicy: input.policy.version, cancelAsked: false, unknownReads: 0 },
+    shadow: {
+      now: input.startedAt,
+      calls: [],
+      denied: [],
+      outage: null,
+      questionAt: null,
+      outagesWaited: 0,
+      narrowed: false,
+      hostPolicy: input.policy.version,
+      cancelAsked: false,
+      unknownReads: 0,
+    },
   };
 }
 

@@ -19,7 +19,10 @@ export function findChromium(): string | null {
     if (candidate && existsSync(candidate)) return candidate;
   }
   try {
-    return execFileSync('sh', ['-c', 'command -v chromium || command -v chromium-browser'], { encoding: 'utf8' }).trim() || null;
+    return (
+      execFileSync('sh', ['-c', 'command -v chromium || command -v chromium-browser'], { encoding: 'utf8' }).trim() ||
+      null
+    );
   } catch {
     return null;
   }
@@ -36,7 +39,13 @@ export function killChromiums(): void {
 }
 
 /** Screenshots `htmlFile` into `pngFile` at `width`x`height` CSS pixels (device scale 1, sRGB colours). */
-export async function screenshot(binary: string, htmlFile: string, pngFile: string, size: { width: number; height: number }, quietTimeoutMs = 30_000): Promise<void> {
+export async function screenshot(
+  binary: string,
+  htmlFile: string,
+  pngFile: string,
+  size: { width: number; height: number },
+  quietTimeoutMs = 30_000,
+): Promise<void> {
   const timeoutMs = scaled(quietTimeoutMs);
   const profile = await mkdtemp(join(tmpdir(), 'chromium-profile-'));
   try {
@@ -76,7 +85,8 @@ export async function screenshot(binary: string, htmlFile: string, pngFile: stri
         resolve(exitCode);
       });
     });
-    if (code !== 0 || !existsSync(pngFile)) throw new Error(`chromium exited with ${code} without writing ${pngFile}\n${output.slice(-2000)}`);
+    if (code !== 0 || !existsSync(pngFile))
+      throw new Error(`chromium exited with ${code} without writing ${pngFile}\n${output.slice(-2000)}`);
   } finally {
     await rm(profile, { recursive: true, force: true });
   }

@@ -27,7 +27,11 @@ export interface Business {
 }
 
 export async function businessOf(services: RedisBookingService): Promise<Business> {
-  const [bookings, refunds, requests] = await Promise.all([services.bookings(), services.refunds(), services.requestCounts()]);
+  const [bookings, refunds, requests] = await Promise.all([
+    services.bookings(),
+    services.refunds(),
+    services.requestCounts(),
+  ]);
   const keys = new Set([...bookings.map((b) => b.idempotencyKey), ...refunds.map((r) => r.idempotencyKey)]);
   return {
     rows: [
@@ -75,11 +79,18 @@ export function expectAcknowledgedKept(acked: AckedSave[], final: TaskEnvelope, 
 }
 
 /** Waits until nobody holds the task's lease (the killed holder's lease expired). */
-export async function leaseExpired(client: { exists(key: string): Promise<number> }, prefix: string, taskId: string): Promise<void> {
+export async function leaseExpired(
+  client: { exists(key: string): Promise<number> },
+  prefix: string,
+  taskId: string,
+): Promise<void> {
   const key = redisKeys(prefix).lease(taskId);
   await until(async () => (await client.exists(key)) === 0, 10_000);
 }
 
-export function kinds<K extends AuditEntry['kind']>(audit: readonly AuditEntry[], kind: K): Extract<AuditEntry, { kind: K }>[] {
+export function kinds<K extends AuditEntry['kind']>(
+  audit: readonly AuditEntry[],
+  kind: K,
+): Extract<AuditEntry, { kind: K }>[] {
   return audit.filter((e): e is Extract<AuditEntry, { kind: K }> => e.kind === kind);
 }

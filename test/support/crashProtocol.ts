@@ -66,18 +66,28 @@ export function entryDigest(entry: unknown): string {
  * A store that remembers, for every save the inner store acknowledged, the audit length it committed and the
  * entries it appended. `onSaved` fires after the save resolved, so the record of that revision is always there.
  */
-export function recordingAcks(inner: TaskStore): { store: TaskStore; ackOf(taskId: string, revision: number): Omit<AckedSave, 'state' | 'stateValue'> | undefined } {
+export function recordingAcks(inner: TaskStore): {
+  store: TaskStore;
+  ackOf(taskId: string, revision: number): Omit<AckedSave, 'state' | 'stateValue'> | undefined;
+} {
   const acks = new Map<string, Omit<AckedSave, 'state' | 'stateValue'>>();
   const store: TaskStore = {
     kind: inner.kind,
     leases: inner.leases,
     // Reads are passed through unchanged, so the lease acquisition's reads are too.
     ...(inner.acquireAndRead ? { acquireAndRead: inner.acquireAndRead.bind(inner) } : {}),
-    ...(inner.claimMandate && inner.releaseMandate ? { claimMandate: inner.claimMandate.bind(inner), releaseMandate: inner.releaseMandate.bind(inner) } : {}),
+    ...(inner.claimMandate && inner.releaseMandate
+      ? { claimMandate: inner.claimMandate.bind(inner), releaseMandate: inner.releaseMandate.bind(inner) }
+      : {}),
     async save(request: SaveRequest) {
       await inner.save(request);
       const { taskId, revision, journal } = request.envelope;
-      acks.set(`${taskId}#${revision}`, { taskId, revision, audit: journal.audit, appended: request.append.audit.map(entryDigest) });
+      acks.set(`${taskId}#${revision}`, {
+        taskId,
+        revision,
+        audit: journal.audit,
+        appended: request.append.audit.map(entryDigest),
+      });
     },
     load: (taskId) => inner.load(taskId),
     list: (query) => inner.list(query),

@@ -16,7 +16,9 @@ import { type AckedSave, type WorkerConfig, type WorkerResult, recordingAcks } f
 
 const config = JSON.parse(process.argv[2] ?? '{}') as WorkerConfig;
 const say = (tag: string, value?: unknown) =>
-  process.stdout.write(value === undefined ? `${tag}\n` : `${tag} ${typeof value === 'string' ? value : JSON.stringify(value)}\n`);
+  process.stdout.write(
+    value === undefined ? `${tag}\n` : `${tag} ${typeof value === 'string' ? value : JSON.stringify(value)}\n`,
+  );
 
 /** Where each fault leaves the task when this process meets it. */
 const BOUNDARY: Partial<Record<RedisDemoFault, string>> = {
@@ -72,7 +74,10 @@ async function main(): Promise<void> {
   } else {
     const report = await orchestrator.recover();
     say('REPORT', report);
-    status = report.resumed.includes(config.taskId) || config.confirmWaiting ? await orchestrator.settled(config.taskId) : null;
+    status =
+      report.resumed.includes(config.taskId) || config.confirmWaiting
+        ? await orchestrator.settled(config.taskId)
+        : null;
   }
   if (status?.pendingConfirmation && config.blockWhenWaiting) {
     say('AT', 'awaiting-confirmation');

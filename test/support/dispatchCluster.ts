@@ -18,7 +18,8 @@ export const refundSuccess = { tool: 'refund_order', match: { status: 'succeeded
 /** Proposes the 999.00 refund, then answers by whether it ran. */
 export const refundScript = () => [
   reply.call('refund_order', REFUND_999),
-  (v: { data(tool: string): unknown }) => (v.data('refund_order') ? reply.answer('refunded') : reply.answer('not refunded')),
+  (v: { data(tool: string): unknown }) =>
+    v.data('refund_order') ? reply.answer('refunded') : reply.answer('not refunded'),
 ];
 
 export interface ClusterOptions {
@@ -45,7 +46,14 @@ export function dispatchClusters(redis: TestRedis) {
     const connection = connectionOf(redis);
     const node = (role: string, extra: NodeOptions = {}) => {
       const store = new RedisStore({ url: redis.url, prefix });
-      const dispatch: BullmqDispatch = bullmqDispatch({ connection, queueName: `q-${prefix}`, lockDurationMs: 2_000, stalledIntervalMs: 1_000, retryDelayMs: 100, ...options.queue });
+      const dispatch: BullmqDispatch = bullmqDispatch({
+        connection,
+        queueName: `q-${prefix}`,
+        lockDurationMs: 2_000,
+        stalledIntervalMs: 1_000,
+        retryDelayMs: 100,
+        ...options.queue,
+      });
       const h = harness({
         store,
         dispatch,

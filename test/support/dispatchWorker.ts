@@ -30,7 +30,10 @@ export interface DispatchWorkerConfig {
 }
 
 /** The clients a worker (or the bench's API) uses: the store's and the tools', and BullMQ's connection. */
-export function workloadClients(config: Pick<DispatchWorkerConfig, 'redisUrl' | 'cluster'>): { client: Redis; bullmq: { connection: ConnectionOptions; prefix?: string } } {
+export function workloadClients(config: Pick<DispatchWorkerConfig, 'redisUrl' | 'cluster'>): {
+  client: Redis;
+  bullmq: { connection: ConnectionOptions; prefix?: string };
+} {
   if (config.cluster) {
     const nodes = config.cluster.ports.map((port) => ({ host: '127.0.0.1', port }));
     const client = new Cluster(nodes, { redisOptions: { maxRetriesPerRequest: 2 }, enableAutoPipelining: true });
@@ -39,7 +42,10 @@ export function workloadClients(config: Pick<DispatchWorkerConfig, 'redisUrl' | 
     return { client: client as unknown as Redis, bullmq: { connection, prefix: '{bull}' } };
   }
   const url = new URL(config.redisUrl);
-  return { client: new Redis(config.redisUrl, { maxRetriesPerRequest: 2 }), bullmq: { connection: { host: url.hostname, port: Number(url.port) } } };
+  return {
+    client: new Redis(config.redisUrl, { maxRetriesPerRequest: 2 }),
+    bullmq: { connection: { host: url.hostname, port: Number(url.port) } },
+  };
 }
 
 /** What a workload task succeeds by: the write's record, with its id. */
@@ -77,7 +83,9 @@ export function workloadTools(client: Redis, prefix: string) {
       return { ok: true, value: { id: idempotencyKey } };
     },
     async lookup(idempotencyKey) {
-      return (await client.hexists(records, idempotencyKey)) ? { found: true, value: { id: idempotencyKey } } : { found: false };
+      return (await client.hexists(records, idempotencyKey))
+        ? { found: true, value: { id: idempotencyKey } }
+        : { found: false };
     },
   });
   return { tools: [read, write], records, executions };
@@ -105,7 +113,14 @@ async function main(): Promise<void> {
     onError: (error) => process.stderr.write(`dispatch: ${error.message}\n`),
   });
   const { tools } = workloadTools(client, config.prefix);
-  const orchestrator = createOrchestrator({ tools, model: workloadModel(), store, dispatch, lease: { ttlMs: config.leaseTtlMs }, expirySweepMs: 0 });
+  const orchestrator = createOrchestrator({
+    tools,
+    model: workloadModel(),
+    store,
+    dispatch,
+    lease: { ttlMs: config.leaseTtlMs },
+    expirySweepMs: 0,
+  });
   let saves = 0;
   orchestrator.onSaved(() => (saves += 1));
   orchestrator.createWorker({ concurrency: config.concurrency });

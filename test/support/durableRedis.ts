@@ -42,7 +42,20 @@ export class DurableRedis {
     if (this.child) throw new Error('redis-server is already running');
     const child = spawn(
       'redis-server',
-      ['--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.dir, '--appendonly', 'yes', '--appendfsync', 'always', '--save', ''],
+      [
+        '--port',
+        String(this.port),
+        '--bind',
+        '127.0.0.1',
+        '--dir',
+        this.dir,
+        '--appendonly',
+        'yes',
+        '--appendfsync',
+        'always',
+        '--save',
+        '',
+      ],
       { stdio: 'ignore' },
     );
     this.child = child;
@@ -53,7 +66,8 @@ export class DurableRedis {
     const deadline = Date.now() + scaled(10_000);
     while (!(await this.answers())) {
       if (!this.child) throw new Error(`redis-server on port ${this.port} exited during start`);
-      if (Date.now() > deadline) throw new Error(`redis-server on port ${this.port} did not answer within ${scaled(10_000)} ms`);
+      if (Date.now() > deadline)
+        throw new Error(`redis-server on port ${this.port} did not answer within ${scaled(10_000)} ms`);
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
   }
@@ -73,7 +87,12 @@ export class DurableRedis {
   }
 
   private async answers(): Promise<boolean> {
-    const client = new Redis(this.url, { maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 500, lazyConnect: true });
+    const client = new Redis(this.url, {
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+      connectTimeout: 500,
+      lazyConnect: true,
+    });
     client.on('error', () => {});
     try {
       await client.connect();

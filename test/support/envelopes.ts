@@ -49,7 +49,16 @@ export function taskInput(taskId: string, overrides: Partial<AgentInput> = {}): 
       maxUnknownReads: 2,
       loosened: [],
     },
-    limits: { modelTurns: 8, toolCalls: 16, writes: 2, retries: 4, tokens: 100_000, costMicros: 1_000_000, money: 0, wallClockMs: 600_000 },
+    limits: {
+      modelTurns: 8,
+      toolCalls: 16,
+      writes: 2,
+      retries: 4,
+      tokens: 100_000,
+      costMicros: 1_000_000,
+      money: 0,
+      wallClockMs: 600_000,
+    },
     modelReservation: { tokens: 1000, costMicros: 1000 },
     success: { tool: 'book_room', match: { status: 'confirmed' }, require: ['bookingId'] },
     startedAt: T0,
@@ -66,7 +75,11 @@ export function jsonCopy<T>(value: T): T {
  * Starts the real agent machine and returns its persisted snapshot (waiting on its first model turn) and the
  * journal entries it emitted, as LiveTask would save them.
  */
-export function startedTask(input: AgentInput): { snapshot: PersistedAgentSnapshot; audit: unknown[]; transcript: unknown[] } {
+export function startedTask(input: AgentInput): {
+  snapshot: PersistedAgentSnapshot;
+  audit: unknown[];
+  transcript: unknown[];
+} {
   const model = fromPromise(() => new Promise<never>(() => {}));
   const actor = createActor(agentMachine.provide({ actors: { model } as never }), { input });
   const audit: unknown[] = [];
@@ -116,8 +129,18 @@ export function snapshotIn(
   if (state === 'running') {
     if (next.value === 'thinking') return next;
     // Back to a model turn in flight, as the machine persists it.
-    Object.assign(next, { status: 'active', value: 'thinking', children: { model: modelChild(context.taskId, context.turn) } });
-    Object.assign(context, { batch: null, pendingConfirmation: null, question: null, waitingSince: null, outcome: null });
+    Object.assign(next, {
+      status: 'active',
+      value: 'thinking',
+      children: { model: modelChild(context.taskId, context.turn) },
+    });
+    Object.assign(context, {
+      batch: null,
+      pendingConfirmation: null,
+      question: null,
+      waitingSince: null,
+      outcome: null,
+    });
     return next;
   }
   next.children = {};
@@ -126,7 +149,14 @@ export function snapshotIn(
     const args = { roomId: 'R-4.12', start: '2024-05-10T10:00' };
     next.value = { executing: 'awaitingConfirmation' };
     context.batch = bookRoomBatch(context.turn, {
-      confirmation: { approverScope: null, approvals: 1, onReject: 'replan', onExpiry: 'ask_again', reasons: ['tool_rule'], risk: 'writable' },
+      confirmation: {
+        approverScope: null,
+        approvals: 1,
+        onReject: 'replan',
+        onExpiry: 'ask_again',
+        reasons: ['tool_rule'],
+        risk: 'writable',
+      },
       confirmationSummary: 'Book R-4.12 on Friday 10:00',
       confirmationRequests: 1,
       phase: 'awaitingConfirmation',
@@ -158,13 +188,25 @@ export function snapshotIn(
     context.waitingSince = at;
   } else if (state === 'waiting_for_model') {
     next.value = 'waitingForModel';
-    context.outage = { since: at, attempts: 1, wakeAt: options.wakeAt ?? at + context.policy.modelWakeMs.first, lastError: 'connection refused' };
+    context.outage = {
+      since: at,
+      attempts: 1,
+      wakeAt: options.wakeAt ?? at + context.policy.modelWakeMs.first,
+      lastError: 'connection refused',
+    };
     context.waitingSince = at;
   } else if (state === 'review_required') {
     const callId = 'call_1';
     next.value = 'reviewRequired';
     context.batch = bookRoomBatch(context.turn, { phase: 'awaitingReview', writeAttempts: 1, lookups: 3 });
-    context.review = { callId, tool: 'book_room', idempotencyKey: 'idem_abc', reason: 'write_outcome_unknown', summary: 'lookups timed out', since: at };
+    context.review = {
+      callId,
+      tool: 'book_room',
+      idempotencyKey: 'idem_abc',
+      reason: 'write_outcome_unknown',
+      summary: 'lookups timed out',
+      since: at,
+    };
     context.waitingSince = at;
   } else {
     const final = state as FinalStatus;
@@ -240,12 +282,17 @@ export function nextRequest(previous: TaskEnvelope, options: NextOptions = {}): 
   const updatedAt = options.updatedAt ?? previous.updatedAt + 1000;
   const snapshot = jsonCopy(previous.snapshot);
   snapshot.context.turn += 1;
-  const moved = options.state ? snapshotIn(snapshot, options.state, { at: updatedAt, wakeAt: options.wakeAt }) : snapshot;
+  const moved = options.state
+    ? snapshotIn(snapshot, options.state, { at: updatedAt, wakeAt: options.wakeAt })
+    : snapshot;
   const envelope = envelopeOf(moved, {
     revision: previous.revision + 1,
     createdAt: previous.createdAt,
     updatedAt,
-    journal: { audit: previous.journal.audit + audit.length, transcript: previous.journal.transcript + transcript.length },
+    journal: {
+      audit: previous.journal.audit + audit.length,
+      transcript: previous.journal.transcript + transcript.length,
+    },
   });
   return { envelope, expectedRevision: previous.revision, append: { audit, transcript } };
 }

@@ -50,7 +50,9 @@ export function describeErasureContract(makeStore: StoreFactory): void {
       }
     });
 
-    async function open(options?: { retention?: RetentionOptions }): Promise<{ store: ErasableTaskStore; raw?: RawAccess }> {
+    async function open(options?: {
+      retention?: RetentionOptions;
+    }): Promise<{ store: ErasableTaskStore; raw?: RawAccess }> {
       const made = await makeStore(options);
       opened.push(made);
       expect(isErasable(made.store)).toBe(true);
@@ -62,13 +64,23 @@ export function describeErasureContract(makeStore: StoreFactory): void {
       return raw;
     }
 
-    async function create(store: TaskStore, taskId: string, options: Parameters<typeof createRequest>[1] = {}, fence?: string) {
+    async function create(
+      store: TaskStore,
+      taskId: string,
+      options: Parameters<typeof createRequest>[1] = {},
+      fence?: string,
+    ) {
       const request = createRequest(taskId, options);
       await store.save({ ...request, ...(fence ? { fence } : {}) });
       return request.envelope;
     }
 
-    async function advance(store: TaskStore, previous: TaskEnvelope, options: Parameters<typeof nextRequest>[1] = {}, fence?: string) {
+    async function advance(
+      store: TaskStore,
+      previous: TaskEnvelope,
+      options: Parameters<typeof nextRequest>[1] = {},
+      fence?: string,
+    ) {
       const request = nextRequest(previous, options);
       await store.save({ ...request, ...(fence ? { fence } : {}) });
       return request.envelope;
@@ -85,8 +97,23 @@ export function describeErasureContract(makeStore: StoreFactory): void {
       const secret = `SECRET-${randomBytes(6).toString('hex')}`;
       const user = `user-${randomBytes(6).toString('hex')}`;
       const lease = await store.leases?.acquire('erase-me', 60_000);
-      const first = await create(store, 'erase-me', { input: { goal: `Book a room for ${secret}`, ...owned(user).input } }, lease?.fence);
-      await advance(store, first, { state: 'waiting_for_confirmation', wakeAt: T0 + 50_000, audit: [marker(1, { note: secret })], transcript: [{ role: 'user', content: secret }] }, lease?.fence);
+      const first = await create(
+        store,
+        'erase-me',
+        { input: { goal: `Book a room for ${secret}`, ...owned(user).input } },
+        lease?.fence,
+      );
+      await advance(
+        store,
+        first,
+        {
+          state: 'waiting_for_confirmation',
+          wakeAt: T0 + 50_000,
+          audit: [marker(1, { note: secret })],
+          transcript: [{ role: 'user', content: secret }],
+        },
+        lease?.fence,
+      );
       await store.quarantine('erase-me', `unrestorable: ${secret}`);
       const kept = await create(store, 'keep-me', { state: 'done' });
 
@@ -100,7 +127,8 @@ export function describeErasureContract(makeStore: StoreFactory): void {
       expect(holding(after, secret)).toEqual([]);
       expect(holding(after, user)).toEqual([]);
       const allowed = raw.tombstoneLocations('erase-me');
-      for (const location of holding(after, 'erase-me')) expect(allowed, `${location} still names the erased task`).toContain(location);
+      for (const location of holding(after, 'erase-me'))
+        expect(allowed, `${location} still names the erased task`).toContain(location);
       expect(await store.load('keep-me')).toStrictEqual(kept);
       expect((await store.list()).map((s) => s.taskId)).toEqual(['keep-me']);
       expect(await store.list({ dueBefore: T0 + 60_000 })).toEqual([]);
@@ -108,8 +136,14 @@ export function describeErasureContract(makeStore: StoreFactory): void {
 
     it('leaves a minimal tombstone: what, when, why, who asked, how much; nothing about the person', async () => {
       const { store } = await open();
-      const first = await create(store, 't-tomb', { input: { goal: 'Refund order 991 for Ada Lovelace', ...owned('ada@example.com').input } });
-      const last = await advance(store, first, { state: 'done', audit: [marker(1), marker(2)], transcript: [marker(3)] });
+      const first = await create(store, 't-tomb', {
+        input: { goal: 'Refund order 991 for Ada Lovelace', ...owned('ada@example.com').input },
+      });
+      const last = await advance(store, first, {
+        state: 'done',
+        audit: [marker(1), marker(2)],
+        transcript: [marker(3)],
+      });
       const tombstone = await store.erase('t-tomb', GDPR);
       expect(tombstone).toStrictEqual({
         schemaVersion: 1,
@@ -149,7 +183,9 @@ export function describeErasureContract(makeStore: StoreFactory): void {
       await create(store, 't-reuse');
       const tombstone = await store.erase('t-reuse', GDPR);
       const before = await raw?.dump();
-      const error = await store.save(createRequest('t-reuse', { input: { goal: 'a new task under an old id' } })).catch((e: unknown) => e);
+      const error = await store
+        .save(createRequest('t-reuse', { input: { goal: 'a new task under an old id' } }))
+        .catch((e: unknown) => e);
       expect(error).toBeInstanceOf(TaskErasedError);
       await expect(store.load('t-reuse')).rejects.toBeInstanceOf(TaskErasedError);
       expect(await store.tombstone('t-reuse')).toStrictEqual(tombstone);
@@ -163,9 +199,13 @@ export function describeErasureContract(makeStore: StoreFactory): void {
       const second = await advance(store, first, { audit: [marker(1)] }, lease?.fence);
       await store.erase('t-stale', GDPR);
       // The writer still holds what it had: its next save, with its fence, without, or from the start.
-      await expect(store.save({ ...nextRequest(second), ...(lease ? { fence: lease.fence } : {}) })).rejects.toBeInstanceOf(TaskErasedError);
+      await expect(
+        store.save({ ...nextRequest(second), ...(lease ? { fence: lease.fence } : {}) }),
+      ).rejects.toBeInstanceOf(TaskErasedError);
       await expect(store.save(nextRequest(second))).rejects.toBeInstanceOf(TaskErasedError);
-      await expect(store.save({ ...createRequest('t-stale'), ...(lease ? { fence: lease.fence } : {}) })).rejects.toBeInstanceOf(TaskErasedError);
+      await expect(
+        store.save({ ...createRequest('t-stale'), ...(lease ? { fence: lease.fence } : {}) }),
+      ).rejects.toBeInstanceOf(TaskErasedError);
       if (store.leases) {
         await expect(store.leases.acquire('t-stale', 60_000)).rejects.toBeInstanceOf(TaskErasedError);
         expect(await store.leases.renew(lease!, 60_000)).toBe(false);
@@ -209,18 +249,32 @@ export function describeErasureContract(makeStore: StoreFactory): void {
       const future = createRequest('t-future');
       (future.envelope as { schemaVersion: number }).schemaVersion = 2;
       await store.save(future);
-      expect((await store.erase('t-future', GDPR)).removed).toMatchObject({ snapshot: true, audit: future.envelope.journal.audit });
+      expect((await store.erase('t-future', GDPR)).removed).toMatchObject({
+        snapshot: true,
+        audit: future.envelope.journal.audit,
+      });
       await store.quarantine('t-marker', 'restored into a state that does not exist');
-      expect((await store.erase('t-marker', GDPR)).removed).toStrictEqual({ snapshot: false, audit: 0, transcript: 0, quarantine: true });
+      expect((await store.erase('t-marker', GDPR)).removed).toStrictEqual({
+        snapshot: false,
+        audit: 0,
+        transcript: 0,
+        quarantine: true,
+      });
       expect(await store.quarantined('t-marker')).toBeNull();
     });
 
     it('refuses an erasure request without a reason or with a bad time, erasing nothing', async () => {
       const { store } = await open();
       const envelope = await create(store, 't-bad-request');
-      await expect(store.erase('t-bad-request', { reason: ' ', at: T0 })).rejects.toMatchObject({ code: 'invalid_request' });
-      await expect(store.erase('t-bad-request', { reason: 'x', at: -1 })).rejects.toMatchObject({ code: 'invalid_request' });
-      await expect(store.erase('t-bad-request', { reason: 'x', at: T0, by: '' })).rejects.toMatchObject({ code: 'invalid_request' });
+      await expect(store.erase('t-bad-request', { reason: ' ', at: T0 })).rejects.toMatchObject({
+        code: 'invalid_request',
+      });
+      await expect(store.erase('t-bad-request', { reason: 'x', at: -1 })).rejects.toMatchObject({
+        code: 'invalid_request',
+      });
+      await expect(store.erase('t-bad-request', { reason: 'x', at: T0, by: '' })).rejects.toMatchObject({
+        code: 'invalid_request',
+      });
       expect(await store.load('t-bad-request')).toStrictEqual(envelope);
     });
 
@@ -235,7 +289,8 @@ export function describeErasureContract(makeStore: StoreFactory): void {
         const result = await store.eraseUser({ tenantId: 'acme', userId: 'alice' }, GDPR);
         expect(result.erased.map((t) => t.taskId).sort()).toEqual(['alice-1', 'alice-2']);
         expect(result.unreadable).toEqual([]);
-        for (const tombstone of result.erased) expect(tombstone).toMatchObject({ reason: 'gdpr_erasure', by: 'dpo-7', erasedAt: GDPR.at });
+        for (const tombstone of result.erased)
+          expect(tombstone).toMatchObject({ reason: 'gdpr_erasure', by: 'dpo-7', erasedAt: GDPR.at });
         await expect(store.load('alice-1')).rejects.toBeInstanceOf(TaskErasedError);
         expect(await store.load('alice-globex')).toStrictEqual(elsewhere);
         expect(await store.load('bob-1')).toStrictEqual(bob);
@@ -252,7 +307,9 @@ export function describeErasureContract(makeStore: StoreFactory): void {
         const carol = { tenantId: 'acme', userId: 'carol' };
         expect((await store.list({ owner: carol })).map((s) => s.taskId)).toEqual(['c-2', 'c-3', 'c-1']);
         expect((await store.list({ owner: carol, limit: 1 })).map((s) => s.taskId)).toEqual(['c-2']);
-        expect((await store.list({ owner: carol, states: ['running'], limit: 1 })).map((s) => s.taskId)).toEqual(['c-3']);
+        expect((await store.list({ owner: carol, states: ['running'], limit: 1 })).map((s) => s.taskId)).toEqual([
+          'c-3',
+        ]);
         expect(await store.list({ owner: { tenantId: 'globex', userId: 'carol' } })).toEqual([]);
       });
 
@@ -282,16 +339,27 @@ export function describeErasureContract(makeStore: StoreFactory): void {
         const now = T0 + 1200;
         const report = await store.sweepRetention(now);
         expect(report.erased.map((t) => t.taskId).sort()).toEqual(['r-done', 'r-exhausted']);
-        for (const tombstone of report.erased) expect(tombstone).toMatchObject({ reason: 'retention', erasedAt: now, by: null });
+        for (const tombstone of report.erased)
+          expect(tombstone).toMatchObject({ reason: 'retention', erasedAt: now, by: null });
         expect(report).toMatchObject({ tombstonesRemoved: 0, more: false });
-        expect((await store.list()).map((s) => s.taskId).sort()).toEqual(['r-cancelled-late', 'r-failed-new', 'r-review', 'r-running', 'r-waiting']);
+        expect((await store.list()).map((s) => s.taskId).sort()).toEqual([
+          'r-cancelled-late',
+          'r-failed-new',
+          'r-review',
+          'r-running',
+          'r-waiting',
+        ]);
         expect((await store.sweepRetention(now)).erased).toEqual([]);
       });
 
       it('does nothing without retention options', async () => {
         const { store } = await open();
         await create(store, 'r-keep', { state: 'done', updatedAt: T0 });
-        expect(await store.sweepRetention(T0 + 10 * 365 * 86_400_000)).toStrictEqual({ erased: [], tombstonesRemoved: 0, more: false });
+        expect(await store.sweepRetention(T0 + 10 * 365 * 86_400_000)).toStrictEqual({
+          erased: [],
+          tombstonesRemoved: 0,
+          more: false,
+        });
         expect(await store.load('r-keep')).not.toBeNull();
       });
 

@@ -11,7 +11,16 @@ import { type AnyActorScope, createEmptyActor } from 'xstate';
 import type { AgentMachine } from '../../machines/agentMachine.js';
 import type { AgentInput } from '../../machines/context.js';
 import { movesFor } from './agentMoves.js';
-import { FINAL_STATES, type Move, type World, applyMove, initialWorld, serializeWorld, startedCalls, valueOf } from './agentWorld.js';
+import {
+  FINAL_STATES,
+  type Move,
+  type World,
+  applyMove,
+  initialWorld,
+  serializeWorld,
+  startedCalls,
+  valueOf,
+} from './agentWorld.js';
 import { checkEdge, checkState } from './safetyProperties.js';
 
 export interface Violation {
@@ -123,14 +132,18 @@ export function explore(input: AgentInput, options: ExploreOptions): Exploration
       }
       transitions += 1;
       byMove[move.type] = (byMove[move.type] ?? 0) + 1;
-      for (const problem of checkEdge(world, move, next, scope, input)) violations.push({ problem, path: pathTo(id, move.type) });
+      for (const problem of checkEdge(world, move, next, scope, input))
+        violations.push({ problem, path: pathTo(id, move.type) });
       options.witness?.(world, move, next, count);
       if (violations.length >= maxViolations) return summary();
       const key = serializeWorld(next);
       let to = ids.get(key);
       if (to === undefined) {
         if (worlds.length >= options.maxStates) {
-          violations.push({ problem: `more than ${options.maxStates} states: the bounds do not keep the graph finite`, path: pathTo(id, move.type) });
+          violations.push({
+            problem: `more than ${options.maxStates} states: the bounds do not keep the graph finite`,
+            path: pathTo(id, move.type),
+          });
           return summary();
         }
         to = add(next, id, move.type);
@@ -161,7 +174,10 @@ export function explore(input: AgentInput, options: ExploreOptions): Exploration
         top[1] += 1;
         const to = out[index]!;
         if (colour[to] === 1) {
-          violations.push({ problem: `P3 progress: a cycle through ${valueOf(worlds[to]!.machine)} can run forever`, path: pathTo(to) });
+          violations.push({
+            problem: `P3 progress: a cycle through ${valueOf(worlds[to]!.machine)} can run forever`,
+            path: pathTo(to),
+          });
         } else if (colour[to] === 0) {
           colour[to] = 1;
           stack.push([to, 0]);
@@ -184,7 +200,10 @@ export function explore(input: AgentInput, options: ExploreOptions): Exploration
   const component = components(all);
   for (let node = 0; node < worlds.length && humanCycles.length < 8; node++) {
     if (humanEdges[node]!.some((to) => component[to] === component[node])) {
-      humanCycles.push({ problem: `a cycle through ${valueOf(worlds[node]!.machine)} needs a human on every round`, path: pathTo(node) });
+      humanCycles.push({
+        problem: `a cycle through ${valueOf(worlds[node]!.machine)} needs a human on every round`,
+        path: pathTo(node),
+      });
     }
   }
   // "A final state is reachable from everywhere", over all edges: a fixpoint over the reversed graph.
@@ -201,7 +220,11 @@ export function explore(input: AgentInput, options: ExploreOptions): Exploration
     }
   }
   for (let node = 0; node < worlds.length; node++) {
-    if (!canEnd[node]) violations.push({ problem: `P3 progress: no final state is reachable from ${valueOf(worlds[node]!.machine)}`, path: pathTo(node) });
+    if (!canEnd[node])
+      violations.push({
+        problem: `P3 progress: no final state is reachable from ${valueOf(worlds[node]!.machine)}`,
+        path: pathTo(node),
+      });
   }
   return summary();
 
@@ -306,7 +329,8 @@ export function witness(prev: World, move: Move, next: World, count: (what: stri
       count(why === 'review' ? "write retried on a reviewer's word" : 'same-key retry after a lookup found nothing');
     } else {
       count('writes started');
-      if (from === 'executing.rechecking.hooks' && move.check?.ok) count('write started right after a passing re-check');
+      if (from === 'executing.rechecking.hooks' && move.check?.ok)
+        count('write started right after a passing re-check');
       if ((shadow?.amount ?? 0) > 0) count('write moved money');
     }
     if (shadow?.needsConfirmation && shadow.grant) count(`${call.effect} started on a genuine confirmation`);
@@ -316,8 +340,14 @@ export function witness(prev: World, move: Move, next: World, count: (what: stri
     const before = prev.machine.context.batch?.calls.find((c) => c.callId === call.callId);
     const observation = call.observation;
     if (!observation || before?.observation || observation.ok || !observation.gate) continue;
-    const scope = observation.gate === 'permission' && from === 'vetting.authorizing' ? ' (resource)' : observation.gate === 'permission' ? ' (scope)' : '';
-    if (from === 'executing.rechecking.hooks') count(`refused at the re-check (${move.type.replace(/^recheck: /, '')})`);
+    const scope =
+      observation.gate === 'permission' && from === 'vetting.authorizing'
+        ? ' (resource)'
+        : observation.gate === 'permission'
+          ? ' (scope)'
+          : '';
+    if (from === 'executing.rechecking.hooks')
+      count(`refused at the re-check (${move.type.replace(/^recheck: /, '')})`);
     else if (from === 'executing.resending') count('resend after a lookup refused at its re-check');
     else count(`refused at ${observation.gate}${scope}`);
     if (observation.code === 'arguments_changed') count('tampered arguments refused before the write');
@@ -344,7 +374,8 @@ export function witness(prev: World, move: Move, next: World, count: (what: stri
     const call = next.machine.context.batch?.calls.find((c) => c.callId === was.callId);
     if (call?.confirmedBy) count('confirmation granted by approvers');
   }
-  if (!prev.machine.context.cancelRequested && next.machine.context.cancelRequested) count('cancel deferred during a write');
+  if (!prev.machine.context.cancelRequested && next.machine.context.cancelRequested)
+    count('cancel deferred during a write');
   if (to === 'reviewRequired' && from !== 'reviewRequired') {
     count(
       from === 'executing.writing'
@@ -354,12 +385,17 @@ export function witness(prev: World, move: Move, next: World, count: (what: stri
           : 'write held for review (outcome unknown)',
     );
   }
-  if (from === 'reviewRequired' && move.event?.type === 'task.cancelled') count('cancel deferred while a write is held for review');
-  if (from === 'reviewRequired' && prev.shadow.cancelAsked && to === 'cancelled') count('deferred cancel applied once the review was resolved');
-  if (from === 'reviewRequired' && to !== 'reviewRequired' && move.event?.type === 'review.resolved') count(`review resolved: ${move.event.resolution}`);
-  if (to === 'waitingForModel' && from !== 'waitingForModel') count(prev.shadow.outage ? 'model outage waited out again' : 'model outage waited out');
+  if (from === 'reviewRequired' && move.event?.type === 'task.cancelled')
+    count('cancel deferred while a write is held for review');
+  if (from === 'reviewRequired' && prev.shadow.cancelAsked && to === 'cancelled')
+    count('deferred cancel applied once the review was resolved');
+  if (from === 'reviewRequired' && to !== 'reviewRequired' && move.event?.type === 'review.resolved')
+    count(`review resolved: ${move.event.resolution}`);
+  if (to === 'waitingForModel' && from !== 'waitingForModel')
+    count(prev.shadow.outage ? 'model outage waited out again' : 'model outage waited out');
   if (from === 'waitingForModel' && to === 'thinking') count('model asked again after an outage');
-  if (from === 'awaitingUser' && move.event?.type === 'timer.answerExpired' && to !== 'awaitingUser') count('unanswered question expired');
+  if (from === 'awaitingUser' && move.event?.type === 'timer.answerExpired' && to !== 'awaitingUser')
+    count('unanswered question expired');
 }
 
 export const MUST_WITNESS = [

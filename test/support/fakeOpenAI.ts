@@ -51,25 +51,48 @@ function completion(
     object: 'chat.completion',
     created: 1_790_000_000,
     model: 'fake',
-    choices: [{ index: 0, message: { role: 'assistant', refusal: null, ...message }, finish_reason: options.finish ?? 'stop', logprobs: null }],
+    choices: [
+      {
+        index: 0,
+        message: { role: 'assistant', refusal: null, ...message },
+        finish_reason: options.finish ?? 'stop',
+        logprobs: null,
+      },
+    ],
     ...(usage ? { usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens } } : {}),
   };
 }
 
 /** Reply builders. */
 export const fake = {
-  toolCalls(calls: FakeToolCall[], options: { content?: string | null; finish?: string; usage?: { prompt_tokens: number; completion_tokens: number } | null } = {}): FakeReply {
+  toolCalls(
+    calls: FakeToolCall[],
+    options: {
+      content?: string | null;
+      finish?: string;
+      usage?: { prompt_tokens: number; completion_tokens: number } | null;
+    } = {},
+  ): FakeReply {
     const tool_calls = calls.map((call) => ({
       ...(call.id === null ? {} : { id: call.id }),
       type: call.type ?? 'function',
       function: { name: call.name, arguments: typeof call.args === 'string' ? call.args : JSON.stringify(call.args) },
     }));
-    return { kind: 'json', body: completion({ content: options.content ?? null, tool_calls }, { finish: options.finish ?? 'tool_calls', usage: options.usage }) };
+    return {
+      kind: 'json',
+      body: completion(
+        { content: options.content ?? null, tool_calls },
+        { finish: options.finish ?? 'tool_calls', usage: options.usage },
+      ),
+    };
   },
   call(id: string, name: string, args: Record<string, unknown> | string): FakeReply {
     return fake.toolCalls([{ id, name, args }]);
   },
-  text(content: string, options: { finish?: string; usage?: { prompt_tokens: number; completion_tokens: number } | null } = {}): FakeReply {
+  text(
+    content: string,
+    options: { finish?: string; usage?: { prompt_tokens: number; completion_tokens: number } | null } = {},
+  ): FakeReply {
     return { kind: 'json', body: completion({ content }, options) };
   },
   refusal(text: string): FakeReply {
@@ -112,7 +135,9 @@ export async function startFakeOpenAI(script: FakeStep[] = []): Promise<FakeOpen
     req.on('end', () => {
       const path = (req.url ?? '').split('?')[0]!;
       if (req.method !== 'POST' || !/^(\/v1)?\/chat\/completions$/.test(path)) {
-        res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: `no route ${req.method} ${path}` } }));
+        res
+          .writeHead(404, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ error: { message: `no route ${req.method} ${path}` } }));
         return;
       }
       let closedResolve!: () => void;

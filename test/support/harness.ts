@@ -10,7 +10,16 @@ import { reserveRoom } from '../../tools/reserveRoom.js';
 import type { Clock } from '../../src/clock.js';
 import { BookingService } from '../../examples/booking/bookingService.js';
 import { RefundDesk } from '../../examples/booking/refundService.js';
-import { BOOKING_GOAL, BOOKING_MANDATE, BOOKING_SUCCESS, E17, MEETING, REFUND_GOAL, REFUND_MANDATE, REFUND_SUCCESS } from '../../examples/booking/scenarios.js';
+import {
+  BOOKING_GOAL,
+  BOOKING_MANDATE,
+  BOOKING_SUCCESS,
+  E17,
+  MEETING,
+  REFUND_GOAL,
+  REFUND_MANDATE,
+  REFUND_SUCCESS,
+} from '../../examples/booking/scenarios.js';
 import type { AgentModel } from '../../src/model/agentModel.js';
 import { type ScriptStep, scriptedModel } from '../../src/testing/scriptedModel.js';
 import { type OrchestratorOptions, createOrchestrator } from '../../src/orchestrator/orchestrator.js';
@@ -63,14 +72,14 @@ export function harness(options: HarnessOptions = {}) {
   const store = options.store ?? new MemoryStore();
   const model = options.model ?? scriptedModel(options.script ?? []);
   const tools: Tool[] = [
-      findAvailableRooms(bookings, {
-        timeoutMs: options.timeouts?.search ?? 200,
-        retry: { maxAttempts: 2, baseDelayMs: 10, maxDelayMs: 40 },
-      }),
-      reserveRoom(bookings, { timeoutMs: options.timeouts?.reserve ?? 200 }),
-      getOrder(refunds),
-      refundOrder(refunds, options.refundOptions),
-      ...(options.extraTools ?? []),
+    findAvailableRooms(bookings, {
+      timeoutMs: options.timeouts?.search ?? 200,
+      retry: { maxAttempts: 2, baseDelayMs: 10, maxDelayMs: 40 },
+    }),
+    reserveRoom(bookings, { timeoutMs: options.timeouts?.reserve ?? 200 }),
+    getOrder(refunds),
+    refundOrder(refunds, options.refundOptions),
+    ...(options.extraTools ?? []),
   ];
   const orchestrator = createOrchestrator({
     tools,
@@ -104,7 +113,14 @@ export function harness(options: HarnessOptions = {}) {
 export const SUPPORT: Principal = { userId: 'E17', tenantId: 'acme', scopes: ['orders:read', 'refunds:write'] };
 
 export function reserveArgs(overrides: Record<string, unknown> = {}) {
-  return { room_id: 'R7', start_at: MEETING.start_at, end_at: MEETING.end_at, attendees: 3, expected_version: 17, ...overrides };
+  return {
+    room_id: 'R7',
+    start_at: MEETING.start_at,
+    end_at: MEETING.end_at,
+    attendees: 3,
+    expected_version: 17,
+    ...overrides,
+  };
 }
 
 export function byKind<K extends AuditEntry['kind']>(audit: readonly AuditEntry[], kind: K) {

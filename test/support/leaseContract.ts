@@ -60,7 +60,8 @@ export function describeLeaseContract(getStore: () => TaskStore): void {
         fences.push(lease.fence);
         await leases.release(lease);
       }
-      for (let i = 1; i < fences.length; i++) expect(fenceAfter(fences[i]!, fences[i - 1]!), fences.join(' < ')).toBe(true);
+      for (let i = 1; i < fences.length; i++)
+        expect(fenceAfter(fences[i]!, fences[i - 1]!), fences.join(' < ')).toBe(true);
     });
 
     it('lets another holder take an expired lease and refuses the old holder', async (context) => {

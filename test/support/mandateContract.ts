@@ -21,7 +21,9 @@ export function describeMandateContract(makeStore: StoreFactory): void {
       }
     });
 
-    async function open(options?: { retention?: RetentionOptions }): Promise<MadeStore & { store: TaskStore & MandateClaims }> {
+    async function open(options?: {
+      retention?: RetentionOptions;
+    }): Promise<MadeStore & { store: TaskStore & MandateClaims }> {
       const made = await makeStore(options);
       opened.push(made);
       expect(claimsMandates(made.store)).toBe(true);
@@ -79,8 +81,12 @@ export function describeMandateContract(makeStore: StoreFactory): void {
       if (raw) {
         const allowed = raw.tombstoneLocations('claim-erased');
         for (const entry of await raw.dump()) {
-          if (entry.location.includes('claim-erased') || entry.text.includes('claim-erased')) expect(allowed, `${entry.location} still names the erased task`).toContain(entry.location);
-          expect(entry.location.includes('mnd-gone') || entry.text.includes('mnd-gone'), `${entry.location} still holds the claim`).toBe(false);
+          if (entry.location.includes('claim-erased') || entry.text.includes('claim-erased'))
+            expect(allowed, `${entry.location} still names the erased task`).toContain(entry.location);
+          expect(
+            entry.location.includes('mnd-gone') || entry.text.includes('mnd-gone'),
+            `${entry.location} still holds the claim`,
+          ).toBe(false);
         }
       }
       expect(await store.claimMandate('mnd-gone', 'another')).toBe('claimed');

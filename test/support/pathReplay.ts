@@ -59,11 +59,23 @@ interface Replay {
 
 function startReplay(input: AgentInput, chart?: AgentMachine): Replay {
   const scope = inertScope();
-  return { world: initialWorld(scope, input, chart), proposal: null, batch: [], starts: new Map(), modelMoves: 0, scope };
+  return {
+    world: initialWorld(scope, input, chart),
+    proposal: null,
+    batch: [],
+    starts: new Map(),
+    modelMoves: 0,
+    scope,
+  };
 }
 
 /** One move of a path (found on a representative of each state), replayed, with the order rules checked. */
-function replayStep(replay: Replay, type: string, input: AgentInput, moves: (world: World) => Move[]): Replay & { problems: string[] } {
+function replayStep(
+  replay: Replay,
+  type: string,
+  input: AgentInput,
+  moves: (world: World) => Move[],
+): Replay & { problems: string[] } {
   const problems: string[] = [];
   const { world, scope } = replay;
   const move = moves(world).find((m) => m.type === type);
@@ -83,17 +95,25 @@ function replayStep(replay: Replay, type: string, input: AgentInput, moves: (wor
     const passed = (gate: 'business' | 'permission') =>
       batch.some(({ move: m }) => m.check?.gate === gate && m.check.callId === call.callId && m.check.ok);
     if (!facts?.schemaOk) problems.push(`${call.callId} runs without an accepted, schema-valid proposal on this path`);
-    if (!rules || !rules.scopes.every((scope) => input.principal.scopes.includes(scope))) problems.push(`${call.callId} runs without the scopes of ${call.tool}`);
-    if (rules?.validates && !passed('business')) problems.push(`${call.callId} runs without a passing business validation on this path`);
-    if (rules?.authorizes && !passed('permission')) problems.push(`${call.callId} runs without a passing authorization on this path`);
+    if (!rules || !rules.scopes.every((scope) => input.principal.scopes.includes(scope)))
+      problems.push(`${call.callId} runs without the scopes of ${call.tool}`);
+    if (rules?.validates && !passed('business'))
+      problems.push(`${call.callId} runs without a passing business validation on this path`);
+    if (rules?.authorizes && !passed('permission'))
+      problems.push(`${call.callId} runs without a passing authorization on this path`);
     // The proposal's own arguments for this call (what was vetted), read off the proposal move.
-    const proposed = proposal?.event?.type === 'xstate.done.actor.model' && proposal.event.output.kind === 'replied' && proposal.event.output.event.type === 'model.toolsProposed'
-      ? proposal.event.output.event.calls.find((c) => c.callId?.trim() === call.callId)
-      : undefined;
+    const proposed =
+      proposal?.event?.type === 'xstate.done.actor.model' &&
+      proposal.event.output.kind === 'replied' &&
+      proposal.event.output.event.type === 'model.toolsProposed'
+        ? proposal.event.output.event.calls.find((c) => c.callId?.trim() === call.callId)
+        : undefined;
     const args = proposed ? (JSON.parse(proposed.arguments) as Record<string, unknown>) : {};
     if (!fitsMandate(call.tool, args)) problems.push(`${call.callId} runs outside the mandate`);
-    if (hashArguments(call.args) !== hashArguments(args)) problems.push(`${call.callId} runs with arguments other than proposed`);
-    if (batch.some(({ move: m }) => m.tamper?.callId === call.callId)) problems.push(`${call.callId} runs although its stored arguments were tampered with on this path`);
+    if (hashArguments(call.args) !== hashArguments(args))
+      problems.push(`${call.callId} runs with arguments other than proposed`);
+    if (batch.some(({ move: m }) => m.tamper?.callId === call.callId))
+      problems.push(`${call.callId} runs although its stored arguments were tampered with on this path`);
     const amount = call.tool === 'send_payment' && typeof args.amount === 'number' ? args.amount : 0;
     const approvers = amount > APPROVAL_THRESHOLD ? APPROVALS_NEEDED : 0;
     const needsConfirmation = call.tool === 'send_payment' || (call.tool === 'search_rooms' && args.day === 'sun');
@@ -116,7 +136,9 @@ function replayStep(replay: Replay, type: string, input: AgentInput, moves: (wor
       });
       const deciders = new Set(decisions.map(({ move: m }) => (m.event as { userId: string }).userId));
       if (deciders.size < Math.max(1, approvers)) {
-        problems.push(`${call.callId} runs on ${deciders.size} earlier matching decision(s) on this path (${approvers ? `${approvers} approvers` : 'the requester'} needed)`);
+        problems.push(
+          `${call.callId} runs on ${deciders.size} earlier matching decision(s) on this path (${approvers ? `${approvers} approvers` : 'the requester'} needed)`,
+        );
       }
     }
     const previous = starts.get(call.callId);
@@ -128,11 +150,15 @@ function replayStep(replay: Replay, type: string, input: AgentInput, moves: (wor
       const review = since.lastIndexOf('reviewer: retry');
       const unknownBefore = (at: number) => since.slice(0, at).some((t) => UNKNOWN_OUTCOMES.has(t));
       const heldBefore = (at: number) => since.slice(0, at).some((t) => HELD_OUTCOMES.has(t));
-      if (lookup < 0 && review < 0) problems.push(`${call.callId} runs again after "${type}", with no lookup that found nothing nor a reviewer's retry since its last attempt`);
+      if (lookup < 0 && review < 0)
+        problems.push(
+          `${call.callId} runs again after "${type}", with no lookup that found nothing nor a reviewer's retry since its last attempt`,
+        );
       else if (!(lookup >= 0 && unknownBefore(lookup)) && !(review >= 0 && heldBefore(review))) {
         problems.push(`${call.callId} runs again although no attempt of it ended unknown or was held for review`);
       }
-      if (!CATALOG[call.tool]?.sameKeyRetrySafe) problems.push(`${call.callId} (${call.tool}) is retried but is not retry-safe`);
+      if (!CATALOG[call.tool]?.sameKeyRetrySafe)
+        problems.push(`${call.callId} (${call.tool}) is retried but is not retry-safe`);
     }
     // A write is sent (first or again) right after its passing re-check.
     if (CATALOG[call.tool]?.effect === 'write' && (type !== 'recheck: pass' || move.check?.callId !== call.callId)) {
@@ -142,11 +168,14 @@ function replayStep(replay: Replay, type: string, input: AgentInput, moves: (wor
   }
   for (const dim of HARD_DIMENSIONS) {
     const [was, is] = [world.machine.context.budget.used[dim], next.machine.context.budget.used[dim]];
-    if (is < was || is > input.limits[dim]) problems.push(`${dim} goes from ${was} to ${is} (limit ${input.limits[dim]})`);
+    if (is < was || is > input.limits[dim])
+      problems.push(`${dim} goes from ${was} to ${is} (limit ${input.limits[dim]})`);
   }
-  if (modelMoves > input.limits.modelTurns) problems.push(`${modelMoves} model replies exceed ${input.limits.modelTurns} turns`);
+  if (modelMoves > input.limits.modelTurns)
+    problems.push(`${modelMoves} model replies exceed ${input.limits.modelTurns} turns`);
   const end = valueOf(next.machine);
-  if (!FINAL_STATES.has(end) && !WAITING_STATES.has(end) && !(end in INVOKING_STATES)) problems.push(`the path ends stuck in ${end}`);
+  if (!FINAL_STATES.has(end) && !WAITING_STATES.has(end) && !(end in INVOKING_STATES))
+    problems.push(`the path ends stuck in ${end}`);
   return { world: next, proposal, batch, starts, modelMoves, scope, problems };
 }
 

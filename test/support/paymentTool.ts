@@ -32,13 +32,18 @@ export function paymentTool(options: PaymentOptions = {}): WriteTool<{ amount: n
     input: z.strictObject({ amount: z.number() }),
     output: z.strictObject({ status: z.literal('sent') }),
     // Unconfirmed unless a test gives a rule: its tests are about what happens around the payment, not the asking.
-    confirm: options.confirm === undefined ? { never: 'a test payment whose tests are not about confirmation' } : (options.confirm as never),
+    confirm:
+      options.confirm === undefined
+        ? { never: 'a test payment whose tests are not about confirmation' }
+        : (options.confirm as never),
     ...(options.authorize === undefined ? {} : { authorize: options.authorize as never }),
     execute: async (args, ctx) => {
       sent.push(ctx.idempotencyKey);
       options.amounts?.push(args.amount);
       if (options.hang?.(sent.length)) {
-        return new Promise<never>((_, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason), { once: true }));
+        return new Promise<never>((_, reject) =>
+          ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason), { once: true }),
+        );
       }
       return { ok: true, value: { status: 'sent' as const } };
     },

@@ -40,12 +40,15 @@ export function decodePng(file: Buffer): DecodedPng {
   if (!header) throw new Error('PNG without IHDR');
   const channels = header.colorType === 6 ? 4 : header.colorType === 2 ? 3 : 0;
   if (header.bitDepth !== 8 || channels === 0 || header.interlace !== 0) {
-    throw new Error(`unsupported PNG: bit depth ${header.bitDepth}, colour type ${header.colorType}, interlace ${header.interlace}`);
+    throw new Error(
+      `unsupported PNG: bit depth ${header.bitDepth}, colour type ${header.colorType}, interlace ${header.interlace}`,
+    );
   }
   const { width, height } = header;
   const raw = inflateSync(Buffer.concat(data));
   const stride = width * channels;
-  if (raw.length !== height * (stride + 1)) throw new Error(`PNG data has ${raw.length} bytes, expected ${height * (stride + 1)}`);
+  if (raw.length !== height * (stride + 1))
+    throw new Error(`PNG data has ${raw.length} bytes, expected ${height * (stride + 1)}`);
   const rows = new Uint8Array(height * stride);
   for (let y = 0; y < height; y++) {
     const filter = raw[y * (stride + 1)]!;
@@ -99,7 +102,12 @@ export function countColor(png: DecodedPng, hex: string, tolerance = 2): number 
   const [r, g, b] = [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16)) as [number, number, number];
   let count = 0;
   for (let i = 0; i < png.rgba.length; i += 4) {
-    if (Math.abs(png.rgba[i]! - r) <= tolerance && Math.abs(png.rgba[i + 1]! - g) <= tolerance && Math.abs(png.rgba[i + 2]! - b) <= tolerance) count++;
+    if (
+      Math.abs(png.rgba[i]! - r) <= tolerance &&
+      Math.abs(png.rgba[i + 1]! - g) <= tolerance &&
+      Math.abs(png.rgba[i + 2]! - b) <= tolerance
+    )
+      count++;
   }
   return count;
 }
@@ -107,6 +115,7 @@ export function countColor(png: DecodedPng, hex: string, tolerance = 2): number 
 /** How many distinct colours the image has (a blank page has one or two). */
 export function distinctColors(png: DecodedPng): number {
   const seen = new Set<number>();
-  for (let i = 0; i < png.rgba.length; i += 4) seen.add((png.rgba[i]! << 16) | (png.rgba[i + 1]! << 8) | png.rgba[i + 2]!);
+  for (let i = 0; i < png.rgba.length; i += 4)
+    seen.add((png.rgba[i]! << 16) | (png.rgba[i + 1]! << 8) | png.rgba[i + 2]!);
   return seen.size;
 }

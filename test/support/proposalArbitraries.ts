@@ -17,21 +17,38 @@ const objectText = fc
 const argsArb: fc.Arbitrary<{ text: string; kind: ArgsKind }> = fc.oneof(
   objectText.map((text) => ({ text, kind: 'object' as const })),
   fc
-    .tuple(fc.string({ minLength: 1, maxLength: 6 }), fc.jsonValue({ maxDepth: 1 }), fc.jsonValue({ maxDepth: 1 }), fc.boolean())
+    .tuple(
+      fc.string({ minLength: 1, maxLength: 6 }),
+      fc.jsonValue({ maxDepth: 1 }),
+      fc.jsonValue({ maxDepth: 1 }),
+      fc.boolean(),
+    )
     .map(([key, a, b, escaped]) => {
       // The same key twice, once possibly spelled with \u escapes: JSON.parse would silently keep the last.
       const units = Array.from({ length: key.length }, (_, i) => key.charCodeAt(i));
-      const second = escaped ? `"${units.map((u) => `\\u${u.toString(16).padStart(4, '0')}`).join('')}"` : JSON.stringify(key);
-      return { text: `{${JSON.stringify(key)}:${JSON.stringify(a)},${second}:${JSON.stringify(b)}}`, kind: 'duplicate_key' as const };
+      const second = escaped
+        ? `"${units.map((u) => `\\u${u.toString(16).padStart(4, '0')}`).join('')}"`
+        : JSON.stringify(key);
+      return {
+        text: `{${JSON.stringify(key)}:${JSON.stringify(a)},${second}:${JSON.stringify(b)}}`,
+        kind: 'duplicate_key' as const,
+      };
     }),
   objectText
     .filter((text) => text.length > 2)
-    .chain((text) => fc.integer({ min: 1, max: text.length - 1 }).map((cut) => ({ text: text.slice(0, cut), kind: 'truncated' as const }))),
+    .chain((text) =>
+      fc
+        .integer({ min: 1, max: text.length - 1 })
+        .map((cut) => ({ text: text.slice(0, cut), kind: 'truncated' as const })),
+    ),
   fc
     .jsonValue({ maxDepth: 2 })
     .filter((v) => v === null || typeof v !== 'object' || Array.isArray(v))
     .map((v) => ({ text: JSON.stringify(v), kind: 'not_object' as const })),
-  fc.constant({ text: JSON.stringify({ note: 'x'.repeat(INPUT.policy.maxArgumentBytes) }), kind: 'too_large' as const }),
+  fc.constant({
+    text: JSON.stringify({ note: 'x'.repeat(INPUT.policy.maxArgumentBytes) }),
+    kind: 'too_large' as const,
+  }),
   fc.string({ maxLength: 24 }).map((text) => ({ text, kind: 'random' as const })),
 );
 
@@ -66,7 +83,8 @@ export function expectedVerdict(calls: FuzzCall[]): 'unpairable' | 'rejected' | 
   for (const { call, kind } of calls) {
     if (!Object.hasOwn(CATALOG, call.name)) return 'rejected';
     if (Buffer.byteLength(call.arguments, 'utf8') > INPUT.policy.maxArgumentBytes) return 'rejected';
-    if (kind === 'duplicate_key' || kind === 'truncated' || kind === 'not_object' || kind === 'too_large') return 'rejected';
+    if (kind === 'duplicate_key' || kind === 'truncated' || kind === 'not_object' || kind === 'too_large')
+      return 'rejected';
     if (kind === 'random') {
       let parsed: unknown;
       try {
@@ -80,4 +98,3 @@ export function expectedVerdict(calls: FuzzCall[]): 'unpairable' | 'rejected' | 
   }
   return unsure ? null : 'accepted';
 }
-

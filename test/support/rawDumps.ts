@@ -19,7 +19,8 @@ export function memoryRaw(store: MemoryStore): RawAccess {
       const entries: RawEntry[] = [];
       for (const [field, value] of Object.entries(store)) {
         if (!(value instanceof Map)) continue;
-        for (const [key, item] of value) entries.push({ location: `${field}:${String(key)}`, text: JSON.stringify(item) });
+        for (const [key, item] of value)
+          entries.push({ location: `${field}:${String(key)}`, text: JSON.stringify(item) });
       }
       return entries;
     },

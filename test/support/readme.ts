@@ -8,7 +8,23 @@ import { join } from 'node:path';
 import { expect } from 'vitest';
 import { PROJECT_ROOT, runCommand } from './workers.js';
 
-export const EXAMPLES = ['embed', 'mandate', 'redis', 'inspect', 'visualize', 'openai', 'aisdk', 'fastify', 'acceptance', 'otel', 'privacy', 'mcp', 'erasure', 'hooks', 'workers'] as const;
+export const EXAMPLES = [
+  'embed',
+  'mandate',
+  'redis',
+  'inspect',
+  'visualize',
+  'openai',
+  'aisdk',
+  'fastify',
+  'acceptance',
+  'otel',
+  'privacy',
+  'mcp',
+  'erasure',
+  'hooks',
+  'workers',
+] as const;
 export type ExampleName = (typeof EXAMPLES)[number];
 
 /** The files examples are collected from, relative to the project: README.md, then docs/*.md by name. */
@@ -18,7 +34,11 @@ export async function documentationFiles(): Promise<string[]> {
 }
 
 /** Every marked example in `text`, by name; `file` names it in errors. A name used twice is an error. */
-export function examplesIn(text: string, file: string, into = new Map<string, { code: string; file: string }>()): Map<string, { code: string; file: string }> {
+export function examplesIn(
+  text: string,
+  file: string,
+  into = new Map<string, { code: string; file: string }>(),
+): Map<string, { code: string; file: string }> {
   for (const match of text.matchAll(/<!-- example:(\w+) -->\n```ts\n([\s\S]*?)```\n<!-- \/example -->/g)) {
     const earlier = into.get(match[1]!);
     if (earlier) throw new Error(`${file}: an example named ${match[1]} is already in ${earlier.file}`);
@@ -27,14 +47,18 @@ export function examplesIn(text: string, file: string, into = new Map<string, { 
   // A marker whose block did not match (a fence other than ts, a missing end marker) would silently drop an example.
   const markers = [...text.matchAll(/<!-- example:(\w+) -->/g)].map((m) => m[1]!);
   const unmatched = markers.filter((name) => into.get(name)?.file !== file);
-  if (unmatched.length > 0) throw new Error(`${file}: example marker(s) ${unmatched.join(', ')} not followed by a \`\`\`ts block and <!-- /example -->`);
+  if (unmatched.length > 0)
+    throw new Error(
+      `${file}: example marker(s) ${unmatched.join(', ')} not followed by a \`\`\`ts block and <!-- /example -->`,
+    );
   return into;
 }
 
 /** Every marked example in README.md and docs/*.md, with the file it is in (so a new one cannot be added without a check below). */
 export async function documentedExamples(): Promise<Map<string, { code: string; file: string }>> {
   const examples = new Map<string, { code: string; file: string }>();
-  for (const file of await documentationFiles()) examplesIn(await readFile(join(PROJECT_ROOT, file), 'utf8'), file, examples);
+  for (const file of await documentationFiles())
+    examplesIn(await readFile(join(PROJECT_ROOT, file), 'utf8'), file, examples);
   return examples;
 }
 
@@ -58,10 +82,20 @@ export const expectExampleOutput: Record<ExampleName, (stdout: string) => void> 
     expect(stdout).toMatch(/confirm +granted by E17/);
   },
   mandate(stdout) {
-    expect(stdout.split('\n')).toEqual(['mandate gate: outside_mandate - waiting_for_confirmation', 'requester: self_approval', 'manager: true', 'done 19900 TX-1']);
+    expect(stdout.split('\n')).toEqual([
+      'mandate gate: outside_mandate - waiting_for_confirmation',
+      'requester: self_approval',
+      'manager: true',
+      'done 19900 TX-1',
+    ]);
   },
   workers(stdout) {
-    expect(stdout.split('\n')).toEqual(['queued 0', 'waiting_for_user Which room?', 'answer accepted: true', 'answered Booked R7. {"live":0,"leases":0}']);
+    expect(stdout.split('\n')).toEqual([
+      'queued 0',
+      'waiting_for_user Which room?',
+      'answer accepted: true',
+      'answered Booked R7. {"live":0,"leases":0}',
+    ]);
   },
   redis(stdout) {
     expect(stdout.split('\n')[0]).toBe('answered answered_without_criterion');
@@ -69,7 +103,11 @@ export const expectExampleOutput: Record<ExampleName, (stdout: string) => void> 
     expect(stdout).toMatch(/t1 +stop +answered answered_without_criterion/);
   },
   inspect(stdout) {
-    expect(stdout.split('\n')).toEqual(['agent.deciding → agent.thinking', 'agent.thinking → (stays)', 'agent.thinking → agent.answered [not hasSuccessCriterion]']);
+    expect(stdout.split('\n')).toEqual([
+      'agent.deciding → agent.thinking',
+      'agent.thinking → (stays)',
+      'agent.thinking → agent.answered [not hasSuccessCriterion]',
+    ]);
   },
   visualize(stdout) {
     expect(stdout).toMatch(/^\d{2,} states, \d{2,} transitions$/);
@@ -79,7 +117,9 @@ export const expectExampleOutput: Record<ExampleName, (stdout: string) => void> 
   },
   acceptance(stdout) {
     expect(stdout).toMatch(/^acceptance: payments on the memory store, seed 1: \d+ tasks, \d+ tool calls proposed/);
-    expect(stdout).toMatch(/\| lost_write_response +\| +\d+ \| +\d+ \| +0 \| +0 \| +\d+ \| +\d+ \| +0 \| +0 \| +\d+ \| +- \|/);
+    expect(stdout).toMatch(
+      /\| lost_write_response +\| +\d+ \| +\d+ \| +0 \| +0 \| +\d+ \| +\d+ \| +0 \| +0 \| +\d+ \| +- \|/,
+    );
     expect(stdout).toMatch(/\| out_of_scope +\|.*\| +permission \d+ \|/);
     expect(stdout).toMatch(/unconfirmed side effects +\| +0 \|/);
     expect(stdout.split('\n').at(-1)).toBe('every invariant held');
@@ -105,11 +145,16 @@ export const expectExampleOutput: Record<ExampleName, (stdout: string) => void> 
   },
   erasure(stdout) {
     const lines = stdout.split('\n');
-    expect(lines[0]).toMatch(/^t1 gdpr_erasure by dsar-118: \{"snapshot":true,"audit":\d+,"transcript":\d+,"quarantine":false\} 0$/);
+    expect(lines[0]).toMatch(
+      /^t1 gdpr_erasure by dsar-118: \{"snapshot":true,"audit":\d+,"transcript":\d+,"quarantine":false\} 0$/,
+    );
     expect(lines.slice(1)).toEqual(['task_erased 2026-01-05T09:00:00.000Z', 't2 retention']);
   },
   mcp(stdout) {
-    expect(stdout.split('\n')).toEqual(['waiting_for_confirmation send_payment; not imported: drop_database', 'done goal_met P-1']);
+    expect(stdout.split('\n')).toEqual([
+      'waiting_for_confirmation send_payment; not imported: drop_database',
+      'done goal_met P-1',
+    ]);
   },
   openai(stdout) {
     // The fake server's one answer: 120 prompt + 30 completion tokens, at 0.15 and 0.60 per thousand, rounded up.
@@ -152,7 +197,12 @@ export async function runExample(name: ExampleName, env: NodeJS.ProcessEnv = {})
   const dir = await mkdtemp(join(PROJECT_ROOT, '.data', `readme-${name}-`));
   await writeFile(join(dir, 'example.ts'), code);
   try {
-    const run = await runCommand(join(PROJECT_ROOT, 'node_modules', '.bin', 'tsx'), ['example.ts'], { name: `example ${name} (${example.file})`, cwd: dir, env, timeoutMs: 30_000 });
+    const run = await runCommand(join(PROJECT_ROOT, 'node_modules', '.bin', 'tsx'), ['example.ts'], {
+      name: `example ${name} (${example.file})`,
+      cwd: dir,
+      env,
+      timeoutMs: 30_000,
+    });
     if (run.code !== 0) throw new Error(`example ${name} (${example.file}) failed\n${run.transcript}`);
     return run.out.trim();
   } finally {

@@ -33,7 +33,9 @@ export async function useTestRedis(): Promise<TestRedis | null> {
   const server = await startRedisServer().catch((error: Error) => error);
   if (server instanceof Error) {
     if (process.env.CI === 'true') {
-      throw new Error(`CI=true: Redis tests must run, but Redis at ${url} does not answer and ${server.message}. ${INSTALL_HINT}`);
+      throw new Error(
+        `CI=true: Redis tests must run, but Redis at ${url} does not answer and ${server.message}. ${INSTALL_HINT}`,
+      );
     }
     console.warn(`Skipping Redis tests: no Redis at ${url} and ${server.message}. ${INSTALL_HINT}`);
     return null;
@@ -54,9 +56,13 @@ export interface RedisServer {
  */
 export async function startRedisServer(port?: number): Promise<RedisServer> {
   port ??= await freePort();
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
-    stdio: 'ignore',
-  });
+  const child = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    {
+      stdio: 'ignore',
+    },
+  );
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const failed = new Promise<never>((_, reject) =>
     child.once('error', (error) => reject(new Error(`redis-server could not be started (${error.message})`))),
@@ -92,7 +98,9 @@ export async function freePort(): Promise<number> {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => {
       const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+      server.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
+      );
     });
   });
 }

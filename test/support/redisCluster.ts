@@ -54,7 +54,22 @@ export async function startRedisCluster(masters = 3): Promise<TestCluster> {
   const children: ChildProcess[] = ports.map((port) =>
     spawn(
       'redis-server',
-      ['--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--save', '', '--appendonly', 'no', '--dir', dir],
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        `nodes-${port}.conf`,
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--dir',
+        dir,
+      ],
       { stdio: 'ignore' },
     ),
   );
@@ -75,7 +90,11 @@ export async function startRedisCluster(masters = 3): Promise<TestCluster> {
   };
   try {
     for (const port of ports) await waitForPing(port);
-    await run('redis-cli', ['--cluster', 'create', ...ports.map((port) => `127.0.0.1:${port}`), '--cluster-replicas', '0', '--cluster-yes'], { timeout: scaled(30_000) });
+    await run(
+      'redis-cli',
+      ['--cluster', 'create', ...ports.map((port) => `127.0.0.1:${port}`), '--cluster-replicas', '0', '--cluster-yes'],
+      { timeout: scaled(30_000) },
+    );
     for (const port of ports) await waitForClusterOk(port);
   } catch (error) {
     await stop();
@@ -84,8 +103,13 @@ export async function startRedisCluster(masters = 3): Promise<TestCluster> {
   return {
     ports,
     connect(options = {}) {
-      const redisOptions = options.forBullmq ? { maxRetriesPerRequest: null } : { maxRetriesPerRequest: 1, commandTimeout: scaled(3_000) };
-      const cluster = new Cluster(ports.map((port) => ({ host: '127.0.0.1', port })), { redisOptions, enableAutoPipelining: !options.forBullmq });
+      const redisOptions = options.forBullmq
+        ? { maxRetriesPerRequest: null }
+        : { maxRetriesPerRequest: 1, commandTimeout: scaled(3_000) };
+      const cluster = new Cluster(
+        ports.map((port) => ({ host: '127.0.0.1', port })),
+        { redisOptions, enableAutoPipelining: !options.forBullmq },
+      );
       cluster.on('error', () => {});
       clients.push(cluster);
       return cluster;
@@ -105,13 +129,20 @@ export async function startRedisCluster(masters = 3): Promise<TestCluster> {
 async function waitForPing(port: number): Promise<void> {
   const deadline = Date.now() + scaled(10_000);
   for (;;) {
-    const client = new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 0, retryStrategy: () => null, lazyConnect: true });
+    const client = new Redis({
+      host: '127.0.0.1',
+      port,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+      lazyConnect: true,
+    });
     client.on('error', () => {});
     try {
       await client.connect();
       if ((await client.ping()) === 'PONG') return;
     } catch {
-      if (Date.now() > deadline) throw new Error(`redis-server on port ${port} did not answer within ${scaled(10_000)} ms`);
+      if (Date.now() > deadline)
+        throw new Error(`redis-server on port ${port} did not answer within ${scaled(10_000)} ms`);
     } finally {
       client.disconnect();
     }
@@ -125,7 +156,8 @@ async function waitForClusterOk(port: number): Promise<void> {
   try {
     const deadline = Date.now() + scaled(20_000);
     while (!String(await client.cluster('INFO')).includes('cluster_state:ok')) {
-      if (Date.now() > deadline) throw new Error(`the cluster node on port ${port} is not ok after ${scaled(20_000)} ms`);
+      if (Date.now() > deadline)
+        throw new Error(`the cluster node on port ${port} is not ok after ${scaled(20_000)} ms`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   } finally {

@@ -38,10 +38,27 @@ import {
 
 export const HARD_DIMENSIONS: (keyof BudgetCounters)[] = ['modelTurns', 'toolCalls', 'writes', 'retries', 'money'];
 
-const CONSTANT_FIELDS = ['taskId', 'goal', 'principal', 'mandate', 'catalog', 'policy', 'modelReservation', 'success', 'startedAt'] as const;
+const CONSTANT_FIELDS = [
+  'taskId',
+  'goal',
+  'principal',
+  'mandate',
+  'catalog',
+  'policy',
+  'modelReservation',
+  'success',
+  'startedAt',
+] as const;
 
 /** Observation codes of calls a stop left unrun (the stop's skip code), rather than refused by a gate. */
-const SKIP_CODES = ['loop_detected', 'cancelled', 'internal_error', 'budget_exhausted', 'outside_mandate', 'permission_denied'];
+const SKIP_CODES = [
+  'loop_detected',
+  'cancelled',
+  'internal_error',
+  'budget_exhausted',
+  'outside_mandate',
+  'permission_denied',
+];
 
 /** Stops that leave a call unrun before it was vetted. */
 const OTHER_STOPS = ['cancelled', 'internal_error', 'budget_exhausted'];
@@ -73,7 +90,8 @@ function decisionsProblem(shadow: ShadowCall, call: CallState): string | null {
   const decisions = call.confirmedBy?.decisions ?? [];
   const grant = shadow.grant;
   if (!grant) return 'no genuine confirmation was delivered';
-  if (grant.confirmationId !== call.confirmedBy?.confirmationId) return `it holds ${call.confirmedBy?.confirmationId}, the genuine one is ${grant.confirmationId}`;
+  if (grant.confirmationId !== call.confirmedBy?.confirmationId)
+    return `it holds ${call.confirmedBy?.confirmationId}, the genuine one is ${grant.confirmationId}`;
   if (shadow.approvers === 0) {
     if (decisions.length !== 1 || decisions[0]!.userId !== USER || decisions[0]!.as !== 'requester') {
       return `its decisions are ${JSON.stringify(decisions.map((d) => [d.userId, d.as]))}, not the requester's`;
@@ -81,7 +99,9 @@ function decisionsProblem(shadow: ShadowCall, call: CallState): string | null {
     return null;
   }
   const approvers = new Set(decisions.map((d) => d.userId));
-  const genuine = decisions.every((d) => d.as === 'approver' && d.scope === APPROVER_SCOPE && d.userId !== USER && grant.by.includes(d.userId));
+  const genuine = decisions.every(
+    (d) => d.as === 'approver' && d.scope === APPROVER_SCOPE && d.userId !== USER && grant.by.includes(d.userId),
+  );
   if (!genuine || approvers.size !== decisions.length || approvers.size < shadow.approvers) {
     return `its decisions ${JSON.stringify(decisions.map((d) => [d.userId, d.as, d.scope]))} are not ${shadow.approvers} genuine approvals (${grant.by.join(', ')})`;
   }
@@ -109,7 +129,8 @@ export function checkState(world: World, input: AgentInput): string[] {
     fail('P3 progress', `${value} waits with actors running: ${Object.keys(snapshot.children).join(', ')}`);
   }
   if (final !== (snapshot.status === 'done')) fail('P3 progress', `${value} has actor status ${snapshot.status}`);
-  if (final !== (context.outcome !== null)) fail('P3 progress', `${value} with outcome ${JSON.stringify(context.outcome)}`);
+  if (final !== (context.outcome !== null))
+    fail('P3 progress', `${value} with outcome ${JSON.stringify(context.outcome)}`);
 
   // (4) Hard-counted budget dimensions (money included) stay within [0, limit]; turns never exceed the model-turn limit.
   for (const dim of HARD_DIMENSIONS) {
@@ -118,7 +139,8 @@ export function checkState(world: World, input: AgentInput): string[] {
       fail('P4 budget', `${dim} used ${used} of ${context.budget.limits[dim]}`);
     }
   }
-  if (context.turn > context.budget.limits.modelTurns) fail('P4 budget', `turn ${context.turn} exceeds the model-turn limit`);
+  if (context.turn > context.budget.limits.modelTurns)
+    fail('P4 budget', `turn ${context.turn} exceeds the model-turn limit`);
 
   // (5) Permission state is the host's: principal, mandate, policy, catalog never change.
   for (const field of CONSTANT_FIELDS) {
@@ -129,7 +151,8 @@ export function checkState(world: World, input: AgentInput): string[] {
 
   // Bookkeeping: a call's phase names the state that works on it; the call a single-call state works on is named.
   for (const call of context.batch?.calls ?? []) {
-    if (!PHASE_STATES[call.phase]!(value)) fail('bookkeeping', `call ${call.callId} is ${call.phase} while the machine is in ${value}`);
+    if (!PHASE_STATES[call.phase]!(value))
+      fail('bookkeeping', `call ${call.callId} is ${call.phase} while the machine is in ${value}`);
   }
   const current = context.batch?.calls.find((c) => c.callId === context.batch?.current);
   const single: Record<string, string> = {
@@ -139,9 +162,13 @@ export function checkState(world: World, input: AgentInput): string[] {
     'executing.resending': 'rechecking',
   };
   if (single[value] && current?.phase !== single[value]) {
-    fail(single[value] === 'rechecking' ? 'bookkeeping' : 'P2 unknown writes', `${value} works on ${context.batch?.current ?? 'no call'}, whose phase is ${current?.phase}`);
+    fail(
+      single[value] === 'rechecking' ? 'bookkeeping' : 'P2 unknown writes',
+      `${value} works on ${context.batch?.current ?? 'no call'}, whose phase is ${current?.phase}`,
+    );
   }
-  if (value.startsWith('vetting.') && current?.phase !== 'vetting') fail('P1 gates', `${value} vets ${context.batch?.current ?? 'no call'}`);
+  if (value.startsWith('vetting.') && current?.phase !== 'vetting')
+    fail('P1 gates', `${value} vets ${context.batch?.current ?? 'no call'}`);
 
   // (1)/(5) A pending confirmation exists exactly while waiting for it, bound to what was vetted, asking the right people.
   const pending = context.pendingConfirmation;
@@ -151,32 +178,53 @@ export function checkState(world: World, input: AgentInput): string[] {
   if (pending) {
     const call = context.batch?.calls.find((c) => c.callId === pending.callId);
     const shadow = shadowOf(pending.callId);
-    if (!call || call.phase !== 'awaitingConfirmation') fail('P1 confirmation', `confirmation ${pending.id} is for a call that is not waiting to run`);
-    if (context.batch?.current !== pending.callId) fail('P1 confirmation', `${pending.id} is not for the current call (${context.batch?.current})`);
+    if (!call || call.phase !== 'awaitingConfirmation')
+      fail('P1 confirmation', `confirmation ${pending.id} is for a call that is not waiting to run`);
+    if (context.batch?.current !== pending.callId)
+      fail('P1 confirmation', `${pending.id} is not for the current call (${context.batch?.current})`);
     // The stored arguments may have been tampered with (the harness did it): the request still binds the vetted hash.
-    if (call && (pending.argsHash !== call.argsHash || (!shadow?.tampered && pending.argsHash !== hashArguments(call.args)))) {
+    if (
+      call &&
+      (pending.argsHash !== call.argsHash || (!shadow?.tampered && pending.argsHash !== hashArguments(call.args)))
+    ) {
       fail('P1 confirmation', `${pending.id} is bound to other arguments than the call's`);
     }
-    if (!gatesOk(shadow) || pending.argsHash !== shadow!.argsHash) fail('P1 confirmation', `${pending.id} is bound to arguments that did not pass every gate`);
-    if (!shadow?.needsConfirmation) fail('P1 confirmation', `${pending.id} asks for a call the host's rules do not require confirming`);
+    if (!gatesOk(shadow) || pending.argsHash !== shadow!.argsHash)
+      fail('P1 confirmation', `${pending.id} is bound to arguments that did not pass every gate`);
+    if (!shadow?.needsConfirmation)
+      fail('P1 confirmation', `${pending.id} asks for a call the host's rules do not require confirming`);
     // Bound to the task's policy version, or (asked again after the host's policy changed) to the host's new one.
-    if (pending.userId !== context.principal.userId || (pending.policyVersion !== context.policy.version && pending.policyVersion !== world.shadow.hostPolicy)) {
+    if (
+      pending.userId !== context.principal.userId ||
+      (pending.policyVersion !== context.policy.version && pending.policyVersion !== world.shadow.hostPolicy)
+    ) {
       fail('P1 confirmation', `${pending.id} asks ${pending.userId} under ${pending.policyVersion}`);
     }
-    if (pending.expiresAt !== pending.requestedAt + context.policy.confirmationTtlMs || pending.requestedAt > world.shadow.now) {
+    if (
+      pending.expiresAt !== pending.requestedAt + context.policy.confirmationTtlMs ||
+      pending.requestedAt > world.shadow.now
+    ) {
       fail('P1 confirmation', `${pending.id} has a wrong request time or expiry`);
     }
     if (shadow) {
       const wants = shadow.approvers > 0 ? [APPROVER_SCOPE, shadow.approvers] : [null, 1];
       if (pending.approverScope !== wants[0] || pending.approvalsRequired !== wants[1]) {
-        fail('P1 approvals', `${pending.id} asks ${pending.approvalsRequired} decision(s) under ${pending.approverScope}, the rules want ${wants[1]} under ${wants[0]}`);
+        fail(
+          'P1 approvals',
+          `${pending.id} asks ${pending.approvalsRequired} decision(s) under ${pending.approverScope}, the rules want ${wants[1]} under ${wants[0]}`,
+        );
       }
       // Every approval recorded so far is one the harness delivered as genuine, each approver once, and fewer than needed.
       const genuine = shadow.approvals.filter((a) => a.confirmationId === pending.id).map((a) => a.userId);
       const ids = pending.approvals.map((d) => d.userId);
-      const recorded = pending.approvals.every((d) => genuine.includes(d.userId) && d.as === 'approver' && d.scope === APPROVER_SCOPE);
+      const recorded = pending.approvals.every(
+        (d) => genuine.includes(d.userId) && d.as === 'approver' && d.scope === APPROVER_SCOPE,
+      );
       if (!recorded || new Set(ids).size !== ids.length || ids.length >= pending.approvalsRequired) {
-        fail('P1 approvals', `${pending.id} waits with approvals ${JSON.stringify(pending.approvals.map((d) => [d.userId, d.as, d.scope]))} of ${pending.approvalsRequired}; genuine: [${genuine.join(', ')}]`);
+        fail(
+          'P1 approvals',
+          `${pending.id} waits with approvals ${JSON.stringify(pending.approvals.map((d) => [d.userId, d.as, d.scope]))} of ${pending.approvalsRequired}; genuine: [${genuine.join(', ')}]`,
+        );
       }
     }
   }
@@ -185,14 +233,19 @@ export function checkState(world: World, input: AgentInput): string[] {
     if (!call.confirmedBy) continue;
     const shadow = shadowOf(call.callId);
     const problem = shadow ? decisionsProblem(shadow, call) : 'the harness knows no such call';
-    if (problem) fail('P5 authority', `call ${call.callId} is marked confirmed by ${call.confirmedBy.confirmationId}, but ${problem}`);
+    if (problem)
+      fail(
+        'P5 authority',
+        `call ${call.callId} is marked confirmed by ${call.confirmedBy.confirmationId}, but ${problem}`,
+      );
   }
 
   // A write held for review: the task rests in reviewRequired exactly while `review` names the held write (the
   // current call, awaitingReview, same tool and key), one whose outcome the harness made unknown or inconsistent,
   // for the reason the harness gave. (The bookkeeping rule above says nothing else is running meanwhile.)
   const review = context.review;
-  if ((review !== null) !== (value === 'reviewRequired')) fail('P2 review', `review ${review ? review.callId : 'null'} in ${value}`);
+  if ((review !== null) !== (value === 'reviewRequired'))
+    fail('P2 review', `review ${review ? review.callId : 'null'} in ${value}`);
   if (review) {
     const call = context.batch?.calls.find((c) => c.callId === review.callId);
     const shadow = shadowOf(review.callId);
@@ -208,8 +261,15 @@ export function checkState(world: World, input: AgentInput): string[] {
       // Held again after its resend was refused: still unsettled, whichever way it was held first.
       (shadow.heldAgain || (review.reason === 'needs_review') === shadow.needsReview);
     if (!held) {
-      const made = shadow?.needsReview ? 'needs_review' : shadow?.unknown ? 'an unknown outcome' : 'no unknown or inconsistent outcome';
-      fail('P2 review', `the review of ${review.callId} (${review.reason}, ${review.tool} ${review.idempotencyKey}) is not for the held write (${call?.phase}); the harness gave ${made}`);
+      const made = shadow?.needsReview
+        ? 'needs_review'
+        : shadow?.unknown
+          ? 'an unknown outcome'
+          : 'no unknown or inconsistent outcome';
+      fail(
+        'P2 review',
+        `the review of ${review.callId} (${review.reason}, ${review.tool} ${review.idempotencyKey}) is not for the held write (${call?.phase}); the harness gave ${made}`,
+      );
     }
   }
 
@@ -219,8 +279,17 @@ export function checkState(world: World, input: AgentInput): string[] {
   if (value === 'waitingForModel') {
     const made = world.shadow.outage;
     const wake = made && expectedWake(input, made.lastFailureAt, made.failures);
-    if (!outage || !made || outage.since !== made.since || outage.attempts !== made.failures || outage.wakeAt !== wake) {
-      fail('P3 outage', `waitingForModel with outage ${JSON.stringify(outage)}; the harness made ${JSON.stringify(made)} (wake-up due at ${wake})`);
+    if (
+      !outage ||
+      !made ||
+      outage.since !== made.since ||
+      outage.attempts !== made.failures ||
+      outage.wakeAt !== wake
+    ) {
+      fail(
+        'P3 outage',
+        `waitingForModel with outage ${JSON.stringify(outage)}; the harness made ${JSON.stringify(made)} (wake-up due at ${wake})`,
+      );
     }
   }
 
@@ -228,7 +297,10 @@ export function checkState(world: World, input: AgentInput): string[] {
   if (value === 'awaitingUser') {
     const asked = world.shadow.questionAt;
     if (context.question === null || asked === null || context.questionExpiresAt !== asked + input.policy.answerTtlMs) {
-      fail('P3 question', `awaitingUser with question ${JSON.stringify(context.question)} expiring at ${context.questionExpiresAt} (asked at ${asked})`);
+      fail(
+        'P3 question',
+        `awaitingUser with question ${JSON.stringify(context.question)} expiring at ${context.questionExpiresAt} (asked at ${asked})`,
+      );
     }
   }
 
@@ -242,8 +314,10 @@ export function checkState(world: World, input: AgentInput): string[] {
       }
     }
   }
-  if (value === 'done' && (!context.success || context.evidence.length === 0)) fail('P5 authority', 'done without a success criterion met by trusted evidence');
-  if (value === 'answered' && context.success) fail('P5 authority', 'answered although the task declares a success criterion');
+  if (value === 'done' && (!context.success || context.evidence.length === 0))
+    fail('P5 authority', 'done without a success criterion met by trusted evidence');
+  if (value === 'answered' && context.success)
+    fail('P5 authority', 'answered although the task declares a success criterion');
   return problems;
 }
 
@@ -271,20 +345,29 @@ export function checkEdge(prev: World, move: Move, next: World, scope: AnyActorS
     const write = to === 'executing.writing';
     const what = `${write ? 'write' : 'read'} ${call.tool} (${call.callId})`;
     // A timeout is unknown, not none: no write runs on facts the world's read could not establish.
-    if (write && prev.shadow.unknownReads > 0) fail('P1 verification', `${what} runs after ${prev.shadow.unknownReads} unknown read(s) and no success since`);
+    if (write && prev.shadow.unknownReads > 0)
+      fail('P1 verification', `${what} runs after ${prev.shadow.unknownReads} unknown read(s) and no success since`);
     // (1) Every gate before any effect.
     if (!shadow?.protocolOk) fail('P1 gates', `${what} runs but its proposal failed the protocol gate`);
-    if (shadow?.tampered) fail('P1 tamper', `${what} runs although its stored arguments were altered after they were vetted`);
-    if (!gatesOk(shadow)) fail('P1 gates', `${what} runs without passing schema, mandate, business and permission (${shadow ? refusingGate(shadow) ?? 'no verdict' : 'unknown call'})`);
+    if (shadow?.tampered)
+      fail('P1 tamper', `${what} runs although its stored arguments were altered after they were vetted`);
+    if (!gatesOk(shadow))
+      fail(
+        'P1 gates',
+        `${what} runs without passing schema, mandate, business and permission (${shadow ? (refusingGate(shadow) ?? 'no verdict') : 'unknown call'})`,
+      );
     if (old && old.observation !== null) fail('P1 gates', `${what} runs although it already has an observation`);
-    if (CATALOG[call.tool]?.effect !== (write ? 'write' : 'read')) fail('P1 gates', `${what} runs in the wrong executor`);
+    if (CATALOG[call.tool]?.effect !== (write ? 'write' : 'read'))
+      fail('P1 gates', `${what} runs in the wrong executor`);
     const runs = hashArguments(call.args);
     if (shadow && (runs !== shadow.argsHash || call.argsHash !== shadow.argsHash)) {
       fail('P1 gates', `${what} runs with other arguments than were proposed and vetted`);
     }
     if (shadow?.needsConfirmation) {
-      if (!shadow.grant) fail(shadow.approvers > 0 ? 'P1 approvals' : 'P1 confirmation', `${what} runs without a genuine confirmation`);
-      else if (shadow.grant.argsHash !== runs) fail('P1 confirmation', `${what} runs with arguments other than those confirmed`);
+      if (!shadow.grant)
+        fail(shadow.approvers > 0 ? 'P1 approvals' : 'P1 confirmation', `${what} runs without a genuine confirmation`);
+      else if (shadow.grant.argsHash !== runs)
+        fail('P1 confirmation', `${what} runs with arguments other than those confirmed`);
       else {
         const problem = decisionsProblem(shadow, call);
         if (problem) fail(shadow.approvers > 0 ? 'P1 approvals' : 'P1 confirmation', `${what} runs, but ${problem}`);
@@ -299,15 +382,26 @@ export function checkEdge(prev: World, move: Move, next: World, scope: AnyActorS
         if (used.writes + 1 > limits.writes) fail('P1 budget', `${what} starts with no write budget left`);
         // The money it moves is debited as it starts (the state rule keeps money used within its limit).
         const amount = shadow?.amount ?? 0;
-        if (after.context.budget.used.money !== used.money + amount) fail('P4 budget', `${what} moves ${amount} but debits ${after.context.budget.used.money - used.money}`);
+        if (after.context.budget.used.money !== used.money + amount)
+          fail('P4 budget', `${what} moves ${amount} but debits ${after.context.budget.used.money - used.money}`);
       }
     } else {
       // (2) Only a same-key resend of an unknown or held write: after a lookup found nothing, or on a reviewer's word.
-      const allowed = history?.resend === 'lookup' ? history.unknown : history?.resend === 'review' ? history.unknown || history.needsReview : false;
+      const allowed =
+        history?.resend === 'lookup'
+          ? history.unknown
+          : history?.resend === 'review'
+            ? history.unknown || history.needsReview
+            : false;
       if (!write) fail('P2 unknown writes', `${what} runs a second time`);
-      if (!history?.resend) fail('P2 unknown writes', `${what} runs again without a lookup that found nothing or a reviewer's retry (after ${move.type})`);
+      if (!history?.resend)
+        fail(
+          'P2 unknown writes',
+          `${what} runs again without a lookup that found nothing or a reviewer's retry (after ${move.type})`,
+        );
       else if (!allowed) fail('P2 unknown writes', `${what} runs again although its outcome was known`);
-      if (!CATALOG[call.tool]?.sameKeyRetrySafe) fail('P2 unknown writes', `${what} is retried but the tool does not declare sameKeyRetrySafe`);
+      if (!CATALOG[call.tool]?.sameKeyRetrySafe)
+        fail('P2 unknown writes', `${what} is retried but the tool does not declare sameKeyRetrySafe`);
       if (used.retries + 1 > limits.retries) fail('P1 budget', `${what} is retried with no retry budget left`);
       if (after.context.budget.used.writes !== used.writes || after.context.budget.used.money !== used.money) {
         fail('P4 budget', `the retry of ${what} debits another write or its money again`);
@@ -318,30 +412,54 @@ export function checkEdge(prev: World, move: Move, next: World, scope: AnyActorS
       // that re-checks it (`rechecking.hooks` first, `resending` again), as the session that re-check saw.
       const again = (history?.starts ?? 0) > 0;
       const by = again ? 'executing.resending' : 'executing.rechecking.hooks';
-      const rechecked = from === by && move.check?.gate === 'recheck' && move.check.ok && move.check.callId === call.callId;
-      if (!rechecked || shadow?.recheck !== 'pass') fail('P1 recheck', `${what} is sent from ${from} after ${move.type}, not right after a passing re-check`);
-      else if (event?.type === 'xstate.done.actor.recheck' && JSON.stringify(call.runAs) !== JSON.stringify(event.output.principal)) {
-        fail('P5 authority', `${what} runs as ${JSON.stringify(call.runAs)}, not as the session the re-check saw (${JSON.stringify(event.output.principal)})`);
+      const rechecked =
+        from === by && move.check?.gate === 'recheck' && move.check.ok && move.check.callId === call.callId;
+      if (!rechecked || shadow?.recheck !== 'pass')
+        fail('P1 recheck', `${what} is sent from ${from} after ${move.type}, not right after a passing re-check`);
+      else if (
+        event?.type === 'xstate.done.actor.recheck' &&
+        JSON.stringify(call.runAs) !== JSON.stringify(event.output.principal)
+      ) {
+        fail(
+          'P5 authority',
+          `${what} runs as ${JSON.stringify(call.runAs)}, not as the session the re-check saw (${JSON.stringify(event.output.principal)})`,
+        );
       }
     }
   }
 
   // (2) An unknown outcome is always reconciled; an inconsistent one always held for review.
   if (from === 'executing.writing' && !move.restart) {
-    const outcome = event?.type === 'xstate.done.actor.write' ? event.output.outcome.kind : event?.type === 'xstate.error.actor.write' ? 'unknown' : null;
-    if (outcome === 'unknown' && to !== 'executing.reconciling') fail('P2 unknown writes', `an unknown write outcome leads to ${to}`);
-    if (outcome === 'review' && to !== 'reviewRequired') fail('P2 review', `a write the tool found inconsistent leads to ${to}`);
+    const outcome =
+      event?.type === 'xstate.done.actor.write'
+        ? event.output.outcome.kind
+        : event?.type === 'xstate.error.actor.write'
+          ? 'unknown'
+          : null;
+    if (outcome === 'unknown' && to !== 'executing.reconciling')
+      fail('P2 unknown writes', `an unknown write outcome leads to ${to}`);
+    if (outcome === 'review' && to !== 'reviewRequired')
+      fail('P2 review', `a write the tool found inconsistent leads to ${to}`);
   }
   // The review desk: a write is held only when lookups could not settle it or its tool found it inconsistent, and
   // only a reviewer (the review scope, not the task's user) resolves it, as they said.
   if (to === 'reviewRequired' && from !== 'reviewRequired') {
-    const lookup = event?.type === 'xstate.done.actor.lookup' ? event.output.result.kind : event?.type === 'xstate.error.actor.lookup' ? 'failed' : null;
-    const inconsistent = from === 'executing.writing' && event?.type === 'xstate.done.actor.write' && event.output.outcome.kind === 'review';
+    const lookup =
+      event?.type === 'xstate.done.actor.lookup'
+        ? event.output.result.kind
+        : event?.type === 'xstate.error.actor.lookup'
+          ? 'failed'
+          : null;
+    const inconsistent =
+      from === 'executing.writing' &&
+      event?.type === 'xstate.done.actor.write' &&
+      event.output.outcome.kind === 'review';
     const unsettled = from === 'executing.reconciling' && lookup !== null && lookup !== 'found';
     // A resend a reviewer asked for that its re-check refused (or that failed) goes back to the review desk.
     const resend = prev.shadow.calls.find((c) => c.callId === before.context.batch?.current)?.resend;
     const refusedResend = from === 'executing.resending' && resend === 'review' && !(move.check?.ok ?? false);
-    if (!inconsistent && !unsettled && !refusedResend) fail('P2 review', `a write is held for review from ${from} after ${move.type}`);
+    if (!inconsistent && !unsettled && !refusedResend)
+      fail('P2 review', `a write is held for review from ${from} after ${move.type}`);
   }
   if (from === 'reviewRequired' && changed && !move.restart && event?.type !== 'task.cancelled') {
     const held = before.context.review;
@@ -350,12 +468,25 @@ export function checkEdge(prev: World, move: Move, next: World, scope: AnyActorS
     if (!fromReviewer) fail('P2 review', `the held write is released by ${move.type}, not by a reviewer`);
     else if (event.resolution === 'happened') {
       // The harness's reading of a valid result: what REVIEWED_RESULT says the tool returns.
-      const valid = move.review?.valid === true && held !== null && JSON.stringify(event.result) === JSON.stringify(REVIEWED_RESULT[held.tool]);
-      if (!valid) fail('P2 review', `${held?.tool} is released on "happened" with a result the tool never returns: ${JSON.stringify(event.result)}`);
+      const valid =
+        move.review?.valid === true &&
+        held !== null &&
+        JSON.stringify(event.result) === JSON.stringify(REVIEWED_RESULT[held.tool]);
+      if (!valid)
+        fail(
+          'P2 review',
+          `${held?.tool} is released on "happened" with a result the tool never returns: ${JSON.stringify(event.result)}`,
+        );
       else if (!call?.observation?.ok || JSON.stringify(call.observation.data) !== JSON.stringify(event.result)) {
-        fail('P2 review', `the reviewer found the write done with ${JSON.stringify(event.result)}, but it is observed as ${observed}`);
+        fail(
+          'P2 review',
+          `the reviewer found the write done with ${JSON.stringify(event.result)}, but it is observed as ${observed}`,
+        );
       }
-    } else if (event.resolution === 'not_happened' && (call?.observation?.ok !== false || call.observation.code !== 'not_executed')) {
+    } else if (
+      event.resolution === 'not_happened' &&
+      (call?.observation?.ok !== false || call.observation.code !== 'not_executed')
+    ) {
       fail('P2 review', `a write found not done is observed as ${observed}`);
     }
     // (A retry is a start: the start rules above say when one may happen.)
@@ -365,7 +496,10 @@ export function checkEdge(prev: World, move: Move, next: World, scope: AnyActorS
   // refused by its re-check, a resend a reviewer asked for goes back to them, one after a lookup is not sent.
   if (to === 'executing.resending' && from !== 'executing.resending') {
     const current = after.context.batch?.calls.find((c) => c.callId === after.context.batch?.current);
-    const notFound = from === 'executing.reconciling' && event?.type === 'xstate.done.actor.lookup' && event.output.result.kind === 'not_found';
+    const notFound =
+      from === 'executing.reconciling' &&
+      event?.type === 'xstate.done.actor.lookup' &&
+      event.output.result.kind === 'not_found';
     const retry = from === 'reviewRequired' && fromReviewer && event.resolution === 'retry';
     if ((!notFound && !retry) || !current || !CATALOG[current.tool]?.sameKeyRetrySafe) {
       fail('P2 unknown writes', `a resend of ${current?.tool} is prepared from ${from} after ${move.type}`);
@@ -374,32 +508,53 @@ export function checkEdge(prev: World, move: Move, next: World, scope: AnyActorS
   if (from === 'executing.resending' && to !== 'executing.resending' && to !== 'executing.writing' && !move.restart) {
     const callId = before.context.batch?.current;
     const resend = prev.shadow.calls.find((c) => c.callId === callId)?.resend;
-    if (resend === 'review' && to !== 'reviewRequired' && to !== 'cancelled') fail('P2 review', `a refused resend a reviewer asked for leads to ${to}`);
+    if (resend === 'review' && to !== 'reviewRequired' && to !== 'cancelled')
+      fail('P2 review', `a refused resend a reviewer asked for leads to ${to}`);
   }
   // A cancel while a write is held for review waits for the reviewer; once they resolved it, the task is cancelled.
   if (from === 'reviewRequired' && event?.type === 'task.cancelled') {
     const { cancelRequested: _was, ...rest } = before.context;
     const { cancelRequested, ...kept } = after.context;
     if (to !== 'reviewRequired' || cancelRequested === null || JSON.stringify(rest) !== JSON.stringify(kept)) {
-      fail('P2 review', `a cancel while a write is held for review leads to ${to} (cancel requested: ${JSON.stringify(cancelRequested)})`);
+      fail(
+        'P2 review',
+        `a cancel while a write is held for review leads to ${to} (cancel requested: ${JSON.stringify(cancelRequested)})`,
+      );
     }
   }
-  if (from === 'reviewRequired' && prev.shadow.cancelAsked && fromReviewer && to !== 'reviewRequired' && to !== 'cancelled') {
-    fail('P2 review', `the review is resolved (${event.resolution}) with a cancel waiting, and the task goes on to ${to}`);
+  if (
+    from === 'reviewRequired' &&
+    prev.shadow.cancelAsked &&
+    fromReviewer &&
+    to !== 'reviewRequired' &&
+    to !== 'cancelled'
+  ) {
+    fail(
+      'P2 review',
+      `the review is resolved (${event.resolution}) with a cancel waiting, and the task goes on to ${to}`,
+    );
   }
 
   // Only a lookup, or a reviewer, settles a write whose outcome is unknown or held.
   for (const shadow of prev.shadow.calls.filter((c) => c.unknown || c.needsReview)) {
     const was = before.context.batch?.calls.find((c) => c.callId === shadow.callId);
     const now = sameBatch ? after.context.batch?.calls.find((c) => c.callId === shadow.callId) : undefined;
-    if ((was?.phase !== 'writing' && was?.phase !== 'reconciling' && was?.phase !== 'awaitingReview') || now?.phase !== 'finished') continue;
+    if (
+      (was?.phase !== 'writing' && was?.phase !== 'reconciling' && was?.phase !== 'awaitingReview') ||
+      now?.phase !== 'finished'
+    )
+      continue;
     const byLookup = event?.type === 'xstate.done.actor.lookup' || event?.type === 'xstate.error.actor.lookup';
     const byReview = from === 'reviewRequired' && fromReviewer && event.resolution !== 'retry';
-    if (!byLookup && !byReview) fail('P2 unknown writes', `write ${shadow.callId} with an unknown outcome is settled by ${move.type}`);
+    if (!byLookup && !byReview)
+      fail('P2 unknown writes', `write ${shadow.callId} with an unknown outcome is settled by ${move.type}`);
     const found = event?.type === 'xstate.done.actor.lookup' && event.output.result.kind === 'found';
     const reported = byReview && event.resolution === 'happened' && move.review?.valid === true;
     if (now.observation?.ok && !found && !reported) {
-      fail('P2 unknown writes', `write ${shadow.callId} with an unknown outcome is reported ok without being found or reported by a reviewer`);
+      fail(
+        'P2 unknown writes',
+        `write ${shadow.callId} with an unknown outcome is reported ok without being found or reported by a reviewer`,
+      );
     }
   }
 
@@ -407,15 +562,24 @@ export function checkEdge(prev: World, move: Move, next: World, scope: AnyActorS
   // on the same turn.
   if (from === 'thinking' && event?.type === 'xstate.done.actor.model' && event.output.kind === 'failed') {
     const made = next.shadow.outage;
-    const within = event.output.failure.transient && made !== null && made.lastFailureAt - made.since < input.policy.modelOutageMs;
-    if (within && to !== 'waitingForModel') fail('P3 outage', `a transient model failure within the outage limit leads to ${to}`);
+    const within =
+      event.output.failure.transient && made !== null && made.lastFailureAt - made.since < input.policy.modelOutageMs;
+    if (within && to !== 'waitingForModel')
+      fail('P3 outage', `a transient model failure within the outage limit leads to ${to}`);
     if (!within && (to !== 'failed' || after.context.outcome?.reason.code !== 'model_unavailable')) {
-      fail('P3 outage', `a model failure past the outage limit (or not transient) leads to ${to} (${after.context.outcome?.reason.code})`);
+      fail(
+        'P3 outage',
+        `a model failure past the outage limit (or not transient) leads to ${to} (${after.context.outcome?.reason.code})`,
+      );
     }
   }
   if (from === 'waitingForModel' && to === 'thinking') {
     const made = prev.shadow.outage;
-    if (event?.type !== 'timer.modelRetryDue' || made === null || event.at < expectedWake(input, made.lastFailureAt, made.failures)) {
+    if (
+      event?.type !== 'timer.modelRetryDue' ||
+      made === null ||
+      event.at < expectedWake(input, made.lastFailureAt, made.failures)
+    ) {
       fail('P3 outage', `the model is asked again after ${move.type}, before its wake-up`);
     }
     if (after.context.turn !== before.context.turn || after.context.budget.used.modelTurns !== used.modelTurns) {
@@ -427,10 +591,12 @@ export function checkEdge(prev: World, move: Move, next: World, scope: AnyActorS
   // policy says.
   if (from === 'awaitingUser' && event?.type === 'timer.answerExpired') {
     const due = prev.shadow.questionAt !== null && event.at >= prev.shadow.questionAt + input.policy.answerTtlMs;
-    if (!due && changed) fail('P3 question', `a question expired early (at ${event.at}, asked at ${prev.shadow.questionAt})`);
+    if (!due && changed)
+      fail('P3 question', `a question expired early (at ${event.at}, asked at ${prev.shadow.questionAt})`);
     if (due && to === 'awaitingUser') fail('P3 question', 'an expired question still waits');
     const stopped = to === 'failed' && after.context.outcome?.reason.code === 'no_answer';
-    if (due && (input.policy.onAnswerExpiry === 'stop') !== stopped) fail('P3 question', `an expired question under policy ${input.policy.onAnswerExpiry} leads to ${to}`);
+    if (due && (input.policy.onAnswerExpiry === 'stop') !== stopped)
+      fail('P3 question', `an expired question under policy ${input.policy.onAnswerExpiry} leads to ${to}`);
   }
 
   // Confirmation policies: a rejection or an expiry cancels the task exactly when the tool's policy says so.
@@ -442,20 +608,30 @@ export function checkEdge(prev: World, move: Move, next: World, scope: AnyActorS
     const decider = (userId: string, scopes: string[]) =>
       approvers === 0
         ? userId === USER
-        : userId !== USER && scopes.includes(APPROVER_SCOPE) && !shadow!.approvals.some((a) => a.confirmationId === pending.id && a.userId === userId);
+        : userId !== USER &&
+          scopes.includes(APPROVER_SCOPE) &&
+          !shadow!.approvals.some((a) => a.confirmationId === pending.id && a.userId === userId);
     const rejected =
       event?.type === 'user.rejected' &&
       event.confirmationId === pending.id &&
       (event.userId === USER || (approvers > 0 && event.scopes.includes(APPROVER_SCOPE)));
     const expired =
-      (event?.type === 'timer.confirmationExpired' && event.confirmationId === pending.id && event.at >= pending.expiresAt) ||
-      (event?.type === 'user.confirmed' && event.confirmationId === pending.id && decider(event.userId, event.scopes) && event.at >= pending.expiresAt);
+      (event?.type === 'timer.confirmationExpired' &&
+        event.confirmationId === pending.id &&
+        event.at >= pending.expiresAt) ||
+      (event?.type === 'user.confirmed' &&
+        event.confirmationId === pending.id &&
+        decider(event.userId, event.scopes) &&
+        event.at >= pending.expiresAt);
     const cancelledFor = to === 'cancelled' ? after.context.outcome?.reason.code : null;
     if (rejected && CANCELS_ON_REJECT.has(pending.tool) !== (cancelledFor === 'confirmation_rejected')) {
       fail('P1 confirmation', `a rejection of ${pending.tool} leads to ${to} (${cancelledFor ?? 'not cancelled'})`);
     }
     if (expired && CANCELS_ON_EXPIRY.has(pending.tool) !== (cancelledFor === 'confirmation_expired')) {
-      fail('P1 confirmation', `an expired confirmation of ${pending.tool} leads to ${to} (${cancelledFor ?? 'not cancelled'})`);
+      fail(
+        'P1 confirmation',
+        `an expired confirmation of ${pending.tool} leads to ${to} (${cancelledFor ?? 'not cancelled'})`,
+      );
     }
   }
 
@@ -470,11 +646,23 @@ export function checkEdge(prev: World, move: Move, next: World, scope: AnyActorS
     const observation = now.observation;
     const what = `${shadow.tool} (${shadow.callId}), denied before at the ${denial.gate} gate,`;
     const code = REPEAT_STOP[denial.gate];
-    if (now.phase !== 'finished' || observation?.ok !== false) fail('P1 denial', `${what} is ${now.phase} after ${move.type}`);
-    else if (!observation.gate && FINAL_STATES.has(to) && OTHER_STOPS.includes(observation.code) && after.context.outcome?.reason.code === observation.code) {
+    if (now.phase !== 'finished' || observation?.ok !== false)
+      fail('P1 denial', `${what} is ${now.phase} after ${move.type}`);
+    else if (
+      !observation.gate &&
+      FINAL_STATES.has(to) &&
+      OTHER_STOPS.includes(observation.code) &&
+      after.context.outcome?.reason.code === observation.code
+    ) {
       // Left unrun by another stop (a cancel, a crashed hook) before it was vetted: not a decision on it.
-    } else if (input.policy.onRepeatedDenial === 'stop' && (to !== 'failed' || after.context.outcome?.reason.code !== code || observation.code !== code)) {
-      fail('P1 denial', `${what} did not stop the task with ${code} (${to}, ${after.context.outcome?.reason.code}, ${observation.code})`);
+    } else if (
+      input.policy.onRepeatedDenial === 'stop' &&
+      (to !== 'failed' || after.context.outcome?.reason.code !== code || observation.code !== code)
+    ) {
+      fail(
+        'P1 denial',
+        `${what} did not stop the task with ${code} (${to}, ${after.context.outcome?.reason.code}, ${observation.code})`,
+      );
     }
   }
 
@@ -485,7 +673,11 @@ export function checkEdge(prev: World, move: Move, next: World, scope: AnyActorS
     const now = after.context.batch?.calls.find((c) => c.callId === shadow.callId);
     if (!now || now.phase === 'vetting' || now.phase === 'finished' || (was && was.phase !== 'vetting')) continue;
     const gate = vettingRefusal(shadow);
-    if (gate !== null) fail('P1 gates', `${shadow.tool} (${shadow.callId}) is admitted (${now.phase}) although the ${gate} gate must refuse it, after ${move.type}`);
+    if (gate !== null)
+      fail(
+        'P1 gates',
+        `${shadow.tool} (${shadow.callId}) is admitted (${now.phase}) although the ${gate} gate must refuse it, after ${move.type}`,
+      );
   }
 
   // (1) A call the harness knows must be refused gets its refusal from that gate, and no other result.
@@ -498,13 +690,17 @@ export function checkEdge(prev: World, move: Move, next: World, scope: AnyActorS
     const got = now.observation.ok ? 'ok' : (now.observation.gate ?? now.observation.code);
     const stopped = !now.observation.ok && !now.observation.gate && SKIP_CODES.includes(now.observation.code);
     if (now.observation.ok || (!stopped && now.observation.gate !== gate)) {
-      fail('P1 gates', `${shadow.tool} (${shadow.callId}) should be refused at the ${gate} gate, got ${got} after ${move.type}`);
+      fail(
+        'P1 gates',
+        `${shadow.tool} (${shadow.callId}) should be refused at the ${gate} gate, got ${got} after ${move.type}`,
+      );
     }
   }
 
   // (4) Hard counters never go back.
   for (const dim of HARD_DIMENSIONS) {
-    if (after.context.budget.used[dim] < used[dim]) fail('P4 budget', `${dim} went back from ${used[dim]} to ${after.context.budget.used[dim]}`);
+    if (after.context.budget.used[dim] < used[dim])
+      fail('P4 budget', `${dim} went back from ${used[dim]} to ${after.context.budget.used[dim]}`);
   }
 
   // (3) An actor's outcome always moves the machine: otherwise it would wait for an actor that has finished.
@@ -515,7 +711,8 @@ export function checkEdge(prev: World, move: Move, next: World, scope: AnyActorS
   // (5) Output that claims an approval changes nothing that a neutral output would not.
   if (move.benign) {
     const twin = applyMove(prev, { ...move, event: move.benign, benign: undefined }, scope);
-    if (authority(twin.machine) !== authority(after)) fail('P5 authority', `${move.type} changes confirmation, permission or budget state`);
+    if (authority(twin.machine) !== authority(after))
+      fail('P5 authority', `${move.type} changes confirmation, permission or budget state`);
   }
   // Refused or premature human input (and early timers) change nothing at all.
   if (move.inert && changed) fail('P5 authority', `${move.type} changed the task in ${from}`);
@@ -527,23 +724,32 @@ export function checkEdge(prev: World, move: Move, next: World, scope: AnyActorS
     } else {
       if (changed) fail('restart', `restoring ${from} changed the task`);
       const ids = (s: AgentSnapshot) => Object.keys(s.children).sort().join(',');
-      if (ids(after) !== ids(before)) fail('restart', `restoring ${from} brings back actors [${ids(after)}], not [${ids(before)}]`);
+      if (ids(after) !== ids(before))
+        fail('restart', `restoring ${from} brings back actors [${ids(after)}], not [${ids(before)}]`);
     }
   }
 
   // The protocol gate decides as the harness built the proposal to be decided.
-  if (move.protocol && event?.type === 'xstate.done.actor.model' && event.output.kind === 'replied' && event.output.event.type === 'model.toolsProposed') {
+  if (
+    move.protocol &&
+    event?.type === 'xstate.done.actor.model' &&
+    event.output.kind === 'replied' &&
+    event.output.event.type === 'model.toolsProposed'
+  ) {
     const proposed = event.output.event.calls;
     if (move.protocol === 'accepted') {
       const calls = after.context.batch?.calls ?? [];
       if (calls.length !== proposed.length || calls.some((c, i) => c.callId !== proposed[i]!.callId!.trim())) {
         fail('protocol', `${move.type}: the accepted batch is not the proposed calls`);
       }
-      if (calls.some((c) => c.observation?.ok === false && c.observation.gate === 'protocol')) fail('protocol', `${move.type} was refused at the protocol gate`);
+      if (calls.some((c) => c.observation?.ok === false && c.observation.gate === 'protocol'))
+        fail('protocol', `${move.type} was refused at the protocol gate`);
     }
     if (move.protocol === 'unpairable') {
-      if (JSON.stringify(after.context.batch) !== JSON.stringify(before.context.batch)) fail('protocol', `${move.type} changed the batch`);
-      if (after.context.invalidOutputs !== before.context.invalidOutputs + 1) fail('protocol', `${move.type} was not counted as invalid`);
+      if (JSON.stringify(after.context.batch) !== JSON.stringify(before.context.batch))
+        fail('protocol', `${move.type} changed the batch`);
+      if (after.context.invalidOutputs !== before.context.invalidOutputs + 1)
+        fail('protocol', `${move.type} was not counted as invalid`);
     }
     if (move.protocol === 'rejected') {
       const calls = after.context.batch?.calls ?? [];
@@ -574,7 +780,14 @@ function authority(snapshot: AgentSnapshot): string {
     cancel: context.cancelRequested,
     denied: context.denied,
     review: context.review,
-    calls: context.batch?.calls.map((c) => [c.callId, c.phase, c.confirmedBy, c.confirmation, c.confirmationRequests, c.argsHash]),
+    calls: context.batch?.calls.map((c) => [
+      c.callId,
+      c.phase,
+      c.confirmedBy,
+      c.confirmation,
+      c.confirmationRequests,
+      c.argsHash,
+    ]),
     current: context.batch?.current ?? null,
   });
 }

@@ -31,14 +31,27 @@ export const MODEL_PASSWORD = 'hunter2 forever';
 /** In the model's answer, as `token: …`. */
 export const MODEL_TOKEN = 'tk_9Fq2LmXz7Hc4Vb8Np3Rs';
 
-export const CREDENTIALS = [GOAL_KEY_ID, TOOL_KEY, DB_PASSWORD, SESSION_TOKEN, MODEL_GITHUB_TOKEN, MODEL_PASSWORD, MODEL_TOKEN];
+export const CREDENTIALS = [
+  GOAL_KEY_ID,
+  TOOL_KEY,
+  DB_PASSWORD,
+  SESSION_TOKEN,
+  MODEL_GITHUB_TOKEN,
+  MODEL_PASSWORD,
+  MODEL_TOKEN,
+];
 
 /** Which credentials occur in `text`. */
 export function credentialsIn(text: string): string[] {
   return CREDENTIALS.filter((secret) => text.includes(secret));
 }
 
-export const OPERATOR: Principal = { userId: 'ops-1', tenantId: 'acme', scopes: ['config:read'], sessionId: 'sess-ops' };
+export const OPERATOR: Principal = {
+  userId: 'ops-1',
+  tenantId: 'acme',
+  scopes: ['config:read'],
+  sessionId: 'sess-ops',
+};
 
 /** What the login check received: a tool that declares no sensitive argument gets the token, never the value. */
 export interface LoginCalls {
@@ -92,7 +105,13 @@ function recordingModel(inner: AgentModel, seen: string[]): AgentModel {
     name: inner.name,
     reservation: inner.reservation,
     async decide(request) {
-      seen.push(JSON.stringify({ goal: request.goal, observations: request.observations, transcript: await request.transcript() }));
+      seen.push(
+        JSON.stringify({
+          goal: request.goal,
+          observations: request.observations,
+          transcript: await request.transcript(),
+        }),
+      );
       return inner.decide(request);
     },
   };
@@ -111,7 +130,11 @@ export function secretScript() {
 }
 
 /** Runs the task to its end; returns what the model saw, the streams, the SSE body and what the login check got. */
-export async function runSecretTask(options: { store: TaskStore; taskId: string; privacy?: HarnessOptions['privacy'] }) {
+export async function runSecretTask(options: {
+  store: TaskStore;
+  taskId: string;
+  privacy?: HarnessOptions['privacy'];
+}) {
   const calls: LoginCalls = { received: [] };
   const seen: string[] = [];
   const streams = collectStreams();
@@ -124,13 +147,22 @@ export async function runSecretTask(options: { store: TaskStore; taskId: string;
     logger: streams.logger,
     hooks: streams.hooks,
   });
-  const status = await h.orchestrator.run({ principal: OPERATOR, goal: `Check the billing login (key id ${GOAL_KEY_ID}).`, taskId: options.taskId });
+  const status = await h.orchestrator.run({
+    principal: OPERATOR,
+    goal: `Check the billing login (key id ${GOAL_KEY_ID}).`,
+    taskId: options.taskId,
+  });
   streams.push(status, await h.orchestrator.audit(options.taskId), await h.orchestrator.transcript(options.taskId));
   // The task's events as a browser receives them (the task has ended: the stream sends everything, then `end`).
   const app = Fastify();
   // This test only reads the task's stream: its service starts no task, so its start request takes the goal alone.
   const startRequest = (body: { goal: string }) => ({ goal: body.goal });
-  await app.register(agentService, { orchestrator: h.orchestrator, authenticate: () => OPERATOR, startRequest, pages: false });
+  await app.register(agentService, {
+    orchestrator: h.orchestrator,
+    authenticate: () => OPERATOR,
+    startRequest,
+    pages: false,
+  });
   const sse = await app.inject({ method: 'GET', url: `/api/tasks/${options.taskId}/events` });
   await app.close();
   await h.orchestrator.close();

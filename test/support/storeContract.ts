@@ -6,12 +6,7 @@
  * versions it cannot read (a newer build may have written them) and refuses them on load.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import {
-  AgentError,
-  RevisionConflictError,
-  TaskExistsError,
-  UnsupportedVersionError,
-} from '../../src/errors.js';
+import { AgentError, RevisionConflictError, TaskExistsError, UnsupportedVersionError } from '../../src/errors.js';
 import type { TaskEnvelope } from '../../src/store/envelope.js';
 import type { TaskStore } from '../../src/store/taskStore.js';
 import { T0, createRequest, jsonCopy, marker, nextRequest } from './envelopes.js';
@@ -38,7 +33,11 @@ export async function createTask(store: TaskStore, taskId: string, options: Para
 }
 
 /** Saves the next revision after `previous` and returns it. */
-export async function advance(store: TaskStore, previous: TaskEnvelope, options: Parameters<typeof nextRequest>[1] = {}) {
+export async function advance(
+  store: TaskStore,
+  previous: TaskEnvelope,
+  options: Parameters<typeof nextRequest>[1] = {},
+) {
   const request = nextRequest(previous, options);
   await store.save(request);
   return request.envelope;
@@ -176,11 +175,16 @@ export function describeStoreContract(name: string, makeStore: StoreFactory): vo
           if (result.status === 'rejected') expect(result.reason).toBeInstanceOf(RevisionConflictError);
         }
         expect(await store.load('t-race')).toStrictEqual(winners[0]!.envelope);
-        expect((await store.readJournal('t-race', 'audit')).slice(first.journal.audit)).toStrictEqual(winners[0]!.append.audit);
+        expect((await store.readJournal('t-race', 'audit')).slice(first.journal.audit)).toStrictEqual(
+          winners[0]!.append.audit,
+        );
       });
 
       it('lets exactly one of two concurrent creates win', async () => {
-        const results = await Promise.allSettled([store.save(createRequest('t-twin')), store.save(createRequest('t-twin'))]);
+        const results = await Promise.allSettled([
+          store.save(createRequest('t-twin')),
+          store.save(createRequest('t-twin')),
+        ]);
         expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
         expect(results.find((r) => r.status === 'rejected')).toMatchObject({ reason: expect.any(TaskExistsError) });
       });
@@ -229,10 +233,13 @@ export function describeStoreContract(name: string, makeStore: StoreFactory): vo
 
       it('never returns more entries than the envelope commits', async () => {
         const first = await createTask(store, 't-committed');
-        const refused = nextRequest({ ...first, revision: 5, summary: { ...first.summary, revision: 5 } }, {
-          audit: [marker(1)],
-          transcript: [marker(2)],
-        });
+        const refused = nextRequest(
+          { ...first, revision: 5, summary: { ...first.summary, revision: 5 } },
+          {
+            audit: [marker(1)],
+            transcript: [marker(2)],
+          },
+        );
         await expect(store.save(refused)).rejects.toBeInstanceOf(RevisionConflictError);
         const envelope = (await store.load('t-committed'))!;
         for (const stream of ['audit', 'transcript'] as const) {
@@ -244,8 +251,16 @@ export function describeStoreContract(name: string, makeStore: StoreFactory): vo
     describe('list', () => {
       async function seed() {
         await createTask(store, 't-run-old', { updatedAt: T0 + 1000 });
-        await createTask(store, 't-wait-soon', { state: 'waiting_for_confirmation', updatedAt: T0 + 3000, wakeAt: T0 + 10_000 });
-        await createTask(store, 't-wait-late', { state: 'waiting_for_confirmation', updatedAt: T0 + 2000, wakeAt: T0 + 50_000 });
+        await createTask(store, 't-wait-soon', {
+          state: 'waiting_for_confirmation',
+          updatedAt: T0 + 3000,
+          wakeAt: T0 + 10_000,
+        });
+        await createTask(store, 't-wait-late', {
+          state: 'waiting_for_confirmation',
+          updatedAt: T0 + 2000,
+          wakeAt: T0 + 50_000,
+        });
         await createTask(store, 't-done', { state: 'done', updatedAt: T0 + 4000 });
         const next = await createTask(store, 't-run-new', { updatedAt: T0 + 500 });
         await advance(store, next, { updatedAt: T0 + 5000 });
@@ -274,16 +289,18 @@ export function describeStoreContract(name: string, makeStore: StoreFactory): vo
         await seed();
         expect((await store.list({ dueBefore: T0 + 9_999 })).map((s) => s.taskId)).toEqual([]);
         expect((await store.list({ dueBefore: T0 + 10_000 })).map((s) => s.taskId)).toEqual(['t-wait-soon']);
-        expect((await store.list({ dueBefore: T0 + 60_000 })).map((s) => s.taskId)).toEqual(['t-wait-soon', 't-wait-late']);
+        expect((await store.list({ dueBefore: T0 + 60_000 })).map((s) => s.taskId)).toEqual([
+          't-wait-soon',
+          't-wait-late',
+        ]);
       });
 
       it('applies the limit after filtering and sorting', async () => {
         await seed();
         expect((await store.list({ limit: 2 })).map((s) => s.taskId)).toEqual(['t-run-new', 't-done']);
-        expect((await store.list({ states: ['running', 'waiting_for_confirmation'], limit: 2 })).map((s) => s.taskId)).toEqual([
-          't-run-new',
-          't-wait-soon',
-        ]);
+        expect(
+          (await store.list({ states: ['running', 'waiting_for_confirmation'], limit: 2 })).map((s) => s.taskId),
+        ).toEqual(['t-run-new', 't-wait-soon']);
       });
 
       it('orders tasks updated at the same time by id, comparing code units (not locale)', async () => {

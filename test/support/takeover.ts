@@ -30,7 +30,9 @@ export function slowRead(wait: { ms: number } | 'gate' = 'gate') {
           started.push(process);
           const done = () => resolve({ ok: true as const, value: { by: process } });
           const timer = wait === 'gate' ? void gate.then(done) : setTimeout(done, wait.ms);
-          signal.addEventListener('abort', () => (clearTimeout(timer ?? undefined), reject(signal.reason)), { once: true });
+          signal.addEventListener('abort', () => (clearTimeout(timer ?? undefined), reject(signal.reason)), {
+            once: true,
+          });
         }),
     });
   return { tool, started, release: () => release() };

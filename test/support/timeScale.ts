@@ -17,7 +17,9 @@ export function parseTimeScale(value: string | undefined): number {
   if (value === undefined || value.trim() === '') return 1;
   const factor = Number(value);
   if (!Number.isFinite(factor) || factor < 1) {
-    throw new Error(`TEST_TIME_SCALE must be a number of at least 1 (it multiplies the tests' timeouts); got "${value}"`);
+    throw new Error(
+      `TEST_TIME_SCALE must be a number of at least 1 (it multiplies the tests' timeouts); got "${value}"`,
+    );
   }
   return factor;
 }

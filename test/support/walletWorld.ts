@@ -29,7 +29,12 @@ export const REFUSED_CARD = '4012888888881881';
 /** Every form the secrets may take in bytes: none may appear anywhere. */
 export const SECRET_FORMS = [WALLET_CARD, GOAL_CARD, GOAL_CARD.replace(/ /g, ''), REFUSED_CARD];
 
-export const PAYER: Principal = { userId: 'U1', tenantId: 'acme', scopes: ['wallet:read', 'wallet:charge'], sessionId: 'sess-1' };
+export const PAYER: Principal = {
+  userId: 'U1',
+  tenantId: 'acme',
+  scopes: ['wallet:read', 'wallet:charge'],
+  sessionId: 'sess-1',
+};
 
 export const WALLET_GOAL = `Charge 5.00 to my wallet card (my other card is ${GOAL_CARD}, do not use it).`;
 
@@ -63,12 +68,16 @@ export function walletTools(service: CardService): Tool[] {
     sensitive: { args: ['card_number'] },
     describeConfirmation: (args) => `Charge ${(args.amount / 100).toFixed(2)} to ${args.card_number}`,
     // Needs the real number, and quotes it when it refuses (as careless hooks do).
-    validate: (args) => (args.card_number.startsWith('4111') ? { ok: true } : { ok: false, code: 'card_refused', summary: `card ${args.card_number} is not on file` }),
+    validate: (args) =>
+      args.card_number.startsWith('4111')
+        ? { ok: true }
+        : { ok: false, code: 'card_refused', summary: `card ${args.card_number} is not on file` },
     execute: async (args, ctx) => {
       service.charges.set(ctx.idempotencyKey, { card: args.card_number, amount: args.amount });
       return { ok: true, value: { charge_id: `ch-${service.charges.size}` } };
     },
-    lookup: async (key) => (service.charges.has(key) ? { found: true, value: { charge_id: 'ch-found' } } : { found: false }),
+    lookup: async (key) =>
+      service.charges.has(key) ? { found: true, value: { charge_id: 'ch-found' } } : { found: false },
   });
   return [getWallet, chargeCard];
 }
@@ -91,7 +100,8 @@ export function walletScript(): ScriptStep[] {
 export function collectStreams() {
   const chunks: string[] = [];
   const push = (...values: unknown[]) => {
-    for (const value of values) chunks.push(JSON.stringify(value, (_key, v) => (typeof v === 'bigint' ? String(v) : v)) ?? '');
+    for (const value of values)
+      chunks.push(JSON.stringify(value, (_key, v) => (typeof v === 'bigint' ? String(v) : v)) ?? '');
   };
   const logger: Logger = {
     debug: (...args: unknown[]) => push(args),
@@ -109,7 +119,14 @@ export function collectStreams() {
       push({ ...rest, snapshot: snapshot ? { value: snapshot.value, context: snapshot.context } : undefined });
     },
     logger,
-    hooks: { transition: all, toolStarted: all, toolFinished: all, confirmationRequested: all, confirmationDecided: all, settled: all },
+    hooks: {
+      transition: all,
+      toolStarted: all,
+      toolFinished: all,
+      confirmationRequested: all,
+      confirmationDecided: all,
+      settled: all,
+    },
     push,
   };
 }
@@ -123,11 +140,15 @@ export function secretsIn(text: string): string[] {
 export async function storedText(store: TaskStore, where?: string): Promise<string> {
   if (store instanceof MemoryStore) {
     // Its private maps, serialized as they are kept.
-    return JSON.stringify(Object.values(store as unknown as Record<string, unknown>), (_key, value) => (value instanceof Map ? [...value.entries()] : value));
+    return JSON.stringify(Object.values(store as unknown as Record<string, unknown>), (_key, value) =>
+      value instanceof Map ? [...value.entries()] : value,
+    );
   }
   if (store.kind === 'file') {
     const files = await readdir(where!, { recursive: true, withFileTypes: true });
-    const texts = await Promise.all(files.filter((f) => f.isFile()).map((f) => readFile(join(f.parentPath, f.name), 'latin1')));
+    const texts = await Promise.all(
+      files.filter((f) => f.isFile()).map((f) => readFile(join(f.parentPath, f.name), 'latin1')),
+    );
     return texts.join('\n');
   }
   throw new Error(`storedText: read a ${store.kind} store's bytes in the test`);

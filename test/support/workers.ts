@@ -73,9 +73,22 @@ export class Child {
       const check = () => {
         const line = this.lines.find((l) => l.startsWith(prefix));
         if (line !== undefined) return done(() => resolve(line));
-        if (this.exit) return done(() => reject(new Error(`${this.name} exited (${JSON.stringify(this.exit)}) before printing "${prefix}"\n${this.transcript()}`)));
+        if (this.exit)
+          return done(() =>
+            reject(
+              new Error(
+                `${this.name} exited (${JSON.stringify(this.exit)}) before printing "${prefix}"\n${this.transcript()}`,
+              ),
+            ),
+          );
       };
-      const timer = setTimeout(() => done(() => reject(new Error(`${this.name} did not print "${prefix}" within ${timeoutMs} ms\n${this.transcript()}`))), timeoutMs);
+      const timer = setTimeout(
+        () =>
+          done(() =>
+            reject(new Error(`${this.name} did not print "${prefix}" within ${timeoutMs} ms\n${this.transcript()}`)),
+          ),
+        timeoutMs,
+      );
       const done = (then: () => void) => {
         clearTimeout(timer);
         this.watchers.delete(check);
@@ -91,7 +104,10 @@ export class Child {
     const timeoutMs = scaled(quietTimeoutMs);
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`${this.name} did not exit within ${timeoutMs} ms\n${this.transcript()}`)), timeoutMs);
+      timer = setTimeout(
+        () => reject(new Error(`${this.name} did not exit within ${timeoutMs} ms\n${this.transcript()}`)),
+        timeoutMs,
+      );
     });
     try {
       return await Promise.race([this.exited, timeout]);
@@ -131,7 +147,8 @@ export class Child {
   /** What the process wrote (the end of each stream), and how it ended: for failure messages. */
   transcript(): string {
     const status = this.exit ? `exited ${JSON.stringify(this.exit)}` : 'still running';
-    const tail = (text: string, keep: number) => (text.length > keep ? `[${text.length - keep} characters before]\n${text.slice(-keep)}` : text);
+    const tail = (text: string, keep: number) =>
+      text.length > keep ? `[${text.length - keep} characters before]\n${text.slice(-keep)}` : text;
     return `--- ${this.name} (pid ${this.process.pid ?? '-'}, ${status}) stdout\n${tail(this.stdout.replace(/\n$/, ''), 8_000)}\n--- ${this.name} stderr\n${tail(this.stderr, 4_000)}\n--- end of ${this.name}`;
   }
 }
@@ -190,7 +207,11 @@ export interface CommandResult extends Exit {
  * Runs a command to its end outside any pool: its child is SIGKILLed when the test that ran it ends (for a timeout
  * of the test itself), or when the command's own timeout passes.
  */
-export async function runCommand(command: string, args: string[], options: CommandOptions = {}): Promise<CommandResult> {
+export async function runCommand(
+  command: string,
+  args: string[],
+  options: CommandOptions = {},
+): Promise<CommandResult> {
   const pool = new ChildPool();
   if (TestRunner.getCurrentTest()) onTestFinished(() => pool.killAll());
   try {
@@ -205,7 +226,11 @@ export class ChildPool {
   private readonly children: Child[] = [];
 
   /** Runs a command-line script to its end (with `input` on stdin, then end of input): its exit code and output. */
-  async run(file: string, args: string[], options: { env?: NodeJS.ProcessEnv; input?: string; timeoutMs?: number } = {}) {
+  async run(
+    file: string,
+    args: string[],
+    options: { env?: NodeJS.ProcessEnv; input?: string; timeoutMs?: number } = {},
+  ) {
     const child = this.spawnTs(file, file, args, options.env);
     if (options.input !== undefined) child.process.stdin!.end(options.input);
     const { code } = await child.ended(options.timeoutMs ?? 20_000);
@@ -234,7 +259,14 @@ export class ChildPool {
 
   /** Runs any command to its end, as `run` does; `cwd` is the project root unless given. */
   async command(command: string, args: string[], options: CommandOptions = {}): Promise<CommandResult> {
-    const child = new Child(options.name ?? command, spawn(command, args, { cwd: options.cwd ?? PROJECT_ROOT, env: { ...process.env, ...options.env }, stdio: ['pipe', 'pipe', 'pipe'] }));
+    const child = new Child(
+      options.name ?? command,
+      spawn(command, args, {
+        cwd: options.cwd ?? PROJECT_ROOT,
+        env: { ...process.env, ...options.env },
+        stdio: ['pipe', 'pipe', 'pipe'],
+      }),
+    );
     this.children.push(child);
     child.process.stdin!.on('error', () => {}).end(options.input ?? '');
     const { code, signal } = await child.ended(options.timeoutMs ?? 20_000);

@@ -15,20 +15,60 @@ export function drawChart(container, layout) {
     role: 'img',
     'aria-label': `statechart ${layout.id}`,
   });
-  const defs = el(`${SVG}defs`, {},
-    el(`${SVG}marker`, { id: 'arrow', viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse' },
-      el(`${SVG}path`, { d: 'M 0 0 L 10 5 L 0 10 z', class: 'arrow-head' })),
-    el(`${SVG}marker`, { id: 'arrow-taken', viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse' },
-      el(`${SVG}path`, { d: 'M 0 0 L 10 5 L 0 10 z', class: 'arrow-head taken' })));
+  const defs = el(
+    `${SVG}defs`,
+    {},
+    el(
+      `${SVG}marker`,
+      {
+        id: 'arrow',
+        viewBox: '0 0 10 10',
+        refX: 9,
+        refY: 5,
+        markerWidth: 7,
+        markerHeight: 7,
+        orient: 'auto-start-reverse',
+      },
+      el(`${SVG}path`, { d: 'M 0 0 L 10 5 L 0 10 z', class: 'arrow-head' }),
+    ),
+    el(
+      `${SVG}marker`,
+      {
+        id: 'arrow-taken',
+        viewBox: '0 0 10 10',
+        refX: 9,
+        refY: 5,
+        markerWidth: 7,
+        markerHeight: 7,
+        orient: 'auto-start-reverse',
+      },
+      el(`${SVG}path`, { d: 'M 0 0 L 10 5 L 0 10 z', class: 'arrow-head taken' }),
+    ),
+  );
   svg.append(defs);
   const states = new Map();
   // Parents first (they come first in the layout), so children draw on top of them.
   for (const state of layout.states) {
-    const group = el(`${SVG}g`, { class: `state${state.compound ? ' compound' : ''}${state.tags.includes('terminal') ? ' terminal' : ''}`, 'data-state': state.path });
+    const group = el(`${SVG}g`, {
+      class: `state${state.compound ? ' compound' : ''}${state.tags.includes('terminal') ? ' terminal' : ''}`,
+      'data-state': state.path,
+    });
     group.append(
       el(`${SVG}title`, {}, `${state.path}${state.tags.length ? ` (tags: ${state.tags.join(', ')})` : ''}`),
-      el(`${SVG}rect`, { x: state.x, y: state.y, width: state.width, height: state.height, rx: state.compound ? 10 : 8 }),
-      el(`${SVG}text`, state.compound ? { x: state.x + 10, y: state.y + 18, class: 'compound-label' } : { x: state.x + state.width / 2, y: state.y + state.height / 2 + 4, 'text-anchor': 'middle' }, state.key),
+      el(`${SVG}rect`, {
+        x: state.x,
+        y: state.y,
+        width: state.width,
+        height: state.height,
+        rx: state.compound ? 10 : 8,
+      }),
+      el(
+        `${SVG}text`,
+        state.compound
+          ? { x: state.x + 10, y: state.y + 18, class: 'compound-label' }
+          : { x: state.x + state.width / 2, y: state.y + state.height / 2 + 4, 'text-anchor': 'middle' },
+        state.key,
+      ),
     );
     svg.append(group);
     states.set(state.path, group);
@@ -37,13 +77,24 @@ export function drawChart(container, layout) {
   for (const edge of layout.edges) {
     if (edge.points.length < 2) continue;
     const text = edge.indices.join(',');
-    const group = el(`${SVG}g`, { class: 'edge', 'data-edge': text },
+    const group = el(
+      `${SVG}g`,
+      { class: 'edge', 'data-edge': text },
       el(`${SVG}title`, {}, edge.labels.join('\n')),
-      el(`${SVG}polyline`, { points: edge.points.map((p) => `${p.x},${p.y}`).join(' '), 'marker-end': 'url(#arrow)' }));
+      el(`${SVG}polyline`, { points: edge.points.map((p) => `${p.x},${p.y}`).join(' '), 'marker-end': 'url(#arrow)' }),
+    );
     if (edge.label) {
       group.append(
-        el(`${SVG}rect`, { x: edge.label.x - 1, y: edge.label.y - 1, width: 8 + text.length * 6, height: 15, rx: 3, class: 'badge' }),
-        el(`${SVG}text`, { x: edge.label.x + 3, y: edge.label.y + 11, class: 'badge-text' }, text));
+        el(`${SVG}rect`, {
+          x: edge.label.x - 1,
+          y: edge.label.y - 1,
+          width: 8 + text.length * 6,
+          height: 15,
+          rx: 3,
+          class: 'badge',
+        }),
+        el(`${SVG}text`, { x: edge.label.x + 3, y: edge.label.y + 11, class: 'badge-text' }, text),
+      );
     }
     svg.append(group);
     edges.push({ edge, group });

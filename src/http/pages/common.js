@@ -43,7 +43,9 @@ export async function post(path, body = {}) {
 
 /** el('div', { class: 'x', 'data-testid': 'y', onclick: fn }, 'text', child...) */
 export function el(tag, attributes = {}, ...children) {
-  const node = tag.startsWith('svg:') ? document.createElementNS('http://www.w3.org/2000/svg', tag.slice(4)) : document.createElement(tag);
+  const node = tag.startsWith('svg:')
+    ? document.createElementNS('http://www.w3.org/2000/svg', tag.slice(4))
+    : document.createElement(tag);
   for (const [name, value] of Object.entries(attributes)) {
     if (value === undefined || value === null || value === false) continue;
     if (name.startsWith('on') && typeof value === 'function') node.addEventListener(name.slice(2), value);
@@ -73,5 +75,7 @@ export function timeLeft(ms) {
 }
 
 export function showError(target, error) {
-  target.replaceChildren(el('p', { class: 'error', role: 'alert', 'data-testid': 'error' }, `${error.code ?? 'error'}: ${error.message}`));
+  target.replaceChildren(
+    el('p', { class: 'error', role: 'alert', 'data-testid': 'error' }, `${error.code ?? 'error'}: ${error.message}`),
+  );
 }

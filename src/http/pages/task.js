@@ -18,50 +18,109 @@ $('task-id').textContent = taskId;
 
 function describe(entry) {
   switch (entry.kind) {
-    case 'gate': return [`${entry.gate} gate`, entry.decision, [entry.tool, entry.code, entry.summary].filter(Boolean).join(' · ')];
-    case 'check_started': return [`${entry.gate} check`, 'asking', entry.tool];
-    case 'tool_started': return [`${entry.effect} ${entry.tool}`, 'started', `${JSON.stringify(entry.args)}${entry.idempotencyKey ? ` key ${entry.idempotencyKey.slice(0, 16)}…` : ''}`];
-    case 'tool_finished': return [`${entry.tool}`, entry.code, `${entry.durationMs} ms, ${entry.attempts} attempt(s)`];
-    case 'write_lookup': return [`lookup ${entry.tool}`, entry.result, `key ${entry.idempotencyKey.slice(0, 16)}…`];
-    case 'confirmation': return [`confirmation ${entry.tool}`, entry.action, [entry.userId, entry.decidedAs, entry.code].filter(Boolean).join(' · ')];
-    case 'task_stopped': return ['stop', entry.status, `${entry.reason.code}: ${entry.reason.message}`];
-    case 'model_requested': return ['model', 'asked', ''];
-    case 'model_output': return ['model', `${entry.calls} call(s)`, `${entry.usage.inputTokens + entry.usage.outputTokens} tokens`];
-    case 'task_started': return ['start', entry.userId, entry.goal];
-    case 'review': return [`review ${entry.tool}`, entry.action, entry.summary];
-    case 'cancel_requested': return ['cancel', entry.deferred ? 'deferred' : 'requested', `${entry.by}: ${entry.reason}`];
-    default: return [entry.kind, '', ''];
+    case 'gate':
+      return [
+        `${entry.gate} gate`,
+        entry.decision,
+        [entry.tool, entry.code, entry.summary].filter(Boolean).join(' · '),
+      ];
+    case 'check_started':
+      return [`${entry.gate} check`, 'asking', entry.tool];
+    case 'tool_started':
+      return [
+        `${entry.effect} ${entry.tool}`,
+        'started',
+        `${JSON.stringify(entry.args)}${entry.idempotencyKey ? ` key ${entry.idempotencyKey.slice(0, 16)}…` : ''}`,
+      ];
+    case 'tool_finished':
+      return [`${entry.tool}`, entry.code, `${entry.durationMs} ms, ${entry.attempts} attempt(s)`];
+    case 'write_lookup':
+      return [`lookup ${entry.tool}`, entry.result, `key ${entry.idempotencyKey.slice(0, 16)}…`];
+    case 'confirmation':
+      return [
+        `confirmation ${entry.tool}`,
+        entry.action,
+        [entry.userId, entry.decidedAs, entry.code].filter(Boolean).join(' · '),
+      ];
+    case 'task_stopped':
+      return ['stop', entry.status, `${entry.reason.code}: ${entry.reason.message}`];
+    case 'model_requested':
+      return ['model', 'asked', ''];
+    case 'model_output':
+      return ['model', `${entry.calls} call(s)`, `${entry.usage.inputTokens + entry.usage.outputTokens} tokens`];
+    case 'task_started':
+      return ['start', entry.userId, entry.goal];
+    case 'review':
+      return [`review ${entry.tool}`, entry.action, entry.summary];
+    case 'cancel_requested':
+      return ['cancel', entry.deferred ? 'deferred' : 'requested', `${entry.by}: ${entry.reason}`];
+    default:
+      return [entry.kind, '', ''];
   }
 }
 
 function decisionClass(decision) {
   if (['pass', 'ok', 'granted', 'found', 'approved', 'done'].includes(decision)) return 'pass';
-  if (['reject', 'stop', 'refused', 'rejected', 'expired', 'failed', 'cancelled', 'not_found', 'conflict'].includes(decision)) return 'reject';
+  if (
+    ['reject', 'stop', 'refused', 'rejected', 'expired', 'failed', 'cancelled', 'not_found', 'conflict'].includes(
+      decision,
+    )
+  )
+    return 'reject';
   return '';
 }
 
 function addTimeline(data) {
   const [what, decision, details] = describe(data.entry);
-  $('timeline').append(el('tr', { 'data-seq': data.seq, 'data-kind': data.kind },
-    el('td', {}, String(data.seq)), el('td', {}, String(data.entry.turn)), el('td', {}, what),
-    el('td', { class: decisionClass(decision) }, decision), el('td', { class: 'details' }, details), el('td', { class: 'small' }, data.state ?? '')));
+  $('timeline').append(
+    el(
+      'tr',
+      { 'data-seq': data.seq, 'data-kind': data.kind },
+      el('td', {}, String(data.seq)),
+      el('td', {}, String(data.entry.turn)),
+      el('td', {}, what),
+      el('td', { class: decisionClass(decision) }, decision),
+      el('td', { class: 'details' }, details),
+      el('td', { class: 'small' }, data.state ?? ''),
+    ),
+  );
   auditLength = Math.max(auditLength, data.seq + 1);
   $('travel-of').textContent = `of ${auditLength}`;
 }
 
 function renderBudget(used, limits) {
-  $('budget').replaceChildren(el('tr', {}, el('th', {}, 'budget'), el('th', {}, 'used'), el('th', {}, 'limit')),
-    ...Object.keys(used).map((key) => el('tr', {}, el('td', {}, key), el('td', {}, String(used[key])), el('td', {}, limits ? String(limits[key]) : '?'))));
+  $('budget').replaceChildren(
+    el('tr', {}, el('th', {}, 'budget'), el('th', {}, 'used'), el('th', {}, 'limit')),
+    ...Object.keys(used).map((key) =>
+      el(
+        'tr',
+        {},
+        el('td', {}, key),
+        el('td', {}, String(used[key])),
+        el('td', {}, limits ? String(limits[key]) : '?'),
+      ),
+    ),
+  );
 }
 
 function renderPending(pending, decidable) {
   if (!pending) return $('pending').replaceChildren(el('p', { class: 'small' }, 'no confirmation pending'));
-  $('pending').replaceChildren(...[
-    el('p', { 'data-testid': 'pending-summary' }, el('strong', {}, pending.summary ?? `${pending.tool} ${pending.argsHash}`)),
-    pending.args !== undefined ? el('pre', {}, json(pending.args)) : null,
-    el('p', { class: 'small' }, `id ${pending.id} · args ${pending.argsHash} · ${pending.approverScope ? `approvers holding ${pending.approverScope}` : `by ${pending.userId ?? 'the requester'}`} · expires ${pending.expiresAt ? clock(pending.expiresAt) : '?'}`),
-    decidable ? null : el('p', { class: 'small' }, '(as it was at this step)'),
-  ].filter(Boolean));
+  $('pending').replaceChildren(
+    ...[
+      el(
+        'p',
+        { 'data-testid': 'pending-summary' },
+        el('strong', {}, pending.summary ?? `${pending.tool} ${pending.argsHash}`),
+      ),
+      pending.args !== undefined ? el('pre', {}, json(pending.args)) : null,
+      el(
+        'p',
+        { class: 'small' },
+        `id ${pending.id} · args ${pending.argsHash} · ${pending.approverScope ? `approvers holding ${pending.approverScope}` : `by ${pending.userId ?? 'the requester'}`} · expires ${pending.expiresAt ? clock(pending.expiresAt) : '?'}`,
+      ),
+      decidable ? null : el('p', { class: 'small' }, '(as it was at this step)'),
+    ].filter(Boolean),
+  );
 }
 
 function renderLive() {
@@ -71,8 +130,11 @@ function renderLive() {
   $('goal').textContent = status.goal;
   renderBudget(status.budget.used, status.budget.limits);
   renderPending(status.pendingConfirmation, true);
-  $('outcome').textContent = status.outcome ? `${status.outcome.status}: ${status.outcome.reason.code} — ${status.outcome.reason.message}` : '—';
-  for (const button of document.querySelectorAll('[data-command]')) button.disabled = travelAt !== null || !allowed.includes(button.dataset.command);
+  $('outcome').textContent = status.outcome
+    ? `${status.outcome.status}: ${status.outcome.reason.code} — ${status.outcome.reason.message}`
+    : '—';
+  for (const button of document.querySelectorAll('[data-command]'))
+    button.disabled = travelAt !== null || !allowed.includes(button.dataset.command);
 }
 
 async function refresh() {
@@ -90,10 +152,16 @@ async function refresh() {
       renderBudget(replay.budget.used, replay.budget.limits);
       renderPending(replay.pendingConfirmation, false);
       $('outcome').textContent = replay.outcome ? `${replay.outcome.status}: ${replay.outcome.reason.code}` : '—';
-      $('travel-note').textContent = `showing the task after its first ${replay.step} audit entries (state ${replay.state ?? 'not started'}); "live" goes back`;
+      $('travel-note').textContent =
+        `showing the task after its first ${replay.step} audit entries (state ${replay.state ?? 'not started'}); "live" goes back`;
       for (const button of document.querySelectorAll('[data-command]')) button.disabled = true;
     }
-    chart?.highlight({ visited: replay.visited, current: replay.state, transitions: replay.transitions, final: replay.outcome !== null });
+    chart?.highlight({
+      visited: replay.visited,
+      current: replay.state,
+      transitions: replay.transitions,
+      final: replay.outcome !== null,
+    });
     document.body.dataset.state = view.status.state;
   } catch (error) {
     showError(message, error);
@@ -109,11 +177,15 @@ async function command(name) {
   const status = view.status;
   const pending = status.pendingConfirmation;
   const body =
-    name === 'confirm' ? { confirmationId: pending.id, argsHash: pending.argsHash }
-    : name === 'reject' ? { confirmationId: pending.id, reason: 'rejected on the live page' }
-    : name === 'answer' ? { text: $('answer-text').value }
-    : name === 'cancel' ? { reason: 'cancelled on the live page' }
-    : {};
+    name === 'confirm'
+      ? { confirmationId: pending.id, argsHash: pending.argsHash }
+      : name === 'reject'
+        ? { confirmationId: pending.id, reason: 'rejected on the live page' }
+        : name === 'answer'
+          ? { text: $('answer-text').value }
+          : name === 'cancel'
+            ? { reason: 'cancelled on the live page' }
+            : {};
   $('control-result').textContent = `${name}…`;
   try {
     const result = await post(`${path}/${name}`, body);
@@ -124,7 +196,8 @@ async function command(name) {
   scheduleRefresh();
 }
 
-for (const button of document.querySelectorAll('.controls [data-command]')) button.addEventListener('click', () => command(button.dataset.command));
+for (const button of document.querySelectorAll('.controls [data-command]'))
+  button.addEventListener('click', () => command(button.dataset.command));
 $('answer-form').addEventListener('submit', (event) => {
   event.preventDefault();
   command('answer');
@@ -146,7 +219,8 @@ function connect() {
     addTimeline(data);
     scheduleRefresh();
   };
-  for (const name of ['gate', 'check', 'confirmation', 'tool', 'lookup', 'review', 'stop', 'entry']) source.addEventListener(name, onEntry);
+  for (const name of ['gate', 'check', 'confirmation', 'tool', 'lookup', 'review', 'stop', 'entry'])
+    source.addEventListener(name, onEntry);
   source.addEventListener('status', scheduleRefresh);
   source.addEventListener('open', () => ($('live').textContent = 'live: following the task events'));
   source.addEventListener('end', () => {
@@ -156,13 +230,15 @@ function connect() {
     scheduleRefresh();
   });
   source.addEventListener('error', () => {
-    if (source.readyState !== EventSource.CLOSED) $('live').textContent = 'reconnecting (the stream resumes after the last event received)…';
+    if (source.readyState !== EventSource.CLOSED)
+      $('live').textContent = 'reconnecting (the stream resumes after the last event received)…';
   });
 }
 
 try {
   const { principal, stepping } = await session();
-  document.querySelector('[data-testid="who"]').textContent = `signed in as ${principal.userId} @ ${principal.tenantId}${stepping ? ' · this service steps its model: "next" lets it take a turn' : ''}`;
+  document.querySelector('[data-testid="who"]').textContent =
+    `signed in as ${principal.userId} @ ${principal.tenantId}${stepping ? ' · this service steps its model: "next" lets it take a turn' : ''}`;
   chart = drawChart($('chart'), await get('/api/chart'));
   await refresh();
   connect();

@@ -71,11 +71,26 @@ export function classifyError(error: unknown, signal: AbortSignal, options: Erro
     if (error.isRetryable || (status !== null && isTransientStatus(status))) {
       const headers = Object.entries(error.responseHeaders ?? {});
       const retryAfter = retryAfterMs((name) => headers.find(([key]) => key.toLowerCase() === name)?.[1]);
-      const what = status === null ? `the model provider could not be reached: ${detail()}` : `the model provider answered ${status}: ${detail()}`;
-      return { kind: 'error', error: new TransientModelError(what, retryAfter === undefined ? undefined : Math.min(retryAfter, options.maxRetryAfterMs)) };
+      const what =
+        status === null
+          ? `the model provider could not be reached: ${detail()}`
+          : `the model provider answered ${status}: ${detail()}`;
+      return {
+        kind: 'error',
+        error: new TransientModelError(
+          what,
+          retryAfter === undefined ? undefined : Math.min(retryAfter, options.maxRetryAfterMs),
+        ),
+      };
     }
     const hint = status === null ? 'request refused' : (STATUS_HINT[status] ?? 'request refused');
-    return { kind: 'error', error: new AiSdkRequestError(status, `The model provider answered ${status ?? 'without a status'} (${hint}): ${detail()}.`) };
+    return {
+      kind: 'error',
+      error: new AiSdkRequestError(
+        status,
+        `The model provider answered ${status ?? 'without a status'} (${hint}): ${detail()}.`,
+      ),
+    };
   }
   // Other provider errors that say so (e.g. the gateway's), duck-typed on the SDK's own flag.
   if (AISDKError.isInstance(error) && (error as { isRetryable?: unknown }).isRetryable === true) {
@@ -94,7 +109,10 @@ export function classifyError(error: unknown, signal: AbortSignal, options: Erro
     return { kind: 'error', error: new AiSdkRequestError(null, `The model provider is not configured: ${detail()}`) };
   }
   const name = error instanceof Error ? error.name : typeof error;
-  return { kind: 'error', error: new AiSdkRequestError(null, `The model request failed unexpectedly (${name}): ${detail()}`) };
+  return {
+    kind: 'error',
+    error: new AiSdkRequestError(null, `The model request failed unexpectedly (${name}): ${detail()}`),
+  };
 }
 
 function isAbort(error: unknown): boolean {

@@ -30,7 +30,10 @@ export function systemPrompt(principal: ModelRequest['principal'], custom?: stri
  * `tool-result` part per call id; questions and answers as assistant text; the user's answers as user messages;
  * host notes about unusable output as user messages marked as coming from the host.
  */
-export function buildModelMessages(transcript: readonly TranscriptEntry[], options: AiSdkMessageOptions): ModelMessage[] {
+export function buildModelMessages(
+  transcript: readonly TranscriptEntry[],
+  options: AiSdkMessageOptions,
+): ModelMessage[] {
   const messages: ModelMessage[] = [];
   const resultOf = pairedResults(transcript);
   for (const entry of transcript) {
@@ -47,7 +50,10 @@ export function buildModelMessages(transcript: readonly TranscriptEntry[], optio
           toolName: call.tool,
           input: callInput(call.arguments),
         }));
-        messages.push({ role: 'assistant', content: [...(entry.text ? [{ type: 'text' as const, text: entry.text }] : []), ...calls] });
+        messages.push({
+          role: 'assistant',
+          content: [...(entry.text ? [{ type: 'text' as const, text: entry.text }] : []), ...calls],
+        });
         const parts: ToolResultPart[] = entry.calls.map((call) => {
           const observation = resultOf(entry.turn, call);
           const value = capBytes(toolContent(observation), options.maxToolResultBytes);
@@ -82,7 +88,9 @@ export function buildModelMessages(transcript: readonly TranscriptEntry[], optio
 export function callInput(text: string): Record<string, unknown> {
   try {
     const value: unknown = JSON.parse(text);
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : {};
   } catch {
     return {};
   }

@@ -61,7 +61,9 @@ export function createAiSdkModel(options: AiSdkModelOptions): AgentModel {
   }
   const spec = (model as { specificationVersion?: unknown }).specificationVersion;
   if (spec !== 'v3') {
-    throw new AiSdkConfigError(`The model implements AI SDK model spec ${JSON.stringify(spec)}; this adapter needs spec "v3" (providers for ai 6).`);
+    throw new AiSdkConfigError(
+      `The model implements AI SDK model spec ${JSON.stringify(spec)}; this adapter needs spec "v3" (providers for ai 6).`,
+    );
   }
   const languageModel = options.model;
   const maxOutputTokens = positive(options.maxOutputTokens, DEFAULT_MAX_OUTPUT_TOKENS, 'maxOutputTokens');
@@ -96,7 +98,9 @@ export function createAiSdkModel(options: AiSdkModelOptions): AgentModel {
           model: wrapLanguageModel({ model: languageModel, middleware: capture }),
           system: systemPrompt(request.principal, options.systemPrompt),
           messages: buildModelMessages(transcript, { maxToolResultBytes }),
-          ...(request.tools.length > 0 ? { tools: toolSet(request.tools, options.strictTools ?? true), toolChoice: 'auto' as const } : {}),
+          ...(request.tools.length > 0
+            ? { tools: toolSet(request.tools, options.strictTools ?? true), toolChoice: 'auto' as const }
+            : {}),
           maxOutputTokens,
           ...(options.temperature !== undefined ? { temperature: options.temperature } : {}),
           ...(options.providerOptions ? { providerOptions: options.providerOptions } : {}),
@@ -124,6 +128,7 @@ export function createAiSdkModel(options: AiSdkModelOptions): AgentModel {
 
 function positive(value: number | undefined, fallback: number, what: string): number {
   if (value === undefined) return fallback;
-  if (!Number.isInteger(value) || value <= 0) throw new AiSdkConfigError(`${what} must be a positive integer, not ${value}.`);
+  if (!Number.isInteger(value) || value <= 0)
+    throw new AiSdkConfigError(`${what} must be a positive integer, not ${value}.`);
   return value;
 }

@@ -29,14 +29,25 @@ export function toModelReply(result: ProviderResult, options: ReplyOptions): Mod
 }
 
 function mapResult(result: ProviderResult, usage: ModelUsageReport): ModelReply {
-  const invalid = (detail: string): ModelReply => ({ type: 'invalid', detail, received: receivedText(result.content), usage });
+  const invalid = (detail: string): ModelReply => ({
+    type: 'invalid',
+    detail,
+    received: receivedText(result.content),
+    usage,
+  });
   const finish = result.finishReason?.unified;
-  if (finish === 'length') return invalid('the output was cut off at the token limit (finish reason "length"); reply more briefly');
+  if (finish === 'length')
+    return invalid('the output was cut off at the token limit (finish reason "length"); reply more briefly');
   if (finish === 'content-filter') return invalid('the output was withheld by a content filter');
   if (finish === 'error') return invalid('the provider reported an error while generating the output');
   const content = Array.isArray(result.content) ? result.content : [];
-  const executed = content.find((part) => part.type === 'tool-result' || (part.type === 'tool-call' && part.providerExecuted === true));
-  if (executed) return invalid('the provider ran a tool on its own; only the host runs tools, so call the offered tools as tool calls');
+  const executed = content.find(
+    (part) => part.type === 'tool-result' || (part.type === 'tool-call' && part.providerExecuted === true),
+  );
+  if (executed)
+    return invalid(
+      'the provider ran a tool on its own; only the host runs tools, so call the offered tools as tool calls',
+    );
   const calls = content.flatMap((part) => (part.type === 'tool-call' ? [part] : []));
   const text = content.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join('');
   if (calls.length > 0) {
@@ -69,6 +80,7 @@ function usageOf(result: ProviderResult | undefined, options: ReplyOptions): Mod
   const count = (n: unknown) => (typeof n === 'number' && Number.isFinite(n) && n >= 0 ? Math.round(n) : null);
   const input = count(result?.usage?.inputTokens?.total);
   const output = count(result?.usage?.outputTokens?.total);
-  const tokens = input === null || output === null ? options.fallbackUsage : { inputTokens: input, outputTokens: output };
+  const tokens =
+    input === null || output === null ? options.fallbackUsage : { inputTokens: input, outputTokens: output };
   return options.prices ? { ...tokens, costMicros: priceOf(tokens, options.prices) } : tokens;
 }

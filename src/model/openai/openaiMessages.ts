@@ -126,7 +126,8 @@ export function qualifiesForStrict(schema: unknown): boolean {
   if (typeof schema !== 'object' || schema === null) return true;
   const node = schema as Record<string, unknown>;
   const properties = node.properties as Record<string, unknown> | undefined;
-  const isObject = node.type === 'object' || (Array.isArray(node.type) && node.type.includes('object')) || properties !== undefined;
+  const isObject =
+    node.type === 'object' || (Array.isArray(node.type) && node.type.includes('object')) || properties !== undefined;
   if (isObject) {
     if (node.additionalProperties !== false) return false;
     const required = new Set(Array.isArray(node.required) ? (node.required as string[]) : []);

@@ -57,7 +57,9 @@ export function createOpenAIModel(options: OpenAIModelOptions = {}): AgentModel 
   const env = options.env ?? process.env;
   const model = options.model ?? nonEmpty(env.OPENAI_MODEL);
   if (!model) {
-    throw new ModelConfigError('No model name: set OPENAI_MODEL (e.g. gpt-4o-mini, or the name your local server serves) or pass `model`.');
+    throw new ModelConfigError(
+      'No model name: set OPENAI_MODEL (e.g. gpt-4o-mini, or the name your local server serves) or pass `model`.',
+    );
   }
   const apiKey = options.apiKey ?? nonEmpty(env.OPENAI_API_KEY);
   if (!options.client && !apiKey) {
@@ -91,7 +93,10 @@ export function createOpenAIModel(options: OpenAIModelOptions = {}): AgentModel 
       const transcript = await request.transcript();
       const body: ChatCompletionCreateParamsNonStreaming = {
         model,
-        messages: buildMessages(transcript, request.principal, { systemPrompt: options.systemPrompt, maxToolResultBytes }),
+        messages: buildMessages(transcript, request.principal, {
+          systemPrompt: options.systemPrompt,
+          maxToolResultBytes,
+        }),
         ...(request.tools.length > 0 ? { tools: toolDefinitions(request.tools, options.strictTools ?? true) } : {}),
         [options.maxTokensField ?? 'max_tokens']: maxTokens,
         ...(options.temperature !== undefined ? { temperature: options.temperature } : {}),
@@ -115,6 +120,7 @@ function nonEmpty(value: string | undefined): string | undefined {
 
 function positive(value: number | undefined, fallback: number, what: string): number {
   if (value === undefined) return fallback;
-  if (!Number.isInteger(value) || value <= 0) throw new ModelConfigError(`${what} must be a positive integer, not ${value}.`);
+  if (!Number.isInteger(value) || value <= 0)
+    throw new ModelConfigError(`${what} must be a positive integer, not ${value}.`);
   return value;
 }

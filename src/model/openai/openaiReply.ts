@@ -6,8 +6,22 @@
 import { APIConnectionError, APIError, APIUserAbortError } from 'openai';
 import type { ChatCompletion } from 'openai/resources/chat/completions';
 import { AgentError } from '../../errors.js';
-import { type ModelReply, type ModelReplyWithVersion, type ModelUsageReport, TransientModelError } from '../agentModel.js';
-import { type ModelPrices, isTransientStatus, maskedLine, priceOf, receivedText, retryAfterMs, textualToolCall, writtenCallDetail } from '../replyRules.js';
+import {
+  type ModelReply,
+  type ModelReplyWithVersion,
+  type ModelUsageReport,
+  TransientModelError,
+} from '../agentModel.js';
+import {
+  type ModelPrices,
+  isTransientStatus,
+  maskedLine,
+  priceOf,
+  receivedText,
+  retryAfterMs,
+  textualToolCall,
+  writtenCallDetail,
+} from '../replyRules.js';
 import type { CodedError } from '../../errorCodes.js';
 
 export { type ModelPrices, priceOf, retryAfterMs };
@@ -32,14 +46,22 @@ export function toModelReply(response: unknown, options: ReplyOptions): ModelRep
   const completion = (typeof response === 'object' && response !== null ? response : {}) as Partial<ChatCompletion>;
   const reply = mapCompletion(completion, usageOf(completion, options));
   // The model that answered, as the server names it ("gpt-4o-2024-08-06"): the audit records it.
-  return typeof completion.model === 'string' && completion.model !== '' ? { ...reply, modelVersion: completion.model } : reply;
+  return typeof completion.model === 'string' && completion.model !== ''
+    ? { ...reply, modelVersion: completion.model }
+    : reply;
 }
 
 function mapCompletion(completion: Partial<ChatCompletion>, usage: ModelUsageReport): ModelReply {
   const choice = Array.isArray(completion.choices) ? completion.choices[0] : undefined;
-  const message = (choice && typeof choice === 'object' ? choice.message : undefined) as Partial<ChatCompletion.Choice['message']> | undefined;
+  const message = (choice && typeof choice === 'object' ? choice.message : undefined) as
+    Partial<ChatCompletion.Choice['message']> | undefined;
   // What the audit keeps of an output it cannot use: the message, else the whole response.
-  const invalid = (detail: string): ModelReply => ({ type: 'invalid', detail, received: receivedText(message ?? completion), usage });
+  const invalid = (detail: string): ModelReply => ({
+    type: 'invalid',
+    detail,
+    received: receivedText(message ?? completion),
+    usage,
+  });
   if (!choice || typeof choice !== 'object') return invalid('the response has no choices');
   if (!message || typeof message !== 'object') return invalid('the response choice has no message');
   if (choice.finish_reason === 'length') {
@@ -52,7 +74,10 @@ function mapCompletion(completion: Partial<ChatCompletion>, usage: ModelUsageRep
   const toolCalls = message.tool_calls;
   if (Array.isArray(toolCalls) && toolCalls.length > 0) {
     const other = toolCalls.find((call) => call?.type !== 'function');
-    if (other) return invalid(`unsupported tool call type ${JSON.stringify(String(other?.type))}; only function calls are accepted`);
+    if (other)
+      return invalid(
+        `unsupported tool call type ${JSON.stringify(String(other?.type))}; only function calls are accepted`,
+      );
     return {
       type: 'tool_calls',
       calls: toolCalls.map((call) => {
@@ -78,7 +103,11 @@ function mapCompletion(completion: Partial<ChatCompletion>, usage: ModelUsageRep
 }
 
 /** A response body that could not be parsed as the JSON it claimed to be. */
-export function unusableBody(error: SyntaxError, fallbackUsage: ReplyOptions['fallbackUsage'], prices?: ModelPrices): ModelReply {
+export function unusableBody(
+  error: SyntaxError,
+  fallbackUsage: ReplyOptions['fallbackUsage'],
+  prices?: ModelPrices,
+): ModelReply {
   const usage = usageOf({}, { fallbackUsage, prices });
   return { type: 'invalid', detail: `the server's response is not valid JSON (${error.message.slice(0, 120)})`, usage };
 }
@@ -89,9 +118,7 @@ function usageOf(completion: Partial<ChatCompletion>, options: ReplyOptions): Mo
   const input = count(reported?.prompt_tokens);
   const output = count(reported?.completion_tokens);
   const tokens =
-    input === null || output === null
-      ? options.fallbackUsage
-      : { inputTokens: input, outputTokens: output };
+    input === null || output === null ? options.fallbackUsage : { inputTokens: input, outputTokens: output };
   return options.prices ? { ...tokens, costMicros: priceOf(tokens, options.prices) } : tokens;
 }
 
@@ -134,7 +161,10 @@ export function toModelError(error: unknown, apiKey: string | undefined, maxRetr
       );
     }
     const hint = STATUS_HINT[error.status] ?? 'request refused';
-    return new ModelRequestError(error.status, `The model server answered ${error.status} (${hint})${detail ? `: ${detail}` : ''}.`);
+    return new ModelRequestError(
+      error.status,
+      `The model server answered ${error.status} (${hint})${detail ? `: ${detail}` : ''}.`,
+    );
   }
   const name = error instanceof Error ? error.name : typeof error;
   return new ModelRequestError(null, `The model request failed unexpectedly (${name}).`);

@@ -31,14 +31,20 @@ export async function attemptTool<O>(
   try {
     timed = await runWithTimeout(clock, tool.timeoutMs, signal, work);
   } catch (error) {
-    if (error instanceof TransientToolError) return failed('unavailable', `${tool.name} is unavailable: ${text(error.message)}`);
+    if (error instanceof TransientToolError)
+      return failed('unavailable', `${tool.name} is unavailable: ${text(error.message)}`);
     return failed('tool_error', `${tool.name} failed unexpectedly (${errorName(error)})`);
   }
   if (timed.kind === 'timeout') return failed('timeout', `${tool.name} timed out`);
   if (timed.kind === 'aborted') return failed('aborted', `${tool.name} was aborted`);
   const result = timed.value;
   if (!result.ok) {
-    return sealOutcome(sealing, { kind: 'error', code: String(result.code), summary: text(String(result.summary)), retryable: result.retryable ?? false });
+    return sealOutcome(sealing, {
+      kind: 'error',
+      code: String(result.code),
+      summary: text(String(result.summary)),
+      retryable: result.retryable ?? false,
+    });
   }
   const parsed = tool.output.safeParse(result.value);
   if (!parsed.success) {
@@ -66,7 +72,10 @@ export function toolSpanAttributes(tool: Tool, callId: string, attempt: number, 
 
 export function describeOutcome(outcome: CallOutcome): { attributes: Record<string, string>; error?: string } {
   const code = outcome.kind === 'ok' ? 'ok' : outcome.code;
-  return { attributes: { 'statechart_agent.call.code': code }, ...(outcome.kind === 'ok' ? {} : { error: `${code}: ${outcome.summary}` }) };
+  return {
+    attributes: { 'statechart_agent.call.code': code },
+    ...(outcome.kind === 'ok' ? {} : { error: `${code}: ${outcome.summary}` }),
+  };
 }
 
 /**
@@ -79,10 +88,16 @@ export function parseArguments(
   scope: SealScope,
   tool: Tool,
   args: Json,
-): { ok: true; value: unknown; sealing: CallSealing } | { ok: false; code: 'invalid_arguments' | 'sealed_value_unavailable'; summary: string } {
+):
+  | { ok: true; value: unknown; sealing: CallSealing }
+  | { ok: false; code: 'invalid_arguments' | 'sealed_value_unavailable'; summary: string } {
   const opened = openArguments(privacy, scope, tool, args);
   if (!opened.ok) return { ok: false, code: 'sealed_value_unavailable', summary: opened.summary };
   const parsed = tool.input.safeParse(opened.value);
   if (parsed.success) return { ok: true, value: parsed.data, sealing: { privacy, scope, tool, opened: opened.opened } };
-  return { ok: false, code: 'invalid_arguments', summary: tool.sensitive?.args?.length ? 'the arguments no longer match the input schema' : zodSummary(parsed.error) };
+  return {
+    ok: false,
+    code: 'invalid_arguments',
+    summary: tool.sensitive?.args?.length ? 'the arguments no longer match the input schema' : zodSummary(parsed.error),
+  };
 }

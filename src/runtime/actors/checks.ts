@@ -26,34 +26,53 @@ export function checkActor(host: ActorHost, hook: Hook) {
 }
 
 /** One call's `validate` or `authorize` hook, as a verdict (never throws). */
-export async function runCheck(host: ActorHost, hook: Hook, input: CheckActorInput, signal: AbortSignal): Promise<CheckVerdict> {
+export async function runCheck(
+  host: ActorHost,
+  hook: Hook,
+  input: CheckActorInput,
+  signal: AbortSignal,
+): Promise<CheckVerdict> {
   const what = WHAT[hook];
   const tool = host.registry.get(input.call.tool);
-  const run = tool?.[hook] as ((args: unknown, ctx: ValidationContext) => ValidationResult | Promise<ValidationResult>) | undefined;
-  if (!tool || !run) return { ok: false, code: 'unavailable', summary: `${what} of ${input.call.tool} is not installed` };
+  const run = tool?.[hook] as
+    ((args: unknown, ctx: ValidationContext) => ValidationResult | Promise<ValidationResult>) | undefined;
+  if (!tool || !run)
+    return { ok: false, code: 'unavailable', summary: `${what} of ${input.call.tool} is not installed` };
   const { privacy } = host.registry;
   const context = host.task(input.taskId).context();
   const args = parseArguments(privacy, scopeOf(context), tool as Tool, input.call.args);
   if (!args.ok) return { ok: false, code: args.code, summary: args.summary };
   // The hook sees what the user asked for (a copy: it cannot change the task's), and what the task did so far.
   const mandate = context.mandate === null ? null : (structuredClone(context.mandate) as Mandate);
-  const ctx: ValidationContext = { taskId: input.taskId, principal: input.principal, signal, mandate, task: taskFacts(context) };
+  const ctx: ValidationContext = {
+    taskId: input.taskId,
+    principal: input.principal,
+    signal,
+    mandate,
+    task: taskFacts(context),
+  };
   // Not wrapped in an async function: a hook that answers synchronously is taken as is, with no timer.
-  const timed = await runWithTimeout(host.clock, tool.timeoutMs, signal, (s) => run(args.value, { ...ctx, signal: s })).catch(
-    (error: unknown) => ({ kind: 'error' as const, error }),
-  );
+  const timed = await runWithTimeout(host.clock, tool.timeoutMs, signal, (s) =>
+    run(args.value, { ...ctx, signal: s }),
+  ).catch((error: unknown) => ({ kind: 'error' as const, error }));
   if (timed.kind === 'done') {
     const result = timed.value as Partial<{ ok: unknown; code: unknown; summary: unknown }> | null | undefined;
     if (result?.ok === true) return { ok: true };
     // Sealed before it is cut: a cut must not leave part of a value a whole one would have matched.
     const verdict = sealVerdict(args.sealing, {
       ok: false,
-      code: typeof result?.code === 'string' ? result.code : hook === 'authorize' ? 'permission_denied' : 'invalid_arguments',
+      code:
+        typeof result?.code === 'string'
+          ? result.code
+          : hook === 'authorize'
+            ? 'permission_denied'
+            : 'invalid_arguments',
       summary: typeof result?.summary === 'string' ? result.summary : `${what} did not return { ok: true }`,
     });
     return verdict.ok ? verdict : { ...verdict, summary: cap(verdict.summary) };
   }
-  if (timed.kind === 'timeout') return { ok: false, code: 'unavailable', summary: `${what} did not finish within ${tool.timeoutMs} ms` };
+  if (timed.kind === 'timeout')
+    return { ok: false, code: 'unavailable', summary: `${what} did not finish within ${tool.timeoutMs} ms` };
   if (timed.kind === 'aborted') return { ok: false, code: 'unavailable', summary: `${what} was aborted` };
   return { ok: false, code: 'unavailable', summary: `${what} failed (${errorName(timed.error)})` };
 }

@@ -21,12 +21,21 @@ export function lookupActor(host: ActorHost) {
     const sealing = tool ? { privacy, scope, tool, opened: opened?.ok ? opened.opened : [] } : null;
     const sealed = (result: LookupResult): LookupResult => {
       if (!sealing) return result;
-      if (result.kind === 'found') return { ...result, value: privacy.json(scope, result.value, sealing.tool.sensitive?.output ?? [], sealing.opened) };
+      if (result.kind === 'found')
+        return {
+          ...result,
+          value: privacy.json(scope, result.value, sealing.tool.sensitive?.output ?? [], sealing.opened),
+        };
       if (result.kind === 'inconclusive') return { ...result, summary: cap(sealCallText(sealing, result.summary)) };
       return result;
     };
-    const done = (result: LookupResult): LookupActorOutput => ({ at: clock.now(), result: sealed(result), durationMs: Math.max(0, clock.now() - started) });
-    if (tool?.effect !== 'write') return done({ kind: 'inconclusive', code: 'unknown_tool', summary: `no write tool ${input.call.tool}` });
+    const done = (result: LookupResult): LookupActorOutput => ({
+      at: clock.now(),
+      result: sealed(result),
+      durationMs: Math.max(0, clock.now() - started),
+    });
+    if (tool?.effect !== 'write')
+      return done({ kind: 'inconclusive', code: 'unknown_tool', summary: `no write tool ${input.call.tool}` });
     // Rare, and worth seeing: a task reconciling a write is saved as such before it asks (operators and a process
     // that takes over see where it is; the lookup itself is a read, safe to ask again).
     await host.task(input.taskId).barrier();
@@ -36,13 +45,20 @@ export function lookupActor(host: ActorHost) {
     const timed = await host.tracing.span(
       input.taskId,
       `lookup ${tool.name}`,
-      { 'statechart_agent.tool.name': tool.name, 'statechart_agent.idempotency_key': input.idempotencyKey, 'statechart_agent.lookup.attempt': input.attempt },
+      {
+        'statechart_agent.tool.name': tool.name,
+        'statechart_agent.idempotency_key': input.idempotencyKey,
+        'statechart_agent.lookup.attempt': input.attempt,
+      },
       () =>
-        runWithTimeout(clock, tool.timeoutMs, signal, (s) => tool.lookup(input.idempotencyKey, { taskId: input.taskId, principal: input.principal, signal: s })).catch(
-          (error: unknown) => ({ kind: 'error' as const, error }),
-        ),
+        runWithTimeout(clock, tool.timeoutMs, signal, (s) =>
+          tool.lookup(input.idempotencyKey, { taskId: input.taskId, principal: input.principal, signal: s }),
+        ).catch((error: unknown) => ({ kind: 'error' as const, error })),
       (timed) => ({
-        attributes: { 'statechart_agent.lookup.result': timed.kind === 'done' ? (timed.value.found ? 'found' : 'not_found') : timed.kind },
+        attributes: {
+          'statechart_agent.lookup.result':
+            timed.kind === 'done' ? (timed.value.found ? 'found' : 'not_found') : timed.kind,
+        },
         ...(timed.kind === 'done' ? {} : { error: `lookup ${timed.kind}` }),
       }),
     );
@@ -50,10 +66,20 @@ export function lookupActor(host: ActorHost) {
       if (!timed.value.found) return done({ kind: 'not_found' });
       const parsed = tool.output.safeParse(timed.value.value);
       if (parsed.success) return done({ kind: 'found', value: toJson(parsed.data) });
-      return done({ kind: 'inconclusive', code: 'invalid_output', summary: `lookup returned data that does not match the output schema: ${zodSummary(parsed.error)}` });
+      return done({
+        kind: 'inconclusive',
+        code: 'invalid_output',
+        summary: `lookup returned data that does not match the output schema: ${zodSummary(parsed.error)}`,
+      });
     }
-    if (timed.kind === 'timeout') return done({ kind: 'inconclusive', code: 'timeout', summary: `lookup did not answer within ${tool.timeoutMs} ms` });
-    if (timed.kind === 'aborted') return done({ kind: 'inconclusive', code: 'lookup_failed', summary: 'lookup aborted' });
+    if (timed.kind === 'timeout')
+      return done({
+        kind: 'inconclusive',
+        code: 'timeout',
+        summary: `lookup did not answer within ${tool.timeoutMs} ms`,
+      });
+    if (timed.kind === 'aborted')
+      return done({ kind: 'inconclusive', code: 'lookup_failed', summary: 'lookup aborted' });
     return done({ kind: 'inconclusive', code: 'lookup_failed', summary: `lookup failed: ${uncut(timed.error)}` });
   });
 }

@@ -8,7 +8,12 @@ import type { Provenance } from '../../../machines/context.js';
 import { type ModelEvent, RECEIVED, modelEventSchema } from '../../../machines/events.js';
 import { cap, safeErrorText, zodSummary } from '../../../machines/lib/text.js';
 import { backoffDelay, sleep } from '../../clock.js';
-import { type ModelReply, type ModelReplyWithVersion, TransientModelError, modelProvenance } from '../../model/agentModel.js';
+import {
+  type ModelReply,
+  type ModelReplyWithVersion,
+  TransientModelError,
+  modelProvenance,
+} from '../../model/agentModel.js';
 import type { ActorHost } from '../actorHost.js';
 import { scopeOf, sealModelEvent, sealReceived } from '../sealing.js';
 import { runWithTimeout } from '../timeouts.js';
@@ -45,7 +50,12 @@ export function modelActor(host: ActorHost) {
       const timed = await host.tracing.span(
         input.taskId,
         `chat ${host.model.name}`,
-        { 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': host.model.name, 'statechart_agent.turn': input.turn, 'statechart_agent.model.retry': retriesUsed },
+        {
+          'gen_ai.operation.name': 'chat',
+          'gen_ai.request.model': host.model.name,
+          'statechart_agent.turn': input.turn,
+          'statechart_agent.model.retry': retriesUsed,
+        },
         ask,
         (timed) => {
           if (timed.kind !== 'done') return { error: `model call ${timed.kind}` };
@@ -74,8 +84,11 @@ export function modelActor(host: ActorHost) {
           reply?.type === 'invalid'
             ? {
                 ...reply,
-                detail: typeof reply.detail === 'string' ? host.registry.privacy.text(scope, reply.detail) : reply.detail,
-                ...(typeof reply.received === 'string' ? { received: sealReceived(host.registry, scope, reply.received) } : {}),
+                detail:
+                  typeof reply.detail === 'string' ? host.registry.privacy.text(scope, reply.detail) : reply.detail,
+                ...(typeof reply.received === 'string'
+                  ? { received: sealReceived(host.registry, scope, reply.received) }
+                  : {}),
               }
             : reply;
         const event = sealModelEvent(host.registry, scope, toModelEvent(raw, clock.now(), context.modelReservation));
@@ -93,7 +106,12 @@ export function modelActor(host: ActorHost) {
       if (!failure.transient || retriesUsed >= input.retryAllowance) {
         // The retries were spent even though the turn failed: the machine debits them from the budget.
         const message = failure.transient ? `${failure.message} (after ${retriesUsed} retries)` : failure.message;
-        return { kind: 'failed', at: clock.now(), retriesUsed, failure: { code: 'model_unavailable', message, transient: failure.transient } };
+        return {
+          kind: 'failed',
+          at: clock.now(),
+          retriesUsed,
+          failure: { code: 'model_unavailable', message, transient: failure.transient },
+        };
       }
       const delay = Math.max(failure.retryAfterMs ?? 0, backoffDelay(retriesUsed, host.backoff, host.random));
       retriesUsed += 1;
@@ -109,7 +127,8 @@ export function modelActor(host: ActorHost) {
 function provenanceOf(host: ActorHost, reply: ModelReplyWithVersion | undefined): Provenance {
   const base = modelProvenance(host.model);
   const reported = reply?.modelVersion;
-  const version = base.model.version ?? (typeof reported === 'string' && reported.trim() ? cap(reported.trim(), 200) : null);
+  const version =
+    base.model.version ?? (typeof reported === 'string' && reported.trim() ? cap(reported.trim(), 200) : null);
   return { ...base, model: { id: cap(base.model.id, 200), version } };
 }
 
@@ -137,7 +156,11 @@ export function toModelEvent(
         at,
         text: reply.text ?? null,
         usage,
-        calls: (reply.calls ?? []).map((c) => (c.callId === undefined ? { name: c.name, arguments: c.arguments } : { callId: c.callId, name: c.name, arguments: c.arguments })),
+        calls: (reply.calls ?? []).map((c) =>
+          c.callId === undefined
+            ? { name: c.name, arguments: c.arguments }
+            : { callId: c.callId, name: c.name, arguments: c.arguments },
+        ),
       };
       break;
     case 'answer':
@@ -150,7 +173,13 @@ export function toModelEvent(
       candidate = { type: 'model.refused', at, reason: reply.reason, usage };
       break;
     case 'invalid':
-      candidate = { type: 'model.invalidOutput', at, detail: cap(reply.detail), received: receivedOf(reply.received), usage };
+      candidate = {
+        type: 'model.invalidOutput',
+        at,
+        detail: cap(reply.detail),
+        received: receivedOf(reply.received),
+        usage,
+      };
       break;
     default:
       return { type: 'model.invalidOutput', at, detail: 'the model adapter returned an unknown reply type', usage };

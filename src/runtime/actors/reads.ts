@@ -11,7 +11,9 @@ import { attemptTool, describeOutcome, parseArguments, toolSpanAttributes } from
 export function readsActor(host: ActorHost) {
   return fromPromise<ReadsActorOutput, ReadsActorInput>(async ({ input, signal }) => {
     const allowance = { left: input.retryAllowance };
-    const results = await Promise.all(input.calls.map((call) => runRead(host, input.taskId, input.principal, call, allowance, signal)));
+    const results = await Promise.all(
+      input.calls.map((call) => runRead(host, input.taskId, input.principal, call, allowance, signal)),
+    );
     return { at: host.clock.now(), results, retriesUsed: input.retryAllowance - allowance.left };
   });
 }
@@ -33,11 +35,18 @@ async function runRead(
     durationMs: Math.max(0, host.clock.now() - started),
   });
   if (!tool || tool.effect !== 'read') {
-    return finish({ kind: 'error', code: 'unknown_tool', summary: `no read tool named ${call.tool}`, retryable: false }, 0);
+    return finish(
+      { kind: 'error', code: 'unknown_tool', summary: `no read tool named ${call.tool}`, retryable: false },
+      0,
+    );
   }
   const { privacy } = host.registry;
   const args = parseArguments(privacy, scopeOf(host.task(taskId).context()), tool, call.args);
-  if (!args.ok) return finish({ kind: 'error', code: args.code, summary: args.summary, retryable: args.code === 'invalid_arguments' }, 0);
+  if (!args.ok)
+    return finish(
+      { kind: 'error', code: args.code, summary: args.summary, retryable: args.code === 'invalid_arguments' },
+      0,
+    );
   const limit = await host.rateLimits.consume(tool, principal.tenantId);
   if (!limit.ok) return finish({ kind: 'error', code: limit.code, summary: limit.summary, retryable: false }, 0);
   const maxAttempts = tool.retry?.maxAttempts ?? 1;
@@ -47,7 +56,13 @@ async function runRead(
       `execute_tool ${tool.name}`,
       toolSpanAttributes(tool, call.callId, attempt),
       () =>
-        attemptTool(host.clock, tool, signal, (s) => tool.execute(args.value, { taskId, callId: call.callId, principal, signal: s, attempt }), args.sealing),
+        attemptTool(
+          host.clock,
+          tool,
+          signal,
+          (s) => tool.execute(args.value, { taskId, callId: call.callId, principal, signal: s, attempt }),
+          args.sealing,
+        ),
       describeOutcome,
     );
     // A read has no review desk: a tool's `needs_review` is a business failure the model is told of.
@@ -55,7 +70,13 @@ async function runRead(
     if (!transient || attempt >= maxAttempts || allowance.left <= 0 || signal.aborted) {
       if (outcome.kind === 'error' && outcome.code === 'timeout') {
         const attempts = `${attempt} attempt${attempt > 1 ? 's' : ''}`;
-        return finish({ ...outcome, summary: `${tool.name} did not answer within ${tool.timeoutMs} ms (${attempts}); the result is unknown, not empty` }, attempt);
+        return finish(
+          {
+            ...outcome,
+            summary: `${tool.name} did not answer within ${tool.timeoutMs} ms (${attempts}); the result is unknown, not empty`,
+          },
+          attempt,
+        );
       }
       return finish(outcome, attempt);
     }

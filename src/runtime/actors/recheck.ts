@@ -21,11 +21,23 @@ export function recheckActor(host: ActorHost) {
     const principal = session.principal;
     // The hooks judge the principal as the session shows it now, not as it was at the task's start.
     const now = principal ? { ...input, principal } : input;
-    const ask = (hook: 'validate' | 'authorize') => (tool?.[hook] ? runCheck(host, hook, now, signal) : Promise.resolve(PASS));
+    const ask = (hook: 'validate' | 'authorize') =>
+      tool?.[hook] ? runCheck(host, hook, now, signal) : Promise.resolve(PASS);
     const business = principal && !input.resend ? await ask('validate') : PASS;
     const permission = principal && business.ok ? await ask('authorize') : PASS;
-    const rate = principal && business.ok && permission.ok && tool ? await host.rateLimits.consume(tool, input.principal.tenantId) : PASS;
-    return { at: host.clock.now(), principal, sessionError: session.error, business, permission, rate, durationMs: Math.max(0, host.clock.now() - started) };
+    const rate =
+      principal && business.ok && permission.ok && tool
+        ? await host.rateLimits.consume(tool, input.principal.tenantId)
+        : PASS;
+    return {
+      at: host.clock.now(),
+      principal,
+      sessionError: session.error,
+      business,
+      permission,
+      rate,
+      durationMs: Math.max(0, host.clock.now() - started),
+    };
   });
 }
 
@@ -34,18 +46,34 @@ export function recheckActor(host: ActorHost) {
  * host gives none. null: the session is gone (the host said so). An error: the host could not say (a throw, a
  * timeout, an answer for another user or tenant); either way no write runs on it.
  */
-async function currentPrincipal(host: ActorHost, principal: Principal, signal: AbortSignal): Promise<{ principal: Principal | null; error: string | null }> {
+async function currentPrincipal(
+  host: ActorHost,
+  principal: Principal,
+  signal: AbortSignal,
+): Promise<{ principal: Principal | null; error: string | null }> {
   if (!host.refreshPrincipal) return { principal, error: null };
   const refresh = host.refreshPrincipal;
-  const timed = await runWithTimeout(host.clock, 5_000, signal, async () => refresh({ ...principal, scopes: [...principal.scopes] })).catch(
-    (error: unknown) => ({ kind: 'error' as const, error }),
-  );
-  if (timed.kind === 'timeout') return { principal: null, error: 'the host did not say within 5 s whether the session is still valid' };
-  if (timed.kind !== 'done') return { principal: null, error: `the host could not say whether the session is still valid (${timed.kind === 'error' ? errorName(timed.error) : timed.kind})` };
+  const timed = await runWithTimeout(host.clock, 5_000, signal, async () =>
+    refresh({ ...principal, scopes: [...principal.scopes] }),
+  ).catch((error: unknown) => ({ kind: 'error' as const, error }));
+  if (timed.kind === 'timeout')
+    return { principal: null, error: 'the host did not say within 5 s whether the session is still valid' };
+  if (timed.kind !== 'done')
+    return {
+      principal: null,
+      error: `the host could not say whether the session is still valid (${timed.kind === 'error' ? errorName(timed.error) : timed.kind})`,
+    };
   const now = timed.value as Partial<Principal> | null;
   if (now === null) return { principal: null, error: null };
   if (!now || now.userId !== principal.userId || now.tenantId !== principal.tenantId || !Array.isArray(now.scopes)) {
     return { principal: null, error: 'the host answered with a session of another user or tenant' };
   }
-  return { principal: { userId: principal.userId, tenantId: principal.tenantId, scopes: now.scopes.filter((s): s is string => typeof s === 'string') }, error: null };
+  return {
+    principal: {
+      userId: principal.userId,
+      tenantId: principal.tenantId,
+      scopes: now.scopes.filter((s): s is string => typeof s === 'string'),
+    },
+    error: null,
+  };
 }

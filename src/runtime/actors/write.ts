@@ -29,7 +29,11 @@ export function writeActor(host: ActorHost) {
     // A cancel that arrived meanwhile wins: this is the last moment before the side effect.
     if (task.context().cancelRequested) {
       const summary = 'not sent: the task was cancelled before the write started';
-      return { at: clock.now(), durationMs: 0, outcome: { kind: 'error', code: 'cancelled', summary, retryable: false } };
+      return {
+        at: clock.now(),
+        durationMs: 0,
+        outcome: { kind: 'error', code: 'cancelled', summary, retryable: false },
+      };
     }
     const outcome = await runWrite(host, input, signal);
     return { at: clock.now(), outcome, durationMs: Math.max(0, clock.now() - started) };
@@ -43,7 +47,12 @@ async function runWrite(host: ActorHost, input: WriteActorInput, signal: AbortSi
   }
   // The last check before the side effect: the arguments that leave are the ones hashed, keyed and confirmed.
   if (argumentsHash(host.registry.toolkit.sha256, input.call.args) !== input.argsHash) {
-    return { kind: 'error', code: 'arguments_changed', summary: 'the arguments differ from the ones validated and confirmed; the write was not sent', retryable: false };
+    return {
+      kind: 'error',
+      code: 'arguments_changed',
+      summary: 'the arguments differ from the ones validated and confirmed; the write was not sent',
+      retryable: false,
+    };
   }
   const { privacy } = host.registry;
   // A sealed value this process cannot open (a memory sealer's, after a restart): the write is not sent.
@@ -54,20 +63,25 @@ async function runWrite(host: ActorHost, input: WriteActorInput, signal: AbortSi
     `execute_tool ${tool.name}`,
     toolSpanAttributes(tool, input.call.callId, input.attempt, input.idempotencyKey),
     () =>
-      attemptTool(host.clock, tool, signal, (s) =>
-        tool.execute(args.value, {
-          taskId: input.taskId,
-          callId: input.call.callId,
-          principal: input.principal,
-          signal: s,
-          attempt: input.attempt,
-          idempotencyKey: input.idempotencyKey,
-        }),
+      attemptTool(
+        host.clock,
+        tool,
+        signal,
+        (s) =>
+          tool.execute(args.value, {
+            taskId: input.taskId,
+            callId: input.call.callId,
+            principal: input.principal,
+            signal: s,
+            attempt: input.attempt,
+            idempotencyKey: input.idempotencyKey,
+          }),
         args.sealing,
       ),
     describeOutcome,
   );
-  if (outcome.kind === 'error' && outcome.code === 'needs_review') return { kind: 'review', code: 'needs_review', summary: outcome.summary };
+  if (outcome.kind === 'error' && outcome.code === 'needs_review')
+    return { kind: 'review', code: 'needs_review', summary: outcome.summary };
   if (outcome.kind !== 'error' || !WRITE_OUTCOME_UNKNOWN.has(outcome.code)) {
     // A result the service returned itself (conflict, not_found...) is a business outcome, reported to the model.
     return outcome;

@@ -72,9 +72,13 @@ export class FileAccess {
     } catch (error) {
       if (error instanceof AgentError) throw error;
       if (error instanceof LockTimeoutError) {
-        throw new StoreUnavailableError(`${what} timed out waiting for a lock held by ${error.holder}`, { cause: error });
+        throw new StoreUnavailableError(`${what} timed out waiting for a lock held by ${error.holder}`, {
+          cause: error,
+        });
       }
-      throw new StoreUnavailableError(`${what} failed in ${this.directory}: ${(error as Error).message}`, { cause: error });
+      throw new StoreUnavailableError(`${what} failed in ${this.directory}: ${(error as Error).message}`, {
+        cause: error,
+      });
     }
   }
 }

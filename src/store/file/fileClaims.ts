@@ -38,7 +38,11 @@ export class FileClaims {
             const pointer = await readPointer(dir);
             if (pointer !== null && pointer !== mandateId) throw new TaskExistsError(taskId);
             const outcome = await this.create(mandateId, taskId);
-            if (pointer === null) await writeFileAtomic(join(dir, MANDATE_FILE), `${JSON.stringify({ format: POINTER_FORMAT, mandateId })}\n`);
+            if (pointer === null)
+              await writeFileAtomic(
+                join(dir, MANDATE_FILE),
+                `${JSON.stringify({ format: POINTER_FORMAT, mandateId })}\n`,
+              );
             return outcome;
           });
         } catch (error) {
@@ -111,7 +115,9 @@ export class FileClaims {
     }
     const record = parse(raw);
     if (record?.format !== CLAIM_FORMAT || record.mandateId !== mandateId || typeof record.taskId !== 'string') {
-      throw new StoreUnavailableError(`the claim of mandate ${JSON.stringify(mandateId)} (${this.path(mandateId)}) is unreadable`);
+      throw new StoreUnavailableError(
+        `the claim of mandate ${JSON.stringify(mandateId)} (${this.path(mandateId)}) is unreadable`,
+      );
     }
     return record.taskId;
   }
@@ -125,7 +131,11 @@ export class FileClaims {
 
   /** Named by a hash of the mandate id: any id maps to one safe file name. */
   private path(mandateId: string): string {
-    return join(this.files.directory, CLAIMS_DIRECTORY, `${createHash('sha256').update(mandateId, 'utf8').digest('hex').slice(0, 40)}.json`);
+    return join(
+      this.files.directory,
+      CLAIMS_DIRECTORY,
+      `${createHash('sha256').update(mandateId, 'utf8').digest('hex').slice(0, 40)}.json`,
+    );
   }
 }
 
@@ -139,7 +149,8 @@ async function readPointer(dir: string): Promise<string | null> {
     throw error;
   }
   const record = parse(raw);
-  if (record?.format !== POINTER_FORMAT || typeof record.mandateId !== 'string') throw new StoreUnavailableError(`${join(dir, MANDATE_FILE)} is unreadable`);
+  if (record?.format !== POINTER_FORMAT || typeof record.mandateId !== 'string')
+    throw new StoreUnavailableError(`${join(dir, MANDATE_FILE)} is unreadable`);
   return record.mandateId;
 }
 

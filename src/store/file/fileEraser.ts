@@ -87,12 +87,18 @@ export class FileEraser {
     const tombstones = scanned.flatMap((found) => (found.kind === 'tombstone' ? [found] : []));
     const old = tombstones.filter((t) => tombstonesBefore !== null && t.tombstone.erasedAt <= tombstonesBefore);
     const request = retentionRequest(now);
-    const report: RetentionReport = { erased: [], tombstonesRemoved: 0, more: due.length > limit || old.length > limit };
+    const report: RetentionReport = {
+      erased: [],
+      tombstonesRemoved: 0,
+      more: due.length > limit || old.length > limit,
+    };
     for (const found of due.slice(0, limit)) {
-      const erased = await this.eraseTask(found.taskId, request, (summary) => summary !== null && isDue(summary)).catch((error: unknown) => {
-        if (error instanceof TaskNotFoundError) return null;
-        throw error;
-      });
+      const erased = await this.eraseTask(found.taskId, request, (summary) => summary !== null && isDue(summary)).catch(
+        (error: unknown) => {
+          if (error instanceof TaskNotFoundError) return null;
+          throw error;
+        },
+      );
       // Another process may have erased it first: its tombstone is not this sweep's.
       if (erased?.fresh) report.erased.push(erased.tombstone);
     }
@@ -160,7 +166,8 @@ export class FileEraser {
         if ((await entriesOf(dir)).length === 0) return false;
         return withLockFile(join(dir, LOCK_FILE), this.files.lockOptions, async () => {
           const raw = await this.files.readText(taskId, ENVELOPE_FILE);
-          if (raw === null || !isTombstoneText(raw) || liveTombstone(parseRecord(taskId, raw)).erasedAt > cutoff) return false;
+          if (raw === null || !isTombstoneText(raw) || liveTombstone(parseRecord(taskId, raw)).erasedAt > cutoff)
+            return false;
           await removeRemains(dir);
           await unlink(join(dir, ENVELOPE_FILE));
           return true;

@@ -130,7 +130,12 @@ export class LockTimeoutError extends Error implements CodedError<'lock_timeout'
  * lock whose holder process is gone (same host) or that is older than `staleMs`.
  */
 export async function withLockFile<T>(path: string, options: LockOptions, work: () => Promise<T>): Promise<T> {
-  const owner: LockOwner = { pid: process.pid, host: hostname(), token: randomBytes(8).toString('hex'), at: Date.now() };
+  const owner: LockOwner = {
+    pid: process.pid,
+    host: hostname(),
+    token: randomBytes(8).toString('hex'),
+    at: Date.now(),
+  };
   const deadline = Date.now() + options.timeoutMs;
   for (;;) {
     if (await tryCreateLock(path, owner)) break;

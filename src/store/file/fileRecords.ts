@@ -60,7 +60,10 @@ export function parseRecord(taskId: string, raw: string, scanned = false): TaskR
     throw new CorruptTaskError(taskId, `${ENVELOPE_FILE} is not JSON (${(error as Error).message})`);
   }
   if ((value as { format?: unknown } | null)?.format === TOMBSTONE_FORMAT) {
-    return { kind: 'tombstone', tombstone: parseTombstone(taskId, (value as { tombstone?: unknown }).tombstone, !scanned) };
+    return {
+      kind: 'tombstone',
+      tombstone: parseTombstone(taskId, (value as { tombstone?: unknown }).tombstone, !scanned),
+    };
   }
   const parsed = taskFileSchema.safeParse(value);
   if (!parsed.success) {
@@ -97,7 +100,8 @@ export function tombstoneRecordText(tombstone: Tombstone): string {
 
 export function parseCommitted(taskId: string, envelope: unknown): Committed {
   const parsed = committedSchema.safeParse(envelope);
-  if (!parsed.success) throw new CorruptTaskError(taskId, 'the stored envelope has no valid revision and journal lengths');
+  if (!parsed.success)
+    throw new CorruptTaskError(taskId, 'the stored envelope has no valid revision and journal lengths');
   // A record copied over from another task must not be extended as if it were this one.
   if (parsed.data.taskId !== taskId) {
     throw new CorruptTaskError(taskId, `the stored envelope belongs to task ${JSON.stringify(parsed.data.taskId)}`);

@@ -7,7 +7,15 @@ import { join } from 'node:path';
 import { CorruptTaskError, StoreUnavailableError } from '../../errors.js';
 import type { Tombstone } from '../erasure.js';
 import { errorCode, fsyncDirectory } from './fileIo.js';
-import { ENVELOPE_FILE, LOCK_FILE, type SummaryFields, type TaskRecord, parseRecord, summaryFields, taskDirectoryName } from './fileRecords.js';
+import {
+  ENVELOPE_FILE,
+  LOCK_FILE,
+  type SummaryFields,
+  type TaskRecord,
+  parseRecord,
+  summaryFields,
+  taskDirectoryName,
+} from './fileRecords.js';
 
 /** What a scan found in one task directory. */
 export type Scanned =
@@ -20,7 +28,8 @@ export type Scanned =
 export async function scanTasks(root: string): Promise<Scanned[]> {
   const names = await taskDirectoryNames(root);
   const found: Scanned[] = [];
-  for (let i = 0; i < names.length; i += 32) found.push(...(await Promise.all(names.slice(i, i + 32).map((name) => scanOne(root, name)))));
+  for (let i = 0; i < names.length; i += 32)
+    found.push(...(await Promise.all(names.slice(i, i + 32).map((name) => scanOne(root, name)))));
   return found;
 }
 
@@ -33,7 +42,9 @@ async function scanOne(root: string, name: string): Promise<Scanned> {
     if (errorCode(error) !== 'ENOENT') return { kind: 'unreadable', name };
     // No record: journals a first save appended before a crash can still hold someone's data.
     const names = await entriesOf(dir);
-    return names.some((n) => n.endsWith('.jsonl') || n.endsWith('.tmp')) ? { kind: 'unreadable', name } : { kind: 'empty', name };
+    return names.some((n) => n.endsWith('.jsonl') || n.endsWith('.tmp'))
+      ? { kind: 'unreadable', name }
+      : { kind: 'empty', name };
   }
   const record = readRecordLeniently(name, raw, true);
   if (record === 'unreadable') return { kind: 'unreadable', name };

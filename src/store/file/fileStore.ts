@@ -140,7 +140,9 @@ export class FileStore implements ErasableTaskStore, MandateClaims {
       this.files.io(`save of task ${JSON.stringify(taskId)}`, async () => {
         const dir = this.taskDirectory(taskId);
         await this.files.ensureDirectory(dir);
-        await withLockFile(join(dir, LOCK_FILE), this.files.lockOptions, () => this.saveLocked(request, lines, envelopeText));
+        await withLockFile(join(dir, LOCK_FILE), this.files.lockOptions, () =>
+          this.saveLocked(request, lines, envelopeText),
+        );
       }),
     );
   }
@@ -235,7 +237,10 @@ export class FileStore implements ErasableTaskStore, MandateClaims {
     const lines = prefix.toString('utf8').split('\n');
     // Committed text ends with a newline, so splitting leaves one empty string after the last entry.
     if (lines.pop() !== '' || lines.length !== total) {
-      throw new CorruptTaskError(taskId, `${stream}.jsonl has ${lines.length} committed lines, the envelope counts ${total}`);
+      throw new CorruptTaskError(
+        taskId,
+        `${stream}.jsonl has ${lines.length} committed lines, the envelope counts ${total}`,
+      );
     }
     return lines.slice(from, to).map((line, i) => {
       try {

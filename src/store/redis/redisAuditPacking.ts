@@ -78,7 +78,8 @@ function indexList(value: unknown, length: number): number[] | null {
 }
 
 /** Equal as JSON: the same value (most stamps of one save are the same objects), or the same JSON text. */
-const sameJson = (a: unknown, b: unknown) => a === b || (typeof a === 'object' && typeof b === 'object' && JSON.stringify(a) === JSON.stringify(b));
+const sameJson = (a: unknown, b: unknown) =>
+  a === b || (typeof a === 'object' && typeof b === 'object' && JSON.stringify(a) === JSON.stringify(b));
 
 /** The call an entry names, by the call keys it has, when its `callId` is a string and each of them a string or null. */
 function callKeysOf(entry: Row): Row | null {
@@ -143,7 +144,9 @@ export function packAudit(saved: readonly unknown[]): string {
     if (!isPlainRow(entry)) return entry;
     const keys = Object.keys(entry);
     const stampShared =
-      stamped && STAMP_KEYS.every((key) => sameJson(entry[key], (first as Row)[key])) && stampInPlace(keys.filter((key) => inJson(entry[key])));
+      stamped &&
+      STAMP_KEYS.every((key) => sameJson(entry[key], (first as Row)[key])) &&
+      stampInPlace(keys.filter((key) => inJson(entry[key])));
     if (stampShared) shared.push(index);
     let offset = false;
     if (since !== null && Object.hasOwn(entry, 'at') && inJson(entry.at)) {
@@ -193,14 +196,16 @@ export function unpackAudit(message: unknown): unknown[] | null {
   // `entries`: the stamp alone (before 0.4.0).
   const forms = [message.table, message.rows, message.entries].filter((form) => form !== undefined).length;
   if (forms !== 1 || (message.columns !== undefined) !== (message.table !== undefined)) return null;
-  const entries = message.table !== undefined ? fromTable(message.columns, message.table) : (message.rows ?? message.entries);
+  const entries =
+    message.table !== undefined ? fromTable(message.columns, message.table) : (message.rows ?? message.entries);
   if (!Array.isArray(entries)) return null;
   const shared = indexList(message.shared, entries.length);
   if (!shared) return null;
   const { stamp } = message;
   // A stamp goes with the entries that share it: one without any (or any without one) was not written so. (A stamp
   // value that was undefined is not in the JSON, as it would not be in the entry's.)
-  if (shared.length > 0 ? !isRow(stamp) || !Object.keys(stamp).every((key) => STAMP_SET.has(key)) : stamp !== undefined) return null;
+  if (shared.length > 0 ? !isRow(stamp) || !Object.keys(stamp).every((key) => STAMP_SET.has(key)) : stamp !== undefined)
+    return null;
   const since = message.since ?? null;
   if (since !== null && !Number.isSafeInteger(since)) return null;
   const absolute = indexList(message.absolute ?? [], entries.length);
@@ -208,12 +213,27 @@ export function unpackAudit(message: unknown): unknown[] | null {
   const calls = message.calls ?? [];
   const called = message.called ?? [];
   if (!Array.isArray(calls) || !Array.isArray(called)) return null;
-  if (!calls.every((call) => isRow(call) && Object.entries(call).every(([key, value]) => CALL_SET.has(key) && (value === null || typeof value === 'string')))) return null;
+  if (
+    !calls.every(
+      (call) =>
+        isRow(call) &&
+        Object.entries(call).every(
+          ([key, value]) => CALL_SET.has(key) && (value === null || typeof value === 'string'),
+        ),
+    )
+  )
+    return null;
   const callOf = new Map<number, Row>();
   for (const pair of called) {
     if (!Array.isArray(pair) || pair.length !== 2) return null;
     const [index, at] = pair as unknown[];
-    if (!Number.isInteger(index) || (index as number) < 0 || (index as number) >= entries.length || callOf.has(index as number)) return null;
+    if (
+      !Number.isInteger(index) ||
+      (index as number) < 0 ||
+      (index as number) >= entries.length ||
+      callOf.has(index as number)
+    )
+      return null;
     if (!Number.isInteger(at) || !isRow(calls[at as number])) return null;
     callOf.set(index as number, calls[at as number] as Row);
   }

@@ -29,13 +29,15 @@ function tabulableKeys(entry: unknown): string[] | null {
   for (const key of keys) {
     const value = (entry as Row)[key];
     // In an array, JSON writes undefined as null and calls a value's toJSON with the index: such entries stay whole.
-    if (key === 'toJSON' || value === undefined || typeof value === 'function' || typeof value === 'symbol') return null;
+    if (key === 'toJSON' || value === undefined || typeof value === 'function' || typeof value === 'symbol')
+      return null;
     if (typeof (value as { toJSON?: unknown } | null)?.toJSON === 'function') return null;
   }
   return keys;
 }
 
-const sameKeys = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((key, i) => key === b[i]);
+const sameKeys = (a: readonly string[], b: readonly string[]) =>
+  a.length === b.length && a.every((key, i) => key === b[i]);
 
 export function toTable(entries: readonly unknown[]): AuditTable {
   const columns: string[][] = [];
@@ -61,7 +63,8 @@ export function toTable(entries: readonly unknown[]): AuditTable {
 
 /** Sets an own key, `__proto__` included (JSON.parse makes it an own key; an assignment would set the prototype). */
 export function put(row: Row, key: string, value: unknown): void {
-  if (key === '__proto__') Object.defineProperty(row, key, { value, writable: true, enumerable: true, configurable: true });
+  if (key === '__proto__')
+    Object.defineProperty(row, key, { value, writable: true, enumerable: true, configurable: true });
   else row[key] = value;
 }
 
@@ -69,7 +72,8 @@ export function put(row: Row, key: string, value: unknown): void {
 function keyLists(value: unknown): string[][] | null {
   if (!Array.isArray(value)) return null;
   for (const keys of value) {
-    if (!Array.isArray(keys) || !keys.every((key) => typeof key === 'string') || new Set(keys).size !== keys.length) return null;
+    if (!Array.isArray(keys) || !keys.every((key) => typeof key === 'string') || new Set(keys).size !== keys.length)
+      return null;
   }
   return value as string[][];
 }

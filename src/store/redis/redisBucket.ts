@@ -11,7 +11,14 @@ import type { Redis } from 'ioredis';
 import { packAudit } from './redisAuditPacking.js';
 import type { Clock } from '../../clock.js';
 import type { TaskEnvelope } from '../envelope.js';
-import { type EraseRequest, type Retention, type TaskOwner, type Tombstone, type UserErasure, erasedError } from '../erasure.js';
+import {
+  type EraseRequest,
+  type Retention,
+  type TaskOwner,
+  type Tombstone,
+  type UserErasure,
+  erasedError,
+} from '../erasure.js';
 import { TASK_STATES, type TaskSummary } from '../summary.js';
 import type { RedisCall } from './redisConnection.js';
 import { type RedisKeys, TASK_FIELDS, stateIndexKeys, taskScriptKeys } from './redisKeys.js';
@@ -118,8 +125,12 @@ export class RedisBucket {
       ...append.transcript.map(entryJson),
     ];
     const action = `save of task ${taskId}`;
-    const [code, detail, found] = await this.call(action, () => this.client.taskStoreSave(...keys, ...args), { taskId, key: keys[0]! });
-    if (code < 0) throw scriptError(code, detail, { taskId, expectedRevision, fence, epoch: this.epoch.context(epoch, action) });
+    const [code, detail, found] = await this.call(action, () => this.client.taskStoreSave(...keys, ...args), {
+      taskId,
+      key: keys[0]!,
+    });
+    if (code < 0)
+      throw scriptError(code, detail, { taskId, expectedRevision, fence, epoch: this.epoch.context(epoch, action) });
     this.epoch.learn(found);
   }
 
@@ -170,7 +181,6 @@ export class RedisBucket {
   forgetDue(id: string, tombstonesBefore: number): Promise<boolean> {
     return this.erasure.forgetDue(id, tombstonesBefore);
   }
-
 
   /** Adds the task hash `key` (of this bucket) to its owner's index unless it has one (an `indexOwners` step). */
   indexOwnerKey(key: string, report: OwnerIndexReport): Promise<void> {

@@ -27,10 +27,12 @@ export class RedisClaims {
   async claim(mandateId: string, taskId: string): Promise<'claimed' | 'held'> {
     const pointed = await this.set(this.keys.mandateOf(taskId), mandateId, taskId, false);
     if (pointed === 0) throw new TaskExistsError(taskId);
-    const claimed = await this.set(this.claimKeys(mandateId).mandate(mandateId), taskId, taskId, false).catch(async (error: unknown) => {
-      if (pointed === 1) await this.set(this.keys.mandateOf(taskId), mandateId, taskId, true).catch(() => {});
-      throw error;
-    });
+    const claimed = await this.set(this.claimKeys(mandateId).mandate(mandateId), taskId, taskId, false).catch(
+      async (error: unknown) => {
+        if (pointed === 1) await this.set(this.keys.mandateOf(taskId), mandateId, taskId, true).catch(() => {});
+        throw error;
+      },
+    );
     if (claimed === 0) {
       if (pointed === 1) await this.set(this.keys.mandateOf(taskId), mandateId, taskId, true);
       throw new MandateUsedError(mandateId, taskId);
@@ -47,7 +49,9 @@ export class RedisClaims {
   /** The mandate a task of this bucket holds, or null (its erasure gives it back). */
   async heldBy(taskId: string): Promise<string | null> {
     const key = this.keys.mandateOf(taskId);
-    return this.call(`read of the mandate of task ${taskId}`, () => this.client.get(key), { taskId, key }).catch(() => null);
+    return this.call(`read of the mandate of task ${taskId}`, () => this.client.get(key), { taskId, key }).catch(
+      () => null,
+    );
   }
 
   private async set(key: string, value: string, taskId: string, giveBack: boolean): Promise<number> {

@@ -55,9 +55,12 @@ export function isCluster(client: Redis | Cluster): client is Cluster {
 export function describeRedis(client: Redis | Cluster): string | (() => string) {
   if (isCluster(client)) {
     return () => {
-      const masters = client.nodes('master').map((node) => `${node.options.host ?? '127.0.0.1'}:${node.options.port ?? 6379}`);
+      const masters = client
+        .nodes('master')
+        .map((node) => `${node.options.host ?? '127.0.0.1'}:${node.options.port ?? 6379}`);
       const startup = (client as unknown as { startupNodes?: { host?: string; port?: number }[] }).startupNodes ?? [];
-      const nodes = masters.length > 0 ? masters : startup.map((node) => `${node.host ?? '127.0.0.1'}:${node.port ?? 6379}`);
+      const nodes =
+        masters.length > 0 ? masters : startup.map((node) => `${node.host ?? '127.0.0.1'}:${node.port ?? 6379}`);
       return `the Redis Cluster of ${nodes.join(', ') || 'no known node'}`;
     };
   }
@@ -114,7 +117,7 @@ export function toStoreError(
   }
   return new StoreUnavailableError(
     `Redis at ${where} could not be reached for the ${action} (${message}); check that it is running and that ` +
-      'REDIS_URL or the store\'s url option points to it',
+      "REDIS_URL or the store's url option points to it",
     { cause: error },
   );
 }

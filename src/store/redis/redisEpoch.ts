@@ -60,7 +60,9 @@ export class RedisEpoch {
 
   /** The ARGV for a checking script, taken when the call is made. */
   args(): EpochArgs {
-    return this.learned === null ? { expected: '', candidate: this.newEpoch() } : { expected: this.learned, candidate: '' };
+    return this.learned === null
+      ? { expected: '', candidate: this.newEpoch() }
+      : { expected: this.learned, candidate: '' };
   }
 
   /** The context for `scriptError`. */
@@ -82,11 +84,14 @@ export class RedisEpoch {
     const expected = this.learned;
     const [value, found] = await Promise.allSettled([
       read(),
-      this.call(`read of the epoch marker ${this.keys.epoch} for the ${action}`, () => this.client.get(this.keys.epoch)),
+      this.call(`read of the epoch marker ${this.keys.epoch} for the ${action}`, () =>
+        this.client.get(this.keys.epoch),
+      ),
     ]);
     if (found.status === 'fulfilled') {
       if (expected === null) this.learn(found.value);
-      else if (found.value !== expected) throw dataLostError({ prefix: this.prefix, node: this.node(), expected, action }, found.value);
+      else if (found.value !== expected)
+        throw dataLostError({ prefix: this.prefix, node: this.node(), expected, action }, found.value);
     }
     if (value.status === 'rejected') throw value.reason;
     if (found.status === 'rejected') throw found.reason;
@@ -96,7 +101,9 @@ export class RedisEpoch {
   /** Adopts the marker found now, creating one if there is none (SET NX GET); returns the epoch now in effect. */
   async accept(): Promise<string> {
     const candidate = this.newEpoch();
-    const previous = await this.call('acceptance of the data set', () => this.client.set(this.keys.epoch, candidate, 'NX', 'GET'));
+    const previous = await this.call('acceptance of the data set', () =>
+      this.client.set(this.keys.epoch, candidate, 'NX', 'GET'),
+    );
     this.learned = previous ?? candidate;
     return this.learned;
   }
@@ -115,7 +122,13 @@ export class RedisEpoch {
 
 /** The StoreDataLostError for a marker that is gone (`found` null or "") or holds another epoch. */
 export function dataLostError(context: EpochContext, found: string | null): StoreDataLostError {
-  return new StoreDataLostError(context.prefix, context.node, context.expected, found === null || found === '' ? null : shown(found), context.action);
+  return new StoreDataLostError(
+    context.prefix,
+    context.node,
+    context.expected,
+    found === null || found === '' ? null : shown(found),
+    context.action,
+  );
 }
 
 /** A marker value as the message shows it: ours as is, anything else quoted and cut. */

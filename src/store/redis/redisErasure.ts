@@ -102,14 +102,27 @@ export class RedisErasure {
       const heads = await this.call('retention sweep', () =>
         Promise.all(
           FINISHED_TASK_STATES.map((state) =>
-            this.client.zrangebyscore(this.keys.state(state), '-inf', finishedBefore, 'WITHSCORES', 'LIMIT', 0, limit + 1),
+            this.client.zrangebyscore(
+              this.keys.state(state),
+              '-inf',
+              finishedBefore,
+              'WITHSCORES',
+              'LIMIT',
+              0,
+              limit + 1,
+            ),
           ),
         ),
       );
-      due.finished = heads.flatMap((flat) => pairs(flat)).sort((a, b) => a.score - b.score).slice(0, limit + 1);
+      due.finished = heads
+        .flatMap((flat) => pairs(flat))
+        .sort((a, b) => a.score - b.score)
+        .slice(0, limit + 1);
     }
     if (tombstonesBefore !== null) {
-      const flat = await this.call('retention sweep', () => this.client.zrangebyscore(this.keys.erased, '-inf', tombstonesBefore, 'WITHSCORES', 'LIMIT', 0, limit + 1));
+      const flat = await this.call('retention sweep', () =>
+        this.client.zrangebyscore(this.keys.erased, '-inf', tombstonesBefore, 'WITHSCORES', 'LIMIT', 0, limit + 1),
+      );
       due.tombstones = pairs(flat);
     }
     return due;
@@ -134,7 +147,11 @@ export class RedisErasure {
   async indexOwner(key: string, taskPrefix: string, report: OwnerIndexReport): Promise<void> {
     const taskId = key.slice(taskPrefix.length);
     report.scanned += 1;
-    const fields = await this.call(`read of task ${taskId}`, () => this.client.hmget(key, TASK_FIELDS.summary, TASK_FIELDS.owner), { taskId, key }).catch(() => [null, null]);
+    const fields = await this.call(
+      `read of task ${taskId}`,
+      () => this.client.hmget(key, TASK_FIELDS.summary, TASK_FIELDS.owner),
+      { taskId, key },
+    ).catch(() => [null, null]);
     if (fields[1]) return;
     const summary = ownerOf(fields[0] ?? null);
     if (!summary) {
@@ -142,13 +159,19 @@ export class RedisErasure {
       return;
     }
     const ownerKey = this.keys.user(summary);
-    const [code, detail] = await this.call(`owner index of task ${taskId}`, () => this.client.taskStoreIndexOwner(key, ownerKey, taskId, summary.updatedAt));
+    const [code, detail] = await this.call(`owner index of task ${taskId}`, () =>
+      this.client.taskStoreIndexOwner(key, ownerKey, taskId, summary.updatedAt),
+    );
     if (code < 0) throw scriptError(code, detail, { taskId });
     report.indexed += code;
   }
 
   /** Runs the erase script; null when nothing is stored under the id or the retention condition failed. */
-  private async eraseOne(taskId: string, request: EraseRequest, cutoff: number | null): Promise<{ tombstone: Tombstone; fresh: boolean } | null> {
+  private async eraseOne(
+    taskId: string,
+    request: EraseRequest,
+    cutoff: number | null,
+  ): Promise<{ tombstone: Tombstone; fresh: boolean } | null> {
     const keys = [
       ...taskScriptKeys(this.keys, taskId),
       this.keys.quarantine,
@@ -190,7 +213,8 @@ function ownerOf(text: string | null): (TaskOwner & { updatedAt: number }) | nul
   if (text === null) return null;
   try {
     const { tenantId, userId, updatedAt } = JSON.parse(text) as Record<string, unknown>;
-    if (typeof tenantId === 'string' && typeof userId === 'string' && typeof updatedAt === 'number') return { tenantId, userId, updatedAt };
+    if (typeof tenantId === 'string' && typeof userId === 'string' && typeof updatedAt === 'number')
+      return { tenantId, userId, updatedAt };
   } catch {
     // unreadable: reported
   }

@@ -25,7 +25,17 @@ export class RedisInbox implements TaskInbox {
     const key = this.keys.inbox(taskId);
     const [code, detail] = await this.call(
       `inbox append for task ${taskId}`,
-      () => this.client.taskStoreInboxAppend(key, this.keys.inboxSeq(taskId), this.keys.tombstone(taskId), this.keys.inboxes, JSON.stringify(data), maxUnapplied, taskId, this.clock.now()),
+      () =>
+        this.client.taskStoreInboxAppend(
+          key,
+          this.keys.inboxSeq(taskId),
+          this.keys.tombstone(taskId),
+          this.keys.inboxes,
+          JSON.stringify(data),
+          maxUnapplied,
+          taskId,
+          this.clock.now(),
+        ),
       { taskId, key },
     );
     if (Number(code) < 0) throw scriptError(Number(code), String(detail), { taskId });
@@ -56,7 +66,11 @@ export class RedisInbox implements TaskInbox {
 
   async trim(taskId: string, seq: number): Promise<void> {
     const key = this.keys.inbox(taskId);
-    await this.call(`inbox trim for task ${taskId}`, () => this.client.taskStoreInboxTrim(key, this.keys.inboxes, seq, taskId, this.clock.now()), { taskId, key });
+    await this.call(
+      `inbox trim for task ${taskId}`,
+      () => this.client.taskStoreInboxTrim(key, this.keys.inboxes, seq, taskId, this.clock.now()),
+      { taskId, key },
+    );
   }
 
   /** Also StoreDataLostError, when this store had learned an epoch and its data set is gone or replaced. */
@@ -66,7 +80,17 @@ export class RedisInbox implements TaskInbox {
     const epoch = this.epoch.args();
     const [code, detail, found] = await this.call(
       action,
-      () => this.client.taskStoreInboxReserve(key, this.keys.task(taskId), this.keys.tombstone(taskId), this.keys.inbox(taskId), this.keys.epoch, undo ? '1' : '0', epoch.expected, epoch.candidate),
+      () =>
+        this.client.taskStoreInboxReserve(
+          key,
+          this.keys.task(taskId),
+          this.keys.tombstone(taskId),
+          this.keys.inbox(taskId),
+          this.keys.epoch,
+          undo ? '1' : '0',
+          epoch.expected,
+          epoch.candidate,
+        ),
       { taskId, key },
     );
     if (code < 0) throw scriptError(code, detail, { taskId, epoch: this.epoch.context(epoch, action) });
@@ -79,13 +103,17 @@ export class RedisInbox implements TaskInbox {
 
   /** `pending` with each task's score (the time its inbox last made progress), for a merge across buckets. */
   async pendingScored(before: number, limit: number): Promise<{ id: string; score: number }[]> {
-    const flat = await this.call('read of the index of inboxes', () => this.client.zrangebyscore(this.keys.inboxes, '-inf', before, 'WITHSCORES', 'LIMIT', 0, limit));
+    const flat = await this.call('read of the index of inboxes', () =>
+      this.client.zrangebyscore(this.keys.inboxes, '-inf', before, 'WITHSCORES', 'LIMIT', 0, limit),
+    );
     const entries: { id: string; score: number }[] = [];
     for (let i = 0; i < flat.length; i += 2) entries.push({ id: flat[i]!, score: Number(flat[i + 1]) });
     return entries;
   }
 
   async forget(taskId: string): Promise<void> {
-    await this.call(`removal of task ${taskId} from the index of inboxes`, () => this.client.zrem(this.keys.inboxes, taskId));
+    await this.call(`removal of task ${taskId} from the index of inboxes`, () =>
+      this.client.zrem(this.keys.inboxes, taskId),
+    );
   }
 }

@@ -24,7 +24,14 @@ export class RedisJournal {
     const field = stream === 'audit' ? TASK_FIELDS.auditLength : TASK_FIELDS.transcriptLength;
     const [code, detail] = await this.call(
       `read of the ${stream} journal of task ${taskId}`,
-      () => this.scripts.taskStoreReadJournal(taskKey, listKey, field, sliceIndex(from), to === undefined ? '' : sliceIndex(to)),
+      () =>
+        this.scripts.taskStoreReadJournal(
+          taskKey,
+          listKey,
+          field,
+          sliceIndex(from),
+          to === undefined ? '' : sliceIndex(to),
+        ),
       { taskId, key: listKey },
     );
     if (code < 0) throw scriptError(code, String(detail), { taskId });
@@ -32,7 +39,9 @@ export class RedisJournal {
       try {
         return JSON.parse(text) as unknown;
       } catch (error) {
-        throw new CorruptTaskError(taskId, `${what} of the requested ${stream} range in ${listKey} is not JSON`, { cause: error });
+        throw new CorruptTaskError(taskId, `${what} of the requested ${stream} range in ${listKey} is not JSON`, {
+          cause: error,
+        });
       }
     };
     if (code === 1) return (detail as string[]).map((text, i) => parse(text, `entry ${i}`));
@@ -42,7 +51,11 @@ export class RedisJournal {
     for (let i = 0; i < pairs.length; i += 2) {
       const first = Number(pairs[i]) - 1;
       const array = unpackAudit(parse(String(pairs[i + 1]), `the audit message at entry ${first + 1}`));
-      if (!array) throw new CorruptTaskError(taskId, `the audit message at entry ${first + 1} in ${listKey} is not an array of entries`);
+      if (!array)
+        throw new CorruptTaskError(
+          taskId,
+          `the audit message at entry ${first + 1} in ${listKey} is not an array of entries`,
+        );
       array.forEach((entry, k) => entries.push({ index: first + k, entry }));
     }
     return entries.filter((e) => e.index >= (start as number) && e.index < (end as number)).map((e) => e.entry);

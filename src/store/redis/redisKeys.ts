@@ -102,7 +102,9 @@ function keysUnder(root: string): RedisKeys {
   let last: { tenantId: string; userId: string; key: string } | null = null;
   const user = (owner: TaskOwner): string => {
     if (last?.tenantId === owner.tenantId && last.userId === owner.userId) return last.key;
-    const key = `${root}:index:user:${createHash('sha256').update(JSON.stringify([owner.tenantId, owner.userId]), 'utf8').digest('hex')}`;
+    const key = `${root}:index:user:${createHash('sha256')
+      .update(JSON.stringify([owner.tenantId, owner.userId]), 'utf8')
+      .digest('hex')}`;
     last = { tenantId: owner.tenantId, userId: owner.userId, key };
     return key;
   };
@@ -135,7 +137,15 @@ function keysUnder(root: string): RedisKeys {
  * and lease, then the updatedAt and wakeAt indexes (each script's header lists the keys that follow).
  */
 export function taskScriptKeys(keys: RedisKeys, taskId: string): string[] {
-  return [keys.task(taskId), keys.audit(taskId), keys.transcript(taskId), keys.fence(taskId), keys.lease(taskId), keys.updated, keys.wake];
+  return [
+    keys.task(taskId),
+    keys.audit(taskId),
+    keys.transcript(taskId),
+    keys.fence(taskId),
+    keys.lease(taskId),
+    keys.updated,
+    keys.wake,
+  ];
 }
 
 /** The per-state index keys in TASK_STATES order (the save script receives all of them). */

@@ -22,7 +22,10 @@ export const MAX_BUCKETS = 1_024;
 export function checkBuckets(buckets: number | undefined): number {
   if (buckets === undefined) return 1;
   if (!Number.isInteger(buckets) || buckets < 1 || buckets > MAX_BUCKETS) {
-    throw new HostRequestError('invalid_request', `RedisStore: buckets must be a whole number from 1 to ${MAX_BUCKETS}, not ${String(buckets)}`);
+    throw new HostRequestError(
+      'invalid_request',
+      `RedisStore: buckets must be a whole number from 1 to ${MAX_BUCKETS}, not ${String(buckets)}`,
+    );
   }
   return buckets;
 }
@@ -76,8 +79,11 @@ export class RedisLayout {
 
   /** After an accepted data loss: records this store's number if there is no record (refused if another is there). */
   async adopt(): Promise<void> {
-    const previous = await this.call(`write of the layout record ${this.key}`, () => this.client.set(this.key, String(this.buckets), 'NX', 'GET'));
-    if (previous !== null && previous !== String(this.buckets)) throw new StoreLayoutError(this.prefix, this.buckets, previous);
+    const previous = await this.call(`write of the layout record ${this.key}`, () =>
+      this.client.set(this.key, String(this.buckets), 'NX', 'GET'),
+    );
+    if (previous !== null && previous !== String(this.buckets))
+      throw new StoreLayoutError(this.prefix, this.buckets, previous);
     this.verified = Promise.resolve();
   }
 
@@ -88,7 +94,9 @@ export class RedisLayout {
       return;
     }
     // No record: data of a one-bucket store of an earlier version (under {prefix} itself), or nothing yet.
-    const single = await this.call('read of the one-bucket data', () => this.client.exists(this.root.epoch, this.root.updated, this.root.erased));
+    const single = await this.call('read of the one-bucket data', () =>
+      this.client.exists(this.root.epoch, this.root.updated, this.root.erased),
+    );
     if (this.buckets > 1 && single > 0) throw new StoreLayoutError(this.prefix, this.buckets, '1');
     // Bucket data whose record is gone (lost with its master, deleted by hand): whatever this store's number, it
     // cannot tell the right one. Looked for only when there is no record (a first start, or after such a loss).
@@ -98,15 +106,20 @@ export class RedisLayout {
         `the data under {${this.prefix}} is spread over buckets, but its layout record ${this.key} is gone; set it again to the number of buckets it was saved with (SET ${this.key} <n>)`,
       );
     }
-    const previous = await this.call(`write of the layout record ${this.key}`, () => this.client.set(this.key, String(this.buckets), 'NX', 'GET'));
-    if (previous !== null && previous !== String(this.buckets)) throw new StoreLayoutError(this.prefix, this.buckets, previous);
+    const previous = await this.call(`write of the layout record ${this.key}`, () =>
+      this.client.set(this.key, String(this.buckets), 'NX', 'GET'),
+    );
+    if (previous !== null && previous !== String(this.buckets))
+      throw new StoreLayoutError(this.prefix, this.buckets, previous);
   }
 
   /** Whether any key of any bucket of the prefix exists: this store's buckets' epochs, then a scan for `{prefix{*`. */
   private async bucketDataExists(): Promise<boolean> {
     if (this.buckets > 1) {
       // One key per command: the buckets' epoch markers are in as many slots.
-      const epochs = await this.call('read of the bucket data', () => Promise.all(this.parts.map((keys) => this.client.exists(keys.epoch))));
+      const epochs = await this.call('read of the bucket data', () =>
+        Promise.all(this.parts.map((keys) => this.client.exists(keys.epoch))),
+      );
       if (epochs.some((n) => n > 0)) return true;
     }
     let found = false;

@@ -68,7 +68,10 @@ export class RedisLeaseManager implements LeaseManager {
     this.epoch.learn(found);
     const lease: Lease = { taskId, token, fence: String(detail), expiresAt: now + ttl };
     if (!read || wasRead !== 1) return { lease, read: null };
-    return { lease, read: { quarantined: quarantined ?? null, load: () => envelopeOfHash(taskId, taskKey, envelope, revision) } };
+    return {
+      lease,
+      read: { quarantined: quarantined ?? null, load: () => envelopeOfHash(taskId, taskKey, envelope, revision) },
+    };
   }
 
   /** Also moves `lease.expiresAt` forward when the renewal succeeds. */

@@ -33,7 +33,10 @@ export class RedisListing {
         ids = await this.newest(indexes, limit);
       }
       const summaries = await this.summaries(ids);
-      return summaries.filter((s) => matchesQuery(s, query)).sort(newestFirst).slice(0, limit);
+      return summaries
+        .filter((s) => matchesQuery(s, query))
+        .sort(newestFirst)
+        .slice(0, limit);
     });
   }
 
@@ -44,7 +47,9 @@ export class RedisListing {
    */
   private async newest(indexes: string[], limit: number): Promise<string[]> {
     const stop = Number.isFinite(limit) ? limit - 1 : -1;
-    const heads = await exec(indexes.reduce((p, key) => p.zrevrange(key, 0, stop, 'WITHSCORES'), this.client.pipeline()));
+    const heads = await exec(
+      indexes.reduce((p, key) => p.zrevrange(key, 0, stop, 'WITHSCORES'), this.client.pipeline()),
+    );
     const scored = new Map<string, number>();
     const ties: [string, string][] = [];
     heads.forEach((reply, i) => {
@@ -53,7 +58,9 @@ export class RedisListing {
       if (Number.isFinite(limit) && flat.length === 2 * limit) ties.push([indexes[i]!, flat[flat.length - 1]!]);
     });
     if (ties.length > 0) {
-      const tied = await exec(ties.reduce((p, [key, score]) => p.zrangebyscore(key, score, score), this.client.pipeline()));
+      const tied = await exec(
+        ties.reduce((p, [key, score]) => p.zrangebyscore(key, score, score), this.client.pipeline()),
+      );
       tied.forEach((reply, i) => {
         for (const id of reply as string[]) scored.set(id, Number(ties[i]![1]));
       });

@@ -9,11 +9,18 @@ import type { RedisCall } from './redisConnection.js';
 import { scanNodes } from './redisConnection.js';
 
 /** Calls `each` with every batch of keys matching `pattern`, with the node that holds them, until it answers true. */
-export async function scanKeys(client: Redis, pattern: string, call: RedisCall, each: (node: Redis, keys: string[]) => Promise<boolean | void>): Promise<void> {
-  for (const node of await call('discovery of the cluster\'s masters', () => scanNodes(client))) {
+export async function scanKeys(
+  client: Redis,
+  pattern: string,
+  call: RedisCall,
+  each: (node: Redis, keys: string[]) => Promise<boolean | void>,
+): Promise<void> {
+  for (const node of await call("discovery of the cluster's masters", () => scanNodes(client))) {
     let cursor = '0';
     do {
-      const [next, found] = await call('scan of the keys under the prefix', () => node.scan(cursor, 'MATCH', pattern, 'COUNT', 500));
+      const [next, found] = await call('scan of the keys under the prefix', () =>
+        node.scan(cursor, 'MATCH', pattern, 'COUNT', 500),
+      );
       cursor = next;
       if (found.length > 0 && (await each(node, found)) === true) return;
     } while (cursor !== '0');
@@ -25,7 +32,8 @@ export async function deleteMatching(client: Redis, pattern: string, call: Redis
   let deleted = 0;
   await scanKeys(client, pattern, call, async (node, keys) => {
     // Unlinked where they were found, one hash tag (one slot) per command: a cluster refuses keys of two slots.
-    for (const group of byHashTag(keys)) deleted += await call('delete of the keys under the prefix', () => node.unlink(...group));
+    for (const group of byHashTag(keys))
+      deleted += await call('delete of the keys under the prefix', () => node.unlink(...group));
   });
   return deleted;
 }

@@ -125,10 +125,15 @@ export function scriptError(code: number, detail: string, context: ScriptContext
         return error as Error;
       }
     case -10:
-      return new AgentError('invalid_save', `save of task ${taskId}: it belongs to another user; a task's owner never changes`);
+      return new AgentError(
+        'invalid_save',
+        `save of task ${taskId}: it belongs to another user; a task's owner never changes`,
+      );
     case -11:
       if (context.epoch) return dataLostError(context.epoch, detail);
-      return new StoreUnavailableError(`a store script reported the data set lost without an epoch to compare (${detail})`);
+      return new StoreUnavailableError(
+        `a store script reported the data set lost without an epoch to compare (${detail})`,
+      );
     case -12:
       return new StoreUnavailableError(
         `the epoch marker ${detail} holds a value of the wrong type; something other than this store wrote under its prefix`,

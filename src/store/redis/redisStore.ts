@@ -9,10 +9,26 @@
 import type { Cluster, Redis } from 'ioredis';
 import { type Clock, systemClock } from '../../clock.js';
 import type { TaskEnvelope } from '../envelope.js';
-import { type EraseRequest, type RetentionOptions, type RetentionReport, type SweepOptions, type TaskOwner, type Tombstone, type UserErasure, checkRetention, sweepLimit } from '../erasure.js';
+import {
+  type EraseRequest,
+  type RetentionOptions,
+  type RetentionReport,
+  type SweepOptions,
+  type TaskOwner,
+  type Tombstone,
+  type UserErasure,
+  checkRetention,
+  sweepLimit,
+} from '../erasure.js';
 import type { TaskSummary } from '../summary.js';
 import { RedisBucket } from './redisBucket.js';
-import { DEFAULT_REDIS_URL, type RedisClientBounds, createRedisClient, describeRedis, redisCall } from './redisConnection.js';
+import {
+  DEFAULT_REDIS_URL,
+  type RedisClientBounds,
+  createRedisClient,
+  describeRedis,
+  redisCall,
+} from './redisConnection.js';
 import type { OwnerIndexReport, RetentionDue } from './redisErasure.js';
 import { RedisLayout, bucketOf, checkBuckets } from './redisLayout.js';
 import { redisBucketKeys, redisKeys } from './redisKeys.js';
@@ -21,7 +37,18 @@ import { globEscape } from './redisErasure.js';
 import type { RedisCall } from './redisConnection.js';
 import { defineStoreScripts } from './redisScripts.js';
 import { readsAreOwn } from '../storeChecks.js';
-import type { ErasableTaskStore, InboxEntry, JournalStream, Lease, LeaseManager, ListQuery, MandateClaims, SaveRequest, TakenTask, TaskInbox } from '../taskStore.js';
+import type {
+  ErasableTaskStore,
+  InboxEntry,
+  JournalStream,
+  Lease,
+  LeaseManager,
+  ListQuery,
+  MandateClaims,
+  SaveRequest,
+  TakenTask,
+  TaskInbox,
+} from '../taskStore.js';
 
 /** How a RedisStore connects; the bounds apply only to a client the store creates itself. */
 export interface RedisStoreOptions extends RedisClientBounds {
@@ -89,7 +116,8 @@ export class RedisStore implements ErasableTaskStore, MandateClaims {
     const retention = checkRetention(options.retention);
     this.ownsClient = options.client === undefined;
     // A Cluster takes the same commands as a Redis; only scans and messages need to know (`redisConnection.ts`).
-    const client = (options.client ?? createRedisClient(options.url ?? process.env.REDIS_URL ?? DEFAULT_REDIS_URL, options)) as Redis;
+    const client = (options.client ??
+      createRedisClient(options.url ?? process.env.REDIS_URL ?? DEFAULT_REDIS_URL, options)) as Redis;
     const scripts = defineStoreScripts(client);
     this.client = client;
     const where = describeRedis(client);
@@ -99,8 +127,17 @@ export class RedisStore implements ErasableTaskStore, MandateClaims {
     this.prefix = prefix;
     const keysOf = Array.from({ length: this.buckets }, (_, i) => redisBucketKeys(prefix, i, this.buckets));
     const claimKeys = (mandateId: string) => keysOf[this.buckets === 1 ? 0 : bucketOf(mandateId, this.buckets)]!;
-    this.parts = keysOf.map((keys) => new RedisBucket(scripts, keys, prefix, where, this.clock, call, retention, claimKeys));
-    this.layout = new RedisLayout(client, root, this.parts.map((part) => part.keys), prefix, this.buckets, call);
+    this.parts = keysOf.map(
+      (keys) => new RedisBucket(scripts, keys, prefix, where, this.clock, call, retention, claimKeys),
+    );
+    this.layout = new RedisLayout(
+      client,
+      root,
+      this.parts.map((part) => part.keys),
+      prefix,
+      this.buckets,
+      call,
+    );
     // Every call checks the layout first (once per store; afterwards a resolved promise).
     const ready = () => this.layout.checked();
     const bucket = async (taskId: string) => (await ready(), this.bucket(taskId));
@@ -119,7 +156,10 @@ export class RedisStore implements ErasableTaskStore, MandateClaims {
         await ready();
         // Oldest first across the buckets.
         const found = (await Promise.all(this.parts.map((part) => part.inbox.pendingScored(before, limit)))).flat();
-        return found.sort((a, b) => a.score - b.score).slice(0, limit).map((entry) => entry.id);
+        return found
+          .sort((a, b) => a.score - b.score)
+          .slice(0, limit)
+          .map((entry) => entry.id);
       },
     };
   }
@@ -210,7 +250,9 @@ export class RedisStore implements ErasableTaskStore, MandateClaims {
     const dues = await Promise.all(this.parts.map((part) => part.retentionDue(now, limit)));
     const report: RetentionReport = { erased: [], tombstonesRemoved: 0, more: false };
     const oldest = (pick: (due: RetentionDue) => { id: string; score: number }[]) =>
-      dues.flatMap((due, i) => pick(due).map((entry) => ({ ...entry, part: this.parts[i]!, due }))).sort((a, b) => a.score - b.score || (a.id < b.id ? -1 : 1));
+      dues
+        .flatMap((due, i) => pick(due).map((entry) => ({ ...entry, part: this.parts[i]!, due })))
+        .sort((a, b) => a.score - b.score || (a.id < b.id ? -1 : 1));
     const finished = oldest((due) => due.finished);
     report.more = finished.length > limit;
     for (const { id, part, due } of finished.slice(0, limit)) {
@@ -219,7 +261,8 @@ export class RedisStore implements ErasableTaskStore, MandateClaims {
     }
     const tombstones = oldest((due) => due.tombstones);
     report.more ||= tombstones.length > limit;
-    for (const { id, part, due } of tombstones.slice(0, limit)) if (await part.forgetDue(id, due.tombstonesBefore!)) report.tombstonesRemoved += 1;
+    for (const { id, part, due } of tombstones.slice(0, limit))
+      if (await part.forgetDue(id, due.tombstonesBefore!)) report.tombstonesRemoved += 1;
     return report;
   }
 
@@ -233,7 +276,9 @@ export class RedisStore implements ErasableTaskStore, MandateClaims {
     const report: OwnerIndexReport = { scanned: 0, indexed: 0, unreadable: [] };
     // One pass over each master: every bucket's task hashes at once.
     const single = this.parts.length === 1;
-    const pattern = single ? `${globEscape(this.parts[0]!.keys.task(''))}*` : `${globEscape(`{${this.prefix}{`)}*}:task:*`;
+    const pattern = single
+      ? `${globEscape(this.parts[0]!.keys.task(''))}*`
+      : `${globEscape(`{${this.prefix}{`)}*}:task:*`;
     const bucketOfKey = new RegExp(`^\\{${this.prefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\{(\\d+)\\}:task:`);
     await scanKeys(this.client, pattern, this.call, async (_node, keys) => {
       for (const key of keys) {
@@ -277,7 +322,8 @@ export class RedisStore implements ErasableTaskStore, MandateClaims {
     await this.layout.checked();
     // One pass over each master: `{prefix}:*` (one bucket, and the layout record), or every bucket's `{prefix{*`.
     let deleted = await deleteMatching(this.client, `${globEscape(`{${this.prefix}}`)}:*`, this.call);
-    if (this.parts.length > 1) deleted += await deleteMatching(this.client, `${globEscape(`{${this.prefix}{`)}*`, this.call);
+    if (this.parts.length > 1)
+      deleted += await deleteMatching(this.client, `${globEscape(`{${this.prefix}{`)}*`, this.call);
     for (const part of this.parts) part.forgetEpoch();
     this.layout.reset();
     return deleted;
@@ -301,4 +347,3 @@ export class RedisStore implements ErasableTaskStore, MandateClaims {
 function byUpdated(a: TaskSummary, b: TaskSummary): number {
   return b.updatedAt - a.updatedAt || (a.taskId < b.taskId ? -1 : a.taskId > b.taskId ? 1 : 0);
 }
-
