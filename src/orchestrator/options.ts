@@ -17,6 +17,7 @@ import {
   successCriterionSchema,
 } from '../../machines/context.js';
 import type { Principal } from '../../machines/context.js';
+import { INPUT_LIMITS } from '../../machines/limits.js';
 import type { Clock } from '../clock.js';
 import { DEFAULT_LIMITS, DEFAULT_POLICY } from '../defaults.js';
 import { type Loosen, loosenedPolicy } from './loosen.js';
@@ -209,7 +210,7 @@ function pick<T extends object, K extends keyof T>(value: T, keys: K[]): Partial
 export const startRequestSchema = z.strictObject({
   /** From the host's authenticated session. */
   principal: principalSchema,
-  goal: z.string().min(1).max(16_384).refine((goal) => goal.trim() !== '', 'must not be blank'),
+  goal: z.string().min(1).max(INPUT_LIMITS.goal).refine((goal) => goal.trim() !== '', 'must not be blank'),
   /** Overrides of the default budget limits. */
   limits: budgetLimitsSchema.partial().optional(),
   /**
@@ -222,7 +223,7 @@ export const startRequestSchema = z.strictObject({
    * id makes it single-use); persisted, never changed.
    */
   mandate: z.strictObject({ kind: z.string().min(1).max(256), terms: z.unknown(), id: z.string().min(1).max(128).optional() }).optional(),
-  taskId: agentInputSchema.shape.taskId.max(512).optional(),
+  taskId: agentInputSchema.shape.taskId.max(INPUT_LIMITS.taskId).optional(),
 });
 
 export type StartTaskRequest = z.input<typeof startRequestSchema>;
