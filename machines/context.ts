@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { batchSchema, effectSchema, pendingConfirmationSchema } from './calls.js';
 import { FINAL_STATUSES, STOP_CODES } from './failures.js';
 import { SHORT, count, id, jsonSchema, principalSchema, time } from './lib/schemaParts.js';
+import { INPUT_LIMITS } from './limits.js';
 import type { Json } from './lib/strictJson.js';
 
 export type { Json };
@@ -245,8 +246,8 @@ export const provenanceSchema = z.strictObject({
 
 export const agentContextSchema = z.strictObject({
   taskId: id,
-  /** At most 16,384 characters as the host gives it; sealing the sensitive values in it can make it longer. */
-  goal: z.string().min(1).max(65_536),
+  /** At most `INPUT_LIMITS.goal` characters as the host gives it; sealing the sensitive values in it can make it longer. */
+  goal: z.string().min(1).max(INPUT_LIMITS.storedGoal),
   principal: principalSchema,
   /** What the user asked for, as the host derived it at start; never changed by the task. */
   mandate: mandateSchema.nullable(),

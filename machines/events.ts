@@ -8,11 +8,12 @@
  */
 import { z } from 'zod';
 import { jsonSchema, modelUsageSchema } from './context.js';
+import { INPUT_LIMITS } from './limits.js';
 
 const at = z.number().int().nonnegative();
 /** Bounds on text a host event may carry (it is persisted and shown to the model). */
-const TEXT = 16_384;
-const SHORT = 1_024;
+const TEXT = INPUT_LIMITS.eventText;
+const SHORT = INPUT_LIMITS.eventShort;
 /** How much of an unusable model output the audit keeps. */
 export const RECEIVED = 4_096;
 
@@ -50,34 +51,46 @@ const scopes = z.array(z.string().min(1).max(SHORT)).max(256);
 /** The host session the event came from (the caller's `principal.sessionId`), for the audit. */
 const sessionId = z.string().min(1).max(SHORT).optional();
 
+/** A user's confirmation of the pending call: the HTTP service's confirm body is built from its fields. */
+export const userConfirmedSchema = z.strictObject({
+  type: z.literal('user.confirmed'),
+  at,
+  confirmationId: z.string().min(1).max(SHORT),
+  argsHash: z.string().min(1).max(SHORT),
+  userId,
+  scopes,
+  policyVersion: z.string().min(1).max(SHORT),
+  sessionId,
+});
+export const userRejectedSchema = z.strictObject({
+  type: z.literal('user.rejected'),
+  at,
+  confirmationId: z.string().min(1).max(SHORT),
+  userId,
+  scopes,
+  reason: z.string().max(SHORT).nullable(),
+  sessionId,
+});
+export const userAnsweredSchema = z.strictObject({
+  type: z.literal('user.answered'),
+  at,
+  text: z.string().min(1).max(TEXT),
+  userId,
+  sessionId,
+});
+export const taskCancelledSchema = z.strictObject({
+  type: z.literal('task.cancelled'),
+  at,
+  reason: z.string().max(SHORT),
+  by: z.string().min(1).max(SHORT),
+  sessionId,
+});
+
 export const hostEventSchema = z.discriminatedUnion('type', [
-  z.strictObject({
-    type: z.literal('user.confirmed'),
-    at,
-    confirmationId: z.string().min(1).max(SHORT),
-    argsHash: z.string().min(1).max(SHORT),
-    userId,
-    scopes,
-    policyVersion: z.string().min(1).max(SHORT),
-    sessionId,
-  }),
-  z.strictObject({
-    type: z.literal('user.rejected'),
-    at,
-    confirmationId: z.string().min(1).max(SHORT),
-    userId,
-    scopes,
-    reason: z.string().max(SHORT).nullable(),
-    sessionId,
-  }),
-  z.strictObject({ type: z.literal('user.answered'), at, text: z.string().min(1).max(TEXT), userId, sessionId }),
-  z.strictObject({
-    type: z.literal('task.cancelled'),
-    at,
-    reason: z.string().max(SHORT),
-    by: z.string().min(1).max(SHORT),
-    sessionId,
-  }),
+  userConfirmedSchema,
+  userRejectedSchema,
+  userAnsweredSchema,
+  taskCancelledSchema,
   /**
    * A reviewer's finding about the write a task waits on: it `happened` (with the result the reviewer found, checked
    * against the tool's output schema), it `not_happened`, or `retry` it with the same idempotency key.

@@ -199,6 +199,7 @@ export type {
   UnverifiedRead,
 } from '../machines/context.js';
 export { CONFIRMATION_REASONS, RISK_CLASSES } from '../machines/context.js';
+export { INPUT_LIMITS } from '../machines/limits.js';
 export type { AgentEvent, HostEvent, ModelEvent, ProposedCall } from '../machines/events.js';
 export type {
   AuditEntry,

@@ -4,10 +4,17 @@
  */
 import { z } from 'zod';
 import { confirmationReasonSchema, riskClassSchema } from '../../machines/calls.js';
+import {
+  taskCancelledSchema,
+  userAnsweredSchema,
+  userConfirmedSchema,
+  userRejectedSchema,
+} from '../../machines/events.js';
 import { startRequestSchema } from '../orchestrator/options.js';
-import { TASK_STATES, type TaskState } from '../store/summary.js';
+import { TASK_STATES, type TaskState, taskSummarySchema } from '../store/summary.js';
 
-const id = z.string().min(1).max(512);
+/** A task id as the orchestrator takes it. */
+const id = startRequestSchema.shape.taskId.unwrap();
 
 /** Every error the service answers with: a machine-readable code and a sentence for a human. */
 export const errorSchema = z.strictObject({
@@ -71,26 +78,23 @@ export const lastEventIdSchema = z
 
 export const eventsQuerySchema = z.strictObject({ lastEventId: z.string().max(32).optional() });
 
+// The decisions' bodies are the caller's fields of the host events they become, with the events' own bounds: the
+// service refuses exactly what the orchestrator would. The rest of each event (who, when, scopes) is the session's.
 export const confirmBodySchema = z.strictObject({
-  confirmationId: id,
+  confirmationId: userConfirmedSchema.shape.confirmationId,
   /** The hash of exactly the arguments the caller saw (`pendingConfirmation.argsHash`). */
-  argsHash: z.string().min(1).max(128),
+  argsHash: userConfirmedSchema.shape.argsHash,
 });
-export const rejectBodySchema = z.strictObject({ confirmationId: id, reason: z.string().max(500).optional() });
-export const answerBodySchema = z.strictObject({ text: z.string().min(1).max(4_000) });
-export const cancelBodySchema = z.strictObject({ reason: z.string().max(500).optional() });
+export const rejectBodySchema = z.strictObject({
+  confirmationId: userRejectedSchema.shape.confirmationId,
+  reason: userRejectedSchema.shape.reason.unwrap().optional(),
+});
+export const answerBodySchema = z.strictObject({ text: userAnsweredSchema.shape.text });
+export const cancelBodySchema = z.strictObject({ reason: taskCancelledSchema.shape.reason.optional() });
 export const emptyBodySchema = z.strictObject({});
 
-export const summarySchema = z.strictObject({
-  taskId: z.string(),
-  state: z.enum(TASK_STATES as [TaskState, ...TaskState[]]),
-  stateValue: z.string(),
-  userId: z.string(),
-  tenantId: z.string(),
-  revision: z.number(),
-  createdAt: z.number(),
-  updatedAt: z.number(),
-  outcomeCode: z.string().nullable(),
+/** A task as the list shows it: the store's summary (without its timer), and why the caller sees it. */
+export const summarySchema = taskSummarySchema.omit({ wakeAt: true }).extend({
   /** Why the caller sees it: their own task, or a confirmation they may approve. */
   access: z.enum(['owner', 'approver']),
 });

@@ -17,6 +17,7 @@ import {
   successCriterionSchema,
 } from '../../machines/context.js';
 import type { Principal } from '../../machines/context.js';
+import { INPUT_LIMITS } from '../../machines/limits.js';
 import type { Clock } from '../clock.js';
 import { DEFAULT_LIMITS, DEFAULT_POLICY } from '../defaults.js';
 import { type Loosen, loosenedPolicy } from './loosen.js';
@@ -238,7 +239,7 @@ export const startRequestSchema = z.strictObject({
   goal: z
     .string()
     .min(1)
-    .max(16_384)
+    .max(INPUT_LIMITS.goal)
     .refine((goal) => goal.trim() !== '', 'must not be blank'),
   /** Overrides of the default budget limits. */
   limits: budgetLimitsSchema.partial().optional(),
@@ -254,7 +255,7 @@ export const startRequestSchema = z.strictObject({
   mandate: z
     .strictObject({ kind: z.string().min(1).max(256), terms: z.unknown(), id: z.string().min(1).max(128).optional() })
     .optional(),
-  taskId: agentInputSchema.shape.taskId.max(512).optional(),
+  taskId: agentInputSchema.shape.taskId.max(INPUT_LIMITS.taskId).optional(),
 });
 
 export type StartTaskRequest = z.input<typeof startRequestSchema>;

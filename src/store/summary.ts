@@ -25,7 +25,7 @@ export interface TaskSummary {
 
 const time = z.number().int().nonnegative();
 
-export const taskSummarySchema: z.ZodType<TaskSummary> = z.strictObject({
+export const taskSummarySchema = z.strictObject({
   taskId: z.string(),
   state: z.enum(TASK_STATES as [TaskState, ...TaskState[]]),
   stateValue: z.string(),
@@ -36,7 +36,7 @@ export const taskSummarySchema: z.ZodType<TaskSummary> = z.strictObject({
   updatedAt: time,
   wakeAt: time.nullable(),
   outcomeCode: z.string().nullable(),
-});
+}) satisfies z.ZodType<TaskSummary>;
 
 /** Dotted form of a state value: {executing: 'writing'} -> "executing.writing". */
 export function stateValueToString(value: unknown): string {

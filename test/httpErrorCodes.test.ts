@@ -1,0 +1,122 @@
+/**
+ * The HTTP service answers every error with a code from `AgentErrorCode`: its own refusals, Fastify's parsing
+ * failures, the orchestrator's errors passed through, and a refused decision's reply code. The one exception is a
+ * host's own `ServiceError` from `startRequest` (the demo's `unknown_request`), which passes through as the host made it.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { REFUND_START_BODY, type DemoService, createDemoService } from '../examples/booking/service.js';
+import { MemoryStore, isAgentErrorCode } from '../src/index.js';
+import { ManualClock } from '../src/testing/index.js';
+
+let service: DemoService;
+beforeEach(async () => {
+  service = await createDemoService({ store: new MemoryStore(), clock: new ManualClock(), expirySweepMs: 0 });
+});
+afterEach(() => service.close());
+
+type Request = {
+  method: 'GET' | 'POST';
+  url: string;
+  user?: string | null;
+  payload?: unknown;
+  headers?: Record<string, string>;
+};
+
+async function answer({
+  method,
+  url,
+  user = 'E17',
+  payload,
+  headers = {},
+}: Request): Promise<{ statusCode: number; code: unknown }> {
+  const response = await service.app.inject({
+    method,
+    url,
+    headers: { ...(user ? { authorization: `Bearer ${user}` } : {}), ...headers },
+    ...(payload === undefined ? {} : typeof payload === 'string' ? { payload } : { payload: payload as object }),
+  });
+  return { statusCode: response.statusCode, code: response.json().code };
+}
+
+describe('the error bodies of the HTTP service', () => {
+  it('carry only codes of the AgentErrorCode list', async () => {
+    const started = await service.app.inject({
+      method: 'POST',
+      url: '/api/tasks',
+      headers: { authorization: 'Bearer E17' },
+      payload: { ...REFUND_START_BODY, taskId: 'refund-1' },
+    });
+    expect(started.statusCode).toBe(201);
+    const status = await service.orchestrator.settled('refund-1');
+    const pending = status.pendingConfirmation!;
+    const json = { 'content-type': 'application/json' };
+    const requests: Request[] = [
+      { method: 'GET', url: '/api/tasks', user: null },
+      { method: 'GET', url: '/api/tasks?limit=0' },
+      { method: 'GET', url: '/api/tasks/nobody-has-this' },
+      { method: 'GET', url: '/api/nothing-here' },
+      { method: 'GET', url: '/api/tasks/refund-1/events?lastEventId=abc' },
+      { method: 'GET', url: '/api/tasks/refund-1/events?lastEventId=9999' },
+      { method: 'POST', url: '/api/tasks', payload: 'goal', headers: { 'content-type': 'text/plain' } },
+      { method: 'POST', url: '/api/tasks', payload: '{"goal":', headers: json },
+      { method: 'POST', url: '/api/tasks', payload: JSON.stringify({ goal: 'x'.repeat(64 * 1024) }), headers: json },
+      { method: 'POST', url: '/api/tasks', payload: { goal: '' } },
+      { method: 'POST', url: '/api/tasks', payload: { ...REFUND_START_BODY, limits: { money: 1 } } },
+      { method: 'POST', url: '/api/tasks', payload: { ...REFUND_START_BODY, taskId: 'refund-1' } },
+      {
+        method: 'POST',
+        url: '/api/tasks/refund-1/confirm',
+        payload: { confirmationId: pending.id, argsHash: pending.argsHash },
+        user: null,
+        headers: { cookie: 'demo_user=E17' },
+      },
+      {
+        method: 'POST',
+        url: '/api/tasks/refund-1/confirm',
+        payload: { confirmationId: pending.id, argsHash: 'not-the-hash' },
+      },
+      {
+        method: 'POST',
+        url: '/api/tasks/refund-1/confirm',
+        payload: { confirmationId: 'not-this-one', argsHash: pending.argsHash },
+      },
+      { method: 'POST', url: '/api/tasks/refund-1/answer', payload: { text: 'the east building' } },
+      { method: 'POST', url: '/api/tasks/refund-1/next', payload: {} },
+      { method: 'POST', url: '/api/tasks/refund-1/cancel', payload: { surprise: true } },
+    ];
+    const answers = [];
+    for (const request of requests)
+      answers.push({ request: `${request.method} ${request.url}`, ...(await answer(request)) });
+    for (const { request, statusCode, code } of answers) {
+      expect(statusCode, request).toBeGreaterThanOrEqual(400);
+      expect(isAgentErrorCode(code), `${request}: ${String(code)}`).toBe(true);
+    }
+    // Distinct refusals, not one code for all of them.
+    expect(new Set(answers.map((a) => a.code)).size).toBeGreaterThanOrEqual(12);
+  });
+
+  it("pass a host's own code through unchanged (it is the host's, outside the list)", async () => {
+    const refused = await answer({
+      method: 'POST',
+      url: '/api/tasks',
+      payload: { goal: 'refund', input: { request: 'nothing-on-record' } },
+    });
+    expect(refused).toEqual({ statusCode: 400, code: 'unknown_request' });
+    expect(isAgentErrorCode('unknown_request')).toBe(false);
+  });
+
+  it('are documented in the OpenAPI document with codes of the list only', async () => {
+    const document = (await service.app.inject({ method: 'GET', url: '/api/openapi.json' })).json() as {
+      paths: Record<string, Record<string, { responses: Record<string, { description: string }> }>>;
+    };
+    const documented = Object.values(document.paths).flatMap((methods) =>
+      Object.values(methods).flatMap((operation) =>
+        Object.entries(operation.responses)
+          .filter(([status]) => Number(status) >= 400)
+          .flatMap(([, response]) => response.description.split(', ')),
+      ),
+    );
+    expect(documented.length).toBeGreaterThan(20);
+    expect(documented.filter((code) => !isAgentErrorCode(code))).toEqual([]);
+  });
+});
