@@ -1,23 +1,17 @@
 /**
  * The Stately inspector relay as the service and the step CLI use it: it listens on 127.0.0.1 only, what it streams
- * is the reduced context of the offline stream (no goal, no scopes, no tool output such as the customer's note),
- * and a task keeps one actor identity (`task:<taskId>`) although it is evicted while it waits and reloaded when
- * E17 confirms (XState gives the reload a new session id).
+ * is the reduced context of the offline stream (no goal, no scopes, no tool output such as the account holder's
+ * note), and a task keeps one actor identity (`task:<taskId>`) although it is evicted while it waits and reloaded
+ * when the clerk confirms (XState gives the reload a new session id).
  */
 import { once } from 'node:events';
 import net from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
-import { RefundDesk } from '../examples/booking/refundService.js';
-import { REFUND_GOAL, REFUND_MANDATE, REFUND_SUCCESS, E17_SUPPORT } from '../examples/booking/requests.js';
-import { refundScript } from '../examples/booking/refundScenario.js';
-import { MemoryStore, createOrchestrator } from '../src/index.js';
 import { createStatelyInspection } from '../src/inspect/statelyInspector.js';
-import { scriptedModel } from '../src/testing/index.js';
-import { getOrder } from '../tools/getOrder.js';
-import { refundMandate } from '../tools/mandates.js';
-import { refundDeskAuthority, refundOrder } from '../tools/refundOrder.js';
+import { reply } from '../src/testing/index.js';
+import { CASH_GOAL, CLERK, PAYOUT_SUCCESS, cashDesk, payoutMandate } from './support/domain.js';
 
 const closers: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -59,28 +53,27 @@ describe('Stately relay', () => {
     const frames: Frame[] = [];
     viewer.on('message', (data) => frames.push(JSON.parse(String(data)) as Frame));
     await once(viewer, 'open');
-    const desk = new RefundDesk();
-    const orchestrator = createOrchestrator({
-      tools: [getOrder(desk), refundOrder(desk, { confirmAboveCents: 10_000 })],
-      loosen: refundDeskAuthority,
-      mandates: [refundMandate],
-      model: scriptedModel(refundScript()),
-      store: new MemoryStore(),
-      expirySweepMs: 0,
+    const { orchestrator, ledger } = cashDesk({
+      script: [
+        reply.call('get_balance', { account_id: 'A-1' }),
+        reply.call('pay_out', { account_id: 'A-1', amount: 150, memo: 'taxi' }),
+        reply.answer('Paid out 150.'),
+      ],
       inspect: inspection.inspect,
     });
     closers.push(() => orchestrator.close());
+    const mandate = payoutMandate.of({ account_id: 'A-1', max_amount: 200 });
     const waiting = await orchestrator.run({
-      principal: E17_SUPPORT,
-      goal: REFUND_GOAL,
-      mandate: REFUND_MANDATE,
-      success: REFUND_SUCCESS,
-      limits: { money: 19_900 },
+      principal: CLERK,
+      goal: CASH_GOAL,
+      mandate,
+      success: PAYOUT_SUCCESS,
+      limits: { money: 200 },
       taskId: 'refund-7',
     });
     expect(orchestrator.liveTasks).toBe(0); // evicted while it waits
     const pending = waiting.pendingConfirmation!;
-    expect((await orchestrator.confirm('refund-7', E17_SUPPORT, pending)).accepted).toBe(true);
+    expect((await orchestrator.confirm('refund-7', CLERK, pending)).accepted).toBe(true);
     expect((await orchestrator.settled('refund-7')).state).toBe('done');
     await inspection.stop();
     await once(viewer, 'close');
@@ -102,8 +95,8 @@ describe('Stately relay', () => {
     expect(Object.keys(context)).not.toContain('goal');
     expect(Object.keys(context)).not.toContain('principal');
     const everything = JSON.stringify(frames);
-    expect(everything).not.toContain(REFUND_GOAL);
-    expect(everything).not.toContain('refunds:write');
-    expect(everything).not.toContain(desk.orders.get('O-1001')!.customerNote);
+    expect(everything).not.toContain(CASH_GOAL);
+    expect(everything).not.toContain('cash:pay');
+    expect(everything).not.toContain(ledger.accounts.get('A-1')!.note);
   });
 });
