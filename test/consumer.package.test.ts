@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fake, startFakeOpenAI } from './support/fakeOpenAI.js';
-import { type ExampleName, expectExampleOutput, readmeExamples } from './support/readme.js';
+import { type ExampleName, SELF_CONTAINED_EXAMPLES, expectExampleOutput, readmeExamples } from './support/readme.js';
 import { useTestRedis } from './support/redis.js';
 import { PROJECT_ROOT, runCommand } from './support/workers.js';
 import { scaled } from './support/timeScale.js';
@@ -206,21 +206,7 @@ describe('a TypeScript consumer (strict, skipLibCheck false)', () => {
       await sh(join(root, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.example.json'], root);
       const node = (name: ExampleName, env: NodeJS.ProcessEnv = {}) =>
         sh('node', [`dist-example/readme-${name}.js`], root, env);
-      for (const name of [
-        'embed',
-        'mandate',
-        'inspect',
-        'visualize',
-        'aisdk',
-        'fastify',
-        'acceptance',
-        'otel',
-        'privacy',
-        'mcp',
-        'erasure',
-        'hooks',
-      ] as const)
-        expectExampleOutput[name](await node(name));
+      for (const name of SELF_CONTAINED_EXAMPLES) expectExampleOutput[name](await node(name));
       const server = await startFakeOpenAI([fake.text('Hello, E17.')]);
       try {
         expectExampleOutput.openai(

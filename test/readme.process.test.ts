@@ -5,23 +5,10 @@
  */
 import { describe, expect, it } from 'vitest';
 import { fake, startFakeOpenAI } from './support/fakeOpenAI.js';
-import { expectExampleOutput, runExample } from './support/readme.js';
+import { SELF_CONTAINED_EXAMPLES, expectExampleOutput, runExample } from './support/readme.js';
 
 describe('documented examples (README.md, docs/*.md)', () => {
-  it.each([
-    'embed',
-    'mandate',
-    'inspect',
-    'visualize',
-    'aisdk',
-    'fastify',
-    'acceptance',
-    'otel',
-    'privacy',
-    'mcp',
-    'erasure',
-    'hooks',
-  ] as const)('runs its %s example against the sources', async (name) => {
+  it.each(SELF_CONTAINED_EXAMPLES)('runs its %s example against the sources', async (name) => {
     expectExampleOutput[name](await runExample(name));
   });
 

@@ -27,6 +27,12 @@ export const EXAMPLES = [
 ] as const;
 export type ExampleName = (typeof EXAMPLES)[number];
 
+/** The examples that need nothing running beside them (no Redis, no model server): run one after another. */
+export const SELF_CONTAINED_EXAMPLES = EXAMPLES.filter(
+  (name): name is Exclude<ExampleName, 'redis' | 'workers' | 'openai'> =>
+    name !== 'redis' && name !== 'workers' && name !== 'openai',
+);
+
 /** The files examples are collected from, relative to the project: README.md, then docs/*.md by name. */
 export async function documentationFiles(): Promise<string[]> {
   const docs = (await readdir(join(PROJECT_ROOT, 'docs'))).filter((name) => name.endsWith('.md')).sort();
