@@ -62,13 +62,17 @@ afterAll(async () => {
 });
 
 describe('the packed package', () => {
-  it('ships only the build, the README, the license and the changelog', async () => {
+  it('ships only the build, the README, the docs, the license and the changelog', async () => {
     const listing = await sh('tar', ['-tzf', tarball], dir);
     const files = listing.split('\n');
     expect(
-      files.filter((f) => !/^package\/(dist\/|README\.md$|LICENSE$|CHANGELOG\.md$|package\.json$)/.test(f)),
+      files.filter(
+        (f) => !/^package\/(dist\/|README\.md$|docs\/[a-z]+\.md$|LICENSE$|CHANGELOG\.md$|package\.json$)/.test(f),
+      ),
     ).toEqual([]);
     expect(files).toContain('package/dist/src/store/redis/lua/save.lua');
+    // The CLIs' help points at it for the host module.
+    expect(files).toContain('package/docs/stores.md');
     expect(
       files.filter(
         (f) =>
@@ -110,8 +114,12 @@ describe.each([
   it('installs the store CLIs as commands that run the built JavaScript', async () => {
     const bin = (name: string) => join(root, 'node_modules', '.bin', `statechart-agent-${name}`);
     expect(await sh(bin('tasks'), ['list', '--data-dir', join(root, 'no-tasks')], root)).toBe('No tasks.');
-    expect(await sh(bin('trace'), ['--help'], root)).toMatch(/^Usage: trace <taskId>/);
-    expect(await sh(bin('step'), ['--help'], root)).toMatch(/^Usage: step <taskId> --host <module>/);
+    // The help names the installed commands and points at the docs, never at a source file the package lacks.
+    for (const name of ['tasks', 'trace', 'step']) {
+      const help = await sh(bin(name), ['--help'], root);
+      expect(help).toMatch(new RegExp(`^Usage: statechart-agent-${name} `));
+      expect(help).not.toMatch(/src\/cli|\.ts\b/);
+    }
   });
 
   it('continues a waiting task through the installed step command with a JavaScript host module', async () => {
@@ -131,11 +139,11 @@ describe.each([
     expect((await sh('node', ['optional.mjs'], root)).split('\n')).toEqual([
       'statechart-agent/inspect: loaded (function, function)',
       'webSocketSink: missing_peer webSocketSink needs the optional peer dependency ws: npm install ws',
-      'statechart-agent/redis: ERR_MODULE_NOT_FOUND ioredis',
-      'statechart-agent/openai: ERR_MODULE_NOT_FOUND openai',
-      'statechart-agent/ai-sdk: ERR_MODULE_NOT_FOUND ai',
-      'statechart-agent/otel: ERR_MODULE_NOT_FOUND @opentelemetry/api',
-      'statechart-agent/bullmq: ERR_MODULE_NOT_FOUND bullmq',
+      'statechart-agent/redis: missing_peer statechart-agent/redis needs the optional peer dependency ioredis: npm install ioredis',
+      'statechart-agent/openai: missing_peer statechart-agent/openai needs the optional peer dependency openai: npm install openai',
+      'statechart-agent/ai-sdk: missing_peer statechart-agent/ai-sdk needs the optional peer dependency ai: npm install ai',
+      'statechart-agent/otel: missing_peer statechart-agent/otel needs the optional peer dependency @opentelemetry/api: npm install @opentelemetry/api',
+      'statechart-agent/bullmq: missing_peer statechart-agent/bullmq needs the optional peer dependency bullmq: npm install bullmq',
       'statechart-agent/mcp: loaded (function)',
       'connectMcp: missing_peer connectMcp needs the optional peer dependency @modelcontextprotocol/sdk: npm install @modelcontextprotocol/sdk',
       'statechart-agent/fastify: loaded (function)',

@@ -25,7 +25,7 @@ import { UsageError, runCli } from './runCli.js';
 import { type StepCommand, allowedCommands, formatAllowed, formatReplay, formatStatus } from './stepView.js';
 import { DEFAULT_DATA_DIR, DEFAULT_PREFIX, locateTask } from './taskLocation.js';
 
-const HELP = `Usage: step <taskId> --host <module> [options]
+const HELP = `Usage: statechart-agent-step <taskId> --host <module> [options]
 
 Steps through a stored task. Commands, one per line on stdin:
   next               let the model take its turn; the task then runs until it needs the model again, needs a
@@ -40,7 +40,8 @@ Steps through a stored task. Commands, one per line on stdin:
   quit               stop here (also at the end of input); the task stays as persisted
 
 Options:
-  --host <module>    the host module: its tools and model continue the task (see src/cli/host.ts)
+  --host <module>    the host module: its tools and model continue the task (a HostFactory: see docs/stores.md
+                     in the package)
   --store <kind>     file (default) or redis (REDIS_URL)
   --data-dir <dir>   the file store's directory (default: ${DEFAULT_DATA_DIR}, or where the host module locates it)
   --prefix <prefix>  Redis key prefix (default: ${DEFAULT_PREFIX}, or where the host module locates it)

@@ -21,7 +21,7 @@ import { openStore } from './openStore.js';
 import { UsageError, runCli } from './runCli.js';
 import { DEFAULT_DATA_DIR, DEFAULT_PREFIX, locateTask } from './taskLocation.js';
 
-const HELP = `Usage: tasks <command> [options]
+const HELP = `Usage: statechart-agent-tasks <command> [options]
 
 Commands:
   list [--state <s>]   stored tasks, newest first; --state filters (${TASK_STATES.join(', ')})
@@ -33,7 +33,7 @@ Commands:
 
 Options:
   --host <module>      the host module: default-exports ({ store, dataDir, prefix, clock }) => ({ tools, model })
-                       (see src/cli/host.ts); needed by recover
+                       (a HostFactory: docs/stores.md in the package); needed by recover
   --store <kind>       file (default) or redis (REDIS_URL)
   --data-dir <dir>     the file store's directory (default: ${DEFAULT_DATA_DIR}, or where the host module locates the task)
   --prefix <prefix>    Redis key prefix (default: ${DEFAULT_PREFIX}, or where the host module locates the task)

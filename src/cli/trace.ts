@@ -14,13 +14,14 @@ import { openStore } from './openStore.js';
 import { UsageError, runCli } from './runCli.js';
 import { DEFAULT_DATA_DIR, DEFAULT_PREFIX, locateTask } from './taskLocation.js';
 
-const HELP = `Usage: trace <taskId> [options]
+const HELP = `Usage: statechart-agent-trace <taskId> [options]
 
 Writes the task's trace page: the statechart with visited states and taken transitions highlighted, the final
 state emphasized, and a timeline of gate decisions, tool calls, confirmations and the stop reason.
 
 Options:
-  --host <module>    a host module; only its locate(taskId) is used, to find the task (see src/cli/host.ts)
+  --host <module>    a host module; only its locate(taskId) is used, to find the task (a HostFactory: see
+                     docs/stores.md in the package)
   --store <kind>     file (default) or redis (REDIS_URL)
   --data-dir <dir>   the file store's directory (default: ${DEFAULT_DATA_DIR}, or where the host module locates it)
   --prefix <prefix>  Redis key prefix (default: ${DEFAULT_PREFIX}, or where the host module locates it)

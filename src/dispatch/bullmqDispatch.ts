@@ -10,7 +10,8 @@
  * per process. BullMQ's own event stream carries every job's every state change, and reading it in each worker
  * would cost every worker for every job.
  */
-import { type ConnectionOptions, DelayedError, type Job, Queue, Worker } from 'bullmq';
+import type { ConnectionOptions, Job, Queue, Worker } from 'bullmq';
+import { bullmq } from '../peers/bullmq.js';
 import type { Redis } from 'ioredis';
 import { AgentError, HostRequestError, QueueFullError } from '../errors.js';
 import type { AgentInput } from '../../machines/context.js';
@@ -128,7 +129,7 @@ export class BullmqDispatch implements Dispatch {
       replyTimeoutMs: options.replyTimeoutMs ?? 10_000,
       inboxLimit: options.inboxLimit ?? INBOX_REPLIES_KEPT,
     };
-    this.queue = new Queue(this.name, {
+    this.queue = new bullmq.Queue(this.name, {
       connection: options.connection,
       ...(options.prefix ? { prefix: options.prefix } : {}),
       defaultJobOptions: {
@@ -219,7 +220,7 @@ export class BullmqDispatch implements Dispatch {
       );
     }
     const retryDelay = this.options.retryDelayMs ?? 1_000;
-    const worker = new Worker(
+    const worker = new bullmq.Worker(
       this.name,
       async (job: Job<DriveJob>, token?: string) => {
         const outcome = await handle(job.data).catch(async (error: unknown) => {
@@ -234,7 +235,7 @@ export class BullmqDispatch implements Dispatch {
         if (outcome === 'later') {
           // Back in the queue without using up a try: the job waits for room, it did not fail.
           await job.moveToDelayed(Date.now() + retryDelay, token);
-          throw new DelayedError();
+          throw new bullmq.DelayedError();
         }
       },
       {

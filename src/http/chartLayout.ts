@@ -9,7 +9,7 @@
  * elkjs is an optional peer: loaded when the chart is first asked for, then the layout is cached per machine.
  */
 import type { AnyStateMachine } from 'xstate';
-import { optionalPeer } from '../inspect/optionalPeer.js';
+import { optionalPeer } from '../peers/optionalPeer.js';
 import { type Chart, describeChart, edgeLabel } from '../visualize/describeChart.js';
 
 export interface LaidOutState {

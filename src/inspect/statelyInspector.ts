@@ -28,7 +28,7 @@ import { once } from 'node:events';
 import type { Socket } from 'node:net';
 import type { InspectionEvent } from 'xstate';
 import { AgentError } from '../errors.js';
-import { optionalPeer } from './optionalPeer.js';
+import { optionalPeer } from '../peers/optionalPeer.js';
 import { statelyFrames } from './statelyFrames.js';
 
 export interface StatelyInspectionOptions {

@@ -10,7 +10,7 @@
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import type { InspectionMessage, InspectionSink } from './inspectionStream.js';
-import { optionalPeer } from './optionalPeer.js';
+import { optionalPeer } from '../peers/optionalPeer.js';
 
 export interface WebSocketSinkOptions {
   /** TCP port; 0 (the default) picks a free one. */

@@ -10,7 +10,7 @@ import type { StreamableHTTPClientTransportOptions } from '@modelcontextprotocol
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { cap, safeErrorText } from '../../machines/lib/text.js';
 import { McpConnectionError } from '../errors.js';
-import { optionalPeer } from '../inspect/optionalPeer.js';
+import { optionalPeer } from '../peers/optionalPeer.js';
 
 const SDK = '@modelcontextprotocol/sdk';
 const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;

@@ -10,7 +10,10 @@
  * import { otelTracing } from 'statechart-agent/otel';
  * const orchestrator = createOrchestrator({ tools, model, tracing: otelTracing(trace.getTracer('bookings')) });
  */
-import { type Attributes, type Span, SpanKind, SpanStatusCode, type Tracer, context, trace } from '@opentelemetry/api';
+import type { Attributes, Span, Tracer } from '@opentelemetry/api';
+import { otelApi } from '../peers/otelApi.js';
+
+const { SpanKind, SpanStatusCode, context, trace } = otelApi;
 import type { AuditEntry } from '../../machines/journal.js';
 import type { TraceAttributes, Tracing } from '../runtime/tracing.js';
 

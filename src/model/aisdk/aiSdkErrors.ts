@@ -4,7 +4,13 @@
  * nobody can use (the adapter turns that into an invalid reply, which the machine re-asks). Messages carry no
  * stack, no URL and nothing key-like.
  */
-import {
+import { aiSdk } from '../../peers/aiSdk.js';
+import { AgentError } from '../../errors.js';
+import { TransientModelError } from '../agentModel.js';
+import { isTransientStatus, maskedLine, retryAfterMs } from '../replyRules.js';
+import type { CodedError } from '../../errorCodes.js';
+
+const {
   APICallError,
   AISDKError,
   EmptyResponseBodyError,
@@ -15,11 +21,7 @@ import {
   NoContentGeneratedError,
   RetryError,
   TypeValidationError,
-} from 'ai';
-import { AgentError } from '../../errors.js';
-import { TransientModelError } from '../agentModel.js';
-import { isTransientStatus, maskedLine, retryAfterMs } from '../replyRules.js';
-import type { CodedError } from '../../errorCodes.js';
+} = aiSdk;
 
 /** The provider refused the request for a reason a retry cannot fix (bad request, key, model id, configuration). */
 export class AiSdkRequestError extends AgentError<'model_request_failed'> {

@@ -7,7 +7,8 @@
  * `tool-call` part they answer. They are never merged into the system prompt or user messages, where they could
  * pass for instructions. The tools have no `execute`: the SDK can never run anything, the host does.
  */
-import { type ModelMessage, type ToolCallPart, type ToolResultPart, type ToolSet, jsonSchema, tool } from 'ai';
+import type { ModelMessage, ToolCallPart, ToolResultPart, ToolSet, jsonSchema } from 'ai';
+import { aiSdk } from '../../peers/aiSdk.js';
 import type { TranscriptEntry } from '../../../machines/journal.js';
 import type { ModelRequest, OfferedTool } from '../agentModel.js';
 // Provider-neutral helpers; that module imports only types from `openai`, so nothing of it is loaded here.
@@ -104,9 +105,9 @@ export function callInput(text: string): Record<string, unknown> {
 export function toolSet(tools: readonly OfferedTool[], strict = true): ToolSet {
   const set: ToolSet = {};
   for (const offered of tools) {
-    set[offered.name] = tool({
+    set[offered.name] = aiSdk.tool({
       description: offered.description,
-      inputSchema: jsonSchema(offered.parameters as Parameters<typeof jsonSchema>[0]),
+      inputSchema: aiSdk.jsonSchema(offered.parameters as Parameters<typeof jsonSchema>[0]),
       strict: strict && qualifiesForStrict(offered.parameters),
     });
   }

@@ -14,7 +14,8 @@
  * const model = createAiSdkModel({ model: anthropic('claude-sonnet-4-5') });
  * const orchestrator = createOrchestrator({ tools, model });
  */
-import { type LanguageModelMiddleware, generateText, stepCountIs, wrapLanguageModel } from 'ai';
+import type { LanguageModelMiddleware, generateText, wrapLanguageModel } from 'ai';
+import { aiSdk } from '../../peers/aiSdk.js';
 import { AgentError } from '../../errors.js';
 import type { AgentModel, ModelReplyWithVersion, ModelRequest } from '../agentModel.js';
 import { DEFAULT_SYSTEM_PROMPT } from '../openai/openaiMessages.js';
@@ -94,8 +95,8 @@ export function createAiSdkModel(options: AiSdkModelOptions): AgentModel {
         },
       };
       try {
-        await generateText({
-          model: wrapLanguageModel({ model: languageModel, middleware: capture }),
+        await aiSdk.generateText({
+          model: aiSdk.wrapLanguageModel({ model: languageModel, middleware: capture }),
           system: systemPrompt(request.principal, options.systemPrompt),
           messages: buildModelMessages(transcript, { maxToolResultBytes }),
           ...(request.tools.length > 0
@@ -106,7 +107,7 @@ export function createAiSdkModel(options: AiSdkModelOptions): AgentModel {
           ...(options.providerOptions ? { providerOptions: options.providerOptions } : {}),
           maxRetries: 0,
           // One step: with no execute functions there is nothing to loop on, and the host decides what runs next.
-          stopWhen: stepCountIs(1),
+          stopWhen: aiSdk.stepCountIs(1),
           abortSignal: request.signal,
         });
       } catch (error) {

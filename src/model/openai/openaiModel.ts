@@ -12,7 +12,8 @@
  * const model = createOpenAIModel({ baseURL: 'http://127.0.0.1:11434/v1', model: 'qwen2.5:7b', apiKey: 'ollama' });
  * const orchestrator = createOrchestrator({ tools, model });
  */
-import OpenAI from 'openai';
+import type { OpenAI } from 'openai';
+import { openai } from '../../peers/openai.js';
 import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
 import { AgentError } from '../../errors.js';
 import type { AgentModel, ModelReplyWithVersion, ModelRequest } from '../agentModel.js';
@@ -73,7 +74,7 @@ export function createOpenAIModel(options: OpenAIModelOptions = {}): AgentModel 
   const maxRetryAfterMs = options.maxRetryAfterMs ?? 60_000;
   const client =
     options.client ??
-    new OpenAI({
+    new openai.OpenAI({
       apiKey,
       baseURL: options.baseURL ?? nonEmpty(env.OPENAI_BASE_URL) ?? null,
       maxRetries: 0,

@@ -3,7 +3,8 @@
  * sorted into retryable (TransientModelError) and not. The mapping never parses, repairs or drops tool calls:
  * duplicate or missing call ids and malformed JSON arguments reach the machine's protocol gate as they came.
  */
-import { APIConnectionError, APIError, APIUserAbortError } from 'openai';
+import type { APIError } from 'openai';
+import { openai } from '../../peers/openai.js';
 import type { ChatCompletion } from 'openai/resources/chat/completions';
 import { AgentError } from '../../errors.js';
 import {
@@ -147,11 +148,11 @@ const STATUS_HINT: Record<number, string> = {
  * within the task's retry budget, anything else to fail the task. Messages carry no stack and no key.
  */
 export function toModelError(error: unknown, apiKey: string | undefined, maxRetryAfterMs: number): Error {
-  if (error instanceof APIUserAbortError) return new ModelAbortedError();
-  if (error instanceof APIConnectionError) {
+  if (error instanceof openai.APIUserAbortError) return new ModelAbortedError();
+  if (error instanceof openai.APIConnectionError) {
     return new TransientModelError(`the model server could not be reached (${error.name})`);
   }
-  if (error instanceof APIError && typeof error.status === 'number') {
+  if (error instanceof openai.APIError && typeof error.status === 'number') {
     const detail = serverDetail(error, apiKey);
     if (isTransientStatus(error.status)) {
       const retryAfter = retryAfterMs((name) => error.headers?.get(name));

@@ -3,7 +3,8 @@
  * an error within seconds instead of queueing commands forever, and the mapping of client errors to store errors
  * (`toStoreError`, applied to every call by `redisCall`).
  */
-import { type Cluster, Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
+import { ioredis } from '../../peers/ioredis.js';
 import { AgentError, CorruptTaskError, StoreUnavailableError } from '../../errors.js';
 
 /** Bounds of the store's own client. */
@@ -22,7 +23,7 @@ export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
  * command fails within about a second when Redis is down, and within `commandTimeoutMs` in any case.
  */
 export function createRedisClient(url: string, bounds: RedisClientBounds = {}): Redis {
-  const client = new Redis(url, {
+  const client = new ioredis.Redis(url, {
     // ioredis fails the queued commands every (maxRetriesPerRequest + 1) reconnection attempts, so this and the
     // cap on the delay bound how long a command waits for a Redis that is down: about 2 x 400 ms.
     maxRetriesPerRequest: 1,
