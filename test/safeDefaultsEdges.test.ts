@@ -8,7 +8,8 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { BookingService } from '../examples/booking/bookingService.js';
 import { AgentError, ToolDefinitionError } from '../src/errors.js';
-import { markRead } from '../machines/lib/observedFacts.js';
+import { CONTEXT_BOUNDS, type AgentContext } from '../machines/context.js';
+import { UNTRACKED_READS, blockingReads, markRead } from '../machines/lib/observedFacts.js';
 import { cardNumbers } from '../src/privacy/redactors.js';
 import { reply } from '../src/testing/index.js';
 import { defineTool } from '../src/tool.js';
@@ -54,6 +55,32 @@ describe('unverified facts: a re-read verifies only what it read', () => {
     ]);
     expect(markRead(markRead(ab, 'search', 'ok', 3, 'aaaa'), 'search', 'ok', 4, 'bbbb')).toEqual([]);
     expect(markRead([{ tool: 'search', code: 'timeout', times: 1, at: 1 }], 'search', 'ok', 2, 'cccc')).toEqual([]);
+  });
+
+  it('never forgets an unknown read to make room: what does not fit is a mark no success clears', () => {
+    // More unknown arguments of one tool than the mark keeps: succeeding on every tracked one leaves the mark.
+    let marks = markRead([], 'search', 'timeout', 0, 'args-0');
+    for (let i = 1; i <= CONTEXT_BOUNDS.unverifiedArgs; i++)
+      marks = markRead(marks, 'search', 'timeout', i, `args-${i}`);
+    expect(marks[0]!.args).toHaveLength(CONTEXT_BOUNDS.unverifiedArgs);
+    for (let i = 0; i <= CONTEXT_BOUNDS.unverifiedArgs; i++)
+      marks = markRead(marks, 'search', 'ok', 100 + i, `args-${i}`);
+    expect(marks).toEqual([expect.objectContaining({ tool: 'search', args: ['*'] })]);
+
+    // More unverified tools than the context keeps: the oldest merge into one mark that blocks every dependent write.
+    let tools = markRead([], 'read_0', 'timeout', 0, 'a');
+    for (let i = 1; i <= CONTEXT_BOUNDS.unverified + 2; i++)
+      tools = markRead(tools, `read_${i}`, 'unavailable', i, 'a');
+    expect(tools).toHaveLength(CONTEXT_BOUNDS.unverified);
+    expect(tools[0]).toMatchObject({ tool: UNTRACKED_READS, code: 'unavailable', times: 1 });
+    for (let i = 0; i <= CONTEXT_BOUNDS.unverified + 2; i++) tools = markRead(tools, `read_${i}`, 'ok', 100 + i, 'a');
+    expect(tools.map((m) => m.tool)).toEqual([UNTRACKED_READS]);
+    const context = { unverified: tools } as AgentContext;
+    expect(blockingReads(context, undefined)).toHaveLength(1);
+    expect(blockingReads(context, { dependsOn: ['read_0'] } as never)).toHaveLength(1);
+    expect(blockingReads(context, { dependsOn: ['never_unknown'] } as never)).toHaveLength(1);
+    // A write that depends on no read is not held by it.
+    expect(blockingReads(context, { dependsOn: [] } as never)).toEqual([]);
   });
 
   it('keeps refusing the write when the re-read that succeeded asked something else', async () => {

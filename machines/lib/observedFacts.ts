@@ -22,9 +22,23 @@ const READ_ESTABLISHED_NOTHING: ReadonlySet<string> = new Set([
 ]);
 
 /**
+ * The mark that stands for unverified reads the context had no room left to track: tool names never contain a space,
+ * so no read clears it, and every write that depends on any read is refused while it stands (fail closed: which
+ * facts it covered is no longer known).
+ */
+export const UNTRACKED_READS = 'reads no longer tracked';
+
+/**
+ * In a mark's `args`: a read of other arguments ended unknown and was no longer tracked, so no success clears the
+ * mark (the read that would verify it is not known).
+ */
+const UNTRACKED_ARGS = '*';
+
+/**
  * The unverified marks after a read of `tool` with arguments `args` (their hash) ended with `code` ('ok' for a
  * result), at `at`. A success verifies what that read asked, not what a read of other arguments asked: the mark
- * goes once every read of the tool that ended unknown has since succeeded.
+ * goes once every read of the tool that ended unknown has since succeeded. The lists are bounded, and what does not
+ * fit is never dropped into "verified": it turns into a mark no read clears.
  */
 export function markRead(
   marks: readonly UnverifiedRead[],
@@ -36,10 +50,8 @@ export function markRead(
   const mark = marks.find((m) => m.tool === tool);
   const others = marks.filter((m) => m.tool !== tool);
   if (READ_ESTABLISHED_NOTHING.has(code)) {
-    const unknown = [...(mark?.args ?? []).filter((a) => a !== args), args].slice(-CONTEXT_BOUNDS.unverifiedArgs);
-    return [...others, { tool, code, times: (mark?.times ?? 0) + 1, at, args: unknown }].slice(
-      -CONTEXT_BOUNDS.unverified,
-    );
+    const unknown = boundArgs([...(mark?.args ?? []).filter((a) => a !== args), args]);
+    return boundMarks([...others, { tool, code, times: (mark?.times ?? 0) + 1, at, args: unknown }]);
   }
   if (code !== 'ok' || !mark) return [...marks];
   // A mark recorded before marks kept their reads' arguments: any success of the tool clears it, as it did then.
@@ -47,13 +59,40 @@ export function markRead(
   return left.length === 0 ? others : marks.map((m) => (m === mark ? { ...m, args: left } : m));
 }
 
-/** The unverified reads a write of `rules` depends on: those it names (`dependsOn`), or every one when it names none. */
+/** At most `unverifiedArgs` arguments: the oldest that do not fit become UNTRACKED_ARGS, first in the list. */
+function boundArgs(args: string[]): string[] {
+  if (args.length <= CONTEXT_BOUNDS.unverifiedArgs) return args;
+  const tracked = args.filter((a) => a !== UNTRACKED_ARGS);
+  return [UNTRACKED_ARGS, ...tracked.slice(-(CONTEXT_BOUNDS.unverifiedArgs - 1))];
+}
+
+/** At most `unverified` marks: the oldest that do not fit merge into one UNTRACKED_READS mark, kept first. */
+function boundMarks(marks: UnverifiedRead[]): UnverifiedRead[] {
+  if (marks.length <= CONTEXT_BOUNDS.unverified) return marks;
+  const tracked = marks.filter((m) => m.tool !== UNTRACKED_READS);
+  const dropped = tracked.slice(0, tracked.length - (CONTEXT_BOUNDS.unverified - 1));
+  const merged = [...marks.filter((m) => m.tool === UNTRACKED_READS), ...dropped];
+  const latest = merged.reduce((a, b) => (b.at >= a.at ? b : a));
+  const untracked: UnverifiedRead = {
+    tool: UNTRACKED_READS,
+    code: latest.code,
+    times: Math.max(...merged.map((m) => m.times)),
+    at: latest.at,
+    args: [UNTRACKED_ARGS],
+  };
+  return [untracked, ...tracked.slice(dropped.length)];
+}
+
+/**
+ * The unverified reads a write of `rules` depends on: those it names (`dependsOn`), or every one when it names none.
+ * The mark of reads no longer tracked counts for every write that depends on any read.
+ */
 export function blockingReads(context: AgentContext, rules: ToolRules | undefined): UnverifiedRead[] {
   if (context.unverified.length === 0) return [];
   const dependsOn = rules?.dependsOn;
-  return dependsOn === undefined
-    ? [...context.unverified]
-    : context.unverified.filter((mark) => dependsOn.includes(mark.tool));
+  if (dependsOn === undefined) return [...context.unverified];
+  if (dependsOn.length === 0) return [];
+  return context.unverified.filter((mark) => mark.tool === UNTRACKED_READS || dependsOn.includes(mark.tool));
 }
 
 /** The text of a sealed value's token (`[[sealed:label:…]]`, see src/privacy/tokens.ts): the task holds sensitive data. */
