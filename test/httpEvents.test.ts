@@ -85,6 +85,13 @@ function listen(
   return { done, events };
 }
 
+async function until(ready: () => boolean): Promise<void> {
+  for (const deadline = Date.now() + scaled(10_000); !ready();) {
+    if (Date.now() > deadline) throw new Error('the stream sent nothing');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
 async function start(): Promise<string> {
   const response = await fetch(`${origin}/api/tasks`, {
     method: 'POST',
@@ -169,6 +176,23 @@ describe('task events (SSE)', () => {
     },
     scaled(30_000),
   );
+
+  it('ends open streams with a shutdown event when the server closes, instead of waiting for the clients', async () => {
+    const taskId = await start();
+    const watchers = [listen(taskId), listen(taskId, { lastEventId: '0' })];
+    for (const watcher of watchers)
+      await until(() => watcher.events.some((e) => e.event === 'status' || e.id !== null));
+    // A page never leaves by itself: without the streams ending first, this close would wait on both forever.
+    const closed = service.app.close().then(() => 'closed');
+    const hung = new Promise((resolve) => setTimeout(resolve, scaled(10_000), 'still waiting on the streams'));
+    expect(await Promise.race([closed, hung])).toBe('closed');
+    for (const watcher of watchers) {
+      const { events } = await watcher.done;
+      // The client's EventSource reconnects (elsewhere) from its last id: the shutdown itself carries no id.
+      expect(events.at(-1)).toEqual({ id: null, event: 'shutdown', data: { reason: 'server_closing' } });
+      expect(events.filter((e) => e.event === 'end')).toEqual([]);
+    }
+  });
 
   it('refuses a Last-Event-ID it never sent, and one that is not an event id', async () => {
     const taskId = await start();

@@ -1,6 +1,7 @@
 /**
  * `npm run serve` as a user runs it: a fresh data folder, no server, no keys. It listens on 127.0.0.1, starts the
- * demo refund for E17, serves it to E17's inbox (and to nobody else's), and stops cleanly on SIGTERM.
+ * demo refund for E17, serves it to E17's inbox (and to nobody else's), and stops cleanly on SIGTERM, also with a
+ * live page's event stream open (a browser tab never leaves by itself).
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -32,7 +33,7 @@ describe('npm run serve', () => {
       const inbox = async (user: string) =>
         (
           (await (await fetch(`${origin}/api/inbox`, { headers: { authorization: `Bearer ${user}` } })).json()) as {
-            items: { summary: string }[];
+            items: { summary: string; taskId: string }[];
           }
         ).items;
       // The demo starts its refund after listening: poll until it reaches the inbox (the deadline only reports a hang).
@@ -45,8 +46,19 @@ describe('npm run serve', () => {
       expect(await inbox('E99')).toEqual([]);
       expect(await inbox('Z5')).toEqual([]);
       expect((await fetch(`${origin}/inbox`)).headers.get('content-security-policy')).toContain("script-src 'self'");
+      // A live page's stream stays open until the server ends it with `shutdown`.
+      const stream = await fetch(`${origin}/api/tasks/${items[0]!.taskId}/events`, {
+        headers: { authorization: 'Bearer E17' },
+      });
+      expect(stream.status).toBe(200);
+      const reader = stream.body!.getReader();
+      let received = new TextDecoder().decode((await reader.read()).value);
       child.signal('SIGTERM');
-      expect((await child.ended(15_000)).code, child.transcript()).toBe(0);
+      // Before the stream ended first, the server waited on it: 13-55 s, or for good with a tab that stays open.
+      expect((await child.ended(10_000)).code, child.transcript()).toBe(0);
+      for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read())
+        received += new TextDecoder().decode(chunk.value);
+      expect(received).toContain('event: shutdown');
     },
     scaled(60_000),
   );

@@ -81,6 +81,18 @@ console.log(`  sign in:   ${origin}/login?user=E17   (also E99, M1, Z5@globex; c
 console.log(`  inbox:     ${origin}/inbox`);
 console.log(`  API:       ${origin}/api/tasks · ${origin}/api/openapi.json`);
 for (const note of inspection?.notes ?? []) console.log(`  ${note}`);
+if (!isLoopback(values.host)) {
+  // The demo signs anyone in by name (a bearer token that is a user id): fine on a laptop, not on a network.
+  console.warn(
+    [
+      '',
+      `WARNING: listening on ${values.host}${values.host === '0.0.0.0' || values.host === '::' ? ' (every network interface)' : ''}, not only on this machine.`,
+      'The demo has no real sign-in: anyone who can reach this port can act as any demo user (E17, M1...) by name,',
+      'confirm their refunds and read their tasks. Run it off loopback only on a network you trust.',
+      '',
+    ].join('\n'),
+  );
+}
 
 let stopping = false;
 const shutdown = async () => {
@@ -93,3 +105,7 @@ const shutdown = async () => {
 };
 process.on('SIGINT', shutdown);
 process.on('SIGTERM', shutdown);
+
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+}

@@ -79,7 +79,7 @@ export async function createDemoService(options: DemoServiceOptions): Promise<De
       return reply
         .code(400)
         .send({ code: 'unknown_user', message: `sign in as one of ${Object.keys(DEMO_USERS).join(', ')}` });
-    const target = typeof next === 'string' && /^\/[A-Za-z0-9/_.-]*$/.test(next) ? next : '/inbox';
+    const target = localPath(next) ?? '/inbox';
     return reply.header('set-cookie', `demo_user=${user}; Path=/; HttpOnly; SameSite=Strict`).redirect(target);
   });
   await app.register(agentService, {
@@ -178,3 +178,11 @@ function homePage(): string {
 }
 
 export { BOOKING_GOAL, REFUND_GOAL };
+
+/**
+ * `next` when it is a path on this site: one leading slash, then plain path characters. `//evil.example` is another
+ * site to a browser (a scheme-relative URL), so no `//` is followed anywhere in it: no open redirect.
+ */
+export function localPath(next: unknown): string | null {
+  return typeof next === 'string' && /^\/[A-Za-z0-9/_.-]*$/.test(next) && !next.includes('//') ? next : null;
+}

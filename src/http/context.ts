@@ -9,7 +9,7 @@ import { TaskNotFoundError } from '../errors.js';
 import type { Orchestrator, TaskStatus } from '../orchestrator/orchestrator.js';
 import { type Access, type Authenticate, CsrfGuard, accessOf, authenticateRequest, notFound } from './access.js';
 import { serviceError } from './serviceError.js';
-import type { SseOptions } from './sse.js';
+import { OpenStreams, type SseOptions } from './sse.js';
 import type { StartRequest } from './start.js';
 import type { Stepper } from './stepper.js';
 
@@ -20,6 +20,8 @@ export interface ServiceContext {
   csrf: CsrfGuard;
   stepper: Stepper | null;
   sse: SseOptions;
+  /** The event streams open now: ended when the server closes. */
+  streams: OpenStreams;
   bodyLimit: number;
   startRequest: StartRequest;
   /** The signed-in caller, or 401. */
@@ -47,6 +49,7 @@ export function createContext(options: {
     csrf: new CsrfGuard(options.csrfSecret),
     stepper: options.stepper ?? null,
     sse: { pollMs: options.sse?.pollMs ?? 2_000, heartbeatMs: options.sse?.heartbeatMs ?? 15_000 },
+    streams: new OpenStreams(),
     bodyLimit: options.bodyLimit ?? 16 * 1024,
     startRequest: options.startRequest,
     principal: (request) => authenticateRequest(request, authenticate),

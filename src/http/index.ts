@@ -97,6 +97,9 @@ export async function agentService(app: FastifyInstance, options: AgentServiceOp
     const body: ErrorBody = { code: 'not_found', message: `no route ${request.method} ${request.url}` };
     void reply.code(404).send(body);
   });
+  // Open event streams are hijacked responses: the server's close would wait on each until its client left, and a
+  // page never leaves. They end first, with a `shutdown` event; their clients reconnect elsewhere and resume.
+  app.addHook('preClose', async () => ctx.streams.closeAll());
   registerReadRoutes(app, ctx, docs);
   registerDecisionRoutes(app, ctx, docs);
   const document = openApiDocument(docs, app.prefix, {

@@ -211,7 +211,7 @@ export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, do
                 () => true,
                 () => false,
               );
-      await streamTaskEvents(request, reply, orchestrator, taskId, resume, ctx.sse, stillVisible);
+      await streamTaskEvents(request, reply, orchestrator, taskId, resume, ctx.sse, stillVisible, ctx.streams);
       return reply;
     },
   );

@@ -23,6 +23,36 @@ export interface SseOptions {
   heartbeatMs: number;
 }
 
+/**
+ * The streams this service has open, so that closing the server ends them: a hijacked response is not Fastify's to
+ * close, and a page never leaves by itself, so without this a deploy waits on every open tab.
+ */
+export class OpenStreams {
+  private readonly closers = new Set<() => void>();
+  private closing = false;
+
+  /** Registers a stream's closer; returns the function that unregisters it. */
+  add(close: () => void): () => void {
+    if (this.closing) {
+      close();
+      return () => {};
+    }
+    this.closers.add(close);
+    return () => this.closers.delete(close);
+  }
+
+  get size(): number {
+    return this.closers.size;
+  }
+
+  /** Ends every open stream (and every stream opened from now on): the server is closing. */
+  closeAll(): void {
+    this.closing = true;
+    for (const close of [...this.closers]) close();
+    this.closers.clear();
+  }
+}
+
 const EVENT_NAMES: Partial<Record<AuditEntry['kind'], string>> = {
   gate: 'gate',
   check_started: 'check',
@@ -49,6 +79,11 @@ export async function streamTaskEvents(
   options: SseOptions,
   /** Asked before each read of new entries: a caller who may no longer see the task (an approver, once decided) is cut off. */
   stillVisible: () => Promise<boolean> = async () => true,
+  /**
+   * Where the stream registers itself, so that the server's close ends it with a `shutdown` event: the client's
+   * EventSource reconnects (to another instance behind the balancer) with Last-Event-ID and misses nothing.
+   */
+  streams?: OpenStreams,
 ): Promise<void> {
   const history = await orchestrator.audit(taskId);
   if (resume && resume.seq >= history.length) {
@@ -130,7 +165,16 @@ export async function streamTaskEvents(
     clearInterval(poll);
     clearInterval(heartbeat);
   }
-  raw.on('close', stop);
+  const unregister = streams?.add(() => {
+    if (closed) return;
+    write('event: shutdown\ndata: {"reason":"server_closing"}\n\n');
+    stop();
+    raw.end();
+  });
+  raw.on('close', () => {
+    stop();
+    unregister?.();
+  });
   // Entries saved between the first read and the subscription are read now.
   pump();
   finishIfEnded();

@@ -229,6 +229,8 @@ function connect() {
     document.body.dataset.ended = 'true';
     scheduleRefresh();
   });
+  // The server is closing (a deploy): the browser reconnects by itself, to this or another instance, and resumes.
+  source.addEventListener('shutdown', () => ($('live').textContent = 'the server is restarting: reconnecting…'));
   source.addEventListener('error', () => {
     if (source.readyState !== EventSource.CLOSED)
       $('live').textContent = 'reconnecting (the stream resumes after the last event received)…';
