@@ -88,6 +88,7 @@ export async function createDemoService(options: DemoServiceOptions): Promise<De
     clock,
     ...(stepper ? { stepper } : {}),
     startRequest: demoStartRequest,
+    openapi: { info: { title: 'statechart-agent demo service', license: { name: 'MIT', identifier: 'MIT' } } },
   });
   return {
     app,

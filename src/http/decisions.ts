@@ -58,6 +58,7 @@ export function registerDecisionRoutes(app: FastifyInstance, ctx: ServiceContext
     return result;
   };
   const decision = (
+    operationId: string,
     url: string,
     summary: string,
     body: z.ZodType,
@@ -69,6 +70,7 @@ export function registerDecisionRoutes(app: FastifyInstance, ctx: ServiceContext
       docs,
       {
         method: 'POST',
+        operationId,
         url,
         summary,
         params: taskParamsSchema,
@@ -81,6 +83,7 @@ export function registerDecisionRoutes(app: FastifyInstance, ctx: ServiceContext
     );
 
   decision(
+    'confirmCall',
     '/api/tasks/:taskId/confirm',
     'Confirm (or approve) the pending call: its confirmation id and the hash of exactly its arguments',
     confirmBodySchema,
@@ -106,6 +109,7 @@ export function registerDecisionRoutes(app: FastifyInstance, ctx: ServiceContext
   );
 
   decision(
+    'rejectCall',
     '/api/tasks/:taskId/reject',
     'Reject the pending call: it will not run (the model is told, or the task is cancelled when the tool says so)',
     rejectBodySchema,
@@ -125,6 +129,7 @@ export function registerDecisionRoutes(app: FastifyInstance, ctx: ServiceContext
   );
 
   decision(
+    'answerQuestion',
     '/api/tasks/:taskId/answer',
     "Answer the model's question (the task's user only)",
     answerBodySchema,
@@ -136,6 +141,7 @@ export function registerDecisionRoutes(app: FastifyInstance, ctx: ServiceContext
   );
 
   decision(
+    'cancelTask',
     '/api/tasks/:taskId/cancel',
     'Cancel the task (its user, or an administrator)',
     cancelBodySchema,
@@ -147,6 +153,7 @@ export function registerDecisionRoutes(app: FastifyInstance, ctx: ServiceContext
   );
 
   decision(
+    'stepModel',
     '/api/tasks/:taskId/next',
     'Stepping: let the task model take its waiting turn; answers once the task waits again (for the model or a human) or ends',
     emptyBodySchema,

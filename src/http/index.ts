@@ -42,7 +42,7 @@ import type { Orchestrator } from '../orchestrator/orchestrator.js';
 import type { Authenticate } from './access.js';
 import { createContext } from './context.js';
 import { registerDecisionRoutes } from './decisions.js';
-import { type RouteDoc, openApiDocument } from './openapi.js';
+import { type OpenApiOptions, type RouteDoc, openApiDocument } from './openapi.js';
 import { registerPages } from './pages.js';
 import { registerReadRoutes } from './routes.js';
 import { ServiceError, ServiceOptionsError } from './serviceError.js';
@@ -73,8 +73,10 @@ export interface AgentServiceOptions {
   /** Serve the inbox and live task pages (default true). */
   pages?: boolean;
   sse?: Partial<SseOptions>;
-  /** Title of the OpenAPI document. */
+  /** Title of the OpenAPI document (also `openapi.info.title`). */
   title?: string;
+  /** The OpenAPI document's info, security schemes and servers (`/api/openapi.json`). */
+  openapi?: OpenApiOptions;
 }
 
 /** Registers the service on `app`; throws `ServiceOptionsError` for options it cannot run with safely. */
@@ -103,8 +105,8 @@ export async function agentService(app: FastifyInstance, options: AgentServiceOp
   registerReadRoutes(app, ctx, docs);
   registerDecisionRoutes(app, ctx, docs);
   const document = openApiDocument(docs, app.prefix, {
-    title: options.title ?? 'statechart-agent service',
-    version: '1',
+    ...options.openapi,
+    info: { ...(options.title ? { title: options.title } : {}), ...options.openapi?.info },
   });
   app.get('/api/openapi.json', async () => document);
   if (options.pages ?? true) registerPages(app, app.prefix);
@@ -194,4 +196,6 @@ export { CALLER_FORBIDDEN_FIELDS } from './schemas.js';
 export type { InboxItem, EarlierProposal, StartBody } from './schemas.js';
 export type { HostStartRequest, StartRequest } from './start.js';
 export type { SseOptions } from './sse.js';
+export type { OpenApiOptions } from './openapi.js';
+export { taskStatusSchema } from '../orchestrator/statusSchema.js';
 export { AGENT_ERROR_CODE_LIST, isAgentErrorCode, type AgentErrorCode, type HttpErrorCode } from '../errorCodes.js';

@@ -9,6 +9,7 @@ import type { Principal } from '../../machines/context.js';
 import { replayAudit } from '../audit/replayAudit.js';
 import { allowedCommands } from '../cli/stepView.js';
 import type { TaskStatus } from '../orchestrator/orchestrator.js';
+import { taskStatusSchema } from '../orchestrator/statusSchema.js';
 import { accessOf, decidesPending } from './access.js';
 import { chartLayout } from './chartLayout.js';
 import { type ServiceContext, parse } from './context.js';
@@ -44,7 +45,7 @@ export function route(
 }
 
 const taskView = z.object({
-  status: z.unknown(),
+  status: taskStatusSchema,
   access: z.enum(['owner', 'approver']),
   allowed: z.array(z.string()),
   modelWaiting: z.boolean(),
@@ -65,6 +66,7 @@ export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, do
     docs,
     {
       method: 'GET',
+      operationId: 'getSession',
       url: '/api/session',
       summary: 'The signed-in caller and the CSRF token for browser decisions',
       response: sessionSchema,
@@ -80,11 +82,13 @@ export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, do
     docs,
     {
       method: 'POST',
+      operationId: 'startTask',
       url: '/api/tasks',
       summary:
         "Start a task for the caller; the host derives its mandate, limits and success criterion from the host's own records",
       body: startBodySchema,
       response: taskView,
+      successStatus: 201,
       errors: {
         400: ['invalid_request'],
         403: ['csrf_token_invalid', 'cross_origin', 'caller_cannot_set_rules'],
@@ -110,6 +114,7 @@ export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, do
     docs,
     {
       method: 'GET',
+      operationId: 'listTasks',
       url: '/api/tasks',
       summary: 'Tasks the caller may see: theirs, and those waiting for their approval',
       query: listQuerySchema,
@@ -143,6 +148,7 @@ export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, do
     docs,
     {
       method: 'GET',
+      operationId: 'getTask',
       url: '/api/tasks/:taskId',
       summary: 'One task, with the step controls allowed now',
       params: taskParamsSchema,
@@ -162,6 +168,7 @@ export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, do
     docs,
     {
       method: 'GET',
+      operationId: 'getTaskAudit',
       url: '/api/tasks/:taskId/audit',
       summary: 'The task audit trail (from an offset)',
       params: taskParamsSchema,
@@ -183,6 +190,7 @@ export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, do
     docs,
     {
       method: 'GET',
+      operationId: 'streamTaskEvents',
       url: '/api/tasks/:taskId/events',
       summary: 'The task events as Server-Sent Events; resumes after Last-Event-ID (header, or lastEventId query)',
       params: taskParamsSchema,
@@ -221,6 +229,7 @@ export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, do
     docs,
     {
       method: 'GET',
+      operationId: 'replayTask',
       url: '/api/tasks/:taskId/replay',
       summary: 'The task as it was after its first N audit entries (time travel)',
       params: taskParamsSchema,
@@ -243,6 +252,7 @@ export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, do
     docs,
     {
       method: 'GET',
+      operationId: 'getInbox',
       url: '/api/inbox',
       summary: 'The confirmations the caller may decide now',
       response: z.object({ items: z.array(inboxItemSchema) }),
@@ -270,6 +280,7 @@ export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, do
     docs,
     {
       method: 'GET',
+      operationId: 'getChart',
       url: '/api/chart',
       summary: 'The statechart laid out by elkjs, for the live page',
       response: z.unknown(),

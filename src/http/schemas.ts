@@ -12,6 +12,7 @@ import {
 } from '../../machines/events.js';
 import { startRequestSchema } from '../orchestrator/options.js';
 import { TASK_STATES, type TaskState, taskSummarySchema } from '../store/summary.js';
+import { taskStatusSchema } from '../orchestrator/statusSchema.js';
 
 /** A task id as the orchestrator takes it. */
 const id = startRequestSchema.shape.taskId.unwrap();
@@ -21,7 +22,7 @@ export const errorSchema = z.strictObject({
   code: z.string(),
   message: z.string(),
   /** The task's status after a refused decision (nothing changed), when there is one. */
-  status: z.unknown().optional(),
+  status: taskStatusSchema.optional(),
 });
 
 /**
@@ -103,7 +104,7 @@ export const decisionResultSchema = z.strictObject({
   accepted: z.literal(true),
   code: z.string().nullable(),
   message: z.string(),
-  status: z.unknown(),
+  status: taskStatusSchema,
 });
 
 export const earlierProposalSchema = z.strictObject({
