@@ -231,13 +231,19 @@ export class LiveTasks {
     await this.releasing.get(taskId);
   }
 
-  /** Stops driving every task here; what is durable stays, and a later resume continues from it. */
+  /**
+   * Stops driving every task here; what is durable stays, and a later resume continues from it. Resolves once every
+   * lease is given back: a host that closes the store next (the documented order) must not drop the releases, or
+   * the next process's recover() finds each task busy until its lease expires.
+   */
   async close(): Promise<void> {
     this.closed = true;
     for (const wake of [...this.wakers]) wake();
     for (const task of [...this.live.values()]) task.stop();
     this.live.clear();
     await Promise.allSettled([...this.retakes.values()]);
+    // A stopped task gives its lease up on its own (after a quarantine, if its machine failed): wait for those too.
+    await Promise.allSettled([...this.releasing.values()]);
     await this.leases.close();
   }
 

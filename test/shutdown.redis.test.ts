@@ -1,0 +1,55 @@
+/**
+ * A clean shutdown hands the work over: `orchestrator.close()` resolves only once the leases of the tasks it drove
+ * are given back, so a host that closes the store right after (the order the docs show) strands nothing, and another
+ * process's `recover()` resumes every task at once instead of finding them `busy` until their leases expire.
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import { createOrchestrator } from '../src/orchestrator/orchestrator.js';
+import { RedisStore } from '../src/store/redis/redisStore.js';
+import { E17, until } from './support/harness.js';
+import { useTestRedis } from './support/redis.js';
+import { noteWriter, readThenWrite, slowRead } from './support/takeover.js';
+
+const redis = await useTestRedis();
+afterAll(() => redis?.stop());
+
+describe.skipIf(!redis)('closing an orchestrator, then its store', () => {
+  it.each([1, 5, 40])('leaves %i running tasks for the next process to resume at once, none busy', async (count) => {
+    const prefix = redis!.freshPrefix();
+    const read = slowRead('gate');
+    const notes = noteWriter();
+    // The default lease TTL (15 s): had the releases been dropped, every task would stay busy for the whole test.
+    const first = new RedisStore({ url: redis!.url, prefix });
+    const before = createOrchestrator({
+      tools: [read.tool('before'), notes.tool],
+      model: readThenWrite(),
+      store: first,
+      expirySweepMs: 0,
+    });
+    for (let i = 0; i < count; i++) await before.start({ principal: E17, goal: 'read, then note', taskId: `t${i}` });
+    await until(() => read.started.length === count);
+    expect(before.inFlight().leases).toBe(count);
+    await before.close();
+    await first.close();
+
+    const second = new RedisStore({ url: redis!.url, prefix });
+    const after = createOrchestrator({
+      tools: [read.tool('after'), notes.tool],
+      model: readThenWrite(),
+      store: second,
+      expirySweepMs: 0,
+    });
+    try {
+      const report = await after.recover();
+      expect(report.busy).toEqual([]);
+      expect(report.resumed.sort()).toEqual(Array.from({ length: count }, (_, i) => `t${i}`).sort());
+      read.release();
+      for (let i = 0; i < count; i++) await after.settled(`t${i}`);
+      expect(notes.executed).toHaveLength(count);
+    } finally {
+      await after.close();
+      await second.close();
+      await redis!.deleteKeys(prefix);
+    }
+  });
+});
