@@ -61,8 +61,8 @@ export class DispatchedMode implements TaskMode {
     return this.queue.resume(taskId);
   }
 
-  recover(sweeper: ExpirySweeper, limit: number | undefined): Promise<RecoveryReport> {
-    return this.queue.recover(sweeper, limit);
+  recover(sweeper: ExpirySweeper, options: { limit?: number }): Promise<RecoveryReport> {
+    return this.queue.recover(sweeper, options.limit);
   }
 
   createWorker(options: DispatchWorkerOptions): DispatchWorker {

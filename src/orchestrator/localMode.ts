@@ -56,8 +56,8 @@ export class LocalMode implements TaskMode {
   }
 
   /** Every running task whose lease is free is taken over here (the limit applies to the dispatched sweep only). */
-  recover(sweeper: ExpirySweeper): Promise<RecoveryReport> {
-    return recover(this.store, this.live, sweeper);
+  recover(sweeper: ExpirySweeper, options: { concurrency?: number }): Promise<RecoveryReport> {
+    return recover(this.store, this.live, sweeper, options.concurrency);
   }
 
   createWorker(): DispatchWorker {

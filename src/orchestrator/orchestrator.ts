@@ -192,11 +192,12 @@ export class Orchestrator {
    * Takes over tasks left running by a process that died: every stored task in the running state whose lease is
    * free (or expired) is resumed here; in-flight writes are reconciled, never re-run blindly. Then expires due
    * confirmations. Safe to run in several processes at once on a store with leases (Redis): the lease decides who
-   * drives each task. The file store has no leases: run recovery in one process only.
+   * drives each task. The file store has no leases: run recovery in one process only. Take-overs run `concurrency`
+   * at a time (default 32); `limit` bounds the dispatched sweep.
    */
-  recover(options: { limit?: number } = {}): Promise<RecoveryReport> {
+  recover(options: { limit?: number; concurrency?: number } = {}): Promise<RecoveryReport> {
     this.assertOpen();
-    return this.mode.recover(this.sweeper, options.limit);
+    return this.mode.recover(this.sweeper, options);
   }
 
   /**

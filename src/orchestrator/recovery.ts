@@ -3,7 +3,13 @@
  * write that was in flight is reconciled by its idempotency key, never re-run blindly. A task that settled between
  * the list and its lease is not kept: nothing would ever release it.
  */
-import { CatalogMismatchError, TaskBusyError, TaskNotFoundError, TaskQuarantinedError } from '../errors.js';
+import {
+  CatalogMismatchError,
+  HostRequestError,
+  TaskBusyError,
+  TaskNotFoundError,
+  TaskQuarantinedError,
+} from '../errors.js';
 import type { TaskStore } from '../store/taskStore.js';
 import type { ExpirySweeper } from './expirySweeper.js';
 import type { LiveTasks } from './liveTasks.js';
@@ -24,25 +30,51 @@ export interface RecoveryReport {
   expired: number;
 }
 
-export async function recover(store: TaskStore, live: LiveTasks, sweeper: ExpirySweeper): Promise<RecoveryReport> {
+/** How many take-overs run at once by default: each waits on the store (lease, then load), not on this process. */
+export const RECOVERY_CONCURRENCY = 32;
+
+/**
+ * Takes over the running tasks no live process drives, `concurrency` at a time (default 32): on a store one network
+ * round trip away, one after another would pay every task's round trips in sequence. The report lists each task
+ * once; its order is not the store's.
+ */
+export async function recover(
+  store: TaskStore,
+  live: LiveTasks,
+  sweeper: ExpirySweeper,
+  concurrency = RECOVERY_CONCURRENCY,
+): Promise<RecoveryReport> {
+  if (!Number.isInteger(concurrency) || concurrency < 1)
+    throw new HostRequestError(
+      'invalid_request',
+      `recover: concurrency must be a whole number of 1 or more, not ${concurrency}`,
+    );
   const report: RecoveryReport = { resumed: [], busy: [], quarantined: [], catalogMismatch: [], expired: 0 };
-  for (const summary of await store.list({ states: ['running'] })) {
-    if (live.has(summary.taskId)) continue;
-    try {
-      // Finished or came to rest between the list and the lease: it is dropped again, and its lease released.
-      if (await live.exclusive(summary.taskId, () => live.takeOver(summary.taskId)))
-        report.resumed.push(summary.taskId);
-    } catch (error) {
-      if (error instanceof TaskBusyError) report.busy.push(summary.taskId);
-      else if (error instanceof TaskQuarantinedError)
-        report.quarantined.push({ taskId: summary.taskId, reason: error.reason });
-      else if (error instanceof CatalogMismatchError)
-        report.catalogMismatch.push({ taskId: summary.taskId, reason: error.message });
-      // Erased (or gone) between the list and the load: nothing left to recover.
-      else if (error instanceof TaskNotFoundError) continue;
-      else throw error;
+  const running = await store.list({ states: ['running'] });
+  let next = 0;
+  // The first failure (the store went away) stops new take-overs; those under way finish, then it is thrown.
+  let failed: { error: unknown } | null = null;
+  const worker = async () => {
+    while (!failed && next < running.length) {
+      await recoverOne(running[next++]!.taskId, live, report).catch((error: unknown) => (failed ??= { error }));
     }
-  }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, running.length) }, worker));
+  if (failed) throw (failed as { error: unknown }).error;
   report.expired = await sweeper.expireDue();
   return report;
+}
+
+async function recoverOne(taskId: string, live: LiveTasks, report: RecoveryReport): Promise<void> {
+  if (live.has(taskId)) return;
+  try {
+    // Finished or came to rest between the list and the lease: it is dropped again, and its lease released.
+    if (await live.exclusive(taskId, () => live.takeOver(taskId))) report.resumed.push(taskId);
+  } catch (error) {
+    if (error instanceof TaskBusyError) report.busy.push(taskId);
+    else if (error instanceof TaskQuarantinedError) report.quarantined.push({ taskId, reason: error.reason });
+    else if (error instanceof CatalogMismatchError) report.catalogMismatch.push({ taskId, reason: error.message });
+    // Erased (or gone) between the list and the load: nothing left to recover.
+    else if (!(error instanceof TaskNotFoundError)) throw error;
+  }
 }

@@ -32,7 +32,7 @@ export interface TaskMode {
   /** Lets a persisted task continue: restored here, or handed to a worker. */
   resume(taskId: string): Promise<TaskStatus>;
   /** Takes over tasks left running by a dead process, then expires due deadlines (through `sweeper`). */
-  recover(sweeper: ExpirySweeper, limit: number | undefined): Promise<RecoveryReport>;
+  recover(sweeper: ExpirySweeper, options: { limit?: number; concurrency?: number }): Promise<RecoveryReport>;
   /** A consumer of the dispatch in this process (the local mode refuses: it has no queue). */
   createWorker(options: DispatchWorkerOptions): DispatchWorker;
   /** Draining: this process stops taking new work from a queue (the work in hand goes on). */

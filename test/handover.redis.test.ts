@@ -53,3 +53,55 @@ describe.skipIf(!redis)('closing an orchestrator, then its store', () => {
     }
   });
 });
+
+describe.skipIf(!redis)('recovery, many take-overs at once', () => {
+  it('resumes 200 tasks once each when two processes recover at the same time', async () => {
+    const prefix = redis!.freshPrefix();
+    const read = slowRead('gate');
+    const notes = noteWriter();
+    const make = (name: string) => {
+      const store = new RedisStore({ url: redis!.url, prefix });
+      const orchestrator = createOrchestrator({
+        tools: [read.tool(name), notes.tool],
+        model: readThenWrite(),
+        store,
+        expirySweepMs: 0,
+      });
+      return { store, orchestrator };
+    };
+    const before = make('before');
+    const ids = Array.from({ length: 200 }, (_, i) => `r${i}`);
+    await Promise.all(
+      ids.map((taskId) => before.orchestrator.start({ principal: E17, goal: 'read, then note', taskId })),
+    );
+    await until(() => read.started.length === ids.length);
+    await before.orchestrator.close();
+    await before.store.close();
+
+    const [a, b] = [make('a'), make('b')];
+    try {
+      const [ra, rb] = await Promise.all([
+        a.orchestrator.recover({ concurrency: 16 }),
+        b.orchestrator.recover({ concurrency: 64 }),
+      ]);
+      // Each task taken over by exactly one of them; the other saw it leased (busy) or already resumed.
+      expect([...ra.resumed, ...rb.resumed].sort()).toEqual([...ids].sort());
+      expect(ra.resumed.filter((id) => rb.resumed.includes(id))).toEqual([]);
+      read.release();
+      for (const taskId of ids) {
+        const driver = ra.resumed.includes(taskId) ? a : b;
+        expect((await driver.orchestrator.settled(taskId)).state).toBe('answered');
+      }
+      // One write per task: nothing ran twice.
+      expect(new Set(notes.executed).size).toBe(ids.length);
+      expect(notes.executed).toHaveLength(ids.length);
+      await expect(a.orchestrator.recover({ concurrency: 0 })).rejects.toMatchObject({ code: 'invalid_request' });
+    } finally {
+      for (const side of [a, b]) {
+        await side.orchestrator.close();
+        await side.store.close();
+      }
+      await redis!.deleteKeys(prefix);
+    }
+  });
+});
