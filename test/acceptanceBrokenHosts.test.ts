@@ -327,6 +327,30 @@ describe('the kit catches a broken host, found by an adversarial review', () => 
     },
   );
 
+  it(
+    'a case without a success criterion: its control tasks end answered, and the kit says what to add',
+    { timeout: scaled(30_000) },
+    async () => {
+      const domain = refunds();
+      const withoutCriterion = {
+        ...domain,
+        async createHost() {
+          const host = await domain.createHost();
+          return {
+            ...host,
+            caseFor: (...args: Parameters<typeof host.caseFor>) => ({ ...host.caseFor(...args), success: undefined }),
+          };
+        },
+      };
+      const report = await runAcceptance({ domain: withoutCriterion, plan: { tasks: { clean: 2 }, seed: 12 } });
+      expect(failed(report)).toEqual(['control_succeeds']);
+      expect(report.failures.map((f) => f.detail)).toEqual([
+        expect.stringContaining('ended answered, not done: without a success criterion'),
+        expect.stringContaining('give the case a `success` criterion'),
+      ]);
+    },
+  );
+
   it('refuses a run that would judge nothing', async () => {
     await expect(runAcceptance({ domain: demoAcceptanceDomain(), plan: { tasks: {}, seed: 1 } })).rejects.toThrow(
       /the plan has no tasks/,

@@ -4,38 +4,32 @@
  * metrics.
  */
 import type { Json } from '../../machines/context.js';
-import type { TaskStatus } from '../orchestrator/status.js';
 import type { Tool } from '../tool.js';
-import type { TaskScript } from './faultyModel.js';
-import type { Execution, FaultyTools } from './faultyTools.js';
-import type { TaskSpec } from './plan.js';
+import type { FaultyTools } from './faultyTools.js';
 import { canonicalJson } from '../../machines/lib/canonicalJson.js';
 import {
-  type AcceptanceCase,
   type ClassRow,
   EXPECTED_GATES,
   FAULT_CLASSES,
-  type FaultClass,
   FORMAT_CLASSES,
   type Invariant,
   type InvariantFailure,
-  type Metrics,
   PERMISSION_CLASSES,
   type SideEffect,
 } from './types.js';
+import {
+  APPLIED,
+  type TaskRun,
+  type VerdictCounts,
+  canonicalScopes,
+  emptyRow,
+  firstSendPerKey,
+  groupBy,
+  runMetrics,
+  toolAsksConfirmation,
+} from './verdictParts.js';
 
-export interface TaskRun {
-  spec: TaskSpec;
-  taskId: string;
-  testCase: AcceptanceCase;
-  script: TaskScript;
-  status: TaskStatus | null;
-  /** Canonical arguments the kit's human confirmed, and rejected. */
-  confirmed: string[];
-  rejected: string[];
-  error: string | null;
-  elapsedMs: number;
-}
+export type { TaskRun } from './verdictParts.js';
 
 interface JudgeInput {
   runs: TaskRun[];
@@ -73,7 +67,7 @@ export function judge({
   );
   const lookedUp = new Set(faulty.lookups.map((l) => l.idempotencyKey));
   const rows = new Map<string, ClassRow>(FAULT_CLASSES.map((fault) => [fault, emptyRow(fault)]));
-  const counts = {
+  const counts: VerdictCounts = {
     unconfirmed: 0,
     overruns: 0,
     formatInjected: 0,
@@ -124,7 +118,9 @@ export function judge({
     if (spec.fault === 'clean' && status && status.state !== 'done')
       fail(
         'control_succeeds',
-        `a task with no fault ended ${status.state} (${status.outcome?.reason.code ?? 'no outcome'}): the run shows nothing when the happy path fails`,
+        status.state === 'answered'
+          ? 'a task with no fault ended answered, not done: without a success criterion no answer ends a task done (no trusted evidence); give the case a `success` criterion (the tool and the result fields that prove it)'
+          : `a task with no fault ended ${status.state} (${status.outcome?.reason.code ?? 'no outcome'}): the run shows nothing when the happy path fails`,
       );
 
     // Calls that must be refused: none may reach a tool, nor a human, and each must meet the gate under test.
@@ -272,7 +268,11 @@ export function judge({
       const wrong =
         status.state === 'done' && records.length === 0
           ? 'the task is done, but the business service has no record of it'
-          : status.state !== 'done' && status.state !== 'review_required' && records.length > 0
+          : // An answered task reports the writes that succeeded (it claims no goal): its records are reported.
+            status.state !== 'done' &&
+              status.state !== 'review_required' &&
+              status.state !== 'answered' &&
+              records.length > 0
             ? `the business service made ${records.length} record(s), but the task ended ${status.state}`
             : null;
       if (wrong) {
@@ -315,126 +315,6 @@ export function judge({
     }
   }
 
-  const all = runs.flatMap((run) => run.script.proposals);
-  const duplicateExecutions = [...recordsByKey.values()].reduce(
-    (sum, records) => sum + Math.max(0, records.length - 1),
-    0,
-  );
-  const faultedKinds = new Set<Execution['fault']>(['hung', 'lost_response', 'timeout_no_effect', 'redelivered']);
-  const metrics: Metrics = {
-    calls: all.length,
-    tasks: runs.length,
-    formatRejectionRate: ratio(counts.formatBlocked, counts.formatInjected),
-    permissionRejectionAccuracy: ratio(
-      counts.unauthorizedRefused + counts.authorized - counts.falselyRefused,
-      counts.unauthorized + counts.authorized,
-    ),
-    permissionRecall: ratio(counts.unauthorizedRefused, counts.unauthorized),
-    falsePermissionRefusals: ratio(counts.falselyRefused, counts.authorized),
-    unknownOutcomes: lookedUp.size,
-    heldForReview: runs.filter((run) => run.status?.state === 'review_required').length,
-    callLatencyMs: percentiles(faulty.executions.filter((e) => !faultedKinds.has(e.fault)).map((e) => e.durationMs)),
-    faultedCallLatencyMs: percentiles(
-      faulty.executions.filter((e) => faultedKinds.has(e.fault)).map((e) => e.durationMs),
-    ),
-    taskLatencyMs: percentiles(runs.map((run) => run.elapsedMs)),
-    duplicateExecutions,
-    budgetOverruns: counts.overruns,
-    unconfirmedSideEffects: counts.unconfirmed,
-    businessRecords: sideEffects.length,
-    distinctIdempotencyKeys: recordsByKey.size,
-  };
+  const metrics = runMetrics(runs, faulty, sideEffects, recordsByKey, lookedUp, counts);
   return { rows: [...rows.values()].filter((row) => row.tasks > 0), metrics, failures, ok: failures.length === 0 };
-}
-
-/** The execution fault each class must show, and what to say when it never happened. */
-const APPLIED: Partial<Record<FaultClass, { fault: Execution['fault']; missing: (read: string) => string }>> = {
-  read_timeout: { fault: 'hung', missing: (read) => `no ${read} reached the tool, so no read hung` },
-  lost_write_response: { fault: 'lost_response', missing: () => 'no write reached the tool, so no response was lost' },
-  write_timeout_no_effect: {
-    fault: 'timeout_no_effect',
-    missing: () => 'no write reached the tool, so none timed out',
-  },
-  redelivered_write: { fault: 'redelivered', missing: () => 'no write reached the tool, so none was delivered twice' },
-  injected_output: {
-    fault: 'injected',
-    missing: (read) =>
-      `no text could be injected into the output of ${read}: it never succeeded, or no string field of it takes one`,
-  },
-};
-
-/**
- * Whether the host's policy asks for a confirmation of this write, evaluated here, apart from the library: a write
- * is confirmed unless its tool waives it in writing or its rule says no for these arguments; an irreversible or
- * high-risk write always is; a money-moving write is, past what the host lets run unconfirmed.
- */
-function toolAsksConfirmation(
-  tool: Tool & { effect: 'write' },
-  args: Json,
-  testCase: AcceptanceCase,
-  task: { moneyMoved: number; writesStarted: number },
-  unconfirmedMoneyUpTo: number,
-): boolean {
-  if (tool.risk === 'irreversible' || tool.risk === 'high_risk') return true;
-  let amount: number;
-  try {
-    amount = tool.amount ? Number(tool.amount(args)) : 0;
-  } catch {
-    return true;
-  }
-  if (!(amount >= 0)) return true;
-  if (amount > 0 && amount + task.moneyMoved > unconfirmedMoneyUpTo) return true;
-  const rule = tool.confirm;
-  // Without a rule a write is confirmed; a bare 'never' gives no reason, so it does not waive it.
-  if (rule === undefined || rule === 'never' || rule === 'always') return true;
-  if (typeof rule === 'object') return !('never' in rule);
-  try {
-    return Boolean(rule(args, testCase.principal, task));
-  } catch {
-    return true;
-  }
-}
-
-/** The first send of each write intent (a resend under the same key is the same intent). */
-function firstSendPerKey(writes: Execution[]): Execution[] {
-  const seen = new Set<string>();
-  return writes.filter((w) => w.idempotencyKey !== null && !seen.has(w.idempotencyKey) && seen.add(w.idempotencyKey));
-}
-
-function emptyRow(fault: ClassRow['fault']): ClassRow {
-  return {
-    fault,
-    tasks: 0,
-    injected: 0,
-    blockedBeforeExecution: 0,
-    askedHuman: 0,
-    refusedBy: {},
-    executed: 0,
-    businessRecords: 0,
-    duplicates: 0,
-    wrongOutcomes: 0,
-    done: 0,
-  };
-}
-
-function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, T[]> {
-  const groups = new Map<string, T[]>();
-  for (const item of items) {
-    const k = key(item);
-    const group = groups.get(k);
-    if (group) group.push(item);
-    else groups.set(k, [item]);
-  }
-  return groups;
-}
-
-const ratio = (part: number, whole: number) => (whole === 0 ? null : part / whole);
-const canonicalScopes = (scopes: readonly string[]) => [...scopes].sort().join(' ');
-
-function percentiles(values: number[]): { p50: number; p95: number } {
-  if (values.length === 0) return { p50: 0, p95: 0 };
-  const sorted = [...values].sort((a, b) => a - b);
-  // Nearest rank: the smallest value with at least q of the values at or below it.
-  const at = (q: number) => Math.round(sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)]! * 10) / 10;
-  return { p50: at(0.5), p95: at(0.95) };
 }
