@@ -1,0 +1,253 @@
+/**
+ * The `executing` state of the agent chart (agentMachine.ts): the batch runs in proposal order, reads together,
+ * writes one at a time, each after the budget (e) and confirmation (f) gates; right before a write runs,
+ * `rechecking` asks every gate again on the exact arguments; a write whose outcome is unknown is looked up by its
+ * idempotency key before anything else. Its own file because it is half the chart; the guards and steps it names
+ * are wired in `agentSetup.ts`.
+ */
+import { and, not } from 'xstate';
+import { lookupInput, readsInput, recheckInput, resendInput, writeInput } from '../lib/inputs.js';
+import { TAGS } from '../tags.js';
+import type { ChartState } from './chartState.js';
+
+export const executingState = {
+  description: 'Runs the batch in proposal order: reads together, writes one at a time, each after gates (e) and (f).',
+  initial: 'selecting',
+  states: {
+    selecting: {
+      description:
+        'Chooses the next step; a write waits for unverified facts to be read again, then gate (e) budget and gate (f) confirmation are checked, before it runs.',
+      always: [
+        {
+          guard: and(['isBatchComplete', 'hasTooManyRejectedTurns']),
+          target: '#agent.failed',
+          actions: 'stopForRejections',
+        },
+        { guard: 'isBatchComplete', target: '#agent.deciding', actions: 'closeBatch' },
+        { guard: 'isCancelRequested', target: '#agent.cancelled', actions: 'stopCancelled' },
+        { guard: 'isNextWriteAlreadyDone', target: 'selecting', actions: 'refuseDuplicateWrite' },
+        {
+          guard: and(['dependsOnUnverifiedFacts', 'haveRereadsKeptFailing']),
+          target: '#agent.failed',
+          actions: 'stopForUnverifiedFacts',
+        },
+        { guard: 'dependsOnUnverifiedFacts', target: 'selecting', actions: 'refuseForUnverifiedFacts' },
+        { guard: not('hasBudgetForNextStep'), target: '#agent.budgetExhausted', actions: 'stopForBudget' },
+        {
+          guard: and(['needsConfirmation', not('isConfirmedForExactArguments')]),
+          target: 'awaitingConfirmation',
+          actions: 'requestConfirmation',
+        },
+        { guard: 'isNextStepWrite', target: 'rechecking', actions: 'startRecheck' },
+        { target: 'reading', actions: 'startReads' },
+      ],
+    },
+    rechecking: {
+      description: 'Right before a write: every gate again on the exact arguments, after any wait and after a restart.',
+      initial: 'arguments',
+      states: {
+        arguments: {
+          description: 'The stored arguments must hash to what was confirmed, still match the schema and the mandate.',
+          tags: [TAGS.gate],
+          always: [
+            {
+              guard: not('areArgumentsIntact'),
+              target: '#agent.executing.selecting',
+              actions: 'refuseChangedArguments',
+            },
+            {
+              guard: not('doArgumentsMatchSchema'),
+              target: '#agent.executing.selecting',
+              actions: 'refuseForSchema',
+            },
+            { guard: not('isWithinMandate'), target: '#agent.executing.selecting', actions: 'refuseForMandate' },
+            {
+              guard: not('isConfirmationRuleSound'),
+              target: '#agent.executing.selecting',
+              actions: 'refuseForConfirmationRule',
+            },
+            {
+              guard: not('isConfirmationStillSufficient'),
+              target: '#agent.executing.awaitingConfirmation',
+              actions: 'askForFreshConfirmation',
+            },
+            { target: 'hooks' },
+          ],
+        },
+        hooks: {
+          description:
+            "The principal's current scopes, business validation, resource permission and the rate limit, asked again.",
+          tags: [TAGS.gate],
+          entry: 'noteRecheck',
+          invoke: {
+            id: 'recheck',
+            src: 'recheckCall',
+            input: recheckInput,
+            onDone: [
+              { guard: not('holdsScopesNow'), target: '#agent.executing.selecting', actions: 'refuseAtRecheck' },
+              {
+                guard: not('isStillBusinessValid'),
+                target: '#agent.executing.selecting',
+                actions: 'refuseAtRecheck',
+              },
+              {
+                guard: not('isStillAuthorized'),
+                target: '#agent.executing.selecting',
+                actions: 'refuseAtRecheck',
+              },
+              {
+                guard: not('isWithinRateLimit'),
+                target: '#agent.executing.selecting',
+                actions: 'refuseAtRecheck',
+              },
+              { guard: not('hasBudgetForNextStep'), target: '#agent.budgetExhausted', actions: 'stopForBudget' },
+              { target: '#agent.executing.writing', actions: 'startWrite' },
+            ],
+            onError: { target: '#agent.failed', actions: 'stopForInternalError' },
+          },
+        },
+      },
+    },
+    resending: {
+      description:
+        'Before a write is sent again with its key: the session, the resource permission and the rate limit, again.',
+      tags: [TAGS.gate],
+      entry: 'noteRecheck',
+      invoke: {
+        id: 'recheck',
+        src: 'recheckCall',
+        input: resendInput,
+        onDone: [
+          {
+            guard: and(['holdsScopesNow', 'isStillAuthorized', 'isWithinRateLimit']),
+            target: 'writing',
+            actions: 'resendWrite',
+          },
+          // Refused: a retry a reviewer asked for goes back to them (the first attempt is still unknown).
+          { guard: 'isResendAfterReview', target: '#agent.reviewRequired', actions: 'holdRefusedResend' },
+          { target: 'selecting', actions: 'refuseAtRecheck' },
+        ],
+        onError: [
+          { guard: 'isResendAfterReview', target: '#agent.reviewRequired', actions: 'holdRefusedResend' },
+          { target: '#agent.failed', actions: 'stopForInternalError' },
+        ],
+      },
+    },
+    reading: {
+      description: 'Reads run concurrently, with timeouts and bounded retries; a timeout means unknown, not none.',
+      tags: [TAGS.effect],
+      invoke: {
+        id: 'reads',
+        src: 'executeReads',
+        input: readsInput,
+        onDone: { target: 'selecting', actions: 'finishReads' },
+        onError: { target: '#agent.failed', actions: 'stopForInternalError' },
+      },
+    },
+    writing: {
+      description:
+        'One write, with its idempotency key; it starts only once the snapshot holding its intent is durable.',
+      tags: [TAGS.effect],
+      invoke: {
+        id: 'write',
+        src: 'executeWrite',
+        input: writeInput,
+        onDone: [
+          { guard: 'isWriteOutcomeUnknown', target: 'reconciling', actions: 'noteUnknownWrite' },
+          { guard: 'doesWriteNeedReview', target: '#agent.reviewRequired', actions: 'holdWriteForReview' },
+          { target: 'selecting', actions: 'finishWrite' },
+        ],
+        onError: { target: 'reconciling', actions: 'noteUnknownWrite' },
+      },
+      on: { 'task.cancelled': { actions: 'deferCancel' } },
+    },
+    reconciling: {
+      description: 'Outcome unknown: the write is looked up by its idempotency key before anything else.',
+      tags: [TAGS.effect, TAGS.reconciling],
+      invoke: {
+        id: 'lookup',
+        src: 'lookupWrite',
+        input: lookupInput,
+        onDone: [
+          { guard: 'wasWriteFound', target: 'selecting', actions: 'finishReconciledWrite' },
+          {
+            guard: and(['wasWriteNotFound', 'isCancelRequested']),
+            target: 'selecting',
+            actions: 'abandonWriteForCancel',
+          },
+          {
+            guard: and(['wasWriteNotFound', 'isSameKeyRetrySafe', 'canRetryWrite', 'hasBudgetForRetry']),
+            target: 'resending',
+            actions: 'prepareResend',
+          },
+          {
+            guard: and(['isLookupInconclusive', 'canLookUpAgain', 'hasBudgetForRetry']),
+            target: 'reconciling',
+            reenter: true,
+            actions: 'lookUpAgain',
+          },
+          { target: '#agent.reviewRequired', actions: 'holdForReview' },
+        ],
+        onError: { target: '#agent.reviewRequired', actions: 'holdForReview' },
+      },
+      on: { 'task.cancelled': { actions: 'deferCancel' } },
+    },
+    awaitingConfirmation: {
+      description:
+        'Persisted; satisfied only by user.confirmed bound to this id, policy and arguments hash, from the user or enough approvers.',
+      tags: [TAGS.waiting, TAGS.confirmation],
+      on: {
+        'user.confirmed': [
+          { guard: not('isConfirmationForPendingCall'), actions: 'refuseConfirmation' },
+          {
+            guard: not(
+              and(['isFromConfirmingUser', 'isNotSelfApproval', 'holdsApproverScope', 'isFirstDecisionOfApprover']),
+            ),
+            actions: 'refuseConfirmation',
+          },
+          {
+            guard: and([
+              'isConfirmationUnexpired',
+              'isUnderSamePolicy',
+              'doesConfirmationMatchArguments',
+              'completesApprovals',
+            ]),
+            target: 'selecting',
+            actions: 'grantConfirmation',
+          },
+          {
+            guard: and(['isConfirmationUnexpired', 'isUnderSamePolicy', 'doesConfirmationMatchArguments']),
+            actions: 'recordApproval',
+          },
+          {
+            guard: and([not('isConfirmationUnexpired'), 'cancelsOnExpiry']),
+            target: '#agent.cancelled',
+            actions: 'cancelForConfirmation',
+          },
+          { guard: 'canAskConfirmationAgain', actions: 'askConfirmationAgain' },
+          { target: 'selecting', actions: 'giveUpConfirmation' },
+        ],
+        'user.rejected': [
+          {
+            guard: and(['isRejectionOfPendingConfirmation', 'cancelsOnReject']),
+            target: '#agent.cancelled',
+            actions: 'cancelForConfirmation',
+          },
+          { guard: 'isRejectionOfPendingConfirmation', target: 'selecting', actions: 'rejectConfirmedCall' },
+        ],
+        'timer.confirmationExpired': [
+          {
+            guard: and(['hasPendingConfirmationExpired', 'cancelsOnExpiry']),
+            target: '#agent.cancelled',
+            actions: 'cancelForConfirmation',
+          },
+          {
+            guard: and(['hasPendingConfirmationExpired', 'canAskConfirmationAgain']),
+            actions: 'askConfirmationAgain',
+          },
+          { guard: 'hasPendingConfirmationExpired', target: 'selecting', actions: 'giveUpConfirmation' },
+        ],
+      },
+    },
+  },
+} satisfies ChartState;
