@@ -12,50 +12,28 @@
  *   await orchestrator.confirm(status.taskId, session.principal, status.pendingConfirmation);
  * }
  */
-import { randomUUID } from 'node:crypto';
-import {
-  type ModelReservation,
-  type Policy,
-  type Principal,
-  type Provenance,
-  modelReservationSchema,
-  provenanceSchema,
-} from '../../machines/context.js';
+import type { ModelReservation, Policy, Principal, Provenance } from '../../machines/context.js';
 import type { AuditEntry, TranscriptEntry } from '../../machines/journal.js';
-import { systemClock } from '../clock.js';
-import { AgentError, HostRequestError, TaskNotFoundError } from '../errors.js';
-import { modelProvenance } from '../model/agentModel.js';
-import { Privacy } from '../privacy/privacy.js';
-import { ToolRegistry } from '../runtime/toolRegistry.js';
-import { MemoryStore } from '../store/memoryStore.js';
-import type { TaskSummary } from '../store/summary.js';
-import type { ListQuery, TaskStore } from '../store/taskStore.js';
 import { safeErrorText } from '../../machines/lib/text.js';
-import { Capacity } from './capacity.js';
-import { taskInput } from './startTask.js';
-import { ExpirySweeper } from './expirySweeper.js';
-import { HookDispatcher, SILENT_LOGGER } from './hooks.js';
-import { driveHere } from './driveHere.js';
-import { NO_TRACING } from '../runtime/tracing.js';
-import { HostEvents, type ReviewResolution } from './hostEvents.js';
-import { type InFlight, LiveTasks } from './liveTasks.js';
-import {
-  type OrchestratorOptions,
-  type Settings,
-  type StartTaskRequest,
-  parseOrThrow,
-  resolveSettings,
-} from './options.js';
-import type { RecoveryReport } from './recovery.js';
-import { type AuditRecord, type TaskStatus, type UserEventResult, statusOfLive } from './status.js';
+import { AgentError, HostRequestError, TaskNotFoundError } from '../errors.js';
+import type { ToolRegistry } from '../runtime/toolRegistry.js';
 import type { RetentionReport, TaskOwner, Tombstone } from '../store/erasure.js';
-import { isErasable } from '../store/taskStore.js';
-import type { EraseTaskRequest, UserErasureReport } from './erasure.js';
-import { Records } from './records.js';
-import type { RetentionSweepOptions } from './retentionSweeper.js';
-import { chooseTaskMode } from './chooseTaskMode.js';
-import type { TaskMode } from './taskMode.js';
+import type { TaskSummary } from '../store/summary.js';
+import { type ListQuery, type TaskStore, isErasable } from '../store/taskStore.js';
+import { assembleOrchestrator } from './assemble.js';
+import type { Capacity } from './capacity.js';
 import type { DispatchWorker, DispatchWorkerOptions } from './dispatch.js';
+import type { EraseTaskRequest, UserErasureReport } from './erasure.js';
+import type { ExpirySweeper } from './expirySweeper.js';
+import type { HostEvents, ReviewResolution } from './hostEvents.js';
+import type { InFlight, LiveTasks } from './liveTasks.js';
+import type { OrchestratorOptions, Settings, StartTaskRequest } from './options.js';
+import type { Records } from './records.js';
+import type { RecoveryReport } from './recovery.js';
+import type { RetentionSweepOptions } from './retentionSweeper.js';
+import { taskInput } from './startTask.js';
+import { type AuditRecord, type TaskStatus, type UserEventResult, statusOfLive } from './status.js';
+import type { TaskMode } from './taskMode.js';
 
 export class Orchestrator {
   /** Where this orchestrator's tasks persist. */
@@ -69,77 +47,35 @@ export class Orchestrator {
   private readonly sweeper: ExpirySweeper;
   private readonly savedListeners = new Set<(summary: TaskSummary) => void>();
   private readonly ownsStore: boolean;
-  /** What the model reserves per turn, checked once: it is persisted with every task. */
   private readonly reservation: ModelReservation;
-  /** The model and prompt tasks start with (each model turn updates it with the version the provider reports). */
   private readonly provenance: Provenance;
   private closed = false;
   private readonly capacity: Capacity;
-  /** Local or dispatched, chosen once here: what the calls that differ between the two do (`taskMode.ts`). */
+  /** Local or dispatched, chosen once in `assemble.ts`: what the calls that differ between the two do. */
   private readonly mode: TaskMode;
   private readonly records: Records;
 
   constructor(options: OrchestratorOptions) {
-    this.settings = resolveSettings(options, systemClock, () => `task_${randomUUID()}`);
-    this.reservation = parseOrThrow(
-      modelReservationSchema,
-      options.model.reservation ?? { tokens: 4_000, costMicros: 0 },
-      'model.reservation',
-    );
-    this.provenance = parseOrThrow(provenanceSchema, modelProvenance(options.model), 'model');
-    const privacy = new Privacy(options.privacy);
-    // Every loosening a task starts under is recorded with it: the orchestrator's and the privacy options' alike.
-    this.policy = { ...this.settings.policy, loosened: [...this.settings.policy.loosened, ...privacy.loosened] };
-    this.registry = new ToolRegistry(options.tools, privacy);
-    this.store = options.store ?? new MemoryStore();
-    this.ownsStore = options.store === undefined;
-    const { clock } = this.settings;
-    const logger = options.logger ?? SILENT_LOGGER;
-    const hooks = new HookDispatcher(options.hooks ?? {}, logger);
-    const tracing = options.tracing ?? NO_TRACING;
-    this.live = driveHere({
-      options,
+    const parts = assembleOrchestrator(options, this.savedListeners, () => this.closed);
+    ({
       settings: this.settings,
+      reservation: this.reservation,
+      provenance: this.provenance,
+      policy: this.policy,
       registry: this.registry,
       store: this.store,
-      hooks,
-      logger,
-      tracing,
-      savedListeners: this.savedListeners,
-      live: () => this.live,
-    });
-    this.capacity = new Capacity(this.settings.capacity, (tenantId) => this.live.running(tenantId));
-    this.events = new HostEvents(this.live, this.registry, this.settings.adminScope, this.policy.version);
-    this.mode = chooseTaskMode({
-      options,
-      registry: this.registry,
-      store: this.store,
+      ownsStore: this.ownsStore,
       live: this.live,
-      events: this.events,
       capacity: this.capacity,
-      clock,
-      logger,
-    });
-    this.sweeper = new ExpirySweeper(
-      this.store,
-      this.live,
-      clock,
-      this.settings.expirySweepMs,
-      logger,
-      this.mode.sweepHandoff,
-    );
-    this.records = new Records({
-      store: this.store,
-      live: this.live,
-      clock,
-      privacy: this.registry.privacy,
-      dispatched: this.mode.queue,
-      isClosed: () => this.closed,
-    });
+      events: this.events,
+      mode: this.mode,
+      sweeper: this.sweeper,
+      records: this.records,
+    } = parts);
     if (this.settings.retentionSweepMs > 0 && isErasable(this.store)) {
       this.startRetentionSweep({
         everyMs: this.settings.retentionSweepMs,
-        onError: (error) => logger.warn({ err: safeErrorText(error) }, 'the retention sweep failed'),
+        onError: (error) => parts.logger.warn({ err: safeErrorText(error) }, 'the retention sweep failed'),
       });
     }
   }
