@@ -8,6 +8,7 @@ import { createOrchestrator } from '../src/orchestrator/orchestrator.js';
 import { RedisStore } from '../src/store/redis/redisStore.js';
 import { E17, until } from './support/harness.js';
 import { useTestRedis } from './support/redis.js';
+import { ChildPool } from './support/workers.js';
 import { noteWriter, readThenWrite, slowRead } from './support/takeover.js';
 
 const redis = await useTestRedis();
@@ -101,6 +102,46 @@ describe.skipIf(!redis)('recovery, many take-overs at once', () => {
         await side.orchestrator.close();
         await side.store.close();
       }
+      await redis!.deleteKeys(prefix);
+    }
+  });
+});
+
+describe.skipIf(!redis)('the orphan sweep', () => {
+  const pool = new ChildPool();
+  afterAll(() => pool.killAll());
+
+  it('resumes the tasks of a killed process with no call to recover()', async () => {
+    const prefix = redis!.freshPrefix();
+    const ttlMs = 600;
+    const read = slowRead({ ms: 5 });
+    const notes = noteWriter();
+    const recovered: string[] = [];
+    const store = new RedisStore({ url: redis!.url, prefix });
+    // The survivor sweeps every lease TTL or so (the default interval), jittered.
+    const survivor = createOrchestrator({
+      tools: [read.tool('survivor'), notes.tool],
+      model: readThenWrite(),
+      store,
+      lease: { ttlMs, renewEveryMs: 200 },
+      expirySweepMs: 0,
+      hooks: { recovered: ({ report }) => recovered.push(...report.resumed) },
+    });
+    const holder = pool.spawnTs('holder', 'test/support/orphanHolder.ts', [
+      JSON.stringify({ url: redis!.url, prefix, count: 20, ttlMs }),
+    ]);
+    try {
+      await holder.waitFor('holding 20', 30_000);
+      await holder.kill();
+      const ids = Array.from({ length: 20 }, (_, i) => `o${i}`);
+      await until(() => recovered.length === ids.length, 15_000);
+      expect([...recovered].sort()).toEqual([...ids].sort());
+      for (const taskId of ids) expect((await survivor.settled(taskId)).state).toBe('answered');
+      expect(notes.executed).toHaveLength(ids.length);
+      expect(read.started).toHaveLength(ids.length);
+    } finally {
+      await survivor.close();
+      await store.close();
       await redis!.deleteKeys(prefix);
     }
   });

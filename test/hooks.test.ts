@@ -24,6 +24,7 @@ function recorder() {
     confirmationRequested: (e) => events.push(`confirmationRequested ${e.entry.tool} ${e.entry.confirmationId}`),
     confirmationDecided: (e) => events.push(`confirmationDecided ${e.entry.action} by ${e.entry.userId}`),
     settled: (e) => events.push(`settled ${e.summary.state}`),
+    recovered: (e) => events.push(`recovered ${e.report.resumed.join(' ')}`),
   };
   return { events, hooks };
 }

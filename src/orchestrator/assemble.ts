@@ -27,7 +27,10 @@ import { HookDispatcher, SILENT_LOGGER, type Logger } from './hooks.js';
 import { HostEvents } from './hostEvents.js';
 import type { LiveTasks } from './liveTasks.js';
 import { type OrchestratorOptions, type Settings, parseOrThrow, resolveSettings } from './options.js';
+import { OrphanSweeper } from './orphanSweeper.js';
 import { Records } from './records.js';
+import { takeOverOrphans } from './recovery.js';
+import { safeErrorText } from '../../machines/lib/text.js';
 import type { TaskMode } from './taskMode.js';
 
 export interface OrchestratorParts {
@@ -49,6 +52,8 @@ export interface OrchestratorParts {
   /** Local or dispatched, chosen once here: what the calls that differ between the two do (`taskMode.ts`). */
   mode: TaskMode;
   sweeper: ExpirySweeper;
+  /** On a store with leases, in local mode, unless turned off: takes over the tasks of dead processes. */
+  orphans: OrphanSweeper | null;
   records: Records;
 }
 
@@ -88,6 +93,23 @@ export function assembleOrchestrator(
   const events = new HostEvents(live, registry, settings.adminScope, policy.version);
   const mode = chooseTaskMode({ options, registry, store, live, events, capacity, clock, logger });
   const sweeper = new ExpirySweeper(store, live, clock, settings.expirySweepMs, logger, mode.sweepHandoff);
+  const orphanSweepMs = settings.orphanSweepMs ?? settings.lease.ttlMs;
+  const orphans =
+    store.leases && !mode.queue && orphanSweepMs > 0
+      ? new OrphanSweeper(
+          () => takeOverOrphans(store, live),
+          orphanSweepMs,
+          settings.random,
+          logger,
+          (report) => {
+            try {
+              options.hooks?.recovered?.({ report });
+            } catch (error) {
+              logger.warn({ err: safeErrorText(error) }, 'the recovered hook threw');
+            }
+          },
+        )
+      : null;
   const records = new Records({
     store,
     live,
@@ -110,6 +132,7 @@ export function assembleOrchestrator(
     events,
     mode,
     sweeper,
+    orphans,
     records,
   };
 }

@@ -4,6 +4,7 @@
  * on. The library writes nothing to the console; what it has to say goes to the host's logger (pino-compatible:
  * `logger.warn({ taskId, err }, 'message')`), silent by default.
  */
+import type { RecoveryReport } from './recoveryReport.js';
 import type { AuditEntry } from '../../machines/journal.js';
 import type { SavedBatch } from '../runtime/liveTask.js';
 import type { TaskState, TaskSummary } from '../store/summary.js';
@@ -46,6 +47,8 @@ export interface TaskHooks {
   confirmationDecided?(event: { taskId: string; entry: Entry<'confirmation'> }): void;
   /** The task stopped running: it waits for someone (a human, a reviewer, the model's return) or it ended. */
   settled?(event: { taskId: string; summary: TaskSummary }): void;
+  /** The orphan sweep took over tasks whose process died (or quarantined ones it could not restore). */
+  recovered?(event: { report: RecoveryReport }): void;
 }
 
 export class HookDispatcher {

@@ -70,6 +70,13 @@ export interface OrchestratorOptions {
    * tasks that expired while no process ran). Default 5 s; 0 disables it (call `expireDue()` yourself).
    */
   expirySweepMs?: number;
+  /**
+   * Interval of the orphan sweep: on a store with leases (Redis, and MemoryStore within a process), running tasks
+   * whose lease expired (their process died) are taken over here by themselves, as `recover()` does. Default: the
+   * lease TTL (15 s), jittered ±20%, so a dead process's tasks resume within about two TTLs. 0 disables it. With a
+   * `dispatch` there is none: the queue hands a dead worker's jobs on.
+   */
+  orphanSweepMs?: number;
   /** Receives XState inspection events of every task actor (see `statechart-agent/inspect`). */
   inspect?: (event: InspectionEvent) => void;
   /** A principal with this scope may cancel other users' tasks in its tenant. */
@@ -143,6 +150,8 @@ export interface Settings {
   backoff: { baseDelayMs: number; maxDelayMs: number };
   saveRetries: number;
   expirySweepMs: number;
+  /** null: the lease TTL. */
+  orphanSweepMs: number | null;
   retentionSweepMs: number;
   adminScope: string | null;
   mandates: ReadonlyMap<string, MandateKind<unknown>>;
@@ -156,6 +165,7 @@ const settingsSchema = z.strictObject({
   modelTimeoutMs: positive.optional(),
   saveRetries: z.number().int().nonnegative().optional(),
   expirySweepMs: z.number().int().nonnegative().optional(),
+  orphanSweepMs: z.number().int().nonnegative().optional(),
   retentionSweepMs: z.number().int().nonnegative().optional(),
   backoff: z.strictObject({ baseDelayMs: z.number().nonnegative(), maxDelayMs: z.number().nonnegative() }).optional(),
   lease: z
@@ -177,6 +187,7 @@ export function resolveSettings(options: OrchestratorOptions, systemClock: Clock
       'modelTimeoutMs',
       'saveRetries',
       'expirySweepMs',
+      'orphanSweepMs',
       'retentionSweepMs',
       'backoff',
       'lease',
@@ -194,6 +205,7 @@ export function resolveSettings(options: OrchestratorOptions, systemClock: Clock
     backoff: checked.backoff ?? { baseDelayMs: 200, maxDelayMs: 5_000 },
     saveRetries: checked.saveRetries ?? 8,
     expirySweepMs: checked.expirySweepMs ?? 5_000,
+    orphanSweepMs: checked.orphanSweepMs ?? null,
     retentionSweepMs: checked.retentionSweepMs ?? DEFAULT_RETENTION_SWEEP_MS,
     adminScope: options.adminScope ?? null,
     mandates: mandateKinds(options.mandates ?? []),

@@ -28,6 +28,7 @@ import type { ExpirySweeper } from './expirySweeper.js';
 import type { HostEvents, ReviewResolution } from './hostEvents.js';
 import type { InFlight, LiveTasks } from './liveTasks.js';
 import type { OrchestratorOptions, Settings, StartTaskRequest } from './options.js';
+import type { OrphanSweeper } from './orphanSweeper.js';
 import type { Records } from './records.js';
 import type { RecoveryReport } from './recovery.js';
 import type { RetentionSweepOptions } from './retentionSweeper.js';
@@ -45,6 +46,7 @@ export class Orchestrator {
   private readonly live: LiveTasks;
   private readonly events: HostEvents;
   private readonly sweeper: ExpirySweeper;
+  private readonly orphans: OrphanSweeper | null;
   private readonly savedListeners = new Set<(summary: TaskSummary) => void>();
   private readonly ownsStore: boolean;
   private readonly reservation: ModelReservation;
@@ -70,6 +72,7 @@ export class Orchestrator {
       events: this.events,
       mode: this.mode,
       sweeper: this.sweeper,
+      orphans: this.orphans,
       records: this.records,
     } = parts);
     if (this.settings.retentionSweepMs > 0 && isErasable(this.store)) {
@@ -252,6 +255,7 @@ export class Orchestrator {
   async close(): Promise<void> {
     this.closed = true;
     this.sweeper.stop();
+    this.orphans?.stop();
     this.records.stop();
     // Workers stop taking jobs first; the jobs in hand end when their tasks stop below (and go back to the queue).
     const workers = this.mode.stopTaking();

@@ -11,24 +11,11 @@ import {
   TaskQuarantinedError,
 } from '../errors.js';
 import type { TaskStore } from '../store/taskStore.js';
+import type { RecoveryReport } from './recoveryReport.js';
 import type { ExpirySweeper } from './expirySweeper.js';
 import type { LiveTasks } from './liveTasks.js';
 
-export interface RecoveryReport {
-  /** Running tasks this process took over (their lease had expired or was free; still running when loaded). */
-  resumed: string[];
-  /** Running tasks another live process drives. */
-  busy: string[];
-  /** Tasks that cannot be restored, with the reason now recorded on them. */
-  quarantined: { taskId: string; reason: string }[];
-  /**
-   * Running tasks left alone because this process does not have the tools they were started with (as they were):
-   * a process that has them recovers them. Nothing is recorded on them.
-   */
-  catalogMismatch: { taskId: string; reason: string }[];
-  /** Confirmations that had expired while no process was running. */
-  expired: number;
-}
+export type { RecoveryReport } from './recoveryReport.js';
 
 /** How many take-overs run at once by default: each waits on the store (lease, then load), not on this process. */
 export const RECOVERY_CONCURRENCY = 32;
@@ -42,6 +29,17 @@ export async function recover(
   store: TaskStore,
   live: LiveTasks,
   sweeper: ExpirySweeper,
+  concurrency = RECOVERY_CONCURRENCY,
+): Promise<RecoveryReport> {
+  const report = await takeOverOrphans(store, live, concurrency);
+  report.expired = await sweeper.expireDue();
+  return report;
+}
+
+/** The take-overs of `recover()` without the expiry of due confirmations (the orphan sweep's part). */
+export async function takeOverOrphans(
+  store: TaskStore,
+  live: LiveTasks,
   concurrency = RECOVERY_CONCURRENCY,
 ): Promise<RecoveryReport> {
   if (!Number.isInteger(concurrency) || concurrency < 1)
@@ -61,7 +59,6 @@ export async function recover(
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, running.length) }, worker));
   if (failed) throw (failed as { error: unknown }).error;
-  report.expired = await sweeper.expireDue();
   return report;
 }
 

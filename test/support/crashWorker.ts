@@ -48,6 +48,8 @@ async function main(): Promise<void> {
     limits: { money: 1_000_000 },
     lease: { acquireTimeoutMs: 5_000, ...config.lease },
     expirySweepMs: 0,
+    // The matrix checks what recover() reports; the orphan sweep would take the task over first with these TTLs.
+    orphanSweepMs: 0,
     backoff: { baseDelayMs: 20, maxDelayMs: 100 },
   });
   orchestrator.onSaved((summary) => {
