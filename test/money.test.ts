@@ -4,51 +4,48 @@
  * unless the host budgets it.
  */
 import { describe, expect, it } from 'vitest';
-import { createOrchestrator } from '../src/orchestrator/orchestrator.js';
-import { reply, scriptedModel } from '../src/testing/index.js';
+import { reply } from '../src/testing/index.js';
 import { defineTool } from '../src/tool.js';
-import { RefundDesk } from '../examples/booking/refundService.js';
-import { refundOrder } from '../tools/refundOrder.js';
 import { paymentTool } from './support/paymentTool.js';
-import { REFUND_GOAL, REFUND_MANDATE, REFUND_SUCCESS, SUPPORT, byKind, harness } from './support/harness.js';
+import { byKind } from './support/harness.js';
+import { CASH_GOAL, CLERK, PAYOUT_SUCCESS, cashDesk, clerkAuthority, payoutMandate } from './support/domain.js';
 
-const refund = (cents: number) =>
-  reply.call('refund_order', { order_id: 'O-1001', amount_cents: cents, reason: 'broken' });
+const payOut = (amount: number) => reply.call('pay_out', { account_id: 'A-1', amount, memo: 'taxi' });
+/** The cash desk as these tests' host runs it: the clerk's authority loosened, a fast backoff. */
+const desk = (options: Parameters<typeof cashDesk>[0]) =>
+  cashDesk({ loosen: clerkAuthority, backoff: { baseDelayMs: 5, maxDelayMs: 20 }, ...options });
 
 describe('the money budget', () => {
-  it('stops before a refund the budget cannot pay, before anyone is asked to confirm it', async () => {
-    const h = harness({ script: [refund(19_900), reply.answer('x')], limits: { money: 10_000 } });
-    const status = await h.orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, taskId: 'm1' });
+  it('stops before a payout the budget cannot pay, before anyone is asked to confirm it', async () => {
+    // 150 is above the desk's confirmation threshold (100): the budget stops it before anyone is asked.
+    const h = desk({ script: [payOut(150), reply.answer('x')], limits: { money: 100 } });
+    const status = await h.orchestrator.run({ principal: CLERK, goal: CASH_GOAL, taskId: 'm1' });
     expect(status).toMatchObject({
       state: 'budget_exhausted',
       outcome: { reason: { code: 'budget_exhausted', detail: { dimension: 'money' } } },
     });
-    expect(status.outcome!.reason.message).toContain('the money budget is spent (0 of 10000 used)');
+    expect(status.outcome!.reason.message).toContain('the money budget is spent (0 of 100 used)');
     expect(byKind(await h.orchestrator.audit('m1'), 'confirmation')).toEqual([]);
-    expect(h.refunds.refunds).toEqual([]);
+    expect(h.ledger.payouts).toEqual([]);
   });
 
   it('debits what each write moves, and stops before the one that would overdraw it', async () => {
-    const h = harness({ script: [refund(6_000), refund(5_000), reply.answer('x')], limits: { money: 10_000 } });
-    const status = await h.orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL, taskId: 'm2' });
-    expect(h.refunds.refunds.map((r) => r.amountCents)).toEqual([6_000]);
-    expect(status.budget.used.money).toBe(6_000);
-    expect(status.budget.remaining.money).toBe(4_000);
+    const h = desk({ script: [payOut(60), payOut(50), reply.answer('x')], limits: { money: 100 } });
+    const status = await h.orchestrator.run({ principal: CLERK, goal: CASH_GOAL, taskId: 'm2' });
+    expect(h.ledger.payouts.map((p) => p.amount)).toEqual([60]);
+    expect(status.budget.used.money).toBe(60);
+    expect(status.budget.remaining.money).toBe(40);
     expect(status.state).toBe('budget_exhausted');
     const started = byKind(await h.orchestrator.audit('m2'), 'tool_started');
-    expect(started.map((e) => e.money)).toEqual([6_000]);
+    expect(started.map((e) => e.money)).toEqual([60]);
   });
 
   it('moves no money by default: a tool that declares an amount needs the host to budget it', async () => {
-    const desk = new RefundDesk();
-    const orchestrator = createOrchestrator({
-      tools: [refundOrder(desk)],
-      model: scriptedModel([refund(5_000), reply.answer('x')]),
-    });
-    const status = await orchestrator.run({ principal: SUPPORT, goal: REFUND_GOAL });
+    const { orchestrator, ledger } = cashDesk({ script: [payOut(50), reply.answer('x')] });
+    const status = await orchestrator.run({ principal: CLERK, goal: CASH_GOAL });
     expect(status.outcome?.reason).toMatchObject({ code: 'budget_exhausted', detail: { dimension: 'money' } });
     expect(status.budget.limits.money).toBe(0);
-    expect(desk.refunds).toEqual([]);
+    expect(ledger.payouts).toEqual([]);
     await orchestrator.close();
   });
 
@@ -65,8 +62,12 @@ describe('the money budget', () => {
     ] as const) {
       const sent: string[] = [];
       const tool = Object.assign(paymentTool({ sent }), { amount });
-      const h = harness({ extraTools: [tool], script: [reply.call('send_payment', { amount: 5 }), reply.answer('x')] });
-      const status = await h.orchestrator.run({ principal: SUPPORT, goal: 'pay', taskId: `amount-${name}` });
+      const h = desk({
+        extraTools: [tool],
+        script: [reply.call('send_payment', { amount: 5 }), reply.answer('x')],
+        limits: { money: 1_000_000 },
+      });
+      const status = await h.orchestrator.run({ principal: CLERK, goal: 'pay', taskId: `amount-${name}` });
       expect(sent, name).toEqual([]);
       expect(status.outcome?.reason.detail, name).toEqual({ dimension: 'money' });
     }
@@ -79,12 +80,12 @@ describe('the money budget', () => {
         throw new Error('no exchange rate');
       },
     });
-    const h = harness({
+    const h = desk({
       extraTools: [tool],
       script: [reply.call('send_payment', { amount: 5 }), reply.answer('x')],
       limits: { money: Number.MAX_SAFE_INTEGER },
     });
-    const status = await h.orchestrator.run({ principal: SUPPORT, goal: 'pay', taskId: 'unlimited' });
+    const status = await h.orchestrator.run({ principal: CLERK, goal: 'pay', taskId: 'unlimited' });
     // "A rule that cannot say how much a write moves spends more than any budget holds: the write does not run"
     // (guards/budget.ts), also when the budget is the largest the host can give.
     expect(sent).toEqual([]);
@@ -103,8 +104,8 @@ describe('the money budget', () => {
       reply.call('send_payment', { amount: 500 }),
       reply.answer('x'),
     ];
-    const h = harness({ extraTools: [tool], script, limits: { money: 1_000 } });
-    const status = await h.orchestrator.run({ principal: SUPPORT, goal: 'pay', taskId: 'money-retry' });
+    const h = desk({ extraTools: [tool], script, limits: { money: 1_000 } });
+    const status = await h.orchestrator.run({ principal: CLERK, goal: 'pay', taskId: 'money-retry' });
     expect(amounts).toEqual([600, 600]);
     expect(status.budget.used.money).toBe(600);
     expect(status.state).toBe('budget_exhausted');
@@ -129,24 +130,28 @@ describe('the money budget', () => {
 
 describe('a mandate cap and a confirmation threshold', () => {
   // They hold for the task's total, not only per call.
-  it('does not refund 3 x 99.00 on a mandate of "at most 199.00" without anyone confirming', async () => {
+  it('does not pay out 3 x 99 on a mandate of "at most 199" without anyone confirming', async () => {
     const split = (n: number) => ({
-      name: 'refund_order',
-      args: { order_id: 'O-1001', amount_cents: 9_900, reason: `projector broken (part ${n})` },
+      name: 'pay_out',
+      args: { account_id: 'A-1', amount: 99, memo: `taxi receipt (part ${n})` },
     });
-    const h = harness({ script: [reply.calls(split(1), split(2), split(3)), reply.answer('refunded')] });
+    // The clerk's authority (up to 1,000 unconfirmed) leaves the asking to pay_out's own rule: above 100 in a task.
+    const h = desk({
+      script: [reply.calls(split(1), split(2), split(3)), reply.answer('paid')],
+      limits: { money: 1_000 },
+    });
     await h.orchestrator.run({
-      principal: SUPPORT,
-      goal: REFUND_GOAL,
-      success: REFUND_SUCCESS,
-      mandate: REFUND_MANDATE,
+      principal: CLERK,
+      goal: CASH_GOAL,
+      success: PAYOUT_SUCCESS,
+      mandate: payoutMandate.of({ account_id: 'A-1', max_amount: 199 }),
       taskId: 'split',
     });
-    const total = h.refunds.refunds.reduce((sum, r) => sum + r.amountCents, 0);
+    const total = h.ledger.payouts.reduce((sum, p) => sum + p.amount, 0);
     const confirmations = byKind(await h.orchestrator.audit('split'), 'confirmation');
-    // The user asked to refund at most 199.00 on O-1001, and a single refund above 100.00 needs the user's
-    // confirmation: three refunds of 99.00 must not add up to 297.00 unasked. Both rules see what the task moved.
-    expect(total).toBeLessThanOrEqual(19_900);
+    // The user asked to pay out at most 199 from A-1, and a payout taking the task above 100 needs the user's
+    // confirmation: three payouts of 99 must not add up to 297 unasked. Both rules see what the task moved.
+    expect(total).toBeLessThanOrEqual(199);
     expect(confirmations.length).toBeGreaterThan(0);
   });
 });
@@ -158,7 +163,7 @@ describe('defineTool and the new rules', () => {
       /confirm must be 'never', 'always', \{ never: reason \}, \{ approverScope, approvals\? \} or a function/,
     ],
     [
-      { confirm: { approverScope: 'refunds:approve', approvals: 0 } },
+      { confirm: { approverScope: 'cash:approve', approvals: 0 } },
       /confirm\.approvals must be a whole number from 1 to 16/,
     ],
     [{ confirmation: { onReject: 'ignore' } }, /confirmation\.onReject must be 'replan' or 'cancel'/],

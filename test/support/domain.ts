@@ -32,6 +32,15 @@ export const payoutMandate = defineMandate(
   { money: (terms) => terms.max_amount },
 );
 
+/**
+ * Safe defaults loosened as a cash office would: payouts up to 1,000 in a task run without the safe default's
+ * confirmation, so `pay_out`'s own rule (above `confirmAbove`) decides what is asked. Without it every payout is
+ * confirmed, whatever the tool's rule says.
+ */
+export const clerkAuthority = {
+  unconfirmedMoney: { upTo: 1_000, reason: "payouts up to 1,000 in a task are within a clerk's standing authority" },
+} as const;
+
 /** The task ends `done` only on a trusted payout result. */
 export const PAYOUT_SUCCESS = { tool: 'pay_out', match: { status: 'paid' }, require: ['payout_id'] };
 
