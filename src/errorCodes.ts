@@ -50,6 +50,8 @@ export const AGENT_ERROR_CODES = {
     'corrupt_task',
     'unsupported_version',
     'store_unavailable',
+    /** `ProcessOverloadedError`: a store command timed out because this process's event loop was blocked. */
+    'process_overloaded',
     'invalid_save',
     'lock_timeout',
   ],

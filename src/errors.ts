@@ -147,9 +147,29 @@ export class TaskQuarantinedError extends AgentError<'task_quarantined'> {
  * The store could not be reached or answered with an error. After a timeout or a dropped connection a write may
  * still have landed: the runtime checks for its own write before treating a retry's conflict as fatal.
  */
-export class StoreUnavailableError extends AgentError<'store_unavailable'> {
+export class StoreUnavailableError extends AgentError<'store_unavailable' | 'process_overloaded'> {
   constructor(detail: string, options?: { cause?: unknown }) {
     super('store_unavailable', `The task store is unavailable: ${detail}`, options);
+  }
+}
+
+/**
+ * A store command timed out while this process's event loop was blocked: the store may be fine, the process is
+ * overloaded (too much work at once). A `StoreUnavailableError` (so what retries a store blip retries this), with
+ * its own code and message, so that nobody goes looking for a Redis outage.
+ */
+export class ProcessOverloadedError extends StoreUnavailableError {
+  override readonly code = 'process_overloaded' as const;
+  constructor(
+    readonly blockedMs: number,
+    action: string,
+    options?: { cause?: unknown },
+  ) {
+    super(action, options);
+    this.message =
+      `This process is overloaded: its event loop was blocked for ${Math.round(blockedMs)} ms while the ${action} ` +
+      'waited, so the command timed out here, not in the store. Start fewer tasks at once (capacity options), or ' +
+      'run more processes.';
   }
 }
 

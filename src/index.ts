@@ -136,6 +136,7 @@ export {
   MandateUsedError,
   RevisionConflictError,
   StoreUnavailableError,
+  ProcessOverloadedError,
   TaskBusyError,
   TaskExistsError,
   TaskNotFoundError,

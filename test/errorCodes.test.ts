@@ -19,6 +19,7 @@ import {
   HostRequestError,
   MachineError,
   MandateUsedError,
+  ProcessOverloadedError,
   QueueFullError,
   RevisionConflictError,
   StoreDataLostError,
@@ -100,6 +101,7 @@ const INSTANCES: Record<string, () => Error> = {
   HandedBackError: () => new HandedBackError('t', 'x'),
   TimeoutError: () => new TimeoutError(1),
   LockTimeoutError: () => new LockTimeoutError('p', 'h'),
+  ProcessOverloadedError: () => new ProcessOverloadedError(900, 'save'),
 };
 
 /** The codes of 0.4.0: a code once shipped stays (hosts and HTTP clients match on it). */

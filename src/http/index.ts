@@ -32,6 +32,7 @@ import {
   HostRequestError,
   MandateUsedError,
   QueueFullError,
+  StoreUnavailableError,
   TaskBusyError,
   TaskExistsError,
   TaskNotFoundError,
@@ -93,6 +94,8 @@ export async function agentService(app: FastifyInstance, options: AgentServiceOp
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const { statusCode, body } = errorResponse(error);
     if (statusCode >= 500) request.log.error({ err: error }, 'agent service error');
+    // Unavailable for now (busy, overloaded, at capacity, the store away): a client may try again shortly.
+    if (statusCode === 503) void reply.header('retry-after', '1');
     void reply.code(statusCode).send(body);
   });
   app.setNotFoundHandler((request, reply) => {
@@ -164,6 +167,9 @@ function libraryErrorResponse(error: FastifyError | Error): { statusCode: number
   if (error instanceof TaskQuarantinedError)
     return { statusCode: 409, body: { code: error.code, message: error.message } };
   if (error instanceof TaskBusyError) return { statusCode: 503, body: { code: error.code, message: error.message } };
+  // The store away, or this process too busy to hear it (process_overloaded): another instance, or a moment, helps.
+  if (error instanceof StoreUnavailableError)
+    return { statusCode: 503, body: { code: error.code, message: error.message } };
   if (error instanceof MandateUsedError) return { statusCode: 409, body: { code: error.code, message: error.message } };
   // This instance lacks the task's tools as they were; one that has them can take the call.
   if (error instanceof CatalogMismatchError)

@@ -5,7 +5,8 @@
  */
 import type { Cluster, Redis } from 'ioredis';
 import { ioredis } from '../../peers/ioredis.js';
-import { AgentError, CorruptTaskError, StoreUnavailableError } from '../../errors.js';
+import { AgentError, CorruptTaskError, ProcessOverloadedError, StoreUnavailableError } from '../../errors.js';
+import { longestBlockSince, watchLoopLag } from '../../runtime/loopLag.js';
 
 /** Bounds of the store's own client. */
 export interface RedisClientBounds {
@@ -128,12 +129,26 @@ export type RedisCall = <T>(action: string, fn: () => Promise<T>, task?: { taskI
 
 /** The store's RedisCall: refused once `isClosed()`; any failure becomes a store error (see `toStoreError`). */
 export function redisCall(where: string | (() => string), isClosed: () => boolean): RedisCall {
+  watchLoopLag();
   return async <T>(action: string, fn: () => Promise<T>, task?: { taskId: string; key: string }): Promise<T> => {
     if (isClosed()) throw new StoreUnavailableError(`the store was closed before the ${action}`);
+    const sent = performance.now();
     try {
       return await fn();
     } catch (error) {
+      // Timed out while the loop was blocked (for a good part of the wait): the store is not the one that failed.
+      const blockedMs = isTimeout(error) ? longestBlockSince(sent) : 0;
+      if (blockedMs >= Math.max(OVERLOAD_BLOCK_MS, (performance.now() - sent) / 3))
+        throw new ProcessOverloadedError(blockedMs, action, { cause: error });
       throw toStoreError(error, typeof where === 'string' ? where : where(), action, task);
     }
   };
+}
+
+/** A block of the loop this long, during a command that timed out, makes the timeout the process's doing. */
+const OVERLOAD_BLOCK_MS = 250;
+
+/** ioredis's command timeout ("Command timed out"). */
+function isTimeout(error: unknown): boolean {
+  return error instanceof Error && /timed out/i.test(error.message);
 }
