@@ -303,12 +303,16 @@ export class CapacityError extends AgentError<'overloaded' | 'tenant_at_capacity
     readonly scope: 'process' | 'tenant',
     readonly limit: number,
     readonly tenantId: string,
+    /** Refused because the event loop lagged this long lately (`capacity.maxLoopDelayMs`), not for a count. */
+    readonly loopDelayMs?: number,
   ) {
     super(
       scope === 'process' ? 'overloaded' : 'tenant_at_capacity',
-      scope === 'process'
-        ? `This process already drives ${limit} running tasks (capacity.maxRunningTasks); try again later or on another instance.`
-        : `Tenant ${JSON.stringify(tenantId)} already has ${limit} running tasks here (capacity.maxRunningPerTenant); try again when one waits or ends.`,
+      loopDelayMs !== undefined
+        ? `This process's event loop lagged ${Math.round(loopDelayMs)} ms in the last second (capacity.maxLoopDelayMs: ${limit}): it is too busy to take a new task; try again shortly or on another instance.`
+        : scope === 'process'
+          ? `This process already drives ${limit} running tasks (capacity.maxRunningTasks); try again later or on another instance.`
+          : `Tenant ${JSON.stringify(tenantId)} already has ${limit} running tasks here (capacity.maxRunningPerTenant); try again when one waits or ends.`,
     );
   }
 }

@@ -133,3 +133,51 @@ describe('drain', () => {
     await other.orchestrator.close();
   });
 });
+
+describe('a process whose event loop lags', () => {
+  /** Blocks the event loop, as a burst of synchronous work does. */
+  const blockLoop = (ms: number) => {
+    const until = performance.now() + ms;
+    while (performance.now() < until);
+  };
+
+  it('refuses new starts while its loop lagged past maxLoopDelayMs, and takes them again once it runs freely', async () => {
+    const { model } = heldModel();
+    const { orchestrator } = harness({ model, capacity: { maxLoopDelayMs: 200 } });
+    // Whatever blocked the loop before (loading, the tests before) leaves the one-second window first.
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    const first = await orchestrator.start({ principal: user('acme'), goal: 'one', taskId: 'before' });
+    expect(first.state).toBe('running');
+
+    // The loop stalls for 600 ms (a burst of synchronous work); the lag sampler sees it on its next tick.
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    blockLoop(600);
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    const refused = await orchestrator
+      .start({ principal: user('acme'), goal: 'two', taskId: 'during' })
+      .catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(CapacityError);
+    expect(refused).toMatchObject({ code: 'overloaded', scope: 'process', limit: 200 });
+    expect((refused as CapacityError).loopDelayMs).toBeGreaterThan(200);
+    expect((refused as Error).message).toMatch(
+      /event loop lagged \d+ ms in the last second \(capacity\.maxLoopDelayMs: 200\)/,
+    );
+    expect(await orchestrator.list()).toHaveLength(1); // nothing stored for the refused start
+
+    // A second later the lag is out of the window: starts are taken again.
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    expect((await orchestrator.start({ principal: user('acme'), goal: 'three', taskId: 'after' })).state).toBe(
+      'running',
+    );
+    await orchestrator.close();
+  });
+
+  it('never refuses for the loop when maxLoopDelayMs is Infinity', async () => {
+    const { model } = heldModel();
+    const { orchestrator } = harness({ model, capacity: { maxLoopDelayMs: Number.POSITIVE_INFINITY } });
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    blockLoop(400);
+    expect((await orchestrator.start({ principal: user('acme'), goal: 'one', taskId: 'x' })).state).toBe('running');
+    await orchestrator.close();
+  });
+});

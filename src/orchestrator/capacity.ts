@@ -4,10 +4,13 @@
  * is stored, so one tenant cannot take every slot and a busy instance says so instead of slowing everyone down.
  */
 import { AgentError, CapacityError } from '../errors.js';
+import { recentLoopDelay, watchLoopLag } from '../runtime/loopLag.js';
 
 export interface CapacityLimits {
   maxRunningTasks: number;
   maxRunningPerTenant: number;
+  /** A start is refused while the event loop lagged more than this in the last second (Infinity: never). */
+  maxLoopDelayMs: number;
 }
 
 export class Capacity {
@@ -19,7 +22,11 @@ export class Capacity {
     private readonly limits: CapacityLimits,
     /** Tasks running in this process, in all or of one tenant. */
     private readonly running: (tenantId?: string) => number,
-  ) {}
+    /** The event loop's longest lag in the last second. */
+    private readonly loopDelay: () => number = recentLoopDelay,
+  ) {
+    if (Number.isFinite(limits.maxLoopDelayMs)) watchLoopLag();
+  }
 
   /** From now on, no new task: `hold` refuses with `orchestrator_draining`. */
   drain(): void {
@@ -30,7 +37,10 @@ export class Capacity {
   hold(tenantId: string): () => void {
     if (this.draining)
       throw new AgentError('orchestrator_draining', 'this orchestrator is draining: it takes no new tasks');
-    const { maxRunningTasks, maxRunningPerTenant } = this.limits;
+    const { maxRunningTasks, maxRunningPerTenant, maxLoopDelayMs } = this.limits;
+    // A loop that lags already: a new task would starve the ones it drives (their store calls time out).
+    const lag = Number.isFinite(maxLoopDelayMs) ? this.loopDelay() : 0;
+    if (lag > maxLoopDelayMs) throw new CapacityError('process', maxLoopDelayMs, tenantId, lag);
     const starting = this.starting.get(tenantId) ?? 0;
     let total = 0;
     for (const n of this.starting.values()) total += n;

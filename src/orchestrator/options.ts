@@ -111,8 +111,10 @@ export interface OrchestratorOptions {
    * `maxRunningPerTenant` per tenant (one tenant cannot take every slot). `start` beyond either throws
    * CapacityError (`overloaded`, `tenant_at_capacity`; HTTP 503 and 429) before anything is stored; events for
    * tasks that exist are never refused for capacity. Waiting and ended tasks do not count. Default: no limit.
+   * `maxLoopDelayMs` (default 2,000; Infinity turns it off): a `start` is also refused (`overloaded`) while this
+   * process's event loop lagged more than that in the last second, before its store calls start timing out.
    */
-  capacity?: { maxRunningTasks?: number; maxRunningPerTenant?: number };
+  capacity?: { maxRunningTasks?: number; maxRunningPerTenant?: number; maxLoopDelayMs?: number };
   /**
    * Sensitive values kept out of everything persisted and streamed: the host's redactors (`cardNumbers()`...) seal
    * matches in any text, tools' `sensitive` fields are sealed whole, and the sealer decides where the values live
@@ -157,8 +159,11 @@ export interface Settings {
   mandates: ReadonlyMap<string, MandateKind<unknown>>;
   newTaskId: () => string;
   lease: { ttlMs: number; renewEveryMs: number; acquireTimeoutMs: number };
-  capacity: { maxRunningTasks: number; maxRunningPerTenant: number };
+  capacity: { maxRunningTasks: number; maxRunningPerTenant: number; maxLoopDelayMs: number };
 }
+
+/** How long the event loop may have lagged (in the last second) for a start to be taken. */
+export const DEFAULT_MAX_LOOP_DELAY_MS = 2_000;
 
 const positive = z.number().int().positive();
 const settingsSchema = z.strictObject({
@@ -176,7 +181,11 @@ const settingsSchema = z.strictObject({
     })
     .optional(),
   capacity: z
-    .strictObject({ maxRunningTasks: positive.optional(), maxRunningPerTenant: positive.optional() })
+    .strictObject({
+      maxRunningTasks: positive.optional(),
+      maxRunningPerTenant: positive.optional(),
+      maxLoopDelayMs: positive.or(z.literal(Number.POSITIVE_INFINITY)).optional(),
+    })
     .optional(),
 });
 
@@ -218,6 +227,7 @@ export function resolveSettings(options: OrchestratorOptions, systemClock: Clock
     capacity: {
       maxRunningTasks: checked.capacity?.maxRunningTasks ?? Number.POSITIVE_INFINITY,
       maxRunningPerTenant: checked.capacity?.maxRunningPerTenant ?? Number.POSITIVE_INFINITY,
+      maxLoopDelayMs: checked.capacity?.maxLoopDelayMs ?? DEFAULT_MAX_LOOP_DELAY_MS,
     },
   };
 }

@@ -28,6 +28,11 @@ export function watchLoopLag(): void {
   timer.unref();
 }
 
+/** The longest the loop was blocked in the last `windowMs` (default 1 s), a block still going on included. */
+export function recentLoopDelay(windowMs = 1_000): number {
+  return longestBlockSince(performance.now() - windowMs);
+}
+
 /**
  * The longest the loop was blocked since `since` (a `performance.now()` time), counting a block still going on
  * (the sampler has not run since). 0 when the sampler is not running.
