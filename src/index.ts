@@ -18,6 +18,7 @@ export {
   DEFAULT_POLICY,
   type AuditRecord,
   type OrchestratorOptions,
+  type OrchestratorStats,
   type RecoveryReport,
   type ReviewResolution,
   type StartTaskRequest,

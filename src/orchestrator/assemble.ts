@@ -55,6 +55,8 @@ export interface OrchestratorParts {
   /** On a store with leases, in local mode, unless turned off: takes over the tasks of dead processes. */
   orphans: OrphanSweeper | null;
   records: Records;
+  /** Tasks taken over here so far (by `recover()` or the orphan sweep), and quarantined on the way. */
+  recoveries: { resumed: number; quarantined: number };
 }
 
 export function assembleOrchestrator(
@@ -93,6 +95,7 @@ export function assembleOrchestrator(
   const events = new HostEvents(live, registry, settings.adminScope, policy.version);
   const mode = chooseTaskMode({ options, registry, store, live, events, capacity, clock, logger });
   const sweeper = new ExpirySweeper(store, live, clock, settings.expirySweepMs, logger, mode.sweepHandoff);
+  const recoveries = { resumed: 0, quarantined: 0 };
   const orphanSweepMs = settings.orphanSweepMs ?? settings.lease.ttlMs;
   const orphans =
     store.leases && !mode.queue && orphanSweepMs > 0
@@ -102,6 +105,8 @@ export function assembleOrchestrator(
           settings.random,
           logger,
           (report) => {
+            recoveries.resumed += report.resumed.length;
+            recoveries.quarantined += report.quarantined.length;
             try {
               options.hooks?.recovered?.({ report });
             } catch (error) {
@@ -134,5 +139,6 @@ export function assembleOrchestrator(
     sweeper,
     orphans,
     records,
+    recoveries,
   };
 }

@@ -17,6 +17,8 @@ export class Capacity {
   /** Starts under way, by tenant. */
   private readonly starting = new Map<string, number>();
   private draining = false;
+  /** Starts refused so far, by reason (for `stats()` and metrics). */
+  readonly refused = { process: 0, tenant: 0, loopDelay: 0 };
 
   constructor(
     private readonly limits: CapacityLimits,
@@ -40,14 +42,21 @@ export class Capacity {
     const { maxRunningTasks, maxRunningPerTenant, maxLoopDelayMs } = this.limits;
     // A loop that lags already: a new task would starve the ones it drives (their store calls time out).
     const lag = Number.isFinite(maxLoopDelayMs) ? this.loopDelay() : 0;
-    if (lag > maxLoopDelayMs) throw new CapacityError('process', maxLoopDelayMs, tenantId, lag);
+    if (lag > maxLoopDelayMs) {
+      this.refused.loopDelay += 1;
+      throw new CapacityError('process', maxLoopDelayMs, tenantId, lag);
+    }
     const starting = this.starting.get(tenantId) ?? 0;
     let total = 0;
     for (const n of this.starting.values()) total += n;
-    if (Number.isFinite(maxRunningTasks) && this.running() + total >= maxRunningTasks)
+    if (Number.isFinite(maxRunningTasks) && this.running() + total >= maxRunningTasks) {
+      this.refused.process += 1;
       throw new CapacityError('process', maxRunningTasks, tenantId);
-    if (Number.isFinite(maxRunningPerTenant) && this.running(tenantId) + starting >= maxRunningPerTenant)
+    }
+    if (Number.isFinite(maxRunningPerTenant) && this.running(tenantId) + starting >= maxRunningPerTenant) {
+      this.refused.tenant += 1;
       throw new CapacityError('tenant', maxRunningPerTenant, tenantId);
+    }
     this.starting.set(tenantId, starting + 1);
     let held = true;
     return () => {

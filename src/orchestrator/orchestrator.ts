@@ -33,8 +33,19 @@ import type { Records } from './records.js';
 import type { RecoveryReport } from './recovery.js';
 import type { RetentionSweepOptions } from './retentionSweeper.js';
 import { taskInput } from './startTask.js';
+import { recentLoopDelay } from '../runtime/loopLag.js';
 import { type AuditRecord, type TaskStatus, type UserEventResult, statusOfLive } from './status.js';
 import type { TaskMode } from './taskMode.js';
+
+/** See `Orchestrator.stats()`. Counts are since the orchestrator was created. */
+export interface OrchestratorStats {
+  live: number;
+  leases: number;
+  loopDelayMs: number;
+  recovered: number;
+  quarantined: number;
+  refused: { process: number; tenant: number; loopDelay: number };
+}
 
 export class Orchestrator {
   /** Where this orchestrator's tasks persist. */
@@ -56,6 +67,7 @@ export class Orchestrator {
   /** Local or dispatched, chosen once in `assemble.ts`: what the calls that differ between the two do. */
   private readonly mode: TaskMode;
   private readonly records: Records;
+  private readonly recoveries: { resumed: number; quarantined: number };
 
   constructor(options: OrchestratorOptions) {
     const parts = assembleOrchestrator(options, this.savedListeners, () => this.closed);
@@ -74,6 +86,7 @@ export class Orchestrator {
       sweeper: this.sweeper,
       orphans: this.orphans,
       records: this.records,
+      recoveries: this.recoveries,
     } = parts);
     if (this.settings.retentionSweepMs > 0 && isErasable(this.store)) {
       this.startRetentionSweep({
@@ -134,9 +147,12 @@ export class Orchestrator {
    * drives each task. The file store has no leases: run recovery in one process only. Take-overs run `concurrency`
    * at a time (default 32); `limit` bounds the dispatched sweep.
    */
-  recover(options: { limit?: number; concurrency?: number } = {}): Promise<RecoveryReport> {
+  async recover(options: { limit?: number; concurrency?: number } = {}): Promise<RecoveryReport> {
     this.assertOpen();
-    return this.mode.recover(this.sweeper, options);
+    const report = await this.mode.recover(this.sweeper, options);
+    this.recoveries.resumed += report.resumed.length;
+    this.recoveries.quarantined += report.quarantined.length;
+    return report;
   }
 
   /**
@@ -154,6 +170,23 @@ export class Orchestrator {
   /** What this process holds now: tasks in memory and leases (a task that waits or ended holds neither). */
   inFlight(): InFlight {
     return this.live.inFlight();
+  }
+
+  /**
+   * This process's load and what it did about it, for dashboards and `statechart-agent/otel`'s `otelMetrics`: tasks
+   * and leases held now, the event loop's longest lag in the last second, tasks taken over (by `recover()` or the
+   * orphan sweep) and starts refused for capacity, by reason, since the orchestrator was created.
+   */
+  stats(): OrchestratorStats {
+    const { live, leases } = this.live.inFlight();
+    return {
+      live,
+      leases,
+      loopDelayMs: Math.round(recentLoopDelay()),
+      recovered: this.recoveries.resumed,
+      quarantined: this.recoveries.quarantined,
+      refused: { ...this.capacity.refused },
+    };
   }
 
   list(query?: ListQuery): Promise<TaskSummary[]> {

@@ -11,11 +11,11 @@
  * const orchestrator = createOrchestrator({ tools, model, tracing: otelTracing(trace.getTracer('bookings')) });
  */
 import type { Attributes, Span, Tracer } from '@opentelemetry/api';
+import type { AuditEntry } from '../../machines/journal.js';
 import { otelApi } from '../peers/otelApi.js';
+import type { TraceAttributes, Tracing } from '../runtime/tracing.js';
 
 const { SpanKind, SpanStatusCode, context, trace } = otelApi;
-import type { AuditEntry } from '../../machines/journal.js';
-import type { TraceAttributes, Tracing } from '../runtime/tracing.js';
 
 export function otelTracing(tracer: Tracer): Tracing {
   const runs = new Map<string, Span>();
