@@ -290,11 +290,6 @@ describe('createAiSdkModel over the AI SDK mock model', () => {
 
     it.each([
       [
-        'a content filter',
-        result([{ type: 'text', text: 'partial' }], 'content-filter'),
-        'withheld by a content filter',
-      ],
-      [
         'a tool call written as text',
         text('<tool_call>{"name": "find_available_rooms", "arguments": {}}</tool_call>'),
         'a tool call was written as text',
@@ -319,6 +314,16 @@ describe('createAiSdkModel over the AI SDK mock model', () => {
       expect(mock.doGenerateCalls).toHaveLength(3);
       expect(JSON.stringify(promptOf(mock, 1)[2]!.content)).toContain(detail);
     });
+  });
+
+  it('ends model_refused on a content filter (how a refusal arrives through the AI SDK), without re-asking', async () => {
+    const mock = scripted(result([{ type: 'text', text: 'partial' }], 'content-filter'));
+    const { orchestrator } = harness({ model: aiSdk(mock) });
+    const status = await orchestrator.run({ principal: E17, goal: BOOKING_GOAL, taskId: 'filtered' });
+    expect(status.state).toBe('failed');
+    expect(status.outcome?.reason.code).toBe('model_refused');
+    expect(status.outcome?.reason.message).toContain('the provider withheld the output (content filter)');
+    expect(mock.doGenerateCalls).toHaveLength(1);
   });
 
   describe('when the provider fails', () => {

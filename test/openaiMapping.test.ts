@@ -159,6 +159,36 @@ describe('buildMessages', () => {
     expect(conversation(transcript)).toEqual(expected);
   });
 
+  it('sends arguments that did not parse back as {}, never word for word (DashScope answers those with a 400)', () => {
+    const bad: TranscriptEntry = {
+      kind: 'proposal',
+      at: 2,
+      turn: 1,
+      text: null,
+      calls: [
+        { callId: 'a', tool: 't', arguments: '{"room": "B204", ' },
+        { callId: 'b', tool: 't', arguments: '["not", "an object"]' },
+        { callId: 'c', tool: 't', arguments: '{"room":"B204"}' },
+      ],
+    };
+    const refused = (id: string) => failed(id, 'invalid_arguments', 'the arguments are not a JSON object');
+    expect(conversation([goal, bad, result(1, refused('a')), result(1, refused('b')), result(1, ok('c', 1))])).toEqual([
+      { role: 'user', content: 'the goal' },
+      { role: 'assistant', content: null, calls: ['a:t:{}', 'b:t:{}', 'c:t:{"room":"B204"}'] },
+      {
+        role: 'tool',
+        id: 'a',
+        content: '{"ok":false,"code":"invalid_arguments","summary":"the arguments are not a JSON object"}',
+      },
+      {
+        role: 'tool',
+        id: 'b',
+        content: '{"ok":false,"code":"invalid_arguments","summary":"the arguments are not a JSON object"}',
+      },
+      { role: 'tool', id: 'c', content: '1' },
+    ]);
+  });
+
   it('keeps the text the model sent with its tool calls', () => {
     const entry: TranscriptEntry = {
       ...(proposal(1, 'a') as Extract<TranscriptEntry, { kind: 'proposal' }>),
@@ -316,9 +346,9 @@ describe('toModelReply', () => {
       },
     ],
     [
-      'a content filter stop',
+      'a content filter stop, as a refusal (asking again gets the same)',
       response({ content: '' }, 'content_filter'),
-      { type: 'invalid', detail: 'the output was withheld by a content filter', usage: used },
+      { type: 'refusal', reason: 'the provider withheld the output (content filter)', usage: used },
     ],
     ['no choices', { choices: [], usage }, { type: 'invalid', detail: 'the response has no choices', usage: used }],
     [
@@ -380,6 +410,50 @@ describe('toModelReply', () => {
     // An unusable output is handed on as received, for the audit.
     if (reply.type === 'invalid') expect(typeof received === 'string' && received.length > 0).toBe(true);
     else expect(received).toBeUndefined();
+  });
+
+  // Real shapes of OpenAI-compatible servers that are not OpenAI's: read tolerantly, decided strictly (the gates).
+  it.each<[string, unknown, unknown]>([
+    [
+      // Mistral: content as an array of typed parts, text mixed with references (meilisearch/meilisearch#6327,
+      // nextcloud/integration_openai#409); only the text parts are the answer.
+      'Mistral content as parts',
+      response({
+        content: [
+          { type: 'reference', reference_ids: [1] },
+          { type: 'text', text: 'Room B204 ' },
+          { type: 'text', text: 'is free at 14:00.' },
+        ],
+      }),
+      { type: 'answer', text: 'Room B204 is free at 14:00.', usage: used },
+    ],
+    [
+      // Mistral: tool calls without "type" (its API omits it): still function calls.
+      'Mistral tool calls without a type',
+      response({ content: '', tool_calls: [{ id: 'Ab3xK9', function: { name: 'find', arguments: '{"a":1}' } }] }),
+      {
+        type: 'tool_calls',
+        calls: [{ callId: 'Ab3xK9', name: 'find', arguments: '{"a":1}' }],
+        text: null,
+        usage: used,
+      },
+    ],
+    [
+      'arguments sent as an object',
+      response({ tool_calls: [{ id: 'c9', type: 'function', function: { name: 'find', arguments: { a: 1 } } }] }),
+      { type: 'tool_calls', calls: [{ callId: 'c9', name: 'find', arguments: '{"a":1}' }], text: null, usage: used },
+    ],
+    [
+      'a tool call of another type is still refused',
+      response({ tool_calls: [{ id: 'x', type: 'custom', custom: { name: 'find', input: '{}' } }] }),
+      expect.objectContaining({
+        type: 'invalid',
+        detail: expect.stringContaining('unsupported tool call type "custom"'),
+      }),
+    ],
+  ])('reads %s', (_name, input, expected) => {
+    const { received: _received, ...reply } = toModelReply(input, options) as ModelReply & { received?: string };
+    expect(reply).toEqual(expected);
   });
 
   it('hands on an unusable output as the model sent it, and the model version the server reports', () => {

@@ -197,7 +197,7 @@ describe('createOpenAIModel over HTTP', () => {
   });
 
   describe('when the model breaks the tool-calling protocol', () => {
-    it('passes malformed JSON arguments through: the protocol gate rejects them and the model sees why', async () => {
+    it('refuses malformed JSON arguments at the protocol gate; the model sees why, and {} in their place', async () => {
       const broken = `{"start_at": "${MEETING.start_at}", "end_at": `;
       const srv = await serve(fake.call('call_bad', 'find_available_rooms', broken), fake.text('I could not search.'));
       const { orchestrator } = harness({ model: openai() });
@@ -211,7 +211,13 @@ describe('createOpenAIModel over HTTP', () => {
       ).toEqual(['malformed_arguments']);
       expect(byKind(audit, 'tool_started')).toEqual([]);
       const next = srv.requests[1]!;
-      expect(messagesOf(next)[2]!.tool_calls![0]!.function.arguments).toBe(broken);
+      // The broken text is in the transcript and the audit, not in the next request: sent back word for word, some
+      // providers refuse the whole request (DashScope: 400). The tool message below says what was wrong.
+      expect(messagesOf(next)[2]!.tool_calls![0]!.function.arguments).toBe('{}');
+      expect(JSON.stringify(next)).not.toContain(broken);
+      expect(JSON.stringify(await orchestrator.transcript(status.taskId))).toContain(
+        JSON.stringify(broken).slice(1, -1),
+      );
       expect(toolMessagesOf(next)).toHaveLength(1);
       expect(toolMessagesOf(next)[0]!.tool_call_id).toBe('call_bad');
       expect(parsed(toolMessagesOf(next)[0])).toEqual({

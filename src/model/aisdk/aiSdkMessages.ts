@@ -9,6 +9,7 @@
  */
 import type { ModelMessage, ToolCallPart, ToolResultPart, ToolSet, jsonSchema } from 'ai';
 import { aiSdk } from '../../peers/aiSdk.js';
+import { callInput } from '../callArguments.js';
 import type { TranscriptEntry } from '../../../machines/journal.js';
 import type { ModelRequest, OfferedTool } from '../agentModel.js';
 // Provider-neutral helpers; that module imports only types from `openai`, so nothing of it is loaded here.
@@ -79,22 +80,6 @@ export function buildModelMessages(
     }
   }
   return messages;
-}
-
-/**
- * A past call's input as the SDK's messages carry it: a JSON value, not text. Arguments that are a JSON object
- * are sent as that object; anything else (malformed JSON, an array) as `{}`, as the AI SDK itself does for invalid
- * calls, since providers such as Anthropic accept only objects. The paired tool result says what was wrong.
- */
-export function callInput(text: string): Record<string, unknown> {
-  try {
-    const value: unknown = JSON.parse(text);
-    return typeof value === 'object' && value !== null && !Array.isArray(value)
-      ? (value as Record<string, unknown>)
-      : {};
-  } catch {
-    return {};
-  }
 }
 
 /**

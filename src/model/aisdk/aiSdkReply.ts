@@ -28,6 +28,9 @@ export function toModelReply(result: ProviderResult, options: ReplyOptions): Mod
   return typeof version === 'string' && version !== '' ? { ...reply, modelVersion: version } : reply;
 }
 
+/** The refusal reason of an output a provider's content filter withheld. */
+export const CONTENT_FILTERED = 'the provider withheld the output (content filter)';
+
 function mapResult(result: ProviderResult, usage: ModelUsageReport): ModelReply {
   const invalid = (detail: string): ModelReply => ({
     type: 'invalid',
@@ -38,7 +41,9 @@ function mapResult(result: ProviderResult, usage: ModelUsageReport): ModelReply 
   const finish = result.finishReason?.unified;
   if (finish === 'length')
     return invalid('the output was cut off at the token limit (finish reason "length"); reply more briefly');
-  if (finish === 'content-filter') return invalid('the output was withheld by a content filter');
+  // How a refusal arrives through the AI SDK (Anthropic's "refusal" stop reason, OpenAI's and Azure's filters): asking
+  // again gets the same answer, so the task ends model_refused instead of re-asking into protocol_error.
+  if (finish === 'content-filter') return { type: 'refusal', reason: CONTENT_FILTERED, usage };
   if (finish === 'error') return invalid('the provider reported an error while generating the output');
   const content = Array.isArray(result.content) ? result.content : [];
   const executed = content.find(

@@ -6,6 +6,7 @@
  * Tool results only ever travel in `tool` messages, each paired with the assistant tool call it answers. They are
  * never merged into the system or user messages, where they could pass for instructions.
  */
+import { sentArguments } from '../callArguments.js';
 import type {
   ChatCompletionFunctionTool,
   ChatCompletionMessageParam,
@@ -57,7 +58,8 @@ export function buildMessages(
         const toolCalls: ChatCompletionMessageToolCall[] = entry.calls.map((call) => ({
           id: call.callId,
           type: 'function',
-          function: { name: call.tool, arguments: call.arguments },
+          // Arguments that did not parse go back as {} (the paired result says what was wrong).
+          function: { name: call.tool, arguments: sentArguments(call.arguments) },
         }));
         messages.push({ role: 'assistant', content: entry.text ?? null, tool_calls: toolCalls });
         for (const call of entry.calls) {

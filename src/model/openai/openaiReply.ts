@@ -68,13 +68,18 @@ function mapCompletion(completion: Partial<ChatCompletion>, usage: ModelUsageRep
   if (choice.finish_reason === 'length') {
     return invalid('the output was cut off at the token limit (finish_reason "length"); reply more briefly');
   }
-  if (choice.finish_reason === 'content_filter') return invalid('the output was withheld by a content filter');
+  // Withheld by the provider's filter (Azure, OpenAI): asking again gets the same, so it is a refusal (model_refused).
+  if (choice.finish_reason === 'content_filter')
+    return { type: 'refusal', reason: 'the provider withheld the output (content filter)', usage };
   if (typeof message.refusal === 'string' && message.refusal.trim() !== '') {
     return { type: 'refusal', reason: message.refusal, usage };
   }
   const toolCalls = message.tool_calls;
+  // Tolerant reading (the gates stay strict): Mistral sends content as an array of parts, and tool calls without
+  // `type`; some servers send `arguments` as an object. What is read is still only a proposal.
+  const content = textOf(message.content);
   if (Array.isArray(toolCalls) && toolCalls.length > 0) {
-    const other = toolCalls.find((call) => call?.type !== 'function');
+    const other = toolCalls.find((call) => call?.type !== undefined && call?.type !== 'function');
     if (other)
       return invalid(
         `unsupported tool call type ${JSON.stringify(String(other?.type))}; only function calls are accepted`,
@@ -84,23 +89,35 @@ function mapCompletion(completion: Partial<ChatCompletion>, usage: ModelUsageRep
       calls: toolCalls.map((call) => {
         const fn = (call as { function?: { name?: unknown; arguments?: unknown } }).function;
         // Passed as they came: the protocol and schema gates decide. A non-string fails event validation.
+        const args = fn?.arguments;
         return {
           ...(typeof call.id === 'string' ? { callId: call.id } : {}),
           name: fn?.name as string,
-          arguments: fn?.arguments as string,
+          arguments: (args !== null && typeof args === 'object' ? JSON.stringify(args) : args) as string,
         };
       }),
-      text: typeof message.content === 'string' && message.content !== '' ? message.content : null,
+      text: content !== null && content !== '' ? content : null,
       usage,
     };
   }
   if (message.function_call) return invalid('legacy function_call output is not supported; use tool calls');
-  if (typeof message.content === 'string' && message.content.trim() !== '') {
-    const written = textualToolCall(message.content);
+  if (content !== null && content.trim() !== '') {
+    const written = textualToolCall(content);
     if (written) return invalid(writtenCallDetail(written));
-    return { type: 'answer', text: message.content, usage };
+    return { type: 'answer', text: content, usage };
   }
   return invalid('empty output: no text, tool calls or refusal');
+}
+
+/** The message's text: a string, or the text parts of an array of parts (`[{ type: 'text', text }]`), joined. */
+function textOf(content: unknown): string | null {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return null;
+  const texts = content.flatMap((part: unknown) => {
+    const { type, text } = (part ?? {}) as { type?: unknown; text?: unknown };
+    return (type === 'text' || type === undefined) && typeof text === 'string' ? [text] : [];
+  });
+  return texts.length > 0 ? texts.join('') : null;
 }
 
 /** A response body that could not be parsed as the JSON it claimed to be. */
