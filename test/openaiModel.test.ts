@@ -14,7 +14,7 @@ import {
 } from '../examples/booking/scenarios.js';
 import { BookingService } from '../examples/booking/bookingService.js';
 import { RefundDesk, demoOrders } from '../examples/booking/refundService.js';
-import { type OpenAIModelOptions, createOpenAIModel } from '../src/model/openai/openaiModel.js';
+import { type OpenAIModelOptions, createOpenAIModel, defaultMaxTokensField } from '../src/model/openai/openaiModel.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
 import { defineTool, toolParametersSchema } from '../src/tool.js';
 import { type FakeOpenAI, type FakeRequest, type FakeStep, fake, startFakeOpenAI } from './support/fakeOpenAI.js';
@@ -150,6 +150,14 @@ describe('createOpenAIModel over HTTP', () => {
     const { orchestrator } = harness({ model: openai() });
     await orchestrator.run({ principal: { ...E17, scopes: ['rooms:read'] }, goal: BOOKING_GOAL, taskId: 'read-only' });
     expect(toolNamesOf(srv.requests[0]!)).toEqual(['find_available_rooms']);
+  });
+
+  it('sends max_completion_tokens to OpenAI (its reasoning models refuse max_tokens), max_tokens elsewhere', () => {
+    expect(defaultMaxTokensField(undefined)).toBe('max_completion_tokens');
+    expect(defaultMaxTokensField('https://api.openai.com/v1')).toBe('max_completion_tokens');
+    expect(defaultMaxTokensField('http://127.0.0.1:8000/v1')).toBe('max_tokens');
+    expect(defaultMaxTokensField('https://api.groq.com/openai/v1')).toBe('max_tokens');
+    expect(defaultMaxTokensField('not a url')).toBe('max_tokens');
   });
 
   it('reads env fallbacks and sends max_completion_tokens and temperature when asked', async () => {

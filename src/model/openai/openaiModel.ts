@@ -30,7 +30,11 @@ export interface OpenAIModelOptions extends AdapterOptions {
   model?: string;
   /** Output token limit per turn (default 1,024). */
   maxTokens?: number;
-  /** Which request field carries maxTokens: `max_tokens` (default, what most compatible servers read) or `max_completion_tokens` (OpenAI reasoning models). */
+  /**
+   * Which request field carries maxTokens. Default: `max_completion_tokens` on OpenAI's own API (its reasoning models,
+   * gpt-5 and the o-series, refuse `max_tokens`), `max_tokens` on any other server (`baseURL`: vLLM, Ollama, Groq...,
+   * which read that one).
+   */
   maxTokensField?: 'max_tokens' | 'max_completion_tokens';
   /** Transport timeout of the client in ms (default 10 min); the orchestrator's modelTimeoutMs usually fires first. */
   requestTimeoutMs?: number;
@@ -80,6 +84,7 @@ export function createOpenAIModel(options: OpenAIModelOptions = {}): AgentModel 
       maxRetries: 0,
       timeout: options.requestTimeoutMs ?? 600_000,
     });
+  const maxTokensField = options.maxTokensField ?? defaultMaxTokensField(client.baseURL);
   const fallbackUsage = { inputTokens: promptTokenBound, outputTokens: maxTokens };
   const reservation = {
     tokens: promptTokenBound + maxTokens,
@@ -99,7 +104,7 @@ export function createOpenAIModel(options: OpenAIModelOptions = {}): AgentModel 
           maxToolResultBytes,
         }),
         ...(request.tools.length > 0 ? { tools: toolDefinitions(request.tools, options.strictTools ?? true) } : {}),
-        [options.maxTokensField ?? 'max_tokens']: maxTokens,
+        [maxTokensField]: maxTokens,
         ...(options.temperature !== undefined ? { temperature: options.temperature } : {}),
       };
       let response: unknown;
@@ -113,6 +118,17 @@ export function createOpenAIModel(options: OpenAIModelOptions = {}): AgentModel 
       return toModelReply(response, { prices: options.prices, fallbackUsage });
     },
   };
+}
+
+/** `max_completion_tokens` for OpenAI's own API, `max_tokens` for the compatible servers that read only that. */
+export function defaultMaxTokensField(baseURL: string | undefined): 'max_tokens' | 'max_completion_tokens' {
+  let host = '';
+  try {
+    host = new URL(baseURL ?? 'https://api.openai.com/v1').hostname;
+  } catch {
+    return 'max_tokens';
+  }
+  return host === 'api.openai.com' ? 'max_completion_tokens' : 'max_tokens';
 }
 
 function nonEmpty(value: string | undefined): string | undefined {
