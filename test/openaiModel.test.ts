@@ -18,6 +18,7 @@ import { type OpenAIModelOptions, createOpenAIModel, defaultMaxTokensField } fro
 import { MemoryStore } from '../src/store/memoryStore.js';
 import { defineTool, toolParametersSchema } from '../src/tool.js';
 import { type FakeOpenAI, type FakeRequest, type FakeStep, fake, startFakeOpenAI } from './support/fakeOpenAI.js';
+import type { FakeReply } from './support/fakeOpenAI.js';
 import { SUPPORT, byKind, harness, reserveArgs, until } from './support/harness.js';
 
 let server: FakeOpenAI | undefined;
@@ -475,6 +476,33 @@ describe('createOpenAIModel over HTTP', () => {
         /stayed unreachable for \d+ ms \(\d+ attempts; the limit is 40 ms\)/,
       );
       expect(byKind(await orchestrator.audit('outage-limit'), 'model_outage').at(-1)?.action).toBe('gave_up');
+    });
+
+    it("re-asks after Groq's 400 tool_use_failed (the model's own call failed), charging nothing for it", async () => {
+      // The error body as Groq sends it (groq/groq-typescript#28, langchain-ai/langchain#31440).
+      const toolUseFailed: FakeReply = {
+        kind: 'json',
+        status: 400,
+        body: {
+          error: {
+            message: "Failed to call a function. Please adjust your prompt. See 'failed_generation' for more details.",
+            type: 'invalid_request_error',
+            code: 'tool_use_failed',
+            failed_generation: '<function=brave_search>{"query": "Hello!"}</function>',
+          },
+        },
+      };
+      const srv = await serve(toolUseFailed, fake.text('ok', { usage: { prompt_tokens: 50, completion_tokens: 7 } }));
+      const { orchestrator } = harness({ model: openai() });
+      const status = await orchestrator.run({ principal: E17, goal: 'say ok', taskId: 'tool-use-failed' });
+      expect(srv.requests).toHaveLength(2);
+      expect(status.state).not.toBe('failed');
+      expect(status.outcome?.reason.code).not.toBe('model_unavailable');
+      // The failed turn charged no tokens (nothing was generated): only the second turn's usage, 50 + 7.
+      expect(status.budget.used.tokens).toBe(57);
+      const invalid = (await orchestrator.transcript('tool-use-failed')).filter((e) => e.kind === 'invalid_output');
+      expect(invalid).toEqual([expect.objectContaining({ detail: expect.stringContaining('tool_use_failed') })]);
+      expect(status.budget.used.retries).toBe(0);
     });
 
     it('fails at once on a 401 with a clear message that carries no key', async () => {

@@ -19,7 +19,7 @@ import { AgentError } from '../../errors.js';
 import type { AgentModel, ModelReplyWithVersion, ModelRequest } from '../agentModel.js';
 import { type AdapterOptions, adapterProvenance } from '../replyRules.js';
 import { DEFAULT_SYSTEM_PROMPT, buildMessages, toolDefinitions } from './openaiMessages.js';
-import { priceOf, toModelError, toModelReply, unusableBody } from './openaiReply.js';
+import { priceOf, refusedModelOutput, toModelError, toModelReply, unusableBody } from './openaiReply.js';
 
 export interface OpenAIModelOptions extends AdapterOptions {
   /** Default: OPENAI_API_KEY. Local servers that ignore keys still need a non-empty value. */
@@ -113,6 +113,9 @@ export function createOpenAIModel(options: OpenAIModelOptions = {}): AgentModel 
       } catch (error) {
         // A body that claims JSON and is not: the server answered, with output nobody can use. Re-asked, counted.
         if (error instanceof SyntaxError) return unusableBody(error, fallbackUsage, options.prices);
+        // The provider refused what the model generated (Groq's tool_use_failed): re-asked, nothing charged.
+        const refused = refusedModelOutput(error, apiKey);
+        if (refused) return refused;
         throw toModelError(error, apiKey, maxRetryAfterMs);
       }
       return toModelReply(response, { prices: options.prices, fallbackUsage });

@@ -160,6 +160,26 @@ const STATUS_HINT: Record<number, string> = {
   422: 'unprocessable request',
 };
 
+/** Error codes with which a provider refuses the model's own output (its tool call failed the provider's checks). */
+const MODEL_OUTPUT_CODES: ReadonlySet<string> = new Set(['tool_use_failed', 'json_validate_failed']);
+
+/**
+ * A 400 about the model's own output, not the request (Groq's `tool_use_failed`: "Failed to call a function"):
+ * nothing usable was generated, and the next attempt usually succeeds. An unusable reply (re-asked, counted against
+ * maxInvalidOutputs) that charges nothing, instead of a request failure that ends the task; null for any other error.
+ */
+export function refusedModelOutput(error: unknown, apiKey: string | undefined): ModelReply | null {
+  if (!(error instanceof openai.APIError) || error.status !== 400) return null;
+  const code = typeof error.code === 'string' ? error.code : '';
+  if (!MODEL_OUTPUT_CODES.has(code)) return null;
+  const detail = serverDetail(error, apiKey);
+  return {
+    type: 'invalid',
+    detail: `the provider refused the model's output (${code})${detail ? `: ${detail}` : ''}; call the offered tools with a JSON object of arguments`,
+    usage: { inputTokens: 0, outputTokens: 0 },
+  };
+}
+
 /**
  * Sorts a failure of `chat.completions.create` into what the runtime expects: TransientModelError to retry
  * within the task's retry budget, anything else to fail the task. Messages carry no stack and no key.
