@@ -125,13 +125,13 @@ export function createOpenAIModel(options: OpenAIModelOptions = {}): AgentModel 
 
 /** `max_completion_tokens` for OpenAI's own API, `max_tokens` for the compatible servers that read only that. */
 export function defaultMaxTokensField(baseURL: string | undefined): 'max_tokens' | 'max_completion_tokens' {
-  let host = '';
   try {
-    host = new URL(baseURL ?? 'https://api.openai.com/v1').hostname;
+    return new URL(baseURL ?? 'https://api.openai.com/v1').hostname === 'api.openai.com'
+      ? 'max_completion_tokens'
+      : 'max_tokens';
   } catch {
     return 'max_tokens';
   }
-  return host === 'api.openai.com' ? 'max_completion_tokens' : 'max_tokens';
 }
 
 function nonEmpty(value: string | undefined): string | undefined {
