@@ -348,6 +348,11 @@ describe('the kit catches a broken host, found by an adversarial review', () => 
         expect.stringContaining('ended answered, not done: without a success criterion'),
         expect.stringContaining('give the case a `success` criterion'),
       ]);
+      // Neither done nor failed: the report counts them apart, in a column shown only when a task ended so.
+      expect(report.rows.find((r) => r.fault === 'clean')).toMatchObject({ tasks: 2, done: 0, answered: 2 });
+      const text = formatReport(report);
+      expect(text).toMatch(/\| wrong outcomes \| done \| answered \|/);
+      expect(text).toMatch(/\| clean +(\| +\d+ ){8}\| +0 \| +2 \|/);
     },
   );
 

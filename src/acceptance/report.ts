@@ -12,6 +12,7 @@ const COLUMNS: [string, (row: ClassRow) => string | number][] = [
   ['duplicates', (r) => r.duplicates],
   ['wrong outcomes', (r) => r.wrongOutcomes],
   ['done', (r) => r.done],
+  ['answered', (r) => r.answered],
   [
     'refused by',
     (r) =>
@@ -27,13 +28,15 @@ export function formatReport(
   options: { maxFailures?: number; replay?: string } = {},
 ): string {
   const { metrics: m } = report;
+  // `answered` shows only when a task ended so (a case without a success criterion); every shipped domain declares one.
+  const columns = report.rows.some((r) => r.answered > 0) ? COLUMNS : COLUMNS.filter(([name]) => name !== 'answered');
   const lines = [
     `acceptance: ${report.domain} on the ${report.store} store, seed ${report.seed}: ${m.tasks} tasks, ${m.calls} tool calls proposed, ${(report.elapsedMs / 1000).toFixed(1)} s`,
     'injected: the faulty calls of a class; for hangs, lost responses and redeliveries, the executions the kit faulted (they are meant to run)',
     '',
     markdownTable(
-      COLUMNS.map(([name]) => name),
-      report.rows.map((row) => COLUMNS.map(([, cell]) => String(cell(row)))),
+      columns.map(([name]) => name),
+      report.rows.map((row) => columns.map(([, cell]) => String(cell(row)))),
     ),
     '',
     markdownTable(

@@ -202,6 +202,11 @@ export interface ClassRow {
   duplicates: number;
   wrongOutcomes: number;
   done: number;
+  /**
+   * Tasks that ended `answered`: a final answer to a case without a `success` criterion. Neither done nor failed
+   * (no trusted evidence); a `clean` one fails `control_succeeds` with the criterion to add.
+   */
+  answered: number;
 }
 
 export interface Metrics {

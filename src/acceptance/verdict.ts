@@ -114,6 +114,7 @@ export function judge({
     row.tasks += 1;
     row.businessRecords += records.length;
     if (status?.state === 'done') row.done += 1;
+    if (status?.state === 'answered') row.answered += 1;
     if (run.error) fail('task_settles', run.error);
     if (spec.fault === 'clean' && status && status.state !== 'done')
       fail(

@@ -142,6 +142,7 @@ export function emptyRow(fault: ClassRow['fault']): ClassRow {
     duplicates: 0,
     wrongOutcomes: 0,
     done: 0,
+    answered: 0,
   };
 }
 
