@@ -111,8 +111,9 @@ export interface OrchestratorOptions {
    * `maxRunningPerTenant` per tenant (one tenant cannot take every slot). `start` beyond either throws
    * CapacityError (`overloaded`, `tenant_at_capacity`; HTTP 503 and 429) before anything is stored; events for
    * tasks that exist are never refused for capacity. Waiting and ended tasks do not count. Default: no limit.
-   * `maxLoopDelayMs` (default 2,000; Infinity turns it off): a `start` is also refused (`overloaded`) while this
-   * process's event loop lagged more than that in the last second, before its store calls start timing out.
+   * `maxLoopDelayMs` (default: none): a `start` is also refused (`overloaded`) while this process's event loop lagged
+   * more than that in the last second, before its store calls start timing out. Off by default: one stall (a GC, a
+   * descheduled process on a loaded host) would refuse starts for a second; a service sets it (1,000-2,000 ms).
    */
   capacity?: { maxRunningTasks?: number; maxRunningPerTenant?: number; maxLoopDelayMs?: number };
   /**
@@ -162,8 +163,8 @@ export interface Settings {
   capacity: { maxRunningTasks: number; maxRunningPerTenant: number; maxLoopDelayMs: number };
 }
 
-/** How long the event loop may have lagged (in the last second) for a start to be taken. */
-export const DEFAULT_MAX_LOOP_DELAY_MS = 2_000;
+/** How long the event loop may have lagged (in the last second) for a start to be taken: by default, any time. */
+export const DEFAULT_MAX_LOOP_DELAY_MS = Number.POSITIVE_INFINITY;
 
 const positive = z.number().int().positive();
 const settingsSchema = z.strictObject({
