@@ -14,32 +14,36 @@ import { noteWriter, readThenWrite, slowRead } from './support/takeover.js';
 const redis = await useTestRedis();
 afterAll(() => redis?.stop());
 
+/** One process on the test Redis under `prefix`: its store and an orchestrator with the read-then-note tools. */
+function processOn(
+  prefix: string,
+  name: string,
+  tools: { read: ReturnType<typeof slowRead>; notes: ReturnType<typeof noteWriter> },
+) {
+  const store = new RedisStore({ url: redis!.url, prefix });
+  const orchestrator = createOrchestrator({
+    tools: [tools.read.tool(name), tools.notes.tool],
+    model: readThenWrite(),
+    store,
+    expirySweepMs: 0,
+  });
+  return { store, orchestrator };
+}
+
 describe.skipIf(!redis)('closing an orchestrator, then its store', () => {
   it.each([1, 5, 40])('leaves %i running tasks for the next process to resume at once, none busy', async (count) => {
     const prefix = redis!.freshPrefix();
     const read = slowRead('gate');
     const notes = noteWriter();
     // The default lease TTL (15 s): had the releases been dropped, every task would stay busy for the whole test.
-    const first = new RedisStore({ url: redis!.url, prefix });
-    const before = createOrchestrator({
-      tools: [read.tool('before'), notes.tool],
-      model: readThenWrite(),
-      store: first,
-      expirySweepMs: 0,
-    });
+    const { store: first, orchestrator: before } = processOn(prefix, 'before', { read, notes });
     for (let i = 0; i < count; i++) await before.start({ principal: E17, goal: 'read, then note', taskId: `t${i}` });
     await until(() => read.started.length === count);
     expect(before.inFlight().leases).toBe(count);
     await before.close();
     await first.close();
 
-    const second = new RedisStore({ url: redis!.url, prefix });
-    const after = createOrchestrator({
-      tools: [read.tool('after'), notes.tool],
-      model: readThenWrite(),
-      store: second,
-      expirySweepMs: 0,
-    });
+    const { store: second, orchestrator: after } = processOn(prefix, 'after', { read, notes });
     try {
       const report = await after.recover();
       expect(report.busy).toEqual([]);
@@ -60,16 +64,7 @@ describe.skipIf(!redis)('recovery, many take-overs at once', () => {
     const prefix = redis!.freshPrefix();
     const read = slowRead('gate');
     const notes = noteWriter();
-    const make = (name: string) => {
-      const store = new RedisStore({ url: redis!.url, prefix });
-      const orchestrator = createOrchestrator({
-        tools: [read.tool(name), notes.tool],
-        model: readThenWrite(),
-        store,
-        expirySweepMs: 0,
-      });
-      return { store, orchestrator };
-    };
+    const make = (name: string) => processOn(prefix, name, { read, notes });
     const before = make('before');
     const ids = Array.from({ length: 200 }, (_, i) => `r${i}`);
     await Promise.all(
