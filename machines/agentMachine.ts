@@ -5,8 +5,10 @@
  * Every gate is visible here by name: (a) protocol as guards on the model's proposal; (b) schema, the user's
  * mandate, (c) business validation and (d) permission as the states of `vetting` (one call at a time); (e) budget
  * and (f) confirmation (by the user, or by approvers) as guards of `executing.selecting`. Right before a write runs,
- * `executing.rechecking` asks all of them again on the exact arguments. Nothing here does I/O: the guards and steps
- * are wired by name in `agentSetup.ts`.
+ * `executing.rechecking` asks all of them again on the exact arguments. Every stop that did not meet the goal passes
+ * through `stopping`, where the writes the task made are undone (compensated) first when the policy says so, by
+ * calls that go through the same gates. Nothing here does I/O: the guards and steps are wired by name in
+ * `agentSetup.ts`.
  */
 import { and, not } from 'xstate';
 import { agentSetup } from './agentSetup.js';
@@ -17,7 +19,7 @@ import { initialContext } from './steps/turn.js';
 import { executingState } from './chart/executing.js';
 
 /** Bumped whenever a change makes old snapshots unsafe to restore; stored in every persisted envelope. */
-export const AGENT_MACHINE_VERSION = 'agent/6';
+export const AGENT_MACHINE_VERSION = 'agent/7';
 
 /**
  * The agent chart for the host's tools: the gates read the tools' current definitions, hashing uses the injected
@@ -30,7 +32,7 @@ export function createAgentMachine(toolkit: Toolkit) {
     entry: 'recordTaskStarted',
     initial: 'deciding',
     on: {
-      'task.cancelled': { target: '.cancelled', actions: 'stopCancelled' },
+      'task.cancelled': { target: '.stopping', actions: 'stopCancelled' },
       // Host events the current state does not take: answered, nothing changes.
       'user.confirmed': { actions: 'replyNotWaitingForConfirmation' },
       'user.rejected': { actions: 'replyNoSuchConfirmation' },
@@ -44,8 +46,8 @@ export function createAgentMachine(toolkit: Toolkit) {
       deciding: {
         description: 'Before every model turn: is the task cancelled, is there budget for one more turn?',
         always: [
-          { guard: 'isCancelRequested', target: 'cancelled', actions: 'stopCancelled' },
-          { guard: not('hasBudgetForModelTurn'), target: 'budgetExhausted', actions: 'stopForBudget' },
+          { guard: 'isCancelRequested', target: 'stopping', actions: 'stopCancelled' },
+          { guard: not('hasBudgetForModelTurn'), target: 'stopping', actions: 'stopForBudget' },
           { target: 'thinking', actions: 'startModelTurn' },
         ],
       },
@@ -62,10 +64,10 @@ export function createAgentMachine(toolkit: Toolkit) {
               target: 'waitingForModel',
               actions: 'pauseForModel',
             },
-            { guard: 'didModelFail', target: 'failed', actions: 'stopForModelFailure' },
+            { guard: 'didModelFail', target: 'stopping', actions: 'stopForModelFailure' },
             { actions: 'relayModelOutput' },
           ],
-          onError: { target: 'failed', actions: 'stopForInternalError' },
+          onError: { target: 'stopping', actions: 'stopForInternalError' },
         },
         on: {
           'model.toolsProposed': [
@@ -76,10 +78,10 @@ export function createAgentMachine(toolkit: Toolkit) {
           'model.answered': [
             { guard: not('hasSuccessCriterion'), target: 'answered', actions: 'finishAnswered' },
             { guard: 'isGoalMet', target: 'done', actions: 'finishDone' },
-            { target: 'failed', actions: 'finishUnmetGoal' },
+            { target: 'stopping', actions: 'finishUnmetGoal' },
           ],
           'model.askedUser': { target: 'awaitingUser', actions: 'recordQuestion' },
-          'model.refused': { target: 'failed', actions: 'finishRefused' },
+          'model.refused': { target: 'stopping', actions: 'finishRefused' },
           'model.invalidOutput': { target: 'reasking', actions: 'recordInvalidOutput' },
         },
       },
@@ -98,7 +100,7 @@ export function createAgentMachine(toolkit: Toolkit) {
         description: 'Unusable model output: re-ask a bounded number of times, then stop with protocol_error.',
         always: [
           { guard: 'canReaskModel', target: 'deciding' },
-          { target: 'failed', actions: 'stopForProtocolError' },
+          { target: 'stopping', actions: 'stopForProtocolError' },
         ],
       },
       vetting: {
@@ -111,7 +113,7 @@ export function createAgentMachine(toolkit: Toolkit) {
             always: [
               {
                 guard: and(['isEveryCallVetted', 'isRepeatingWithoutNewObservation']),
-                target: '#agent.failed',
+                target: '#agent.stopping',
                 actions: 'stopForLoop',
               },
               { guard: 'isEveryCallVetted', target: '#agent.executing', actions: 'finishVetting' },
@@ -133,7 +135,7 @@ export function createAgentMachine(toolkit: Toolkit) {
             always: [
               {
                 guard: and(['isRepeatOfDeniedCall', 'stopsOnRepeatedDenial']),
-                target: '#agent.failed',
+                target: '#agent.stopping',
                 actions: 'stopForRepeatedDenial',
               },
               { guard: not('isWithinMandate'), target: 'choosing', actions: 'refuseForMandate' },
@@ -153,7 +155,7 @@ export function createAgentMachine(toolkit: Toolkit) {
                 { guard: not('isBusinessValid'), target: 'choosing', actions: 'refuseForBusiness' },
                 { target: 'checkingPermission', actions: 'passBusiness' },
               ],
-              onError: { target: '#agent.failed', actions: 'stopForInternalError' },
+              onError: { target: '#agent.stopping', actions: 'stopForInternalError' },
             },
           },
           checkingPermission: {
@@ -179,7 +181,7 @@ export function createAgentMachine(toolkit: Toolkit) {
                 { guard: not('isConfirmationRuleSound'), target: 'choosing', actions: 'refuseForConfirmationRule' },
                 { target: 'choosing', actions: 'admitCall' },
               ],
-              onError: { target: '#agent.failed', actions: 'stopForInternalError' },
+              onError: { target: '#agent.stopping', actions: 'stopForInternalError' },
             },
           },
         },
@@ -193,7 +195,7 @@ export function createAgentMachine(toolkit: Toolkit) {
             { guard: and(['isFromTaskUser', 'isQuestionUnexpired']), target: 'deciding', actions: 'recordUserAnswer' },
             // Too late: the question's expiry applies (the sweep would have applied it anyway).
             { guard: and(['isFromTaskUser', 'replansOnAnswerExpiry']), target: 'deciding', actions: 'expireQuestion' },
-            { guard: 'isFromTaskUser', target: 'failed', actions: 'stopForNoAnswer' },
+            { guard: 'isFromTaskUser', target: 'stopping', actions: 'stopForNoAnswer' },
             { actions: 'replyNotWaitingForAnswer' },
           ],
           'timer.answerExpired': [
@@ -202,7 +204,7 @@ export function createAgentMachine(toolkit: Toolkit) {
               target: 'deciding',
               actions: 'expireQuestion',
             },
-            { guard: 'hasQuestionExpired', target: 'failed', actions: 'stopForNoAnswer' },
+            { guard: 'hasQuestionExpired', target: 'stopping', actions: 'stopForNoAnswer' },
             { actions: 'replyNothingDue' },
           ],
         },
@@ -229,6 +231,16 @@ export function createAgentMachine(toolkit: Toolkit) {
           // A cancel waits for the reviewer: it applies once the held write is resolved.
           'task.cancelled': { actions: 'deferCancelInReview' },
         },
+      },
+      stopping: {
+        description:
+          "A stop is recorded (the outcome says why). If the policy undoes this stop and the task's writes name compensations, they run first, newest first, each a call through every gate; then the task ends in the state its outcome names.",
+        always: [
+          { guard: 'mustCompensate', target: 'vetting', actions: 'beginCompensation' },
+          { guard: 'stoppedAsFailed', target: 'failed' },
+          { guard: 'stoppedAsCancelled', target: 'cancelled' },
+          { target: 'budgetExhausted' },
+        ],
       },
       done: { type: 'final', tags: [TAGS.terminal], description: 'The goal is met: a trusted tool result shows it.' },
       answered: {

@@ -11,6 +11,7 @@ import type * as A from './actors.js';
 import type { AgentContext, AgentInput, Outcome } from './context.js';
 import type { AgentEvent } from './events.js';
 import { budgetGuards as budget } from './guards/budget.js';
+import { compensationGuards as compensation } from './guards/compensation.js';
 import { confirmationGuards as confirmation } from './guards/confirmation.js';
 import { executionGuards as execution } from './guards/execution.js';
 import type { Guard } from './guards/guard.js';
@@ -21,6 +22,7 @@ import { reviewGuards as review } from './guards/review.js';
 import { vettingGuards as vetting } from './guards/vetting.js';
 import type { MachineEmitted } from './journal.js';
 import * as asking from './steps/confirmation.js';
+import * as undoing from './steps/compensate.js';
 import * as running from './steps/execution.js';
 import * as fitting from './steps/mandate.js';
 import * as rechecking from './steps/recheck.js';
@@ -170,6 +172,8 @@ export function agentSetup(toolkit: Toolkit) {
         'isReviewResultValid',
       ]),
       ...named(review, ['isHeldWriteRetrySafe']),
+      // a stop, and the compensation of the task's writes
+      ...named(compensation, ['mustCompensate', 'isUnwinding', 'stoppedAsFailed', 'stoppedAsCancelled']),
     },
   });
 
@@ -279,6 +283,7 @@ export function agentSetup(toolkit: Toolkit) {
         'finishRefused',
       ]),
       ...steps(stopping, ['finishAnswered', 'stopForUnverifiedFacts']),
+      ...steps(undoing, ['beginCompensation', 'finishCompensation']),
       ...steps(replies, [
         'replyNotWaitingForConfirmation',
         'replyNoSuchConfirmation',

@@ -8,6 +8,13 @@
  */
 import { z } from 'zod';
 import { batchSchema, effectSchema, pendingConfirmationSchema } from './calls.js';
+import {
+  MAX_COMPENSABLE,
+  compensableStopSchema,
+  compensableWriteSchema,
+  compensationSchema,
+  unwindingSchema,
+} from './compensations.js';
 import { FINAL_STATUSES, STOP_CODES } from './failures.js';
 import { SHORT, count, id, jsonSchema, principalSchema, time } from './lib/schemaParts.js';
 import { INPUT_LIMITS } from './limits.js';
@@ -16,6 +23,7 @@ import type { Json } from './lib/strictJson.js';
 export type { Json };
 export { jsonSchema, principalSchema };
 export * from './calls.js';
+export * from './compensations.js';
 
 /**
  * What the host derived from the user's request before the task started: structured terms (a slot, an order and a
@@ -126,6 +134,11 @@ export const policySchema = z.strictObject({
   ruleOfTwo: z.enum(['confirm', 'off']),
   /** A read that ended unknown this many times in a row: a write that depends on it stops the task (`could_not_verify`). */
   maxUnknownReads: z.number().int().positive(),
+  /**
+   * Stops after which the writes this task made are undone by their tools' compensating writes (`compensation`),
+   * newest first, each through the gates. Default: every stop that did not meet the goal; `[]`: none are undone.
+   */
+  compensateOn: z.array(compensableStopSchema).max(3),
   /** Safe defaults the host loosened for this task, each with the reason it gave; recorded in the task's audit at start. */
   loosened: z
     .array(z.strictObject({ option: z.string().min(1).max(SHORT), reason: z.string().min(1).max(1_000) }))
@@ -176,6 +189,8 @@ export const outcomeSchema = z.strictObject({
    * user did not write: a claim nothing supports. Absent in outcomes recorded before agent/6.
    */
   unsupportedIds: z.array(z.string().max(SHORT)).max(16).optional(),
+  /** The writes this stop undid or tried to undo, newest first (absent when there were none to undo). */
+  compensations: z.array(compensationSchema).max(MAX_COMPENSABLE).optional(),
 });
 
 /** Limits of the bounded lists in the context, so the snapshot stays the same size however long a task runs. */
@@ -299,6 +314,10 @@ export const agentContextSchema = z.strictObject({
   /** The last failed observation, to explain an unmet goal. */
   lastFailure: z.strictObject({ tool: z.string(), code: z.string(), summary: z.string() }).nullable(),
   cancelRequested: z.strictObject({ reason: z.string(), by: z.string(), at: time }).nullable(),
+  /** Writes that succeeded and name a compensation, oldest first: what a stop may have to undo. */
+  compensable: z.array(compensableWriteSchema).max(MAX_COMPENSABLE),
+  /** A stop whose compensations are running (the outcome is set once they have all run), else null. */
+  unwinding: unwindingSchema.nullable(),
   outcome: outcomeSchema.nullable(),
 });
 

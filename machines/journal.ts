@@ -10,6 +10,7 @@ import type {
   AgentContext,
   BudgetLimits,
   CallState,
+  Compensation,
   ConfirmationReason,
   Mandate,
   Effect,
@@ -185,6 +186,10 @@ export type AuditEntry = { at: number; turn: number } & Partial<AuditStamp> &
     | { kind: 'user_answered'; userId: string }
     | { kind: 'cancel_requested'; by: string; reason: string; deferred: boolean }
     | { kind: 'task_stopped'; status: FinalStatus; reason: StopReason }
+    /** A stop whose writes are undone first: the stop it will end with, and the compensations in the order they run. */
+    | { kind: 'compensation_started'; status: FinalStatus; reason: StopReason; compensations: Compensation[] }
+    /** Every compensation has its result; `task_stopped` follows. */
+    | { kind: 'compensation_finished'; compensations: Compensation[] }
   );
 
 export type AuditKind = AuditEntry['kind'];

@@ -111,6 +111,18 @@ export interface ToolRules<I = any> {
   describeConfirmation?: (args: I) => string;
   /** Arguments as the audit and the approver see them. */
   redact?: (args: I) => Json;
+  /**
+   * For a write: the write that undoes it, and that write's arguments from this one's validated arguments and its
+   * trusted result. Pure and synchronous; a rule that throws leaves the write recorded as not compensable.
+   */
+  compensation?: CompensationRule<I>;
+}
+
+/** How a write is undone: the compensating write tool, and its arguments from the write's arguments and result. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- so rules of all argument types share one list
+export interface CompensationRule<I = any, O = any> {
+  tool: string;
+  args: (args: I, result: O) => unknown;
 }
 
 export interface Toolkit {

@@ -22,6 +22,8 @@ export const DEFAULT_POLICY: Policy = {
   highRiskApproval: null,
   ruleOfTwo: 'confirm',
   maxUnknownReads: 2,
+  // A write whose tool names a compensation is undone when the task stops without meeting its goal.
+  compensateOn: ['failed', 'budget_exhausted', 'cancelled'],
   loosened: [],
 };
 

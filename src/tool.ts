@@ -117,6 +117,15 @@ export function defineTool(tool: Tool): Tool {
       fail('dependsOn must list read tools by name (snake_case), or be [] for none');
     }
   }
+  if ('compensation' in tool && tool.compensation !== undefined) {
+    const compensation = tool.compensation as { tool?: unknown; args?: unknown } | null;
+    if (tool.effect !== 'write') fail('only a write is compensated: remove compensation from a read');
+    if (typeof compensation?.tool !== 'string' || !NAME.test(compensation.tool))
+      fail('compensation.tool must name the compensating write tool (snake_case)');
+    if (compensation!.tool === tool.name) fail('a write cannot compensate itself: name the tool that undoes it');
+    if (typeof compensation!.args !== 'function' || compensation!.args.constructor?.name === 'AsyncFunction')
+      fail('compensation.args must be a synchronous function (args, result) => the compensating arguments');
+  }
   if (tool.effect === 'write') {
     if ('retry' in tool && tool.retry)
       fail('writes are never retried blindly; remove retry (reconciliation uses lookup)');

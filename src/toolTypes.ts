@@ -198,6 +198,15 @@ export interface WriteTool<I = any, O = any> extends ToolBase<I, O> {
   lookup(idempotencyKey: string, ctx: LookupContext): Promise<LookupResult<O>>;
   /** Retry policy for lookups of an unknown outcome. */
   lookupRetry?: Omit<RetryPolicy, 'maxAttempts'>;
+  /**
+   * The write that undoes this one (`cancel_booking` for `reserve_room`), and its arguments from this write's
+   * validated arguments and trusted result (pure and synchronous). When the task then stops without meeting its goal
+   * (policy `compensateOn`: failed, out of budget or cancelled, by default), the writes that succeeded are undone
+   * newest first, each a call of its own through the gates (schema, scopes, business validation, permission,
+   * confirmation by its own rule, the rate limit), with its own idempotency key, reconciled by lookup when its outcome
+   * is unknown. The outcome's `compensations` says what became of each. The tool named must be an installed write.
+   */
+  compensation?: { tool: string; args: (args: I, result: O) => unknown };
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- so tools of all argument types share one Tool[]

@@ -76,10 +76,10 @@ function rawFixture(name: string, version: string): Raw {
 }
 
 describe('migration of older envelopes', () => {
-  it('brings an agent/1 envelope to agent/6 on read: the fields each version added, nothing else', async () => {
+  it('brings an agent/1 envelope to agent/7 on read: the fields each version added, nothing else', async () => {
     const { store, taskId, fixture } = storeWith('done-booking');
     const loaded = await store.load(taskId);
-    expect(loaded?.machineVersion).toBe('agent/6');
+    expect(loaded?.machineVersion).toBe('agent/7');
     const context = loaded!.snapshot.context;
     // agent/2 added writtenKeys; agent/4 a mandate, the waits' fields, denials, money and the new policy fields.
     expect(context).toMatchObject({
@@ -97,6 +97,8 @@ describe('migration of older envelopes', () => {
     // agent/6: nothing unverified or exposed yet, the identifiers of the goal and the principal, the safe policy.
     expect(context).toMatchObject({ unverified: [], exposure: { untrustedInput: null, sensitiveData: null } });
     expect(context.observedIds).toEqual(['E17', 'acme']);
+    // agent/7: no write remembered for compensation (none was recorded), nothing being undone.
+    expect(context).toMatchObject({ compensable: [], unwinding: null });
     const {
       writtenKeys: _w,
       mandate: _m,
@@ -110,7 +112,7 @@ describe('migration of older envelopes', () => {
       policy,
       ...migrated
     } = context;
-    const { unverified: _u, exposure: _e, observedIds: _i, ...rest } = migrated;
+    const { unverified: _u, exposure: _e, observedIds: _i, compensable: _c, unwinding: _x, ...rest } = migrated;
     const {
       batch: oldBatch,
       budget: oldBudget,
@@ -235,7 +237,7 @@ describe('migration of agent/5 tasks in flight to agent/6', () => {
     const waiting = await h.orchestrator.status(taskId);
     expect(waiting.pendingConfirmation).toMatchObject({ reasons: ['tool_rule'], risk: 'writable' });
     const loaded = (await store.load(taskId))!;
-    expect(loaded.machineVersion).toBe('agent/6');
+    expect(loaded.machineVersion).toBe('agent/7');
     expect(loaded.snapshot.context.policy).toMatchObject({
       unconfirmedMoneyUpTo: 0,
       ruleOfTwo: 'confirm',

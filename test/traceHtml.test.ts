@@ -45,7 +45,8 @@ describe('renderTraceHtml', () => {
         'executing.selecting → deciding',
       ]),
     );
-    expect(taken.some((t) => t.includes('thinking → failed'))).toBe(true);
+    expect(taken.some((t) => t.includes('thinking → stopping'))).toBe(true);
+    expect(taken.some((t) => t.includes('stopping → failed'))).toBe(true);
     expect(taken.some((t) => t.includes('reading') || t.includes('writing'))).toBe(false);
   });
 

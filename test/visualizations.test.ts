@@ -98,7 +98,7 @@ describe('visualizations', () => {
       'vetting_checkingMandate --> vetting_choosing: always [not isWithinMandate] / refuseForMandate',
     );
     expect(mermaid).toContain(
-      'vetting_checkingMandate --> failed: always [isRepeatOfDeniedCall and stopsOnRepeatedDenial] / stopForRepeatedDenial',
+      'vetting_checkingMandate --> stopping: always [isRepeatOfDeniedCall and stopsOnRepeatedDenial] / stopForRepeatedDenial',
     );
     expect(mermaid).toContain(
       'vetting_validating --> vetting_choosing: xstate.done.actor.validate [not isBusinessValid] / refuseForBusiness',
@@ -113,6 +113,19 @@ describe('visualizations', () => {
       'executing_awaitingConfirmation --> executing_awaitingConfirmation: user.confirmed [not (isFromConfirmingUser and isNotSelfApproval and holdsApproverScope and isFirstDecisionOfApprover)] / refuseConfirmation (stays)',
     );
     expect(mermaid).toContain('executing_awaitingConfirmation : tags waiting, confirmation');
+  });
+
+  it('shows every stop passing through stopping, where compensations start, and the final state it names', () => {
+    const mermaid = generated['agentMachine.mmd']!;
+    expect(mermaid).toContain('stopping --> vetting: always [mustCompensate] / beginCompensation');
+    expect(mermaid).toContain('stopping --> failed: always [stoppedAsFailed]');
+    expect(mermaid).toContain('stopping --> cancelled: always [stoppedAsCancelled]');
+    expect(mermaid).toContain('stopping --> budgetExhausted: always [else]');
+    expect(mermaid).toContain(
+      'executing_selecting --> stopping: always [isBatchComplete and isUnwinding] / finishCompensation',
+    );
+    // Only a met goal and an answer end without passing through it.
+    expect(mermaid).not.toMatch(/--> (failed|cancelled|budgetExhausted): (?!always \[stopped|always \[else\])/);
   });
 
   it('shows the re-check before a write, the review desk and the outage wait', () => {

@@ -49,7 +49,16 @@ export interface RoomBookingService {
   findByIdempotencyKey(key: string): Promise<Booking | undefined>;
 }
 
-export function reserveRoom(service: RoomBookingService, options: { timeoutMs?: number } = {}) {
+export interface ReserveRoomOptions {
+  timeoutMs?: number;
+  /**
+   * Undo a booking with `cancel_booking` (installed beside it) when the task that made it stops without meeting its
+   * goal: the booking's compensation.
+   */
+  cancelOnStop?: boolean;
+}
+
+export function reserveRoom(service: RoomBookingService, options: ReserveRoomOptions = {}) {
   return defineTool({
     name: 'reserve_room',
     description:
@@ -128,5 +137,13 @@ export function reserveRoom(service: RoomBookingService, options: { timeoutMs?: 
       const booking = await service.findByIdempotencyKey(idempotencyKey);
       return booking ? { found: true, value: booking } : { found: false };
     },
+    ...(options.cancelOnStop
+      ? {
+          compensation: {
+            tool: 'cancel_booking',
+            args: (_args: ReserveRoomInput, booking: Booking) => ({ booking_id: booking.booking_id }),
+          },
+        }
+      : {}),
   });
 }

@@ -8,6 +8,7 @@
  */
 import type { RoomSearchInput, RoomSearchOutput, RoomSearchService } from '../../tools/findAvailableRooms.js';
 import type { Booking, ReserveRoomInput, RoomBookingService, RoomFacts } from '../../tools/reserveRoom.js';
+import type { BookingCancellationService, Cancellation } from '../../tools/cancelBooking.js';
 
 export interface Room {
   roomId: string;
@@ -28,6 +29,8 @@ export interface BookingRow {
   attendees: number;
   requesterId: string;
   idempotencyKey: string | null;
+  /** When it was cancelled (a cancelled booking frees its slot), or absent. */
+  cancelledAt?: string;
 }
 
 export interface BookingFaults {
@@ -37,6 +40,8 @@ export interface BookingFaults {
   rivalBeforeReserve: { roomId: string; requesterId: string } | null;
   /** The next reservation commits, then its response is lost (never arrives). */
   loseNextReserveResponse: boolean;
+  /** The next cancellation commits, then its response is lost. */
+  loseNextCancelResponse?: boolean;
 }
 
 export const DEMO_NOW = Date.parse('2026-09-26T13:00:00+08:00');
@@ -47,13 +52,15 @@ export const DEMO_NOW = Date.parse('2026-09-26T13:00:00+08:00');
  */
 export function availableRooms(
   rooms: Iterable<Room>,
-  bookings: readonly Pick<BookingRow, 'roomId' | 'startAt' | 'endAt'>[],
+  bookings: readonly Pick<BookingRow, 'roomId' | 'startAt' | 'endAt' | 'cancelledAt'>[],
   query: RoomSearchInput,
 ): RoomSearchOutput['rooms'] {
   const start = Date.parse(query.start_at);
   const end = Date.parse(query.end_at);
   const taken = (roomId: string) =>
-    bookings.some((b) => b.roomId === roomId && Date.parse(b.startAt) < end && start < Date.parse(b.endAt));
+    bookings.some(
+      (b) => !b.cancelledAt && b.roomId === roomId && Date.parse(b.startAt) < end && start < Date.parse(b.endAt),
+    );
   return [...rooms]
     .filter((room) => room.capacity >= query.attendees && (!query.needs_projector || room.hasProjector))
     .filter((room) => !taken(room.roomId))
@@ -101,14 +108,17 @@ export function demoRooms(): Room[] {
   ];
 }
 
-export class BookingService implements RoomSearchService, RoomBookingService {
+export class BookingService implements RoomSearchService, RoomBookingService, BookingCancellationService {
   readonly rooms: Map<string, Room>;
   readonly bookings: BookingRow[] = [];
   readonly faults: BookingFaults = { hangingSearches: 0, rivalBeforeReserve: null, loseNextReserveResponse: false };
   /** Every reserve request that reached the service, for tests ("how many times was the write sent?"). */
   readonly reserveRequests: { idempotencyKey: string; roomId: string }[] = [];
+  /** Every cancel request that reached the service ("was the compensation sent once?"). */
+  readonly cancelRequests: { idempotencyKey: string; bookingId: string }[] = [];
   searches = 0;
   private readonly byKey = new Map<string, string>();
+  private readonly cancelledByKey = new Map<string, string>();
   private nextNumber = 204;
 
   constructor(
@@ -174,6 +184,38 @@ export class BookingService implements RoomSearchService, RoomBookingService {
     return bookingId ? this.receipt(bookingId) : undefined;
   }
 
+  async cancel(
+    request: { bookingId: string; requesterId: string; idempotencyKey: string },
+    signal: AbortSignal,
+  ): Promise<
+    { status: 'cancelled'; cancellation: Cancellation } | { status: 'not_found' | 'forbidden'; detail: string }
+  > {
+    this.cancelRequests.push({ idempotencyKey: request.idempotencyKey, bookingId: request.bookingId });
+    const earlier = this.cancelledByKey.get(request.idempotencyKey);
+    if (earlier) return { status: 'cancelled', cancellation: this.cancellation(earlier) };
+    const row = this.bookings.find((b) => b.bookingId === request.bookingId);
+    if (!row) return { status: 'not_found', detail: `there is no booking ${request.bookingId}` };
+    if (row.requesterId !== request.requesterId)
+      return { status: 'forbidden', detail: `${request.bookingId} is not a booking of ${request.requesterId}` };
+    row.cancelledAt ??= new Date(this.now()).toISOString();
+    this.cancelledByKey.set(request.idempotencyKey, row.bookingId);
+    if (this.faults.loseNextCancelResponse) {
+      this.faults.loseNextCancelResponse = false;
+      return never(signal);
+    }
+    return { status: 'cancelled', cancellation: this.cancellation(row.bookingId) };
+  }
+
+  async findCancellationByKey(key: string): Promise<Cancellation | undefined> {
+    const bookingId = this.cancelledByKey.get(key);
+    return bookingId ? this.cancellation(bookingId) : undefined;
+  }
+
+  private cancellation(bookingId: string): Cancellation {
+    const row = this.bookings.find((b) => b.bookingId === bookingId)!;
+    return { status: 'cancelled', booking_id: row.bookingId, cancelled_at: row.cancelledAt! };
+  }
+
   private commit(request: ReserveRoomInput & { requesterId: string; idempotencyKey: string | null }): string {
     const bookingId = `B${this.nextNumber++}`;
     this.bookings.push({
@@ -203,7 +245,9 @@ export class BookingService implements RoomSearchService, RoomBookingService {
   }
 
   private overlaps(roomId: string, start: number, end: number): boolean {
-    return this.bookings.some((b) => b.roomId === roomId && Date.parse(b.startAt) < end && start < Date.parse(b.endAt));
+    return this.bookings.some(
+      (b) => !b.cancelledAt && b.roomId === roomId && Date.parse(b.startAt) < end && start < Date.parse(b.endAt),
+    );
   }
 }
 

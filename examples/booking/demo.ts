@@ -243,7 +243,7 @@ function printRows(result: ScenarioResult, useColor: boolean) {
   for (const b of result.bookings) {
     const key = b.idempotencyKey ? dim(`key ${b.idempotencyKey.slice(0, 17)}…`) : dim('(another employee)');
     console.log(
-      `     ${b.bookingId}  ${b.roomId}  ${b.startAt.slice(0, 10)} ${b.startAt.slice(11, 16)}-${b.endAt.slice(11, 16)} ${b.startAt.slice(19)}  ${b.attendees} people  by ${b.requesterId}  ${key}`,
+      `     ${b.bookingId}  ${b.roomId}  ${b.startAt.slice(0, 10)} ${b.startAt.slice(11, 16)}-${b.endAt.slice(11, 16)} ${b.startAt.slice(19)}  ${b.attendees} people  by ${b.requesterId}${b.cancelledAt ? '  cancelled' : ''}  ${key}`,
     );
   }
 }

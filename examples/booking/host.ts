@@ -10,6 +10,9 @@ import { findAvailableRooms } from '../../tools/findAvailableRooms.js';
 import { getOrder } from '../../tools/getOrder.js';
 import { refundOrder } from '../../tools/refundOrder.js';
 import { reserveRoom } from '../../tools/reserveRoom.js';
+import { cancelBooking } from '../../tools/cancelBooking.js';
+import { orderCatering } from '../../tools/orderCatering.js';
+import { CateringDesk } from './cateringService.js';
 import type { HostContext, HostSetup } from '../../src/index.js';
 import { BookingService, type BookingRow } from './bookingService.js';
 import { demoModel, durableDemoTools } from './durableDemo.js';
@@ -42,6 +45,8 @@ export default async function demoHost(context: HostContext): Promise<HostSetup>
     tools: [
       findAvailableRooms(booking, { timeoutMs: 2_000, retry: { maxAttempts: 2, baseDelayMs: 50, maxDelayMs: 200 } }),
       reserveRoom(booking, { timeoutMs: 3_000 }),
+      cancelBooking(booking),
+      orderCatering(new CateringDesk()),
       getOrder(desk),
       refundOrder(desk, { confirmAboveCents: 10_000 }),
     ],

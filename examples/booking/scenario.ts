@@ -36,6 +36,7 @@ export const SCENARIO_NAMES = [
   'noProjector',
   'wrongDate',
   'refund',
+  'compensated',
 ] as const;
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
 

@@ -7,6 +7,7 @@ import { findAvailableRooms, type RoomSearchOutput } from '../../tools/findAvail
 import { type Booking, reserveRoom } from '../../tools/reserveRoom.js';
 import { bookingMandate } from '../../tools/mandates.js';
 import { runRefund } from './refundScenario.js';
+import { runSaga } from './sagaScenario.js';
 import { BOOKING_GOAL, BOOKING_SUCCESS, BOOKING_TERMS, E17, MEETING } from './requests.js';
 import type { Mandate, ModelReply } from '../../src/index.js';
 import { type ScriptStep, type ScriptView, reply, scriptedModel } from '../../src/testing/index.js';
@@ -114,12 +115,13 @@ export const EXPECTED: Record<ScenarioName, { state: string; code: string; rows:
   noProjector: { state: 'done', code: 'goal_met', rows: ['B204 R7 E17'] },
   wrongDate: { state: 'failed', code: 'outside_mandate', rows: [] },
   refund: { state: 'done', code: 'goal_met', rows: ['TX-9001 O-1001 199.00'] },
+  compensated: { state: 'failed', code: 'goal_not_met', rows: ['B204 R7 E17 cancelled'] },
 };
 
 /** The business rows a scenario left, in the short form EXPECTED uses. */
 export function rowsOf(result: ScenarioResult): string[] {
   return [
-    ...result.bookings.map((b) => `${b.bookingId} ${b.roomId} ${b.requesterId}`),
+    ...result.bookings.map((b) => `${b.bookingId} ${b.roomId} ${b.requesterId}${b.cancelledAt ? ' cancelled' : ''}`),
     ...result.refunds.map((r) => `${r.refundId} ${r.orderId} ${(r.amountCents / 100).toFixed(2)}`),
   ];
 }
@@ -298,6 +300,7 @@ export const scenarios: Record<ScenarioName, (env: ScenarioEnv) => Promise<Scena
     ),
 
   refund: runRefund,
+  compensated: runSaga,
 };
 
 /** The slot a week later than asked: the wrong date the model proposes in `wrongDate`. */

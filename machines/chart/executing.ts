@@ -18,21 +18,23 @@ export const executingState = {
       description:
         'Chooses the next step; a write waits for unverified facts to be read again, then gate (e) budget and gate (f) confirmation are checked, before it runs.',
       always: [
+        // A stop's compensations have all run: the task ends with that stop.
+        { guard: and(['isBatchComplete', 'isUnwinding']), target: '#agent.stopping', actions: 'finishCompensation' },
         {
           guard: and(['isBatchComplete', 'hasTooManyRejectedTurns']),
-          target: '#agent.failed',
+          target: '#agent.stopping',
           actions: 'stopForRejections',
         },
         { guard: 'isBatchComplete', target: '#agent.deciding', actions: 'closeBatch' },
-        { guard: 'isCancelRequested', target: '#agent.cancelled', actions: 'stopCancelled' },
+        { guard: 'isCancelRequested', target: '#agent.stopping', actions: 'stopCancelled' },
         { guard: 'isNextWriteAlreadyDone', target: 'selecting', actions: 'refuseDuplicateWrite' },
         {
           guard: and(['dependsOnUnverifiedFacts', 'haveRereadsKeptFailing']),
-          target: '#agent.failed',
+          target: '#agent.stopping',
           actions: 'stopForUnverifiedFacts',
         },
         { guard: 'dependsOnUnverifiedFacts', target: 'selecting', actions: 'refuseForUnverifiedFacts' },
-        { guard: not('hasBudgetForNextStep'), target: '#agent.budgetExhausted', actions: 'stopForBudget' },
+        { guard: not('hasBudgetForNextStep'), target: '#agent.stopping', actions: 'stopForBudget' },
         {
           guard: and(['needsConfirmation', not('isConfirmedForExactArguments')]),
           target: 'awaitingConfirmation',
@@ -100,10 +102,10 @@ export const executingState = {
                 target: '#agent.executing.selecting',
                 actions: 'refuseAtRecheck',
               },
-              { guard: not('hasBudgetForNextStep'), target: '#agent.budgetExhausted', actions: 'stopForBudget' },
+              { guard: not('hasBudgetForNextStep'), target: '#agent.stopping', actions: 'stopForBudget' },
               { target: '#agent.executing.writing', actions: 'startWrite' },
             ],
-            onError: { target: '#agent.failed', actions: 'stopForInternalError' },
+            onError: { target: '#agent.stopping', actions: 'stopForInternalError' },
           },
         },
       },
@@ -129,7 +131,7 @@ export const executingState = {
         ],
         onError: [
           { guard: 'isResendAfterReview', target: '#agent.reviewRequired', actions: 'holdRefusedResend' },
-          { target: '#agent.failed', actions: 'stopForInternalError' },
+          { target: '#agent.stopping', actions: 'stopForInternalError' },
         ],
       },
     },
@@ -141,7 +143,7 @@ export const executingState = {
         src: 'executeReads',
         input: readsInput,
         onDone: { target: 'selecting', actions: 'finishReads' },
-        onError: { target: '#agent.failed', actions: 'stopForInternalError' },
+        onError: { target: '#agent.stopping', actions: 'stopForInternalError' },
       },
     },
     writing: {
@@ -221,7 +223,7 @@ export const executingState = {
           },
           {
             guard: and([not('isConfirmationUnexpired'), 'cancelsOnExpiry']),
-            target: '#agent.cancelled',
+            target: '#agent.stopping',
             actions: 'cancelForConfirmation',
           },
           { guard: 'canAskConfirmationAgain', actions: 'askConfirmationAgain' },
@@ -230,7 +232,7 @@ export const executingState = {
         'user.rejected': [
           {
             guard: and(['isRejectionOfPendingConfirmation', 'cancelsOnReject']),
-            target: '#agent.cancelled',
+            target: '#agent.stopping',
             actions: 'cancelForConfirmation',
           },
           { guard: 'isRejectionOfPendingConfirmation', target: 'selecting', actions: 'rejectConfirmedCall' },
@@ -238,7 +240,7 @@ export const executingState = {
         'timer.confirmationExpired': [
           {
             guard: and(['hasPendingConfirmationExpired', 'cancelsOnExpiry']),
-            target: '#agent.cancelled',
+            target: '#agent.stopping',
             actions: 'cancelForConfirmation',
           },
           {

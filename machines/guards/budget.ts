@@ -26,7 +26,9 @@ export const budgetGuards = {
     shortfall(context.budget, modelTurnNeed(context.modelReservation, context.budget), timeOf(context, event)) === null,
 
   hasBudgetForNextStep: (context, event, toolkit) => {
+    // Undoing the task's own writes is never refused for budget (it is debited all the same, and audited).
     const need = nextStepNeed(context, toolkit);
+    if (context.unwinding !== null) return need === null || Number.isFinite(need.money ?? 0);
     return need === null || shortfall(context.budget, need, timeOf(context, event)) === null;
   },
 

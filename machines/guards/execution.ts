@@ -29,12 +29,15 @@ export const executionGuards = {
    * names them) ended unknown and has not succeeded since. A timeout means "unknown", never "none".
    */
   dependsOnUnverifiedFacts: (context, _event, toolkit) => {
+    // A compensation rests on the trusted result of the write it undoes, not on the task's reads.
+    if (context.unwinding !== null) return false;
     const call = nextWrite(context);
     return call !== undefined && blockingReads(context, toolkit.rules(call.tool)).length > 0;
   },
 
   /** Reading again did not help: a read the next write depends on ended unknown the policy's number of times in a row. */
   haveRereadsKeptFailing: (context, _event, toolkit) => {
+    if (context.unwinding !== null) return false;
     const call = nextWrite(context);
     return (
       call !== undefined &&

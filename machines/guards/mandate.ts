@@ -23,7 +23,7 @@ export const mandateGuards = {
   },
 
   /** The host denied this very call before in this task (permission or mandate). */
-  isRepeatOfDeniedCall: (context) => earlierDenial(context) !== undefined,
+  isRepeatOfDeniedCall: (context) => context.unwinding === null && earlierDenial(context) !== undefined,
 
   /** The policy ends the task when a denied call is proposed again (the default), rather than refusing it again. */
   stopsOnRepeatedDenial: (context) => context.policy.onRepeatedDenial === 'stop',

@@ -15,9 +15,12 @@ export const vettingGuards = {
 
   /** Some call repeats one proposed since the last new observation (same tool, same arguments hash). */
   isRepeatingWithoutNewObservation: (context) =>
-    context.batch?.calls.some(
+    // A stop's compensations are the host's calls, not a proposal that could go round.
+    context.unwinding === null &&
+    (context.batch?.calls.some(
       (c) => c.argsHash !== null && context.proposedSinceNew.includes(callKey(c.tool, c.argsHash)),
-    ) ?? false,
+    ) ??
+      false),
 
   /** Gate (b): the installed tool's input schema accepts the arguments as they are. */
   doArgumentsMatchSchema: (context, _event, toolkit) => {

@@ -32,7 +32,11 @@ function blankCall(callId: string, tool: string, args: Json, catalog: Catalog): 
   };
 }
 
-export function createBatch(turn: number, calls: AcceptedCall[], catalog: Catalog): Batch {
+export function createBatch(
+  turn: number,
+  calls: readonly Pick<AcceptedCall, 'callId' | 'tool' | 'args'>[],
+  catalog: Catalog,
+): Batch {
   return { turn, closed: false, current: null, calls: calls.map((c) => blankCall(c.callId, c.tool, c.args, catalog)) };
 }
 

@@ -219,6 +219,9 @@ export type MandateCheck = { ok: true; summary: string } | { ok: false; code: st
 export function mandateCheck(context: AgentContext, call: CallState, rules: ToolRules | undefined): MandateCheck {
   const { mandate } = context;
   if (mandate === null) return { ok: true, summary: 'the task has no mandate' };
+  // Derived by the host from a trusted result of a write the mandate admitted, never proposed by the model.
+  if (context.unwinding !== null)
+    return { ok: true, summary: 'a compensation of a write this task made under its mandate' };
   const check = checkArguments(call.tool, rules, call.args, taskRef(context));
   if (!rules || !check.ok)
     return {

@@ -24,6 +24,7 @@ import { blockingReads, exposedTo, exposedToFailure, identifiersOf, markRead, ob
 import { unconfirmedSummary } from '../lib/toolRules.js';
 import type { ToolRules, Toolkit } from '../toolkit.js';
 import { type Step, bounded, retriesWithin } from './step.js';
+import { rememberWrite } from './compensate.js';
 
 /** Closes the batch: every result goes to the transcript, paired by call id, and new knowledge is counted. */
 export const closeBatch: Step = (context, event) => {
@@ -98,7 +99,8 @@ export function finishedEntry(
 
 /**
  * What a trusted result of `call` teaches the task: the evidence it is (if any), the identifiers it names (an answer
- * may name them), and whether it exposes the task to untrusted input or sensitive data (the Rule of Two).
+ * may name them), whether it exposes the task to untrusted input or sensitive data (the Rule of Two), and for a write
+ * whose tool names a compensation, the undo a stop may have to run.
  */
 export function learnedFrom(
   context: AgentContext,
@@ -106,9 +108,10 @@ export function learnedFrom(
   value: Json,
   at: number,
   toolkit: Toolkit,
-): Pick<AgentContext, 'evidence' | 'observedIds' | 'exposure'> {
+): Pick<AgentContext, 'evidence' | 'observedIds' | 'exposure' | 'compensable'> {
   const found = evidenceFrom(context.success, call, value);
   return {
+    compensable: call.effect === 'write' ? rememberWrite(context, call, value, at, toolkit) : context.compensable,
     evidence: found ? bounded(context.evidence, [found], CONTEXT_BOUNDS.evidence) : context.evidence,
     observedIds: observe(context.observedIds, identifiersOf(value)),
     exposure: exposedTo(context.exposure, call.tool, toolkit.rules(call.tool), value, at),

@@ -12,6 +12,7 @@ import type { AuditEntry, TranscriptEntry } from '../journal.js';
 import { auditEntry, gateEntry, timeOf } from '../journal.js';
 import { nextStepNeed } from '../guards/budget.js';
 import { type Step, type StepResult, describeFields, endWait, retriesWithin } from './step.js';
+import { compensationResults, describeCompensations, willCompensate } from './compensate.js';
 
 /** Ends the task with `status`: unfinished calls get a "not run" result (`skipCode`), results go to the transcript. */
 export function stop(
@@ -25,25 +26,38 @@ export function stop(
     context.batch && extra.skipCode ? skipUnfinished(context.batch, extra.skipCode, reason.message) : context.batch;
   const transcript: TranscriptEntry[] = [];
   const complete = batch !== null && batch.calls.every((c) => c.phase === 'finished');
-  if (batch && !batch.closed && complete) {
+  // A compensation batch is the host's, not the model's: its results never go to the model's transcript.
+  const unwinding = context.unwinding !== null && !context.unwinding.finished ? context.unwinding : null;
+  if (batch && !batch.closed && complete && !unwinding) {
     // Keep the trajectory: every proposed call still gets its paired result.
     for (const call of batch.calls) {
       transcript.push({ kind: 'result', at: timeOf(context, event), turn: batch.turn, observation: call.observation! });
     }
   }
+  // Stopped again while undoing writes: the compensations not yet run stay not run, and the outcome says so.
+  const compensations = unwinding ? compensationResults({ ...context, batch }) : undefined;
+  const said = compensations
+    ? { ...reason, message: `${reason.message}; ${describeCompensations(compensations)}` }
+    : reason;
+  const outcome = {
+    status,
+    reason: said,
+    answer: extra.answer ?? null,
+    evidence: context.evidence,
+    unsupportedIds: extra.unsupportedIds ?? [],
+    ...(compensations ? { compensations } : {}),
+  };
   return {
     context: {
-      batch: batch && { ...batch, closed: complete },
+      batch: batch && { ...batch, closed: complete || unwinding !== null },
       pendingConfirmation: null,
-      outcome: {
-        status,
-        reason,
-        answer: extra.answer ?? null,
-        evidence: context.evidence,
-        unsupportedIds: extra.unsupportedIds ?? [],
-      },
+      outcome,
+      ...(unwinding ? { unwinding: { ...unwinding, compensations: compensations!, finished: true } } : {}),
     },
-    audit: [auditEntry(context, event, { kind: 'task_stopped', status, reason })],
+    // A stop whose writes are undone first is audited when the compensations start (`compensation_started`).
+    audit: willCompensate(context, status)
+      ? []
+      : [auditEntry(context, event, { kind: 'task_stopped', status, reason: said })],
     transcript,
   };
 }

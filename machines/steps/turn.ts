@@ -63,6 +63,8 @@ export function initialContext(input: AgentInput): AgentContext {
     invalidOutputs: 0,
     lastFailure: null,
     cancelRequested: null,
+    compensable: [],
+    unwinding: null,
     outcome: null,
   };
 }

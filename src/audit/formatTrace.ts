@@ -196,6 +196,18 @@ export function formatTrace(entries: readonly AuditEntry[], options: TraceOption
           ),
         );
         break;
+      case 'compensation_started':
+      case 'compensation_finished': {
+        for (const key of [...gates.keys()]) flushGates(key);
+        const what =
+          entry.kind === 'compensation_started'
+            ? `${entry.status} (${entry.reason.code}): undoing ${entry.compensations.length} write(s) first`
+            : entry.compensations
+                .map((c) => `${c.tool} ${c.ofCallId} ${c.result}${c.code ? ` (${c.code})` : ''}`)
+                .join('; ');
+        lines.push(line(paint, indent, entry.turn, 'undo', paint('yellow', what)));
+        break;
+      }
       case 'task_stopped': {
         for (const key of [...gates.keys()]) flushGates(key);
         const style = entry.status === 'done' ? 'green' : entry.status === 'cancelled' ? 'yellow' : 'red';

@@ -53,6 +53,18 @@ export function apply(task: ReplayedTask, entry: AuditEntry, seq: number, previo
     }
     enter('executing.selecting');
   };
+  /**
+   * Where a stop was decided. From vetting: a loop is found in `choosing`; a denied call proposed again in
+   * `checkingMandate`; a cancel or a failed check leaves the state it happened in; every other stop of a batch is
+   * decided in `selecting`.
+   */
+  const stoppedAt = (code: string) => {
+    if (previous?.kind === 'write_lookup' && previous.result === 'inconclusive') used.retries -= 1;
+    if (inVetting() && code === 'loop_detected') enter('vetting.choosing');
+    else if (inVetting() && (code === 'permission_denied' || code === 'outside_mandate'))
+      enter('vetting.checkingMandate');
+    else if (inVetting() && code !== 'cancelled' && code !== 'internal_error') enterExecuting('selecting');
+  };
   const decide = (d: Omit<ReplayedDecision, 'seq' | 'turn' | 'at'>) =>
     task.decisions.push({ seq, turn: entry.turn, at: entry.at, ...d });
   const call = (callId: string, tool: string): ReplayedCall => {
@@ -366,15 +378,38 @@ export function apply(task: ReplayedTask, entry: AuditEntry, seq: number, previo
       task.waitingForAnswer = false;
       enter('deciding');
       break;
+    case 'compensation_started':
+      stoppedAt(entry.reason.code);
+      decide({
+        kind: 'compensation',
+        name: 'started',
+        decision: entry.status,
+        code: entry.reason.code,
+        summary: `${entry.reason.message}; undoing ${entry.compensations.length} write(s) first`,
+        tool: null,
+        callId: null,
+      });
+      enter('stopping');
+      // The compensating calls are vetted and run like a batch of proposals.
+      task.lastResults = [];
+      enter('vetting.choosing');
+      break;
+    case 'compensation_finished':
+      enterExecuting('selecting');
+      for (const c of entry.compensations) {
+        decide({
+          kind: 'compensation',
+          name: c.result,
+          decision: c.result,
+          code: c.code,
+          summary: c.summary,
+          tool: c.undoTool,
+          callId: c.callId,
+        });
+      }
+      break;
     case 'task_stopped':
-      if (previous?.kind === 'write_lookup' && previous.result === 'inconclusive') used.retries -= 1;
-      // From vetting: a loop is found in `choosing`; a denied call proposed again in `checkingMandate`; a cancel or
-      // a failed check leaves the state it happened in; every other stop of a batch is decided in `selecting`.
-      if (inVetting() && entry.reason.code === 'loop_detected') enter('vetting.choosing');
-      else if (inVetting() && (entry.reason.code === 'permission_denied' || entry.reason.code === 'outside_mandate'))
-        enter('vetting.checkingMandate');
-      else if (inVetting() && entry.reason.code !== 'cancelled' && entry.reason.code !== 'internal_error')
-        enterExecuting('selecting');
+      stoppedAt(entry.reason.code);
       decide({
         kind: 'stop',
         name: entry.status,
@@ -387,6 +422,8 @@ export function apply(task: ReplayedTask, entry: AuditEntry, seq: number, previo
       task.outcome = { status: entry.status, reason: entry.reason };
       task.pendingConfirmation = null;
       task.waitingForAnswer = false;
+      // Every stop but a met goal or an answer passes through `stopping` (where compensations would start).
+      if (entry.status !== 'done' && entry.status !== 'answered') enter('stopping');
       enter(FINAL_STATE[entry.status]);
       break;
   }

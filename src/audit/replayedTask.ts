@@ -49,7 +49,18 @@ export interface ReplayedDecision {
   turn: number;
   at: number;
   /** `check`: a gate asked one of the tool's hooks (its decision follows as a `gate`). */
-  kind: 'gate' | 'check' | 'confirmation' | 'tool' | 'lookup' | 'review' | 'outage' | 'stop' | 'cancel' | 'user';
+  kind:
+    | 'gate'
+    | 'check'
+    | 'confirmation'
+    | 'tool'
+    | 'lookup'
+    | 'review'
+    | 'outage'
+    | 'stop'
+    | 'cancel'
+    | 'user'
+    | 'compensation';
   /** Gate name, confirmation action, tool name... */
   name: string;
   /** pass / reject / stop for gates; ok or a code for tools; found / not_found / inconclusive for lookups. */

@@ -61,6 +61,8 @@ const EVENT_NAMES: Partial<Record<AuditEntry['kind'], string>> = {
   tool_finished: 'tool',
   write_lookup: 'lookup',
   review: 'review',
+  compensation_started: 'compensation',
+  compensation_finished: 'compensation',
   task_stopped: 'stop',
 };
 

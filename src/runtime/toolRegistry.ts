@@ -35,6 +35,7 @@ export class ToolRegistry {
       this.rules.set(tool.name, rulesOf(tool, privacy));
     }
     this.checkDependencies();
+    this.checkCompensations();
     this.toolkit = { rules: (name) => this.rules.get(name), sha256: sha256Hex };
   }
 
@@ -52,6 +53,25 @@ export class ToolRegistry {
             `dependsOn names ${name}, which is not an installed read tool (installed reads: ${this.readNames().join(', ') || 'none'})`,
           );
         }
+      }
+    }
+  }
+
+  /** A write's compensation names an installed write: an undo that cannot run would leave its effect standing. */
+  private checkCompensations(): void {
+    for (const tool of this.tools.values()) {
+      if (tool.effect !== 'write' || tool.compensation === undefined) continue;
+      const undo = this.tools.get(tool.compensation.tool);
+      if (undo?.effect !== 'write') {
+        throw new ToolDefinitionError(
+          tool.name,
+          `compensation names ${tool.compensation.tool}, which is not an installed write tool (installed writes: ${
+            [...this.tools.values()]
+              .filter((t) => t.effect === 'write' && t.name !== tool.name)
+              .map((t) => t.name)
+              .join(', ') || 'none'
+          })`,
+        );
       }
     }
   }
@@ -189,6 +209,11 @@ function rulesOf(tool: Tool, privacy: Privacy): ToolRules {
     },
     get redact() {
       return tool.redact?.bind(tool);
+    },
+    get compensation() {
+      if (tool.effect !== 'write' || !tool.compensation) return undefined;
+      const { tool: name, args } = tool.compensation;
+      return { tool: name, args: args.bind(tool.compensation) };
     },
   };
 }

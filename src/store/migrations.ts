@@ -20,12 +20,14 @@
  *   so it starts with an "unrecorded" model (no version, no prompt version) until its next model turn names the one
  *   that answered. Tool versions in the catalog, and session ids, stay absent (both are optional).
  * - agent/5 -> agent/6: safe by default; see `migrateToAgent6.ts`.
+ * - agent/6 -> agent/7: compensation; see `migrateToAgent7.ts`.
  */
 import { UnsupportedVersionError } from '../errors.js';
 import { DEFAULT_POLICY } from '../defaults.js';
 import { toAgent6Context } from './migrateToAgent6.js';
+import { toAgent7Context } from './migrateToAgent7.js';
 
-export const MIGRATED_VERSIONS = ['agent/1', 'agent/2', 'agent/3', 'agent/4', 'agent/5'] as const;
+export const MIGRATED_VERSIONS = ['agent/1', 'agent/2', 'agent/3', 'agent/4', 'agent/5', 'agent/6'] as const;
 
 type Raw = Record<string, unknown>;
 
@@ -35,9 +37,10 @@ export function migrate(taskId: string, version: string, envelope: Raw): Raw {
   let current = envelope;
   if (version === 'agent/1') current = toAgent2(current);
   if (version === 'agent/1' || version === 'agent/2') current = toAgent3(taskId, current);
-  if (version !== 'agent/4' && version !== 'agent/5') current = toAgent4(current);
-  if (version !== 'agent/5') current = toAgent5(current);
-  return withContext(current, toAgent6Context, 'agent/6');
+  if (version !== 'agent/4' && version !== 'agent/5' && version !== 'agent/6') current = toAgent4(current);
+  if (version !== 'agent/5' && version !== 'agent/6') current = toAgent5(current);
+  if (version !== 'agent/6') current = withContext(current, toAgent6Context, 'agent/6');
+  return withContext(current, toAgent7Context, 'agent/7');
 }
 
 /** The model of an agent/4 task's decisions was not recorded. */

@@ -108,6 +108,22 @@ function eventOf(entry: AuditEntry): { name: string; attributes: Attributes } | 
       };
     case 'task_stopped':
       return { name: `task ${entry.status}`, attributes: { 'statechart_agent.code': entry.reason.code } };
+    case 'compensation_started':
+      return {
+        name: 'compensation started',
+        attributes: {
+          'statechart_agent.code': entry.reason.code,
+          'statechart_agent.writes': entry.compensations.length,
+        },
+      };
+    case 'compensation_finished':
+      return {
+        name: 'compensation finished',
+        attributes: {
+          'statechart_agent.writes': entry.compensations.length,
+          'statechart_agent.compensated': entry.compensations.filter((c) => c.result === 'compensated').length,
+        },
+      };
     default:
       return null;
   }

@@ -231,6 +231,27 @@ function timelineRow(entry: AuditEntry, seq: number, start: number): string | nu
         'warn',
         `by ${esc(entry.by)}${entry.reason ? `: ${esc(entry.reason)}` : ''}`,
       );
+    case 'compensation_started':
+      return row(
+        'undo',
+        null,
+        'compensating',
+        'warn',
+        `${esc(entry.status)} (<code>${esc(entry.reason.code)}</code>): undoing ${entry.compensations.length} write(s) first`,
+      );
+    case 'compensation_finished':
+      return row(
+        'undo',
+        null,
+        'compensated',
+        entry.compensations.every((c) => c.result === 'compensated') ? 'pass' : 'reject',
+        entry.compensations
+          .map(
+            (c) =>
+              `<code>${esc(c.tool)}</code> ${esc(c.ofCallId)}: ${esc(c.result)}${c.code ? ` (${esc(c.code)})` : ''}`,
+          )
+          .join('; '),
+      );
     case 'task_stopped':
       return row(
         'stop',

@@ -167,6 +167,7 @@ export const INPUT: AgentInput = {
     highRiskApproval: null,
     ruleOfTwo: 'confirm',
     maxUnknownReads: 2,
+    compensateOn: ['failed', 'budget_exhausted', 'cancelled'],
     loosened: [],
   },
   limits: {

@@ -47,6 +47,7 @@ export function taskInput(taskId: string, overrides: Partial<AgentInput> = {}): 
       highRiskApproval: null,
       ruleOfTwo: 'confirm',
       maxUnknownReads: 2,
+      compensateOn: ['failed', 'budget_exhausted', 'cancelled'],
       loosened: [],
     },
     limits: {
