@@ -1,6 +1,6 @@
 /**
  * The booking demo as a host module for the store CLIs (`tasks`, `step`, `trace`; see src/cli/host.ts): the demo's
- * four tools over its business services and the scripted demo model. With the file store the services live in the
+ * tools over its business services and the scripted demo model. With the file store the services live in the
  * CLI's own process, seeded afresh (enough to step through a demo task); with the Redis store they are the
  * Redis-backed services under the task's prefix, shared by every process.
  *
