@@ -292,48 +292,53 @@ describe('an envelope missing a field the machine needs', () => {
   }
 });
 
-describe.each(['agent-1', 'agent-2', 'agent-3', 'agent-4', 'agent-5', 'agent-6'])('envelopes of %s', (version) => {
-  it('restores a finished task: status, outcome and audit as they were', async () => {
-    const { store, taskId } = storeWith('done-booking', version);
-    const h = harness({ store });
-    const status = await h.orchestrator.resume(taskId);
-    expect(status).toMatchObject({ state: 'done', outcome: { reason: { code: 'goal_met' } } });
-    expect(status.evidence.at(-1)?.fields).toEqual({ status: 'confirmed', booking_id: 'B204' });
-    expect(formatTrace(await h.orchestrator.audit(taskId))).toContain('done goal_met');
-  });
+describe.each(['agent-1', 'agent-2', 'agent-3', 'agent-4', 'agent-5', 'agent-6', 'agent-7'])(
+  'envelopes of %s',
+  (version) => {
+    it('restores a finished task: status, outcome and audit as they were', async () => {
+      const { store, taskId } = storeWith('done-booking', version);
+      const h = harness({ store });
+      const status = await h.orchestrator.resume(taskId);
+      expect(status).toMatchObject({ state: 'done', outcome: { reason: { code: 'goal_met' } } });
+      expect(status.evidence.at(-1)?.fields).toEqual({ status: 'confirmed', booking_id: 'B204' });
+      expect(formatTrace(await h.orchestrator.audit(taskId))).toContain('done goal_met');
+    });
 
-  it('restores a task waiting for confirmation and runs the call once it is confirmed', async () => {
-    const { store, taskId } = storeWith('waiting-for-confirmation', version);
-    const refunds = new RefundDesk();
-    const h = harness({ store, refunds, script: refundScript(), clock: new ManualClock(DEMO_NOW) });
-    const waiting = await h.orchestrator.status(taskId);
-    // Up to agent/3 the fixture's model asked for 999.00; from agent/4 the refund mandate keeps it to 199.00.
-    const fromAgent4 = version === 'agent-4' || version === 'agent-5' || version === 'agent-6';
-    const cents = fromAgent4 ? 19_900 : 99_900;
-    const reason = fromAgent4 ? 'projector arrived broken' : 'manager approved per note';
-    expect(waiting.pendingConfirmation?.summary).toBe(`Refund ${(cents / 100).toFixed(2)} on order O-1001 (${reason})`);
-    const result = await h.orchestrator.confirm(taskId, SUPPORT, waiting.pendingConfirmation!);
-    expect(result.accepted).toBe(true);
-    const done = await h.orchestrator.settled(taskId);
-    expect(done.state).toBe('done');
-    expect(refunds.refunds.map((r) => r.amountCents)).toEqual([cents]);
-  });
+    it('restores a task waiting for confirmation and runs the call once it is confirmed', async () => {
+      const { store, taskId } = storeWith('waiting-for-confirmation', version);
+      const refunds = new RefundDesk();
+      const h = harness({ store, refunds, script: refundScript(), clock: new ManualClock(DEMO_NOW) });
+      const waiting = await h.orchestrator.status(taskId);
+      // Up to agent/3 the fixture's model asked for 999.00; from agent/4 the refund mandate keeps it to 199.00.
+      const fromAgent4 = ['agent-4', 'agent-5', 'agent-6', 'agent-7'].includes(version);
+      const cents = fromAgent4 ? 19_900 : 99_900;
+      const reason = fromAgent4 ? 'projector arrived broken' : 'manager approved per note';
+      expect(waiting.pendingConfirmation?.summary).toBe(
+        `Refund ${(cents / 100).toFixed(2)} on order O-1001 (${reason})`,
+      );
+      const result = await h.orchestrator.confirm(taskId, SUPPORT, waiting.pendingConfirmation!);
+      expect(result.accepted).toBe(true);
+      const done = await h.orchestrator.settled(taskId);
+      expect(done.state).toBe('done');
+      expect(refunds.refunds.map((r) => r.amountCents)).toEqual([cents]);
+    });
 
-  it('restores a task stopped in the middle of a write: reconciled by its idempotency key, written once', async () => {
-    const { store, taskId, fixture } = storeWith('mid-write', version);
-    const bookings = new BookingService();
-    const h = harness({ store, bookings, script: bookingScript(), clock: new ManualClock(DEMO_NOW) });
-    await h.orchestrator.resume(taskId);
-    const status = await h.orchestrator.settled(taskId);
-    expect(status.state).toBe('done');
-    const key = (
-      fixture.envelope as unknown as { snapshot: { context: { batch: { calls: { idempotencyKey: string }[] } } } }
-    ).snapshot.context.batch.calls[0]!.idempotencyKey;
-    // This process's booking service never saw the first attempt: not found, then the same key once.
-    expect(bookings.reserveRequests.map((r) => r.idempotencyKey)).toEqual([key]);
-    expect(bookings.bookings).toHaveLength(1);
-  });
-});
+    it('restores a task stopped in the middle of a write: reconciled by its idempotency key, written once', async () => {
+      const { store, taskId, fixture } = storeWith('mid-write', version);
+      const bookings = new BookingService();
+      const h = harness({ store, bookings, script: bookingScript(), clock: new ManualClock(DEMO_NOW) });
+      await h.orchestrator.resume(taskId);
+      const status = await h.orchestrator.settled(taskId);
+      expect(status.state).toBe('done');
+      const key = (
+        fixture.envelope as unknown as { snapshot: { context: { batch: { calls: { idempotencyKey: string }[] } } } }
+      ).snapshot.context.batch.calls[0]!.idempotencyKey;
+      // This process's booking service never saw the first attempt: not found, then the same key once.
+      expect(bookings.reserveRequests.map((r) => r.idempotencyKey)).toEqual([key]);
+      expect(bookings.bookings).toHaveLength(1);
+    });
+  },
+);
 
 describe.each(['agent-3', 'agent-4', 'agent-5'])('envelopes of %s (from agent/3 on)', (version) => {
   it('restores a task stopped while a tool validated its call: the validation runs again and the task goes on', async () => {
@@ -368,7 +373,7 @@ describe.each(['agent-4', 'agent-5'])('envelopes of %s (agent/4 and agent/5: sto
   });
 });
 
-describe.each(['agent-4', 'agent-5', 'agent-6'])('envelopes of %s (from agent/4 on)', (version) => {
+describe.each(['agent-4', 'agent-5', 'agent-6', 'agent-7'])('envelopes of %s (from agent/4 on)', (version) => {
   it('restores a task waiting for a reviewer; the task user cannot resolve it, a reviewer can', async () => {
     const { store, taskId } = storeWith('review-required', version);
     const bookings = new BookingService();

@@ -18,7 +18,8 @@ export const executingState = {
       description:
         'Chooses the next step; a write waits for unverified facts to be read again, then gate (e) budget and gate (f) confirmation are checked, before it runs.',
       always: [
-        // A stop's compensations have all run: the task ends with that stop.
+        // Undoing a stop's writes: a cancel stops what is left; once all have run, the task ends with that stop.
+        { guard: and(['isUnwinding', 'isCancelRequested']), target: '#agent.stopping', actions: 'stopCancelled' },
         { guard: and(['isBatchComplete', 'isUnwinding']), target: '#agent.stopping', actions: 'finishCompensation' },
         {
           guard: and(['isBatchComplete', 'hasTooManyRejectedTurns']),

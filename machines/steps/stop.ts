@@ -36,8 +36,11 @@ export function stop(
   }
   // Stopped again while undoing writes: the compensations not yet run stay not run, and the outcome says so.
   const compensations = unwinding ? compensationResults({ ...context, batch }) : undefined;
-  const said = compensations
-    ? { ...reason, message: `${reason.message}; ${describeCompensations(compensations)}` }
+  const said = unwinding
+    ? {
+        ...reason,
+        message: `${reason.message} (while undoing the writes of an earlier stop, ${unwinding.stop.reason.code}); ${describeCompensations(compensations!)}`,
+      }
     : reason;
   const outcome = {
     status,

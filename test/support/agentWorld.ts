@@ -18,6 +18,7 @@ import { type MachineEvent, eventTime } from '../../machines/actors.js';
 import type { AgentContext, AgentInput, CallState, Catalog, Json, Mandate } from '../../machines/context.js';
 import type { ToolRules, Toolkit } from '../../machines/toolkit.js';
 import { hashArguments, sha256Hex } from '../../src/hashing.js';
+import { type Written, expectedUndos, succeededOn, undoShadowCall } from './undoWorld.js';
 
 export type AgentSnapshot = SnapshotFrom<AgentMachine>;
 
@@ -139,6 +140,26 @@ export const TOOLKIT: Toolkit = { rules: (name) => RULES[name], sha256: sha256He
 /** The chart under exploration, with the world's tools. */
 export const CHART: AgentMachine = createAgentMachine(TOOLKIT);
 
+/** The world's rules where a booking is undone by releasing its room (`compensation`; see `undoWorld.ts`). */
+export const UNDO_RULES: Record<string, ToolRules> = {
+  ...RULES,
+  book_room: {
+    ...RULES.book_room!,
+    compensation: { tool: 'release_room', args: (a: { room: string }) => ({ room: a.room }) },
+  },
+};
+export const UNDO_TOOLKIT: Toolkit = { rules: (name) => UNDO_RULES[name], sha256: sha256Hex };
+/** The chart of the undo world. */
+export const UNDO_CHART: AgentMachine = createAgentMachine(UNDO_TOOLKIT);
+const UNDO_CHARTS = new WeakSet<AgentMachine>([UNDO_CHART]);
+
+/** The undo world's chart with some guards replaced (a chart broken on purpose), known to the harness as undoing. */
+export function undoChartWith(guards: Parameters<AgentMachine['provide']>[0]['guards']): AgentMachine {
+  const chart = UNDO_CHART.provide({ guards }) as AgentMachine;
+  UNDO_CHARTS.add(chart);
+  return chart;
+}
+
 export const INPUT: AgentInput = {
   taskId: 'task-1',
   goal: 'book room A for Monday',
@@ -206,6 +227,8 @@ export type RefusingGate = 'protocol' | 'schema' | 'mandate' | 'business' | 'per
 export interface ShadowCall {
   callId: string;
   tool: string;
+  /** The room the arguments name, if they name one (what undoing a booking releases). */
+  room: string | null;
   /** The harness built this proposal to pass the protocol gate. */
   protocolOk: boolean;
   schemaOk: boolean;
@@ -306,6 +329,10 @@ export interface Shadow {
   cancelAsked: boolean;
   /** Results of the world's read it made unknown (unavailable) in a row, since its last success. */
   unknownReads: number;
+  /** The world undoes bookings on a stop (`UNDO_CHART`). */
+  undoes: boolean;
+  /** Bookings that succeeded, oldest first (recorded in the undo world only). */
+  written: Written[];
 }
 
 export interface World {
@@ -521,6 +548,7 @@ function shadowOf(
   return {
     callId,
     tool,
+    room: typeof fields.room === 'string' ? fields.room : null,
     protocolOk,
     schemaOk,
     mandateOk: schemaOk && fitsMandate(tool, fields),
@@ -548,7 +576,12 @@ function shadowOf(
 function advanceShadow(shadow: Shadow, prev: AgentSnapshot, move: Move, next: AgentSnapshot): Shadow {
   const event = move.event;
   const now = event ? Math.max(shadow.now, eventTime(event, shadow.now)) : shadow.now;
-  let { calls, denied, outage, questionAt, outagesWaited, narrowed, hostPolicy, cancelAsked, unknownReads } = shadow;
+  let { calls, denied, outage, questionAt, outagesWaited, narrowed, hostPolicy, cancelAsked, unknownReads, written } =
+    shadow;
+  if (shadow.undoes) {
+    const booked = succeededOn(prev, move, calls);
+    if (booked && !written.some((w) => w.callId === booked.callId)) written = [...written, booked];
+  }
   if (event?.type === 'xstate.done.actor.reads') {
     for (const result of event.output.results) {
       if (result.outcome.kind === 'ok') unknownReads = 0;
@@ -579,6 +612,9 @@ function advanceShadow(shadow: Shadow, prev: AgentSnapshot, move: Move, next: Ag
       });
     }
   }
+  // The machine starts undoing: its calls are the undos the harness expects (a property checks the machine's).
+  if (shadow.undoes && !prev.context.unwinding && next.context.unwinding)
+    calls = expectedUndos(written).map((u) => undoShadowCall(u.callId, u.tool, u.args));
   if (valueOf(next) !== 'awaitingUser') questionAt = null;
   if (move.check && event?.type.startsWith('xstate.done.actor.')) {
     const verdict = move.check.ok ? 'pass' : 'reject';
@@ -693,7 +729,20 @@ function advanceShadow(shadow: Shadow, prev: AgentSnapshot, move: Move, next: Ag
   if (event?.type === 'user.confirmed') hostPolicy = event.policyVersion;
   if (event?.type === 'task.cancelled') cancelAsked = true;
   if (move.narrows) narrowed = true;
-  return { now, calls, denied, outage, questionAt, outagesWaited, narrowed, hostPolicy, cancelAsked, unknownReads };
+  return {
+    now,
+    calls,
+    denied,
+    outage,
+    questionAt,
+    outagesWaited,
+    narrowed,
+    hostPolicy,
+    cancelAsked,
+    unknownReads,
+    undoes: shadow.undoes,
+    written,
+  };
 }
 
 export function initialWorld(scope: AnyActorScope, input: AgentInput = INPUT, chart: AgentMachine = CHART): World {
@@ -714,6 +763,8 @@ export function initialWorld(scope: AnyActorScope, input: AgentInput = INPUT, ch
       hostPolicy: input.policy.version,
       cancelAsked: false,
       unknownReads: 0,
+      undoes: UNDO_CHARTS.has(chart),
+      written: [],
     },
   };
 }

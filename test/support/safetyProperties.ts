@@ -9,6 +9,7 @@
  * hooks; "confirmed" means the harness delivered the requester's genuine confirmation, or enough genuine approvals.
  */
 import type { AnyActorScope } from 'xstate';
+import { UNDOING_STOPS, expectedUndos } from './undoWorld.js';
 import { eventTime } from '../../machines/actors.js';
 import type { AgentInput, BudgetCounters, CallState } from '../../machines/context.js';
 import { hashArguments } from '../../src/hashing.js';
@@ -133,9 +134,14 @@ export function checkState(world: World, input: AgentInput): string[] {
     fail('P3 progress', `${value} with outcome ${JSON.stringify(context.outcome)}`);
 
   // (4) Hard-counted budget dimensions (money included) stay within [0, limit]; turns never exceed the model-turn limit.
+  // An undo is never refused for budget (it is debited all the same): past the limit only for the undo's own spend.
+  const undone = world.shadow.undoes
+    ? world.shadow.calls.filter((c) => c.callId.startsWith('undo-') && c.starts > 0)
+    : [];
   for (const dim of HARD_DIMENSIONS) {
     const used = context.budget.used[dim];
-    if (used < 0 || used > context.budget.limits[dim]) {
+    const undoSpend = dim === 'writes' || dim === 'toolCalls' ? undone.length : 0;
+    if (used < 0 || used > context.budget.limits[dim] + undoSpend) {
       fail('P4 budget', `${dim} used ${used} of ${context.budget.limits[dim]}`);
     }
   }
@@ -334,6 +340,24 @@ export function checkEdge(prev: World, move: Move, next: World, scope: AnyActorS
   const changed = serializeWorld(next) !== serializeWorld(prev);
   const sameBatch = before.context.batch?.turn === after.context.batch?.turn;
   const fromReviewer = move.review?.reviewer === true && event?.type === 'review.resolved';
+  // A stop whose writes are undone first (the undo world): rules about where a stop leads read the stop being undone.
+  const undoingStarted = !before.context.unwinding && after.context.unwinding !== null;
+  const held = undoingStarted ? after.context.unwinding!.stop : null;
+  // An edge that ends the undoing of an earlier stop ends with that stop: not a decision on this edge's event.
+  const undone = before.context.unwinding;
+  const completesUndo =
+    undone !== null &&
+    FINAL_STATES.has(to) &&
+    after.context.outcome?.status === undone.stop.status &&
+    after.context.outcome.reason.code === undone.stop.reason.code;
+  const ends = held
+    ? held.status === 'budget_exhausted'
+      ? 'budgetExhausted'
+      : held.status
+    : completesUndo
+      ? null
+      : to;
+  const endCode = held ? held.reason.code : after.context.outcome?.reason.code;
 
   for (const call of startedCalls(before, after)) {
     // What the harness delivered up to and including this move (a verdict or confirmation may be this move)...
@@ -374,12 +398,15 @@ export function checkEdge(prev: World, move: Move, next: World, scope: AnyActorS
       }
     }
     const when = event ? eventTime(event, after.context.startedAt) : after.context.startedAt;
-    if (when >= after.context.budget.deadlineAt) fail('P1 budget', `${what} starts after the deadline`);
+    // An undo (the undo world's compensation of a booking) is never refused for budget: it is debited all the same.
+    const undo = next.shadow.undoes && after.context.unwinding !== null;
+    if (when >= after.context.budget.deadlineAt && !undo) fail('P1 budget', `${what} starts after the deadline`);
     if ((history?.starts ?? 0) === 0) {
       const calls = startedCalls(before, after).length;
-      if (used.toolCalls + calls > limits.toolCalls) fail('P1 budget', `${what} starts with no tool-call budget left`);
+      if (used.toolCalls + calls > limits.toolCalls && !undo)
+        fail('P1 budget', `${what} starts with no tool-call budget left`);
       if (write) {
-        if (used.writes + 1 > limits.writes) fail('P1 budget', `${what} starts with no write budget left`);
+        if (used.writes + 1 > limits.writes && !undo) fail('P1 budget', `${what} starts with no write budget left`);
         // The money it moves is debited as it starts (the state rule keeps money used within its limit).
         const amount = shadow?.amount ?? 0;
         if (after.context.budget.used.money !== used.money + amount)
@@ -463,6 +490,8 @@ export function checkEdge(prev: World, move: Move, next: World, scope: AnyActorS
   }
   if (from === 'reviewRequired' && changed && !move.restart && event?.type !== 'task.cancelled') {
     const held = before.context.review;
+    // (When undoing starts in the same step, the reviewed write's batch is gone: P7 checks it was remembered.)
+    // Undoing may start in the same step (the batch closes, the task stops): the held write is then the last batch's.
     const call = after.context.batch?.calls.find((c) => c.callId === held?.callId);
     const observed = JSON.stringify(call?.observation ?? null);
     if (!fromReviewer) fail('P2 review', `the held write is released by ${move.type}, not by a reviewer`);
@@ -477,7 +506,10 @@ export function checkEdge(prev: World, move: Move, next: World, scope: AnyActorS
           'P2 review',
           `${held?.tool} is released on "happened" with a result the tool never returns: ${JSON.stringify(event.result)}`,
         );
-      else if (!call?.observation?.ok || JSON.stringify(call.observation.data) !== JSON.stringify(event.result)) {
+      else if (
+        !undoingStarted &&
+        (!call?.observation?.ok || JSON.stringify(call.observation.data) !== JSON.stringify(event.result))
+      ) {
         fail(
           'P2 review',
           `the reviewer found the write done with ${JSON.stringify(event.result)}, but it is observed as ${observed}`,
@@ -527,7 +559,7 @@ export function checkEdge(prev: World, move: Move, next: World, scope: AnyActorS
     prev.shadow.cancelAsked &&
     fromReviewer &&
     to !== 'reviewRequired' &&
-    to !== 'cancelled'
+    (ends ?? to) !== 'cancelled'
   ) {
     fail(
       'P2 review',
@@ -623,7 +655,7 @@ export function checkEdge(prev: World, move: Move, next: World, scope: AnyActorS
         event.confirmationId === pending.id &&
         decider(event.userId, event.scopes) &&
         event.at >= pending.expiresAt);
-    const cancelledFor = to === 'cancelled' ? after.context.outcome?.reason.code : null;
+    const cancelledFor = ends === 'cancelled' ? endCode : null;
     if (rejected && CANCELS_ON_REJECT.has(pending.tool) !== (cancelledFor === 'confirmation_rejected')) {
       fail('P1 confirmation', `a rejection of ${pending.tool} leads to ${to} (${cancelledFor ?? 'not cancelled'})`);
     }
@@ -639,7 +671,8 @@ export function checkEdge(prev: World, move: Move, next: World, scope: AnyActorS
   // task stops at it with the denial's code. (With `replan`, the gates refuse it again, as the rules above check.)
   for (const shadow of next.shadow.calls) {
     const denial = prev.shadow.denied.find((d) => d.key === denialKey(shadow.tool, shadow.argsHash));
-    if (!denial || !shadow.schemaOk) continue;
+    // An undo is the host's call, not the model's proposal: the memory of denials does not apply to it.
+    if (!denial || !shadow.schemaOk || (after.context.unwinding && shadow.callId.startsWith('undo-'))) continue;
     const was = sameBatch ? before.context.batch?.calls.find((c) => c.callId === shadow.callId) : undefined;
     const now = after.context.batch?.calls.find((c) => c.callId === shadow.callId);
     if (!now || now.phase === 'vetting' || (was && was.phase !== 'vetting')) continue;
@@ -697,6 +730,42 @@ export function checkEdge(prev: World, move: Move, next: World, scope: AnyActorS
     }
   }
 
+  // (7) Compensation, in the undo world: a stop the policy undoes, with bookings that succeeded, undoes each of them
+  // once, newest first, by releasing its room; any other stop undoes nothing; an undo is never undone.
+  if (next.shadow.undoes) {
+    const started = !before.context.unwinding && after.context.unwinding !== null;
+    const stopped = !FINAL_STATES.has(from) && FINAL_STATES.has(to);
+    if (started) {
+      const status = after.context.unwinding!.stop.status;
+      const expected = expectedUndos(next.shadow.written);
+      const got = (after.context.batch?.calls ?? []).map((c) => ({ callId: c.callId, tool: c.tool, args: c.args }));
+      if (!UNDOING_STOPS.has(status)) fail('P7 compensation', `a ${status} stop started undoing writes`);
+      if (expected.length === 0) fail('P7 compensation', 'undoing started with no booking that succeeded');
+      if (JSON.stringify(got) !== JSON.stringify(expected))
+        fail('P7 compensation', `the undos are ${JSON.stringify(got)}, not ${JSON.stringify(expected)}`);
+    }
+    if (stopped && !before.context.unwinding && !started) {
+      const status = after.context.outcome?.status ?? '';
+      if (UNDOING_STOPS.has(status) && next.shadow.written.length > 0)
+        fail('P7 compensation', `the task stopped ${status} with bookings that succeeded, and undid none`);
+    }
+    if (stopped && (before.context.unwinding || started)) {
+      const listed = after.context.outcome?.compensations ?? [];
+      if (listed.length !== next.shadow.written.length)
+        fail(
+          'P7 compensation',
+          `the outcome lists ${listed.length} undo(s) for ${next.shadow.written.length} booking(s)`,
+        );
+      for (const c of listed) {
+        const undo = next.shadow.calls.find((s) => s.callId === c.callId);
+        if (c.result === 'compensated' && (undo?.starts ?? 0) === 0 && c.code === null)
+          fail('P7 compensation', `${c.callId} is said compensated but never ran`);
+      }
+    }
+    const undoWrites = after.context.compensable.filter((w) => w.tool !== 'book_room');
+    if (undoWrites.length > 0) fail('P7 compensation', `an undo was remembered to be undone: ${undoWrites[0]!.tool}`);
+  }
+
   // (4) Hard counters never go back.
   for (const dim of HARD_DIMENSIONS) {
     if (after.context.budget.used[dim] < used[dim])
@@ -737,7 +806,11 @@ export function checkEdge(prev: World, move: Move, next: World, scope: AnyActorS
     event.output.event.type === 'model.toolsProposed'
   ) {
     const proposed = event.output.event.calls;
-    if (move.protocol === 'accepted') {
+    // Undoing started in the same step (the batch ran and the task stopped): the batch is the undos, checked by P7.
+    const undoing = !before.context.unwinding && after.context.unwinding !== null;
+    if (move.protocol && undoing) {
+      // (checked by P7; the proposal's batch ran and was closed before the stop)
+    } else if (move.protocol === 'accepted') {
       const calls = after.context.batch?.calls ?? [];
       if (calls.length !== proposed.length || calls.some((c, i) => c.callId !== proposed[i]!.callId!.trim())) {
         fail('protocol', `${move.type}: the accepted batch is not the proposed calls`);
@@ -745,13 +818,13 @@ export function checkEdge(prev: World, move: Move, next: World, scope: AnyActorS
       if (calls.some((c) => c.observation?.ok === false && c.observation.gate === 'protocol'))
         fail('protocol', `${move.type} was refused at the protocol gate`);
     }
-    if (move.protocol === 'unpairable') {
+    if (move.protocol === 'unpairable' && !undoing) {
       if (JSON.stringify(after.context.batch) !== JSON.stringify(before.context.batch))
         fail('protocol', `${move.type} changed the batch`);
       if (after.context.invalidOutputs !== before.context.invalidOutputs + 1)
         fail('protocol', `${move.type} was not counted as invalid`);
     }
-    if (move.protocol === 'rejected') {
+    if (move.protocol === 'rejected' && !undoing) {
       const calls = after.context.batch?.calls ?? [];
       const ids = proposed.map((c) => c.callId!.trim());
       if (calls.length !== proposed.length || calls.some((c, i) => c.callId !== ids[i])) {
