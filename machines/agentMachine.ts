@@ -10,7 +10,7 @@
  * calls that go through the same gates. Nothing here does I/O: the guards and steps are wired by name in
  * `agentSetup.ts`.
  */
-import { and, not } from 'xstate';
+import { and, not, or } from 'xstate';
 import { agentSetup } from './agentSetup.js';
 import { checkInput, modelInput } from './lib/inputs.js';
 import { TAGS } from './tags.js';
@@ -41,13 +41,19 @@ export function createAgentMachine(toolkit: Toolkit) {
       'timer.confirmationExpired': { actions: 'replyNothingDue' },
       'timer.answerExpired': { actions: 'replyNothingDue' },
       'timer.modelRetryDue': { actions: 'replyNothingDue' },
+      'timer.awayExpired': { actions: 'replyNothingDue' },
+      // The user's presence, said by the host: remembered wherever the task is; the pauses act on it.
+      'user.left': [{ guard: 'isAboutTaskUser', actions: 'recordUserAway' }, { actions: 'refusePresenceOfOther' }],
+      'user.returned': [{ guard: 'isAboutTaskUser', actions: 'recordUserBack' }, { actions: 'refusePresenceOfOther' }],
     },
     states: {
       deciding: {
-        description: 'Before every model turn: is the task cancelled, is there budget for one more turn?',
+        description:
+          'Before every model turn: is the task cancelled, is there budget for one more turn, is its user still there?',
         always: [
           { guard: 'isCancelRequested', target: 'stopping', actions: 'stopCancelled' },
           { guard: not('hasBudgetForModelTurn'), target: 'stopping', actions: 'stopForBudget' },
+          { guard: 'isUserAway', target: 'paused', actions: 'pauseForAbsence' },
           { target: 'thinking', actions: 'startModelTurn' },
         ],
       },
@@ -92,6 +98,21 @@ export function createAgentMachine(toolkit: Toolkit) {
         on: {
           'timer.modelRetryDue': [
             { guard: 'isModelRetryDue', target: 'thinking', actions: 'resumeModel' },
+            { actions: 'replyNothingDue' },
+          ],
+        },
+      },
+      paused: {
+        description:
+          "The task's user went away: persisted, no model turn is asked for nobody to read; it resumes when they return, or is cancelled after the policy's awayTtlMs.",
+        tags: [TAGS.waiting, TAGS.away],
+        on: {
+          'user.returned': [
+            { guard: 'isAboutTaskUser', target: 'deciding', actions: 'resumeForUser' },
+            { actions: 'refusePresenceOfOther' },
+          ],
+          'timer.awayExpired': [
+            { guard: 'hasAbsenceExpired', target: 'stopping', actions: 'stopForAbsence' },
             { actions: 'replyNothingDue' },
           ],
         },
@@ -222,7 +243,14 @@ export function createAgentMachine(toolkit: Toolkit) {
             },
             { guard: 'isResolvedAsNotHappened', target: '#agent.executing.selecting', actions: 'closeReviewedWrite' },
             {
-              guard: and(['isResolvedAsRetry', 'isHeldWriteRetrySafe', 'hasBudgetForRetry', not('isCancelRequested')]),
+              guard: and([
+                'isResolvedAsRetry',
+                'isHeldWriteRetrySafe',
+                'hasBudgetForRetry',
+                not('isCancelRequested'),
+                // No write is sent again while the task's user is away (undoing a stop's writes aside).
+                or([not('isUserAway'), 'isUnwinding']),
+              ]),
               target: '#agent.executing.resending',
               actions: 'prepareReviewedResend',
             },

@@ -12,6 +12,7 @@ import type { AgentContext, AgentInput, Outcome } from './context.js';
 import type { AgentEvent } from './events.js';
 import { budgetGuards as budget } from './guards/budget.js';
 import { compensationGuards as compensation } from './guards/compensation.js';
+import { presenceGuards as presence } from './guards/presence.js';
 import { confirmationGuards as confirmation } from './guards/confirmation.js';
 import { executionGuards as execution } from './guards/execution.js';
 import type { Guard } from './guards/guard.js';
@@ -23,6 +24,7 @@ import { vettingGuards as vetting } from './guards/vetting.js';
 import type { MachineEmitted } from './journal.js';
 import * as asking from './steps/confirmation.js';
 import * as undoing from './steps/compensate.js';
+import * as presenceSteps from './steps/presence.js';
 import * as running from './steps/execution.js';
 import * as fitting from './steps/mandate.js';
 import * as rechecking from './steps/recheck.js';
@@ -174,6 +176,8 @@ export function agentSetup(toolkit: Toolkit) {
       ...named(review, ['isHeldWriteRetrySafe']),
       // a stop, and the compensation of the task's writes
       ...named(compensation, ['mustCompensate', 'isUnwinding', 'stoppedAsFailed', 'stoppedAsCancelled']),
+      // the user's presence
+      ...named(presence, ['isUserAway', 'isAboutTaskUser', 'hasAbsenceExpired']),
     },
   });
 
@@ -248,6 +252,7 @@ export function agentSetup(toolkit: Toolkit) {
         'noteUnknownWrite',
         'finishReconciledWrite',
         'abandonWriteForCancel',
+        'abandonWriteForAbsence',
         'prepareResend',
         'lookUpAgain',
       ]),
@@ -284,6 +289,8 @@ export function agentSetup(toolkit: Toolkit) {
       ]),
       ...steps(stopping, ['finishAnswered', 'stopForUnverifiedFacts']),
       ...steps(undoing, ['beginCompensation', 'finishCompensation']),
+      ...steps(presenceSteps, ['recordUserAway', 'recordUserBack', 'pauseForAbsence', 'resumeForUser']),
+      ...steps(presenceSteps, ['stopForAbsence', 'refusePresenceOfOther']),
       ...steps(replies, [
         'replyNotWaitingForConfirmation',
         'replyNoSuchConfirmation',

@@ -139,6 +139,8 @@ export const policySchema = z.strictObject({
    * newest first, each through the gates. Default: every stop that did not meet the goal; `[]`: none are undone.
    */
   compensateOn: z.array(compensableStopSchema).max(3),
+  /** How long a task waits, paused, for its user to come back before it is cancelled (`user_away`). */
+  awayTtlMs: z.number().int().positive(),
   /** Safe defaults the host loosened for this task, each with the reason it gave; recorded in the task's audit at start. */
   loosened: z
     .array(z.strictObject({ option: z.string().min(1).max(SHORT), reason: z.string().min(1).max(1_000) }))
@@ -316,6 +318,11 @@ export const agentContextSchema = z.strictObject({
   cancelRequested: z.strictObject({ reason: z.string(), by: z.string(), at: time }).nullable(),
   /** Writes that succeeded and name a compensation, oldest first: what a stop may have to undo. */
   compensable: z.array(compensableWriteSchema).max(MAX_COMPENSABLE),
+  /**
+   * The task's user went away (the host said so): since when, and when a pause for it ends the task. Null while the
+   * user is present (or nothing was said).
+   */
+  away: z.strictObject({ since: time, expiresAt: time }).nullable(),
   /** A stop whose compensations are running (the outcome is set once they have all run), else null. */
   unwinding: unwindingSchema.nullable(),
   outcome: outcomeSchema.nullable(),

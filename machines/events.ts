@@ -78,6 +78,12 @@ export const userAnsweredSchema = z.strictObject({
   userId,
   sessionId,
 });
+/**
+ * The task's user went away (their session closed, the page was left) or came back: the host's session says so, never
+ * the model. While the user is away the task pauses before its next model turn and before any write.
+ */
+export const userLeftSchema = z.strictObject({ type: z.literal('user.left'), at, userId, sessionId });
+export const userReturnedSchema = z.strictObject({ type: z.literal('user.returned'), at, userId, sessionId });
 export const taskCancelledSchema = z.strictObject({
   type: z.literal('task.cancelled'),
   at,
@@ -90,6 +96,8 @@ export const hostEventSchema = z.discriminatedUnion('type', [
   userConfirmedSchema,
   userRejectedSchema,
   userAnsweredSchema,
+  userLeftSchema,
+  userReturnedSchema,
   taskCancelledSchema,
   /**
    * A reviewer's finding about the write a task waits on: it `happened` (with the result the reviewer found, checked
@@ -108,6 +116,7 @@ export const hostEventSchema = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('timer.confirmationExpired'), at, confirmationId: z.string().min(1).max(SHORT) }),
   z.strictObject({ type: z.literal('timer.answerExpired'), at }),
   z.strictObject({ type: z.literal('timer.modelRetryDue'), at }),
+  z.strictObject({ type: z.literal('timer.awayExpired'), at }),
 ]);
 
 export type ModelEvent = z.infer<typeof modelEventSchema>;

@@ -38,6 +38,8 @@ export const STOP_CODES = [
   /** Nobody confirmed in time and the tool's policy ends the task (`onExpiry: 'cancel'`). */
   'confirmation_expired',
   'internal_error',
+  /** The task's user went away and did not come back within the policy's `awayTtlMs`. */
+  'user_away',
 ] as const;
 export type StopCode = (typeof STOP_CODES)[number];
 
@@ -160,6 +162,8 @@ export const HOST_REPLY_CODES = [
   'wrong_tenant',
   'task_finished',
   'permission_denied',
+  /** `user.returned` for a task that was not paused or marked away. */
+  'not_away',
 ] as const;
 
 /** Codes of the chart's answer to a host event, and of the host's refusals before the event reaches the chart. */

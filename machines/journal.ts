@@ -188,6 +188,13 @@ export type AuditEntry = { at: number; turn: number } & Partial<AuditStamp> &
     | { kind: 'task_stopped'; status: FinalStatus; reason: StopReason }
     /** A stop whose writes are undone first: the stop it will end with, and the compensations in the order they run. */
     | { kind: 'compensation_started'; status: FinalStatus; reason: StopReason; compensations: Compensation[] }
+    /** The task's user left or returned (the host said so), the task paused or resumed for it, or the pause expired. */
+    | {
+        kind: 'presence';
+        action: 'left' | 'returned' | 'paused' | 'resumed' | 'expired';
+        userId: string;
+        expiresAt: number | null;
+      }
     /** Every compensation has its result; `task_stopped` follows. */
     | { kind: 'compensation_finished'; compensations: Compensation[] }
   );

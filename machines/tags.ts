@@ -25,6 +25,8 @@ export const TAGS = {
   review: 'review',
   /** Waiting out a model outage. */
   outage: 'outage',
+  /** Paused while the task's user is away. */
+  away: 'away',
 } as const;
 
 export type Tag = (typeof TAGS)[keyof typeof TAGS];
@@ -34,7 +36,13 @@ export type Tag = (typeof TAGS)[keyof typeof TAGS];
  * review queue.
  */
 export type TaskState =
-  'running' | 'waiting_for_confirmation' | 'waiting_for_user' | 'waiting_for_model' | 'review_required' | FinalStatus;
+  | 'running'
+  | 'waiting_for_confirmation'
+  | 'waiting_for_user'
+  | 'waiting_for_model'
+  | 'review_required'
+  | 'paused'
+  | FinalStatus;
 
 export const TASK_STATES: readonly TaskState[] = [
   'running',
@@ -42,6 +50,7 @@ export const TASK_STATES: readonly TaskState[] = [
   'waiting_for_user',
   'waiting_for_model',
   'review_required',
+  'paused',
   'done',
   'answered',
   'failed',
@@ -55,6 +64,7 @@ export const WAITING_TASK_STATES: readonly TaskState[] = [
   'waiting_for_user',
   'waiting_for_model',
   'review_required',
+  'paused',
 ];
 
 /** A task's listed state from the tags of the state it is in (and, when final, its outcome). */
@@ -68,6 +78,7 @@ export function taskStateOf(tags: ReadonlySet<string> | readonly string[], outco
   if (has(TAGS.waiting) && has(TAGS.question)) return 'waiting_for_user';
   if (has(TAGS.waiting) && has(TAGS.outage)) return 'waiting_for_model';
   if (has(TAGS.waiting) && has(TAGS.review)) return 'review_required';
+  if (has(TAGS.waiting) && has(TAGS.away)) return 'paused';
   return 'running';
 }
 

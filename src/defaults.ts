@@ -24,6 +24,8 @@ export const DEFAULT_POLICY: Policy = {
   maxUnknownReads: 2,
   // A write whose tool names a compensation is undone when the task stops without meeting its goal.
   compensateOn: ['failed', 'budget_exhausted', 'cancelled'],
+  // A task whose user went away waits a day for them, paused, then is cancelled.
+  awayTtlMs: 24 * 60 * 60_000,
   loosened: [],
 };
 

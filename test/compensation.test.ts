@@ -12,6 +12,7 @@ import { replayAudit } from '../src/audit/replayAudit.js';
 import { describeChart } from '../src/visualize/describeChart.js';
 import { createOrchestrator } from '../src/orchestrator/orchestrator.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
+import { ManualClock } from '../src/testing/manualClock.js';
 import type { TaskStore } from '../src/store/taskStore.js';
 import { type ScriptStep, reply, scriptedModel } from '../src/testing/scriptedModel.js';
 import { type Tool, defineTool } from '../src/tool.js';
@@ -42,6 +43,7 @@ interface Setup {
   cancelOnStop?: boolean;
   reserveTimeoutMs?: number;
   cancelTimeoutMs?: number;
+  clock?: ManualClock;
 }
 
 /** The saga's script: book R7, order catering for it, then answer (truthfully) with what happened. */
@@ -68,6 +70,8 @@ function setup(options: Setup = {}) {
     model: scriptedModel(options.script ?? sagaScript()),
     store,
     policy: options.policy,
+    clock: options.clock,
+    expirySweepMs: 0,
   });
   return { store, bookings, kitchen, orchestrator };
 }
@@ -212,6 +216,32 @@ describe('an undo after a cancel', () => {
     ]);
     expect(status.outcome?.reason.message).toMatch(/still in effect: reserve_room/);
     expect(s.bookings.cancelRequests).toEqual([]);
+  });
+});
+
+describe('an undo while the user is away', () => {
+  it('undoes the booking of a task cancelled because its user never came back, without waiting for them', async () => {
+    const clock = new ManualClock();
+    const s = setup({ clock, policy: { awayTtlMs: 60_000 } });
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const reserve = s.bookings.reserve.bind(s.bookings);
+    s.bookings.reserve = async (request, signal) => (await gate, reserve(request, signal));
+    await start(s.orchestrator, 'gone');
+    await until(async () => JSON.stringify((await s.orchestrator.status('gone')).stateValue) === '"executing.writing"');
+    await s.orchestrator.userLeft('gone', E17);
+    release();
+    // The booking finishes (what runs, finishes); the catering turn waits for the user.
+    await until(async () => (await s.orchestrator.status('gone')).state === 'paused');
+    expect(s.bookings.bookings).toHaveLength(1);
+    await clock.advance(60_000);
+    expect(await s.orchestrator.expireDue()).toBe(1);
+    const status = await s.orchestrator.settled('gone');
+    expect(status.state).toBe('cancelled');
+    expect(status.outcome?.reason.code).toBe('user_away');
+    expect(status.outcome?.compensations?.map((c) => c.result)).toEqual(['compensated']);
+    expect(s.bookings.bookings[0]?.cancelledAt).toEqual(expect.any(String));
+    expect(s.kitchen.orders).toEqual([]);
   });
 });
 

@@ -98,7 +98,7 @@ describe('migration of older envelopes', () => {
     expect(context).toMatchObject({ unverified: [], exposure: { untrustedInput: null, sensitiveData: null } });
     expect(context.observedIds).toEqual(['E17', 'acme']);
     // agent/7: no write remembered for compensation (none was recorded), nothing being undone.
-    expect(context).toMatchObject({ compensable: [], unwinding: null });
+    expect(context).toMatchObject({ compensable: [], unwinding: null, away: null });
     const {
       writtenKeys: _w,
       mandate: _m,
@@ -112,7 +112,15 @@ describe('migration of older envelopes', () => {
       policy,
       ...migrated
     } = context;
-    const { unverified: _u, exposure: _e, observedIds: _i, compensable: _c, unwinding: _x, ...rest } = migrated;
+    const {
+      unverified: _u,
+      exposure: _e,
+      observedIds: _i,
+      compensable: _c,
+      unwinding: _x,
+      away: _a,
+      ...rest
+    } = migrated;
     const {
       batch: oldBatch,
       budget: oldBudget,

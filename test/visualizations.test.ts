@@ -144,8 +144,13 @@ describe('visualizations', () => {
       'executing_reconciling --> reviewRequired: xstate.done.actor.lookup [else] / holdForReview',
     );
     expect(mermaid).toContain(
-      'reviewRequired --> executing_resending: review.resolved [isResolvedAsRetry and isHeldWriteRetrySafe and hasBudgetForRetry and not isCancelRequested] / prepareReviewedResend',
+      'reviewRequired --> executing_resending: review.resolved [isResolvedAsRetry and isHeldWriteRetrySafe and hasBudgetForRetry and not isCancelRequested and (not isUserAway or isUnwinding)] / prepareReviewedResend',
     );
+    expect(mermaid).toContain('deciding --> paused: always [isUserAway] / pauseForAbsence');
+    expect(mermaid).toContain(
+      'executing_selecting --> executing_pausedBeforeWrite: always [isNextStepWrite and isUserAway and not isUnwinding] / pauseForAbsence',
+    );
+    expect(mermaid).toContain('paused --> deciding: user.returned [isAboutTaskUser] / resumeForUser');
     expect(mermaid).toContain(
       'executing_reconciling --> executing_resending: xstate.done.actor.lookup [wasWriteNotFound and isSameKeyRetrySafe and canRetryWrite and hasBudgetForRetry] / prepareResend',
     );

@@ -41,9 +41,30 @@ export const executingState = {
           target: 'awaitingConfirmation',
           actions: 'requestConfirmation',
         },
+        // A write waits for its user (undoing a stop's writes goes on without them).
+        {
+          guard: and(['isNextStepWrite', 'isUserAway', not('isUnwinding')]),
+          target: 'pausedBeforeWrite',
+          actions: 'pauseForAbsence',
+        },
         { guard: 'isNextStepWrite', target: 'rechecking', actions: 'startRecheck' },
         { target: 'reading', actions: 'startReads' },
       ],
+    },
+    pausedBeforeWrite: {
+      description:
+        "The task's user went away: no write runs until they return (reads before it have finished); cancelled after the policy's awayTtlMs.",
+      tags: [TAGS.waiting, TAGS.away],
+      on: {
+        'user.returned': [
+          { guard: 'isAboutTaskUser', target: 'selecting', actions: 'resumeForUser' },
+          { actions: 'refusePresenceOfOther' },
+        ],
+        'timer.awayExpired': [
+          { guard: 'hasAbsenceExpired', target: '#agent.stopping', actions: 'stopForAbsence' },
+          { actions: 'replyNothingDue' },
+        ],
+      },
     },
     rechecking: {
       description: 'Right before a write: every gate again on the exact arguments, after any wait and after a restart.',
@@ -177,6 +198,11 @@ export const executingState = {
             guard: and(['wasWriteNotFound', 'isCancelRequested']),
             target: 'selecting',
             actions: 'abandonWriteForCancel',
+          },
+          {
+            guard: and(['wasWriteNotFound', 'isUserAway', not('isUnwinding')]),
+            target: 'selecting',
+            actions: 'abandonWriteForAbsence',
           },
           {
             guard: and(['wasWriteNotFound', 'isSameKeyRetrySafe', 'canRetryWrite', 'hasBudgetForRetry']),

@@ -75,6 +75,19 @@ export const abandonWriteForCancel: Step = (context, event) => {
   };
 };
 
+/**
+ * Not found while the task's user is away: not sent again (a write that did not happen is a new effect, and none
+ * starts while the user is away); the model is told, and may propose it again once they are back.
+ */
+export const abandonWriteForAbsence: Step = (context, event) => {
+  const call = inFlight(context);
+  const summary = `looked up by idempotency key ${call.idempotencyKey}: not found; not sent again while the user is away`;
+  return {
+    context: { batch: finishCall(context.batch!, call.callId, rejection(call, 'not_executed', summary)) },
+    audit: [lookupEntry(context, event, call)],
+  };
+};
+
 /** Not found, and the tool declares same-key retries safe: to be sent again with the same key, once re-checked. */
 export const prepareResend: Step = (context, event) => {
   const call = inFlight(context);

@@ -64,6 +64,7 @@ export function initialContext(input: AgentInput): AgentContext {
     lastFailure: null,
     cancelRequested: null,
     compensable: [],
+    away: null,
     unwinding: null,
     outcome: null,
   };

@@ -196,6 +196,9 @@ export function formatTrace(entries: readonly AuditEntry[], options: TraceOption
           ),
         );
         break;
+      case 'presence':
+        lines.push(line(paint, indent, entry.turn, 'user', paint('yellow', `${entry.userId} ${entry.action}`)));
+        break;
       case 'compensation_started':
       case 'compensation_finished': {
         for (const key of [...gates.keys()]) flushGates(key);

@@ -378,6 +378,28 @@ export function apply(task: ReplayedTask, entry: AuditEntry, seq: number, previo
       task.waitingForAnswer = false;
       enter('deciding');
       break;
+    case 'presence':
+      if (entry.action === 'paused') {
+        // Before a write of an open batch, or before the next model turn once the batch is done.
+        const open = task.lastResults.some((r) => r.result === null);
+        if (open && inExecuting()) enterExecuting('pausedBeforeWrite');
+        else {
+          enter('deciding');
+          enter('paused');
+        }
+      }
+      if (entry.action === 'resumed')
+        enter(task.state === 'executing.pausedBeforeWrite' ? 'executing.selecting' : 'deciding');
+      decide({
+        kind: 'user',
+        name: `user ${entry.action}`,
+        decision: entry.action,
+        code: null,
+        summary: null,
+        tool: null,
+        callId: null,
+      });
+      break;
     case 'compensation_started':
       stoppedAt(entry.reason.code);
       decide({

@@ -61,6 +61,7 @@ const EVENT_NAMES: Partial<Record<AuditEntry['kind'], string>> = {
   tool_finished: 'tool',
   write_lookup: 'lookup',
   review: 'review',
+  presence: 'presence',
   compensation_started: 'compensation',
   compensation_finished: 'compensation',
   task_stopped: 'stop',

@@ -24,6 +24,8 @@ export function dueEvent(context: AgentContext, state: string, now: number): Hos
   }
   if (state === 'waiting_for_model' && context.outage && context.outage.wakeAt <= now)
     return { type: 'timer.modelRetryDue', at: now };
+  if (state === 'paused' && context.away && context.away.expiresAt <= now)
+    return { type: 'timer.awayExpired', at: now };
   return null;
 }
 

@@ -231,6 +231,20 @@ export class Orchestrator {
     return this.events.deliver(taskId, by, { type: 'user.answered', at: this.now(), text, userId: by.userId });
   }
 
+  /**
+   * The task's user went away (their session closed): say so from the host's session layer, with the user's own
+   * principal. The task finishes what runs now, then pauses before its next model turn and before any write; a pause
+   * longer than the policy's `awayTtlMs` (a day) cancels it, undoing its writes where their tools say how.
+   */
+  userLeft(taskId: string, by: Principal): Promise<UserEventResult> {
+    return this.events.deliver(taskId, by, { type: 'user.left', at: this.now(), userId: by.userId });
+  }
+
+  /** The task's user is back: a paused task resumes where it paused. */
+  userReturned(taskId: string, by: Principal): Promise<UserEventResult> {
+    return this.events.deliver(taskId, by, { type: 'user.returned', at: this.now(), userId: by.userId });
+  }
+
   /** Cancels the task. A write in flight is first reconciled; a write held for review, resolved. */
   cancel(taskId: string, by: Principal, reason = ''): Promise<UserEventResult> {
     return this.events.deliver(taskId, by, { type: 'task.cancelled', at: this.now(), reason, by: by.userId });

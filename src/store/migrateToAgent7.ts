@@ -5,7 +5,8 @@
  * - `compensable`: empty. agent/6 did not record the writes a task made with the undo their tools derive, so a task
  *   migrated in flight undoes none of the writes it made before the upgrade, only those it makes after (said in the
  *   README's upgrade notes);
- * - `unwinding`: none (agent/6 had no compensation to be in the middle of).
+ * - `unwinding`: none (agent/6 had no compensation to be in the middle of);
+ * - `away` (pause while the user is away): the user is present, and `awayTtlMs` at its default.
  *
  * Outcomes keep what they said (they list no compensations).
  */
@@ -20,9 +21,10 @@ export function toAgent7Context(context: Raw): Raw {
   return {
     ...context,
     policy: isObject(context.policy)
-      ? { compensateOn: [...DEFAULT_POLICY.compensateOn], ...context.policy }
+      ? { compensateOn: [...DEFAULT_POLICY.compensateOn], awayTtlMs: DEFAULT_POLICY.awayTtlMs, ...context.policy }
       : context.policy,
     compensable: context.compensable ?? [],
+    away: context.away ?? null,
     unwinding: context.unwinding ?? null,
   };
 }

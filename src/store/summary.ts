@@ -75,5 +75,6 @@ export function wakeAtOf(state: TaskState, context: AgentContext): number | null
   if (state === 'waiting_for_confirmation') return context.pendingConfirmation?.expiresAt ?? null;
   if (state === 'waiting_for_user') return context.questionExpiresAt;
   if (state === 'waiting_for_model') return context.outage?.wakeAt ?? null;
+  if (state === 'paused') return context.away?.expiresAt ?? null;
   return null;
 }

@@ -231,6 +231,14 @@ function timelineRow(entry: AuditEntry, seq: number, start: number): string | nu
         'warn',
         `by ${esc(entry.by)}${entry.reason ? `: ${esc(entry.reason)}` : ''}`,
       );
+    case 'presence':
+      return row(
+        'user',
+        null,
+        entry.action,
+        entry.action === 'expired' ? 'reject' : 'warn',
+        `${esc(entry.userId)}${entry.expiresAt ? ` (the pause ends the task at ${new Date(entry.expiresAt).toISOString()})` : ''}`,
+      );
     case 'compensation_started':
       return row(
         'undo',

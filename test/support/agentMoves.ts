@@ -739,5 +739,34 @@ function everyMove(world: World): Move[] {
     event: { type: 'task.cancelled', at: world.shadow.now, reason: 'changed my mind', by: USER },
   });
   if (value !== 'executing.writing') moves.push({ type: 'restart', restart: true, event: null });
+  if (world.shadow.presence) moves.push(...presenceMoves(world, value));
+  return moves;
+}
+
+/**
+ * The presence world: the user leaves while the model or a tool works, comes back while the task is paused, or stays
+ * away until the pause expires (a timer early is inert); someone else saying the user left changes nothing.
+ */
+function presenceMoves(world: World, value: string): Move[] {
+  const { now } = world.shadow;
+  const moves: Move[] = [];
+  const away = world.machine.context.away;
+  if (!away && (value === 'thinking' || value === 'executing.reading' || value === 'executing.writing')) {
+    moves.push({ type: 'user: leaves', event: { type: 'user.left', at: now, userId: USER } });
+    moves.push({
+      type: 'someone else: says the user left',
+      event: { type: 'user.left', at: now, userId: INTRUDER },
+      inert: true,
+    });
+  }
+  if (away && (value === 'paused' || value === 'executing.pausedBeforeWrite')) {
+    moves.push({ type: 'user: returns', event: { type: 'user.returned', at: now, userId: USER } });
+    moves.push({
+      type: 'timer: away expired',
+      event: { type: 'timer.awayExpired', at: Math.max(now, away.expiresAt) },
+    });
+    if (now < away.expiresAt)
+      moves.push({ type: 'timer: away expiry early', event: { type: 'timer.awayExpired', at: now }, inert: true });
+  }
   return moves;
 }

@@ -153,6 +153,17 @@ export const UNDO_TOOLKIT: Toolkit = { rules: (name) => UNDO_RULES[name], sha256
 export const UNDO_CHART: AgentMachine = createAgentMachine(UNDO_TOOLKIT);
 const UNDO_CHARTS = new WeakSet<AgentMachine>([UNDO_CHART]);
 
+/** The chart of the presence world: the same tools, and the harness also says the user left or came back. */
+export const PRESENCE_CHART: AgentMachine = createAgentMachine(TOOLKIT);
+const PRESENCE_CHARTS = new WeakSet<AgentMachine>([PRESENCE_CHART]);
+
+/** The presence world's chart with some guards replaced (a chart broken on purpose). */
+export function presenceChartWith(guards: Parameters<AgentMachine['provide']>[0]['guards']): AgentMachine {
+  const chart = PRESENCE_CHART.provide({ guards }) as AgentMachine;
+  PRESENCE_CHARTS.add(chart);
+  return chart;
+}
+
 /** The undo world's chart with some guards replaced (a chart broken on purpose), known to the harness as undoing. */
 export function undoChartWith(guards: Parameters<AgentMachine['provide']>[0]['guards']): AgentMachine {
   const chart = UNDO_CHART.provide({ guards }) as AgentMachine;
@@ -189,6 +200,7 @@ export const INPUT: AgentInput = {
     ruleOfTwo: 'confirm',
     maxUnknownReads: 2,
     compensateOn: ['failed', 'budget_exhausted', 'cancelled'],
+    awayTtlMs: 86_400_000,
     loosened: [],
   },
   limits: {
@@ -333,6 +345,10 @@ export interface Shadow {
   undoes: boolean;
   /** Bookings that succeeded, oldest first (recorded in the undo world only). */
   written: Written[];
+  /** The harness also moves the user's presence (`PRESENCE_CHART`). */
+  presence: boolean;
+  /** The harness said the task's user left and has not said they came back (nor has their pause expired). */
+  away: boolean;
 }
 
 export interface World {
@@ -399,6 +415,8 @@ export const WAITING_STATES = new Set([
   'awaitingUser',
   'waitingForModel',
   'reviewRequired',
+  'paused',
+  'executing.pausedBeforeWrite',
 ]);
 /** Stable states where the machine waits on one of its invoked actors, with the invoke id. */
 export const INVOKING_STATES: Record<string, string> = {
@@ -612,6 +630,10 @@ function advanceShadow(shadow: Shadow, prev: AgentSnapshot, move: Move, next: Ag
       });
     }
   }
+  let away = shadow.away;
+  if (event && !move.inert && (event.type === 'user.left' || event.type === 'user.returned') && event.userId === USER)
+    away = event.type === 'user.left';
+  if (event?.type === 'timer.awayExpired' && !move.inert) away = false;
   // The machine starts undoing: its calls are the undos the harness expects (a property checks the machine's).
   if (shadow.undoes && !prev.context.unwinding && next.context.unwinding)
     calls = expectedUndos(written).map((u) => undoShadowCall(u.callId, u.tool, u.args));
@@ -742,6 +764,8 @@ function advanceShadow(shadow: Shadow, prev: AgentSnapshot, move: Move, next: Ag
     unknownReads,
     undoes: shadow.undoes,
     written,
+    presence: shadow.presence,
+    away,
   };
 }
 
@@ -765,6 +789,8 @@ export function initialWorld(scope: AnyActorScope, input: AgentInput = INPUT, ch
       unknownReads: 0,
       undoes: UNDO_CHARTS.has(chart),
       written: [],
+      presence: PRESENCE_CHARTS.has(chart),
+      away: false,
     },
   };
 }

@@ -48,6 +48,7 @@ export function taskInput(taskId: string, overrides: Partial<AgentInput> = {}): 
       ruleOfTwo: 'confirm',
       maxUnknownReads: 2,
       compensateOn: ['failed', 'budget_exhausted', 'cancelled'],
+      awayTtlMs: 86_400_000,
       loosened: [],
     },
     limits: {
@@ -195,6 +196,11 @@ export function snapshotIn(
       wakeAt: options.wakeAt ?? at + context.policy.modelWakeMs.first,
       lastError: 'connection refused',
     };
+    context.waitingSince = at;
+  } else if (state === 'paused') {
+    // The user went away after the last batch: the task rests before its next model turn.
+    next.value = 'paused';
+    context.away = { since: at, expiresAt: options.wakeAt ?? at + context.policy.awayTtlMs };
     context.waitingSince = at;
   } else if (state === 'review_required') {
     const callId = 'call_1';

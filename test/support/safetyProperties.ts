@@ -766,6 +766,25 @@ export function checkEdge(prev: World, move: Move, next: World, scope: AnyActorS
     if (undoWrites.length > 0) fail('P7 compensation', `an undo was remembered to be undone: ${undoWrites[0]!.tool}`);
   }
 
+  // (8) Presence, in the presence world: while the harness says the user is away, no model turn starts and no write
+  // starts (undoing a stop's writes aside); the machine's own record of it agrees; a pause ends only by the user's
+  // return, its expiry (which cancels the task with user_away), or another stop.
+  if (next.shadow.presence && !FINAL_STATES.has(to)) {
+    if ((after.context.away !== null) !== next.shadow.away)
+      fail('P8 presence', `the machine says the user is ${after.context.away ? 'away' : 'present'} after ${move.type}`);
+    if (next.shadow.away && after.context.turn > before.context.turn)
+      fail('P8 presence', `a model turn starts while the user is away, after ${move.type}`);
+    if (next.shadow.away && !after.context.unwinding)
+      for (const call of startedCalls(before, after))
+        if (call.effect === 'write') fail('P8 presence', `${call.tool} starts while the user is away`);
+    const pausedStates = new Set(['paused', 'executing.pausedBeforeWrite']);
+    if (pausedStates.has(to) && !next.shadow.away) fail('P8 presence', `${to} while the user is present`);
+  }
+  if (next.shadow.presence && event?.type === 'timer.awayExpired' && !move.inert) {
+    const code = after.context.outcome?.reason.code ?? after.context.unwinding?.stop.reason.code;
+    if (code !== 'user_away') fail('P8 presence', `an expired pause leads to ${to} (${code ?? 'no stop'})`);
+  }
+
   // (4) Hard counters never go back.
   for (const dim of HARD_DIMENSIONS) {
     if (after.context.budget.used[dim] < used[dim])
