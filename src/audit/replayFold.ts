@@ -1,92 +1,22 @@
 /**
  * The fold's one step: how an audit entry moves the replayed task (its state, budgets, pending confirmation, results
  * and decisions). The state is read off the entries the chart's steps emit, passing through the transient states the
- * chart requires; see `replayAudit.ts`.
+ * chart requires; see `replayAudit.ts`. How a task pauses and ends is in `replayEndings.ts`.
  */
-import type { FinalStatus } from '../../machines/context.js';
 import { WRITE_OUTCOME_UNKNOWN } from '../../machines/failures.js';
 import type { AuditEntry } from '../../machines/journal.js';
-import type { ReplayedCall, ReplayedDecision, ReplayedTask } from './replayedTask.js';
-
-const FINAL_STATE: Record<FinalStatus, string> = {
-  done: 'done',
-  answered: 'answered',
-  failed: 'failed',
-  budget_exhausted: 'budgetExhausted',
-  cancelled: 'cancelled',
-};
+import { ENDING_KINDS, applyEnding } from './replayEndings.js';
+import { foldMoves } from './replayFoldMoves.js';
+import type { ReplayedTask } from './replayedTask.js';
 
 /** Applies `entry` to `task` (a fresh copy owned by the fold). */
 export function apply(task: ReplayedTask, entry: AuditEntry, seq: number, previous: AuditEntry | null): void {
-  const used = task.budget.used;
-  const enter = (state: string, reenter = false) => {
-    if (task.state === state && !reenter) return;
-    if (task.state !== null) task.transitions.push({ from: task.state, to: state, seq });
-    task.visited.push(state);
-    task.state = state;
-  };
-  const inVetting = () => task.state?.startsWith('vetting.') === true;
-  const inExecuting = () => task.state?.startsWith('executing.') === true;
-  /** Into a substate of `vetting`: each call starts from `choosing`. */
-  const enterVetting = (sub: string) => {
-    if (!inVetting()) enter('vetting.choosing');
-    enter(`vetting.${sub}`);
-  };
-  /**
-   * Into a substate of `executing`. Every step of a batch is chosen in `selecting` (also the state entered from
-   * outside, after vetting), except a same-key retry, which goes from `reconciling` straight back to `writing`.
-   */
-  const enterExecuting = (sub: string) => {
-    const target = `executing.${sub}`;
-    if (task.state === target) return;
-    if (inVetting()) enter('vetting.choosing');
-    const direct =
-      task.state === 'executing.selecting' || (task.state === 'executing.reconciling' && sub === 'writing');
-    if (!direct) enter('executing.selecting');
-    enter(target);
-  };
-  /** A refusal by the re-check of a write's arguments (`rechecking.arguments`, entered from `selecting`). */
-  const refusedAtRecheck = () => {
-    if (task.state !== 'executing.rechecking.hooks' && task.state !== 'executing.resending') {
-      enterExecuting('selecting');
-      enter('executing.rechecking.arguments');
-    }
-    enter('executing.selecting');
-  };
-  /**
-   * Where a stop was decided. From vetting: a loop is found in `choosing`; a denied call proposed again in
-   * `checkingMandate`; a cancel or a failed check leaves the state it happened in; every other stop of a batch is
-   * decided in `selecting`.
-   */
-  const stoppedAt = (code: string) => {
-    if (previous?.kind === 'write_lookup' && previous.result === 'inconclusive') used.retries -= 1;
-    if (inVetting() && code === 'loop_detected') enter('vetting.choosing');
-    else if (inVetting() && (code === 'permission_denied' || code === 'outside_mandate'))
-      enter('vetting.checkingMandate');
-    else if (inVetting() && code !== 'cancelled' && code !== 'internal_error') enterExecuting('selecting');
-  };
-  const decide = (d: Omit<ReplayedDecision, 'seq' | 'turn' | 'at'>) =>
-    task.decisions.push({ seq, turn: entry.turn, at: entry.at, ...d });
-  const call = (callId: string, tool: string): ReplayedCall => {
-    let found = task.lastResults.find((c) => c.callId === callId);
-    if (!found) {
-      found = {
-        callId,
-        tool,
-        effect: null,
-        args: null,
-        argsHash: null,
-        idempotencyKey: null,
-        result: null,
-        gate: null,
-        attempts: 0,
-        durationMs: null,
-      };
-      task.lastResults.push(found);
-    }
-    return found;
-  };
-
+  const moves = foldMoves(task, entry, seq, previous);
+  if (ENDING_KINDS.has(entry.kind)) {
+    applyEnding(task, entry as Parameters<typeof applyEnding>[1], moves);
+    return;
+  }
+  const { used, enter, inVetting, inExecuting, enterVetting, enterExecuting, refusedAtRecheck, decide, call } = moves;
   switch (entry.kind) {
     case 'task_started':
       task.budget.limits = entry.limits;
@@ -377,76 +307,6 @@ export function apply(task: ReplayedTask, entry: AuditEntry, seq: number, previo
       });
       task.waitingForAnswer = false;
       enter('deciding');
-      break;
-    case 'presence':
-      if (entry.action === 'paused') {
-        // Before a write of an open batch, or before the next model turn once the batch is done.
-        const open = task.lastResults.some((r) => r.result === null);
-        if (open && inExecuting()) enterExecuting('pausedBeforeWrite');
-        else {
-          enter('deciding');
-          enter('paused');
-        }
-      }
-      if (entry.action === 'resumed')
-        enter(task.state === 'executing.pausedBeforeWrite' ? 'executing.selecting' : 'deciding');
-      decide({
-        kind: 'user',
-        name: `user ${entry.action}`,
-        decision: entry.action,
-        code: null,
-        summary: null,
-        tool: null,
-        callId: null,
-      });
-      break;
-    case 'compensation_started':
-      stoppedAt(entry.reason.code);
-      decide({
-        kind: 'compensation',
-        name: 'started',
-        decision: entry.status,
-        code: entry.reason.code,
-        summary: `${entry.reason.message}; undoing ${entry.compensations.length} write(s) first`,
-        tool: null,
-        callId: null,
-      });
-      enter('stopping');
-      // The compensating calls are vetted and run like a batch of proposals.
-      task.lastResults = [];
-      enter('vetting.choosing');
-      break;
-    case 'compensation_finished':
-      enterExecuting('selecting');
-      for (const c of entry.compensations) {
-        decide({
-          kind: 'compensation',
-          name: c.result,
-          decision: c.result,
-          code: c.code,
-          summary: c.summary,
-          tool: c.undoTool,
-          callId: c.callId,
-        });
-      }
-      break;
-    case 'task_stopped':
-      stoppedAt(entry.reason.code);
-      decide({
-        kind: 'stop',
-        name: entry.status,
-        decision: entry.status,
-        code: entry.reason.code,
-        summary: entry.reason.message,
-        tool: null,
-        callId: null,
-      });
-      task.outcome = { status: entry.status, reason: entry.reason };
-      task.pendingConfirmation = null;
-      task.waitingForAnswer = false;
-      // Every stop but a met goal or an answer passes through `stopping` (where compensations would start).
-      if (entry.status !== 'done' && entry.status !== 'answered') enter('stopping');
-      enter(FINAL_STATE[entry.status]);
       break;
   }
 }
