@@ -548,7 +548,7 @@ export function fitsMandate(tool: string, args: Record<string, unknown>): boolea
 }
 
 /** The harness's own reading of the host's rules for one proposed call. */
-function shadowOf(
+export function shadowOf(
   callId: string,
   tool: string,
   text: string,

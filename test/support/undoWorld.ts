@@ -7,8 +7,7 @@
  * without a rule asks).
  */
 import type { MachineEvent } from '../../machines/actors.js';
-import { hashArguments } from '../../src/hashing.js';
-import type { AgentSnapshot, Move, ShadowCall } from './agentWorld.js';
+import { type AgentSnapshot, type Move, type ShadowCall, shadowOf } from './agentWorld.js';
 
 /** A write that succeeded and, in the undo world, is to be undone on a stop. */
 export interface Written {
@@ -64,34 +63,11 @@ export function expectedUndos(written: readonly Written[]): { callId: string; to
     .map((w, index) => ({ callId: `undo-${index + 1}`, tool: UNDONE_BY.book_room!, args: { room: w.room } }));
 }
 
-/** The harness's reading of the rules for an undo call. */
+/**
+ * The harness's reading of the rules for an undo call: as for a proposal of it, except that the mandate gate passes
+ * it (the compensation rule) and, declaring no confirmation rule, it asks the task's user (a write's default).
+ */
 export function undoShadowCall(callId: string, tool: string, args: { room: string }): ShadowCall {
-  return {
-    callId,
-    tool,
-    room: args.room,
-    protocolOk: true,
-    schemaOk: true,
-    // An undo is derived by the host from a trusted result: the mandate gate passes it, by the compensation rule.
-    mandateOk: true,
-    scopeOk: true,
-    business: 'n/a',
-    authorize: 'n/a',
-    // release_room declares no confirmation rule: a write without one asks the task's user.
-    needsConfirmation: true,
-    approvers: 0,
-    amount: 0,
-    argsHash: hashArguments(args),
-    approvals: [],
-    grant: null,
-    recheck: null,
-    recheckGate: null,
-    unanswered: false,
-    tampered: false,
-    starts: 0,
-    unknown: false,
-    needsReview: false,
-    resend: null,
-    heldAgain: false,
-  };
+  const proposed = shadowOf(callId, tool, JSON.stringify(args), true, { callId, schemaOk: true });
+  return { ...proposed, mandateOk: true, needsConfirmation: true };
 }
