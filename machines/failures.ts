@@ -21,7 +21,16 @@ export const STOP_CODES = [
   'goal_not_met',
   'could_not_verify',
   'model_refused',
+  /** The model stayed unreachable (timeouts, resets, 429 and 5xx) past its retries and the outage wait. */
   'model_unavailable',
+  /** The provider refused the request for a reason a retry cannot fix (a bad request, a spent quota). */
+  'model_request_failed',
+  /** The provider refused the key (401) or its access to the model (403). */
+  'model_auth_failed',
+  /** The provider does not know the model (404). */
+  'model_not_found',
+  /** The prompt grew longer than the model's context window. */
+  'context_too_long',
   'protocol_error',
   'too_many_rejections',
   'loop_detected',
@@ -175,5 +184,15 @@ export const REPLY_CODES: readonly ReplyCode[] = [
   ...HOST_REPLY_CODES,
 ];
 
-/** The model turn could not produce an event (transport failure past its retries, or a request refused). */
-export type ModelFailureCode = 'model_unavailable';
+/**
+ * Why a model turn produced no event: the provider stayed unreachable past the retries (`model_unavailable`), or it
+ * refused the request, for a reason the code names (the shared provider taxonomy, src/model/providerErrors.ts).
+ */
+export const MODEL_FAILURE_CODES = [
+  'model_unavailable',
+  'model_request_failed',
+  'model_auth_failed',
+  'model_not_found',
+  'context_too_long',
+] as const satisfies readonly StopCode[];
+export type ModelFailureCode = (typeof MODEL_FAILURE_CODES)[number];

@@ -60,7 +60,18 @@ export const AGENT_ERROR_CODES = {
   /** Dispatch to workers (`statechart-agent/bullmq` and the orchestrator's dispatched mode). */
   dispatch: ['queue_full', 'event_pending', 'task_handed_back', 'settle_timeout', 'start_failed'],
   /** `statechart-agent/openai` and `statechart-agent/ai-sdk`, and `TransientModelError` a host's model throws. */
-  models: ['model_request_failed', 'model_not_configured', 'model_request_aborted', 'model_transient_failure'],
+  models: [
+    'model_request_failed',
+    'model_not_configured',
+    'model_request_aborted',
+    'model_transient_failure',
+    /** The provider refused the key (401) or its access to the model (403). */
+    'model_auth_failed',
+    /** The provider does not know the model (404, or code `model_not_found`). */
+    'model_not_found',
+    /** The prompt is longer than the model's context window. */
+    'context_too_long',
+  ],
   /** `statechart-agent/mcp`. */
   mcp: ['invalid_mcp_policy', 'mcp_connection_failed', 'mcp_lookup_unavailable'],
   /** `statechart-agent/inspect`. */

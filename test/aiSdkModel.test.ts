@@ -393,7 +393,7 @@ describe('createAiSdkModel over the AI SDK mock model', () => {
 
       expect(mock.doGenerateCalls).toHaveLength(1);
       expect(status.state).toBe('failed');
-      expect(status.outcome?.reason.code).toBe('model_unavailable');
+      expect(status.outcome?.reason.code).toBe('model_auth_failed');
       expect(status.outcome?.reason.message).toContain("401 (authentication failed: check the provider's API key)");
       expect(status.outcome?.reason.message).not.toContain('abcdefghijklmnop');
       expect(status.outcome?.reason.message).not.toContain('api.example.invalid');

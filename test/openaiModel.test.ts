@@ -515,7 +515,7 @@ describe('createOpenAIModel over HTTP', () => {
 
       expect(srv.requests).toHaveLength(1);
       expect(status.state).toBe('failed');
-      expect(status.outcome?.reason.code).toBe('model_unavailable');
+      expect(status.outcome?.reason.code).toBe('model_auth_failed');
       expect(status.outcome?.reason.message).toContain('401 (authentication failed: check OPENAI_API_KEY)');
       expect(status.outcome?.reason.message).not.toContain('abcdefghijklmnop');
       expect(status.outcome?.reason.message).not.toMatch(/\n\s+at /);

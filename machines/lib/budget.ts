@@ -56,6 +56,21 @@ export function modelTurnNeed(
   };
 }
 
+/**
+ * The turn's token and cost reservation given back (its model turn stays counted): a turn that failed without a
+ * reply reported no usage, so it is charged nothing rather than everything it reserved.
+ */
+export function releaseTurn(budget: BudgetState, reservation: ModelReservation): BudgetState {
+  const need = modelTurnNeed(reservation, budget);
+  return debit(budget, { tokens: -(need.tokens ?? 0), costMicros: -(need.costMicros ?? 0) });
+}
+
+/** The turn's token and cost reservation taken again (a turn asked again after an outage wait). */
+export function reserveTurnAgain(budget: BudgetState, reservation: ModelReservation): BudgetState {
+  const need = modelTurnNeed(reservation, budget);
+  return debit(budget, { tokens: need.tokens ?? 0, costMicros: need.costMicros ?? 0 });
+}
+
 export function debit(budget: BudgetState, amount: Partial<BudgetCounters>): BudgetState {
   const used = { ...budget.used };
   for (const key of Object.keys(amount) as (keyof BudgetCounters)[]) used[key] += amount[key] ?? 0;

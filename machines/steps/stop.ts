@@ -6,7 +6,7 @@ import { UNVERIFIED } from '../failures.js';
 import { callKey, nextCall, nextStep, skipUnfinished } from '../lib/batch.js';
 import { blockingReads, unsupportedIdentifiers } from '../lib/observedFacts.js';
 import { isJsonObject } from '../lib/strictJson.js';
-import { debit, describeShortfall, modelTurnNeed, shortfall } from '../lib/budget.js';
+import { debit, describeShortfall, modelTurnNeed, releaseTurn, shortfall } from '../lib/budget.js';
 import { safeErrorText } from '../lib/text.js';
 import type { AuditEntry, TranscriptEntry } from '../journal.js';
 import { auditEntry, gateEntry, timeOf } from '../journal.js';
@@ -127,13 +127,17 @@ export const stopForModelFailure: Step = (context, event) => {
   if (output.kind !== 'failed') return {};
   const { outage } = context;
   const at = timeOf(context, event);
-  const message = outage
-    ? `the model stayed unreachable for ${at - outage.since} ms (${outage.attempts + 1} attempts; the limit is ${context.policy.modelOutageMs} ms): ${output.failure.message}`
-    : `the model could not be reached: ${output.failure.message}`;
+  // Refused (a 401, a context overflow): say so, never "could not be reached".
+  const message = !output.failure.transient
+    ? `the model request failed: ${output.failure.message}`
+    : outage
+      ? `the model stayed unreachable for ${at - outage.since} ms (${outage.attempts + 1} attempts; the limit is ${context.policy.modelOutageMs} ms): ${output.failure.message}`
+      : `the model could not be reached: ${output.failure.message}`;
   const result = stop(context, event, 'failed', { code: output.failure.code, message });
   const retries = retriesWithin(context, output.retriesUsed);
-  result.context!.budget =
-    retries > 0 ? debit(endWait(context, event).budget, { retries }) : endWait(context, event).budget;
+  // The turn got no reply and reported no usage: its token and cost reservation is given back.
+  const budget = releaseTurn(endWait(context, event).budget, context.modelReservation);
+  result.context!.budget = retries > 0 ? debit(budget, { retries }) : budget;
   result.context!.waitingSince = null;
   if (outage) {
     const gaveUp = auditEntry(context, event, {

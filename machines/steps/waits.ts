@@ -4,7 +4,7 @@
  */
 import { type MachineEvent, outputOf } from '../actors.js';
 import type { Outage } from '../context.js';
-import { debit } from '../lib/budget.js';
+import { debit, releaseTurn, reserveTurnAgain } from '../lib/budget.js';
 import { auditEntry, timeOf } from '../journal.js';
 import { type Step, endWait, retriesWithin } from './step.js';
 import { stop } from './stop.js';
@@ -24,11 +24,13 @@ export const pauseForModel: Step = (context, event) => {
     lastError: output.failure.message,
   };
   const retries = retriesWithin(context, output.retriesUsed);
+  // Nothing is reserved while the task waits (a stop from the wait charges the turn nothing); resuming reserves again.
+  const released = releaseTurn(context.budget, context.modelReservation);
   return {
     context: {
       outage,
       waitingSince: context.waitingSince ?? at,
-      budget: retries > 0 ? debit(context.budget, { retries }) : context.budget,
+      budget: retries > 0 ? debit(released, { retries }) : released,
     },
     audit: [
       auditEntry(context, event, {
@@ -42,19 +44,25 @@ export const pauseForModel: Step = (context, event) => {
   };
 };
 
-/** The wake-up is due: the same turn asks the model again (its budget was debited when the turn started). */
-export const resumeModel: Step = (context, event) => ({
-  context: endWait(context, event),
-  audit: [
-    auditEntry(context, event, {
-      kind: 'model_outage',
-      action: 'retrying',
-      attempts: context.outage?.attempts ?? 0,
-      wakeAt: null,
-      error: context.outage?.lastError ?? '',
-    }),
-  ],
-});
+/**
+ * The wake-up is due: the same turn asks the model again. Its model turn was debited when it started; its token and
+ * cost reservation, given back for the wait, is taken again.
+ */
+export const resumeModel: Step = (context, event) => {
+  const ended = endWait(context, event);
+  return {
+    context: { ...ended, budget: reserveTurnAgain(ended.budget, context.modelReservation) },
+    audit: [
+      auditEntry(context, event, {
+        kind: 'model_outage',
+        action: 'retrying',
+        attempts: context.outage?.attempts ?? 0,
+        wakeAt: null,
+        error: context.outage?.lastError ?? '',
+      }),
+    ],
+  };
+};
 
 /** An answer that came after the question expired is not taken: the expiry applies instead. */
 const tooLate = (event: MachineEvent) =>

@@ -1,13 +1,13 @@
 /**
- * Failures of an AI SDK call sorted into what the runtime expects: TransientModelError to retry within the task's
- * retry budget, AiSdkRequestError to fail the task, or "unusable output" when the provider answered with something
- * nobody can use (the adapter turns that into an invalid reply, which the machine re-asks). Messages carry no
- * stack, no URL and nothing key-like.
+ * Failures of an AI SDK call sorted into what the runtime expects, by the taxonomy every adapter shares
+ * (providerErrors.ts): TransientModelError to retry within the task's retry budget, AiSdkRequestError (with its
+ * specific code) to fail the task, a refused model output (re-asked, nothing charged), or "unusable output" when the
+ * provider answered 2xx with something nobody can use. Messages carry no stack, no URL and nothing key-like.
  */
 import { aiSdk } from '../../peers/aiSdk.js';
-import { AgentError } from '../../errors.js';
-import { TransientModelError } from '../agentModel.js';
-import { isTransientStatus, maskedLine, retryAfterMs } from '../replyRules.js';
+import { type ModelReply, TransientModelError } from '../agentModel.js';
+import { maskedLine } from '../replyRules.js';
+import { ProviderRequestError, classifyProviderError, settleProviderError } from '../providerErrors.js';
 import type { CodedError } from '../../errorCodes.js';
 
 const {
@@ -23,15 +23,11 @@ const {
   TypeValidationError,
 } = aiSdk;
 
-/** The provider refused the request for a reason a retry cannot fix (bad request, key, model id, configuration). */
-export class AiSdkRequestError extends AgentError<'model_request_failed'> {
-  constructor(
-    readonly status: number | null,
-    message: string,
-  ) {
-    super('model_request_failed', message);
-  }
-}
+/**
+ * The provider refused the request for a reason a retry cannot fix; `code` says which: `model_auth_failed`,
+ * `model_not_found`, `context_too_long`, or `model_request_failed` (a bad request, the configuration).
+ */
+export class AiSdkRequestError extends ProviderRequestError {}
 
 /** The request's signal was aborted (timeout or cancellation): nothing to retry from here. */
 export class AiSdkAbortedError extends Error implements CodedError<'model_request_aborted'> {
@@ -42,7 +38,11 @@ export class AiSdkAbortedError extends Error implements CodedError<'model_reques
   }
 }
 
-export type Classified = { kind: 'unusable'; detail: string } | { kind: 'error'; error: Error };
+export type Classified =
+  | { kind: 'unusable'; detail: string }
+  /** The provider refused the model's own output (Groq's tool_use_failed): re-asked, nothing charged. */
+  | { kind: 'reply'; reply: ModelReply }
+  | { kind: 'error'; error: Error };
 
 export interface ErrorOptions {
   /** Longest Retry-After honoured, in ms; a provider asking for longer is retried sooner. */
@@ -70,29 +70,23 @@ export function classifyError(error: unknown, signal: AbortSignal, options: Erro
     if (status !== null && status >= 200 && status < 300) {
       return { kind: 'unusable', detail: `the provider's response could not be read (${detail()})` };
     }
-    if (error.isRetryable || (status !== null && isTransientStatus(status))) {
-      const headers = Object.entries(error.responseHeaders ?? {});
-      const retryAfter = retryAfterMs((name) => headers.find(([key]) => key.toLowerCase() === name)?.[1]);
-      const what =
-        status === null
-          ? `the model provider could not be reached: ${detail()}`
-          : `the model provider answered ${status}: ${detail()}`;
-      return {
-        kind: 'error',
-        error: new TransientModelError(
-          what,
-          retryAfter === undefined ? undefined : Math.min(retryAfter, options.maxRetryAfterMs),
-        ),
-      };
-    }
-    const hint = status === null ? 'request refused' : (STATUS_HINT[status] ?? 'request refused');
-    return {
-      kind: 'error',
-      error: new AiSdkRequestError(
+    const headers = Object.entries(error.responseHeaders ?? {});
+    const classified = classifyProviderError(
+      {
         status,
-        `The model provider answered ${status ?? 'without a status'} (${hint}): ${detail()}.`,
-      ),
-    };
+        // The raw body keeps every field; the provider's parsed `data` (or the message) when there is none.
+        body: error.responseBody ?? error.data ?? (status === null ? null : error.message),
+        header: (name) => headers.find(([key]) => key.toLowerCase() === name)?.[1],
+      },
+      { secrets: options.secrets, maxRetryAfterMs: options.maxRetryAfterMs },
+    );
+    const settled = settleProviderError(classified, {
+      who: 'model provider',
+      hints: STATUS_HINT,
+      refusal: AiSdkRequestError,
+      unreachable: detail(),
+    });
+    return 'reply' in settled ? { kind: 'reply', reply: settled.reply } : { kind: 'error', error: settled.error };
   }
   // Other provider errors that say so (e.g. the gateway's), duck-typed on the SDK's own flag.
   if (AISDKError.isInstance(error) && (error as { isRetryable?: unknown }).isRetryable === true) {

@@ -119,6 +119,7 @@ export function createAiSdkModel(options: AiSdkModelOptions): AgentModel {
         }
         const classified = classifyError(error, request.signal, errorOptions);
         if (classified.kind === 'unusable') return unusableOutput(classified.detail, replyOptions);
+        if (classified.kind === 'reply') return classified.reply;
         throw classified.error;
       }
       if (!captured) return unusableOutput('the model returned no result', replyOptions);

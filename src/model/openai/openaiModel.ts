@@ -19,7 +19,7 @@ import { AgentError } from '../../errors.js';
 import type { AgentModel, ModelReplyWithVersion, ModelRequest } from '../agentModel.js';
 import { type AdapterOptions, adapterProvenance } from '../replyRules.js';
 import { DEFAULT_SYSTEM_PROMPT, buildMessages, toolDefinitions } from './openaiMessages.js';
-import { priceOf, refusedModelOutput, toModelError, toModelReply, unusableBody } from './openaiReply.js';
+import { priceOf, settleOpenAIError, toModelReply, unusableBody } from './openaiReply.js';
 
 export interface OpenAIModelOptions extends AdapterOptions {
   /** Default: OPENAI_API_KEY. Local servers that ignore keys still need a non-empty value. */
@@ -83,6 +83,7 @@ export function createOpenAIModel(options: OpenAIModelOptions = {}): AgentModel 
       baseURL: options.baseURL ?? nonEmpty(env.OPENAI_BASE_URL) ?? null,
       maxRetries: 0,
       timeout: options.requestTimeoutMs ?? 600_000,
+      fetch: errorEnvelopeFetch,
     });
   const maxTokensField = options.maxTokensField ?? defaultMaxTokensField(client.baseURL);
   const fallbackUsage = { inputTokens: promptTokenBound, outputTokens: maxTokens };
@@ -113,14 +114,40 @@ export function createOpenAIModel(options: OpenAIModelOptions = {}): AgentModel 
       } catch (error) {
         // A body that claims JSON and is not: the server answered, with output nobody can use. Re-asked, counted.
         if (error instanceof SyntaxError) return unusableBody(error, fallbackUsage, options.prices);
-        // The provider refused what the model generated (Groq's tool_use_failed): re-asked, nothing charged.
-        const refused = refusedModelOutput(error, apiKey);
-        if (refused) return refused;
-        throw toModelError(error, apiKey, maxRetryAfterMs);
+        // Sorted by the shared taxonomy: the model's own output refused (Groq's tool_use_failed) is re-asked and
+        // charges nothing; a transient failure is retried; anything else fails the task with its own code.
+        const settled = settleOpenAIError(error, apiKey, maxRetryAfterMs);
+        if ('reply' in settled) return settled.reply;
+        throw settled.error;
       }
       return toModelReply(response, { prices: options.prices, fallbackUsage });
     },
   };
+}
+
+/**
+ * A fetch that hands the client every JSON error body under an `error` key. Servers on vLLM, and Mistral's API,
+ * answer `{ "object": "error", "message": ... }`; the client reads only `body.error`, so it would keep nothing of
+ * what they said ("400 status code (no body)") and a context overflow could not be told from any other 400.
+ */
+async function errorEnvelopeFetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
+  const response = await fetch(input, init);
+  if (response.ok || !(response.headers.get('content-type') ?? '').includes('json')) return response;
+  const text = await response.text();
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    body = undefined;
+  }
+  const wrapped =
+    typeof body === 'object' && body !== null && !Array.isArray(body) && !('error' in body)
+      ? JSON.stringify({ error: body })
+      : text;
+  const headers = new Headers(response.headers);
+  headers.delete('content-length');
+  headers.delete('content-encoding');
+  return new Response(wrapped, { status: response.status, statusText: response.statusText, headers });
 }
 
 /** `max_completion_tokens` for OpenAI's own API, `max_tokens` for the compatible servers that read only that. */

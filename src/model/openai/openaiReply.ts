@@ -6,17 +6,10 @@
 import type { APIError } from 'openai';
 import { openai } from '../../peers/openai.js';
 import type { ChatCompletion } from 'openai/resources/chat/completions';
-import { AgentError } from '../../errors.js';
-import {
-  type ModelReply,
-  type ModelReplyWithVersion,
-  type ModelUsageReport,
-  TransientModelError,
-} from '../agentModel.js';
+import type { ModelReply, ModelReplyWithVersion, ModelUsageReport } from '../agentModel.js';
+import { ProviderRequestError, classifyProviderError, settleProviderError } from '../providerErrors.js';
 import {
   type ModelPrices,
-  isTransientStatus,
-  maskedLine,
   priceOf,
   receivedText,
   retryAfterMs,
@@ -142,15 +135,8 @@ function usageOf(completion: Partial<ChatCompletion>, options: ReplyOptions): Mo
 
 // --- errors -----------------------------------------------------------------------------------------------
 
-/** The model server refused the request for a reason a retry cannot fix (bad request, key, model name). */
-export class ModelRequestError extends AgentError<'model_request_failed'> {
-  constructor(
-    readonly status: number | null,
-    message: string,
-  ) {
-    super('model_request_failed', message);
-  }
-}
+/** The model server refused the request for a reason a retry cannot fix; `code` says which (providerErrors.ts). */
+export class ModelRequestError extends ProviderRequestError {}
 
 const STATUS_HINT: Record<number, string> = {
   400: 'bad request',
@@ -160,52 +146,47 @@ const STATUS_HINT: Record<number, string> = {
   422: 'unprocessable request',
 };
 
-/** Error codes with which a provider refuses the model's own output (its tool call failed the provider's checks). */
-const MODEL_OUTPUT_CODES: ReadonlySet<string> = new Set(['tool_use_failed', 'json_validate_failed']);
-
 /**
- * A 400 about the model's own output, not the request (Groq's `tool_use_failed`: "Failed to call a function"):
- * nothing usable was generated, and the next attempt usually succeeds. An unusable reply (re-asked, counted against
- * maxInvalidOutputs) that charges nothing, instead of a request failure that ends the task; null for any other error.
+ * Sorts a failure of `chat.completions.create` by the shared taxonomy (providerErrors.ts): an unusable reply when the
+ * provider refused the model's own output (Groq's `tool_use_failed`: re-asked, nothing charged), TransientModelError
+ * to retry within the task's retry budget, ModelRequestError (with its specific code) to fail the task at once.
+ * Messages carry no stack and no key.
  */
-export function refusedModelOutput(error: unknown, apiKey: string | undefined): ModelReply | null {
-  if (!(error instanceof openai.APIError) || error.status !== 400) return null;
-  const code = typeof error.code === 'string' ? error.code : '';
-  if (!MODEL_OUTPUT_CODES.has(code)) return null;
-  const detail = serverDetail(error, apiKey);
-  return {
-    type: 'invalid',
-    detail: `the provider refused the model's output (${code})${detail ? `: ${detail}` : ''}; call the offered tools with a JSON object of arguments`,
-    usage: { inputTokens: 0, outputTokens: 0 },
-  };
-}
-
-/**
- * Sorts a failure of `chat.completions.create` into what the runtime expects: TransientModelError to retry
- * within the task's retry budget, anything else to fail the task. Messages carry no stack and no key.
- */
-export function toModelError(error: unknown, apiKey: string | undefined, maxRetryAfterMs: number): Error {
-  if (error instanceof openai.APIUserAbortError) return new ModelAbortedError();
+export function settleOpenAIError(
+  error: unknown,
+  apiKey: string | undefined,
+  maxRetryAfterMs: number,
+): { reply: ModelReply } | { error: Error } {
+  if (error instanceof openai.APIUserAbortError) return { error: new ModelAbortedError() };
+  const options = { who: 'model server', hints: STATUS_HINT, refusal: ModelRequestError };
+  const classify = { secrets: [apiKey], maxRetryAfterMs };
   if (error instanceof openai.APIConnectionError) {
-    return new TransientModelError(`the model server could not be reached (${error.name})`);
+    const unreachable = classifyProviderError({ status: null, body: null }, classify);
+    return settleProviderError(unreachable, { ...options, unreachable: error.name });
   }
   if (error instanceof openai.APIError && typeof error.status === 'number') {
-    const detail = serverDetail(error, apiKey);
-    if (isTransientStatus(error.status)) {
-      const retryAfter = retryAfterMs((name) => error.headers?.get(name));
-      return new TransientModelError(
-        `the model server answered ${error.status}${detail ? `: ${detail}` : ''}`,
-        retryAfter === undefined ? undefined : Math.min(retryAfter, maxRetryAfterMs),
-      );
-    }
-    const hint = STATUS_HINT[error.status] ?? 'request refused';
-    return new ModelRequestError(
-      error.status,
-      `The model server answered ${error.status} (${hint})${detail ? `: ${detail}` : ''}.`,
-    );
+    const failure = { status: error.status, body: bodyOf(error), header: (name: string) => error.headers?.get(name) };
+    return settleProviderError(classifyProviderError(failure, classify), options);
   }
   const name = error instanceof Error ? error.name : typeof error;
-  return new ModelRequestError(null, `The model request failed unexpectedly (${name}).`);
+  return { error: new ModelRequestError(null, `The model request failed unexpectedly (${name}).`) };
+}
+
+/** The error as a thrown Error (a refused model output is not an error: use settleOpenAIError for it). */
+export function toModelError(error: unknown, apiKey: string | undefined, maxRetryAfterMs: number): Error {
+  const settled = settleOpenAIError(error, apiKey, maxRetryAfterMs);
+  if ('error' in settled) return settled.error;
+  return new ModelRequestError(
+    400,
+    `The model server refused the model's output: ${settled.reply.type === 'invalid' ? settled.reply.detail : ''}.`,
+  );
+}
+
+/** The error body as the client kept it: the `error` object, else the client's message (a body it could not read). */
+function bodyOf(error: APIError): unknown {
+  if (error.error !== undefined && error.error !== null) return { error: error.error };
+  // Without a body the client's message is "400 status code (no body)": nothing the provider said.
+  return /status code \(no body\)$/.test(error.message) ? null : error.message;
 }
 
 /** The request's signal was aborted (timeout or cancellation): nothing to retry from here. */
@@ -215,10 +196,4 @@ export class ModelAbortedError extends Error implements CodedError<'model_reques
     super('the model request was aborted');
     this.name = new.target.name;
   }
-}
-
-/** The server's own error message, one line, capped, with anything key-like masked. */
-function serverDetail(error: APIError, apiKey: string | undefined): string {
-  const body = error.error as { message?: unknown } | undefined;
-  return maskedLine(typeof body?.message === 'string' ? body.message : '', [apiKey]);
 }

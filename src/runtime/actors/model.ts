@@ -6,6 +6,7 @@ import { fromPromise } from 'xstate';
 import type { ModelActorInput, ModelActorOutput } from '../../../machines/actors.js';
 import type { Provenance } from '../../../machines/context.js';
 import { type ModelEvent, RECEIVED, modelEventSchema } from '../../../machines/events.js';
+import { MODEL_FAILURE_CODES, type ModelFailureCode } from '../../../machines/failures.js';
 import { cap, safeErrorText, zodSummary } from '../../../machines/lib/text.js';
 import { backoffDelay, sleep } from '../../clock.js';
 import {
@@ -110,7 +111,7 @@ export function modelActor(host: ActorHost) {
           kind: 'failed',
           at: clock.now(),
           retriesUsed,
-          failure: { code: 'model_unavailable', message, transient: failure.transient },
+          failure: { code: failureCode(error, failure.transient), message, transient: failure.transient },
         };
       }
       const delay = Math.max(failure.retryAfterMs ?? 0, backoffDelay(retriesUsed, host.backoff, host.random));
@@ -118,6 +119,19 @@ export function modelActor(host: ActorHost) {
       await sleep(clock, delay, signal);
     }
   });
+}
+
+const REFUSAL_CODES: ReadonlySet<string> = new Set(MODEL_FAILURE_CODES.filter((c) => c !== 'model_unavailable'));
+
+/**
+ * The stop code of a failed turn: a refusal's own code when the adapter gave one (`model_auth_failed`,
+ * `context_too_long`...), else `model_unavailable` (the provider stayed unreachable, or a host's model failed).
+ */
+function failureCode(error: unknown, transient: boolean): ModelFailureCode {
+  const code = (error as { code?: unknown } | null | undefined)?.code;
+  return !transient && typeof code === 'string' && REFUSAL_CODES.has(code)
+    ? (code as ModelFailureCode)
+    : 'model_unavailable';
 }
 
 /**
