@@ -24,7 +24,14 @@ export interface FakeRequest {
 export type FakeReply =
   | { kind: 'json'; body: unknown; status?: number; headers?: Record<string, string>; delayMs?: number }
   /** A body sent as it is, under the given content type (a server that answers HTML or broken JSON). */
-  | { kind: 'text'; text: string; contentType: string; status?: number; delayMs?: number }
+  | {
+      kind: 'text';
+      text: string;
+      contentType: string;
+      status?: number;
+      headers?: Record<string, string>;
+      delayMs?: number;
+    }
   /** Never answers: the request stays in flight until the client gives up. */
   | { kind: 'hang' };
 
@@ -172,7 +179,7 @@ export async function startFakeOpenAI(script: FakeStep[] = []): Promise<FakeOpen
       if (reply.delayMs) await new Promise((resolve) => setTimeout(resolve, reply.delayMs));
       if (record.aborted || res.destroyed) return;
       if (reply.kind === 'text') {
-        res.writeHead(reply.status ?? 200, { 'content-type': reply.contentType });
+        res.writeHead(reply.status ?? 200, { 'content-type': reply.contentType, ...reply.headers });
         res.end(reply.text);
         return;
       }
