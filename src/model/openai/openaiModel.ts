@@ -38,7 +38,10 @@ export interface OpenAIModelOptions extends AdapterOptions {
   maxTokensField?: 'max_tokens' | 'max_completion_tokens';
   /** Transport timeout of the client in ms (default 10 min); the orchestrator's modelTimeoutMs usually fires first. */
   requestTimeoutMs?: number;
-  /** A ready client (tests, proxies, custom fetch). Its own retries should be off (`maxRetries: 0`). */
+  /**
+   * A ready client (tests, proxies, custom fetch). Its own retries should be off (`maxRetries: 0`). It keeps its own
+   * fetch: an error body without an `error` key (vLLM, Mistral) then reaches the adapter without its message.
+   */
   client?: OpenAI;
   /** Where the env fallbacks are read (default process.env). */
   env?: Record<string, string | undefined>;

@@ -186,7 +186,9 @@ export function toModelError(error: unknown, apiKey: string | undefined, maxRetr
 function bodyOf(error: APIError): unknown {
   if (error.error !== undefined && error.error !== null) return { error: error.error };
   // Without a body the client's message is "400 status code (no body)": nothing the provider said.
-  return /status code \(no body\)$/.test(error.message) ? null : error.message;
+  if (/status code \(no body\)$/.test(error.message)) return null;
+  // A body that is not JSON (an HTML error page): the client's message is the status, then the text.
+  return error.message.replace(/^\d{3} /, '');
 }
 
 /** The request's signal was aborted (timeout or cancellation): nothing to retry from here. */
