@@ -9,6 +9,9 @@ import type { AuditEntry } from '../machines/journal.js';
 import { agentMachine } from '../machines/agentMachine.js';
 import { EMPTY_REPLAY, foldAuditEntry, replayAudit } from '../src/audit/replayAudit.js';
 import { SCENARIO_NAMES, scenarios } from '../examples/booking/scenarios.js';
+import { E17, harness } from './support/harness.js';
+import { ManualClock } from '../src/testing/manualClock.js';
+import { TransientModelError, type AgentModel } from '../src/model/agentModel.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
 import { reply, scriptedModel } from '../src/testing/index.js';
 import type { SaveRequest } from '../src/store/taskStore.js';
@@ -304,4 +307,48 @@ describe('replayAudit', () => {
       expect(end.lastResults).toEqual([expect.objectContaining({ callId: 'c1', result: 'timeout', effect: 'write' })]);
     });
   });
+});
+
+describe('replayAudit through model outages', () => {
+  /** A model that fails transiently `failures` times, then answers. */
+  const flaky = (failures: number): AgentModel => {
+    let calls = 0;
+    return {
+      name: 'flaky',
+      decide: async () => {
+        calls += 1;
+        if (calls <= failures) throw new TransientModelError('503 service unavailable');
+        return reply.answer('All good.');
+      },
+    };
+  };
+
+  it.each([
+    ['waits out an outage, then answers', 2, 'answered'],
+    ['gives up after the outage limit (model_unavailable)', 100, 'failed'],
+  ])(
+    '%s: budgets match every save, reservations given back while waiting and on failure',
+    async (_n, failures, end) => {
+      const clock = new ManualClock();
+      const store = new RecordingStore();
+      const policy = { modelOutageMs: 2_500, modelWakeMs: { first: 1_000, longest: 1_000 } };
+      const h = harness({ clock, store, model: flaky(failures), expirySweepMs: 0, limits: { retries: 0 }, policy });
+      let status = await h.orchestrator.run({ principal: E17, goal: 'say ok', taskId: 'outage' });
+      for (let i = 0; i < 5 && status.state === 'waiting_for_model'; i++) {
+        await clock.advance(1_000);
+        await h.orchestrator.expireDue();
+        status = await h.orchestrator.settled('outage');
+      }
+      expect(status.state).toBe(end);
+      const audit = await h.orchestrator.audit('outage');
+      expect(store.saves.length).toBeGreaterThanOrEqual(3);
+      for (const save of store.saves) {
+        const replayed = replayAudit(audit, save.audit);
+        expect(replayed.state, `after ${save.audit} entries`).toBe(save.stateValue);
+        expect(replayed.budget.used, `after ${save.audit} entries`).toEqual(save.context.budget.used);
+      }
+      // A turn that got no reply is charged nothing: the failed task used no tokens.
+      if (end === 'failed') expect(status.budget.used.tokens).toBe(0);
+    },
+  );
 });

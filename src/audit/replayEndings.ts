@@ -4,6 +4,7 @@
  * state). See `replayFold.ts` for the rest.
  */
 import type { FinalStatus } from '../../machines/context.js';
+import { MODEL_FAILURE_CODES } from '../../machines/failures.js';
 import type { AuditEntry } from '../../machines/journal.js';
 import type { FoldMoves } from './replayFoldMoves.js';
 import type { ReplayedTask } from './replayedTask.js';
@@ -85,6 +86,8 @@ export function applyEnding(task: ReplayedTask, entry: EndingEntry, moves: FoldM
       break;
     case 'task_stopped':
       stoppedAt(entry.reason.code);
+      // A turn that failed without a reply is charged nothing (a cancel leaves its reservation charged).
+      if ((MODEL_FAILURE_CODES as readonly string[]).includes(entry.reason.code)) moves.holdReservation(false);
       decide({
         kind: 'stop',
         name: entry.status,

@@ -29,6 +29,7 @@ export function apply(task: ReplayedTask, entry: AuditEntry, seq: number, previo
       enter('thinking');
       task.waitingForAnswer = false;
       task.turnReservation = entry.reservation;
+      task.reservationHeld = true;
       used.modelTurns += 1;
       used.tokens += entry.reservation.tokens;
       used.costMicros += entry.reservation.costMicros;
@@ -38,6 +39,7 @@ export function apply(task: ReplayedTask, entry: AuditEntry, seq: number, previo
       used.tokens += entry.usage.inputTokens + entry.usage.outputTokens - reservation.tokens;
       used.costMicros += entry.usage.costMicros - reservation.costMicros;
       task.turnReservation = null;
+      task.reservationHeld = false;
       if (entry.output === 'model.toolsProposed') task.lastResults = [];
       if (entry.output === 'model.askedUser') {
         task.waitingForAnswer = true;
@@ -292,8 +294,14 @@ export function apply(task: ReplayedTask, entry: AuditEntry, seq: number, previo
         tool: null,
         callId: null,
       });
-      if (entry.action === 'waiting') enter('waitingForModel');
-      else if (entry.action === 'retrying') enter('thinking');
+      // Nothing is reserved while the task waits out an outage; the retry reserves the turn again.
+      if (entry.action === 'waiting') {
+        enter('waitingForModel');
+        moves.holdReservation(false);
+      } else if (entry.action === 'retrying') {
+        enter('thinking');
+        moves.holdReservation(true);
+      }
       break;
     case 'question_expired':
       decide({

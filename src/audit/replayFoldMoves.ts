@@ -78,7 +78,17 @@ export function foldMoves(task: ReplayedTask, entry: AuditEntry, seq: number, pr
     return found;
   };
 
+  /** Debits (true) or gives back (false) the turn's token and cost reservation, once. */
+  const holdReservation = (hold: boolean) => {
+    const reservation = task.turnReservation;
+    if (!reservation || (task.reservationHeld ?? false) === hold) return;
+    const sign = hold ? 1 : -1;
+    used.tokens += sign * reservation.tokens;
+    used.costMicros += sign * reservation.costMicros;
+    task.reservationHeld = hold;
+  };
   return {
+    holdReservation,
     used,
     enter,
     inVetting,

@@ -101,4 +101,6 @@ export interface ReplayedTask {
   last: AuditEntry | null;
   /** The reservation of the model turn in progress (settled to the actual usage by its model_output). */
   turnReservation: ModelReservation | null;
+  /** The turn's reservation is debited now (given back while waiting out an outage, and when the turn fails). */
+  reservationHeld?: boolean;
 }
