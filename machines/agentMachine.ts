@@ -142,9 +142,11 @@ export function createAgentMachine(toolkit: Toolkit) {
             ],
           },
           checkingSchema: {
-            description: "Gate (b): the installed tool's input schema must accept the arguments as they are.",
+            description:
+              "Gate (b): the tool must be offered in this step (the host's offer rule), and its input schema must accept the arguments as they are.",
             tags: [TAGS.gate],
             always: [
+              { guard: not('isToolOffered'), target: 'choosing', actions: 'refuseNotOffered' },
               { guard: not('doArgumentsMatchSchema'), target: 'choosing', actions: 'refuseForSchema' },
               { target: 'checkingMandate', actions: 'acceptArguments' },
             ],

@@ -101,6 +101,7 @@ export function agentSetup(toolkit: Toolkit) {
         'doArgumentsMatchSchema',
         'hasBusinessRules',
       ]),
+      ...named(vetting, ['isToolOffered']),
       ...named(vetting, [
         'isBusinessValid',
         'hasScopesForTool',
@@ -229,7 +230,7 @@ export function agentSetup(toolkit: Toolkit) {
         'admitCall',
         'finishVetting',
       ]),
-      ...steps(judging, ['refuseForConfirmationRule']),
+      ...steps(judging, ['refuseForConfirmationRule', 'refuseNotOffered']),
       ...steps(fitting, ['passMandate', 'refuseForMandate', 'stopForRepeatedDenial']),
       ...steps(running, [
         'closeBatch',

@@ -205,6 +205,7 @@ export const CONTEXT_BOUNDS = {
   unverified: 16,
   unverifiedArgs: 8,
   observedIds: 48,
+  succeeded: 64,
 } as const;
 
 /**
@@ -316,6 +317,13 @@ export const agentContextSchema = z.strictObject({
   /** The last failed observation, to explain an unmet goal. */
   lastFailure: z.strictObject({ tool: z.string(), code: z.string(), summary: z.string() }).nullable(),
   cancelRequested: z.strictObject({ reason: z.string(), by: z.string(), at: time }).nullable(),
+  /** Tools that returned a trusted result so far, in the order they first did (what an offer rule sees). */
+  succeeded: z.array(z.string().max(SHORT)).max(CONTEXT_BOUNDS.succeeded),
+  /**
+   * The tools offered to the model in the current turn by the host's offer rule, or null when there is none (every
+   * tool the principal may use is offered). A call to a tool not in it is refused (`not_offered`).
+   */
+  offered: z.array(z.string().max(SHORT)).max(256).nullable(),
   /** Writes that succeeded and name a compensation, oldest first: what a stop may have to undo. */
   compensable: z.array(compensableWriteSchema).max(MAX_COMPENSABLE),
   /**

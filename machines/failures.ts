@@ -62,6 +62,8 @@ export const CALL_CODES = {
   duplicate_call_id: { retryable: true },
   too_many_calls: { retryable: true },
   unknown_tool: { retryable: true },
+  /** The tool exists but is not offered in this step of the task (the host's offer rule): propose one that is. */
+  not_offered: { retryable: true },
   malformed_arguments: { retryable: true },
   duplicate_key: { retryable: true },
   arguments_too_large: { retryable: true },

@@ -84,7 +84,8 @@ export type AuditEntry = { at: number; turn: number } & Partial<AuditStamp> &
         /** What is worth a look about how it started (absent before agent/6). */
         warnings?: StartWarning[];
       }
-    | { kind: 'model_requested'; reservation: ModelReservation }
+    /** `offered`: the tools the host's offer rule gave this turn (absent when it has none). */
+    | { kind: 'model_requested'; reservation: ModelReservation; offered?: string[] }
     /** For an unusable output, why it was refused (`detail`) and what the model sent (`received`, capped and redacted). */
     | {
         kind: 'model_output';

@@ -125,9 +125,28 @@ export interface CompensationRule<I = any, O = any> {
   args: (args: I, result: O) => unknown;
 }
 
+/** What a host's offer rule sees when a model turn starts: where the task is, not what the model said. */
+export interface OfferFacts {
+  /** The turn about to start (1 for the first). */
+  turn: number;
+  /** Tools that returned a trusted result so far in this task, in the order they first did. */
+  succeeded: readonly string[];
+  /** The kind of the task's mandate, or null. */
+  mandateKind: string | null;
+}
+
+/**
+ * Which tools the model is offered this turn (a step of the host's flow: search first, book once a room was found),
+ * among those the task's principal may use. Pure and synchronous; a call to a tool not offered is refused
+ * (`not_offered`). A rule that throws or returns something else offers nothing (the model can only answer).
+ */
+export type OfferRule = (facts: Readonly<OfferFacts>) => readonly string[];
+
 export interface Toolkit {
   /** The installed tool of that name, or undefined. */
   rules(name: string): ToolRules | undefined;
+  /** The host's rule for the tools offered per turn; absent: every tool the principal may use. */
+  offer?: OfferRule;
   /** Hex SHA-256 of a UTF-8 string. Injected so that machines/ stays free of runtime imports. */
   sha256(text: string): string;
 }

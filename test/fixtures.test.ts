@@ -98,7 +98,7 @@ describe('migration of older envelopes', () => {
     expect(context).toMatchObject({ unverified: [], exposure: { untrustedInput: null, sensitiveData: null } });
     expect(context.observedIds).toEqual(['E17', 'acme']);
     // agent/7: no write remembered for compensation (none was recorded), nothing being undone.
-    expect(context).toMatchObject({ compensable: [], unwinding: null, away: null });
+    expect(context).toMatchObject({ compensable: [], unwinding: null, away: null, succeeded: [], offered: null });
     const {
       writtenKeys: _w,
       mandate: _m,
@@ -119,6 +119,8 @@ describe('migration of older envelopes', () => {
       compensable: _c,
       unwinding: _x,
       away: _a,
+      succeeded: _s,
+      offered: _f,
       ...rest
     } = migrated;
     const {

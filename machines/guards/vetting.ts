@@ -22,6 +22,16 @@ export const vettingGuards = {
     ) ??
       false),
 
+  /** The tool is offered this turn (the host's offer rule), or there is no rule; a stop's undo is the host's call. */
+  isToolOffered: (context) => {
+    const call = currentCall(context.batch);
+    return (
+      context.offered === null ||
+      context.unwinding !== null ||
+      (call !== undefined && context.offered.includes(call.tool))
+    );
+  },
+
   /** Gate (b): the installed tool's input schema accepts the arguments as they are. */
   doArgumentsMatchSchema: (context, _event, toolkit) => {
     const call = currentCall(context.batch);

@@ -108,9 +108,12 @@ export function learnedFrom(
   value: Json,
   at: number,
   toolkit: Toolkit,
-): Pick<AgentContext, 'evidence' | 'observedIds' | 'exposure' | 'compensable'> {
+): Pick<AgentContext, 'evidence' | 'observedIds' | 'exposure' | 'compensable' | 'succeeded'> {
   const found = evidenceFrom(context.success, call, value);
   return {
+    succeeded: context.succeeded.includes(call.tool)
+      ? context.succeeded
+      : bounded(context.succeeded, [call.tool], CONTEXT_BOUNDS.succeeded),
     compensable: call.effect === 'write' ? rememberWrite(context, call, value, at, toolkit) : context.compensable,
     evidence: found ? bounded(context.evidence, [found], CONTEXT_BOUNDS.evidence) : context.evidence,
     observedIds: observe(context.observedIds, identifiersOf(value)),
@@ -201,9 +204,9 @@ export const finishReads: Step = (context, event, toolkit) => {
       rejection(call, 'internal_error', 'the host lost this read', undefined, false),
     );
   }
-  const { evidence, observedIds, exposure, unverified } = next;
+  const { evidence, observedIds, exposure, unverified, succeeded } = next;
   const budget = debit(context.budget, { retries: retriesWithin(context, output.retriesUsed) });
-  return { context: { batch, evidence, observedIds, exposure, unverified, budget }, audit };
+  return { context: { batch, evidence, observedIds, exposure, unverified, succeeded, budget }, audit };
 };
 
 /**

@@ -8,7 +8,7 @@ import { protocolVerdict } from '../lib/protocol.js';
 import { utf8Length } from '../lib/strictJson.js';
 import { holdsSealedValue, identifiersIn, identifiersOf, observe } from '../lib/observedFacts.js';
 import type { StartWarning, TranscriptEntry } from '../journal.js';
-import type { Toolkit } from '../toolkit.js';
+import type { OfferFacts, Toolkit } from '../toolkit.js';
 import { auditEntry, gateEntry, timeOf } from '../journal.js';
 import { type Step, type StepResult, endWait, retriesWithin } from './step.js';
 
@@ -63,6 +63,8 @@ export function initialContext(input: AgentInput): AgentContext {
     invalidOutputs: 0,
     lastFailure: null,
     cancelRequested: null,
+    succeeded: [],
+    offered: null,
     compensable: [],
     away: null,
     unwinding: null,
@@ -103,17 +105,23 @@ function startWarnings(context: AgentContext, toolkit: Toolkit): StartWarning[] 
 }
 
 /** Debits the turn (one model turn, its token and cost reservation) before the model is asked. */
-export const startModelTurn: Step = (context, event) => {
+export const startModelTurn: Step = (context, event, toolkit) => {
   const turn = context.turn + 1;
   const next = { ...context, turn };
   const need = modelTurnNeed(context.modelReservation, context.budget);
+  const offered = offeredTools(toolkit, {
+    turn,
+    succeeded: context.succeeded,
+    mandateKind: context.mandate?.kind ?? null,
+  });
   return {
-    context: { turn, budget: debit(context.budget, need) },
+    context: { turn, budget: debit(context.budget, need), offered },
     audit: [
       gateEntry(next, event, { gate: 'budget', decision: 'pass', code: null, summary: 'model turn within budget' }),
       auditEntry(next, event, {
         kind: 'model_requested',
         reservation: { tokens: need.tokens ?? 0, costMicros: need.costMicros ?? 0 },
+        ...(offered ? { offered } : {}),
       }),
     ],
   };
@@ -296,3 +304,25 @@ export const recordUserAnswer: Step = (context, event) => {
     reply: { accepted: true, code: null, message: 'answer passed to the model' },
   };
 };
+
+/**
+ * The tools the host's offer rule gives this turn, or null when there is no rule. Fails closed: a rule that throws,
+ * returns a promise or something that is not a list of names offers nothing.
+ */
+export function offeredTools(toolkit: Toolkit, facts: OfferFacts): string[] | null {
+  if (!toolkit.offer) return null;
+  try {
+    const names = toolkit.offer(facts) as unknown;
+    if (names instanceof Promise) {
+      names.catch(() => {});
+      return [];
+    }
+    if (!Array.isArray(names)) return [];
+    return [...new Set(names.filter((name): name is string => typeof name === 'string' && name.length <= 256))].slice(
+      0,
+      256,
+    );
+  } catch {
+    return [];
+  }
+}

@@ -60,6 +60,19 @@ export const takeNextCall: Step = (context) => {
   return call ? { context: { batch: { ...context.batch!, current: call.callId } } } : {};
 };
 
+/** The tool is installed but not offered in this step of the task: refused before its arguments are looked at. */
+export const refuseNotOffered: Step = (context, event) => {
+  const call = current(context);
+  const offered = context.offered?.length ? context.offered.join(', ') : 'none';
+  return refuse(
+    context,
+    event,
+    'protocol',
+    'not_offered',
+    `${call.tool} is not offered in this step (offered: ${offered})`,
+  );
+};
+
 /** Gate (b) refused the arguments. They are hashed as proposed, so a repeat of them is still seen as a loop. */
 export const refuseForSchema: Step = (context, event, toolkit) => {
   const call = current(context);

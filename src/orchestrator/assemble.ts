@@ -12,6 +12,7 @@ import {
   provenanceSchema,
 } from '../../machines/context.js';
 import { systemClock } from '../clock.js';
+import { HostRequestError } from '../errors.js';
 import { modelProvenance } from '../model/agentModel.js';
 import { Privacy } from '../privacy/privacy.js';
 import { ToolRegistry } from '../runtime/toolRegistry.js';
@@ -74,7 +75,12 @@ export function assembleOrchestrator(
   const privacy = new Privacy(options.privacy);
   // Every loosening a task starts under is recorded with it: the orchestrator's and the privacy options' alike.
   const policy = { ...settings.policy, loosened: [...settings.policy.loosened, ...privacy.loosened] };
-  const registry = new ToolRegistry(options.tools, privacy);
+  if (options.offer !== undefined && typeof options.offer !== 'function')
+    throw new HostRequestError(
+      'invalid_request',
+      'options.offer must be a function (facts) => the tool names offered this turn',
+    );
+  const registry = new ToolRegistry(options.tools, privacy, options.offer);
   const store = options.store ?? new MemoryStore();
   const { clock } = settings;
   const logger = options.logger ?? SILENT_LOGGER;

@@ -17,6 +17,7 @@ import {
   successCriterionSchema,
 } from '../../machines/context.js';
 import type { Principal } from '../../machines/context.js';
+import type { OfferRule } from '../../machines/toolkit.js';
 import { INPUT_LIMITS } from '../../machines/limits.js';
 import type { Clock } from '../clock.js';
 import { DEFAULT_LIMITS, DEFAULT_POLICY } from '../defaults.js';
@@ -35,6 +36,13 @@ export { DEFAULT_LIMITS, DEFAULT_POLICY };
 export interface OrchestratorOptions {
   /** Every tool tasks may use. The model is offered only those the task's principal holds scopes for. */
   tools: readonly Tool[];
+  /**
+   * Tools per step: which of the principal's tools the model is offered in a turn, from where the task is (the turn,
+   * the tools that returned a trusted result so far, the mandate's kind): search first, book once a room was found.
+   * A call to a tool not offered is refused (`not_offered`); the offer is recorded in the turn's audit. Pure and
+   * synchronous; a rule that throws offers nothing. Default: every tool the principal may use, every turn.
+   */
+  offer?: OfferRule;
   model: AgentModel;
   /** Where tasks persist. Default: an in-memory store (lost with the process). */
   store?: TaskStore;

@@ -3,7 +3,7 @@
  * persisted with a task, the toolkit the chart's gates read, and the tools offered to the model.
  */
 import type { Catalog, Principal } from '../../machines/context.js';
-import type { ToolRules, Toolkit } from '../../machines/toolkit.js';
+import type { OfferRule, ToolRules, Toolkit } from '../../machines/toolkit.js';
 import { AgentError, type CatalogDifference, ToolDefinitionError } from '../errors.js';
 import { catalogDifferences } from './catalogBinding.js';
 import { sha256Hex } from '../hashing.js';
@@ -24,7 +24,7 @@ export class ToolRegistry {
   /** Seals sensitive values where they enter a task and opens them for the tools that take them. */
   readonly privacy: Privacy;
 
-  constructor(tools: readonly Tool[], privacy: Privacy = new Privacy()) {
+  constructor(tools: readonly Tool[], privacy: Privacy = new Privacy(), offer?: OfferRule) {
     this.privacy = privacy;
     for (const tool of tools) {
       if (this.tools.has(tool.name))
@@ -36,7 +36,7 @@ export class ToolRegistry {
     }
     this.checkDependencies();
     this.checkCompensations();
-    this.toolkit = { rules: (name) => this.rules.get(name), sha256: sha256Hex };
+    this.toolkit = { rules: (name) => this.rules.get(name), sha256: sha256Hex, ...(offer ? { offer } : {}) };
   }
 
   /**

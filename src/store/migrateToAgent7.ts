@@ -6,7 +6,9 @@
  *   migrated in flight undoes none of the writes it made before the upgrade, only those it makes after (said in the
  *   README's upgrade notes);
  * - `unwinding`: none (agent/6 had no compensation to be in the middle of);
- * - `away` (pause while the user is away): the user is present, and `awayTtlMs` at its default.
+ * - `away` (pause while the user is away): the user is present, and `awayTtlMs` at its default;
+ * - tools per step: no tool recorded as having succeeded (an offer rule sees only what happens after the upgrade), and
+ *   no offer recorded for the turn in flight (every tool the principal may use, as agent/6 offered).
  *
  * Outcomes keep what they said (they list no compensations).
  */
@@ -24,6 +26,8 @@ export function toAgent7Context(context: Raw): Raw {
       ? { compensateOn: [...DEFAULT_POLICY.compensateOn], awayTtlMs: DEFAULT_POLICY.awayTtlMs, ...context.policy }
       : context.policy,
     compensable: context.compensable ?? [],
+    succeeded: context.succeeded ?? [],
+    offered: context.offered ?? null,
     away: context.away ?? null,
     unwinding: context.unwinding ?? null,
   };

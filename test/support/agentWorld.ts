@@ -18,7 +18,7 @@ import { type MachineEvent, eventTime } from '../../machines/actors.js';
 import type { AgentContext, AgentInput, CallState, Catalog, Json, Mandate } from '../../machines/context.js';
 import type { ToolRules, Toolkit } from '../../machines/toolkit.js';
 import { hashArguments, sha256Hex } from '../../src/hashing.js';
-import { type Written, expectedUndos, succeededOn, undoShadowCall } from './undoWorld.js';
+import { type Written, expectedUndos, succeededOn } from './undoWorld.js';
 
 export type AgentSnapshot = SnapshotFrom<AgentMachine>;
 
@@ -548,7 +548,7 @@ export function fitsMandate(tool: string, args: Record<string, unknown>): boolea
 }
 
 /** The harness's own reading of the host's rules for one proposed call. */
-export function shadowOf(
+function shadowOf(
   callId: string,
   tool: string,
   text: string,
@@ -812,4 +812,14 @@ export function withLimits(limits: Partial<AgentInput['limits']>): AgentInput {
 /** The same task under another policy. */
 export function withPolicy(policy: Partial<AgentInput['policy']>, input: AgentInput = INPUT): AgentInput {
   return { ...input, policy: { ...input.policy, ...policy } };
+}
+
+/**
+ * The harness's reading of the rules for an undo call (`undoWorld.ts`): as for a proposal of it, except that the
+ * mandate gate passes it (the compensation rule) and, declaring no confirmation rule, it asks the task's user (a
+ * write's default).
+ */
+export function undoShadowCall(callId: string, tool: string, args: { room: string }): ShadowCall {
+  const proposed = shadowOf(callId, tool, JSON.stringify(args), true, { callId, schemaOk: true });
+  return { ...proposed, mandateOk: true, needsConfirmation: true };
 }

@@ -7,7 +7,24 @@
  * without a rule asks).
  */
 import type { MachineEvent } from '../../machines/actors.js';
-import { type AgentSnapshot, type Move, type ShadowCall, shadowOf } from './agentWorld.js';
+import type { AgentContext } from '../../machines/context.js';
+
+// Structural views of the world's snapshot, move and shadow call, so this module does not import `agentWorld.ts`
+// (which imports it).
+interface SnapshotView {
+  value: unknown;
+  context: AgentContext;
+}
+interface MoveView {
+  event: MachineEvent | null;
+  inert?: boolean;
+  review?: { reviewer: boolean; valid: boolean };
+}
+interface CallView {
+  callId: string;
+  tool: string;
+  room: string | null;
+}
 
 /** A write that succeeded and, in the undo world, is to be undone on a stop. */
 export interface Written {
@@ -19,13 +36,13 @@ export interface Written {
 export const UNDONE_BY: Record<string, string> = { book_room: 'release_room' };
 export const UNDOING_STOPS = new Set(['failed', 'budget_exhausted', 'cancelled']);
 
-const stateOf = (snapshot: AgentSnapshot) => JSON.stringify(snapshot.value);
+const stateOf = (snapshot: SnapshotView) => JSON.stringify(snapshot.value);
 
 /**
  * The booking that succeeded on this edge, by the event the harness delivered in the state it was in: the write's
  * own result, a lookup that found it, or a reviewer (who the harness counts as one) who found it happened.
  */
-export function succeededOn(prev: AgentSnapshot, move: Move, calls: readonly ShadowCall[]): Written | null {
+export function succeededOn(prev: SnapshotView, move: MoveView, calls: readonly CallView[]): Written | null {
   const event: MachineEvent | null = move.event;
   if (!event || move.inert) return null;
   const batch = prev.context.batch;
@@ -61,13 +78,4 @@ export function expectedUndos(written: readonly Written[]): { callId: string; to
   return [...written]
     .reverse()
     .map((w, index) => ({ callId: `undo-${index + 1}`, tool: UNDONE_BY.book_room!, args: { room: w.room } }));
-}
-
-/**
- * The harness's reading of the rules for an undo call: as for a proposal of it, except that the mandate gate passes
- * it (the compensation rule) and, declaring no confirmation rule, it asks the task's user (a write's default).
- */
-export function undoShadowCall(callId: string, tool: string, args: { room: string }): ShadowCall {
-  const proposed = shadowOf(callId, tool, JSON.stringify(args), true, { callId, schemaOk: true });
-  return { ...proposed, mandateOk: true, needsConfirmation: true };
 }

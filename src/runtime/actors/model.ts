@@ -37,7 +37,9 @@ export function modelActor(host: ActorHost) {
               turn: input.turn,
               goal: context.goal,
               principal: { userId: context.principal.userId, tenantId: context.principal.tenantId },
-              tools: host.registry.offeredTo(context.principal),
+              tools: host.registry
+                .offeredTo(context.principal)
+                .filter((tool) => context.offered === null || context.offered.includes(tool.name)),
               observations: input.observations,
               transcript: () => task.transcript(),
               signal: s,
