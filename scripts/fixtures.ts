@@ -2,7 +2,7 @@
  * Writes the persisted-task fixtures of the current machine version into `test/fixtures/envelopes/<version>/`:
  * a finished booking, a task stopped in the middle of a write, one waiting for a confirmation, (agent/3 to agent/5)
  * one stopped while a tool's business validation ran, (agent/4 and agent/5) one stopped while a write was re-checked,
- * and (from agent/4) one waiting for a reviewer and one waiting out a model outage. Each is the envelope and journals exactly as a store held them.
+ * (from agent/4) one waiting for a reviewer and one waiting out a model outage, and (from agent/7) one undoing a write. Each is the envelope and journals exactly as a store held them.
  *
  * Run once per released machine version (`npx tsx scripts/fixtures.ts`); the files are immutable afterwards: a
  * change that cannot restore them needs a new machine version and a migration, never an edit of the files.
@@ -12,6 +12,8 @@ import { join } from 'node:path';
 import { AGENT_MACHINE_VERSION } from '../machines/agentMachine.js';
 import { BookingService, DEMO_NOW } from '../examples/booking/bookingService.js';
 import { RefundDesk } from '../examples/booking/refundService.js';
+import { CateringDesk } from '../examples/booking/cateringService.js';
+import { SAGA_GOAL, SAGA_SUCCESS, sagaScript, sagaTools } from '../examples/booking/sagaScenario.js';
 import {
   BOOKING_GOAL,
   BOOKING_MANDATE,
@@ -122,6 +124,21 @@ const unreachable: AgentModel = {
   },
 };
 
+/** The saga's tools: catering refused, and a cancellation (the booking's undo) that never answers. */
+function undoTools(): Tool[] {
+  const bookings = new BookingService();
+  bookings.cancel = () => new Promise<never>(() => {});
+  const kitchen = new CateringDesk();
+  kitchen.closed = 'the kitchen is closed on Mondays';
+  return sagaTools(bookings, kitchen).map((tool) => ({ ...tool, timeoutMs: 60_000 }) as Tool);
+}
+
+/** True from the `n`th time a task is saved about to write. */
+function writes(n: number): (state: string) => boolean {
+  let seen = 0;
+  return (state) => state === 'executing.writing' && ++seen >= n;
+}
+
 function refundTools(): Tool[] {
   const desk = new RefundDesk();
   return [getOrder(desk), refundOrder(desk, { confirmAboveCents: 10_000 })];
@@ -171,6 +188,20 @@ async function main() {
       { ...booking, taskId: 'review-1' },
       (s) => s === 'reviewRequired',
       true,
+    ),
+    // From agent/7: a task undoing its booking (the kitchen refused the catering), stopped with the undo in flight.
+    'mid-undo': await capture(
+      undoTools(),
+      sagaScript(),
+      {
+        principal: E17,
+        goal: SAGA_GOAL,
+        success: SAGA_SUCCESS,
+        mandate: { ...BOOKING_MANDATE, id: 'fixture-saga-mandate' },
+        taskId: 'undo-1',
+      },
+      // The booking, the catering, then the undo: the third write is the one in flight.
+      writes(3),
     ),
     'waiting-for-model': await capture(
       bookingTools(new BookingService()),

@@ -11,6 +11,21 @@ import { MemoryStore } from '../src/store/memoryStore.js';
 import { DEFAULT_POLICY } from '../src/defaults.js';
 import { E17, SUPPORT, harness } from './support/harness.js';
 import { rawRows } from './support/rawRows.js';
+import { CateringDesk } from '../examples/booking/cateringService.js';
+import { sagaTools } from '../examples/booking/sagaScenario.js';
+import { MEETING } from '../examples/booking/requests.js';
+import { createOrchestrator } from '../src/orchestrator/orchestrator.js';
+import { scriptedModel } from '../src/testing/scriptedModel.js';
+import { bookingMandate } from '../tools/mandates.js';
+
+/** The booking the demo's saga makes: R7 for the meeting. */
+const MEETING_BOOKING = {
+  room_id: 'R7',
+  start_at: MEETING.start_at,
+  end_at: MEETING.end_at,
+  attendees: MEETING.attendees,
+  expected_version: 17,
+};
 
 const ROOT = join(import.meta.dirname, 'fixtures', 'envelopes');
 /** The requirement an agent/3 `needsConfirmation: true` stood for: the task's user confirms. */
@@ -444,5 +459,34 @@ describe('broken envelopes', () => {
     expect(report.resumed).toEqual([]);
     const listedRunning = (await store.list({ states: ['running'] })).some((s) => s.taskId === taskId);
     expect(report.quarantined).toEqual(listedRunning ? [{ taskId, reason: expect.stringMatching(reason) }] : []);
+  });
+});
+
+describe.each(['agent-7'])('envelopes of %s (from agent/7 on)', (version) => {
+  it('restores a task stopped with its undo in flight: looked up by its key, sent once, the outcome says so', async () => {
+    const { store, taskId } = storeWith('mid-undo', version);
+    // The service of the new process holds the booking the task made (its undo never reached the old one).
+    const bookings = new BookingService();
+    const booked = await bookings.reserve(
+      { ...MEETING_BOOKING, requesterId: 'E17', idempotencyKey: 'the-task-booking' },
+      new AbortController().signal,
+    );
+    expect(booked).toMatchObject({ status: 'confirmed', booking: { booking_id: 'B204' } });
+    const kitchen = new CateringDesk();
+    const orchestrator = createOrchestrator({
+      tools: sagaTools(bookings, kitchen),
+      mandates: [bookingMandate],
+      model: scriptedModel([]),
+      store,
+      clock: new ManualClock(DEMO_NOW),
+    });
+    await orchestrator.resume(taskId);
+    const status = await orchestrator.settled(taskId);
+    expect(status).toMatchObject({ state: 'failed', outcome: { reason: { code: 'goal_not_met' } } });
+    expect(status.outcome?.compensations?.map((c) => `${c.tool}:${c.result}`)).toEqual(['reserve_room:compensated']);
+    expect(bookings.cancelRequests).toEqual([{ bookingId: 'B204', idempotencyKey: expect.any(String) }]);
+    const audit = await orchestrator.audit(taskId);
+    expect(audit.filter((e) => e.kind === 'write_lookup').map((e) => e.tool)).toEqual(['cancel_booking']);
+    await orchestrator.close();
   });
 });
