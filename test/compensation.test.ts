@@ -183,6 +183,30 @@ describe('the saga: a room booked, the catering refused, the booking undone', ()
   });
 });
 
+describe('writes of several turns', () => {
+  it('undoes each, newest first, though the model reused its call ids across turns', async () => {
+    const s = setup({
+      script: [
+        reply.calls({ name: 'reserve_room', args: reserveArgs(), callId: 'call_0' }),
+        reply.calls({
+          name: 'reserve_room',
+          args: reserveArgs({ room_id: 'R9', expected_version: 6 }),
+          callId: 'call_0',
+        }),
+        reply.answer('Two rooms booked, no catering.'),
+      ],
+    });
+    await start(s.orchestrator, 'two');
+    const status = await s.orchestrator.settled('two');
+    expect(status.state).toBe('failed');
+    expect(s.bookings.cancelRequests.map((r) => r.bookingId)).toEqual(['B205', 'B204']);
+    expect(status.outcome?.compensations?.map((c) => `${c.ofCallId}:${c.result}`)).toEqual([
+      'call_0:compensated',
+      'call_0:compensated',
+    ]);
+  });
+});
+
 describe('an undo after a cancel', () => {
   it('cancels the booking when the user cancels the task after it booked', async () => {
     const s = setup({

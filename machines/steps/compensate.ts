@@ -35,8 +35,9 @@ export function rememberWrite(
   toolkit: Toolkit,
 ): AgentContext['compensable'] {
   const rule = toolkit.rules(call.tool)?.compensation;
-  if (!rule || context.unwinding !== null || context.compensable.some((c) => c.callId === call.callId))
-    return context.compensable;
+  // One entry per business intent (its idempotency key): call ids are only unique within a batch.
+  const known = context.compensable.some((c) => c.idempotencyKey !== null && c.idempotencyKey === call.idempotencyKey);
+  if (!rule || context.unwinding !== null || known) return context.compensable;
   let undo: { tool: string; args: Json } | null = null;
   let problem: string | null = null;
   try {
