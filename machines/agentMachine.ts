@@ -17,6 +17,7 @@ import { TAGS } from './tags.js';
 import { type Toolkit, emptyToolkit } from './toolkit.js';
 import { initialContext } from './steps/turn.js';
 import { executingState } from './chart/executing.js';
+import { pausedState } from './chart/paused.js';
 
 /** Bumped whenever a change makes old snapshots unsafe to restore; stored in every persisted envelope. */
 export const AGENT_MACHINE_VERSION = 'agent/7';
@@ -102,21 +103,10 @@ export function createAgentMachine(toolkit: Toolkit) {
           ],
         },
       },
-      paused: {
-        description:
-          "The task's user went away: persisted, no model turn is asked for nobody to read; it resumes when they return, or is cancelled after the policy's awayTtlMs.",
-        tags: [TAGS.waiting, TAGS.away],
-        on: {
-          'user.returned': [
-            { guard: 'isAboutTaskUser', target: 'deciding', actions: 'resumeForUser' },
-            { actions: 'refusePresenceOfOther' },
-          ],
-          'timer.awayExpired': [
-            { guard: 'hasAbsenceExpired', target: 'stopping', actions: 'stopForAbsence' },
-            { actions: 'replyNothingDue' },
-          ],
-        },
-      },
+      paused: pausedState(
+        "The task's user went away: persisted, no model turn is asked for nobody to read; it resumes when they return, or is cancelled after the policy's awayTtlMs.",
+        '#agent.deciding',
+      ),
       reasking: {
         description: 'Unusable model output: re-ask a bounded number of times, then stop with protocol_error.',
         always: [

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import type { AgentModel, ModelRequest } from '../src/model/agentModel.js';
 import { createOrchestrator } from '../src/orchestrator/orchestrator.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
-import { reply, scriptedModel } from '../src/testing/scriptedModel.js';
+import { type ScriptView, reply, scriptedModel } from '../src/testing/scriptedModel.js';
 import { BookingService } from '../examples/booking/bookingService.js';
 import { CateringDesk } from '../examples/booking/cateringService.js';
 import { sagaTools } from '../examples/booking/sagaScenario.js';
@@ -31,6 +31,13 @@ function recording(model: AgentModel): AgentModel & { offered: string[][] } {
     { offered },
   );
 }
+
+/** The model orders catering for the room it booked. */
+const orderCateringForBooking = (view: ScriptView) =>
+  reply.call('order_catering', {
+    booking_id: view.data<{ booking_id: string }>('reserve_room')!.booking_id,
+    people: 3,
+  });
 
 /** Search first; book once a search succeeded; order catering once a booking did. */
 const stepwise = (facts: Readonly<OfferFacts>) =>
@@ -64,11 +71,7 @@ describe('tools per step', () => {
       reply.call('reserve_room', reserveArgs()),
       reply.call('find_available_rooms', { ...MEETING }),
       reply.call('reserve_room', reserveArgs()),
-      (view) =>
-        reply.call('order_catering', {
-          booking_id: view.data<{ booking_id: string }>('reserve_room')!.booking_id,
-          people: 3,
-        }),
+      orderCateringForBooking,
       reply.answer('Booked and catered.'),
     ]);
     const status = await run(s.orchestrator, 'steps');
@@ -103,11 +106,7 @@ describe('tools per step', () => {
     const s = setup(stepwise, [
       reply.call('find_available_rooms', { ...MEETING }),
       reply.call('reserve_room', reserveArgs()),
-      (view) =>
-        reply.call('order_catering', {
-          booking_id: view.data<{ booking_id: string }>('reserve_room')!.booking_id,
-          people: 3,
-        }),
+      orderCateringForBooking,
       reply.answer('The kitchen refused.'),
     ]);
     s.kitchen.closed = 'closed';

@@ -9,6 +9,7 @@ import { and, not } from 'xstate';
 import { lookupInput, readsInput, recheckInput, resendInput, writeInput } from '../lib/inputs.js';
 import { TAGS } from '../tags.js';
 import type { ChartState } from './chartState.js';
+import { pausedState } from './paused.js';
 
 export const executingState = {
   description: 'Runs the batch in proposal order: reads together, writes one at a time, each after gates (e) and (f).',
@@ -51,21 +52,10 @@ export const executingState = {
         { target: 'reading', actions: 'startReads' },
       ],
     },
-    pausedBeforeWrite: {
-      description:
-        "The task's user went away: no write runs until they return (reads before it have finished); cancelled after the policy's awayTtlMs.",
-      tags: [TAGS.waiting, TAGS.away],
-      on: {
-        'user.returned': [
-          { guard: 'isAboutTaskUser', target: 'selecting', actions: 'resumeForUser' },
-          { actions: 'refusePresenceOfOther' },
-        ],
-        'timer.awayExpired': [
-          { guard: 'hasAbsenceExpired', target: '#agent.stopping', actions: 'stopForAbsence' },
-          { actions: 'replyNothingDue' },
-        ],
-      },
-    },
+    pausedBeforeWrite: pausedState(
+      "The task's user went away: no write runs until they return (reads before it have finished); cancelled after the policy's awayTtlMs.",
+      '#agent.executing.selecting',
+    ),
     rechecking: {
       description: 'Right before a write: every gate again on the exact arguments, after any wait and after a restart.',
       initial: 'arguments',

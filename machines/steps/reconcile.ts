@@ -65,28 +65,26 @@ export const finishReconciledWrite: Step = (context, event, toolkit) => {
   };
 };
 
-/** Looked up and not found after a cancel: the write is not sent again, and the task ends as cancelled. */
-export const abandonWriteForCancel: Step = (context, event) => {
-  const call = inFlight(context);
-  const summary = `looked up by idempotency key ${call.idempotencyKey}: not found; not sent again because the task was cancelled`;
-  return {
-    context: { batch: finishCall(context.batch!, call.callId, rejection(call, 'not_executed', summary)) },
-    audit: [lookupEntry(context, event, call)],
+/** Looked up and not found, and not to be sent again (`why`): the write ends `not_executed`. */
+const abandonWrite =
+  (why: string): Step =>
+  (context, event) => {
+    const call = inFlight(context);
+    const summary = `looked up by idempotency key ${call.idempotencyKey}: not found; not sent again ${why}`;
+    return {
+      context: { batch: finishCall(context.batch!, call.callId, rejection(call, 'not_executed', summary)) },
+      audit: [lookupEntry(context, event, call)],
+    };
   };
-};
+
+/** After a cancel: the task ends as cancelled. */
+export const abandonWriteForCancel: Step = abandonWrite('because the task was cancelled');
 
 /**
- * Not found while the task's user is away: not sent again (a write that did not happen is a new effect, and none
- * starts while the user is away); the model is told, and may propose it again once they are back.
+ * While the task's user is away (a write that did not happen is a new effect, and none starts while the user is
+ * away): the model is told, and may propose it again once they are back.
  */
-export const abandonWriteForAbsence: Step = (context, event) => {
-  const call = inFlight(context);
-  const summary = `looked up by idempotency key ${call.idempotencyKey}: not found; not sent again while the user is away`;
-  return {
-    context: { batch: finishCall(context.batch!, call.callId, rejection(call, 'not_executed', summary)) },
-    audit: [lookupEntry(context, event, call)],
-  };
-};
+export const abandonWriteForAbsence: Step = abandonWrite('while the user is away');
 
 /** Not found, and the tool declares same-key retries safe: to be sent again with the same key, once re-checked. */
 export const prepareResend: Step = (context, event) => {
