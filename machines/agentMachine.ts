@@ -18,6 +18,7 @@ import { type Toolkit, emptyToolkit } from './toolkit.js';
 import { initialContext } from './steps/turn.js';
 import { executingState } from './chart/executing.js';
 import { pausedState } from './chart/paused.js';
+import { awaitingPlanApproval, planProposed } from './chart/planning.js';
 
 /** Bumped whenever a change makes old snapshots unsafe to restore; stored in every persisted envelope. */
 export const AGENT_MACHINE_VERSION = 'agent/7';
@@ -87,6 +88,7 @@ export function createAgentMachine(toolkit: Toolkit) {
             { guard: 'isGoalMet', target: 'done', actions: 'finishDone' },
             { target: 'stopping', actions: 'finishUnmetGoal' },
           ],
+          'model.planProposed': planProposed,
           'model.askedUser': { target: 'awaitingUser', actions: 'recordQuestion' },
           'model.refused': { target: 'stopping', actions: 'finishRefused' },
           'model.invalidOutput': { target: 'reasking', actions: 'recordInvalidOutput' },
@@ -200,6 +202,7 @@ export function createAgentMachine(toolkit: Toolkit) {
         },
       },
       executing: executingState,
+      awaitingPlanApproval,
       awaitingUser: {
         description: 'The model asked the task user a question; only that user can answer it, before it expires.',
         tags: [TAGS.waiting, TAGS.question],

@@ -13,6 +13,7 @@ import type { AgentEvent } from './events.js';
 import { budgetGuards as budget } from './guards/budget.js';
 import { compensationGuards as compensation } from './guards/compensation.js';
 import { presenceGuards as presence } from './guards/presence.js';
+import { planGuards as plan } from './guards/plan.js';
 import { confirmationGuards as confirmation } from './guards/confirmation.js';
 import { executionGuards as execution } from './guards/execution.js';
 import type { Guard } from './guards/guard.js';
@@ -25,6 +26,7 @@ import type { MachineEmitted } from './journal.js';
 import * as asking from './steps/confirmation.js';
 import * as undoing from './steps/compensate.js';
 import * as presenceSteps from './steps/presence.js';
+import * as planning from './steps/plan.js';
 import * as running from './steps/execution.js';
 import * as fitting from './steps/mandate.js';
 import * as rechecking from './steps/recheck.js';
@@ -179,6 +181,9 @@ export function agentSetup(toolkit: Toolkit) {
       ...named(compensation, ['mustCompensate', 'isUnwinding', 'stoppedAsFailed', 'stoppedAsCancelled']),
       // the user's presence
       ...named(presence, ['isUserAway', 'isAboutTaskUser', 'hasAbsenceExpired']),
+      // the plan gate (plan-and-execute)
+      ...named(plan, ['isPlanningOn', 'hasPlanProposalsLeft', 'isPlanWellFormed', 'arePlanToolsPermitted']),
+      ...named(plan, ['isPlanWithinMandate', 'isPlanWithinBudget', 'needsPlanApproval', 'isPlanApprovalPending']),
     },
   });
 
@@ -292,6 +297,8 @@ export function agentSetup(toolkit: Toolkit) {
       ...steps(undoing, ['beginCompensation', 'finishCompensation']),
       ...steps(presenceSteps, ['recordUserAway', 'recordUserBack', 'pauseForAbsence', 'resumeForUser']),
       ...steps(presenceSteps, ['stopForAbsence', 'refusePresenceOfOther']),
+      ...steps(planning, ['refusePlan', 'stopForPlanLimit', 'adoptPlan', 'requestPlanApproval']),
+      ...steps(planning, ['grantPlanApproval', 'rejectPlan', 'expirePlanApproval']),
       ...steps(replies, [
         'replyNotWaitingForConfirmation',
         'replyNoSuchConfirmation',

@@ -29,6 +29,8 @@ export const CONFIRMATION_REASONS = [
   'high_risk',
   'moves_money',
   'rule_of_two',
+  /** A whole plan, before any of it runs (the policy's `planning.approval`). */
+  'plan',
 ] as const;
 export const confirmationReasonSchema = z.enum(CONFIRMATION_REASONS);
 
@@ -48,6 +50,8 @@ export const GATE_NAMES = [
   'budget',
   'confirmation',
   'rate',
+  /** A proposed plan's checks (well formed, permitted, within the mandate and the budget) and its approval. */
+  'plan',
 ] as const;
 export const gateNameSchema = z.enum(GATE_NAMES);
 

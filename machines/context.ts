@@ -16,6 +16,7 @@ import {
   unwindingSchema,
 } from './compensations.js';
 import { FINAL_STATUSES, STOP_CODES } from './failures.js';
+import { DEFAULT_PLANNING, planSchema, planningPolicySchema, planningStateSchema } from './plans.js';
 import { SHORT, count, id, jsonSchema, principalSchema, time } from './lib/schemaParts.js';
 import { INPUT_LIMITS } from './limits.js';
 import type { Json } from './lib/strictJson.js';
@@ -24,6 +25,7 @@ export type { Json };
 export { jsonSchema, principalSchema };
 export * from './calls.js';
 export * from './compensations.js';
+export * from './plans.js';
 
 /**
  * What the host derived from the user's request before the task started: structured terms (a slot, an order and a
@@ -141,6 +143,8 @@ export const policySchema = z.strictObject({
   compensateOn: z.array(compensableStopSchema).max(3),
   /** How long a task waits, paused, for its user to come back before it is cancelled (`user_away`). */
   awayTtlMs: z.number().int().positive(),
+  /** Plan-and-execute: whether the model proposes a plan, who approves it, how often it may re-plan. */
+  planning: planningPolicySchema.default(DEFAULT_PLANNING),
   /** Safe defaults the host loosened for this task, each with the reason it gave; recorded in the task's audit at start. */
   loosened: z
     .array(z.strictObject({ option: z.string().min(1).max(SHORT), reason: z.string().min(1).max(1_000) }))
@@ -193,6 +197,8 @@ export const outcomeSchema = z.strictObject({
   unsupportedIds: z.array(z.string().max(SHORT)).max(16).optional(),
   /** The writes this stop undid or tried to undo, newest first (absent when there were none to undo). */
   compensations: z.array(compensationSchema).max(MAX_COMPENSABLE).optional(),
+  /** The plan in force when the task ended, its steps as tool results left them (absent without one). */
+  plan: planSchema.optional(),
 });
 
 /** Limits of the bounded lists in the context, so the snapshot stays the same size however long a task runs. */
@@ -333,6 +339,8 @@ export const agentContextSchema = z.strictObject({
   away: z.strictObject({ since: time, expiresAt: time }).nullable(),
   /** A stop whose compensations are running (the outcome is set once they have all run), else null. */
   unwinding: unwindingSchema.nullable(),
+  /** The task's plans (plan-and-execute), or null while none was proposed. Absent in tasks stored before plans. */
+  plan: planningStateSchema.nullable().default(null),
   outcome: outcomeSchema.nullable(),
 });
 

@@ -32,6 +32,18 @@ export const modelEventSchema = z.discriminatedUnion('type', [
     text: z.string().nullable(),
     usage: modelUsageSchema,
   }),
+  /**
+   * A plan, proposed as a call of the host's `propose_plan` tool (alone in its reply): the arguments as the model sent
+   * them; the plan gate parses and checks them.
+   */
+  z.strictObject({
+    type: z.literal('model.planProposed'),
+    at,
+    callId: z.string().min(1).max(SHORT),
+    arguments: z.string(),
+    text: z.string().nullable(),
+    usage: modelUsageSchema,
+  }),
   z.strictObject({ type: z.literal('model.answered'), at, text: z.string().min(1), usage: modelUsageSchema }),
   z.strictObject({ type: z.literal('model.askedUser'), at, question: z.string().min(1), usage: modelUsageSchema }),
   z.strictObject({ type: z.literal('model.refused'), at, reason: z.string(), usage: modelUsageSchema }),

@@ -49,6 +49,8 @@ export const STOP_CODES = [
   'internal_error',
   /** The task's user went away and did not come back within the policy's `awayTtlMs`. */
   'user_away',
+  /** The model proposed more plans than the policy's `planning.maxProposals`. */
+  'plan_limit',
 ] as const;
 export type StopCode = (typeof STOP_CODES)[number];
 
@@ -117,6 +119,19 @@ export const CALL_CODES = {
   /** A write whose effect could not be established, even by lookup. */
   outcome_unknown: { retryable: false },
   lookup_failed: { retryable: false },
+  // the plan gate (a call of the host's propose_plan)
+  /** The task takes no plans (`planning.mode: 'off'`). */
+  planning_off: { retryable: false },
+  plan_malformed: { retryable: true },
+  /** The steps depend on each other in a cycle. */
+  plan_cycle: { retryable: true },
+  /** A write step's tool declares no rule against the task's mandate. */
+  mandate_unchecked: { retryable: true },
+  /** The plan's estimated cost is more than the task has left. */
+  over_budget: { retryable: true },
+  plan_rejected: { retryable: false },
+  plan_expired: { retryable: false },
+  plan_limit: { retryable: false },
 } as const satisfies Record<string, { retryable: boolean }>;
 
 export type CallCode = keyof typeof CALL_CODES;

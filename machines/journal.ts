@@ -20,6 +20,8 @@ import type {
   ModelReservation,
   ModelUsage,
   Observation,
+  PlanEstimate,
+  PlanStepStatus,
   Policy,
   Provenance,
   RiskClass,
@@ -47,7 +49,9 @@ export type TranscriptEntry =
   | { kind: 'no_answer'; at: number; turn: number; question: string }
   | { kind: 'refusal'; at: number; turn: number; text: string }
   /** A host note to the model that its previous output could not be used. */
-  | { kind: 'invalid_output'; at: number; turn: number; detail: string };
+  | { kind: 'invalid_output'; at: number; turn: number; detail: string }
+  /** The host's note of a plan's progress: the steps' statuses, from tool results (shown to the model as facts). */
+  | { kind: 'plan_progress'; at: number; turn: number; text: string };
 
 /** `approved`: one approval of several recorded; `granted`: the last decision needed, the call may run. */
 export type ConfirmationAction = 'requested' | 'approved' | 'granted' | 'refused' | 'rejected' | 'expired';
@@ -84,8 +88,11 @@ export type AuditEntry = { at: number; turn: number } & Partial<AuditStamp> &
         /** What is worth a look about how it started (absent before agent/6). */
         warnings?: StartWarning[];
       }
-    /** `offered`: the tools the host's offer rule gave this turn (absent when it has none). */
-    | { kind: 'model_requested'; reservation: ModelReservation; offered?: string[] }
+    /**
+     * `offered`: the tools the host's offer rule (and a plan in force) gave this turn, absent when neither narrows them;
+     * `planOffered`: the model may propose a plan this turn.
+     */
+    | { kind: 'model_requested'; reservation: ModelReservation; offered?: string[]; planOffered?: boolean }
     /** For an unusable output, why it was refused (`detail`) and what the model sent (`received`, capped and redacted). */
     | {
         kind: 'model_output';
@@ -195,6 +202,29 @@ export type AuditEntry = { at: number; turn: number } & Partial<AuditStamp> &
         action: 'left' | 'returned' | 'paused' | 'resumed' | 'expired';
         userId: string;
         expiresAt: number | null;
+      }
+    /**
+     * A plan: proposed (waiting for approval), refused by a check, adopted (with or without approval), rejected or
+     * expired unapproved, or one of its steps settled by a tool result (`step`).
+     */
+    | {
+        kind: 'plan';
+        action: 'proposed' | 'refused' | 'adopted' | 'rejected' | 'expired' | 'step';
+        planId: string | null;
+        callId: string;
+        hash: string | null;
+        code: string | null;
+        summary: string;
+        steps?: { id: string; tool: string; effect: Effect; dependsOn: string[] }[];
+        estimate?: PlanEstimate;
+        step?: {
+          id: string;
+          tool: string;
+          status: PlanStepStatus;
+          callId: string | null;
+          observedAt: number | null;
+          evidence: string[];
+        };
       }
     /** Every compensation has its result; `task_stopped` follows. */
     | { kind: 'compensation_finished'; compensations: Compensation[] }

@@ -1,5 +1,6 @@
 /** The host policy and budget limits a task gets when the host does not say otherwise. */
 import type { BudgetLimits, Policy } from '../machines/context.js';
+import { DEFAULT_PLANNING } from '../machines/plans.js';
 
 export const DEFAULT_POLICY: Policy = {
   version: '1',
@@ -26,6 +27,8 @@ export const DEFAULT_POLICY: Policy = {
   compensateOn: ['failed', 'budget_exhausted', 'cancelled'],
   // A task whose user went away waits a day for them, paused, then is cancelled.
   awayTtlMs: 24 * 60 * 60_000,
+  // The model plans as it goes unless the host asks for plans; a plan with a write is approved by the user first.
+  planning: { ...DEFAULT_PLANNING },
   loosened: [],
 };
 

@@ -136,6 +136,7 @@ describe('migration of older envelopes', () => {
       away: _a,
       succeeded: _s,
       offered: _f,
+      plan: _plan,
       ...rest
     } = migrated;
     const {

@@ -48,7 +48,7 @@ export function newConfirmation(
 }
 
 /** The decision a confirm or reject event makes: as the requester, or as an approver under the approver scope. */
-function decisionOf(pending: PendingConfirmation, event: MachineEvent): Decision | null {
+export function decisionOf(pending: PendingConfirmation, event: MachineEvent): Decision | null {
   if (event.type !== 'user.confirmed' && event.type !== 'user.rejected') return null;
   const approver = pending.approverScope !== null && event.userId !== pending.userId;
   return {
@@ -59,7 +59,7 @@ function decisionOf(pending: PendingConfirmation, event: MachineEvent): Decision
   };
 }
 
-function confirmationEntry(
+export function confirmationEntry(
   context: AgentContext,
   event: MachineEvent,
   action: ConfirmationAction,
@@ -161,7 +161,10 @@ export const recordApproval: Step = (context, event) => {
 };
 
 /** A confirm event that does not satisfy the pending confirmation: audited with the check it failed. */
-function refusal(context: AgentContext, event: MachineEvent): Required<Pick<StepResult, 'audit' | 'reply'>> | null {
+export function refusal(
+  context: AgentContext,
+  event: MachineEvent,
+): Required<Pick<StepResult, 'audit' | 'reply'>> | null {
   if (event.type !== 'user.confirmed') return null;
   const code = confirmationRefusal(context, event) ?? 'unknown_confirmation';
   const pending = context.pendingConfirmation!;

@@ -25,6 +25,7 @@ import { unconfirmedSummary } from '../lib/toolRules.js';
 import type { ToolRules, Toolkit } from '../toolkit.js';
 import { type Step, bounded, retriesWithin } from './step.js';
 import { rememberWrite } from './compensate.js';
+import { planProgress } from './plan.js';
 
 /** Closes the batch: every result goes to the transcript, paired by call id, and new knowledge is counted. */
 export const closeBatch: Step = (context, event) => {
@@ -43,8 +44,10 @@ export const closeBatch: Step = (context, event) => {
     }
     if (!observation.ok) lastFailure = { tool: call.tool, code: observation.code, summary: observation.summary };
   }
+  const progress = planProgress(context, event, batch.calls);
   return {
     context: {
+      ...progress.context,
       batch: { ...batch, closed: true, current: null },
       knowledge,
       // Something new was observed: earlier proposals may be worth making again.
@@ -53,7 +56,8 @@ export const closeBatch: Step = (context, event) => {
       seenObservations: seen.slice(-CONTEXT_BOUNDS.seenObservations),
       rejectedTurns: context.rejectedTurns + (hasHostRejection(batch) ? 1 : 0),
     },
-    transcript,
+    audit: progress.audit,
+    transcript: [...transcript, ...(progress.transcript ?? [])],
   };
 };
 

@@ -13,6 +13,7 @@ import { auditEntry, gateEntry, timeOf } from '../journal.js';
 import { nextStepNeed } from '../guards/budget.js';
 import { type Step, type StepResult, describeFields, endWait, retriesWithin } from './step.js';
 import { compensationResults, describeCompensations, willCompensate } from './compensate.js';
+import { finalPlan, withResults } from '../lib/plan.js';
 
 /** Ends the task with `status`: unfinished calls get a "not run" result (`skipCode`), results go to the transcript. */
 export function stop(
@@ -42,6 +43,10 @@ export function stop(
         message: `${reason.message} (while undoing the writes of an earlier stop, ${unwinding.stop.reason.code}); ${describeCompensations(compensations!)}`,
       }
     : reason;
+  // The plan as the results left it (those of the batch stopped in, too): what did not run is skipped.
+  const planned =
+    context.plan && batch ? withResults(context.plan, batch.calls, timeOf(context, event)).planning : context.plan;
+  const plan = planned?.current ? finalPlan(planned.current) : null;
   const outcome = {
     status,
     reason: said,
@@ -49,6 +54,7 @@ export function stop(
     evidence: context.evidence,
     unsupportedIds: extra.unsupportedIds ?? [],
     ...(compensations ? { compensations } : {}),
+    ...(plan ? { plan } : {}),
   };
   return {
     context: {

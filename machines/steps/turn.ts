@@ -11,6 +11,7 @@ import type { StartWarning, TranscriptEntry } from '../journal.js';
 import type { OfferFacts, Toolkit } from '../toolkit.js';
 import { auditEntry, gateEntry, timeOf } from '../journal.js';
 import { type Step, type StepResult, endWait, retriesWithin } from './step.js';
+import { canProposePlan, planOffer } from '../lib/plan.js';
 
 /** Builds the initial context from the host's task input. */
 export function initialContext(input: AgentInput): AgentContext {
@@ -68,6 +69,7 @@ export function initialContext(input: AgentInput): AgentContext {
     compensable: [],
     away: null,
     unwinding: null,
+    plan: null,
     outcome: null,
   };
 }
@@ -109,11 +111,14 @@ export const startModelTurn: Step = (context, event, toolkit) => {
   const turn = context.turn + 1;
   const next = { ...context, turn };
   const need = modelTurnNeed(context.modelReservation, context.budget);
-  const offered = offeredTools(toolkit, {
+  const hosts = offeredTools(toolkit, {
     turn,
     succeeded: context.succeeded,
     mandateKind: context.mandate?.kind ?? null,
   });
+  // A plan in force narrows the offer further, to its ready steps' tools.
+  const planned = planOffer(context);
+  const offered = planned === null ? hosts : hosts === null ? planned : planned.filter((t) => hosts.includes(t));
   return {
     context: { turn, budget: debit(context.budget, need), offered },
     audit: [
@@ -122,6 +127,7 @@ export const startModelTurn: Step = (context, event, toolkit) => {
         kind: 'model_requested',
         reservation: { tokens: need.tokens ?? 0, costMicros: need.costMicros ?? 0 },
         ...(offered ? { offered } : {}),
+        ...(canProposePlan(next) ? { planOffered: true } : {}),
       }),
     ],
   };
@@ -221,7 +227,7 @@ function proposalEntry(context: AgentContext, event: MachineEvent): TranscriptEn
  * Arguments over the limit are refused at the protocol gate; the transcript keeps a short JSON placeholder instead of
  * them, so that they are neither stored nor sent back to the model on every later turn.
  */
-function keptArguments(text: string, maxBytes: number): string {
+export function keptArguments(text: string, maxBytes: number): string {
   const bytes = utf8Length(text);
   if (bytes <= maxBytes) return text;
   return JSON.stringify({

@@ -199,6 +199,22 @@ export function formatTrace(entries: readonly AuditEntry[], options: TraceOption
       case 'presence':
         lines.push(line(paint, indent, entry.turn, 'user', paint('yellow', `${entry.userId} ${entry.action}`)));
         break;
+      case 'plan': {
+        for (const key of [...gates.keys()]) flushGates(key);
+        const steps = entry.steps ? ` [${entry.steps.map((s) => `${s.id} ${s.tool}`).join(', ')}]` : '';
+        const what =
+          entry.action === 'step' && entry.step
+            ? `${entry.planId} ${entry.step.id} ${entry.step.tool}: ${entry.step.status}${entry.step.evidence.length ? ` (${entry.step.evidence.join(', ')})` : ''}`
+            : `${entry.planId ?? 'plan'} ${entry.action}${entry.code ? ` (${entry.code})` : ''}: ${entry.summary}${steps}`;
+        const style =
+          entry.action === 'adopted' || entry.step?.status === 'succeeded'
+            ? 'green'
+            : entry.action === 'proposed'
+              ? 'yellow'
+              : 'red';
+        lines.push(line(paint, indent, entry.turn, 'plan', paint(style, what)));
+        break;
+      }
       case 'compensation_started':
       case 'compensation_finished': {
         for (const key of [...gates.keys()]) flushGates(key);

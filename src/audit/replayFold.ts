@@ -7,6 +7,7 @@ import { WRITE_OUTCOME_UNKNOWN } from '../../machines/failures.js';
 import type { AuditEntry } from '../../machines/journal.js';
 import { ENDING_KINDS, applyEnding } from './replayEndings.js';
 import { foldMoves } from './replayFoldMoves.js';
+import { PLAN_TOOL } from '../../machines/plans.js';
 import type { ReplayedTask } from './replayedTask.js';
 
 /** Applies `entry` to `task` (a fresh copy owned by the fold). */
@@ -207,6 +208,10 @@ export function apply(task: ReplayedTask, entry: AuditEntry, seq: number, previo
       });
       // Recorded after the stop when the tool's policy cancels the task on it.
       if (task.outcome) break;
+      if (entry.tool === PLAN_TOOL) {
+        foldPlanApproval(task, entry, enter);
+        break;
+      }
       const previousAction = [...task.decisions]
         .reverse()
         .find((d, i) => i > 0 && d.kind === 'confirmation' && d.callId === entry.callId)?.name;
@@ -303,6 +308,19 @@ export function apply(task: ReplayedTask, entry: AuditEntry, seq: number, previo
         moves.holdReservation(true);
       }
       break;
+    case 'plan':
+      decide({
+        kind: 'plan',
+        name: entry.action,
+        decision: entry.action === 'step' ? (entry.step?.status ?? 'step') : entry.action,
+        code: entry.code,
+        summary: entry.summary,
+        tool: entry.step?.tool ?? null,
+        callId: entry.callId,
+      });
+      // Refused, or adopted without approval: the next turn follows (a held plan waits on its confirmation entry).
+      if ((entry.action === 'refused' || entry.action === 'adopted') && task.state === 'thinking') enter('deciding');
+      break;
     case 'question_expired':
       decide({
         kind: 'user',
@@ -316,5 +334,28 @@ export function apply(task: ReplayedTask, entry: AuditEntry, seq: number, previo
       task.waitingForAnswer = false;
       enter('deciding');
       break;
+  }
+}
+
+/** A plan's approval: the task waits in `awaitingPlanApproval`; granted, rejected or expired, it decides again. */
+function foldPlanApproval(
+  task: ReplayedTask,
+  entry: Extract<AuditEntry, { kind: 'confirmation' }>,
+  enter: (state: string) => void,
+): void {
+  if (entry.action === 'requested') {
+    task.pendingConfirmation = {
+      id: entry.confirmationId,
+      callId: entry.callId,
+      tool: entry.tool,
+      argsHash: entry.argsHash,
+      requestedAt: entry.at,
+      expiresAt: entry.expiresAt,
+      request: 1,
+    };
+    enter('awaitingPlanApproval');
+  } else if (entry.action === 'granted' || entry.action === 'rejected' || entry.action === 'expired') {
+    task.pendingConfirmation = null;
+    enter('deciding');
   }
 }

@@ -60,7 +60,8 @@ export interface ReplayedDecision {
     | 'stop'
     | 'cancel'
     | 'user'
-    | 'compensation';
+    | 'compensation'
+    | 'plan';
   /** Gate name, confirmation action, tool name... */
   name: string;
   /** pass / reject / stop for gates; ok or a code for tools; found / not_found / inconclusive for lookups. */

@@ -48,9 +48,10 @@ export interface OrchestratorOptions {
   store?: TaskStore;
   /**
    * Host policy; persisted with each task at start. Tightening goes here; a field that would loosen a safe default
-   * (`unconfirmedMoneyUpTo`, `ruleOfTwo`) is refused: use `loosen`, which takes a reason.
+   * (`unconfirmedMoneyUpTo`, `ruleOfTwo`) is refused: use `loosen`, which takes a reason. `planning` (plan-and-execute)
+   * is merged over its defaults: `{ planning: { mode: 'plan_first' } }` keeps the default approval and bounds.
    */
-  policy?: Partial<Policy>;
+  policy?: Partial<Omit<Policy, 'planning'>> & { planning?: Partial<Policy['planning']> };
   /**
    * Safe defaults loosened on purpose, each with its reason, recorded in the audit of every task started under it:
    * `unconfirmedMoney: { upTo, reason }` (money-moving writes up to that total run unconfirmed when their tool's rule
@@ -243,8 +244,9 @@ export function resolveSettings(options: OrchestratorOptions, systemClock: Clock
 
 /** The host's policy over the defaults, with what `loosen` moved and its record. */
 function policyOf(options: OrchestratorOptions): Policy {
-  const { fields, loosened } = loosenedPolicy(options.policy, options.loosen);
-  return parseOrThrow(policySchema, { ...DEFAULT_POLICY, ...options.policy, ...fields, loosened }, 'policy');
+  const { fields, loosened } = loosenedPolicy(options.policy as Partial<Policy> | undefined, options.loosen);
+  const planning = { ...DEFAULT_POLICY.planning, ...options.policy?.planning };
+  return parseOrThrow(policySchema, { ...DEFAULT_POLICY, ...options.policy, planning, ...fields, loosened }, 'policy');
 }
 
 function mandateKinds(kinds: readonly MandateKind<unknown>[]): Map<string, MandateKind<unknown>> {

@@ -33,6 +33,14 @@ export function sealModelEvent(registry: ToolRegistry, scope: SealScope, event: 
           arguments: privacy.arguments(scope, call.arguments, registry.get(call.name)?.sensitive?.args ?? []),
         })),
       };
+    case 'model.planProposed':
+      return {
+        ...event,
+        text: event.text === null ? null : privacy.text(scope, event.text),
+        callId: privacy.text(scope, event.callId),
+        // A plan names tools and purposes, never argument values: its text is redacted like any text.
+        arguments: privacy.text(scope, event.arguments),
+      };
     case 'model.answered':
       return { ...event, text: privacy.text(scope, event.text) };
     case 'model.askedUser':

@@ -3,6 +3,7 @@
  * persisted with a task, the toolkit the chart's gates read, and the tools offered to the model.
  */
 import type { Catalog, Principal } from '../../machines/context.js';
+import { PLAN_TOOL } from '../../machines/plans.js';
 import type { OfferRule, ToolRules, Toolkit } from '../../machines/toolkit.js';
 import { AgentError, type CatalogDifference, ToolDefinitionError } from '../errors.js';
 import { catalogDifferences } from './catalogBinding.js';
@@ -27,6 +28,8 @@ export class ToolRegistry {
   constructor(tools: readonly Tool[], privacy: Privacy = new Privacy(), offer?: OfferRule) {
     this.privacy = privacy;
     for (const tool of tools) {
+      if (tool.name === PLAN_TOOL)
+        throw new ToolDefinitionError(tool.name, `${PLAN_TOOL} is the host's own tool for plans; choose another name`);
       if (this.tools.has(tool.name))
         throw new AgentError('duplicate_tool', `two tools are named ${JSON.stringify(tool.name)}`);
       defineTool(tool as never);

@@ -10,6 +10,8 @@
  * - tools per step: no tool recorded as having succeeded (an offer rule sees only what happens after the upgrade), and
  *   no offer recorded for the turn in flight (every tool the principal may use, as agent/6 offered).
  *
+ * - plans: none proposed, and the policy's `planning` at its default (`off`: the model plans as it goes, as before).
+ *
  * Outcomes keep what they said (they list no compensations).
  */
 import { DEFAULT_POLICY } from '../defaults.js';
@@ -30,5 +32,6 @@ export function toAgent7Context(context: Raw): Raw {
     offered: context.offered ?? null,
     away: context.away ?? null,
     unwinding: context.unwinding ?? null,
+    plan: context.plan ?? null,
   };
 }

@@ -8,6 +8,7 @@
  */
 import type { Json, Observation } from '../../machines/context.js';
 import { AgentError } from '../errors.js';
+import { PLAN_TOOL } from '../../machines/plans.js';
 import type { AgentModel, ModelReply, ModelRequest } from '../model/agentModel.js';
 
 /** The scripted model was asked for more turns than its script has. */
@@ -57,6 +58,11 @@ export const reply = {
   },
   answer(text: string): ModelReply {
     return { type: 'answer', text };
+  },
+  /** A plan: a call of the host's `propose_plan` (steps with their tool, purpose and dependencies). */
+  plan(steps: { id: string; tool: string; purpose?: string; depends_on?: string[] }[], callId?: string): ModelReply {
+    const args = { steps: steps.map((s) => ({ purpose: `run ${s.tool}`, depends_on: [], ...s })) };
+    return reply.call(PLAN_TOOL, args, callId);
   },
   ask(question: string): ModelReply {
     return { type: 'ask_user', question };

@@ -260,6 +260,25 @@ function timelineRow(entry: AuditEntry, seq: number, start: number): string | nu
           )
           .join('; '),
       );
+    case 'plan': {
+      const steps = entry.steps?.map((s) => `${s.id} <code>${esc(s.tool)}</code>`).join(', ');
+      const detail = entry.step
+        ? `${esc(entry.step.id)}: ${esc(entry.step.status)}${entry.step.evidence.length ? ` (${esc(entry.step.evidence.join(', '))})` : ''}`
+        : `${entry.code ? `<code>${esc(entry.code)}</code>: ` : ''}${esc(entry.summary)}${steps ? ` [${steps}]` : ''}`;
+      const cls =
+        entry.action === 'adopted' || entry.step?.status === 'succeeded'
+          ? 'pass'
+          : entry.action === 'proposed'
+            ? 'warn'
+            : 'reject';
+      return row(
+        'plan',
+        entry.step?.tool ?? null,
+        entry.action === 'step' ? (entry.step?.status ?? 'step') : entry.action,
+        cls,
+        detail,
+      );
+    }
     case 'task_stopped':
       return row(
         'stop',

@@ -11,6 +11,7 @@
  * A world is an ActorLogic over `{ machine, shadow }` snapshots, so `xstate/graph` can traverse it; the state
  * identity is (state value, context without the constant task fields, shadow).
  */
+import { DEFAULT_PLANNING } from '../../machines/plans.js';
 import { type ActorLogic, type AnyActorScope, type SnapshotFrom, createActor } from 'xstate';
 import { z } from 'zod';
 import { type AgentMachine, createAgentMachine } from '../../machines/agentMachine.js';
@@ -201,6 +202,7 @@ export const INPUT: AgentInput = {
     maxUnknownReads: 2,
     compensateOn: ['failed', 'budget_exhausted', 'cancelled'],
     awayTtlMs: 86_400_000,
+    planning: { ...DEFAULT_PLANNING },
     loosened: [],
   },
   limits: {

@@ -3,6 +3,7 @@
  * model that never answers), so it has the shape XState persists, an in-flight invocation included; other states
  * are derived from it by setting the fields the summary reads. Every envelope passes `parseEnvelope`.
  */
+import { DEFAULT_PLANNING } from '../../machines/plans.js';
 import { createActor, fromPromise } from 'xstate';
 import { agentMachine, AGENT_MACHINE_VERSION } from '../../machines/agentMachine.js';
 import type { AgentContext, AgentInput, CallState, FinalStatus } from '../../machines/context.js';
@@ -49,6 +50,7 @@ export function taskInput(taskId: string, overrides: Partial<AgentInput> = {}): 
       maxUnknownReads: 2,
       compensateOn: ['failed', 'budget_exhausted', 'cancelled'],
       awayTtlMs: 86_400_000,
+      planning: { ...DEFAULT_PLANNING },
       loosened: [],
     },
     limits: {

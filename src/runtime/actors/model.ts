@@ -18,6 +18,9 @@ import {
 import type { ActorHost } from '../actorHost.js';
 import { scopeOf, sealModelEvent, sealReceived } from '../sealing.js';
 import { runWithTimeout } from '../timeouts.js';
+import { canProposePlan } from '../../../machines/lib/plan.js';
+import { PLAN_TOOL } from '../../../machines/plans.js';
+import { PLAN_TOOL_DEFINITION } from '../planTool.js';
 
 export function modelActor(host: ActorHost) {
   const { clock } = host;
@@ -37,9 +40,12 @@ export function modelActor(host: ActorHost) {
               turn: input.turn,
               goal: context.goal,
               principal: { userId: context.principal.userId, tenantId: context.principal.tenantId },
-              tools: host.registry
-                .offeredTo(context.principal)
-                .filter((tool) => context.offered === null || context.offered.includes(tool.name)),
+              tools: [
+                ...host.registry
+                  .offeredTo(context.principal)
+                  .filter((tool) => context.offered === null || context.offered.includes(tool.name)),
+                ...(canProposePlan(context) ? [PLAN_TOOL_DEFINITION] : []),
+              ],
               observations: input.observations,
               transcript: () => task.transcript(),
               signal: s,
@@ -165,6 +171,9 @@ export function toModelEvent(
     ? { inputTokens: reservation.tokens, outputTokens: 0, costMicros: reservation.costMicros }
     : { inputTokens: count(reported[0]), outputTokens: count(reported[1]), costMicros: count(reported[2]) };
   let candidate: unknown;
+  if (reply?.type === 'tool_calls' && (reply.calls ?? []).some((c) => c?.name === PLAN_TOOL)) {
+    return planEvent(reply, at, usage);
+  }
   switch (reply?.type) {
     case 'tool_calls':
       candidate = {
@@ -203,6 +212,34 @@ export function toModelEvent(
   const parsed = modelEventSchema.safeParse(candidate);
   if (parsed.success) return parsed.data;
   return { type: 'model.invalidOutput', at, detail: `unusable model output: ${zodSummary(parsed.error)}`, usage };
+}
+
+/** A reply that calls the host's `propose_plan`: a plan, when it is the reply's only call. */
+function planEvent(
+  reply: Extract<ModelReply, { type: 'tool_calls' }>,
+  at: number,
+  usage: ModelEvent['usage'],
+): ModelEvent {
+  const [call, ...others] = reply.calls;
+  if (others.length > 0) {
+    return {
+      type: 'model.invalidOutput',
+      at,
+      detail: `${PLAN_TOOL} was called with other tools in one reply; propose a plan alone, then act on it`,
+      received: receivedOf(JSON.stringify(reply.calls.map((c) => c?.name))),
+      usage,
+    };
+  }
+  const parsed = modelEventSchema.safeParse({
+    type: 'model.planProposed',
+    at,
+    callId: call?.callId,
+    arguments: call?.arguments,
+    text: reply.text ?? null,
+    usage,
+  });
+  if (parsed.success) return parsed.data;
+  return { type: 'model.invalidOutput', at, detail: `unusable plan proposal: ${zodSummary(parsed.error)}`, usage };
 }
 
 /** An unusable output as received, cut to what the audit keeps (the cut marked), or null when there was none. */
