@@ -100,7 +100,45 @@ describe('capacity', () => {
     await h.orchestrator.close();
   });
 
+  it('refuses starts past maxStartingTasks at once, and takes them again once the first ones saved', async () => {
+    const held = heldModel();
+    const store = new MemoryStore();
+    const h = harness({ store, model: held.model, capacity: { maxStartingTasks: 2 } });
+    // One synchronous burst: every call is issued before any start saved.
+    const burst = Array.from({ length: 5 }, (_, i) =>
+      h.orchestrator.start({ principal: user('a'), goal: 'g', taskId: `s${i}` }),
+    );
+    expect(h.orchestrator.stats().starting).toBe(2);
+    const results = await Promise.allSettled(burst);
+    const refused = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []));
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(2);
+    expect(refused).toHaveLength(3);
+    for (const error of refused) {
+      expect(error).toBeInstanceOf(CapacityError);
+      expect(error).toMatchObject({ code: 'overloaded', scope: 'process', limit: 2, limitName: 'maxStartingTasks' });
+      expect((error as Error).message).toMatch(/2 starts under way \(capacity\.maxStartingTasks\)/);
+    }
+    expect(await store.load('s2')).toBeNull();
+    expect(h.orchestrator.stats()).toMatchObject({ starting: 0, refused: { starting: 3 } });
+    // The first two saved: the bound is about starts under way, not running tasks.
+    await expect(h.orchestrator.start({ principal: user('a'), goal: 'g', taskId: 's5' })).resolves.toMatchObject({
+      state: 'running',
+    });
+    await h.orchestrator.close();
+  });
+
+  it('takes a burst whole when maxStartingTasks is Infinity', async () => {
+    const held = heldModel();
+    const h = harness({ model: held.model, capacity: { maxStartingTasks: Number.POSITIVE_INFINITY } });
+    const results = await Promise.allSettled(
+      Array.from({ length: 250 }, (_, i) => h.orchestrator.start({ principal: user('a'), goal: 'g', taskId: `i${i}` })),
+    );
+    expect(results.every((r) => r.status === 'fulfilled')).toBe(true);
+    await h.orchestrator.close();
+  });
+
   it('refuses an option that is not a positive count', () => {
+    expect(() => harness({ capacity: { maxStartingTasks: 0 } })).toThrow(/capacity/);
     expect(() => harness({ capacity: { maxRunningTasks: 0 } })).toThrow(/capacity/);
   });
 });

@@ -44,7 +44,10 @@ export interface OrchestratorStats {
   loopDelayMs: number;
   recovered: number;
   quarantined: number;
-  refused: { process: number; tenant: number; loopDelay: number };
+  /** Starts refused for capacity, by reason (the capacity option that refused them). */
+  refused: { process: number; tenant: number; loopDelay: number; starting: number };
+  /** Starts under way now (`capacity.maxStartingTasks` bounds them). */
+  starting: number;
 }
 
 export class Orchestrator {
@@ -186,6 +189,7 @@ export class Orchestrator {
       recovered: this.recoveries.resumed,
       quarantined: this.recoveries.quarantined,
       refused: { ...this.capacity.refused },
+      starting: this.capacity.startsUnderway,
     };
   }
 

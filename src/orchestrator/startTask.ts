@@ -112,8 +112,9 @@ export function createTask(
 ): Promise<TaskStatus> {
   const { live, store, capacity } = deps;
   const { taskId } = input;
-  // A slot is held from here until the task is live (counted as running) or the start failed.
-  const release = capacity.hold(input.principal.tenantId);
+  // A slot is held from here until the task is live (counted as running) and its first state saved, or the start
+  // failed: refused here, before anything is stored.
+  const slot = capacity.hold(input.principal.tenantId);
   return live
     .exclusive(taskId, async () => {
       if (live.has(taskId)) throw new TaskExistsError(taskId);
@@ -141,9 +142,9 @@ export function createTask(
         await live.releaseLease(taskId);
         throw error;
       }
-      release();
+      slot.live();
       await task.barrier();
       return statusOfLive(task);
     })
-    .finally(release);
+    .finally(slot.release);
 }
