@@ -295,12 +295,14 @@ export class StoreDataLostError extends AgentError<'store_data_lost'> {
 }
 
 /** The capacity option a start was refused under (`CapacityError.limitName`). */
-export type CapacityLimitName = 'maxRunningTasks' | 'maxRunningPerTenant' | 'maxLoopDelayMs' | 'maxStartingTasks';
+export type CapacityLimitName =
+  'maxRunningTasks' | 'maxRunningPerTenant' | 'maxLoopDelayMs' | 'maxStartingTasks' | 'tenantCap';
 
 /**
  * Refused before any work: this process drives as many running tasks as its `capacity` allows, in all (`scope:
  * 'process'`, retry later or elsewhere) or for the task's tenant (`scope: 'tenant'`); or it has as many starts under
- * way as it takes at once (`maxStartingTasks`); or its event loop lags (`maxLoopDelayMs`). `limitName` names the
+ * way as it takes at once (`maxStartingTasks`); or its event loop lags (`maxLoopDelayMs`); or the tenant has as many
+ * running tasks across every process on the store as `tenantCap` allows (`scope: 'tenant'`). `limitName` names the
  * option. Nothing was stored.
  */
 export class CapacityError extends AgentError<'overloaded' | 'tenant_at_capacity'> {
@@ -334,6 +336,8 @@ function capacityMessage(name: CapacityLimitName, limit: number, tenantId: strin
       return `This process already has ${limit} starts under way (capacity.maxStartingTasks): it takes no more at once; try again shortly or on another instance.`;
     case 'maxRunningTasks':
       return `This process already drives ${limit} running tasks (capacity.maxRunningTasks); try again later or on another instance.`;
+    case 'tenantCap':
+      return `Tenant ${JSON.stringify(tenantId)} already has ${limit} running tasks across every process (capacity.tenantCap); try again when one waits or ends.`;
     case 'maxRunningPerTenant':
       return `Tenant ${JSON.stringify(tenantId)} already has ${limit} running tasks here (capacity.maxRunningPerTenant); try again when one waits or ends.`;
   }

@@ -71,6 +71,7 @@ describe('fleet metrics', () => {
       'statechart_agent.starts.refused{tenant}': 1,
       'statechart_agent.starts.refused{loop_delay}': 0,
       'statechart_agent.starts.refused{starting}': 0,
+      'statechart_agent.starts.refused{tenant_cap}': 0,
       'statechart_agent.starts.underway': 0,
     });
     stop();

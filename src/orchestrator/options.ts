@@ -125,12 +125,18 @@ export interface OrchestratorOptions {
    * `maxStartingTasks` (default 200): starts under way at once (from `start` until the task's first state is saved);
    * one more is refused (`overloaded`) at once, before anything is stored, so that a burst of starts cannot starve
    * the event loop into store timeouts. `Number.POSITIVE_INFINITY` turns the bound off.
+   * `tenantCap` (default: none): at most that many running tasks per tenant across every process on the store
+   * (Redis: counted atomically in the store, so two processes cannot both take the last slot; MemoryStore: the
+   * orchestrators sharing it). A `start` past it is refused (`tenant_at_capacity`, HTTP 429 with Retry-After). A
+   * task's slot is held while it runs, renewed with its lease, given back when it waits, ends, stops here or the
+   * process closes; a killed process's slots free after the lease TTL. Needs a store with `tenantSlots`.
    */
   capacity?: {
     maxRunningTasks?: number;
     maxRunningPerTenant?: number;
     maxLoopDelayMs?: number;
     maxStartingTasks?: number;
+    tenantCap?: number;
   };
   /**
    * Sensitive values kept out of everything persisted and streamed: the host's redactors (`cardNumbers()`...) seal
@@ -176,7 +182,14 @@ export interface Settings {
   mandates: ReadonlyMap<string, MandateKind<unknown>>;
   newTaskId: () => string;
   lease: { ttlMs: number; renewEveryMs: number; acquireTimeoutMs: number };
-  capacity: { maxRunningTasks: number; maxRunningPerTenant: number; maxLoopDelayMs: number; maxStartingTasks: number };
+  capacity: {
+    maxRunningTasks: number;
+    maxRunningPerTenant: number;
+    maxLoopDelayMs: number;
+    maxStartingTasks: number;
+    /** Running tasks per tenant across every process on the store (Infinity: none). */
+    tenantCap: number;
+  };
 }
 
 /** How long the event loop may have lagged (in the last second) for a start to be taken: by default, any time. */
@@ -209,6 +222,7 @@ const settingsSchema = z.strictObject({
       maxRunningPerTenant: positive.optional(),
       maxLoopDelayMs: positive.or(z.literal(Number.POSITIVE_INFINITY)).optional(),
       maxStartingTasks: positive.or(z.literal(Number.POSITIVE_INFINITY)).optional(),
+      tenantCap: positive.optional(),
     })
     .optional(),
 });
@@ -253,6 +267,7 @@ export function resolveSettings(options: OrchestratorOptions, systemClock: Clock
       maxRunningPerTenant: checked.capacity?.maxRunningPerTenant ?? Number.POSITIVE_INFINITY,
       maxLoopDelayMs: checked.capacity?.maxLoopDelayMs ?? DEFAULT_MAX_LOOP_DELAY_MS,
       maxStartingTasks: checked.capacity?.maxStartingTasks ?? DEFAULT_MAX_STARTING_TASKS,
+      tenantCap: checked.capacity?.tenantCap ?? Number.POSITIVE_INFINITY,
     },
   };
 }

@@ -49,7 +49,7 @@ export const FLEET_METRICS = {
   'statechart_agent.starts.refused': {
     kind: 'counter',
     unit: '{start}',
-    description: 'Starts refused for capacity, by reason (process, tenant, loop_delay, starting)',
+    description: 'Starts refused for capacity, by reason (process, tenant, loop_delay, starting, tenant_cap)',
     read: (s: OrchestratorStats) => s.refused,
   },
   'statechart_agent.starts.underway': {
@@ -68,6 +68,7 @@ const REASONS: Record<keyof OrchestratorStats['refused'], string> = {
   tenant: 'tenant',
   loopDelay: 'loop_delay',
   starting: 'starting',
+  tenantCap: 'tenant_cap',
 };
 
 /** Registers the fleet metrics of `orchestrator` on `meter`; returns the function that unregisters them. */
