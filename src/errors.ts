@@ -294,26 +294,52 @@ export class StoreDataLostError extends AgentError<'store_data_lost'> {
   }
 }
 
+/** The capacity option a start was refused under (`CapacityError.limitName`). */
+export type CapacityLimitName =
+  'maxRunningTasks' | 'maxRunningPerTenant' | 'maxLoopDelayMs' | 'maxStartingTasks' | 'tenantCap';
+
 /**
  * Refused before any work: this process drives as many running tasks as its `capacity` allows, in all (`scope:
- * 'process'`, retry later or elsewhere) or for the task's tenant (`scope: 'tenant'`). Nothing was stored.
+ * 'process'`, retry later or elsewhere) or for the task's tenant (`scope: 'tenant'`); or it has as many starts under
+ * way as it takes at once (`maxStartingTasks`); or its event loop lags (`maxLoopDelayMs`); or the tenant has as many
+ * running tasks across every process on the store as `tenantCap` allows (`scope: 'tenant'`). `limitName` names the
+ * option. Nothing was stored.
  */
 export class CapacityError extends AgentError<'overloaded' | 'tenant_at_capacity'> {
+  /** The capacity option the start was refused under. */
+  readonly limitName: CapacityLimitName;
+
   constructor(
     readonly scope: 'process' | 'tenant',
     readonly limit: number,
     readonly tenantId: string,
     /** Refused because the event loop lagged this long lately (`capacity.maxLoopDelayMs`), not for a count. */
     readonly loopDelayMs?: number,
+    limitName?: CapacityLimitName,
   ) {
+    const name: CapacityLimitName =
+      limitName ??
+      (loopDelayMs !== undefined ? 'maxLoopDelayMs' : scope === 'process' ? 'maxRunningTasks' : 'maxRunningPerTenant');
     super(
       scope === 'process' ? 'overloaded' : 'tenant_at_capacity',
-      loopDelayMs !== undefined
-        ? `This process's event loop lagged ${Math.round(loopDelayMs)} ms in the last second (capacity.maxLoopDelayMs: ${limit}): it is too busy to take a new task; try again shortly or on another instance.`
-        : scope === 'process'
-          ? `This process already drives ${limit} running tasks (capacity.maxRunningTasks); try again later or on another instance.`
-          : `Tenant ${JSON.stringify(tenantId)} already has ${limit} running tasks here (capacity.maxRunningPerTenant); try again when one waits or ends.`,
+      capacityMessage(name, limit, tenantId, loopDelayMs),
     );
+    this.limitName = name;
+  }
+}
+
+function capacityMessage(name: CapacityLimitName, limit: number, tenantId: string, loopDelayMs?: number): string {
+  switch (name) {
+    case 'maxLoopDelayMs':
+      return `This process's event loop lagged ${Math.round(loopDelayMs ?? 0)} ms in the last second (capacity.maxLoopDelayMs: ${limit}): it is too busy to take a new task; try again shortly or on another instance.`;
+    case 'maxStartingTasks':
+      return `This process already has ${limit} starts under way (capacity.maxStartingTasks): it takes no more at once; try again shortly or on another instance.`;
+    case 'maxRunningTasks':
+      return `This process already drives ${limit} running tasks (capacity.maxRunningTasks); try again later or on another instance.`;
+    case 'tenantCap':
+      return `Tenant ${JSON.stringify(tenantId)} already has ${limit} running tasks across every process (capacity.tenantCap); try again when one waits or ends.`;
+    case 'maxRunningPerTenant':
+      return `Tenant ${JSON.stringify(tenantId)} already has ${limit} running tasks here (capacity.maxRunningPerTenant); try again when one waits or ends.`;
   }
 }
 

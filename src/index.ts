@@ -257,6 +257,7 @@ export { StoreDataLostError } from './errors.js';
 
 // Backpressure and dispatch (the queue itself: `statechart-agent/bullmq`)
 export { CapacityError, EventPendingError, QueueFullError } from './errors.js';
+export type { CapacityLimitName } from './errors.js';
 export type {
   Dispatch,
   DispatchWorker,

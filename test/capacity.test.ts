@@ -38,9 +38,9 @@ function heldModel() {
 
 const user = (tenantId: string, userId = 'u1'): Principal => ({ userId, tenantId, scopes: [] });
 
-async function until(predicate: () => boolean, timeoutMs = 2_000): Promise<void> {
+async function until(predicate: () => boolean | Promise<boolean>, timeoutMs = 2_000): Promise<void> {
   const deadline = Date.now() + scaled(timeoutMs);
-  while (!predicate()) {
+  while (!(await predicate())) {
     if (Date.now() > deadline) throw new Error('condition not reached in time');
     await new Promise((r) => setTimeout(r, 5));
   }
@@ -100,8 +100,87 @@ describe('capacity', () => {
     await h.orchestrator.close();
   });
 
+  it('refuses starts past maxStartingTasks at once, and takes them again once the first ones saved', async () => {
+    const held = heldModel();
+    const store = new MemoryStore();
+    const h = harness({ store, model: held.model, capacity: { maxStartingTasks: 2 } });
+    // One synchronous burst: every call is issued before any start saved.
+    const burst = Array.from({ length: 5 }, (_, i) =>
+      h.orchestrator.start({ principal: user('a'), goal: 'g', taskId: `s${i}` }),
+    );
+    expect(h.orchestrator.stats().starting).toBe(2);
+    const results = await Promise.allSettled(burst);
+    const refused = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []));
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(2);
+    expect(refused).toHaveLength(3);
+    for (const error of refused) {
+      expect(error).toBeInstanceOf(CapacityError);
+      expect(error).toMatchObject({ code: 'overloaded', scope: 'process', limit: 2, limitName: 'maxStartingTasks' });
+      expect((error as Error).message).toMatch(/2 starts under way \(capacity\.maxStartingTasks\)/);
+    }
+    expect(await store.load('s2')).toBeNull();
+    expect(h.orchestrator.stats()).toMatchObject({ starting: 0, refused: { starting: 3 } });
+    // The first two saved: the bound is about starts under way, not running tasks.
+    await expect(h.orchestrator.start({ principal: user('a'), goal: 'g', taskId: 's5' })).resolves.toMatchObject({
+      state: 'running',
+    });
+    await h.orchestrator.close();
+  });
+
+  it('takes a burst whole when maxStartingTasks is Infinity', async () => {
+    const held = heldModel();
+    const h = harness({ model: held.model, capacity: { maxStartingTasks: Number.POSITIVE_INFINITY } });
+    const results = await Promise.allSettled(
+      Array.from({ length: 250 }, (_, i) => h.orchestrator.start({ principal: user('a'), goal: 'g', taskId: `i${i}` })),
+    );
+    expect(results.every((r) => r.status === 'fulfilled')).toBe(true);
+    await h.orchestrator.close();
+  });
+
   it('refuses an option that is not a positive count', () => {
+    expect(() => harness({ capacity: { maxStartingTasks: 0 } })).toThrow(/capacity/);
     expect(() => harness({ capacity: { maxRunningTasks: 0 } })).toThrow(/capacity/);
+  });
+});
+
+describe('a tenant cap across orchestrators (capacity.tenantCap)', () => {
+  it('counts the running tasks of every orchestrator on a MemoryStore, gives slots back when tasks end', async () => {
+    const store = new MemoryStore();
+    const [one, two] = [heldModel(), heldModel()];
+    const a = harness({ store, model: one.model, capacity: { tenantCap: 2 } });
+    const b = harness({ store, model: two.model, capacity: { tenantCap: 2 } });
+    await a.orchestrator.start({ principal: user('acme'), goal: 'one', taskId: 'a1' });
+    await b.orchestrator.start({ principal: user('acme', 'u2'), goal: 'two', taskId: 'b1' });
+    const refused = await a.orchestrator
+      .start({ principal: user('acme'), goal: 'three', taskId: 'a2' })
+      .catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(CapacityError);
+    expect(refused).toMatchObject({ code: 'tenant_at_capacity', scope: 'tenant', limit: 2, limitName: 'tenantCap' });
+    expect(await store.load('a2')).toBeNull();
+    expect(a.orchestrator.stats().refused.tenantCap).toBe(1);
+    // Another tenant is not affected.
+    await expect(b.orchestrator.start({ principal: user('globex'), goal: 'g', taskId: 'g1' })).resolves.toMatchObject({
+      state: 'running',
+    });
+    // One ends: its slot is free for a start on either orchestrator.
+    await until(() => two.waiting.has('b1'));
+    two.answer('b1');
+    await b.orchestrator.settled('b1');
+    await until(async () => (await store.tenantSlots.count('acme')) === 1);
+    await expect(a.orchestrator.start({ principal: user('acme'), goal: 'three', taskId: 'a2' })).resolves.toMatchObject(
+      { taskId: 'a2' },
+    );
+    await a.orchestrator.close();
+    await b.orchestrator.close();
+    expect(await store.tenantSlots.count('acme')).toBe(0);
+  });
+
+  it('is refused on a store that cannot count slots for every process', () => {
+    const store = new MemoryStore();
+    const withoutSlots = Object.assign(Object.create(store) as MemoryStore, { tenantSlots: undefined });
+    expect(() => harness({ store: withoutSlots, capacity: { tenantCap: 2 } })).toThrow(
+      /capacity\.tenantCap needs a store that counts tenant slots/,
+    );
   });
 });
 

@@ -70,6 +70,9 @@ describe('fleet metrics', () => {
       'statechart_agent.starts.refused{process}': 0,
       'statechart_agent.starts.refused{tenant}': 1,
       'statechart_agent.starts.refused{loop_delay}': 0,
+      'statechart_agent.starts.refused{starting}': 0,
+      'statechart_agent.starts.refused{tenant_cap}': 0,
+      'statechart_agent.starts.underway': 0,
     });
     stop();
     expect(callbacks.size).toBe(0);
@@ -99,7 +102,7 @@ describe('fleet metrics', () => {
     const { orchestrator } = cashDesk({ script: [] });
     await orchestrator.start({ principal: CLERK, goal: CASH_GOAL }).catch(() => {});
     expect(Object.keys(orchestrator.stats()).sort()).toEqual(
-      ['leases', 'live', 'loopDelayMs', 'quarantined', 'recovered', 'refused'].sort(),
+      ['leases', 'live', 'loopDelayMs', 'quarantined', 'recovered', 'refused', 'starting'].sort(),
     );
     await orchestrator.close();
   });

@@ -96,6 +96,8 @@ export async function agentService(app: FastifyInstance, options: AgentServiceOp
     if (statusCode >= 500) request.log.error({ err: error }, 'agent service error');
     // Unavailable for now (busy, overloaded, at capacity, the store away): a client may try again shortly.
     if (statusCode === 503) void reply.header('retry-after', '1');
+    // The tenant is at its cap (here or across the fleet): a slot frees when one of its tasks waits or ends.
+    else if (body.code === 'tenant_at_capacity') void reply.header('retry-after', '5');
     void reply.code(statusCode).send(body);
   });
   app.setNotFoundHandler((request, reply) => {

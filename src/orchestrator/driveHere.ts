@@ -5,7 +5,7 @@
  */
 import { type AgentMachine, createAgentMachine } from '../../machines/agentMachine.js';
 import { safeErrorText } from '../../machines/lib/text.js';
-import { AgentError } from '../errors.js';
+import { AgentError, HostRequestError } from '../errors.js';
 import { createRuntimeActors } from '../runtime/actors/index.js';
 import { RateLimits } from '../runtime/rateLimits.js';
 import type { ToolRegistry } from '../runtime/toolRegistry.js';
@@ -15,6 +15,7 @@ import type { TaskStore } from '../store/taskStore.js';
 import type { HookDispatcher, Logger } from './hooks.js';
 import { LiveTasks } from './liveTasks.js';
 import type { OrchestratorOptions, Settings } from './options.js';
+import { TenantCap } from './tenantCap.js';
 
 export interface DriveHereDeps {
   options: OrchestratorOptions;
@@ -50,6 +51,7 @@ export function driveHere(deps: DriveHereDeps): LiveTasks {
   });
   const machine = createAgentMachine(registry.toolkit).provide({ actors }) as AgentMachine;
   return new LiveTasks({
+    tenantCap: tenantCapOf(deps.store, settings, logger),
     store: deps.store,
     machine,
     clock,
@@ -76,4 +78,17 @@ export function driveHere(deps: DriveHereDeps): LiveTasks {
         'this process does not have the tools the task was started with; it is left to a process that has them',
       ),
   });
+}
+
+/** The cap across processes, if the options set one; a store that cannot count slots for every process is refused. */
+function tenantCapOf(store: TaskStore, settings: Settings, logger: Logger): TenantCap | null {
+  const { tenantCap } = settings.capacity;
+  if (!Number.isFinite(tenantCap)) return null;
+  if (!store.tenantSlots) {
+    throw new HostRequestError(
+      'invalid_request',
+      `capacity.tenantCap needs a store that counts tenant slots for every process (RedisStore, or MemoryStore within one process); the ${store.kind} store does not`,
+    );
+  }
+  return new TenantCap(store.tenantSlots, tenantCap, settings.lease, logger);
 }

@@ -24,6 +24,7 @@ import type { TaskSummary } from '../store/summary.js';
 import { NO_TRACING, type Tracing } from '../runtime/tracing.js';
 import { assertCatalog, loadRestorable, refuseBusy } from './admission.js';
 import { LeaseKeeper } from './leaseKeeper.js';
+import type { TenantCap } from './tenantCap.js';
 
 /** What every live task needs (the fencing token comes from the lease keeper), plus the lease settings. */
 export interface LiveTasksDeps extends Omit<LiveTaskDeps, 'fence'> {
@@ -43,6 +44,8 @@ export interface LiveTasksDeps extends Omit<LiveTaskDeps, 'fence'> {
   onCatalogMismatch?: (error: CatalogMismatchError) => void;
   /** Runs of tasks as spans, their gate decisions and confirmations as events. */
   tracing: Tracing;
+  /** The tenant cap across processes (`capacity.tenantCap`): a task running here holds its tenant slot. */
+  tenantCap?: TenantCap | null;
 }
 
 /** How many recent task failures are remembered for `settled()`. */
@@ -70,9 +73,12 @@ export class LiveTasks {
   private readonly wakers = new Set<() => void>();
   private closed = false;
   readonly leases: LeaseKeeper;
+  /** Null without `capacity.tenantCap`. */
+  readonly tenantCap: TenantCap | null;
 
   constructor(private readonly deps: LiveTasksDeps) {
     const { store } = deps;
+    this.tenantCap = deps.tenantCap ?? null;
     this.leases = new LeaseKeeper(
       store.leases,
       deps.lease,
@@ -177,6 +183,8 @@ export class LiveTasks {
       if (!isFinished(envelope.summary.state)) this.assertCatalog(taskId, envelope.snapshot.context.catalog);
       this.assertMayDrive(taskId);
       const task = this.attach(new LiveTask(this.liveDeps(taskId), { kind: 'restored', envelope }));
+      // Running again here (taken over, or resumed mid-run): it counts against its tenant's cap, never refused.
+      if (envelope.summary.state === 'running') this.tenantCap?.hold(envelope.summary.tenantId, taskId);
       task.start();
       return task;
     } catch (error) {
@@ -245,6 +253,7 @@ export class LiveTasks {
     // A stopped task gives its lease up on its own (after a quarantine, if its machine failed): wait for those too.
     await Promise.allSettled([...this.releasing.values()]);
     await this.leases.close();
+    await this.tenantCap?.close();
   }
 
   /** A renewal found the task's lease lost: it stops here now, and if it was running, the lease is taken back. */
@@ -327,6 +336,9 @@ export class LiveTasks {
           tracing.runEnded(task.taskId, { ...run(summary), 'statechart_agent.state_value': summary.stateValue });
       }
       this.deps.onSaved(summary, saved);
+      // A tenant slot is held while the task runs: waiting or ended, it goes back.
+      if (summary.state === 'running') this.tenantCap?.hold(summary.tenantId, task.taskId);
+      else this.tenantCap?.release(task.taskId);
       if (summary.state !== 'running') void this.evictIfIdle(task);
     });
     // Stopped, fenced out, store failure or a machine that threw: this process no longer drives the task.
@@ -334,6 +346,8 @@ export class LiveTasks {
       // The lease it ran under (a lease taken again afterwards is not this task's to give up).
       const lease = this.leases.holding(task.taskId);
       if (this.live.get(task.taskId) === task) this.live.delete(task.taskId);
+      // Not driven here any more (unless a newer run of it is): its tenant slot goes back.
+      if (!this.live.has(task.taskId)) this.tenantCap?.release(task.taskId);
       const stopped = error instanceof AgentError && error.code === 'task_stopped';
       // Fenced out: another process drives it, and what it stores is the answer. Anything else is news for settled().
       if (!stopped && !(error instanceof FencedOutError)) this.rememberFailure(task.taskId, error);

@@ -44,7 +44,10 @@ export interface OrchestratorStats {
   loopDelayMs: number;
   recovered: number;
   quarantined: number;
-  refused: { process: number; tenant: number; loopDelay: number };
+  /** Starts refused for capacity, by reason (the capacity option that refused them). */
+  refused: { process: number; tenant: number; loopDelay: number; starting: number; tenantCap: number };
+  /** Starts under way now (`capacity.maxStartingTasks` bounds them). */
+  starting: number;
 }
 
 export class Orchestrator {
@@ -185,7 +188,8 @@ export class Orchestrator {
       loopDelayMs: Math.round(recentLoopDelay()),
       recovered: this.recoveries.resumed,
       quarantined: this.recoveries.quarantined,
-      refused: { ...this.capacity.refused },
+      refused: { ...this.capacity.refused, tenantCap: this.live.tenantCap?.refused ?? 0 },
+      starting: this.capacity.startsUnderway,
     };
   }
 

@@ -14,7 +14,7 @@ import { CorruptTaskError, HostRequestError, TaskExistsError, UnsupportedVersion
 import { checkMandate, moneyUnder } from '../mandate.js';
 import type { ToolRegistry } from '../runtime/toolRegistry.js';
 import { type TaskStore, claimsMandates } from '../store/taskStore.js';
-import type { Capacity } from './capacity.js';
+import type { Capacity, StartSlot } from './capacity.js';
 import type { LiveTasks } from './liveTasks.js';
 import { type Settings, type StartTaskRequest, parseOrThrow, startRequestSchema } from './options.js';
 import { type TaskStatus, statusOfLive } from './status.js';
@@ -110,40 +110,59 @@ export function createTask(
   input: AgentInput,
   deps: { live: LiveTasks; store: TaskStore; capacity: Capacity },
 ): Promise<TaskStatus> {
-  const { live, store, capacity } = deps;
+  const { live, capacity } = deps;
   const { taskId } = input;
-  // A slot is held from here until the task is live (counted as running) or the start failed.
-  const release = capacity.hold(input.principal.tenantId);
+  // A slot is held from here until the task is live (counted as running) and its first state saved, or the start
+  // failed: refused here, before anything is stored.
+  const slot = capacity.hold(input.principal.tenantId);
   return live
     .exclusive(taskId, async () => {
       if (live.has(taskId)) throw new TaskExistsError(taskId);
-      await live.leases.take(taskId);
-      let claim: 'claimed' | 'held' | null;
+      // The tenant's slot across processes (capacity.tenantCap) first: refused before anything is stored.
+      const giveBack = (await live.tenantCap?.admit(input.principal.tenantId, taskId)) ?? (() => {});
       try {
-        // Unreadable data under this id still means the id is taken; a store that cannot answer is not a clash.
-        const existing = await store.load(taskId).catch((error: unknown) => {
-          if (error instanceof CorruptTaskError || error instanceof UnsupportedVersionError) return true;
-          throw error;
-        });
-        // Before the mandate is claimed: a retried start of an existing task is told it exists, not that its mandate is used.
-        if (existing) throw new TaskExistsError(taskId);
-        claim = await claimMandate(store, input);
+        return await createHere(input, deps, slot);
       } catch (error) {
-        await live.releaseLease(taskId);
+        giveBack();
         throw error;
       }
-      let task;
-      try {
-        task = live.create(input);
-      } catch (error) {
-        // Closed, the lease found lost, or not this process's tools: nothing was stored; the claim and the lease go.
-        await releaseClaim(store, input, claim);
-        await live.releaseLease(taskId);
-        throw error;
-      }
-      release();
-      await task.barrier();
-      return statusOfLive(task);
     })
-    .finally(release);
+    .finally(slot.release);
+}
+
+/** Inside the task's exclusive section, its capacity taken: the lease, the id checked free, the task made live. */
+async function createHere(
+  input: AgentInput,
+  deps: { live: LiveTasks; store: TaskStore },
+  slot: StartSlot,
+): Promise<TaskStatus> {
+  const { live, store } = deps;
+  const { taskId } = input;
+  await live.leases.take(taskId);
+  let claim: 'claimed' | 'held' | null;
+  try {
+    // Unreadable data under this id still means the id is taken; a store that cannot answer is not a clash.
+    const existing = await store.load(taskId).catch((error: unknown) => {
+      if (error instanceof CorruptTaskError || error instanceof UnsupportedVersionError) return true;
+      throw error;
+    });
+    // Before the mandate is claimed: a retried start of an existing task is told it exists, not that its mandate is used.
+    if (existing) throw new TaskExistsError(taskId);
+    claim = await claimMandate(store, input);
+  } catch (error) {
+    await live.releaseLease(taskId);
+    throw error;
+  }
+  let task;
+  try {
+    task = live.create(input);
+  } catch (error) {
+    // Closed, the lease found lost, or not this process's tools: nothing was stored; the claim and the lease go.
+    await releaseClaim(store, input, claim);
+    await live.releaseLease(taskId);
+    throw error;
+  }
+  slot.live();
+  await task.barrier();
+  return statusOfLive(task);
 }

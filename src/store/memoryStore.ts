@@ -42,6 +42,7 @@ import type {
   MandateClaims,
   SaveRequest,
   TakenTask,
+  TenantSlots,
 } from './taskStore.js';
 import { checkSameOwner, checkSaveRequest, matchesQuery, readsAreOwn } from './storeChecks.js';
 
@@ -74,6 +75,10 @@ export class MemoryStore implements ErasableTaskStore, MandateClaims {
   /** Mandate claims: mandate id -> task id, and each task's mandate id (what its erasure gives back). */
   private readonly claims = new Map<string, string>();
   private readonly claimOf = new Map<string, string>();
+  /** Tenant slots: tenant id -> task id -> expiry (`capacity.tenantCap`, within this process). */
+  private readonly slots = new Map<string, Map<string, number>>();
+  /** Tenants' slots of running tasks, with the same semantics as the Redis store's, for the orchestrators sharing it. */
+  readonly tenantSlots: TenantSlots;
   private readonly now: () => number;
   private readonly retention: Retention;
 
@@ -94,6 +99,30 @@ export class MemoryStore implements ErasableTaskStore, MandateClaims {
         if (this.held.get(lease.taskId)?.token === lease.token) this.held.delete(lease.taskId);
       },
     };
+    this.tenantSlots = {
+      take: async (tenantId, taskId, ttlMs, cap) => {
+        const slots = this.liveSlots(tenantId);
+        const held = slots.has(taskId);
+        if (!held && cap !== undefined && slots.size >= cap) return null;
+        slots.set(taskId, this.now() + ttlMs);
+        this.slots.set(tenantId, slots);
+        return held ? 'held' : 'taken';
+      },
+      release: async (tenantId, taskId) => {
+        const slots = this.liveSlots(tenantId);
+        slots.delete(taskId);
+        if (slots.size === 0) this.slots.delete(tenantId);
+      },
+      count: async (tenantId) => this.liveSlots(tenantId).size,
+    };
+  }
+
+  /** The tenant's unexpired slots (the expired ones dropped). */
+  private liveSlots(tenantId: string): Map<string, number> {
+    const slots = this.slots.get(tenantId) ?? new Map<string, number>();
+    const now = this.now();
+    for (const [taskId, expiresAt] of slots) if (expiresAt <= now) slots.delete(taskId);
+    return slots;
   }
 
   /**

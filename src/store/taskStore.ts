@@ -111,9 +111,32 @@ export interface TaskInbox {
   forget(taskId: string): Promise<void>;
 }
 
+/**
+ * Slots of a tenant's running tasks, shared by every process on the store (`capacity.tenantCap`): per tenant, a set
+ * of task ids, each with an expiry. A slot lasts `ttlMs` unless taken again (renewed), so the slots of a process
+ * that died free themselves; counting, dropping expired slots and adding are one atomic step.
+ */
+export interface TenantSlots {
+  /**
+   * Takes the task's slot among the tenant's, or renews it: `'taken'` (new), `'held'` (the task held it already:
+   * renewed), or null when `cap` unexpired slots of other tasks are held (nothing changed). Without `cap`, never
+   * refused: a task that runs already (taken over, renewed after a stall) counts whatever the others hold.
+   */
+  take(tenantId: string, taskId: string, ttlMs: number, cap?: number): Promise<'taken' | 'held' | null>;
+  /** Gives the task's slot back (nothing if it holds none). */
+  release(tenantId: string, taskId: string): Promise<void>;
+  /** How many unexpired slots the tenant's tasks hold now. */
+  count(tenantId: string): Promise<number>;
+}
+
 export interface TaskStore {
   /** Present on stores that can coordinate several processes (one driver per task). */
   readonly leases?: LeaseManager;
+  /**
+   * Present on stores that can count a tenant's running tasks for every process at once (`capacity.tenantCap`):
+   * Redis across processes, MemoryStore within one.
+   */
+  readonly tenantSlots?: TenantSlots;
   /**
    * Optional, on stores with leases where a round trip counts: `leases.acquire`, and in the same step the reads that
    * driving the task starts with (`quarantined`, `load`), as they stand once the lease is taken, when nobody else

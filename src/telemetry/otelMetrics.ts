@@ -49,8 +49,14 @@ export const FLEET_METRICS = {
   'statechart_agent.starts.refused': {
     kind: 'counter',
     unit: '{start}',
-    description: 'Starts refused for capacity, by reason (process, tenant, loop_delay)',
+    description: 'Starts refused for capacity, by reason (process, tenant, loop_delay, starting, tenant_cap)',
     read: (s: OrchestratorStats) => s.refused,
+  },
+  'statechart_agent.starts.underway': {
+    kind: 'gauge',
+    unit: '{start}',
+    description: 'Starts under way now, not yet saved (what capacity.maxStartingTasks bounds)',
+    read: (s: OrchestratorStats) => s.starting,
   },
 } as const satisfies Record<
   string,
@@ -61,6 +67,8 @@ const REASONS: Record<keyof OrchestratorStats['refused'], string> = {
   process: 'process',
   tenant: 'tenant',
   loopDelay: 'loop_delay',
+  starting: 'starting',
+  tenantCap: 'tenant_cap',
 };
 
 /** Registers the fleet metrics of `orchestrator` on `meter`; returns the function that unregisters them. */

@@ -57,6 +57,11 @@ export interface RedisKeys {
   mandate(mandateId: string): string;
   /** String: the id of the mandate the task claimed (its erasure gives the claim back). */
   mandateOf(taskId: string): string;
+  /**
+   * Sorted set: the tenant's slots of running tasks (`capacity.tenantCap`), task ids scored by expiry. Under the
+   * prefix's own hash tag (`redisKeys`), whatever the bucket count: every process counts a tenant in one key.
+   */
+  tenantSlots(tenantId: string): string;
   /** String: the tombstone (JSON) of an erased task; saves, leases and quarantine of the id are refused. */
   tombstone(taskId: string): string;
   /** Sorted set: ids of erased tasks, scored by erasedAt (for the tombstones' retention). */
@@ -125,6 +130,7 @@ function keysUnder(root: string): RedisKeys {
     tombstone: (id) => `${root}:tombstone:${id}`,
     mandate: (id) => `${root}:mandate:${id}`,
     mandateOf: (id) => `${root}:mandateof:${id}`,
+    tenantSlots: (tenantId) => `${root}:tenantslots:${tenantId}`,
     erased: `${root}:index:erased`,
     user,
     userPrefix: `${root}:index:user:`,

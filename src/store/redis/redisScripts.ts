@@ -52,6 +52,7 @@ export interface StoreScripts {
   taskStoreInboxTrim: Command<number>;
   taskStoreInboxReserve: Command;
   taskStoreMandateClaim: Command;
+  taskStoreTenantSlot: Command<number | string>;
 }
 
 const lua = (name: string) => readFileSync(new URL(`./lua/${name}.lua`, import.meta.url), 'utf8');
@@ -75,6 +76,7 @@ const definitions: Record<keyof StoreScripts, { lua: string; numberOfKeys: numbe
   taskStoreInboxTrim: { lua: lua('inboxTrim'), numberOfKeys: 2 },
   taskStoreInboxReserve: { lua: lua('inboxReserve'), numberOfKeys: 5 },
   taskStoreMandateClaim: { lua: lua('mandateClaim'), numberOfKeys: 1 },
+  taskStoreTenantSlot: { lua: lua('tenantSlot'), numberOfKeys: 1 },
 };
 
 /** Registers the scripts on `client` (idempotent: redefining replaces them with the same code). */

@@ -36,6 +36,7 @@ import { deleteMatching, scanKeys } from './redisScans.js';
 import { globEscape } from './redisErasure.js';
 import type { RedisCall } from './redisConnection.js';
 import { defineStoreScripts } from './redisScripts.js';
+import { RedisTenantSlots } from './redisTenantSlots.js';
 import { readsAreOwn } from '../storeChecks.js';
 import type {
   ErasableTaskStore,
@@ -48,6 +49,7 @@ import type {
   SaveRequest,
   TakenTask,
   TaskInbox,
+  TenantSlots,
 } from '../taskStore.js';
 
 /** How a RedisStore connects; the bounds apply only to a client the store creates itself. */
@@ -97,6 +99,8 @@ export class RedisStore implements ErasableTaskStore, MandateClaims {
   readonly leases: LeaseManager;
   /** Tasks' inboxes, for dispatch across processes (`statechart-agent/bullmq`). */
   readonly inbox: TaskInbox;
+  /** Tenants' slots of running tasks, counted for every process on the prefix (`capacity.tenantCap`). */
+  readonly tenantSlots: TenantSlots;
   /** How many buckets the tasks are spread over. */
   readonly buckets: number;
   private readonly client: Redis;
@@ -141,6 +145,7 @@ export class RedisStore implements ErasableTaskStore, MandateClaims {
     // Every call checks the layout first (once per store; afterwards a resolved promise).
     const ready = () => this.layout.checked();
     const bucket = async (taskId: string) => (await ready(), this.bucket(taskId));
+    this.tenantSlots = new RedisTenantSlots(scripts, root, call, ready);
     this.leases = {
       acquire: async (taskId, ttlMs) => (await bucket(taskId)).leases.acquire(taskId, ttlMs),
       renew: async (lease: Lease, ttlMs) => (await bucket(lease.taskId)).leases.renew(lease, ttlMs),
