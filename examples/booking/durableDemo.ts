@@ -3,6 +3,7 @@
  * that plays the booking or the refund script according to the task's goal. A process that takes over a task
  * (the tasks CLI's `recover`, the crash tests' second worker) builds the same tools and model and continues.
  */
+import { plannedRefundScript } from './planScenario.js';
 import { findAvailableRooms } from '../../tools/findAvailableRooms.js';
 import { getOrder } from '../../tools/getOrder.js';
 import { refundOrder } from '../../tools/refundOrder.js';
@@ -51,10 +52,15 @@ export function durableDemoTools(services: RedisBookingService, timeouts: DemoTo
 export function demoModel(turns = 8): AgentModel {
   const booking = scriptedModel(bookingScript(turns), { name: 'scripted-demo' });
   const refund = scriptedModel(refundScript(turns), { name: 'scripted-demo' });
+  const planned = scriptedModel(plannedRefundScript(turns), { name: 'scripted-demo' });
   return {
     name: 'scripted-demo',
     reservation: booking.reservation,
-    decide: (request) => (request.goal === REFUND_GOAL ? refund : booking).decide(request),
+    // The plan-and-execute demo task (`planned-1`) plays the planning refund assistant.
+    decide: (request) =>
+      (request.taskId.startsWith('planned') ? planned : request.goal === REFUND_GOAL ? refund : booking).decide(
+        request,
+      ),
   };
 }
 

@@ -37,6 +37,7 @@ export const SCENARIO_NAMES = [
   'wrongDate',
   'refund',
   'compensated',
+  'planned',
 ] as const;
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
 

@@ -8,6 +8,7 @@ import { type Booking, reserveRoom } from '../../tools/reserveRoom.js';
 import { bookingMandate } from '../../tools/mandates.js';
 import { runRefund } from './refundScenario.js';
 import { runSaga } from './sagaScenario.js';
+import { runPlanned } from './planScenario.js';
 import { BOOKING_GOAL, BOOKING_SUCCESS, BOOKING_TERMS, E17, MEETING } from './requests.js';
 import type { Mandate, ModelReply } from '../../src/index.js';
 import { type ScriptStep, type ScriptView, reply, scriptedModel } from '../../src/testing/index.js';
@@ -116,6 +117,7 @@ export const EXPECTED: Record<ScenarioName, { state: string; code: string; rows:
   wrongDate: { state: 'failed', code: 'outside_mandate', rows: [] },
   refund: { state: 'done', code: 'goal_met', rows: ['TX-9001 O-1001 199.00'] },
   compensated: { state: 'failed', code: 'goal_not_met', rows: ['B204 R7 E17 cancelled'] },
+  planned: { state: 'done', code: 'goal_met', rows: ['TX-9001 O-1001 199.00'] },
 };
 
 /** The business rows a scenario left, in the short form EXPECTED uses. */
@@ -301,6 +303,7 @@ export const scenarios: Record<ScenarioName, (env: ScenarioEnv) => Promise<Scena
 
   refund: runRefund,
   compensated: runSaga,
+  planned: runPlanned,
 };
 
 /** The slot a week later than asked: the wrong date the model proposes in `wrongDate`. */
