@@ -6,6 +6,7 @@
  */
 import type { InspectionEvent } from 'xstate';
 import { type InspectionMessage, createInspectionStream } from './inspectionStream.js';
+import { inspectorDefinition } from './inspectorDefinition.js';
 
 /** The fields of an event the inspector shows: its type and its identifiers, never inputs, outputs or free text. */
 const EVENT_FIELDS = ['actorId', 'confirmationId', 'callId', 'tool', 'argsHash', 'userId', 'at'];
@@ -26,7 +27,8 @@ const STATELY_VERSION = '0.7.2';
  * reduced context, bounded events), with one stable actor id per task (see the header).
  */
 export function statelyFrames(send: (frame: Record<string, unknown>) => void): (event: InspectionEvent) => void {
-  // The root's definition, which the inspector draws the chart from: read from the actor's logic, once per machine.
+  // The root's definition, which the inspector draws the chart from: read from the actor's logic, once per machine,
+  // with every guard kept by name (composed guards are functions; see inspectorDefinition.ts).
   const definitions = new WeakMap<object, string>();
   const definitionOf = new Map<string, string>();
   const stableIds = new Map<string, string>();
@@ -86,9 +88,7 @@ export function statelyFrames(send: (frame: Record<string, unknown>) => void): (
       if (logic?.config) {
         let definition = definitions.get(logic);
         if (definition === undefined) {
-          definition = JSON.stringify(logic.config, (_key, value: unknown) =>
-            typeof value === 'function' ? undefined : value,
-          );
+          definition = inspectorDefinition(logic.config);
           definitions.set(logic, definition);
         }
         definitionOf.set(event.actorRef.sessionId, definition);
