@@ -2,15 +2,14 @@
  * `npm run step -- <task> --inspect`: the task stepped in the terminal is watched live in the Stately inspector at
  * the same time, as one actor (`task:<taskId>`), through a relay on 127.0.0.1 that the CLI releases when it quits.
  */
-import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { WebSocket } from 'ws';
 import { REFUND_GOAL, REFUND_SUCCESS, refundScript } from '../examples/booking/scenarios.js';
 import { FileStore } from '../src/store/file/fileStore.js';
 import { SUPPORT, harness } from './support/harness.js';
+import { openViewer } from './support/statelyViewer.js';
 import { scaled } from './support/timeScale.js';
 import { ChildPool } from './support/workers.js';
 
@@ -47,13 +46,11 @@ describe('step CLI --inspect', () => {
         '0',
       ]);
       const line = await child.waitFor('Stately inspector: open ', 20_000);
-      const port = Number(/http:\/\/127\.0\.0\.1:(\d+)/.exec(line)![1]);
+      const pageUrl = /http:\/\/127\.0\.0\.1:\d+\/\?key=[\w-]+/.exec(line)![0];
       await child.waitFor('events ', 20_000);
-      const viewer = new WebSocket(`ws://127.0.0.1:${port}`);
-      const frames: { type: string; sessionId: string; snapshot?: { value?: unknown } }[] = [];
-      viewer.on('message', (data) => frames.push(JSON.parse(String(data))));
-      const closed = once(viewer, 'close');
-      await once(viewer, 'open');
+      const viewer = await openViewer(pageUrl);
+      const frames = viewer.frames as { type: string; sessionId: string; snapshot?: { value?: unknown } }[];
+      const closed = viewer.closed;
       // The 999.00 is rejected; the model proposes 199.00 at the next turn.
       child.send('reject the customer asked for 199.00');
       child.send('next');

@@ -7,12 +7,17 @@ import type { InspectionEvent } from 'xstate';
 import { AgentError } from '../../src/index.js';
 import { type InspectionSink, createInspectionStream } from '../../src/inspect/index.js';
 import { jsonLinesFileSink } from '../../src/inspect/index.js';
-import { createStatelyInspection } from '../../src/inspect/index.js';
+import { type StatelyInspectionOptions, createStatelyInspection } from '../../src/inspect/index.js';
 import { webSocketSink } from '../../src/inspect/index.js';
 
 export interface InspectionRequest {
   /** The Stately inspector relay on this port (`--inspect`, `--inspect-port`). */
-  stately?: { port: number; open: boolean };
+  stately?: {
+    port: number;
+    open: boolean;
+    /** The service's session check: each page then sees only its session's tasks (without: the access key). */
+    authenticate?: StatelyInspectionOptions['authenticate'];
+  };
   /** JSON lines of the offline stream to this file (`--inspect-stream`). */
   streamFile?: string;
   /** The offline stream on a local WebSocket on this port (`--inspect-ws`; 0 picks one). */
@@ -48,7 +53,11 @@ export async function startInspection(request: InspectionRequest): Promise<CliIn
   };
   try {
     if (request.stately) {
-      const stately = await createStatelyInspection({ port: request.stately.port, open: request.stately.open });
+      const stately = await createStatelyInspection({
+        port: request.stately.port,
+        open: request.stately.open,
+        ...(request.stately.authenticate ? { authenticate: request.stately.authenticate } : {}),
+      });
       consumers.push(stately.inspect);
       stops.push(stately.stop);
       notes.push(

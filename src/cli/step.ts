@@ -49,7 +49,7 @@ Options:
   --as <userId>      send user events as this user (default: the task's user)
   --scopes <a,b>     the scopes of the --as session (default: none), e.g. an approver's or a reviewer's
   --inspect          watch the task live in the Stately inspector while you step it: a local relay on 127.0.0.1
-                     (the inspector UI loads from stately.ai and needs internet; needs @statelyai/inspect and ws)
+                     (the inspector UI loads from stately.ai and needs internet; needs ws)
   --inspect-port <n> the relay's port (default 8080; 0 picks a free one)
   --real-clock       use the system clock (default: the task's own time, resumed from its last save, so a
                      confirmation does not expire while you read)
