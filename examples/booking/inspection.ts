@@ -7,7 +7,11 @@ import type { InspectionEvent } from 'xstate';
 import { AgentError } from '../../src/index.js';
 import { type InspectionSink, createInspectionStream } from '../../src/inspect/index.js';
 import { jsonLinesFileSink } from '../../src/inspect/index.js';
-import { type StatelyInspectionOptions, createStatelyInspection } from '../../src/inspect/index.js';
+import {
+  type StatelyInspection,
+  type StatelyInspectionOptions,
+  createStatelyInspection,
+} from '../../src/inspect/index.js';
 import { webSocketSink } from '../../src/inspect/index.js';
 
 export interface InspectionRequest {
@@ -28,6 +32,8 @@ export interface CliInspection {
   inspect: (event: InspectionEvent) => void;
   /** What to tell the user: where to look, and what needs internet. */
   notes: string[];
+  /** The Stately inspector's time travel (`showStep`), when it is on. */
+  stately: Pick<StatelyInspection, 'showStep'> | null;
   /** True when the Stately inspector is on: a human may want time to open the page. */
   live: boolean;
   stop(): Promise<void>;
@@ -47,13 +53,14 @@ export async function startInspection(request: InspectionRequest): Promise<CliIn
   const consumers: ((event: InspectionEvent) => void)[] = [];
   const stops: (() => Promise<void>)[] = [];
   const notes: string[] = [];
+  let stately: StatelyInspection | null = null;
   const stop = async () => {
     // The reverse order of starting: the Stately client and relay, if any, stop last.
     for (const s of stops.reverse()) await s().catch(() => {});
   };
   try {
     if (request.stately) {
-      const stately = await createStatelyInspection({
+      stately = await createStatelyInspection({
         port: request.stately.port,
         open: request.stately.open,
         ...(request.stately.authenticate ? { authenticate: request.stately.authenticate } : {}),
@@ -99,6 +106,7 @@ export async function startInspection(request: InspectionRequest): Promise<CliIn
       for (const consumer of consumers) consumer(event);
     },
     notes,
+    stately,
     live: request.stately !== undefined,
     stop,
   };

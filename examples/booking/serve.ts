@@ -70,6 +70,7 @@ const service = await createDemoService({
   step: values.step,
   ...(model ? { model } : {}),
   ...(inspection ? { inspect: inspection.inspect } : {}),
+  ...(inspection?.stately ? { inspector: inspection.stately } : {}),
 });
 const address = await service.app.listen({ port, host: values.host });
 const origin = address.replace('[::1]', 'localhost');

@@ -12,14 +12,17 @@
  * What it streams is the offline inspection stream's reduced context (turn, budgets used, pending confirmation,
  * batch, outcome), and for an event only its type and identifiers (never the goal, the principal's scopes, actor
  * inputs or tool output such as a customer's note). Each task is one actor in the inspector, named `task:<taskId>`
- * (its children `task:<taskId>/<invoke id>`), however often it is evicted while it waits and reloaded.
+ * (its children `task:<taskId>/<invoke id>`), however often it is evicted while it waits and reloaded. `showStep`
+ * sends the task as it was at step N of its journal to that same actor (time travel).
  */
 import http from 'node:http';
 import { once } from 'node:events';
 import type { InspectionEvent } from 'xstate';
+import type { ReplayedTask } from '../audit/replayAudit.js';
 import { AgentError } from '../errors.js';
-import { statelyFrames } from './statelyFrames.js';
+import { type TaskAccessFacts, statelyFrames } from './statelyFrames.js';
 import { type RelayRequest, type StatelyRelay, startStatelyRelay } from './statelyRelay.js';
+import { stepSnapshotFrame, taskActorFrame } from './stepFrames.js';
 import type { Principal } from '../../machines/context.js';
 
 export type { RelayRequest } from './statelyRelay.js';
@@ -45,9 +48,19 @@ export interface StatelyInspectionOptions {
   tokenTtlMs?: number;
 }
 
+export interface StepView {
+  taskId: string;
+  /** `replayAudit(audit, N)`. */
+  replayed: ReplayedTask;
+  /** Whose task it is and who waits on it now (e.g. `orchestrator.status(taskId)`): who may see the frame. */
+  access: TaskAccessFacts;
+}
+
 export interface StatelyInspection {
   /** For `createOrchestrator({ inspect })`. Does nothing once stopped. */
   inspect: (event: InspectionEvent) => void;
+  /** Shows the task at a step of its journal in the inspector (time travel). Does nothing once stopped. */
+  showStep(view: StepView): void;
   /** The page to open in a browser (with the access key when there is no `authenticate`). */
   url: string;
   /** The relay's origin: `http://127.0.0.1:<port>`. Its WebSocket is at the same address (`ws://`). */
@@ -102,6 +115,11 @@ export async function createStatelyInspection(options: StatelyInspectionOptions 
   return {
     inspect: (event) => {
       if (!stopped) frames(event);
+    },
+    showStep({ taskId, replayed, access }) {
+      if (stopped) return;
+      if (!relay.knows(taskId)) relay.publish(taskActorFrame(taskId, Date.now()), taskId, access);
+      relay.publish(stepSnapshotFrame(taskId, replayed, Date.now()), taskId, access);
     },
     url: relay.url,
     origin: relay.origins[0]!,
