@@ -13,6 +13,9 @@ import { createStatelyInspection } from '../src/inspect/statelyInspector.js';
 import { reply } from '../src/testing/index.js';
 import { CASH_GOAL, CLERK, PAYOUT_SUCCESS, cashDesk, payoutMandate } from './support/domain.js';
 import { openViewer, pageToken } from './support/statelyViewer.js';
+import { DEMO_USERS } from '../examples/booking/service.js';
+import { REFUND_GOAL, REFUND_MANDATE, REFUND_SUCCESS } from '../examples/booking/requests.js';
+import { fourEyesOrchestrator } from './support/fourEyes.js';
 
 const closers: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -166,5 +169,45 @@ describe('Stately relay', () => {
     expect(tasksOf(other.frames)).toEqual(new Set(['task:other-task']));
     expect(tasksOf(late.frames)).toEqual(new Set(['task:shop-task']));
     for (const viewer of [shop, other, late]) expect(JSON.stringify(viewer.frames)).not.toContain('task:forged');
+  });
+
+  it('shows an approver the task it must decide, from its first frame, and a colleague nothing', async () => {
+    const inspection = await createStatelyInspection({
+      port: 0,
+      authenticate: (request) => DEMO_USERS[String(request.headers['x-user'])] ?? null,
+    });
+    closers.push(() => inspection.stop());
+    const viewers = Object.fromEntries(
+      await Promise.all(
+        ['E17', 'M1', 'E99', 'Z5'].map(
+          async (user) => [user, await openViewer(inspection.url, { headers: { 'x-user': user } })] as const,
+        ),
+      ),
+    );
+    const { orchestrator } = fourEyesOrchestrator({ inspect: inspection.inspect });
+    closers.push(() => orchestrator.close());
+    const status = await orchestrator.run({
+      principal: DEMO_USERS.E17!,
+      goal: REFUND_GOAL,
+      mandate: REFUND_MANDATE,
+      success: REFUND_SUCCESS,
+      limits: { money: 19_900 },
+      taskId: 'refund-four-eyes',
+    });
+    expect(status.pendingConfirmation?.approverScope).toBe('refunds:approve');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await inspection.stop();
+
+    const owner = viewers.E17!.frames;
+    const approver = viewers.M1!.frames;
+    expect(owner.length).toBeGreaterThan(5);
+    // The approver gets the task once it waits on them, with everything before it, in the same order.
+    expect(approver.length).toBeGreaterThan(0);
+    expect(approver[0]).toMatchObject({ type: '@xstate.actor', sessionId: 'task:refund-four-eyes' });
+    expect(approver.map((f) => JSON.stringify(f))).toEqual(
+      owner.slice(0, approver.length).map((f) => JSON.stringify(f)),
+    );
+    expect(viewers.E99!.frames).toEqual([]);
+    expect(viewers.Z5!.frames).toEqual([]);
   });
 });
