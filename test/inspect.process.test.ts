@@ -3,13 +3,13 @@
  * with a viewer still connected (the reconnect-forever pitfall of the WebSocket client must not bite), and
  * `npm start -- --inspect` runs the demo with the relay and exits cleanly. In process: inspect.test.ts.
  */
-import { once } from 'node:events';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { parseJsonLines } from '../src/inspect/jsonLinesSink.js';
+import { openViewer } from './support/statelyViewer.js';
 import { scaled } from './support/timeScale.js';
 import { ChildPool } from './support/workers.js';
 
@@ -27,25 +27,15 @@ beforeAll(async () => {
 });
 afterAll(() => rm(dir, { recursive: true, force: true }));
 
-/** A WebSocket client that collects every JSON frame it receives. */
-async function collect(url: string): Promise<{ frames: unknown[]; socket: WebSocket; closed: Promise<unknown> }> {
-  const socket = new WebSocket(url);
-  sockets.push(socket);
-  const frames: unknown[] = [];
-  socket.on('message', (data) => frames.push(JSON.parse(String(data))));
-  const closed = once(socket, 'close');
-  await once(socket, 'open');
-  return { frames, socket, closed };
-}
-
 describe('Stately inspector relay, in a process of its own', () => {
   it(
     'lets a process that used it exit on its own, even with a viewer still connected',
     async () => {
       const child = pool.spawnTs('stately', 'test/support/statelyChild.ts', []);
-      const port = Number((await child.waitFor('READY ', 15_000)).split(' ')[1]);
+      const pageUrl = (await child.waitFor('READY ', 15_000)).split(' ')[1]!;
       // A viewer (like an open browser tab) that never closes by itself.
-      const viewer = await collect(`ws://localhost:${port}`);
+      const viewer = await openViewer(pageUrl);
+      sockets.push(viewer.socket);
       child.send('go');
       const exit = await child.ended(15_000);
       expect(exit, child.transcript()).toEqual({ code: 0, signal: null });
@@ -79,7 +69,7 @@ describe('Stately inspector relay, in a process of its own', () => {
       expect(exit, child.transcript()).toEqual({ code: 0, signal: null });
       const out = child.lines.join('\n');
       expect(out).toMatch(
-        /Stately inspector: open http:\/\/127\.0\.0\.1:\d+ in a browser\. The page embeds the inspector UI from stately\.ai, which needs/,
+        /Stately inspector: open http:\/\/127\.0\.0\.1:\d+\/\?key=[\w-]+ in a browser\. The page embeds the inspector UI from stately\.ai, which needs/,
       );
       expect(out).toContain('the local relay and its event stream do not');
       expect(out).toContain('Normal booking');

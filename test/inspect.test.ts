@@ -19,6 +19,7 @@ import type { Principal } from '../machines/context.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
 import { type ScriptStep, reply } from '../src/testing/scriptedModel.js';
 import { E17, MEETING, SUPPORT, harness, reserveArgs } from './support/harness.js';
+import { openViewer } from './support/statelyViewer.js';
 
 type Harness = ReturnType<typeof harness>;
 
@@ -274,10 +275,10 @@ describe('Stately inspector relay', () => {
   it('relays the task actor frames to a viewer, then releases the port and disconnects the viewer on stop', async () => {
     const inspection = await createStatelyInspection({ port: 0 });
     closers.push(() => inspection.stop());
-    expect(inspection.url).toBe(`http://127.0.0.1:${inspection.port}`);
+    expect(inspection.origin).toBe(`http://127.0.0.1:${inspection.port}`);
     const page = await fetch(inspection.url).then((r) => r.text());
-    expect(page).toContain(`new WebSocket('ws://localhost:${inspection.port}')`);
-    const viewer = await collect(inspection.wsUrl);
+    expect(page).toContain("new WebSocket(scheme + location.host + '/?token='");
+    const viewer = await openViewer(inspection.url);
 
     const result = await scenarios.normal({ store: new MemoryStore(), inspect: inspection.inspect });
     expect(result.status.state).toBe('done');

@@ -5,13 +5,17 @@
  * when the clerk confirms (XState gives the reload a new session id).
  */
 import { once } from 'node:events';
+import http from 'node:http';
 import net from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
-import { WebSocket } from 'ws';
 import { createStatelyInspection } from '../src/inspect/statelyInspector.js';
 import { reply } from '../src/testing/index.js';
 import { CASH_GOAL, CLERK, PAYOUT_SUCCESS, cashDesk, payoutMandate } from './support/domain.js';
+import { openViewer, pageToken } from './support/statelyViewer.js';
+import { DEMO_USERS } from '../examples/booking/service.js';
+import { REFUND_GOAL, REFUND_MANDATE, REFUND_SUCCESS } from '../examples/booking/requests.js';
+import { fourEyesOrchestrator } from './support/fourEyes.js';
 
 const closers: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -31,8 +35,8 @@ describe('Stately relay', () => {
   it('listens on 127.0.0.1 only by default', async () => {
     const inspection = await createStatelyInspection({ port: 0 });
     closers.push(() => inspection.stop());
-    expect(inspection.url).toBe(`http://127.0.0.1:${inspection.port}`);
-    expect(inspection.wsUrl).toBe(`ws://127.0.0.1:${inspection.port}`);
+    expect(inspection.url).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:${inspection.port}/\\?key=[\\w-]{32}$`));
+    expect(inspection.origin).toBe(`http://127.0.0.1:${inspection.port}`);
     const outside = Object.values(networkInterfaces())
       .flat()
       .find((i) => i && i.family === 'IPv4' && !i.internal);
@@ -49,10 +53,8 @@ describe('Stately relay', () => {
   it('streams one actor per task across reloads, with the reduced context only', async () => {
     const inspection = await createStatelyInspection({ port: 0 });
     closers.push(() => inspection.stop());
-    const viewer = new WebSocket(inspection.wsUrl);
-    const frames: Frame[] = [];
-    viewer.on('message', (data) => frames.push(JSON.parse(String(data)) as Frame));
-    await once(viewer, 'open');
+    const viewer = await openViewer(inspection.url);
+    const frames = viewer.frames as unknown as Frame[];
     const { orchestrator, ledger } = cashDesk({
       script: [
         reply.call('get_balance', { account_id: 'A-1' }),
@@ -76,7 +78,7 @@ describe('Stately relay', () => {
     expect((await orchestrator.confirm('refund-7', CLERK, pending)).accepted).toBe(true);
     expect((await orchestrator.settled('refund-7')).state).toBe('done');
     await inspection.stop();
-    await once(viewer, 'close');
+    await viewer.closed;
 
     const roots = frames.filter((f) => f.type === '@xstate.actor' && f.parentId === undefined);
     // Started, reloaded for the confirmation: the same actor both times.
@@ -98,5 +100,114 @@ describe('Stately relay', () => {
     expect(everything).not.toContain(CASH_GOAL);
     expect(everything).not.toContain('cash:pay');
     expect(everything).not.toContain(ledger.accounts.get('A-1')!.note);
+  });
+
+  it('refuses a page without the access key, a WebSocket from another Origin, and one without a token', async () => {
+    const inspection = await createStatelyInspection({ port: 0 });
+    closers.push(() => inspection.stop());
+    expect((await fetch(inspection.origin)).status).toBe(401);
+    expect((await fetch(`${inspection.origin}/?key=wrong`)).status).toBe(401);
+    // A page asked for under another name (a DNS-rebound host) is refused, key or not.
+    const rebound = await new Promise<number | undefined>((resolve, reject) =>
+      http
+        .get(inspection.url, { headers: { host: `evil.example:${inspection.port}` } }, (response) => {
+          response.resume();
+          resolve(response.statusCode);
+        })
+        .on('error', reject),
+    );
+    expect(rebound).toBe(421);
+
+    const token = await pageToken(inspection.url);
+    await expect(openViewer(inspection.url, { token, origin: 'http://evil.example' })).rejects.toMatchObject({
+      status: 403,
+    });
+    await expect(openViewer(inspection.url, { token, origin: null })).rejects.toMatchObject({ status: 403 });
+    await expect(openViewer(inspection.url, { token: '' })).rejects.toMatchObject({ status: 401 });
+    await expect(openViewer(inspection.url, { token: 'made-up' })).rejects.toMatchObject({ status: 401 });
+    // The refused attempts did not spend the token; it opens one WebSocket, once.
+    const viewer = await openViewer(inspection.url, { token });
+    await expect(openViewer(inspection.url, { token })).rejects.toMatchObject({ status: 401 });
+    viewer.socket.close();
+  });
+
+  it("sends a signed-in viewer its tenant's tasks only, and relays nothing a viewer sends", async () => {
+    const OTHER = { userId: 'clerk-9', tenantId: 'other-shop', scopes: CLERK.scopes };
+    const sessions: Record<string, typeof CLERK> = { 'clerk-1': CLERK, 'clerk-9': OTHER };
+    const inspection = await createStatelyInspection({
+      port: 0,
+      authenticate: (request) =>
+        sessions[/^Bearer (\S+)$/.exec(request.headers.authorization ?? '')?.[1] ?? ''] ?? null,
+    });
+    closers.push(() => inspection.stop());
+    expect((await fetch(inspection.url)).status).toBe(401);
+    const shop = await openViewer(inspection.url, { headers: { authorization: 'Bearer clerk-1' } });
+    const other = await openViewer(inspection.url, { headers: { authorization: 'Bearer clerk-9' } });
+
+    for (const [principal, taskId] of [
+      [CLERK, 'shop-task'],
+      [OTHER, 'other-task'],
+    ] as const) {
+      const { orchestrator } = cashDesk({ script: [reply.answer('Nothing to pay.')], inspect: inspection.inspect });
+      closers.push(() => orchestrator.close());
+      const status = await orchestrator.run({ principal, goal: 'Say hello', taskId });
+      expect(status.state).toBe('answered');
+    }
+    // A viewer posing as the producer: its frame must reach nobody.
+    const forged = { type: '@xstate.snapshot', sessionId: 'task:forged', rootId: 'task:forged', snapshot: {} };
+    shop.socket.send(JSON.stringify(forged));
+    other.socket.send(JSON.stringify(forged));
+    // A late viewer of the first tenant gets that tenant's backlog only.
+    const late = await openViewer(inspection.url, { headers: { authorization: 'Bearer clerk-1' } });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await inspection.stop();
+    await Promise.all([shop.closed, other.closed, late.closed]);
+
+    const tasksOf = (frames: Record<string, unknown>[]) => new Set(frames.map((f) => f.rootId));
+    expect(shop.frames.length).toBeGreaterThan(5);
+    expect(tasksOf(shop.frames)).toEqual(new Set(['task:shop-task']));
+    expect(tasksOf(other.frames)).toEqual(new Set(['task:other-task']));
+    expect(tasksOf(late.frames)).toEqual(new Set(['task:shop-task']));
+    for (const viewer of [shop, other, late]) expect(JSON.stringify(viewer.frames)).not.toContain('task:forged');
+  });
+
+  it('shows an approver the task it must decide, from its first frame, and a colleague nothing', async () => {
+    const inspection = await createStatelyInspection({
+      port: 0,
+      authenticate: (request) => DEMO_USERS[String(request.headers['x-user'])] ?? null,
+    });
+    closers.push(() => inspection.stop());
+    const viewers = Object.fromEntries(
+      await Promise.all(
+        ['E17', 'M1', 'E99', 'Z5'].map(
+          async (user) => [user, await openViewer(inspection.url, { headers: { 'x-user': user } })] as const,
+        ),
+      ),
+    );
+    const { orchestrator } = fourEyesOrchestrator({ inspect: inspection.inspect });
+    closers.push(() => orchestrator.close());
+    const status = await orchestrator.run({
+      principal: DEMO_USERS.E17!,
+      goal: REFUND_GOAL,
+      mandate: REFUND_MANDATE,
+      success: REFUND_SUCCESS,
+      limits: { money: 19_900 },
+      taskId: 'refund-four-eyes',
+    });
+    expect(status.pendingConfirmation?.approverScope).toBe('refunds:approve');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await inspection.stop();
+
+    const owner = viewers.E17!.frames;
+    const approver = viewers.M1!.frames;
+    expect(owner.length).toBeGreaterThan(5);
+    // The approver gets the task once it waits on them, with everything before it, in the same order.
+    expect(approver.length).toBeGreaterThan(0);
+    expect(approver[0]).toMatchObject({ type: '@xstate.actor', sessionId: 'task:refund-four-eyes' });
+    expect(approver.map((f) => JSON.stringify(f))).toEqual(
+      owner.slice(0, approver.length).map((f) => JSON.stringify(f)),
+    );
+    expect(viewers.E99!.frames).toEqual([]);
+    expect(viewers.Z5!.frames).toEqual([]);
   });
 });

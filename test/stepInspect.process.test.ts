@@ -2,15 +2,16 @@
  * `npm run step -- <task> --inspect`: the task stepped in the terminal is watched live in the Stately inspector at
  * the same time, as one actor (`task:<taskId>`), through a relay on 127.0.0.1 that the CLI releases when it quits.
  */
-import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { WebSocket } from 'ws';
 import { REFUND_GOAL, REFUND_SUCCESS, refundScript } from '../examples/booking/scenarios.js';
+import { replayAudit } from '../src/audit/replayAudit.js';
+import { stateValueOf } from '../src/inspect/stepFrames.js';
 import { FileStore } from '../src/store/file/fileStore.js';
 import { SUPPORT, harness } from './support/harness.js';
+import { openViewer } from './support/statelyViewer.js';
 import { scaled } from './support/timeScale.js';
 import { ChildPool } from './support/workers.js';
 
@@ -24,7 +25,7 @@ afterAll(() => rm(dir, { recursive: true, force: true }));
 
 describe('step CLI --inspect', () => {
   it(
-    'streams the stepped task to the Stately relay as one actor, then releases the relay',
+    'streams the stepped task to the Stately relay as one actor, shows `at N` there, then releases the relay',
     async () => {
       const { orchestrator } = harness({ store: new FileStore(dir), script: refundScript() });
       const status = await orchestrator.run({
@@ -34,6 +35,7 @@ describe('step CLI --inspect', () => {
         taskId: 'refund-inspect',
       });
       expect(status.state).toBe('waiting_for_confirmation');
+      const atThree = replayAudit(await orchestrator.audit('refund-inspect'), 3);
       await orchestrator.close();
 
       const child = pool.spawnTs('step', 'src/cli/step.ts', [
@@ -47,13 +49,19 @@ describe('step CLI --inspect', () => {
         '0',
       ]);
       const line = await child.waitFor('Stately inspector: open ', 20_000);
-      const port = Number(/http:\/\/127\.0\.0\.1:(\d+)/.exec(line)![1]);
+      const pageUrl = /http:\/\/127\.0\.0\.1:\d+\/\?key=[\w-]+/.exec(line)![0];
       await child.waitFor('events ', 20_000);
-      const viewer = new WebSocket(`ws://127.0.0.1:${port}`);
-      const frames: { type: string; sessionId: string; snapshot?: { value?: unknown } }[] = [];
-      viewer.on('message', (data) => frames.push(JSON.parse(String(data))));
-      const closed = once(viewer, 'close');
-      await once(viewer, 'open');
+      const viewer = await openViewer(pageUrl);
+      const frames = viewer.frames as {
+        type: string;
+        sessionId: string;
+        event?: { type: string; step?: number };
+        snapshot?: { value?: unknown; context?: { step?: number } };
+      }[];
+      const closed = viewer.closed;
+      // Back to step 3 of the journal: the inspector's task actor shows it.
+      child.send('at 3');
+      await child.waitFor('inspector  task:refund-inspect shows step 3', 20_000);
       // The 999.00 is rejected; the model proposes 199.00 at the next turn.
       child.send('reject the customer asked for 199.00');
       child.send('next');
@@ -70,6 +78,14 @@ describe('step CLI --inspect', () => {
         .map((f) => JSON.stringify(f.snapshot!.value));
       expect(values).toContain(JSON.stringify({ executing: 'awaitingConfirmation' }));
       expect(values).toContain(JSON.stringify('thinking'));
+      const stepped = frames.filter((f) => f.event?.type === 'inspect.step');
+      expect(stepped).toHaveLength(1);
+      expect(stepped[0]).toMatchObject({
+        type: '@xstate.snapshot',
+        sessionId: 'task:refund-inspect',
+        event: { step: 3 },
+        snapshot: { value: stateValueOf(atThree.state), context: { step: 3 } },
+      });
     },
     scaled(60_000),
   );

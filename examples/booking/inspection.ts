@@ -7,12 +7,21 @@ import type { InspectionEvent } from 'xstate';
 import { AgentError } from '../../src/index.js';
 import { type InspectionSink, createInspectionStream } from '../../src/inspect/index.js';
 import { jsonLinesFileSink } from '../../src/inspect/index.js';
-import { createStatelyInspection } from '../../src/inspect/index.js';
+import {
+  type StatelyInspection,
+  type StatelyInspectionOptions,
+  createStatelyInspection,
+} from '../../src/inspect/index.js';
 import { webSocketSink } from '../../src/inspect/index.js';
 
 export interface InspectionRequest {
   /** The Stately inspector relay on this port (`--inspect`, `--inspect-port`). */
-  stately?: { port: number; open: boolean };
+  stately?: {
+    port: number;
+    open: boolean;
+    /** The service's session check: each page then sees only its session's tasks (without: the access key). */
+    authenticate?: StatelyInspectionOptions['authenticate'];
+  };
   /** JSON lines of the offline stream to this file (`--inspect-stream`). */
   streamFile?: string;
   /** The offline stream on a local WebSocket on this port (`--inspect-ws`; 0 picks one). */
@@ -23,6 +32,8 @@ export interface CliInspection {
   inspect: (event: InspectionEvent) => void;
   /** What to tell the user: where to look, and what needs internet. */
   notes: string[];
+  /** The Stately inspector's time travel (`showStep`), when it is on. */
+  stately: Pick<StatelyInspection, 'showStep'> | null;
   /** True when the Stately inspector is on: a human may want time to open the page. */
   live: boolean;
   stop(): Promise<void>;
@@ -42,13 +53,18 @@ export async function startInspection(request: InspectionRequest): Promise<CliIn
   const consumers: ((event: InspectionEvent) => void)[] = [];
   const stops: (() => Promise<void>)[] = [];
   const notes: string[] = [];
+  let stately: StatelyInspection | null = null;
   const stop = async () => {
     // The reverse order of starting: the Stately client and relay, if any, stop last.
     for (const s of stops.reverse()) await s().catch(() => {});
   };
   try {
     if (request.stately) {
-      const stately = await createStatelyInspection({ port: request.stately.port, open: request.stately.open });
+      stately = await createStatelyInspection({
+        port: request.stately.port,
+        open: request.stately.open,
+        ...(request.stately.authenticate ? { authenticate: request.stately.authenticate } : {}),
+      });
       consumers.push(stately.inspect);
       stops.push(stately.stop);
       notes.push(
@@ -90,6 +106,7 @@ export async function startInspection(request: InspectionRequest): Promise<CliIn
       for (const consumer of consumers) consumer(event);
     },
     notes,
+    stately,
     live: request.stately !== undefined,
     stop,
   };

@@ -8,7 +8,7 @@ import { mkdir } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { FileStore } from '../../src/index.js';
 import { parsePort, startInspection } from './inspection.js';
-import { DEMO_USERS, REFUND_START_BODY, createDemoService, demoStartRequest } from './service.js';
+import { DEMO_USERS, REFUND_START_BODY, createDemoService, demoAuthenticate, demoStartRequest } from './service.js';
 
 const HELP = `Usage: npm run serve -- [options]
 
@@ -53,7 +53,15 @@ if (values.model === 'openai' && missing.length > 0) {
 }
 const model = values.model === 'openai' ? (await import('../../src/openai.js')).createOpenAIModel() : undefined;
 const inspection = values.inspect
-  ? await startInspection({ stately: { port: parsePort(values['inspect-port'], '--inspect-port'), open: false } })
+  ? await startInspection({
+      stately: {
+        port: parsePort(values['inspect-port'], '--inspect-port'),
+        open: false,
+        // The relay's page is for signed-in demo users, each seeing the tasks the service would show them (the
+        // demo_user cookie reaches the relay: cookies are per host, not per port).
+        authenticate: (request) => demoAuthenticate(request as Parameters<typeof demoAuthenticate>[0]),
+      },
+    })
   : null;
 await mkdir(values['data-dir'], { recursive: true });
 const store = new FileStore(values['data-dir']);
@@ -62,6 +70,7 @@ const service = await createDemoService({
   step: values.step,
   ...(model ? { model } : {}),
   ...(inspection ? { inspect: inspection.inspect } : {}),
+  ...(inspection?.stately ? { inspector: inspection.stately } : {}),
 });
 const address = await service.app.listen({ port, host: values.host });
 const origin = address.replace('[::1]', 'localhost');

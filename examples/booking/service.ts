@@ -19,7 +19,14 @@ import {
   systemClock,
 } from '../../src/index.js';
 import type { Orchestrator, StartTaskRequest } from '../../src/index.js';
-import { ServiceError, agentService, createStepper, type StartBody, type Stepper } from '../../src/http/index.js';
+import {
+  type AgentServiceOptions,
+  ServiceError,
+  agentService,
+  createStepper,
+  type StartBody,
+  type Stepper,
+} from '../../src/http/index.js';
 import { bookingMandate, refundMandate } from '../../tools/mandates.js';
 import { refundDeskAuthority } from '../../tools/refundOrder.js';
 import demoHost from './host.js';
@@ -39,6 +46,8 @@ export interface DemoServiceOptions {
   /** Step the model: every turn waits for `next` (the live page's button). */
   step?: boolean;
   inspect?: (event: InspectionEvent) => void;
+  /** Where the live page's step controls also show the step (the Stately inspector's `showStep`). */
+  inspector?: AgentServiceOptions['inspector'];
   /** Replaces the demo model (tests). */
   model?: AgentModel;
   expirySweepMs?: number;
@@ -87,6 +96,7 @@ export async function createDemoService(options: DemoServiceOptions): Promise<De
     authenticate: demoAuthenticate,
     clock,
     ...(stepper ? { stepper } : {}),
+    ...(options.inspector ? { inspector: options.inspector } : {}),
     startRequest: demoStartRequest,
     openapi: { info: { title: 'statechart-agent demo service', license: { name: 'MIT', identifier: 'MIT' } } },
   });

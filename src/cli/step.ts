@@ -4,7 +4,8 @@
  * shows its state and the events allowed now, reads one command per line from stdin (a terminal or a pipe), sends
  * it through the orchestrator API (so it is persisted like any host event) and shows the new state. The host's
  * model is gated: each model turn waits for `next`; tools and gates run as usual. `at <N>` shows the task as it
- * was after its first N audit entries, replayed from the journal. `step --help` lists the options.
+ * was after its first N audit entries, replayed from the journal (and, with `--inspect`, sent to the Stately
+ * inspector as the task's snapshot). `step --help` lists the options.
  */
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
@@ -36,7 +37,8 @@ Steps through a stored task. Commands, one per line on stdin:
   resolve happened <result json> | not_happened [note] | retry [note]
                      as a reviewer (--as, --scopes with the review scope): say what a held write did
   cancel [reason]    cancel the task
-  at <N>             show the task as it was after its first N audit entries (replayed from the journal)
+  at <N>             show the task as it was after its first N audit entries (replayed from the journal; with
+                     --inspect, the inspector shows that step too)
   quit               stop here (also at the end of input); the task stays as persisted
 
 Options:
@@ -49,7 +51,7 @@ Options:
   --as <userId>      send user events as this user (default: the task's user)
   --scopes <a,b>     the scopes of the --as session (default: none), e.g. an approver's or a reviewer's
   --inspect          watch the task live in the Stately inspector while you step it: a local relay on 127.0.0.1
-                     (the inspector UI loads from stately.ai and needs internet; needs @statelyai/inspect and ws)
+                     (the inspector UI loads from stately.ai and needs internet; needs ws)
   --inspect-port <n> the relay's port (default 8080; 0 picks a free one)
   --real-clock       use the system clock (default: the task's own time, resumed from its last save, so a
                      confirmation does not expire while you read)
@@ -132,7 +134,7 @@ async function main(argv: string[]): Promise<number> {
               .split(',')
               .map((scope) => scope.trim())
               .filter(Boolean);
-      const session = new StepSession(orchestrator, model, setup, taskId, clock, values.as, scopes);
+      const session = new StepSession(orchestrator, model, setup, taskId, clock, values.as, scopes, inspection);
       return await session.run(startAt);
     } finally {
       await orchestrator.close();
@@ -153,6 +155,7 @@ class StepSession {
     private readonly clock: Clock,
     private readonly as: string | undefined,
     private readonly scopes: string[],
+    private readonly inspection: StatelyInspection | null,
   ) {}
 
   async run(startAt: number | undefined): Promise<number> {
@@ -294,6 +297,11 @@ class StepSession {
     const replayed = replayAudit(audit, n);
     if (n > audit.length) console.log(`(the journal has ${audit.length} entries; showing the last step)`);
     console.log(formatReplay(replayed, audit));
+    if (this.inspection) {
+      // Time travel in the inspector too: the task's actor shows the state of step N.
+      this.inspection.showStep({ taskId: this.taskId, replayed, access: await this.orchestrator.status(this.taskId) });
+      console.log(`inspector  task:${this.taskId} shows step ${replayed.step}`);
+    }
     return replayed;
   }
 }

@@ -12,6 +12,7 @@ import { serviceError } from './serviceError.js';
 import { OpenStreams, type SseOptions } from './sse.js';
 import type { StartRequest } from './start.js';
 import type { Stepper } from './stepper.js';
+import type { StatelyInspection } from '../inspect/statelyInspector.js';
 
 export interface ServiceContext {
   orchestrator: Orchestrator;
@@ -19,6 +20,8 @@ export interface ServiceContext {
   clock: Clock;
   csrf: CsrfGuard;
   stepper: Stepper | null;
+  /** Where the replay route also shows the step (the Stately inspector), if anywhere. */
+  inspector: Pick<StatelyInspection, 'showStep'> | null;
   sse: SseOptions;
   /** The event streams open now: ended when the server closes. */
   streams: OpenStreams;
@@ -37,6 +40,7 @@ export function createContext(options: {
   clock: Clock;
   csrfSecret?: string;
   stepper?: Stepper;
+  inspector?: Pick<StatelyInspection, 'showStep'>;
   sse?: Partial<SseOptions>;
   bodyLimit?: number;
   startRequest: StartRequest;
@@ -48,6 +52,7 @@ export function createContext(options: {
     clock: options.clock,
     csrf: new CsrfGuard(options.csrfSecret),
     stepper: options.stepper ?? null,
+    inspector: options.inspector ?? null,
     sse: { pollMs: options.sse?.pollMs ?? 2_000, heartbeatMs: options.sse?.heartbeatMs ?? 15_000 },
     streams: new OpenStreams(),
     bodyLimit: options.bodyLimit ?? 16 * 1024,

@@ -50,6 +50,7 @@ import { ServiceError, ServiceOptionsError } from './serviceError.js';
 import type { SseOptions } from './sse.js';
 import type { StartRequest } from './start.js';
 import type { Stepper } from './stepper.js';
+import type { StatelyInspection } from '../inspect/statelyInspector.js';
 
 export interface AgentServiceOptions {
   orchestrator: Orchestrator;
@@ -63,6 +64,11 @@ export interface AgentServiceOptions {
   startRequest: StartRequest;
   /** Step the model one turn per `POST /api/tasks/:taskId/next` (the live page's "next"): `createStepper(model)`. */
   stepper?: Stepper;
+  /**
+   * Time travel in the Stately inspector too: the replay route (the live page's step controls) sends the step it
+   * returns to the inspector (`createStatelyInspection(...)`, whose relay shows it only to who may see the task).
+   */
+  inspector?: Pick<StatelyInspection, 'showStep'>;
   /** The machine the live page draws (default: the agent machine). */
   machine?: AnyStateMachine;
   /** The orchestrator's clock: confirmation expiry is checked against it (default: the system clock). */

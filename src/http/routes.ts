@@ -241,9 +241,11 @@ export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, do
       const principal = await ctx.principal(request);
       const { taskId } = parse(taskParamsSchema, request.params, 'params');
       const { at } = parse(replayQuerySchema, request.query, 'query', 'invalid_query');
-      await ctx.visible(principal, taskId);
+      const { status } = await ctx.visible(principal, taskId);
       const audit = await orchestrator.audit(taskId);
-      return { auditLength: audit.length, replay: replayAudit(audit, at ?? audit.length) };
+      const replay = replayAudit(audit, at ?? audit.length);
+      ctx.inspector?.showStep({ taskId, replayed: replay, access: status });
+      return { auditLength: audit.length, replay };
     },
   );
 

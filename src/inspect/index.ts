@@ -14,5 +14,8 @@ export {
   InspectorStartError,
   type StatelyInspection,
   type StatelyInspectionOptions,
+  type StepView,
+  type RelayRequest,
 } from './statelyInspector.js';
+export type { TaskAccessFacts } from './statelyFrames.js';
 export type { AgentErrorCode } from '../errorCodes.js';

@@ -1,35 +1,31 @@
 /**
- * Live inspection in the Stately inspector, on request only: a local relay (`createInspectorServer` from
- * `@statelyai/inspect/server`: an HTTP page plus a WebSocket server) and a `createWebSocketInspector` client
- * connected to it. Task actors' inspection events go to the client, the relay forwards them to the page, and the
- * page embeds the Stately inspector UI. The UI itself loads from stately.ai (it needs internet); the relay and
- * the event stream are local and work offline.
+ * Live inspection in the Stately inspector, on request only: a local relay (`statelyRelay.ts`: a page that embeds
+ * the Stately inspector UI, and a WebSocket that feeds it) and the frames of this process's task actors. The UI
+ * itself loads from stately.ai (it needs internet); the relay and the frames are local and work offline.
  *
- * Shutting down is the delicate part (checked against @statelyai/inspect 0.7.2):
- * - the WebSocket client reconnects every 5 s forever after any socket error, even after `stop()`, and its timer
- *   keeps the process alive. Here the relay is ours and in-process, so reconnecting is never useful: the client's
- *   error handler is replaced right after it is created, and no reconnect is ever scheduled;
- * - the relay's `stop()` closes its servers but not the connections (ws 8 leaves clients open, and an open
- *   browser tab keeps the HTTP server alive). The relay's HTTP server is captured when it is created so that
- *   every socket it accepted can be destroyed, and its listen errors (port in use) reach the caller instead of
- *   crashing the process.
- * `stop()` therefore lets queued events go out, closes the client (waiting for its close), then stops the relay
- * and destroys its sockets, last.
+ * The relay is ours, not `@statelyai/inspect/server`'s: that one relays whatever any client sends to every other
+ * client, from any Origin, with no sign-in. Here frames are published in-process (no client connects to publish,
+ * so nothing reconnects forever), a page is served only to a signed-in caller (the host's `authenticate`, or the
+ * holder of the printed access key), its WebSocket needs the relay's Origin and the page's one-time token, each
+ * viewer gets only the tasks its session may see, and nothing a viewer sends goes anywhere.
  *
- * What it streams is ours, not the library's: the relay listens on 127.0.0.1 only (unless told otherwise), and the
- * frames are built from the offline inspection stream's messages (`createInspectionStream`), so a snapshot carries
- * the same reduced context (turn, budgets used, pending confirmation, batch, outcome), and an event only its type and
- * identifiers (never the goal, the principal's scopes, actor inputs or tool output such as a customer's note). Each task is one actor in the inspector, named
- * `task:<taskId>` (its children `task:<taskId>/<invoke id>`), however often it is evicted while it waits and
- * reloaded: XState gives every reload a new session id, which would show as a new root actor each time.
+ * What it streams is the offline inspection stream's reduced context (turn, budgets used, pending confirmation,
+ * batch, outcome), and for an event only its type and identifiers (never the goal, the principal's scopes, actor
+ * inputs or tool output such as a customer's note). Each task is one actor in the inspector, named `task:<taskId>`
+ * (its children `task:<taskId>/<invoke id>`), however often it is evicted while it waits and reloaded. `showStep`
+ * sends the task as it was at step N of its journal to that same actor (time travel).
  */
 import http from 'node:http';
 import { once } from 'node:events';
-import type { Socket } from 'node:net';
 import type { InspectionEvent } from 'xstate';
+import type { ReplayedTask } from '../audit/replayAudit.js';
 import { AgentError } from '../errors.js';
-import { optionalPeer } from '../peers/optionalPeer.js';
-import { statelyFrames } from './statelyFrames.js';
+import { type TaskAccessFacts, statelyFrames } from './statelyFrames.js';
+import { type RelayRequest, type StatelyRelay, startStatelyRelay } from './statelyRelay.js';
+import { stepSnapshotFrame, taskActorFrame } from './stepFrames.js';
+import type { Principal } from '../../machines/context.js';
+
+export type { RelayRequest } from './statelyRelay.js';
 
 export interface StatelyInspectionOptions {
   /** Port of the local relay (page and WebSocket). Default 8080; 0 picks a free one. */
@@ -38,37 +34,41 @@ export interface StatelyInspectionOptions {
   host?: string;
   /** Open the page in the default browser (default false). */
   open?: boolean;
-  /** The inspector UI the page embeds (default: the library's, https://stately.ai/inspect). */
+  /** The inspector UI the page embeds (default https://stately.ai/inspect). */
   inspectorUrl?: string;
-  /** How long to wait for the client to connect to the relay (default 3 s). */
-  connectTimeoutMs?: number;
+  /**
+   * Who asks for the page (a service passes its own session check); null refuses it. Each viewer then sees only
+   * the tasks that session may see. Without it, the page needs the relay's access key (in `url`), and its holder
+   * sees every task of this process.
+   */
+  authenticate?: (request: RelayRequest) => Principal | null | Promise<Principal | null>;
+  /** Origins besides the relay's own whose pages may open its WebSocket (e.g. behind a proxy). */
+  allowedOrigins?: readonly string[];
+  /** How long a page's one-time WebSocket token stays valid (default 60 s). */
+  tokenTtlMs?: number;
+}
+
+export interface StepView {
+  taskId: string;
+  /** `replayAudit(audit, N)`. */
+  replayed: ReplayedTask;
+  /** Whose task it is and who waits on it now (e.g. `orchestrator.status(taskId)`): who may see the frame. */
+  access: TaskAccessFacts;
 }
 
 export interface StatelyInspection {
   /** For `createOrchestrator({ inspect })`. Does nothing once stopped. */
   inspect: (event: InspectionEvent) => void;
-  /** The page to open in a browser: `http://127.0.0.1:<port>`. */
+  /** Shows the task at a step of its journal in the inspector (time travel). Does nothing once stopped. */
+  showStep(view: StepView): void;
+  /** The page to open in a browser (with the access key when there is no `authenticate`). */
   url: string;
-  /** The relay's WebSocket: `ws://127.0.0.1:<port>`. */
-  wsUrl: string;
+  /** The relay's origin: `http://127.0.0.1:<port>`. Its WebSocket is at the same address (`ws://`). */
+  origin: string;
   port: number;
-  /** Releases the client, the relay and every socket; the process can exit afterwards. Idempotent. */
+  /** Releases the relay and every socket; the process can exit afterwards. Idempotent. */
   stop(): Promise<void>;
 }
-
-/** A minimal view of the ws client the library keeps privately (0.7.2: `adapter.ws`, `adapter.status`). */
-interface ClientView {
-  ws?: {
-    readyState: number;
-    onerror: ((event: unknown) => void) | null;
-    once(event: 'open' | 'close', listener: () => void): unknown;
-    terminate(): void;
-  };
-  status?: string;
-}
-
-const OPEN = 1;
-const CLOSED = 3;
 
 export class InspectorStartError extends AgentError<'inspector_start_failed'> {
   constructor(message: string) {
@@ -77,7 +77,7 @@ export class InspectorStartError extends AgentError<'inspector_start_failed'> {
 }
 
 /**
- * Starts the relay and a client connected to it. Resolves once the client is connected.
+ * Starts the relay. Resolves once it listens.
  *
  * @example
  * const inspection = await createStatelyInspection({ port: 8080 });
@@ -90,159 +90,55 @@ export class InspectorStartError extends AgentError<'inspector_start_failed'> {
 export async function createStatelyInspection(options: StatelyInspectionOptions = {}): Promise<StatelyInspection> {
   const host = options.host ?? '127.0.0.1';
   const port = options.port === 0 ? await freePort(host) : (options.port ?? 8080);
-  // @statelyai/inspect is an optional peer: loaded only when the Stately inspector is asked for.
-  const stately = await optionalPeer(
-    '@statelyai/inspect',
-    () => import('@statelyai/inspect'),
-    'createStatelyInspection',
-  );
-  const server = await optionalPeer(
-    '@statelyai/inspect',
-    () => import('@statelyai/inspect/server'),
-    'createStatelyInspection',
-  );
-  const relay = await startRelay(port, host, options, server.createInspectorServer);
-  const address = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
-  const wsUrl = `ws://${address}:${port}`;
-  const inspector = stately.createWebSocketInspector({ url: wsUrl });
-  const client = inspector.adapter as unknown as ClientView;
-  const socket = client.ws;
-  let connectError: unknown = null;
-  if (socket) {
-    // Replaces the library's handler, which would reconnect every 5 s forever (see the header).
-    socket.onerror = (error) => {
-      connectError ??= error;
-      client.status = 'closed';
-    };
-  }
-  let stopped = false;
-  const stop = async () => {
-    if (stopped) return;
-    stopped = true;
-    // inspect.next defers each event with setTimeout(0): let the queued ones reach the socket first.
-    await new Promise((resolve) => setTimeout(resolve, 10));
-    if (socket && socket.readyState !== CLOSED) {
-      const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
-      inspector.stop();
-      await withTimeout(closed, 1_000);
-      if (socket.readyState !== CLOSED) socket.terminate();
-    } else {
-      inspector.stop();
-    }
-    await relay.stop();
-  };
-
+  let relay: StatelyRelay;
   try {
-    if (!socket)
-      throw new InspectorStartError(
-        'the Stately WebSocket inspector did not create its client (unexpected @statelyai/inspect version?)',
-      );
-    if (socket.readyState !== OPEN) {
-      const settled = new Promise<void>((resolve) => {
-        socket.once('open', () => resolve());
-        socket.once('close', () => resolve());
-      });
-      await withTimeout(settled, options.connectTimeoutMs ?? 3_000);
-      if (socket.readyState !== OPEN || connectError)
-        throw new InspectorStartError(`could not connect to the inspector relay at ${wsUrl}`);
-    }
+    relay = await startStatelyRelay({
+      port,
+      host,
+      inspectorUrl: options.inspectorUrl ?? 'https://stately.ai/inspect',
+      ...(options.authenticate ? { authenticate: options.authenticate } : {}),
+      ...(options.allowedOrigins ? { allowedOrigins: options.allowedOrigins } : {}),
+      ...(options.tokenTtlMs !== undefined ? { tokenTtlMs: options.tokenTtlMs } : {}),
+    });
   } catch (error) {
-    await stop();
-    throw error;
+    const code = (error as NodeJS.ErrnoException).code;
+    if (error instanceof AgentError) throw error;
+    throw new InspectorStartError(
+      code === 'EADDRINUSE'
+        ? `port ${port} is in use; choose another with --inspect-port <port>`
+        : `the inspector relay could not listen on port ${port}: ${(error as Error).message}`,
+    );
   }
-
-  const frames = statelyFrames((frame) => inspector.adapter.send(frame as never));
+  if (options.open) openInBrowser(relay.url);
+  let stopped = false;
+  const frames = statelyFrames((frame, task) => relay.publish(frame, task.taskId, task.access));
   return {
     inspect: (event) => {
       if (!stopped) frames(event);
     },
-    url: `http://${address}:${port}`,
-    wsUrl,
-    port,
-    stop,
+    showStep({ taskId, replayed, access }) {
+      if (stopped) return;
+      if (!relay.knows(taskId)) relay.publish(taskActorFrame(taskId, Date.now()), taskId, access);
+      relay.publish(stepSnapshotFrame(taskId, replayed, Date.now()), taskId, access);
+    },
+    url: relay.url,
+    origin: relay.origins[0]!,
+    port: relay.port,
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      await relay.stop();
+    },
   };
 }
 
-/** The library's relay, with its HTTP server captured (see the header) so it can be fully released. */
-async function startRelay(
-  port: number,
-  host: string,
-  options: StatelyInspectionOptions,
-  createInspectorServer: typeof import('@statelyai/inspect/server').createInspectorServer,
-): Promise<{ stop(): Promise<void> }> {
-  const { result: relay, server } = captureHttpServer(host, () =>
-    createInspectorServer({
-      port,
-      autoOpen: options.open ?? false,
-      ...(options.inspectorUrl ? { url: options.inspectorUrl } : {}),
-    }),
-  );
-  if (!server) {
-    // Not captured (a future version may build its server differently): the relay still works, but open
-    // connections cannot be destroyed here.
-    return { stop: async () => relay.stop() };
-  }
-  const sockets = new Set<Socket>();
-  server.on('connection', (socket: Socket) => {
-    sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
+function openInBrowser(url: string): void {
+  const command = process.platform === 'darwin' ? 'open' : process.platform === 'win32' ? 'explorer' : 'xdg-open';
+  void import('node:child_process').then(({ spawn }) => {
+    const child = spawn(command, [url], { stdio: 'ignore', detached: true });
+    child.on('error', () => {});
+    child.unref();
   });
-  // The ws server re-emits the HTTP server's errors on itself, where nobody listens: take them here instead.
-  server.removeAllListeners('error');
-  const failed = new Promise<never>((_, reject) =>
-    server.once('error', (error: NodeJS.ErrnoException) =>
-      reject(
-        new InspectorStartError(
-          error.code === 'EADDRINUSE'
-            ? `port ${port} is in use; choose another with --inspect-port <port>`
-            : `the inspector relay could not listen on port ${port}: ${error.message}`,
-        ),
-      ),
-    ),
-  );
-  server.on('error', () => {});
-  const stopRelay = async () => {
-    const closed = server.listening ? once(server, 'close') : Promise.resolve();
-    relay.stop();
-    for (const socket of sockets) socket.destroy();
-    server.closeAllConnections();
-    await closed;
-  };
-  // Only a listen error matters; one after that (the server is up) must not become an unhandled rejection.
-  failed.catch(() => {});
-  try {
-    if (!server.listening) await Promise.race([once(server, 'listening'), failed]);
-  } catch (error) {
-    await stopRelay();
-    throw error;
-  }
-  return { stop: stopRelay };
-}
-
-/**
- * Runs `start` while `http.createServer` is observed, and returns the server it created (synchronously). The
- * library listens with `listen(port, callback)`, which is every interface: the captured server listens on `host`.
- */
-function captureHttpServer<T>(host: string, start: () => T): { result: T; server: http.Server | null } {
-  const module = http as unknown as { createServer: typeof http.createServer };
-  const original = module.createServer;
-  const captured: { server: http.Server | null } = { server: null };
-  module.createServer = ((...args: Parameters<typeof http.createServer>) => {
-    const server = original(...args);
-    const listen = server.listen.bind(server) as (...rest: unknown[]) => http.Server;
-    server.listen = ((port: unknown, ...rest: unknown[]) =>
-      typeof port === 'number' && (rest.length === 0 || typeof rest[0] === 'function')
-        ? listen(port, host, ...rest)
-        : listen(port, ...rest)) as typeof server.listen;
-    captured.server = server;
-    return server;
-  }) as typeof http.createServer;
-  try {
-    const result = start();
-    return { result, server: captured.server };
-  } finally {
-    module.createServer = original;
-  }
 }
 
 async function freePort(host: string): Promise<number> {
@@ -252,14 +148,4 @@ async function freePort(host: string): Promise<number> {
   const { port } = probe.address() as { port: number };
   await new Promise((resolve) => probe.close(resolve));
   return port;
-}
-
-async function withTimeout(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
-  try {
-    return await Promise.race([promise.then(() => true), timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }

@@ -1,6 +1,6 @@
 /**
- * A process that uses the Stately inspection and must exit on its own: it starts the relay and client, prints
- * `READY <port>`, waits for `go` on stdin (so the test can connect a viewer that stays connected), runs a demo
+ * A process that uses the Stately inspection and must exit on its own: it starts the relay, prints
+ * `READY <page url>`, waits for `go` on stdin (so the test can connect a viewer that stays connected), runs a demo
  * scenario with the inspection attached, stops it, prints `STOPPED <active handles>` (a moment later) and then does nothing more.
  * If anything (a reconnect timer, a socket, the server) were left behind, the process would not exit.
  */
@@ -10,7 +10,7 @@ import { createStatelyInspection } from '../../src/inspect/statelyInspector.js';
 import { MemoryStore } from '../../src/store/memoryStore.js';
 
 const inspection = await createStatelyInspection({ port: 0 });
-console.log(`READY ${inspection.port}`);
+console.log(`READY ${inspection.url}`);
 const rl = createInterface({ input: process.stdin });
 for await (const line of rl) if (line.trim() === 'go') break;
 rl.close();
