@@ -317,3 +317,50 @@ describe('plan-and-execute', () => {
     expect(() => createOrchestrator({ tools: [tool], model: scriptedModel([]) })).toThrow(ToolDefinitionError);
   });
 });
+
+describe('a plan through the HTTP service', () => {
+  it('shows the plan in the task status and is approved through the same confirm door as a call', async () => {
+    const { default: Fastify } = await import('fastify');
+    const { agentService } = await import('../src/http/index.js');
+    const s = setup({
+      script: [
+        reply.plan(SEARCH_THEN_BOOK),
+        reply.call('find_available_rooms', { ...MEETING }),
+        reply.call('reserve_room', reserveArgs()),
+        reply.answer('Booked R7.'),
+      ],
+    });
+    const app = Fastify();
+    await app.register(agentService, {
+      orchestrator: s.orchestrator,
+      authenticate: (request) => (request.headers['x-user'] === 'E17' ? E17 : null),
+      startRequest: () => {
+        throw new Error('this test starts its task through the library');
+      },
+      pages: false,
+    });
+    try {
+      await start(s, 'http-plan');
+      await s.orchestrator.settled('http-plan');
+      const shown = await app.inject({ method: 'GET', url: '/api/tasks/http-plan', headers: { 'x-user': 'E17' } });
+      const status = shown.json().status ?? shown.json();
+      expect(status.plan).toMatchObject({ id: 'plan-1', status: 'awaiting_approval' });
+      expect(status.pendingConfirmation).toMatchObject({ tool: 'propose_plan' });
+      const confirm = (argsHash: string) =>
+        app.inject({
+          method: 'POST',
+          url: '/api/tasks/http-plan/confirm',
+          headers: { 'x-user': 'E17' },
+          payload: { confirmationId: status.pendingConfirmation.id, argsHash },
+        });
+      expect((await confirm('sha256:not-the-plan')).statusCode).toBe(409);
+      expect((await confirm(status.pendingConfirmation.argsHash)).statusCode).toBe(200);
+      const done = await s.orchestrator.settled('http-plan');
+      expect(done.state).toBe('done');
+      expect(done.plan?.steps.map((step) => step.status)).toEqual(['succeeded', 'succeeded']);
+    } finally {
+      await app.close();
+      await s.orchestrator.close();
+    }
+  });
+});

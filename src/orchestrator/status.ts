@@ -9,6 +9,7 @@ import type {
   Outage,
   Outcome,
   PendingConfirmation,
+  Plan,
   Principal,
   Review,
 } from '../../machines/context.js';
@@ -43,6 +44,8 @@ export interface TaskStatus {
   evidence: Evidence[];
   /** Results of the last batch, paired by call id. */
   observations: Observation[];
+  /** The plan in force or awaiting approval (plan-and-execute), its steps as tool results left them; else null. */
+  plan: Plan | null;
   createdAt: number;
   updatedAt: number;
 }
@@ -87,6 +90,7 @@ export function statusFrom(context: AgentContext, summary: TaskSummary): TaskSta
     },
     evidence: context.evidence,
     observations: context.batch?.calls.flatMap((c) => (c.observation ? [c.observation] : [])) ?? [],
+    plan: context.plan?.current ?? null,
     createdAt: summary.createdAt,
     updatedAt: summary.updatedAt,
   };

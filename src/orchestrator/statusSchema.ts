@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { observationSchema } from '../../machines/calls.js';
 import { agentContextSchema, budgetCountersSchema, budgetLimitsSchema } from '../../machines/context.js';
 import { time } from '../../machines/lib/schemaParts.js';
+import { planSchema } from '../../machines/plans.js';
 import { taskSummarySchema } from '../store/summary.js';
 import type { TaskStatus } from './status.js';
 
@@ -38,6 +39,9 @@ export const taskStatusSchema = agentContextSchema
       deadlineAt: time,
     }),
     observations: z.array(observationSchema).describe('Results of the last batch, paired by call id'),
+    plan: planSchema
+      .nullable()
+      .describe('The plan in force or awaiting approval, its steps as tool results left them; else null'),
     createdAt: time,
     updatedAt: time,
   })
