@@ -4,8 +4,9 @@
  * one stopped while a tool's business validation ran, (agent/4 and agent/5) one stopped while a write was re-checked,
  * (from agent/4) one waiting for a reviewer and one waiting out a model outage, and (from agent/7) one undoing a write. Each is the envelope and journals exactly as a store held them.
  *
- * Run once per released machine version (`npx tsx scripts/fixtures.ts`); the files are immutable afterwards: a
- * change that cannot restore them needs a new machine version and a migration, never an edit of the files.
+ * Run once per machine version (`npx tsx scripts/fixtures.ts`); the files are immutable afterwards (a run adds only
+ * the files that are missing): a change that cannot restore them needs a new machine version and a migration, never
+ * an edit of the files.
  */
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -14,6 +15,7 @@ import { BookingService, DEMO_NOW } from '../examples/booking/bookingService.js'
 import { RefundDesk } from '../examples/booking/refundService.js';
 import { CateringDesk } from '../examples/booking/cateringService.js';
 import { SAGA_GOAL, SAGA_SUCCESS, sagaScript, sagaTools } from '../examples/booking/sagaScenario.js';
+import { plannedRefundScript } from '../examples/booking/planScenario.js';
 import {
   BOOKING_GOAL,
   BOOKING_MANDATE,
@@ -62,6 +64,7 @@ async function capture(
   stop: (state: string) => boolean,
   /** Real time from the demo's "now" when the task sleeps (backoff of lookups and model retries); else frozen. */
   moving = false,
+  policy: Parameters<typeof createOrchestrator>[0]['policy'] = undefined,
 ) {
   const store = new MemoryStore();
   const model = Array.isArray(script) ? scriptedModel(script) : script;
@@ -74,6 +77,7 @@ async function capture(
     expirySweepMs: 0,
     mandates: [bookingMandate, refundMandate],
     limits: { money: 19_900 },
+    ...(policy ? { policy } : {}),
   });
   const taskId = start.taskId!;
   const reached = new Promise<void>((resolve) =>
@@ -145,7 +149,8 @@ function refundTools(): Tool[] {
 }
 
 async function main() {
-  if (existsSync(OUT)) throw new Error(`${OUT} exists: fixtures of a released version are immutable`);
+  // Fixtures are immutable once written: an existing file is never rewritten; a new kind of fixture of the current
+  // (unreleased) version is added next to them.
   mkdirSync(OUT, { recursive: true });
   // Fixed mandate ids, so that fixtures made again come out the same.
   const booking = {
@@ -203,6 +208,21 @@ async function main() {
       // The booking, the catering, then the undo: the third write is the one in flight.
       writes(3),
     ),
+    // From agent/7: a plan-and-execute refund whose plan waits for the user's approval.
+    'awaiting-plan-approval': await capture(
+      refundTools(),
+      plannedRefundScript(),
+      {
+        principal: E17_SUPPORT,
+        goal: REFUND_GOAL,
+        success: REFUND_SUCCESS,
+        mandate: { ...REFUND_MANDATE, id: 'fixture-plan-mandate' },
+        taskId: 'planned-1',
+      },
+      (s) => s === 'awaitingPlanApproval',
+      false,
+      { planning: { mode: 'plan_first' } },
+    ),
     'waiting-for-model': await capture(
       bookingTools(new BookingService()),
       unreachable,
@@ -212,6 +232,10 @@ async function main() {
     ),
   };
   for (const [name, fixture] of Object.entries(fixtures)) {
+    if (existsSync(join(OUT, `${name}.json`))) {
+      console.log(`kept ${join(OUT, `${name}.json`)} (immutable)`);
+      continue;
+    }
     writeFileSync(join(OUT, `${name}.json`), `${JSON.stringify(fixture, null, 2)}\n`);
     console.log(`wrote ${join(OUT, `${name}.json`)}`);
   }

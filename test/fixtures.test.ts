@@ -16,7 +16,11 @@ import { sagaTools } from '../examples/booking/sagaScenario.js';
 import { MEETING } from '../examples/booking/requests.js';
 import { createOrchestrator } from '../src/orchestrator/orchestrator.js';
 import { scriptedModel } from '../src/testing/scriptedModel.js';
-import { bookingMandate } from '../tools/mandates.js';
+import { bookingMandate, refundMandate } from '../tools/mandates.js';
+import { getOrder } from '../tools/getOrder.js';
+import { refundOrder } from '../tools/refundOrder.js';
+import { plannedRefundScript } from '../examples/booking/planScenario.js';
+import { E17_SUPPORT } from '../examples/booking/requests.js';
 
 /** The booking the demo's saga makes: R7 for the meeting. */
 const MEETING_BOOKING = {
@@ -488,6 +492,41 @@ describe.each(['agent-7'])('envelopes of %s (from agent/7 on)', (version) => {
     expect(bookings.cancelRequests).toEqual([{ bookingId: 'B204', idempotencyKey: expect.any(String) }]);
     const audit = await orchestrator.audit(taskId);
     expect(audit.filter((e) => e.kind === 'write_lookup').map((e) => e.tool)).toEqual(['cancel_booking']);
+    await orchestrator.close();
+  });
+
+  it('restores a task whose plan waits for approval: approved after the restart, each step run once', async () => {
+    const { store, taskId } = storeWith('awaiting-plan-approval', version);
+    const desk = new RefundDesk();
+    const orchestrator = createOrchestrator({
+      tools: [getOrder(desk), refundOrder(desk, { confirmAboveCents: 10_000 })],
+      mandates: [refundMandate],
+      model: scriptedModel(plannedRefundScript()),
+      store,
+      clock: new ManualClock(DEMO_NOW),
+      limits: { money: 19_900 },
+      policy: { planning: { mode: 'plan_first' } },
+    });
+    await orchestrator.resume(taskId);
+    let status = await orchestrator.status(taskId);
+    expect(status).toMatchObject({
+      state: 'waiting_for_confirmation',
+      stateValue: 'awaitingPlanApproval',
+      plan: { id: 'plan-1', status: 'awaiting_approval' },
+      pendingConfirmation: { tool: 'propose_plan', reasons: ['plan'] },
+    });
+    expect((await orchestrator.confirm(taskId, E17_SUPPORT, status.pendingConfirmation!)).accepted).toBe(true);
+    status = await orchestrator.settled(taskId);
+    // The refund of 199.00 is confirmed by its own rule.
+    expect(status.pendingConfirmation?.tool).toBe('refund_order');
+    await orchestrator.confirm(taskId, E17_SUPPORT, status.pendingConfirmation!);
+    status = await orchestrator.settled(taskId);
+    expect(status.state).toBe('done');
+    expect(desk.refunds).toHaveLength(1);
+    expect(status.outcome?.plan?.steps.map((step) => `${step.id}:${step.status}`)).toEqual([
+      'read_order:succeeded',
+      'refund:succeeded',
+    ]);
     await orchestrator.close();
   });
 });
