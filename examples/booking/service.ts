@@ -6,7 +6,7 @@
  * caller: a start body names a request on record in `input` (`{ "request": "refund-O-1001" }`), and the host gives
  * the task that request's mandate (order O-1001, at most 199.00), money budget and success criterion.
  */
-import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { InspectionEvent } from 'xstate';
 import { z } from 'zod';
 import {
@@ -43,6 +43,13 @@ export interface DemoServiceOptions {
   model?: AgentModel;
   expirySweepMs?: number;
   logger?: boolean;
+  /**
+   * The proxies whose `X-Forwarded-Host` is believed (Fastify's `trustProxy`: an address, CIDRs, a hop count); the
+   * service then accepts a browser page served through them (its `trustProxy` option). Default: none.
+   */
+  trustProxy?: FastifyServerOptions['trustProxy'];
+  /** Extra exact origins whose pages may send decisions (the service's `allowedOrigins`). */
+  allowedOrigins?: string[];
 }
 
 export interface DemoService {
@@ -71,7 +78,8 @@ export async function createDemoService(options: DemoServiceOptions): Promise<De
     // A stepped turn waits for a human.
     ...(stepper ? { modelTimeoutMs: 24 * 3_600_000 } : {}),
   });
-  const app = Fastify({ logger: options.logger ?? false });
+  const trustProxy = options.trustProxy ?? false;
+  const app = Fastify({ logger: options.logger ?? false, trustProxy });
   app.get('/', async (_request, reply) => reply.type('text/html; charset=utf-8').send(homePage()));
   app.get('/login', async (request, reply) => {
     const { user, next } = request.query as { user?: string; next?: string };
@@ -88,6 +96,8 @@ export async function createDemoService(options: DemoServiceOptions): Promise<De
     clock,
     ...(stepper ? { stepper } : {}),
     startRequest: demoStartRequest,
+    trustProxy: trustProxy !== false,
+    ...(options.allowedOrigins ? { allowedOrigins: options.allowedOrigins } : {}),
     openapi: { info: { title: 'statechart-agent demo service', license: { name: 'MIT', identifier: 'MIT' } } },
   });
   return {

@@ -36,6 +36,8 @@ export function createContext(options: {
   machine: AnyStateMachine;
   clock: Clock;
   csrfSecret?: string;
+  trustProxy?: boolean;
+  allowedOrigins?: readonly string[];
   stepper?: Stepper;
   sse?: Partial<SseOptions>;
   bodyLimit?: number;
@@ -46,7 +48,10 @@ export function createContext(options: {
     orchestrator,
     machine: options.machine,
     clock: options.clock,
-    csrf: new CsrfGuard(options.csrfSecret),
+    csrf: new CsrfGuard(options.csrfSecret, {
+      ...(options.trustProxy !== undefined ? { trustProxy: options.trustProxy } : {}),
+      ...(options.allowedOrigins !== undefined ? { allowedOrigins: options.allowedOrigins } : {}),
+    }),
     stepper: options.stepper ?? null,
     sse: { pollMs: options.sse?.pollMs ?? 2_000, heartbeatMs: options.sse?.heartbeatMs ?? 15_000 },
     streams: new OpenStreams(),

@@ -40,7 +40,7 @@ import {
 } from '../errors.js';
 import type { AgentErrorCode } from '../errorCodes.js';
 import type { Orchestrator } from '../orchestrator/orchestrator.js';
-import type { Authenticate } from './access.js';
+import { type Authenticate, originsOf } from './access.js';
 import { createContext } from './context.js';
 import { registerDecisionRoutes } from './decisions.js';
 import { type OpenApiOptions, type RouteDoc, openApiDocument } from './openapi.js';
@@ -69,6 +69,19 @@ export interface AgentServiceOptions {
   clock?: Clock;
   /** Secret of the CSRF tokens (default: random per process, so tokens do not survive a restart). */
   csrfSecret?: string;
+  /**
+   * Behind a reverse proxy that rewrites `Host`: also accept a browser's `Origin` when it matches the forwarded host
+   * (default false: only the `Host` header). The forwarded host is read as Fastify resolved it (`request.host`), so
+   * it counts only from a proxy your app trusts: create the app with `Fastify({ trustProxy: '10.0.0.5' })` (an
+   * address, a CIDR list or a hop count) and have the proxy send `X-Forwarded-Host`. Without Fastify's own
+   * `trustProxy` this option believes nothing.
+   */
+  trustProxy?: boolean;
+  /**
+   * Exact origins (`https://app.example`, no path) whose browser pages may send decisions besides this host's own:
+   * for a proxy that sends no `X-Forwarded-Host`, or pages served from another origin of yours. Default none.
+   */
+  allowedOrigins?: readonly string[];
   /** Largest request body in bytes (default 16 KiB); larger ones get 413 `body_too_large`. */
   bodyLimit?: number;
   /** Serve the inbox and live task pages (default true). */
@@ -85,6 +98,7 @@ export async function agentService(app: FastifyInstance, options: AgentServiceOp
   checkOptions(options);
   const ctx = createContext({
     ...options,
+    ...(options.allowedOrigins !== undefined ? { allowedOrigins: allowedOriginsOf(options.allowedOrigins) } : {}),
     machine: options.machine ?? agentMachine,
     clock: options.clock ?? systemClock,
   });
@@ -115,7 +129,24 @@ export async function agentService(app: FastifyInstance, options: AgentServiceOp
   if (options.pages ?? true) registerPages(app, app.prefix);
 }
 
+function allowedOriginsOf(entries: readonly string[]): string[] {
+  const checked = Array.isArray(entries) ? originsOf(entries) : { invalid: JSON.stringify(entries) };
+  if ('invalid' in checked) {
+    throw new ServiceOptionsError(
+      'allowedOrigins',
+      `allowedOrigins takes exact origins such as "https://app.example" (scheme, host and port, no path): ${checked.invalid} is not one`,
+    );
+  }
+  return checked.origins;
+}
+
 function checkOptions(options: AgentServiceOptions): void {
+  if (options?.trustProxy !== undefined && typeof options.trustProxy !== 'boolean') {
+    throw new ServiceOptionsError(
+      'trustProxy',
+      'trustProxy is true or false; which proxies are trusted is Fastify\'s own option: Fastify({ trustProxy: "10.0.0.5" })',
+    );
+  }
   if (typeof options?.authenticate !== 'function') {
     throw new ServiceOptionsError(
       'authenticate',
