@@ -1,6 +1,8 @@
 /**
  * The service's pages as deployed (playwright-core driving Debian's chromium): behind a reverse proxy that rewrites
- * `Host` like nginx, E17 approves the refund from the inbox served through the proxy.
+ * `Host` like nginx, E17 approves the refund from the inbox served through the proxy; and an inbox opened before a
+ * restart (no fixed `csrfSecret`, so the token it holds is dead) still approves: the page fetches a new token and
+ * retries once.
  *
  * Needs Debian's chromium. Without it the test is skipped, except under CI=true, where it fails.
  */
@@ -109,6 +111,36 @@ describe.runIf(available)('deployed pages in chromium', () => {
       await item.getByTestId('approve').click();
       await item.getByTestId('result').getByText('Refused: cross_origin').waitFor();
       expect((await service.orchestrator.status(taskId)).state).toBe('waiting_for_confirmation');
+    },
+    scaled(60_000),
+  );
+
+  it(
+    'approves from an inbox opened before a restart without csrfSecret: the page refreshes its token and retries once',
+    async () => {
+      const store = new MemoryStore();
+      const first = await createDemoService({ store, expirySweepMs: 0 });
+      const origin = await first.app.listen({ port: 0, host: '127.0.0.1' });
+      const taskId = await waitingRefund(first, origin);
+      const e17 = await signedIn(origin, 'E17');
+      const { inbox, item } = await approveInInbox(e17, origin, taskId);
+      // The page holds the first process's token; the process restarts on the same port with a new random secret.
+      await inbox.getByTestId('who').getByText('signed in as E17').waitFor();
+      await first.close();
+      const second = await createDemoService({ store, expirySweepMs: 0 });
+      cleanups.push(() => second.close());
+      await second.app.listen({ port: Number(new URL(origin).port), host: '127.0.0.1' });
+      const posts: { url: string; status: number }[] = [];
+      inbox.on('response', (response) => {
+        if (response.request().method() === 'POST') posts.push({ url: response.url(), status: response.status() });
+      });
+      await item.getByTestId('approve').click();
+      // Either answer ends the wait: approved, or refused on the card.
+      const answer = inbox.locator('[data-testid=decided], [data-testid=result].refused').first();
+      await answer.waitFor();
+      expect(await answer.textContent()).toContain('Approved "Refund 199.00');
+      expect(posts.map((p) => p.status)).toEqual([403, 200]);
+      expect((await second.orchestrator.settled(taskId)).state).toBe('done');
     },
     scaled(60_000),
   );

@@ -48,6 +48,8 @@ export interface DemoServiceOptions {
    * service then accepts a browser page served through them (its `trustProxy` option). Default: none.
    */
   trustProxy?: FastifyServerOptions['trustProxy'];
+  /** The CSRF tokens' secret (the service's `csrfSecret`); default random per process. */
+  csrfSecret?: string;
   /** Extra exact origins whose pages may send decisions (the service's `allowedOrigins`). */
   allowedOrigins?: string[];
 }
@@ -98,6 +100,7 @@ export async function createDemoService(options: DemoServiceOptions): Promise<De
     startRequest: demoStartRequest,
     trustProxy: trustProxy !== false,
     ...(options.allowedOrigins ? { allowedOrigins: options.allowedOrigins } : {}),
+    ...(options.csrfSecret ? { csrfSecret: options.csrfSecret } : {}),
     openapi: { info: { title: 'statechart-agent demo service', license: { name: 'MIT', identifier: 'MIT' } } },
   });
   return {

@@ -67,7 +67,11 @@ export interface AgentServiceOptions {
   machine?: AnyStateMachine;
   /** The orchestrator's clock: confirmation expiry is checked against it (default: the system clock). */
   clock?: Clock;
-  /** Secret of the CSRF tokens (default: random per process, so tokens do not survive a restart). */
+  /**
+   * Secret of the CSRF tokens: set it (from your secret store, at least 32 random bytes) when the service runs as
+   * several instances or restarts, so that a token one instance gave is accepted by every other. Default: random per
+   * process, so a token dies with its process (the service's pages then fetch a new one and retry once).
+   */
   csrfSecret?: string;
   /**
    * Behind a reverse proxy that rewrites `Host`: also accept a browser's `Origin` when it matches the forwarded host
