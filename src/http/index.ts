@@ -45,6 +45,7 @@ import { createContext } from './context.js';
 import { registerDecisionRoutes } from './decisions.js';
 import { type OpenApiOptions, type RouteDoc, openApiDocument } from './openapi.js';
 import { registerPages } from './pages.js';
+import { PROBLEM_MEDIA_TYPE, problemOf } from './problem.js';
 import { registerReadRoutes } from './routes.js';
 import { ServiceError, ServiceOptionsError } from './serviceError.js';
 import type { SseOptions } from './sse.js';
@@ -114,11 +115,13 @@ export async function agentService(app: FastifyInstance, options: AgentServiceOp
     if (statusCode >= 500) request.log.error({ err: error }, 'agent service error');
     // Unavailable for now (busy, overloaded, at capacity, the store away): a client may try again shortly.
     if (statusCode === 503) void reply.header('retry-after', '1');
-    void reply.code(statusCode).send(body);
+    // 202 event_pending is an acceptance, not a problem: plain JSON as before.
+    if (statusCode < 400) return void reply.code(statusCode).send(body);
+    void reply.code(statusCode).type(PROBLEM_MEDIA_TYPE).send(problemOf(statusCode, body));
   });
   app.setNotFoundHandler((request, reply) => {
     const body: ErrorBody = { code: 'not_found', message: `no route ${request.method} ${request.url}` };
-    void reply.code(404).send(body);
+    void reply.code(404).type(PROBLEM_MEDIA_TYPE).send(problemOf(404, body));
   });
   // Open event streams are hijacked responses: the server's close would wait on each until its client left, and a
   // page never leaves. They end first, with a `shutdown` event; their clients reconnect elsewhere and resume.
@@ -165,7 +168,10 @@ function checkOptions(options: AgentServiceOptions): void {
   }
 }
 
-/** The error body every route answers with: `{ code, message }` (plus the unchanged status of a refused decision). */
+/**
+ * The code and sentence of every error a route answers with (plus the unchanged status of a refused decision),
+ * before `problemOf` makes it an RFC 9457 problem: the one place errors are serialized.
+ */
 function errorResponse(error: FastifyError | Error): { statusCode: number; body: ErrorBody<string> } {
   if (error instanceof ServiceError) {
     // The service's own (HttpErrorCode), or a code the host's startRequest chose for its refusal.
@@ -233,6 +239,7 @@ export { accessOf, CsrfGuard, type Access, type Authenticate } from './access.js
 export { chartLayout, type ChartLayout, type LaidOutEdge, type LaidOutState } from './chartLayout.js';
 export { earlierProposals } from './inbox.js';
 export { ServiceError, ServiceOptionsError } from './serviceError.js';
+export { PROBLEM_MEDIA_TYPE, problemTitle, problemType, type Problem } from './problem.js';
 export { CALLER_FORBIDDEN_FIELDS } from './schemas.js';
 export type { InboxItem, EarlierProposal, StartBody } from './schemas.js';
 export type { HostStartRequest, StartRequest } from './start.js';
