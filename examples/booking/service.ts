@@ -19,7 +19,14 @@ import {
   systemClock,
 } from '../../src/index.js';
 import type { Orchestrator, StartTaskRequest } from '../../src/index.js';
-import { ServiceError, agentService, createStepper, type StartBody, type Stepper } from '../../src/http/index.js';
+import {
+  type AgentServiceOptions,
+  ServiceError,
+  agentService,
+  createStepper,
+  type StartBody,
+  type Stepper,
+} from '../../src/http/index.js';
 import { bookingMandate, refundMandate } from '../../tools/mandates.js';
 import { refundDeskAuthority } from '../../tools/refundOrder.js';
 import demoHost from './host.js';
@@ -48,6 +55,8 @@ export interface DemoServiceOptions {
    * service then accepts a browser page served through them (its `trustProxy` option). Default: none.
    */
   trustProxy?: FastifyServerOptions['trustProxy'];
+  /** The service's HTTP rate limit (default on; `false` off). */
+  rateLimit?: AgentServiceOptions['rateLimit'];
   /** The CSRF tokens' secret (the service's `csrfSecret`); default random per process. */
   csrfSecret?: string;
   /** Extra exact origins whose pages may send decisions (the service's `allowedOrigins`). */
@@ -101,6 +110,7 @@ export async function createDemoService(options: DemoServiceOptions): Promise<De
     trustProxy: trustProxy !== false,
     ...(options.allowedOrigins ? { allowedOrigins: options.allowedOrigins } : {}),
     ...(options.csrfSecret ? { csrfSecret: options.csrfSecret } : {}),
+    ...(options.rateLimit !== undefined ? { rateLimit: options.rateLimit } : {}),
     openapi: { info: { title: 'statechart-agent demo service', license: { name: 'MIT', identifier: 'MIT' } } },
   });
   return {

@@ -9,6 +9,7 @@ import { TaskNotFoundError } from '../errors.js';
 import type { Orchestrator, TaskStatus } from '../orchestrator/orchestrator.js';
 import { type Access, type Authenticate, CsrfGuard, accessOf, authenticateRequest, notFound } from './access.js';
 import { serviceError } from './serviceError.js';
+import type { RouteRateLimit } from './rateLimit.js';
 import { OpenStreams, type SseOptions } from './sse.js';
 import type { StartRequest } from './start.js';
 import type { Stepper } from './stepper.js';
@@ -23,8 +24,10 @@ export interface ServiceContext {
   /** The event streams open now: ended when the server closes. */
   streams: OpenStreams;
   bodyLimit: number;
+  /** Each limited route's `config.rateLimit`, or null when the rate limit is off. */
+  rateLimit: RouteRateLimit | null;
   startRequest: StartRequest;
-  /** The signed-in caller, or 401. */
+  /** The signed-in caller, or 401 (asked of `authenticate` once per request: the rate limit asks first). */
   principal(request: FastifyRequest): Promise<Principal>;
   /** The task as the caller may see it, or 404 (also when it exists but is not theirs to see). */
   visible(principal: Principal, taskId: string): Promise<{ status: TaskStatus; access: Access }>;
@@ -41,9 +44,11 @@ export function createContext(options: {
   stepper?: Stepper;
   sse?: Partial<SseOptions>;
   bodyLimit?: number;
+  rateLimit: RouteRateLimit | null;
   startRequest: StartRequest;
 }): ServiceContext {
   const { orchestrator, authenticate } = options;
+  const principals = new WeakMap<FastifyRequest, Promise<Principal>>();
   return {
     orchestrator,
     machine: options.machine,
@@ -56,8 +61,13 @@ export function createContext(options: {
     sse: { pollMs: options.sse?.pollMs ?? 2_000, heartbeatMs: options.sse?.heartbeatMs ?? 15_000 },
     streams: new OpenStreams(),
     bodyLimit: options.bodyLimit ?? 16 * 1024,
+    rateLimit: options.rateLimit,
     startRequest: options.startRequest,
-    principal: (request) => authenticateRequest(request, authenticate),
+    principal(request) {
+      let principal = principals.get(request);
+      if (!principal) principals.set(request, (principal = authenticateRequest(request, authenticate)));
+      return principal;
+    },
     async visible(principal, taskId) {
       let status: TaskStatus;
       try {

@@ -79,7 +79,7 @@ export function registerDecisionRoutes(app: FastifyInstance, ctx: ServiceContext
         errors: { ...COMMON_ERRORS, ...extra },
       },
       handler,
-      ctx.bodyLimit,
+      { bodyLimit: ctx.bodyLimit, rateLimit: ctx.rateLimit?.('decision') },
     );
 
   decision(

@@ -41,11 +41,12 @@ import {
 import type { AgentErrorCode } from '../errorCodes.js';
 import type { Orchestrator } from '../orchestrator/orchestrator.js';
 import { type Authenticate, originsOf } from './access.js';
-import { createContext } from './context.js';
+import { type ServiceContext, createContext } from './context.js';
 import { registerDecisionRoutes } from './decisions.js';
 import { type OpenApiOptions, type RouteDoc, openApiDocument } from './openapi.js';
 import { registerPages } from './pages.js';
 import { PROBLEM_MEDIA_TYPE, problemOf } from './problem.js';
+import { type RateLimitOptions, rateLimitProblem, registerRateLimit } from './rateLimit.js';
 import { registerReadRoutes } from './routes.js';
 import { ServiceError, ServiceOptionsError } from './serviceError.js';
 import type { SseOptions } from './sse.js';
@@ -87,6 +88,13 @@ export interface AgentServiceOptions {
    * for a proxy that sends no `X-Forwarded-Host`, or pages served from another origin of yours. Default none.
    */
   allowedOrigins?: readonly string[];
+  /**
+   * The HTTP rate limit of starts and decisions, per caller (the principal, else the IP), with `@fastify/rate-limit`
+   * (an optional peer: install it). Default on: 20 starts and 60 calls of each decision route per caller per minute;
+   * over it, `429 rate_limited` with `Retry-After`. Give `{ starts, decisions, windowMs }` to change it, `redis` (an
+   * ioredis client) to count across instances, or `false` to turn it off (when your gateway limits instead).
+   */
+  rateLimit?: RateLimitOptions | false;
   /** Largest request body in bytes (default 16 KiB); larger ones get 413 `body_too_large`. */
   bodyLimit?: number;
   /** Serve the inbox and live task pages (default true). */
@@ -101,8 +109,11 @@ export interface AgentServiceOptions {
 /** Registers the service on `app`; throws `ServiceOptionsError` for options it cannot run with safely. */
 export async function agentService(app: FastifyInstance, options: AgentServiceOptions): Promise<void> {
   checkOptions(options);
-  const ctx = createContext({
+  // Registered first: its onRoute hook must see the routes. It asks ctx for the principal (once per request).
+  const rateLimit = await registerRateLimit(app, options.rateLimit, (request) => ctx.principal(request));
+  const ctx: ServiceContext = createContext({
     ...options,
+    rateLimit,
     ...(options.allowedOrigins !== undefined ? { allowedOrigins: allowedOriginsOf(options.allowedOrigins) } : {}),
     machine: options.machine ?? agentMachine,
     clock: options.clock ?? systemClock,
@@ -148,6 +159,8 @@ function allowedOriginsOf(entries: readonly string[]): string[] {
 }
 
 function checkOptions(options: AgentServiceOptions): void {
+  const rateLimitIssue = rateLimitProblem(options?.rateLimit);
+  if (rateLimitIssue) throw new ServiceOptionsError('rateLimit', rateLimitIssue);
   if (options?.trustProxy !== undefined && typeof options.trustProxy !== 'boolean') {
     throw new ServiceOptionsError(
       'trustProxy',
@@ -245,5 +258,6 @@ export type { InboxItem, EarlierProposal, StartBody } from './schemas.js';
 export type { HostStartRequest, StartRequest } from './start.js';
 export type { SseOptions } from './sse.js';
 export type { OpenApiOptions } from './openapi.js';
+export { RATE_LIMIT_DEFAULTS, type RateLimitOptions } from './rateLimit.js';
 export { taskStatusSchema } from '../orchestrator/statusSchema.js';
 export { AGENT_ERROR_CODE_LIST, isAgentErrorCode, type AgentErrorCode, type HttpErrorCode } from '../errorCodes.js';

@@ -32,16 +32,26 @@ import { hostStartRequest, refuseCallerRules } from './start.js';
 
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 
-/** Registers a route and records its documentation for the OpenAPI document. */
+/**
+ * Registers a route and records its documentation for the OpenAPI document; a rate-limited route (its
+ * `@fastify/rate-limit` config) documents `429 rate_limited` too.
+ */
 export function route(
   app: FastifyInstance,
   docs: RouteDoc[],
   doc: RouteDoc,
   handler: Handler,
-  bodyLimit?: number,
+  options: { bodyLimit?: number; rateLimit?: Record<string, unknown> | undefined } = {},
 ): void {
-  docs.push(doc);
-  app.route({ method: doc.method, url: doc.url, handler, ...(bodyLimit ? { bodyLimit } : {}) });
+  const { bodyLimit, rateLimit } = options;
+  docs.push(rateLimit ? { ...doc, errors: { ...doc.errors, 429: ['rate_limited'] } } : doc);
+  app.route({
+    method: doc.method,
+    url: doc.url,
+    handler,
+    ...(bodyLimit ? { bodyLimit } : {}),
+    ...(rateLimit ? { config: { rateLimit } } : {}),
+  });
 }
 
 const taskView = z.object({
@@ -106,7 +116,7 @@ export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, do
       reply.code(201);
       return view(status, 'owner');
     },
-    ctx.bodyLimit,
+    { bodyLimit: ctx.bodyLimit, rateLimit: ctx.rateLimit?.('start') },
   );
 
   route(
