@@ -48,7 +48,7 @@ describe('the error bodies of the HTTP service', () => {
       payload: { ...REFUND_START_BODY, taskId: 'refund-1' },
     });
     expect(started.statusCode).toBe(201);
-    const status = await service.orchestrator.settled('refund-1');
+    const status = await service.orchestrator.settled(started.json().status.taskId as string);
     const pending = status.pendingConfirmation!;
     const json = { 'content-type': 'application/json' };
     const requests: Request[] = [
@@ -100,7 +100,7 @@ describe('the error bodies of the HTTP service', () => {
       });
       // The HTTP status, except a refused decision's, which keeps the task's status there (as before).
       if (typeof body.status === 'number') expect(body.status, request).toBe(statusCode);
-      else expect(body.status, request).toMatchObject({ taskId: 'refund-1' });
+      else expect(body.status, request).toMatchObject({ taskId: 'acme:E17:refund-1' });
     }
     // Distinct refusals, not one code for all of them.
     expect(new Set(answers.map((a) => a.code)).size).toBeGreaterThanOrEqual(12);

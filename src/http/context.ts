@@ -11,7 +11,7 @@ import { type Access, type Authenticate, CsrfGuard, accessOf, authenticateReques
 import { serviceError } from './serviceError.js';
 import type { RouteRateLimit } from './rateLimit.js';
 import { OpenStreams, type SseOptions } from './sse.js';
-import type { StartRequest } from './start.js';
+import { type StartRequest, callerTaskId } from './start.js';
 import type { Stepper } from './stepper.js';
 
 export interface ServiceContext {
@@ -29,7 +29,11 @@ export interface ServiceContext {
   startRequest: StartRequest;
   /** The signed-in caller, or 401 (asked of `authenticate` once per request: the rate limit asks first). */
   principal(request: FastifyRequest): Promise<Principal>;
-  /** The task as the caller may see it, or 404 (also when it exists but is not theirs to see). */
+  /**
+   * The task as the caller may see it, or 404 (also when it exists but is not theirs to see). `taskId` is the
+   * stored id or the caller's own name for a task they started over HTTP (`refund-1` for `acme:E17:refund-1`); use the
+   * returned `status.taskId` from then on.
+   */
   visible(principal: Principal, taskId: string): Promise<{ status: TaskStatus; access: Access }>;
 }
 
@@ -69,16 +73,19 @@ export function createContext(options: {
       return principal;
     },
     async visible(principal, taskId) {
-      let status: TaskStatus;
-      try {
-        status = await orchestrator.status(taskId);
-      } catch (error) {
-        if (error instanceof TaskNotFoundError) throw notFound(taskId);
-        throw error;
+      // The caller's own name first (a task they started over HTTP is stored under them), then the id as stored.
+      for (const id of [callerTaskId(principal, taskId), taskId]) {
+        let status: TaskStatus;
+        try {
+          status = await orchestrator.status(id);
+        } catch (error) {
+          if (error instanceof TaskNotFoundError) continue;
+          throw error;
+        }
+        const access = accessOf(principal, status);
+        if (access) return { status, access };
       }
-      const access = accessOf(principal, status);
-      if (!access) throw notFound(taskId);
-      return { status, access };
+      throw notFound(taskId);
     },
   };
 }

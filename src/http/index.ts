@@ -255,7 +255,7 @@ export { ServiceError, ServiceOptionsError } from './serviceError.js';
 export { PROBLEM_MEDIA_TYPE, problemTitle, problemType, type Problem } from './problem.js';
 export { CALLER_FORBIDDEN_FIELDS } from './schemas.js';
 export type { InboxItem, EarlierProposal, StartBody } from './schemas.js';
-export type { HostStartRequest, StartRequest } from './start.js';
+export { callerTaskId, type HostStartRequest, type StartRequest } from './start.js';
 export type { SseOptions } from './sse.js';
 export type { OpenApiOptions } from './openapi.js';
 export { RATE_LIMIT_DEFAULTS, type RateLimitOptions } from './rateLimit.js';

@@ -190,8 +190,8 @@ export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, do
       const principal = await ctx.principal(request);
       const { taskId } = parse(taskParamsSchema, request.params, 'params');
       const { from } = parse(auditQuerySchema, request.query, 'query', 'invalid_query');
-      await ctx.visible(principal, taskId);
-      return { entries: await orchestrator.audit(taskId, from ?? 0) };
+      const { status } = await ctx.visible(principal, taskId);
+      return { entries: await orchestrator.audit(status.taskId, from ?? 0) };
     },
   );
 
@@ -219,17 +219,17 @@ export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, do
       const lastId = typeof header === 'string' && header !== '' ? header : query.lastEventId;
       const resume =
         lastId === undefined ? null : parse(lastEventIdSchema, lastId, 'Last-Event-ID', 'invalid_last_event_id');
-      const { access } = await ctx.visible(principal, taskId);
+      const { access, status } = await ctx.visible(principal, taskId);
       // An owner sees their task for good; an approver only while its confirmation waits for them.
       const stillVisible =
         access === 'owner'
           ? undefined
           : () =>
-              ctx.visible(principal, taskId).then(
+              ctx.visible(principal, status.taskId).then(
                 () => true,
                 () => false,
               );
-      await streamTaskEvents(request, reply, orchestrator, taskId, resume, ctx.sse, stillVisible, ctx.streams);
+      await streamTaskEvents(request, reply, orchestrator, status.taskId, resume, ctx.sse, stillVisible, ctx.streams);
       return reply;
     },
   );
@@ -251,8 +251,8 @@ export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, do
       const principal = await ctx.principal(request);
       const { taskId } = parse(taskParamsSchema, request.params, 'params');
       const { at } = parse(replayQuerySchema, request.query, 'query', 'invalid_query');
-      await ctx.visible(principal, taskId);
-      const audit = await orchestrator.audit(taskId);
+      const { status } = await ctx.visible(principal, taskId);
+      const audit = await orchestrator.audit(status.taskId);
       return { auditLength: audit.length, replay: replayAudit(audit, at ?? audit.length) };
     },
   );
