@@ -35,7 +35,9 @@ try {
   });
   if (started.status !== 201)
     throw new Error(`could not start the demo task: ${started.status} ${await started.text()}`);
-  await service.orchestrator.settled('refund-42');
+  // Stored under its caller (acme:E17:refund-42); the pages take the caller's own id too.
+  const { taskId } = ((await started.json()) as { status: { taskId: string } }).status;
+  await service.orchestrator.settled(taskId);
 
   const context = await browser.newContext({ viewport: { width: 1280, height: 860 }, deviceScaleFactor: 1 });
   const page = await context.newPage();

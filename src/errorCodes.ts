@@ -106,6 +106,8 @@ export const AGENT_ERROR_CODES = {
     'not_taken',
     'not_stepping',
     'model_not_waiting',
+    /** Over the service's HTTP rate limit (429, with Retry-After). */
+    'rate_limited',
     'internal_error',
     ...REPLY_CODES,
   ],

@@ -176,6 +176,7 @@ describe('a TypeScript consumer (strict, skipLibCheck false)', () => {
       'ws',
       '@statelyai/inspect',
       'fastify',
+      '@fastify/rate-limit',
       'elkjs',
       '@opentelemetry/api',
       '@opentelemetry/sdk-trace-base',

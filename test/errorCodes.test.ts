@@ -174,6 +174,7 @@ const SHIPPED = [
   'not_taken',
   'not_stepping',
   'model_not_waiting',
+  'rate_limited',
   'arguments_changed',
   'confirmation_expired',
   'wrong_user',

@@ -16,7 +16,7 @@ import {
 import { REFUND_MANDATE, REFUND_SUCCESS } from '../examples/booking/requests.js';
 import { MemoryStore, createOrchestrator } from '../src/index.js';
 import { refundMandate } from '../tools/mandates.js';
-import { agentService } from '../src/http/index.js';
+import { agentService, callerTaskId } from '../src/http/index.js';
 import { fourEyesOrchestrator } from './support/fourEyes.js';
 import { ManualClock, scriptedModel } from '../src/testing/index.js';
 
@@ -482,7 +482,9 @@ describe('refusals of the safe defaults', () => {
     expect((await start('first')).statusCode).toBe(201);
     const second = await start('second');
     expect([second.statusCode, second.json().code]).toEqual([409, 'mandate_used']);
-    expect((await withTools.orchestrator.settled('first')).state).toBe('waiting_for_confirmation');
+    expect((await withTools.orchestrator.settled(callerTaskId(DEMO_USERS.E17!, 'first'))).state).toBe(
+      'waiting_for_confirmation',
+    );
 
     // Another instance on the same store, built without the refund tool.
     const bare = createOrchestrator({ tools: [], model: scriptedModel([]), store, clock, expirySweepMs: 0 });
@@ -501,7 +503,9 @@ describe('refusals of the safe defaults', () => {
     });
     expect([cancel.statusCode, cancel.json().code]).toEqual([503, 'catalog_mismatch']);
     expect(cancel.json().message).toContain('refund_order is not installed');
-    expect((await withTools.orchestrator.status('first')).state).toBe('waiting_for_confirmation');
+    expect((await withTools.orchestrator.status(callerTaskId(DEMO_USERS.E17!, 'first'))).state).toBe(
+      'waiting_for_confirmation',
+    );
     await app.close();
     await other.close();
     await bare.close();

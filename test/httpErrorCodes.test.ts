@@ -28,18 +28,19 @@ async function answer({
   user = 'E17',
   payload,
   headers = {},
-}: Request): Promise<{ statusCode: number; code: unknown }> {
+}: Request): Promise<{ statusCode: number; code: unknown; contentType: unknown; body: Record<string, unknown> }> {
   const response = await service.app.inject({
     method,
     url,
     headers: { ...(user ? { authorization: `Bearer ${user}` } : {}), ...headers },
     ...(payload === undefined ? {} : typeof payload === 'string' ? { payload } : { payload: payload as object }),
   });
-  return { statusCode: response.statusCode, code: response.json().code };
+  const body = response.json() as Record<string, unknown>;
+  return { statusCode: response.statusCode, code: body.code, contentType: response.headers['content-type'], body };
 }
 
 describe('the error bodies of the HTTP service', () => {
-  it('carry only codes of the AgentErrorCode list', async () => {
+  it('carry only codes of the AgentErrorCode list, each as an RFC 9457 problem', async () => {
     const started = await service.app.inject({
       method: 'POST',
       url: '/api/tasks',
@@ -47,7 +48,7 @@ describe('the error bodies of the HTTP service', () => {
       payload: { ...REFUND_START_BODY, taskId: 'refund-1' },
     });
     expect(started.statusCode).toBe(201);
-    const status = await service.orchestrator.settled('refund-1');
+    const status = await service.orchestrator.settled(started.json().status.taskId as string);
     const pending = status.pendingConfirmation!;
     const json = { 'content-type': 'application/json' };
     const requests: Request[] = [
@@ -87,9 +88,19 @@ describe('the error bodies of the HTTP service', () => {
     const answers = [];
     for (const request of requests)
       answers.push({ request: `${request.method} ${request.url}`, ...(await answer(request)) });
-    for (const { request, statusCode, code } of answers) {
+    for (const { request, statusCode, code, contentType, body } of answers) {
       expect(statusCode, request).toBeGreaterThanOrEqual(400);
       expect(isAgentErrorCode(code), `${request}: ${String(code)}`).toBe(true);
+      expect(contentType, request).toBe('application/problem+json; charset=utf-8');
+      expect(body, request).toMatchObject({
+        type: `urn:statechart-agent:problem:${String(code)}`,
+        title: expect.stringMatching(/^[A-Z][a-z0-9 ]+$/),
+        detail: body.message,
+        code,
+      });
+      // The HTTP status, except a refused decision's, which keeps the task's status there (as before).
+      if (typeof body.status === 'number') expect(body.status, request).toBe(statusCode);
+      else expect(body.status, request).toMatchObject({ taskId: 'acme:E17:refund-1' });
     }
     // Distinct refusals, not one code for all of them.
     expect(new Set(answers.map((a) => a.code)).size).toBeGreaterThanOrEqual(12);
@@ -101,7 +112,8 @@ describe('the error bodies of the HTTP service', () => {
       url: '/api/tasks',
       payload: { goal: 'refund', input: { request: 'nothing-on-record' } },
     });
-    expect(refused).toEqual({ statusCode: 400, code: 'unknown_request' });
+    expect(refused).toMatchObject({ statusCode: 400, code: 'unknown_request' });
+    expect(refused.body).toMatchObject({ type: 'urn:statechart-agent:problem:unknown_request', status: 400 });
     expect(isAgentErrorCode('unknown_request')).toBe(false);
   });
 

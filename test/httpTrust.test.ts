@@ -14,6 +14,7 @@ import {
   ServiceError,
   ServiceOptionsError,
   agentService,
+  callerTaskId,
   type AgentServiceOptions,
   type StartRequest,
 } from '../src/http/index.js';
@@ -106,7 +107,7 @@ describe('a start body that sets the rules', () => {
       E17,
       expect.anything(),
     );
-    const status = await orchestrator.settled('refund-1');
+    const status = await orchestrator.settled(callerTaskId(E17, 'refund-1'));
     expect(status.mandate).toEqual({
       kind: 'refund',
       terms: { order_id: 'O-1001', max_amount_cents: 19_900 },
@@ -114,7 +115,7 @@ describe('a start body that sets the rules', () => {
     });
     expect(status.budget.limits.money).toBe(19_900);
     expect(status.principal).toEqual(E17);
-    const audit = await orchestrator.audit('refund-1');
+    const audit = await orchestrator.audit(callerTaskId(E17, 'refund-1'));
     expect(audit.some((entry) => JSON.stringify(entry).includes('"outside_mandate"'))).toBe(true);
     expect(desk.refunds).toEqual([]);
   });
@@ -179,9 +180,12 @@ describe('the principal a task runs as', () => {
       return args[0].taskId === 'narrow' ? { ...rest, principal: { ...E17, scopes: ['orders:read'] } } : rest;
     });
     expect((await start({ ...body, taskId: 'plain' })).statusCode).toBe(201);
-    expect((await orchestrator.status('plain')).principal).toEqual(E17);
+    expect((await orchestrator.status(callerTaskId(E17, 'plain'))).principal).toEqual(E17);
     expect((await start({ ...body, taskId: 'narrow' })).statusCode).toBe(201);
-    expect((await orchestrator.status('narrow')).principal).toEqual({ ...E17, scopes: ['orders:read'] });
+    expect((await orchestrator.status(callerTaskId(E17, 'narrow'))).principal).toEqual({
+      ...E17,
+      scopes: ['orders:read'],
+    });
   });
 
   it('refuses a startRequest that returns nothing (500 start_request_invalid)', async () => {

@@ -7,7 +7,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEMO_USERS } from '../examples/booking/service.js';
 import { HostRequestError, INPUT_LIMITS, MemoryStore, type Orchestrator, createOrchestrator } from '../src/index.js';
-import { agentService } from '../src/http/index.js';
+import { agentService, callerTaskId } from '../src/http/index.js';
 import { agentContextSchema } from '../machines/context.js';
 import { reply, scriptedModel } from '../src/testing/index.js';
 
@@ -68,7 +68,8 @@ describe('the goal', () => {
     });
     const started = await post('/api/tasks', { goal: longest, taskId: 'over-http' });
     expect(started.statusCode).toBe(201);
-    expect((await orchestrator.settled('over-http')).state).toBe('waiting_for_user');
+    // Started over HTTP, it is stored under its caller (src/http/start.ts).
+    expect((await orchestrator.settled(callerTaskId(E17, 'over-http'))).state).toBe('waiting_for_user');
   });
 
   it('one character longer is refused by both with invalid_request naming the goal, and nothing starts', async () => {

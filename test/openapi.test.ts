@@ -81,6 +81,33 @@ describe('the OpenAPI document', () => {
     expect(Object.keys(start.responses)).not.toContain('200');
   });
 
+  it('types every error response as an RFC 9457 problem (application/problem+json)', async () => {
+    const errors = Object.values(document.paths)
+      .flatMap((path) => Object.values(path))
+      .flatMap((operation) => Object.entries(operation.responses).filter(([status]) => Number(status) >= 400))
+      .map(([, response]) => response as { content: Record<string, { schema: unknown }> });
+    expect(errors.length).toBeGreaterThan(20);
+    for (const response of errors)
+      expect(response.content).toEqual({
+        'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } },
+      });
+    const problem = document.components.schemas.Problem as { required: string[] };
+    expect(problem.required).toEqual(expect.arrayContaining(['type', 'title', 'status', 'detail', 'code', 'message']));
+    const missing = await demo.app.inject({
+      url: '/api/tasks/nobody-has-this',
+      headers: { authorization: 'Bearer E17' },
+    });
+    expect(missing.headers['content-type']).toBe('application/problem+json; charset=utf-8');
+    expect(missing.json()).toEqual({
+      type: 'urn:statechart-agent:problem:task_not_found',
+      title: 'Task not found',
+      status: 404,
+      detail: 'no task nobody-has-this that this session may see',
+      code: 'task_not_found',
+      message: 'no task nobody-has-this that this session may see',
+    });
+  });
+
   it('declares how callers sign in: a bearer session by default, the host’s own scheme when it names one', async () => {
     expect(document.security).toEqual([{ session: [] }]);
     expect(document.components.securitySchemes).toEqual({

@@ -21,6 +21,7 @@ const PEERS = [
   'elkjs',
   '@modelcontextprotocol/sdk',
   'fastify',
+  '@fastify/rate-limit',
 ];
 
 describe('optionalPeer', () => {

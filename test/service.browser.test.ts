@@ -7,7 +7,8 @@
  */
 import { type Browser, type BrowserContext, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REFUND_START_BODY, type DemoService, createDemoService } from '../examples/booking/service.js';
+import { DEMO_USERS, REFUND_START_BODY, type DemoService, createDemoService } from '../examples/booking/service.js';
+import { callerTaskId } from '../src/http/index.js';
 import { MemoryStore } from '../src/index.js';
 import { CHROMIUM_INSTALL, findChromium } from './support/chromium.js';
 import { scaled } from './support/timeScale.js';
@@ -155,7 +156,8 @@ describe.runIf(available)('service pages in chromium', () => {
           body: JSON.stringify({ ...REFUND_START_BODY, taskId: 'stepped-1' }),
         });
         expect(response.status).toBe(201);
-        await stepped.stepper!.whenWaiting('stepped-1');
+        // Stored under its caller (src/http/start.ts); the page's URL takes the caller's own id.
+        await stepped.stepper!.whenWaiting(callerTaskId(DEMO_USERS.E17!, 'stepped-1'));
         const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
         context.setDefaultTimeout(scaled(30_000));
         const page = await context.newPage();

@@ -6,7 +6,7 @@
  * caller: a start body names a request on record in `input` (`{ "request": "refund-O-1001" }`), and the host gives
  * the task that request's mandate (order O-1001, at most 199.00), money budget and success criterion.
  */
-import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { InspectionEvent } from 'xstate';
 import { z } from 'zod';
 import {
@@ -52,6 +52,17 @@ export interface DemoServiceOptions {
   model?: AgentModel;
   expirySweepMs?: number;
   logger?: boolean;
+  /**
+   * The proxies whose `X-Forwarded-Host` is believed (Fastify's `trustProxy`: an address, CIDRs, a hop count); the
+   * service then accepts a browser page served through them (its `trustProxy` option). Default: none.
+   */
+  trustProxy?: FastifyServerOptions['trustProxy'];
+  /** The service's HTTP rate limit (default on; `false` off). */
+  rateLimit?: AgentServiceOptions['rateLimit'];
+  /** The CSRF tokens' secret (the service's `csrfSecret`); default random per process. */
+  csrfSecret?: string;
+  /** Extra exact origins whose pages may send decisions (the service's `allowedOrigins`). */
+  allowedOrigins?: string[];
 }
 
 export interface DemoService {
@@ -80,7 +91,8 @@ export async function createDemoService(options: DemoServiceOptions): Promise<De
     // A stepped turn waits for a human.
     ...(stepper ? { modelTimeoutMs: 24 * 3_600_000 } : {}),
   });
-  const app = Fastify({ logger: options.logger ?? false });
+  const trustProxy = options.trustProxy ?? false;
+  const app = Fastify({ logger: options.logger ?? false, trustProxy });
   app.get('/', async (_request, reply) => reply.type('text/html; charset=utf-8').send(homePage()));
   app.get('/login', async (request, reply) => {
     const { user, next } = request.query as { user?: string; next?: string };
@@ -98,6 +110,10 @@ export async function createDemoService(options: DemoServiceOptions): Promise<De
     ...(stepper ? { stepper } : {}),
     ...(options.inspector ? { inspector: options.inspector } : {}),
     startRequest: demoStartRequest,
+    trustProxy: trustProxy !== false,
+    ...(options.allowedOrigins ? { allowedOrigins: options.allowedOrigins } : {}),
+    ...(options.csrfSecret ? { csrfSecret: options.csrfSecret } : {}),
+    ...(options.rateLimit !== undefined ? { rateLimit: options.rateLimit } : {}),
     openapi: { info: { title: 'statechart-agent demo service', license: { name: 'MIT', identifier: 'MIT' } } },
   });
   return {

@@ -8,6 +8,11 @@
  * tenant and user under the service's secret (the pages read it from `GET /api/session`, which another origin
  * cannot read), and its `Origin`, when sent, must be this host. A request without cookies (curl with a bearer
  * token) carries no ambient credential and needs neither.
+ *
+ * "This host" is the `Host` header, and by default nothing else. Behind a proxy that rewrites `Host` (nginx's
+ * default `proxy_set_header Host $proxy_host`), two options say what else counts: `trustProxy` believes the
+ * `X-Forwarded-Host` that Fastify's own `trustProxy` believes (`request.host`: only from a proxy the app trusts),
+ * and `allowedOrigins` lists exact origins (`https://app.example`) that are always accepted.
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
@@ -71,11 +76,23 @@ export function notFound(taskId: string): ServiceError {
   return serviceError(404, 'task_not_found', `no task ${taskId} that this session may see`);
 }
 
+/** Which browser origins may send decisions besides the `Host` itself. */
+export interface OriginPolicy {
+  /** Also accept the forwarded host as Fastify resolved it (`request.host`, which honours `Fastify({ trustProxy })`). */
+  trustProxy?: boolean;
+  /** Exact origins always accepted (`scheme://host[:port]`), already checked by `originsOf`. */
+  allowedOrigins?: readonly string[];
+}
+
 export class CsrfGuard {
   private readonly secret: Buffer;
+  private readonly trustProxy: boolean;
+  private readonly allowedOrigins: ReadonlySet<string>;
 
-  constructor(secret?: string) {
+  constructor(secret?: string, policy: OriginPolicy = {}) {
     this.secret = secret ? Buffer.from(secret, 'utf8') : randomBytes(32);
+    this.trustProxy = policy.trustProxy ?? false;
+    this.allowedOrigins = new Set(policy.allowedOrigins ?? []);
   }
 
   token(principal: Principal): string {
@@ -87,7 +104,7 @@ export class CsrfGuard {
   /** Throws 403 for a browser request without the right token or from another origin. */
   check(request: FastifyRequest, principal: Principal): void {
     const origin = request.headers.origin;
-    if (origin !== undefined && !sameOrigin(origin, request.headers.host)) {
+    if (origin !== undefined && !this.acceptsOrigin(origin, request)) {
       throw serviceError(403, 'cross_origin', `requests from ${origin} are not accepted`);
     }
     if (request.headers.cookie === undefined) return;
@@ -102,12 +119,45 @@ export class CsrfGuard {
       );
     }
   }
+
+  private acceptsOrigin(origin: string, request: FastifyRequest): boolean {
+    let url: URL;
+    try {
+      url = new URL(origin);
+    } catch {
+      return false;
+    }
+    if (this.allowedOrigins.has(url.origin)) return true;
+    const host = request.headers.host;
+    if (host !== undefined && url.host === host) return true;
+    // request.host is X-Forwarded-Host only when the peer is a proxy the app's Fastify({ trustProxy }) trusts.
+    return this.trustProxy && url.host === request.host;
+  }
 }
 
-function sameOrigin(origin: string, host: string | undefined): boolean {
-  try {
-    return host !== undefined && new URL(origin).host === host;
-  } catch {
-    return false;
+/**
+ * The `allowedOrigins` option as exact origins, or the reason one is not an origin (`null`, a path, another scheme):
+ * an entry is compared with the browser's `Origin` header as it is, so a typo must not pass as "allowed".
+ */
+export function originsOf(entries: readonly unknown[]): { origins: string[] } | { invalid: string } {
+  const origins: string[] = [];
+  for (const entry of entries) {
+    let url: URL | null;
+    try {
+      url = typeof entry === 'string' ? new URL(entry) : null;
+    } catch {
+      url = null;
+    }
+    const exact =
+      url !== null &&
+      (url.protocol === 'https:' || url.protocol === 'http:') &&
+      url.pathname === '/' &&
+      url.search === '' &&
+      url.hash === '' &&
+      url.username === '' &&
+      (entry === url.origin || entry === `${url.origin}/`);
+    if (!exact) return { invalid: JSON.stringify(entry) };
+    origins.push(url!.origin);
   }
+  return { origins };
 }

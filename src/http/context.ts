@@ -9,8 +9,9 @@ import { TaskNotFoundError } from '../errors.js';
 import type { Orchestrator, TaskStatus } from '../orchestrator/orchestrator.js';
 import { type Access, type Authenticate, CsrfGuard, accessOf, authenticateRequest, notFound } from './access.js';
 import { serviceError } from './serviceError.js';
+import type { RouteRateLimit } from './rateLimit.js';
 import { OpenStreams, type SseOptions } from './sse.js';
-import type { StartRequest } from './start.js';
+import { type StartRequest, callerTaskId } from './start.js';
 import type { Stepper } from './stepper.js';
 import type { StatelyInspection } from '../inspect/statelyInspector.js';
 
@@ -26,10 +27,16 @@ export interface ServiceContext {
   /** The event streams open now: ended when the server closes. */
   streams: OpenStreams;
   bodyLimit: number;
+  /** Each limited route's `config.rateLimit`, or null when the rate limit is off. */
+  rateLimit: RouteRateLimit | null;
   startRequest: StartRequest;
-  /** The signed-in caller, or 401. */
+  /** The signed-in caller, or 401 (asked of `authenticate` once per request: the rate limit asks first). */
   principal(request: FastifyRequest): Promise<Principal>;
-  /** The task as the caller may see it, or 404 (also when it exists but is not theirs to see). */
+  /**
+   * The task as the caller may see it, or 404 (also when it exists but is not theirs to see). `taskId` is the
+   * stored id or the caller's own name for a task they started over HTTP (`refund-1` for `acme:E17:refund-1`); use the
+   * returned `status.taskId` from then on.
+   */
   visible(principal: Principal, taskId: string): Promise<{ status: TaskStatus; access: Access }>;
 }
 
@@ -39,36 +46,51 @@ export function createContext(options: {
   machine: AnyStateMachine;
   clock: Clock;
   csrfSecret?: string;
+  trustProxy?: boolean;
+  allowedOrigins?: readonly string[];
   stepper?: Stepper;
   inspector?: Pick<StatelyInspection, 'showStep'>;
   sse?: Partial<SseOptions>;
   bodyLimit?: number;
+  rateLimit: RouteRateLimit | null;
   startRequest: StartRequest;
 }): ServiceContext {
   const { orchestrator, authenticate } = options;
+  const principals = new WeakMap<FastifyRequest, Promise<Principal>>();
   return {
     orchestrator,
     machine: options.machine,
     clock: options.clock,
-    csrf: new CsrfGuard(options.csrfSecret),
+    csrf: new CsrfGuard(options.csrfSecret, {
+      ...(options.trustProxy !== undefined ? { trustProxy: options.trustProxy } : {}),
+      ...(options.allowedOrigins !== undefined ? { allowedOrigins: options.allowedOrigins } : {}),
+    }),
     stepper: options.stepper ?? null,
     inspector: options.inspector ?? null,
     sse: { pollMs: options.sse?.pollMs ?? 2_000, heartbeatMs: options.sse?.heartbeatMs ?? 15_000 },
     streams: new OpenStreams(),
     bodyLimit: options.bodyLimit ?? 16 * 1024,
+    rateLimit: options.rateLimit,
     startRequest: options.startRequest,
-    principal: (request) => authenticateRequest(request, authenticate),
+    principal(request) {
+      let principal = principals.get(request);
+      if (!principal) principals.set(request, (principal = authenticateRequest(request, authenticate)));
+      return principal;
+    },
     async visible(principal, taskId) {
-      let status: TaskStatus;
-      try {
-        status = await orchestrator.status(taskId);
-      } catch (error) {
-        if (error instanceof TaskNotFoundError) throw notFound(taskId);
-        throw error;
+      // The caller's own name first (a task they started over HTTP is stored under them), then the id as stored.
+      for (const id of [callerTaskId(principal, taskId), taskId]) {
+        let status: TaskStatus;
+        try {
+          status = await orchestrator.status(id);
+        } catch (error) {
+          if (error instanceof TaskNotFoundError) continue;
+          throw error;
+        }
+        const access = accessOf(principal, status);
+        if (access) return { status, access };
       }
-      const access = accessOf(principal, status);
-      if (!access) throw notFound(taskId);
-      return { status, access };
+      throw notFound(taskId);
     },
   };
 }

@@ -50,7 +50,7 @@ export function registerDecisionRoutes(app: FastifyInstance, ctx: ServiceContext
     const { taskId } = parse(taskParamsSchema, request.params, 'params');
     const body = parse(schema, request.body, 'body');
     const { status } = await ctx.visible(principal, taskId);
-    return { principal, taskId, body, status };
+    return { principal, taskId: status.taskId, body, status };
   };
   const answered = (result: UserEventResult) => {
     if (!result.accepted)
@@ -79,7 +79,7 @@ export function registerDecisionRoutes(app: FastifyInstance, ctx: ServiceContext
         errors: { ...COMMON_ERRORS, ...extra },
       },
       handler,
-      ctx.bodyLimit,
+      { bodyLimit: ctx.bodyLimit, rateLimit: ctx.rateLimit?.('decision') },
     );
 
   decision(

@@ -40,11 +40,13 @@ import {
 } from '../errors.js';
 import type { AgentErrorCode } from '../errorCodes.js';
 import type { Orchestrator } from '../orchestrator/orchestrator.js';
-import type { Authenticate } from './access.js';
-import { createContext } from './context.js';
+import { type Authenticate, originsOf } from './access.js';
+import { type ServiceContext, createContext } from './context.js';
 import { registerDecisionRoutes } from './decisions.js';
 import { type OpenApiOptions, type RouteDoc, openApiDocument } from './openapi.js';
 import { registerPages } from './pages.js';
+import { PROBLEM_MEDIA_TYPE, problemOf } from './problem.js';
+import { type RateLimitOptions, rateLimitProblem, registerRateLimit } from './rateLimit.js';
 import { registerReadRoutes } from './routes.js';
 import { ServiceError, ServiceOptionsError } from './serviceError.js';
 import type { SseOptions } from './sse.js';
@@ -73,8 +75,32 @@ export interface AgentServiceOptions {
   machine?: AnyStateMachine;
   /** The orchestrator's clock: confirmation expiry is checked against it (default: the system clock). */
   clock?: Clock;
-  /** Secret of the CSRF tokens (default: random per process, so tokens do not survive a restart). */
+  /**
+   * Secret of the CSRF tokens: set it (from your secret store, at least 32 random bytes) when the service runs as
+   * several instances or restarts, so that a token one instance gave is accepted by every other. Default: random per
+   * process, so a token dies with its process (the service's pages then fetch a new one and retry once).
+   */
   csrfSecret?: string;
+  /**
+   * Behind a reverse proxy that rewrites `Host`: also accept a browser's `Origin` when it matches the forwarded host
+   * (default false: only the `Host` header). The forwarded host is read as Fastify resolved it (`request.host`), so
+   * it counts only from a proxy your app trusts: create the app with `Fastify({ trustProxy: '10.0.0.5' })` (an
+   * address, a CIDR list or a hop count) and have the proxy send `X-Forwarded-Host`. Without Fastify's own
+   * `trustProxy` this option believes nothing.
+   */
+  trustProxy?: boolean;
+  /**
+   * Exact origins (`https://app.example`, no path) whose browser pages may send decisions besides this host's own:
+   * for a proxy that sends no `X-Forwarded-Host`, or pages served from another origin of yours. Default none.
+   */
+  allowedOrigins?: readonly string[];
+  /**
+   * The HTTP rate limit of starts and decisions, per caller (the principal, else the IP), with `@fastify/rate-limit`
+   * (an optional peer: install it). Default on: 20 starts and 60 calls of each decision route per caller per minute;
+   * over it, `429 rate_limited` with `Retry-After`. Give `{ starts, decisions, windowMs }` to change it, `redis` (an
+   * ioredis client) to count across instances, or `false` to turn it off (when your gateway limits instead).
+   */
+  rateLimit?: RateLimitOptions | false;
   /** Largest request body in bytes (default 16 KiB); larger ones get 413 `body_too_large`. */
   bodyLimit?: number;
   /** Serve the inbox and live task pages (default true). */
@@ -89,8 +115,12 @@ export interface AgentServiceOptions {
 /** Registers the service on `app`; throws `ServiceOptionsError` for options it cannot run with safely. */
 export async function agentService(app: FastifyInstance, options: AgentServiceOptions): Promise<void> {
   checkOptions(options);
-  const ctx = createContext({
+  // Registered first: its onRoute hook must see the routes. It asks ctx for the principal (once per request).
+  const rateLimit = await registerRateLimit(app, options.rateLimit, (request) => ctx.principal(request));
+  const ctx: ServiceContext = createContext({
     ...options,
+    rateLimit,
+    ...(options.allowedOrigins !== undefined ? { allowedOrigins: allowedOriginsOf(options.allowedOrigins) } : {}),
     machine: options.machine ?? agentMachine,
     clock: options.clock ?? systemClock,
   });
@@ -104,11 +134,13 @@ export async function agentService(app: FastifyInstance, options: AgentServiceOp
     if (statusCode === 503) void reply.header('retry-after', '1');
     // The tenant is at its cap (here or across the fleet): a slot frees when one of its tasks waits or ends.
     else if (body.code === 'tenant_at_capacity') void reply.header('retry-after', '5');
-    void reply.code(statusCode).send(body);
+    // 202 event_pending is an acceptance, not a problem: plain JSON as before.
+    if (statusCode < 400) return void reply.code(statusCode).send(body);
+    void reply.code(statusCode).type(PROBLEM_MEDIA_TYPE).send(problemOf(statusCode, body));
   });
   app.setNotFoundHandler((request, reply) => {
     const body: ErrorBody = { code: 'not_found', message: `no route ${request.method} ${request.url}` };
-    void reply.code(404).send(body);
+    void reply.code(404).type(PROBLEM_MEDIA_TYPE).send(problemOf(404, body));
   });
   // Open event streams are hijacked responses: the server's close would wait on each until its client left, and a
   // page never leaves. They end first, with a `shutdown` event; their clients reconnect elsewhere and resume.
@@ -123,7 +155,26 @@ export async function agentService(app: FastifyInstance, options: AgentServiceOp
   if (options.pages ?? true) registerPages(app, app.prefix);
 }
 
+function allowedOriginsOf(entries: readonly string[]): string[] {
+  const checked = Array.isArray(entries) ? originsOf(entries) : { invalid: JSON.stringify(entries) };
+  if ('invalid' in checked) {
+    throw new ServiceOptionsError(
+      'allowedOrigins',
+      `allowedOrigins takes exact origins such as "https://app.example" (scheme, host and port, no path): ${checked.invalid} is not one`,
+    );
+  }
+  return checked.origins;
+}
+
 function checkOptions(options: AgentServiceOptions): void {
+  const rateLimitIssue = rateLimitProblem(options?.rateLimit);
+  if (rateLimitIssue) throw new ServiceOptionsError('rateLimit', rateLimitIssue);
+  if (options?.trustProxy !== undefined && typeof options.trustProxy !== 'boolean') {
+    throw new ServiceOptionsError(
+      'trustProxy',
+      'trustProxy is true or false; which proxies are trusted is Fastify\'s own option: Fastify({ trustProxy: "10.0.0.5" })',
+    );
+  }
   if (typeof options?.authenticate !== 'function') {
     throw new ServiceOptionsError(
       'authenticate',
@@ -138,7 +189,10 @@ function checkOptions(options: AgentServiceOptions): void {
   }
 }
 
-/** The error body every route answers with: `{ code, message }` (plus the unchanged status of a refused decision). */
+/**
+ * The code and sentence of every error a route answers with (plus the unchanged status of a refused decision),
+ * before `problemOf` makes it an RFC 9457 problem: the one place errors are serialized.
+ */
 function errorResponse(error: FastifyError | Error): { statusCode: number; body: ErrorBody<string> } {
   if (error instanceof ServiceError) {
     // The service's own (HttpErrorCode), or a code the host's startRequest chose for its refusal.
@@ -206,10 +260,12 @@ export { accessOf, CsrfGuard, type Access, type Authenticate } from './access.js
 export { chartLayout, type ChartLayout, type LaidOutEdge, type LaidOutState } from './chartLayout.js';
 export { earlierProposals } from './inbox.js';
 export { ServiceError, ServiceOptionsError } from './serviceError.js';
+export { PROBLEM_MEDIA_TYPE, problemTitle, problemType, type Problem } from './problem.js';
 export { CALLER_FORBIDDEN_FIELDS } from './schemas.js';
 export type { InboxItem, EarlierProposal, StartBody } from './schemas.js';
-export type { HostStartRequest, StartRequest } from './start.js';
+export { callerTaskId, type HostStartRequest, type StartRequest } from './start.js';
 export type { SseOptions } from './sse.js';
 export type { OpenApiOptions } from './openapi.js';
+export { RATE_LIMIT_DEFAULTS, type RateLimitOptions } from './rateLimit.js';
 export { taskStatusSchema } from '../orchestrator/statusSchema.js';
 export { AGENT_ERROR_CODE_LIST, isAgentErrorCode, type AgentErrorCode, type HttpErrorCode } from '../errorCodes.js';

@@ -4,7 +4,8 @@
  */
 import { z } from 'zod';
 import type { HttpErrorCode } from '../errorCodes.js';
-import { errorSchema } from './schemas.js';
+import { PROBLEM_MEDIA_TYPE } from './problem.js';
+import { problemSchema } from './schemas.js';
 
 export interface RouteDoc {
   method: 'GET' | 'POST';
@@ -76,7 +77,7 @@ export function openApiDocument(
     for (const [status, codes] of Object.entries({ 401: ['unauthenticated'], ...route.errors })) {
       responses[status] = {
         description: codes.join(', '),
-        content: { 'application/json': { schema: schemas.named('Error', errorSchema) } },
+        content: { [PROBLEM_MEDIA_TYPE]: { schema: schemas.named('Problem', problemSchema) } },
       };
     }
     paths[path] ??= {};

@@ -32,16 +32,26 @@ import { hostStartRequest, refuseCallerRules } from './start.js';
 
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 
-/** Registers a route and records its documentation for the OpenAPI document. */
+/**
+ * Registers a route and records its documentation for the OpenAPI document; a rate-limited route (its
+ * `@fastify/rate-limit` config) documents `429 rate_limited` too.
+ */
 export function route(
   app: FastifyInstance,
   docs: RouteDoc[],
   doc: RouteDoc,
   handler: Handler,
-  bodyLimit?: number,
+  options: { bodyLimit?: number; rateLimit?: Record<string, unknown> | undefined } = {},
 ): void {
-  docs.push(doc);
-  app.route({ method: doc.method, url: doc.url, handler, ...(bodyLimit ? { bodyLimit } : {}) });
+  const { bodyLimit, rateLimit } = options;
+  docs.push(rateLimit ? { ...doc, errors: { ...doc.errors, 429: ['rate_limited'] } } : doc);
+  app.route({
+    method: doc.method,
+    url: doc.url,
+    handler,
+    ...(bodyLimit ? { bodyLimit } : {}),
+    ...(rateLimit ? { config: { rateLimit } } : {}),
+  });
 }
 
 const taskView = z.object({
@@ -106,7 +116,7 @@ export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, do
       reply.code(201);
       return view(status, 'owner');
     },
-    ctx.bodyLimit,
+    { bodyLimit: ctx.bodyLimit, rateLimit: ctx.rateLimit?.('start') },
   );
 
   route(
@@ -180,8 +190,8 @@ export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, do
       const principal = await ctx.principal(request);
       const { taskId } = parse(taskParamsSchema, request.params, 'params');
       const { from } = parse(auditQuerySchema, request.query, 'query', 'invalid_query');
-      await ctx.visible(principal, taskId);
-      return { entries: await orchestrator.audit(taskId, from ?? 0) };
+      const { status } = await ctx.visible(principal, taskId);
+      return { entries: await orchestrator.audit(status.taskId, from ?? 0) };
     },
   );
 
@@ -209,17 +219,17 @@ export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, do
       const lastId = typeof header === 'string' && header !== '' ? header : query.lastEventId;
       const resume =
         lastId === undefined ? null : parse(lastEventIdSchema, lastId, 'Last-Event-ID', 'invalid_last_event_id');
-      const { access } = await ctx.visible(principal, taskId);
+      const { access, status } = await ctx.visible(principal, taskId);
       // An owner sees their task for good; an approver only while its confirmation waits for them.
       const stillVisible =
         access === 'owner'
           ? undefined
           : () =>
-              ctx.visible(principal, taskId).then(
+              ctx.visible(principal, status.taskId).then(
                 () => true,
                 () => false,
               );
-      await streamTaskEvents(request, reply, orchestrator, taskId, resume, ctx.sse, stillVisible, ctx.streams);
+      await streamTaskEvents(request, reply, orchestrator, status.taskId, resume, ctx.sse, stillVisible, ctx.streams);
       return reply;
     },
   );
@@ -242,9 +252,9 @@ export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, do
       const { taskId } = parse(taskParamsSchema, request.params, 'params');
       const { at } = parse(replayQuerySchema, request.query, 'query', 'invalid_query');
       const { status } = await ctx.visible(principal, taskId);
-      const audit = await orchestrator.audit(taskId);
+      const audit = await orchestrator.audit(status.taskId);
       const replay = replayAudit(audit, at ?? audit.length);
-      ctx.inspector?.showStep({ taskId, replayed: replay, access: status });
+      ctx.inspector?.showStep({ taskId: status.taskId, replayed: replay, access: status });
       return { auditLength: audit.length, replay };
     },
   );

@@ -17,12 +17,21 @@ import { taskStatusSchema } from '../orchestrator/statusSchema.js';
 /** A task id as the orchestrator takes it. */
 const id = startRequestSchema.shape.taskId.unwrap();
 
-/** Every error the service answers with: a machine-readable code and a sentence for a human. */
-export const errorSchema = z.strictObject({
+/**
+ * Every error the service answers with, as an RFC 9457 problem (`application/problem+json`, src/http/problem.ts):
+ * the standard members, the service's machine-readable `code`, and `message` (the same sentence as `detail`).
+ */
+export const problemSchema = z.strictObject({
+  /** A URN per code: `urn:statechart-agent:problem:task_not_found`. */
+  type: z.string(),
+  /** The code in words, the same for every problem of this type. */
+  title: z.string(),
+  /** The HTTP status; on a refused decision, the task's status after it (nothing changed), as before. */
+  status: z.union([z.int(), taskStatusSchema]),
+  /** This occurrence, in a sentence. */
+  detail: z.string(),
   code: z.string(),
   message: z.string(),
-  /** The task's status after a refused decision (nothing changed), when there is one. */
-  status: taskStatusSchema.optional(),
 });
 
 /**

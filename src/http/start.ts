@@ -4,6 +4,12 @@
  * code (`startRequest`) gives the rules: mandate, limits, success criterion. A body that tries to set a rule or the
  * principal is refused before the host's code sees it, and a `startRequest` that would start the task as someone
  * other than the caller is refused as the host's bug. Either way nothing starts.
+ *
+ * Task ids are per caller: a task started here with the id `refund-1` is stored as `acme:E17:refund-1`
+ * (`callerTaskId`: tenant, user, id), which is its id in the response's `status.taskId` and for the library; the
+ * routes also take the caller's own `refund-1`. Ids are unique in the store, so one shared by everyone would tell a
+ * caller that someone else had used it (`409 task_exists` on a start, while a read says `404 task_not_found`):
+ * another tenant's, or a colleague's. In their own namespace a caller meets only their own tasks.
  */
 import type { FastifyRequest } from 'fastify';
 import type { Principal } from '../../machines/context.js';
@@ -56,10 +62,20 @@ export async function hostStartRequest(
       `startRequest returned ${returned === null ? 'null' : typeof returned}, not a start request`,
     );
   }
+  const { taskId, ...rest } = returned;
   return {
-    ...returned,
+    ...rest,
+    ...(typeof taskId === 'string' ? { taskId: callerTaskId(session, taskId) } : {}),
     principal: returned.principal === undefined ? session : checkedPrincipal(returned.principal, session),
   };
+}
+
+/**
+ * The stored id of the task `taskId` that `principal` started over HTTP: `acme:E17:refund-1`. Tenant and user are
+ * percent-encoded (neither has a `:` then), so the first two `:` end them and two callers never share a stored id.
+ */
+export function callerTaskId(principal: Pick<Principal, 'tenantId' | 'userId'>, taskId: string): string {
+  return `${encodeURIComponent(principal.tenantId)}:${encodeURIComponent(principal.userId)}:${taskId}`;
 }
 
 /** The principal `startRequest` gave, if it is the caller's with the same or fewer scopes; otherwise a 500. */

@@ -6,7 +6,10 @@ let sessionPromise = null;
 
 /** The signed-in caller: { principal, csrfToken, stepping }. */
 export function session() {
-  sessionPromise ??= request('GET', '/api/session');
+  sessionPromise ??= request('GET', '/api/session').catch((error) => {
+    sessionPromise = null;
+    throw error;
+  });
   return sessionPromise;
 }
 
@@ -35,10 +38,21 @@ export function get(path) {
   return request('GET', path);
 }
 
-/** POST a decision: always JSON, always with the session's CSRF token. */
+/**
+ * POST a decision: always JSON, always with the session's CSRF token. A token the server no longer knows (it
+ * restarted without a fixed `csrfSecret`, or this page was answered by another instance) is refused before anything
+ * happens, so the page fetches the session's token again, once, and sends the same request once more.
+ */
 export async function post(path, body = {}) {
   const { csrfToken } = await session();
-  return request('POST', path, body, csrfToken);
+  try {
+    return await request('POST', path, body, csrfToken);
+  } catch (error) {
+    if (error.code !== 'csrf_token_invalid') throw error;
+    sessionPromise = null;
+    const fresh = await session();
+    return request('POST', path, body, fresh.csrfToken);
+  }
 }
 
 /** el('div', { class: 'x', 'data-testid': 'y', onclick: fn }, 'text', child...) */
