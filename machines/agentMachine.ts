@@ -19,6 +19,7 @@ import { initialContext } from './steps/turn.js';
 import { executingState } from './chart/executing.js';
 import { pausedState } from './chart/paused.js';
 import { awaitingPlanApproval, planProposed } from './chart/planning.js';
+import { decided, followingState } from './chart/workflow.js';
 
 /** Bumped whenever a change makes old snapshots unsafe to restore; stored in every persisted envelope. */
 export const AGENT_MACHINE_VERSION = 'agent/7';
@@ -51,9 +52,10 @@ export function createAgentMachine(toolkit: Toolkit) {
     states: {
       deciding: {
         description:
-          'Before every model turn: is the task cancelled, is there budget for one more turn, is its user still there?',
+          'Before every model turn: is the task cancelled, does it follow a workflow, is there budget for one more turn, is its user still there?',
         always: [
           { guard: 'isCancelRequested', target: 'stopping', actions: 'stopCancelled' },
+          { guard: 'isFollowingWorkflow', target: 'following' },
           { guard: not('hasBudgetForModelTurn'), target: 'stopping', actions: 'stopForBudget' },
           { guard: 'isUserAway', target: 'paused', actions: 'pauseForAbsence' },
           { target: 'thinking', actions: 'startModelTurn' },
@@ -84,16 +86,19 @@ export function createAgentMachine(toolkit: Toolkit) {
             { target: 'vetting', actions: 'acceptProposal' },
           ],
           'model.answered': [
+            { guard: 'isAwaitingDecision', target: 'reasking', actions: 'refuseAnswerForDecision' },
             { guard: not('hasSuccessCriterion'), target: 'answered', actions: 'finishAnswered' },
             { guard: 'isGoalMet', target: 'done', actions: 'finishDone' },
             { target: 'stopping', actions: 'finishUnmetGoal' },
           ],
           'model.planProposed': planProposed,
+          'model.decided': decided,
           'model.askedUser': { target: 'awaitingUser', actions: 'recordQuestion' },
           'model.refused': { target: 'stopping', actions: 'finishRefused' },
           'model.invalidOutput': { target: 'reasking', actions: 'recordInvalidOutput' },
         },
       },
+      following: followingState,
       waitingForModel: {
         description:
           'The model is down past its retries: persisted, the task waits for its wake-up time, then asks again.',

@@ -14,6 +14,7 @@ import { budgetGuards as budget } from './guards/budget.js';
 import { compensationGuards as compensation } from './guards/compensation.js';
 import { presenceGuards as presence } from './guards/presence.js';
 import { planGuards as plan } from './guards/plan.js';
+import { workflowGuards as workflow } from './guards/workflow.js';
 import { confirmationGuards as confirmation } from './guards/confirmation.js';
 import { executionGuards as execution } from './guards/execution.js';
 import type { Guard } from './guards/guard.js';
@@ -27,6 +28,7 @@ import * as asking from './steps/confirmation.js';
 import * as undoing from './steps/compensate.js';
 import * as presenceSteps from './steps/presence.js';
 import * as planning from './steps/plan.js';
+import * as flow from './steps/workflow.js';
 import * as running from './steps/execution.js';
 import * as fitting from './steps/mandate.js';
 import * as rechecking from './steps/recheck.js';
@@ -184,6 +186,9 @@ export function agentSetup(toolkit: Toolkit) {
       // the plan gate (plan-and-execute)
       ...named(plan, ['isPlanningOn', 'hasPlanProposalsLeft', 'isPlanWellFormed', 'arePlanToolsPermitted']),
       ...named(plan, ['isPlanWithinMandate', 'isPlanWithinBudget', 'needsPlanApproval', 'isPlanApprovalPending']),
+      // a host-defined workflow
+      ...named(workflow, ['isFollowingWorkflow', 'hasWorkflowEnded', 'didWorkflowFail', 'isNextWorkflowStepCall']),
+      ...named(workflow, ['isWorkflowCallBuildable', 'isAwaitingDecision', 'isDecisionValid']),
     },
   });
 
@@ -299,6 +304,8 @@ export function agentSetup(toolkit: Toolkit) {
       ...steps(presenceSteps, ['stopForAbsence', 'refusePresenceOfOther']),
       ...steps(planning, ['refusePlan', 'stopForPlanLimit', 'adoptPlan', 'requestPlanApproval']),
       ...steps(planning, ['grantPlanApproval', 'rejectPlan', 'expirePlanApproval']),
+      ...steps(flow, ['startWorkflowCall', 'recordDecision', 'refuseDecision', 'refuseAnswerForDecision']),
+      ...steps(flow, ['stopForWorkflowRule', 'finishWorkflowDone', 'finishWorkflowAnswered', 'finishWorkflowUnmet']),
       ...steps(replies, [
         'replyNotWaitingForConfirmation',
         'replyNoSuchConfirmation',

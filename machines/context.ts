@@ -17,6 +17,7 @@ import {
 } from './compensations.js';
 import { FINAL_STATUSES, STOP_CODES } from './failures.js';
 import { DEFAULT_PLANNING, planSchema, planningPolicySchema, planningStateSchema } from './plans.js';
+import { workflowStateSchema } from './workflows.js';
 import { SHORT, count, id, jsonSchema, principalSchema, time } from './lib/schemaParts.js';
 import { INPUT_LIMITS } from './limits.js';
 import type { Json } from './lib/strictJson.js';
@@ -26,6 +27,7 @@ export { jsonSchema, principalSchema };
 export * from './calls.js';
 export * from './compensations.js';
 export * from './plans.js';
+export * from './workflows.js';
 
 /**
  * What the host derived from the user's request before the task started: structured terms (a slot, an order and a
@@ -341,6 +343,8 @@ export const agentContextSchema = z.strictObject({
   unwinding: unwindingSchema.nullable(),
   /** The task's plans (plan-and-execute), or null while none was proposed. Absent in tasks stored before plans. */
   plan: planningStateSchema.nullable().default(null),
+  /** The host-defined flow the task follows (`start({ workflow })`), or null. Absent in tasks stored before workflows. */
+  workflow: workflowStateSchema.nullable().default(null),
   outcome: outcomeSchema.nullable(),
 });
 
@@ -357,6 +361,8 @@ export const agentInputSchema = z.strictObject({
   modelReservation: modelReservationSchema,
   success: successCriterionSchema.nullable(),
   startedAt: time,
+  /** The host-defined flow the task follows, by name, and its first step; or absent. */
+  workflow: z.strictObject({ name: z.string().min(1).max(SHORT), start: z.string().min(1).max(SHORT) }).optional(),
 });
 
 /** Usage reported by a model turn. */

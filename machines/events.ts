@@ -44,6 +44,15 @@ export const modelEventSchema = z.discriminatedUnion('type', [
     text: z.string().nullable(),
     usage: modelUsageSchema,
   }),
+  /** A workflow's decision, given as a call of the host's `submit_decision` (alone in its reply). */
+  z.strictObject({
+    type: z.literal('model.decided'),
+    at,
+    callId: z.string().min(1).max(SHORT),
+    arguments: z.string(),
+    text: z.string().nullable(),
+    usage: modelUsageSchema,
+  }),
   z.strictObject({ type: z.literal('model.answered'), at, text: z.string().min(1), usage: modelUsageSchema }),
   z.strictObject({ type: z.literal('model.askedUser'), at, question: z.string().min(1), usage: modelUsageSchema }),
   z.strictObject({ type: z.literal('model.refused'), at, reason: z.string(), usage: modelUsageSchema }),

@@ -87,6 +87,8 @@ export type AuditEntry = { at: number; turn: number } & Partial<AuditStamp> &
         loosened?: Policy['loosened'];
         /** What is worth a look about how it started (absent before agent/6). */
         warnings?: StartWarning[];
+        /** The host-defined flow the task follows, if any. */
+        workflow?: string;
       }
     /**
      * `offered`: the tools the host's offer rule (and a plan in force) gave this turn, absent when neither narrows them;
@@ -225,6 +227,20 @@ export type AuditEntry = { at: number; turn: number } & Partial<AuditStamp> &
           observedAt: number | null;
           evidence: string[];
         };
+      }
+    /**
+     * A workflow's step: the program's call started (`call`), the model's decision taken or refused, a step's fact
+     * recorded (`step`, with the step that comes next), or the flow ended.
+     */
+    | {
+        kind: 'workflow';
+        action: 'call' | 'decided' | 'refused' | 'step' | 'ended';
+        workflow: string;
+        step: string | null;
+        next: string | null;
+        callId: string | null;
+        code: string | null;
+        summary: string;
       }
     /** Every compensation has its result; `task_stopped` follows. */
     | { kind: 'compensation_finished'; compensations: Compensation[] }

@@ -9,6 +9,7 @@
  */
 import type { z } from 'zod';
 import type { Effect, Json, Mandate, Principal, RiskClass } from './context.js';
+import type { WorkflowDefinition } from './workflows.js';
 
 /**
  * What the task did so far, for rules that bound a total rather than one call: "at most 199.00 in all", "four eyes
@@ -147,6 +148,8 @@ export interface Toolkit {
   rules(name: string): ToolRules | undefined;
   /** The host's rule for the tools offered per turn; absent: every tool the principal may use. */
   offer?: OfferRule;
+  /** The host's installed workflow of that name (`createOrchestrator({ workflows })`), or undefined. */
+  workflow?: (name: string) => WorkflowDefinition | undefined;
   /** Hex SHA-256 of a UTF-8 string. Injected so that machines/ stays free of runtime imports. */
   sha256(text: string): string;
 }

@@ -28,6 +28,7 @@ export const AGENT_ERROR_CODES = {
     'machine_error',
     'invalid_tool_definition',
     'duplicate_tool',
+    'invalid_workflow',
     'overloaded',
     'tenant_at_capacity',
     'orchestrator_closed',

@@ -58,6 +58,16 @@ export {
 
 // Mandates: what the user asked for
 export { defineMandate, type MandateKind } from './mandate.js';
+// Workflows: a fixed flow with model decisions inside it
+export {
+  defineWorkflow,
+  established,
+  type WorkflowDefinition,
+  type WorkflowFact,
+  type WorkflowFacts,
+  type WorkflowStep,
+  type WorkflowTask,
+} from './workflow.js';
 export type { RateLimitOptions } from './runtime/rateLimits.js';
 
 // Models

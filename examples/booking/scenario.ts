@@ -38,6 +38,7 @@ export const SCENARIO_NAMES = [
   'refund',
   'compensated',
   'planned',
+  'workflow',
 ] as const;
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
 

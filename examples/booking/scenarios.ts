@@ -9,6 +9,7 @@ import { bookingMandate } from '../../tools/mandates.js';
 import { runRefund } from './refundScenario.js';
 import { runSaga } from './sagaScenario.js';
 import { runPlanned } from './planScenario.js';
+import { runWorkflow } from './workflowScenario.js';
 import { BOOKING_GOAL, BOOKING_SUCCESS, BOOKING_TERMS, E17, MEETING } from './requests.js';
 import type { Mandate, ModelReply } from '../../src/index.js';
 import { type ScriptStep, type ScriptView, reply, scriptedModel } from '../../src/testing/index.js';
@@ -118,6 +119,7 @@ export const EXPECTED: Record<ScenarioName, { state: string; code: string; rows:
   refund: { state: 'done', code: 'goal_met', rows: ['TX-9001 O-1001 199.00'] },
   compensated: { state: 'failed', code: 'goal_not_met', rows: ['B204 R7 E17 cancelled'] },
   planned: { state: 'done', code: 'goal_met', rows: ['TX-9001 O-1001 199.00'] },
+  workflow: { state: 'done', code: 'goal_met', rows: ['TX-9001 O-1001 199.00'] },
 };
 
 /** The business rows a scenario left, in the short form EXPECTED uses. */
@@ -304,6 +306,7 @@ export const scenarios: Record<ScenarioName, (env: ScenarioEnv) => Promise<Scena
   refund: runRefund,
   compensated: runSaga,
   planned: runPlanned,
+  workflow: runWorkflow,
 };
 
 /** The slot a week later than asked: the wrong date the model proposes in `wrongDate`. */

@@ -26,9 +26,10 @@ import type { ToolRules, Toolkit } from '../toolkit.js';
 import { type Step, bounded, retriesWithin } from './step.js';
 import { rememberWrite } from './compensate.js';
 import { planProgress } from './plan.js';
+import { workflowCallProgress } from './workflow.js';
 
 /** Closes the batch: every result goes to the transcript, paired by call id, and new knowledge is counted. */
-export const closeBatch: Step = (context, event) => {
+export const closeBatch: Step = (context, event, toolkit) => {
   const batch = context.batch!;
   let { knowledge, lastFailure } = context;
   const seen = [...context.seenObservations];
@@ -44,7 +45,13 @@ export const closeBatch: Step = (context, event) => {
     }
     if (!observation.ok) lastFailure = { tool: call.tool, code: observation.code, summary: observation.summary };
   }
-  const progress = planProgress(context, event, batch.calls);
+  const planned = planProgress(context, event, batch.calls);
+  const flowed = workflowCallProgress(context, event, batch.calls, toolkit);
+  const progress = {
+    context: { ...planned.context, ...flowed.context },
+    audit: [...(planned.audit ?? []), ...(flowed.audit ?? [])],
+    transcript: planned.transcript,
+  };
   return {
     context: {
       ...progress.context,

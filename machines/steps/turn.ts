@@ -12,6 +12,7 @@ import type { OfferFacts, Toolkit } from '../toolkit.js';
 import { auditEntry, gateEntry, timeOf } from '../journal.js';
 import { type Step, type StepResult, endWait, retriesWithin } from './step.js';
 import { canProposePlan, planOffer } from '../lib/plan.js';
+import { currentStep } from '../lib/workflow.js';
 
 /** Builds the initial context from the host's task input. */
 export function initialContext(input: AgentInput): AgentContext {
@@ -70,6 +71,9 @@ export function initialContext(input: AgentInput): AgentContext {
     away: null,
     unwinding: null,
     plan: null,
+    workflow: input.workflow
+      ? { name: input.workflow.name, current: input.workflow.start, facts: {}, runs: 0, problem: null }
+      : null,
     outcome: null,
   };
 }
@@ -87,6 +91,7 @@ export const recordTaskStarted: Step = (context, event, toolkit) => ({
       policyVersion: context.policy.version,
       loosened: context.policy.loosened,
       warnings: startWarnings(context, toolkit),
+      ...(context.workflow ? { workflow: context.workflow.name } : {}),
     }),
   ],
   transcript: [{ kind: 'goal', at: context.startedAt, text: context.goal }],
@@ -117,7 +122,8 @@ export const startModelTurn: Step = (context, event, toolkit) => {
     mandateKind: context.mandate?.kind ?? null,
   });
   // A plan in force narrows the offer further, to its ready steps' tools.
-  const planned = planOffer(context);
+  // A workflow's decision turn offers no tool (only the decision); a plan in force narrows the offer to its ready steps.
+  const planned = currentStep(context, toolkit)?.step.decide ? [] : planOffer(context);
   const offered = planned === null ? hosts : hosts === null ? planned : planned.filter((t) => hosts.includes(t));
   return {
     context: { turn, budget: debit(context.budget, need), offered },

@@ -215,6 +215,13 @@ export function formatTrace(entries: readonly AuditEntry[], options: TraceOption
         lines.push(line(paint, indent, entry.turn, 'plan', paint(style, what)));
         break;
       }
+      case 'workflow': {
+        for (const key of [...gates.keys()]) flushGates(key);
+        const where = `${entry.workflow}${entry.step ? ` ${entry.step}` : ''}${entry.next ? ` → ${entry.next}` : ''}`;
+        const style = entry.action === 'refused' || entry.code ? 'red' : entry.action === 'ended' ? 'yellow' : 'green';
+        lines.push(line(paint, indent, entry.turn, 'flow', paint(style, `${where} ${entry.action}: ${entry.summary}`)));
+        break;
+      }
       case 'compensation_started':
       case 'compensation_finished': {
         for (const key of [...gates.keys()]) flushGates(key);

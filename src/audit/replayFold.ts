@@ -21,12 +21,15 @@ export function apply(task: ReplayedTask, entry: AuditEntry, seq: number, previo
   switch (entry.kind) {
     case 'task_started':
       task.budget.limits = entry.limits;
+      task.following = entry.workflow !== undefined;
       enter('deciding');
       break;
     case 'model_requested':
       // A closed batch leaves `executing` from `selecting`; vetting always hands over to `executing`.
       if (inExecuting() || inVetting()) enterExecuting('selecting');
       enter('deciding');
+      // A workflow's decision turn starts from `following`.
+      if (task.following) enter('following');
       enter('thinking');
       task.waitingForAnswer = false;
       task.turnReservation = entry.reservation;
@@ -320,6 +323,29 @@ export function apply(task: ReplayedTask, entry: AuditEntry, seq: number, previo
       });
       // Refused, or adopted without approval: the next turn follows (a held plan waits on its confirmation entry).
       if ((entry.action === 'refused' || entry.action === 'adopted') && task.state === 'thinking') enter('deciding');
+      break;
+    case 'workflow':
+      decide({
+        kind: 'workflow',
+        name: entry.action,
+        decision: entry.action,
+        code: entry.code,
+        summary: entry.summary,
+        tool: null,
+        callId: entry.callId,
+      });
+      if (entry.action === 'refused') enter('reasking');
+      else if (entry.action === 'decided') enter('deciding');
+      else {
+        // A call's step is recorded as its batch closes; the flow then goes on from `following`.
+        if (inExecuting() || inVetting()) enterExecuting('selecting');
+        enter('deciding');
+        if (entry.action !== 'step') enter('following');
+        if (entry.action === 'call') {
+          task.lastResults = [];
+          enter('vetting.choosing');
+        }
+      }
       break;
     case 'question_expired':
       decide({

@@ -61,7 +61,8 @@ export interface ReplayedDecision {
     | 'cancel'
     | 'user'
     | 'compensation'
-    | 'plan';
+    | 'plan'
+    | 'workflow';
   /** Gate name, confirmation action, tool name... */
   name: string;
   /** pass / reject / stop for gates; ok or a code for tools; found / not_found / inconclusive for lookups. */
@@ -104,4 +105,6 @@ export interface ReplayedTask {
   turnReservation: ModelReservation | null;
   /** The turn's reservation is debited now (given back while waiting out an outage, and when the turn fails). */
   reservationHeld?: boolean;
+  /** The task follows a host-defined workflow: its turns and calls start from `following`. */
+  following?: boolean;
 }

@@ -80,7 +80,7 @@ export function assembleOrchestrator(
       'invalid_request',
       'options.offer must be a function (facts) => the tool names offered this turn',
     );
-  const registry = new ToolRegistry(options.tools, privacy, options.offer);
+  const registry = new ToolRegistry(options.tools, privacy, options.offer, options.workflows ?? []);
   const store = options.store ?? new MemoryStore();
   const { clock } = settings;
   const logger = options.logger ?? SILENT_LOGGER;

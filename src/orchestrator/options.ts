@@ -3,6 +3,7 @@
  * machine's own (`machines/context.ts`): a start request the orchestrator accepts is one the store can read back.
  */
 import type { Dispatch } from './dispatch.js';
+import type { WorkflowDefinition } from '../../machines/workflows.js';
 import { DEFAULT_RETENTION_SWEEP_MS } from './retentionSweeper.js';
 import type { PrivacyOptions } from '../privacy/privacy.js';
 import type { InspectionEvent } from 'xstate';
@@ -43,6 +44,11 @@ export interface OrchestratorOptions {
    * synchronous; a rule that throws offers nothing. Default: every tool the principal may use, every turn.
    */
   offer?: OfferRule;
+  /**
+   * Fixed workflows a task may follow (`start({ workflow: name })`): the program's calls and the model's decisions,
+   * step by step (`defineWorkflow`). Checked when the orchestrator is made (steps, tools, rules).
+   */
+  workflows?: readonly WorkflowDefinition[];
   model: AgentModel;
   /** Where tasks persist. Default: an in-memory store (lost with the process). */
   store?: TaskStore;
@@ -320,6 +326,8 @@ export const startRequestSchema = z.strictObject({
     .strictObject({ kind: z.string().min(1).max(256), terms: z.unknown(), id: z.string().min(1).max(128).optional() })
     .optional(),
   taskId: agentInputSchema.shape.taskId.max(INPUT_LIMITS.taskId).optional(),
+  /** The name of an installed workflow the task follows (the host's flow; the model only decides within it). */
+  workflow: z.string().min(1).max(256).optional(),
 });
 
 export type StartTaskRequest = z.input<typeof startRequestSchema>;

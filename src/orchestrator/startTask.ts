@@ -37,7 +37,11 @@ export function taskInput(request: StartTaskRequest, deps: InputDeps): AgentInpu
     success,
     mandate,
     taskId: requestedId,
+    workflow,
   } = parseOrThrow(startRequestSchema, request, 'start');
+  const flow = workflow === undefined ? undefined : registry.toolkit.workflow?.(workflow);
+  if (workflow !== undefined && !flow)
+    throw new HostRequestError('invalid_request', `start: no workflow named ${JSON.stringify(workflow)} is installed`);
   if (success && !registry.get(success.tool)) {
     throw new HostRequestError('invalid_request', `start: success criterion names unknown tool ${success.tool}`);
   }
@@ -65,6 +69,7 @@ export function taskInput(request: StartTaskRequest, deps: InputDeps): AgentInpu
       provenance: deps.provenance,
       success: success ?? null,
       startedAt,
+      ...(flow ? { workflow: { name: flow.name, start: flow.start } } : {}),
     },
     'start',
   );

@@ -34,11 +34,12 @@ export function sealModelEvent(registry: ToolRegistry, scope: SealScope, event: 
         })),
       };
     case 'model.planProposed':
+    case 'model.decided':
       return {
         ...event,
         text: event.text === null ? null : privacy.text(scope, event.text),
         callId: privacy.text(scope, event.callId),
-        // A plan names tools and purposes, never argument values: its text is redacted like any text.
+        // A plan names tools and purposes, a decision a choice: no tool's argument values; redacted like any text.
         arguments: privacy.text(scope, event.arguments),
       };
     case 'model.answered':

@@ -4,6 +4,8 @@
  */
 import type { Catalog, Principal } from '../../machines/context.js';
 import { PLAN_TOOL } from '../../machines/plans.js';
+import { DECISION_TOOL, type WorkflowDefinition } from '../../machines/workflows.js';
+import { workflowProblem } from '../../machines/lib/workflow.js';
 import type { OfferRule, ToolRules, Toolkit } from '../../machines/toolkit.js';
 import { AgentError, type CatalogDifference, ToolDefinitionError } from '../errors.js';
 import { catalogDifferences } from './catalogBinding.js';
@@ -25,11 +27,22 @@ export class ToolRegistry {
   /** Seals sensitive values where they enter a task and opens them for the tools that take them. */
   readonly privacy: Privacy;
 
-  constructor(tools: readonly Tool[], privacy: Privacy = new Privacy(), offer?: OfferRule) {
+  /** The host's workflows by name (`createOrchestrator({ workflows })`). */
+  private readonly workflows = new Map<string, WorkflowDefinition>();
+
+  constructor(
+    tools: readonly Tool[],
+    privacy: Privacy = new Privacy(),
+    offer?: OfferRule,
+    workflows: readonly WorkflowDefinition[] = [],
+  ) {
     this.privacy = privacy;
     for (const tool of tools) {
-      if (tool.name === PLAN_TOOL)
-        throw new ToolDefinitionError(tool.name, `${PLAN_TOOL} is the host's own tool for plans; choose another name`);
+      if (tool.name === PLAN_TOOL || tool.name === DECISION_TOOL)
+        throw new ToolDefinitionError(
+          tool.name,
+          `${tool.name} is the host's own tool (plans, decisions); choose another name`,
+        );
       if (this.tools.has(tool.name))
         throw new AgentError('duplicate_tool', `two tools are named ${JSON.stringify(tool.name)}`);
       defineTool(tool as never);
@@ -39,7 +52,19 @@ export class ToolRegistry {
     }
     this.checkDependencies();
     this.checkCompensations();
-    this.toolkit = { rules: (name) => this.rules.get(name), sha256: sha256Hex, ...(offer ? { offer } : {}) };
+    for (const workflow of workflows) {
+      const problem = workflowProblem(workflow, (name) => this.tools.has(name));
+      if (problem) throw new AgentError('invalid_workflow', `workflow ${JSON.stringify(workflow?.name)}: ${problem}`);
+      if (this.workflows.has(workflow.name))
+        throw new AgentError('invalid_workflow', `two workflows are named ${JSON.stringify(workflow.name)}`);
+      this.workflows.set(workflow.name, workflow);
+    }
+    this.toolkit = {
+      rules: (name) => this.rules.get(name),
+      sha256: sha256Hex,
+      workflow: (name) => this.workflows.get(name),
+      ...(offer ? { offer } : {}),
+    };
   }
 
   /**

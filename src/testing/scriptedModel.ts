@@ -9,6 +9,7 @@
 import type { Json, Observation } from '../../machines/context.js';
 import { AgentError } from '../errors.js';
 import { PLAN_TOOL } from '../../machines/plans.js';
+import { DECISION_TOOL } from '../../machines/workflows.js';
 import type { AgentModel, ModelReply, ModelRequest } from '../model/agentModel.js';
 
 /** The scripted model was asked for more turns than its script has. */
@@ -58,6 +59,10 @@ export const reply = {
   },
   answer(text: string): ModelReply {
     return { type: 'answer', text };
+  },
+  /** A workflow's decision: a call of the host's `submit_decision` with `value` (`{ choice }` or the step's object). */
+  decide(value: Record<string, unknown>, callId?: string): ModelReply {
+    return reply.call(DECISION_TOOL, value, callId);
   },
   /** A plan: a call of the host's `propose_plan` (steps with their tool, purpose and dependencies). */
   plan(steps: { id: string; tool: string; purpose?: string; depends_on?: string[] }[], callId?: string): ModelReply {

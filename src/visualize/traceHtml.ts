@@ -279,6 +279,14 @@ function timelineRow(entry: AuditEntry, seq: number, start: number): string | nu
         detail,
       );
     }
+    case 'workflow':
+      return row(
+        'flow',
+        null,
+        entry.action,
+        entry.action === 'refused' || entry.code ? 'reject' : entry.action === 'ended' ? 'warn' : 'pass',
+        `${esc(entry.workflow)}${entry.step ? ` ${esc(entry.step)}` : ''}${entry.next ? ` → ${esc(entry.next)}` : ''}: ${esc(entry.summary)}`,
+      );
     case 'task_stopped':
       return row(
         'stop',

@@ -20,7 +20,8 @@ import { scopeOf, sealModelEvent, sealReceived } from '../sealing.js';
 import { runWithTimeout } from '../timeouts.js';
 import { canProposePlan } from '../../../machines/lib/plan.js';
 import { PLAN_TOOL } from '../../../machines/plans.js';
-import { PLAN_TOOL_DEFINITION } from '../planTool.js';
+import { PLAN_TOOL_DEFINITION, decisionTools } from '../hostTools.js';
+import { DECISION_TOOL } from '../../../machines/workflows.js';
 
 export function modelActor(host: ActorHost) {
   const { clock } = host;
@@ -45,6 +46,7 @@ export function modelActor(host: ActorHost) {
                   .offeredTo(context.principal)
                   .filter((tool) => context.offered === null || context.offered.includes(tool.name)),
                 ...(canProposePlan(context) ? [PLAN_TOOL_DEFINITION] : []),
+                ...decisionTools(context, host.registry.toolkit),
               ],
               observations: input.observations,
               transcript: () => task.transcript(),
@@ -171,9 +173,8 @@ export function toModelEvent(
     ? { inputTokens: reservation.tokens, outputTokens: 0, costMicros: reservation.costMicros }
     : { inputTokens: count(reported[0]), outputTokens: count(reported[1]), costMicros: count(reported[2]) };
   let candidate: unknown;
-  if (reply?.type === 'tool_calls' && (reply.calls ?? []).some((c) => c?.name === PLAN_TOOL)) {
-    return planEvent(reply, at, usage);
-  }
+  const hostTool = reply?.type === 'tool_calls' ? (reply.calls ?? []).find((c) => HOST_TOOLS.has(c?.name)) : undefined;
+  if (reply?.type === 'tool_calls' && hostTool) return hostToolEvent(reply, hostTool.name, at, usage);
   switch (reply?.type) {
     case 'tool_calls':
       candidate = {
@@ -214,24 +215,29 @@ export function toModelEvent(
   return { type: 'model.invalidOutput', at, detail: `unusable model output: ${zodSummary(parsed.error)}`, usage };
 }
 
-/** A reply that calls the host's `propose_plan`: a plan, when it is the reply's only call. */
-function planEvent(
+/** The host's own tools: a call of one is a plan or a decision, never run. */
+const HOST_TOOLS: ReadonlySet<unknown> = new Set([PLAN_TOOL, DECISION_TOOL]);
+
+/** A reply that calls `propose_plan` or `submit_decision`: a plan or a decision, when it is the reply's only call. */
+function hostToolEvent(
   reply: Extract<ModelReply, { type: 'tool_calls' }>,
+  name: string,
   at: number,
   usage: ModelEvent['usage'],
 ): ModelEvent {
   const [call, ...others] = reply.calls;
   if (others.length > 0) {
+    const alone = name === PLAN_TOOL ? 'propose a plan alone, then act on it' : 'give the decision alone';
     return {
       type: 'model.invalidOutput',
       at,
-      detail: `${PLAN_TOOL} was called with other tools in one reply; propose a plan alone, then act on it`,
+      detail: `${name} was called with other tools in one reply; ${alone}`,
       received: receivedOf(JSON.stringify(reply.calls.map((c) => c?.name))),
       usage,
     };
   }
   const parsed = modelEventSchema.safeParse({
-    type: 'model.planProposed',
+    type: name === PLAN_TOOL ? 'model.planProposed' : 'model.decided',
     at,
     callId: call?.callId,
     arguments: call?.arguments,
@@ -239,7 +245,7 @@ function planEvent(
     usage,
   });
   if (parsed.success) return parsed.data;
-  return { type: 'model.invalidOutput', at, detail: `unusable plan proposal: ${zodSummary(parsed.error)}`, usage };
+  return { type: 'model.invalidOutput', at, detail: `unusable ${name} call: ${zodSummary(parsed.error)}`, usage };
 }
 
 /** An unusable output as received, cut to what the audit keeps (the cut marked), or null when there was none. */
