@@ -20,6 +20,12 @@ import { bookingMandate } from '../tools/mandates.js';
 import { reserveRoom } from '../tools/reserveRoom.js';
 import { byKind, reserveArgs } from './support/harness.js';
 import { ToolDefinitionError } from '../src/errors.js';
+import type { AnyActorScope } from 'xstate';
+import type { MachineEvent, ReadResult } from '../machines/actors.js';
+import type { ModelEvent } from '../machines/events.js';
+import type { TranscriptEntry } from '../machines/journal.js';
+import { type AgentSnapshot, CHART, T0, USER, withLimits, withPolicy } from './support/agentWorld.js';
+import { inertScope } from './support/explore.js';
 
 const SEARCH_THEN_BOOK = [
   { id: 's1', tool: 'find_available_rooms', purpose: 'find a free room with a projector' },
@@ -362,5 +368,81 @@ describe('a plan through the HTTP service', () => {
       await app.close();
       await s.orchestrator.close();
     }
+  });
+});
+
+describe('plan-and-execute, when the task stops or a result is lost mid-plan', () => {
+  const input = withPolicy(
+    { planning: { mode: 'plan_first', approval: 'writes', approverScope: null, maxProposals: 3, maxSteps: 4 } },
+    withLimits({ modelTurns: 5, toolCalls: 4 }),
+  );
+  const usage = { inputTokens: 1, outputTokens: 1, costMicros: 1 };
+  /** Runs `events` through the world's chart, collecting the transcript entries it emits. */
+  function run(events: ((snapshot: AgentSnapshot) => MachineEvent)[]) {
+    const transcript: TranscriptEntry[] = [];
+    const scope = {
+      ...inertScope(),
+      defer: (fn: () => void) => fn(),
+      emit: (e: { type: string; entry?: TranscriptEntry }) => e.type === 'transcript' && transcript.push(e.entry!),
+      actionExecutor: (a: { type: string; info: unknown; params: unknown; exec?: (i: unknown, p: unknown) => void }) =>
+        a.type === 'xstate.emit' && a.exec?.(a.info, a.params),
+    } as unknown as AnyActorScope;
+    let snapshot = CHART.getInitialSnapshot(scope, input);
+    for (const next of events) snapshot = CHART.transition(snapshot, next(snapshot) as never, scope);
+    return { snapshot, transcript };
+  }
+  const model = (event: ModelEvent): MachineEvent => ({
+    type: 'xstate.done.actor.model',
+    output: { kind: 'replied', at: T0, retriesUsed: 0, event },
+  });
+  const plan = (callId: string, steps: unknown[]) => () =>
+    model({ type: 'model.planProposed', at: T0, callId, arguments: JSON.stringify({ steps }), text: null, usage });
+  const search = () =>
+    model({
+      type: 'model.toolsProposed',
+      at: T0,
+      calls: [{ callId: 'c1', name: 'search_rooms', arguments: '{"day":"mon"}' }],
+      text: null,
+      usage,
+    });
+  const reads = (results: ReadResult[]) => (): MachineEvent => ({
+    type: 'xstate.done.actor.reads',
+    output: { at: T0, results, retriesUsed: 0 },
+  });
+  const cancel = (): MachineEvent => ({ type: 'task.cancelled', at: T0, reason: 'no', by: USER });
+  const look = [{ id: 'look', tool: 'search_rooms', purpose: 'see which rooms are free' }];
+
+  it('gives the propose_plan call of a plan cancelled while it waits for approval its result', () => {
+    const steps = [...look, { id: 'book', tool: 'book_room', purpose: 'book it', depends_on: ['look'] }];
+    const { snapshot, transcript } = run([plan('p1', steps), cancel]);
+    expect(snapshot.value).toBe('cancelled');
+    const results = transcript.filter((e) => e.kind === 'result' && e.observation.callId === 'p1');
+    expect(results).toEqual([
+      expect.objectContaining({ observation: expect.objectContaining({ ok: false, code: 'cancelled', gate: 'plan' }) }),
+    ]);
+  });
+
+  it('skips, rather than fails, a step whose call a stop left unrun', () => {
+    const { snapshot } = run([plan('p1', look), search, cancel]);
+    expect(snapshot.value).toBe('cancelled');
+    expect(snapshot.context.outcome?.plan?.steps[0]).toMatchObject({ id: 'look', status: 'skipped', failure: null });
+  });
+
+  it('keeps a step pending when the host lost its result', () => {
+    const { snapshot } = run([plan('p1', look), search, reads([])]);
+    expect(snapshot.context.plan?.current?.steps[0]).toMatchObject({ id: 'look', status: 'pending' });
+  });
+
+  it("never settles a later plan's step from a result that came before it", () => {
+    const ok: ReadResult = {
+      callId: 'c1',
+      outcome: { kind: 'ok', value: { rooms: ['A'] } },
+      attempts: 1,
+      durationMs: 1,
+    };
+    const again = [{ id: 'again', tool: 'search_rooms', purpose: 'look again' }];
+    const { snapshot } = run([plan('p1', look), search, reads([ok]), plan('p2', again), cancel]);
+    expect(snapshot.context.plan?.current?.steps[0]).toMatchObject({ id: 'again', status: 'pending' });
+    expect(snapshot.context.outcome?.plan?.steps[0]).toMatchObject({ id: 'again', status: 'skipped', callId: null });
   });
 });

@@ -4,7 +4,7 @@
  * `planRefusal` derives the refusal from the same functions. Once adopted, the steps whose dependencies all
  * succeeded are the ones whose tools the model is offered; a step's status changes only from a call's result.
  */
-import type { AgentContext, CallState, Json } from '../context.js';
+import type { AgentContext, CallState, Json, Observation } from '../context.js';
 import type { MachineEvent } from '../actors.js';
 import {
   PLAN_LIMITS,
@@ -254,8 +254,12 @@ export function withResults(
   return { planning: { ...planning, current: { ...plan, steps } }, changed: [...updates.values()] };
 }
 
-/** Codes that say nothing is known about the effect: the step is not failed, it is still to be established. */
+/**
+ * Codes that say nothing is known about the effect: the step is not failed, it is still to be established. The host
+ * losing a result (`internal_error`) is one: it is not the tool's failure.
+ */
 const isUnknown = (code: string) =>
+  code === 'internal_error' ||
   code === 'timeout' ||
   code === 'unavailable' ||
   code === 'interrupted' ||
@@ -271,6 +275,17 @@ export function replacedBy(planning: PlanningState, next: Plan | null): Planning
     proposals: planning.proposals,
     earlier: [...planning.earlier, ...kept].slice(-PLAN_LIMITS.earlier),
   };
+}
+
+/**
+ * The result of the `propose_plan` call of a plan that still waits for approval when the task stops (every call the
+ * conversation holds gets its result), or null when no plan waits.
+ */
+export function unapprovedPlanResult(planning: PlanningState, code: string): Observation | null {
+  const plan = planning.current;
+  if (plan?.status !== 'awaiting_approval') return null;
+  const summary = `the task stopped (${code}) before ${plan.id} was approved; none of it ran`;
+  return { callId: plan.callId, tool: PLAN_TOOL, ok: false, code, summary, retryable: false, gate: 'plan' };
 }
 
 /** The plan as the outcome keeps it: pending steps of a stopped task become `skipped`. */

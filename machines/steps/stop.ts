@@ -13,7 +13,7 @@ import { auditEntry, gateEntry, timeOf } from '../journal.js';
 import { nextStepNeed } from '../guards/budget.js';
 import { type Step, type StepResult, describeFields, endWait, retriesWithin } from './step.js';
 import { compensationResults, describeCompensations, willCompensate } from './compensate.js';
-import { finalPlan, withResults } from '../lib/plan.js';
+import { finalPlan, unapprovedPlanResult, withResults } from '../lib/plan.js';
 
 /** Ends the task with `status`: unfinished calls get a "not run" result (`skipCode`), results go to the transcript. */
 export function stop(
@@ -43,10 +43,17 @@ export function stop(
         message: `${reason.message} (while undoing the writes of an earlier stop, ${unwinding.stop.reason.code}); ${describeCompensations(compensations!)}`,
       }
     : reason;
-  // The plan as the results left it (those of the batch stopped in, too): what did not run is skipped.
+  // The plan as the results left it: those of the batch stopped in, too, if it is still open (a closed batch's were
+  // settled as it closed, and may be older than the plan). Only real results count, never the stop's own "not run"
+  // (so the batch before the skip); what did not run is skipped.
+  const open = context.batch !== null && !context.batch.closed ? context.batch : null;
   const planned =
-    context.plan && batch ? withResults(context.plan, batch.calls, timeOf(context, event)).planning : context.plan;
+    context.plan && open ? withResults(context.plan, open.calls, timeOf(context, event)).planning : context.plan;
   const plan = planned?.current ? finalPlan(planned.current) : null;
+  // A plan still waiting for approval: its propose_plan call gets its result too.
+  const unapproved = context.plan ? unapprovedPlanResult(context.plan, extra.skipCode ?? reason.code) : null;
+  if (unapproved)
+    transcript.push({ kind: 'result', at: timeOf(context, event), turn: context.turn, observation: unapproved });
   const outcome = {
     status,
     reason: said,

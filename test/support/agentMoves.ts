@@ -36,6 +36,7 @@ import {
   type World,
   valueOf,
 } from './agentWorld.js';
+import { planAlphabet } from './planMoves.js';
 
 const USAGE = { inputTokens: 60, outputTokens: 40, costMicros: 10 };
 
@@ -694,6 +695,8 @@ const OUTAGE_MODEL_MOVES = new Set(['model: valid read', 'model: answer', 'model
  * The alphabet narrows with the model turn (see FIRST_TURN_ONLY), which keeps the graph bounded.
  */
 export function movesFor(world: World, options: { lateFromTurn?: number } = {}): Move[] {
+  // The plan world has its own alphabet (`planMoves.ts`), narrowed from the common one.
+  if (world.shadow.plan) return planAlphabet(world, everyMove(world));
   const outage = world.shadow.outage !== null && valueOf(world.machine) === 'thinking';
   const all = outage
     ? everyMove(world).filter((m) => !m.type.startsWith('model: ') || OUTAGE_MODEL_MOVES.has(m.type))

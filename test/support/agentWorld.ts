@@ -20,6 +20,7 @@ import type { AgentContext, AgentInput, CallState, Catalog, Json, Mandate } from
 import type { ToolRules, Toolkit } from '../../machines/toolkit.js';
 import { hashArguments, sha256Hex } from '../../src/hashing.js';
 import { type Written, expectedUndos, succeededOn } from './undoWorld.js';
+import { type PlanShadow, type ProposedPlan, advancePlanShadow, harnessOffer, initialPlanShadow } from './planWorld.js';
 
 export type AgentSnapshot = SnapshotFrom<AgentMachine>;
 
@@ -165,6 +166,17 @@ export function presenceChartWith(guards: Parameters<AgentMachine['provide']>[0]
   return chart;
 }
 
+/** The chart of the plan world: the same tools; the model may propose plans (`planWorld.ts`, `planMoves.ts`). */
+export const PLAN_CHART: AgentMachine = createAgentMachine(TOOLKIT);
+const PLAN_CHARTS = new WeakSet<AgentMachine>([PLAN_CHART]);
+
+/** The plan world's chart with some guards replaced (a chart broken on purpose). */
+export function planChartWith(guards: Parameters<AgentMachine['provide']>[0]['guards']): AgentMachine {
+  const chart = PLAN_CHART.provide({ guards }) as AgentMachine;
+  PLAN_CHARTS.add(chart);
+  return chart;
+}
+
 /** The undo world's chart with some guards replaced (a chart broken on purpose), known to the harness as undoing. */
 export function undoChartWith(guards: Parameters<AgentMachine['provide']>[0]['guards']): AgentMachine {
   const chart = UNDO_CHART.provide({ guards }) as AgentMachine;
@@ -245,6 +257,8 @@ export interface ShadowCall {
   room: string | null;
   /** The harness built this proposal to pass the protocol gate. */
   protocolOk: boolean;
+  /** The tool is offered in this step by the harness's reading (in the plan world, a ready step's; else always). */
+  offered: boolean;
   schemaOk: boolean;
   /** The arguments fit the user's mandate, by the harness's reading (MANDATE_*; a write no rule covers does not). */
   mandateOk: boolean;
@@ -294,13 +308,19 @@ export function gatesOk(call: ShadowCall | undefined): boolean {
   if (!call) return false;
   const done = (v: Verdict) => v === 'pass' || v === 'n/a';
   return (
-    call.protocolOk && call.schemaOk && call.mandateOk && call.scopeOk && done(call.business) && done(call.authorize)
+    call.protocolOk &&
+    call.offered &&
+    call.schemaOk &&
+    call.mandateOk &&
+    call.scopeOk &&
+    done(call.business) &&
+    done(call.authorize)
   );
 }
 
 /** The gate that must refuse the call, by the harness's account (first in gate order), or null. */
 export function refusingGate(call: ShadowCall): RefusingGate | null {
-  if (!call.protocolOk) return 'protocol';
+  if (!call.protocolOk || !call.offered) return 'protocol';
   if (!call.schemaOk) return 'schema';
   if (!call.mandateOk) return 'mandate';
   if (call.business === 'reject') return 'business';
@@ -351,6 +371,8 @@ export interface Shadow {
   presence: boolean;
   /** The harness said the task's user left and has not said they came back (nor has their pause expired). */
   away: boolean;
+  /** The plan world's reading of plans (`PLAN_CHART`), or null in the other worlds. */
+  plan: PlanShadow | null;
 }
 
 export interface World {
@@ -361,6 +383,8 @@ export interface World {
   chart: AgentMachine;
   machine: AgentSnapshot;
   shadow: Shadow;
+  /** What the machine emitted on the move that reached this world (captured in the plan world only). */
+  emitted?: unknown[];
 }
 
 export type ProtocolExpectation = 'accepted' | 'rejected' | 'unpairable';
@@ -396,6 +420,8 @@ export interface Move {
   inert?: boolean;
   /** The explorer goes on from this move with the late alphabet (see `movesFor`). */
   narrows?: boolean;
+  /** For a plan proposal (the plan world): what the harness knows of the plan. */
+  plan?: ProposedPlan;
 }
 
 // --- reading snapshots ------------------------------------------------------------------------------------
@@ -419,6 +445,7 @@ export const WAITING_STATES = new Set([
   'reviewRequired',
   'paused',
   'executing.pausedBeforeWrite',
+  'awaitingPlanApproval',
 ]);
 /** Stable states where the machine waits on one of its invoked actors, with the invoke id. */
 export const INVOKING_STATES: Record<string, string> = {
@@ -519,10 +546,34 @@ function tampering(callId: string, args: Json) {
 export function applyMove(world: World, move: Move, scope: AnyActorScope): World {
   const prev = world.machine;
   let next = prev;
+  // The plan world reads the transcript the machine emits (the conversation's propose_plan calls and results).
+  const emitted: unknown[] = [];
+  const used = world.shadow.plan ? capturing(scope, emitted) : scope;
   if (move.restart) next = restore(prev, world.chart);
   if (move.tamper) next = restore(prev, world.chart, tampering(move.tamper.callId, move.tamper.args));
-  if (move.event) next = world.chart.transition(next, move.event as never, scope);
-  return { ...world, machine: next, shadow: advanceShadow(world.shadow, prev, move, next) };
+  if (move.event) next = world.chart.transition(next, move.event as never, used);
+  const shadow = advanceShadow(world.shadow, prev, move, next);
+  const plan =
+    shadow.plan &&
+    advancePlanShadow(shadow.plan, prev, move, next, emitted, USER, (t) => CATALOG[t]?.effect === 'write');
+  return { ...world, machine: next, shadow: { ...shadow, plan }, ...(world.shadow.plan ? { emitted } : {}) };
+}
+
+/** A scope that runs only the machine's `emit` actions, into `into` (nothing is started, nothing else runs). */
+function capturing(scope: AnyActorScope, into: unknown[]): AnyActorScope {
+  return {
+    ...scope,
+    emit: (event: unknown) => into.push(event),
+    defer: (fn: () => void) => fn(),
+    actionExecutor: (action: {
+      type: string;
+      info: unknown;
+      params: unknown;
+      exec?: (i: unknown, p: unknown) => void;
+    }) => {
+      if (action.type === 'xstate.emit') action.exec?.(action.info, action.params);
+    },
+  } as unknown as AnyActorScope;
 }
 
 function parsedArgs(text: string): unknown {
@@ -570,6 +621,7 @@ function shadowOf(
     tool,
     room: typeof fields.room === 'string' ? fields.room : null,
     protocolOk,
+    offered: true,
     schemaOk,
     mandateOk: schemaOk && fitsMandate(tool, fields),
     scopeOk: rules !== undefined && rules.scopes.every((s) => INPUT.principal.scopes.includes(s)),
@@ -630,6 +682,9 @@ function advanceShadow(shadow: Shadow, prev: AgentSnapshot, move: Move, next: Ag
           move.calls?.find((f) => f.callId === callId),
         );
       });
+      // The plan world: a tool no ready step of the plan in force names is not offered (the harness's reading).
+      const offer = shadow.plan && harnessOffer(shadow.plan, prev.context);
+      if (offer) calls = calls.map((c) => ({ ...c, offered: offer.has(c.tool) }));
     }
   }
   let away = shadow.away;
@@ -768,6 +823,7 @@ function advanceShadow(shadow: Shadow, prev: AgentSnapshot, move: Move, next: Ag
     written,
     presence: shadow.presence,
     away,
+    plan: shadow.plan,
   };
 }
 
@@ -793,6 +849,7 @@ export function initialWorld(scope: AnyActorScope, input: AgentInput = INPUT, ch
       written: [],
       presence: PRESENCE_CHARTS.has(chart),
       away: false,
+      plan: PLAN_CHARTS.has(chart) ? initialPlanShadow(input.policy.planning) : null,
     },
   };
 }

@@ -10,6 +10,7 @@
  */
 import type { AnyActorScope } from 'xstate';
 import { UNDOING_STOPS, expectedUndos } from './undoWorld.js';
+import { planEdgeProblems, planStateProblems } from './planProperties.js';
 import { eventTime } from '../../machines/actors.js';
 import type { AgentInput, BudgetCounters, CallState } from '../../machines/context.js';
 import { hashArguments } from '../../src/hashing.js';
@@ -178,10 +179,12 @@ export function checkState(world: World, input: AgentInput): string[] {
 
   // (1)/(5) A pending confirmation exists exactly while waiting for it, bound to what was vetted, asking the right people.
   const pending = context.pendingConfirmation;
-  if ((pending !== null) !== (value === 'executing.awaitingConfirmation')) {
+  // A plan's approval is a pending confirmation too, in its own state (checked by the P9 rules).
+  const planApproval = value === 'awaitingPlanApproval';
+  if ((pending !== null) !== (value === 'executing.awaitingConfirmation' || planApproval)) {
     fail('P1 confirmation', `pendingConfirmation ${pending ? pending.id : 'null'} in ${value}`);
   }
-  if (pending) {
+  if (pending && !planApproval) {
     const call = context.batch?.calls.find((c) => c.callId === pending.callId);
     const shadow = shadowOf(pending.callId);
     if (!call || call.phase !== 'awaitingConfirmation')
@@ -324,6 +327,7 @@ export function checkState(world: World, input: AgentInput): string[] {
     fail('P5 authority', 'done without a success criterion met by trusted evidence');
   if (value === 'answered' && context.success)
     fail('P5 authority', 'answered although the task declares a success criterion');
+  problems.push(...planStateProblems(world));
   return problems;
 }
 
@@ -785,6 +789,8 @@ export function checkEdge(prev: World, move: Move, next: World, scope: AnyActorS
     if (code !== 'user_away') fail('P8 presence', `an expired pause leads to ${to} (${code ?? 'no stop'})`);
   }
 
+  problems.push(...planEdgeProblems(prev, move, next));
+
   // (4) Hard counters never go back.
   for (const dim of HARD_DIMENSIONS) {
     if (after.context.budget.used[dim] < used[dim])
@@ -834,7 +840,9 @@ export function checkEdge(prev: World, move: Move, next: World, scope: AnyActorS
       if (calls.length !== proposed.length || calls.some((c, i) => c.callId !== proposed[i]!.callId!.trim())) {
         fail('protocol', `${move.type}: the accepted batch is not the proposed calls`);
       }
-      if (calls.some((c) => c.observation?.ok === false && c.observation.gate === 'protocol'))
+      // (A call of a tool not offered in this step, by the harness's reading, is refused at the protocol gate.)
+      const offered = (callId: string) => next.shadow.calls.find((c) => c.callId === callId)?.offered !== false;
+      if (calls.some((c) => c.observation?.ok === false && c.observation.gate === 'protocol' && offered(c.callId)))
         fail('protocol', `${move.type} was refused at the protocol gate`);
     }
     if (move.protocol === 'unpairable' && !undoing) {
