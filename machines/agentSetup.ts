@@ -184,7 +184,8 @@ export function agentSetup(toolkit: Toolkit) {
       // the user's presence
       ...named(presence, ['isUserAway', 'isAboutTaskUser', 'hasAbsenceExpired']),
       // the plan gate (plan-and-execute)
-      ...named(plan, ['isPlanningOn', 'hasPlanProposalsLeft', 'isPlanWellFormed', 'arePlanToolsPermitted']),
+      ...named(plan, ['isPlanningOn', 'hasPlanProposalsLeft', 'isPlanReplaceable', 'isPlanWellFormed']),
+      ...named(plan, ['arePlanToolsPermitted']),
       ...named(plan, ['isPlanWithinMandate', 'isPlanWithinBudget', 'needsPlanApproval', 'isPlanApprovalPending']),
       // a host-defined workflow
       ...named(workflow, ['isFollowingWorkflow', 'hasWorkflowEnded', 'didWorkflowFail', 'isNextWorkflowStepCall']),

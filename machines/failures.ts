@@ -123,6 +123,8 @@ export const CALL_CODES = {
   /** The task takes no plans (`planning.mode: 'off'`). */
   planning_off: { retryable: false },
   plan_malformed: { retryable: true },
+  /** A plan is in force and can go on: it is not replaced. */
+  plan_in_force: { retryable: false },
   /** The steps depend on each other in a cycle. */
   plan_cycle: { retryable: true },
   /** A write step's tool declares no rule against the task's mandate. */

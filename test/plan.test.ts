@@ -434,14 +434,15 @@ describe('plan-and-execute, when the task stops or a result is lost mid-plan', (
   });
 
   it("never settles a later plan's step from a result that came before it", () => {
-    const ok: ReadResult = {
+    // The search fails (the tool's own failure): p1 is stuck, so a new plan may replace it.
+    const failed: ReadResult = {
       callId: 'c1',
-      outcome: { kind: 'ok', value: { rooms: ['A'] } },
+      outcome: { kind: 'error', code: 'tool_error', summary: 'search broke', retryable: false },
       attempts: 1,
       durationMs: 1,
     };
     const again = [{ id: 'again', tool: 'search_rooms', purpose: 'look again' }];
-    const { snapshot } = run([plan('p1', look), search, reads([ok]), plan('p2', again), cancel]);
+    const { snapshot } = run([plan('p1', look), search, reads([failed]), plan('p2', again), cancel]);
     expect(snapshot.context.plan?.current?.steps[0]).toMatchObject({ id: 'again', status: 'pending' });
     expect(snapshot.context.outcome?.plan?.steps[0]).toMatchObject({ id: 'again', status: 'skipped', callId: null });
   });

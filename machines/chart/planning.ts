@@ -11,6 +11,7 @@ import type { ChartState } from './chartState.js';
 export const planProposed = [
   { guard: not('isPlanningOn'), target: 'deciding', actions: 'refusePlan' },
   { guard: not('hasPlanProposalsLeft'), target: 'stopping', actions: 'stopForPlanLimit' },
+  { guard: not('isPlanReplaceable'), target: 'deciding', actions: 'refusePlan' },
   { guard: not('isPlanWellFormed'), target: 'deciding', actions: 'refusePlan' },
   { guard: not('arePlanToolsPermitted'), target: 'deciding', actions: 'refusePlan' },
   { guard: not('isPlanWithinMandate'), target: 'deciding', actions: 'refusePlan' },

@@ -4,7 +4,15 @@
  */
 import type { MachineEvent } from '../actors.js';
 import type { AgentContext } from '../context.js';
-import { estimateOf, estimateShortfall, parsedPlan, planningOf, uncheckedWrite, unpermittedTool } from '../lib/plan.js';
+import {
+  estimateOf,
+  estimateShortfall,
+  isPlanStuck,
+  parsedPlan,
+  planningOf,
+  uncheckedWrite,
+  unpermittedTool,
+} from '../lib/plan.js';
 import type { Toolkit } from '../toolkit.js';
 import type { Guard } from './guard.js';
 
@@ -14,6 +22,15 @@ export const planGuards = {
 
   /** Fewer plans were proposed than the policy allows (refused ones count: re-planning is bounded). */
   hasPlanProposalsLeft: (context) => planningOf(context).proposals < context.policy.planning.maxProposals,
+
+  /**
+   * No plan is in force that can still go on: there is none, or a step of it failed, or nothing of it can run. A plan
+   * that can go on is not replaced (its ready steps are what the model may do); one that finished is answered.
+   */
+  isPlanReplaceable: (context: AgentContext) => {
+    const planning = planningOf(context);
+    return planning.current === null || isPlanStuck(planning);
+  },
 
   /** The plan parses, its step ids are unique, each step is an installed tool, its dependencies exist and are acyclic. */
   isPlanWellFormed: (context, event, toolkit) => parsedPlan(context, event, toolkit).ok,
@@ -57,6 +74,11 @@ export function planRefusal(
 ): { code: string; summary: string } | null {
   if (context.policy.planning.mode === 'off')
     return { code: 'planning_off', summary: 'this task does not take plans: propose the next tool calls instead' };
+  if (!planGuards.isPlanReplaceable(context))
+    return {
+      code: 'plan_in_force',
+      summary: `${planningOf(context).current?.id} is in force and can go on: call its ready steps' tools, or answer`,
+    };
   const parsed = parsedPlan(context, event, toolkit);
   if (!parsed.ok) return { code: parsed.code, summary: parsed.summary };
   const tool = unpermittedTool(context, parsed.steps, toolkit);

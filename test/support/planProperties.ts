@@ -137,7 +137,8 @@ export function planEdgeProblems(prev: World, move: Move, next: World): string[]
           (t) => t.id === s.id && t.status === 'succeeded',
         ),
       );
-      const code = move.plan.refusal ?? (reused ? 'plan_malformed' : 'over_budget');
+      const code =
+        expected === 'in_force' ? 'plan_in_force' : (move.plan.refusal ?? (reused ? 'plan_malformed' : 'over_budget'));
       if (
         !result ||
         result.observation.ok !== ok ||

@@ -89,8 +89,20 @@ export function expectedGate(
   prev: SnapshotView,
   plan: ProposedPlan,
   writes: (tool: string) => boolean,
-): 'limit' | 'refused' | 'awaiting' | 'adopted' {
+): 'limit' | 'in_force' | 'refused' | 'awaiting' | 'adopted' {
   if (shadow.proposals >= shadow.policy.maxProposals) return 'limit';
+  // A plan in force that can go on is not replaced: a step of it must have failed, or none be able to run.
+  const current = prev.context.plan?.current;
+  if (current?.status === 'adopted') {
+    const done = new Set([
+      ...(prev.context.plan?.earlier ?? []).map((s) => s.id),
+      ...current.steps.filter((s) => s.status === 'succeeded').map((s) => s.id),
+    ]);
+    const pending = current.steps.filter((s) => s.status === 'pending');
+    const ready = pending.some((s) => s.dependsOn.every((d) => done.has(d)));
+    const failed = current.steps.some((s) => s.status === 'failed');
+    if (!failed && (pending.length === 0 || ready)) return 'in_force';
+  }
   if (plan.steps === null) return 'refused';
   // A re-plan may not reuse the id of a step that succeeded (it stays a fact); the statuses are checked by P9.
   const planning = prev.context.plan;
