@@ -278,4 +278,4 @@ export type {
   QueueDepth,
 } from './orchestrator/dispatch.js';
 export type { InboxCursor, InboxReply } from './store/envelope.js';
-export type { InboxEntry, TaskInbox } from './store/taskStore.js';
+export type { InboxEntry, TaskChange, TaskChanges, TaskInbox, TaskWatch } from './store/taskStore.js';

@@ -7,8 +7,12 @@
  * that id, so nothing is lost and nothing is sent twice. When the task has ended and every entry was sent, an
  * `end` event (no id) closes the stream.
  *
- * New entries are picked up on every save this process acknowledges (`orchestrator.onSaved`), and by a slow poll
- * of the store for tasks another process drives.
+ * New entries are read when the task is saved, wherever it is driven (`orchestrator.watchTask`): on a store that
+ * announces saves (Redis: pub/sub published by the save script; MemoryStore) every API instance hears of every save
+ * at once and reads the journal from the last entry it sent, so entries arrive in order, without gap or duplicate,
+ * whichever worker drives the task. The store is also polled: every `pollMs` while saves elsewhere may go
+ * unannounced (a store without notifications, a subscriber connection that is down), only every `livePollMs` as a
+ * safety net while they are announced.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AuditEntry } from '../../machines/journal.js';
@@ -17,8 +21,10 @@ import type { AuditRecord, Orchestrator } from '../orchestrator/orchestrator.js'
 import { serviceError } from './serviceError.js';
 
 export interface SseOptions {
-  /** How often the store is polled for entries saved by other processes (default 2 s). */
+  /** How often the store is polled while saves by other processes may go unannounced (default 2 s). */
   pollMs: number;
+  /** How often it is polled, as a safety net, while the store announces every save (default 30 s). */
+  livePollMs?: number;
   /** A comment line keeps proxies from closing an idle stream (default 15 s). */
   heartbeatMs: number;
 }
@@ -140,10 +146,12 @@ export async function streamTaskEvents(
   }
 
   let chain: Promise<void> = Promise.resolve();
+  let lastRead = performance.now();
   const pump = () => {
     chain = chain
       .then(async () => {
         if (closed) return;
+        lastRead = performance.now();
         if (!(await stillVisible())) {
           write('event: end\ndata: {"reason":"no_longer_visible"}\n\n');
           stop();
@@ -157,14 +165,22 @@ export async function streamTaskEvents(
         request.log.warn({ err: error, taskId }, 'task event stream could not read the journal');
       });
   };
-  const unsubscribe = orchestrator.onSaved((summary) => {
-    if (summary.taskId === taskId) pump();
+  const watch = orchestrator.watchTask(taskId, (change) => {
+    // A save whose entries were all sent already (its word came after the journal was read) needs no read.
+    if (change.kind === 'saved' && change.audit <= next) return;
+    pump();
   });
-  const poll = setInterval(pump, options.pollMs);
+  const livePollMs = options.livePollMs ?? 30_000;
+  const poll = setInterval(
+    () => {
+      if (!watch.live || performance.now() - lastRead >= livePollMs) pump();
+    },
+    Math.min(options.pollMs, livePollMs),
+  );
   const heartbeat = setInterval(() => write(': keep-alive\n\n'), options.heartbeatMs);
   function stop() {
     closed = true;
-    unsubscribe();
+    watch.stop();
     clearInterval(poll);
     clearInterval(heartbeat);
   }

@@ -19,7 +19,7 @@ import { AgentError, HostRequestError, TaskNotFoundError } from '../errors.js';
 import type { ToolRegistry } from '../runtime/toolRegistry.js';
 import type { RetentionReport, TaskOwner, Tombstone } from '../store/erasure.js';
 import type { TaskSummary } from '../store/summary.js';
-import { type ListQuery, type TaskStore, isErasable } from '../store/taskStore.js';
+import { type ListQuery, type TaskChange, type TaskStore, type TaskWatch, isErasable } from '../store/taskStore.js';
 import { assembleOrchestrator } from './assemble.js';
 import type { Capacity } from './capacity.js';
 import type { DispatchWorker, DispatchWorkerOptions } from './dispatch.js';
@@ -36,6 +36,7 @@ import { taskInput } from './startTask.js';
 import { recentLoopDelay } from '../runtime/loopLag.js';
 import { type AuditRecord, type TaskStatus, type UserEventResult, statusOfLive } from './status.js';
 import type { TaskMode } from './taskMode.js';
+import { watchTask } from './watchTask.js';
 
 /** See `Orchestrator.stats()`. Counts are since the orchestrator was created. */
 export interface OrchestratorStats {
@@ -204,6 +205,16 @@ export class Orchestrator {
   onSaved(listener: (summary: TaskSummary) => void): () => void {
     this.savedListeners.add(listener);
     return () => this.savedListeners.delete(listener);
+  }
+
+  /**
+   * Calls `listener` when task `taskId` may have new journal entries, wherever it is driven: on a store with change
+   * notifications (`store.changes`: Redis across processes, MemoryStore within one) after every save by any process,
+   * else after the saves this process acknowledges. While `live` is false, saves elsewhere may go unannounced: poll
+   * `audit(taskId, from)`. For live views (the service's event streams); the listener must not throw.
+   */
+  watchTask(taskId: string, listener: (change: TaskChange) => void): TaskWatch {
+    return watchTask(this.store, (saved) => this.onSaved(saved), taskId, listener);
   }
 
   /** Tasks driven by this process right now (waiting and finished ones are not kept). */

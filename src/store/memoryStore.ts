@@ -42,8 +42,10 @@ import type {
   MandateClaims,
   SaveRequest,
   TakenTask,
+  TaskChanges,
   TenantSlots,
 } from './taskStore.js';
+import { ChangeListeners } from './changeListeners.js';
 import { checkSameOwner, checkSaveRequest, matchesQuery, readsAreOwn } from './storeChecks.js';
 
 /** Options of a MemoryStore. */
@@ -81,6 +83,9 @@ export class MemoryStore implements ErasableTaskStore, MandateClaims {
   readonly tenantSlots: TenantSlots;
   private readonly now: () => number;
   private readonly retention: Retention;
+  private readonly listeners = new ChangeListeners();
+  /** Word of every save, to the listeners in this process (the orchestrators sharing the store, their live views). */
+  readonly changes: TaskChanges = { watch: (taskId, listener) => this.listeners.watch(taskId, listener) };
 
   /** Options, or (as before) just the `now` function. */
   constructor(options: MemoryStoreOptions | (() => number) = {}) {
@@ -195,6 +200,13 @@ export class MemoryStore implements ErasableTaskStore, MandateClaims {
       summary: { ...envelope.summary },
       audit,
       transcript,
+    });
+    this.listeners.notify({
+      kind: 'saved',
+      taskId: envelope.taskId,
+      revision: envelope.revision,
+      audit: audit.length,
+      transcript: transcript.length,
     });
   }
 

@@ -129,6 +129,36 @@ export interface TenantSlots {
   count(tenantId: string): Promise<number>;
 }
 
+/**
+ * Word that a task's journals grew: sent after a save by any process (`'saved'`, with the lengths the save
+ * committed), or when the store may have missed some (`'resync'`: a subscription was just confirmed, or its
+ * connection came back after a break), so a listener reads what it has not seen yet. A hint, never the data: the
+ * journals stay the source of truth, and a listener reads them from where it stands.
+ */
+export type TaskChange =
+  | { kind: 'saved'; taskId: string; revision: number; audit: number; transcript: number }
+  | { kind: 'resync'; taskId: string };
+
+/** A listener's registration with `TaskChanges.watch`. */
+export interface TaskWatch {
+  /**
+   * Whether notifications reach this listener now (the store's subscription for the task is confirmed and its
+   * connection is up). While false, a caller should poll at its fast rate; once true again, a `'resync'` follows.
+   */
+  readonly live: boolean;
+  /** Stops the notifications (idempotent). */
+  stop(): void;
+}
+
+/**
+ * Notifications of saved journal entries, for live views in every process that shares the store (Redis: pub/sub on
+ * a channel per task, published by the save script itself; MemoryStore: within the process).
+ */
+export interface TaskChanges {
+  /** Calls `listener` (never synchronously inside `watch`) whenever task `taskId` may have new entries. */
+  watch(taskId: string, listener: (change: TaskChange) => void): TaskWatch;
+}
+
 export interface TaskStore {
   /** Present on stores that can coordinate several processes (one driver per task). */
   readonly leases?: LeaseManager;
@@ -146,6 +176,11 @@ export interface TaskStore {
   acquireAndRead?(taskId: string, ttlMs: number): Promise<TakenTask | null>;
   /** Present on stores that can hold tasks' inboxes for dispatch across processes. */
   readonly inbox?: TaskInbox;
+  /**
+   * Present on stores that tell every process about saves (Redis, MemoryStore within its process): live views
+   * (`GET /api/tasks/:id/events`) subscribe instead of polling quickly. Without it they poll the store.
+   */
+  readonly changes?: TaskChanges;
   /** "memory", "file", "redis"... */
   readonly kind: string;
   /**

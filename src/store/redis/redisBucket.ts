@@ -123,6 +123,7 @@ export class RedisBucket {
       epoch.candidate,
       STATE_NAMES,
       ...append.transcript.map(entryJson),
+      this.keys.live(taskId),
     ];
     const action = `save of task ${taskId}`;
     const [code, detail, found] = await this.call(action, () => this.client.taskStoreSave(...keys, ...args), {

@@ -62,6 +62,11 @@ export interface RedisKeys {
    * prefix's own hash tag (`redisKeys`), whatever the bucket count: every process counts a tenant in one key.
    */
   tenantSlots(tenantId: string): string;
+  /**
+   * Pub/sub channel (not a key): the save script publishes "<revision> <audit length> <transcript length>" on it
+   * after each save of the task (`redisTaskChanges.ts`).
+   */
+  live(taskId: string): string;
   /** String: the tombstone (JSON) of an erased task; saves, leases and quarantine of the id are refused. */
   tombstone(taskId: string): string;
   /** Sorted set: ids of erased tasks, scored by erasedAt (for the tombstones' retention). */
@@ -128,6 +133,7 @@ function keysUnder(root: string): RedisKeys {
     wake: `${root}:index:wake`,
     quarantine: `${root}:quarantine`,
     tombstone: (id) => `${root}:tombstone:${id}`,
+    live: (id) => `${root}:live:${id}`,
     mandate: (id) => `${root}:mandate:${id}`,
     mandateOf: (id) => `${root}:mandateof:${id}`,
     tenantSlots: (tenantId) => `${root}:tenantslots:${tenantId}`,

@@ -36,6 +36,7 @@ import { deleteMatching, scanKeys } from './redisScans.js';
 import { globEscape } from './redisErasure.js';
 import type { RedisCall } from './redisConnection.js';
 import { defineStoreScripts } from './redisScripts.js';
+import { RedisTaskChanges } from './redisTaskChanges.js';
 import { RedisTenantSlots } from './redisTenantSlots.js';
 import { readsAreOwn } from '../storeChecks.js';
 import type {
@@ -48,6 +49,7 @@ import type {
   MandateClaims,
   SaveRequest,
   TakenTask,
+  TaskChanges,
   TaskInbox,
   TenantSlots,
 } from '../taskStore.js';
@@ -101,6 +103,8 @@ export class RedisStore implements ErasableTaskStore, MandateClaims {
   readonly inbox: TaskInbox;
   /** Tenants' slots of running tasks, counted for every process on the prefix (`capacity.tenantCap`). */
   readonly tenantSlots: TenantSlots;
+  /** Word of every save of a watched task, by any process (pub/sub, published by the save script). */
+  readonly changes: TaskChanges;
   /** How many buckets the tasks are spread over. */
   readonly buckets: number;
   private readonly client: Redis;
@@ -110,6 +114,7 @@ export class RedisStore implements ErasableTaskStore, MandateClaims {
   private readonly layout: RedisLayout;
   private readonly prefix: string;
   private readonly call: RedisCall;
+  private readonly liveChanges: RedisTaskChanges;
   private closed = false;
 
   constructor(options: RedisStoreOptions = {}) {
@@ -146,6 +151,8 @@ export class RedisStore implements ErasableTaskStore, MandateClaims {
     const ready = () => this.layout.checked();
     const bucket = async (taskId: string) => (await ready(), this.bucket(taskId));
     this.tenantSlots = new RedisTenantSlots(scripts, root, call, ready);
+    this.liveChanges = new RedisTaskChanges(client, (taskId) => this.bucket(taskId).keys.live(taskId));
+    this.changes = this.liveChanges;
     this.leases = {
       acquire: async (taskId, ttlMs) => (await bucket(taskId)).leases.acquire(taskId, ttlMs),
       renew: async (lease: Lease, ttlMs) => (await bucket(lease.taskId)).leases.renew(lease, ttlMs),
@@ -338,6 +345,8 @@ export class RedisStore implements ErasableTaskStore, MandateClaims {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    // The subscriber is the store's own, whoever owns the client.
+    this.liveChanges.close();
     if (!this.ownsClient) return;
     if (this.client.status === 'ready') await this.client.quit().catch(() => this.client.disconnect());
     else this.client.disconnect();

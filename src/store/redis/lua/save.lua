@@ -45,6 +45,8 @@
   ARGV[16]  a new epoch, created when the writer learned none and there is none ("" otherwise)
   ARGV[17]  the state names, comma-separated, aligned with KEYS[11..]
   ARGV[18..17+T]           transcript entries (JSON)
+  ARGV[18+T]  the task's live-event channel (absent or "" for none): once saved, the script publishes
+              "<revision> <audit length> <transcript length>" on it, so no save goes unannounced
 
   Commands: the epoch marker, fence counter and lease are read with one MGET (a key of another type reads as nil
   there, so only a nil one is looked at again with TYPE); the audit stream's type is left to the XADD, the first
@@ -183,5 +185,10 @@ if wakeAt ~= '' then
   redis.call('ZADD', wakeKey, wakeAt, taskId)
 else
   redis.call('ZREM', wakeKey, taskId)
+end
+local channel = ARGV[18 + transcriptCount]
+if channel and channel ~= '' then
+  redis.call('PUBLISH', channel,
+    revision .. ' ' .. (auditBefore + auditCount) .. ' ' .. (transcriptBefore + transcriptCount))
 end
 return {1, revision, epoch}
