@@ -134,6 +134,8 @@ export const CALL_CODES = {
   plan_rejected: { retryable: false },
   plan_expired: { retryable: false },
   plan_limit: { retryable: false },
+  /** A workflow's decision outside the step's choices or schema (or none asked for): decide again. */
+  invalid_decision: { retryable: true },
 } as const satisfies Record<string, { retryable: boolean }>;
 
 export type CallCode = keyof typeof CALL_CODES;

@@ -10,6 +10,7 @@ import type {
   Outcome,
   PendingConfirmation,
   Plan,
+  WorkflowState,
   Principal,
   Review,
 } from '../../machines/context.js';
@@ -46,6 +47,8 @@ export interface TaskStatus {
   observations: Observation[];
   /** The plan in force or awaiting approval (plan-and-execute), its steps as tool results left them; else null. */
   plan: Plan | null;
+  /** The workflow the task follows (its current step and what each step established), or null. */
+  workflow: WorkflowState | null;
   createdAt: number;
   updatedAt: number;
 }
@@ -91,6 +94,7 @@ export function statusFrom(context: AgentContext, summary: TaskSummary): TaskSta
     evidence: context.evidence,
     observations: context.batch?.calls.flatMap((c) => (c.observation ? [c.observation] : [])) ?? [],
     plan: context.plan?.current ?? null,
+    workflow: context.workflow,
     createdAt: summary.createdAt,
     updatedAt: summary.updatedAt,
   };

@@ -8,6 +8,7 @@ import { observationSchema } from '../../machines/calls.js';
 import { agentContextSchema, budgetCountersSchema, budgetLimitsSchema } from '../../machines/context.js';
 import { time } from '../../machines/lib/schemaParts.js';
 import { planSchema } from '../../machines/plans.js';
+import { workflowStateSchema } from '../../machines/workflows.js';
 import { taskSummarySchema } from '../store/summary.js';
 import type { TaskStatus } from './status.js';
 
@@ -39,6 +40,9 @@ export const taskStatusSchema = agentContextSchema
       deadlineAt: time,
     }),
     observations: z.array(observationSchema).describe('Results of the last batch, paired by call id'),
+    workflow: workflowStateSchema
+      .nullable()
+      .describe('The workflow the task follows: its current step and what each step established; else null'),
     plan: planSchema
       .nullable()
       .describe('The plan in force or awaiting approval, its steps as tool results left them; else null'),
