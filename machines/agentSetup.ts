@@ -277,6 +277,7 @@ export function agentSetup(toolkit: Toolkit) {
         'refuseConfirmation',
         'askConfirmationAgain',
       ]),
+      ...steps(asking, ['refuseRejection']),
       ...steps(asking, ['rejectConfirmedCall', 'giveUpConfirmation', 'cancelForConfirmation']),
       ...steps(stopping, [
         'stopForBudget',
@@ -298,13 +299,8 @@ export function agentSetup(toolkit: Toolkit) {
       ...steps(presenceSteps, ['recordUserAway', 'recordUserBack', 'pauseForAbsence', 'resumeForUser']),
       ...steps(presenceSteps, ['stopForAbsence', 'refusePresenceOfOther']),
       ...steps(planning, ['refusePlan', 'stopForPlanLimit', 'adoptPlan', 'requestPlanApproval']),
-      ...steps(planning, ['grantPlanApproval', 'rejectPlan', 'expirePlanApproval']),
-      ...steps(replies, [
-        'replyNotWaitingForConfirmation',
-        'replyNoSuchConfirmation',
-        'replyNotWaitingForAnswer',
-        'replyNothingDue',
-      ]),
+      ...steps(planning, ['grantPlanApproval', 'rejectPlan', 'expirePlanApproval', 'askPlanApprovalAgain']),
+      ...steps(replies, ['replyNotWaitingForConfirmation', 'replyNotWaitingForAnswer', 'replyNothingDue']),
     },
   });
 }

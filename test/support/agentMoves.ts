@@ -481,7 +481,12 @@ function confirmationMoves(world: World): Move[] {
   } else {
     moves.push(
       { type: 'user: confirms', event: confirm({}) },
-      { type: 'user: confirms other arguments', event: confirm({ argsHash: hashArguments({ amount: 500 }) }) },
+      // Given for other arguments than the request shows: refused, and nothing changes (no new request either).
+      {
+        type: 'user: confirms other arguments',
+        inert: true,
+        event: confirm({ argsHash: hashArguments({ amount: 500 }) }),
+      },
       { type: 'user: confirms after expiry', event: confirm({ at: Math.max(at, pending.expiresAt) }) },
     );
     // The host's policy changes (once): its confirmations carry the new version from then on.
