@@ -481,10 +481,11 @@ function confirmationMoves(world: World): Move[] {
   } else {
     moves.push(
       { type: 'user: confirms', event: confirm({}) },
-      // Given for other arguments than the request shows: refused, and nothing changes (no new request either).
+      // Given for other arguments than the request shows: refused, and nothing changes (no new request either),
+      // unless the host's policy moved on since the request: then it is asked again under the new one first.
       {
         type: 'user: confirms other arguments',
-        inert: true,
+        inert: world.shadow.hostPolicy === pending.policyVersion,
         event: confirm({ argsHash: hashArguments({ amount: 500 }) }),
       },
       { type: 'user: confirms after expiry', event: confirm({ at: Math.max(at, pending.expiresAt) }) },
