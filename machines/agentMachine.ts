@@ -38,7 +38,7 @@ export function createAgentMachine(toolkit: Toolkit) {
       'task.cancelled': { target: '.stopping', actions: 'stopCancelled' },
       // Host events the current state does not take: answered, nothing changes.
       'user.confirmed': { actions: 'replyNotWaitingForConfirmation' },
-      'user.rejected': { actions: 'replyNoSuchConfirmation' },
+      'user.rejected': { actions: 'replyNotWaitingForConfirmation' },
       'user.answered': { actions: 'replyNotWaitingForAnswer' },
       'review.resolved': { actions: 'replyNotWaitingForReview' },
       'timer.confirmationExpired': { actions: 'replyNothingDue' },

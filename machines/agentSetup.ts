@@ -283,6 +283,7 @@ export function agentSetup(toolkit: Toolkit) {
         'refuseConfirmation',
         'askConfirmationAgain',
       ]),
+      ...steps(asking, ['refuseRejection']),
       ...steps(asking, ['rejectConfirmedCall', 'giveUpConfirmation', 'cancelForConfirmation']),
       ...steps(stopping, [
         'stopForBudget',
@@ -304,15 +305,10 @@ export function agentSetup(toolkit: Toolkit) {
       ...steps(presenceSteps, ['recordUserAway', 'recordUserBack', 'pauseForAbsence', 'resumeForUser']),
       ...steps(presenceSteps, ['stopForAbsence', 'refusePresenceOfOther']),
       ...steps(planning, ['refusePlan', 'stopForPlanLimit', 'adoptPlan', 'requestPlanApproval']),
-      ...steps(planning, ['grantPlanApproval', 'rejectPlan', 'expirePlanApproval']),
+      ...steps(planning, ['grantPlanApproval', 'rejectPlan', 'expirePlanApproval', 'askPlanApprovalAgain']),
       ...steps(flow, ['startWorkflowCall', 'recordDecision', 'refuseDecision', 'refuseAnswerForDecision']),
       ...steps(flow, ['stopForWorkflowRule', 'finishWorkflowDone', 'finishWorkflowAnswered', 'finishWorkflowUnmet']),
-      ...steps(replies, [
-        'replyNotWaitingForConfirmation',
-        'replyNoSuchConfirmation',
-        'replyNotWaitingForAnswer',
-        'replyNothingDue',
-      ]),
+      ...steps(replies, ['replyNotWaitingForConfirmation', 'replyNotWaitingForAnswer', 'replyNothingDue']),
     },
   });
 }

@@ -169,7 +169,8 @@ export const CONFIRMATION_REFUSALS = {
   wrong_user: 'this confirmation can only be given by the user it was asked of',
   confirmation_expired: 'the confirmation expired before it was given; it is asked again',
   policy_changed: 'the host policy changed since the confirmation was asked; it is asked again',
-  arguments_changed: 'the confirmed arguments differ from the arguments that would run; it is asked again',
+  arguments_changed:
+    'the confirmed arguments differ from the arguments this request is for; reload it and decide again',
   self_approval: 'the requester cannot approve their own request; another person holding the approver scope must',
   missing_approver_scope: 'the deciding session lacks the approver scope this confirmation needs',
   already_approved: 'this approver already approved; another approver must decide',

@@ -104,14 +104,20 @@ describe('a four-eyes refund', () => {
     expect(granted.argsHash).toBe(pending.argsHash);
   });
 
-  it('refuses an approval of other arguments and asks again, with fresh approvals', async () => {
+  it('refuses an approval of other arguments and keeps the request and its approvals as they are', async () => {
     const { orchestrator, pending } = await waitingForApproval({
       refundOptions: { approveAboveCents: 10_000, approvals: 2 },
     });
     await orchestrator.confirm('a1', M1, pending);
     const wrong = await orchestrator.confirm('a1', M2, { id: pending.id, argsHash: 'sha256:other' });
     expect(wrong).toMatchObject({ accepted: false, code: 'arguments_changed' });
-    expect(wrong.status.pendingConfirmation).toMatchObject({ request: 2, approvals: [] });
+    expect(wrong.status.pendingConfirmation).toMatchObject({
+      id: pending.id,
+      request: 1,
+      approvals: [{ userId: 'M1' }],
+    });
+    // M2, shown the request again, approves what it is for.
+    expect((await orchestrator.confirm('a1', M2, pending)).accepted).toBe(true);
   });
 
   it('lets an approver reject it (the model is told) and the requester withdraw it', async () => {
@@ -149,8 +155,9 @@ describe('a four-eyes refund', () => {
       { userId: 'X1', tenantId: 'acme', scopes: ['refunds:write'] },
       { id: pending.id },
     );
-    expect(result).toMatchObject({ accepted: false, code: 'unknown_confirmation' });
+    expect(result).toMatchObject({ accepted: false, code: 'missing_approver_scope' });
     expect(result.status.state).toBe('waiting_for_confirmation');
+    expect(result.status.pendingConfirmation).toEqual(pending);
   });
 });
 

@@ -79,7 +79,7 @@ describe('confirmation bound to exact arguments', () => {
       }),
       SUPPORT,
       'arguments_changed',
-      true,
+      false,
     ],
   ])('refuses a confirmation with %s and runs nothing', async (_label, forge, by, code, asksAgain) => {
     const { orchestrator, pending, refunds } = await waiting();

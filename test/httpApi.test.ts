@@ -57,6 +57,13 @@ async function waitingRefund() {
   return { taskId, pending: status.pendingConfirmation! };
 }
 
+/** The codes of the refused confirmation attempts in the task's audit, in order. */
+async function refusedCodes(taskId: string) {
+  return (await service.orchestrator.audit(taskId))
+    .filter((entry) => entry.kind === 'confirmation' && entry.action === 'refused')
+    .map((entry) => (entry.kind === 'confirmation' ? entry.code : null));
+}
+
 /** What a refused decision must leave alone: state, revision, the pending confirmation, business rows, the audit. */
 async function footprint(taskId: string) {
   const status = await service.orchestrator.status(taskId);
@@ -222,7 +229,9 @@ describe('decisions that change nothing', () => {
       argsHash: pending.argsHash,
     });
     expect([unknown.statusCode, unknown.json().code]).toEqual([409, 'unknown_confirmation']);
-    expect(await footprint(taskId)).toEqual(before);
+    // Decided by the chart: nothing changes but the audit, which records both attempts.
+    expect(await footprint(taskId)).toEqual({ ...before, revision: before.revision + 2, audit: before.audit + 2 });
+    expect(await refusedCodes(taskId)).toEqual(['arguments_changed', 'unknown_confirmation']);
   });
 
   it('refuses E99 (same tenant) and Z5 (another tenant) with 404, even with the right id and hash', async () => {
@@ -236,22 +245,28 @@ describe('decisions that change nothing', () => {
       ] as const) {
         const response = await call(user, 'POST', `/api/tasks/${taskId}/${kind}`, body);
         expect([user, kind, response.statusCode, response.json().code]).toEqual([user, kind, 404, 'task_not_found']);
+        expect(response.json().status).toBe(404); // the HTTP status, not the task's
       }
     }
-    expect(await footprint(taskId)).toEqual(before);
+    // The chart refused the same-tenant attempts (audited, as through the library); another tenant's never reached it.
+    const after = await footprint(taskId);
+    expect({ ...after, revision: before.revision, audit: before.audit }).toEqual(before);
+    expect(await refusedCodes(taskId)).toEqual(['wrong_user', 'wrong_user', 'wrong_user', 'wrong_user']);
   });
 
-  it('refuses an expired confirmation (410 confirmation_expired) without asking again', async () => {
+  it('refuses an expired confirmation (410 confirmation_expired) and asks again, as the expiry timer would', async () => {
     const { taskId, pending } = await waitingRefund();
     await clock.advance(pending.expiresAt - clock.now() + 1);
-    const before = await footprint(taskId);
     const late = await call('E17', 'POST', `/api/tasks/${taskId}/confirm`, {
       confirmationId: pending.id,
       argsHash: pending.argsHash,
     });
     expect([late.statusCode, late.json().code]).toEqual([410, 'confirmation_expired']);
+    const again = late.json().status.pendingConfirmation;
     expect(late.json().status.state).toBe('waiting_for_confirmation');
-    expect(await footprint(taskId)).toEqual(before);
+    expect(again).toMatchObject({ request: 2, argsHash: pending.argsHash });
+    expect(again.id).not.toBe(pending.id);
+    expect(await service.rows()).toEqual([]);
   });
 
   it('refuses an oversized body (413 body_too_large)', async () => {

@@ -27,9 +27,10 @@ describe('agent machine paths', () => {
       for (const cycle of result.humanCycles.slice(0, 3))
         console.log(`[machinePaths] ${cycle.problem}, after: ${cycle.path.join(' → ')}`);
       expect(result.violations, report(result.violations)).toEqual([]);
-      // The agent/6 world reaches 73,569 states (agent/4: 78,338): a write after an unknown read now stops short of
-      // the confirmation, re-check and write paths it used to open.
-      expect(result.states).toBeGreaterThan(73_000);
+      // The world reaches 67,707 states (agent/6: 73,569; agent/4: 78,338): a write after an unknown read stops short
+      // of the confirmation, re-check and write paths it used to open, and a confirmation given for other arguments
+      // is refused without asking again (one confirmation decision by every door), so fewer re-asked requests.
+      expect(result.states).toBeGreaterThan(67_000);
       const missing = MUST_WITNESS.filter((what) => !result.witnessed[what]);
       expect(missing, `never reached: ${missing.join(', ')}`).toEqual([]);
     },

@@ -37,6 +37,8 @@ interface Setup {
   planning?: Partial<Policy['planning']>;
   store?: TaskStore;
   bookings?: BookingService;
+  /** The host policy version (default: the policy default). */
+  version?: string;
 }
 
 function setup(options: Setup) {
@@ -47,7 +49,10 @@ function setup(options: Setup) {
     mandates: [bookingMandate],
     model,
     store: options.store ?? new MemoryStore(),
-    policy: { planning: { mode: 'plan_first', ...options.planning } },
+    policy: {
+      planning: { mode: 'plan_first', ...options.planning },
+      ...(options.version ? { version: options.version } : {}),
+    },
     expirySweepMs: 0,
   });
   return { bookings, model, orchestrator };
@@ -208,6 +213,22 @@ describe('plan-and-execute', () => {
     await reader.orchestrator.settled('reader');
     const refused = byKind(await reader.orchestrator.audit('reader'), 'plan')[0];
     expect(refused).toMatchObject({ action: 'refused', code: 'permission_denied' });
+  });
+
+  it('asks a plan approval again under a new host policy, as a call confirmation is', async () => {
+    const store = new MemoryStore();
+    const first = setup({ store, script: [reply.plan(SEARCH_THEN_BOOK)] });
+    await start(first, 'pv');
+    const pending = (await first.orchestrator.settled('pv')).pendingConfirmation!;
+    await first.orchestrator.close();
+    const second = setup({ store, version: '2', script: [reply.plan(SEARCH_THEN_BOOK)] });
+    const stale = await second.orchestrator.confirm('pv', E17, pending);
+    expect(stale).toMatchObject({ accepted: false, code: 'policy_changed' });
+    const fresh = stale.status.pendingConfirmation!;
+    expect(fresh).toMatchObject({ request: 2, policyVersion: '2', argsHash: pending.argsHash });
+    expect(fresh.id).not.toBe(pending.id);
+    expect((await second.orchestrator.confirm('pv', E17, fresh)).accepted).toBe(true);
+    await second.orchestrator.close();
   });
 
   it('tells the model a rejected plan did not run, and stops at the policy limit of proposals', async () => {

@@ -224,27 +224,26 @@ export const executingState = {
             ),
             actions: 'refuseConfirmation',
           },
-          {
-            guard: and([
-              'isConfirmationUnexpired',
-              'isUnderSamePolicy',
-              'doesConfirmationMatchArguments',
-              'completesApprovals',
-            ]),
-            target: 'selecting',
-            actions: 'grantConfirmation',
-          },
-          {
-            guard: and(['isConfirmationUnexpired', 'isUnderSamePolicy', 'doesConfirmationMatchArguments']),
-            actions: 'recordApproval',
-          },
+          // A request that can no longer be granted (expired, or asked under another host policy): what its
+          // expiry does, whether the timer or this late decision finds it first.
           {
             guard: and([not('isConfirmationUnexpired'), 'cancelsOnExpiry']),
             target: '#agent.stopping',
             actions: 'cancelForConfirmation',
           },
-          { guard: 'canAskConfirmationAgain', actions: 'askConfirmationAgain' },
-          { target: 'selecting', actions: 'giveUpConfirmation' },
+          {
+            guard: and([not(and(['isConfirmationUnexpired', 'isUnderSamePolicy'])), 'canAskConfirmationAgain']),
+            actions: 'askConfirmationAgain',
+          },
+          {
+            guard: not(and(['isConfirmationUnexpired', 'isUnderSamePolicy'])),
+            target: 'selecting',
+            actions: 'giveUpConfirmation',
+          },
+          // Given for other arguments than the request shows: refused, and the request stands as it is.
+          { guard: not('doesConfirmationMatchArguments'), actions: 'refuseConfirmation' },
+          { guard: 'completesApprovals', target: 'selecting', actions: 'grantConfirmation' },
+          { actions: 'recordApproval' },
         ],
         'user.rejected': [
           {
@@ -253,6 +252,7 @@ export const executingState = {
             actions: 'cancelForConfirmation',
           },
           { guard: 'isRejectionOfPendingConfirmation', target: 'selecting', actions: 'rejectConfirmedCall' },
+          { actions: 'refuseRejection' },
         ],
         'timer.confirmationExpired': [
           {

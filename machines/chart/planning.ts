@@ -33,12 +33,20 @@ export const awaitingPlanApproval = {
         ),
         actions: 'refuseConfirmation',
       },
+      // A request that can no longer be granted: expired, what its expiry does (dropped, the model told), whether
+      // the timer or this late decision finds it first; asked under another host policy, asked again under it.
       { guard: not('isConfirmationUnexpired'), target: 'deciding', actions: 'expirePlanApproval' },
-      { guard: not(and(['isUnderSamePolicy', 'doesConfirmationMatchArguments'])), actions: 'refuseConfirmation' },
+      { guard: and([not('isUnderSamePolicy'), 'canAskConfirmationAgain']), actions: 'askPlanApprovalAgain' },
+      { guard: not('isUnderSamePolicy'), target: 'deciding', actions: 'expirePlanApproval' },
+      // Given for another plan than the request shows: refused, and the request stands as it is.
+      { guard: not('doesConfirmationMatchArguments'), actions: 'refuseConfirmation' },
       { guard: 'completesApprovals', target: 'deciding', actions: 'grantPlanApproval' },
       { actions: 'recordApproval' },
     ],
-    'user.rejected': [{ guard: 'isRejectionOfPendingConfirmation', target: 'deciding', actions: 'rejectPlan' }],
+    'user.rejected': [
+      { guard: 'isRejectionOfPendingConfirmation', target: 'deciding', actions: 'rejectPlan' },
+      { actions: 'refuseRejection' },
+    ],
     'timer.confirmationExpired': [
       { guard: 'hasPendingConfirmationExpired', target: 'deciding', actions: 'expirePlanApproval' },
     ],

@@ -61,8 +61,9 @@ export const confirmationGuards = {
     return pending !== null && pending.approvals.length + 1 >= pending.approvalsRequired;
   },
 
+  /** The pending request (a call's or a plan's) is not yet the last one the policy allows. */
   canAskConfirmationAgain: (context) =>
-    (pendingCall(context)?.confirmationRequests ?? Infinity) < context.policy.maxConfirmationRequests,
+    (context.pendingConfirmation?.request ?? Infinity) < context.policy.maxConfirmationRequests,
 
   /** The tool's policy ends the task when this confirmation is rejected. */
   cancelsOnReject: (context) => pendingCall(context)?.confirmation?.onReject === 'cancel',
@@ -71,14 +72,8 @@ export const confirmationGuards = {
   cancelsOnExpiry: (context) => pendingCall(context)?.confirmation?.onExpiry === 'cancel',
 
   /** The requester withdrawing, or an approver (holding the scope) turning it down. */
-  isRejectionOfPendingConfirmation: (context, event) => {
-    const pending = context.pendingConfirmation;
-    if (event.type !== 'user.rejected' || pending === null || event.confirmationId !== pending.id) return false;
-    return (
-      event.userId === pending.userId ||
-      (pending.approverScope !== null && event.scopes.includes(pending.approverScope))
-    );
-  },
+  isRejectionOfPendingConfirmation: (context, event) =>
+    event.type === 'user.rejected' && rejectionRefusal(context, event) === null,
 
   hasPendingConfirmationExpired: (context, event) =>
     event.type === 'timer.confirmationExpired' &&
@@ -106,7 +101,26 @@ export function confirmationRefusal(context: AgentContext, event: MachineEvent):
   return null;
 }
 
-/** Refusals after which the same call is asked again with a fresh confirmation id. */
+/**
+ * Why a reject event neither withdraws nor turns down the pending confirmation, or null. A "no" is taken until the
+ * request is settled, also past its expiry: an expiry keeps a late "yes" from authorizing anything under stale
+ * circumstances, and a "no" authorizes nothing.
+ */
+export function rejectionRefusal(context: AgentContext, event: MachineEvent): ConfirmationRefusal | null {
+  const pending = context.pendingConfirmation;
+  if (event.type !== 'user.rejected') return null;
+  if (pending === null || event.confirmationId !== pending.id) return 'unknown_confirmation';
+  if (event.userId === pending.userId) return null;
+  if (pending.approverScope === null) return 'wrong_user';
+  return event.scopes.includes(pending.approverScope) ? null : 'missing_approver_scope';
+}
+
+/**
+ * Refusals after which the request is asked again with a fresh confirmation id: it can never be granted any more
+ * (it expired, or the host now confirms under another policy version). A confirmation for other arguments is not
+ * one of them: the request stands unchanged, and asking again would show the very same arguments while spending
+ * one of the policy's requests (a stale page reloads instead).
+ */
 export function asksAgain(refusal: ConfirmationRefusal): boolean {
-  return refusal === 'confirmation_expired' || refusal === 'policy_changed' || refusal === 'arguments_changed';
+  return refusal === 'confirmation_expired' || refusal === 'policy_changed';
 }

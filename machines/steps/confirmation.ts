@@ -6,7 +6,7 @@
 import type { MachineEvent } from '../actors.js';
 import type { AgentContext, CallState, Decision, PendingConfirmation } from '../context.js';
 import { CONFIRMATION_REFUSALS } from '../failures.js';
-import { confirmationRefusal } from '../guards/confirmation.js';
+import { confirmationRefusal, rejectionRefusal } from '../guards/confirmation.js';
 import { findCall, finishCall, nextCall, rejection, updateCall } from '../lib/batch.js';
 import type { AuditEntry, ConfirmationAction } from '../journal.js';
 import { auditEntry, timeOf } from '../journal.js';
@@ -175,6 +175,17 @@ export function refusal(
 }
 
 export const refuseConfirmation: Step = (context, event) => refusal(context, event) ?? {};
+
+/** A reject event that neither withdraws nor turns down the pending confirmation: audited with why, nothing else. */
+export const refuseRejection: Step = (context, event) => {
+  const pending = context.pendingConfirmation;
+  if (event.type !== 'user.rejected' || pending === null) return {};
+  const code = rejectionRefusal(context, event) ?? 'unknown_confirmation';
+  return {
+    audit: [confirmationEntry(context, event, 'refused', pending, code, pending.argsHash, event.confirmationId)],
+    reply: { accepted: false, code, message: `refused: ${CONFIRMATION_REFUSALS[code]}` },
+  };
+};
 
 /** Asks again with a fresh confirmation id and expiry (after expiry, a policy change or changed arguments). */
 export const askConfirmationAgain: Step = (context, event) => {

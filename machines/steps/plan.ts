@@ -263,6 +263,32 @@ export const grantPlanApproval: Step = (context, event) => {
   };
 };
 
+/**
+ * The host now confirms under another policy version than the plan's approval was asked under: that request can
+ * never be granted, so the same plan is asked again (fresh id and expiry, no approvals yet) under the new version.
+ */
+export const askPlanApprovalAgain: Step = (context, event) => {
+  const pending = context.pendingConfirmation!;
+  const refused = refusal(context, event);
+  if (event.type !== 'user.confirmed' || !refused) return {};
+  const at = timeOf(context, event);
+  const request = pending.request + 1;
+  const again: PendingConfirmation = {
+    ...pending,
+    id: `${pending.id.replace(/\.r\d+$/, '')}.r${request}`,
+    approvals: [],
+    policyVersion: event.policyVersion,
+    requestedAt: at,
+    expiresAt: at + context.policy.confirmationTtlMs,
+    request,
+  };
+  return {
+    context: { pendingConfirmation: again },
+    audit: [...refused.audit, confirmationEntry(context, event, 'requested', again, null)],
+    reply: { ...refused.reply, message: `${refused.reply.message} (now ${again.id})` },
+  };
+};
+
 /** The plan is not approved: rejected, or nobody decided in time. It is dropped; the model is told and may re-plan. */
 function dropPlan(context: AgentContext, event: MachineEvent, code: 'plan_rejected' | 'plan_expired', summary: string) {
   const pending = context.pendingConfirmation!;

@@ -9,10 +9,6 @@ export const replyNotWaitingForConfirmation: Step = () => ({
   },
 });
 
-export const replyNoSuchConfirmation: Step = () => ({
-  reply: { accepted: false, code: 'unknown_confirmation', message: 'no pending confirmation matches this id and user' },
-});
-
 export const replyNotWaitingForAnswer: Step = () => ({
   reply: {
     accepted: false,

@@ -377,7 +377,8 @@ function foldPlanApproval(
       argsHash: entry.argsHash,
       requestedAt: entry.at,
       expiresAt: entry.expiresAt,
-      request: 1,
+      // Asked again (the host's policy changed): the same plan, one request more.
+      request: (task.pendingConfirmation?.callId === entry.callId ? task.pendingConfirmation.request : 0) + 1,
     };
     enter('awaitingPlanApproval');
   } else if (entry.action === 'granted' || entry.action === 'rejected' || entry.action === 'expired') {

@@ -23,6 +23,7 @@ import { type GatedModel, gatedModel } from '../testing/gatedModel.js';
 import { type HostSetup, loadHost } from './host.js';
 import { openStore } from './openStore.js';
 import { UsageError, runCli } from './runCli.js';
+import { sendStepDecision, stepPrincipal } from './stepDecision.js';
 import { type StepCommand, allowedCommands, formatAllowed, formatReplay, formatStatus } from './stepView.js';
 import { DEFAULT_DATA_DIR, DEFAULT_PREFIX, locateTask } from './taskLocation.js';
 
@@ -31,8 +32,10 @@ const HELP = `Usage: statechart-agent-step <taskId> --host <module> [options]
 Steps through a stored task. Commands, one per line on stdin:
   next               let the model take its turn; the task then runs until it needs the model again, needs a
                      human, or ends
-  confirm            confirm the pending call (exactly the arguments shown)
-  reject [reason]    reject the pending call; the model is told
+  confirm [<id> [<hash>]]
+                     confirm the pending call (exactly the arguments shown), or the confirmation named
+  reject [--id <id>] [reason]
+                     reject the pending call (or the confirmation named); the model is told
   answer <text>      answer the model's question
   resolve happened <result json> | not_happened [note] | retry [note]
                      as a reviewer (--as, --scopes with the review scope): say what a held write did
@@ -216,38 +219,24 @@ class StepSession {
       console.log(`unknown command "${word}"; allowed now: ${formatAllowed(allowed)}`);
       return false;
     }
-    if (!allowed.includes(command)) {
+    // A decision that names its confirmation goes to the chart whatever the state: it answers why not.
+    const named = (command === 'confirm' && text !== '') || (command === 'reject' && /^--id\s/.test(text));
+    if (!allowed.includes(command) && !named) {
       console.log(
         `${command} is not allowed now (${status.state}, ${status.stateValue}); allowed: ${formatAllowed(allowed)}`,
       );
       return false;
     }
-    // As the task's user, with the session the task was started with; `--as` someone else: a session with the
-    // scopes given by --scopes (none by default).
-    const principal =
-      this.as && this.as !== status.principal.userId
-        ? { userId: this.as, tenantId: status.principal.tenantId, scopes: this.scopes }
-        : status.principal;
-    const pending = status.pendingConfirmation;
+    const principal = stepPrincipal(status, this.as, this.scopes);
     let outcome: string;
     switch (command) {
       case 'next':
         this.model.release();
         outcome = `model turn ${status.turn} released`;
         break;
-      case 'confirm': {
-        const result = await this.orchestrator.confirm(this.taskId, principal, {
-          id: pending!.id,
-          argsHash: pending!.argsHash,
-        });
-        outcome = `${result.accepted ? 'accepted' : `refused (${result.code})`}: ${result.message}`;
-        break;
-      }
+      case 'confirm':
       case 'reject': {
-        const result = await this.orchestrator.reject(this.taskId, principal, {
-          id: pending!.id,
-          ...(text ? { reason: text } : {}),
-        });
+        const result = await sendStepDecision(this.orchestrator, status, principal, command, text);
         outcome = `${result.accepted ? 'accepted' : `refused (${result.code})`}: ${result.message}`;
         break;
       }

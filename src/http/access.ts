@@ -54,14 +54,31 @@ export function mayApprove(
   );
 }
 
-/** How `principal` may see the task, or null when it may not. */
+/** Has approved the pending confirmation already (still holding its scope), while it waits for other approvers. */
+export function hasApprovedPending(
+  principal: Principal,
+  status: Pick<TaskStatus, 'pendingConfirmation' | 'principal'>,
+): boolean {
+  const pending = status.pendingConfirmation;
+  return (
+    pending !== null &&
+    pending.approverScope !== null &&
+    principal.scopes.includes(pending.approverScope) &&
+    pending.approvals.some((approval) => approval.userId === principal.userId)
+  );
+}
+
+/**
+ * How `principal` may see the task, or null when it may not: its user, or an approver of its pending confirmation
+ * (one who may decide it, or who approved it and waits for the others).
+ */
 export function accessOf(
   principal: Principal,
   status: Pick<TaskStatus, 'pendingConfirmation' | 'principal'>,
 ): Access | null {
   if (principal.tenantId !== status.principal.tenantId) return null;
   if (principal.userId === status.principal.userId) return 'owner';
-  return mayApprove(principal, status) ? 'approver' : null;
+  return mayApprove(principal, status) || hasApprovedPending(principal, status) ? 'approver' : null;
 }
 
 /** Whether the caller is who the pending confirmation waits for (as its requester, or as one of its approvers). */

@@ -38,6 +38,12 @@ export interface ServiceContext {
    * returned `status.taskId` from then on.
    */
   visible(principal: Principal, taskId: string): Promise<{ status: TaskStatus; access: Access }>;
+  /**
+   * The task a decision names, with the caller's access to it before the decision (null: not theirs to see), or
+   * 404 when no such task is stored. A decision goes to the chart whoever sends it (the chart refuses strangers and
+   * audits the attempt, exactly as through the library); only the answer to a caller without access is a 404.
+   */
+  addressed(principal: Principal, taskId: string): Promise<{ status: TaskStatus; access: Access | null }>;
 }
 
 export function createContext(options: {
@@ -78,21 +84,41 @@ export function createContext(options: {
       return principal;
     },
     async visible(principal, taskId) {
-      // The caller's own name first (a task they started over HTTP is stored under them), then the id as stored.
-      for (const id of [callerTaskId(principal, taskId), taskId]) {
-        let status: TaskStatus;
-        try {
-          status = await orchestrator.status(id);
-        } catch (error) {
-          if (error instanceof TaskNotFoundError) continue;
-          throw error;
-        }
-        const access = accessOf(principal, status);
-        if (access) return { status, access };
-      }
-      throw notFound(taskId);
+      const found = await addressed(orchestrator, principal, taskId);
+      if (!found?.access) throw notFound(taskId);
+      return { status: found.status, access: found.access };
+    },
+    async addressed(principal, taskId) {
+      const found = await addressed(orchestrator, principal, taskId);
+      if (!found) throw notFound(taskId);
+      return found;
     },
   };
+}
+
+/**
+ * The caller's own name first (a task they started over HTTP is stored under them), then the id as stored: the
+ * first the caller may see, else the first that exists (null: none).
+ */
+async function addressed(
+  orchestrator: Orchestrator,
+  principal: Principal,
+  taskId: string,
+): Promise<{ status: TaskStatus; access: Access | null } | null> {
+  let first: { status: TaskStatus; access: Access | null } | null = null;
+  for (const id of [callerTaskId(principal, taskId), taskId]) {
+    let status: TaskStatus;
+    try {
+      status = await orchestrator.status(id);
+    } catch (error) {
+      if (error instanceof TaskNotFoundError) continue;
+      throw error;
+    }
+    const access = accessOf(principal, status);
+    if (access) return { status, access };
+    first ??= { status, access: null };
+  }
+  return first;
 }
 
 /** Parses with a zod schema, or answers 400 with `code` naming the first problem's field. */

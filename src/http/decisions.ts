@@ -1,16 +1,17 @@
 /**
  * The decision routes: confirm, reject, answer, cancel, and `next` (let a stepped task's model take its turn).
- * Each checks the session (401), CSRF for browser sessions (403), that the caller may see the task (404), and, for
- * a confirmation, that the request names the confirmation pending now, with the hash of exactly its arguments,
- * before it expires: a forged, replayed or expired decision gets a 409/410 with the chart's own code and never
- * reaches the task, so it changes nothing (not even a new request of the confirmation). What passes is decided by
- * the chart, and a refusal comes back as a 4xx with its code (`wrong_user`, `self_approval`...).
+ * Each checks the session (401), CSRF for browser sessions (403) and the body (400), then hands the decision to the
+ * orchestrator, which hands it to the chart: a confirmation or a rejection is decided by the chart's own named
+ * guards, exactly as through `orchestrator.confirm`/`reject` or the step CLI, so the same request gets the same
+ * answer and the same change (or none) by every door. Here the answer only becomes HTTP: its code maps to a status
+ * (`refusalStatus`), and a caller who may not see the task gets 404 `task_not_found` whatever the chart said, so ids
+ * leak nothing (the attempt is still in the task's audit, as it would be through the library).
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { CONFIRMATION_REFUSALS } from '../../machines/failures.js';
 import type { HttpErrorCode } from '../errorCodes.js';
-import type { TaskStatus, UserEventResult } from '../orchestrator/orchestrator.js';
+import type { UserEventResult } from '../orchestrator/orchestrator.js';
+import { notFound } from './access.js';
 import { type ServiceContext, parse } from './context.js';
 import type { RouteDoc } from './openapi.js';
 import { route } from './routes.js';
@@ -52,6 +53,20 @@ export function registerDecisionRoutes(app: FastifyInstance, ctx: ServiceContext
     const { status } = await ctx.visible(principal, taskId);
     return { principal, taskId: status.taskId, body, status };
   };
+  /** As `prepare`, for a decision the chart takes from anyone: the caller's access only shapes the answer. */
+  const prepareDecision = async <S extends z.ZodType>(request: FastifyRequest, schema: S) => {
+    const principal = await ctx.principal(request);
+    ctx.csrf.check(request, principal);
+    const params = parse(taskParamsSchema, request.params, 'params');
+    const body = parse(schema, request.body, 'body');
+    const { status, access } = await ctx.addressed(principal, params.taskId);
+    /** The chart's answer as HTTP: 200, the refusal's status and code, or 404 to a caller who may not see the task. */
+    const answer = (result: UserEventResult) => {
+      if (!access) throw notFound(params.taskId);
+      return answered(result);
+    };
+    return { principal, taskId: status.taskId, body, answer };
+  };
   const answered = (result: UserEventResult) => {
     if (!result.accepted)
       throw serviceError(refusalStatus(result.code), result.code ?? 'not_taken', result.message, result.status);
@@ -92,19 +107,17 @@ export function registerDecisionRoutes(app: FastifyInstance, ctx: ServiceContext
         'not_waiting_for_confirmation',
         'unknown_confirmation',
         'arguments_changed',
+        'policy_changed',
         'already_approved',
         'task_finished',
       ],
       410: ['confirmation_expired'],
     },
     async (request) => {
-      const { principal, taskId, body, status } = await prepare(request, confirmBodySchema);
-      const pending = pendingNamed(status, body.confirmationId);
-      if (pending.argsHash !== body.argsHash)
-        throw serviceError(409, 'arguments_changed', refusal('arguments_changed'), status);
-      if (pending.expiresAt <= ctx.clock.now())
-        throw serviceError(410, 'confirmation_expired', refusal('confirmation_expired'), status);
-      return answered(await orchestrator.confirm(taskId, principal, { id: pending.id, argsHash: body.argsHash }));
+      const { principal, taskId, body, answer } = await prepareDecision(request, confirmBodySchema);
+      return answer(
+        await orchestrator.confirm(taskId, principal, { id: body.confirmationId, argsHash: body.argsHash }),
+      );
     },
   );
 
@@ -113,15 +126,12 @@ export function registerDecisionRoutes(app: FastifyInstance, ctx: ServiceContext
     '/api/tasks/:taskId/reject',
     'Reject the pending call: it will not run (the model is told, or the task is cancelled when the tool says so)',
     rejectBodySchema,
-    { 409: ['not_waiting_for_confirmation', 'unknown_confirmation', 'task_finished'], 410: ['confirmation_expired'] },
+    { 409: ['not_waiting_for_confirmation', 'unknown_confirmation', 'task_finished'] },
     async (request) => {
-      const { principal, taskId, body, status } = await prepare(request, rejectBodySchema);
-      const pending = pendingNamed(status, body.confirmationId);
-      if (pending.expiresAt <= ctx.clock.now())
-        throw serviceError(410, 'confirmation_expired', refusal('confirmation_expired'), status);
-      return answered(
+      const { principal, taskId, body, answer } = await prepareDecision(request, rejectBodySchema);
+      return answer(
         await orchestrator.reject(taskId, principal, {
-          id: pending.id,
+          id: body.confirmationId,
           ...(body.reason ? { reason: body.reason } : {}),
         }),
       );
@@ -186,26 +196,4 @@ export function registerDecisionRoutes(app: FastifyInstance, ctx: ServiceContext
       };
     },
   );
-}
-
-/** The pending confirmation, when the request names it; else the 409 that says why not. */
-function pendingNamed(status: TaskStatus, confirmationId: string) {
-  const pending = status.pendingConfirmation;
-  if (status.outcome)
-    throw serviceError(409, 'task_finished', `the task already ended (${status.outcome.status})`, status);
-  if (!pending || status.state !== 'waiting_for_confirmation') {
-    throw serviceError(
-      409,
-      'not_waiting_for_confirmation',
-      `the task is not waiting for a confirmation (${status.state})`,
-      status,
-    );
-  }
-  if (pending.id !== confirmationId)
-    throw serviceError(409, 'unknown_confirmation', refusal('unknown_confirmation'), status);
-  return pending;
-}
-
-function refusal(code: keyof typeof CONFIRMATION_REFUSALS): string {
-  return CONFIRMATION_REFUSALS[code].replace(/; it is asked again$/, '');
 }

@@ -482,7 +482,13 @@ function confirmationMoves(world: World): Move[] {
   } else {
     moves.push(
       { type: 'user: confirms', event: confirm({}) },
-      { type: 'user: confirms other arguments', event: confirm({ argsHash: hashArguments({ amount: 500 }) }) },
+      // Given for other arguments than the request shows: refused, and nothing changes (no new request either),
+      // unless the host's policy moved on since the request: then it is asked again under the new one first.
+      {
+        type: 'user: confirms other arguments',
+        inert: world.shadow.hostPolicy === pending.policyVersion,
+        event: confirm({ argsHash: hashArguments({ amount: 500 }) }),
+      },
       { type: 'user: confirms after expiry', event: confirm({ at: Math.max(at, pending.expiresAt) }) },
     );
     // The host's policy changes (once): its confirmations carry the new version from then on.
