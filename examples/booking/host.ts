@@ -19,6 +19,7 @@ import { demoModel, durableDemoTools } from './durableDemo.js';
 import { RefundDesk, type RefundRow } from './refundService.js';
 import { DEMO_DATA_DIR, demoPrefix } from './demoStores.js';
 import { SCENARIO_NAMES } from './scenarios.js';
+import { APPROVE_ABOVE_CENTS } from './requests.js';
 
 /** The demo keeps one store per scenario and names its tasks `<scenario>-1`: a demo task id says where it is. */
 export function locate(taskId: string): { dataDir?: string; prefix?: string } {
@@ -48,7 +49,8 @@ export default async function demoHost(context: HostContext): Promise<HostSetup>
       cancelBooking(booking),
       orderCatering(new CateringDesk()),
       getOrder(desk),
-      refundOrder(desk, { confirmAboveCents: 10_000 }),
+      // Up to 100.00 on standing authority, up to 300.00 confirmed by the requester, above that four eyes.
+      refundOrder(desk, { confirmAboveCents: 10_000, approveAboveCents: APPROVE_ABOVE_CENTS }),
     ],
     model: demoModel(),
     where: 'in this process (the demo services are seeded afresh per process)',
