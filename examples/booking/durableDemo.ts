@@ -19,7 +19,6 @@ import {
   E17,
   E17_SUPPORT,
   APPROVAL_REFUND_GOAL,
-  APPROVE_ABOVE_CENTS,
   REFUND_GOAL,
   REFUND_SUCCESS,
   bookingScript,
@@ -44,11 +43,7 @@ export function durableDemoTools(services: RedisBookingService, timeouts: DemoTo
     }),
     reserveRoom(services, { timeoutMs: timeouts.reserve ?? 3_000 }),
     getOrder(services),
-    refundOrder(services.refundService(), {
-      confirmAboveCents: 10_000,
-      approveAboveCents: APPROVE_ABOVE_CENTS,
-      timeoutMs: timeouts.refund ?? 5_000,
-    }),
+    refundOrder(services.refundService(), { confirmAboveCents: 10_000, timeoutMs: timeouts.refund ?? 5_000 }),
   ];
 }
 

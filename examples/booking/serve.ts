@@ -98,7 +98,9 @@ if (!values.empty && (await store.list({ limit: 1 })).length === 0) {
 console.log(
   `statechart-agent service on ${origin} (file store ${values['data-dir']}, ${model ? `model ${model.name}` : 'scripted model'}${values.step ? ', stepped' : ''})`,
 );
-console.log(`  sign in:   ${origin}/login?user=E17   (also E99, M1 the approver, Z5@globex; curl: -H 'authorization: Bearer E17')`);
+console.log(
+  `  sign in:   ${origin}/login?user=E17   (also E99, M1 the approver, Z5@globex; curl: -H 'authorization: Bearer E17')`,
+);
 console.log(`  inbox:     ${origin}/inbox`);
 console.log(`  API:       ${origin}/api/tasks · ${origin}/api/openapi.json`);
 for (const note of inspection?.notes ?? []) console.log(`  ${note}`);

@@ -33,6 +33,7 @@ import demoHost from './host.js';
 import {
   APPROVAL_REFUND_GOAL,
   APPROVAL_REFUND_TERMS,
+  APPROVE_ABOVE_CENTS,
   BOOKING_GOAL,
   BOOKING_SUCCESS,
   BOOKING_TERMS,
@@ -88,7 +89,11 @@ export interface DemoService {
 
 export async function createDemoService(options: DemoServiceOptions): Promise<DemoService> {
   const clock = options.clock ?? systemClock;
-  const host = await demoHost({ store: 'file', dataDir: '', prefix: '', clock });
+  // Up to 100.00 on standing authority, up to 300.00 confirmed by the requester, above that four eyes (M1).
+  const host = await demoHost(
+    { store: 'file', dataDir: '', prefix: '', clock },
+    { approveAboveCents: APPROVE_ABOVE_CENTS },
+  );
   const model = options.model ?? host.model!;
   const stepper = options.step ? createStepper(model) : null;
   const orchestrator = createOrchestrator({
