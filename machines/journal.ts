@@ -171,6 +171,8 @@ export type AuditEntry = { at: number; turn: number } & Partial<AuditStamp> &
         /** For a request: why it is asked, and the tool's risk class (absent before agent/6). */
         reasons?: ConfirmationReason[];
         risk?: RiskClass;
+        /** For a rejection: the reason its person typed, sealed like every text a user sends (absent when none). */
+        reason?: string;
       }
     | {
         kind: 'review';

@@ -389,8 +389,12 @@ describe('with a four-eyes rule', () => {
       });
       expect(approved.statusCode).toBe(200);
       expect((await orchestrator.settled(taskId)).state).toBe('done');
-      // Once decided, the task is E17's alone again.
-      expect((await as('M1', 'GET', `/api/tasks/${taskId}`)).statusCode).toBe(404);
+      // Once decided, M1 keeps reading it (as the approver who decided) and sees what the approval did.
+      expect((await as('M1', 'GET', `/api/tasks/${taskId}`)).json()).toMatchObject({
+        access: 'decided',
+        status: { state: 'done' },
+      });
+      expect((await as('E99', 'GET', `/api/tasks/${taskId}`)).statusCode).toBe(404);
       expect(desk.refunds).toHaveLength(1);
     } finally {
       await app.close();

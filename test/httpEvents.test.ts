@@ -214,7 +214,7 @@ describe('task events (SSE)', () => {
     }
   });
 
-  it("cuts an approver off once their decision is made: the rest of the task is the requester's", async () => {
+  it('keeps streaming to an approver after their decision: they follow what it did, to the end', async () => {
     const { orchestrator } = fourEyesOrchestrator();
     const app = Fastify();
     await app.register(agentService, {
@@ -244,11 +244,15 @@ describe('task events (SSE)', () => {
       });
       expect(approved.status).toBe(200);
       const m1 = await approver.done;
-      expect(m1.events.at(-1)).toMatchObject({ event: 'end', data: { reason: 'no_longer_visible' } });
-      expect(m1.events.filter((e) => e.id !== null && (e.data.seq ?? 0) >= seen)).toEqual([]);
+      // Before, the stream ended `no_longer_visible` at the approval: the approver never saw the refund run.
+      expect(m1.events.at(-1)).toMatchObject({ event: 'end', data: {} });
+      expect(m1.events.some((e) => e.event === 'stop')).toBe(true);
       expect((await orchestrator.settled(taskId)).state).toBe('done');
       const e17 = (await listen(taskId, { origin: base }).done).events;
       expect(e17.at(-1)).toMatchObject({ event: 'end', data: {} });
+      expect(m1.events.filter((e) => e.id !== null).map((e) => e.id)).toEqual(
+        e17.filter((e) => e.id !== null).map((e) => e.id),
+      );
     } finally {
       await app.close();
       await orchestrator.close();

@@ -20,7 +20,7 @@ afterAll(() => rm(dir, { recursive: true, force: true }));
 
 describe('npm run serve', () => {
   it(
-    'serves the demo refund to E17 on a fresh file store, and exits on SIGTERM',
+    'serves the demo refunds on a fresh file store (E17 confirms one, M1 approves the other), and exits on SIGTERM',
     async () => {
       const child = pool.spawnTs('serve', 'examples/booking/serve.ts', [
         '--port',
@@ -37,12 +37,20 @@ describe('npm run serve', () => {
           }
         ).items;
       // The demo starts its refund after listening: poll until it reaches the inbox (the deadline only reports a hang).
-      let items = await inbox('E17');
-      for (const deadline = Date.now() + scaled(15_000); items.length === 0 && Date.now() < deadline;) {
-        await new Promise((resolve) => setTimeout(resolve, 100));
-        items = await inbox('E17');
-      }
+      const polled = async (user: string) => {
+        let found = await inbox(user);
+        for (const deadline = Date.now() + scaled(15_000); found.length === 0 && Date.now() < deadline;) {
+          await new Promise((resolve) => setTimeout(resolve, 100));
+          found = await inbox(user);
+        }
+        return found;
+      };
+      const items = await polled('E17');
       expect(items.map((item) => item.summary)).toEqual(['Refund 199.00 on order O-1001 (projector arrived broken)']);
+      // Four eyes in the shipped demo: the manager's inbox holds E17's 450.00 refund (it was always empty before).
+      expect((await polled('M1')).map((item) => item.summary)).toEqual([
+        'Refund 450.00 on order O-1002 (cracked desk top; the customer keeps the desk)',
+      ]);
       expect(await inbox('E99')).toEqual([]);
       expect(await inbox('Z5')).toEqual([]);
       expect((await fetch(`${origin}/inbox`)).headers.get('content-security-policy')).toContain("script-src 'self'");

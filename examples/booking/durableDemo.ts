@@ -3,6 +3,7 @@
  * that plays the booking or the refund script according to the task's goal. A process that takes over a task
  * (the tasks CLI's `recover`, the crash tests' second worker) builds the same tools and model and continues.
  */
+import { approvalRefundScript } from './approvalRefund.js';
 import { plannedRefundScript } from './planScenario.js';
 import { findAvailableRooms } from '../../tools/findAvailableRooms.js';
 import { getOrder } from '../../tools/getOrder.js';
@@ -17,6 +18,7 @@ import {
   BOOKING_SUCCESS,
   E17,
   E17_SUPPORT,
+  APPROVAL_REFUND_GOAL,
   REFUND_GOAL,
   REFUND_SUCCESS,
   bookingScript,
@@ -46,21 +48,27 @@ export function durableDemoTools(services: RedisBookingService, timeouts: DemoTo
 }
 
 /**
- * The scripted demo model for tasks of either demo flow: the refund script for the refund goal, the booking
- * script otherwise. Steps are chosen by turn, so any process can continue a task another one started.
+ * The scripted demo model for tasks of every demo flow: the refund script for the refund goal, the four-eyes refund
+ * script for its goal, the booking script otherwise. Steps are chosen by turn, so any process can continue a task another one started.
  */
 export function demoModel(turns = 8): AgentModel {
   const booking = scriptedModel(bookingScript(turns), { name: 'scripted-demo' });
   const refund = scriptedModel(refundScript(turns), { name: 'scripted-demo' });
   const planned = scriptedModel(plannedRefundScript(turns), { name: 'scripted-demo' });
+  const approval = scriptedModel(approvalRefundScript(turns), { name: 'scripted-demo' });
   return {
     name: 'scripted-demo',
     reservation: booking.reservation,
     // The plan-and-execute demo task (`planned-1`) plays the planning refund assistant.
     decide: (request) =>
-      (request.taskId.startsWith('planned') ? planned : request.goal === REFUND_GOAL ? refund : booking).decide(
-        request,
-      ),
+      (request.taskId.startsWith('planned')
+        ? planned
+        : request.goal === REFUND_GOAL
+          ? refund
+          : request.goal === APPROVAL_REFUND_GOAL
+            ? approval
+            : booking
+      ).decide(request),
   };
 }
 

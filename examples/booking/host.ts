@@ -26,7 +26,13 @@ export function locate(taskId: string): { dataDir?: string; prefix?: string } {
   return scenario ? { dataDir: `${DEMO_DATA_DIR}/${scenario}`, prefix: `${demoPrefix()}:${scenario}` } : {};
 }
 
-export default async function demoHost(context: HostContext): Promise<HostSetup> {
+/** What the demo service sets beyond the CLIs' host (which keep the refunds E17 confirms alone). */
+export interface DemoHostOptions {
+  /** Above this, a refund needs an approver holding `refunds:approve`, not the requester (the service: 300.00). */
+  approveAboveCents?: number;
+}
+
+export default async function demoHost(context: HostContext, options: DemoHostOptions = {}): Promise<HostSetup> {
   if (context.store === 'redis') {
     const { RedisBookingService } = await import('./redisBookingService.js');
     const services = new RedisBookingService({ prefix: context.prefix });
@@ -48,7 +54,10 @@ export default async function demoHost(context: HostContext): Promise<HostSetup>
       cancelBooking(booking),
       orderCatering(new CateringDesk()),
       getOrder(desk),
-      refundOrder(desk, { confirmAboveCents: 10_000 }),
+      refundOrder(desk, {
+        confirmAboveCents: 10_000,
+        ...(options.approveAboveCents !== undefined ? { approveAboveCents: options.approveAboveCents } : {}),
+      }),
     ],
     model: demoModel(),
     where: 'in this process (the demo services are seeded afresh per process)',

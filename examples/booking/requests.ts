@@ -46,3 +46,11 @@ export const REFUND_SUCCESS: SuccessCriterion = {
   require: ['refund_id'],
   description: 'a succeeded refund with a refund id',
 };
+
+/** The four-eyes refund: 450.00 is above what E17 refunds alone (300.00), so a `refunds:approve` holder decides. */
+export const APPROVAL_REFUND_GOAL =
+  'The customer of order O-1002 asks for a refund of 450.00: the standing desk arrived with a cracked top.';
+/** What that customer asked for: order O-1002, at most 450.00. */
+export const APPROVAL_REFUND_TERMS = { order_id: 'O-1002', max_amount_cents: 45_000 };
+/** Above this a refund needs an approver holding `refunds:approve` (not the requester): the demo's four-eyes rule. */
+export const APPROVE_ABOVE_CENTS = 30_000;

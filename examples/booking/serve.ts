@@ -1,14 +1,22 @@
 /**
  * `npm run serve`: the demo as an HTTP service on the embedded file store, with the demo's tools and the scripted
- * model (no network, no keys). It starts one refund task for E17 when its store is empty, so the inbox has
- * something to decide: 999.00 refused by the mandate, 199.00 waiting for E17's confirmation.
+ * model (no network, no keys). It starts two refund tasks for E17 when its store is empty, so both inboxes have
+ * something to decide: O-1001 (999.00 refused by the mandate, 199.00 waiting for E17's confirmation) and O-1002
+ * (600.00 refused by the mandate, 450.00 waiting for the approval of M1, the manager: four eyes).
  * `npm run serve -- --help` lists the options.
  */
 import { mkdir } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { FileStore } from '../../src/index.js';
 import { parsePort, startInspection } from './inspection.js';
-import { DEMO_USERS, REFUND_START_BODY, createDemoService, demoAuthenticate, demoStartRequest } from './service.js';
+import {
+  APPROVAL_REFUND_START_BODY,
+  DEMO_USERS,
+  REFUND_START_BODY,
+  createDemoService,
+  demoAuthenticate,
+  demoStartRequest,
+} from './service.js';
 
 const HELP = `Usage: npm run serve -- [options]
 
@@ -20,7 +28,7 @@ const HELP = `Usage: npm run serve -- [options]
   --step              step the model: each model turn waits for "next" on the live task page
   --inspect           also stream every task to the Stately inspector relay (local; its UI needs internet)
   --inspect-port <n>  the relay's port (default 8080; 0 picks one)
-  --empty             do not start the demo refund task when the store is empty
+  --empty             do not start the demo refund tasks when the store is empty
   --help              this text`;
 
 const { values } = parseArgs({
@@ -76,17 +84,23 @@ const address = await service.app.listen({ port, host: values.host });
 const origin = address.replace('[::1]', 'localhost');
 
 if (!values.empty && (await store.list({ limit: 1 })).length === 0) {
-  const status = await service.orchestrator.start(
-    demoStartRequest({ ...REFUND_START_BODY, taskId: `refund-${Date.now().toString(36)}` }, DEMO_USERS.E17!),
+  const stamp = Date.now().toString(36);
+  const refund = await service.orchestrator.start(
+    demoStartRequest({ ...REFUND_START_BODY, taskId: `refund-${stamp}` }, DEMO_USERS.E17!),
+  );
+  const approval = await service.orchestrator.start(
+    demoStartRequest({ ...APPROVAL_REFUND_START_BODY, taskId: `approval-${stamp}` }, DEMO_USERS.E17!),
   );
   console.log(
-    `started ${status.taskId} for E17 (refund of O-1001)${values.step ? ': press "next" on its live page to let the model take each turn' : ''}`,
+    `started ${refund.taskId} for E17 (refund of O-1001, E17 confirms) and ${approval.taskId} (refund of O-1002, M1 approves)${values.step ? ': press "next" on their live pages to let the model take each turn' : ''}`,
   );
 }
 console.log(
   `statechart-agent service on ${origin} (file store ${values['data-dir']}, ${model ? `model ${model.name}` : 'scripted model'}${values.step ? ', stepped' : ''})`,
 );
-console.log(`  sign in:   ${origin}/login?user=E17   (also E99, M1, Z5@globex; curl: -H 'authorization: Bearer E17')`);
+console.log(
+  `  sign in:   ${origin}/login?user=E17   (also E99, M1 the approver, Z5@globex; curl: -H 'authorization: Bearer E17')`,
+);
 console.log(`  inbox:     ${origin}/inbox`);
 console.log(`  API:       ${origin}/api/tasks · ${origin}/api/openapi.json`);
 for (const note of inspection?.notes ?? []) console.log(`  ${note}`);

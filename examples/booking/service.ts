@@ -30,9 +30,22 @@ import {
 import { bookingMandate, refundMandate } from '../../tools/mandates.js';
 import { refundDeskAuthority } from '../../tools/refundOrder.js';
 import demoHost from './host.js';
-import { BOOKING_GOAL, BOOKING_SUCCESS, BOOKING_TERMS, REFUND_GOAL, REFUND_SUCCESS, REFUND_TERMS } from './requests.js';
+import {
+  APPROVAL_REFUND_GOAL,
+  APPROVAL_REFUND_TERMS,
+  APPROVE_ABOVE_CENTS,
+  BOOKING_GOAL,
+  BOOKING_SUCCESS,
+  BOOKING_TERMS,
+  REFUND_GOAL,
+  REFUND_SUCCESS,
+  REFUND_TERMS,
+} from './requests.js';
 
-/** The demo's people. E17 asks; E99 is a colleague in the same tenant; M1 approves refunds; Z5 is at another company. */
+/**
+ * The demo's people. E17 asks; E99 is a colleague in the same tenant; M1 is the manager who approves refunds above
+ * 300.00 (four eyes: never their own); Z5 is at another company.
+ */
 export const DEMO_USERS: Record<string, Principal> = {
   E17: { userId: 'E17', tenantId: 'acme', scopes: ['orders:read', 'refunds:write', 'rooms:read', 'rooms:book'] },
   E99: { userId: 'E99', tenantId: 'acme', scopes: ['orders:read', 'refunds:write', 'rooms:read', 'rooms:book'] },
@@ -76,7 +89,11 @@ export interface DemoService {
 
 export async function createDemoService(options: DemoServiceOptions): Promise<DemoService> {
   const clock = options.clock ?? systemClock;
-  const host = await demoHost({ store: 'file', dataDir: '', prefix: '', clock });
+  // Up to 100.00 on standing authority, up to 300.00 confirmed by the requester, above that four eyes (M1).
+  const host = await demoHost(
+    { store: 'file', dataDir: '', prefix: '', clock },
+    { approveAboveCents: APPROVE_ABOVE_CENTS },
+  );
   const model = options.model ?? host.model!;
   const stepper = options.step ? createStepper(model) : null;
   const orchestrator = createOrchestrator({
@@ -153,11 +170,21 @@ export const DEMO_REQUESTS: Record<string, DemoRequest> = {
     success: REFUND_SUCCESS,
     limits: { money: 19_900 },
   },
+  // Four eyes: 450.00 is above what E17 refunds alone, so M1 (refunds:approve) decides.
+  'refund-O-1002': {
+    tenantId: 'acme',
+    mandate: () => refundMandate.of(APPROVAL_REFUND_TERMS),
+    success: REFUND_SUCCESS,
+    limits: { money: APPROVAL_REFUND_TERMS.max_amount_cents },
+  },
   'booking-2026-09-28': { tenantId: 'acme', mandate: () => bookingMandate.of(BOOKING_TERMS), success: BOOKING_SUCCESS },
 };
 
 /** The demo refund's start body, as a caller sends it: the goal in their words and the request on record. */
 export const REFUND_START_BODY = { goal: REFUND_GOAL, input: { request: 'refund-O-1001' } };
+
+/** The four-eyes refund's start body: E17 asks, M1 approves (the refund is above 300.00). */
+export const APPROVAL_REFUND_START_BODY = { goal: APPROVAL_REFUND_GOAL, input: { request: 'refund-O-1002' } };
 
 /** What the demo reads in a start body's `input`: the id of a request on record. */
 const demoInput = z.strictObject({ request: z.string().min(1).max(128) });
@@ -204,7 +231,7 @@ function homePage(): string {
 </main></body></html>`;
 }
 
-export { BOOKING_GOAL, REFUND_GOAL };
+export { APPROVAL_REFUND_GOAL, BOOKING_GOAL, REFUND_GOAL };
 
 /**
  * `next` when it is a path on this site: one leading slash, then plain path characters. `//evil.example` is another

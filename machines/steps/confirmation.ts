@@ -82,6 +82,7 @@ export function confirmationEntry(
     code,
     expiresAt: action === 'requested' ? pending.expiresAt : null,
     ...(action === 'requested' ? { reasons: pending.reasons, risk: pending.risk } : {}),
+    ...(action === 'rejected' && event.type === 'user.rejected' && event.reason ? { reason: event.reason } : {}),
   });
 }
 

@@ -102,7 +102,7 @@ export function formatTrace(entries: readonly AuditEntry[], options: TraceOption
         const detail =
           entry.action === 'requested'
             ? `asked ${entry.confirmationId} for ${entry.tool} ${short(entry.argsHash)}${entry.reasons ? ` (${entry.reasons.join(', ')})` : ''}, expires ${new Date(entry.expiresAt!).toISOString()}`
-            : `${entry.action}${who} ${entry.confirmationId}${entry.code ? ` (${entry.code})` : ''}`;
+            : `${entry.action}${who} ${entry.confirmationId}${entry.code ? ` (${entry.code})` : ''}${entry.reason ? `: ${JSON.stringify(entry.reason)}` : ''}`;
         const style =
           entry.action === 'granted' || entry.action === 'approved'
             ? 'green'

@@ -17,13 +17,17 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { principalSchema, type Principal } from '../../machines/context.js';
+import type { AuditEntry } from '../../machines/journal.js';
 import type { TaskStatus } from '../orchestrator/status.js';
 import { type ServiceError, serviceError } from './serviceError.js';
 
 export type Authenticate = (request: FastifyRequest) => Principal | null | Promise<Principal | null>;
 
-/** Why a caller sees a task. */
-export type Access = 'owner' | 'approver';
+/**
+ * Why a caller sees a task: their own; a confirmation waiting for their approval; or one they decided as an
+ * approver (approved or rejected), which they keep reading, with its outcome, after it stops waiting for them.
+ */
+export type Access = 'owner' | 'approver' | 'decided';
 
 export async function authenticateRequest(request: FastifyRequest, authenticate: Authenticate): Promise<Principal> {
   let principal: Principal | null;
@@ -79,6 +83,20 @@ export function accessOf(
   if (principal.tenantId !== status.principal.tenantId) return null;
   if (principal.userId === status.principal.userId) return 'owner';
   return mayApprove(principal, status) || hasApprovedPending(principal, status) ? 'approver' : null;
+}
+
+/**
+ * Whether `principal` decided a confirmation of this task as an approver: an `approved`, `granted` or `rejected`
+ * entry of theirs in its audit. A refused attempt gives no access (anyone in the tenant could make one).
+ */
+export function decidedAsApprover(principal: Principal, audit: readonly AuditEntry[]): boolean {
+  return audit.some(
+    (e) =>
+      e.kind === 'confirmation' &&
+      e.decidedAs === 'approver' &&
+      e.userId === principal.userId &&
+      (e.action === 'approved' || e.action === 'granted' || e.action === 'rejected'),
+  );
 }
 
 /** Whether the caller is who the pending confirmation waits for (as its requester, or as one of its approvers). */

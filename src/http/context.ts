@@ -7,7 +7,15 @@ import type { Clock } from '../clock.js';
 import type { HttpErrorCode } from '../errorCodes.js';
 import { TaskNotFoundError } from '../errors.js';
 import type { Orchestrator, TaskStatus } from '../orchestrator/orchestrator.js';
-import { type Access, type Authenticate, CsrfGuard, accessOf, authenticateRequest, notFound } from './access.js';
+import {
+  type Access,
+  type Authenticate,
+  CsrfGuard,
+  accessOf,
+  authenticateRequest,
+  decidedAsApprover,
+  notFound,
+} from './access.js';
 import { serviceError } from './serviceError.js';
 import type { RouteRateLimit } from './rateLimit.js';
 import { OpenStreams, type SseOptions } from './sse.js';
@@ -116,6 +124,9 @@ async function addressed(
     }
     const access = accessOf(principal, status);
     if (access) return { status, access };
+    // An approver keeps reading a task they decided (its audit says so), and so sees what their decision did.
+    if (principal.tenantId === status.principal.tenantId && decidedAsApprover(principal, await orchestrator.audit(id)))
+      return { status, access: 'decided' };
     first ??= { status, access: null };
   }
   return first;

@@ -1,6 +1,6 @@
 /**
  * The approval inbox: the confirmations a caller may decide, each with what will run, who asked and when, the time
- * left, and what differs from the earlier proposals of the same tool in the task (the model asked for 999.00,
+ * left, the money at stake, the mandate it must stay within, why it was asked (reasons and risk class), and what differs from the earlier proposals of the same tool in the task (the model asked for 999.00,
  * refused by the mandate; it asks for 199.00 now). Earlier proposals come from the transcript (what the model
  * proposed, and what became of it); they are shown only on the fields the tool shows approvers, and a field the
  * tool redacts stays redacted.
@@ -24,6 +24,8 @@ export async function inboxItem(
   const decideAs = decidesPending(principal, status);
   if (!pending || !decideAs || status.state !== 'waiting_for_confirmation') return null;
   const transcript = await orchestrator.transcript(status.taskId);
+  const may = orchestrator.may(status, principal);
+  const limit = status.budget.limits.money;
   return {
     taskId: status.taskId,
     goal: status.goal,
@@ -41,6 +43,17 @@ export async function inboxItem(
     approvals: { given: pending.approvals.length, required: pending.approvalsRequired },
     reasons: pending.reasons,
     risk: pending.risk,
+    money: {
+      amount: orchestrator.amountOf(pending.tool, pending.args),
+      used: status.budget.used.money,
+      limit: Number.isFinite(limit) ? limit : null,
+    },
+    mandate: status.mandate ? { kind: status.mandate.kind, terms: status.mandate.terms } : null,
+    may: {
+      confirm: may.confirm,
+      reject: may.reject,
+      refused: may.refused.filter((r) => r.action === 'confirm' || r.action === 'reject'),
+    },
     earlier: earlierProposals(transcript, pending.tool, pending.callId, pending.args),
   };
 }

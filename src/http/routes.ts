@@ -10,17 +10,19 @@ import { replayAudit } from '../audit/replayAudit.js';
 import { allowedCommands } from '../cli/stepView.js';
 import type { TaskStatus } from '../orchestrator/orchestrator.js';
 import { taskStatusSchema } from '../orchestrator/statusSchema.js';
-import { accessOf, decidesPending } from './access.js';
+import { type Access, accessOf, decidesPending } from './access.js';
 import { chartLayout } from './chartLayout.js';
 import { type ServiceContext, parse } from './context.js';
 import { inboxItem } from './inbox.js';
 import type { RouteDoc } from './openapi.js';
 import {
+  accessSchema,
   auditQuerySchema,
   eventsQuerySchema,
   inboxItemSchema,
   lastEventIdSchema,
   listQuerySchema,
+  maySchema,
   replayQuerySchema,
   sessionSchema,
   startBodySchema,
@@ -56,20 +58,35 @@ export function route(
 
 const taskView = z.object({
   status: taskStatusSchema,
-  access: z.enum(['owner', 'approver']),
+  access: accessSchema,
+  /** The controls the task's state offers to somebody (the step CLI's commands); `may` says which are the caller's. */
   allowed: z.array(z.string()),
+  may: maySchema,
   modelWaiting: z.boolean(),
 });
 
 export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, docs: RouteDoc[]): void {
   const { orchestrator } = ctx;
   const modelWaiting = (status: TaskStatus) => !status.outcome && ctx.stepper?.waiting(status.taskId) != null;
-  const view = (status: TaskStatus, access: 'owner' | 'approver') => ({
-    status,
-    access,
-    allowed: allowedCommands(status, modelWaiting(status)).filter((c) => c !== 'quit' && c !== 'resolve'),
-    modelWaiting: modelWaiting(status),
-  });
+  const view = (status: TaskStatus, access: Access, principal: Principal) => {
+    const allowed = allowedCommands(status, modelWaiting(status)).filter((c) => c !== 'quit' && c !== 'resolve');
+    const may = orchestrator.may(status, principal);
+    const offered = (action: 'confirm' | 'reject' | 'cancel' | 'answer') => allowed.includes(action) && may[action];
+    return {
+      status,
+      access,
+      allowed,
+      may: {
+        confirm: offered('confirm'),
+        reject: offered('reject'),
+        cancel: offered('cancel'),
+        answer: offered('answer'),
+        next: allowed.includes('next') && access === 'owner',
+        refused: may.refused.filter((r) => allowed.includes(r.action)),
+      },
+      modelWaiting: modelWaiting(status),
+    };
+  };
 
   route(
     app,
@@ -114,7 +131,7 @@ export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, do
       const body = parse(startBodySchema, request.body, 'body');
       const status = await orchestrator.start(await hostStartRequest(ctx.startRequest, body, principal, request));
       reply.code(201);
-      return view(status, 'owner');
+      return view(status, 'owner', principal);
     },
     { bodyLimit: ctx.bodyLimit, rateLimit: ctx.rateLimit?.('start') },
   );
@@ -169,7 +186,7 @@ export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, do
       const principal = await ctx.principal(request);
       const { taskId } = parse(taskParamsSchema, request.params, 'params');
       const { status, access } = await ctx.visible(principal, taskId);
-      return view(status, access);
+      return view(status, access, principal);
     },
   );
 
@@ -220,7 +237,8 @@ export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, do
       const resume =
         lastId === undefined ? null : parse(lastEventIdSchema, lastId, 'Last-Event-ID', 'invalid_last_event_id');
       const { access, status } = await ctx.visible(principal, taskId);
-      // An owner sees their task for good; an approver only while its confirmation waits for them.
+      // An owner sees their task for good, and so does an approver once they decided; an approver who has not decided
+      // only while its confirmation waits for them.
       const stillVisible =
         access === 'owner'
           ? undefined

@@ -146,7 +146,48 @@ export const inboxItemSchema = z.strictObject({
   /** Why the host asks (the tool's rule, a write's default, its risk class, money, the Rule of Two), and its risk class. */
   reasons: z.array(confirmationReasonSchema),
   risk: riskClassSchema,
+  /**
+   * The money at stake (minor units): what this call moves by its tool's `amount` rule (null when it cannot be read
+   * off the arguments shown), and the task's money budget (used so far, and its limit, null when unlimited).
+   */
+  money: z.strictObject({
+    amount: z.number().nullable(),
+    used: z.number(),
+    limit: z.number().nullable(),
+  }),
+  /** What the user asked for, as the host recorded it at start (the refund's order and most), or null. */
+  mandate: z.strictObject({ kind: z.string(), terms: z.unknown() }).nullable(),
+  /** Whether the caller may approve or reject it now (`Orchestrator.may`), and why not. */
+  may: z.strictObject({
+    confirm: z.boolean(),
+    reject: z.boolean(),
+    refused: z.array(z.strictObject({ action: z.string(), code: z.string(), message: z.string() })),
+  }),
   earlier: z.array(earlierProposalSchema),
+});
+
+/** Why a caller sees a task: their own, a confirmation waiting for their approval, or one they decided as approver. */
+export const accessSchema = z.enum(['owner', 'approver', 'decided']);
+
+/**
+ * What the caller may do on the task now, computed server-side from the rules that decide when they act
+ * (`Orchestrator.may`: the host's refusals and the chart's guards); a page shows exactly these controls.
+ */
+export const maySchema = z.strictObject({
+  confirm: z.boolean(),
+  reject: z.boolean(),
+  cancel: z.boolean(),
+  answer: z.boolean(),
+  /** Let the stepped model take its turn (the task's user, when the service steps its model). */
+  next: z.boolean(),
+  /** Each decision the task's state offers but not to this caller, with the refusal it would get. */
+  refused: z.array(
+    z.strictObject({
+      action: z.enum(['confirm', 'reject', 'cancel', 'answer']),
+      code: z.string(),
+      message: z.string(),
+    }),
+  ),
 });
 
 export const sessionSchema = z.strictObject({

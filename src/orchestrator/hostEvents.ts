@@ -145,24 +145,49 @@ export class HostEvents {
 
   /** What the host knows and the chart cannot: who the caller is now. */
   refusal(context: AgentContext, by: Principal, event: HostEvent): { code: ReplyCode; message: string } | null {
-    if (by.tenantId !== context.principal.tenantId)
-      return { code: 'wrong_tenant', message: 'the task belongs to another tenant' };
-    if (context.outcome)
-      return { code: 'task_finished', message: `the task already ended (${context.outcome.status})` };
-    const pending = context.pendingConfirmation;
-    if (event.type === 'user.confirmed' && pending?.userId === by.userId) {
-      // The confirming user must still hold the scopes the tool needs, not only have held them at task start.
-      const missing = this.registry.get(pending.tool)?.scopes.filter((scope) => !by.scopes.includes(scope)) ?? [];
-      if (missing.length > 0)
-        return { code: 'permission_denied', message: `the confirming session lacks scope ${missing.join(', ')}` };
-    }
-    if (
-      event.type === 'task.cancelled' &&
-      by.userId !== context.principal.userId &&
-      !(this.adminScope && by.scopes.includes(this.adminScope))
-    ) {
-      return { code: 'wrong_user', message: 'only the task user or an administrator may cancel it' };
-    }
-    return null;
+    return hostRefusal(context, by, event, {
+      adminScope: this.adminScope,
+      toolScopes: (tool) => this.registry.get(tool)?.scopes,
+    });
   }
+}
+
+/** What the host's refusals need to know besides the task: who administers, and the scopes each tool needs. */
+export interface HostRules {
+  adminScope: string | null;
+  toolScopes: (tool: string) => readonly string[] | undefined;
+}
+
+/** The task fields the host's refusals read: a live context, or a task's status (`TaskStatus` has them all). */
+export type RefusalView = Pick<AgentContext, 'principal' | 'outcome' | 'pendingConfirmation'>;
+
+/**
+ * What the host knows and the chart cannot: who the caller is now (tenant, current scopes, who may cancel), and
+ * whether the task already ended. One function for the event that arrives and for `Orchestrator.may` (what a page
+ * offers), so both give the same answer.
+ */
+export function hostRefusal(
+  task: RefusalView,
+  by: Principal,
+  event: Pick<HostEvent, 'type'>,
+  rules: HostRules,
+): { code: ReplyCode; message: string } | null {
+  if (by.tenantId !== task.principal.tenantId)
+    return { code: 'wrong_tenant', message: 'the task belongs to another tenant' };
+  if (task.outcome) return { code: 'task_finished', message: `the task already ended (${task.outcome.status})` };
+  const pending = task.pendingConfirmation;
+  if (event.type === 'user.confirmed' && pending?.userId === by.userId) {
+    // The confirming user must still hold the scopes the tool needs, not only have held them at task start.
+    const missing = rules.toolScopes(pending.tool)?.filter((scope) => !by.scopes.includes(scope)) ?? [];
+    if (missing.length > 0)
+      return { code: 'permission_denied', message: `the confirming session lacks scope ${missing.join(', ')}` };
+  }
+  if (
+    event.type === 'task.cancelled' &&
+    by.userId !== task.principal.userId &&
+    !(rules.adminScope && by.scopes.includes(rules.adminScope))
+  ) {
+    return { code: 'wrong_user', message: 'only the task user or an administrator may cancel it' };
+  }
+  return null;
 }

@@ -27,6 +27,7 @@ import type { EraseTaskRequest, UserErasureReport } from './erasure.js';
 import type { ExpirySweeper } from './expirySweeper.js';
 import type { HostEvents, ReviewResolution } from './hostEvents.js';
 import type { InFlight, LiveTasks } from './liveTasks.js';
+import { type May, mayOf } from './may.js';
 import type { OrchestratorOptions, Settings, StartTaskRequest } from './options.js';
 import type { OrphanSweeper } from './orphanSweeper.js';
 import type { Records } from './records.js';
@@ -239,6 +240,36 @@ export class Orchestrator {
    */
   reject(taskId: string, by: Principal, confirmation: { id: string; reason?: string }): Promise<UserEventResult> {
     return this.events.reject(taskId, by, confirmation, this.now());
+  }
+
+  /**
+   * What `by` may do on the task now (confirm, reject, cancel, answer), asked of the same host refusals and chart
+   * guards that decide when they act, with the refusal for each decision the task's state offers but not to them.
+   * Reads nothing: pass the status you hold.
+   */
+  may(status: TaskStatus, by: Principal): May {
+    return mayOf(status, by, this.now(), {
+      adminScope: this.settings.adminScope,
+      toolScopes: (tool) => this.registry.get(tool)?.scopes,
+    });
+  }
+
+  /**
+   * The money (minor units) a call of `tool` with `args` moves, by the tool's `amount` rule: 0 when the tool declares
+   * none, null when it is unknown or the arguments do not parse (redacted arguments, for instance).
+   */
+  amountOf(tool: string, args: unknown): number | null {
+    const definition = this.registry.get(tool);
+    if (!definition) return null;
+    if (definition.effect !== 'write' || !definition.amount) return 0;
+    const parsed = definition.input.safeParse(args);
+    if (!parsed.success) return null;
+    try {
+      const amount: unknown = definition.amount(parsed.data);
+      return typeof amount === 'number' && Number.isSafeInteger(amount) && amount >= 0 ? amount : null;
+    } catch {
+      return null;
+    }
   }
 
   /** Answers the model's question (only the task's user can). */

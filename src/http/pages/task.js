@@ -40,7 +40,9 @@ function describe(entry) {
       return [
         `confirmation ${entry.tool}`,
         entry.action,
-        [entry.userId, entry.decidedAs, entry.code].filter(Boolean).join(' · '),
+        [entry.userId, entry.decidedAs, entry.code, entry.reason ? `"${entry.reason}"` : null]
+          .filter(Boolean)
+          .join(' · '),
       ];
     case 'task_stopped':
       return ['stop', entry.status, `${entry.reason.code}: ${entry.reason.message}`];
@@ -123,8 +125,16 @@ function renderPending(pending, decidable) {
   );
 }
 
+/** Why a control the task's state offers is not this person's, in the words of the refusal it would get. */
+const ACTION_WORDS = { confirm: 'confirm', reject: 'reject', cancel: 'cancel', answer: 'answer' };
+const ACCESS_WORDS = {
+  owner: 'your task',
+  approver: 'waiting for your approval',
+  decided: 'you decided its confirmation as an approver: you follow what your decision did',
+};
+
 function renderLive() {
-  const { status, allowed } = view;
+  const { status, may, access } = view;
   $('state').textContent = status.state;
   $('state').className = `badge ${status.state}`;
   $('goal').textContent = status.goal;
@@ -133,8 +143,24 @@ function renderLive() {
   $('outcome').textContent = status.outcome
     ? `${status.outcome.status}: ${status.outcome.reason.code} — ${status.outcome.reason.message}`
     : '—';
-  for (const button of document.querySelectorAll('[data-command]'))
-    button.disabled = travelAt !== null || !allowed.includes(button.dataset.command);
+  // Only this person's controls: one the task offers to someone else is hidden, and the page says why.
+  for (const button of document.querySelectorAll('[data-command]')) {
+    const action = button.dataset.command;
+    button.hidden = may.refused.some((r) => r.action === action);
+    button.disabled = travelAt !== null || !may[action];
+  }
+  $('reject-reason-row').hidden = !may.reject;
+  $('may-not').replaceChildren(
+    ...may.refused.map((r) =>
+      el(
+        'li',
+        { 'data-action': r.action, 'data-code': r.code },
+        `You cannot ${ACTION_WORDS[r.action] ?? r.action} here: ${r.message} (${r.code}).`,
+      ),
+    ),
+  );
+  $('access').textContent = ACCESS_WORDS[access] ?? access;
+  document.body.dataset.access = access;
 }
 
 async function refresh() {
@@ -176,11 +202,17 @@ function scheduleRefresh() {
 async function command(name) {
   const status = view.status;
   const pending = status.pendingConfirmation;
+  const reason = $('reject-reason').value.trim();
+  if (name === 'reject' && reason === '') {
+    $('control-result').textContent = 'type the reason to reject first: it goes to the model and into the audit';
+    $('reject-reason').focus();
+    return;
+  }
   const body =
     name === 'confirm'
       ? { confirmationId: pending.id, argsHash: pending.argsHash }
       : name === 'reject'
-        ? { confirmationId: pending.id, reason: 'rejected on the live page' }
+        ? { confirmationId: pending.id, reason }
         : name === 'answer'
           ? { text: $('answer-text').value }
           : name === 'cancel'
