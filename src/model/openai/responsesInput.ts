@@ -6,9 +6,9 @@
  * `{}` when they did not parse), followed by exactly one `function_call_output` item per call id. Tool results travel
  * only in those items: never merged into a system, developer or user message, where they could pass for instructions.
  *
- * Items are sent without the `id` the API gave them (`fc_...`, `msg_...`). With `store: false` the API keeps nothing, and
- * a `function_call` sent with its id but without the reasoning item that preceded it is refused ("provided without its
- * required 'reasoning' item"); without the id it is taken as plain history.
+ * Items are sent without the `id` the API gave them (`fc_...`, `rs_...`). With `store: false` the API keeps no item, and
+ * a request that refers to one fails ("Item with id 'rs_...' not found", vercel/ai#7543; a function call "without its
+ * required 'reasoning' item", 0xPlaygrounds/rig#751). Reasoning items are not carried between turns.
  */
 import type { FunctionTool, ResponseInputItem } from 'openai/resources/responses/responses';
 import type { TranscriptEntry } from '../../../machines/journal.js';
