@@ -1,13 +1,13 @@
 /**
  * A scripted OpenAI-compatible server for tests: node:http on 127.0.0.1, port 0. It answers
- * `POST /v1/chat/completions` (or `/chat/completions`) with the next step of its script and records every
+ * `POST /v1/chat/completions` or `POST /v1/responses` (with or without `/v1`) with the next step of its script and records every
  * request body, so tests drive the real `openai` client and assert on exactly what went over the wire.
  */
 import { type IncomingHttpHeaders, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 export interface FakeRequest {
-  /** 0-based among chat completion requests. */
+  /** 0-based among chat completion and responses requests. */
   index: number;
   path: string;
   headers: IncomingHttpHeaders;
@@ -141,7 +141,7 @@ export async function startFakeOpenAI(script: FakeStep[] = []): Promise<FakeOpen
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
       const path = (req.url ?? '').split('?')[0]!;
-      if (req.method !== 'POST' || !/^(\/v1)?\/chat\/completions$/.test(path)) {
+      if (req.method !== 'POST' || !/^(\/v1)?\/(chat\/completions|responses)$/.test(path)) {
         res
           .writeHead(404, { 'content-type': 'application/json' })
           .end(JSON.stringify({ error: { message: `no route ${req.method} ${path}` } }));

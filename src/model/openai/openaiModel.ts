@@ -133,7 +133,7 @@ export function createOpenAIModel(options: OpenAIModelOptions = {}): AgentModel 
  * answer `{ "object": "error", "message": ... }`; the client reads only `body.error`, so it would keep nothing of
  * what they said ("400 status code (no body)") and a context overflow could not be told from any other 400.
  */
-async function errorEnvelopeFetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
+export async function errorEnvelopeFetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
   const response = await fetch(input, init);
   if (response.ok || !(response.headers.get('content-type') ?? '').includes('json')) return response;
   const text = await response.text();
@@ -164,11 +164,11 @@ export function defaultMaxTokensField(baseURL: string | undefined): 'max_tokens'
   }
 }
 
-function nonEmpty(value: string | undefined): string | undefined {
+export function nonEmpty(value: string | undefined): string | undefined {
   return value !== undefined && value.trim() !== '' ? value.trim() : undefined;
 }
 
-function positive(value: number | undefined, fallback: number, what: string): number {
+export function positive(value: number | undefined, fallback: number, what: string): number {
   if (value === undefined) return fallback;
   if (!Number.isInteger(value) || value <= 0)
     throw new ModelConfigError(`${what} must be a positive integer, not ${value}.`);
