@@ -141,6 +141,7 @@ describe('migration of older envelopes', () => {
       succeeded: _s,
       offered: _f,
       plan: _plan,
+      workflow: _workflow,
       ...rest
     } = migrated;
     const {

@@ -121,7 +121,7 @@ describe('a start body that sets the rules', () => {
   });
 
   it('knows every field of the core start request the body lacks as one the caller may not set', () => {
-    expect([...CALLER_FORBIDDEN_FIELDS].sort()).toEqual(['limits', 'mandate', 'principal', 'success']);
+    expect([...CALLER_FORBIDDEN_FIELDS].sort()).toEqual(['limits', 'mandate', 'principal', 'success', 'workflow']);
   });
 
   it.each([

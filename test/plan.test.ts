@@ -20,6 +20,7 @@ import { bookingMandate } from '../tools/mandates.js';
 import { reserveRoom } from '../tools/reserveRoom.js';
 import { byKind, reserveArgs } from './support/harness.js';
 import { ToolDefinitionError } from '../src/errors.js';
+import { buildMessages } from '../src/model/openai/openaiMessages.js';
 import type { AnyActorScope } from 'xstate';
 import type { MachineEvent, ReadResult } from '../machines/actors.js';
 import type { ModelEvent } from '../machines/events.js';
@@ -133,6 +134,10 @@ describe('plan-and-execute', () => {
     const transcript = await s.orchestrator.transcript('plan');
     const progress = transcript.filter((e) => e.kind === 'plan_progress');
     expect(progress).toHaveLength(2);
+    // Sent to the model as the host's note, after the results (never inside a tool result).
+    const messages = buildMessages(transcript, E17, { maxToolResultBytes: 8_192 });
+    const notes = messages.filter((m) => m.role === 'user' && String(m.content).includes("The plan's state"));
+    expect(notes).toHaveLength(2);
     expect(progress[1]).toMatchObject({
       text: expect.stringMatching(/s2 reserve_room: succeeded \(call call_4_1, observed at .*B204/),
     });

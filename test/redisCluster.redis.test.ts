@@ -53,6 +53,8 @@ describe.skipIf(!cluster)('RedisStore on a 3-master Redis Cluster', () => {
       model: scriptedModel([reply.answer('ok')]),
       store,
       expirySweepMs: 0,
+      // 300 starts at once, on purpose: the burst cap (200 by default) is not what this test is about.
+      capacity: { maxStartingTasks: 400 },
     });
     const principal = { userId: 'u', tenantId: 't', scopes: [] };
     await Promise.all(

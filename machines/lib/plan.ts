@@ -304,7 +304,8 @@ export function progressText(planning: PlanningState): string {
       const named = s.evidence.length ? `, returned ${s.evidence.join(', ')}` : '';
       return `- ${s.id} ${s.tool}: succeeded (call ${s.callId}, observed at ${new Date(s.observedAt!).toISOString()}${named})`;
     }
-    if (s.status === 'failed') return `- ${s.id} ${s.tool}: failed (${s.failure?.code}: ${s.failure?.summary})`;
+    // The code only: a failure's summary is the tool's own words, and this note is the host's.
+    if (s.status === 'failed') return `- ${s.id} ${s.tool}: failed (${s.failure?.code})`;
     return `- ${s.id} ${s.tool}${deps}: ${s.status}${ready.has(s.id) ? ', ready to run' : ''}`;
   });
   return `${plan.id}:\n${lines.join('\n')}`;

@@ -118,6 +118,8 @@ export function textMessageOf(entry: TranscriptEntry): { role: 'assistant' | 'us
       return { role: 'user', content: hostNotes.noAnswer(entry.question) };
     case 'invalid_output':
       return { role: 'user', content: hostNotes.invalidOutput(entry.detail) };
+    case 'plan_progress':
+      return { role: 'user', content: hostNotes.planProgress(entry.text) };
     default:
       return null;
   }
@@ -127,6 +129,8 @@ export function textMessageOf(entry: TranscriptEntry): { role: 'assistant' | 'us
 export const hostNotes = {
   noAnswer: (question: string) =>
     `[Host note, not from the user] Nobody answered your question in time ("${question}"). Go on without an answer, or end with a final answer.`,
+  planProgress: (progress: string) =>
+    `[Host note, not from the user] The plan's state, from tool results (each step's status changes only from its tool's result):\n${progress}`,
   invalidOutput: (detail: string) =>
     `[Host note, not from the user] Your previous reply could not be used: ${detail}. ` +
     'Reply again with tool calls (each with a unique id and a JSON object as arguments) or with a final answer.',
