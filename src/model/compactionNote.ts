@@ -191,6 +191,8 @@ function foldedLine(from: number, to: number, n: number, counts: ReadonlyMap<str
 /** `; ids ...` with the newest identifiers that fit in `room` characters, saying how many older ones are left out. */
 function idList(ids: readonly string[], room: number): string {
   if (ids.length === 0) return '';
+  const whole = `; ids their results named: ${ids.join(', ')}`;
+  if (whole.length <= room) return whole;
   const kept: string[] = [];
   let used = '; ids their results named: '.length + 40;
   for (let i = ids.length - 1; i >= 0; i -= 1) {
