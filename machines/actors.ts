@@ -35,9 +35,24 @@ export interface ModelFailure {
   transient: boolean;
 }
 
+/** The turn was asked again with its conversation compacted harder, after the provider refused it as too long. */
+export interface ModelCompaction {
+  level: number;
+  after: 'context_too_long';
+  /** The provider's refusal (one line, capped, keys masked by the adapter). */
+  message: string;
+}
+
 /** Exactly one `model.*` event, or why the turn produced none; either way, the transport retries it spent. */
 export type ModelActorOutput =
-  | { kind: 'replied'; at: number; retriesUsed: number; event: ModelEvent; provenance?: Provenance }
+  | {
+      kind: 'replied';
+      at: number;
+      retriesUsed: number;
+      event: ModelEvent;
+      provenance?: Provenance;
+      compaction?: ModelCompaction;
+    }
   | { kind: 'failed'; at: number; retriesUsed: number; failure: ModelFailure };
 
 /** A call as the runtime runs it: its validated arguments. */

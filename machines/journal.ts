@@ -4,7 +4,7 @@
  * appends the entries with the snapshot that produced them, so the snapshot stays the same size however long the
  * task runs; the answer goes back to whoever sent the event.
  */
-import type { MachineEvent } from './actors.js';
+import type { MachineEvent, ModelCompaction } from './actors.js';
 import { eventTime } from './actors.js';
 import type {
   AgentContext,
@@ -95,7 +95,11 @@ export type AuditEntry = { at: number; turn: number } & Partial<AuditStamp> &
      * `planOffered`: the model may propose a plan this turn.
      */
     | { kind: 'model_requested'; reservation: ModelReservation; offered?: string[]; planOffered?: boolean }
-    /** For an unusable output, why it was refused (`detail`) and what the model sent (`received`, capped and redacted). */
+    /**
+     * For an unusable output, why it was refused (`detail`) and what the model sent (`received`, capped and redacted).
+     * `compaction`: the provider refused the turn's prompt as too long, and this reply came from asking again with the
+     * conversation compacted harder (src/model/compaction.ts).
+     */
     | {
         kind: 'model_output';
         output: string;
@@ -103,6 +107,7 @@ export type AuditEntry = { at: number; turn: number } & Partial<AuditStamp> &
         calls: number;
         detail?: string;
         received?: string | null;
+        compaction?: ModelCompaction;
       }
     | {
         kind: 'gate';

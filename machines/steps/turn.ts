@@ -177,6 +177,7 @@ export const settleModelTurn: Step = (context, event) => {
         usage,
         calls: output.event.type === 'model.toolsProposed' ? output.event.calls.length : 0,
         ...invalid,
+        ...(output.compaction ? { compaction: output.compaction } : {}),
       }),
     ],
   };

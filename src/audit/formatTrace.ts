@@ -273,7 +273,10 @@ function describeModelOutput(entry: Extract<AuditEntry, { kind: 'model_output' }
     'model.refused': 'refused',
     'model.invalidOutput': 'produced unusable output',
   };
-  return `${label[entry.output] ?? entry.output} (${tokens} tokens)`;
+  const compacted = entry.compaction
+    ? `, asked again compacted (level ${entry.compaction.level}) after ${entry.compaction.after}`
+    : '';
+  return `${label[entry.output] ?? entry.output} (${tokens} tokens${compacted})`;
 }
 
 function compactArgs(args: unknown): string {

@@ -34,6 +34,11 @@ export interface ModelRequest {
   transcript(): Promise<TranscriptEntry[]>;
   /** Aborted on timeout or when the task is cancelled. */
   signal: AbortSignal;
+  /**
+   * Set when the provider answered that the prompt was too long: rebuild the conversation compacted harder (level 1:
+   * half the bound, one turn kept whole). Absent: as the adapter is configured.
+   */
+  compaction?: { level: number };
 }
 
 export interface ModelUsageReport {

@@ -97,13 +97,23 @@ export function textualToolCall(content: string): string | null {
 export const writtenCallDetail = (how: string) =>
   `a tool call was written as text (${how}) instead of through the tools interface; call tools as tool calls`;
 
+/** A note the host adds to the rebuilt conversation only (compaction's facts of older turns): never persisted. */
+export interface HostNote {
+  kind: 'host_note';
+  text: string;
+}
+
 /**
  * A transcript entry that is plain text as a chat message: the goal and the user's answers as the user's; the
  * model's answers, questions, refusals and text without calls as the assistant's; the host's notes as user messages
  * marked as the host's. Null for the other entries (calls and their results are each provider's own shape).
  */
-export function textMessageOf(entry: TranscriptEntry): { role: 'assistant' | 'user'; content: string } | null {
+export function textMessageOf(
+  entry: TranscriptEntry | HostNote,
+): { role: 'assistant' | 'user'; content: string } | null {
   switch (entry.kind) {
+    case 'host_note':
+      return { role: 'user', content: entry.text };
     case 'goal':
       return { role: 'user', content: entry.text };
     case 'proposal':
@@ -134,6 +144,8 @@ export const hostNotes = {
   invalidOutput: (detail: string) =>
     `[Host note, not from the user] Your previous reply could not be used: ${detail}. ` +
     'Reply again with tool calls (each with a unique id and a JSON object as arguments) or with a final answer.',
+  /** Older turns replaced by the facts the host recorded from them (src/model/compaction.ts). */
+  compacted: (facts: string) => `[Host note, not from the user] ${facts}`,
 };
 
 /**
@@ -193,6 +205,11 @@ export interface AdapterOptions {
   strictTools?: boolean;
   /** Longest Retry-After honoured, in ms (default 60,000); a server asking for longer is retried sooner. */
   maxRetryAfterMs?: number;
+  /**
+   * Estimated tokens (characters / 4) the conversation after the system prompt may take before its older turns are
+   * replaced by one host note of their facts (default: 3/4 of promptTokenBound). See src/model/compaction.ts.
+   */
+  maxPromptTokens?: number;
 }
 
 /**

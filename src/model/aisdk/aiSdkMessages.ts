@@ -14,11 +14,14 @@ import type { TranscriptEntry } from '../../../machines/journal.js';
 import type { ModelRequest, OfferedTool } from '../agentModel.js';
 // Provider-neutral helpers; that module imports only types from `openai`, so nothing of it is loaded here.
 import { DEFAULT_SYSTEM_PROMPT, capBytes, qualifiesForStrict, toolContent } from '../openai/openaiMessages.js';
+import { type CompactionOptions, compactTranscript } from '../compaction.js';
 import { pairedResults, textMessageOf } from '../replyRules.js';
 
 export interface AiSdkMessageOptions {
   /** Cap of each tool result's text in UTF-8 bytes; longer text is cut and marked. */
   maxToolResultBytes: number;
+  /** Older turns beyond this bound are replaced by one host note of their facts (compaction.ts); none: all sent. */
+  compaction?: CompactionOptions;
 }
 
 /** The system prompt: the host's rules (`custom` replaces the OpenAI adapter's default ones) and who the task acts for. */
@@ -38,7 +41,7 @@ export function buildModelMessages(
 ): ModelMessage[] {
   const messages: ModelMessage[] = [];
   const resultOf = pairedResults(transcript);
-  for (const entry of transcript) {
+  for (const entry of compactTranscript(transcript, options.compaction)) {
     switch (entry.kind) {
       case 'proposal': {
         if (entry.calls.length === 0) {

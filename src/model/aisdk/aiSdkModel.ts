@@ -19,6 +19,7 @@ import { aiSdk } from '../../peers/aiSdk.js';
 import { AgentError } from '../../errors.js';
 import type { AgentModel, ModelReplyWithVersion, ModelRequest } from '../agentModel.js';
 import { DEFAULT_SYSTEM_PROMPT } from '../openai/openaiMessages.js';
+import { defaultMaxPromptTokens } from '../compaction.js';
 import { type AdapterOptions, adapterProvenance } from '../replyRules.js';
 import { AiSdkAbortedError, classifyError } from './aiSdkErrors.js';
 import { buildModelMessages, systemPrompt, toolSet } from './aiSdkMessages.js';
@@ -70,6 +71,11 @@ export function createAiSdkModel(options: AiSdkModelOptions): AgentModel {
   const maxOutputTokens = positive(options.maxOutputTokens, DEFAULT_MAX_OUTPUT_TOKENS, 'maxOutputTokens');
   const promptTokenBound = positive(options.promptTokenBound, DEFAULT_PROMPT_TOKEN_BOUND, 'promptTokenBound');
   const maxToolResultBytes = positive(options.maxToolResultBytes, DEFAULT_MAX_TOOL_RESULT_BYTES, 'maxToolResultBytes');
+  const maxPromptTokens = positive(
+    options.maxPromptTokens,
+    defaultMaxPromptTokens(promptTokenBound),
+    'maxPromptTokens',
+  );
   const errorOptions = { maxRetryAfterMs: options.maxRetryAfterMs ?? 60_000, secrets: options.secrets ?? [] };
   const fallbackUsage = { inputTokens: promptTokenBound, outputTokens: maxOutputTokens };
   const replyOptions = { prices: options.prices, fallbackUsage };
@@ -98,7 +104,10 @@ export function createAiSdkModel(options: AiSdkModelOptions): AgentModel {
         await aiSdk.generateText({
           model: aiSdk.wrapLanguageModel({ model: languageModel, middleware: capture }),
           system: systemPrompt(request.principal, options.systemPrompt),
-          messages: buildModelMessages(transcript, { maxToolResultBytes }),
+          messages: buildModelMessages(transcript, {
+            maxToolResultBytes,
+            compaction: { maxTokens: maxPromptTokens, maxToolResultBytes, level: request.compaction?.level ?? 0 },
+          }),
           ...(request.tools.length > 0
             ? { tools: toolSet(request.tools, options.strictTools ?? true), toolChoice: 'auto' as const }
             : {}),

@@ -17,6 +17,7 @@ import { openai } from '../../peers/openai.js';
 import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
 import { AgentError } from '../../errors.js';
 import type { AgentModel, ModelReplyWithVersion, ModelRequest } from '../agentModel.js';
+import { defaultMaxPromptTokens } from '../compaction.js';
 import { type AdapterOptions, adapterProvenance } from '../replyRules.js';
 import { DEFAULT_SYSTEM_PROMPT, buildMessages, toolDefinitions } from './openaiMessages.js';
 import { priceOf, settleOpenAIError, toModelReply, unusableBody } from './openaiReply.js';
@@ -78,6 +79,11 @@ export function createOpenAIModel(options: OpenAIModelOptions = {}): AgentModel 
   const maxTokens = positive(options.maxTokens, DEFAULT_MAX_TOKENS, 'maxTokens');
   const promptTokenBound = positive(options.promptTokenBound, DEFAULT_PROMPT_TOKEN_BOUND, 'promptTokenBound');
   const maxToolResultBytes = positive(options.maxToolResultBytes, DEFAULT_MAX_TOOL_RESULT_BYTES, 'maxToolResultBytes');
+  const maxPromptTokens = positive(
+    options.maxPromptTokens,
+    defaultMaxPromptTokens(promptTokenBound),
+    'maxPromptTokens',
+  );
   const maxRetryAfterMs = options.maxRetryAfterMs ?? 60_000;
   const client =
     options.client ??
@@ -106,6 +112,7 @@ export function createOpenAIModel(options: OpenAIModelOptions = {}): AgentModel 
         messages: buildMessages(transcript, request.principal, {
           systemPrompt: options.systemPrompt,
           maxToolResultBytes,
+          compaction: { maxTokens: maxPromptTokens, maxToolResultBytes, level: request.compaction?.level ?? 0 },
         }),
         ...(request.tools.length > 0 ? { tools: toolDefinitions(request.tools, options.strictTools ?? true) } : {}),
         [maxTokensField]: maxTokens,

@@ -16,6 +16,7 @@
 import type { OpenAI } from 'openai';
 import type { ResponseCreateParamsNonStreaming } from 'openai/resources/responses/responses';
 import type { ReasoningEffort } from 'openai/resources/shared';
+import { defaultMaxPromptTokens } from '../compaction.js';
 import { openai } from '../../peers/openai.js';
 import type { AgentModel, ModelReplyWithVersion, ModelRequest } from '../agentModel.js';
 import { type AdapterOptions, adapterProvenance } from '../replyRules.js';
@@ -77,6 +78,11 @@ export function createOpenAIResponsesModel(options: OpenAIResponsesModelOptions 
   const maxTokens = positive(options.maxTokens, DEFAULT_MAX_TOKENS, 'maxTokens');
   const promptTokenBound = positive(options.promptTokenBound, DEFAULT_PROMPT_TOKEN_BOUND, 'promptTokenBound');
   const maxToolResultBytes = positive(options.maxToolResultBytes, DEFAULT_MAX_TOOL_RESULT_BYTES, 'maxToolResultBytes');
+  const maxPromptTokens = positive(
+    options.maxPromptTokens,
+    defaultMaxPromptTokens(promptTokenBound),
+    'maxPromptTokens',
+  );
   const maxRetryAfterMs = options.maxRetryAfterMs ?? 60_000;
   const client =
     options.client ??
@@ -102,7 +108,11 @@ export function createOpenAIResponsesModel(options: OpenAIResponsesModelOptions 
       const tools = responsesTools(request.tools, options.strictTools ?? true);
       const body: ResponseCreateParamsNonStreaming = {
         model,
-        input: buildInput(transcript, request.principal, { systemPrompt: options.systemPrompt, maxToolResultBytes }),
+        input: buildInput(transcript, request.principal, {
+          systemPrompt: options.systemPrompt,
+          maxToolResultBytes,
+          compaction: { maxTokens: maxPromptTokens, maxToolResultBytes, level: request.compaction?.level ?? 0 },
+        }),
         // The host owns the conversation: nothing is kept at the provider, nothing is chained by response id.
         store: false,
         max_output_tokens: maxTokens,

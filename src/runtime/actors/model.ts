@@ -3,7 +3,7 @@
  * and resolves with exactly one validated `model.*` event, or with the failure as data.
  */
 import { fromPromise } from 'xstate';
-import type { ModelActorInput, ModelActorOutput } from '../../../machines/actors.js';
+import type { ModelActorInput, ModelActorOutput, ModelCompaction } from '../../../machines/actors.js';
 import type { Provenance } from '../../../machines/context.js';
 import { type ModelEvent, RECEIVED, modelEventSchema } from '../../../machines/events.js';
 import { MODEL_FAILURE_CODES, type ModelFailureCode } from '../../../machines/failures.js';
@@ -32,6 +32,8 @@ export function modelActor(host: ActorHost) {
     await task.barrier();
     const context = task.context();
     let retriesUsed = 0;
+    // Set once the provider refused the prompt as too long: the turn is asked once more, compacted harder.
+    let compaction: ModelCompaction | undefined;
     for (;;) {
       const ask = () =>
         runWithTimeout(clock, host.modelTimeoutMs, signal, (s) =>
@@ -51,6 +53,7 @@ export function modelActor(host: ActorHost) {
               observations: input.observations,
               transcript: () => task.transcript(),
               signal: s,
+              ...(compaction ? { compaction: { level: compaction.level } } : {}),
             })
             .then(
               (reply) => ({ ok: true as const, reply }),
@@ -103,7 +106,15 @@ export function modelActor(host: ActorHost) {
               }
             : reply;
         const event = sealModelEvent(host.registry, scope, toModelEvent(raw, clock.now(), context.modelReservation));
-        return { kind: 'replied', at: clock.now(), retriesUsed, event, provenance: provenanceOf(host, answered.reply) };
+        const provenance = provenanceOf(host, answered.reply);
+        return {
+          kind: 'replied',
+          at: clock.now(),
+          retriesUsed,
+          event,
+          provenance,
+          ...(compaction ? { compaction } : {}),
+        };
       }
       const error = answered?.ok === false ? answered.error : undefined;
       const failure =
@@ -114,14 +125,24 @@ export function modelActor(host: ActorHost) {
               message: safeErrorText(error),
               retryAfterMs: error instanceof TransientModelError ? error.retryAfterMs : undefined,
             };
+      const code = failureCode(error, failure.transient);
+      if (code === 'context_too_long' && !compaction) {
+        // Once: the same turn with only its newest turn whole and the rest as a shorter note. Not a transport retry.
+        compaction = { level: 1, after: 'context_too_long', message: failure.message };
+        continue;
+      }
       if (!failure.transient || retriesUsed >= input.retryAllowance) {
         // The retries were spent even though the turn failed: the machine debits them from the budget.
-        const message = failure.transient ? `${failure.message} (after ${retriesUsed} retries)` : failure.message;
+        const message = failure.transient
+          ? `${failure.message} (after ${retriesUsed} retries)`
+          : compaction && code === 'context_too_long'
+            ? `${failure.message} (also when asked again with the conversation compacted harder)`
+            : failure.message;
         return {
           kind: 'failed',
           at: clock.now(),
           retriesUsed,
-          failure: { code: failureCode(error, failure.transient), message, transient: failure.transient },
+          failure: { code, message, transient: failure.transient },
         };
       }
       const delay = Math.max(failure.retryAfterMs ?? 0, backoffDelay(retriesUsed, host.backoff, host.random));
