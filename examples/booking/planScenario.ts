@@ -4,13 +4,12 @@
  * refund of 199.00 is still confirmed by its own rule (a plan names tools, not amounts). Each step's status comes
  * from its tool's result, with the time it was observed.
  */
-import { createOrchestrator } from '../../src/index.js';
 import type { ModelReply } from '../../src/index.js';
-import { type ScriptStep, type ScriptView, reply, scriptedModel } from '../../src/testing/index.js';
-import { getOrder, type Order } from '../../tools/getOrder.js';
+import { type ScriptStep, type ScriptView, reply } from '../../src/testing/index.js';
+import type { Order } from '../../tools/getOrder.js';
 import { refundMandate } from '../../tools/mandates.js';
-import { refundDeskAuthority, refundOrder, type Refund } from '../../tools/refundOrder.js';
-import { RefundDesk } from './refundService.js';
+import type { Refund } from '../../tools/refundOrder.js';
+import { refundDeskSetup } from './refundScenario.js';
 import { E17_SUPPORT, REFUND_GOAL, REFUND_SUCCESS, REFUND_TERMS } from './requests.js';
 import type { ScenarioEnv, ScenarioResult } from './scenario.js';
 
@@ -48,17 +47,8 @@ export function plannedRefundScript(turns = 8): ScriptStep[] {
 }
 
 export async function runPlanned(env: ScenarioEnv): Promise<ScenarioResult> {
-  const desk = new RefundDesk();
-  const script = plannedRefundScript();
-  const orchestrator = createOrchestrator({
-    tools: [getOrder(desk), refundOrder(desk, { confirmAboveCents: 10_000 })],
-    loosen: refundDeskAuthority,
-    mandates: [refundMandate],
-    model: env.model ? env.model(script) : scriptedModel(script),
-    store: env.store,
-    clock: env.clock,
-    inspect: env.inspect,
-    // Plan first; a plan with a write is approved by the user before any of it runs (the default approval).
+  // Plan first; a plan with a write is approved by the user before any of it runs (the default approval).
+  const { desk, orchestrator } = refundDeskSetup(env, plannedRefundScript(), {
     policy: { planning: { mode: 'plan_first' } },
   });
   const steps: string[] = [];

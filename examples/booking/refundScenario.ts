@@ -15,9 +15,16 @@ import type { ScenarioEnv, ScenarioResult } from './scenario.js';
 /** What the customer asked for, in cents. */
 const AGREED_CENTS = 19_900;
 
-export async function runRefund(env: ScenarioEnv): Promise<ScenarioResult> {
+/**
+ * The refund desk's orchestrator for a scenario: get_order and refund_order (confirmed above 100.00, within the support
+ * agent's standing authority below it), the refund mandate, the scenario's store, clock and inspection.
+ */
+export function refundDeskSetup(
+  env: ScenarioEnv,
+  script: ScriptStep[],
+  extra: Partial<Parameters<typeof createOrchestrator>[0]> = {},
+) {
   const desk = new RefundDesk();
-  const script = refundScript();
   const orchestrator = createOrchestrator({
     tools: [getOrder(desk), refundOrder(desk, { confirmAboveCents: 10_000 })],
     loosen: refundDeskAuthority,
@@ -26,7 +33,13 @@ export async function runRefund(env: ScenarioEnv): Promise<ScenarioResult> {
     store: env.store,
     clock: env.clock,
     inspect: env.inspect,
+    ...extra,
   });
+  return { desk, orchestrator };
+}
+
+export async function runRefund(env: ScenarioEnv): Promise<ScenarioResult> {
+  const { desk, orchestrator } = refundDeskSetup(env, refundScript());
   const steps: string[] = [];
   try {
     let status = await orchestrator.run({

@@ -5,13 +5,12 @@
  * or a set of choices; every call is the program's and goes through every gate.
  */
 import { z } from 'zod';
-import { createOrchestrator, defineWorkflow, established } from '../../src/index.js';
+import { defineWorkflow, established } from '../../src/index.js';
 import type { ModelReply } from '../../src/index.js';
-import { type ScriptStep, type ScriptView, reply, scriptedModel } from '../../src/testing/index.js';
-import { getOrder, type Order } from '../../tools/getOrder.js';
+import { type ScriptStep, type ScriptView, reply } from '../../src/testing/index.js';
+import type { Order } from '../../tools/getOrder.js';
 import { refundMandate } from '../../tools/mandates.js';
-import { refundDeskAuthority, refundOrder } from '../../tools/refundOrder.js';
-import { RefundDesk } from './refundService.js';
+import { refundDeskSetup } from './refundScenario.js';
 import { E17_SUPPORT, REFUND_GOAL, REFUND_SUCCESS, REFUND_TERMS } from './requests.js';
 import type { ScenarioEnv, ScenarioResult } from './scenario.js';
 
@@ -72,18 +71,7 @@ export function workflowScript(turns = 6): ScriptStep[] {
 }
 
 export async function runWorkflow(env: ScenarioEnv): Promise<ScenarioResult> {
-  const desk = new RefundDesk();
-  const script = workflowScript();
-  const orchestrator = createOrchestrator({
-    tools: [getOrder(desk), refundOrder(desk, { confirmAboveCents: 10_000 })],
-    workflows: [refundWorkflow],
-    loosen: refundDeskAuthority,
-    mandates: [refundMandate],
-    model: env.model ? env.model(script) : scriptedModel(script),
-    store: env.store,
-    clock: env.clock,
-    inspect: env.inspect,
-  });
+  const { desk, orchestrator } = refundDeskSetup(env, workflowScript(), { workflows: [refundWorkflow] });
   const steps: string[] = [];
   try {
     let status = await orchestrator.run({

@@ -19,11 +19,11 @@ import { aiSdk } from '../../peers/aiSdk.js';
 import { AgentError } from '../../errors.js';
 import type { AgentModel, ModelReplyWithVersion, ModelRequest } from '../agentModel.js';
 import { DEFAULT_SYSTEM_PROMPT } from '../openai/openaiMessages.js';
-import { defaultMaxPromptTokens } from '../compaction.js';
+import { adapterLimits } from '../adapterLimits.js';
 import { type AdapterOptions, adapterProvenance } from '../replyRules.js';
 import { AiSdkAbortedError, classifyError } from './aiSdkErrors.js';
 import { buildModelMessages, systemPrompt, toolSet } from './aiSdkMessages.js';
-import { type ProviderResult, priceOf, toModelReply, unusableOutput } from './aiSdkReply.js';
+import { type ProviderResult, toModelReply, unusableOutput } from './aiSdkReply.js';
 
 /** A provider's language model object, e.g. `anthropic('claude-sonnet-4-5')` or `ollama('qwen2.5:7b')`. */
 export type AiSdkLanguageModel = Parameters<typeof wrapLanguageModel>[0]['model'];
@@ -50,8 +50,6 @@ export class AiSdkConfigError extends AgentError<'model_not_configured'> {
 }
 
 const DEFAULT_MAX_OUTPUT_TOKENS = 1_024;
-const DEFAULT_PROMPT_TOKEN_BOUND = 16_000;
-const DEFAULT_MAX_TOOL_RESULT_BYTES = 8_192;
 
 /** Creates an AgentModel backed by an AI SDK language model. Throws AiSdkConfigError for a missing or unsupported model. */
 export function createAiSdkModel(options: AiSdkModelOptions): AgentModel {
@@ -69,20 +67,13 @@ export function createAiSdkModel(options: AiSdkModelOptions): AgentModel {
   }
   const languageModel = options.model;
   const maxOutputTokens = positive(options.maxOutputTokens, DEFAULT_MAX_OUTPUT_TOKENS, 'maxOutputTokens');
-  const promptTokenBound = positive(options.promptTokenBound, DEFAULT_PROMPT_TOKEN_BOUND, 'promptTokenBound');
-  const maxToolResultBytes = positive(options.maxToolResultBytes, DEFAULT_MAX_TOOL_RESULT_BYTES, 'maxToolResultBytes');
-  const maxPromptTokens = positive(
-    options.maxPromptTokens,
-    defaultMaxPromptTokens(promptTokenBound),
-    'maxPromptTokens',
+  const { maxToolResultBytes, maxPromptTokens, fallbackUsage, reservation } = adapterLimits(
+    options,
+    maxOutputTokens,
+    positive,
   );
   const errorOptions = { maxRetryAfterMs: options.maxRetryAfterMs ?? 60_000, secrets: options.secrets ?? [] };
-  const fallbackUsage = { inputTokens: promptTokenBound, outputTokens: maxOutputTokens };
   const replyOptions = { prices: options.prices, fallbackUsage };
-  const reservation = {
-    tokens: promptTokenBound + maxOutputTokens,
-    costMicros: options.prices ? priceOf(fallbackUsage, options.prices) : 0,
-  };
 
   return {
     name: options.name ?? `ai-sdk:${languageModel.provider}:${languageModel.modelId}`,

@@ -17,10 +17,10 @@ import { openai } from '../../peers/openai.js';
 import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
 import { AgentError } from '../../errors.js';
 import type { AgentModel, ModelReplyWithVersion, ModelRequest } from '../agentModel.js';
-import { defaultMaxPromptTokens } from '../compaction.js';
+import { adapterLimits } from '../adapterLimits.js';
 import { type AdapterOptions, adapterProvenance } from '../replyRules.js';
 import { DEFAULT_SYSTEM_PROMPT, buildMessages, toolDefinitions } from './openaiMessages.js';
-import { priceOf, settleOpenAIError, toModelReply, unusableBody } from './openaiReply.js';
+import { settleOpenAIError, toModelReply, unusableBody } from './openaiReply.js';
 
 export interface OpenAIModelOptions extends AdapterOptions {
   /** Default: OPENAI_API_KEY. Local servers that ignore keys still need a non-empty value. */
@@ -58,8 +58,6 @@ export class ModelConfigError extends AgentError<'model_not_configured'> {
 }
 
 const DEFAULT_MAX_TOKENS = 1_024;
-const DEFAULT_PROMPT_TOKEN_BOUND = 16_000;
-const DEFAULT_MAX_TOOL_RESULT_BYTES = 8_192;
 
 /** Creates an AgentModel backed by Chat Completions. Throws ModelConfigError when the key or model is missing. */
 export function createOpenAIModel(options: OpenAIModelOptions = {}): AgentModel {
@@ -77,12 +75,10 @@ export function createOpenAIModel(options: OpenAIModelOptions = {}): AgentModel 
     );
   }
   const maxTokens = positive(options.maxTokens, DEFAULT_MAX_TOKENS, 'maxTokens');
-  const promptTokenBound = positive(options.promptTokenBound, DEFAULT_PROMPT_TOKEN_BOUND, 'promptTokenBound');
-  const maxToolResultBytes = positive(options.maxToolResultBytes, DEFAULT_MAX_TOOL_RESULT_BYTES, 'maxToolResultBytes');
-  const maxPromptTokens = positive(
-    options.maxPromptTokens,
-    defaultMaxPromptTokens(promptTokenBound),
-    'maxPromptTokens',
+  const { maxToolResultBytes, maxPromptTokens, fallbackUsage, reservation } = adapterLimits(
+    options,
+    maxTokens,
+    positive,
   );
   const maxRetryAfterMs = options.maxRetryAfterMs ?? 60_000;
   const client =
@@ -95,11 +91,6 @@ export function createOpenAIModel(options: OpenAIModelOptions = {}): AgentModel 
       fetch: errorEnvelopeFetch,
     });
   const maxTokensField = options.maxTokensField ?? defaultMaxTokensField(client.baseURL);
-  const fallbackUsage = { inputTokens: promptTokenBound, outputTokens: maxTokens };
-  const reservation = {
-    tokens: promptTokenBound + maxTokens,
-    costMicros: options.prices ? priceOf(fallbackUsage, options.prices) : 0,
-  };
 
   return {
     name: options.name ?? `openai:${model}`,

@@ -16,13 +16,13 @@
 import type { OpenAI } from 'openai';
 import type { ResponseCreateParamsNonStreaming } from 'openai/resources/responses/responses';
 import type { ReasoningEffort } from 'openai/resources/shared';
-import { defaultMaxPromptTokens } from '../compaction.js';
+import { adapterLimits } from '../adapterLimits.js';
 import { openai } from '../../peers/openai.js';
 import type { AgentModel, ModelReplyWithVersion, ModelRequest } from '../agentModel.js';
 import { type AdapterOptions, adapterProvenance } from '../replyRules.js';
 import { DEFAULT_SYSTEM_PROMPT } from './openaiMessages.js';
 import { ModelConfigError, errorEnvelopeFetch, nonEmpty, positive } from './openaiModel.js';
-import { priceOf, settleOpenAIError, unusableBody } from './openaiReply.js';
+import { settleOpenAIError, unusableBody } from './openaiReply.js';
 import { buildInput, isReasoningModel, responsesTools } from './responsesInput.js';
 import { toResponsesReply } from './responsesReply.js';
 
@@ -54,8 +54,6 @@ export interface OpenAIResponsesModelOptions extends AdapterOptions {
 }
 
 const DEFAULT_MAX_TOKENS = 1_024;
-const DEFAULT_PROMPT_TOKEN_BOUND = 16_000;
-const DEFAULT_MAX_TOOL_RESULT_BYTES = 8_192;
 
 /** Creates an AgentModel backed by the Responses API. Throws ModelConfigError when the key or model is missing. */
 export function createOpenAIResponsesModel(options: OpenAIResponsesModelOptions = {}): AgentModel {
@@ -76,12 +74,10 @@ export function createOpenAIResponsesModel(options: OpenAIResponsesModelOptions 
     );
   }
   const maxTokens = positive(options.maxTokens, DEFAULT_MAX_TOKENS, 'maxTokens');
-  const promptTokenBound = positive(options.promptTokenBound, DEFAULT_PROMPT_TOKEN_BOUND, 'promptTokenBound');
-  const maxToolResultBytes = positive(options.maxToolResultBytes, DEFAULT_MAX_TOOL_RESULT_BYTES, 'maxToolResultBytes');
-  const maxPromptTokens = positive(
-    options.maxPromptTokens,
-    defaultMaxPromptTokens(promptTokenBound),
-    'maxPromptTokens',
+  const { maxToolResultBytes, maxPromptTokens, fallbackUsage, reservation } = adapterLimits(
+    options,
+    maxTokens,
+    positive,
   );
   const maxRetryAfterMs = options.maxRetryAfterMs ?? 60_000;
   const client =
@@ -93,11 +89,6 @@ export function createOpenAIResponsesModel(options: OpenAIResponsesModelOptions 
       timeout: options.requestTimeoutMs ?? 600_000,
       fetch: errorEnvelopeFetch,
     });
-  const fallbackUsage = { inputTokens: promptTokenBound, outputTokens: maxTokens };
-  const reservation = {
-    tokens: promptTokenBound + maxTokens,
-    costMicros: options.prices ? priceOf(fallbackUsage, options.prices) : 0,
-  };
 
   return {
     name: options.name ?? `openai-responses:${model}`,
