@@ -143,7 +143,7 @@ describe('the public entries', () => {
       h.orchestrator.confirm(waiting.taskId, E17, { id: 'none', argsHash: 'none' }),
       h.orchestrator.reject(waiting.taskId, E17, { id: 'none' }),
     ]);
-    expect(results.map((r) => r.code)).toEqual(['not_waiting_for_confirmation', 'unknown_confirmation']);
+    expect(results.map((r) => r.code)).toEqual(['not_waiting_for_confirmation', 'not_waiting_for_confirmation']);
     expect((await h.orchestrator.answer(waiting.taskId, E17, 'R7')).accepted).toBe(true);
     expect((await h.orchestrator.settled(waiting.taskId)).question).toBe('which floor?');
     expect(await h.orchestrator.cancel(waiting.taskId, E17, 'done')).toMatchObject({

@@ -75,13 +75,18 @@ describe.skipIf(!hasRedisServer && process.env.CI !== 'true')(
         await until(async () => (await store!.load('t'))?.summary.state === 'answered', 10_000);
         const status = await orchestrator.status('t');
         expect(status).toMatchObject({ state: 'answered', outcome: { answer: 'read by A' } });
-        expect(read.started).toEqual(['A', 'A']); // the read ran again after the takeback; reads are safe to repeat
+        // The read ran again after the takeback (reads are safe to repeat). On a loaded machine the 300 ms lease can be
+        // lost once more on its own (a renewal late by a stalled loop): then it is taken back again, the read repeats
+        // again, and every stop is a fence-out. What must hold either way: the write runs once.
+        expect(read.started.length).toBeGreaterThanOrEqual(2);
+        expect(read.started.every((name) => name === 'A')).toBe(true);
         expect(notes.executed).toHaveLength(1);
-        expect(stops.codes).toEqual(['fenced_out']); // stopped once, then driven here again to the end
+        expect(stops.codes.length).toBe(read.started.length - 1);
+        expect(stops.codes.every((code) => code === 'fenced_out')).toBe(true);
         await until(() => inFlight(orchestrator!).leases === 0);
         expect(inFlight(orchestrator)).toEqual({ live: 0, leases: 0 });
-        // Two acquisitions: the start, and the takeback (which the stopped run's fence can no longer save past).
-        expect(await admin.get(redisKeys('takeover').fence('t'))).toBe('2');
+        // One acquisition per run: the start and each takeback (a stopped run's fence can no longer save past it).
+        expect(await admin.get(redisKeys('takeover').fence('t'))).toBe(String(read.started.length));
         expect(await leaseIsFree(store, 't')).toBe(true);
         const audit = await orchestrator.audit('t');
         expect(audit.filter((e) => e.kind === 'tool_started' && e.tool === 'record_note')).toHaveLength(1);
