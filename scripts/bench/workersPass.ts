@@ -47,6 +47,10 @@ export interface PassSettings {
   concurrency: number;
   /** How long a pass may take before the bench gives up (ms). */
   timeoutMs: number;
+  /** How long each model turn waits in the workers (ms); 0: the model replies at once (the CPU-bound case). */
+  modelLatencyMs: number;
+  /** Tasks each worker drives by itself before READY, untimed (its code compiled before the clock starts). */
+  workerWarmup: number;
 }
 
 export interface PassResult {
@@ -73,6 +77,8 @@ export interface PassResult {
   /** The bench's redis-server (INFO cpu used_cpu_sys + used_cpu_user), µs, over the timed window. */
   redisCpuMicros: number;
   redisCpuUsPerStep: number;
+  /** The busiest server's share (on a cluster, the master that used the most CPU; else the server), µs per step. */
+  redisBusiestCpuUsPerStep: number;
   /** Commands the redis-server ran in the window (INFO commandstats; commands inside Lua scripts count). */
   redisCommands: number;
   redisCommandsPerStep: number;
@@ -89,19 +95,22 @@ export interface PassResult {
 interface RedisReading {
   cpuMicros: number;
   commands: number;
+  /** Each server's CPU (µs), in the order of `nodes`. */
+  perNode: number[];
 }
 
-/** The readings of every server, summed. */
+/** The readings of every server, summed, with each server's CPU. */
 async function readServers(nodes: Redis[]): Promise<RedisReading> {
   const readings = await Promise.all(nodes.map(readRedis));
   return {
     cpuMicros: readings.reduce((n, r) => n + r.cpuMicros, 0),
     commands: readings.reduce((n, r) => n + r.commands, 0),
+    perNode: readings.map((r) => r.cpuMicros),
   };
 }
 
 /** used_cpu_sys + used_cpu_user (µs) and the commands run so far, in one INFO call. */
-async function readRedis(admin: Redis): Promise<RedisReading> {
+async function readRedis(admin: Redis): Promise<Omit<RedisReading, 'perNode'>> {
   const info = await admin.info('cpu', 'commandstats');
   const seconds = (name: string) => Number(new RegExp(`^${name}:([0-9.]+)`, 'm').exec(info)?.[1] ?? Number.NaN);
   let commands = 0;
@@ -137,6 +146,8 @@ export async function runPass(
     leaseTtlMs: 15_000,
     lockDurationMs: 30_000,
     stalledIntervalMs: 30_000,
+    modelLatencyMs: settings.modelLatencyMs,
+    warmupTasks: settings.workerWarmup,
   };
   const clients = workloadClients(config);
   const store = new RedisStore({ client: clients.client, prefix, buckets: target.cluster?.buckets });
@@ -206,6 +217,7 @@ export async function runPass(
     const workerCpuMicros = stats.reduce((sum, s) => sum + s.cpuMicros, 0);
     const apiCpuMicros = cpu.user + cpu.system;
     const redisCpuMicros = redisAfter.cpuMicros - redisBefore.cpuMicros;
+    const redisBusiestMicros = Math.max(...redisAfter.perNode.map((after, i) => after - redisBefore.perNode[i]!));
     // Less the INFO of the first reading (one per server).
     const redisCommands = redisAfter.commands - redisBefore.commands - nodes.length;
     const warnings: string[] = [];
@@ -235,6 +247,7 @@ export async function runPass(
       apiCpuUsPerStep: perStep(apiCpuMicros),
       redisCpuMicros,
       redisCpuUsPerStep: perStep(redisCpuMicros),
+      redisBusiestCpuUsPerStep: perStep(redisBusiestMicros),
       redisCommands,
       redisCommandsPerStep: steps > 0 ? redisCommands / steps : Number.NaN,
       machineBusy: (workerCpuMicros + apiCpuMicros + redisCpuMicros) / (seconds * 1e6 * ctx.cores),
@@ -254,6 +267,7 @@ export async function runPass(
     // Also the keys of a bucketed store ({prefix{<n>}:…), on every server.
     for (const node of nodes) {
       await deleteMatching(node, `{${prefix}[}{]*`).catch(() => 0);
+      await deleteMatching(node, `{${prefix}-warm-*`).catch(() => 0);
       await deleteMatching(node, `${clients.bullmq.prefix ?? 'bull'}:${config.queueName}:*`).catch(() => 0);
     }
   }
