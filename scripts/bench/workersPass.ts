@@ -79,6 +79,8 @@ export interface PassResult {
   redisCpuUsPerStep: number;
   /** The busiest server's share (on a cluster, the master that used the most CPU; else the server), µs per step. */
   redisBusiestCpuUsPerStep: number;
+  /** On a cluster: whether the busiest master is the one that holds the BullMQ queue's slot; null on one server. */
+  busiestHoldsQueue: boolean | null;
   /** Commands the redis-server ran in the window (INFO commandstats; commands inside Lua scripts count). */
   redisCommands: number;
   redisCommandsPerStep: number;
@@ -107,6 +109,14 @@ async function readServers(nodes: Redis[]): Promise<RedisReading> {
     commands: readings.reduce((n, r) => n + r.commands, 0),
     perNode: readings.map((r) => r.cpuMicros),
   };
+}
+
+/** The index in `nodes` of the master that serves `key`'s slot (CLUSTER KEYSLOT, then CLUSTER SLOTS), or -1. */
+async function nodeOf(nodes: Redis[], key: string): Promise<number> {
+  const slot = Number(await nodes[0]!.call('CLUSTER', 'KEYSLOT', key));
+  const ranges = (await nodes[0]!.call('CLUSTER', 'SLOTS')) as [number, number, [string, number, ...unknown[]]][];
+  const port = ranges.find(([from, to]) => slot >= from && slot <= to)?.[2][1];
+  return nodes.findIndex((node) => node.options.port === Number(port));
 }
 
 /** used_cpu_sys + used_cpu_user (µs) and the commands run so far, in one INFO call. */
@@ -217,7 +227,11 @@ export async function runPass(
     const workerCpuMicros = stats.reduce((sum, s) => sum + s.cpuMicros, 0);
     const apiCpuMicros = cpu.user + cpu.system;
     const redisCpuMicros = redisAfter.cpuMicros - redisBefore.cpuMicros;
-    const redisBusiestMicros = Math.max(...redisAfter.perNode.map((after, i) => after - redisBefore.perNode[i]!));
+    const perNode = redisAfter.perNode.map((after, i) => after - redisBefore.perNode[i]!);
+    const redisBusiestMicros = Math.max(...perNode);
+    const queueNode = target.cluster
+      ? await nodeOf(nodes, `${clients.bullmq.prefix ?? 'bull'}:${config.queueName}`)
+      : -1;
     // Less the INFO of the first reading (one per server).
     const redisCommands = redisAfter.commands - redisBefore.commands - nodes.length;
     const warnings: string[] = [];
@@ -248,6 +262,7 @@ export async function runPass(
       redisCpuMicros,
       redisCpuUsPerStep: perStep(redisCpuMicros),
       redisBusiestCpuUsPerStep: perStep(redisBusiestMicros),
+      busiestHoldsQueue: target.cluster ? perNode[queueNode] === redisBusiestMicros : null,
       redisCommands,
       redisCommandsPerStep: steps > 0 ? redisCommands / steps : Number.NaN,
       machineBusy: (workerCpuMicros + apiCpuMicros + redisCpuMicros) / (seconds * 1e6 * ctx.cores),

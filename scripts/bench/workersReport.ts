@@ -156,11 +156,16 @@ function configurationTable(r: WorkersBenchResults): string {
     'tasks/s vs previous row',
     'passes',
   ];
+  const onCluster = r.passes.filter((p) => p.busiestHoldsQueue !== null);
+  const queue =
+    onCluster.length > 0
+      ? `\n\nThe busiest master was the one that holds the BullMQ queue's slot in ${onCluster.filter((p) => p.busiestHoldsQueue).length} of ${onCluster.length} passes.`
+      : '';
   return `### Throughput and CPU per step\n\n${table(
     head,
     head.map(() => '---:'),
     rows,
-  )}`;
+  )}${queue}`;
 }
 
 function targetTable(r: WorkersBenchResults): string {
