@@ -11,16 +11,17 @@
  *
  * Then the same on a 3-master Redis Cluster the bench creates (`--buckets N`, default 64; `--no-cluster` skips it).
  *
- * `--model-latency MS`: every model turn of the workers waits MS first (a timer, as a remote model would), so the work is
- * bound by the model's latency rather than by CPU: the fleet's real shape. Then the defaults are 400 tasks and 8 jobs
- * per worker (a fixed concurrency per worker, so added workers add concurrency), each worker first drives 100 tasks of
- * its own untimed (`--worker-warmup N`: at a few hundred tasks a pass, compiling the code would otherwise be a good
- * part of what is measured), and the targets are 1.8x for 2 workers over 1 and 1.7x for 4 over 2 (without it: 1.5x
- * and 1x).
+ * `--model-latency MS`: every model turn of the workers waits MS first (a timer, as a remote model would), so the
+ * work is bound by the model's latency rather than by CPU: the fleet's real shape. Then the defaults are 400 tasks and
+ * 8 jobs per worker (a fixed concurrency per worker, so added workers add concurrency), each worker first drives 100
+ * tasks of its own untimed (`--worker-warmup N`: at a few hundred tasks a pass, compiling the code would otherwise be
+ * a good part of what is measured), and the targets are 1.8x for 2 workers over 1 and 1.7x for 4 over 2 (without it:
+ * 1.5x and 1x).
  *
  * Options: --passes N (default 2), --tasks N (default 2000), --concurrency N (jobs per worker, default 50),
  * --warmup N (tasks of an untimed one-worker run first, default min(200, tasks); 0: none), --timeout-s N (per pass,
- * default 300), --model-latency MS (default 0), --worker-warmup N (default 0; 100 with a model latency), --json --out PATH (also write the results as JSON; with the cluster, one object per target).
+ * default 300), --model-latency MS (default 0), --worker-warmup N (default 0; 100 with a model latency), --json --out
+ * PATH (also write the results as JSON; with the cluster, one object per target).
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';

@@ -33,7 +33,7 @@ export interface ConfigurationSummary {
   redisCommandsPerStep: number;
   machineBusy: number;
   seconds: number;
-  /** tasks/s against the previous configuration (2 against 1, 4 against 2): the median of the ratios within each pass. */
+  /** tasks/s against the previous configuration (2 against 1, 4 against 2), the median of the ratios within passes. */
   ratioToPrevious: number | null;
 }
 

@@ -32,8 +32,9 @@ export interface DispatchWorkerConfig {
   /** How long each model turn waits before it replies (ms), as a remote model would; 0 or absent: replies at once. */
   modelLatencyMs?: number;
   /**
-   * Tasks this process drives by itself before it prints READY (no dispatch, the model without latency, on the keys of
-   * `<prefix>-warm-<pid>`, left for the caller to delete), so that compiling the code paths is not measured. 0 or absent: none.
+   * Tasks this process drives by itself before it prints READY (no dispatch, the model without latency, on the keys
+   * of `<prefix>-warm-<pid>`, left for the caller to delete), so that compiling the code paths is not measured. 0 or
+   * absent: none.
    */
   warmupTasks?: number;
 }
@@ -121,7 +122,7 @@ export function workloadModel(latencyMs = 0): AgentModel {
   };
 }
 
-/** Drives `tasks` workload tasks in this process, `concurrency` at a time, on a store of their own; see `warmupTasks`. */
+/** Drives `tasks` workload tasks here, `concurrency` at a time, on a store of their own; see `warmupTasks`. */
 async function warmUp(config: DispatchWorkerConfig, client: Redis, tasks: number): Promise<void> {
   const prefix = `${config.prefix}-warm-${process.pid}`;
   const store = new RedisStore({ client, prefix, buckets: config.cluster?.buckets });
