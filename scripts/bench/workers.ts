@@ -11,9 +11,17 @@
  *
  * Then the same on a 3-master Redis Cluster the bench creates (`--buckets N`, default 64; `--no-cluster` skips it).
  *
+ * `--model-latency MS`: every model turn of the workers waits MS first (a timer, as a remote model would), so the
+ * work is bound by the model's latency rather than by CPU: the fleet's real shape. Then the defaults are 400 tasks and
+ * 8 jobs per worker (a fixed concurrency per worker, so added workers add concurrency), each worker first drives 100
+ * tasks of its own untimed (`--worker-warmup N`: at a few hundred tasks a pass, compiling the code would otherwise be
+ * a good part of what is measured), and the targets are 1.8x for 2 workers over 1 and 1.7x for 4 over 2 (without it:
+ * 1.5x and 1x).
+ *
  * Options: --passes N (default 2), --tasks N (default 2000), --concurrency N (jobs per worker, default 50),
  * --warmup N (tasks of an untimed one-worker run first, default min(200, tasks); 0: none), --timeout-s N (per pass,
- * default 300), --json --out PATH (also write the results as JSON; with the cluster, one object per target).
+ * default 300), --model-latency MS (default 0), --worker-warmup N (default 0; 100 with a model latency), --json --out
+ * PATH (also write the results as JSON; with the cluster, one object per target).
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -26,7 +34,7 @@ import { type TestCluster, startRedisCluster } from '../../test/support/redisClu
 import { ChildPool } from '../../test/support/workers.js';
 import { BenchSetupError } from './benchSetupError.js';
 import { type BenchTarget, type PassContext, type PassResult, runPass } from './workersPass.js';
-import { WORKER_COUNTS, type WorkersBenchResults, fmt, formatReport, summarize } from './workersReport.js';
+import { WORKER_COUNTS, type WorkersBenchResults, fmt, formatReport, summarize, targetsFor } from './workersReport.js';
 
 const args = process.argv.slice(2);
 const text = (name: string) => {
@@ -80,8 +88,11 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 
 async function main(): Promise<void> {
   const passes = count('passes', 2);
-  const tasks = count('tasks', 2_000);
-  const concurrency = count('concurrency', 50);
+  const modelLatencyMs = count('model-latency', 0, 0);
+  const latencyBound = modelLatencyMs > 0;
+  const tasks = count('tasks', latencyBound ? 400 : 2_000);
+  const concurrency = count('concurrency', latencyBound ? 8 : 50);
+  const workerWarmup = count('worker-warmup', latencyBound ? 100 : 0, 0);
   const warmup = count('warmup', Math.min(200, tasks), 0);
   const timeoutMs = count('timeout-s', 300) * 1000;
   const json = args.includes('--json');
@@ -100,7 +111,8 @@ async function main(): Promise<void> {
   progress(`redis-server ${redisVersion} pid ${server.pid} on port ${port} (--save '' --appendonly no)`);
   const cores = cpus().length;
   progress(
-    `${passes} pass(es) x workers ${WORKER_COUNTS.join('/')} x ${fmt(tasks)} tasks, concurrency ${concurrency} per worker; ${cores} cores`,
+    `${passes} pass(es) x workers ${WORKER_COUNTS.join('/')} x ${fmt(tasks)} tasks, concurrency ${concurrency} per worker, ` +
+      `model latency ${modelLatencyMs} ms a turn; ${cores} cores`,
   );
 
   const runId = `wb-${randomBytes(3).toString('hex')}`;
@@ -142,7 +154,13 @@ async function main(): Promise<void> {
 
   const reports: { name: string; results: PassResult[] }[] = [];
   for (const { name, target } of targets) {
-    const ctx: PassContext = { pool, target, settings: { tasks, concurrency, timeoutMs }, cores, progress };
+    const ctx: PassContext = {
+      pool,
+      target,
+      settings: { tasks, concurrency, timeoutMs, modelLatencyMs, workerWarmup },
+      cores,
+      progress,
+    };
     if (warmup > 0) {
       progress(`${name}: warm-up, 1 worker, ${fmt(warmup)} tasks, untimed`);
       const w = await runPass(ctx, 0, 1, nextPrefix(), warmup);
@@ -178,29 +196,37 @@ async function main(): Promise<void> {
     passes,
     tasks,
     concurrency,
+    modelLatencyMs,
     warmup,
+    workerWarmup,
   };
   const header = (name: string) => [
     `## Workers bench ${startedAt.toISOString().slice(0, 10)}, commit ${meta.commit}: on ${name}`,
     '',
     `Node ${process.version} on ${meta.cpu} (load average ${load(loadAtStart)} at start, ${load(meta.loadAverageAtEnd)} at end); ` +
       `redis-server ${redisVersion} started by the bench (no persistence), shared by the workers and the API process.`,
-    `${passes} pass(es); in each, 1, 2 and 4 worker processes (order rotating) drive ${fmt(tasks)} tasks (one read, one idempotent write, an answer) ` +
+    `${passes} pass(es); in each, 1, 2 and 4 worker processes (order rotating) drive ${fmt(tasks)} tasks (one read, one idempotent write, an answer` +
+      (latencyBound ? `; every one of the 3 model turns waits ${modelLatencyMs} ms first` : '') +
+      ')' +
+      (workerWarmup > 0 ? `, each worker having first driven ${fmt(workerWarmup)} tasks of its own untimed,` : '') +
+      ' ' +
       `with ${concurrency} jobs each, started by an API orchestrator in the bench process in batches of 100; timed from the first start until ` +
       'all are done. Medians over passes; a ratio is the median of the ratios within each pass. A step is one save (STATS.saves of the workers). ' +
       "Worker Node CPU: the workers' process.cpuUsage from READY to SIGTERM; API Node CPU: the bench process over the timed window; " +
-      'Redis CPU: INFO cpu used_cpu_sys + used_cpu_user over the timed window (summed over the masters of a cluster). Machine CPU busy: all three / (seconds × cores), ' +
+      'Redis CPU: INFO cpu used_cpu_sys + used_cpu_user over the timed window (summed over the masters of a cluster; the busiest server alone in its own column). Machine CPU busy: all three / (seconds × cores), ' +
       "the bench's own processes only." +
       (Math.max(loadAtStart[0] ?? 0, meta.loadAverageAtEnd[0] ?? 0) > cores - 0.5
         ? ` **The 1-minute load average (${load(loadAtStart.slice(0, 1))} at start, ${load(meta.loadAverageAtEnd.slice(0, 1))} at end) came near or above the ${cores} cores: other processes competed for the CPU.**`
         : '') +
-      (cores < 6
-        ? ` **${cores} cores for up to 4 workers, the API process and Redis: the scaling targets cannot be judged on this machine.**`
-        : ''),
+      (latencyBound
+        ? ` The work is bound by the model's latency: a worker waits most of the time, so the targets can be judged on ${cores} cores as long as the machine CPU busy stays well under 100%.`
+        : cores < 6
+          ? ` **${cores} cores for up to 4 workers, the API process and Redis: the scaling targets cannot be judged on this machine.**`
+          : ''),
   ];
   const all = reports.map(({ name, results }) => ({
     name,
-    report: { meta, passes: results, ...summarize(results) } as WorkersBenchResults,
+    report: { meta, passes: results, ...summarize(results, targetsFor(modelLatencyMs)) } as WorkersBenchResults,
   }));
   for (const { name, report } of all) {
     process.stdout.write(formatReport(report, header(name)));

@@ -47,6 +47,10 @@ export interface PassSettings {
   concurrency: number;
   /** How long a pass may take before the bench gives up (ms). */
   timeoutMs: number;
+  /** How long each model turn waits in the workers (ms); 0: the model replies at once (the CPU-bound case). */
+  modelLatencyMs: number;
+  /** Tasks each worker drives by itself before READY, untimed (its code compiled before the clock starts). */
+  workerWarmup: number;
 }
 
 export interface PassResult {
@@ -73,6 +77,10 @@ export interface PassResult {
   /** The bench's redis-server (INFO cpu used_cpu_sys + used_cpu_user), µs, over the timed window. */
   redisCpuMicros: number;
   redisCpuUsPerStep: number;
+  /** The busiest server's share (on a cluster, the master that used the most CPU; else the server), µs per step. */
+  redisBusiestCpuUsPerStep: number;
+  /** On a cluster: whether the busiest master is the one that holds the BullMQ queue's slot; null on one server. */
+  busiestHoldsQueue: boolean | null;
   /** Commands the redis-server ran in the window (INFO commandstats; commands inside Lua scripts count). */
   redisCommands: number;
   redisCommandsPerStep: number;
@@ -89,19 +97,30 @@ export interface PassResult {
 interface RedisReading {
   cpuMicros: number;
   commands: number;
+  /** Each server's CPU (µs), in the order of `nodes`. */
+  perNode: number[];
 }
 
-/** The readings of every server, summed. */
+/** The readings of every server, summed, with each server's CPU. */
 async function readServers(nodes: Redis[]): Promise<RedisReading> {
   const readings = await Promise.all(nodes.map(readRedis));
   return {
     cpuMicros: readings.reduce((n, r) => n + r.cpuMicros, 0),
     commands: readings.reduce((n, r) => n + r.commands, 0),
+    perNode: readings.map((r) => r.cpuMicros),
   };
 }
 
+/** The index in `nodes` of the master that serves `key`'s slot (CLUSTER KEYSLOT, then CLUSTER SLOTS), or -1. */
+async function nodeOf(nodes: Redis[], key: string): Promise<number> {
+  const slot = Number(await nodes[0]!.call('CLUSTER', 'KEYSLOT', key));
+  const ranges = (await nodes[0]!.call('CLUSTER', 'SLOTS')) as [number, number, [string, number, ...unknown[]]][];
+  const port = ranges.find(([from, to]) => slot >= from && slot <= to)?.[2][1];
+  return nodes.findIndex((node) => node.options.port === Number(port));
+}
+
 /** used_cpu_sys + used_cpu_user (µs) and the commands run so far, in one INFO call. */
-async function readRedis(admin: Redis): Promise<RedisReading> {
+async function readRedis(admin: Redis): Promise<Omit<RedisReading, 'perNode'>> {
   const info = await admin.info('cpu', 'commandstats');
   const seconds = (name: string) => Number(new RegExp(`^${name}:([0-9.]+)`, 'm').exec(info)?.[1] ?? Number.NaN);
   let commands = 0;
@@ -137,6 +156,8 @@ export async function runPass(
     leaseTtlMs: 15_000,
     lockDurationMs: 30_000,
     stalledIntervalMs: 30_000,
+    modelLatencyMs: settings.modelLatencyMs,
+    warmupTasks: settings.workerWarmup,
   };
   const clients = workloadClients(config);
   const store = new RedisStore({ client: clients.client, prefix, buckets: target.cluster?.buckets });
@@ -206,6 +227,11 @@ export async function runPass(
     const workerCpuMicros = stats.reduce((sum, s) => sum + s.cpuMicros, 0);
     const apiCpuMicros = cpu.user + cpu.system;
     const redisCpuMicros = redisAfter.cpuMicros - redisBefore.cpuMicros;
+    const perNode = redisAfter.perNode.map((after, i) => after - redisBefore.perNode[i]!);
+    const redisBusiestMicros = Math.max(...perNode);
+    const queueNode = target.cluster
+      ? await nodeOf(nodes, `${clients.bullmq.prefix ?? 'bull'}:${config.queueName}`)
+      : -1;
     // Less the INFO of the first reading (one per server).
     const redisCommands = redisAfter.commands - redisBefore.commands - nodes.length;
     const warnings: string[] = [];
@@ -235,6 +261,8 @@ export async function runPass(
       apiCpuUsPerStep: perStep(apiCpuMicros),
       redisCpuMicros,
       redisCpuUsPerStep: perStep(redisCpuMicros),
+      redisBusiestCpuUsPerStep: perStep(redisBusiestMicros),
+      busiestHoldsQueue: target.cluster ? perNode[queueNode] === redisBusiestMicros : null,
       redisCommands,
       redisCommandsPerStep: steps > 0 ? redisCommands / steps : Number.NaN,
       machineBusy: (workerCpuMicros + apiCpuMicros + redisCpuMicros) / (seconds * 1e6 * ctx.cores),
@@ -254,6 +282,7 @@ export async function runPass(
     // Also the keys of a bucketed store ({prefix{<n>}:…), on every server.
     for (const node of nodes) {
       await deleteMatching(node, `{${prefix}[}{]*`).catch(() => 0);
+      await deleteMatching(node, `{${prefix}-warm-*`).catch(() => 0);
       await deleteMatching(node, `${clients.bullmq.prefix ?? 'bull'}:${config.queueName}:*`).catch(() => 0);
     }
   }

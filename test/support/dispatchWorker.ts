@@ -7,10 +7,12 @@
  * Prints `READY` once it takes jobs; on SIGTERM it prints `STATS <json>` (saves, CPU, what it still holds), drains
  * and exits. Run: node --import tsx test/support/dispatchWorker.ts '<DispatchWorkerConfig JSON>'
  */
+import { setTimeout } from 'node:timers/promises';
 import type { ConnectionOptions } from 'bullmq';
 import { Cluster, Redis } from 'ioredis';
 import { z } from 'zod';
 import { bullmqDispatch } from '../../src/dispatch/bullmqDispatch.js';
+import type { AgentModel } from '../../src/model/agentModel.js';
 import { createOrchestrator } from '../../src/orchestrator/orchestrator.js';
 import { RedisStore } from '../../src/store/redis/redisStore.js';
 import { reply, scriptedModel } from '../../src/testing/scriptedModel.js';
@@ -27,6 +29,14 @@ export interface DispatchWorkerConfig {
   stalledIntervalMs: number;
   /** On a Redis Cluster: the ports of its masters on 127.0.0.1 (then `redisUrl` is unused), and the store's buckets. */
   cluster?: { ports: number[]; buckets: number };
+  /** How long each model turn waits before it replies (ms), as a remote model would; 0 or absent: replies at once. */
+  modelLatencyMs?: number;
+  /**
+   * Tasks this process drives by itself before it prints READY (no dispatch, the model without latency, on the keys
+   * of `<prefix>-warm-<pid>`, left for the caller to delete), so that compiling the code paths is not measured. 0 or
+   * absent: none.
+   */
+  warmupTasks?: number;
 }
 
 /** The clients a worker (or the bench's API) uses: the store's and the tools', and BullMQ's connection. */
@@ -91,18 +101,55 @@ export function workloadTools(client: Redis, prefix: string) {
   return { tools: [read, write], records, executions };
 }
 
-/** The workload's model: read, write, answer. */
-export function workloadModel() {
-  return scriptedModel([
+/**
+ * The workload's model: read, write, answer. With `latencyMs` > 0 every turn first waits that long (a timer, no CPU,
+ * aborted with the turn), so a worker's throughput is bound by the model's latency, as with a remote model.
+ */
+export function workloadModel(latencyMs = 0): AgentModel {
+  const script = scriptedModel([
     (v) => reply.call('read_account', { account: v.goal }),
     (v) => reply.call('record_payment', { account: v.goal, amount: 10 }),
     reply.answer('recorded'),
   ]);
+  if (latencyMs <= 0) return script;
+  return {
+    name: script.name,
+    reservation: script.reservation,
+    async decide(request) {
+      await setTimeout(latencyMs, undefined, { signal: request.signal });
+      return script.decide(request);
+    },
+  };
+}
+
+/** Drives `tasks` workload tasks here, `concurrency` at a time, on a store of their own; see `warmupTasks`. */
+async function warmUp(config: DispatchWorkerConfig, client: Redis, tasks: number): Promise<void> {
+  const prefix = `${config.prefix}-warm-${process.pid}`;
+  const store = new RedisStore({ client, prefix, buckets: config.cluster?.buckets });
+  const orchestrator = createOrchestrator({
+    tools: workloadTools(client, prefix).tools,
+    model: workloadModel(),
+    store,
+    expirySweepMs: 0,
+  });
+  const principal = { userId: 'warm-up', tenantId: 'warm-up', scopes: [] };
+  for (let i = 0; i < tasks; i += config.concurrency) {
+    await Promise.all(
+      Array.from({ length: Math.min(config.concurrency, tasks - i) }, async (_, k) => {
+        const started = await orchestrator.start({ principal, goal: `warm-${i + k}`, success: WORKLOAD_SUCCESS });
+        const done = await orchestrator.settled(started.taskId);
+        if (done.state !== 'done') throw new Error(`warm-up task ${started.taskId} ended ${done.state}`);
+      }),
+    );
+  }
+  await orchestrator.close();
+  await store.close();
 }
 
 async function main(): Promise<void> {
   const config = JSON.parse(process.argv[2] ?? '{}') as DispatchWorkerConfig;
   const { client, bullmq } = workloadClients(config);
+  if ((config.warmupTasks ?? 0) > 0) await warmUp(config, client, config.warmupTasks!);
   const store = new RedisStore({ client, prefix: config.prefix, buckets: config.cluster?.buckets });
   const dispatch = bullmqDispatch({
     ...bullmq,
@@ -115,7 +162,7 @@ async function main(): Promise<void> {
   const { tools } = workloadTools(client, config.prefix);
   const orchestrator = createOrchestrator({
     tools,
-    model: workloadModel(),
+    model: workloadModel(config.modelLatencyMs),
     store,
     dispatch,
     lease: { ttlMs: config.leaseTtlMs },
