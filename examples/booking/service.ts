@@ -50,6 +50,8 @@ export const DEMO_USERS: Record<string, Principal> = {
   E17: { userId: 'E17', tenantId: 'acme', scopes: ['orders:read', 'refunds:write', 'rooms:read', 'rooms:book'] },
   E99: { userId: 'E99', tenantId: 'acme', scopes: ['orders:read', 'refunds:write', 'rooms:read', 'rooms:book'] },
   M1: { userId: 'M1', tenantId: 'acme', scopes: ['refunds:approve'] },
+  /** The tenant's operator: sees and may cancel every acme task (the orchestrator's adminScope). */
+  O1: { userId: 'O1', tenantId: 'acme', scopes: ['tasks:operate'] },
   Z5: { userId: 'Z5', tenantId: 'globex', scopes: ['orders:read', 'refunds:write', 'rooms:read', 'rooms:book'] },
 };
 
@@ -100,6 +102,8 @@ export async function createDemoService(options: DemoServiceOptions): Promise<De
     tools: host.tools,
     mandates: [refundMandate, bookingMandate],
     loosen: refundDeskAuthority,
+    // Operators (O1) read and cancel any task of their tenant, audited as themselves.
+    adminScope: 'tasks:operate',
     model: stepper?.model ?? model,
     store: options.store,
     clock,

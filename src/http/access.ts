@@ -24,10 +24,12 @@ import { type ServiceError, serviceError } from './serviceError.js';
 export type Authenticate = (request: FastifyRequest) => Principal | null | Promise<Principal | null>;
 
 /**
- * Why a caller sees a task: their own; a confirmation waiting for their approval; or one they decided as an
- * approver (approved or rejected), which they keep reading, with its outcome, after it stops waiting for them.
+ * Why a caller sees a task: their own; a confirmation waiting for their approval; one they decided as an approver
+ * (approved or rejected), which they keep reading, with its outcome, after it stops waiting for them; or any task of
+ * their tenant, as an operator (they hold the orchestrator's `adminScope`: they may read and cancel it, and every
+ * action of theirs is audited with who did it).
  */
-export type Access = 'owner' | 'approver' | 'decided';
+export type Access = 'owner' | 'approver' | 'decided' | 'operator';
 
 export async function authenticateRequest(request: FastifyRequest, authenticate: Authenticate): Promise<Principal> {
   let principal: Principal | null;
@@ -73,16 +75,18 @@ export function hasApprovedPending(
 }
 
 /**
- * How `principal` may see the task, or null when it may not: its user, or an approver of its pending confirmation
- * (one who may decide it, or who approved it and waits for the others).
+ * How `principal` may see the task, or null when it may not: its user, an approver of its pending confirmation (one
+ * who may decide it, or who approved it and waits for the others), or an operator of its tenant (`operatorScope`).
  */
 export function accessOf(
   principal: Principal,
   status: Pick<TaskStatus, 'pendingConfirmation' | 'principal'>,
+  operatorScope: string | null = null,
 ): Access | null {
   if (principal.tenantId !== status.principal.tenantId) return null;
   if (principal.userId === status.principal.userId) return 'owner';
-  return mayApprove(principal, status) || hasApprovedPending(principal, status) ? 'approver' : null;
+  if (mayApprove(principal, status) || hasApprovedPending(principal, status)) return 'approver';
+  return operatorScope !== null && principal.scopes.includes(operatorScope) ? 'operator' : null;
 }
 
 /**

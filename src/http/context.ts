@@ -122,7 +122,7 @@ async function addressed(
       if (error instanceof TaskNotFoundError) continue;
       throw error;
     }
-    const access = accessOf(principal, status);
+    const access = accessOf(principal, status, orchestrator.adminScope);
     if (access) return { status, access };
     // An approver keeps reading a task they decided (its audit says so), and so sees what their decision did.
     if (principal.tenantId === status.principal.tenantId && decidedAsApprover(principal, await orchestrator.audit(id)))

@@ -143,7 +143,8 @@ export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, do
       method: 'GET',
       operationId: 'listTasks',
       url: '/api/tasks',
-      summary: 'Tasks the caller may see: theirs, and those waiting for their approval',
+      summary:
+        "Tasks the caller may see: theirs, those waiting for their approval, and (an operator) their tenant's; filtered and paged",
       query: listQuerySchema,
       response: z.object({ tasks: z.array(summarySchema) }),
       errors: { 400: ['invalid_query'] },
@@ -152,18 +153,30 @@ export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, do
       const principal = await ctx.principal(request);
       const query = parse(listQuerySchema, request.query, 'query', 'invalid_query');
       const tasks = [];
+      const operator = orchestrator.adminScope !== null && principal.scopes.includes(orchestrator.adminScope);
+      const now = ctx.clock.now();
+      let skipped = 0;
       for (const summary of await orchestrator.list(query.state ? { states: query.state } : {})) {
         if (summary.tenantId !== principal.tenantId) continue;
+        if (query.user && summary.userId !== query.user) continue;
+        if (query.q && !summary.taskId.includes(query.q)) continue;
+        if (query.olderThanMs !== undefined && now - summary.createdAt < query.olderThanMs) continue;
         const mine = summary.userId === principal.userId;
-        // Someone else's task is visible only while it waits for a confirmation this caller may approve.
-        if (!mine && summary.state !== 'waiting_for_confirmation') continue;
-        if (!mine || query.waiting) {
+        let access: 'owner' | 'approver' | 'operator' = mine ? 'owner' : 'operator';
+        // Someone else's task is visible to a non-operator only while it waits for a confirmation they may approve.
+        if (!mine && !operator && summary.state !== 'waiting_for_confirmation') continue;
+        if ((!mine && !operator) || query.waiting) {
           const status = await orchestrator.status(summary.taskId);
-          const access = accessOf(principal, status);
-          if (!access || (query.waiting && !waitsFor(principal, status))) continue;
+          const found = accessOf(principal, status, orchestrator.adminScope);
+          if (!found || found === 'decided' || (query.waiting && !waitsFor(principal, status))) continue;
+          access = found;
+        }
+        if (query.offset && skipped < query.offset) {
+          skipped += 1;
+          continue;
         }
         const { wakeAt: _wake, ...rest } = summary;
-        tasks.push({ ...rest, access: mine ? ('owner' as const) : ('approver' as const) });
+        tasks.push({ ...rest, access });
         if (query.limit && tasks.length >= query.limit) break;
       }
       return { tasks };

@@ -72,7 +72,15 @@ export const listQuerySchema = z.strictObject({
   state: stateList.optional(),
   /** `me`: only tasks waiting for a decision of the caller (a confirmation they may give, their question). */
   waiting: z.literal('me').optional(),
+  /** Only the tasks of this user (an operator's filter; anyone else sees their own anyway). */
+  user: z.string().min(1).max(256).optional(),
+  /** Only tasks whose id contains this text. */
+  q: z.string().min(1).max(256).optional(),
+  /** Only tasks created at least this long ago (ms). */
+  olderThanMs: z.coerce.number().int().min(0).optional(),
   limit: z.coerce.number().int().min(1).max(500).optional(),
+  /** Tasks to skip, for paging (with `limit`). */
+  offset: z.coerce.number().int().min(0).max(100_000).optional(),
 });
 
 export const taskParamsSchema = z.strictObject({ taskId: id });
@@ -105,8 +113,8 @@ export const emptyBodySchema = z.strictObject({});
 
 /** A task as the list shows it: the store's summary (without its timer), and why the caller sees it. */
 export const summarySchema = taskSummarySchema.omit({ wakeAt: true }).extend({
-  /** Why the caller sees it: their own task, or a confirmation they may approve. */
-  access: z.enum(['owner', 'approver']),
+  /** Why the caller sees it: their own task, a confirmation they may approve, or (an operator) their tenant's. */
+  access: z.enum(['owner', 'approver', 'operator']),
 });
 
 export const decisionResultSchema = z.strictObject({
@@ -167,7 +175,7 @@ export const inboxItemSchema = z.strictObject({
 });
 
 /** Why a caller sees a task: their own, a confirmation waiting for their approval, or one they decided as approver. */
-export const accessSchema = z.enum(['owner', 'approver', 'decided']);
+export const accessSchema = z.enum(['owner', 'approver', 'decided', 'operator']);
 
 /**
  * What the caller may do on the task now, computed server-side from the rules that decide when they act

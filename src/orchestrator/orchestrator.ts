@@ -242,6 +242,11 @@ export class Orchestrator {
     return this.events.reject(taskId, by, confirmation, this.now());
   }
 
+  /** The scope of an administrator (`options.adminScope`): may cancel any task of their tenant; null when unset. */
+  get adminScope(): string | null {
+    return this.settings.adminScope;
+  }
+
   /**
    * What `by` may do on the task now (confirm, reject, cancel, answer), asked of the same host refusals and chart
    * guards that decide when they act, with the refusal for each decision the task's state offers but not to them.
