@@ -3,6 +3,7 @@
  * replays recorded Responses API bodies (test/fixtures/wire/responses, see SOURCES.md), inside a real orchestrator.
  * Assertions are on the exact requests the server received and on what became of each task.
  */
+import { TransientModelError } from '../src/model/agentModel.js';
 import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -412,6 +413,17 @@ describe('toResponsesReply on recorded bodies', () => {
     expect(toResponsesReply(body, options)).toMatchObject({
       type: 'invalid',
       detail: expect.stringContaining('"web_search_call"'),
+    });
+  });
+
+  it('takes a failed response with a server error as a transient failure (retried), other failures as unusable', () => {
+    const text = recorded('openai-gpt-4o-mini-text.json');
+    const failed = (code: string) => ({ ...text, status: 'failed', output: [], error: { code, message: 'oops' } });
+    expect(() => toResponsesReply(failed('server_error'), options)).toThrow(TransientModelError);
+    expect(() => toResponsesReply(failed('rate_limit_exceeded'), options)).toThrow(TransientModelError);
+    expect(toResponsesReply(failed('invalid_prompt'), options)).toMatchObject({
+      type: 'invalid',
+      detail: 'the response failed (invalid_prompt: oops)',
     });
   });
 });

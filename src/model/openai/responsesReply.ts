@@ -8,6 +8,8 @@
  * `reasoning` (skipped: the model's own notes, neither answer nor call). Any other item (a hosted tool's call) is not
  * something this adapter offered, so the reply is unusable and re-asked.
  */
+import { maskedLine } from '../replyRules.js';
+import { TransientModelError } from '../agentModel.js';
 import type { Response, ResponseOutputItem } from 'openai/resources/responses/responses';
 import type { ModelReply, ModelReplyWithVersion, ModelUsageReport } from '../agentModel.js';
 import { type ModelPrices, priceOf, receivedText, textualToolCall, writtenCallDetail } from '../replyRules.js';
@@ -56,7 +58,11 @@ function mapResponse(body: Partial<Response>, usage: ModelUsageReport): ModelRep
   }
   if (body.status === 'failed') {
     const error = body.error;
-    return invalid(`the response failed${error ? ` (${error.code}: ${error.message})` : ''}`);
+    const what = `the response failed${error ? ` (${error.code}: ${maskedLine(String(error.message ?? ''))})` : ''}`;
+    // The provider's own trouble, not the model's output: retried with backoff like a 5xx or a 429, never charged
+    // as unusable output.
+    if (error?.code === 'server_error' || error?.code === 'rate_limit_exceeded') throw new TransientModelError(what);
+    return invalid(what);
   }
   if (!Array.isArray(body.output)) return invalid('the response has no output');
 
