@@ -275,6 +275,7 @@ export type {
   DriveJob,
   DriveOutcome,
   EnqueueOptions,
+  QueueBacklog,
   QueueDepth,
 } from './orchestrator/dispatch.js';
 export type { InboxCursor, InboxReply } from './store/envelope.js';

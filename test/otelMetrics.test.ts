@@ -3,45 +3,15 @@
  * refusals by reason), and `otelMetrics` observes exactly those on the host's OpenTelemetry meter, under the names
  * `FLEET_METRICS` lists, only when the host's reader collects.
  */
-import type { Attributes, Meter, ObservableCounter, ObservableGauge } from '@opentelemetry/api';
 import { describe, expect, it } from 'vitest';
 import { CapacityError } from '../src/errors.js';
 import { FLEET_METRICS, otelMetrics } from '../src/otel.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
 import { CASH_GOAL, CLERK, cashDesk } from './support/domain.js';
 import { E17 } from './support/harness.js';
+import { recordingMeter } from './support/recordingMeter.js';
 import { noteWriter, readThenWrite, slowRead } from './support/takeover.js';
 import { createOrchestrator } from '../src/orchestrator/orchestrator.js';
-
-/** A meter that keeps its instruments and lets the test collect, as a MeterProvider's reader would. */
-function recordingMeter() {
-  const instruments = new Map<object, { name: string; kind: string; unit?: string }>();
-  const callbacks = new Set<(result: { observe(i: object, v: number, a?: Attributes): void }) => void>();
-  const make = (kind: string) => (name: string, options?: { unit?: string }) => {
-    const instrument = { name };
-    instruments.set(instrument, { name, kind, unit: options?.unit });
-    return instrument;
-  };
-  const meter = {
-    createObservableGauge: make('gauge'),
-    createObservableCounter: make('counter'),
-    addBatchObservableCallback: (callback: never) => void callbacks.add(callback),
-    removeBatchObservableCallback: (callback: never) => void callbacks.delete(callback),
-  } as unknown as Meter;
-  const collect = () => {
-    const points: Record<string, number> = {};
-    for (const callback of callbacks)
-      callback({
-        observe(instrument: ObservableGauge | ObservableCounter, value: number, attributes: Attributes = {}) {
-          const { name } = instruments.get(instrument)!;
-          const reason = attributes.reason ? `{${String(attributes.reason)}}` : '';
-          points[`${name}${reason}`] = value;
-        },
-      } as never);
-    return points;
-  };
-  return { meter, instruments, collect, callbacks };
-}
 
 describe('fleet metrics', () => {
   it('observe stats() under the listed names, and stop when told', async () => {
@@ -56,12 +26,15 @@ describe('fleet metrics', () => {
     });
     const stop = otelMetrics(meter, busy, { 'service.instance.id': 'test-1' });
     expect([...instruments.values()].map((i) => i.name).sort()).toEqual(Object.keys(FLEET_METRICS).sort());
-    expect(collect()).toMatchObject({ 'statechart_agent.tasks.live': 0, 'statechart_agent.starts.refused{tenant}': 0 });
+    expect(await collect()).toMatchObject({
+      'statechart_agent.tasks.live': 0,
+      'statechart_agent.starts.refused{tenant}': 0,
+    });
 
     // One task runs (its read waits); a second start of the tenant is refused.
     await busy.start({ principal: E17, goal: 'read', taskId: 'a' });
     await expect(busy.start({ principal: E17, goal: 'read', taskId: 'b' })).rejects.toBeInstanceOf(CapacityError);
-    expect(collect()).toEqual({
+    expect(await collect()).toEqual({
       'statechart_agent.tasks.live': 1,
       'statechart_agent.leases.held': 1,
       'statechart_agent.event_loop.delay': expect.any(Number),
@@ -74,6 +47,8 @@ describe('fleet metrics', () => {
       'statechart_agent.starts.refused{tenant_cap}': 0,
       'statechart_agent.starts.underway': 0,
     });
+    // No dispatch: no queue to report, so the queue gauges observe nothing.
+    expect(await busy.queueStats()).toBeNull();
     stop();
     expect(callbacks.size).toBe(0);
     read.release();

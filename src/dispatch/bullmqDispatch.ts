@@ -22,6 +22,7 @@ import {
   type DriveJob,
   type DriveOutcome,
   type EnqueueOptions,
+  type QueueBacklog,
   type QueueDepth,
   jobIdOf,
 } from '../orchestrator/dispatch.js';
@@ -83,6 +84,12 @@ const SUBSCRIBE_RETRY_MS = 2_000;
 /** How long the waiting count is trusted for `assertRoom` (ms). */
 const DEPTH_CACHE_MS = 200;
 
+/** How long a backlog read is reused (ms): metrics scrapes from many readers cost Redis one read per this. */
+const BACKLOG_CACHE_MS = 1_000;
+
+/** One read of the backlog: the counts, and since when the oldest waiting job waits (its age is taken per caller). */
+type BacklogRead = Omit<QueueBacklog, 'oldestWaitingMs'> & { since: number | null };
+
 export class BullmqDispatch implements Dispatch {
   readonly kind = 'bullmq';
   readonly waits: { replyTimeoutMs: number; inboxLimit: number };
@@ -97,6 +104,8 @@ export class BullmqDispatch implements Dispatch {
   private readonly listeners = new Set<(taskId: string) => void>();
   private readonly workers = new Set<Worker>();
   private depthCache: { at: number; waiting: number } | null = null;
+  /** The last backlog read (or the one under way), shared by every caller within `BACKLOG_CACHE_MS`. */
+  private backlogCache: { at: number; read: Promise<BacklogRead> } | null = null;
 
   constructor(private readonly options: BullmqDispatchOptions) {
     if (!options || typeof options !== 'object' || !options.connection)
@@ -278,6 +287,34 @@ export class BullmqDispatch implements Dispatch {
       active: counts.active ?? 0,
       delayed: counts.delayed ?? 0,
       failed: counts.failed ?? 0,
+    };
+  }
+
+  /**
+   * Jobs no worker has taken yet, by state, and the age of the oldest waiting one: two reads (the counts, and the
+   * head of the wait list, which BullMQ serves oldest first), shared by every caller for a second. A failed read is
+   * shared too (so a scrape storm against a Redis that is away costs it nothing more) and rejects each caller.
+   */
+  async backlog(): Promise<QueueBacklog> {
+    const now = Date.now();
+    if (!this.backlogCache || now - this.backlogCache.at > BACKLOG_CACHE_MS)
+      this.backlogCache = { at: now, read: this.readBacklog() };
+    const { since, ...counts } = await this.backlogCache.read;
+    // The age is taken now, so a reused read does not report the oldest job younger than it is.
+    return { ...counts, oldestWaitingMs: since === null ? null : Math.max(0, Date.now() - since) };
+  }
+
+  private async readBacklog(): Promise<BacklogRead> {
+    const [counts, [oldest]] = await Promise.all([
+      this.queue.getJobCounts('waiting', 'delayed', 'prioritized'),
+      this.queue.getWaiting(0, 0) as Promise<(Job<DriveJob> | undefined)[]>,
+    ]);
+    return {
+      waiting: counts.waiting ?? 0,
+      delayed: counts.delayed ?? 0,
+      prioritized: counts.prioritized ?? 0,
+      // A job added with a delay waits from when it came due, not from when it was added.
+      since: oldest ? oldest.timestamp + (oldest.delay ?? 0) : null,
     };
   }
 

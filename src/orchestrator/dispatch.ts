@@ -43,6 +43,18 @@ export interface QueueDepth {
   failed: number;
 }
 
+/**
+ * The queue's backlog, for fleet metrics: jobs no worker has taken yet, by state, and how long the oldest waiting one
+ * has waited (null when none waits). Read through a short cache, so a storm of reads costs Redis one read a second.
+ */
+export interface QueueBacklog {
+  waiting: number;
+  delayed: number;
+  prioritized: number;
+  /** Now minus when the oldest waiting job was added (or, for a job added with a delay, came due); null: none waits. */
+  oldestWaitingMs: number | null;
+}
+
 export interface DispatchWorkerOptions {
   /** How many tasks this worker drives at once (jobs it holds). */
   concurrency: number;
@@ -87,6 +99,8 @@ export interface Dispatch {
   /** Calls `listener` with the task id of every event job added by any process (to wake the process driving it). */
   onEvent(listener: (taskId: string) => void): () => void;
   depth(): Promise<QueueDepth>;
+  /** The backlog (`QueueBacklog`), read at most about once a second; a dispatch that cannot tell omits it. */
+  backlog?(): Promise<QueueBacklog>;
   /** Closes the queue's connections (after every worker closed). */
   close(): Promise<void>;
 }

@@ -22,7 +22,7 @@ import type { TaskSummary } from '../store/summary.js';
 import { type ListQuery, type TaskChange, type TaskStore, type TaskWatch, isErasable } from '../store/taskStore.js';
 import { assembleOrchestrator } from './assemble.js';
 import type { Capacity } from './capacity.js';
-import type { DispatchWorker, DispatchWorkerOptions } from './dispatch.js';
+import type { Dispatch, DispatchWorker, DispatchWorkerOptions, QueueBacklog } from './dispatch.js';
 import type { EraseTaskRequest, UserErasureReport } from './erasure.js';
 import type { ExpirySweeper } from './expirySweeper.js';
 import type { HostEvents, ReviewResolution } from './hostEvents.js';
@@ -73,9 +73,12 @@ export class Orchestrator {
   private readonly mode: TaskMode;
   private readonly records: Records;
   private readonly recoveries: { resumed: number; quarantined: number };
+  /** The queue, for `queueStats()` (null: tasks run here). */
+  private readonly dispatch: Dispatch | null;
 
   constructor(options: OrchestratorOptions) {
     const parts = assembleOrchestrator(options, this.savedListeners, () => this.closed);
+    this.dispatch = options.dispatch ?? null;
     ({
       settings: this.settings,
       reservation: this.reservation,
@@ -193,6 +196,19 @@ export class Orchestrator {
       refused: { ...this.capacity.refused, tenantCap: this.live.tenantCap?.refused ?? 0 },
       starting: this.capacity.startsUnderway,
     };
+  }
+
+  /**
+   * The dispatch queue's backlog, shared by the fleet (not this process's): jobs no worker has taken yet, by state
+   * (waiting, delayed, prioritized), and how long the oldest waiting job has waited. Async, unlike `stats()`: it reads
+   * the queue (at most about once a second; callers within that share the read). Null without a dispatch, or with
+   * one that cannot tell. Rejects when the queue cannot be read.
+   *
+   * @example
+   * const backlog = await orchestrator.queueStats(); // { waiting: 3, delayed: 1, prioritized: 0, oldestWaitingMs: 840 }
+   */
+  async queueStats(): Promise<QueueBacklog | null> {
+    return this.dispatch?.backlog ? this.dispatch.backlog() : null;
   }
 
   list(query?: ListQuery): Promise<TaskSummary[]> {
