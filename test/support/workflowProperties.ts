@@ -10,6 +10,7 @@
  *   delivered on that edge, with that value).
  * - P10 done: the task ends done only when the flow ended by the harness's reading and it delivered a trusted ok
  *   booking (the success criterion).
+ * - P10 dead end: a state that is not final has a move of the alphabet (the flow never strands the task).
  *
  * The explorer is a plain breadth-first search over the chart's pure `transition` (states deduplicated by the
  * common world serialization plus the flow shadow), keeping parent pointers for the shortest path to a violation.
@@ -17,7 +18,16 @@
 import type { AnyActorScope } from 'xstate';
 import type { AgentMachine } from '../../machines/agentMachine.js';
 import type { AgentInput } from '../../machines/context.js';
-import { type Move, type World, applyMove, initialWorld, serializeWorld, startedCalls, valueOf } from './agentWorld.js';
+import {
+  FINAL_STATES,
+  type Move,
+  type World,
+  applyMove,
+  initialWorld,
+  serializeWorld,
+  startedCalls,
+  valueOf,
+} from './agentWorld.js';
 import { type Violation, inertScope } from './explore.js';
 import {
   type FlowShadow,
@@ -162,7 +172,11 @@ export function exploreFlow(
     const from = key(world);
     const value = valueOf(world.world.machine);
     byValue[value] = (byValue[value] ?? 0) + 1;
-    for (const move of workflowMoves(world.world)) {
+    const moves = workflowMoves(world.world);
+    // No dead end: a state that is not final always has a way on (a move of the alphabet).
+    if (moves.length === 0 && !FINAL_STATES.has(value))
+      violations.push({ problem: `P10 dead end: ${value} has no move`, path: pathTo(from, []) });
+    for (const move of moves) {
       transitions++;
       const next = applyMove(world.world, move, scope);
       const { flow, problems } = flowEdge(world, move, next);
