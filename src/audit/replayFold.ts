@@ -8,6 +8,7 @@ import type { AuditEntry } from '../../machines/journal.js';
 import { ENDING_KINDS, applyEnding } from './replayEndings.js';
 import { foldMoves } from './replayFoldMoves.js';
 import { PLAN_TOOL } from '../../machines/plans.js';
+import { foldPlan, foldPlanApproval, foldWorkflow, requested } from './replayFoldPlans.js';
 import type { ReplayedTask } from './replayedTask.js';
 
 /** Applies `entry` to `task` (a fresh copy owned by the fold). */
@@ -224,15 +225,7 @@ export function apply(task: ReplayedTask, entry: AuditEntry, seq: number, previo
         enter('executing.rechecking.arguments');
       }
       if (entry.action === 'requested') {
-        task.pendingConfirmation = {
-          id: entry.confirmationId,
-          callId: entry.callId,
-          tool: entry.tool,
-          argsHash: entry.argsHash,
-          requestedAt: entry.at,
-          expiresAt: entry.expiresAt,
-          request: (task.pendingConfirmation?.callId === entry.callId ? task.pendingConfirmation.request : 0) + 1,
-        };
+        task.pendingConfirmation = requested(task, entry);
         enterExecuting('awaitingConfirmation');
       } else if (entry.action === 'granted') {
         task.pendingConfirmation = null;
@@ -312,40 +305,10 @@ export function apply(task: ReplayedTask, entry: AuditEntry, seq: number, previo
       }
       break;
     case 'plan':
-      decide({
-        kind: 'plan',
-        name: entry.action,
-        decision: entry.action === 'step' ? (entry.step?.status ?? 'step') : entry.action,
-        code: entry.code,
-        summary: entry.summary,
-        tool: entry.step?.tool ?? null,
-        callId: entry.callId,
-      });
-      // Refused, or adopted without approval: the next turn follows (a held plan waits on its confirmation entry).
-      if ((entry.action === 'refused' || entry.action === 'adopted') && task.state === 'thinking') enter('deciding');
+      foldPlan(task, entry, moves);
       break;
     case 'workflow':
-      decide({
-        kind: 'workflow',
-        name: entry.action,
-        decision: entry.action,
-        code: entry.code,
-        summary: entry.summary,
-        tool: null,
-        callId: entry.callId,
-      });
-      if (entry.action === 'refused') enter('reasking');
-      else if (entry.action === 'decided') enter('deciding');
-      else {
-        // A call's step is recorded as its batch closes; the flow then goes on from `following`.
-        if (inExecuting() || inVetting()) enterExecuting('selecting');
-        enter('deciding');
-        if (entry.action !== 'step') enter('following');
-        if (entry.action === 'call') {
-          task.lastResults = [];
-          enter('vetting.choosing');
-        }
-      }
+      foldWorkflow(task, entry, moves);
       break;
     case 'question_expired':
       decide({
@@ -360,29 +323,5 @@ export function apply(task: ReplayedTask, entry: AuditEntry, seq: number, previo
       task.waitingForAnswer = false;
       enter('deciding');
       break;
-  }
-}
-
-/** A plan's approval: the task waits in `awaitingPlanApproval`; granted, rejected or expired, it decides again. */
-function foldPlanApproval(
-  task: ReplayedTask,
-  entry: Extract<AuditEntry, { kind: 'confirmation' }>,
-  enter: (state: string) => void,
-): void {
-  if (entry.action === 'requested') {
-    task.pendingConfirmation = {
-      id: entry.confirmationId,
-      callId: entry.callId,
-      tool: entry.tool,
-      argsHash: entry.argsHash,
-      requestedAt: entry.at,
-      expiresAt: entry.expiresAt,
-      // Asked again (the host's policy changed): the same plan, one request more.
-      request: (task.pendingConfirmation?.callId === entry.callId ? task.pendingConfirmation.request : 0) + 1,
-    };
-    enter('awaitingPlanApproval');
-  } else if (entry.action === 'granted' || entry.action === 'rejected' || entry.action === 'expired') {
-    task.pendingConfirmation = null;
-    enter('deciding');
   }
 }

@@ -81,15 +81,7 @@ export function createOpenAIModel(options: OpenAIModelOptions = {}): AgentModel 
     positive,
   );
   const maxRetryAfterMs = options.maxRetryAfterMs ?? 60_000;
-  const client =
-    options.client ??
-    new openai.OpenAI({
-      apiKey,
-      baseURL: options.baseURL ?? nonEmpty(env.OPENAI_BASE_URL) ?? null,
-      maxRetries: 0,
-      timeout: options.requestTimeoutMs ?? 600_000,
-      fetch: errorEnvelopeFetch,
-    });
+  const client = openaiClient(options, env, apiKey);
   const maxTokensField = options.maxTokensField ?? defaultMaxTokensField(client.baseURL);
 
   return {
@@ -164,6 +156,27 @@ export function defaultMaxTokensField(baseURL: string | undefined): 'max_tokens'
 
 export function nonEmpty(value: string | undefined): string | undefined {
   return value !== undefined && value.trim() !== '' ? value.trim() : undefined;
+}
+
+/**
+ * The client an OpenAI adapter sends with: the host's own (`options.client`), or one whose retries are off (the
+ * runtime's retries count against the task's budget) and whose error bodies are kept whole (`errorEnvelopeFetch`).
+ */
+export function openaiClient(
+  options: { client?: OpenAI; baseURL?: string; requestTimeoutMs?: number },
+  env: Record<string, string | undefined>,
+  apiKey: string | undefined,
+): OpenAI {
+  return (
+    options.client ??
+    new openai.OpenAI({
+      apiKey,
+      baseURL: options.baseURL ?? nonEmpty(env.OPENAI_BASE_URL) ?? null,
+      maxRetries: 0,
+      timeout: options.requestTimeoutMs ?? 600_000,
+      fetch: errorEnvelopeFetch,
+    })
+  );
 }
 
 export function positive(value: number | undefined, fallback: number, what: string): number {

@@ -17,11 +17,10 @@ import type { OpenAI } from 'openai';
 import type { ResponseCreateParamsNonStreaming } from 'openai/resources/responses/responses';
 import type { ReasoningEffort } from 'openai/resources/shared';
 import { adapterLimits } from '../adapterLimits.js';
-import { openai } from '../../peers/openai.js';
 import type { AgentModel, ModelReplyWithVersion, ModelRequest } from '../agentModel.js';
 import { type AdapterOptions, adapterProvenance } from '../replyRules.js';
 import { DEFAULT_SYSTEM_PROMPT } from './openaiMessages.js';
-import { ModelConfigError, errorEnvelopeFetch, nonEmpty, positive } from './openaiModel.js';
+import { ModelConfigError, nonEmpty, openaiClient, positive } from './openaiModel.js';
 import { settleOpenAIError, unusableBody } from './openaiReply.js';
 import { buildInput, isReasoningModel, responsesTools } from './responsesInput.js';
 import { toResponsesReply } from './responsesReply.js';
@@ -80,15 +79,7 @@ export function createOpenAIResponsesModel(options: OpenAIResponsesModelOptions 
     positive,
   );
   const maxRetryAfterMs = options.maxRetryAfterMs ?? 60_000;
-  const client =
-    options.client ??
-    new openai.OpenAI({
-      apiKey,
-      baseURL: options.baseURL ?? nonEmpty(env.OPENAI_BASE_URL) ?? null,
-      maxRetries: 0,
-      timeout: options.requestTimeoutMs ?? 600_000,
-      fetch: errorEnvelopeFetch,
-    });
+  const client = openaiClient(options, env, apiKey);
 
   return {
     name: options.name ?? `openai-responses:${model}`,
