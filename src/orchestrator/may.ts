@@ -5,6 +5,7 @@
  * the requester of a four-eyes confirmation is never shown a Confirm that fails `self_approval`, nor an approver a
  * Cancel that fails `wrong_user`; `refused` says why, in the words of the refusal the action would get.
  */
+import type { Tool } from '../tool.js';
 import type { MachineEvent } from '../../machines/actors.js';
 import type { AgentContext, Principal } from '../../machines/context.js';
 import { CONFIRMATION_REFUSALS } from '../../machines/failures.js';
@@ -95,4 +96,21 @@ export function mayOf(status: TaskStatus, by: Principal, now: number, rules: Hos
 function confirmRefusalText(code: keyof typeof CONFIRMATION_REFUSALS, approverScope: string | null): string {
   const text = CONFIRMATION_REFUSALS[code].replace(/; it is asked again$/, '');
   return code === 'self_approval' && approverScope ? `${text} (${approverScope})` : text;
+}
+
+/**
+ * The money (minor units) a call of `tool` with `args` moves, by the tool's `amount` rule: 0 when the tool declares
+ * none, null when it is unknown or the arguments do not parse (redacted arguments, for instance).
+ */
+export function amountOfCall(tool: Tool | undefined, args: unknown): number | null {
+  if (!tool) return null;
+  if (tool.effect !== 'write' || !tool.amount) return 0;
+  const parsed = tool.input.safeParse(args);
+  if (!parsed.success) return null;
+  try {
+    const amount: unknown = tool.amount(parsed.data);
+    return typeof amount === 'number' && Number.isSafeInteger(amount) && amount >= 0 ? amount : null;
+  } catch {
+    return null;
+  }
 }

@@ -13,9 +13,9 @@
  * }
  */
 import type { ModelReservation, Policy, Principal, Provenance } from '../../machines/context.js';
-import type { AuditEntry, TranscriptEntry } from '../../machines/journal.js';
+import type { TranscriptEntry } from '../../machines/journal.js';
 import { safeErrorText } from '../../machines/lib/text.js';
-import { AgentError, HostRequestError, TaskNotFoundError } from '../errors.js';
+import { AgentError } from '../errors.js';
 import type { ToolRegistry } from '../runtime/toolRegistry.js';
 import type { RetentionReport, TaskOwner, Tombstone } from '../store/erasure.js';
 import type { TaskSummary } from '../store/summary.js';
@@ -27,31 +27,20 @@ import type { EraseTaskRequest, UserErasureReport } from './erasure.js';
 import type { ExpirySweeper } from './expirySweeper.js';
 import type { HostEvents, ReviewResolution } from './hostEvents.js';
 import type { InFlight, LiveTasks } from './liveTasks.js';
-import { type May, mayOf } from './may.js';
+import { type May, amountOfCall, mayOf } from './may.js';
+import { type OrchestratorStats, fleetStats } from './fleetStats.js';
 import type { OrchestratorOptions, Settings, StartTaskRequest } from './options.js';
 import type { OrphanSweeper } from './orphanSweeper.js';
 import type { Records } from './records.js';
 import type { RecoveryReport } from './recovery.js';
 import type { RetentionSweepOptions } from './retentionSweeper.js';
 import { taskInput } from './startTask.js';
-import { recentLoopDelay } from '../runtime/loopLag.js';
 import { type AuditRecord, type TaskStatus, type UserEventResult, statusOfLive } from './status.js';
 import type { TaskMode } from './taskMode.js';
 import { watchTask } from './watchTask.js';
+import { auditRecords, transcriptEntries } from './journalReads.js';
 
 /** See `Orchestrator.stats()`. Counts are since the orchestrator was created. */
-export interface OrchestratorStats {
-  live: number;
-  leases: number;
-  loopDelayMs: number;
-  recovered: number;
-  quarantined: number;
-  /** Starts refused for capacity, by reason (the capacity option that refused them). */
-  refused: { process: number; tenant: number; loopDelay: number; starting: number; tenantCap: number };
-  /** Starts under way now (`capacity.maxStartingTasks` bounds them). */
-  starting: number;
-}
-
 export class Orchestrator {
   /** Where this orchestrator's tasks persist. */
   readonly store: TaskStore;
@@ -186,16 +175,7 @@ export class Orchestrator {
    * orphan sweep) and starts refused for capacity, by reason, since the orchestrator was created.
    */
   stats(): OrchestratorStats {
-    const { live, leases } = this.live.inFlight();
-    return {
-      live,
-      leases,
-      loopDelayMs: Math.round(recentLoopDelay()),
-      recovered: this.recoveries.resumed,
-      quarantined: this.recoveries.quarantined,
-      refused: { ...this.capacity.refused, tenantCap: this.live.tenantCap?.refused ?? 0 },
-      starting: this.capacity.startsUnderway,
-    };
+    return fleetStats(this.live, this.capacity, this.recoveries);
   }
 
   /**
@@ -280,17 +260,7 @@ export class Orchestrator {
    * none, null when it is unknown or the arguments do not parse (redacted arguments, for instance).
    */
   amountOf(tool: string, args: unknown): number | null {
-    const definition = this.registry.get(tool);
-    if (!definition) return null;
-    if (definition.effect !== 'write' || !definition.amount) return 0;
-    const parsed = definition.input.safeParse(args);
-    if (!parsed.success) return null;
-    try {
-      const amount: unknown = definition.amount(parsed.data);
-      return typeof amount === 'number' && Number.isSafeInteger(amount) && amount >= 0 ? amount : null;
-    } catch {
-      return null;
-    }
+    return amountOfCall(this.registry.get(tool), args);
   }
 
   /** Answers the model's question (only the task's user can). */
@@ -343,26 +313,12 @@ export class Orchestrator {
    * keeps its `seq`), so a follower that saw `seq` N reads on from N + 1.
    */
   async audit(taskId: string, from = 0): Promise<AuditRecord[]> {
-    if (!Number.isInteger(from) || from < 0)
-      throw new HostRequestError('invalid_request', `audit: from must be a whole number (0 or more), not ${from}`);
-    const entries = (await this.journal(taskId, 'audit', from)) as AuditEntry[];
-    return entries.map((entry, i) => ({ seq: from + i, ...entry }));
+    return auditRecords(this.live, this.store, taskId, from);
   }
 
   /** What the model was shown, in order. */
   async transcript(taskId: string): Promise<TranscriptEntry[]> {
-    return (await this.journal(taskId, 'transcript')) as TranscriptEntry[];
-  }
-
-  private async journal(taskId: string, stream: 'audit' | 'transcript', from = 0): Promise<unknown[]> {
-    await this.live
-      .get(taskId)
-      ?.barrier()
-      .catch(() => {});
-    const envelope = await this.store.load(taskId);
-    if (!envelope) throw new TaskNotFoundError(taskId);
-    const to = envelope.journal[stream];
-    return from >= to ? [] : this.store.readJournal(taskId, stream, from, to);
+    return transcriptEntries(this.live, this.store, taskId);
   }
 
   /** Stops driving tasks in this process. In-flight work is abandoned; resume reconciles it. */
@@ -459,6 +415,7 @@ export function createOrchestrator(options: OrchestratorOptions): Orchestrator {
 }
 
 export type { OrchestratorOptions, StartTaskRequest } from './options.js';
+export type { OrchestratorStats } from './fleetStats.js';
 export type { AuditRecord, TaskStatus, UserEventResult } from './status.js';
 export type { ReviewResolution } from './hostEvents.js';
 export type { RecoveryReport } from './recovery.js';
