@@ -45,6 +45,7 @@ export function createAgentMachine(toolkit: Toolkit) {
       'timer.answerExpired': { actions: 'replyNothingDue' },
       'timer.modelRetryDue': { actions: 'replyNothingDue' },
       'timer.awayExpired': { actions: 'replyNothingDue' },
+      'subtask.finished': { actions: 'refuseSubtaskOutcome' },
       // The user's presence, said by the host: remembered wherever the task is; the pauses act on it.
       'user.left': [{ guard: 'isAboutTaskUser', actions: 'recordUserAway' }, { actions: 'refusePresenceOfOther' }],
       'user.returned': [{ guard: 'isAboutTaskUser', actions: 'recordUserBack' }, { actions: 'refusePresenceOfOther' }],
@@ -145,7 +146,19 @@ export function createAgentMachine(toolkit: Toolkit) {
             always: [
               { guard: not('isToolOffered'), target: 'choosing', actions: 'refuseNotOffered' },
               { guard: not('doArgumentsMatchSchema'), target: 'choosing', actions: 'refuseForSchema' },
+              { guard: 'isSubtaskCall', target: 'checkingSubtask', actions: 'acceptArguments' },
               { target: 'checkingMandate', actions: 'acceptArguments' },
+            ],
+          },
+          checkingSubtask: {
+            description:
+              "A sub-task tool's call: the child it would start must stay within this task: its tools a subset of this task's, its mandate no wider, its share of the budgets within what is left.",
+            tags: [TAGS.gate],
+            always: [
+              { guard: not('areSubtaskToolsWithinParent'), target: 'choosing', actions: 'refuseSubtask' },
+              { guard: not('isSubtaskMandateNarrower'), target: 'choosing', actions: 'refuseSubtask' },
+              { guard: not('isSubtaskShareWithinBudget'), target: 'choosing', actions: 'refuseSubtask' },
+              { target: 'checkingMandate' },
             ],
           },
           checkingMandate: {

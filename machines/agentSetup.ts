@@ -15,6 +15,7 @@ import { compensationGuards as compensation } from './guards/compensation.js';
 import { presenceGuards as presence } from './guards/presence.js';
 import { planGuards as plan } from './guards/plan.js';
 import { workflowGuards as workflow } from './guards/workflow.js';
+import { subtaskGuards as subtask } from './guards/subtask.js';
 import { confirmationGuards as confirmation } from './guards/confirmation.js';
 import { executionGuards as execution } from './guards/execution.js';
 import type { Guard } from './guards/guard.js';
@@ -29,6 +30,7 @@ import * as undoing from './steps/compensate.js';
 import * as presenceSteps from './steps/presence.js';
 import * as planning from './steps/plan.js';
 import * as flow from './steps/workflow.js';
+import * as delegating from './steps/subtask.js';
 import * as running from './steps/execution.js';
 import * as fitting from './steps/mandate.js';
 import * as rechecking from './steps/recheck.js';
@@ -190,6 +192,9 @@ export function agentSetup(toolkit: Toolkit) {
       // a host-defined workflow
       ...named(workflow, ['isFollowingWorkflow', 'hasWorkflowEnded', 'didWorkflowFail', 'isNextWorkflowStepCall']),
       ...named(workflow, ['isWorkflowCallBuildable', 'isAwaitingDecision', 'isDecisionValid']),
+      // sub-tasks
+      ...named(subtask, ['isSubtaskCall', 'areSubtaskToolsWithinParent', 'isSubtaskMandateNarrower']),
+      ...named(subtask, ['isSubtaskShareWithinBudget', 'hasSubtaskStarted', 'isOutcomeOfPendingSubtask']),
     },
   });
 
@@ -308,6 +313,7 @@ export function agentSetup(toolkit: Toolkit) {
       ...steps(planning, ['grantPlanApproval', 'rejectPlan', 'expirePlanApproval', 'askPlanApprovalAgain']),
       ...steps(flow, ['startWorkflowCall', 'recordDecision', 'refuseDecision', 'refuseAnswerForDecision']),
       ...steps(flow, ['stopForWorkflowRule', 'finishWorkflowDone', 'finishWorkflowAnswered', 'finishWorkflowUnmet']),
+      ...steps(delegating, ['refuseSubtask', 'recordSubtaskStarted', 'finishSubtask', 'refuseSubtaskOutcome']),
       ...steps(replies, ['replyNotWaitingForConfirmation', 'replyNotWaitingForAnswer', 'replyNothingDue']),
     },
   });

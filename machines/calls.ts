@@ -92,6 +92,8 @@ export const CALL_PHASES = [
   'writing',
   'reconciling',
   'awaitingReview',
+  /** A call of a sub-task tool whose child task runs: the parent waits for the child's outcome. */
+  'awaitingSubtask',
   'finished',
 ] as const;
 export const callPhaseSchema = z.enum(CALL_PHASES);

@@ -18,6 +18,7 @@ import {
 import { FINAL_STATUSES, STOP_CODES } from './failures.js';
 import { DEFAULT_PLANNING, planSchema, planningPolicySchema, planningStateSchema } from './plans.js';
 import { workflowStateSchema } from './workflows.js';
+import { MAX_SUBTASKS, parentLinkSchema, subtaskLinkSchema } from './subtasks.js';
 import { SHORT, count, id, jsonSchema, principalSchema, time } from './lib/schemaParts.js';
 import { INPUT_LIMITS } from './limits.js';
 import type { Json } from './lib/strictJson.js';
@@ -28,6 +29,7 @@ export * from './calls.js';
 export * from './compensations.js';
 export * from './plans.js';
 export * from './workflows.js';
+export * from './subtasks.js';
 
 /**
  * What the host derived from the user's request before the task started: structured terms (a slot, an order and a
@@ -345,6 +347,15 @@ export const agentContextSchema = z.strictObject({
   plan: planningStateSchema.nullable().default(null),
   /** The host-defined flow the task follows (`start({ workflow })`), or null. Absent in tasks stored before workflows. */
   workflow: workflowStateSchema.nullable().default(null),
+  /**
+   * The tools this task may use at all, or null: every installed tool its principal may use. A sub-task gets the
+   * subset its tool names. Absent in tasks stored before sub-tasks.
+   */
+  tools: z.array(z.string().min(1).max(SHORT)).max(256).nullable().default(null),
+  /** The task that started this one (a sub-task), or null. Absent in tasks stored before sub-tasks. */
+  parent: parentLinkSchema.nullable().default(null),
+  /** The children this task started through sub-task tools, oldest first. Absent in tasks stored before sub-tasks. */
+  subtasks: z.array(subtaskLinkSchema).max(MAX_SUBTASKS).default([]),
   outcome: outcomeSchema.nullable(),
 });
 
@@ -363,6 +374,9 @@ export const agentInputSchema = z.strictObject({
   startedAt: time,
   /** The host-defined flow the task follows, by name, and its first step; or absent. */
   workflow: z.strictObject({ name: z.string().min(1).max(SHORT), start: z.string().min(1).max(SHORT) }).optional(),
+  /** A sub-task: the tools it may use (a subset of its parent's) and its parent. */
+  tools: z.array(z.string().min(1).max(SHORT)).max(256).optional(),
+  parent: parentLinkSchema.optional(),
 });
 
 /** Usage reported by a model turn. */

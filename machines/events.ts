@@ -7,7 +7,7 @@
  * compare times without reading a clock themselves. The done and error events of invoked actors are in `actors.ts`.
  */
 import { z } from 'zod';
-import { jsonSchema, modelUsageSchema } from './context.js';
+import { jsonSchema, modelUsageSchema, subtaskOutcomeSchema } from './context.js';
 import { INPUT_LIMITS } from './limits.js';
 
 const at = z.number().int().nonnegative();
@@ -140,10 +140,22 @@ export const hostEventSchema = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('timer.awayExpired'), at }),
 ]);
 
+/**
+ * A child task (sub-task) ended: its outcome, read by the orchestrator from the child's stored state and sent to the
+ * parent. Never forwarded from the host API (not in `HOST_EVENT_TYPES`): only the orchestrator sends it.
+ */
+export const subtaskFinishedSchema = z.strictObject({
+  type: z.literal('subtask.finished'),
+  at,
+  childTaskId: z.string().min(1).max(SHORT),
+  outcome: subtaskOutcomeSchema,
+});
+
 export type ModelEvent = z.infer<typeof modelEventSchema>;
 export type HostEvent = z.infer<typeof hostEventSchema>;
 export type ProposedCall = z.infer<typeof proposedCallSchema>;
-export type AgentEvent = ModelEvent | HostEvent;
+export type SubtaskFinished = z.infer<typeof subtaskFinishedSchema>;
+export type AgentEvent = ModelEvent | HostEvent | SubtaskFinished;
 export type HostEventOf<T extends HostEvent['type']> = Extract<HostEvent, { type: T }>;
 
 /** Event types the host API may forward to a task. Everything else is refused at the API edge. */

@@ -119,6 +119,13 @@ export const CALL_CODES = {
   /** A write whose effect could not be established, even by lookup. */
   outcome_unknown: { retryable: false },
   lookup_failed: { retryable: false },
+  // sub-tasks (a call of a host's sub-task tool)
+  /** The child would use a tool this task may not use (or a sub-task tool: one level only). */
+  subtask_tools_not_permitted: { retryable: false },
+  /** The child's mandate would not be narrower than this task's. */
+  subtask_mandate_not_narrower: { retryable: true },
+  /** The child task ended without meeting its goal (failed, out of budget, cancelled): its reason is in the summary. */
+  subtask_failed: { retryable: false },
   // the plan gate (a call of the host's propose_plan)
   /** The task takes no plans (`planning.mode: 'off'`). */
   planning_off: { retryable: false },

@@ -249,6 +249,19 @@ export type AuditEntry = { at: number; turn: number } & Partial<AuditStamp> &
         code: string | null;
         summary: string;
       }
+    /**
+     * A sub-task: its child started (the parent waits), or the child ended and its outcome came back as the call's
+     * result. A call refused at a gate is a `gate` entry.
+     */
+    | {
+        kind: 'subtask';
+        action: 'started' | 'finished' | 'refused';
+        callId: string;
+        tool: string;
+        childTaskId: string;
+        status: FinalStatus | null;
+        summary: string;
+      }
     /** Every compensation has its result; `task_stopped` follows. */
     | { kind: 'compensation_finished'; compensations: Compensation[] }
   );

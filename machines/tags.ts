@@ -27,6 +27,8 @@ export const TAGS = {
   outage: 'outage',
   /** Paused while the task's user is away. */
   away: 'away',
+  /** Waiting for a child task (a sub-task) to end. */
+  subtask: 'subtask',
 } as const;
 
 export type Tag = (typeof TAGS)[keyof typeof TAGS];
@@ -42,6 +44,7 @@ export type TaskState =
   | 'waiting_for_model'
   | 'review_required'
   | 'paused'
+  | 'waiting_for_subtask'
   | FinalStatus;
 
 export const TASK_STATES: readonly TaskState[] = [
@@ -51,6 +54,7 @@ export const TASK_STATES: readonly TaskState[] = [
   'waiting_for_model',
   'review_required',
   'paused',
+  'waiting_for_subtask',
   'done',
   'answered',
   'failed',
@@ -65,6 +69,7 @@ export const WAITING_TASK_STATES: readonly TaskState[] = [
   'waiting_for_model',
   'review_required',
   'paused',
+  'waiting_for_subtask',
 ];
 
 /** A task's listed state from the tags of the state it is in (and, when final, its outcome). */
@@ -79,6 +84,7 @@ export function taskStateOf(tags: ReadonlySet<string> | readonly string[], outco
   if (has(TAGS.waiting) && has(TAGS.outage)) return 'waiting_for_model';
   if (has(TAGS.waiting) && has(TAGS.review)) return 'review_required';
   if (has(TAGS.waiting) && has(TAGS.away)) return 'paused';
+  if (has(TAGS.waiting) && has(TAGS.subtask)) return 'waiting_for_subtask';
   return 'running';
 }
 

@@ -117,6 +117,38 @@ export interface ToolRules<I = any> {
    * trusted result. Pure and synchronous; a rule that throws leaves the write recorded as not compensable.
    */
   compensation?: CompensationRule<I>;
+  /** A sub-task tool (`defineSubtask`): its call starts a child task instead of running `execute`. */
+  subtask?: SubtaskRules<I>;
+}
+
+/**
+ * What a sub-task tool's call starts: the child's goal, tools (a subset of the parent's), mandate (no wider than the
+ * parent's) and share of the parent's budgets, all from the validated arguments. Pure and synchronous; a rule that
+ * throws refuses the call.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- so rules of all argument types share one list
+export interface SubtaskRules<I = any> {
+  tools: readonly string[];
+  goal: (args: I) => string;
+  /**
+   * The child's mandate from the parent's (null: the child has none, allowed only when the parent has none either),
+   * or a refusal when it would not be narrower than the parent's.
+   */
+  mandate: (
+    args: I,
+    parent: Readonly<Mandate> | null,
+  ) => { ok: true; mandate: { kind: string; terms: Json } | null } | { ok: false; code: string; summary: string };
+  /** The child's share of the parent's budgets (dimensions left out get 0; tokens default to turns x reservation). */
+  budget: (
+    args: I,
+  ) => Partial<Record<'modelTurns' | 'toolCalls' | 'writes' | 'retries' | 'tokens' | 'costMicros' | 'money', number>>;
+  /** The child's success criterion (it names one of the child's tools), or null: the child can at best answer. */
+  success: {
+    tool: string;
+    match?: Record<string, string | number | boolean>;
+    require?: string[];
+    description?: string;
+  } | null;
 }
 
 /** How a write is undone: the compensating write tool, and its arguments from the write's arguments and result. */

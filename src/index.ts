@@ -68,6 +68,15 @@ export {
   type WorkflowStep,
   type WorkflowTask,
 } from './workflow.js';
+// Sub-tasks: a tool that starts a child task with a narrower mandate, a share of the budgets and a subset of the tools
+export {
+  defineSubtask,
+  type SubtaskBudget,
+  type SubtaskDefinition,
+  type SubtaskMandate,
+  type SubtaskStarted,
+  type SubtaskTool,
+} from './subtask.js';
 export type { RateLimitOptions } from './runtime/rateLimits.js';
 
 // Models

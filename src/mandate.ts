@@ -27,6 +27,11 @@ export interface MandateKind<T> {
   /** The most money a task under these terms may move (minor units): its money budget, at most. */
   readonly money?: (terms: T) => number;
   /**
+   * Whether `child`'s terms ask for no more than `parent`'s (the same order, a smaller amount...): what a sub-task's
+   * mandate must satisfy. Without it, no sub-task can carry a mandate of this kind.
+   */
+  readonly within?: (child: T, parent: T) => boolean;
+  /**
    * The mandate a task starts with: the terms are checked against the schema now, and a unique id is minted. A
    * mandate authorises one task: make one per request (a second start with it is refused, `mandate_used`).
    */
@@ -46,6 +51,8 @@ export interface MandateKind<T> {
 export interface MandateOptions<T> {
   /** The most money the user asked to move under these terms: the task's money budget is capped by it. */
   money?: (terms: T) => number;
+  /** Whether `child`'s terms ask for no more than `parent`'s: needed for a sub-task's mandate of this kind. */
+  within?: (child: T, parent: T) => boolean;
 }
 
 const KIND = /^[a-z][a-z0-9_.-]{0,63}$/;
@@ -64,6 +71,7 @@ export function defineMandate<T>(kind: string, schema: z.ZodType<T>, options: Ma
     kind,
     schema,
     ...(options.money ? { money: options.money } : {}),
+    ...(options.within ? { within: options.within } : {}),
     of(terms) {
       return checkMandate(new Map([[kind, this as MandateKind<unknown>]]), {
         kind,

@@ -21,8 +21,12 @@ export const bookingMandate = defineMandate(
 export const refundMandate = defineMandate(
   'refund',
   z.strictObject({ order_id: z.string().min(1), max_amount_cents: z.number().int().positive() }),
-  // The task's money budget is what the user asked to refund, at most.
-  { money: (terms) => terms.max_amount_cents },
+  // The task's money budget is what the user asked to refund, at most. A sub-task's refund mandate is within its
+  // parent's when it is about the same order and asks for no more.
+  {
+    money: (terms) => terms.max_amount_cents,
+    within: (child, parent) => child.order_id === parent.order_id && child.max_amount_cents <= parent.max_amount_cents,
+  },
 );
 
 export type BookingTerms = z.infer<typeof bookingMandate.schema>;

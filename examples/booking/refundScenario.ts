@@ -25,15 +25,17 @@ export function refundDeskSetup(
   extra: Partial<Parameters<typeof createOrchestrator>[0]> = {},
 ) {
   const desk = new RefundDesk();
+  const { tools: extraTools = [], ...options } = extra;
   const orchestrator = createOrchestrator({
-    tools: [getOrder(desk), refundOrder(desk, { confirmAboveCents: 10_000 })],
+    // Extra tools (a sub-task tool) are installed beside the desk's own.
+    tools: [getOrder(desk), refundOrder(desk, { confirmAboveCents: 10_000 }), ...extraTools],
     loosen: refundDeskAuthority,
     mandates: [refundMandate],
     model: env.model ? env.model(script) : scriptedModel(script),
     store: env.store,
     clock: env.clock,
     inspect: env.inspect,
-    ...extra,
+    ...options,
   });
   return { desk, orchestrator };
 }

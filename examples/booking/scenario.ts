@@ -39,6 +39,7 @@ export const SCENARIO_NAMES = [
   'compensated',
   'planned',
   'workflow',
+  'delegated',
 ] as const;
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
 

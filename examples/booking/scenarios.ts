@@ -10,6 +10,7 @@ import { runRefund } from './refundScenario.js';
 import { runSaga } from './sagaScenario.js';
 import { runPlanned } from './planScenario.js';
 import { runWorkflow } from './workflowScenario.js';
+import { runDelegated } from './subtaskScenario.js';
 import { BOOKING_GOAL, BOOKING_SUCCESS, BOOKING_TERMS, E17, MEETING } from './requests.js';
 import type { Mandate, ModelReply } from '../../src/index.js';
 import { type ScriptStep, type ScriptView, reply, scriptedModel } from '../../src/testing/index.js';
@@ -120,6 +121,7 @@ export const EXPECTED: Record<ScenarioName, { state: string; code: string; rows:
   compensated: { state: 'failed', code: 'goal_not_met', rows: ['B204 R7 E17 cancelled'] },
   planned: { state: 'done', code: 'goal_met', rows: ['TX-9001 O-1001 199.00'] },
   workflow: { state: 'done', code: 'goal_met', rows: ['TX-9001 O-1001 199.00'] },
+  delegated: { state: 'done', code: 'goal_met', rows: ['TX-9001 O-1001 199.00'] },
 };
 
 /** The business rows a scenario left, in the short form EXPECTED uses. */
@@ -307,6 +309,7 @@ export const scenarios: Record<ScenarioName, (env: ScenarioEnv) => Promise<Scena
   compensated: runSaga,
   planned: runPlanned,
   workflow: runWorkflow,
+  delegated: runDelegated,
 };
 
 /** The slot a week later than asked: the wrong date the model proposes in `wrongDate`. */

@@ -167,6 +167,8 @@ export const executingState = {
         src: 'executeWrite',
         input: writeInput,
         onDone: [
+          // A sub-task tool's write started the child: the parent waits for its outcome.
+          { guard: 'hasSubtaskStarted', target: 'awaitingSubtask', actions: 'recordSubtaskStarted' },
           { guard: 'isWriteOutcomeUnknown', target: 'reconciling', actions: 'noteUnknownWrite' },
           { guard: 'doesWriteNeedReview', target: '#agent.reviewRequired', actions: 'holdWriteForReview' },
           { target: 'selecting', actions: 'finishWrite' },
@@ -183,6 +185,7 @@ export const executingState = {
         src: 'lookupWrite',
         input: lookupInput,
         onDone: [
+          { guard: 'hasSubtaskStarted', target: 'awaitingSubtask', actions: 'recordSubtaskStarted' },
           { guard: 'wasWriteFound', target: 'selecting', actions: 'finishReconciledWrite' },
           {
             guard: and(['wasWriteNotFound', 'isCancelRequested']),
@@ -210,6 +213,17 @@ export const executingState = {
         onError: { target: '#agent.reviewRequired', actions: 'holdForReview' },
       },
       on: { 'task.cancelled': { actions: 'deferCancel' } },
+    },
+    awaitingSubtask: {
+      description:
+        "Persisted: a sub-task tool's call started a child task; the parent waits for the child's outcome (subtask.finished, from the orchestrator), which becomes the call's result. A cancel of the parent cancels the child.",
+      tags: [TAGS.waiting, TAGS.subtask],
+      on: {
+        'subtask.finished': [
+          { guard: 'isOutcomeOfPendingSubtask', target: 'selecting', actions: 'finishSubtask' },
+          { actions: 'refuseSubtaskOutcome' },
+        ],
+      },
     },
     awaitingConfirmation: {
       description:

@@ -6,6 +6,7 @@ import { amountOf } from '../lib/toolRules.js';
 import { timeOf } from '../journal.js';
 import type { Toolkit } from '../toolkit.js';
 import type { Guard } from './guard.js';
+import { shareNeed, subtaskSpec } from '../lib/subtask.js';
 
 /**
  * What the next step of the batch spends: its calls, a write, and the money a write moves by its tool's rule. A rule
@@ -18,6 +19,10 @@ export function nextStepNeed(context: AgentContext, toolkit: Toolkit): Partial<B
   if (step.kind === 'read') return { toolCalls: step.callIds.length };
   const call = findCall(context.batch, step.callIds[0]!)!;
   const money = amountOf(context, call, toolkit.rules(call.tool));
+  // A sub-task tool's call also takes the child's share, before the child starts.
+  const sub = toolkit.rules(call.tool)?.subtask ? subtaskSpec(context, call, toolkit) : null;
+  if (sub?.ok)
+    return { ...shareNeed(sub.spec.share), money: (money ?? Number.POSITIVE_INFINITY) + sub.spec.share.money };
   return { toolCalls: 1, writes: 1, money: money ?? Number.POSITIVE_INFINITY };
 }
 

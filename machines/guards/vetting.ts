@@ -25,6 +25,14 @@ export const vettingGuards = {
   /** The tool is offered this turn (the host's offer rule), or there is no rule; a stop's undo is the host's call. */
   isToolOffered: (context) => {
     const call = currentCall(context.batch);
+    // A sub-task may use only the subset of tools its parent gave it (undoing its own writes aside).
+    if (
+      call !== undefined &&
+      context.tools !== null &&
+      context.unwinding === null &&
+      !context.tools.includes(call.tool)
+    )
+      return false;
     return (
       context.offered === null ||
       context.unwinding !== null ||

@@ -25,6 +25,7 @@ import { unconfirmedSummary } from '../lib/toolRules.js';
 import type { ToolRules, Toolkit } from '../toolkit.js';
 import { type Step, bounded, retriesWithin } from './step.js';
 import { rememberWrite } from './compensate.js';
+import { withSubtaskLink } from '../lib/subtask.js';
 import { planProgress } from './plan.js';
 import { workflowCallProgress } from './workflow.js';
 
@@ -238,6 +239,7 @@ export const startWrite: Step = (context, event, toolkit) => {
       },
       budget: debit(context.budget, need),
       pendingConfirmation: null,
+      subtasks: withSubtaskLink(context, call, toolkit, timeOf(context, event)),
     },
     audit: [
       gateEntry(context, event, {

@@ -74,6 +74,9 @@ export function initialContext(input: AgentInput): AgentContext {
     workflow: input.workflow
       ? { name: input.workflow.name, current: input.workflow.start, facts: {}, runs: 0, problem: null }
       : null,
+    tools: input.tools ?? null,
+    parent: input.parent ?? null,
+    subtasks: [],
     outcome: null,
   };
 }

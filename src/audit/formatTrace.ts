@@ -215,6 +215,20 @@ export function formatTrace(entries: readonly AuditEntry[], options: TraceOption
         lines.push(line(paint, indent, entry.turn, 'plan', paint(style, what)));
         break;
       }
+      case 'subtask': {
+        for (const key of [...gates.keys()]) flushGates(key);
+        const style = entry.status && entry.status !== 'done' ? 'yellow' : 'green';
+        lines.push(
+          line(
+            paint,
+            indent,
+            entry.turn,
+            'sub',
+            paint(style, `${entry.tool} ${entry.action} ${entry.childTaskId}: ${entry.summary}`),
+          ),
+        );
+        break;
+      }
       case 'workflow': {
         for (const key of [...gates.keys()]) flushGates(key);
         const where = `${entry.workflow}${entry.step ? ` ${entry.step}` : ''}${entry.next ? ` → ${entry.next}` : ''}`;

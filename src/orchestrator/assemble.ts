@@ -31,6 +31,7 @@ import { type OrchestratorOptions, type Settings, parseOrThrow, resolveSettings 
 import { OrphanSweeper } from './orphanSweeper.js';
 import { Records } from './records.js';
 import { takeOverOrphans } from './recovery.js';
+import { Subtasks } from './subtasks.js';
 import { safeErrorText } from '../../machines/lib/text.js';
 import type { TaskMode } from './taskMode.js';
 
@@ -56,6 +57,8 @@ export interface OrchestratorParts {
   /** On a store with leases, in local mode, unless turned off: takes over the tasks of dead processes. */
   orphans: OrphanSweeper | null;
   records: Records;
+  /** Sub-tasks: starting children, taking their outcomes back to their parents, cancelling them with their parent. */
+  subtasks: Subtasks;
   /** Tasks taken over here so far (by `recover()` or the orphan sweep), and quarantined on the way. */
   recoveries: { resumed: number; quarantined: number };
 }
@@ -100,6 +103,18 @@ export function assembleOrchestrator(
   const capacity = new Capacity(settings.capacity, (tenantId) => live.running(tenantId));
   const events = new HostEvents(live, registry, settings.adminScope, policy.version);
   const mode = chooseTaskMode({ options, registry, store, live, events, capacity, clock, logger });
+  const subtasks = new Subtasks({
+    store,
+    live,
+    registry,
+    settings,
+    logger,
+    create: (input) => mode.start(input),
+    cancel: (taskId, by, reason) =>
+      events.deliver(taskId, by, { type: 'task.cancelled', at: clock.now(), reason, by: by.userId }),
+  });
+  registry.subtaskStarter = subtasks;
+  if (registry.hasSubtasks()) savedListeners.add((summary) => subtasks.saved(summary));
   const sweeper = new ExpirySweeper(store, live, clock, settings.expirySweepMs, logger, mode.sweepHandoff);
   const recoveries = { resumed: 0, quarantined: 0 };
   const orphanSweepMs = settings.orphanSweepMs ?? settings.lease.ttlMs;
@@ -145,6 +160,7 @@ export function assembleOrchestrator(
     sweeper,
     orphans,
     records,
+    subtasks,
     recoveries,
   };
 }

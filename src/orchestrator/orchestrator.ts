@@ -32,6 +32,7 @@ import { type OrchestratorStats, fleetStats } from './fleetStats.js';
 import type { OrchestratorOptions, Settings, StartTaskRequest } from './options.js';
 import type { OrphanSweeper } from './orphanSweeper.js';
 import type { Records } from './records.js';
+import type { Subtasks } from './subtasks.js';
 import type { RecoveryReport } from './recovery.js';
 import type { RetentionSweepOptions } from './retentionSweeper.js';
 import { taskInput } from './startTask.js';
@@ -61,6 +62,7 @@ export class Orchestrator {
   /** Local or dispatched, chosen once in `assemble.ts`: what the calls that differ between the two do. */
   private readonly mode: TaskMode;
   private readonly records: Records;
+  private readonly subtasks: Subtasks;
   private readonly recoveries: { resumed: number; quarantined: number };
   /** The queue, for `queueStats()` (null: tasks run here). */
   private readonly dispatch: Dispatch | null;
@@ -83,6 +85,7 @@ export class Orchestrator {
       sweeper: this.sweeper,
       orphans: this.orphans,
       records: this.records,
+      subtasks: this.subtasks,
       recoveries: this.recoveries,
     } = parts);
     if (this.settings.retentionSweepMs > 0 && isErasable(this.store)) {
@@ -147,6 +150,8 @@ export class Orchestrator {
   async recover(options: { limit?: number; concurrency?: number } = {}): Promise<RecoveryReport> {
     this.assertOpen();
     const report = await this.mode.recover(this.sweeper, options);
+    // A child that ended while its parent's process was down: the waiting parent gets the outcome now.
+    if (this.registry.hasSubtasks()) await this.subtasks.settleAll();
     this.recoveries.resumed += report.resumed.length;
     this.recoveries.quarantined += report.quarantined.length;
     return report;

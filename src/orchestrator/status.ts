@@ -7,6 +7,8 @@ import type {
   Mandate,
   Observation,
   Outage,
+  ParentLink,
+  SubtaskLink,
   Outcome,
   PendingConfirmation,
   Plan,
@@ -49,6 +51,10 @@ export interface TaskStatus {
   plan: Plan | null;
   /** The workflow the task follows (its current step and what each step established), or null. */
   workflow: WorkflowState | null;
+  /** The task that started this one through a sub-task tool, or null. */
+  parent: ParentLink | null;
+  /** The children this task started through sub-task tools: id, tool, status and (once ended) outcome. */
+  children: SubtaskLink[];
   createdAt: number;
   updatedAt: number;
 }
@@ -95,6 +101,8 @@ export function statusFrom(context: AgentContext, summary: TaskSummary): TaskSta
     observations: context.batch?.calls.flatMap((c) => (c.observation ? [c.observation] : [])) ?? [],
     plan: context.plan?.current ?? null,
     workflow: context.workflow,
+    parent: context.parent ?? null,
+    children: context.subtasks ?? [],
     createdAt: summary.createdAt,
     updatedAt: summary.updatedAt,
   };

@@ -9,6 +9,7 @@ import { agentContextSchema, budgetCountersSchema, budgetLimitsSchema } from '..
 import { time } from '../../machines/lib/schemaParts.js';
 import { planSchema } from '../../machines/plans.js';
 import { workflowStateSchema } from '../../machines/workflows.js';
+import { parentLinkSchema, subtaskLinkSchema } from '../../machines/subtasks.js';
 import { taskSummarySchema } from '../store/summary.js';
 import type { TaskStatus } from './status.js';
 
@@ -46,6 +47,12 @@ export const taskStatusSchema = agentContextSchema
     plan: planSchema
       .nullable()
       .describe('The plan in force or awaiting approval, its steps as tool results left them; else null'),
+    parent: parentLinkSchema
+      .nullable()
+      .describe('The task that started this one through a sub-task tool (its id and call), or null'),
+    children: z
+      .array(subtaskLinkSchema)
+      .describe('The children this task started through sub-task tools, with their status and outcome'),
     createdAt: time,
     updatedAt: time,
   })

@@ -14,6 +14,7 @@ import type { OfferedTool } from '../model/agentModel.js';
 import { Privacy } from '../privacy/privacy.js';
 import { sealedParse } from './sealedParse.js';
 import { type Tool, defineTool, toolParametersSchema, toolVersion } from '../tool.js';
+import { type SubtaskStarter, type SubtaskTool, bindSubtask, subtaskRulesOf } from '../subtask.js';
 
 export class ToolRegistry {
   private readonly tools = new Map<string, Tool>();
@@ -30,6 +31,9 @@ export class ToolRegistry {
   /** The host's workflows by name (`createOrchestrator({ workflows })`). */
   private readonly workflows = new Map<string, WorkflowDefinition>();
 
+  /** Starts children and finds them, for sub-task tools (`defineSubtask`); set by the orchestrator that installs them. */
+  subtaskStarter: SubtaskStarter | null = null;
+
   constructor(
     tools: readonly Tool[],
     privacy: Privacy = new Privacy(),
@@ -37,7 +41,12 @@ export class ToolRegistry {
     workflows: readonly WorkflowDefinition[] = [],
   ) {
     this.privacy = privacy;
-    for (const tool of tools) {
+    const starter = (): SubtaskStarter => {
+      if (!this.subtaskStarter) throw new Error('no orchestrator starts the sub-tasks of these tools');
+      return this.subtaskStarter;
+    };
+    for (const given of tools) {
+      const tool: Tool = subtaskRulesOf(given) ? bindSubtask(given as SubtaskTool, starter) : given;
       if (tool.name === PLAN_TOOL || tool.name === DECISION_TOOL)
         throw new ToolDefinitionError(
           tool.name,
@@ -52,6 +61,7 @@ export class ToolRegistry {
     }
     this.checkDependencies();
     this.checkCompensations();
+    this.checkSubtasks();
     for (const workflow of workflows) {
       const problem = workflowProblem(workflow, (name) => this.tools.has(name));
       if (problem) throw new AgentError('invalid_workflow', `workflow ${JSON.stringify(workflow?.name)}: ${problem}`);
@@ -65,6 +75,33 @@ export class ToolRegistry {
       workflow: (name) => this.workflows.get(name),
       ...(offer ? { offer } : {}),
     };
+  }
+
+  /** Whether any installed tool is a sub-task tool. */
+  hasSubtasks(): boolean {
+    return [...this.tools.values()].some((tool) => subtaskRulesOf(tool) !== undefined);
+  }
+
+  /** A sub-task tool's tools are installed and none is a sub-task tool; its success criterion names one of them. */
+  private checkSubtasks(): void {
+    for (const tool of this.tools.values()) {
+      const sub = subtaskRulesOf(tool);
+      if (!sub) continue;
+      for (const name of sub.tools) {
+        if (!this.tools.has(name))
+          throw new ToolDefinitionError(tool.name, `the sub-task's tool ${JSON.stringify(name)} is not installed`);
+        if (subtaskRulesOf(this.tools.get(name)))
+          throw new ToolDefinitionError(
+            tool.name,
+            `the sub-task's tool ${name} is itself a sub-task tool (one level only)`,
+          );
+      }
+      if (sub.success && !sub.tools.includes(sub.success.tool))
+        throw new ToolDefinitionError(
+          tool.name,
+          `the sub-task's success criterion names ${sub.success.tool}, which is not one of its tools`,
+        );
+    }
   }
 
   /**
@@ -237,6 +274,9 @@ function rulesOf(tool: Tool, privacy: Privacy): ToolRules {
     },
     get redact() {
       return tool.redact?.bind(tool);
+    },
+    get subtask() {
+      return subtaskRulesOf(tool);
     },
     get compensation() {
       if (tool.effect !== 'write' || !tool.compensation) return undefined;

@@ -287,6 +287,14 @@ function timelineRow(entry: AuditEntry, seq: number, start: number): string | nu
         entry.action === 'refused' || entry.code ? 'reject' : entry.action === 'ended' ? 'warn' : 'pass',
         `${esc(entry.workflow)}${entry.step ? ` ${esc(entry.step)}` : ''}${entry.next ? ` → ${esc(entry.next)}` : ''}: ${esc(entry.summary)}`,
       );
+    case 'subtask':
+      return row(
+        'sub-task',
+        entry.tool,
+        entry.action,
+        entry.action === 'refused' ? 'reject' : entry.status && entry.status !== 'done' ? 'warn' : 'pass',
+        `${esc(entry.childTaskId)}: ${esc(entry.summary)}`,
+      );
     case 'task_stopped':
       return row(
         'stop',

@@ -46,7 +46,9 @@ export function modelActor(host: ActorHost) {
               tools: [
                 ...host.registry
                   .offeredTo(context.principal)
-                  .filter((tool) => context.offered === null || context.offered.includes(tool.name)),
+                  .filter((tool) => context.offered === null || context.offered.includes(tool.name))
+                  // A sub-task is offered only the subset of tools its parent gave it.
+                  .filter((tool) => context.tools === null || context.tools.includes(tool.name)),
                 ...(canProposePlan(context) ? [PLAN_TOOL_DEFINITION] : []),
                 ...decisionTools(context, host.registry.toolkit),
               ],
