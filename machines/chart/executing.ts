@@ -218,6 +218,8 @@ export const executingState = {
       description:
         "Persisted: a sub-task tool's call started a child task; the parent waits for the child's outcome (subtask.finished, from the orchestrator), which becomes the call's result. A cancel of the parent cancels the child.",
       tags: [TAGS.waiting, TAGS.subtask],
+      // A cancel deferred while the start was in flight applies now (the orchestrator then cancels the child).
+      always: { guard: 'isCancelRequested', target: '#agent.stopping', actions: 'stopCancelled' },
       on: {
         'subtask.finished': [
           { guard: 'isOutcomeOfPendingSubtask', target: 'selecting', actions: 'finishSubtask' },

@@ -12,6 +12,7 @@ import { eventOf } from '../guards/guard.js';
 import type { Step } from './step.js';
 import { learnedFrom, written } from './execution.js';
 import { refuse } from './vetting.js';
+import { lookupEntry } from './reconcile.js';
 
 /** The child would not stay within the parent (tools, mandate or share): refused at that gate, the model told. */
 export const refuseSubtask: Step = (context, event, toolkit) => {
@@ -55,6 +56,8 @@ export const recordSubtaskStarted: Step = (context, event) => {
       writtenKeys: written(context, call),
     },
     audit: [
+      // Found by its key after an unknown start (a restart): the lookup is audited as for any write.
+      ...(event.type === 'xstate.done.actor.lookup' ? [lookupEntry(context, event, call)] : []),
       subtaskEntry(
         context,
         event,
