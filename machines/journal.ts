@@ -26,6 +26,7 @@ import type {
   Provenance,
   RiskClass,
   StopReason,
+  SubtaskShare,
 } from './context.js';
 import type { ReplyCode } from './failures.js';
 
@@ -250,17 +251,21 @@ export type AuditEntry = { at: number; turn: number } & Partial<AuditStamp> &
         summary: string;
       }
     /**
-     * A sub-task: its child started (the parent waits), or the child ended and its outcome came back as the call's
-     * result. A call refused at a gate is a `gate` entry.
+     * A sub-task: the child's share of the budgets taken from the parent as its start is sent (`reserved`, with the
+     * share; its money is in the `tool_started` entry), the child started (the parent waits), or the child ended and
+     * its outcome came back as the call's result (`finished`, with what of the share went back). A call refused at a
+     * gate is a `gate` entry.
      */
     | {
         kind: 'subtask';
-        action: 'started' | 'finished' | 'refused';
+        action: 'reserved' | 'started' | 'finished';
         callId: string;
         tool: string;
         childTaskId: string;
         status: FinalStatus | null;
         summary: string;
+        share?: SubtaskShare;
+        returned?: SubtaskShare;
       }
     /** Every compensation has its result; `task_stopped` follows. */
     | { kind: 'compensation_finished'; compensations: Compensation[] }

@@ -118,6 +118,8 @@ describe('migration of older envelopes', () => {
     expect(context.observedIds).toEqual(['E17', 'acme']);
     // agent/7: no write remembered for compensation (none was recorded), nothing being undone.
     expect(context).toMatchObject({ compensable: [], unwinding: null, away: null, succeeded: [], offered: null });
+    // Sub-tasks (schema defaults, no version bump): every tool, no parent, no children.
+    expect(context).toMatchObject({ tools: null, parent: null, subtasks: [] });
     const {
       writtenKeys: _w,
       mandate: _m,
@@ -142,6 +144,9 @@ describe('migration of older envelopes', () => {
       offered: _f,
       plan: _plan,
       workflow: _workflow,
+      tools: _tools,
+      parent: _parent,
+      subtasks: _subtasks,
       ...rest
     } = migrated;
     const {

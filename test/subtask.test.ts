@@ -61,9 +61,11 @@ describe('a sub-task: the happy path', () => {
     // The audit says when the child started and ended.
     const audit = await s.orchestrator.audit('p1');
     expect(byKind(audit, 'subtask').map((e) => `${e.action}:${e.childTaskId === child.taskId}`)).toEqual([
+      'reserved:true',
       'started:true',
       'finished:true',
     ]);
+    expect(byKind(audit, 'subtask')[2]!.returned).toMatchObject({ toolCalls: 2, modelTurns: 1, writes: 0 });
     await s.orchestrator.close();
   });
 

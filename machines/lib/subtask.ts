@@ -10,6 +10,8 @@ import type { GateName } from '../calls.js';
 import type { Toolkit } from '../toolkit.js';
 import { checkArguments, copyOf, taskRef } from './arguments.js';
 import { debit, shortfall } from './budget.js';
+import type { MachineEvent } from '../actors.js';
+import { type AuditEntry, auditEntry } from '../journal.js';
 
 export interface SubtaskSpec {
   goal: string;
@@ -134,11 +136,18 @@ export function shareNeed(share: SubtaskShare): Partial<BudgetCounters> {
   return { ...share, toolCalls: share.toolCalls + 1, writes: share.writes + 1 };
 }
 
-/** The share the child did not spend, given back to the parent. */
-export function giveBackUnused(context: AgentContext, share: SubtaskShare, used: SubtaskShare): AgentContext['budget'] {
-  const back: Partial<BudgetCounters> = {};
-  for (const key of DIMENSIONS) back[key] = -Math.max(0, share[key] - Math.max(0, used[key]));
-  return debit(context.budget, back);
+/** What of the share the child did not spend: given back to the parent. */
+export function unusedShare(share: SubtaskShare, used: SubtaskShare): SubtaskShare {
+  const back = {} as SubtaskShare;
+  for (const key of DIMENSIONS) back[key] = Math.max(0, share[key] - Math.max(0, used[key]));
+  return back;
+}
+
+/** The parent's budget with `back` given back. */
+export function giveBack(context: AgentContext, back: SubtaskShare): AgentContext['budget'] {
+  const amount: Partial<BudgetCounters> = {};
+  for (const key of DIMENSIONS) amount[key] = -back[key];
+  return debit(context.budget, amount);
 }
 
 /**
@@ -167,4 +176,36 @@ export function withSubtaskLink(context: AgentContext, call: CallState, toolkit:
     outcome: null,
   };
   return [...context.subtasks, link].slice(-MAX_SUBTASKS);
+}
+
+/** A `subtask` audit entry about `link`. */
+export function subtaskEntry(
+  context: AgentContext,
+  event: MachineEvent,
+  link: SubtaskLink,
+  action: 'reserved' | 'started' | 'finished',
+  summary: string,
+  amounts: { share?: SubtaskLink['share']; returned?: SubtaskLink['share'] } = {},
+): AuditEntry {
+  return auditEntry(context, event, {
+    kind: 'subtask',
+    action,
+    callId: link.callId,
+    tool: link.tool,
+    childTaskId: link.childTaskId,
+    status: link.outcome?.status ?? null,
+    summary,
+    ...amounts,
+  });
+}
+
+/** The share taken from the parent as the start is sent (in `startWrite`'s transition), for the audit. */
+export function subtaskReservedEntries(context: AgentContext, event: MachineEvent, callId: string): AuditEntry[] {
+  const link = context.subtasks.find((l) => l.callId === callId);
+  if (!link || link.status !== 'starting') return [];
+  return [
+    subtaskEntry(context, event, link, 'reserved', `the share of the budgets for ${link.childTaskId} is taken`, {
+      share: link.share,
+    }),
+  ];
 }

@@ -25,7 +25,7 @@ import { unconfirmedSummary } from '../lib/toolRules.js';
 import type { ToolRules, Toolkit } from '../toolkit.js';
 import { type Step, bounded, retriesWithin } from './step.js';
 import { rememberWrite } from './compensate.js';
-import { withSubtaskLink } from '../lib/subtask.js';
+import { subtaskReservedEntries, withSubtaskLink } from '../lib/subtask.js';
 import { planProgress } from './plan.js';
 import { workflowCallProgress } from './workflow.js';
 
@@ -231,6 +231,8 @@ export const startWrite: Step = (context, event, toolkit) => {
   const money = need.money ? `, ${need.money} in money` : '';
   // The session the re-check just saw: what the tool's execute (and a later lookup) is given.
   const runAs = event.type === 'xstate.done.actor.recheck' ? event.output.principal : null;
+  // A sub-task tool's call: the child's link (id, goal, tools, mandate, share) is in the snapshot saved before the start.
+  const subtasks = withSubtaskLink(context, call, toolkit, timeOf(context, event));
   return {
     context: {
       batch: {
@@ -239,7 +241,7 @@ export const startWrite: Step = (context, event, toolkit) => {
       },
       budget: debit(context.budget, need),
       pendingConfirmation: null,
-      subtasks: withSubtaskLink(context, call, toolkit, timeOf(context, event)),
+      subtasks,
     },
     audit: [
       gateEntry(context, event, {
@@ -257,6 +259,7 @@ export const startWrite: Step = (context, event, toolkit) => {
         summary: confirmedSummary(call, toolkit.rules(call.tool)),
       }),
       startedEntry(context, event, call, 1, need.money ?? 0),
+      ...subtaskReservedEntries({ ...context, subtasks }, event, call.callId),
     ],
   };
 };

@@ -3,11 +3,10 @@
  * write that starts it begins, the parent waiting once the start happened, and the child's outcome taken back as the
  * call's result (an observation), with the unused share of the budgets given back.
  */
-import type { MachineEvent } from '../actors.js';
-import type { AgentContext, Json, Observation, SubtaskLink } from '../context.js';
+import type { Json, Observation, SubtaskLink } from '../context.js';
 import { currentCall, finishCall, updateCall } from '../lib/batch.js';
-import { giveBackUnused, subtaskProblem } from '../lib/subtask.js';
-import { type AuditEntry, auditEntry, timeOf } from '../journal.js';
+import { giveBack, subtaskEntry, subtaskProblem, unusedShare } from '../lib/subtask.js';
+import { timeOf } from '../journal.js';
 import { eventOf } from '../guards/guard.js';
 import type { Step } from './step.js';
 import { learnedFrom, written } from './execution.js';
@@ -24,24 +23,6 @@ export const refuseSubtask: Step = (context, event, toolkit) => {
   };
   return refuse(context, event, problem.gate, problem.code, `sub-task refused: ${problem.summary}`, call);
 };
-
-function subtaskEntry(
-  context: AgentContext,
-  event: MachineEvent,
-  link: SubtaskLink,
-  action: 'started' | 'finished' | 'refused',
-  summary: string,
-): AuditEntry {
-  return auditEntry(context, event, {
-    kind: 'subtask',
-    action,
-    callId: link.callId,
-    tool: link.tool,
-    childTaskId: link.childTaskId,
-    status: link.outcome?.status ?? null,
-    summary,
-  });
-}
 
 /** The start happened (or its lookup found the child): the call waits for the child's outcome. */
 export const recordSubtaskStarted: Step = (context, event) => {
@@ -80,6 +61,7 @@ export const finishSubtask: Step = (context, event, toolkit) => {
   const link = context.subtasks.find((l) => l.callId === call.callId)!;
   const at = timeOf(context, event);
   const finished: SubtaskLink = { ...link, status: 'finished', outcome };
+  const returned = unusedShare(link.share, outcome.used);
   const ok = outcome.status === 'done' || outcome.status === 'answered';
   const value: Json = {
     child_task_id: childTaskId,
@@ -106,11 +88,13 @@ export const finishSubtask: Step = (context, event, toolkit) => {
     context: {
       batch: finishCall(context.batch!, call.callId, observation),
       subtasks: context.subtasks.map((l) => (l.callId === call.callId ? finished : l)),
-      budget: giveBackUnused(context, link.share, outcome.used),
+      budget: giveBack(context, returned),
       ...learned,
     },
     audit: [
-      subtaskEntry(context, event, finished, 'finished', `${childTaskId} ended ${outcome.status} (${outcome.code})`),
+      subtaskEntry(context, event, finished, 'finished', `${childTaskId} ended ${outcome.status} (${outcome.code})`, {
+        returned,
+      }),
     ],
   };
 };

@@ -10,6 +10,7 @@ import { foldMoves } from './replayFoldMoves.js';
 import { PLAN_TOOL } from '../../machines/plans.js';
 import { foldPlan, foldPlanApproval, foldWorkflow, requested } from './replayFoldPlans.js';
 import type { ReplayedTask } from './replayedTask.js';
+import { foldSubtask } from './replayFoldSubtask.js';
 
 /** Applies `entry` to `task` (a fresh copy owned by the fold). */
 export function apply(task: ReplayedTask, entry: AuditEntry, seq: number, previous: AuditEntry | null): void {
@@ -309,6 +310,9 @@ export function apply(task: ReplayedTask, entry: AuditEntry, seq: number, previo
       break;
     case 'workflow':
       foldWorkflow(task, entry, moves);
+      break;
+    case 'subtask':
+      foldSubtask(entry, moves);
       break;
     case 'question_expired':
       decide({

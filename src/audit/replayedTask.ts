@@ -62,7 +62,8 @@ export interface ReplayedDecision {
     | 'user'
     | 'compensation'
     | 'plan'
-    | 'workflow';
+    | 'workflow'
+    | 'subtask';
   /** Gate name, confirmation action, tool name... */
   name: string;
   /** pass / reject / stop for gates; ok or a code for tools; found / not_found / inconclusive for lookups. */

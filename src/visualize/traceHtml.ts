@@ -292,7 +292,7 @@ function timelineRow(entry: AuditEntry, seq: number, start: number): string | nu
         'sub-task',
         entry.tool,
         entry.action,
-        entry.action === 'refused' ? 'reject' : entry.status && entry.status !== 'done' ? 'warn' : 'pass',
+        entry.status && entry.status !== 'done' ? 'warn' : 'pass',
         `${esc(entry.childTaskId)}: ${esc(entry.summary)}`,
       );
     case 'task_stopped':
