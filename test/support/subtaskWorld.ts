@@ -17,14 +17,13 @@
  * - a restart in the wait stays in the wait; no state but a final one is a dead end.
  */
 import { z } from 'zod';
-import type { AnyActorScope } from 'xstate';
 import type { MachineEvent, ModelActorOutput } from '../../machines/actors.js';
 import { type AgentMachine, createAgentMachine } from '../../machines/agentMachine.js';
 import { type AgentContext, type AgentInput, type SubtaskShare, childTaskIdOf } from '../../machines/context.js';
 import type { ModelEvent } from '../../machines/events.js';
 import type { ToolRules, Toolkit } from '../../machines/toolkit.js';
 import { sha256Hex } from '../../src/hashing.js';
-import { FINAL_STATES, INPUT, valueOf } from './agentWorld.js';
+import { FINAL_STATES, INPUT, restore, valueOf } from './agentWorld.js';
 import { type Violation, inertScope } from './explore.js';
 
 const MAX = 100;
@@ -240,11 +239,6 @@ export function movesOf(world: SubtaskWorld): Move[] {
   return moves;
 }
 
-function restore(chart: AgentMachine, snapshot: Snapshot, scope: AnyActorScope): Snapshot {
-  const persisted = JSON.parse(JSON.stringify(chart.getPersistedSnapshot(snapshot)));
-  return chart.resolveState({ ...persisted, context: persisted.context }) as Snapshot & { scope?: AnyActorScope };
-}
-
 /** The harness's own judgement of a delegation: does the child fit the parent (tools, mandate, budget left)? */
 function fits(context: AgentContext, tool: string, cents: number): boolean {
   const sub = RULES[tool]?.subtask;
@@ -301,7 +295,7 @@ export function exploreSubtasks(chart: AgentMachine, options: { maxStates: numbe
     for (const move of moves) {
       transitions++;
       let machine = world.machine;
-      if (move.restart) machine = restore(chart, machine, scope);
+      if (move.restart) machine = restore(machine, chart);
       if (move.event) machine = chart.transition(machine, move.event as never, scope);
       const next: SubtaskWorld = { machine, childDone: world.childDone };
       const problems = checkEdge(world, move, next, count);
