@@ -55,6 +55,20 @@ describe('the definition the Stately inspector receives', () => {
     expect(JSON.stringify(vetting)).toContain('"guard":"not(hasScopesForTool)"');
   });
 
+  it("draws a sub-task's root actor as a child of its parent task", async () => {
+    const frames: Record<string, unknown>[] = [];
+    const result = await scenarios.delegated({
+      store: new MemoryStore(),
+      inspect: statelyFrames((f) => frames.push(f)),
+    });
+    expect(result.status.state).toBe('done');
+    const childId = result.status.children[0]!.childTaskId;
+    const actors = frames.filter((f) => f.type === '@xstate.actor');
+    const child = actors.find((f) => f.sessionId === `task:${childId}`);
+    expect(child?.parentId).toBe(`task:${result.status.taskId}`);
+    expect(actors.find((f) => f.sessionId === `task:${result.status.taskId}`)?.parentId).toBeUndefined();
+  });
+
   it('spells composed guards as the chart source does', () => {
     expect(guardExpression(not('a'))).toBe('not(a)');
     expect(guardExpression(and(['a', not('b'), or([not('c'), 'd'])]))).toBe('and(a, not(b), or(not(c), d))');

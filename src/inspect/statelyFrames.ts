@@ -47,6 +47,8 @@ export function statelyFrames(
   const stableIds = new Map<string, string>();
   // Each task's owner and pending confirmation, from its root actor's input and snapshots (never sent in a frame).
   const accessOf = new Map<string, TaskAccessFacts>();
+  // A sub-task's root actor, by session: the parent task it belongs to, so the inspector draws it as the parent's child.
+  const parentOf = new Map<string, string>();
   const stableId = (message: InspectionMessage) => {
     const id =
       message.taskId === null
@@ -79,7 +81,10 @@ export function statelyFrames(
             ...base,
             type: '@xstate.actor',
             name: message.root ? (message.taskId ?? sessionId) : message.actorId,
-            parentId: message.parentId === null ? undefined : (stableIds.get(message.parentId) ?? message.parentId),
+            parentId:
+              message.parentId === null
+                ? parentOf.get(message.sessionId)
+                : (stableIds.get(message.parentId) ?? message.parentId),
             id: null,
             definition: message.root ? definitionOf.get(message.sessionId) : undefined,
             snapshot: { status: 'active' },
@@ -87,6 +92,7 @@ export function statelyFrames(
           task,
         );
         definitionOf.delete(message.sessionId);
+        parentOf.delete(message.sessionId);
         break;
       case '@xstate.event':
         send(
@@ -119,9 +125,20 @@ export function statelyFrames(
         }
         definitionOf.set(event.actorRef.sessionId, definition);
       }
+      const parent = parentTaskOf(event.actorRef);
+      if (parent) parentOf.set(event.actorRef.sessionId, `task:${parent}`);
     }
     stream(event);
   };
+}
+
+/** The parent task of a sub-task's root actor: from the input it starts with, or the snapshot it is restored from. */
+function parentTaskOf(actor: unknown): string | null {
+  const options = (actor as { options?: { input?: unknown; snapshot?: unknown } }).options;
+  const input = options?.input as { parent?: { taskId?: unknown } } | undefined;
+  const restored = (options?.snapshot as { context?: { parent?: { taskId?: unknown } | null } } | undefined)?.context;
+  const taskId = input?.parent?.taskId ?? restored?.parent?.taskId;
+  return typeof taskId === 'string' ? taskId : null;
 }
 
 /** Reads a root actor's owner and pending confirmation off its `xstate.init` input or its snapshot's context. */

@@ -125,6 +125,23 @@ function renderPending(pending, decidable) {
   );
 }
 
+/** A sub-task's parent and a task's children (sub-tasks it started), each a link to its own page. */
+function renderLinks(parent, children) {
+  const link = (id) => el('a', { href: `${base}/tasks/${encodeURIComponent(id)}`, 'data-task': id }, id);
+  const parts = [];
+  if (parent) parts.push('sub-task of ', link(parent.taskId), ` (its ${parent.tool} call ${parent.callId})`);
+  if (children.length > 0) {
+    if (parts.length > 0) parts.push('; ');
+    parts.push('sub-tasks: ');
+    children.forEach((child, i) => {
+      if (i > 0) parts.push(', ');
+      const state = child.outcome ? `${child.outcome.status}, ${child.outcome.code}` : child.status;
+      parts.push(link(child.childTaskId), ` (${child.tool}: ${state})`);
+    });
+  }
+  $('links').replaceChildren(...parts);
+}
+
 /** Why a control the task's state offers is not this person's, in the words of the refusal it would get. */
 const ACTION_WORDS = { confirm: 'confirm', reject: 'reject', cancel: 'cancel', answer: 'answer' };
 const ACCESS_WORDS = {
@@ -138,6 +155,7 @@ function renderLive() {
   $('state').textContent = status.state;
   $('state').className = `badge ${status.state}`;
   $('goal').textContent = status.goal;
+  renderLinks(status.parent ?? null, status.children ?? []);
   renderBudget(status.budget.used, status.budget.limits);
   renderPending(status.pendingConfirmation, true);
   $('outcome').textContent = status.outcome
