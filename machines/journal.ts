@@ -253,12 +253,12 @@ export type AuditEntry = { at: number; turn: number } & Partial<AuditStamp> &
     /**
      * A sub-task: the child's share of the budgets taken from the parent as its start is sent (`reserved`, with the
      * share; its money is in the `tool_started` entry), the child started (the parent waits), or the child ended and
-     * its outcome came back as the call's result (`finished`, with what of the share went back). A call refused at a
-     * gate is a `gate` entry.
+     * its outcome came back as the call's result (`finished`, with what of the share went back), or its start did not
+     * happen (`released`: the whole share went back). A call refused at a gate is a `gate` entry.
      */
     | {
         kind: 'subtask';
-        action: 'reserved' | 'started' | 'finished';
+        action: 'reserved' | 'started' | 'finished' | 'released';
         callId: string;
         tool: string;
         childTaskId: string;

@@ -60,8 +60,11 @@ export const subtaskLinkSchema = z.strictObject({
   /** The share taken from the parent, and the child's deadline (never later than the parent's). */
   share: subtaskShareSchema,
   deadlineAt: time,
-  /** `starting` until the start is known to have happened; `running` while the parent waits; `finished` after. */
-  status: z.enum(['starting', 'running', 'finished']),
+  /**
+   * `starting` until the start is known to have happened; `running` while the parent waits; `finished` after;
+   * `not_started` when the start was refused or found not to have happened (the share went back).
+   */
+  status: z.enum(['starting', 'running', 'finished', 'not_started']),
   startedAt: time,
   outcome: subtaskOutcomeSchema.nullable(),
 });

@@ -20,6 +20,8 @@ const MUST_WITNESS = [
   'refused: subtask_tools_not_permitted',
   'refused: over_budget',
   'refused: subtask_failed',
+  'share released: start: refused',
+  'share released: reviewer: not happened',
   'stop: goal_met',
   'stop: cancelled',
 ];

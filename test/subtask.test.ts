@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { delegateRefund } from '../examples/booking/subtaskScenario.js';
 import { E17_SUPPORT, REFUND_TERMS } from '../examples/booking/requests.js';
 import { RefundDesk } from '../examples/booking/refundService.js';
 import { ToolDefinitionError } from '../src/errors.js';
@@ -13,7 +14,9 @@ import { defineSubtask } from '../src/subtask.js';
 import { type ScriptStep, reply, scriptedModel } from '../src/testing/scriptedModel.js';
 import { getOrder } from '../tools/getOrder.js';
 import { refundMandate } from '../tools/mandates.js';
+import { refundOrder } from '../tools/refundOrder.js';
 import { byKind, until } from './support/harness.js';
+import { replayAudit } from '../src/audit/replayAudit.js';
 import { childWaiting, startParent, subtaskSetup } from './support/subtasks.js';
 
 describe('a sub-task: the happy path', () => {
@@ -168,10 +171,42 @@ describe('a sub-task refused at the gates: nothing starts', () => {
     const install = (...tools: Parameters<typeof createOrchestrator>[0]['tools']) =>
       createOrchestrator({ tools, model: scriptedModel([]) });
     expect(() => install(getOrder(desk), defineSubtask({ ...base, tools: ['refund_order'] }))).toThrow(/not installed/);
+    // Not across a dispatch queue: refused at construction rather than left waiting.
+    expect(() =>
+      createOrchestrator({
+        tools: [getOrder(desk), refundOrder(desk), delegateRefund],
+        model: scriptedModel([]),
+        dispatch: {} as never,
+      }),
+    ).toThrow(/not supported with a dispatch/);
     const inner = defineSubtask({ ...base, name: 'inner', tools: ['get_order'] });
     expect(() => install(getOrder(desk), inner, defineSubtask({ ...base, tools: ['inner'] }))).toThrow(
       /one level only/,
     );
+  });
+});
+
+describe('a start that does not happen', () => {
+  it('gives the whole share back when the child is refused (no capacity), and the replay agrees', async () => {
+    const s = subtaskSetup({
+      capacity: { maxRunningPerTenant: 1 },
+      script: [
+        reply.call('delegate_refund', { order_id: 'O-1001', amount_cents: 19_900 }),
+        (view) => reply.answer(`not delegated: ${view.errorCode('delegate_refund')}`),
+      ],
+    });
+    await startParent(s.orchestrator, 'p-nocap');
+    const status = await s.orchestrator.settled('p-nocap');
+    const result = (await s.orchestrator.transcript('p-nocap')).find((e) => e.kind === 'result');
+    expect(result).toMatchObject({ observation: { ok: false, code: 'subtask_not_started' } });
+    expect(status.children).toMatchObject([{ status: 'not_started', outcome: null }]);
+    // The call itself stays spent (one call, one write); the share (4 turns, 4 calls, 1 write, 199.00) came back.
+    expect(status.budget.used).toMatchObject({ modelTurns: 2, toolCalls: 1, writes: 1, money: 0 });
+    expect(await s.store.list()).toHaveLength(1);
+    const audit = await s.orchestrator.audit('p-nocap');
+    expect(byKind(audit, 'subtask').map((e) => e.action)).toEqual(['reserved', 'released']);
+    expect(replayAudit(audit).budget.used).toEqual(status.budget.used);
+    await s.orchestrator.close();
   });
 });
 

@@ -183,7 +183,7 @@ export function subtaskEntry(
   context: AgentContext,
   event: MachineEvent,
   link: SubtaskLink,
-  action: 'reserved' | 'started' | 'finished',
+  action: 'reserved' | 'started' | 'finished' | 'released',
   summary: string,
   amounts: { share?: SubtaskLink['share']; returned?: SubtaskLink['share'] } = {},
 ): AuditEntry {
@@ -208,4 +208,30 @@ export function subtaskReservedEntries(context: AgentContext, event: MachineEven
       share: link.share,
     }),
   ];
+}
+
+/**
+ * The start of the call's child did not happen (refused, or looked up and not found and not sent again): its share
+ * goes back to the parent whole, its link says so, and the audit has it (`released`). Nothing changes for a call
+ * without a starting link.
+ */
+export function releaseUnstarted(
+  context: AgentContext,
+  event: MachineEvent,
+  callId: string,
+): { context: Pick<AgentContext, 'subtasks' | 'budget'>; audit: AuditEntry[] } {
+  const link = context.subtasks.find((l) => l.callId === callId && l.status === 'starting');
+  if (!link) return { context: { subtasks: context.subtasks, budget: context.budget }, audit: [] };
+  const released: SubtaskLink = { ...link, status: 'not_started' };
+  return {
+    context: {
+      subtasks: context.subtasks.map((l) => (l === link ? released : l)),
+      budget: giveBack(context, link.share),
+    },
+    audit: [
+      subtaskEntry(context, event, released, 'released', `${link.childTaskId} did not start: its share went back`, {
+        returned: link.share,
+      }),
+    ],
+  };
 }

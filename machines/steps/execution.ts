@@ -25,7 +25,7 @@ import { unconfirmedSummary } from '../lib/toolRules.js';
 import type { ToolRules, Toolkit } from '../toolkit.js';
 import { type Step, bounded, retriesWithin } from './step.js';
 import { rememberWrite } from './compensate.js';
-import { subtaskReservedEntries, withSubtaskLink } from '../lib/subtask.js';
+import { releaseUnstarted, subtaskReservedEntries, withSubtaskLink } from '../lib/subtask.js';
 import { planProgress } from './plan.js';
 import { workflowCallProgress } from './workflow.js';
 
@@ -281,13 +281,19 @@ export const finishWrite: Step = (context, event, toolkit) => {
     output.outcome.kind === 'ok'
       ? learnedFrom(context, call, output.outcome.value, at, toolkit)
       : { exposure: failureExposure(context, call, observation, at, toolkit) };
+  // A sub-task's start that was refused: the child's share goes back.
+  const released = output.outcome.kind === 'error' ? releaseUnstarted(context, event, call.callId) : null;
   return {
     context: {
       batch: finishCall(context.batch!, call.callId, observation),
       ...learned,
       writtenKeys: output.outcome.kind === 'ok' ? written(context, call) : context.writtenKeys,
+      ...released?.context,
     },
-    audit: [finishedEntry(context, event, call, codeOf(observation), output.durationMs, call.writeAttempts)],
+    audit: [
+      finishedEntry(context, event, call, codeOf(observation), output.durationMs, call.writeAttempts),
+      ...(released?.audit ?? []),
+    ],
   };
 };
 

@@ -11,6 +11,7 @@ import { debit } from '../lib/budget.js';
 import type { AuditEntry } from '../journal.js';
 import { auditEntry, timeOf } from '../journal.js';
 import { finishedEntry, learnedFrom, written } from './execution.js';
+import { releaseUnstarted } from '../lib/subtask.js';
 import type { Step } from './step.js';
 
 function inFlight(context: AgentContext): CallState {
@@ -71,9 +72,14 @@ const abandonWrite =
   (context, event) => {
     const call = inFlight(context);
     const summary = `looked up by idempotency key ${call.idempotencyKey}: not found; not sent again ${why}`;
+    // A sub-task's start that did not happen: the child's share goes back.
+    const released = releaseUnstarted(context, event, call.callId);
     return {
-      context: { batch: finishCall(context.batch!, call.callId, rejection(call, 'not_executed', summary)) },
-      audit: [lookupEntry(context, event, call)],
+      context: {
+        batch: finishCall(context.batch!, call.callId, rejection(call, 'not_executed', summary)),
+        ...released.context,
+      },
+      audit: [lookupEntry(context, event, call), ...released.audit],
     };
   };
 

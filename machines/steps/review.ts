@@ -15,6 +15,7 @@ import { auditEntry, timeOf } from '../journal.js';
 import { finishedEntry, learnedFrom, written } from './execution.js';
 import { lookupEntry } from './reconcile.js';
 import { type Step, type StepResult, endWait } from './step.js';
+import { releaseUnstarted } from '../lib/subtask.js';
 
 function reviewEntry(
   context: AgentContext,
@@ -124,11 +125,15 @@ function parsedResult(context: AgentContext, rules: ToolRules | undefined, raw: 
 export const closeReviewedWrite: Step = (context, event) => {
   const { call, by, note } = resolved(context, event);
   const summary = `a reviewer established that this write did not take effect${note}`;
+  const waited = endWait(context, event);
+  // A sub-task's start that did not happen: the child's share goes back.
+  const released = releaseUnstarted({ ...context, budget: waited.budget }, event, call.callId);
   return {
     context: {
       batch: finishCall(context.batch!, call.callId, rejection(call, 'not_executed', summary, undefined, true)),
       review: null,
-      ...endWait(context, event),
+      ...waited,
+      ...released.context,
     },
     audit: [
       reviewEntry(
@@ -139,6 +144,7 @@ export const closeReviewedWrite: Step = (context, event) => {
         'not_happened',
         `${by?.userId} found that the write did not happen${note}`,
       ),
+      ...released.audit,
     ],
     reply: { accepted: true, code: null, message: 'resolved: the write did not happen; the model is told' },
   };

@@ -1,7 +1,7 @@
 /**
  * The fold's step for sub-tasks: the child's share taken from the parent (`reserved`; its money is counted by the
- * `tool_started` entry before it), the parent waiting once the child started, and the unspent share given back when
- * the child's outcome came back. See `replayFold.ts` for the rest.
+ * `tool_started` entry before it), the parent waiting once the child started, the unspent share given back when
+ * the child's outcome came back, and the whole share given back when the start did not happen. See `replayFold.ts` for the rest.
  */
 import type { AuditEntry } from '../../machines/journal.js';
 import type { FoldMoves } from './replayFoldMoves.js';
@@ -25,5 +25,8 @@ export function foldSubtask(entry: Extract<AuditEntry, { kind: 'subtask' }>, mov
   } else if (entry.action === 'finished') {
     for (const key of Object.keys(used) as (keyof typeof used)[]) used[key] -= entry.returned?.[key] ?? 0;
     enter('executing.selecting');
+  } else if (entry.action === 'released') {
+    // The start did not happen: the whole share went back (the entry that said so moved the state).
+    for (const key of Object.keys(used) as (keyof typeof used)[]) used[key] -= entry.returned?.[key] ?? 0;
   }
 }

@@ -84,6 +84,12 @@ export function assembleOrchestrator(
       'options.offer must be a function (facts) => the tool names offered this turn',
     );
   const registry = new ToolRegistry(options.tools, privacy, options.offer, options.workflows ?? []);
+  // A child's outcome is taken to its parent by the process that drives both: not across a dispatch queue (yet).
+  if (options.dispatch && registry.hasSubtasks())
+    throw new HostRequestError(
+      'invalid_request',
+      'sub-task tools (defineSubtask) need tasks driven in this process; they are not supported with a dispatch yet',
+    );
   const store = options.store ?? new MemoryStore();
   const { clock } = settings;
   const logger = options.logger ?? SILENT_LOGGER;

@@ -358,6 +358,29 @@ function checkEdge(prev: SubtaskWorld, move: Move, next: SubtaskWorld, count: (w
     }
     count(`outcome taken: ${move.type}`);
   }
+  // A start that did not happen gives the whole share back (the call itself stays spent).
+  const unstarted = (l: { status: string }) => l.status === 'not_started';
+  const released = b.subtasks.find(
+    (l) => unstarted(l) && !a.subtasks.some((o) => o.callId === l.callId && unstarted(o)),
+  );
+  if (released) {
+    for (const key of ['modelTurns', 'toolCalls', 'writes', 'money'] as const) {
+      const turns = key === 'modelTurns' ? b.turn - a.turn : 0;
+      if (a.budget.used[key] - b.budget.used[key] !== released.share[key] - turns)
+        problems.push(
+          `P11 budget: ${key} given back ${a.budget.used[key] - b.budget.used[key]} for a start that did not happen`,
+        );
+    }
+    count(`share released: ${move.type}`);
+  }
+  if (
+    (move.type === 'start: refused' || move.type === 'lookup: not found') &&
+    b.subtasks.some((l) => l.status === 'starting') &&
+    to !== 'executing.resending' &&
+    // A reviewer says whether it happened: the share stays taken until then.
+    to !== 'reviewRequired'
+  )
+    problems.push(`P11 budget: ${move.type} leaves the share taken in ${to}`);
   if (move.restart && to !== from) problems.push(`P11 restart: ${from} became ${to}`);
   if (move.restart) count('restart while waiting');
   if (move.type === 'task: cancelled' && from === 'executing.awaitingSubtask') {

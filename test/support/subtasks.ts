@@ -12,7 +12,14 @@ import { refundMandate } from '../../tools/mandates.js';
 import { refundDeskAuthority, refundOrder } from '../../tools/refundOrder.js';
 import { until } from './harness.js';
 
-export function subtaskSetup(options: { store?: TaskStore; desk?: RefundDesk; script?: ScriptStep[] } = {}) {
+export function subtaskSetup(
+  options: {
+    store?: TaskStore;
+    desk?: RefundDesk;
+    script?: ScriptStep[];
+    capacity?: Parameters<typeof createOrchestrator>[0]['capacity'];
+  } = {},
+) {
   const store = options.store ?? new MemoryStore();
   const desk = options.desk ?? new RefundDesk();
   const model: ScriptedModel = scriptedModel(options.script ?? delegatedScript());
@@ -23,6 +30,7 @@ export function subtaskSetup(options: { store?: TaskStore; desk?: RefundDesk; sc
     model,
     store,
     expirySweepMs: 0,
+    ...(options.capacity ? { capacity: options.capacity } : {}),
   });
   return { store, desk, model, orchestrator };
 }
