@@ -10,7 +10,7 @@ import { E17_SUPPORT, REFUND_TERMS } from '../examples/booking/requests.js';
 import { RefundDesk } from '../examples/booking/refundService.js';
 import { ToolDefinitionError } from '../src/errors.js';
 import { createOrchestrator } from '../src/orchestrator/orchestrator.js';
-import { defineSubtask } from '../src/subtask.js';
+import { type SubtaskStarter, defineSubtask } from '../src/subtask.js';
 import { type ScriptStep, reply, scriptedModel } from '../src/testing/scriptedModel.js';
 import { getOrder } from '../tools/getOrder.js';
 import { refundMandate } from '../tools/mandates.js';
@@ -61,6 +61,11 @@ describe('a sub-task: the happy path', () => {
     expect(result).toMatchObject({ observation: { ok: true, data: { status: 'done', code: 'goal_met' } } });
     expect(JSON.stringify(result)).not.toContain('Refunded O-1001');
     expect(JSON.stringify(result)).toContain('TX-9001');
+    // A start sent again (a resend after a lookup found nothing) finds the same child: no second task.
+    const starter = (s.orchestrator as unknown as { subtasks: SubtaskStarter }).subtasks;
+    const again = await starter.start('p1', 'call_1_1', E17_SUPPORT);
+    expect(again).toEqual({ ok: true, value: { child_task_id: child.taskId } });
+    expect(await s.store.list()).toHaveLength(2);
     // The audit says when the child started and ended.
     const audit = await s.orchestrator.audit('p1');
     expect(byKind(audit, 'subtask').map((e) => `${e.action}:${e.childTaskId === child.taskId}`)).toEqual([
