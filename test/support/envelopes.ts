@@ -204,6 +204,27 @@ export function snapshotIn(
     next.value = 'paused';
     context.away = { since: at, expiresAt: options.wakeAt ?? at + context.policy.awayTtlMs };
     context.waitingSince = at;
+  } else if (state === 'waiting_for_subtask') {
+    // A sub-task tool's call started a child task: the parent rests until the child's outcome comes back.
+    next.value = { executing: 'awaitingSubtask' };
+    context.batch = bookRoomBatch(context.turn, { phase: 'awaitingSubtask', writeAttempts: 1 });
+    const share = { modelTurns: 2, toolCalls: 2, writes: 1, retries: 0, tokens: 2000, costMicros: 0, money: 0 };
+    context.subtasks = [
+      {
+        callId: 'call_1',
+        tool: 'book_room',
+        childTaskId: `sub_${context.taskId}`,
+        goal: 'book the room',
+        tools: ['book_room'],
+        mandate: null,
+        success: null,
+        share,
+        deadlineAt: context.budget.deadlineAt,
+        status: 'running',
+        startedAt: at,
+        outcome: null,
+      },
+    ];
   } else if (state === 'review_required') {
     const callId = 'call_1';
     next.value = 'reviewRequired';
