@@ -17,6 +17,7 @@ import { refundMandate } from '../tools/mandates.js';
 import { refundOrder } from '../tools/refundOrder.js';
 import { byKind, until } from './support/harness.js';
 import { replayAudit } from '../src/audit/replayAudit.js';
+import { formatStatus } from '../src/cli/stepView.js';
 import { childWaiting, startParent, subtaskSetup } from './support/subtasks.js';
 
 describe('a sub-task: the happy path', () => {
@@ -61,6 +62,12 @@ describe('a sub-task: the happy path', () => {
     expect(result).toMatchObject({ observation: { ok: true, data: { status: 'done', code: 'goal_met' } } });
     expect(JSON.stringify(result)).not.toContain('Refunded O-1001');
     expect(JSON.stringify(result)).toContain('TX-9001');
+    // The step CLI's view shows the link both ways.
+    const view = (st: typeof parent) => formatStatus(st, { auditLength: 0, modelWaiting: false, now: 0 });
+    expect(view(parent)).toContain(`children  ${child.taskId} (delegate_refund) · done: goal_met`);
+    expect(view(await s.orchestrator.status(child.taskId))).toContain(
+      'parent    p1 (its delegate_refund call call_1_1)',
+    );
     // A start sent again (a resend after a lookup found nothing) finds the same child: no second task.
     const starter = (s.orchestrator as unknown as { subtasks: SubtaskStarter }).subtasks;
     const again = await starter.start('p1', 'call_1_1', E17_SUPPORT);

@@ -47,6 +47,13 @@ export function formatStatus(
     `goal      ${status.goal}`,
   ];
   if (status.mandate) lines.push(`mandate   ${status.mandate.kind} ${clip(json(status.mandate.terms), 160)}`);
+  // Sub-tasks: the parent this task was started by, and the children it started (step through each by its id).
+  if (status.parent)
+    lines.push(`parent    ${status.parent.taskId} (its ${status.parent.tool} call ${status.parent.callId})`);
+  for (const [i, child] of status.children.entries()) {
+    const state = child.outcome ? `${child.outcome.status}: ${child.outcome.code}` : child.status;
+    lines.push(`${i === 0 ? 'children  ' : '          '}${child.childTaskId} (${child.tool}) · ${state}`);
+  }
   if (pending) {
     const who = pending.approverScope
       ? `by approvers holding ${pending.approverScope}, not ${pending.userId} (${pending.approvals.length} of ${pending.approvalsRequired}${
