@@ -2,7 +2,9 @@
  * Writes the persisted-task fixtures of the current machine version into `test/fixtures/envelopes/<version>/`:
  * a finished booking, a task stopped in the middle of a write, one waiting for a confirmation, (agent/3 to agent/5)
  * one stopped while a tool's business validation ran, (agent/4 and agent/5) one stopped while a write was re-checked,
- * (from agent/4) one waiting for a reviewer and one waiting out a model outage, and (from agent/7) one undoing a write. Each is the envelope and journals exactly as a store held them.
+ * (from agent/4) one waiting for a reviewer and one waiting out a model outage, and (from agent/7) one undoing a write,
+ * a plan waiting for approval, and a parent waiting for its sub-task with that child waiting for a confirmation. Each is
+ * the envelope and journals exactly as a store held them.
  *
  * Run once per machine version (`npx tsx scripts/fixtures.ts`); the files are immutable afterwards (a run adds only
  * the files that are missing): a change that cannot restore them needs a new machine version and a migration, never
@@ -16,6 +18,7 @@ import { RefundDesk } from '../examples/booking/refundService.js';
 import { CateringDesk } from '../examples/booking/cateringService.js';
 import { SAGA_GOAL, SAGA_SUCCESS, sagaScript, sagaTools } from '../examples/booking/sagaScenario.js';
 import { plannedRefundScript } from '../examples/booking/planScenario.js';
+import { DELEGATED_SUCCESS, delegateRefund, delegatedScript } from '../examples/booking/subtaskScenario.js';
 import {
   BOOKING_GOAL,
   BOOKING_MANDATE,
@@ -143,6 +146,43 @@ function writes(n: number): (state: string) => boolean {
   return (state) => state === 'executing.writing' && ++seen >= n;
 }
 
+/**
+ * A parent that delegated the refund (`delegate_refund`), waiting for its child, and the child waiting for E17 to
+ * confirm its refund: both tasks, as the store held them once both came to rest.
+ */
+async function captureSubtask() {
+  const store = new MemoryStore();
+  const orchestrator = createOrchestrator({
+    tools: [...refundTools(), delegateRefund],
+    model: scriptedModel(delegatedScript()),
+    store,
+    clock: new ManualClock(DEMO_NOW),
+    expirySweepMs: 0,
+    mandates: [refundMandate],
+    limits: { money: 19_900 },
+  });
+  const parentId = 'delegated-1';
+  await orchestrator.start({
+    principal: E17_SUPPORT,
+    goal: REFUND_GOAL,
+    success: DELEGATED_SUCCESS,
+    mandate: { ...REFUND_MANDATE, id: 'fixture-subtask-mandate' },
+    taskId: parentId,
+  });
+  for (let i = 0; i < 500; i++) {
+    const parent = await store.load(parentId);
+    const childId = parent?.snapshot.context.subtasks[0]?.childTaskId;
+    const child = childId ? await store.load(childId) : null;
+    if (parent?.summary.state === 'waiting_for_subtask' && child?.summary.state === 'waiting_for_confirmation') {
+      const fixtures = { parent: dump(store, parentId), child: dump(store, childId!) };
+      await orchestrator.close();
+      return fixtures;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error('the delegated refund did not come to rest');
+}
+
 function refundTools(): Tool[] {
   const desk = new RefundDesk();
   return [getOrder(desk), refundOrder(desk, { confirmAboveCents: 10_000 })];
@@ -223,6 +263,8 @@ async function main() {
       false,
       { planning: { mode: 'plan_first' } },
     ),
+    // From agent/7 (sub-tasks): the parent waiting for its child, and the child waiting for a confirmation.
+    ...(await captureSubtask().then(({ parent, child }) => ({ 'awaiting-subtask': parent, 'subtask-child': child }))),
     'waiting-for-model': await capture(
       bookingTools(new BookingService()),
       unreachable,

@@ -21,6 +21,8 @@ import { getOrder } from '../tools/getOrder.js';
 import { refundOrder } from '../tools/refundOrder.js';
 import { plannedRefundScript } from '../examples/booking/planScenario.js';
 import { E17_SUPPORT } from '../examples/booking/requests.js';
+import { delegateRefund, delegatedScript } from '../examples/booking/subtaskScenario.js';
+import { until } from './support/harness.js';
 
 /** The booking the demo's saga makes: R7 for the meeting. */
 const MEETING_BOOKING = {
@@ -498,6 +500,40 @@ describe.each(['agent-7'])('envelopes of %s (from agent/7 on)', (version) => {
     expect(bookings.cancelRequests).toEqual([{ bookingId: 'B204', idempotencyKey: expect.any(String) }]);
     const audit = await orchestrator.audit(taskId);
     expect(audit.filter((e) => e.kind === 'write_lookup').map((e) => e.tool)).toEqual(['cancel_booking']);
+    await orchestrator.close();
+  });
+
+  it('restores a parent waiting for its sub-task and the child waiting for a confirmation: one refund, parent done', async () => {
+    const parent = JSON.parse(readFileSync(join(ROOT, version, 'awaiting-subtask.json'), 'utf8')) as Fixture;
+    const child = JSON.parse(readFileSync(join(ROOT, version, 'subtask-child.json'), 'utf8')) as Fixture;
+    const { store } = storeHolding(parent);
+    rawRows(store).set(child.envelope.taskId, {
+      envelope: JSON.stringify(child.envelope),
+      revision: child.envelope.revision,
+      summary: child.envelope.summary,
+      audit: child.audit.map((e) => JSON.stringify(e)),
+      transcript: child.transcript.map((e) => JSON.stringify(e)),
+    });
+    const desk = new RefundDesk();
+    const orchestrator = createOrchestrator({
+      tools: [getOrder(desk), refundOrder(desk, { confirmAboveCents: 10_000 }), delegateRefund],
+      mandates: [refundMandate],
+      model: scriptedModel(delegatedScript()),
+      store,
+      clock: new ManualClock(DEMO_NOW),
+      expirySweepMs: 0,
+    });
+    await orchestrator.recover();
+    const waiting = await orchestrator.status('delegated-1');
+    expect(waiting).toMatchObject({ state: 'waiting_for_subtask', stateValue: 'executing.awaitingSubtask' });
+    const childId = waiting.children[0]!.childTaskId;
+    expect(childId).toBe(child.envelope.taskId);
+    const pending = (await orchestrator.status(childId)).pendingConfirmation!;
+    expect((await orchestrator.confirm(childId, E17_SUPPORT, pending)).accepted).toBe(true);
+    await until(async () => (await orchestrator.status('delegated-1')).outcome !== null);
+    expect((await orchestrator.status('delegated-1')).state).toBe('done');
+    expect(desk.refunds).toHaveLength(1);
+    expect(await store.list()).toHaveLength(2);
     await orchestrator.close();
   });
 
