@@ -106,7 +106,7 @@ export function assembleOrchestrator(
   const orphans =
     store.leases && !mode.queue && orphanSweepMs > 0
       ? new OrphanSweeper(
-          () => takeOverOrphans(store, live),
+          () => takeOverOrphans(store, live, undefined, { onlyOrphans: true }),
           orphanSweepMs,
           settings.random,
           logger,
