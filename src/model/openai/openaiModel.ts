@@ -123,8 +123,16 @@ export function createOpenAIModel(options: OpenAIModelOptions = {}): AgentModel 
  * answer `{ "object": "error", "message": ... }`; the client reads only `body.error`, so it would keep nothing of
  * what they said ("400 status code (no body)") and a context overflow could not be told from any other 400.
  */
-export async function errorEnvelopeFetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
-  const response = await fetch(input, init);
+export const errorEnvelopeFetch = envelopeErrorsOf((input, init) => fetch(input, init));
+
+/** `errorEnvelopeFetch` over another fetch (a host client's own: its proxy, headers and transport stay). */
+export function envelopeErrorsOf(
+  send: (input: string | URL | Request, init?: RequestInit) => Promise<Response>,
+): (input: string | URL | Request, init?: RequestInit) => Promise<Response> {
+  return async (input, init) => envelopeErrors(await send(input, init));
+}
+
+async function envelopeErrors(response: Response): Promise<Response> {
   if (response.ok || !(response.headers.get('content-type') ?? '').includes('json')) return response;
   const text = await response.text();
   let body: unknown;
@@ -159,6 +167,16 @@ export function nonEmpty(value: string | undefined): string | undefined {
 }
 
 /**
+ * The host's client, sending through its own fetch wrapped by `envelopeErrorsOf`, so that its error bodies are read
+ * as the adapter's own client reads them. A client without `withOptions` (a stand-in, not the SDK's) is used as is.
+ */
+function withErrorEnvelope(client: OpenAI): OpenAI {
+  if (typeof client.withOptions !== 'function') return client;
+  const own = (client as unknown as { fetch?: typeof fetch }).fetch ?? ((input, init) => fetch(input, init));
+  return client.withOptions({ fetch: envelopeErrorsOf(own) });
+}
+
+/**
  * The client an OpenAI adapter sends with: the host's own (`options.client`), or one whose retries are off (the
  * runtime's retries count against the task's budget) and whose error bodies are kept whole (`errorEnvelopeFetch`).
  */
@@ -167,16 +185,14 @@ export function openaiClient(
   env: Record<string, string | undefined>,
   apiKey: string | undefined,
 ): OpenAI {
-  return (
-    options.client ??
-    new openai.OpenAI({
-      apiKey,
-      baseURL: options.baseURL ?? nonEmpty(env.OPENAI_BASE_URL) ?? null,
-      maxRetries: 0,
-      timeout: options.requestTimeoutMs ?? 600_000,
-      fetch: errorEnvelopeFetch,
-    })
-  );
+  if (options.client) return withErrorEnvelope(options.client);
+  return new openai.OpenAI({
+    apiKey,
+    baseURL: options.baseURL ?? nonEmpty(env.OPENAI_BASE_URL) ?? null,
+    maxRetries: 0,
+    timeout: options.requestTimeoutMs ?? 600_000,
+    fetch: errorEnvelopeFetch,
+  });
 }
 
 export function positive(value: number | undefined, fallback: number, what: string): number {
