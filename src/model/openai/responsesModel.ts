@@ -17,11 +17,12 @@ import type { OpenAI } from 'openai';
 import type { ResponseCreateParamsNonStreaming } from 'openai/resources/responses/responses';
 import type { ReasoningEffort } from 'openai/resources/shared';
 import { adapterLimits } from '../adapterLimits.js';
-import type { AgentModel, ModelReplyWithVersion, ModelRequest } from '../agentModel.js';
+import { type AgentModel, type ModelReplyWithVersion, type ModelRequest, TransientModelError } from '../agentModel.js';
 import { type AdapterOptions, adapterProvenance } from '../replyRules.js';
 import { DEFAULT_SYSTEM_PROMPT } from './openaiMessages.js';
 import { ModelConfigError, nonEmpty, openaiClient, positive } from './openaiModel.js';
-import { settleOpenAIError, unusableBody } from './openaiReply.js';
+import { ModelAbortedError, settleOpenAIError, unusableBody } from './openaiReply.js';
+import { readResponsesStream } from './openaiStreams.js';
 import { buildInput, isReasoningModel, responsesTools } from './responsesInput.js';
 import { toResponsesReply } from './responsesReply.js';
 
@@ -106,8 +107,17 @@ export function createOpenAIResponsesModel(options: OpenAIResponsesModelOptions 
       };
       let response: unknown;
       try {
-        response = await client.responses.create(body, { signal: request.signal });
+        response = options.stream
+          ? await readResponsesStream(
+              await client.responses.create({ ...body, stream: true }, { signal: request.signal }),
+              request.onText,
+              request.signal,
+              [apiKey],
+            )
+          : await client.responses.create(body, { signal: request.signal });
       } catch (error) {
+        // A stream that broke or ended early: retried, nothing of it used (see openaiStreams.ts).
+        if (error instanceof TransientModelError || error instanceof ModelAbortedError) throw error;
         // A body that claims JSON and is not: the server answered, with output nobody can use. Re-asked, counted.
         if (error instanceof SyntaxError) return unusableBody(error, fallbackUsage, options.prices);
         const settled = settleOpenAIError(error, apiKey, maxRetryAfterMs);
