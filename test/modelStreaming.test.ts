@@ -4,11 +4,14 @@
  * must be the one the same turn gives unstreamed; text deltas reach `onText` in order; argument deltas never do; a
  * stream cut mid-way is a transient failure that never yields a call.
  */
+import { APICallError } from 'ai';
+import { MockLanguageModelV3 } from 'ai/test';
 import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { E17 } from '../examples/booking/scenarios.js';
 import { type ModelRequest, TransientModelError } from '../src/model/agentModel.js';
+import { createAiSdkModel } from '../src/model/aisdk/aiSdkModel.js';
 import { createOpenAIModel } from '../src/model/openai/openaiModel.js';
 import { ModelAbortedError, toModelReply } from '../src/model/openai/openaiReply.js';
 import { createOpenAIResponsesModel } from '../src/model/openai/responsesModel.js';
@@ -69,7 +72,7 @@ function turn(signal = new AbortController().signal) {
     principal: { userId: 'E17', tenantId: 'acme' },
     tools: [],
     observations: [],
-    transcript: async () => [],
+    transcript: async () => [{ kind: 'goal', at: 0, text: 'say hello' }],
     signal,
     onText: (delta) => deltas.push(delta),
   };
@@ -257,5 +260,150 @@ describe('a streamed task in the orchestrator', () => {
     expect(calls).toEqual([
       expect.objectContaining({ callId: 'call_PieqNSej6kM9hgYbcQdbZSaC', arguments: '{"location": "Tokyo"}' }),
     ]);
+  });
+});
+
+/**
+ * The AI SDK adapter's streaming over the SDK's mock model: provider stream parts in the AI SDK's model spec (v3),
+ * carrying the recorded gpt-4.1-nano turns (their text deltas, call, finish and usage), against the same turns as
+ * `doGenerate` results.
+ */
+describe('AI SDK streaming', () => {
+  const v3Usage = (input: number, output: number) => ({
+    inputTokens: { total: input, noCache: input, cacheRead: undefined, cacheWrite: undefined },
+    outputTokens: { total: output, text: output, reasoning: undefined },
+  });
+  const recordedText = events(CHAT_TEXT).flatMap((chunk: any) =>
+    chunk.choices.flatMap((c: any) => (c.delta.content ? [c.delta.content as string] : [])),
+  );
+  const head = [
+    { type: 'stream-start', warnings: [] },
+    { type: 'response-metadata', id: 'chatcmpl-BQadcZbvmcHdEiJlKyhlXR9mrGXaB', modelId: 'gpt-4.1-nano-2025-04-14' },
+  ];
+  const textParts = [
+    ...head,
+    { type: 'text-start', id: 't0' },
+    ...recordedText.map((delta) => ({ type: 'text-delta', id: 't0', delta })),
+    { type: 'text-end', id: 't0' },
+    { type: 'finish', finishReason: { unified: 'stop', raw: 'stop' }, usage: v3Usage(19, 10) },
+  ];
+  const callParts = [
+    ...head,
+    { type: 'tool-input-start', id: 'call_PieqNSej6kM9hgYbcQdbZSaC', toolName: 'get_weather' },
+    ...['{"lo', 'catio', 'n": "T', 'okyo', '"}'].map((delta) => ({
+      type: 'tool-input-delta',
+      id: 'call_PieqNSej6kM9hgYbcQdbZSaC',
+      delta,
+    })),
+    { type: 'tool-input-end', id: 'call_PieqNSej6kM9hgYbcQdbZSaC' },
+    {
+      type: 'tool-call',
+      toolCallId: 'call_PieqNSej6kM9hgYbcQdbZSaC',
+      toolName: 'get_weather',
+      input: '{"location": "Tokyo"}',
+    },
+    { type: 'finish', finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage: v3Usage(67, 31) },
+  ];
+  /** A provider stream of `parts`; with `breakAfter`, the stream errors after that many parts. */
+  const providerStream = (parts: unknown[], breakAfter?: number) =>
+    new ReadableStream({
+      start(controller) {
+        parts.forEach((part, i) => {
+          if (i === breakAfter) controller.error(new TypeError('terminated'));
+          else if (breakAfter === undefined || i < breakAfter) controller.enqueue(part);
+        });
+        if (breakAfter === undefined || breakAfter >= parts.length) {
+          if (breakAfter !== undefined) controller.error(new TypeError('terminated'));
+          else controller.close();
+        }
+      },
+    });
+  const streamingMock = (parts: unknown[], breakAfter?: number) =>
+    new MockLanguageModelV3({
+      provider: 'mock',
+      modelId: 'gpt-4.1-nano',
+      doStream: async () => ({ stream: providerStream(parts, breakAfter) as never }),
+    });
+  const generatingMock = (result: unknown) =>
+    new MockLanguageModelV3({ provider: 'mock', modelId: 'gpt-4.1-nano', doGenerate: async () => result as never });
+  const offered = [
+    {
+      name: 'get_weather',
+      description: 'weather',
+      effect: 'read' as const,
+      parameters: {
+        type: 'object',
+        properties: { location: { type: 'string' } },
+        required: ['location'],
+        additionalProperties: false,
+      },
+    },
+  ];
+
+  it('assembles a streamed answer into the reply the same turn gives through doGenerate, deltas in order', async () => {
+    const { request, deltas } = turn();
+    const streamed = await createAiSdkModel({ model: streamingMock(textParts), stream: true }).decide(request);
+    const whole = await createAiSdkModel({
+      model: generatingMock({
+        content: [{ type: 'text', text: recordedText.join('') }],
+        finishReason: { unified: 'stop', raw: 'stop' },
+        usage: v3Usage(19, 10),
+        warnings: [],
+        response: { modelId: 'gpt-4.1-nano-2025-04-14' },
+      }),
+    }).decide(turn().request);
+    expect(streamed).toEqual(whole);
+    expect(streamed).toMatchObject({ type: 'answer', text: 'Hello! How can I assist you today?' });
+    expect(deltas).toEqual(recordedText);
+  });
+
+  it('assembles a streamed tool call; its input deltas never reach onText', async () => {
+    const { request, deltas } = turn();
+    const streamed = await createAiSdkModel({ model: streamingMock(callParts), stream: true }).decide({
+      ...request,
+      tools: offered,
+    });
+    expect(streamed).toEqual({
+      type: 'tool_calls',
+      calls: [{ callId: 'call_PieqNSej6kM9hgYbcQdbZSaC', name: 'get_weather', arguments: '{"location": "Tokyo"}' }],
+      text: null,
+      usage: { inputTokens: 67, outputTokens: 31 },
+      modelVersion: 'gpt-4.1-nano-2025-04-14',
+    });
+    expect(deltas).toEqual([]);
+  });
+
+  it.each([
+    ['mid-way through the call’s input', 5],
+    ['after the tool-call part, before finish', 9],
+  ])('refuses a provider stream that breaks %s: transient, no call', async (_what, breakAfter) => {
+    const model = createAiSdkModel({ model: streamingMock(callParts, breakAfter), stream: true });
+    await expect(model.decide({ ...turn().request, tools: offered })).rejects.toBeInstanceOf(TransientModelError);
+  });
+
+  it('refuses a provider stream that ends without its finish part', async () => {
+    const model = createAiSdkModel({ model: streamingMock(callParts.slice(0, -1)), stream: true });
+    await expect(model.decide({ ...turn().request, tools: offered })).rejects.toBeInstanceOf(TransientModelError);
+  });
+
+  it('sorts a request the provider refused before streaming by the shared taxonomy (429: transient)', async () => {
+    const model = new MockLanguageModelV3({
+      provider: 'mock',
+      modelId: 'gpt-4.1-nano',
+      doStream: async () => {
+        throw new APICallError({
+          message: 'Rate limit reached',
+          url: 'https://api.openai.com/v1/chat/completions',
+          requestBodyValues: {},
+          statusCode: 429,
+          responseHeaders: { 'retry-after': '2' },
+        });
+      },
+    });
+    const failure = await createAiSdkModel({ model, stream: true })
+      .decide(turn().request)
+      .catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(TransientModelError);
+    expect((failure as TransientModelError).retryAfterMs).toBe(2_000);
   });
 });
