@@ -25,6 +25,7 @@ import { ModelAbortedError, settleOpenAIError, unusableBody } from './openaiRepl
 import { readResponsesStream } from './openaiStreams.js';
 import { buildInput, isReasoningModel, responsesTools } from './responsesInput.js';
 import { toResponsesReply } from './responsesReply.js';
+import { ReasoningCarry } from './reasoningCarry.js';
 
 export interface OpenAIResponsesModelOptions extends AdapterOptions {
   /** Default: OPENAI_API_KEY. */
@@ -81,6 +82,8 @@ export function createOpenAIResponsesModel(options: OpenAIResponsesModelOptions 
   );
   const maxRetryAfterMs = options.maxRetryAfterMs ?? 60_000;
   const client = openaiClient(options, env, apiKey);
+  // A reasoning model's items of each turn, sent back with that turn's calls (this process only: reasoningCarry.ts).
+  const carry = reasoning ? new ReasoningCarry() : null;
 
   return {
     name: options.name ?? `openai-responses:${model}`,
@@ -95,9 +98,12 @@ export function createOpenAIResponsesModel(options: OpenAIResponsesModelOptions 
           systemPrompt: options.systemPrompt,
           maxToolResultBytes,
           compaction: { maxTokens: maxPromptTokens, maxToolResultBytes, level: request.compaction?.level ?? 0 },
+          ...(carry ? { reasoningOf: (turn: number) => carry.of(request.taskId, turn) } : {}),
         }),
         // The host owns the conversation: nothing is kept at the provider, nothing is chained by response id.
         store: false,
+        // Without a stored item, reasoning can only go back whole: its encrypted content is asked for.
+        ...(carry ? { include: ['reasoning.encrypted_content' as const] } : {}),
         max_output_tokens: maxTokens,
         ...(tools.length > 0 ? { tools } : {}),
         // Strict schemas hold for one call at a time: with parallel calls the API does not enforce them.
@@ -124,6 +130,7 @@ export function createOpenAIResponsesModel(options: OpenAIResponsesModelOptions 
         if ('reply' in settled) return settled.reply;
         throw settled.error;
       }
+      carry?.keep(request.taskId, request.turn, (response as { output?: unknown } | null)?.output);
       return toResponsesReply(response, { prices: options.prices, fallbackUsage });
     },
   };
