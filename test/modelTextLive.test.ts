@@ -171,6 +171,24 @@ describe('orchestrator.watchModelText', () => {
   });
 });
 
+describe('a streamed turn that outlives modelTimeoutMs', () => {
+  it('is aborted mid-stream, its shown text voided, and asked again', async () => {
+    const srv = await serve(
+      textStream(pieces('Slow line one.\nnever finished', 4), { hangAfter: 6 }),
+      textStream(['Fast.']),
+    );
+    const { orchestrator } = harness({ model: streaming(), modelTimeoutMs: 400 });
+    const events: ModelTextEvent[] = [];
+    orchestrator.watchModelText('live-4', (event) => events.push(event));
+    const status = await orchestrator.run({ principal: E17, goal: 'say something', taskId: 'live-4' });
+
+    expect(status.outcome?.answer).toBe('Fast.');
+    // The hung request was given up (the client closed it), not left open.
+    await expect.poll(() => srv.requests[0]!.aborted).toBe(true);
+    expect(events.map((e) => `${e.kind}:${e.attempt}`)).toEqual(['text:0', 'discarded:0', 'text:1']);
+  });
+});
+
 describe('model_text events on the task event stream', () => {
   it('reach an SSE client while the model writes, without ids, before the turn’s journal entry', async () => {
     let connected!: () => void;

@@ -7,7 +7,8 @@
  * tools the runtime passed (already filtered by the principal's scopes) without `execute`, and runs one
  * `generateText` step with `maxRetries: 0`: no automatic tool loop, no SDK retries (retries are the runtime's,
  * counted against the task's retry budget). The reply is mapped from the provider's own result, captured by a
- * middleware, so call ids, names and argument texts reach the machine's gates as the model produced them.
+ * middleware, so call ids, names and argument texts reach the machine's gates as the model produced them. With
+ * `stream: true` the step is a `streamText` step read the same way (aiSdkStream.ts).
  *
  * @example
  * import { anthropic } from '@ai-sdk/anthropic';
