@@ -12,6 +12,9 @@ import { agentService } from '../src/http/index.js';
 import { createOpenAIModel } from '../src/model/openai/openaiModel.js';
 import { Privacy } from '../src/privacy/privacy.js';
 import { type ModelTextEvent, textRelay } from '../src/runtime/modelText.js';
+import { LIVE_TEXT_WITHHELD } from '../src/runtime/sealing.js';
+import { defineTool } from '../src/tool.js';
+import { z } from 'zod';
 import { type FakeOpenAI, type FakeReply, type FakeStep, startFakeOpenAI } from './support/fakeOpenAI.js';
 import { harness } from './support/harness.js';
 import { openTaskEvents } from './support/sseClient.js';
@@ -167,6 +170,36 @@ describe('orchestrator.watchModelText', () => {
       'text:0:Partial line one.\n',
       'discarded:0:',
       'text:1:Whole.',
+    ]);
+  });
+});
+
+describe('a streamed text that names a sensitive argument field', () => {
+  it('is withheld from live views, as the audit would withhold it were it an unusable output', async () => {
+    const written = 'I will pay now.\n{"card_number": "4000056655665556", "amount": 1200}\nDone.';
+    await serve(textStream(pieces(written, 3)));
+    const pay = defineTool({
+      name: 'read_card',
+      description: 'Reads a card. Read-only.',
+      effect: 'read',
+      scopes: [],
+      input: z.strictObject({ card_number: z.string() }),
+      output: z.strictObject({ ok: z.boolean() }),
+      sensitive: { args: ['card_number'] },
+      timeoutMs: 1_000,
+      async execute() {
+        return { ok: true, value: { ok: true } };
+      },
+    });
+    const { orchestrator } = harness({ model: streaming(), extraTools: [pay] });
+    const events: ModelTextEvent[] = [];
+    orchestrator.watchModelText('live-5', (event) => events.push(event));
+    await orchestrator.run({ principal: E17, goal: 'pay', taskId: 'live-5' });
+
+    expect(JSON.stringify(events)).not.toContain('4000');
+    expect(events.map((e) => (e.kind === 'text' ? [e.text, e.replace] : e.kind))).toEqual([
+      ['I will pay now.\n', false],
+      [LIVE_TEXT_WITHHELD, true],
     ]);
   });
 });

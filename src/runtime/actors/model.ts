@@ -16,7 +16,7 @@ import {
   modelProvenance,
 } from '../../model/agentModel.js';
 import type { ActorHost } from '../actorHost.js';
-import { scopeOf, sealModelEvent, sealReceived } from '../sealing.js';
+import { scopeOf, sealLiveText, sealModelEvent, sealReceived } from '../sealing.js';
 import { textRelay } from '../modelText.js';
 import type { SealScope } from '../../privacy/privacy.js';
 import { runWithTimeout } from '../timeouts.js';
@@ -168,7 +168,7 @@ function liveText(host: ActorHost, taskId: string, turn: number, attempt: number
   const bus = host.modelText;
   if (!bus) return null;
   const relay = textRelay(
-    (text) => host.registry.privacy.text(scope, text),
+    (text) => sealLiveText(host.registry, scope, text),
     (text, replace) => bus.emit({ kind: 'text', taskId, turn, attempt, text, replace }),
     () => bus.has(taskId),
   );
