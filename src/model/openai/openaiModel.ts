@@ -15,12 +15,13 @@
 import type { OpenAI } from 'openai';
 import { openai } from '../../peers/openai.js';
 import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
+import { readChatStream } from './openaiStreams.js';
 import { AgentError } from '../../errors.js';
-import type { AgentModel, ModelReplyWithVersion, ModelRequest } from '../agentModel.js';
+import { type AgentModel, type ModelReplyWithVersion, type ModelRequest, TransientModelError } from '../agentModel.js';
 import { adapterLimits } from '../adapterLimits.js';
 import { type AdapterOptions, adapterProvenance } from '../replyRules.js';
 import { DEFAULT_SYSTEM_PROMPT, buildMessages, toolDefinitions } from './openaiMessages.js';
-import { settleOpenAIError, toModelReply, unusableBody } from './openaiReply.js';
+import { ModelAbortedError, settleOpenAIError, toModelReply, unusableBody } from './openaiReply.js';
 
 export interface OpenAIModelOptions extends AdapterOptions {
   /** Default: OPENAI_API_KEY. Local servers that ignore keys still need a non-empty value. */
@@ -103,8 +104,21 @@ export function createOpenAIModel(options: OpenAIModelOptions = {}): AgentModel 
       };
       let response: unknown;
       try {
-        response = await client.chat.completions.create(body, { signal: request.signal });
+        response = options.stream
+          ? await readChatStream(
+              // include_usage: the last chunk carries the turn's usage, charged as reported.
+              await client.chat.completions.create(
+                { ...body, stream: true, stream_options: { include_usage: true } },
+                { signal: request.signal },
+              ),
+              request.onText,
+              request.signal,
+              [apiKey],
+            )
+          : await client.chat.completions.create(body, { signal: request.signal });
       } catch (error) {
+        // A stream that broke or ended early: retried, nothing of it used (see openaiStreams.ts).
+        if (error instanceof TransientModelError || error instanceof ModelAbortedError) throw error;
         // A body that claims JSON and is not: the server answered, with output nobody can use. Re-asked, counted.
         if (error instanceof SyntaxError) return unusableBody(error, fallbackUsage, options.prices);
         // Sorted by the shared taxonomy: the model's own output refused (Groq's tool_use_failed) is re-asked and
