@@ -2,7 +2,8 @@
  * Local OpenAI-compatible servers in the wire corpus: response bodies recorded from Ollama's `/v1` API
  * (test/fixtures/wire/local, see SOURCES.md there) replayed by a local HTTP server through both adapters, inside a
  * real orchestrator. Ollama sends the text it wrote beside its tool calls, an `index` on each call, its thinking as
- * `reasoning`, and reads only `max_tokens`. Its and llama.cpp's error bodies are in test/providerErrors.test.ts.
+ * `reasoning`, and reads only `max_tokens`. Streams recorded from Ollama and llama.cpp (test/fixtures/wire/streams)
+ * go through the streaming OpenAI adapter. Their error bodies are in test/providerErrors.test.ts.
  */
 import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -13,6 +14,7 @@ import type { AgentModel } from '../src/model/agentModel.js';
 import { createOpenAIModel } from '../src/model/openai/openaiModel.js';
 import { defineTool } from '../src/tool.js';
 import { chatCompletionsModel } from './support/chatCompletionsModel.js';
+import type { ModelRequest } from '../src/model/agentModel.js';
 import { type FakeOpenAI, type FakeReply, startFakeOpenAI } from './support/fakeOpenAI.js';
 import { harness } from './support/harness.js';
 
@@ -77,5 +79,66 @@ describe.each(ADAPTERS)('Ollama through the %s adapter', (name, adapter) => {
     const messages = second!.body.messages as { role: string; tool_call_id?: string; tool_calls?: { id: string }[] }[];
     expect(messages.find((m) => m.role === 'assistant')?.tool_calls?.map((c) => c.id)).toEqual(['call_ws2damtb']);
     expect(messages.filter((m) => m.role === 'tool').map((m) => m.tool_call_id)).toEqual(['call_ws2damtb']);
+  });
+});
+
+const streamed = (name: string): FakeReply => ({
+  kind: 'sse',
+  events: readFileSync(new URL(`./fixtures/wire/streams/${name}.jsonl`, import.meta.url), 'utf8')
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => JSON.parse(line) as Record<string, unknown>),
+  done: true,
+});
+
+/** One turn's request, collecting what reaches `onText`. */
+function turn() {
+  const deltas: string[] = [];
+  const request: ModelRequest = {
+    taskId: 't',
+    turn: 1,
+    goal: 'list the files',
+    principal: { userId: 'E17', tenantId: 'acme' },
+    tools: [],
+    observations: [],
+    transcript: async () => [{ kind: 'goal', at: 0, text: 'list the files' }],
+    signal: new AbortController().signal,
+    onText: (delta) => deltas.push(delta),
+  };
+  return { request, deltas };
+}
+
+describe('recorded streams of local servers through the streaming OpenAI adapter', () => {
+  const streaming = () =>
+    createOpenAIModel({ baseURL: server!.url, apiKey: 'local', model: 'local', env: {}, stream: true });
+
+  it('Ollama: two whole calls in two chunks, told apart by index; no usage, so the reservation is charged', async () => {
+    server = await startFakeOpenAI([streamed('ollama-qwen2.5-coder-parallel-tool-calls')]);
+    const { request, deltas } = turn();
+    const reply = await streaming().decide(request);
+    expect(reply).toMatchObject({
+      type: 'tool_calls',
+      calls: [
+        { callId: 'call_wteop8bt', name: 'run_command', arguments: '{"command":"ls"}' },
+        { callId: 'call_rk2xye1l', name: 'run_command', arguments: '{"command":"ls -l"}' },
+      ],
+    });
+    // Ollama sends "" beside its calls: nothing to show.
+    expect(deltas).toEqual([]);
+    // No usage chunk (none was asked of Ollama's stream here): charged the turn's whole reservation.
+    expect(reply.usage).toEqual({ inputTokens: 16_000, outputTokens: 1_024 });
+  });
+
+  it('llama.cpp: a call opened empty and its arguments in fragments; charged its own timings, not the reservation', async () => {
+    server = await startFakeOpenAI([streamed('llamacpp-qwen3coder-tool-call')]);
+    const { request, deltas } = turn();
+    const reply = await streaming().decide(request);
+    expect(reply).toMatchObject({
+      type: 'tool_calls',
+      calls: [{ callId: 'v2dh...', name: 'run_command', arguments: '{"command":"pwd"}' }],
+      // timings: 0 cached + 463 evaluated, 20 predicted.
+      usage: { inputTokens: 463, outputTokens: 20 },
+    });
+    expect(deltas).toEqual([]);
   });
 });

@@ -27,7 +27,8 @@ interface CallParts {
 /**
  * Chat Completions chunks (`chat.completion.chunk`) assembled into a `chat.completion`: content and refusal joined,
  * each tool call's id, type and name as first sent and its argument fragments joined (by the chunk's `index`, else
- * its position), the finish reason, and the usage of the last chunk (`stream_options.include_usage`).
+ * its position), the finish reason, and the usage of the last chunk (`stream_options.include_usage`), or failing that
+ * llama.cpp's `timings`.
  */
 export async function readChatStream(
   chunks: AsyncIterable<unknown>,
@@ -46,6 +47,7 @@ export async function readChatStream(
     const chunk = raw as Partial<ChatCompletionChunk>;
     if (head.id === undefined && typeof chunk.id === 'string') head = chunk;
     if (chunk.usage) usage = chunk.usage;
+    else usage ??= timingsUsage(raw);
     const choice = Array.isArray(chunk.choices)
       ? (chunk.choices.find((c) => c?.index === 0 || c?.index === undefined) ?? undefined)
       : undefined;
@@ -100,6 +102,21 @@ export async function readChatStream(
     ],
     ...(usage ? { usage } : {}),
   };
+}
+
+/**
+ * llama.cpp's own count, on the last chunk of a stream that carries no `usage` (its `timings`: the prompt tokens
+ * taken from the cache plus those evaluated, and the tokens predicted), so the turn is charged what the server
+ * counted rather than its whole reservation.
+ */
+function timingsUsage(chunk: object): ChatCompletion['usage'] | undefined {
+  const timings = (chunk as { timings?: unknown }).timings;
+  if (typeof timings !== 'object' || timings === null) return undefined;
+  const { cache_n: cached = 0, prompt_n: prompt, predicted_n: predicted } = timings as Record<string, unknown>;
+  const count = (n: unknown) => (typeof n === 'number' && Number.isInteger(n) && n >= 0 ? n : null);
+  const [c, p, o] = [count(cached), count(prompt), count(predicted)];
+  if (c === null || p === null || o === null) return undefined;
+  return { prompt_tokens: c + p, completion_tokens: o, total_tokens: c + p + o };
 }
 
 /**
