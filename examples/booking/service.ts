@@ -50,8 +50,11 @@ export const DEMO_USERS: Record<string, Principal> = {
   E17: { userId: 'E17', tenantId: 'acme', scopes: ['orders:read', 'refunds:write', 'rooms:read', 'rooms:book'] },
   E99: { userId: 'E99', tenantId: 'acme', scopes: ['orders:read', 'refunds:write', 'rooms:read', 'rooms:book'] },
   M1: { userId: 'M1', tenantId: 'acme', scopes: ['refunds:approve'] },
-  /** The tenant's operator: sees and may cancel every acme task (the orchestrator's adminScope). */
-  O1: { userId: 'O1', tenantId: 'acme', scopes: ['tasks:operate'] },
+  /**
+   * The tenant's operator: sees, cancels and erases every acme task (the orchestrator's adminScope), and resolves
+   * the reviews of writes whose outcome is unknown (the policy's review scope).
+   */
+  O1: { userId: 'O1', tenantId: 'acme', scopes: ['tasks:operate', 'tasks:review'] },
   Z5: { userId: 'Z5', tenantId: 'globex', scopes: ['orders:read', 'refunds:write', 'rooms:read', 'rooms:book'] },
 };
 
