@@ -11,16 +11,9 @@ import { DEMO_USERS, demoAuthenticate, demoStartRequest } from '../../examples/b
 import { agentService } from '../../src/http/index.js';
 import type { AgentModel, Principal } from '../../src/index.js';
 import { reply, scriptedModel } from '../../src/testing/index.js';
-import {
-  BOOKING_GOAL,
-  BOOKING_MANDATE,
-  BOOKING_SUCCESS,
-  REFUND_GOAL,
-  REFUND_MANDATE,
-  REFUND_SUCCESS,
-  harness,
-  reserveArgs,
-} from './harness.js';
+import { BOOKING_TERMS, REFUND_TERMS } from '../../examples/booking/requests.js';
+import { bookingMandate, refundMandate } from '../../tools/mandates.js';
+import { BOOKING_GOAL, BOOKING_SUCCESS, REFUND_GOAL, REFUND_SUCCESS, harness, reserveArgs } from './harness.js';
 
 /** Globex's operator, beside the demo's people: an operator of another tenant. */
 export const GLOBEX_OPERATOR: Principal = {
@@ -75,7 +68,7 @@ export async function operatorDesk() {
       const status = await orchestrator.run({
         principal: DEMO_USERS[user]!,
         goal: REFUND_GOAL,
-        mandate: REFUND_MANDATE,
+        mandate: refundMandate.of(REFUND_TERMS),
         success: REFUND_SUCCESS,
         taskId,
       });
@@ -88,7 +81,7 @@ export async function operatorDesk() {
       const status = await orchestrator.run({
         principal: DEMO_USERS[user]!,
         goal: BOOKING_GOAL,
-        mandate: BOOKING_MANDATE,
+        mandate: bookingMandate.of(BOOKING_TERMS),
         success: BOOKING_SUCCESS,
         taskId,
       });

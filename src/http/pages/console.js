@@ -108,7 +108,8 @@ $('next').addEventListener('click', () => {
 
 try {
   const { principal } = await session();
-  $('who').textContent = `signed in as ${principal.userId} @ ${principal.tenantId} (${principal.scopes.join(', ')})`;
+  document.querySelector('[data-testid="who"]').textContent =
+    `signed in as ${principal.userId} @ ${principal.tenantId} (${principal.scopes.join(', ')})`;
   fromAddress();
   await load();
 } catch (error) {
