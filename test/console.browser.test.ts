@@ -1,8 +1,9 @@
 /**
  * The operator console in a real browser (playwright-core driving Debian's chromium): O1, acme's operator, signs in,
  * filters the tenant's tasks by what they wait for and by user, opens a task from the list, reads its history and
- * cancels it from the page; then opens a booking held for review and resolves the review from the page. Each result
- * is checked over the API and in the audit (as O1's). Globex's operator sees none of it.
+ * cancels it from the page; then opens a booking held for review and resolves the review from the page, and erases a
+ * third task from its page. Each result is checked over the API, in the audit or the tombstone (as O1's). Globex's
+ * operator sees none of it.
  *
  * Needs Debian's chromium. Without it the test is skipped, except under CI=true, where it fails.
  */
@@ -98,7 +99,7 @@ describe.runIf(available)('the operator console in chromium', () => {
   afterEach(() => desk?.close());
 
   it(
-    'filters the list, opens a task, reads its history and cancels it; resolves a held review from the page',
+    'filters the list, opens a task, reads its history and cancels it; resolves a held review and erases from the page',
     async () => {
       const o1 = await signedIn('O1');
       const console = await open(o1, '/console');
@@ -158,6 +159,18 @@ describe.runIf(available)('the operator console in chromium', () => {
       expect(resolved.status.state).not.toBe('review_required');
       const { entries } = await api('O1', '/api/tasks/booking-e99/audit');
       expect(entries.filter((e) => e.kind === 'review').at(-1)).toMatchObject({ userId: 'O1' });
+
+      // Erase refund-e99 from its page: gone for everyone, its tombstone names O1.
+      const doomed = await open(o1, '/tasks/refund-e99');
+      await doomed.getByTestId('operator').waitFor();
+      await doomed.getByTestId('erase').click();
+      expect(await doomed.getByTestId('operator-result').textContent()).toContain('type the reason code first');
+      await doomed.getByTestId('erase-reason').fill('gdpr_erasure');
+      await doomed.getByTestId('erase').click();
+      await doomed.locator('body[data-operated=erase]').waitFor();
+      expect(await doomed.getByTestId('operator-result').textContent()).toContain('erased by acme:O1');
+      expect((await api('O1', '/api/tasks/refund-e99')).code).toBe('task_not_found');
+      expect((await desk.orchestrator.tombstone('refund-e99'))?.by).toBe('acme:O1');
 
       // Another tenant's operator sees none of acme's tasks, on the console or by id.
       const g1 = await signedIn('G1');

@@ -6,6 +6,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { PROBLEM_MEDIA_TYPE } from '../src/http/index.js';
+import { historyOf } from '../src/http/operatorRoutes.js';
 import { historySchema, summarySchema } from '../src/http/schemas.js';
 import { type OperatorDesk, operatorDesk } from './support/operatorDesk.js';
 
@@ -167,5 +168,45 @@ describe('erasing over HTTP', () => {
     const bad = await call('O1', 'POST', '/api/tasks/refund-5/erase', { reason: 'Jane Doe asked' });
     expect(bad.statusCode).toBe(400);
     expect((await desk.orchestrator.status('refund-5')).state).toBe('waiting_for_confirmation');
+  });
+});
+
+describe('historyOf', () => {
+  const proposal = (turn: number, ...callIds: string[]) => ({
+    kind: 'proposal' as const,
+    at: turn,
+    turn,
+    text: null,
+    calls: callIds.map((callId) => ({ callId, tool: 'reserve_room', arguments: '{}' })),
+  });
+  const result = (turn: number, callId: string) => ({
+    kind: 'result' as const,
+    at: turn,
+    turn,
+    observation: { callId, tool: 'reserve_room', ok: true as const, data: { ok: 1 }, truncated: false },
+  });
+  const none = { pendingConfirmation: null, review: null, outcome: null };
+
+  it.each([
+    ['finished', [proposal(1, 'a'), result(1, 'a')], none],
+    ['pending', [proposal(1, 'a')], none],
+    ['awaiting_confirmation', [proposal(1, 'a')], { ...none, pendingConfirmation: { callId: 'a' } }],
+    ['outcome_unknown', [proposal(1, 'a')], { ...none, review: { callId: 'a' } }],
+    ['not_run', [proposal(1, 'a')], { ...none, outcome: { status: 'cancelled' } }],
+  ])('says a call is %s', (phase, transcript, status) => {
+    const { calls } = historyOf(transcript, status as unknown as Parameters<typeof historyOf>[1]);
+    expect(calls.map((c) => c.phase)).toEqual([phase]);
+  });
+
+  it('puts the goal in turn 0 and each later entry in its own turn', () => {
+    const { turns } = historyOf(
+      [{ kind: 'goal', at: 0, text: 'book' }, proposal(1, 'a'), result(1, 'a'), proposal(2, 'b')],
+      none,
+    );
+    expect(turns.map((t) => [t.turn, t.entries.map((e) => e.kind)])).toEqual([
+      [0, ['goal']],
+      [1, ['proposal', 'result']],
+      [2, ['proposal']],
+    ]);
   });
 });
