@@ -155,6 +155,8 @@ export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, do
       const tasks = [];
       const operator = orchestrator.adminScope !== null && principal.scopes.includes(orchestrator.adminScope);
       let skipped = 0;
+      // An operator sees every task the search finds, so the search pages, and reads no status past the page.
+      const searchPages = operator && !query.waiting;
       const found = await orchestrator.search({
         tenantId: principal.tenantId,
         ...(query.state ? { states: query.state } : {}),
@@ -163,6 +165,7 @@ export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, do
         ...(query.user ? { userId: query.user } : {}),
         ...(query.q ? { idContains: query.q } : {}),
         ...(query.olderThanMs !== undefined ? { createdAtMost: ctx.clock.now() - query.olderThanMs } : {}),
+        ...(searchPages ? { offset: query.offset ?? 0, ...(query.limit ? { limit: query.limit } : {}) } : {}),
       });
       for (const summary of found) {
         const mine = summary.userId === principal.userId;
@@ -175,7 +178,7 @@ export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, do
           if (!seen || seen === 'decided' || (query.waiting && !waitsFor(principal, status))) continue;
           access = seen;
         }
-        if (query.offset && skipped < query.offset) {
+        if (!searchPages && query.offset && skipped < query.offset) {
           skipped += 1;
           continue;
         }
