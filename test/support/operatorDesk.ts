@@ -9,7 +9,7 @@ import { BookingService } from '../../examples/booking/bookingService.js';
 import { refundScript } from '../../examples/booking/refundScenario.js';
 import { DEMO_USERS, demoAuthenticate, demoStartRequest } from '../../examples/booking/service.js';
 import { agentService } from '../../src/http/index.js';
-import type { AgentModel, Principal } from '../../src/index.js';
+import type { AgentModel, Principal, TaskStore } from '../../src/index.js';
 import { reply, scriptedModel } from '../../src/testing/index.js';
 import { BOOKING_TERMS, REFUND_TERMS } from '../../examples/booking/requests.js';
 import { bookingMandate, refundMandate } from '../../tools/mandates.js';
@@ -22,7 +22,7 @@ export const GLOBEX_OPERATOR: Principal = {
   scopes: ['tasks:operate', 'tasks:review'],
 };
 
-export async function operatorDesk() {
+export async function operatorDesk(options: { store?: TaskStore } = {}) {
   const bookings = new BookingService();
   bookings.findByIdempotencyKey = async () => {
     throw new Error('booking index unavailable');
@@ -46,6 +46,7 @@ export async function operatorDesk() {
   const { orchestrator } = harness({
     bookings,
     model,
+    ...(options.store ? { store: options.store } : {}),
     adminScope: 'tasks:operate',
     refundOptions: { confirmAboveCents: 10_000 },
     expirySweepMs: 0,
