@@ -233,7 +233,8 @@ function homePage(): string {
     .join('\n');
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>statechart-agent demo service</title>
 <link rel="stylesheet" href="/assets/style.css"></head><body><header><h1>statechart-agent demo service</h1></header><main>
-<p>Sign in as a demo user (a cookie; curl uses <code>Authorization: Bearer E17</code>), then open the approval inbox.</p>
+<p>Sign in as a demo user (a cookie; curl uses <code>Authorization: Bearer E17</code>), then open the approval inbox.
+The operator O1 has a console of every acme task: <a href="/login?user=O1&amp;next=/console">sign in as O1 and open it</a>.</p>
 <ul>${users}</ul><p>API: <a href="/api/openapi.json">/api/openapi.json</a>. A task's live page: <code>/tasks/&lt;taskId&gt;</code>.</p>
 </main></body></html>`;
 }
