@@ -284,3 +284,4 @@ export type {
 } from './orchestrator/dispatch.js';
 export type { InboxCursor, InboxReply } from './store/envelope.js';
 export type { InboxEntry, TaskChange, TaskChanges, TaskInbox, TaskWatch } from './store/taskStore.js';
+export type { ModelTextEvent, ModelTextListener } from './runtime/modelText.js';

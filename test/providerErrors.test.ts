@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
+import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { E17 } from '../examples/booking/scenarios.js';
 import { createAiSdkModel } from '../src/model/aisdk/aiSdkModel.js';
@@ -41,6 +42,17 @@ async function serve(...steps: FakeStep[]) {
 const ADAPTERS: [string, (url: string) => AgentModel][] = [
   ['openai', (url) => createOpenAIModel({ baseURL: url, apiKey: KEY, model: 'fake', env: {} })],
   ['ai-sdk', (url) => createAiSdkModel({ model: chatCompletionsModel(url, KEY), secrets: [KEY] })],
+  // The host's own client: its error bodies are read the same way (the adapter wraps the client's fetch).
+  [
+    'openai with the host client',
+    (url) =>
+      createOpenAIModel({
+        client: new OpenAI({ baseURL: url, apiKey: KEY, maxRetries: 0 }),
+        apiKey: KEY,
+        model: 'fake',
+        env: {},
+      }),
+  ],
 ];
 
 describe('classifyProviderError on recorded bodies', () => {
@@ -60,6 +72,10 @@ describe('classifyProviderError on recorded bodies', () => {
     ['groq-failed-to-call-no-code.json', 400, 'model_output', null],
     ['openai-rate-limit.json', 429, 'rate_limited', 'rate_limit_exceeded'],
     ['openai-server-error.json', 500, 'server_error', null],
+    ['llamacpp-exceed-context-400.json', 400, 'context_too_long', null],
+    // llama.cpp sent its context overflow as a 500 before ggml-org/llama.cpp#16486: no retry can fix it.
+    ['llamacpp-exceed-context-500.json', 500, 'context_too_long', null],
+    ['ollama-model-not-found.json', 404, 'not_found', null],
   ])('%s (%d) → %s', (name, status, kind, code) => {
     const classified = classifyProviderError({ status, body: body(name) }, options);
     expect(classified).toMatchObject({ kind, providerCode: code, status });
@@ -117,6 +133,9 @@ describe.each(ADAPTERS)('the %s adapter against recorded error bodies', (_name, 
       /400 .*No tool call found for function call output/,
     ],
     ['mistral-extra-forbidden.json', 422, 'model_request_failed', /422 .*Extra inputs are not permitted/],
+    ['llamacpp-exceed-context-400.json', 400, 'context_too_long', /exceeds the available context size/],
+    ['llamacpp-exceed-context-500.json', 500, 'context_too_long', /exceeds the available context size/],
+    ['ollama-model-not-found.json', 404, 'model_not_found', /model "ollama" not found, try pulling it first/],
   ])('%s (%d) fails the task at once with %s, the provider saying why', async (name, status, code, said) => {
     // A prompt too long is asked again once, compacted harder (test/compactionRetry.test.ts); refused again, it stops.
     const asked = code === 'context_too_long' ? 2 : 1;

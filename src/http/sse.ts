@@ -7,6 +7,11 @@
  * that id, so nothing is lost and nothing is sent twice. When the task has ended and every entry was sent, an
  * `end` event (no id) closes the stream.
  *
+ * While a model turn is written by a streaming adapter in this process, `model_text` events (no id) carry its text,
+ * redacted: `{ kind: 'text', turn, attempt, text, replace }` to append (or, with `replace`, to show instead), and
+ * `{ kind: 'discarded', turn, attempt }` when the attempt failed. They are not journal entries: a reconnect does not
+ * get them again, and the turn's entry, when it comes, is the record.
+ *
  * New entries are read when the task is saved, wherever it is driven (`orchestrator.watchTask`): on a store that
  * announces saves (Redis: pub/sub published by the save script; MemoryStore) every API instance hears of every save
  * at once and reads the journal from the last entry it sent, so entries arrive in order, without gap or duplicate,
@@ -170,6 +175,12 @@ export async function streamTaskEvents(
     if (change.kind === 'saved' && change.audit <= next) return;
     pump();
   });
+  // The model's text as it is written (streaming adapters, tasks driven in this process): redacted, ephemeral, and
+  // without an id, so a reconnect resumes the journal where it was and never asks for text again.
+  const unwatchText = orchestrator.watchModelText(taskId, (event) => {
+    const { taskId: _task, ...data } = event;
+    write(`event: model_text\ndata: ${JSON.stringify(data)}\n\n`);
+  });
   const livePollMs = options.livePollMs ?? 30_000;
   const poll = setInterval(
     () => {
@@ -181,6 +192,7 @@ export async function streamTaskEvents(
   function stop() {
     closed = true;
     watch.stop();
+    unwatchText();
     clearInterval(poll);
     clearInterval(heartbeat);
   }

@@ -39,6 +39,7 @@ import { type AuditRecord, type TaskStatus, type UserEventResult, statusOfLive }
 import type { TaskMode } from './taskMode.js';
 import { watchTask } from './watchTask.js';
 import { type FoundTask, type TaskSearch, searchTasks } from './taskSearch.js';
+import { ModelTextBus, type ModelTextListener } from '../runtime/modelText.js';
 import { auditRecords, transcriptEntries } from './journalReads.js';
 
 /** See `Orchestrator.stats()`. Counts are since the orchestrator was created. */
@@ -54,6 +55,7 @@ export class Orchestrator {
   private readonly sweeper: ExpirySweeper;
   private readonly orphans: OrphanSweeper | null;
   private readonly savedListeners = new Set<(summary: TaskSummary) => void>();
+  private readonly modelText = new ModelTextBus();
   private readonly ownsStore: boolean;
   private readonly reservation: ModelReservation;
   private readonly provenance: Provenance;
@@ -67,7 +69,7 @@ export class Orchestrator {
   private readonly dispatch: Dispatch | null;
 
   constructor(options: OrchestratorOptions) {
-    const parts = assembleOrchestrator(options, this.savedListeners, () => this.closed);
+    const parts = assembleOrchestrator(options, this.savedListeners, () => this.closed, this.modelText);
     this.dispatch = options.dispatch ?? null;
     ({
       settings: this.settings,
@@ -224,6 +226,18 @@ export class Orchestrator {
    */
   watchTask(taskId: string, listener: (change: TaskChange) => void): TaskWatch {
     return watchTask(this.store, (saved) => this.onSaved(saved), taskId, listener);
+  }
+
+  /**
+   * Calls `listener` with the text of task `taskId`'s model turns as it is written, when the model adapter streams
+   * (`stream: true`) and this process drives the task (with dispatch to workers, the workers do: nothing arrives
+   * here). Redacted as the stored text is, held back to line and sentence ends to make that sound (see
+   * `src/runtime/modelText.ts`); tool calls' arguments never appear. Ephemeral: never persisted or replayed, and a
+   * failed attempt's text is voided by a `discarded` event. The listener must not throw. Returns an unsubscribe
+   * function.
+   */
+  watchModelText(taskId: string, listener: ModelTextListener): () => void {
+    return this.modelText.watch(taskId, listener);
   }
 
   /** Tasks driven by this process right now (waiting and finished ones are not kept). */
