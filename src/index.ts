@@ -24,6 +24,10 @@ export {
   type StartTaskRequest,
   type TaskStatus,
   type UserEventResult,
+  WAITING_REASONS,
+  type FoundTask,
+  type TaskSearch,
+  type WaitingReason,
 } from './orchestrator/orchestrator.js';
 export { SILENT_LOGGER, type Logger, type TaskHooks, type TransitionEvent } from './orchestrator/hooks.js';
 export type { Loosen, Loosened } from './orchestrator/loosen.js';

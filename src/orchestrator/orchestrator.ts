@@ -38,6 +38,7 @@ import { taskInput } from './startTask.js';
 import { type AuditRecord, type TaskStatus, type UserEventResult, statusOfLive } from './status.js';
 import type { TaskMode } from './taskMode.js';
 import { watchTask } from './watchTask.js';
+import { type FoundTask, type TaskSearch, searchTasks } from './taskSearch.js';
 import { ModelTextBus, type ModelTextListener } from '../runtime/modelText.js';
 import { auditRecords, transcriptEntries } from './journalReads.js';
 
@@ -195,6 +196,17 @@ export class Orchestrator {
 
   list(query?: ListQuery): Promise<TaskSummary[]> {
     return this.store.list(query);
+  }
+
+  /**
+   * One tenant's tasks for an operator's console: by state, by what they wait for (`approval`, `review`, `model`...)
+   * and the tool they wait on, by user, id and age, paged; each with what it waits for (`taskSearch.ts`).
+   *
+   * @example
+   * const stuck = await orchestrator.search({ tenantId: 'acme', waitingFor: ['review'], tool: 'refund_order' });
+   */
+  search(query: TaskSearch): Promise<FoundTask[]> {
+    return searchTasks({ list: (q) => this.list(q), status: (id) => this.status(id) }, query);
   }
 
   /**
@@ -432,5 +444,6 @@ export type { OrchestratorOptions, StartTaskRequest } from './options.js';
 export type { OrchestratorStats } from './fleetStats.js';
 export type { AuditRecord, TaskStatus, UserEventResult } from './status.js';
 export type { ReviewResolution } from './hostEvents.js';
+export { WAITING_REASONS, type FoundTask, type TaskSearch, type WaitingReason } from './taskSearch.js';
 export type { RecoveryReport } from './recovery.js';
 export { DEFAULT_LIMITS, DEFAULT_POLICY } from './options.js';

@@ -131,6 +131,7 @@ const ACCESS_WORDS = {
   owner: 'your task',
   approver: 'waiting for your approval',
   decided: 'you decided its confirmation as an approver: you follow what your decision did',
+  operator: "you operate this task's tenant: you may cancel it, resolve its review, erase it",
 };
 
 function renderLive() {
