@@ -185,7 +185,7 @@ describe('replayAudit', () => {
     expect(replayed.state).toBe('done');
   });
 
-  describe('on hand-made journals', () => {
+  describe('on hand-made journals written before transitions were recorded', () => {
     const limits: BudgetLimits = {
       modelTurns: 5,
       toolCalls: 5,
@@ -223,7 +223,7 @@ describe('replayAudit', () => {
       calls: out === 'model.toolsProposed' ? 1 : 0,
     });
 
-    it('waits for the user after a question and resumes deciding after the answer', () => {
+    it('folds the question and the answer, and leaves the state unknown (the journal has no record of it)', () => {
       const journal: AuditEntry[] = [
         started,
         requested(1),
@@ -231,24 +231,22 @@ describe('replayAudit', () => {
         { at: 4, turn: 1, kind: 'user_answered', userId: 'E17' },
         requested(2),
       ];
-      expect(replayAudit(journal, 3)).toMatchObject({
-        state: 'awaitingUser',
-        status: 'waiting_for_user',
-        waitingForAnswer: true,
-      });
-      expect(replayAudit(journal, 4)).toMatchObject({ state: 'deciding', status: 'running', waitingForAnswer: false });
+      expect(replayAudit(journal, 3)).toMatchObject({ state: null, recorded: false, waitingForAnswer: true });
+      expect(replayAudit(journal, 4)).toMatchObject({ state: null, recorded: false, waitingForAnswer: false });
       expect(replayAudit(journal)).toMatchObject({
-        state: 'thinking',
+        state: null,
+        visited: [],
+        transitions: [],
         turn: 2,
         budget: { used: { modelTurns: 2, tokens: 1_100 } },
       });
     });
 
-    it('re-asks after unusable output and counts settled tokens', () => {
+    it('counts settled tokens after unusable output, and takes the current state for the last step only', () => {
       const journal: AuditEntry[] = [started, requested(1), output(1, 'model.invalidOutput', 40), requested(2)];
-      expect(replayAudit(journal, 3).state).toBe('reasking');
-      expect(replayAudit(journal).visited).toEqual(['deciding', 'thinking', 'reasking', 'deciding', 'thinking']);
       expect(replayAudit(journal).budget.used.tokens).toBe(1_040);
+      expect(replayAudit(journal, 3, 'thinking').state).toBeNull();
+      expect(replayAudit(journal, 4, 'thinking')).toMatchObject({ state: 'thinking', recorded: false });
     });
 
     it('goes to review when a write stays unknown, without counting the last lookup as a retry', () => {
@@ -296,9 +294,8 @@ describe('replayAudit', () => {
           summary: 'unknown',
         },
       ];
-      expect(replayAudit(journal, 6).state).toBe('executing.reconciling');
       expect(replayAudit(journal, 7).budget.used.retries).toBe(1);
-      const end = replayAudit(journal);
+      const end = replayAudit(journal, journal.length, 'reviewRequired');
       expect(end).toMatchObject({
         state: 'reviewRequired',
         status: 'review_required',

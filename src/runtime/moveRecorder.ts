@@ -1,0 +1,83 @@
+/**
+ * Records the transitions a task's actor takes into its audit entries (`moves`, read by `src/audit/chartMoves.ts`),
+ * so that time travel, the live page and the step CLI read the state from what the chart did instead of inferring
+ * it. It listens to XState's inspection events: a step's journal entries are emitted as `xstate.emit` actions inside
+ * the microstep that makes them (reported as `@xstate.action` before that microstep's `@xstate.microstep`).
+ *
+ * Which entry a transition goes to: the last entry a microstep makes gets that microstep's transition; transitions
+ * that make no entry go to the next entry made, or, when a save comes first, to the last entry that save takes. So
+ * the state after entry N is the state the actor entered in the microstep that made it (or, for the last entry of a
+ * save, the state it was saved in). The initial macrostep is the exception: XState runs its actions after its
+ * microsteps, so the transitions it took go to the last entry it made.
+ *
+ * Cost per microstep: a map lookup and a two-character append; nothing is serialized.
+ */
+import type { AnyStateMachine, InspectionEvent } from 'xstate';
+import type { AuditEntry } from '../../machines/journal.js';
+import { type ChartMoves, chartMoves, moveToken } from '../audit/chartMoves.js';
+
+export class MoveRecorder {
+  private readonly chart: ChartMoves;
+  /** Entries the current microstep made (in order). */
+  private made: AuditEntry[] = [];
+  /** Transitions taken since the last entry made (or the last save) that made no entry: the next entry's. */
+  private carry = '';
+
+  constructor(machine: AnyStateMachine) {
+    this.chart = chartMoves(machine);
+  }
+
+  /** The inspection observer (root actor only: its invoked actors report here too, and are skipped). */
+  readonly inspect = (event: InspectionEvent): void => {
+    if (event.type === '@xstate.action') {
+      const action = event.action as { type: string; params?: { event?: { type?: string; entry?: AuditEntry } } };
+      if (action.type === 'xstate.emit' && action.params?.event?.type === 'audit' && action.params.event.entry)
+        this.made.push(action.params.event.entry);
+    } else if (event.type === '@xstate.microstep' && event.actorRef.sessionId === event.rootId) {
+      let tokens = '';
+      for (const t of (event as unknown as { _transitions: readonly unknown[] })._transitions) {
+        const index = this.chart.indexOf.get(t);
+        if (index !== undefined) tokens += moveToken(index);
+      }
+      this.moved(tokens);
+    }
+  };
+
+  private moved(tokens: string): void {
+    const made = this.made;
+    if (made.length === 0) {
+      this.carry += tokens;
+      return;
+    }
+    this.made = [];
+    for (const entry of made) entry.moves = '';
+    made[0]!.moves = this.carry;
+    made[made.length - 1]!.moves += tokens;
+    this.carry = '';
+  }
+
+  /**
+   * An entry was emitted (the end of its macrostep). Still unmatched: made by the initial macrostep, whose actions
+   * XState runs after its microsteps; the transitions it took go to the last entry it made.
+   */
+  emitted(): void {
+    const made = this.made;
+    if (made.length === 0) return;
+    this.made = [];
+    for (const entry of made) entry.moves = '';
+    made[made.length - 1]!.moves = this.carry;
+    this.carry = '';
+  }
+
+  /**
+   * A save takes `audit` (every entry emitted since the last one): the transitions since its last entry go to that
+   * entry (the state saved), and its first entry names the chart.
+   */
+  taken(audit: readonly AuditEntry[]): void {
+    const last = audit[audit.length - 1];
+    if (!last) return;
+    last.moves = (last.moves ?? '') + this.carry;
+    this.carry = '';
+    audit[0]!.moves = `${this.chart.fingerprint}/${audit[0]!.moves ?? ''}`;
+  }
+}
