@@ -4,11 +4,13 @@
  * it. It listens to XState's inspection events: a step's journal entries are emitted as `xstate.emit` actions inside
  * the microstep that makes them (reported as `@xstate.action` before that microstep's `@xstate.microstep`).
  *
- * Which entry a transition goes to: the last entry a microstep makes gets that microstep's transition; transitions
- * that make no entry go to the next entry made, or, when a save comes first, to the last entry that save takes. So
- * the state after entry N is the state the actor entered in the microstep that made it (or, for the last entry of a
- * save, the state it was saved in). The initial macrostep is the exception: XState runs its actions after its
- * microsteps, so the transitions it took go to the last entry it made.
+ * Which entry a transition goes to: the last entry a microstep makes gets that microstep's transition; the
+ * transitions after it in the same macrostep that make no entry go to the macrostep's last entry; those of a
+ * macrostep that makes none go to the next entry made, or, when a save comes first, to the last entry that save
+ * takes. So the state after an entry is the state the actor came to rest in after the macrostep that made it (for
+ * an earlier entry of that macrostep: the state its microstep entered), and the state after a save's last entry is
+ * the state saved. The initial macrostep is matched the same way, though XState runs its actions after its
+ * microsteps: its transitions go to the last entry it made.
  *
  * Cost per microstep: a map lookup and a two-character append; nothing is serialized.
  */
@@ -20,8 +22,10 @@ export class MoveRecorder {
   private readonly chart: ChartMoves;
   /** Entries the current microstep made (in order). */
   private made: AuditEntry[] = [];
-  /** Transitions taken since the last entry made (or the last save) that made no entry: the next entry's. */
+  /** Transitions taken since the last entry made (or the last save) that made no entry. */
   private carry = '';
+  /** The last entry the running macrostep made: the transitions after it in that macrostep are its. */
+  private lastMade: AuditEntry | null = null;
 
   constructor(machine: AnyStateMachine) {
     this.chart = chartMoves(machine);
@@ -52,21 +56,28 @@ export class MoveRecorder {
     this.made = [];
     for (const entry of made) entry.moves = '';
     made[0]!.moves = this.carry;
-    made[made.length - 1]!.moves += tokens;
+    this.lastMade = made[made.length - 1]!;
+    this.lastMade.moves += tokens;
     this.carry = '';
   }
 
   /**
-   * An entry was emitted (the end of its macrostep). Still unmatched: made by the initial macrostep, whose actions
-   * XState runs after its microsteps; the transitions it took go to the last entry it made.
+   * An entry was emitted: its macrostep is over (XState emits after the macrostep). The transitions the macrostep
+   * took after its last entry go to that entry. Entries still unmatched were made by the initial macrostep, whose
+   * actions XState runs after its microsteps: its transitions go to the last of them.
    */
   emitted(): void {
     const made = this.made;
-    if (made.length === 0) return;
-    this.made = [];
-    for (const entry of made) entry.moves = '';
-    made[made.length - 1]!.moves = this.carry;
-    this.carry = '';
+    if (made.length > 0) {
+      this.made = [];
+      for (const entry of made) entry.moves = '';
+      this.lastMade = made[made.length - 1]!;
+    }
+    if (this.lastMade) {
+      this.lastMade.moves += this.carry;
+      this.carry = '';
+      this.lastMade = null;
+    }
   }
 
   /**
