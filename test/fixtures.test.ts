@@ -2,6 +2,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { formatTrace } from '../src/audit/formatTrace.js';
+import { replayAudit } from '../src/audit/replayAudit.js';
+import type { AuditEntry } from '../machines/journal.js';
 import { ManualClock } from '../src/testing/manualClock.js';
 import { BookingService, DEMO_NOW } from '../examples/booking/bookingService.js';
 import { RefundDesk } from '../examples/booking/refundService.js';
@@ -367,6 +369,41 @@ describe.each(['agent-1', 'agent-2', 'agent-3', 'agent-4', 'agent-5', 'agent-6',
       // This process's booking service never saw the first attempt: not found, then the same key once.
       expect(bookings.reserveRequests.map((r) => r.idempotencyKey)).toEqual([key]);
       expect(bookings.bookings).toHaveLength(1);
+    });
+  },
+);
+
+describe.each(['agent-1', 'agent-2', 'agent-3', 'agent-4', 'agent-5', 'agent-6', 'agent-7'])(
+  'time travel over a journal of %s (written before transitions were recorded)',
+  (version) => {
+    it('leaves the state unknown between steps, takes the current one at the end, and records what comes after', async () => {
+      const { store, taskId, fixture } = storeWith('waiting-for-confirmation', version);
+      const old = fixture.audit as AuditEntry[];
+      expect(old.some((e) => 'moves' in e)).toBe(false);
+      const stored = (await store.load(taskId))!;
+      for (let n = 1; n < old.length; n++)
+        expect(replayAudit(old, n, stored.summary.stateValue), `at ${n}`).toMatchObject({
+          state: null,
+          recorded: false,
+        });
+      const end = replayAudit(old, old.length, stored.summary.stateValue);
+      expect(end).toMatchObject({ state: 'executing.awaitingConfirmation', status: 'waiting_for_confirmation' });
+      // The data the entries hold is folded as before: the pending confirmation, the budget used.
+      expect(end.pendingConfirmation?.id).toBe(stored.snapshot.context.pendingConfirmation?.id);
+      expect(end.budget.used.modelTurns).toBe(stored.snapshot.context.budget.used.modelTurns);
+
+      const h = harness({ store, refunds: new RefundDesk(), script: refundScript(), clock: new ManualClock(DEMO_NOW) });
+      const waiting = await h.orchestrator.status(taskId);
+      await h.orchestrator.confirm(taskId, SUPPORT, waiting.pendingConfirmation!);
+      expect((await h.orchestrator.settled(taskId)).state).toBe('done');
+      const audit = (await h.orchestrator.audit(taskId)) as AuditEntry[];
+      expect(audit.slice(old.length).every((e) => typeof e.moves === 'string')).toBe(true);
+      const after = replayAudit(audit);
+      expect(after).toMatchObject({ state: 'done', status: 'done', recorded: true });
+      // The transitions this build took, from the state the first of them left (read off the chart).
+      expect(after.transitions.length).toBeGreaterThan(0);
+      expect(after.transitions.every((t) => t.seq >= old.length)).toBe(true);
+      expect(after.visited).toContain('executing.writing');
     });
   },
 );
