@@ -33,6 +33,8 @@ export interface ChartMoves {
   moves: readonly ChartMove[];
   /** The transition definitions (the objects XState's `@xstate.microstep` events carry) by their number. */
   indexOf: ReadonlyMap<unknown, number>;
+  /** The same definitions with their tokens in `moves` (made once, so recording a transition allocates nothing). */
+  tokenOf: ReadonlyMap<unknown, string>;
   /** The chart's initial atomic state. */
   initial: string;
 }
@@ -89,7 +91,8 @@ function readChart(machine: AnyStateMachine): ChartMoves {
   visit(machine.root);
   if (moves.length > MAX_MOVES) throw new Error(`the chart has ${moves.length} transitions; moves encode ${MAX_MOVES}`);
   const text = moves.map((m) => `${m.source}|${m.event}|${m.guard ?? ''}|${m.target ?? ''}|${m.reenter}`).join('\n');
-  return { fingerprint: fnv1a(text), moves, indexOf, initial: atomicOf(machine.root) };
+  const tokenOf = new Map([...indexOf].map(([definition, index]) => [definition, moveToken(index)]));
+  return { fingerprint: fnv1a(text), moves, indexOf, tokenOf, initial: atomicOf(machine.root) };
 }
 
 /** FNV-1a (32 bits) in base 36: an identity of the transition list, not a secret. */

@@ -16,7 +16,7 @@
  */
 import type { AnyStateMachine, InspectionEvent } from 'xstate';
 import type { AuditEntry } from '../../machines/journal.js';
-import { type ChartMoves, chartMoves, moveToken } from '../audit/chartMoves.js';
+import { type ChartMoves, chartMoves } from '../audit/chartMoves.js';
 
 export class MoveRecorder {
   private readonly chart: ChartMoves;
@@ -33,16 +33,16 @@ export class MoveRecorder {
 
   /** The inspection observer (root actor only: its invoked actors report here too, and are skipped). */
   readonly inspect = (event: InspectionEvent): void => {
-    if (event.type === '@xstate.action') {
+    const type = event.type;
+    if (type === '@xstate.action') {
       const action = event.action as { type: string; params?: { event?: { type?: string; entry?: AuditEntry } } };
       if (action.type === 'xstate.emit' && action.params?.event?.type === 'audit' && action.params.event.entry)
         this.made.push(action.params.event.entry);
-    } else if (event.type === '@xstate.microstep' && event.actorRef.sessionId === event.rootId) {
+    } else if (type === '@xstate.microstep' && event.actorRef.sessionId === event.rootId) {
+      const transitions = (event as unknown as { _transitions: readonly unknown[] })._transitions;
+      const tokenOf = this.chart.tokenOf;
       let tokens = '';
-      for (const t of (event as unknown as { _transitions: readonly unknown[] })._transitions) {
-        const index = this.chart.indexOf.get(t);
-        if (index !== undefined) tokens += moveToken(index);
-      }
+      for (let i = 0; i < transitions.length; i++) tokens += tokenOf.get(transitions[i]) ?? '';
       this.moved(tokens);
     }
   };
