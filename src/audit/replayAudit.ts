@@ -64,11 +64,21 @@ export function replayAudit(entries: readonly AuditEntry[], upTo = entries.lengt
   const n = Math.max(0, Math.min(upTo, entries.length));
   let task = EMPTY_REPLAY;
   for (let seq = 0; seq < n; seq++) task = foldAuditEntry(task, entries[seq]!, seq);
-  if (n === entries.length && n > 0 && task.state === null && current !== undefined) {
-    task = { ...task, state: current, visited: [...task.visited, current] };
-    task.status = statusOf(task.state, task.outcome);
-  }
-  return task;
+  return n === entries.length && n > 0 && current !== undefined ? atCurrentState(task, current) : task;
+}
+
+/**
+ * `task` at the end of a journal that does not record its state (written before transitions were recorded), put in
+ * `current`: the task's state now, the only one known. A task whose state is recorded is returned as it is.
+ */
+export function atCurrentState(task: ReplayedTask, current: string): ReplayedTask {
+  if (task.state !== null) return task;
+  return {
+    ...task,
+    state: current,
+    visited: [...task.visited, current],
+    status: statusOf(current, task.outcome),
+  };
 }
 
 /** One step of the fold: the task after `entry` (the journal's entry number `seq`). Pure. */
