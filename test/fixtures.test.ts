@@ -408,6 +408,21 @@ describe.each(['agent-1', 'agent-2', 'agent-3', 'agent-4', 'agent-5', 'agent-6',
   },
 );
 
+describe('time travel over a journal that recorded its transitions (agent/7)', () => {
+  it('replays with this build’s chart: a changed chart must still read it (or say it cannot)', async () => {
+    const { store, taskId, fixture } = storeWith('recorded-booking', 'agent-7');
+    const audit = fixture.audit as AuditEntry[];
+    expect(audit.every((e) => typeof e.moves === 'string')).toBe(true);
+    const stored = (await store.load(taskId))!;
+    const replayed = replayAudit(audit);
+    // A failure here means the chart's transition list changed: recorded journals are then read as unknown
+    // (`recorded: false`). Keep the old list readable (a table of past fingerprints) before changing the chart.
+    expect(replayed).toMatchObject({ state: stored.summary.stateValue, status: 'done', recorded: true });
+    expect(replayed.visited).toEqual(expect.arrayContaining(['vetting.validating', 'executing.writing']));
+    expect(replayed.transitions.map((t) => t.to).at(-1)).toBe('done');
+  });
+});
+
 describe.each(['agent-3', 'agent-4', 'agent-5'])('envelopes of %s (from agent/3 on)', (version) => {
   it('restores a task stopped while a tool validated its call: the validation runs again and the task goes on', async () => {
     const { store, taskId } = storeWith('mid-validation', version);
