@@ -6,9 +6,10 @@
  *
  * Format of `moves`: an optional `<chart>/` prefix, then one token of two base-36 digits per transition taken, in
  * order (`"k3vd/0a0b"`: chart `k3vd`, transitions 10 and 11). `<chart>` is a fingerprint of the chart's transition
- * list; the runtime writes it on the first entry of every save, so a journal written by another chart (a deploy in
- * between) is never read with this one's numbering. An entry without `moves` was written before transitions were
- * recorded.
+ * list (sources, events, targets, whether guarded; not the guards' names, which a rename may change without changing
+ * a transition); the runtime writes it on the first entry of every save, so a journal written by another chart (a
+ * deploy in between) is never read with this one's numbering. An entry without `moves` was written before
+ * transitions were recorded.
  */
 import type { AnyStateMachine, AnyStateNode } from 'xstate';
 import { describeGuard } from '../visualize/describeChart.js';
@@ -90,7 +91,11 @@ function readChart(machine: AnyStateMachine): ChartMoves {
   };
   visit(machine.root);
   if (moves.length > MAX_MOVES) throw new Error(`the chart has ${moves.length} transitions; moves encode ${MAX_MOVES}`);
-  const text = moves.map((m) => `${m.source}|${m.event}|${m.guard ?? ''}|${m.target ?? ''}|${m.reenter}`).join('\n');
+  // The guards' names are left out: renaming or naming a guard changes no transition's meaning (its text is read from
+  // the chart in hand); whether a transition is guarded, and everything else about it, is in.
+  const text = moves
+    .map((m) => `${m.source}|${m.event}|${m.guard === null ? '' : 'guarded'}|${m.target ?? ''}|${m.reenter}`)
+    .join('\n');
   const tokenOf = new Map([...indexOf].map(([definition, index]) => [definition, moveToken(index)]));
   return { fingerprint: fnv1a(text), moves, indexOf, tokenOf, initial: atomicOf(machine.root) };
 }
