@@ -8,6 +8,7 @@ import type { AgentContext, BudgetLimits } from '../machines/context.js';
 import type { AuditEntry } from '../machines/journal.js';
 import { agentMachine } from '../machines/agentMachine.js';
 import { EMPTY_REPLAY, foldAuditEntry, replayAudit } from '../src/audit/replayAudit.js';
+import { chartMoves, moveToken } from '../src/audit/chartMoves.js';
 import { SCENARIO_NAMES, scenarios } from '../examples/booking/scenarios.js';
 import { E17, harness } from './support/harness.js';
 import { ManualClock } from '../src/testing/manualClock.js';
@@ -303,6 +304,46 @@ describe('replayAudit', () => {
       });
       expect(end.lastResults).toEqual([expect.objectContaining({ callId: 'c1', result: 'timeout', effect: 'write' })]);
     });
+  });
+});
+
+describe('replayAudit on recorded transitions', () => {
+  const chart = chartMoves(agentMachine);
+  const token = (source: string, event: string, target: string | null) => {
+    const index = chart.moves.findIndex((m) => m.source === source && m.event === event && m.target === target);
+    expect(index, `${source} ${event} ${target}`).toBeGreaterThanOrEqual(0);
+    return moveToken(index);
+  };
+  const started = { at: 1, turn: 0, kind: 'task_started', userId: 'E17', tenantId: 'acme', scopes: [], goal: 'g' };
+  const journal = (fingerprint: string, second: string): AuditEntry[] =>
+    [
+      { ...started, moves: `${fingerprint}/` },
+      { at: 2, turn: 1, kind: 'model_requested', reservation: { tokens: 0, costMicros: 0 }, moves: second },
+    ] as AuditEntry[];
+
+  it('reads the state, the event, the guard and the chart number of each transition from the chart', () => {
+    const replayed = replayAudit(journal(chart.fingerprint, token('deciding', 'always', 'thinking')));
+    expect(replayed).toMatchObject({ state: 'thinking', status: 'running', recorded: true, chart: chart.fingerprint });
+    expect(replayed.visited).toEqual(['deciding', 'thinking']);
+    const edge = describeChart(agentMachine).edges[replayed.transitions[0]!.edge - 1]!;
+    expect(replayed.transitions).toEqual([
+      { from: 'deciding', to: 'thinking', seq: 1, event: 'always', guard: null, edge: edge.index },
+    ]);
+    expect([edge.source, edge.target, edge.fallback]).toEqual(['deciding', 'thinking', true]);
+  });
+
+  it('does not read a journal recorded by another chart, nor a transition this chart does not have', () => {
+    expect(replayAudit(journal('otherchart', token('deciding', 'always', 'thinking')))).toMatchObject({
+      state: null,
+      recorded: false,
+    });
+    expect(replayAudit(journal(chart.fingerprint, 'zz'))).toMatchObject({ state: null, recorded: false });
+    expect(replayAudit(journal(chart.fingerprint, 'not moves'))).toMatchObject({ state: null, recorded: false });
+  });
+
+  it('calls a final state reached before its stop entry running, instead of failing', () => {
+    const replayed = replayAudit(journal(chart.fingerprint, token('thinking', 'model.answered', 'answered')));
+    expect(replayed).toMatchObject({ state: 'answered', status: 'running', outcome: null });
   });
 });
 

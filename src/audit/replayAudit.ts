@@ -14,7 +14,7 @@
  */
 import { agentMachine } from '../../machines/agentMachine.js';
 import type { AuditEntry } from '../../machines/journal.js';
-import { tagsAt, taskStateOf } from '../../machines/tags.js';
+import { TAGS, tagsAt, taskStateOf } from '../../machines/tags.js';
 import { type ChartMoves, chartMoves, readMoves } from './chartMoves.js';
 import { apply } from './replayFold.js';
 import type { ReplayedTask, ReplayStatus } from './replayedTask.js';
@@ -146,5 +146,8 @@ function applyMoves(task: ReplayedTask, entry: AuditEntry, seq: number): void {
 function statusOf(state: string | null, outcome: ReplayedTask['outcome']): ReplayStatus {
   if (state === null) return outcome?.status ?? 'running';
   const value = state.split('.').reduceRight<unknown>((inner, key) => (inner === null ? key : { [key]: inner }), null);
-  return taskStateOf(tagsAt(agentMachine.root, value), outcome?.status ?? null);
+  const tags = tagsAt(agentMachine.root, value);
+  // A final state before its stop entry (a journal cut or reordered by hand): still running as far as it tells.
+  if (tags.has(TAGS.terminal) && !outcome) return 'running';
+  return taskStateOf(tags, outcome?.status ?? null);
 }
