@@ -109,7 +109,9 @@ export { WAITING_TASK_STATES } from '../machines/tags.js';
 
 // Reading what happened
 export { formatTrace, type TraceOptions } from './audit/formatTrace.js';
+export { type ChartMove, chartMoves, readMoves } from './audit/chartMoves.js';
 export {
+  atCurrentState,
   foldAuditEntry,
   replayAudit,
   type ReplayedCall,

@@ -291,7 +291,8 @@ export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, do
       const { at } = parse(replayQuerySchema, request.query, 'query', 'invalid_query');
       const { status } = await ctx.visible(principal, taskId);
       const audit = await orchestrator.audit(status.taskId);
-      const replay = replayAudit(audit, at ?? audit.length);
+      // A journal written before transitions were recorded: its last step is the state the task is in now.
+      const replay = replayAudit(audit, at ?? audit.length, status.stateValue);
       ctx.inspector?.showStep({ taskId: status.taskId, replayed: replay, access: status });
       return { auditLength: audit.length, replay };
     },

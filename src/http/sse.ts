@@ -21,7 +21,7 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AuditEntry } from '../../machines/journal.js';
-import { EMPTY_REPLAY, type ReplayedTask, foldAuditEntry } from '../audit/replayAudit.js';
+import { EMPTY_REPLAY, type ReplayedTask, atCurrentState, foldAuditEntry } from '../audit/replayAudit.js';
 import type { AuditRecord, Orchestrator } from '../orchestrator/orchestrator.js';
 import { serviceError } from './serviceError.js';
 
@@ -107,6 +107,8 @@ export async function streamTaskEvents(
       `event ${resume.seq} was never sent: the task has ${history.length} entries`,
     );
   }
+  // A journal written before transitions were recorded: its last entry shows the state the task is in now.
+  const current = history.length > 0 && history.at(-1)!.moves === undefined ? await orchestrator.status(taskId) : null;
   reply.hijack();
   const raw = reply.raw;
   raw.writeHead(200, {
@@ -127,6 +129,7 @@ export async function streamTaskEvents(
     const before = replayed.status;
     const { seq, ...entry } = record;
     replayed = foldAuditEntry(replayed, entry as AuditEntry, seq);
+    if (current && seq === history.length - 1) replayed = atCurrentState(replayed, current.stateValue);
     next = seq + 1;
     if (!skipEntry) {
       const data = { seq, kind: entry.kind, entry: record, state: replayed.state, status: replayed.status };
