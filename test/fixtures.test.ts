@@ -3,6 +3,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { formatTrace } from '../src/audit/formatTrace.js';
 import { replayAudit } from '../src/audit/replayAudit.js';
+import { chartMoves } from '../src/audit/chartMoves.js';
+import { agentMachine } from '../machines/agentMachine.js';
 import type { AuditEntry } from '../machines/journal.js';
 import { ManualClock } from '../src/testing/manualClock.js';
 import { BookingService, DEMO_NOW } from '../examples/booking/bookingService.js';
@@ -415,9 +417,12 @@ describe('time travel over a journal that recorded its transitions (agent/7)', (
     expect(audit.every((e) => typeof e.moves === 'string')).toBe(true);
     const stored = (await store.load(taskId))!;
     const replayed = replayAudit(audit);
-    // A failure here means the chart's transition list changed: recorded journals are then read as unknown
-    // (`recorded: false`). Keep the old list readable (a table of past fingerprints) before changing the chart.
+    // Read with the table of the chart that wrote it (src/audit/chartHistory.ts), current or not: a failure here means
+    // the table of that chart was lost.
     expect(replayed).toMatchObject({ state: stored.summary.stateValue, status: 'done', recorded: true });
+    // An earlier chart's numbering is not today's diagrams': its transitions carry no diagram number.
+    const current = chartMoves(agentMachine).fingerprint === replayed.chart;
+    expect(replayed.transitions.every((t) => (current ? typeof t.edge === 'number' : t.edge === null))).toBe(true);
     expect(replayed.visited).toEqual(expect.arrayContaining(['vetting.validating', 'executing.writing']));
     expect(replayed.transitions.map((t) => t.to).at(-1)).toBe('done');
   });

@@ -325,7 +325,7 @@ describe('replayAudit on recorded transitions', () => {
     const replayed = replayAudit(journal(chart.fingerprint, token('deciding', 'always', 'thinking')));
     expect(replayed).toMatchObject({ state: 'thinking', status: 'running', recorded: true, chart: chart.fingerprint });
     expect(replayed.visited).toEqual(['deciding', 'thinking']);
-    const edge = describeChart(agentMachine).edges[replayed.transitions[0]!.edge - 1]!;
+    const edge = describeChart(agentMachine).edges[replayed.transitions[0]!.edge! - 1]!;
     expect(replayed.transitions).toEqual([
       { from: 'deciding', to: 'thinking', seq: 1, event: 'always', guard: null, edge: edge.index },
     ]);

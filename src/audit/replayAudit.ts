@@ -15,6 +15,7 @@
 import { agentMachine } from '../../machines/agentMachine.js';
 import type { AuditEntry } from '../../machines/journal.js';
 import { TAGS, tagsAt, taskStateOf } from '../../machines/tags.js';
+import { pastChart } from './chartHistory.js';
 import { type ChartMoves, chartMoves, readMoves } from './chartMoves.js';
 import { apply } from './replayFold.js';
 import type { ReplayedTask, ReplayStatus } from './replayedTask.js';
@@ -107,9 +108,10 @@ function applyMoves(task: ReplayedTask, entry: AuditEntry, seq: number): void {
   const read = entry.moves === undefined ? null : readMoves(entry.moves);
   if (read?.chart) task.chart = read.chart;
   agentChart ??= chartMoves(agentMachine);
-  const chart = agentChart;
-  if (!read || task.chart !== chart.fingerprint) {
-    // Not recorded (an older entry), or recorded by another chart: this one's numbering would misread it.
+  // Recorded by this chart, or by an earlier one whose table a release kept (`chartHistory.ts`).
+  const chart = task.chart === agentChart.fingerprint ? agentChart : task.chart === null ? null : pastChart(task.chart);
+  if (!read || !chart) {
+    // Not recorded (an older entry), or recorded by a chart with no table here: no numbering to read it with.
     task.state = null;
     task.recorded = false;
     return;
@@ -134,7 +136,7 @@ function applyMoves(task: ReplayedTask, entry: AuditEntry, seq: number): void {
         seq,
         event: move.event,
         guard: move.guard,
-        edge: index + 1,
+        edge: chart === agentChart ? index + 1 : null,
       });
     }
     task.visited.push(move.target);

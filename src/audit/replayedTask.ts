@@ -82,8 +82,11 @@ export interface ReplayedTransition {
   /** Its event (`always` for an eventless one), and its guard as text (null when it has none). */
   event: string;
   guard: string | null;
-  /** Its number in the chart's transition list, as the diagrams number it (`describeChart(...).edges[n - 1]`). */
-  edge: number;
+  /**
+   * Its number in the chart's transition list, as the diagrams number it (`describeChart(...).edges[n - 1]`); null
+   * when an earlier chart recorded it (`chartHistory.ts`), whose numbering today's diagrams do not share.
+   */
+  edge: number | null;
 }
 
 export interface ReplayedTask {

@@ -138,7 +138,7 @@ export function formatReplay(replayed: ReplayedTask, entries: readonly AuditEntr
   const last = replayed.transitions.filter((t) => t.seq === n - 1);
   for (const [i, t] of last.entries())
     lines.push(
-      `  ${i === 0 ? 'moved     ' : '          '}${t.from} → ${t.to} on ${t.event}${t.guard ? ` [${t.guard}]` : ''} (#${t.edge})`,
+      `  ${i === 0 ? 'moved     ' : '          '}${t.from} → ${t.to} on ${t.event}${t.guard ? ` [${t.guard}]` : ''}${t.edge === null ? '' : ` (#${t.edge})`}`,
     );
   lines.push('  decisions');
   const trace = formatTrace(entries.slice(0, n), { indent: '    ', verbose: true });

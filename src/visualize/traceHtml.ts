@@ -108,7 +108,7 @@ function highlightOf(chart: Chart, replayed: ReplayedTask) {
   const taken = new Set<string>();
   for (const t of replayed.transitions) {
     // The recorded transition's own arrow; for another chart than the agent's, the arrow its states name.
-    const edge = chart.edges[t.edge - 1];
+    const edge = t.edge === null ? undefined : chart.edges[t.edge - 1];
     const exact = edge && (edge.source === '*' || t.from === edge.source || t.from.startsWith(`${edge.source}.`));
     const key = exact ? `${edge.source}>${edge.target ?? edge.source}` : edgeKeyFor(chart, t.from, t.to);
     if (key) taken.add(key);
