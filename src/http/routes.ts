@@ -267,7 +267,19 @@ export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, do
                 () => true,
                 () => false,
               );
-      await streamTaskEvents(request, reply, orchestrator, status.taskId, resume, ctx.sse, stillVisible, ctx.streams);
+      // The live model text is the transcript as it is written: for those who may read the history (operatorRoutes).
+      const modelText = access === 'owner' || access === 'operator';
+      await streamTaskEvents(
+        request,
+        reply,
+        orchestrator,
+        status.taskId,
+        resume,
+        ctx.sse,
+        stillVisible,
+        ctx.streams,
+        modelText,
+      );
       return reply;
     },
   );
