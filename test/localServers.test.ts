@@ -141,4 +141,18 @@ describe('recorded streams of local servers through the streaming OpenAI adapter
     });
     expect(deltas).toEqual([]);
   });
+
+  it('llama.cpp with timings_per_token: charged the last chunk’s timings, not the first partial count', async () => {
+    // With `timings_per_token` (a request option; ik_llama.cpp's default) every chunk carries the running timings:
+    // predicted_n counts up to the turn's total. The first of them says 1 token was predicted.
+    const recordedEvents = (streamed('llamacpp-qwen3coder-tool-call') as { events: Record<string, unknown>[] }).events;
+    const events = recordedEvents.map((event, i) => ({
+      ...event,
+      timings: { cache_n: 0, prompt_n: 463, predicted_n: i === recordedEvents.length - 1 ? 20 : i + 1 },
+    }));
+    server = await startFakeOpenAI([{ kind: 'sse', events, done: true }]);
+    const { request } = turn();
+    const reply = await streaming().decide(request);
+    expect(reply.usage).toEqual({ inputTokens: 463, outputTokens: 20 });
+  });
 });

@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import OpenAI from 'openai';
+import OpenAI, { AzureOpenAI } from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { E17 } from '../examples/booking/scenarios.js';
 import { createAiSdkModel } from '../src/model/aisdk/aiSdkModel.js';
@@ -228,4 +228,48 @@ async function closedPortUrl(): Promise<string> {
   const { port } = probe.address() as AddressInfo;
   await new Promise<void>((resolve) => probe.close(() => resolve()));
   return `http://127.0.0.1:${port}/v1`;
+}
+
+describe("the OpenAI adapter with a host's AzureOpenAI client", () => {
+  it('takes the client as it is configured (api version, deployment) and sends through its fetch', async () => {
+    const seen: string[] = [];
+    const client = new AzureOpenAI({
+      apiKey: KEY,
+      apiVersion: '2024-10-21',
+      endpoint: 'https://example-resource.openai.azure.com',
+      deployment: 'prod-gpt4o',
+      maxRetries: 0,
+      fetch: async (url) => {
+        seen.push(String(url));
+        return new Response(body('openai-context-length-exceeded.json'), {
+          status: 400,
+          headers: { 'content-type': 'application/json' },
+        });
+      },
+    });
+    const saved = process.env.OPENAI_API_VERSION;
+    delete process.env.OPENAI_API_VERSION;
+    try {
+      // withOptions would rebuild the client from its base options: the api version and the deployment are lost.
+      const model = createOpenAIModel({ client, apiKey: KEY, model: 'gpt-4o', env: {} });
+      await expect(model.decide(turnRequest())).rejects.toMatchObject({ code: 'context_too_long' });
+    } finally {
+      if (saved !== undefined) process.env.OPENAI_API_VERSION = saved;
+    }
+    expect(seen).toHaveLength(1);
+    expect(seen[0]).toContain('/openai/deployments/prod-gpt4o/chat/completions?api-version=2024-10-21');
+  });
+});
+
+function turnRequest(): Parameters<AgentModel['decide']>[0] {
+  return {
+    taskId: 't',
+    turn: 1,
+    goal: 'hello',
+    principal: { userId: 'E17', tenantId: 'acme' },
+    tools: [],
+    observations: [],
+    transcript: async () => [{ kind: 'goal', at: 0, text: 'hello' }],
+    signal: new AbortController().signal,
+  };
 }

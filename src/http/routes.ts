@@ -10,6 +10,7 @@ import { replayAudit } from '../audit/replayAudit.js';
 import { allowedCommands } from '../cli/stepView.js';
 import type { TaskStatus } from '../orchestrator/orchestrator.js';
 import { taskStatusSchema } from '../orchestrator/statusSchema.js';
+import type { TaskSummary } from '../store/summary.js';
 import { type Access, accessOf, decidesPending } from './access.js';
 import { chartLayout } from './chartLayout.js';
 import { type ServiceContext, parse } from './context.js';
@@ -166,6 +167,12 @@ export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, do
         ...(query.q ? { idContains: query.q } : {}),
         ...(query.olderThanMs !== undefined ? { createdAtMost: ctx.clock.now() - query.olderThanMs } : {}),
         ...(searchPages ? { offset: query.offset ?? 0, ...(query.limit ? { limit: query.limit } : {}) } : {}),
+        // Someone else's task is read only if it may wait for this caller's approval (decided below on its status).
+        ...(operator
+          ? {}
+          : {
+              mayShow: (s: TaskSummary) => s.userId === principal.userId || s.state === 'waiting_for_confirmation',
+            }),
       });
       for (const summary of found) {
         const mine = summary.userId === principal.userId;
@@ -267,7 +274,19 @@ export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, do
                 () => true,
                 () => false,
               );
-      await streamTaskEvents(request, reply, orchestrator, status.taskId, resume, ctx.sse, stillVisible, ctx.streams);
+      // The live model text is the transcript as it is written: for those who may read the history (operatorRoutes).
+      const modelText = access === 'owner' || access === 'operator';
+      await streamTaskEvents(
+        request,
+        reply,
+        orchestrator,
+        status.taskId,
+        resume,
+        ctx.sse,
+        stillVisible,
+        ctx.streams,
+        modelText,
+      );
       return reply;
     },
   );

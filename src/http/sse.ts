@@ -98,6 +98,11 @@ export async function streamTaskEvents(
    * EventSource reconnects (to another instance behind the balancer) with Last-Event-ID and misses nothing.
    */
   streams?: OpenStreams,
+  /**
+   * Whether the caller gets `model_text`: the turns' text is the transcript as it is written (it may quote tools'
+   * results), so only for those who may read the task's history (its user, an operator), not an approver.
+   */
+  modelText = true,
 ): Promise<void> {
   const history = await orchestrator.audit(taskId);
   if (resume && resume.seq >= history.length) {
@@ -180,10 +185,12 @@ export async function streamTaskEvents(
   });
   // The model's text as it is written (streaming adapters, tasks driven in this process): redacted, ephemeral, and
   // without an id, so a reconnect resumes the journal where it was and never asks for text again.
-  const unwatchText = orchestrator.watchModelText(taskId, (event) => {
-    const { taskId: _task, ...data } = event;
-    write(`event: model_text\ndata: ${JSON.stringify(data)}\n\n`);
-  });
+  const unwatchText = modelText
+    ? orchestrator.watchModelText(taskId, (event) => {
+        const { taskId: _task, ...data } = event;
+        write(`event: model_text\ndata: ${JSON.stringify(data)}\n\n`);
+      })
+    : () => {};
   const livePollMs = options.livePollMs ?? 30_000;
   const poll = setInterval(
     () => {

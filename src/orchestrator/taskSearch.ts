@@ -41,6 +41,11 @@ export interface TaskSearch {
   idContains?: string;
   /** Only tasks created at or before this time (ms since epoch): "older than". */
   createdAtMost?: number;
+  /**
+   * Only tasks this says yes to, asked of each summary before its status is read (a caller who is no operator: their
+   * own tasks and confirmations that may wait for them), so a search never reads what its caller may not see.
+   */
+  mayShow?: (summary: TaskSummary) => boolean;
   /** Matching tasks to skip (paging), then at most `limit` of them. */
   offset?: number;
   limit?: number;
@@ -104,6 +109,7 @@ export async function searchTasks(reads: SearchReads, search: TaskSearch): Promi
     if (summary.tenantId !== search.tenantId) continue;
     if (search.idContains !== undefined && !summary.taskId.includes(search.idContains)) continue;
     if (search.createdAtMost !== undefined && summary.createdAt > search.createdAtMost) continue;
+    if (search.mayShow && !search.mayShow(summary)) continue;
     const task = await withWait(reads, summary);
     if (!task || (states && !states.includes(task.state))) continue;
     if (search.waitingFor && (task.waitingFor === null || !search.waitingFor.includes(task.waitingFor))) continue;

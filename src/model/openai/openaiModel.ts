@@ -182,10 +182,13 @@ export function nonEmpty(value: string | undefined): string | undefined {
 
 /**
  * The host's client, sending through its own fetch wrapped by `envelopeErrorsOf`, so that its error bodies are read
- * as the adapter's own client reads them. A client without `withOptions` (a stand-in, not the SDK's) is used as is.
+ * as the adapter's own client reads them. Only a client of the SDK's own class is rebuilt: `withOptions` makes a new
+ * one from the base options, and a subclass's own (AzureOpenAI's api version and deployment) would be lost, so a
+ * subclass, like a stand-in without `withOptions`, is used as is.
  */
 function withErrorEnvelope(client: OpenAI): OpenAI {
-  if (typeof client.withOptions !== 'function') return client;
+  if (typeof client.withOptions !== 'function' || Object.getPrototypeOf(client) !== openai.OpenAI.prototype)
+    return client;
   const own = (client as unknown as { fetch?: typeof fetch }).fetch ?? ((input, init) => fetch(input, init));
   return client.withOptions({ fetch: envelopeErrorsOf(own) });
 }

@@ -41,13 +41,15 @@ export async function readChatStream(
   let refusal: string | null = null;
   let finish: string | null = null;
   let usage: ChatCompletion['usage'] | undefined;
+  // llama.cpp's running count: with `timings_per_token` every chunk carries one, so the last one is the turn's.
+  let timed: ChatCompletion['usage'] | undefined;
   const calls: CallParts[] = [];
   const count = await readAll(chunks, signal, secrets, (raw) => {
     if (typeof raw !== 'object' || raw === null) return;
     const chunk = raw as Partial<ChatCompletionChunk>;
     if (head.id === undefined && typeof chunk.id === 'string') head = chunk;
     if (chunk.usage) usage = chunk.usage;
-    else usage ??= timingsUsage(raw);
+    timed = timingsUsage(raw) ?? timed;
     const choice = Array.isArray(chunk.choices)
       ? (chunk.choices.find((c) => c?.index === 0 || c?.index === undefined) ?? undefined)
       : undefined;
@@ -75,6 +77,7 @@ export async function readChatStream(
     if (typeof choice.finish_reason === 'string') finish = choice.finish_reason;
   });
   if (finish === null) throw incomplete(count, 'no finish reason');
+  usage ??= timed;
   const toolCalls = calls
     .filter((call) => call !== undefined)
     .map((call) => ({
