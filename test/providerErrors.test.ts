@@ -84,6 +84,12 @@ describe('classifyProviderError on recorded bodies', () => {
     expect(classified.message).not.toContain('\n');
   });
 
+  it('reads a 5xx as a context overflow by its code only, never by words its message may echo', () => {
+    const echoed = JSON.stringify({ error: { message: 'upstream failed on: "the prompt is too long, sorry"' } });
+    expect(classifyProviderError({ status: 502, body: echoed }, options)).toMatchObject({ kind: 'server_error' });
+    expect(classifyProviderError({ status: 400, body: echoed }, options)).toMatchObject({ kind: 'context_too_long' });
+  });
+
   it('reads Retry-After, caps it, and treats no answer as unreachable', () => {
     const header = (name: string) => (name === 'retry-after' ? '3600' : undefined);
     expect(classifyProviderError({ status: 429, body: body('openai-rate-limit.json'), header }, options)).toMatchObject(

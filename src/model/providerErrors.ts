@@ -115,9 +115,11 @@ export function classifyProviderError(failure: ProviderFailure, options: Classif
   const base = { status, providerCode: code, message: said };
   if (status === null) return { ...base, kind: 'unreachable', transient: true };
   const matches = (patterns: RegExp[]) => patterns.some((p) => p.test(message));
-  // A context overflow is the same request refused again on every try, whatever the status: llama.cpp sent it as a
-  // 500 before ggml-org/llama.cpp#16486.
-  const overflow = [code, type].some((c) => c !== null && CONTEXT_CODES.has(c)) || matches(CONTEXT_MESSAGES);
+  // A context overflow is the same request refused again on every try. A 4xx is read by its code or its words; a 5xx
+  // only by its code (llama.cpp sent `exceed_context_size_error` as a 500 before ggml-org/llama.cpp#16486), since a
+  // server error's message may echo the user's own text.
+  const overflowCode = [code, type].some((c) => c !== null && CONTEXT_CODES.has(c));
+  const overflow = overflowCode || (status < 500 && matches(CONTEXT_MESSAGES));
   if (status >= 400 && overflow) return { ...base, kind: 'context_too_long', transient: false };
   if (status >= 400 && status < 500) {
     if (status === 400 && ((code !== null && MODEL_OUTPUT_CODES.has(code)) || matches(MODEL_OUTPUT_MESSAGES))) {
