@@ -108,7 +108,8 @@ export class MemoryStore implements ErasableTaskStore, MandateClaims {
         for (const [taskId, row] of this.rows) {
           if (found.length >= limit) break;
           const lease = this.held.get(taskId);
-          if (row.summary.state === 'running' && !(lease && lease.expiresAt > this.now())) found.push(taskId);
+          const unheld = !(lease && lease.expiresAt > this.now());
+          if (row.summary.state === 'running' && unheld && !this.quarantine_.has(taskId)) found.push(taskId);
         }
         return found;
       },

@@ -74,7 +74,8 @@ export interface LeaseManager {
   /** Gives the lease up if still held by this token. */
   release(lease: Lease): Promise<void>;
   /**
-   * Ids of running tasks whose lease nobody holds (their process died or closed), at most `limit`: what the orphan
+   * Ids of running tasks whose lease nobody holds (their process died or closed) and that are not quarantined, at
+   * most `limit`: what the orphan
    * sweep takes over, found without reading a summary or trying a lease per task. Optional: without it the sweep
    * tries every running task.
    */

@@ -75,8 +75,9 @@ export class RedisListing {
   }
 
   /**
-   * Up to `limit` running tasks whose lease key is gone: the running index's ids, then their leases' EXISTS pipelined
-   * a thousand at a time (no summary read, no script run per task).
+   * Up to `limit` running tasks whose lease key is gone and that are not quarantined: the running index's ids, then
+   * their leases' EXISTS and their quarantine entries, pipelined a thousand at a time (no summary read, no script run
+   * per task).
    */
   orphans(limit: number): Promise<string[]> {
     return this.call('listing of orphaned tasks', async () => {
@@ -84,8 +85,15 @@ export class RedisListing {
       const found: string[] = [];
       for (let at = 0; at < running.length && found.length < limit; at += ORPHAN_BATCH) {
         const ids = running.slice(at, at + ORPHAN_BATCH);
-        const held = await exec(ids.reduce((p, id) => p.exists(this.keys.lease(id)), this.client.pipeline()));
-        for (let i = 0; i < ids.length && found.length < limit; i++) if (held[i] === 0) found.push(ids[i]!);
+        // A quarantined task is nobody's to take over: left out, so that many of them never hide the others.
+        const replies = await exec(
+          ids
+            .reduce((p, id) => p.exists(this.keys.lease(id)), this.client.pipeline())
+            .hmget(this.keys.quarantine, ...ids),
+        );
+        const quarantined = replies[ids.length] as (string | null)[];
+        for (let i = 0; i < ids.length && found.length < limit; i++)
+          if (replies[i] === 0 && quarantined[i] === null) found.push(ids[i]!);
       }
       return found;
     });
