@@ -73,7 +73,15 @@ export interface AuditStamp {
   toolVersion?: string | null;
 }
 
-export type AuditEntry = { at: number; turn: number } & Partial<AuditStamp> &
+export type AuditEntry = {
+  at: number;
+  turn: number;
+  /**
+   * The chart's transitions this entry saw, as the runtime recorded them (never the chart's steps): see
+   * `src/audit/chartMoves.ts`. Absent in entries written before transitions were recorded.
+   */
+  moves?: string;
+} & Partial<AuditStamp> &
   (
     | {
         kind: 'task_started';
@@ -288,12 +296,12 @@ export type MachineEmitted =
 
 type AuditBody = AuditEntry extends infer E
   ? E extends unknown
-    ? Omit<E, 'at' | 'turn' | keyof AuditStamp>
+    ? Omit<E, 'at' | 'turn' | 'moves' | keyof AuditStamp>
     : never
   : never;
 type GateBody = Omit<
   Extract<AuditEntry, { kind: 'gate' }>,
-  'kind' | 'at' | 'turn' | keyof AuditStamp | 'callId' | 'tool' | 'argsHash'
+  'kind' | 'at' | 'turn' | 'moves' | keyof AuditStamp | 'callId' | 'tool' | 'argsHash'
 >;
 
 /** The host time of `event` (every event carries one). */

@@ -17,6 +17,7 @@ import type { Redis } from 'ioredis';
 import { DEFAULT_REDIS_URL, createRedisClient } from '../src/store/redis/redisConnection.js';
 import type { RedisLink } from './bench/cell.js';
 import { BenchSetupError } from './bench/benchSetupError.js';
+import { chartShapeTable, measureChartShapes } from './bench/chartShape.js';
 import { LangGraphPeer, ensurePeerInstalled } from './bench/langgraphPeer.js';
 import { MAIN_CPU_SOURCE, SentCommands, deleteMatching } from './bench/measure.js';
 import { FULL_PLAN, type Plan, TINY_PLAN, runBench } from './bench/passes.js';
@@ -116,7 +117,10 @@ async function main(): Promise<void> {
           ? ` **${others} other Redis client(s) were connected during the run: the "run" command counts include their commands.**`
           : ''),
     ];
-    process.stdout.write(formatReport(results, header));
+    progress('chart shape cell (XState alone)');
+    const shapeRounds = args.includes('--tiny') ? 400 : 4_000;
+    const shapes = await measureChartShapes({ rounds: shapeRounds, many: 20, passes: 3 });
+    process.stdout.write(formatReport(results, header) + '\n' + chartShapeTable(shapes, shapeRounds) + '\n');
   } finally {
     progress('cleaning up');
     await peer?.stop().catch(() => {});

@@ -2,9 +2,10 @@
  * Writes the persisted-task fixtures of the current machine version into `test/fixtures/envelopes/<version>/`:
  * a finished booking, a task stopped in the middle of a write, one waiting for a confirmation, (agent/3 to agent/5)
  * one stopped while a tool's business validation ran, (agent/4 and agent/5) one stopped while a write was re-checked,
- * (from agent/4) one waiting for a reviewer and one waiting out a model outage, and (from agent/7) one undoing a write,
- * a plan waiting for approval, and a parent waiting for its sub-task with that child waiting for a confirmation. Each is
- * the envelope and journals exactly as a store held them.
+ * (from agent/4) one waiting for a reviewer and one waiting out a model outage, (from agent/7) one undoing a write,
+ * a plan waiting for approval, a finished booking whose audit records the chart's transitions, and a parent waiting
+ * for its sub-task with that child waiting for a confirmation. Each is the envelope and journals exactly as a store
+ * held them.
  *
  * Run once per machine version (`npx tsx scripts/fixtures.ts`); the files are immutable afterwards (a run adds only
  * the files that are missing): a change that cannot restore them needs a new machine version and a migration, never
@@ -207,6 +208,13 @@ async function main() {
       bookingTools(new BookingService()),
       bookingScript(),
       { ...booking, taskId: 'normal-1' },
+      (s) => s === 'done',
+    ),
+    // Written once the runtime recorded the chart's transitions in the audit (`moves`): replayed with this chart.
+    'recorded-booking': await capture(
+      bookingTools(new BookingService()),
+      bookingScript(),
+      { ...booking, taskId: 'recorded-1' },
       (s) => s === 'done',
     ),
     'mid-write': await capture(

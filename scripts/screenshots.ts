@@ -1,13 +1,13 @@
 /**
- * `npm run screenshots`: regenerates the README's pictures of the service's two pages (docs/screenshots/), from a
- * real run: the demo service on a memory store, E17's refund waiting for confirmation (999.00 refused by the
- * mandate, 199.00 asked), the approval inbox as E17, and the live task page of that task. Needs Debian's chromium
+ * `npm run screenshots`: regenerates the pictures of the service's pages (docs/screenshots/), from a real run: the
+ * demo service on a memory store, E17's refund waiting for confirmation (999.00 refused by the mandate, 199.00
+ * asked), the approval inbox as E17, the live task page of that task, and the operator console as O1. Needs Debian's chromium
  * (`apt-get install -y chromium`, or CHROMIUM_PATH).
  */
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
-import { REFUND_START_BODY, createDemoService } from '../examples/booking/service.js';
+import { APPROVAL_REFUND_START_BODY, REFUND_START_BODY, createDemoService } from '../examples/booking/service.js';
 import { MemoryStore } from '../src/index.js';
 
 const root = join(import.meta.dirname, '..');
@@ -58,7 +58,28 @@ try {
     box.scrollTo({ left: c.left - b.left + box.scrollLeft - b.width / 2, top: c.top - b.top + box.scrollTop - b.height * 0.6 });
   })()`);
   await page.screenshot({ path: join(out, 'task.png'), fullPage: false });
-  console.log(`wrote ${join('docs', 'screenshots', 'inbox.png')} and ${join('docs', 'screenshots', 'task.png')}`);
+
+  // The operator console as O1: a second refund (E99's) and the four-eyes refund beside E17's, filtered to the tasks
+  // waiting for a confirmation (the requester's or an approver's).
+  for (const [user, body] of [
+    ['E99', { ...REFUND_START_BODY, taskId: 'refund-7' }],
+    ['E17', { ...APPROVAL_REFUND_START_BODY, taskId: 'approval-3' }],
+  ] as const) {
+    const response = await fetch(`${origin}/api/tasks`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${user}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    if (response.status !== 201) throw new Error(`could not start ${body.taskId}: ${await response.text()}`);
+    await service.orchestrator.settled(((await response.json()) as { status: { taskId: string } }).status.taskId);
+  }
+  const operator = await browser.newContext({ viewport: { width: 1280, height: 560 }, deviceScaleFactor: 1 });
+  const console_ = await operator.newPage();
+  await console_.goto(`${origin}/login?user=O1`);
+  await console_.goto(`${origin}/console?state=waiting_for_confirmation`);
+  await console_.locator('[data-testid=task-row]').nth(2).waitFor();
+  await console_.screenshot({ path: join(out, 'console.png'), fullPage: true });
+  console.log(`wrote ${['inbox', 'task', 'console'].map((n) => join('docs', 'screenshots', `${n}.png`)).join(', ')}`);
 } finally {
   await browser.close();
   await service.close();

@@ -109,6 +109,12 @@ export const AGENT_ERROR_CODES = {
     'model_not_waiting',
     /** Over the service's HTTP rate limit (429, with Retry-After). */
     'rate_limited',
+    /** An operator's route (history of another's task, resolve a review, erase) asked by someone who is none. */
+    'operator_only',
+    /** The erase route passes these on from `orchestrator.erase`. */
+    'task_running',
+    'task_busy',
+    'erasure_unsupported',
     'internal_error',
     ...REPLY_CODES,
   ],

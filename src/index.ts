@@ -24,6 +24,10 @@ export {
   type StartTaskRequest,
   type TaskStatus,
   type UserEventResult,
+  WAITING_REASONS,
+  type FoundTask,
+  type TaskSearch,
+  type WaitingReason,
 } from './orchestrator/orchestrator.js';
 export { SILENT_LOGGER, type Logger, type TaskHooks, type TransitionEvent } from './orchestrator/hooks.js';
 export type { Loosen, Loosened } from './orchestrator/loosen.js';
@@ -114,7 +118,9 @@ export { WAITING_TASK_STATES } from '../machines/tags.js';
 
 // Reading what happened
 export { formatTrace, type TraceOptions } from './audit/formatTrace.js';
+export { type ChartMove, chartMoves, readMoves } from './audit/chartMoves.js';
 export {
+  atCurrentState,
   foldAuditEntry,
   replayAudit,
   type ReplayedCall,
@@ -289,3 +295,4 @@ export type {
 } from './orchestrator/dispatch.js';
 export type { InboxCursor, InboxReply } from './store/envelope.js';
 export type { InboxEntry, TaskChange, TaskChanges, TaskInbox, TaskWatch } from './store/taskStore.js';
+export type { ModelTextEvent, ModelTextListener } from './runtime/modelText.js';

@@ -262,4 +262,42 @@ describe.skipIf(!redis)('dispatch on BullMQ', () => {
     blocked.release();
     expect(later).not.toBeInstanceOf(TaskNotFoundError);
   });
+
+  it('refuses a start over the tenant cap at the API process, and tells a retried start the task exists', async () => {
+    const blocked = slowRead('gate');
+    const { node } = cluster({ script: () => [reply.call('slow_read', {}), reply.answer('done')] });
+    const api = node('api', { tools: [blocked.tool('api')], capacity: { tenantCap: 2 } });
+    const worker = node('worker', { tools: [blocked.tool('worker')], capacity: { tenantCap: 2 } });
+    worker.orchestrator.createWorker({ concurrency: 4 });
+    const results = await Promise.allSettled(
+      Array.from({ length: 5 }, (_, i) =>
+        api.orchestrator.start({ principal: SUPPORT, goal: 'read', taskId: `tc-${i}` }),
+      ),
+    );
+    const accepted = results.flatMap((r, i) => (r.status === 'fulfilled' ? [`tc-${i}`] : []));
+    const refused = results.flatMap((r) => (r.status === 'rejected' ? [r.reason] : []));
+    // Refused at once, before anything is queued: not a 201 followed by a job that waits for a slot.
+    expect(accepted).toHaveLength(2);
+    expect(refused).toHaveLength(3);
+    for (const error of refused) expect(error).toMatchObject({ code: 'tenant_at_capacity', limitName: 'tenantCap' });
+    expect(api.orchestrator.stats().refused.tenantCap).toBe(3);
+    for (let i = 0; i < 5; i++)
+      if (!accepted.includes(`tc-${i}`)) expect(await api.dispatch.pendingStart(`tc-${i}`)).toBeNull();
+    // The worker creates both under the slots the API process took for them.
+    await until(() => blocked.started.length === 2, scaled(10_000));
+    expect(await api.store.tenantSlots.count(SUPPORT.tenantId)).toBe(2);
+    // A retried start of an accepted task, at the cap, is told the task exists.
+    await expect(
+      api.orchestrator.start({ principal: SUPPORT, goal: 'read', taskId: accepted[0]! }),
+    ).rejects.toBeInstanceOf(TaskExistsError);
+    blocked.release();
+    for (const taskId of accepted)
+      expect((await api.orchestrator.settled(taskId, { timeoutMs: scaled(10_000) })).state).toBe('answered');
+    await until(async () => (await api.store.tenantSlots.count(SUPPORT.tenantId)) === 0, scaled(10_000));
+    // A refused id was never taken: it starts once the tenant has room.
+    const again = [0, 1, 2, 3, 4].map((i) => `tc-${i}`).find((id) => !accepted.includes(id))!;
+    await expect(api.orchestrator.start({ principal: SUPPORT, goal: 'read', taskId: again })).resolves.toMatchObject({
+      taskId: again,
+    });
+  });
 });

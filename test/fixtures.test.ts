@@ -2,6 +2,10 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { formatTrace } from '../src/audit/formatTrace.js';
+import { replayAudit } from '../src/audit/replayAudit.js';
+import { chartMoves } from '../src/audit/chartMoves.js';
+import { agentMachine } from '../machines/agentMachine.js';
+import type { AuditEntry } from '../machines/journal.js';
 import { ManualClock } from '../src/testing/manualClock.js';
 import { BookingService, DEMO_NOW } from '../examples/booking/bookingService.js';
 import { RefundDesk } from '../examples/booking/refundService.js';
@@ -377,6 +381,59 @@ describe.each(['agent-1', 'agent-2', 'agent-3', 'agent-4', 'agent-5', 'agent-6',
     });
   },
 );
+
+describe.each(['agent-1', 'agent-2', 'agent-3', 'agent-4', 'agent-5', 'agent-6', 'agent-7'])(
+  'time travel over a journal of %s (written before transitions were recorded)',
+  (version) => {
+    it('leaves the state unknown between steps, takes the current one at the end, and records what comes after', async () => {
+      const { store, taskId, fixture } = storeWith('waiting-for-confirmation', version);
+      const old = fixture.audit as AuditEntry[];
+      expect(old.some((e) => 'moves' in e)).toBe(false);
+      const stored = (await store.load(taskId))!;
+      for (let n = 1; n < old.length; n++)
+        expect(replayAudit(old, n, stored.summary.stateValue), `at ${n}`).toMatchObject({
+          state: null,
+          recorded: false,
+        });
+      const end = replayAudit(old, old.length, stored.summary.stateValue);
+      expect(end).toMatchObject({ state: 'executing.awaitingConfirmation', status: 'waiting_for_confirmation' });
+      // The data the entries hold is folded as before: the pending confirmation, the budget used.
+      expect(end.pendingConfirmation?.id).toBe(stored.snapshot.context.pendingConfirmation?.id);
+      expect(end.budget.used.modelTurns).toBe(stored.snapshot.context.budget.used.modelTurns);
+
+      const h = harness({ store, refunds: new RefundDesk(), script: refundScript(), clock: new ManualClock(DEMO_NOW) });
+      const waiting = await h.orchestrator.status(taskId);
+      await h.orchestrator.confirm(taskId, SUPPORT, waiting.pendingConfirmation!);
+      expect((await h.orchestrator.settled(taskId)).state).toBe('done');
+      const audit = (await h.orchestrator.audit(taskId)) as AuditEntry[];
+      expect(audit.slice(old.length).every((e) => typeof e.moves === 'string')).toBe(true);
+      const after = replayAudit(audit);
+      expect(after).toMatchObject({ state: 'done', status: 'done', recorded: true });
+      // The transitions this build took, from the state the first of them left (read off the chart).
+      expect(after.transitions.length).toBeGreaterThan(0);
+      expect(after.transitions.every((t) => t.seq >= old.length)).toBe(true);
+      expect(after.visited).toContain('executing.writing');
+    });
+  },
+);
+
+describe('time travel over a journal that recorded its transitions (agent/7)', () => {
+  it('replays with this build’s chart: a changed chart must still read it (or say it cannot)', async () => {
+    const { store, taskId, fixture } = storeWith('recorded-booking', 'agent-7');
+    const audit = fixture.audit as AuditEntry[];
+    expect(audit.every((e) => typeof e.moves === 'string')).toBe(true);
+    const stored = (await store.load(taskId))!;
+    const replayed = replayAudit(audit);
+    // Read with the table of the chart that wrote it (src/audit/chartHistory.ts), current or not: a failure here means
+    // the table of that chart was lost.
+    expect(replayed).toMatchObject({ state: stored.summary.stateValue, status: 'done', recorded: true });
+    // An earlier chart's numbering is not today's diagrams': its transitions carry no diagram number.
+    const current = chartMoves(agentMachine).fingerprint === replayed.chart;
+    expect(replayed.transitions.every((t) => (current ? typeof t.edge === 'number' : t.edge === null))).toBe(true);
+    expect(replayed.visited).toEqual(expect.arrayContaining(['vetting.validating', 'executing.writing']));
+    expect(replayed.transitions.map((t) => t.to).at(-1)).toBe('done');
+  });
+});
 
 describe.each(['agent-3', 'agent-4', 'agent-5'])('envelopes of %s (from agent/3 on)', (version) => {
   it('restores a task stopped while a tool validated its call: the validation runs again and the task goes on', async () => {

@@ -452,7 +452,7 @@ describe('documents and pages', () => {
   });
 
   it('serves the pages with a strict content security policy and only scripts of its own', async () => {
-    for (const url of ['/inbox', '/tasks/some-task']) {
+    for (const url of ['/inbox', '/console', '/tasks/some-task']) {
       const page = await call(null, 'GET', url);
       expect(page.statusCode).toBe(200);
       expect(page.headers['content-security-policy']).toContain("script-src 'self'");
@@ -460,7 +460,7 @@ describe('documents and pages', () => {
       const sources = [...page.body.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]);
       expect(sources.every((s) => s!.startsWith('/assets/') || s === 'data:,')).toBe(true);
     }
-    for (const asset of ['common.js', 'inbox.js', 'task.js', 'chart.js', 'style.css']) {
+    for (const asset of ['common.js', 'inbox.js', 'task.js', 'chart.js', 'console.js', 'operator.js', 'style.css']) {
       const response = await call(null, 'GET', `/assets/${asset}`);
       expect([asset, response.statusCode]).toEqual([asset, 200]);
       // Nothing loaded from elsewhere (the SVG namespace URI is a name, not a load).

@@ -12,6 +12,7 @@ import { createOpenAIModel } from '../src/model/openai/openaiModel.js';
 import { isReasoningModel } from '../src/model/openai/responsesInput.js';
 import { type OpenAIResponsesModelOptions, createOpenAIResponsesModel } from '../src/model/openai/responsesModel.js';
 import { toResponsesReply } from '../src/model/openai/responsesReply.js';
+import type { TranscriptEntry } from '../machines/journal.js';
 import { defineTool, toolParametersSchema } from '../src/tool.js';
 import {
   type FakeOpenAI,
@@ -123,7 +124,15 @@ describe('createOpenAIResponsesModel over HTTP', () => {
       max_output_tokens: 1024,
       parallel_tool_calls: false,
     });
-    for (const field of ['previous_response_id', 'stream', 'temperature', 'max_tokens', 'messages', 'instructions'])
+    for (const field of [
+      'previous_response_id',
+      'stream',
+      'temperature',
+      'max_tokens',
+      'messages',
+      'instructions',
+      'include',
+    ])
       expect(first.body[field]).toBeUndefined();
     const search = tools.find((t) => t.name === 'find_available_rooms')!;
     expect(first.body.tools[0]).toEqual({
@@ -170,7 +179,7 @@ describe('createOpenAIResponsesModel over HTTP', () => {
     expect(status.budget.used.tokens).toBe(3 * 14);
   });
 
-  it('reads a call after a reasoning item (o3), skips the reasoning, and sends the call back without it', async () => {
+  it('reads a call after a reasoning item (o3) and sends the call back after that reasoning item, whole', async () => {
     const srv = await serve(replay('openai-o3-reasoning-then-call.json'), replay('openai-gpt-4o-mini-text.json'));
     const scholar = readTool('semantic_scholar_search', {
       query: z.string(),
@@ -184,16 +193,68 @@ describe('createOpenAIResponsesModel over HTTP', () => {
     expect(status.state).toBe('answered');
     expect(status.outcome?.answer).toBe('OK');
     expect(srv.requests[0]!.body.temperature).toBeUndefined();
+    // store: false keeps nothing at OpenAI: the reasoning can go back only with its encrypted content.
+    expect(srv.requests[0]!.body).toMatchObject({ store: false, include: ['reasoning.encrypted_content'] });
     const next = srv.requests[1]!;
-    expect(kindsOf(next)).toEqual(['system', 'user', 'function_call', 'function_call_output']);
+    expect(kindsOf(next)).toEqual(['system', 'user', 'reasoning', 'function_call', 'function_call_output']);
+    // As the API returned it (its encrypted content was masked "[redacted]" by the recording's source).
     expect(inputOf(next)[2]).toEqual({
+      type: 'reasoning',
+      id: 'rs_08c7eac45286fefb006a5f41bc7b8881a3a8cc432451e96393',
+      summary: [],
+      encrypted_content: '[redacted]',
+    });
+    // Kept out of the task's records: the blob is the provider's, unreadable and unredactable by the host.
+    expect(JSON.stringify(await orchestrator.transcript('o3'))).not.toContain('rs_08c7');
+    expect(JSON.stringify(await orchestrator.audit('o3'))).not.toContain('rs_08c7');
+    const afterCall = inputOf(next).slice(1);
+    expect(inputOf(next)[3]).toEqual({
       type: 'function_call',
       call_id: 'call_2mhz5FtwkZnzXQkTOMtYZpZH',
       name: 'semantic_scholar_search',
       arguments: '{"query":"machine learning","limit":10,"offset":0,"year":0}',
     });
-    expect(JSON.parse(inputOf(next)[3]!.output!).found).toContain('machine learning');
+    expect(JSON.parse(inputOf(next)[4]!.output!).found).toContain('machine learning');
+    expect(afterCall).toHaveLength(4);
     expect(status.budget.used.tokens).toBe(114 + 88 + 14);
+  });
+
+  it('carries reasoning only within the adapter that saw it, for its own task and turn', async () => {
+    const srv = await serve(
+      replay('openai-o3-reasoning-then-call.json'),
+      replay('openai-gpt-4o-mini-text.json'),
+      replay('openai-gpt-4o-mini-text.json'),
+      replay('openai-gpt-4o-mini-text.json'),
+    );
+    const first = responses({ model: 'o3' });
+    const request = (taskId: string, turn: number, transcript: TranscriptEntry[]) => ({
+      taskId,
+      turn,
+      goal: 'papers',
+      principal: { userId: 'E17', tenantId: 'acme' },
+      tools: [],
+      observations: [],
+      transcript: async () => transcript,
+      signal: new AbortController().signal,
+    });
+    const goal: TranscriptEntry = { kind: 'goal', at: 0, text: 'papers' };
+    await first.decide(request('x', 1, [goal]));
+    const call = { callId: 'call_2mhz5FtwkZnzXQkTOMtYZpZH', tool: 'semantic_scholar_search', arguments: '{}' };
+    const after: TranscriptEntry[] = [
+      goal,
+      { kind: 'proposal', at: 1, turn: 1, text: null, calls: [call] },
+      {
+        kind: 'result',
+        at: 2,
+        turn: 1,
+        observation: { callId: call.callId, tool: call.tool, ok: true, data: {} } as never,
+      },
+    ];
+    await first.decide(request('x', 2, after));
+    await first.decide(request('y', 2, after));
+    await responses({ model: 'o3' }).decide(request('x', 2, after));
+    const reasoningIn = (i: number) => inputOf(srv.requests[i]!).filter((item) => item.type === 'reasoning').length;
+    expect([reasoningIn(1), reasoningIn(2), reasoningIn(3)]).toEqual([1, 0, 0]);
   });
 
   it('pairs each of two parallel calls with its own output by call_id', async () => {

@@ -81,6 +81,23 @@ describe('the OpenAPI document', () => {
     expect(Object.keys(start.responses)).not.toContain('200');
   });
 
+  it("documents the operator's routes and list filters with the codes they answer", () => {
+    const paths = document.paths as unknown as Record<
+      string,
+      Record<
+        string,
+        { operationId: string; responses: Record<string, { description: string }>; parameters?: { name: string }[] }
+      >
+    >;
+    expect(paths['/api/tasks/{taskId}/history']!.get!.operationId).toBe('getTaskHistory');
+    expect(paths['/api/tasks/{taskId}/review']!.post!.responses['403']!.description).toContain('operator_only');
+    const erase = paths['/api/tasks/{taskId}/erase']!.post!;
+    expect(erase.operationId).toBe('eraseTask');
+    expect(Object.keys(erase.responses)).toEqual(expect.arrayContaining(['200', '403', '404', '409', '501']));
+    const filters = paths['/api/tasks']!.get!.parameters!.map((p) => p.name);
+    expect(filters).toEqual(expect.arrayContaining(['state', 'waitingFor', 'tool', 'user', 'q', 'olderThanMs']));
+  });
+
   it('types every error response as an RFC 9457 problem (application/problem+json)', async () => {
     const errors = Object.values(document.paths)
       .flatMap((path) => Object.values(path))

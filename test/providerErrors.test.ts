@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
+import OpenAI, { AzureOpenAI } from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { E17 } from '../examples/booking/scenarios.js';
 import { createAiSdkModel } from '../src/model/aisdk/aiSdkModel.js';
@@ -41,6 +42,17 @@ async function serve(...steps: FakeStep[]) {
 const ADAPTERS: [string, (url: string) => AgentModel][] = [
   ['openai', (url) => createOpenAIModel({ baseURL: url, apiKey: KEY, model: 'fake', env: {} })],
   ['ai-sdk', (url) => createAiSdkModel({ model: chatCompletionsModel(url, KEY), secrets: [KEY] })],
+  // The host's own client: its error bodies are read the same way (the adapter wraps the client's fetch).
+  [
+    'openai with the host client',
+    (url) =>
+      createOpenAIModel({
+        client: new OpenAI({ baseURL: url, apiKey: KEY, maxRetries: 0 }),
+        apiKey: KEY,
+        model: 'fake',
+        env: {},
+      }),
+  ],
 ];
 
 describe('classifyProviderError on recorded bodies', () => {
@@ -60,12 +72,22 @@ describe('classifyProviderError on recorded bodies', () => {
     ['groq-failed-to-call-no-code.json', 400, 'model_output', null],
     ['openai-rate-limit.json', 429, 'rate_limited', 'rate_limit_exceeded'],
     ['openai-server-error.json', 500, 'server_error', null],
+    ['llamacpp-exceed-context-400.json', 400, 'context_too_long', null],
+    // llama.cpp sent its context overflow as a 500 before ggml-org/llama.cpp#16486: no retry can fix it.
+    ['llamacpp-exceed-context-500.json', 500, 'context_too_long', null],
+    ['ollama-model-not-found.json', 404, 'not_found', null],
   ])('%s (%d) → %s', (name, status, kind, code) => {
     const classified = classifyProviderError({ status, body: body(name) }, options);
     expect(classified).toMatchObject({ kind, providerCode: code, status });
     expect(classified.transient).toBe(kind === 'rate_limited' || kind === 'server_error');
     expect(classified.message.length).toBeLessThanOrEqual(201);
     expect(classified.message).not.toContain('\n');
+  });
+
+  it('reads a 5xx as a context overflow by its code only, never by words its message may echo', () => {
+    const echoed = JSON.stringify({ error: { message: 'upstream failed on: "the prompt is too long, sorry"' } });
+    expect(classifyProviderError({ status: 502, body: echoed }, options)).toMatchObject({ kind: 'server_error' });
+    expect(classifyProviderError({ status: 400, body: echoed }, options)).toMatchObject({ kind: 'context_too_long' });
   });
 
   it('reads Retry-After, caps it, and treats no answer as unreachable', () => {
@@ -117,6 +139,9 @@ describe.each(ADAPTERS)('the %s adapter against recorded error bodies', (_name, 
       /400 .*No tool call found for function call output/,
     ],
     ['mistral-extra-forbidden.json', 422, 'model_request_failed', /422 .*Extra inputs are not permitted/],
+    ['llamacpp-exceed-context-400.json', 400, 'context_too_long', /exceeds the available context size/],
+    ['llamacpp-exceed-context-500.json', 500, 'context_too_long', /exceeds the available context size/],
+    ['ollama-model-not-found.json', 404, 'model_not_found', /model "ollama" not found, try pulling it first/],
   ])('%s (%d) fails the task at once with %s, the provider saying why', async (name, status, code, said) => {
     // A prompt too long is asked again once, compacted harder (test/compactionRetry.test.ts); refused again, it stops.
     const asked = code === 'context_too_long' ? 2 : 1;
@@ -209,4 +234,48 @@ async function closedPortUrl(): Promise<string> {
   const { port } = probe.address() as AddressInfo;
   await new Promise<void>((resolve) => probe.close(() => resolve()));
   return `http://127.0.0.1:${port}/v1`;
+}
+
+describe("the OpenAI adapter with a host's AzureOpenAI client", () => {
+  it('takes the client as it is configured (api version, deployment) and sends through its fetch', async () => {
+    const seen: string[] = [];
+    const client = new AzureOpenAI({
+      apiKey: KEY,
+      apiVersion: '2024-10-21',
+      endpoint: 'https://example-resource.openai.azure.com',
+      deployment: 'prod-gpt4o',
+      maxRetries: 0,
+      fetch: async (url) => {
+        seen.push(String(url));
+        return new Response(body('openai-context-length-exceeded.json'), {
+          status: 400,
+          headers: { 'content-type': 'application/json' },
+        });
+      },
+    });
+    const saved = process.env.OPENAI_API_VERSION;
+    delete process.env.OPENAI_API_VERSION;
+    try {
+      // withOptions would rebuild the client from its base options: the api version and the deployment are lost.
+      const model = createOpenAIModel({ client, apiKey: KEY, model: 'gpt-4o', env: {} });
+      await expect(model.decide(turnRequest())).rejects.toMatchObject({ code: 'context_too_long' });
+    } finally {
+      if (saved !== undefined) process.env.OPENAI_API_VERSION = saved;
+    }
+    expect(seen).toHaveLength(1);
+    expect(seen[0]).toContain('/openai/deployments/prod-gpt4o/chat/completions?api-version=2024-10-21');
+  });
+});
+
+function turnRequest(): Parameters<AgentModel['decide']>[0] {
+  return {
+    taskId: 't',
+    turn: 1,
+    goal: 'hello',
+    principal: { userId: 'E17', tenantId: 'acme' },
+    tools: [],
+    observations: [],
+    transcript: async () => [{ kind: 'goal', at: 0, text: 'hello' }],
+    signal: new AbortController().signal,
+  };
 }

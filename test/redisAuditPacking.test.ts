@@ -35,6 +35,34 @@ describe('the audit of one save in its stream message', () => {
     }
   });
 
+  it('keeps the recorded transitions as one string, out of the key lists, and gives each entry its own back last', () => {
+    const entries = [
+      entry('model_output', { moves: 'abc1/16' }),
+      entry('gate', { moves: '' }),
+      entry('gate', { moves: '0k1r' }),
+      // Written before transitions were recorded, or with `moves` not last: kept as they are.
+      entry('gate'),
+      { ...entry('gate', { moves: '0k' }), late: true },
+    ];
+    const text = packAudit(entries);
+    const message = JSON.parse(text) as { moves: string; columns: string[][] };
+    expect(message.moves).toBe('abc1/16  0k1r - -');
+    expect(message.columns.filter((keys) => keys.includes('moves'))).toEqual([['at', 'turn', 'kind', 'moves', 'late']]);
+    const read = unpackAudit(message);
+    expect(read).toEqual(entries);
+    expect(read!.map((e) => Object.keys(e as object))).toEqual(entries.map((e) => Object.keys(e)));
+  });
+
+  it('refuses a message whose transitions do not add up to its entries', () => {
+    const message = JSON.parse(packAudit([entry('a', { moves: '0a' }), entry('b', { moves: '0b' })])) as Record<
+      string,
+      unknown
+    >;
+    expect(unpackAudit({ ...message, moves: '0a' })).toBeNull();
+    expect(unpackAudit({ ...message, moves: '0a 0B' })).toBeNull();
+    expect(unpackAudit({ ...message, moves: 3 })).toBeNull();
+  });
+
   it('gives the stamp back only to the entries that shared it (a host entry without one stays as it was)', () => {
     const entries = [entry('a'), { kind: 'test_marker', n: 1 }, entry('b')];
     expect(unpackAudit(JSON.parse(packAudit(entries)))).toEqual(entries);

@@ -8,6 +8,7 @@ import type { AgentContext, BudgetLimits } from '../machines/context.js';
 import type { AuditEntry } from '../machines/journal.js';
 import { agentMachine } from '../machines/agentMachine.js';
 import { EMPTY_REPLAY, foldAuditEntry, replayAudit } from '../src/audit/replayAudit.js';
+import { chartMoves, moveToken } from '../src/audit/chartMoves.js';
 import { SCENARIO_NAMES, scenarios } from '../examples/booking/scenarios.js';
 import { E17, harness } from './support/harness.js';
 import { ManualClock } from '../src/testing/manualClock.js';
@@ -188,7 +189,7 @@ describe('replayAudit', () => {
     expect(replayed.state).toBe('done');
   });
 
-  describe('on hand-made journals', () => {
+  describe('on hand-made journals written before transitions were recorded', () => {
     const limits: BudgetLimits = {
       modelTurns: 5,
       toolCalls: 5,
@@ -226,7 +227,7 @@ describe('replayAudit', () => {
       calls: out === 'model.toolsProposed' ? 1 : 0,
     });
 
-    it('waits for the user after a question and resumes deciding after the answer', () => {
+    it('folds the question and the answer, and leaves the state unknown (the journal has no record of it)', () => {
       const journal: AuditEntry[] = [
         started,
         requested(1),
@@ -234,24 +235,22 @@ describe('replayAudit', () => {
         { at: 4, turn: 1, kind: 'user_answered', userId: 'E17' },
         requested(2),
       ];
-      expect(replayAudit(journal, 3)).toMatchObject({
-        state: 'awaitingUser',
-        status: 'waiting_for_user',
-        waitingForAnswer: true,
-      });
-      expect(replayAudit(journal, 4)).toMatchObject({ state: 'deciding', status: 'running', waitingForAnswer: false });
+      expect(replayAudit(journal, 3)).toMatchObject({ state: null, recorded: false, waitingForAnswer: true });
+      expect(replayAudit(journal, 4)).toMatchObject({ state: null, recorded: false, waitingForAnswer: false });
       expect(replayAudit(journal)).toMatchObject({
-        state: 'thinking',
+        state: null,
+        visited: [],
+        transitions: [],
         turn: 2,
         budget: { used: { modelTurns: 2, tokens: 1_100 } },
       });
     });
 
-    it('re-asks after unusable output and counts settled tokens', () => {
+    it('counts settled tokens after unusable output, and takes the current state for the last step only', () => {
       const journal: AuditEntry[] = [started, requested(1), output(1, 'model.invalidOutput', 40), requested(2)];
-      expect(replayAudit(journal, 3).state).toBe('reasking');
-      expect(replayAudit(journal).visited).toEqual(['deciding', 'thinking', 'reasking', 'deciding', 'thinking']);
       expect(replayAudit(journal).budget.used.tokens).toBe(1_040);
+      expect(replayAudit(journal, 3, 'thinking').state).toBeNull();
+      expect(replayAudit(journal, 4, 'thinking')).toMatchObject({ state: 'thinking', recorded: false });
     });
 
     it('goes to review when a write stays unknown, without counting the last lookup as a retry', () => {
@@ -299,9 +298,8 @@ describe('replayAudit', () => {
           summary: 'unknown',
         },
       ];
-      expect(replayAudit(journal, 6).state).toBe('executing.reconciling');
       expect(replayAudit(journal, 7).budget.used.retries).toBe(1);
-      const end = replayAudit(journal);
+      const end = replayAudit(journal, journal.length, 'reviewRequired');
       expect(end).toMatchObject({
         state: 'reviewRequired',
         status: 'review_required',
@@ -309,6 +307,46 @@ describe('replayAudit', () => {
       });
       expect(end.lastResults).toEqual([expect.objectContaining({ callId: 'c1', result: 'timeout', effect: 'write' })]);
     });
+  });
+});
+
+describe('replayAudit on recorded transitions', () => {
+  const chart = chartMoves(agentMachine);
+  const token = (source: string, event: string, target: string | null) => {
+    const index = chart.moves.findIndex((m) => m.source === source && m.event === event && m.target === target);
+    expect(index, `${source} ${event} ${target}`).toBeGreaterThanOrEqual(0);
+    return moveToken(index);
+  };
+  const started = { at: 1, turn: 0, kind: 'task_started', userId: 'E17', tenantId: 'acme', scopes: [], goal: 'g' };
+  const journal = (fingerprint: string, second: string): AuditEntry[] =>
+    [
+      { ...started, moves: `${fingerprint}/` },
+      { at: 2, turn: 1, kind: 'model_requested', reservation: { tokens: 0, costMicros: 0 }, moves: second },
+    ] as AuditEntry[];
+
+  it('reads the state, the event, the guard and the chart number of each transition from the chart', () => {
+    const replayed = replayAudit(journal(chart.fingerprint, token('deciding', 'always', 'thinking')));
+    expect(replayed).toMatchObject({ state: 'thinking', status: 'running', recorded: true, chart: chart.fingerprint });
+    expect(replayed.visited).toEqual(['deciding', 'thinking']);
+    const edge = describeChart(agentMachine).edges[replayed.transitions[0]!.edge! - 1]!;
+    expect(replayed.transitions).toEqual([
+      { from: 'deciding', to: 'thinking', seq: 1, event: 'always', guard: null, edge: edge.index },
+    ]);
+    expect([edge.source, edge.target, edge.fallback]).toEqual(['deciding', 'thinking', true]);
+  });
+
+  it('does not read a journal recorded by another chart, nor a transition this chart does not have', () => {
+    expect(replayAudit(journal('otherchart', token('deciding', 'always', 'thinking')))).toMatchObject({
+      state: null,
+      recorded: false,
+    });
+    expect(replayAudit(journal(chart.fingerprint, 'zz'))).toMatchObject({ state: null, recorded: false });
+    expect(replayAudit(journal(chart.fingerprint, 'not moves'))).toMatchObject({ state: null, recorded: false });
+  });
+
+  it('calls a final state reached before its stop entry running, instead of failing', () => {
+    const replayed = replayAudit(journal(chart.fingerprint, token('thinking', 'model.answered', 'answered')));
+    expect(replayed).toMatchObject({ state: 'answered', status: 'running', outcome: null });
   });
 });
 

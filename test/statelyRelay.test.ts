@@ -133,9 +133,18 @@ describe('Stately relay', () => {
 
   it("sends a signed-in viewer its tenant's tasks only, and relays nothing a viewer sends", async () => {
     const OTHER = { userId: 'clerk-9', tenantId: 'other-shop', scopes: CLERK.scopes };
-    const sessions: Record<string, typeof CLERK> = { 'clerk-1': CLERK, 'clerk-9': OTHER };
+    // An operator of the first tenant sees its tasks as over HTTP; a colleague without the scope sees none.
+    const OPERATOR = { ...CLERK, userId: 'ops-1', scopes: [...CLERK.scopes, 'tasks:operate'] };
+    const COLLEAGUE = { ...CLERK, userId: 'clerk-2' };
+    const sessions: Record<string, typeof CLERK> = {
+      'clerk-1': CLERK,
+      'clerk-9': OTHER,
+      'ops-1': OPERATOR,
+      'clerk-2': COLLEAGUE,
+    };
     const inspection = await createStatelyInspection({
       port: 0,
+      operatorScope: 'tasks:operate',
       authenticate: (request) =>
         sessions[/^Bearer (\S+)$/.exec(request.headers.authorization ?? '')?.[1] ?? ''] ?? null,
     });
@@ -143,6 +152,8 @@ describe('Stately relay', () => {
     expect((await fetch(inspection.url)).status).toBe(401);
     const shop = await openViewer(inspection.url, { headers: { authorization: 'Bearer clerk-1' } });
     const other = await openViewer(inspection.url, { headers: { authorization: 'Bearer clerk-9' } });
+    const operator = await openViewer(inspection.url, { headers: { authorization: 'Bearer ops-1' } });
+    const colleague = await openViewer(inspection.url, { headers: { authorization: 'Bearer clerk-2' } });
 
     for (const [principal, taskId] of [
       [CLERK, 'shop-task'],
@@ -161,14 +172,18 @@ describe('Stately relay', () => {
     const late = await openViewer(inspection.url, { headers: { authorization: 'Bearer clerk-1' } });
     await new Promise((resolve) => setTimeout(resolve, 100));
     await inspection.stop();
-    await Promise.all([shop.closed, other.closed, late.closed]);
+    await Promise.all([shop.closed, other.closed, late.closed, operator.closed, colleague.closed]);
 
     const tasksOf = (frames: Record<string, unknown>[]) => new Set(frames.map((f) => f.rootId));
     expect(shop.frames.length).toBeGreaterThan(5);
     expect(tasksOf(shop.frames)).toEqual(new Set(['task:shop-task']));
     expect(tasksOf(other.frames)).toEqual(new Set(['task:other-task']));
     expect(tasksOf(late.frames)).toEqual(new Set(['task:shop-task']));
-    for (const viewer of [shop, other, late]) expect(JSON.stringify(viewer.frames)).not.toContain('task:forged');
+    expect(tasksOf(operator.frames)).toEqual(new Set(['task:shop-task']));
+    expect(operator.frames.map((f) => JSON.stringify(f))).toEqual(shop.frames.map((f) => JSON.stringify(f)));
+    expect(colleague.frames).toEqual([]);
+    for (const viewer of [shop, other, late, operator])
+      expect(JSON.stringify(viewer.frames)).not.toContain('task:forged');
   });
 
   it('shows an approver the task it must decide, from its first frame, and a colleague nothing', async () => {

@@ -4,7 +4,7 @@
  * affected; a process that is SIGKILLed while its tasks hold slots frees them once the lease TTL has run out.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { CapacityError } from '../src/errors.js';
+import { CapacityError, TaskExistsError } from '../src/errors.js';
 import { createOrchestrator } from '../src/orchestrator/orchestrator.js';
 import { RedisStore } from '../src/store/redis/redisStore.js';
 import { E17 } from './support/harness.js';
@@ -71,11 +71,28 @@ describe.skipIf(!redis)('a tenant cap across processes', () => {
         a.orchestrator.start({ principal: OTHER, goal: 'read, then note', taskId: 'g1' }),
       ).resolves.toMatchObject({ state: 'running' });
 
+      // A cancelled task gives its slot back; once another takes it, a retried start of the cancelled one is told the
+      // task exists, not that the tenant is full.
+      const [first] = accepted as [string];
+      const owner = Number(first.slice(1)) % 2 ? a : b;
+      await owner.orchestrator.cancel(first, E17, 'test');
+      expect((await owner.orchestrator.settled(first)).state).toBe('cancelled');
+      await expect(
+        a.orchestrator.start({ principal: E17, goal: 'read, then note', taskId: 'refill' }),
+      ).resolves.toBeTruthy();
+      accepted.splice(0, 1, 'refill');
+      await expect(
+        a.orchestrator.start({ principal: E17, goal: 'read, then note', taskId: 'over' }),
+      ).rejects.toMatchObject({ code: 'tenant_at_capacity' });
+      await expect(
+        b.orchestrator.start({ principal: E17, goal: 'read, then note', taskId: first }),
+      ).rejects.toBeInstanceOf(TaskExistsError);
+
       // The tasks end (their reads answer) and give their slots back: the next start is accepted.
       a.read.release();
       b.read.release();
       for (const taskId of accepted) {
-        const side = Number(taskId.slice(1)) % 2 ? a : b;
+        const side = taskId === 'refill' || Number(taskId.slice(1)) % 2 ? a : b;
         expect((await side.orchestrator.settled(taskId)).state).toBe('answered');
       }
       await expect(

@@ -21,6 +21,8 @@ export interface InspectionRequest {
     open: boolean;
     /** The service's session check: each page then sees only its session's tasks (without: the access key). */
     authenticate?: StatelyInspectionOptions['authenticate'];
+    /** The operators' scope (the service's adminScope): they see every task of their tenant. */
+    operatorScope?: string;
   };
   /** JSON lines of the offline stream to this file (`--inspect-stream`). */
   streamFile?: string;
@@ -64,6 +66,7 @@ export async function startInspection(request: InspectionRequest): Promise<CliIn
         port: request.stately.port,
         open: request.stately.open,
         ...(request.stately.authenticate ? { authenticate: request.stately.authenticate } : {}),
+        ...(request.stately.operatorScope ? { operatorScope: request.stately.operatorScope } : {}),
       });
       consumers.push(stately.inspect);
       stops.push(stately.stop);

@@ -68,6 +68,8 @@ const inspection = values.inspect
         // The relay's page is for signed-in demo users, each seeing the tasks the service would show them (the
         // demo_user cookie reaches the relay: cookies are per host, not per port).
         authenticate: (request) => demoAuthenticate(request as Parameters<typeof demoAuthenticate>[0]),
+        // O1 sees every acme task there, as on the service.
+        operatorScope: 'tasks:operate',
       },
     })
   : null;

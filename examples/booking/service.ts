@@ -50,8 +50,11 @@ export const DEMO_USERS: Record<string, Principal> = {
   E17: { userId: 'E17', tenantId: 'acme', scopes: ['orders:read', 'refunds:write', 'rooms:read', 'rooms:book'] },
   E99: { userId: 'E99', tenantId: 'acme', scopes: ['orders:read', 'refunds:write', 'rooms:read', 'rooms:book'] },
   M1: { userId: 'M1', tenantId: 'acme', scopes: ['refunds:approve'] },
-  /** The tenant's operator: sees and may cancel every acme task (the orchestrator's adminScope). */
-  O1: { userId: 'O1', tenantId: 'acme', scopes: ['tasks:operate'] },
+  /**
+   * The tenant's operator: sees, cancels and erases every acme task (the orchestrator's adminScope), and resolves
+   * the reviews of writes whose outcome is unknown (the policy's review scope).
+   */
+  O1: { userId: 'O1', tenantId: 'acme', scopes: ['tasks:operate', 'tasks:review'] },
   Z5: { userId: 'Z5', tenantId: 'globex', scopes: ['orders:read', 'refunds:write', 'rooms:read', 'rooms:book'] },
 };
 
@@ -230,7 +233,8 @@ function homePage(): string {
     .join('\n');
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>statechart-agent demo service</title>
 <link rel="stylesheet" href="/assets/style.css"></head><body><header><h1>statechart-agent demo service</h1></header><main>
-<p>Sign in as a demo user (a cookie; curl uses <code>Authorization: Bearer E17</code>), then open the approval inbox.</p>
+<p>Sign in as a demo user (a cookie; curl uses <code>Authorization: Bearer E17</code>), then open the approval inbox.
+The operator O1 has a console of every acme task: <a href="/login?user=O1&amp;next=/console">sign in as O1 and open it</a>.</p>
 <ul>${users}</ul><p>API: <a href="/api/openapi.json">/api/openapi.json</a>. A task's live page: <code>/tasks/&lt;taskId&gt;</code>.</p>
 </main></body></html>`;
 }

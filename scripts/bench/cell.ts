@@ -6,6 +6,8 @@ import type { Redis } from 'ioredis';
 import {
   type KeptBytes,
   SentCommands,
+  allocatedSince,
+  allocationMark,
   bytesWritten,
   commandsBetween,
   cpuMark,
@@ -42,6 +44,8 @@ export interface CellResult extends CellRun {
   roundsPerSecond: number;
   mainCpuUsPerRound: number;
   processCpuUsPerRound: number;
+  /** Bytes allocated on the JS heap per round (`allocatedSince`), the whole process while the cell ran; null for a peer in its own process. */
+  allocatedBytesPerRound: number | null;
   /** Acknowledged saves (this project: onSaved; the bare loop: compare-and-sets; LangGraph: checkpoints). */
   savesPerRound: number | null;
   /** Payload kept per round: Redis keys under the cell's prefix, or the SQLite file's growth. */
@@ -115,15 +119,16 @@ export async function measureInProcess(
 }
 
 async function timeDrive(drive: () => Promise<Drive>) {
+  const allocations = allocationMark();
   const cpu = cpuMark();
   const start = performance.now();
   const { rounds, saves } = await drive();
   const wallMs = performance.now() - start;
-  return { rounds, saves, wallMs, cpu: cpuSince(cpu) };
+  return { rounds, saves, wallMs, cpu: cpuSince(cpu), allocated: allocatedSince(allocations) };
 }
 
 function cellFigures(system: SystemName, run: CellRun, timed: Awaited<ReturnType<typeof timeDrive>>) {
-  const { rounds, saves, wallMs, cpu } = timed;
+  const { rounds, saves, wallMs, cpu, allocated } = timed;
   return {
     system,
     ...run,
@@ -132,6 +137,7 @@ function cellFigures(system: SystemName, run: CellRun, timed: Awaited<ReturnType
     roundsPerSecond: rounds / (wallMs / 1000),
     mainCpuUsPerRound: cpu.main / rounds,
     processCpuUsPerRound: cpu.process / rounds,
+    allocatedBytesPerRound: allocated / rounds,
     savesPerRound: saves / rounds,
   };
 }

@@ -92,6 +92,8 @@ export class LangGraphPeer {
       roundsPerSecond: r.roundsPerSecond,
       mainCpuUsPerRound: r.mainCpuUsPerRound,
       processCpuUsPerRound: r.processCpuUsPerRound,
+      // Measured in its own process, not counted there.
+      allocatedBytesPerRound: null,
       savesPerRound: r.checkpointsPerRound,
       storedBytesPerRound: r.storedBytesPerRound,
       redis: null,

@@ -5,6 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import type { EventLoopUtilization } from 'node:perf_hooks';
+import { GCProfiler, getHeapStatistics } from 'node:v8';
 import type { Redis } from 'ioredis';
 
 // --- CPU -------------------------------------------------------------------------------------------------------
@@ -45,6 +46,36 @@ export function cpuSince(mark: CpuMark): { main: number; process: number } {
   const main =
     mark.main !== null && now !== null ? now - mark.main : performance.eventLoopUtilization(mark.loop).active * 1000;
   return { main, process: used.user + used.system };
+}
+
+// --- allocations -----------------------------------------------------------------------------------------------
+
+export interface AllocationMark {
+  profiler: GCProfiler;
+  used: number;
+}
+
+/** Starts counting the bytes the JS heap allocates (`allocatedSince`). One mark at a time. */
+export function allocationMark(): AllocationMark {
+  const profiler = new GCProfiler();
+  profiler.start();
+  return { profiler, used: getHeapStatistics().used_heap_size };
+}
+
+/**
+ * Bytes allocated on the JS heap since `mark`: what each collection found in use beyond what the previous one
+ * (or the mark) left, plus the growth after the last one. Buffers outside the heap do not count.
+ */
+export function allocatedSince(mark: AllocationMark): number {
+  const end = getHeapStatistics().used_heap_size;
+  const { statistics } = mark.profiler.stop();
+  let allocated = 0;
+  let left = mark.used;
+  for (const gc of statistics) {
+    allocated += Math.max(0, gc.beforeGC.heapStatistics.usedHeapSize - left);
+    left = gc.afterGC.heapStatistics.usedHeapSize;
+  }
+  return allocated + Math.max(0, end - left);
 }
 
 // --- Redis commands --------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@
  * Progress goes to stderr; the table (markdown) to stdout.
  */
 import { once } from 'node:events';
+import { Redis } from 'ioredis';
 import { type Server, Socket, createServer } from 'node:net';
 import { createOrchestrator } from '../../src/orchestrator/orchestrator.js';
 import { RedisStore } from '../../src/store/redis/redisStore.js';
@@ -63,6 +64,48 @@ async function delayingProxy(port: number, delayMs: number): Promise<{ port: num
 const orchestratorOn = (store: RedisStore) =>
   createOrchestrator({ tools: [], model: silentModel, store, expirySweepMs: 0 });
 
+/** Commands Redis has run so far (INFO stats), so a row can count what its step cost. */
+async function commandsRun(client: Redis): Promise<number> {
+  const info = await client.info('stats');
+  return Number(/total_commands_processed:(\d+)/.exec(info)?.[1] ?? NaN);
+}
+
+/**
+ * One sweep over tasks a live process holds, both ways: as the sweep ran before (every running task's summary listed,
+ * then a lease script tried on each, 32 at a time) and as it runs now (`leases.orphans`: the running ids, then their
+ * leases' EXISTS, pipelined).
+ */
+async function sweepOverHeldTasks(url: string, prefix: string): Promise<string[]> {
+  const store = new RedisStore({ url, prefix });
+  const client = new Redis(url);
+  const rows: string[] = [];
+  try {
+    const time = async (name: string, sweep: () => Promise<number>) => {
+      const before = await commandsRun(client);
+      const started = performance.now();
+      const found = await sweep();
+      const ms = performance.now() - started;
+      const commands = (await commandsRun(client)) - before - 1;
+      rows.push(`| ${name} | ${ms.toFixed(0)} | ${commands.toLocaleString('en')} | ${found} |`);
+    };
+    await time('every running task tried (before)', async () => {
+      const ids = (await store.list({ states: ['running'] })).map((summary) => summary.taskId);
+      let found = 0;
+      let next = 0;
+      const worker = async () => {
+        while (next < ids.length) if (await store.acquireAndRead(ids[next++]!, 15_000)) found += 1;
+      };
+      await Promise.all(Array.from({ length: 32 }, worker));
+      return found;
+    });
+    await time('orphans listed (now)', async () => (await store.leases.orphans!(10_000)).length);
+  } finally {
+    await store.close();
+    client.disconnect();
+  }
+  return rows;
+}
+
 async function main(): Promise<void> {
   const redis: RedisServer = await startRedisServer();
   const redisPort = Number(new URL(redis.url).port);
@@ -80,6 +123,7 @@ async function main(): Promise<void> {
         ),
       );
     }
+    const sweepRows = await sweepOverHeldTasks(redis.url, prefix);
     await first.close();
     await firstStore.close();
 
@@ -107,6 +151,14 @@ async function main(): Promise<void> {
     console.log('| Redis | concurrency | tasks | recover() s | tasks/s |');
     console.log('|---|---|---|---|---|');
     for (const row of rows) console.log(row);
+    console.log('');
+    console.log(
+      `One orphan sweep while a live process holds all ${TASKS.toLocaleString('en')} tasks (nothing to take over):`,
+    );
+    console.log('');
+    console.log('| sweep | ms | Redis commands | orphans found |');
+    console.log('|---|---|---|---|');
+    for (const row of sweepRows) console.log(row);
   } finally {
     proxy.server.close();
     await redis.stop();

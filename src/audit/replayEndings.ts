@@ -1,21 +1,11 @@
 /**
- * The fold's steps for how a task pauses and ends: the user's presence (the two pause states), the undoing of a
- * stop's writes (`stopping`, then a batch of compensations), and the stop itself (through `stopping` to its final
- * state). See `replayFold.ts` for the rest.
+ * The fold's steps for how a task pauses and ends: the user's presence, the undoing of a stop's writes (a batch of
+ * compensations), and the stop itself. Pure data, like `replayFold.ts`.
  */
-import type { FinalStatus } from '../../machines/context.js';
 import { MODEL_FAILURE_CODES } from '../../machines/failures.js';
 import type { AuditEntry } from '../../machines/journal.js';
-import type { FoldMoves } from './replayFoldMoves.js';
+import type { FoldHelpers } from './replayFoldHelpers.js';
 import type { ReplayedTask } from './replayedTask.js';
-
-const FINAL_STATE: Record<FinalStatus, string> = {
-  done: 'done',
-  answered: 'answered',
-  failed: 'failed',
-  budget_exhausted: 'budgetExhausted',
-  cancelled: 'cancelled',
-};
 
 type EndingEntry = Extract<
   AuditEntry,
@@ -29,21 +19,10 @@ export const ENDING_KINDS: ReadonlySet<AuditEntry['kind']> = new Set([
   'task_stopped',
 ]);
 
-export function applyEnding(task: ReplayedTask, entry: EndingEntry, moves: FoldMoves): void {
-  const { enter, enterExecuting, inExecuting, stoppedAt, decide } = moves;
+export function applyEnding(task: ReplayedTask, entry: EndingEntry, helpers: FoldHelpers): void {
+  const { decide } = helpers;
   switch (entry.kind) {
     case 'presence':
-      if (entry.action === 'paused') {
-        // Before a write of an open batch, or before the next model turn once the batch is done.
-        const open = task.lastResults.some((r) => r.result === null);
-        if (open && inExecuting()) enterExecuting('pausedBeforeWrite');
-        else {
-          enter('deciding');
-          enter('paused');
-        }
-      }
-      if (entry.action === 'resumed')
-        enter(task.state === 'executing.pausedBeforeWrite' ? 'executing.selecting' : 'deciding');
       decide({
         kind: 'user',
         name: `user ${entry.action}`,
@@ -55,7 +34,7 @@ export function applyEnding(task: ReplayedTask, entry: EndingEntry, moves: FoldM
       });
       break;
     case 'compensation_started':
-      stoppedAt(entry.reason.code);
+      helpers.undoLookupRetry();
       decide({
         kind: 'compensation',
         name: 'started',
@@ -65,13 +44,10 @@ export function applyEnding(task: ReplayedTask, entry: EndingEntry, moves: FoldM
         tool: null,
         callId: null,
       });
-      enter('stopping');
       // The compensating calls are vetted and run like a batch of proposals.
       task.lastResults = [];
-      enter('vetting.choosing');
       break;
     case 'compensation_finished':
-      enterExecuting('selecting');
       for (const c of entry.compensations) {
         decide({
           kind: 'compensation',
@@ -85,9 +61,9 @@ export function applyEnding(task: ReplayedTask, entry: EndingEntry, moves: FoldM
       }
       break;
     case 'task_stopped':
-      stoppedAt(entry.reason.code);
+      helpers.undoLookupRetry();
       // A turn that failed without a reply is charged nothing (a cancel leaves its reservation charged).
-      if ((MODEL_FAILURE_CODES as readonly string[]).includes(entry.reason.code)) moves.holdReservation(false);
+      if ((MODEL_FAILURE_CODES as readonly string[]).includes(entry.reason.code)) helpers.holdReservation(false);
       decide({
         kind: 'stop',
         name: entry.status,
@@ -100,9 +76,6 @@ export function applyEnding(task: ReplayedTask, entry: EndingEntry, moves: FoldM
       task.outcome = { status: entry.status, reason: entry.reason };
       task.pendingConfirmation = null;
       task.waitingForAnswer = false;
-      // Every stop but a met goal or an answer passes through `stopping` (where compensations would start).
-      if (entry.status !== 'done' && entry.status !== 'answered') enter('stopping');
-      enter(FINAL_STATE[entry.status]);
       break;
   }
 }

@@ -1,13 +1,16 @@
 /**
- * The fold's step for sub-tasks: the child's share taken from the parent (`reserved`; its money is counted by the
- * `tool_started` entry before it), the parent waiting once the child started, the unspent share given back when
- * the child's outcome came back, and the whole share given back when the start did not happen. See `replayFold.ts` for the rest.
+ * The fold's step for sub-tasks, data only: the child's share taken from the parent (`reserved`; its money is counted
+ * by the `tool_started` entry before it), the unspent share given back when the child's outcome came back
+ * (`finished`), and the whole share given back when the start did not happen (`released`). The states come from the
+ * recorded transitions, as for every entry. See `replayFold.ts` for the rest.
  */
+import type { BudgetCounters } from '../../machines/context.js';
 import type { AuditEntry } from '../../machines/journal.js';
-import type { FoldMoves } from './replayFoldMoves.js';
+import type { FoldHelpers } from './replayFoldHelpers.js';
 
-export function foldSubtask(entry: Extract<AuditEntry, { kind: 'subtask' }>, moves: FoldMoves): void {
-  const { used, enter, decide } = moves;
+const COUNTERS = ['modelTurns', 'toolCalls', 'writes', 'retries', 'tokens', 'costMicros', 'money'] as const;
+
+export function foldSubtask(entry: Extract<AuditEntry, { kind: 'subtask' }>, { used, decide }: FoldHelpers): void {
   decide({
     kind: 'subtask',
     name: entry.action,
@@ -17,16 +20,9 @@ export function foldSubtask(entry: Extract<AuditEntry, { kind: 'subtask' }>, mov
     tool: entry.tool,
     callId: entry.callId,
   });
-  if (entry.action === 'reserved' && entry.share) {
-    for (const key of ['modelTurns', 'toolCalls', 'writes', 'retries', 'tokens', 'costMicros'] as const)
-      used[key] += entry.share[key];
-  } else if (entry.action === 'started') {
-    enter('executing.awaitingSubtask');
-  } else if (entry.action === 'finished') {
-    for (const key of Object.keys(used) as (keyof typeof used)[]) used[key] -= entry.returned?.[key] ?? 0;
-    enter('executing.selecting');
-  } else if (entry.action === 'released') {
-    // The start did not happen: the whole share went back (the entry that said so moved the state).
-    for (const key of Object.keys(used) as (keyof typeof used)[]) used[key] -= entry.returned?.[key] ?? 0;
-  }
+  const add = (amounts: BudgetCounters | undefined, sign: number, skip?: keyof BudgetCounters) => {
+    for (const key of COUNTERS) if (key !== skip) used[key] += sign * (amounts?.[key] ?? 0);
+  };
+  if (entry.action === 'reserved') add(entry.share, 1, 'money');
+  else if (entry.action === 'finished' || entry.action === 'released') add(entry.returned, -1);
 }

@@ -74,21 +74,41 @@ export interface ReplayedDecision {
   callId: string | null;
 }
 
+/** A transition the task took, as the runtime recorded it (`src/audit/chartMoves.ts`). */
 export interface ReplayedTransition {
   from: string;
   to: string;
-  /** The audit entry that showed it (its index in the journal). */
+  /** The audit entry it was recorded in (its index in the journal). */
   seq: number;
+  /** Its event (`always` for an eventless one), and its guard as text (null when it has none). */
+  event: string;
+  guard: string | null;
+  /**
+   * Its number in the chart's transition list, as the diagrams number it (`describeChart(...).edges[n - 1]`); null
+   * when an earlier chart recorded it (`chartHistory.ts`), whose numbering today's diagrams do not share.
+   */
+  edge: number | null;
 }
 
 export interface ReplayedTask {
   /** Entries folded so far. */
   step: number;
-  /** The machine state as a dotted path (`executing.awaitingConfirmation`); null before `task_started`. */
+  /**
+   * The machine state as a dotted path (`executing.awaitingConfirmation`), as the runtime recorded it; null before
+   * `task_started`, and where the journal holds no record of it (see `recorded`).
+   */
   state: string | null;
+  /**
+   * Whether `state` is what the runtime recorded. False for entries written before transitions were recorded (or
+   * recorded by another version of the chart): the state is then unknown (null), except where the caller gave the
+   * task's current state for the journal's end (`replayAudit`'s `current`).
+   */
+  recorded: boolean;
+  /** The chart fingerprint the journal declared last (the `moves` of the first entry of each save). */
+  chart: string | null;
   status: ReplayStatus;
   turn: number;
-  /** Every state entered, in order (a state entered twice appears twice). */
+  /** Every state entered, in order (a state entered twice appears twice), as far as recorded. */
   visited: string[];
   transitions: ReplayedTransition[];
   budget: { limits: BudgetLimits | null; used: BudgetCounters };
@@ -106,6 +126,4 @@ export interface ReplayedTask {
   turnReservation: ModelReservation | null;
   /** The turn's reservation is debited now (given back while waiting out an outage, and when the turn fails). */
   reservationHeld?: boolean;
-  /** The task follows a host-defined workflow: its turns and calls start from `following`. */
-  following?: boolean;
 }

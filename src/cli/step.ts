@@ -283,12 +283,14 @@ class StepSession {
 
   private async showAt(n: number): Promise<ReplayedTask> {
     const audit = await this.orchestrator.audit(this.taskId);
-    const replayed = replayAudit(audit, n);
+    const status = await this.orchestrator.status(this.taskId);
+    // A journal written before transitions were recorded: its last step is the state the task is in now.
+    const replayed = replayAudit(audit, n, status.stateValue);
     if (n > audit.length) console.log(`(the journal has ${audit.length} entries; showing the last step)`);
     console.log(formatReplay(replayed, audit));
     if (this.inspection) {
       // Time travel in the inspector too: the task's actor shows the state of step N.
-      this.inspection.showStep({ taskId: this.taskId, replayed, access: await this.orchestrator.status(this.taskId) });
+      this.inspection.showStep({ taskId: this.taskId, replayed, access: status });
       console.log(`inspector  task:${this.taskId} shows step ${replayed.step}`);
     }
     return replayed;

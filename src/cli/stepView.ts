@@ -115,7 +115,7 @@ export function formatReplay(replayed: ReplayedTask, entries: readonly AuditEntr
   const n = replayed.step;
   const lines = [
     `at ${n} of ${entries.length} (the task after its first ${n} audit entr${n === 1 ? 'y' : 'ies'}; at 0 is before it started)`,
-    `  state     ${replayed.state ?? '(not started)'} · ${replayed.status} · turn ${replayed.turn}`,
+    `  state     ${replayed.state ?? (n === 0 ? '(not started)' : '(not recorded: an entry written before transitions were)')} · ${replayed.status} · turn ${replayed.turn}`,
     `  budget    ${formatBudget(replayed.budget.used, replayed.budget.limits)}`,
   ];
   const pending = replayed.pendingConfirmation;
@@ -141,6 +141,12 @@ export function formatReplay(replayed: ReplayedTask, entries: readonly AuditEntr
   }
   if (replayed.outcome) lines.push(`  outcome   ${replayed.outcome.status}: ${replayed.outcome.reason.code}`);
   lines.push(`  path      ${replayed.visited.join(' → ') || '(none)'}`);
+  // The transitions the last entry recorded: event, guard, and where they went.
+  const last = replayed.transitions.filter((t) => t.seq === n - 1);
+  for (const [i, t] of last.entries())
+    lines.push(
+      `  ${i === 0 ? 'moved     ' : '          '}${t.from} → ${t.to} on ${t.event}${t.guard ? ` [${t.guard}]` : ''}${t.edge === null ? '' : ` (#${t.edge})`}`,
+    );
   lines.push('  decisions');
   const trace = formatTrace(entries.slice(0, n), { indent: '    ', verbose: true });
   lines.push(trace || '    (none)');

@@ -37,12 +37,14 @@ import {
   TaskExistsError,
   TaskNotFoundError,
   TaskQuarantinedError,
+  TaskRunningError,
 } from '../errors.js';
 import type { AgentErrorCode } from '../errorCodes.js';
 import type { Orchestrator } from '../orchestrator/orchestrator.js';
 import { type Authenticate, originsOf } from './access.js';
 import { type ServiceContext, createContext } from './context.js';
 import { registerDecisionRoutes } from './decisions.js';
+import { registerOperatorRoutes } from './operatorRoutes.js';
 import { type OpenApiOptions, type RouteDoc, openApiDocument } from './openapi.js';
 import { registerPages } from './pages.js';
 import { PROBLEM_MEDIA_TYPE, problemOf } from './problem.js';
@@ -147,6 +149,7 @@ export async function agentService(app: FastifyInstance, options: AgentServiceOp
   app.addHook('preClose', async () => ctx.streams.closeAll());
   registerReadRoutes(app, ctx, docs);
   registerDecisionRoutes(app, ctx, docs);
+  registerOperatorRoutes(app, ctx, docs);
   const document = openApiDocument(docs, app.prefix, {
     ...options.openapi,
     info: { ...(options.title ? { title: options.title } : {}), ...options.openapi?.info },
@@ -228,6 +231,8 @@ function libraryErrorResponse(error: FastifyError | Error): { statusCode: number
     return { statusCode: 404, body: { code: error.code, message: error.message } };
   if (error instanceof TaskQuarantinedError)
     return { statusCode: 409, body: { code: error.code, message: error.message } };
+  // Erasing a task this process runs needs cancelRunning (the operator's erase route).
+  if (error instanceof TaskRunningError) return { statusCode: 409, body: { code: error.code, message: error.message } };
   if (error instanceof TaskBusyError) return { statusCode: 503, body: { code: error.code, message: error.message } };
   // The store away, or this process too busy to hear it (process_overloaded): another instance, or a moment, helps.
   if (error instanceof StoreUnavailableError)
@@ -247,6 +252,8 @@ function libraryErrorResponse(error: FastifyError | Error): { statusCode: number
     switch (error.code) {
       case 'settle_timeout':
         return { statusCode: 504, body: { code: error.code, message: error.message } };
+      case 'erasure_unsupported':
+        return { statusCode: 501, body: { code: error.code, message: error.message } };
       case 'orchestrator_draining':
       case 'orchestrator_closed':
         return { statusCode: 503, body: { code: error.code, message: error.message } };

@@ -1,7 +1,8 @@
 /**
- * The service's own pages: the approval inbox (`/inbox`) and the live task page (`/tasks/:taskId`), plain HTML,
- * CSS and browser JavaScript from `src/http/pages/`, served by the plugin itself (no bundler, no third-party script,
- * nothing loaded from elsewhere: they work offline). The Content-Security-Policy allows only this origin's scripts,
+ * The service's own pages: the approval inbox (`/inbox`), the operator console (`/console`) and the live task page
+ * (`/tasks/:taskId`, with its history and operator panel), plain HTML, CSS and browser JavaScript from
+ * `src/http/pages/`, served by the plugin itself (no bundler, no third-party script, nothing loaded from elsewhere:
+ * they work offline). The Content-Security-Policy allows only this origin's scripts,
  * styles and connections, and no framing.
  */
 import { readFile } from 'node:fs/promises';
@@ -14,6 +15,8 @@ const ASSETS: Record<string, string> = {
   'common.js': 'text/javascript; charset=utf-8',
   'inbox.js': 'text/javascript; charset=utf-8',
   'task.js': 'text/javascript; charset=utf-8',
+  'console.js': 'text/javascript; charset=utf-8',
+  'operator.js': 'text/javascript; charset=utf-8',
   'chart.js': 'text/javascript; charset=utf-8',
   'style.css': 'text/css; charset=utf-8',
 };
@@ -45,6 +48,11 @@ export function registerPages(app: FastifyInstance, base: string): void {
     secure(reply)
       .type('text/html; charset=utf-8')
       .send(await html('inbox.html')),
+  );
+  app.get('/console', async (_request, reply) =>
+    secure(reply)
+      .type('text/html; charset=utf-8')
+      .send(await html('console.html')),
   );
   app.get('/tasks/:taskId', async (_request, reply) =>
     secure(reply)

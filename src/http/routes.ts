@@ -10,6 +10,7 @@ import { replayAudit } from '../audit/replayAudit.js';
 import { allowedCommands } from '../cli/stepView.js';
 import type { TaskStatus } from '../orchestrator/orchestrator.js';
 import { taskStatusSchema } from '../orchestrator/statusSchema.js';
+import type { TaskSummary } from '../store/summary.js';
 import { type Access, accessOf, decidesPending } from './access.js';
 import { chartLayout } from './chartLayout.js';
 import { type ServiceContext, parse } from './context.js';
@@ -144,7 +145,7 @@ export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, do
       operationId: 'listTasks',
       url: '/api/tasks',
       summary:
-        "Tasks the caller may see: theirs, those waiting for their approval, and (an operator) their tenant's; filtered and paged",
+        "Tasks the caller may see: theirs, those waiting for their approval, and (an operator) their tenant's; filtered (state, what it waits for, tool, user, id, age) and paged",
       query: listQuerySchema,
       response: z.object({ tasks: z.array(summarySchema) }),
       errors: { 400: ['invalid_query'] },
@@ -154,24 +155,37 @@ export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, do
       const query = parse(listQuerySchema, request.query, 'query', 'invalid_query');
       const tasks = [];
       const operator = orchestrator.adminScope !== null && principal.scopes.includes(orchestrator.adminScope);
-      const now = ctx.clock.now();
       let skipped = 0;
-      for (const summary of await orchestrator.list(query.state ? { states: query.state } : {})) {
-        if (summary.tenantId !== principal.tenantId) continue;
-        if (query.user && summary.userId !== query.user) continue;
-        if (query.q && !summary.taskId.includes(query.q)) continue;
-        if (query.olderThanMs !== undefined && now - summary.createdAt < query.olderThanMs) continue;
+      // An operator sees every task the search finds, so the search pages, and reads no status past the page.
+      const searchPages = operator && !query.waiting;
+      const found = await orchestrator.search({
+        tenantId: principal.tenantId,
+        ...(query.state ? { states: query.state } : {}),
+        ...(query.waitingFor ? { waitingFor: query.waitingFor } : {}),
+        ...(query.tool ? { tool: query.tool } : {}),
+        ...(query.user ? { userId: query.user } : {}),
+        ...(query.q ? { idContains: query.q } : {}),
+        ...(query.olderThanMs !== undefined ? { createdAtMost: ctx.clock.now() - query.olderThanMs } : {}),
+        ...(searchPages ? { offset: query.offset ?? 0, ...(query.limit ? { limit: query.limit } : {}) } : {}),
+        // Someone else's task is read only if it may wait for this caller's approval (decided below on its status).
+        ...(operator
+          ? {}
+          : {
+              mayShow: (s: TaskSummary) => s.userId === principal.userId || s.state === 'waiting_for_confirmation',
+            }),
+      });
+      for (const summary of found) {
         const mine = summary.userId === principal.userId;
         let access: 'owner' | 'approver' | 'operator' = mine ? 'owner' : 'operator';
         // Someone else's task is visible to a non-operator only while it waits for a confirmation they may approve.
         if (!mine && !operator && summary.state !== 'waiting_for_confirmation') continue;
         if ((!mine && !operator) || query.waiting) {
           const status = await orchestrator.status(summary.taskId);
-          const found = accessOf(principal, status, orchestrator.adminScope);
-          if (!found || found === 'decided' || (query.waiting && !waitsFor(principal, status))) continue;
-          access = found;
+          const seen = accessOf(principal, status, orchestrator.adminScope);
+          if (!seen || seen === 'decided' || (query.waiting && !waitsFor(principal, status))) continue;
+          access = seen;
         }
-        if (query.offset && skipped < query.offset) {
+        if (!searchPages && query.offset && skipped < query.offset) {
           skipped += 1;
           continue;
         }
@@ -260,7 +274,19 @@ export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, do
                 () => true,
                 () => false,
               );
-      await streamTaskEvents(request, reply, orchestrator, status.taskId, resume, ctx.sse, stillVisible, ctx.streams);
+      // The live model text is the transcript as it is written: for those who may read the history (operatorRoutes).
+      const modelText = access === 'owner' || access === 'operator';
+      await streamTaskEvents(
+        request,
+        reply,
+        orchestrator,
+        status.taskId,
+        resume,
+        ctx.sse,
+        stillVisible,
+        ctx.streams,
+        modelText,
+      );
       return reply;
     },
   );
@@ -284,7 +310,8 @@ export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, do
       const { at } = parse(replayQuerySchema, request.query, 'query', 'invalid_query');
       const { status } = await ctx.visible(principal, taskId);
       const audit = await orchestrator.audit(status.taskId);
-      const replay = replayAudit(audit, at ?? audit.length);
+      // A journal written before transitions were recorded: its last step is the state the task is in now.
+      const replay = replayAudit(audit, at ?? audit.length, status.stateValue);
       ctx.inspector?.showStep({ taskId: status.taskId, replayed: replay, access: status });
       return { auditLength: audit.length, replay };
     },

@@ -13,6 +13,7 @@ import {
 import { startRequestSchema } from '../orchestrator/options.js';
 import { TASK_STATES, type TaskState, taskSummarySchema } from '../store/summary.js';
 import { taskStatusSchema } from '../orchestrator/statusSchema.js';
+import { WAITING_REASONS, type WaitingReason } from '../orchestrator/taskSearch.js';
 
 /** A task id as the orchestrator takes it. */
 const id = startRequestSchema.shape.taskId.unwrap();
@@ -56,20 +57,26 @@ export const CALLER_FORBIDDEN_FIELDS: readonly string[] = Object.keys(startReque
   (field) => !Object.hasOwn(startBodySchema.shape, field),
 );
 
-const stateList = z
-  .string()
-  .max(512)
-  .transform((text) =>
-    text
-      .split(',')
-      .map((s) => s.trim())
-      .filter(Boolean),
-  )
-  .pipe(z.array(z.enum(TASK_STATES as [TaskState, ...TaskState[]])).min(1));
+/** A comma-separated list of `values`. */
+const listOf = <V extends string>(values: readonly V[]) =>
+  z
+    .string()
+    .max(512)
+    .transform((text) =>
+      text
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    )
+    .pipe(z.array(z.enum(values as [V, ...V[]])).min(1));
 
 export const listQuerySchema = z.strictObject({
   /** Comma-separated task states. */
-  state: stateList.optional(),
+  state: listOf<TaskState>(TASK_STATES).optional(),
+  /** Comma-separated: what the task waits for (confirmation, approval, answer, model, review, user_away). */
+  waitingFor: listOf<WaitingReason>(WAITING_REASONS).optional(),
+  /** Only tasks waiting on a call of this tool (its confirmation, or the review of its write). */
+  tool: z.string().min(1).max(128).optional(),
   /** `me`: only tasks waiting for a decision of the caller (a confirmation they may give, their question). */
   waiting: z.literal('me').optional(),
   /** Only the tasks of this user (an operator's filter; anyone else sees their own anyway). */
@@ -115,6 +122,10 @@ export const emptyBodySchema = z.strictObject({});
 export const summarySchema = taskSummarySchema.omit({ wakeAt: true }).extend({
   /** Why the caller sees it: their own task, a confirmation they may approve, or (an operator) their tenant's. */
   access: z.enum(['owner', 'approver', 'operator']),
+  /** What it waits for, null when it waits for nothing (running, finished). */
+  waitingFor: z.enum(WAITING_REASONS).nullable(),
+  /** The tool it waits on (its pending confirmation's, or the reviewed write's), else null. */
+  tool: z.string().nullable(),
 });
 
 export const decisionResultSchema = z.strictObject({
@@ -203,6 +214,67 @@ export const sessionSchema = z.strictObject({
   /** Send it as `x-csrf-token` with every decision made from a browser (a request that carries cookies). */
   csrfToken: z.string(),
   stepping: z.boolean(),
+});
+
+/** A reviewer's finding about the held write (`orchestrator.resolveReview`); `result` only with `happened`. */
+export const reviewBodySchema = z
+  .strictObject({
+    resolution: z.enum(['happened', 'not_happened', 'retry']),
+    /** What the write did, as its tool's output (checked against the tool's output schema): with `happened` only. */
+    result: z.unknown().optional(),
+    note: z.string().min(1).max(256).optional(),
+  })
+  .refine((body) => body.resolution === 'happened' || body.result === undefined, {
+    message: 'result goes with resolution happened only',
+    path: ['result'],
+  })
+  .refine((body) => body.resolution !== 'happened' || body.result !== undefined, {
+    message: 'resolution happened needs the result the reviewer found',
+    path: ['result'],
+  });
+
+/** Why the task is erased, as a short code kept in its tombstone (`gdpr_erasure`): never personal data. */
+export const eraseBodySchema = z.strictObject({
+  reason: z.string().regex(/^[a-z0-9_.:-]{1,64}$/, 'a short code such as gdpr_erasure (a-z, 0-9, _ . : -)'),
+  /** Cancel the task first when this process runs it (a write in flight is reconciled); default false: 409. */
+  cancelRunning: z.boolean().optional(),
+});
+
+export const tombstoneSchema = z.strictObject({
+  schemaVersion: z.number(),
+  taskId: z.string(),
+  erasedAt: z.number(),
+  reason: z.string(),
+  /** Who erased it (`tenant:user` over HTTP). */
+  by: z.string().nullable(),
+  removed: z.strictObject({
+    snapshot: z.boolean(),
+    audit: z.number(),
+    transcript: z.number(),
+    quarantine: z.boolean(),
+  }),
+});
+
+export const historySchema = z.strictObject({
+  taskId: z.string(),
+  state: z.enum(TASK_STATES as [TaskState, ...TaskState[]]),
+  /** The transcript (what the model was shown, redacted as stored) grouped by model turn. */
+  turns: z.array(z.strictObject({ turn: z.number(), entries: z.array(z.unknown()) })),
+  /** Every call the model proposed, with its result (redacted as stored) or where it stands. */
+  calls: z.array(
+    z.strictObject({
+      callId: z.string(),
+      tool: z.string(),
+      turn: z.number(),
+      /** The arguments as the model wrote them, redacted as stored. */
+      arguments: z.string(),
+      phase: z.enum(['finished', 'awaiting_confirmation', 'outcome_unknown', 'pending', 'not_run']),
+      /** Its observation (redacted as stored), or null while it has none. */
+      result: z.unknown(),
+    }),
+  ),
+  /** The task's audit trail, each entry with its `seq`. */
+  audit: z.array(z.unknown()),
 });
 
 export type StartBody = z.infer<typeof startBodySchema>;

@@ -7,6 +7,11 @@
  * that id, so nothing is lost and nothing is sent twice. When the task has ended and every entry was sent, an
  * `end` event (no id) closes the stream.
  *
+ * While a model turn is written by a streaming adapter in this process, `model_text` events (no id) carry its text,
+ * redacted: `{ kind: 'text', turn, attempt, text, replace }` to append (or, with `replace`, to show instead), and
+ * `{ kind: 'discarded', turn, attempt }` when the attempt failed. They are not journal entries: a reconnect does not
+ * get them again, and the turn's entry, when it comes, is the record.
+ *
  * New entries are read when the task is saved, wherever it is driven (`orchestrator.watchTask`): on a store that
  * announces saves (Redis: pub/sub published by the save script; MemoryStore) every API instance hears of every save
  * at once and reads the journal from the last entry it sent, so entries arrive in order, without gap or duplicate,
@@ -16,7 +21,7 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AuditEntry } from '../../machines/journal.js';
-import { EMPTY_REPLAY, type ReplayedTask, foldAuditEntry } from '../audit/replayAudit.js';
+import { EMPTY_REPLAY, type ReplayedTask, atCurrentState, foldAuditEntry } from '../audit/replayAudit.js';
 import type { AuditRecord, Orchestrator } from '../orchestrator/orchestrator.js';
 import { serviceError } from './serviceError.js';
 
@@ -93,6 +98,11 @@ export async function streamTaskEvents(
    * EventSource reconnects (to another instance behind the balancer) with Last-Event-ID and misses nothing.
    */
   streams?: OpenStreams,
+  /**
+   * Whether the caller gets `model_text`: the turns' text is the transcript as it is written (it may quote tools'
+   * results), so only for those who may read the task's history (its user, an operator), not an approver.
+   */
+  modelText = true,
 ): Promise<void> {
   const history = await orchestrator.audit(taskId);
   if (resume && resume.seq >= history.length) {
@@ -102,6 +112,8 @@ export async function streamTaskEvents(
       `event ${resume.seq} was never sent: the task has ${history.length} entries`,
     );
   }
+  // A journal written before transitions were recorded: its last entry shows the state the task is in now.
+  const current = history.length > 0 && history.at(-1)!.moves === undefined ? await orchestrator.status(taskId) : null;
   reply.hijack();
   const raw = reply.raw;
   raw.writeHead(200, {
@@ -122,6 +134,7 @@ export async function streamTaskEvents(
     const before = replayed.status;
     const { seq, ...entry } = record;
     replayed = foldAuditEntry(replayed, entry as AuditEntry, seq);
+    if (current && seq === history.length - 1) replayed = atCurrentState(replayed, current.stateValue);
     next = seq + 1;
     if (!skipEntry) {
       const data = { seq, kind: entry.kind, entry: record, state: replayed.state, status: replayed.status };
@@ -170,6 +183,14 @@ export async function streamTaskEvents(
     if (change.kind === 'saved' && change.audit <= next) return;
     pump();
   });
+  // The model's text as it is written (streaming adapters, tasks driven in this process): redacted, ephemeral, and
+  // without an id, so a reconnect resumes the journal where it was and never asks for text again.
+  const unwatchText = modelText
+    ? orchestrator.watchModelText(taskId, (event) => {
+        const { taskId: _task, ...data } = event;
+        write(`event: model_text\ndata: ${JSON.stringify(data)}\n\n`);
+      })
+    : () => {};
   const livePollMs = options.livePollMs ?? 30_000;
   const poll = setInterval(
     () => {
@@ -181,6 +202,7 @@ export async function streamTaskEvents(
   function stop() {
     closed = true;
     watch.stop();
+    unwatchText();
     clearInterval(poll);
     clearInterval(heartbeat);
   }

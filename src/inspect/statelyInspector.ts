@@ -44,6 +44,11 @@ export interface StatelyInspectionOptions {
   authenticate?: (request: RelayRequest) => Principal | null | Promise<Principal | null>;
   /** Origins besides the relay's own whose pages may open its WebSocket (e.g. behind a proxy). */
   allowedOrigins?: readonly string[];
+  /**
+   * The operators' scope (pass the orchestrator's `adminScope`): a signed-in holder sees every task of its tenant,
+   * as over HTTP. Default none: viewers see their own tasks and those they must approve.
+   */
+  operatorScope?: string;
   /** How long a page's one-time WebSocket token stays valid (default 60 s). */
   tokenTtlMs?: number;
 }
@@ -98,6 +103,7 @@ export async function createStatelyInspection(options: StatelyInspectionOptions 
       inspectorUrl: options.inspectorUrl ?? 'https://stately.ai/inspect',
       ...(options.authenticate ? { authenticate: options.authenticate } : {}),
       ...(options.allowedOrigins ? { allowedOrigins: options.allowedOrigins } : {}),
+      ...(options.operatorScope !== undefined ? { operatorScope: options.operatorScope } : {}),
       ...(options.tokenTtlMs !== undefined ? { tokenTtlMs: options.tokenTtlMs } : {}),
     });
   } catch (error) {

@@ -10,7 +10,8 @@
  *   site cannot read the page, so it never holds a token, and its `Origin` is refused anyway. The page's `Host`
  *   must be one of those origins' too (a DNS-rebound name is refused);
  * - each viewer gets only the frames of tasks its session may see, by the HTTP layer's rules (`accessOf`: its
- *   tenant, and its own tasks or those whose pending confirmation it may approve); the access-key holder sees
+ *   tenant, and its own tasks or those whose pending confirmation it may approve; every task of its tenant for a
+ *   holder of `operatorScope`); the access-key holder sees
  *   every task of this process. A viewer that gains access to a task (it becomes the approver) first gets the task's
  *   earlier frames from the backlog;
  * - nothing a viewer sends is passed on: messages from viewers are dropped (and a large one closes the socket).
@@ -39,6 +40,8 @@ export interface StatelyRelayOptions {
   authenticate?: (request: RelayRequest) => Principal | null | Promise<Principal | null>;
   /** Origins besides the relay's own whose pages may connect (e.g. a proxy's `https://ops.example.com`). */
   allowedOrigins?: readonly string[];
+  /** The scope of an operator, who sees every task of its tenant (the orchestrator's `adminScope`); default none. */
+  operatorScope?: string;
   /** How long a page's token stays usable (default 60 s); each token opens one WebSocket. */
   tokenTtlMs?: number;
   /** Frames kept for viewers that connect later (default 1,000). */
@@ -108,7 +111,7 @@ export async function startStatelyRelay(options: StatelyRelayOptions): Promise<S
     if (viewer.principal === null) return true;
     if (taskId === null) return false;
     const task = facts.get(taskId);
-    return task !== undefined && accessOf(viewer.principal, task) !== null;
+    return task !== undefined && accessOf(viewer.principal, task, options.operatorScope ?? null) !== null;
   };
   const send = (viewer: Viewer, frame: string) => {
     if (viewer.socket.readyState === Ws.OPEN) viewer.socket.send(frame);

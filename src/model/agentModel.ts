@@ -39,6 +39,13 @@ export interface ModelRequest {
    * half the bound, one turn kept whole). Absent: as the adapter is configured.
    */
   compaction?: { level: number };
+  /**
+   * Set by the runtime when someone may watch the task live: a streaming adapter (`stream: true`) calls it with each
+   * piece of the reply's text as it is generated, in order. Text only: a tool call's arguments are never passed (they
+   * are a proposal nobody has vetted yet). What it receives is raw model output; the runtime redacts it before anyone
+   * sees it, and the reply still carries the whole text. It must not throw.
+   */
+  onText?: (delta: string) => void;
 }
 
 export interface ModelUsageReport {

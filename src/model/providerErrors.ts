@@ -89,7 +89,12 @@ const MODEL_OUTPUT_CODES: ReadonlySet<string> = new Set([
 ]);
 const MODEL_OUTPUT_MESSAGES = [/failed to call a function/i, /tool call validation failed/i];
 
-const CONTEXT_CODES: ReadonlySet<string> = new Set(['context_length_exceeded', 'context_window_exceeded']);
+/** Codes (or, from llama.cpp, the error `type`) of a prompt longer than the model's context. */
+const CONTEXT_CODES: ReadonlySet<string> = new Set([
+  'context_length_exceeded',
+  'context_window_exceeded',
+  'exceed_context_size_error',
+]);
 /** As OpenAI, DeepSeek, vLLM (and the servers on it), Anthropic, Mistral and llama.cpp word it. */
 const CONTEXT_MESSAGES = [
   /maximum context length/i,
@@ -105,15 +110,18 @@ const QUOTA_CODES: ReadonlySet<string> = new Set(['insufficient_quota', 'billing
 
 export function classifyProviderError(failure: ProviderFailure, options: ClassifyOptions): ProviderError {
   const { status } = failure;
-  const { code, message } = errorFields(failure.body);
+  const { code, type, message } = errorFields(failure.body);
   const said = maskedLine(message, options.secrets);
   const base = { status, providerCode: code, message: said };
   if (status === null) return { ...base, kind: 'unreachable', transient: true };
   const matches = (patterns: RegExp[]) => patterns.some((p) => p.test(message));
+  // A context overflow is the same request refused again on every try. A 4xx is read by its code or its words; a 5xx
+  // only by its code (llama.cpp sent `exceed_context_size_error` as a 500 before ggml-org/llama.cpp#16486), since a
+  // server error's message may echo the user's own text.
+  const overflowCode = [code, type].some((c) => c !== null && CONTEXT_CODES.has(c));
+  const overflow = overflowCode || (status < 500 && matches(CONTEXT_MESSAGES));
+  if (status >= 400 && overflow) return { ...base, kind: 'context_too_long', transient: false };
   if (status >= 400 && status < 500) {
-    if ((code !== null && CONTEXT_CODES.has(code)) || matches(CONTEXT_MESSAGES)) {
-      return { ...base, kind: 'context_too_long', transient: false };
-    }
     if (status === 400 && ((code !== null && MODEL_OUTPUT_CODES.has(code)) || matches(MODEL_OUTPUT_MESSAGES))) {
       return { ...base, kind: 'model_output', transient: false };
     }
@@ -174,16 +182,16 @@ export function isRefusal(error: ProviderError): error is ProviderError & { kind
  * DeepSeek), `{ error: { type, message } }` (Anthropic), `{ object: "error", message, code }` (vLLM, Mistral),
  * `{ error: "text" }`, `{ message }`, or plain text.
  */
-function errorFields(body: unknown): { code: string | null; message: string } {
+function errorFields(body: unknown): { code: string | null; type: string | null; message: string } {
   let value: unknown = body;
   if (typeof body === 'string') {
     try {
       value = JSON.parse(body);
     } catch {
-      return { code: null, message: body };
+      return { code: null, type: null, message: body };
     }
   }
-  if (typeof value !== 'object' || value === null) return { code: null, message: '' };
+  if (typeof value !== 'object' || value === null) return { code: null, type: null, message: '' };
   const outer = value as Record<string, unknown>;
   const inner =
     typeof outer.error === 'object' && outer.error !== null ? (outer.error as Record<string, unknown>) : outer;
@@ -191,7 +199,7 @@ function errorFields(body: unknown): { code: string | null; message: string } {
   const message = typeof outer.error === 'string' ? outer.error : text(inner.message ?? inner.detail);
   const asCode = (v: unknown) => (typeof v === 'string' && v.trim() !== '' ? v : null);
   // A number in `code` is the HTTP status again (vLLM), not a code.
-  return { code: asCode(inner.code), message };
+  return { code: asCode(inner.code), type: asCode(inner.type), message };
 }
 
 /**

@@ -210,6 +210,14 @@ export interface AdapterOptions {
    * replaced by one host note of their facts (default: 3/4 of promptTokenBound). See src/model/compaction.ts.
    */
   maxPromptTokens?: number;
+  /**
+   * Stream each turn (default false) so that live views see the answer's text as it is written
+   * (`orchestrator.watchModelText`, the `model_text` events of the task's event stream). The chart still gets one event
+   * per turn, the same as unstreamed. Off by default: an unstreamed turn is the path every provider serves alike,
+   * while a stream can break mid-turn (the whole turn is then asked again) and some compatible servers leave the
+   * usage out of a stream (the turn is then charged its reservation).
+   */
+  stream?: boolean;
 }
 
 /**

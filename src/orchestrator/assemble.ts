@@ -23,6 +23,7 @@ import type { TaskStore } from '../store/taskStore.js';
 import { Capacity } from './capacity.js';
 import { chooseTaskMode } from './chooseTaskMode.js';
 import { driveHere } from './driveHere.js';
+import type { ModelTextBus } from '../runtime/modelText.js';
 import { ExpirySweeper } from './expirySweeper.js';
 import { HookDispatcher, SILENT_LOGGER, type Logger } from './hooks.js';
 import { HostEvents } from './hostEvents.js';
@@ -67,6 +68,7 @@ export function assembleOrchestrator(
   options: OrchestratorOptions,
   savedListeners: Set<(summary: TaskSummary) => void>,
   isClosed: () => boolean,
+  modelText: ModelTextBus,
 ): OrchestratorParts {
   const settings = resolveSettings(options, systemClock, () => `task_${randomUUID()}`);
   const reservation = parseOrThrow(
@@ -104,6 +106,7 @@ export function assembleOrchestrator(
     logger,
     tracing,
     savedListeners,
+    modelText,
     live: () => live,
   });
   const capacity = new Capacity(settings.capacity, (tenantId) => live.running(tenantId));
@@ -127,7 +130,7 @@ export function assembleOrchestrator(
   const orphans =
     store.leases && !mode.queue && orphanSweepMs > 0
       ? new OrphanSweeper(
-          () => takeOverOrphans(store, live),
+          () => takeOverOrphans(store, live, undefined, { onlyOrphans: true }),
           orphanSweepMs,
           settings.random,
           logger,

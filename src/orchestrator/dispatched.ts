@@ -91,6 +91,16 @@ export class Dispatched {
       await releaseClaim(store, input, claim);
       throw error;
     }
+    // The tenant's cap (capacity.tenantCap) is checked here, after the id (a retried start is told the task exists):
+    // the slot is taken for the worker that will create the task, so a caller at the cap is refused now, not queued.
+    let giveBack = async () => {};
+    try {
+      giveBack = (await this.deps.live.tenantCap?.reserve(input.principal.tenantId, input.taskId)) ?? giveBack;
+    } catch (error) {
+      await this.inbox.reserve(input.taskId, true).catch(() => {});
+      await releaseClaim(store, input, claim);
+      throw error;
+    }
     try {
       await dispatch.enqueue({ kind: 'start', taskId: input.taskId, input });
     } catch (error) {
@@ -102,6 +112,7 @@ export class Dispatched {
       if (queued === null) {
         await this.inbox.reserve(input.taskId, true).catch(() => {});
         await releaseClaim(store, input, claim);
+        await giveBack();
       }
       throw error;
     }

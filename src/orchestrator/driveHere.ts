@@ -7,6 +7,7 @@ import { type AgentMachine, createAgentMachine } from '../../machines/agentMachi
 import { safeErrorText } from '../../machines/lib/text.js';
 import { AgentError, HostRequestError } from '../errors.js';
 import { createRuntimeActors } from '../runtime/actors/index.js';
+import type { ModelTextBus } from '../runtime/modelText.js';
 import { RateLimits } from '../runtime/rateLimits.js';
 import type { ToolRegistry } from '../runtime/toolRegistry.js';
 import type { Tracing } from '../runtime/tracing.js';
@@ -26,6 +27,8 @@ export interface DriveHereDeps {
   logger: Logger;
   tracing: Tracing;
   savedListeners: ReadonlySet<(summary: TaskSummary) => void>;
+  /** Where streamed model text goes for live views (`Orchestrator.watchModelText`). */
+  modelText: ModelTextBus;
   /** The table being built (the actors find their task in it). */
   live: () => LiveTasks;
 }
@@ -43,6 +46,7 @@ export function driveHere(deps: DriveHereDeps): LiveTasks {
     backoff,
     rateLimits: new RateLimits(options.rateLimits),
     refreshPrincipal: options.refreshPrincipal,
+    modelText: deps.modelText,
     task: (taskId) => {
       const task = deps.live().get(taskId);
       if (!task) throw new AgentError('task_not_live', `task ${taskId} is not running in this process`);

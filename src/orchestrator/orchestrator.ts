@@ -39,6 +39,8 @@ import { taskInput } from './startTask.js';
 import { type AuditRecord, type TaskStatus, type UserEventResult, statusOfLive } from './status.js';
 import type { TaskMode } from './taskMode.js';
 import { watchTask } from './watchTask.js';
+import { type FoundTask, type TaskSearch, searchTasks } from './taskSearch.js';
+import { ModelTextBus, type ModelTextListener } from '../runtime/modelText.js';
 import { auditRecords, transcriptEntries } from './journalReads.js';
 
 /** See `Orchestrator.stats()`. Counts are since the orchestrator was created. */
@@ -54,6 +56,7 @@ export class Orchestrator {
   private readonly sweeper: ExpirySweeper;
   private readonly orphans: OrphanSweeper | null;
   private readonly savedListeners = new Set<(summary: TaskSummary) => void>();
+  private readonly modelText = new ModelTextBus();
   private readonly ownsStore: boolean;
   private readonly reservation: ModelReservation;
   private readonly provenance: Provenance;
@@ -68,7 +71,7 @@ export class Orchestrator {
   private readonly dispatch: Dispatch | null;
 
   constructor(options: OrchestratorOptions) {
-    const parts = assembleOrchestrator(options, this.savedListeners, () => this.closed);
+    const parts = assembleOrchestrator(options, this.savedListeners, () => this.closed, this.modelText);
     this.dispatch = options.dispatch ?? null;
     ({
       settings: this.settings,
@@ -201,6 +204,17 @@ export class Orchestrator {
   }
 
   /**
+   * One tenant's tasks for an operator's console: by state, by what they wait for (`approval`, `review`, `model`...)
+   * and the tool they wait on, by user, id and age, paged; each with what it waits for (`taskSearch.ts`).
+   *
+   * @example
+   * const stuck = await orchestrator.search({ tenantId: 'acme', waitingFor: ['review'], tool: 'refund_order' });
+   */
+  search(query: TaskSearch): Promise<FoundTask[]> {
+    return searchTasks({ list: (q) => this.list(q), status: (id) => this.status(id) }, query);
+  }
+
+  /**
    * Calls `listener` after every save of a task driven by this process (a transition is acknowledged when this
    * fires). For progress views and tests; the listener must not throw. Returns an unsubscribe function.
    */
@@ -217,6 +231,18 @@ export class Orchestrator {
    */
   watchTask(taskId: string, listener: (change: TaskChange) => void): TaskWatch {
     return watchTask(this.store, (saved) => this.onSaved(saved), taskId, listener);
+  }
+
+  /**
+   * Calls `listener` with the text of task `taskId`'s model turns as it is written, when the model adapter streams
+   * (`stream: true`) and this process drives the task (with dispatch to workers, the workers do: nothing arrives
+   * here). Redacted as the stored text is, held back to line and sentence ends to make that sound (see
+   * `src/runtime/modelText.ts`); tool calls' arguments never appear. Ephemeral: never persisted or replayed, and a
+   * failed attempt's text is voided by a `discarded` event. The listener must not throw. Returns an unsubscribe
+   * function.
+   */
+  watchModelText(taskId: string, listener: ModelTextListener): () => void {
+    return this.modelText.watch(taskId, listener);
   }
 
   /** Tasks driven by this process right now (waiting and finished ones are not kept). */
@@ -423,5 +449,6 @@ export type { OrchestratorOptions, StartTaskRequest } from './options.js';
 export type { OrchestratorStats } from './fleetStats.js';
 export type { AuditRecord, TaskStatus, UserEventResult } from './status.js';
 export type { ReviewResolution } from './hostEvents.js';
+export { WAITING_REASONS, type FoundTask, type TaskSearch, type WaitingReason } from './taskSearch.js';
 export type { RecoveryReport } from './recovery.js';
 export { DEFAULT_LIMITS, DEFAULT_POLICY } from './options.js';

@@ -20,6 +20,9 @@ export type { RecoveryReport } from './recoveryReport.js';
 /** How many take-overs run at once by default: each waits on the store (lease, then load), not on this process. */
 export const RECOVERY_CONCURRENCY = 32;
 
+/** Orphans one sweep takes over at most; the next sweep takes the rest. */
+const ORPHAN_SWEEP_LIMIT = 10_000;
+
 /**
  * Takes over the running tasks no live process drives, `concurrency` at a time (default 32): on a store one network
  * round trip away, one after another would pay every task's round trips in sequence. The report lists each task
@@ -41,6 +44,7 @@ export async function takeOverOrphans(
   store: TaskStore,
   live: LiveTasks,
   concurrency = RECOVERY_CONCURRENCY,
+  options: { onlyOrphans?: boolean } = {},
 ): Promise<RecoveryReport> {
   if (!Number.isInteger(concurrency) || concurrency < 1)
     throw new HostRequestError(
@@ -48,13 +52,18 @@ export async function takeOverOrphans(
       `recover: concurrency must be a whole number of 1 or more, not ${concurrency}`,
     );
   const report: RecoveryReport = { resumed: [], busy: [], quarantined: [], catalogMismatch: [], expired: 0 };
-  const running = await store.list({ states: ['running'] });
+  // The sweep looks only at tasks nobody holds, where the store can tell (one listing, no lease tried per task);
+  // recover() tries every running task, and reports those another process holds as busy.
+  const running =
+    options.onlyOrphans && store.leases?.orphans
+      ? await store.leases.orphans(ORPHAN_SWEEP_LIMIT)
+      : (await store.list({ states: ['running'] })).map((summary) => summary.taskId);
   let next = 0;
   // The first failure (the store went away) stops new take-overs; those under way finish, then it is thrown.
   let failed: { error: unknown } | null = null;
   const worker = async () => {
     while (!failed && next < running.length) {
-      await recoverOne(running[next++]!.taskId, live, report).catch((error: unknown) => (failed ??= { error }));
+      await recoverOne(running[next++]!, live, report).catch((error: unknown) => (failed ??= { error }));
     }
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, running.length) }, worker));

@@ -10,7 +10,13 @@ import {
   type Provenance,
   agentInputSchema,
 } from '../../machines/context.js';
-import { CorruptTaskError, HostRequestError, TaskExistsError, UnsupportedVersionError } from '../errors.js';
+import {
+  CapacityError,
+  CorruptTaskError,
+  HostRequestError,
+  TaskExistsError,
+  UnsupportedVersionError,
+} from '../errors.js';
 import { checkMandate, moneyUnder } from '../mandate.js';
 import type { ToolRegistry } from '../runtime/toolRegistry.js';
 import { type TaskStore, claimsMandates } from '../store/taskStore.js';
@@ -124,7 +130,13 @@ export function createTask(
     .exclusive(taskId, async () => {
       if (live.has(taskId)) throw new TaskExistsError(taskId);
       // The tenant's slot across processes (capacity.tenantCap) first: refused before anything is stored.
-      const giveBack = (await live.tenantCap?.admit(input.principal.tenantId, taskId)) ?? (() => {});
+      const giveBack =
+        (await live.tenantCap?.admit(input.principal.tenantId, taskId).catch(async (error: unknown) => {
+          // A retried start of a task that exists is told so, whatever the tenant holds now.
+          if (error instanceof CapacityError && (await deps.store.load(taskId).catch(() => null)))
+            throw new TaskExistsError(taskId);
+          throw error;
+        })) ?? (() => {});
       try {
         return await createHere(input, deps, slot);
       } catch (error) {

@@ -34,8 +34,8 @@ export class TenantCap {
 
   /**
    * Takes the task's slot for a start, or throws CapacityError (`tenant_at_capacity`, `limitName: 'tenantCap'`).
-   * Returns the give-back for a start that does not happen: a no-op when the task held its slot already (a retried
-   * start of a running task keeps it).
+   * Returns the give-back for a start that does not happen: when the task held its slot already (a retried start of
+   * a running task, a start job whose slot the API process took), the slot is kept, only no longer renewed here.
    */
   async admit(tenantId: string, taskId: string): Promise<() => void> {
     const taken = await this.slots.take(tenantId, taskId, this.lease.ttlMs, this.cap);
@@ -44,7 +44,25 @@ export class TenantCap {
       throw new CapacityError('tenant', this.cap, tenantId, undefined, 'tenantCap');
     }
     this.held.set(taskId, tenantId);
-    return taken === 'taken' ? () => this.release(taskId) : () => {};
+    // A slot held already (a start job's, taken by the API process; or a retried start of a task running elsewhere)
+    // is not given back by a start that fails here: this process only stops renewing it.
+    return taken === 'taken' ? () => this.release(taskId) : () => void this.held.delete(taskId);
+  }
+
+  /**
+   * Takes the slot of a task another process will create (a start job recorded for the workers), or throws
+   * CapacityError as `admit` does. The slot is not held here: it lasts one lease TTL, time enough for a worker to take
+   * the start job, whose `admit` then finds it held and keeps it. Returns the give-back for a job not recorded.
+   */
+  async reserve(tenantId: string, taskId: string): Promise<() => Promise<void>> {
+    const taken = await this.slots.take(tenantId, taskId, this.lease.ttlMs, this.cap);
+    if (taken === null) {
+      this.refused += 1;
+      throw new CapacityError('tenant', this.cap, tenantId, undefined, 'tenantCap');
+    }
+    return taken === 'taken'
+      ? () => this.slots.release(tenantId, taskId).catch((error: unknown) => this.warn(error, taskId))
+      : async () => {};
   }
 
   /** A task runs here (again): it holds its slot, whatever the others hold. */

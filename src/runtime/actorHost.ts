@@ -3,6 +3,7 @@ import type { AgentContext, Principal } from '../../machines/context.js';
 import type { TranscriptEntry } from '../../machines/journal.js';
 import type { Clock } from '../clock.js';
 import type { AgentModel } from '../model/agentModel.js';
+import type { ModelTextBus } from './modelText.js';
 import type { RateLimits } from './rateLimits.js';
 import type { Tracing } from './tracing.js';
 import type { ToolRegistry } from './toolRegistry.js';
@@ -37,4 +38,6 @@ export interface ActorHost {
   refreshPrincipal?: (principal: Principal) => Promise<Principal | null> | Principal | null;
   /** Spans around model turns, tool calls and lookups (no-op by default). */
   tracing: Tracing;
+  /** Where a streaming model's text goes, redacted, for live views (absent: nowhere). */
+  modelText?: ModelTextBus;
 }

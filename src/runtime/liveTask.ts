@@ -36,6 +36,7 @@ import type { TaskPort } from './actorHost.js';
 import { envelopeOf, saveWithRetry } from './taskSaves.js';
 import { DurableWaiters } from './durableWaiters.js';
 import { TaskTranscript } from './taskTranscript.js';
+import { MoveRecorder } from './moveRecorder.js';
 
 export interface LiveTaskDeps {
   store: TaskStore;
@@ -70,6 +71,8 @@ export class LiveTask implements TaskPort {
   private readonly createdAt: number;
   private pendingAudit: AuditEntry[] = [];
   private readonly transcriptEntries: TaskTranscript;
+  /** Writes the transitions the actor takes into its audit entries. */
+  private readonly moves: MoveRecorder;
   /** The chart's answer to the host event being sent, if it gave one. */
   private reply: HostReply | null = null;
   /** The last snapshot seen: XState notifies subscribers also when an event changed nothing. */
@@ -89,12 +92,20 @@ export class LiveTask implements TaskPort {
     private readonly deps: LiveTaskDeps,
     origin: LiveTaskOrigin,
   ) {
+    this.moves = new MoveRecorder(deps.machine);
+    const userInspect = deps.inspect;
+    const inspect = userInspect
+      ? (event: InspectionEvent) => {
+          this.moves.inspect(event);
+          userInspect(event);
+        }
+      : this.moves.inspect;
     if (origin.kind === 'new') {
       this.taskId = origin.input.taskId;
       this.revision = 0;
       this.journal = { audit: 0, transcript: 0 };
       this.createdAt = origin.input.startedAt;
-      this.actor = createActor(deps.machine, { input: origin.input, inspect: deps.inspect });
+      this.actor = createActor(deps.machine, { input: origin.input, inspect });
     } else {
       const { envelope } = origin;
       this.taskId = envelope.taskId;
@@ -104,14 +115,17 @@ export class LiveTask implements TaskPort {
       this.savedSummary = envelope.summary;
       this.inbox = envelope.inbox ? { applied: envelope.inbox.applied, replies: [...envelope.inbox.replies] } : null;
       // No input: a restored actor takes its context from the snapshot.
-      this.actor = createActor(deps.machine, { snapshot: envelope.snapshot, inspect: deps.inspect } as never);
+      this.actor = createActor(deps.machine, { snapshot: envelope.snapshot, inspect } as never);
     }
     // Read when a model turn first asks, then kept: a task whose model never reads its history keeps none of it.
     this.transcriptEntries = new TaskTranscript(
       () => this.journal.transcript,
       (length) => deps.store.readJournal(this.taskId, 'transcript', 0, length) as Promise<TranscriptEntry[]>,
     );
-    this.actor.on('audit', (event) => this.pendingAudit.push(event.entry));
+    this.actor.on('audit', (event) => {
+      this.moves.emitted();
+      this.pendingAudit.push(event.entry);
+    });
     this.actor.on('transcript', (event) => this.transcriptEntries.emitted(event.entry));
     this.actor.on('reply', (event) => {
       this.reply = event.reply;
@@ -261,6 +275,7 @@ export class LiveTask implements TaskPort {
         const taken = this.transcriptEntries.take();
         const transcript = taken.entries;
         this.pendingAudit = [];
+        this.moves.taken(audit);
         const journal = {
           audit: this.journal.audit + audit.length,
           transcript: this.journal.transcript + transcript.length,

@@ -64,6 +64,20 @@ export function sealReceived(registry: ToolRegistry, scope: SealScope, received:
   return registry.privacy.text(scope, received);
 }
 
+/**
+ * A model's text as a live view may see it while it is written (modelText.ts): redacted as an answer's, and withheld
+ * whole, as `sealReceived` would keep it, once it names a field of a tool's sensitive arguments: until the turn ends
+ * nobody knows whether it is an answer or an unusable output (a call written as text) that the audit withholds.
+ */
+export function sealLiveText(registry: ToolRegistry, scope: SealScope, text: string): string {
+  const fields = registry.sensitiveArgumentNames();
+  if (fields.some((field) => text.includes(field))) return LIVE_TEXT_WITHHELD;
+  return registry.privacy.text(scope, text);
+}
+
+/** What a live view shows instead of a text that names a sensitive argument field. */
+export const LIVE_TEXT_WITHHELD = '[the text is withheld while it is written: it names a sensitive field]';
+
 /** How one call's texts and results are sealed: the task, the tool, and the values the call opened. */
 export interface CallSealing {
   privacy: Privacy;

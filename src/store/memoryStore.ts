@@ -103,6 +103,16 @@ export class MemoryStore implements ErasableTaskStore, MandateClaims {
       release: async (lease) => {
         if (this.held.get(lease.taskId)?.token === lease.token) this.held.delete(lease.taskId);
       },
+      orphans: async (limit) => {
+        const found: string[] = [];
+        for (const [taskId, row] of this.rows) {
+          if (found.length >= limit) break;
+          const lease = this.held.get(taskId);
+          const unheld = !(lease && lease.expiresAt > this.now());
+          if (row.summary.state === 'running' && unheld && !this.quarantine_.has(taskId)) found.push(taskId);
+        }
+        return found;
+      },
     };
     this.tenantSlots = {
       take: async (tenantId, taskId, ttlMs, cap) => {

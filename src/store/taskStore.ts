@@ -73,6 +73,13 @@ export interface LeaseManager {
   renew(lease: Lease, ttlMs: number): Promise<boolean>;
   /** Gives the lease up if still held by this token. */
   release(lease: Lease): Promise<void>;
+  /**
+   * Ids of running tasks whose lease nobody holds (their process died or closed) and that are not quarantined, at
+   * most `limit`: what the orphan
+   * sweep takes over, found without reading a summary or trying a lease per task. Optional: without it the sweep
+   * tries every running task.
+   */
+  orphans?(limit: number): Promise<string[]>;
 }
 
 /** One recorded event of a task's inbox: its sequence number (1, 2, ... per task) and what was recorded. */

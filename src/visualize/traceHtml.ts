@@ -40,7 +40,7 @@ export interface TraceInput {
 /** Renders the trace page. Pure: the same input gives the same page. */
 export function renderTraceHtml({ status, audit, machine = agentMachine }: TraceInput): string {
   const chart = describeChart(machine);
-  const replayed = replayAudit(audit);
+  const replayed = replayAudit(audit, audit.length, status.stateValue);
   const svg = toSvg(chart, highlightOf(chart, replayed));
   const outcome = status.outcome;
   const verdict = outcome
@@ -107,7 +107,10 @@ function highlightOf(chart: Chart, replayed: ReplayedTask) {
   }
   const taken = new Set<string>();
   for (const t of replayed.transitions) {
-    const key = edgeKeyFor(chart, t.from, t.to);
+    // The recorded transition's own arrow; for another chart than the agent's, the arrow its states name.
+    const edge = t.edge === null ? undefined : chart.edges[t.edge - 1];
+    const exact = edge && (edge.source === '*' || t.from === edge.source || t.from.startsWith(`${edge.source}.`));
+    const key = exact ? `${edge.source}>${edge.target ?? edge.source}` : edgeKeyFor(chart, t.from, t.to);
     if (key) taken.add(key);
   }
   return { visited, current: replayed.state, taken, visits: countVisits(replayed.visited) };

@@ -32,6 +32,21 @@ export type FakeReply =
       headers?: Record<string, string>;
       delayMs?: number;
     }
+  /**
+   * A Server-Sent Events stream: each event as one `data:` frame (with `event: <type>` when the event has a `type`,
+   * as the Responses API frames them), then `data: [DONE]` when `done` (Chat Completions). `cutAfter` events, the
+   * connection is destroyed mid-stream (no terminator); `hangAfter` events, it stays open and silent.
+   */
+  | {
+      kind: 'sse';
+      events: unknown[];
+      done?: boolean;
+      cutAfter?: number;
+      hangAfter?: number;
+      /** Pause between events, in ms (default 0). */
+      gapMs?: number;
+      delayMs?: number;
+    }
   /** Never answers: the request stays in flight until the client gives up. */
   | { kind: 'hang' };
 
@@ -178,6 +193,30 @@ export async function startFakeOpenAI(script: FakeStep[] = []): Promise<FakeOpen
       if (reply.kind === 'hang') return;
       if (reply.delayMs) await new Promise((resolve) => setTimeout(resolve, reply.delayMs));
       if (record.aborted || res.destroyed) return;
+      if (reply.kind === 'sse') {
+        res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+        for (const [index, event] of reply.events.entries()) {
+          if (index === reply.cutAfter) {
+            // What was written reaches the client first: the cut falls mid-stream, not before the headers.
+            await new Promise((resolve) => setTimeout(resolve, 30));
+            res.destroy();
+            return;
+          }
+          if (index === reply.hangAfter) return;
+          const type = (event as { type?: unknown })?.type;
+          res.write(`${typeof type === 'string' ? `event: ${type}\n` : ''}data: ${JSON.stringify(event)}\n\n`);
+          if (reply.gapMs) await new Promise((resolve) => setTimeout(resolve, reply.gapMs));
+          if (record.aborted || res.destroyed) return;
+        }
+        if (reply.cutAfter !== undefined && reply.cutAfter >= reply.events.length) {
+          await new Promise((resolve) => setTimeout(resolve, 30));
+          res.destroy();
+          return;
+        }
+        if (reply.hangAfter !== undefined) return;
+        res.end(reply.done ? 'data: [DONE]\n\n' : '');
+        return;
+      }
       if (reply.kind === 'text') {
         res.writeHead(reply.status ?? 200, { 'content-type': reply.contentType, ...reply.headers });
         res.end(reply.text);

@@ -62,6 +62,8 @@ export interface HarnessOptions {
   capacity?: OrchestratorOptions['capacity'];
   dispatch?: OrchestratorOptions['dispatch'];
   lease?: OrchestratorOptions['lease'];
+  /** The orchestrator's adminScope (operators); default none. */
+  adminScope?: string;
   /** Safe defaults loosened (default: the refund desk's authority up to 100.00, as the demo host does; null: none). */
   loosen?: OrchestratorOptions['loosen'] | null;
 }
@@ -106,6 +108,7 @@ export function harness(options: HarnessOptions = {}) {
     capacity: options.capacity,
     dispatch: options.dispatch,
     lease: options.lease,
+    ...(options.adminScope ? { adminScope: options.adminScope } : {}),
   });
   return { orchestrator, bookings, refunds, store, model, tools };
 }

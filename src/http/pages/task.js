@@ -148,6 +148,7 @@ const ACCESS_WORDS = {
   owner: 'your task',
   approver: 'waiting for your approval',
   decided: 'you decided its confirmation as an approver: you follow what your decision did',
+  operator: "you operate this task's tenant: you may cancel it, resolve its review, erase it",
 };
 
 function renderLive() {
@@ -262,19 +263,40 @@ $('travel-live').addEventListener('click', () => {
   refresh();
 });
 
+// The model's text while it is written (streaming models only): redacted by the server, never stored, shown until the
+// turn's journal entry (the record) arrives, or cleared when its attempt failed.
+const writing = { key: '', text: '' };
+function showWriting(data) {
+  const key = `${data.turn}:${data.attempt}`;
+  if (data.kind !== 'text') return hideWriting();
+  if (key !== writing.key) Object.assign(writing, { key, text: '' });
+  writing.text = data.replace ? data.text : writing.text + data.text;
+  const tail = writing.text.length > 400 ? `…${writing.text.slice(-400)}` : writing.text;
+  $('writing').textContent = `model is writing… ${tail}`;
+  $('writing').hidden = false;
+}
+function hideWriting() {
+  Object.assign(writing, { key: '', text: '' });
+  $('writing').hidden = true;
+  $('writing').textContent = '';
+}
+
 function connect() {
   const source = new EventSource(`${base}${path}/events`, { withCredentials: true });
   const onEntry = (event) => {
     const data = JSON.parse(event.data);
+    hideWriting();
     addTimeline(data);
     scheduleRefresh();
   };
+  source.addEventListener('model_text', (event) => showWriting(JSON.parse(event.data)));
   for (const name of ['gate', 'check', 'confirmation', 'tool', 'lookup', 'review', 'stop', 'entry'])
     source.addEventListener(name, onEntry);
   source.addEventListener('status', scheduleRefresh);
   source.addEventListener('open', () => ($('live').textContent = 'live: following the task events'));
   source.addEventListener('end', () => {
     source.close();
+    hideWriting();
     $('live').textContent = 'the task has ended: every event received';
     document.body.dataset.ended = 'true';
     scheduleRefresh();

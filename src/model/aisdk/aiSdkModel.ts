@@ -7,7 +7,8 @@
  * tools the runtime passed (already filtered by the principal's scopes) without `execute`, and runs one
  * `generateText` step with `maxRetries: 0`: no automatic tool loop, no SDK retries (retries are the runtime's,
  * counted against the task's retry budget). The reply is mapped from the provider's own result, captured by a
- * middleware, so call ids, names and argument texts reach the machine's gates as the model produced them.
+ * middleware, so call ids, names and argument texts reach the machine's gates as the model produced them. With
+ * `stream: true` the step is a `streamText` step read the same way (aiSdkStream.ts).
  *
  * @example
  * import { anthropic } from '@ai-sdk/anthropic';
@@ -24,6 +25,7 @@ import { type AdapterOptions, adapterProvenance } from '../replyRules.js';
 import { AiSdkAbortedError, classifyError } from './aiSdkErrors.js';
 import { buildModelMessages, systemPrompt, toolSet } from './aiSdkMessages.js';
 import { type ProviderResult, toModelReply, unusableOutput } from './aiSdkReply.js';
+import { streamTurn } from './aiSdkStream.js';
 
 /** A provider's language model object, e.g. `anthropic('claude-sonnet-4-5')` or `ollama('qwen2.5:7b')`. */
 export type AiSdkLanguageModel = Parameters<typeof wrapLanguageModel>[0]['model'];
@@ -81,6 +83,42 @@ export function createAiSdkModel(options: AiSdkModelOptions): AgentModel {
     reservation,
     async decide(request: ModelRequest): Promise<ModelReplyWithVersion> {
       const transcript = await request.transcript();
+      const args = {
+        system: systemPrompt(request.principal, options.systemPrompt),
+        messages: buildModelMessages(transcript, {
+          maxToolResultBytes,
+          compaction: { maxTokens: maxPromptTokens, maxToolResultBytes, level: request.compaction?.level ?? 0 },
+        }),
+        ...(request.tools.length > 0
+          ? { tools: toolSet(request.tools, options.strictTools ?? true), toolChoice: 'auto' as const }
+          : {}),
+        maxOutputTokens,
+        ...(options.temperature !== undefined ? { temperature: options.temperature } : {}),
+        ...(options.providerOptions ? { providerOptions: options.providerOptions } : {}),
+        maxRetries: 0,
+        // One step: with no execute functions there is nothing to loop on, and the host decides what runs next.
+        stopWhen: aiSdk.stepCountIs(1),
+        abortSignal: request.signal,
+      };
+      const failed = (error: unknown) => {
+        const classified = classifyError(error, request.signal, errorOptions);
+        if (classified.kind === 'unusable') return unusableOutput(classified.detail, replyOptions);
+        if (classified.kind === 'reply') return classified.reply;
+        throw classified.error;
+      };
+      if (options.stream) {
+        const streamed = await streamTurn(
+          { ...args, model: languageModel },
+          request.onText,
+          errorOptions.secrets,
+        ).catch((error: unknown) => {
+          if (request.signal.aborted) throw new AiSdkAbortedError();
+          throw error;
+        });
+        if (request.signal.aborted) throw new AiSdkAbortedError();
+        if (streamed.kind === 'failed') return failed(streamed.error);
+        return toModelReply(streamed.result, replyOptions);
+      }
       // The provider's own result for this call, before generateText parses anything.
       let captured: ProviderResult | undefined;
       const capture: LanguageModelMiddleware = {
@@ -93,22 +131,8 @@ export function createAiSdkModel(options: AiSdkModelOptions): AgentModel {
       };
       try {
         await aiSdk.generateText({
+          ...args,
           model: aiSdk.wrapLanguageModel({ model: languageModel, middleware: capture }),
-          system: systemPrompt(request.principal, options.systemPrompt),
-          messages: buildModelMessages(transcript, {
-            maxToolResultBytes,
-            compaction: { maxTokens: maxPromptTokens, maxToolResultBytes, level: request.compaction?.level ?? 0 },
-          }),
-          ...(request.tools.length > 0
-            ? { tools: toolSet(request.tools, options.strictTools ?? true), toolChoice: 'auto' as const }
-            : {}),
-          maxOutputTokens,
-          ...(options.temperature !== undefined ? { temperature: options.temperature } : {}),
-          ...(options.providerOptions ? { providerOptions: options.providerOptions } : {}),
-          maxRetries: 0,
-          // One step: with no execute functions there is nothing to loop on, and the host decides what runs next.
-          stopWhen: aiSdk.stepCountIs(1),
-          abortSignal: request.signal,
         });
       } catch (error) {
         if (request.signal.aborted) throw new AiSdkAbortedError();
@@ -117,10 +141,7 @@ export function createAiSdkModel(options: AiSdkModelOptions): AgentModel {
           const name = error instanceof Error ? error.name : typeof error;
           return unusableOutput(`the response could not be processed (${name})`, replyOptions, captured);
         }
-        const classified = classifyError(error, request.signal, errorOptions);
-        if (classified.kind === 'unusable') return unusableOutput(classified.detail, replyOptions);
-        if (classified.kind === 'reply') return classified.reply;
-        throw classified.error;
+        return failed(error);
       }
       if (!captured) return unusableOutput('the model returned no result', replyOptions);
       return toModelReply(captured, replyOptions);

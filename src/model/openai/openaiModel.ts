@@ -15,12 +15,13 @@
 import type { OpenAI } from 'openai';
 import { openai } from '../../peers/openai.js';
 import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
+import { readChatStream } from './openaiStreams.js';
 import { AgentError } from '../../errors.js';
-import type { AgentModel, ModelReplyWithVersion, ModelRequest } from '../agentModel.js';
+import { type AgentModel, type ModelReplyWithVersion, type ModelRequest, TransientModelError } from '../agentModel.js';
 import { adapterLimits } from '../adapterLimits.js';
 import { type AdapterOptions, adapterProvenance } from '../replyRules.js';
 import { DEFAULT_SYSTEM_PROMPT, buildMessages, toolDefinitions } from './openaiMessages.js';
-import { settleOpenAIError, toModelReply, unusableBody } from './openaiReply.js';
+import { ModelAbortedError, settleOpenAIError, toModelReply, unusableBody } from './openaiReply.js';
 
 export interface OpenAIModelOptions extends AdapterOptions {
   /** Default: OPENAI_API_KEY. Local servers that ignore keys still need a non-empty value. */
@@ -103,8 +104,21 @@ export function createOpenAIModel(options: OpenAIModelOptions = {}): AgentModel 
       };
       let response: unknown;
       try {
-        response = await client.chat.completions.create(body, { signal: request.signal });
+        response = options.stream
+          ? await readChatStream(
+              // include_usage: the last chunk carries the turn's usage, charged as reported.
+              await client.chat.completions.create(
+                { ...body, stream: true, stream_options: { include_usage: true } },
+                { signal: request.signal },
+              ),
+              request.onText,
+              request.signal,
+              [apiKey],
+            )
+          : await client.chat.completions.create(body, { signal: request.signal });
       } catch (error) {
+        // A stream that broke or ended early: retried, nothing of it used (see openaiStreams.ts).
+        if (error instanceof TransientModelError || error instanceof ModelAbortedError) throw error;
         // A body that claims JSON and is not: the server answered, with output nobody can use. Re-asked, counted.
         if (error instanceof SyntaxError) return unusableBody(error, fallbackUsage, options.prices);
         // Sorted by the shared taxonomy: the model's own output refused (Groq's tool_use_failed) is re-asked and
@@ -123,8 +137,16 @@ export function createOpenAIModel(options: OpenAIModelOptions = {}): AgentModel 
  * answer `{ "object": "error", "message": ... }`; the client reads only `body.error`, so it would keep nothing of
  * what they said ("400 status code (no body)") and a context overflow could not be told from any other 400.
  */
-export async function errorEnvelopeFetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
-  const response = await fetch(input, init);
+export const errorEnvelopeFetch = envelopeErrorsOf((input, init) => fetch(input, init));
+
+/** `errorEnvelopeFetch` over another fetch (a host client's own: its proxy, headers and transport stay). */
+export function envelopeErrorsOf(
+  send: (input: string | URL | Request, init?: RequestInit) => Promise<Response>,
+): (input: string | URL | Request, init?: RequestInit) => Promise<Response> {
+  return async (input, init) => envelopeErrors(await send(input, init));
+}
+
+async function envelopeErrors(response: Response): Promise<Response> {
   if (response.ok || !(response.headers.get('content-type') ?? '').includes('json')) return response;
   const text = await response.text();
   let body: unknown;
@@ -159,6 +181,19 @@ export function nonEmpty(value: string | undefined): string | undefined {
 }
 
 /**
+ * The host's client, sending through its own fetch wrapped by `envelopeErrorsOf`, so that its error bodies are read
+ * as the adapter's own client reads them. Only a client of the SDK's own class is rebuilt: `withOptions` makes a new
+ * one from the base options, and a subclass's own (AzureOpenAI's api version and deployment) would be lost, so a
+ * subclass, like a stand-in without `withOptions`, is used as is.
+ */
+function withErrorEnvelope(client: OpenAI): OpenAI {
+  if (typeof client.withOptions !== 'function' || Object.getPrototypeOf(client) !== openai.OpenAI.prototype)
+    return client;
+  const own = (client as unknown as { fetch?: typeof fetch }).fetch ?? ((input, init) => fetch(input, init));
+  return client.withOptions({ fetch: envelopeErrorsOf(own) });
+}
+
+/**
  * The client an OpenAI adapter sends with: the host's own (`options.client`), or one whose retries are off (the
  * runtime's retries count against the task's budget) and whose error bodies are kept whole (`errorEnvelopeFetch`).
  */
@@ -167,16 +202,14 @@ export function openaiClient(
   env: Record<string, string | undefined>,
   apiKey: string | undefined,
 ): OpenAI {
-  return (
-    options.client ??
-    new openai.OpenAI({
-      apiKey,
-      baseURL: options.baseURL ?? nonEmpty(env.OPENAI_BASE_URL) ?? null,
-      maxRetries: 0,
-      timeout: options.requestTimeoutMs ?? 600_000,
-      fetch: errorEnvelopeFetch,
-    })
-  );
+  if (options.client) return withErrorEnvelope(options.client);
+  return new openai.OpenAI({
+    apiKey,
+    baseURL: options.baseURL ?? nonEmpty(env.OPENAI_BASE_URL) ?? null,
+    maxRetries: 0,
+    timeout: options.requestTimeoutMs ?? 600_000,
+    fetch: errorEnvelopeFetch,
+  });
 }
 
 export function positive(value: number | undefined, fallback: number, what: string): number {

@@ -17,13 +17,15 @@ import type { OpenAI } from 'openai';
 import type { ResponseCreateParamsNonStreaming } from 'openai/resources/responses/responses';
 import type { ReasoningEffort } from 'openai/resources/shared';
 import { adapterLimits } from '../adapterLimits.js';
-import type { AgentModel, ModelReplyWithVersion, ModelRequest } from '../agentModel.js';
+import { type AgentModel, type ModelReplyWithVersion, type ModelRequest, TransientModelError } from '../agentModel.js';
 import { type AdapterOptions, adapterProvenance } from '../replyRules.js';
 import { DEFAULT_SYSTEM_PROMPT } from './openaiMessages.js';
 import { ModelConfigError, nonEmpty, openaiClient, positive } from './openaiModel.js';
-import { settleOpenAIError, unusableBody } from './openaiReply.js';
+import { ModelAbortedError, settleOpenAIError, unusableBody } from './openaiReply.js';
+import { readResponsesStream } from './openaiStreams.js';
 import { buildInput, isReasoningModel, responsesTools } from './responsesInput.js';
 import { toResponsesReply } from './responsesReply.js';
+import { ReasoningCarry } from './reasoningCarry.js';
 
 export interface OpenAIResponsesModelOptions extends AdapterOptions {
   /** Default: OPENAI_API_KEY. */
@@ -80,6 +82,8 @@ export function createOpenAIResponsesModel(options: OpenAIResponsesModelOptions 
   );
   const maxRetryAfterMs = options.maxRetryAfterMs ?? 60_000;
   const client = openaiClient(options, env, apiKey);
+  // A reasoning model's items of each turn, sent back with that turn's calls (this process only: reasoningCarry.ts).
+  const carry = reasoning ? new ReasoningCarry() : null;
 
   return {
     name: options.name ?? `openai-responses:${model}`,
@@ -94,9 +98,12 @@ export function createOpenAIResponsesModel(options: OpenAIResponsesModelOptions 
           systemPrompt: options.systemPrompt,
           maxToolResultBytes,
           compaction: { maxTokens: maxPromptTokens, maxToolResultBytes, level: request.compaction?.level ?? 0 },
+          ...(carry ? { reasoningOf: (turn: number) => carry.of(request.taskId, turn) } : {}),
         }),
         // The host owns the conversation: nothing is kept at the provider, nothing is chained by response id.
         store: false,
+        // Without a stored item, reasoning can only go back whole: its encrypted content is asked for.
+        ...(carry ? { include: ['reasoning.encrypted_content' as const] } : {}),
         max_output_tokens: maxTokens,
         ...(tools.length > 0 ? { tools } : {}),
         // Strict schemas hold for one call at a time: with parallel calls the API does not enforce them.
@@ -106,14 +113,24 @@ export function createOpenAIResponsesModel(options: OpenAIResponsesModelOptions 
       };
       let response: unknown;
       try {
-        response = await client.responses.create(body, { signal: request.signal });
+        response = options.stream
+          ? await readResponsesStream(
+              await client.responses.create({ ...body, stream: true }, { signal: request.signal }),
+              request.onText,
+              request.signal,
+              [apiKey],
+            )
+          : await client.responses.create(body, { signal: request.signal });
       } catch (error) {
+        // A stream that broke or ended early: retried, nothing of it used (see openaiStreams.ts).
+        if (error instanceof TransientModelError || error instanceof ModelAbortedError) throw error;
         // A body that claims JSON and is not: the server answered, with output nobody can use. Re-asked, counted.
         if (error instanceof SyntaxError) return unusableBody(error, fallbackUsage, options.prices);
         const settled = settleOpenAIError(error, apiKey, maxRetryAfterMs);
         if ('reply' in settled) return settled.reply;
         throw settled.error;
       }
+      carry?.keep(request.taskId, request.turn, (response as { output?: unknown } | null)?.output);
       return toResponsesReply(response, { prices: options.prices, fallbackUsage });
     },
   };

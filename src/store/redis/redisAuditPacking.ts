@@ -8,6 +8,8 @@
  * - each call several entries name (the values of `callId`, `tool`, `toolVersion`, `argsHash` they have) once, in
  *   `calls`; an entry listed in `called` as `[entry, call]` keeps those keys, in their place, with the value 0;
  * - times as offsets from the first entry's (`since`), except in the entries listed in `absolute`;
+ * - the transitions each entry recorded (`moves`, its last key, written by the runtime), as one string for the message
+ *   (`moves`: the entries' values joined by spaces, `-` for an entry without one), so that no key list names them;
  * - the entries so packed as a table: each distinct key list once (`columns`), each entry as its values
  *   (`redisAuditTable.ts`).
  *
@@ -17,7 +19,7 @@
  *
  * A message is a JSON array (unpacked: older saves, and saves whose entries share nothing) or
  * `{ "stamp"?: {...}, "shared": [indexes], "since"?: ms, "absolute"?: [indexes], "calls"?: [{...}], "called"?: [[index, call]],
- * "columns": [[keys]], "table": [[column, ...values]] }`, where the indexes count entries. Earlier forms still read:
+ * "moves"?: "text", "columns": [[keys]], "table": [[column, ...values]] }`, where the indexes count entries. Earlier forms still read:
  * `"rows": [entries]` in place of the table (builds of 0.4.0 before it was released), and `{ "stamp", "shared",
  * "entries" }` (before 0.4.0). Each form names its entries differently, so an earlier version refuses a message it
  * would misread.
@@ -30,6 +32,10 @@ const STAMP_SET = new Set<string>(STAMP_KEYS);
 const CALL_SET = new Set<string>(CALL_KEYS);
 /** What a packed entry holds in place of a call key's value. */
 const PLACEHOLDER = 0;
+/** In the message's `moves`: the entry has none. */
+const NO_MOVES = '-';
+/** A `moves` value that its message's string can hold: the runtime's alphabet (`src/audit/chartMoves.ts`). */
+const MOVES_TEXT = /^[0-9a-z/]*$/;
 
 type Row = Record<string, unknown>;
 
@@ -140,9 +146,17 @@ export function packAudit(saved: readonly unknown[]): string {
   const shared: number[] = [];
   const called: [number, number][] = [];
   const absolute: number[] = [];
+  const moves: string[] = [];
   const packed = entries.map((entry, index) => {
-    if (!isPlainRow(entry)) return entry;
-    const keys = Object.keys(entry);
+    if (!isPlainRow(entry)) {
+      moves.push(NO_MOVES);
+      return entry;
+    }
+    let keys = Object.keys(entry);
+    const last = keys[keys.length - 1];
+    const moved = last === 'moves' && typeof entry.moves === 'string' && MOVES_TEXT.test(entry.moves);
+    moves.push(moved ? (entry.moves as string) : NO_MOVES);
+    if (moved) keys = keys.slice(0, -1);
     const stampShared =
       stamped &&
       STAMP_KEYS.every((key) => sameJson(entry[key], (first as Row)[key])) &&
@@ -155,7 +169,7 @@ export function packAudit(saved: readonly unknown[]): string {
     }
     const ref = refs[index]!;
     if (ref >= 0) called.push([index, ref]);
-    if (!stampShared && !offset && ref < 0) return entry;
+    if (!stampShared && !offset && ref < 0 && !moved) return entry;
     // One new object per entry, its keys in their order.
     const out: Row = {};
     for (const key of keys) {
@@ -178,6 +192,7 @@ export function packAudit(saved: readonly unknown[]): string {
     message.calls = calls;
     message.called = called;
   }
+  if (moves.some((m) => m !== NO_MOVES)) message.moves = moves.join(' ');
   const { columns, table } = toTable(packed);
   message.columns = columns;
   message.table = table;
@@ -237,6 +252,12 @@ export function unpackAudit(message: unknown): unknown[] | null {
     if (!Number.isInteger(at) || !isRow(calls[at as number])) return null;
     callOf.set(index as number, calls[at as number] as Row);
   }
+  let moves: string[] | null = null;
+  if (message.moves !== undefined) {
+    if (typeof message.moves !== 'string') return null;
+    moves = message.moves.split(' ');
+    if (moves.length !== entries.length || !moves.every((m) => m === NO_MOVES || MOVES_TEXT.test(m))) return null;
+  }
   const sharedSet = new Set(shared);
   const absoluteSet = new Set(absolute);
   const whole: unknown[] = [];
@@ -244,8 +265,9 @@ export function unpackAudit(message: unknown): unknown[] | null {
     const entry = entries[index];
     const call = callOf.get(index);
     const offset = since !== null && isRow(entry) && 'at' in entry && !absoluteSet.has(index);
+    const moved = moves !== null && moves[index] !== NO_MOVES ? moves[index]! : null;
     if (!isRow(entry)) {
-      if (call || sharedSet.has(index) || absoluteSet.has(index)) return null;
+      if (call || sharedSet.has(index) || absoluteSet.has(index) || moved !== null) return null;
       whole.push(entry);
       continue;
     }
@@ -264,6 +286,11 @@ export function unpackAudit(message: unknown): unknown[] | null {
       out.at = (since as number) + (out.at as number);
     }
     if (sharedSet.has(index)) out = withStamp(out, stamp as Row);
+    if (moved !== null) {
+      if ('moves' in out) return null;
+      if (out === entry) out = { ...entry };
+      out.moves = moved;
+    }
     whole.push(out);
   }
   return whole;

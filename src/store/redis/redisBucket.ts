@@ -135,6 +135,11 @@ export class RedisBucket {
     this.epoch.learn(found);
   }
 
+  /** Running tasks of this bucket whose lease nobody holds (`LeaseManager.orphans`). */
+  orphans(limit: number): Promise<string[]> {
+    return this.epoch.checked('listing of orphaned tasks', () => this.listing.orphans(limit));
+  }
+
   /** Also StoreDataLostError, when this store had learned an epoch and its data set is gone or replaced. */
   async list(query: ListQuery = {}): Promise<TaskSummary[]> {
     const limit = query.limit ?? Number.POSITIVE_INFINITY;

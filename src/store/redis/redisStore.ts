@@ -157,6 +157,11 @@ export class RedisStore implements ErasableTaskStore, MandateClaims {
       acquire: async (taskId, ttlMs) => (await bucket(taskId)).leases.acquire(taskId, ttlMs),
       renew: async (lease: Lease, ttlMs) => (await bucket(lease.taskId)).leases.renew(lease, ttlMs),
       release: async (lease: Lease) => (await bucket(lease.taskId)).leases.release(lease),
+      orphans: async (limit) => {
+        await ready();
+        const found = await Promise.all(this.parts.map((part) => part.orphans(limit)));
+        return found.flat().slice(0, limit);
+      },
     };
     this.inbox = {
       append: async (taskId, data, maxUnapplied) => (await bucket(taskId)).inbox.append(taskId, data, maxUnapplied),
