@@ -14,7 +14,7 @@ import { planSchema, planningStateSchema } from './plans.js';
 import { workflowStateSchema } from './workflows.js';
 import { policySchema } from './policy.js';
 import { MAX_SUBTASKS, parentLinkSchema, subtaskLinkSchema } from './subtasks.js';
-import { SHORT, count, id, jsonSchema, principalSchema, time } from './lib/schemaParts.js';
+import { SHORT, budgetCounterShape, count, id, jsonSchema, principalSchema, time } from './lib/schemaParts.js';
 import { INPUT_LIMITS } from './limits.js';
 import type { Json } from './lib/strictJson.js';
 
@@ -50,20 +50,8 @@ export const toolFactsSchema = z.strictObject({
 
 export const catalogSchema = z.record(z.string().min(1).max(SHORT), toolFactsSchema);
 
-const counters = {
-  modelTurns: count,
-  toolCalls: count,
-  writes: count,
-  retries: count,
-  tokens: count,
-  /** Micro-units (1e-6) of the host's currency. */
-  costMicros: count,
-  /** Money the task's writes may move, in minor units of the host's currency (tools declare what a call moves). */
-  money: count,
-};
-
 /** Budget limits of a task. `wallClockMs` becomes an absolute deadline at start. */
-export const budgetLimitsSchema = z.strictObject({ ...counters, wallClockMs: z.number().int().positive() });
+export const budgetLimitsSchema = z.strictObject({ ...budgetCounterShape, wallClockMs: z.number().int().positive() });
 
 /** Used amounts: whole units; tokens and cost settle to reported usage after a reservation, so no lower bound. */
 export const budgetCountersSchema = z.strictObject({

@@ -7,21 +7,13 @@
  */
 import { z } from 'zod';
 import { FINAL_STATUSES } from './failures.js';
-import { SHORT, count, jsonSchema, time } from './lib/schemaParts.js';
+import { SHORT, budgetCounterShape, jsonSchema, time } from './lib/schemaParts.js';
 
 /** How many children a task remembers (each one is a call of a sub-task tool; a task's write budget is smaller). */
 export const MAX_SUBTASKS = 16;
 
 /** The share of the parent's budgets a child gets: taken from the parent before the child starts. */
-export const subtaskShareSchema = z.strictObject({
-  modelTurns: count,
-  toolCalls: count,
-  writes: count,
-  retries: count,
-  tokens: count,
-  costMicros: count,
-  money: count,
-});
+export const subtaskShareSchema = z.strictObject(budgetCounterShape);
 
 /** The child's trusted results, as they come back to the parent: its status, the reason, its evidence. */
 export const subtaskOutcomeSchema = z.strictObject({

@@ -10,6 +10,19 @@ if (typeof (z as { json?: unknown }).json !== 'function' || typeof z.strictObjec
 export const SHORT = 256;
 export const count = z.number().int().nonnegative();
 export const time = z.number().int().nonnegative();
+
+/** The counters of a task's budget, each a whole count (`context.ts` limits, `subtasks.ts` a child's share). */
+export const budgetCounterShape = {
+  modelTurns: count,
+  toolCalls: count,
+  writes: count,
+  retries: count,
+  tokens: count,
+  /** Micro-units (1e-6) of the host's currency. */
+  costMicros: count,
+  /** Money the task's writes may move, in minor units of the host's currency (tools declare what a call moves). */
+  money: count,
+};
 /** Any non-empty id; the host API bounds the ids it hands out further (`startRequestSchema`). */
 export const id = z.string().min(1);
 export const jsonSchema: z.ZodType<Json> = z.json();

@@ -12,6 +12,7 @@ import { z } from 'zod';
 import type { HttpErrorCode } from '../errorCodes.js';
 import type { UserEventResult } from '../orchestrator/orchestrator.js';
 import { notFound } from './access.js';
+import { actingOn } from './acting.js';
 import { type ServiceContext, parse } from './context.js';
 import type { RouteDoc } from './openapi.js';
 import { route } from './routes.js';
@@ -45,14 +46,7 @@ export function registerDecisionRoutes(app: FastifyInstance, ctx: ServiceContext
   const { orchestrator } = ctx;
 
   /** The caller, their view of the task, and the parsed body; throws the 4xx that applies. */
-  const prepare = async <S extends z.ZodType>(request: FastifyRequest, schema: S) => {
-    const principal = await ctx.principal(request);
-    ctx.csrf.check(request, principal);
-    const { taskId } = parse(taskParamsSchema, request.params, 'params');
-    const body = parse(schema, request.body, 'body');
-    const { status } = await ctx.visible(principal, taskId);
-    return { principal, taskId: status.taskId, body, status };
-  };
+  const prepare = <S extends z.ZodType>(request: FastifyRequest, schema: S) => actingOn(ctx, request, schema);
   /** As `prepare`, for a decision the chart takes from anyone: the caller's access only shapes the answer. */
   const prepareDecision = async <S extends z.ZodType>(request: FastifyRequest, schema: S) => {
     const principal = await ctx.principal(request);

@@ -17,6 +17,7 @@ import { z } from 'zod';
 import type { Principal } from '../../machines/context.js';
 import type { TranscriptEntry } from '../../machines/journal.js';
 import type { TaskStatus } from '../orchestrator/orchestrator.js';
+import { actingOn } from './acting.js';
 import { type ServiceContext, parse } from './context.js';
 import type { RouteDoc } from './openapi.js';
 import { route } from './routes.js';
@@ -37,14 +38,10 @@ export function registerOperatorRoutes(app: FastifyInstance, ctx: ServiceContext
 
   /** The operator and the task they act on; 404 to a caller who may not see it, 403 to one who may but is no operator. */
   const prepare = async <S extends z.ZodType>(request: FastifyRequest, schema: S) => {
-    const principal = await ctx.principal(request);
-    ctx.csrf.check(request, principal);
-    const { taskId } = parse(taskParamsSchema, request.params, 'params');
-    const body = parse(schema, request.body, 'body');
-    const { status } = await ctx.visible(principal, taskId);
+    const { principal, taskId, body } = await actingOn(ctx, request, schema);
     if (!isOperator(principal))
       throw serviceError(403, 'operator_only', `only an operator (${orchestrator.adminScope ?? 'none set'}) may`);
-    return { principal, taskId: status.taskId, body };
+    return { principal, taskId, body };
   };
 
   route(
