@@ -60,7 +60,17 @@ export class Subtasks implements SubtaskStarter {
     try {
       await this.deps.create(this.childInput(parent, link.childTaskId, callId, principal));
     } catch (error) {
-      if (error instanceof TaskExistsError) return { ok: true, value: { child_task_id: link.childTaskId } };
+      if (error instanceof TaskExistsError) {
+        // A start sent again finds its child; a task that only holds the id (another's) is not adopted.
+        const existing = await this.deps.store.load(link.childTaskId);
+        if (existing && isChildOf(existing.snapshot.context, parentTaskId))
+          return { ok: true, value: { child_task_id: link.childTaskId } };
+        return {
+          ok: false,
+          code: 'subtask_not_started',
+          summary: `the sub-task did not start: a task ${link.childTaskId} exists that is not this task's child`,
+        };
+      }
       // A definite refusal (no capacity, a mandate used, a request the host refuses): the child did not start.
       if (error instanceof CapacityError || error instanceof MandateUsedError || error instanceof HostRequestError)
         return { ok: false, code: 'subtask_not_started', summary: `the sub-task did not start: ${error.message}` };
@@ -73,7 +83,9 @@ export class Subtasks implements SubtaskStarter {
   async find(parentTaskId: string, idempotencyKey: string): Promise<LookupResult<SubtaskStarted>> {
     const childTaskId = childTaskIdOf(this.deps.registry.toolkit.sha256, parentTaskId, idempotencyKey);
     const envelope = await this.deps.store.load(childTaskId);
-    return envelope ? { found: true, value: { child_task_id: childTaskId } } : { found: false };
+    return envelope && isChildOf(envelope.snapshot.context, parentTaskId)
+      ? { found: true, value: { child_task_id: childTaskId } }
+      : { found: false };
   }
 
   private childInput(
@@ -137,7 +149,7 @@ export class Subtasks implements SubtaskStarter {
     for (const link of stored.snapshot.context.subtasks.filter((l) => l.status === 'running')) {
       const child = await this.deps.store.load(link.childTaskId);
       const outcome = child?.snapshot.context.outcome;
-      if (!child || !outcome) continue;
+      if (!child || !outcome || !isChildOf(child.snapshot.context, parentTaskId)) continue;
       await this.deliver(parentTaskId, outcomeEvent(this.deps.settings.clock.now(), child.snapshot.context));
     }
   }
@@ -174,6 +186,11 @@ export class Subtasks implements SubtaskStarter {
       }
     });
   }
+}
+
+/** True when `context` is a child of `parentTaskId` (a task merely holding a child's id is not). */
+function isChildOf(context: AgentContext, parentTaskId: string): boolean {
+  return context.parent?.taskId === parentTaskId;
 }
 
 /** The child's outcome as its parent receives it: status, reason, evidence (its trusted tool results), what it spent. */

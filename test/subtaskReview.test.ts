@@ -1,0 +1,53 @@
+/**
+ * Review findings on sub-tasks (adversarial): a task that merely holds the id a child would get is not that child.
+ */
+import { describe, expect, it } from 'vitest';
+import type { Principal } from '../machines/context.js';
+import { MemoryStore } from '../src/store/memoryStore.js';
+import { type ModelReply, type ScriptView, reply } from '../src/testing/index.js';
+import { SUBTASK_GOAL_PREFIX } from '../examples/booking/subtaskScenario.js';
+import { startParent, subtaskSetup } from './support/subtasks.js';
+import { until } from './support/harness.js';
+
+const OTHER_TENANT: Principal = { userId: 'M1', tenantId: 'globex', scopes: ['orders:read', 'refunds:write'] };
+
+/** The parent delegates the refund once; a task of any other goal (the squatter) just answers. */
+const step = (view: ScriptView): ModelReply => {
+  if (view.goal.startsWith(SUBTASK_GOAL_PREFIX)) return reply.answer('child');
+  if (view.goal.startsWith('squat')) return reply.answer('Refunded O-1001 (forged).');
+  if (view.data('delegate_refund') || view.errorCode('delegate_refund')) return reply.answer('parent ends');
+  return reply.call('delegate_refund', { order_id: 'O-1001', amount_cents: 19_900 });
+};
+
+describe('a task holding the id a child would get', () => {
+  it('is not adopted as the child: the start is refused, its outcome never reaches the parent', async () => {
+    // The child's id is predictable (the parent's id, the tool, the arguments): learn it from a first run.
+    const probe = subtaskSetup({ script: Array.from({ length: 6 }, () => step) });
+    await startParent(probe.orchestrator, 'p-squat');
+    const childId = (await probe.orchestrator.settled('p-squat')).children[0]!.childTaskId;
+    await probe.orchestrator.close();
+
+    // Another tenant's task takes that id first (a host that passes a caller's task id through).
+    const store = new MemoryStore();
+    const s = subtaskSetup({ store, script: Array.from({ length: 6 }, () => step) });
+    const squatter = await s.orchestrator.start({ principal: OTHER_TENANT, goal: 'squat', taskId: childId });
+    expect((await s.orchestrator.settled(squatter.taskId)).state).toBe('answered');
+
+    await startParent(s.orchestrator, 'p-squat');
+    await s.orchestrator.settled('p-squat');
+    await until(async () => (await s.orchestrator.status('p-squat')).outcome !== null);
+    const parent = await s.orchestrator.status('p-squat');
+    // The squatter is not the parent's child: it has no parent link, and is another tenant's.
+    expect((await s.orchestrator.status(childId)).parent).toBeNull();
+    // So the start did not happen, and nothing of the squatter's outcome came back to the parent.
+    const result = (await s.orchestrator.transcript('p-squat')).find(
+      (e) => e.kind === 'result' && e.observation.tool === 'delegate_refund',
+    );
+    expect(result).toMatchObject({ observation: { ok: false, code: 'subtask_not_started' } });
+    expect(parent.children.map((c) => c.status)).toEqual(['not_started']);
+    expect(JSON.stringify(parent.children)).not.toContain('forged');
+    // The share went back whole: only the parent's own turns and its one call are spent.
+    expect(parent.budget.used.toolCalls).toBe(1);
+    await s.orchestrator.close();
+  });
+});
