@@ -274,6 +274,8 @@ export type AuditEntry = {
         summary: string;
         share?: SubtaskShare;
         returned?: SubtaskShare;
+        /** What the child spent above its share (`finished`): charged to the parent. */
+        charged?: SubtaskShare;
       }
     /** Every compensation has its result; `task_stopped` follows. */
     | { kind: 'compensation_finished'; compensations: Compensation[] }

@@ -4,10 +4,12 @@
 import { describe, expect, it } from 'vitest';
 import type { Principal } from '../machines/context.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
-import { type ModelReply, type ScriptView, reply } from '../src/testing/index.js';
+import type { ModelReply } from '../src/index.js';
+import { type ScriptView, reply } from '../src/testing/index.js';
 import { SUBTASK_GOAL_PREFIX } from '../examples/booking/subtaskScenario.js';
 import { startParent, subtaskSetup } from './support/subtasks.js';
 import { until } from './support/harness.js';
+import { replayAudit } from '../src/audit/replayAudit.js';
 
 const OTHER_TENANT: Principal = { userId: 'M1', tenantId: 'globex', scopes: ['orders:read', 'refunds:write'] };
 
@@ -48,6 +50,33 @@ describe('a task holding the id a child would get', () => {
     expect(JSON.stringify(parent.children)).not.toContain('forged');
     // The share went back whole: only the parent's own turns and its one call are spent.
     expect(parent.budget.used.toolCalls).toBe(1);
+    await s.orchestrator.close();
+  });
+});
+
+describe("a child that spends more than its share (a model turn's actual usage above its reservation)", () => {
+  it('charges the excess to the parent: the parent never counts less than its child spent', async () => {
+    const big = (view: ScriptView): ModelReply => {
+      if (view.goal.startsWith(SUBTASK_GOAL_PREFIX))
+        return { ...reply.answer('child'), usage: { inputTokens: 30_000, outputTokens: 0 } };
+      if (view.data('delegate_refund') || view.errorCode('delegate_refund')) return reply.answer('parent ends');
+      return reply.call('delegate_refund', { order_id: 'O-1001', amount_cents: 19_900 });
+    };
+    const s = subtaskSetup({ script: Array.from({ length: 6 }, () => big) });
+    await startParent(s.orchestrator, 'p-over');
+    await until(async () => (await s.orchestrator.status('p-over')).outcome !== null);
+    const parent = await s.orchestrator.status('p-over');
+    const child = parent.children[0]!;
+    const childUsed = child.outcome!.used.tokens;
+    // The child overshot its share (one turn's usage above what it reserved)...
+    expect(childUsed).toBeGreaterThan(child.share.tokens);
+    // ...and the parent's count holds all of it (its own turns besides), not just the share.
+    expect(parent.budget.used.tokens).toBeGreaterThanOrEqual(childUsed);
+    // The audit says so, and its replay counts the same.
+    const audit = await s.orchestrator.audit('p-over');
+    const finished = audit.find((e) => e.kind === 'subtask' && e.action === 'finished');
+    expect(finished).toMatchObject({ charged: { tokens: childUsed - child.share.tokens } });
+    expect(replayAudit(audit).budget.used).toEqual(parent.budget.used);
     await s.orchestrator.close();
   });
 });

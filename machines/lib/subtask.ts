@@ -136,11 +136,29 @@ export function shareNeed(share: SubtaskShare): Partial<BudgetCounters> {
   return { ...share, toolCalls: share.toolCalls + 1, writes: share.writes + 1 };
 }
 
+/** What the child spent above its share: charged to the parent. */
+export function excessUsed(share: SubtaskShare, used: SubtaskShare): SubtaskShare {
+  const over = {} as SubtaskShare;
+  for (const key of DIMENSIONS) over[key] = Math.max(0, Math.max(0, used[key]) - share[key]);
+  return over;
+}
+
 /** What of the share the child did not spend: given back to the parent. */
 export function unusedShare(share: SubtaskShare, used: SubtaskShare): SubtaskShare {
   const back = {} as SubtaskShare;
   for (const key of DIMENSIONS) back[key] = Math.max(0, share[key] - Math.max(0, used[key]));
   return back;
+}
+
+/**
+ * The parent's budget once its child ended: charged what the child used in place of the share it reserved. What the
+ * child did not spend goes back; what it spent above its share (a model turn's actual usage above its reservation, an
+ * undo) is charged, so the parent never counts less than its child spent.
+ */
+export function settleShare(context: AgentContext, share: SubtaskShare, used: SubtaskShare): AgentContext['budget'] {
+  const amount: Partial<BudgetCounters> = {};
+  for (const key of DIMENSIONS) amount[key] = Math.max(0, used[key]) - share[key];
+  return debit(context.budget, amount);
 }
 
 /** The parent's budget with `back` given back. */
@@ -185,7 +203,7 @@ export function subtaskEntry(
   link: SubtaskLink,
   action: 'reserved' | 'started' | 'finished' | 'released',
   summary: string,
-  amounts: { share?: SubtaskLink['share']; returned?: SubtaskLink['share'] } = {},
+  amounts: { share?: SubtaskLink['share']; returned?: SubtaskLink['share']; charged?: SubtaskLink['share'] } = {},
 ): AuditEntry {
   return auditEntry(context, event, {
     kind: 'subtask',

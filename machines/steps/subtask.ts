@@ -5,7 +5,7 @@
  */
 import type { Json, Observation, SubtaskLink } from '../context.js';
 import { currentCall, finishCall, updateCall } from '../lib/batch.js';
-import { giveBack, subtaskEntry, subtaskProblem, unusedShare } from '../lib/subtask.js';
+import { excessUsed, settleShare, subtaskEntry, subtaskProblem, unusedShare } from '../lib/subtask.js';
 import { timeOf } from '../journal.js';
 import { eventOf } from '../guards/guard.js';
 import type { Step } from './step.js';
@@ -53,7 +53,7 @@ export const recordSubtaskStarted: Step = (context, event) => {
 /**
  * The child ended: its outcome is the call's result. `done` or `answered` is a result the model sees as data (the
  * child's status, reason and evidence, never its model's text); any other end is a failure of the call. What the
- * child did not spend of its share goes back to this task.
+ * child did not spend of its share goes back to this task; what it spent above the share is charged to it.
  */
 export const finishSubtask: Step = (context, event, toolkit) => {
   const { outcome, childTaskId } = eventOf(event, 'subtask.finished');
@@ -62,6 +62,7 @@ export const finishSubtask: Step = (context, event, toolkit) => {
   const at = timeOf(context, event);
   const finished: SubtaskLink = { ...link, status: 'finished', outcome };
   const returned = unusedShare(link.share, outcome.used);
+  const charged = excessUsed(link.share, outcome.used);
   const ok = outcome.status === 'done' || outcome.status === 'answered';
   const value: Json = {
     child_task_id: childTaskId,
@@ -88,12 +89,13 @@ export const finishSubtask: Step = (context, event, toolkit) => {
     context: {
       batch: finishCall(context.batch!, call.callId, observation),
       subtasks: context.subtasks.map((l) => (l.callId === call.callId ? finished : l)),
-      budget: giveBack(context, returned),
+      budget: settleShare(context, link.share, outcome.used),
       ...learned,
     },
     audit: [
       subtaskEntry(context, event, finished, 'finished', `${childTaskId} ended ${outcome.status} (${outcome.code})`, {
         returned,
+        ...(Object.values(charged).some((n) => n > 0) ? { charged } : {}),
       }),
     ],
   };
