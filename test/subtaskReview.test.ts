@@ -7,7 +7,10 @@ import { MemoryStore } from '../src/store/memoryStore.js';
 import type { ModelReply } from '../src/index.js';
 import { type ScriptView, reply } from '../src/testing/index.js';
 import { SUBTASK_GOAL_PREFIX } from '../examples/booking/subtaskScenario.js';
-import { startParent, subtaskSetup } from './support/subtasks.js';
+import { childWaiting, startParent, subtaskSetup } from './support/subtasks.js';
+import { E17_SUPPORT } from '../examples/booking/requests.js';
+import { RefundDesk } from '../examples/booking/refundService.js';
+import type { TaskStore } from '../src/store/taskStore.js';
 import { until } from './support/harness.js';
 import { replayAudit } from '../src/audit/replayAudit.js';
 
@@ -78,5 +81,44 @@ describe("a child that spends more than its share (a model turn's actual usage a
     expect(finished).toMatchObject({ charged: { tokens: childUsed - child.share.tokens } });
     expect(replayAudit(audit).budget.used).toEqual(parent.budget.used);
     await s.orchestrator.close();
+  });
+});
+
+describe('a parent cancelled, and the process gone before it cancelled its child', () => {
+  it('has the child cancelled by the next process: the child cannot refund after its parent ended', async () => {
+    // The store fails loads of one task while the switch is on (the cascade cannot read the child: as if the
+    // process died between saving the cancelled parent and cancelling its child).
+    const inner = new MemoryStore();
+    let failLoadOf: string | null = null;
+    const store = new Proxy(inner, {
+      get(target, key, receiver) {
+        if (key === 'load')
+          return async (taskId: string) => {
+            if (taskId === failLoadOf) throw new Error('the process is going away');
+            return target.load(taskId);
+          };
+        const value = Reflect.get(target, key, receiver);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    }) as TaskStore;
+    const desk = new RefundDesk();
+    const first = subtaskSetup({ store, desk });
+    await startParent(first.orchestrator, 'p-orphan');
+    const child = await childWaiting(first.orchestrator, 'p-orphan');
+    failLoadOf = child.taskId;
+    expect((await first.orchestrator.cancel('p-orphan', E17_SUPPORT, 'the customer withdrew')).accepted).toBe(true);
+    await until(async () => (await first.orchestrator.status('p-orphan')).state === 'cancelled');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await first.orchestrator.close();
+    failLoadOf = null;
+
+    const second = subtaskSetup({ store, desk });
+    await second.orchestrator.recover();
+    await until(async () => (await second.orchestrator.status(child.taskId)).outcome !== null, 2_000).catch(() => {});
+    expect((await second.orchestrator.status(child.taskId)).state).toBe('cancelled');
+    const late = await second.orchestrator.confirm(child.taskId, E17_SUPPORT, child.pendingConfirmation!);
+    expect(late.accepted).toBe(false);
+    expect(desk.refunds).toHaveLength(0);
+    await second.orchestrator.close();
   });
 });

@@ -25,6 +25,7 @@ import type { TaskStore } from '../store/taskStore.js';
 import type { LookupResult, ToolResult } from '../toolTypes.js';
 import type { SubtaskStarted, SubtaskStarter } from '../subtask.js';
 import { isFinished } from '../store/erasure.js';
+import { TASK_STATES } from '../store/summary.js';
 import type { Logger } from './hooks.js';
 import type { LiveTasks } from './liveTasks.js';
 import type { Settings } from './options.js';
@@ -167,11 +168,32 @@ export class Subtasks implements SubtaskStarter {
     }
   }
 
-  /** Every parent waiting for a child: settled (recovery, after a process that drove a child died). */
+  /**
+   * Recovery, after a process died: every parent waiting for a child is settled, and every child still open whose
+   * parent ended (or is gone) is cancelled (the cascade that process may not have finished).
+   */
   async settleAll(): Promise<number> {
     const waiting = await this.deps.store.list({ states: ['waiting_for_subtask'] });
     for (const parent of waiting) await this.settle(parent.taskId);
+    await this.cancelOrphans();
     return waiting.length;
+  }
+
+  /** Cancels each open child whose parent ended or is gone; returns how many. */
+  async cancelOrphans(): Promise<number> {
+    const { store } = this.deps;
+    const open = await store.list({ states: TASK_STATES.filter((state) => !isFinished(state)) });
+    let cancelled = 0;
+    // Only ids a child can have (childTaskIdOf): the other open tasks are not loaded.
+    for (const summary of open.filter((t) => t.taskId.startsWith('sub_'))) {
+      const child = (await store.load(summary.taskId))?.snapshot.context;
+      if (!child?.parent) continue;
+      const parent = await store.load(child.parent.taskId);
+      if (parent && !isFinished(parent.summary.state)) continue;
+      await this.deps.cancel(child.taskId, child.principal, `its parent ${child.parent.taskId} ended`);
+      cancelled += 1;
+    }
+    return cancelled;
   }
 
   private deliver(parentTaskId: string, event: SubtaskFinished): Promise<void> {
