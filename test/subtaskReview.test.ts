@@ -6,7 +6,15 @@ import type { Principal } from '../machines/context.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
 import type { ModelReply } from '../src/index.js';
 import { type ScriptView, reply } from '../src/testing/index.js';
-import { SUBTASK_GOAL_PREFIX } from '../examples/booking/subtaskScenario.js';
+import { DELEGATED_SUCCESS, SUBTASK_GOAL_PREFIX, delegatedScript } from '../examples/booking/subtaskScenario.js';
+import { z } from 'zod';
+import { createOrchestrator } from '../src/orchestrator/orchestrator.js';
+import { defineSubtask } from '../src/subtask.js';
+import { scriptedModel } from '../src/testing/scriptedModel.js';
+import { getOrder } from '../tools/getOrder.js';
+import { refundMandate } from '../tools/mandates.js';
+import { refundDeskAuthority, refundOrder } from '../tools/refundOrder.js';
+import { REFUND_GOAL, REFUND_TERMS } from '../examples/booking/requests.js';
 import { childWaiting, startParent, subtaskSetup } from './support/subtasks.js';
 import { E17_SUPPORT } from '../examples/booking/requests.js';
 import { RefundDesk } from '../examples/booking/refundService.js';
@@ -120,5 +128,98 @@ describe('a parent cancelled, and the process gone before it cancelled its child
     expect(late.accepted).toBe(false);
     expect(desk.refunds).toHaveLength(0);
     await second.orchestrator.close();
+  });
+});
+
+describe('a sub-task call that reuses the call id of an earlier one (the model picks call ids)', () => {
+  it("starts no child from the earlier call's link: the share reserved is the share the child gets", async () => {
+    // A sub-task tool whose share of money is the amount the call names.
+    const delegatePart = defineSubtask({
+      name: 'delegate_part',
+      description: 'Hands part of a refund to a sub-task.',
+      input: z.strictObject({ order_id: z.string().min(1), amount_cents: z.number().int().positive() }),
+      tools: ['get_order', 'refund_order'],
+      goal: (args) => `${SUBTASK_GOAL_PREFIX} refund ${args.amount_cents} cents on order ${args.order_id}.`,
+      mandate: {
+        kind: refundMandate,
+        terms: (args) => ({ order_id: args.order_id, max_amount_cents: args.amount_cents }),
+      },
+      budget: (args) => ({ modelTurns: 4, toolCalls: 4, writes: 1, money: args.amount_cents }),
+      success: { tool: 'refund_order', match: { status: 'succeeded' } },
+      confirm: { never: 'the child confirms its own refund' },
+    });
+    const store = new MemoryStore();
+    const desk = new RefundDesk();
+    const child = delegatedScript()[0] as (view: ScriptView) => ModelReply; // the child: read, refund 199.00, answer
+    let heldId: string | null = null;
+    const step = (view: ScriptView): ModelReply => {
+      if (view.goal.startsWith(SUBTASK_GOAL_PREFIX)) return child(view);
+      if (view.turn === 1) return reply.call('delegate_part', { order_id: 'O-1001', amount_cents: 19_900 }, 'd');
+      if (view.turn === 2) {
+        // The first start was refused (its child's mandate claimed elsewhere): the claim goes, the model asks again,
+        // for less, under the same call id.
+        if (heldId) void store.releaseMandate(heldId, 'elsewhere');
+        return reply.call('delegate_part', { order_id: 'O-1001', amount_cents: 100 }, 'd');
+      }
+      return reply.answer('parent ends');
+    };
+    const model = scriptedModel(Array.from({ length: 12 }, () => step));
+    const orchestrator = createOrchestrator({
+      tools: [getOrder(desk), refundOrder(desk, { confirmAboveCents: 100_000 }), delegatePart],
+      loosen: refundDeskAuthority,
+      mandates: [refundMandate],
+      model,
+      store,
+      expirySweepMs: 0,
+    });
+    // The first call's child id, learnt from a probe (it is derived from the parent id, the tool and the arguments).
+    const probeStore = new MemoryStore();
+    const probe = createOrchestrator({
+      tools: [getOrder(new RefundDesk()), refundOrder(new RefundDesk()), delegatePart],
+      loosen: refundDeskAuthority,
+      mandates: [refundMandate],
+      model: scriptedModel([reply.call('delegate_part', { order_id: 'O-1001', amount_cents: 19_900 }, 'd')]),
+      store: probeStore,
+      expirySweepMs: 0,
+      capacity: { maxRunningPerTenant: 1 },
+    });
+    const start = (o: typeof orchestrator) =>
+      o.start({
+        principal: E17_SUPPORT,
+        goal: REFUND_GOAL,
+        success: { ...DELEGATED_SUCCESS, tool: 'delegate_part' },
+        mandate: refundMandate.of(REFUND_TERMS),
+        limits: { money: 19_900 },
+        taskId: 'p-reuse',
+      });
+    await start(probe);
+    await until(async () => (await probe.status('p-reuse')).children.length > 0);
+    heldId = (await probe.status('p-reuse')).children[0]!.childTaskId;
+    await probe.close();
+    await store.claimMandate(heldId, 'elsewhere');
+
+    await start(orchestrator);
+    // The user confirms whatever refund a child of theirs asks for (the page shows it as theirs).
+    await until(async () => {
+      const p = await orchestrator.status('p-reuse');
+      for (const c of p.children) {
+        const st = await orchestrator.status(c.childTaskId).catch(() => null);
+        if (st?.pendingConfirmation) await orchestrator.confirm(st.taskId, E17_SUPPORT, st.pendingConfirmation);
+      }
+      return p.outcome !== null;
+    });
+    const parent = await orchestrator.status('p-reuse');
+    const moved = desk.refunds.reduce((sum, r) => sum + r.amountCents, 0);
+    // The second call is refused at the gate; no child starts from the first call's link (199.00 for a call of 1.00).
+    const results = (await orchestrator.transcript('p-reuse')).filter((e) => e.kind === 'result');
+    expect(results.map((e) => e.kind === 'result' && e.observation.ok === false && e.observation.code)).toEqual([
+      'subtask_not_started',
+      'duplicate_call_id',
+    ]);
+    expect(moved).toBe(0);
+    // Whatever ran, the parent counts at least the money its children moved.
+    expect(parent.budget.used.money).toBeGreaterThanOrEqual(moved);
+    expect(parent.children.map((c) => c.status)).toEqual(['not_started']);
+    await orchestrator.close();
   });
 });

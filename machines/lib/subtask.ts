@@ -99,6 +99,14 @@ export function subtaskProblem(
 ): SubtaskProblem | null {
   const found = subtaskSpec(context, call, toolkit);
   if (!found.ok) return found;
+  // A child is linked by the call id that started it: the model's ids for a later call may repeat an earlier one.
+  if (context.subtasks.some((link) => link.callId === call.callId))
+    return {
+      check: 'tools',
+      gate: 'schema',
+      code: 'duplicate_call_id',
+      summary: `call id ${JSON.stringify(call.callId)} already started a sub-task in this task: use a new call id`,
+    };
   const { spec } = found;
   const mine = toolsOf(context);
   for (const tool of spec.tools) {
