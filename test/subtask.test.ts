@@ -164,6 +164,24 @@ describe('a sub-task refused at the gates: nothing starts', () => {
     await s.orchestrator.close();
   });
 
+  it("refuses a parent whose success on the sub-task tool would take an 'answered' child (its model's word) as done", async () => {
+    const s = subtaskSetup();
+    const start = (match: Record<string, string> | undefined) =>
+      s.orchestrator.start({
+        principal: E17_SUPPORT,
+        goal: 'refund',
+        success: { tool: 'delegate_refund', ...(match ? { match } : {}) },
+        taskId: `p-success-${match?.status ?? 'none'}`,
+      });
+    for (const match of [undefined, { status: 'answered' }])
+      await expect(start(match)).rejects.toMatchObject({
+        code: 'invalid_request',
+        message: expect.stringMatching(/must match \{ status: 'done' \}/),
+      });
+    expect(await s.orchestrator.list()).toEqual([]);
+    await s.orchestrator.close();
+  });
+
   it('refuses bad definitions: no tools, itself, a tool not installed, a nested sub-task, a mandate kind without within', () => {
     const base = {
       name: 'delegate_x',

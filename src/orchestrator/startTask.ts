@@ -19,6 +19,7 @@ import {
 } from '../errors.js';
 import { checkMandate, moneyUnder } from '../mandate.js';
 import type { ToolRegistry } from '../runtime/toolRegistry.js';
+import { subtaskRulesOf } from '../subtask.js';
 import { type TaskStore, claimsMandates } from '../store/taskStore.js';
 import type { Capacity, StartSlot } from './capacity.js';
 import type { LiveTasks } from './liveTasks.js';
@@ -50,6 +51,14 @@ export function taskInput(request: StartTaskRequest, deps: InputDeps): AgentInpu
     throw new HostRequestError('invalid_request', `start: no workflow named ${JSON.stringify(workflow)} is installed`);
   if (success && !registry.get(success.tool)) {
     throw new HostRequestError('invalid_request', `start: success criterion names unknown tool ${success.tool}`);
+  }
+  // A sub-task's result says `answered` when only the child's model said it was done: success is a child that met its
+  // own criterion (`done`), shown by its trusted evidence, never the child's text.
+  if (success && subtaskRulesOf(registry.get(success.tool)) && success.match?.status !== 'done') {
+    throw new HostRequestError(
+      'invalid_request',
+      `start: a success criterion on the sub-task tool ${success.tool} must match { status: 'done' } (a child that met its own criterion); an 'answered' child only says it is done`,
+    );
   }
   // Checked against the schema of its kind, and stored as plain JSON: the task can never see it change.
   const checkedMandate = mandate ? checkMandate(settings.mandates, mandate) : null;
