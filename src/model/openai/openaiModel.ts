@@ -17,11 +17,11 @@ import { openai } from '../../peers/openai.js';
 import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
 import { readChatStream } from './openaiStreams.js';
 import { AgentError } from '../../errors.js';
-import { type AgentModel, type ModelReplyWithVersion, type ModelRequest, TransientModelError } from '../agentModel.js';
+import { type AgentModel, type ModelReplyWithVersion, type ModelRequest } from '../agentModel.js';
 import { adapterLimits } from '../adapterLimits.js';
 import { type AdapterOptions, adapterProvenance } from '../replyRules.js';
 import { DEFAULT_SYSTEM_PROMPT, buildMessages, toolDefinitions } from './openaiMessages.js';
-import { ModelAbortedError, settleOpenAIError, toModelReply, unusableBody } from './openaiReply.js';
+import { sendOpenAI, toModelReply } from './openaiReply.js';
 
 export interface OpenAIModelOptions extends AdapterOptions {
   /** Default: OPENAI_API_KEY. Local servers that ignore keys still need a non-empty value. */
@@ -102,31 +102,24 @@ export function createOpenAIModel(options: OpenAIModelOptions = {}): AgentModel 
         [maxTokensField]: maxTokens,
         ...(options.temperature !== undefined ? { temperature: options.temperature } : {}),
       };
-      let response: unknown;
-      try {
-        response = options.stream
-          ? await readChatStream(
-              // include_usage: the last chunk carries the turn's usage, charged as reported.
-              await client.chat.completions.create(
-                { ...body, stream: true, stream_options: { include_usage: true } },
-                { signal: request.signal },
-              ),
-              request.onText,
-              request.signal,
-              [apiKey],
-            )
-          : await client.chat.completions.create(body, { signal: request.signal });
-      } catch (error) {
-        // A stream that broke or ended early: retried, nothing of it used (see openaiStreams.ts).
-        if (error instanceof TransientModelError || error instanceof ModelAbortedError) throw error;
-        // A body that claims JSON and is not: the server answered, with output nobody can use. Re-asked, counted.
-        if (error instanceof SyntaxError) return unusableBody(error, fallbackUsage, options.prices);
-        // Sorted by the shared taxonomy: the model's own output refused (Groq's tool_use_failed) is re-asked and
-        // charges nothing; a transient failure is retried; anything else fails the task with its own code.
-        const settled = settleOpenAIError(error, apiKey, maxRetryAfterMs);
-        if ('reply' in settled) return settled.reply;
-        throw settled.error;
-      }
+      const sent = await sendOpenAI(
+        async () =>
+          options.stream
+            ? await readChatStream(
+                // include_usage: the last chunk carries the turn's usage, charged as reported.
+                await client.chat.completions.create(
+                  { ...body, stream: true, stream_options: { include_usage: true } },
+                  { signal: request.signal },
+                ),
+                request.onText,
+                request.signal,
+                [apiKey],
+              )
+            : await client.chat.completions.create(body, { signal: request.signal }),
+        { apiKey, maxRetryAfterMs, fallbackUsage, prices: options.prices },
+      );
+      if ('reply' in sent) return sent.reply;
+      const { response } = sent;
       return toModelReply(response, { prices: options.prices, fallbackUsage });
     },
   };

@@ -6,7 +6,12 @@
 import type { APIError } from 'openai';
 import { openai } from '../../peers/openai.js';
 import type { ChatCompletion } from 'openai/resources/chat/completions';
-import type { ModelReply, ModelReplyWithVersion, ModelUsageReport } from '../agentModel.js';
+import {
+  type ModelReply,
+  type ModelReplyWithVersion,
+  type ModelUsageReport,
+  TransientModelError,
+} from '../agentModel.js';
 import { ProviderRequestError, classifyProviderError, settleProviderError } from '../providerErrors.js';
 import {
   type ModelPrices,
@@ -170,6 +175,28 @@ export function settleOpenAIError(
   }
   const name = error instanceof Error ? error.name : typeof error;
   return { error: new ModelRequestError(null, `The model request failed unexpectedly (${name}).`) };
+}
+
+/**
+ * Sends one request of an OpenAI adapter (`send`: Chat Completions or Responses, streamed or not) and sorts what went
+ * wrong: a stream that broke or ended early (TransientModelError, see openaiStreams.ts) and an abort are thrown as
+ * they are; a body that claims JSON and is not is an unusable reply (the server answered with output nobody can use:
+ * re-asked, counted); anything else goes by `settleOpenAIError` (the model's own output refused: re-asked, nothing
+ * charged; transient: retried; otherwise the task fails with its own code).
+ */
+export async function sendOpenAI<T>(
+  send: () => Promise<T>,
+  how: ReplyOptions & { apiKey: string | undefined; maxRetryAfterMs: number },
+): Promise<{ response: T } | { reply: ModelReply }> {
+  try {
+    return { response: await send() };
+  } catch (error) {
+    if (error instanceof TransientModelError || error instanceof ModelAbortedError) throw error;
+    if (error instanceof SyntaxError) return { reply: unusableBody(error, how.fallbackUsage, how.prices) };
+    const settled = settleOpenAIError(error, how.apiKey, how.maxRetryAfterMs);
+    if ('reply' in settled) return settled;
+    throw settled.error;
+  }
 }
 
 /** The error as a thrown Error (a refused model output is not an error: use settleOpenAIError for it). */

@@ -17,11 +17,11 @@ import type { OpenAI } from 'openai';
 import type { ResponseCreateParamsNonStreaming } from 'openai/resources/responses/responses';
 import type { ReasoningEffort } from 'openai/resources/shared';
 import { adapterLimits } from '../adapterLimits.js';
-import { type AgentModel, type ModelReplyWithVersion, type ModelRequest, TransientModelError } from '../agentModel.js';
+import { type AgentModel, type ModelReplyWithVersion, type ModelRequest } from '../agentModel.js';
 import { type AdapterOptions, adapterProvenance } from '../replyRules.js';
 import { DEFAULT_SYSTEM_PROMPT } from './openaiMessages.js';
 import { ModelConfigError, nonEmpty, openaiClient, positive } from './openaiModel.js';
-import { ModelAbortedError, settleOpenAIError, unusableBody } from './openaiReply.js';
+import { sendOpenAI } from './openaiReply.js';
 import { readResponsesStream } from './openaiStreams.js';
 import { buildInput, isReasoningModel, responsesTools } from './responsesInput.js';
 import { toResponsesReply } from './responsesReply.js';
@@ -111,25 +111,20 @@ export function createOpenAIResponsesModel(options: OpenAIResponsesModelOptions 
         ...(options.temperature !== undefined ? { temperature: options.temperature } : {}),
         ...(options.reasoningEffort !== undefined ? { reasoning: { effort: options.reasoningEffort } } : {}),
       };
-      let response: unknown;
-      try {
-        response = options.stream
-          ? await readResponsesStream(
-              await client.responses.create({ ...body, stream: true }, { signal: request.signal }),
-              request.onText,
-              request.signal,
-              [apiKey],
-            )
-          : await client.responses.create(body, { signal: request.signal });
-      } catch (error) {
-        // A stream that broke or ended early: retried, nothing of it used (see openaiStreams.ts).
-        if (error instanceof TransientModelError || error instanceof ModelAbortedError) throw error;
-        // A body that claims JSON and is not: the server answered, with output nobody can use. Re-asked, counted.
-        if (error instanceof SyntaxError) return unusableBody(error, fallbackUsage, options.prices);
-        const settled = settleOpenAIError(error, apiKey, maxRetryAfterMs);
-        if ('reply' in settled) return settled.reply;
-        throw settled.error;
-      }
+      const sent = await sendOpenAI(
+        async () =>
+          options.stream
+            ? await readResponsesStream(
+                await client.responses.create({ ...body, stream: true }, { signal: request.signal }),
+                request.onText,
+                request.signal,
+                [apiKey],
+              )
+            : await client.responses.create(body, { signal: request.signal }),
+        { apiKey, maxRetryAfterMs, fallbackUsage, prices: options.prices },
+      );
+      if ('reply' in sent) return sent.reply;
+      const { response } = sent;
       carry?.keep(request.taskId, request.turn, (response as { output?: unknown } | null)?.output);
       return toResponsesReply(response, { prices: options.prices, fallbackUsage });
     },
