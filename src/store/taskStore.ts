@@ -166,6 +166,26 @@ export interface TaskChanges {
   watch(taskId: string, listener: (change: TaskChange) => void): TaskWatch;
 }
 
+/**
+ * Ephemeral word about a task between processes: the live text of its model turns, written by the worker that
+ * drives it, for the viewers connected to another process (`src/runtime/modelText.ts`). Never stored, journaled or
+ * replayed; lost when nobody listens. Only what a live view may see is ever published (redacted text).
+ */
+export interface LiveMessages {
+  /**
+   * Watching side: marks the task as watched (for every process, while the returned stop is not called) and calls
+   * `listener` with each message that another process publishes for it.
+   */
+  watch(taskId: string, listener: (message: unknown) => void): () => void;
+  /**
+   * Driving side: whether some process watches the task, as last checked. Never waits: a check that is stale starts
+   * in the background (so the first call for a task answers false, and the answer follows within a round trip).
+   */
+  wanted(taskId: string): boolean;
+  /** Driving side: sends `message` to the task's watchers in the other processes. Never throws, never waits. */
+  publish(taskId: string, message: object): void;
+}
+
 export interface TaskStore {
   /** Present on stores that can coordinate several processes (one driver per task). */
   readonly leases?: LeaseManager;
@@ -188,6 +208,11 @@ export interface TaskStore {
    * (`GET /api/tasks/:id/events`) subscribe instead of polling quickly. Without it they poll the store.
    */
   readonly changes?: TaskChanges;
+  /**
+   * Present on stores shared by several processes (Redis): carries the live model text of a task from the process
+   * that drives it to the viewers connected to another one (pub/sub, only while someone watches).
+   */
+  readonly liveMessages?: LiveMessages;
   /** "memory", "file", "redis"... */
   readonly kind: string;
   /**

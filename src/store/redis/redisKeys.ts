@@ -67,6 +67,13 @@ export interface RedisKeys {
    * after each save of the task (`redisTaskChanges.ts`).
    */
   live(taskId: string): string;
+  /**
+   * Pub/sub channel (not a key): the live model text of the task, published by the process that drives it while
+   * another process watches (`redisLiveMessages.ts`). Never stored.
+   */
+  text(taskId: string): string;
+  /** String with a short PX expiry: set, and refreshed, by a process while it watches the task's live text. */
+  textWatched(taskId: string): string;
   /** String: the tombstone (JSON) of an erased task; saves, leases and quarantine of the id are refused. */
   tombstone(taskId: string): string;
   /** Sorted set: ids of erased tasks, scored by erasedAt (for the tombstones' retention). */
@@ -134,6 +141,8 @@ function keysUnder(root: string): RedisKeys {
     quarantine: `${root}:quarantine`,
     tombstone: (id) => `${root}:tombstone:${id}`,
     live: (id) => `${root}:live:${id}`,
+    text: (id) => `${root}:text:${id}`,
+    textWatched: (id) => `${root}:textwatched:${id}`,
     mandate: (id) => `${root}:mandate:${id}`,
     mandateOf: (id) => `${root}:mandateof:${id}`,
     tenantSlots: (tenantId) => `${root}:tenantslots:${tenantId}`,

@@ -36,6 +36,7 @@ import { deleteMatching, scanKeys } from './redisScans.js';
 import { globEscape } from './redisErasure.js';
 import type { RedisCall } from './redisConnection.js';
 import { defineStoreScripts } from './redisScripts.js';
+import { type LiveMessageTimings, RedisLiveMessages } from './redisLiveMessages.js';
 import { RedisTaskChanges } from './redisTaskChanges.js';
 import { RedisTenantSlots } from './redisTenantSlots.js';
 import { readsAreOwn } from '../storeChecks.js';
@@ -76,6 +77,8 @@ export interface RedisStoreOptions extends RedisClientBounds {
   clock?: Clock;
   /** How long finished tasks and tombstones are kept (enforced by `sweepRetention`). Default: forever. */
   retention?: RetentionOptions;
+  /** Timings of the live model text across processes (`redisLiveMessages.ts`). Defaults: 15 s marks, 1 s checks. */
+  liveMessages?: LiveMessageTimings;
 }
 
 /**
@@ -105,6 +108,8 @@ export class RedisStore implements ErasableTaskStore, MandateClaims {
   readonly tenantSlots: TenantSlots;
   /** Word of every save of a watched task, by any process (pub/sub, published by the save script). */
   readonly changes: TaskChanges;
+  /** The live model text of tasks driven in another process, while someone here watches (pub/sub, never stored). */
+  readonly liveMessages: RedisLiveMessages;
   /** How many buckets the tasks are spread over. */
   readonly buckets: number;
   private readonly client: Redis;
@@ -153,6 +158,13 @@ export class RedisStore implements ErasableTaskStore, MandateClaims {
     this.tenantSlots = new RedisTenantSlots(scripts, root, call, ready);
     this.liveChanges = new RedisTaskChanges(client, (taskId) => this.bucket(taskId).keys.live(taskId));
     this.changes = this.liveChanges;
+    // Under the prefix's own tag, whatever the bucket count: a mark is no task data (the layout check looks for that).
+    this.liveMessages = new RedisLiveMessages(
+      client,
+      this.liveChanges,
+      { channel: (taskId) => root.text(taskId), mark: (taskId) => root.textWatched(taskId) },
+      options.liveMessages,
+    );
     this.leases = {
       acquire: async (taskId, ttlMs) => (await bucket(taskId)).leases.acquire(taskId, ttlMs),
       renew: async (lease: Lease, ttlMs) => (await bucket(lease.taskId)).leases.renew(lease, ttlMs),
@@ -351,6 +363,7 @@ export class RedisStore implements ErasableTaskStore, MandateClaims {
     if (this.closed) return;
     this.closed = true;
     // The subscriber is the store's own, whoever owns the client.
+    this.liveMessages.close();
     this.liveChanges.close();
     if (!this.ownsClient) return;
     if (this.client.status === 'ready') await this.client.quit().catch(() => this.client.disconnect());

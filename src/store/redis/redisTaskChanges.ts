@@ -10,6 +10,9 @@
  * and keeps nothing in Redis. What it can lose (messages while the subscriber is disconnected, or before a
  * subscription is confirmed) is covered by a `'resync'` to every listener once the subscription is (again)
  * confirmed, and by `TaskWatch.live` being false meanwhile, so callers poll.
+ *
+ * The same connection carries other channels' raw messages (`listen`): the live model text of tasks driven in
+ * another process (`redisLiveMessages.ts`), so that a process watching tasks holds one subscriber connection.
  */
 import type { Cluster, Redis } from 'ioredis';
 import { ChangeListeners } from '../changeListeners.js';
@@ -23,6 +26,8 @@ export class RedisTaskChanges implements TaskChanges {
   private readonly channels = new Map<string, string>();
   /** Channels whose subscription the current connection confirmed. */
   private readonly confirmed = new Set<string>();
+  /** Channels listened to raw (`listen`), with their handler. */
+  private readonly raw = new Map<string, (message: string) => void>();
   private closed = false;
 
   constructor(
@@ -43,9 +48,26 @@ export class RedisTaskChanges implements TaskChanges {
     return this.listeners.watch(taskId, listener);
   }
 
+  /**
+   * Calls `onMessage` with each message published on `channel` (one handler per channel; subscribed again after
+   * every reconnect, and what was published meanwhile is lost) until the returned function is called.
+   */
+  listen(channel: string, onMessage: (message: string) => void): () => void {
+    if (this.closed) return () => {};
+    this.raw.set(channel, onMessage);
+    const sub = this.connection();
+    if (sub.status === 'ready') void sub.subscribe(channel).catch(() => {});
+    return () => {
+      if (this.raw.get(channel) !== onMessage) return;
+      this.raw.delete(channel);
+      if (this.subscriber?.status === 'ready') void this.subscriber.unsubscribe(channel).catch(() => {});
+    };
+  }
+
   /** Closes the subscriber connection; later watches are never live (callers poll). */
   close(): void {
     this.closed = true;
+    this.raw.clear();
     this.confirmed.clear();
     this.subscriber?.disconnect();
     this.subscriber = null;
@@ -63,6 +85,7 @@ export class RedisTaskChanges implements TaskChanges {
     sub.on('ready', () => {
       this.confirmed.clear();
       for (const taskId of this.channels.values()) this.confirm(taskId);
+      for (const channel of this.raw.keys()) void sub.subscribe(channel).catch(() => {});
     });
     sub.on('message', (channel: string, message: string) => this.received(channel, message));
     this.subscriber = sub;
@@ -101,6 +124,15 @@ export class RedisTaskChanges implements TaskChanges {
   }
 
   private received(channel: string, message: string): void {
+    const raw = this.raw.get(channel);
+    if (raw) {
+      try {
+        raw(message);
+      } catch {
+        // A listener's failure is its own.
+      }
+      return;
+    }
     const taskId = this.channels.get(channel);
     if (taskId === undefined) return;
     const [revision, audit, transcript] = message.split(' ').map(Number);
