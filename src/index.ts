@@ -87,6 +87,7 @@ export type { RateLimitOptions } from './runtime/rateLimits.js';
 export {
   TransientModelError,
   type AgentModel,
+  type CallTextDelta,
   type ModelReply,
   type ModelRequest,
   type ModelUsageReport,
@@ -294,5 +295,5 @@ export type {
   QueueDepth,
 } from './orchestrator/dispatch.js';
 export type { InboxCursor, InboxReply } from './store/envelope.js';
-export type { InboxEntry, TaskChange, TaskChanges, TaskInbox, TaskWatch } from './store/taskStore.js';
-export type { ModelTextEvent, ModelTextListener } from './runtime/modelText.js';
+export type { InboxEntry, LiveMessages, TaskChange, TaskChanges, TaskInbox, TaskWatch } from './store/taskStore.js';
+export type { ModelTextEvent, ModelTextListener, ModelTextWatchOptions } from './runtime/modelText.js';

@@ -10,7 +10,11 @@
  * While a model turn is written by a streaming adapter in this process, `model_text` events (no id) carry its text,
  * redacted: `{ kind: 'text', turn, attempt, text, replace }` to append (or, with `replace`, to show instead), and
  * `{ kind: 'discarded', turn, attempt }` when the attempt failed. They are not journal entries: a reconnect does not
- * get them again, and the turn's entry, when it comes, is the record.
+ * get them again, and the turn's entry, when it comes, is the record. The tool calls the model is writing come as
+ * `model_call` events (`{ kind: 'call', turn, attempt, index, callId, name, text, replace, proposed: true, label }`,
+ * `label` "proposed, not yet checked"): unvetted proposals, redacted by the same rule (arguments of a tool with
+ * sensitive fields withheld whole), never a decision: the chart checks the calls only once the turn is whole. Both
+ * reach the caller wherever the task is driven: in this process, or by a worker elsewhere on the same Redis.
  *
  * New entries are read when the task is saved, wherever it is driven (`orchestrator.watchTask`): on a store that
  * announces saves (Redis: pub/sub published by the save script; MemoryStore) every API instance hears of every save
@@ -63,6 +67,9 @@ export class OpenStreams {
     this.closers.clear();
   }
 }
+
+/** How a `model_call` event names what it carries: a call being written, which nothing has checked yet. */
+export const PROPOSED_LABEL = 'proposed, not yet checked';
 
 const EVENT_NAMES: Partial<Record<AuditEntry['kind'], string>> = {
   gate: 'gate',
@@ -183,13 +190,19 @@ export async function streamTaskEvents(
     if (change.kind === 'saved' && change.audit <= next) return;
     pump();
   });
-  // The model's text as it is written (streaming adapters, tasks driven in this process): redacted, ephemeral, and
+  // The model's text as it is written (streaming adapters, wherever the task is driven): redacted, ephemeral, and
   // without an id, so a reconnect resumes the journal where it was and never asks for text again.
   const unwatchText = modelText
-    ? orchestrator.watchModelText(taskId, (event) => {
-        const { taskId: _task, ...data } = event;
-        write(`event: model_text\ndata: ${JSON.stringify(data)}\n\n`);
-      })
+    ? orchestrator.watchModelText(
+        taskId,
+        (event) => {
+          const { taskId: _task, ...data } = event;
+          if (data.kind === 'call')
+            write(`event: model_call\ndata: ${JSON.stringify({ ...data, label: PROPOSED_LABEL })}\n\n`);
+          else write(`event: model_text\ndata: ${JSON.stringify(data)}\n\n`);
+        },
+        { calls: true },
+      )
     : () => {};
   const livePollMs = options.livePollMs ?? 30_000;
   const poll = setInterval(

@@ -46,6 +46,24 @@ export interface ModelRequest {
    * sees it, and the reply still carries the whole text. It must not throw.
    */
   onText?: (delta: string) => void;
+  /**
+   * Set by the runtime when someone asked to watch the calls being written (`watchModelText(..., { calls: true })`):
+   * a streaming adapter calls it with each piece of a tool call as it arrives: the call's position in the reply, its
+   * id and name once known, and the new piece of its arguments' JSON text ('' when a piece carried only the id or
+   * name). Raw, unvetted output: the runtime redacts it, marks it as a proposal, and never persists it; the reply
+   * still carries the whole calls, and only they are checked and decided on. It must not throw.
+   */
+  onCallText?: (delta: CallTextDelta) => void;
+}
+
+/** A piece of a tool call being written, as a streaming adapter reports it (`ModelRequest.onCallText`). */
+export interface CallTextDelta {
+  /** The call's position among the reply's calls (0-based), in the order they began. */
+  index: number;
+  callId?: string;
+  name?: string;
+  /** New text of the call's arguments (JSON), to append to what came before. */
+  arguments: string;
 }
 
 export interface ModelUsageReport {

@@ -27,7 +27,7 @@ import { taskInput } from './startTask.js';
 import { type TaskStatus, type UserEventResult, statusOfLive } from './status.js';
 import { watchTask } from './watchTask.js';
 import { type FoundTask, type TaskSearch, searchTasks } from './taskSearch.js';
-import { type ModelTextListener } from '../runtime/modelText.js';
+import { type ModelTextListener, type ModelTextWatchOptions } from '../runtime/modelText.js';
 
 /** Tasks and their user events; what every orchestrator holds, and closing, journals and erasure, are its base's. */
 export class Orchestrator extends OrchestratorBase {
@@ -167,14 +167,15 @@ export class Orchestrator extends OrchestratorBase {
 
   /**
    * Calls `listener` with the text of task `taskId`'s model turns as it is written, when the model adapter streams
-   * (`stream: true`) and this process drives the task (with dispatch to workers, the workers do: nothing arrives
-   * here). Redacted as the stored text is, held back to line and sentence ends to make that sound (see
-   * `src/runtime/modelText.ts`); tool calls' arguments never appear. Ephemeral: never persisted or replayed, and a
-   * failed attempt's text is voided by a `discarded` event. The listener must not throw. Returns an unsubscribe
-   * function.
+   * (`stream: true`), wherever the task is driven: in this process, or by a worker elsewhere on the same Redis (the
+   * store's `liveMessages`: pub/sub, published only while some process watches). Redacted as the stored text is,
+   * held back to line and sentence ends to make that sound (see `src/runtime/modelText.ts`). With `calls: true`,
+   * also the tool calls being written (`kind: 'call'`): unvetted proposals, redacted, never a decision. Ephemeral:
+   * never persisted or replayed, and a failed attempt's text is voided by a `discarded` event. The listener must not
+   * throw. Returns an unsubscribe function.
    */
-  watchModelText(taskId: string, listener: ModelTextListener): () => void {
-    return this.modelText.watch(taskId, listener);
+  watchModelText(taskId: string, listener: ModelTextListener, options: ModelTextWatchOptions = {}): () => void {
+    return this.modelText.watch(taskId, listener, options);
   }
 
   /** Tasks driven by this process right now (waiting and finished ones are not kept). */

@@ -74,6 +74,8 @@ export abstract class OrchestratorBase {
       subtasks: this.subtasks,
       recoveries: this.recoveries,
     } = parts);
+    // With a store shared by several processes (Redis), text written by a worker reaches the viewers here, and back.
+    this.modelText.connect(this.store.liveMessages);
     if (this.settings.retentionSweepMs > 0 && isErasable(this.store)) {
       this.startRetentionSweep({
         everyMs: this.settings.retentionSweepMs,

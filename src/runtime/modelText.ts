@@ -15,6 +15,7 @@
  * match spans a sentence end or a line break and whose first part does not match alone: say so in its pattern (or
  * turn streaming off).
  */
+import type { LiveMessages } from '../store/taskStore.js';
 
 /** What a live view receives about a model turn being written. */
 export type ModelTextEvent =
@@ -28,36 +29,111 @@ export type ModelTextEvent =
       text: string;
       replace: boolean;
     }
-  /** The attempt failed (a stream cut, a timeout): the text shown for it is void; a retry may follow. */
+  /**
+   * A tool call the model is writing (only to listeners that asked for calls: `watchModelText(..., { calls: true })`).
+   * An unvetted proposal, never a decision: its tool may be unknown or refused, its arguments invalid, and the turn
+   * may yet fail; the chart checks it only once the turn is whole, and nothing of this is persisted.
+   */
+  | {
+      kind: 'call';
+      taskId: string;
+      turn: number;
+      attempt: number;
+      /** The call's position in the reply (0-based). */
+      index: number;
+      /** The call's id and tool name as written so far, redacted; null until the model wrote them. */
+      callId: string | null;
+      name: string | null;
+      /**
+       * The call's arguments (JSON text) as written, redacted as the stored arguments are and held back to the same
+       * kind of boundary (also the end of a JSON string): new text to append, or with `replace` the whole so far.
+       */
+      text: string;
+      replace: boolean;
+      /** Always true: proposed, not yet checked. */
+      proposed: true;
+    }
+  /** The attempt failed (a stream cut, a timeout): the text and calls shown for it are void; a retry may follow. */
   | { kind: 'discarded'; taskId: string; turn: number; attempt: number };
 
 export type ModelTextListener = (event: ModelTextEvent) => void;
 
-/** The listeners of each task's live model text, in one process. */
+/** What a listener asks for: the text (always), and the calls being written (`calls: true`). */
+export interface ModelTextWatchOptions {
+  calls?: boolean;
+}
+
+interface Entry {
+  listener: ModelTextListener;
+  calls: boolean;
+}
+
+/**
+ * The listeners of each task's live model text, in this process, and through `remote` (`TaskStore.liveMessages`:
+ * Redis pub/sub) those of other processes: what a task driven here writes reaches a viewer connected anywhere, and
+ * what a worker elsewhere writes reaches the viewers here. Only events, redacted, ever leave the process.
+ */
 export class ModelTextBus {
-  private readonly byTask = new Map<string, Set<ModelTextListener>>();
+  private readonly byTask = new Map<string, Set<Entry>>();
+  private readonly remoteStops = new Map<string, () => void>();
+  private remote: LiveMessages | undefined;
+
+  /** Carries the events to and from other processes (called once the store is known). */
+  connect(remote: LiveMessages | undefined): void {
+    this.remote = remote;
+  }
 
   /** Calls `listener` with each event of task `taskId` until the returned function is called. */
-  watch(taskId: string, listener: ModelTextListener): () => void {
+  watch(taskId: string, listener: ModelTextListener, options: ModelTextWatchOptions = {}): () => void {
     let set = this.byTask.get(taskId);
-    if (!set) this.byTask.set(taskId, (set = new Set()));
-    const entry: ModelTextListener = (event) => listener(event);
+    if (!set) {
+      this.byTask.set(taskId, (set = new Set()));
+      const remote = this.remote;
+      if (remote) {
+        this.remoteStops.set(
+          taskId,
+          remote.watch(taskId, (message) => {
+            const event = fromRemote(taskId, message);
+            if (event) this.deliver(event);
+          }),
+        );
+      }
+    }
+    const entry: Entry = { listener: (event) => listener(event), calls: options.calls === true };
     set.add(entry);
     return () => {
       const current = this.byTask.get(taskId);
-      if (current?.delete(entry) && current.size === 0) this.byTask.delete(taskId);
+      if (!current?.delete(entry) || current.size > 0) return;
+      this.byTask.delete(taskId);
+      this.remoteStops.get(taskId)?.();
+      this.remoteStops.delete(taskId);
     };
   }
 
-  /** True while someone listens to the task: otherwise nothing is redacted or sent. */
-  has(taskId: string): boolean {
-    return this.byTask.has(taskId);
+  /**
+   * True while someone listens to the task, here or (as last checked) in another process: otherwise nothing is
+   * redacted or sent. With `calls`, someone who asked for the calls being written (elsewhere: anyone watching).
+   */
+  has(taskId: string, calls = false): boolean {
+    // Asked first, also when someone listens here: the answer for the other processes must be ready by the first event.
+    const elsewhere = this.remote?.wanted(taskId) ?? false;
+    const local = this.byTask.get(taskId);
+    return elsewhere || (local !== undefined && (!calls || [...local].some((entry) => entry.calls)));
   }
 
   emit(event: ModelTextEvent): void {
-    for (const listener of [...(this.byTask.get(event.taskId) ?? [])]) {
+    this.deliver(event);
+    if (this.remote?.wanted(event.taskId)) {
+      const { taskId: _taskId, ...message } = event;
+      this.remote.publish(event.taskId, message);
+    }
+  }
+
+  private deliver(event: ModelTextEvent): void {
+    for (const entry of [...(this.byTask.get(event.taskId) ?? [])]) {
+      if (event.kind === 'call' && !entry.calls) continue;
       try {
-        listener(event);
+        entry.listener(event);
       } catch {
         // A view's failure must not fail the turn; the listener loses its own event.
       }
@@ -65,8 +141,41 @@ export class ModelTextBus {
   }
 }
 
+/** An event published by another process, checked field by field (the task id is the channel's). */
+function fromRemote(taskId: string, message: unknown): ModelTextEvent | null {
+  if (typeof message !== 'object' || message === null) return null;
+  const m = message as Record<string, unknown>;
+  const count = (n: unknown) => typeof n === 'number' && Number.isSafeInteger(n) && n >= 0;
+  if (!count(m.turn) || !count(m.attempt)) return null;
+  const base = { taskId, turn: m.turn as number, attempt: m.attempt as number };
+  if (m.kind === 'discarded') return { kind: 'discarded', ...base };
+  if (typeof m.text !== 'string' || typeof m.replace !== 'boolean') return null;
+  if (m.kind === 'text') return { kind: 'text', ...base, text: m.text, replace: m.replace };
+  const nullableText = (v: unknown) => v === null || typeof v === 'string';
+  if (m.kind === 'call' && count(m.index) && nullableText(m.callId) && nullableText(m.name)) {
+    return {
+      kind: 'call',
+      ...base,
+      index: m.index as number,
+      callId: m.callId as string | null,
+      name: m.name as string | null,
+      text: m.text,
+      replace: m.replace,
+      proposed: true,
+    };
+  }
+  return null;
+}
+
 /** Where text may be shown: after a line end, or after a sentence end and the space that follows it. */
-const BOUNDARY = /\n|[.!?](?=\s)\s?/g;
+export const TEXT_BOUNDARY = /\n|[.!?](?=\s)\s?/g;
+
+/**
+ * Where a call's arguments (JSON) may be shown: as text, and also after the end of a JSON string (a quote, not
+ * escaped, then `,` `:` `}` or `]`): no default redactor's match crosses a quote, and a quoted value is sealed from its
+ * start to the end of the text seen so far.
+ */
+export const ARGUMENTS_BOUNDARY = /\n|[.!?](?=\s)\s?|(?<!\\)"\s*[,:}\]]/g;
 
 /**
  * One attempt's text, held back to boundaries and redacted whole before it is shown (see the module comment).
@@ -77,6 +186,8 @@ export function textRelay(
   send: (text: string, replace: boolean) => void,
   /** Asked before any redaction: while nobody listens, the text is only kept (a listener who comes gets it all). */
   listening: () => boolean = () => true,
+  /** Global: where the text may be shown (a boundary may span a few deltas). */
+  boundary: RegExp = TEXT_BOUNDARY,
 ): { push(delta: string): void; finish(): void; readonly sent: boolean } {
   let raw = '';
   let shownUpTo = 0;
@@ -95,11 +206,11 @@ export function textRelay(
   return {
     push(delta) {
       if (typeof delta !== 'string' || delta === '') return;
-      const from = Math.max(0, raw.length - 1);
+      const from = Math.max(0, shownUpTo, raw.length - 16);
       raw += delta;
       let end = -1;
-      BOUNDARY.lastIndex = from;
-      for (let match = BOUNDARY.exec(raw); match; match = BOUNDARY.exec(raw)) end = match.index + match[0].length;
+      boundary.lastIndex = from;
+      for (let match = boundary.exec(raw); match; match = boundary.exec(raw)) end = match.index + match[0].length;
       // A sentence end counts once the space after it has arrived ("3.14" is no sentence end).
       if (end > 0) show(end);
     },

@@ -78,6 +78,20 @@ export function sealLiveText(registry: ToolRegistry, scope: SealScope, text: str
 /** What a live view shows instead of a text that names a sensitive argument field. */
 export const LIVE_TEXT_WITHHELD = '[the text is withheld while it is written: it names a sensitive field]';
 
+/**
+ * A tool call's arguments as a live view may see them while they are written: as live text (redacted as the stored
+ * arguments of a tool without sensitive fields are), and withheld whole when the tool takes sensitive values (the
+ * stored ones are sealed at their paths, which text that does not parse yet cannot show) or is not named yet.
+ */
+export function sealLiveArguments(registry: ToolRegistry, scope: SealScope, tool: string | null, text: string): string {
+  if (tool === null || (registry.get(tool)?.sensitive?.args?.length ?? 0) > 0) return LIVE_ARGUMENTS_WITHHELD;
+  return sealLiveText(registry, scope, text);
+}
+
+/** What a live view shows instead of the arguments of a call to a tool that takes sensitive values. */
+export const LIVE_ARGUMENTS_WITHHELD =
+  '[the arguments are withheld while they are written: the tool takes sensitive values]';
+
 /** How one call's texts and results are sealed: the task, the tool, and the values the call opened. */
 export interface CallSealing {
   privacy: Privacy;

@@ -279,6 +279,30 @@ function hideWriting() {
   Object.assign(writing, { key: '', text: '' });
   $('writing').hidden = true;
   $('writing').textContent = '';
+  hideProposing();
+}
+
+// The tool calls the model is writing: unvetted proposals (the chart checks them once the turn is whole), labelled
+// as the server labels them, redacted by it, never stored; cleared with the writing line.
+const proposing = { key: '', calls: new Map() };
+function showProposing(data) {
+  const key = `${data.turn}:${data.attempt}`;
+  if (key !== proposing.key) Object.assign(proposing, { key, calls: new Map() });
+  const call = proposing.calls.get(data.index) ?? { name: null, text: '' };
+  call.name = data.name ?? call.name;
+  call.text = data.replace ? data.text : call.text + data.text;
+  proposing.calls.set(data.index, call);
+  const lines = [...proposing.calls.values()].map((c) => {
+    const args = c.text.length > 300 ? `${c.text.slice(0, 300)}…` : c.text;
+    return `${c.name ?? '(tool not named yet)'} ${args}`;
+  });
+  $('proposing').textContent = `${data.label ?? 'proposed, not yet checked'}: ${lines.join('\n')}`;
+  $('proposing').hidden = false;
+}
+function hideProposing() {
+  Object.assign(proposing, { key: '', calls: new Map() });
+  $('proposing').hidden = true;
+  $('proposing').textContent = '';
 }
 
 function connect() {
@@ -290,6 +314,7 @@ function connect() {
     scheduleRefresh();
   };
   source.addEventListener('model_text', (event) => showWriting(JSON.parse(event.data)));
+  source.addEventListener('model_call', (event) => showProposing(JSON.parse(event.data)));
   for (const name of ['gate', 'check', 'confirmation', 'tool', 'lookup', 'review', 'stop', 'entry'])
     source.addEventListener(name, onEntry);
   source.addEventListener('status', scheduleRefresh);

@@ -107,14 +107,12 @@ export function createAiSdkModel(options: AiSdkModelOptions): AgentModel {
         throw classified.error;
       };
       if (options.stream) {
-        const streamed = await streamTurn(
-          { ...args, model: languageModel },
-          request.onText,
-          errorOptions.secrets,
-        ).catch((error: unknown) => {
-          if (request.signal.aborted) throw new AiSdkAbortedError();
-          throw error;
-        });
+        const streamed = await streamTurn({ ...args, model: languageModel }, request, errorOptions.secrets).catch(
+          (error: unknown) => {
+            if (request.signal.aborted) throw new AiSdkAbortedError();
+            throw error;
+          },
+        );
         if (request.signal.aborted) throw new AiSdkAbortedError();
         if (streamed.kind === 'failed') return failed(streamed.error);
         return toModelReply(streamed.result, replyOptions);

@@ -2,15 +2,16 @@
  * Streaming for the AI SDK adapter (`stream: true`): one `streamText` step whose provider stream is read by a
  * middleware, part by part, into the result the provider's `doGenerate` would have returned (text joined, each
  * `tool-call` part as the provider emitted it, the finish reason, usage and model id). The reply is then mapped by the
- * same code as an unstreamed turn. `text-delta` parts go to `onText`; `tool-input-delta` parts (a call's arguments
- * being written) never do.
+ * same code as an unstreamed turn. `text-delta` parts go to `onText`; `tool-input-start` and `tool-input-delta` parts
+ * (a call's name, then its arguments being written) to `onCallText`, numbered in the order the calls began: for live
+ * views that asked for them, as a proposal nobody has vetted yet.
  *
  * A provider stream that errors or ends without its `finish` part is a TransientModelError (retried; nothing of it
  * used). An error before the stream started (the HTTP request refused) is returned for the shared error taxonomy.
  */
 import type { LanguageModelMiddleware, streamText } from 'ai';
 import { aiSdk } from '../../peers/aiSdk.js';
-import { TransientModelError } from '../agentModel.js';
+import { type ModelRequest, TransientModelError } from '../agentModel.js';
 import { maskedLine } from '../replyRules.js';
 import type { ProviderResult } from './aiSdkReply.js';
 
@@ -24,9 +25,12 @@ export type StreamedTurn = { kind: 'result'; result: ProviderResult } | { kind: 
 
 export async function streamTurn(
   args: StreamArgs,
-  onText: ((delta: string) => void) | undefined,
+  live: Pick<ModelRequest, 'onText' | 'onCallText'>,
   secrets: readonly string[],
 ): Promise<StreamedTurn> {
+  const { onText, onCallText } = live;
+  /** Each call's id (the provider's) -> its position and tool name. */
+  const calls = new Map<string, { index: number; name?: string }>();
   let started = false;
   let text = '';
   const content: ProviderResult['content'] = [];
@@ -45,6 +49,14 @@ export async function streamTurn(
           if (part.type === 'text-delta' && typeof part.delta === 'string') {
             text += part.delta;
             if (part.delta !== '') onText?.(part.delta);
+          } else if (part.type === 'tool-input-start' && typeof part.id === 'string' && !calls.has(part.id)) {
+            const call = { index: calls.size, ...(typeof part.toolName === 'string' ? { name: part.toolName } : {}) };
+            calls.set(part.id, call);
+            onCallText?.({ ...call, callId: part.id, arguments: '' });
+          } else if (part.type === 'tool-input-delta' && typeof part.id === 'string') {
+            const call = calls.get(part.id);
+            if (call && typeof part.delta === 'string' && part.delta !== '')
+              onCallText?.({ ...call, callId: part.id, arguments: part.delta });
           } else if (part.type === 'tool-call' || part.type === 'tool-result') {
             content.push(part as unknown as ProviderResult['content'][number]);
           } else if (part.type === 'response-metadata' && typeof part.modelId === 'string') {

@@ -111,7 +111,7 @@ export function createOpenAIModel(options: OpenAIModelOptions = {}): AgentModel 
                   { ...body, stream: true, stream_options: { include_usage: true } },
                   { signal: request.signal },
                 ),
-                request.onText,
+                request,
                 request.signal,
                 [apiKey],
               )

@@ -2,7 +2,8 @@
  * Streaming for both OpenAI adapters (`stream: true`). A stream is read to its end and assembled into the body the
  * server would have sent whole, so the reply is mapped by the same code as a non-streamed one (`toModelReply`,
  * `toResponsesReply`): the chart sees the same event either way. On the way, the answer's text deltas go to `onText`
- * in order; a tool call's argument deltas never do (a proposal nobody has vetted).
+ * in order, and a tool call's pieces (its id and name once known, its argument fragments) to `onCallText`: for live
+ * views that asked for them, as a proposal nobody has vetted yet (the runtime redacts and labels them).
  *
  * A stream that fails mid-way (connection cut, proxy timeout, an `error` event) or ends before the turn finished (no
  * finish reason, no `response.completed`) is a TransientModelError: retried against the retry budget, and nothing of
@@ -11,11 +12,12 @@
  */
 import type { ChatCompletion, ChatCompletionChunk } from 'openai/resources/chat/completions';
 import type { Response, ResponseStreamEvent } from 'openai/resources/responses/responses';
-import { TransientModelError } from '../agentModel.js';
+import { type ModelRequest, TransientModelError } from '../agentModel.js';
 import { maskedLine } from '../replyRules.js';
 import { ModelAbortedError } from './openaiReply.js';
 
-type OnText = ((delta: string) => void) | undefined;
+/** Where the pieces go as they arrive (the request's `onText` and `onCallText`). */
+type Live = Pick<ModelRequest, 'onText' | 'onCallText'>;
 
 interface CallParts {
   id?: string;
@@ -32,7 +34,7 @@ interface CallParts {
  */
 export async function readChatStream(
   chunks: AsyncIterable<unknown>,
-  onText: OnText,
+  live: Live,
   signal: AbortSignal,
   secrets: readonly (string | undefined)[] = [],
 ): Promise<Partial<ChatCompletion>> {
@@ -57,7 +59,7 @@ export async function readChatStream(
     const delta = (choice.delta ?? {}) as Partial<ChatCompletionChunk.Choice.Delta>;
     if (typeof delta.content === 'string' && delta.content !== '') {
       content = (content ?? '') + delta.content;
-      onText?.(delta.content);
+      live.onText?.(delta.content);
     } else if (typeof delta.content === 'string' && content === null) content = '';
     if (typeof delta.refusal === 'string') refusal = (refusal ?? '') + delta.refusal;
     (Array.isArray(delta.tool_calls) ? delta.tool_calls : []).forEach((part, position) => {
@@ -69,10 +71,17 @@ export async function readChatStream(
       const fn = part.function as { name?: unknown; arguments?: unknown } | undefined;
       if (typeof fn?.name === 'string' && fn.name !== '' && fn.name !== call.name)
         call.name = (call.name ?? '') + fn.name;
-      if (typeof fn?.arguments === 'string') call.arguments += fn.arguments;
+      let piece = '';
+      if (typeof fn?.arguments === 'string') call.arguments += piece = fn.arguments;
       // A server that sends the arguments as an object sends them whole: kept as their JSON text.
-      else if (fn?.arguments !== null && typeof fn?.arguments === 'object')
-        call.arguments = JSON.stringify(fn.arguments);
+      else if (fn?.arguments !== null && typeof fn?.arguments === 'object' && call.arguments === '')
+        call.arguments = piece = JSON.stringify(fn.arguments);
+      live.onCallText?.({
+        index: at,
+        ...(call.id === undefined ? {} : { callId: call.id }),
+        ...(call.name === undefined ? {} : { name: call.name }),
+        arguments: piece,
+      });
     });
     if (typeof choice.finish_reason === 'string') finish = choice.finish_reason;
   });
@@ -125,20 +134,26 @@ function timingsUsage(chunk: object): ChatCompletion['usage'] | undefined {
 /**
  * Responses API events read to the terminal one: `response.completed`, `response.incomplete` or `response.failed`,
  * whose `response` is the whole response as the non-streamed call returns it. Text deltas
- * (`response.output_text.delta`) go to `onText`; everything else is only waited through.
+ * (`response.output_text.delta`) go to `onText`; a `function_call` item as it is added, then its argument deltas
+ * (`response.function_call_arguments.delta`, by `item_id`), to `onCallText`, numbered in the order the calls began;
+ * everything else is only waited through.
  */
 export async function readResponsesStream(
   events: AsyncIterable<unknown>,
-  onText: OnText,
+  live: Live,
   signal: AbortSignal,
   secrets: readonly (string | undefined)[] = [],
 ): Promise<Partial<Response>> {
   let final: Partial<Response> | undefined;
+  /** Each function call's item id -> its position, id and name. */
+  const calls = new Map<string, { index: number; callId?: string; name?: string }>();
   const count = await readAll(events, signal, secrets, (raw) => {
     if (final || typeof raw !== 'object' || raw === null) return;
     const event = raw as Partial<ResponseStreamEvent> & { delta?: unknown; response?: unknown };
     if (event.type === 'response.output_text.delta' && typeof event.delta === 'string' && event.delta !== '') {
-      onText?.(event.delta);
+      live.onText?.(event.delta);
+    } else if (event.type === 'response.output_item.added' || event.type === 'response.function_call_arguments.delta') {
+      callPiece(raw as Record<string, unknown>, calls, live);
     } else if (
       (event.type === 'response.completed' ||
         event.type === 'response.incomplete' ||
@@ -151,6 +166,30 @@ export async function readResponsesStream(
   });
   if (!final) throw incomplete(count, 'no response.completed');
   return final;
+}
+
+/** A Responses event about a function call, to `onCallText`: the item as it is added, then its argument deltas. */
+function callPiece(
+  event: Record<string, unknown>,
+  calls: Map<string, { index: number; callId?: string; name?: string }>,
+  live: Live,
+): void {
+  if (!live.onCallText) return;
+  if (event.type === 'response.output_item.added') {
+    const item = event.item as Record<string, unknown> | null | undefined;
+    if (item?.type !== 'function_call' || typeof item.id !== 'string' || calls.has(item.id)) return;
+    const call = {
+      index: calls.size,
+      ...(typeof item.call_id === 'string' ? { callId: item.call_id } : {}),
+      ...(typeof item.name === 'string' ? { name: item.name } : {}),
+    };
+    calls.set(item.id, call);
+    live.onCallText({ ...call, arguments: typeof item.arguments === 'string' ? item.arguments : '' });
+    return;
+  }
+  const call = typeof event.item_id === 'string' ? calls.get(event.item_id) : undefined;
+  if (call && typeof event.delta === 'string' && event.delta !== '')
+    live.onCallText({ ...call, arguments: event.delta });
 }
 
 /** Iterates to the end; a failure mid-way becomes a transient error, an abort ModelAbortedError. Returns the count. */

@@ -116,7 +116,7 @@ export function createOpenAIResponsesModel(options: OpenAIResponsesModelOptions 
           options.stream
             ? await readResponsesStream(
                 await client.responses.create({ ...body, stream: true }, { signal: request.signal }),
-                request.onText,
+                request,
                 request.signal,
                 [apiKey],
               )

@@ -16,9 +16,8 @@ import {
   modelProvenance,
 } from '../../model/agentModel.js';
 import type { ActorHost } from '../actorHost.js';
-import { scopeOf, sealLiveText, sealModelEvent, sealReceived } from '../sealing.js';
-import { textRelay } from '../modelText.js';
-import type { SealScope } from '../../privacy/privacy.js';
+import { scopeOf, sealModelEvent, sealReceived } from '../sealing.js';
+import { liveText } from './modelLive.js';
 import { runWithTimeout } from '../timeouts.js';
 import { canProposePlan } from '../../../machines/lib/plan.js';
 import { PLAN_TOOL } from '../../../machines/plans.js';
@@ -61,7 +60,7 @@ export function modelActor(host: ActorHost) {
               transcript: () => task.transcript(),
               signal: s,
               ...(compaction ? { compaction: { level: compaction.level } } : {}),
-              ...(live ? { onText: live.push } : {}),
+              ...(live ? { onText: live.push, onCallText: live.call } : {}),
             })
             .then(
               (reply) => ({ ok: true as const, reply }),
@@ -96,7 +95,7 @@ export function modelActor(host: ActorHost) {
         },
       );
       const answered = timed.kind === 'done' ? timed.value : null;
-      if (answered?.ok) live?.relay.finish();
+      if (answered?.ok) live?.finish();
       else live?.discard();
       if (timed.kind === 'aborted') throw new Error('the model call was aborted');
       if (answered?.ok) {
@@ -160,35 +159,6 @@ export function modelActor(host: ActorHost) {
       await sleep(clock, delay, signal);
     }
   });
-}
-
-/**
- * The live text of one attempt of a turn, when the host listens for it (`orchestrator.watchModelText`): the adapter's
- * deltas held back to safe boundaries and redacted as the stored text will be (see modelText.ts).
- */
-function liveText(host: ActorHost, taskId: string, turn: number, attempt: number, scope: SealScope) {
-  const bus = host.modelText;
-  if (!bus) return null;
-  const relay = textRelay(
-    (text) => sealLiveText(host.registry, scope, text),
-    (text, replace) => bus.emit({ kind: 'text', taskId, turn, attempt, text, replace }),
-    () => bus.has(taskId),
-  );
-  return {
-    relay,
-    /** Never throws into the adapter's stream: a view's trouble must not break the turn. */
-    push: (delta: string) => {
-      try {
-        relay.push(delta);
-      } catch {
-        // Nothing shown; the reply is unaffected.
-      }
-    },
-    /** The attempt failed: whatever was shown of it is void. */
-    discard: () => {
-      if (relay.sent) bus.emit({ kind: 'discarded', taskId, turn, attempt });
-    },
-  };
 }
 
 const REFUSAL_CODES: ReadonlySet<string> = new Set(MODEL_FAILURE_CODES.filter((c) => c !== 'model_unavailable'));
