@@ -13,6 +13,7 @@ import { agentService } from '../src/http/index.js';
 import type { AgentModel, ModelReply } from '../src/model/agentModel.js';
 import type { ModelTextEvent } from '../src/runtime/modelText.js';
 import { RedisStore } from '../src/store/redis/redisStore.js';
+import { reply, scriptedModel } from '../src/testing/scriptedModel.js';
 import { connectionOf } from './support/dispatchCluster.js';
 import { harness } from './support/harness.js';
 import { useTestRedis } from './support/redis.js';
@@ -55,7 +56,7 @@ describe.skipIf(!redis)('live model text across processes (dispatch)', () => {
   afterAll(() => redis?.stop());
 
   /** An API node (no worker) and a worker node on one fresh prefix and queue; a raw client that hears every text channel. */
-  async function deployment(options: { gate?: Promise<void>; checkMs?: number } = {}) {
+  async function deployment(options: { gate?: Promise<void>; checkMs?: number; model?: AgentModel } = {}) {
     const prefix = redis!.freshPrefix();
     const node = (model: AgentModel) => {
       const store = new RedisStore({ url: redis!.url, prefix, liveMessages: { checkMs: options.checkMs } });
@@ -75,7 +76,7 @@ describe.skipIf(!redis)('live model text across processes (dispatch)', () => {
     };
     const api = node(typingModel('unused'));
     const model = typingModel(ANSWER, 15, options.gate);
-    const worker = node(model);
+    const worker = node(options.model ?? model);
     // Every message published on any task's text channel of this prefix, as Redis carries it.
     const tap: Redis = redis!.connect();
     const heard: string[] = [];
@@ -181,9 +182,18 @@ describe.skipIf(!redis)('live model text across processes (dispatch)', () => {
     const counts = worker.store.liveMessages.counts;
     expect(counts.published).toBe(0);
     expect(model.turns).toBe(1);
-    // The turn streamed for ~13 pieces x 15 ms: one check when it began, at most one more per second of writing.
+    // The turn streamed for ~13 pieces x 15 ms: one check with its first piece, at most one more per second of writing.
     expect(counts.checks).toBeGreaterThanOrEqual(1);
     expect(counts.checks).toBeLessThanOrEqual(2);
     expect(api.store.liveMessages.counts.marks).toBe(0);
+  });
+
+  it('costs nothing for a model that does not stream: no check, no message', async () => {
+    const { api, worker, heard } = await deployment({ model: scriptedModel([reply.answer('whole at once')]) });
+    await api.orchestrator.start({ principal: E17, goal: 'answer', taskId: 'x-5' });
+    worker.orchestrator.createWorker({ concurrency: 2 });
+    expect((await api.orchestrator.settled('x-5', { timeoutMs: scaled(10_000) })).state).toBe('answered');
+    expect(worker.store.liveMessages.counts).toMatchObject({ checks: 0, published: 0 });
+    expect(heard).toEqual([]);
   });
 });

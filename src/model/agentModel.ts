@@ -41,13 +41,13 @@ export interface ModelRequest {
   compaction?: { level: number };
   /**
    * Set by the runtime when someone may watch the task live: a streaming adapter (`stream: true`) calls it with each
-   * piece of the reply's text as it is generated, in order. Text only: a tool call's arguments are never passed (they
-   * are a proposal nobody has vetted yet). What it receives is raw model output; the runtime redacts it before anyone
-   * sees it, and the reply still carries the whole text. It must not throw.
+   * piece of the reply's text as it is generated, in order. Text only: a tool call's pieces go to `onCallText`. What
+   * it receives is raw model output; the runtime redacts it before anyone sees it, and the reply still carries the
+   * whole text. It must not throw.
    */
   onText?: (delta: string) => void;
   /**
-   * Set by the runtime when someone asked to watch the calls being written (`watchModelText(..., { calls: true })`):
+   * Set with `onText`, for the live views that asked for the calls being written (`watchModelText(..., { calls: true })`):
    * a streaming adapter calls it with each piece of a tool call as it arrives: the call's position in the reply, its
    * id and name once known, and the new piece of its arguments' JSON text ('' when a piece carried only the id or
    * name). Raw, unvetted output: the runtime redacts it, marks it as a proposal, and never persists it; the reply

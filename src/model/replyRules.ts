@@ -211,8 +211,9 @@ export interface AdapterOptions {
    */
   maxPromptTokens?: number;
   /**
-   * Stream each turn (default false) so that live views see the answer's text as it is written
-   * (`orchestrator.watchModelText`, the `model_text` events of the task's event stream). The chart still gets one event
+   * Stream each turn (default false) so that live views see the answer's text, and the tool calls (as unvetted
+   * proposals, to views that ask), as they are written (`orchestrator.watchModelText`, the `model_text` and
+   * `model_call` events of the task's event stream, in any process on the same Redis). The chart still gets one event
    * per turn, the same as unstreamed. Off by default: an unstreamed turn is the path every provider serves alike,
    * while a stream can break mid-turn (the whole turn is then asked again) and some compatible servers leave the
    * usage out of a stream (the turn is then charged its reservation).

@@ -16,8 +16,14 @@ import { sealLiveArguments, sealLiveText } from '../sealing.js';
 export function liveText(host: ActorHost, taskId: string, turn: number, attempt: number, scope: SealScope) {
   const bus = host.modelText;
   if (!bus) return null;
-  // Asked now, so that the check for viewers in other processes (one round trip) is answered before the first text.
-  bus.has(taskId);
+  // Asked with the first piece (a model that does not stream costs nothing), so that the check for viewers in other
+  // processes (one round trip) is answered by the first boundary.
+  let asked = false;
+  const ask = () => {
+    if (asked) return;
+    asked = true;
+    bus.has(taskId);
+  };
   const relay = textRelay(
     (text) => sealLiveText(host.registry, scope, text),
     (text, replace) => bus.emit({ kind: 'text', taskId, turn, attempt, text, replace }),
@@ -53,6 +59,7 @@ export function liveText(host: ActorHost, taskId: string, turn: number, attempt:
     /** Never throws into the adapter's stream: a view's trouble must not break the turn. */
     push: (delta: string) => {
       try {
+        ask();
         relay.push(delta);
       } catch {
         // Nothing shown; the reply is unaffected.
@@ -60,6 +67,7 @@ export function liveText(host: ActorHost, taskId: string, turn: number, attempt:
     },
     call: (delta: CallTextDelta) => {
       try {
+        ask();
         if (!Number.isSafeInteger(delta?.index) || delta.index < 0 || delta.index > 1_000) return;
         let entry = calls.get(delta.index);
         if (!entry) calls.set(delta.index, (entry = callRelay(delta.index)));
