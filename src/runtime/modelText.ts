@@ -1,7 +1,9 @@
 /**
  * The text of a model turn as it is written, for live views: from a streaming adapter (`ModelRequest.onText`) to the
- * listeners of `orchestrator.watchModelText` and the `model_text` events of a task's event stream. Ephemeral: never
- * persisted, journaled or replayed; a listener sees what is written while it listens, in this process.
+ * listeners of `orchestrator.watchModelText` and the `model_text` events of a task's event stream, in this process
+ * and (through the store's `liveMessages`, Redis pub/sub) in the others. Ephemeral: never persisted, journaled or
+ * replayed; a listener sees what is written while it listens. The tool calls being written (`kind: 'call'`) go only
+ * to listeners that ask for them, as unvetted proposals, redacted by the same rule.
  *
  * Redaction. What a view sees must never show a value the stored text would have sealed. Redacting each delta alone
  * is not sound: a value arrives in pieces (`sk-pro` + `j-abc…`), and no piece matches a redactor. So the text is held
