@@ -4,6 +4,8 @@
  * (its content replaced by three lines, sent slowly) to the demo service's Chat Completions adapter with
  * `stream: true`, in Debian's chromium.
  *
+ * The tool calls the model writes show under it, labelled "proposed, not yet checked", and go with it.
+ *
  * Needs Debian's chromium. Without it the test is skipped, except under CI=true, where it fails.
  */
 import { readFileSync } from 'node:fs';
@@ -103,6 +105,99 @@ describe.runIf(available)('the live task page with a streaming model', () => {
       await page.locator('body[data-ended=true]').waitFor();
       expect(await writing.isHidden()).toBe(true);
       expect(fakeModel.requests[0]!.body.stream).toBe(true);
+      expect(errors).toEqual([]);
+      await context.close();
+    },
+    scaled(60_000),
+  );
+});
+
+/** The recorded tool-call stream with its call named `name` and its argument fragments replaced by `fragments`. */
+function callStream(name: string, fragments: string[], gapMs: number): FakeReply {
+  const recorded = readFileSync(
+    new URL('./fixtures/wire/streams/openai-chat-gpt-4.1-nano-tool-call.jsonl', import.meta.url),
+    'utf8',
+  )
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as { choices: { delta: { tool_calls?: any[] | null } }[] });
+  const opening = recorded.findIndex((c) => c.choices[0]?.delta?.tool_calls?.[0]?.id);
+  const open = structuredClone(recorded[opening]!);
+  open.choices[0]!.delta.tool_calls![0].function.name = name;
+  const pieces = fragments.map((args) => {
+    const chunk = structuredClone(recorded[opening + 1]!);
+    chunk.choices[0]!.delta.tool_calls![0].function.arguments = args;
+    return chunk;
+  });
+  return {
+    kind: 'sse',
+    events: [...recorded.slice(0, opening), open, ...pieces, ...recorded.slice(-2)],
+    done: true,
+    gapMs,
+  };
+}
+
+describe.runIf(available)('the live task page with a streaming model that calls a tool', () => {
+  let callModel: FakeOpenAI;
+  let callService: DemoService;
+  let callOrigin: string;
+  let callBrowser: Browser;
+  let watching!: () => void;
+  const watched = new Promise<void>((resolve) => (watching = resolve));
+  beforeAll(async () => {
+    if (!executable) expect.fail(missing);
+    callModel = await startFakeOpenAI([
+      async () => {
+        await watched;
+        return callStream('get_order', ['{"order_id":', ' "O-1001",', ' "x": "y"}'], scaled(400));
+      },
+      textStream(['Looked it up.'], 0),
+    ]);
+    const model = createOpenAIModel({
+      baseURL: callModel.url,
+      apiKey: 'sk-test-0123456789abcdefghij',
+      model: 'gpt-4.1-nano',
+      env: {},
+      stream: true,
+    });
+    callService = await createDemoService({ store: new MemoryStore(), expirySweepMs: 0, model });
+    callOrigin = await callService.app.listen({ port: 0, host: '127.0.0.1' });
+    callBrowser = await chromium.launch({
+      executablePath: executable,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+    });
+  }, scaled(60_000));
+  afterAll(async () => {
+    await callBrowser?.close();
+    await callService?.close();
+    await callModel?.close();
+  });
+
+  it(
+    'shows the call being written as "proposed, not yet checked", then drops it',
+    async () => {
+      const context = await callBrowser.newContext();
+      context.setDefaultTimeout(scaled(30_000));
+      const page = await context.newPage();
+      const errors: string[] = [];
+      page.on('pageerror', (error) => errors.push(error.message));
+      await page.goto(`${callOrigin}/login?user=E17`);
+      const started = await fetch(`${callOrigin}/api/tasks`, {
+        method: 'POST',
+        headers: { authorization: 'Bearer E17', 'content-type': 'application/json' },
+        body: JSON.stringify(REFUND_START_BODY),
+      });
+      expect(started.ok).toBe(true);
+      const taskId = ((await started.json()) as { status: { taskId: string } }).status.taskId;
+      await page.goto(`${callOrigin}/tasks/${taskId}`);
+      await page.getByTestId('live').filter({ hasText: 'live: following the task events' }).waitFor();
+      watching();
+      const proposing = page.getByTestId('proposing');
+      await proposing.filter({ hasText: 'proposed, not yet checked: get_order {"order_id": "O-1001",' }).waitFor();
+      expect(await proposing.isVisible()).toBe(true);
+      // The turn's record arrives; the proposal line goes.
+      await page.locator('body[data-ended=true]').waitFor();
+      expect(await proposing.isHidden()).toBe(true);
       expect(errors).toEqual([]);
       await context.close();
     },
