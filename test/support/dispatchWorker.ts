@@ -4,8 +4,8 @@
  * business records in Redis (one per idempotency key, with the task it was made for), so records and duplicates can
  * be counted across processes, also after a kill -9.
  *
- * Prints `READY` once it takes jobs; on SIGTERM it prints `STATS <json>` (saves, CPU, what it still holds), drains
- * and exits. Run: node --import tsx test/support/dispatchWorker.ts '<DispatchWorkerConfig JSON>'
+ * Prints `READY` once it takes jobs; on SIGTERM it prints `STATS <json>` (saves, CPU, what it still holds, the live
+ * text counts), drains and exits. Run: node --import tsx test/support/dispatchWorker.ts '<DispatchWorkerConfig JSON>'
  */
 import { setTimeout } from 'node:timers/promises';
 import type { ConnectionOptions } from 'bullmq';
@@ -37,6 +37,12 @@ export interface DispatchWorkerConfig {
    * absent: none.
    */
   warmupTasks?: number;
+  /**
+   * When set, the model answers every task with this text at once, streaming it first (`onText`, pieces of 4
+   * characters `streamGapMs` apart, default 10), as a streaming adapter does: for the live text across processes.
+   */
+  streamAnswer?: string;
+  streamGapMs?: number;
 }
 
 /** The clients a worker (or the bench's API) uses: the store's and the tools', and BullMQ's connection. */
@@ -122,6 +128,21 @@ export function workloadModel(latencyMs = 0): AgentModel {
   };
 }
 
+/** A model that streams `text` to `onText` in pieces of 4 characters, `gapMs` apart, then answers it whole. */
+export function streamingAnswerModel(text: string, gapMs = 10): AgentModel {
+  return {
+    name: 'streaming-answer',
+    reservation: { tokens: 1_000, costMicros: 0 },
+    async decide(request) {
+      for (const piece of text.match(/[\s\S]{1,4}/g) ?? []) {
+        await setTimeout(gapMs, undefined, { signal: request.signal });
+        request.onText?.(piece);
+      }
+      return { type: 'answer', text, usage: { inputTokens: 10, outputTokens: 10 } };
+    },
+  };
+}
+
 /** Drives `tasks` workload tasks here, `concurrency` at a time, on a store of their own; see `warmupTasks`. */
 async function warmUp(config: DispatchWorkerConfig, client: Redis, tasks: number): Promise<void> {
   const prefix = `${config.prefix}-warm-${process.pid}`;
@@ -162,7 +183,10 @@ async function main(): Promise<void> {
   const { tools } = workloadTools(client, config.prefix);
   const orchestrator = createOrchestrator({
     tools,
-    model: workloadModel(config.modelLatencyMs),
+    model:
+      config.streamAnswer === undefined
+        ? workloadModel(config.modelLatencyMs)
+        : streamingAnswerModel(config.streamAnswer, config.streamGapMs),
     store,
     dispatch,
     lease: { ttlMs: config.leaseTtlMs },
@@ -181,7 +205,9 @@ async function main(): Promise<void> {
       const cpu = process.cpuUsage(cpuStart);
       // What it holds when asked to stop: with every task at rest, nothing.
       const held = orchestrator.inFlight();
-      process.stdout.write(`STATS ${JSON.stringify({ saves, cpuMicros: cpu.user + cpu.system, held })}\n`);
+      process.stdout.write(
+        `STATS ${JSON.stringify({ saves, cpuMicros: cpu.user + cpu.system, held, live: store.liveMessages.counts })}\n`,
+      );
       await orchestrator.drain({ timeoutMs: 5_000 });
       await dispatch.close();
       await store.close();
