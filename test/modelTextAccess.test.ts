@@ -1,5 +1,5 @@
 /**
- * Who gets a task's live model text (`model_text` on its event stream): the text of the model's turns is its
+ * Who gets a task's live model text (`model_text` and `model_call` on its event stream): the text of the model's turns is its
  * transcript as it is written, and may quote what the tools returned, so it goes to those who may read the task's
  * history (its user, an operator of its tenant), not to an approver, who sees the confirmation they decide and its
  * outcome but not the history (`GET /api/tasks/:id/history` answers them 403).
@@ -35,6 +35,8 @@ describe('model_text and who may read the transcript', () => {
         if (produced.type === 'answer') {
           await watching;
           request.onText?.('Refunded 150.00; the order notes say the customer is a reseller.\n');
+          // A call piece as well (an adapter reports one while a call is written): the same access rule.
+          request.onCallText?.({ index: 0, name: 'get_order', arguments: '{"order_id": "O-1001"}' });
         }
         return produced;
       },
@@ -77,6 +79,9 @@ describe('model_text and who may read the transcript', () => {
     const texts = (events: typeof owner.events) => events.filter((e) => e.event === 'model_text');
     expect(texts(owner.events)).toHaveLength(1);
     expect(texts(approver.events)).toEqual([]);
+    const calls = (events: typeof owner.events) => events.filter((e) => e.event === 'model_call');
+    expect(calls(owner.events).length).toBeGreaterThan(0);
+    expect(calls(approver.events)).toEqual([]);
     // The approver still follows the task to its end.
     expect(approver.events.at(-1)?.event).toBe('end');
   });
