@@ -3,7 +3,9 @@
  * subscriber connections are killed, which a shared server's other clients must not see): a watch in one store
  * hears the saves another store makes, with the journal lengths each committed; once its subscriber connection is
  * killed the watch stops being live (its caller polls), and when the connection is back it is live again and a
- * `resync` says to read what may have been missed.
+ * `resync` says to read what may have been missed. `RedisStore.liveMessages` (the live model text between processes)
+ * on the same kind of server: the mark of a watched task, its refresh and expiry, no echo, and listening again after
+ * the subscriber connection broke.
  */
 import { spawnSync } from 'node:child_process';
 import { Redis } from 'ioredis';
@@ -80,6 +82,68 @@ describe.skipIf(!hasRedisServer && process.env.CI !== 'true')('RedisStore.change
     await until(async () => (await orchestrator.status('t1')).state === 'answered', 5_000);
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(changes.length).toBe(after);
+  });
+});
+
+describe.skipIf(!hasRedisServer && process.env.CI !== 'true')('RedisStore.liveMessages', () => {
+  let server: RedisServer | null = null;
+  const closers: (() => Promise<unknown> | void)[] = [];
+  afterAll(async () => {
+    for (const close of closers.reverse()) await close();
+    await server?.stop();
+  });
+
+  it('marks a watched task, carries messages to other processes only, and listens again after a break', async () => {
+    server = await startRedisServer();
+    const timings = { markTtlMs: 1_500, checkMs: 20 };
+    const driver = new RedisStore({ url: server.url, prefix: 'live', liveMessages: timings });
+    const viewer = new RedisStore({ url: server.url, prefix: 'live', liveMessages: timings });
+    const admin = new Redis(server.url, { maxRetriesPerRequest: 1 });
+    closers.push(
+      () => admin.quit(),
+      () => driver.close(),
+      () => viewer.close(),
+    );
+    const mark = '{live}:textwatched:t1';
+    const channel = '{live}:text:t1';
+    const subscribers = async () => ((await admin.pubsub('NUMSUB', channel)) as [string, number])[1];
+
+    // Nobody watches: the driver's check says so, and nothing is marked.
+    driver.liveMessages.wanted('t1');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(driver.liveMessages.wanted('t1')).toBe(false);
+    expect(await admin.exists(mark)).toBe(0);
+
+    const heard: unknown[] = [];
+    const ownEcho: unknown[] = [];
+    const stop = viewer.liveMessages.watch('t1', (message) => heard.push(message));
+    // A process that both watches and publishes does not hear itself.
+    const stopEcho = driver.liveMessages.watch('t1', (message) => ownEcho.push(message));
+    await until(async () => (await subscribers()) === 2);
+    const ttl = await admin.pttl(mark);
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(1_500);
+    await until(() => driver.liveMessages.wanted('t1'), 2_000);
+    driver.liveMessages.publish('t1', { n: 1 });
+    await until(() => heard.length === 1);
+    expect(heard).toEqual([{ n: 1 }]);
+    // Refreshed while watched: still there after more than its TTL.
+    await new Promise((resolve) => setTimeout(resolve, 1_700));
+    expect(await admin.exists(mark)).toBe(1);
+
+    // The subscriber connections break; once back, the channel is listened to again.
+    await admin.call('CLIENT', 'KILL', 'TYPE', 'pubsub');
+    await until(async () => (await subscribers()) === 2, 5_000);
+    driver.liveMessages.publish('t1', { n: 2 });
+    await until(() => heard.length === 2, 2_000);
+    expect(ownEcho).toEqual([]);
+
+    // Nobody watches any more: no subscriber, and the mark expires (it is not deleted: another process may watch).
+    stop();
+    stopEcho();
+    await until(async () => (await subscribers()) === 0, 2_000);
+    await until(async () => (await admin.exists(mark)) === 0, 3_000);
+    await until(() => !driver.liveMessages.wanted('t1'), 2_000);
   });
 });
 
