@@ -99,6 +99,66 @@ describe('recorded transitions', () => {
       }
       expect(checked).toBeGreaterThan(3);
     });
+
+    it('records the same moves with and without a host inspection observer', async () => {
+      const watched = await scenarios[name]({ store: new MemoryStore(), inspect: () => {} });
+      const unwatched = await scenarios[name]({ store: new MemoryStore() });
+      expect(unwatched.audit.map((e) => e.moves)).toEqual(watched.audit.map((e) => e.moves));
+      expect(unwatched.audit.every((e) => typeof e.moves === 'string')).toBe(true);
+    });
+  });
+
+  describe('read from the system without inspection observers (`attach`)', () => {
+    const live = CHART.provide({ actors: { model: fromPromise<never>(() => new Promise<never>(() => {})) } as never });
+    const input = withLimits({ modelTurns: 3 });
+
+    it('leaves XState’s inspection path alone until an observer is added, then serves it', () => {
+      const recorder = new MoveRecorder(live);
+      const actor = createActor(live, { input, inspect: recorder.observer() });
+      // Count what reaches XState's own reporting (which copies each event for its observers).
+      const system = actor.system as unknown as { _sendInspectionEvent: (event: unknown) => void };
+      const report = system._sendInspectionEvent;
+      let reported = 0;
+      system._sendInspectionEvent = (event) => {
+        reported += 1;
+        report(event);
+      };
+      expect(recorder.attach(actor, false)).toBe(true);
+      const entries: AuditEntry[] = [];
+      actor.on('audit', ({ entry }) => {
+        recorder.emitted();
+        entries.push(entry);
+      });
+      actor.start();
+      expect(reported).toBe(0);
+      expect(entries.length).toBeGreaterThan(0);
+      expect(entries.some((e) => (e.moves ?? '').length > 0)).toBe(true);
+      const seen: InspectionEvent[] = [];
+      actor.system.inspect((event) => seen.push(event));
+      actor.send({ type: 'task.cancelled', at: 0, reason: 'test', by: 'user' } as never);
+      expect(reported).toBeGreaterThan(0);
+      expect(seen.some((e) => e.type === '@xstate.microstep' && e.rootId === actor.sessionId)).toBe(true);
+      actor.stop();
+    });
+
+    it('gives the host observer every event once, and records each move once', () => {
+      const recorder = new MoveRecorder(live);
+      const seen: InspectionEvent[] = [];
+      const actor = createActor(live, { input, inspect: recorder.observer((event) => seen.push(event)) });
+      recorder.attach(actor, true);
+      const entries: AuditEntry[] = [];
+      actor.on('audit', ({ entry }) => {
+        recorder.emitted();
+        entries.push(entry);
+      });
+      actor.start();
+      const microsteps = seen.filter((e) => e.type === '@xstate.microstep' && e.actorRef === actor);
+      const tokens = entries.map((e) => e.moves ?? '').join('');
+      const taken = microsteps.flatMap((e) => (e as unknown as { _transitions: unknown[] })._transitions);
+      expect(tokens.length).toBe(2 * taken.length);
+      expect(new Set(seen).size).toBe(seen.length);
+      actor.stop();
+    });
   });
 
   describe('along random walks of the path-exploration world', () => {
@@ -135,10 +195,13 @@ describe('recorded transitions', () => {
       const journal: AuditEntry[] = [];
       let pending: AuditEntry[] = [];
       let recorder = new MoveRecorder(live);
+      // Odd seeds read the events as the runtime does (`attach`), even seeds through the inspection observer alone.
       const start = (snapshot?: unknown) => {
+        const inspect = recorder.observer();
         const actor = snapshot
-          ? createActor(live, { snapshot, inspect: (e: InspectionEvent) => recorder.inspect(e) } as never)
-          : createActor(live, { input, inspect: (e) => recorder.inspect(e) });
+          ? createActor(live, { snapshot, inspect } as never)
+          : createActor(live, { input, inspect });
+        if (seed % 2 === 1) expect(recorder.attach(actor, false)).toBe(true);
         actor.on('audit', ({ entry }) => {
           recorder.emitted();
           pending.push(entry);

@@ -29,13 +29,17 @@ export interface ChartMove {
   reenter: boolean;
 }
 
-export interface ChartMoves {
+/** What the runtime needs to record a transition: the chart's identity and every transition's token. */
+export interface ChartTokens {
   fingerprint: string;
-  moves: readonly ChartMove[];
   /** The transition definitions (the objects XState's `@xstate.microstep` events carry) by their number. */
   indexOf: ReadonlyMap<unknown, number>;
   /** The same definitions with their tokens in `moves` (made once, so recording a transition allocates nothing). */
   tokenOf: ReadonlyMap<unknown, string>;
+}
+
+export interface ChartMoves extends ChartTokens {
+  moves: readonly ChartMove[];
   /** The chart's initial atomic state. */
   initial: string;
 }
@@ -43,14 +47,28 @@ export interface ChartMoves {
 const TOKEN_WIDTH = 2;
 const MAX_MOVES = 36 ** TOKEN_WIDTH;
 
-const cache = new WeakMap<AnyStateMachine, ChartMoves>();
+const tokensCache = new WeakMap<AnyStateMachine, ChartTokens>();
+const movesCache = new WeakMap<AnyStateMachine, ChartMoves>();
+
+/**
+ * The tokens of `machine`'s transitions and its fingerprint (read once per machine): what recording needs, without
+ * the guards' texts (the costly part of reading a chart, which only readers need).
+ */
+export function chartTokens(machine: AnyStateMachine): ChartTokens {
+  let known = tokensCache.get(machine);
+  if (!known) {
+    known = readTokens(machine);
+    tokensCache.set(machine, known);
+  }
+  return known;
+}
 
 /** The transitions of `machine` (read once per machine). */
 export function chartMoves(machine: AnyStateMachine): ChartMoves {
-  let known = cache.get(machine);
+  let known = movesCache.get(machine);
   if (!known) {
     known = readChart(machine);
-    cache.set(machine, known);
+    movesCache.set(machine, known);
   }
   return known;
 }
@@ -64,40 +82,59 @@ function atomicOf(node: AnyStateNode): string {
   return pathOf(at);
 }
 
-function readChart(machine: AnyStateMachine): ChartMoves {
-  const moves: ChartMove[] = [];
-  const indexOf = new Map<unknown, number>();
-  const add = (source: string, event: string, transitions: readonly unknown[]) => {
-    for (const raw of transitions) {
-      const t = raw as { target?: AnyStateNode[]; guard?: Parameters<typeof describeGuard>[0]; reenter?: boolean };
-      const target = t.target?.[0];
-      indexOf.set(raw, moves.length);
-      moves.push({
-        index: moves.length,
-        source,
-        event,
-        guard: describeGuard(t.guard).text || null,
-        target: target ? atomicOf(target) : null,
-        reenter: t.reenter === true,
-      });
-    }
-  };
+interface RawTransition {
+  target?: AnyStateNode[];
+  guard?: Parameters<typeof describeGuard>[0];
+  reenter?: boolean;
+}
+
+/** Every transition of `machine` with the state it belongs to (`*`: the root) and its event, in definition order. */
+function eachTransition(machine: AnyStateMachine, visit: (source: string, event: string, raw: RawTransition) => void) {
   // The order of describeChart: a node's eventless transitions, then its events', then its children, depth first.
-  const visit = (node: AnyStateNode) => {
+  const walk = (node: AnyStateNode) => {
     const source = node === machine.root ? '*' : pathOf(node);
-    if (node.always) add(source, 'always', node.always);
-    for (const [event, transitions] of node.transitions) add(source, event, transitions);
-    for (const child of Object.values(node.states)) visit(child);
+    if (node.always) for (const raw of node.always) visit(source, 'always', raw as RawTransition);
+    for (const [event, transitions] of node.transitions)
+      for (const raw of transitions) visit(source, event, raw as RawTransition);
+    for (const child of Object.values(node.states)) walk(child);
   };
-  visit(machine.root);
-  if (moves.length > MAX_MOVES) throw new Error(`the chart has ${moves.length} transitions; moves encode ${MAX_MOVES}`);
+  walk(machine.root);
+}
+
+function readTokens(machine: AnyStateMachine): ChartTokens {
+  const indexOf = new Map<unknown, number>();
+  const tokenOf = new Map<unknown, string>();
   // The guards' names are left out: renaming or naming a guard changes no transition's meaning (its text is read from
   // the chart in hand); whether a transition is guarded, and everything else about it, is in.
-  const text = moves
-    .map((m) => `${m.source}|${m.event}|${m.guard === null ? '' : 'guarded'}|${m.target ?? ''}|${m.reenter}`)
-    .join('\n');
-  const tokenOf = new Map([...indexOf].map(([definition, index]) => [definition, moveToken(index)]));
-  return { fingerprint: fnv1a(text), moves, indexOf, tokenOf, initial: atomicOf(machine.root) };
+  const lines: string[] = [];
+  eachTransition(machine, (source, event, raw) => {
+    const target = raw.target?.[0];
+    // Guarded: any guard at all (its text is never empty; reading it is what costs).
+    const guarded = raw.guard !== undefined;
+    indexOf.set(raw, lines.length);
+    tokenOf.set(raw, moveToken(lines.length));
+    lines.push(
+      `${source}|${event}|${guarded ? 'guarded' : ''}|${target ? atomicOf(target) : ''}|${raw.reenter === true}`,
+    );
+  });
+  if (lines.length > MAX_MOVES) throw new Error(`the chart has ${lines.length} transitions; moves encode ${MAX_MOVES}`);
+  return { fingerprint: fnv1a(lines.join('\n')), indexOf, tokenOf };
+}
+
+function readChart(machine: AnyStateMachine): ChartMoves {
+  const moves: ChartMove[] = [];
+  eachTransition(machine, (source, event, raw) => {
+    const target = raw.target?.[0];
+    moves.push({
+      index: moves.length,
+      source,
+      event,
+      guard: describeGuard(raw.guard).text || null,
+      target: target ? atomicOf(target) : null,
+      reenter: raw.reenter === true,
+    });
+  });
+  return { ...chartTokens(machine), moves, initial: atomicOf(machine.root) };
 }
 
 /** FNV-1a (32 bits) in base 36: an identity of the transition list, not a secret. */

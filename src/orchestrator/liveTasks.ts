@@ -18,6 +18,7 @@ import {
   TaskBusyError,
 } from '../errors.js';
 import { LiveTask, type LiveTaskDeps, type SavedBatch } from '../runtime/liveTask.js';
+import { MoveRecorder } from '../runtime/moveRecorder.js';
 import { isFinished } from '../store/erasure.js';
 import type { Lease } from '../store/taskStore.js';
 import type { TaskSummary } from '../store/summary.js';
@@ -78,6 +79,8 @@ export class LiveTasks {
 
   constructor(private readonly deps: LiveTasksDeps) {
     const { store } = deps;
+    // The chart's transition tokens are read once per machine: here, not inside the first task's restore.
+    MoveRecorder.prepare(deps.machine);
     this.tenantCap = deps.tenantCap ?? null;
     this.leases = new LeaseKeeper(
       store.leases,

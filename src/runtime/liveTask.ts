@@ -93,13 +93,7 @@ export class LiveTask implements TaskPort {
     origin: LiveTaskOrigin,
   ) {
     this.moves = new MoveRecorder(deps.machine);
-    const userInspect = deps.inspect;
-    const inspect = userInspect
-      ? (event: InspectionEvent) => {
-          this.moves.inspect(event);
-          userInspect(event);
-        }
-      : this.moves.inspect;
+    const inspect = this.moves.observer(deps.inspect);
     if (origin.kind === 'new') {
       this.taskId = origin.input.taskId;
       this.revision = 0;
@@ -117,6 +111,8 @@ export class LiveTask implements TaskPort {
       // No input: a restored actor takes its context from the snapshot.
       this.actor = createActor(deps.machine, { snapshot: envelope.snapshot, inspect } as never);
     }
+    // From here the recorder reads the actor's events without XState's copy of each for its observers.
+    this.moves.attach(this.actor, deps.inspect !== undefined);
     // Read when a model turn first asks, then kept: a task whose model never reads its history keeps none of it.
     this.transcriptEntries = new TaskTranscript(
       () => this.journal.transcript,

@@ -1,0 +1,158 @@
+/**
+ * A focused comparison of this checkout with another (`--compare DIR`, e.g. a worktree of main) on two figures only:
+ * main-thread CPU per round of a read cell on Redis (K rounds x N tasks at once), and the resume time of a parked
+ * K-round task (p50 to its first acknowledged save). The two run interleaved, in alternating order, for `--passes`
+ * passes, so a noisy minute on a shared machine hits both alike; the report gives every pass and the medians.
+ *
+ *   npx tsx scripts/bench/focused.ts --compare ../wt-main [--passes 5] [--k 200] [--tasks 50] [--resume-k 200]
+ *     [--resume-samples 30] [--only this|other]
+ *
+ * `--only` runs one checkout alone (e.g. under `node --cpu-prof`).
+ */
+import { randomBytes } from 'node:crypto';
+import { loadavg } from 'node:os';
+import { DEFAULT_REDIS_URL, createRedisClient } from '../../src/store/redis/redisConnection.js';
+import type { RedisLink } from './cell.js';
+import { SentCommands, cpuMark, cpuSince, deleteMatching, median, quantile } from './measure.js';
+import { runProjectOnRedis } from './project.js';
+import { LOCAL_API, type ProjectApi, loadProjectApi } from './projectApi.js';
+import { BENCH_PRINCIPAL, type ModelControl, goalFor, projectOptions } from './workload.js';
+
+const args = process.argv.slice(2);
+const text = (name: string) => {
+  const at = args.indexOf(`--${name}`);
+  return at >= 0 ? args[at + 1] : undefined;
+};
+const num = (name: string, fallback: number) => Number(text(name) ?? fallback);
+const passes = num('passes', 5);
+const k = num('k', 200);
+const tasks = num('tasks', 50);
+const resumeK = num('resume-k', 200);
+const resumeSamples = num('resume-samples', 30);
+const only = text('only');
+const compareDir = text('compare');
+const progress = (line: string) => process.stderr.write(`focused: ${line}\n`);
+
+interface Figures {
+  cpuUsPerRound: number[];
+  resumeP50Ms: number[];
+  resumeAll: number[];
+  /** Main-thread CPU of each resume (start to first acknowledged save), less sensitive to the machine's load. */
+  resumeCpuUs: number[];
+}
+
+/**
+ * As the bench's `parkProjectTask` (extras.ts): a `k`-round task parked in flight; a sample creates an orchestrator,
+ * resumes the task and times to its first acknowledged save (wall, and main-thread CPU), then lets it play on to
+ * its next model call (which hangs) and closes the orchestrator.
+ */
+async function parkTask(link: RedisLink, prefix: string, k: number, api: ProjectApi) {
+  const store = new api.RedisStore({ client: link.client, prefix });
+  const control: ModelControl = { hangFrom: k + 1 };
+  const atRest = () => new Promise<void>((resolve) => (control.onHang = resolve));
+  let parked = atRest();
+  const first = api.createOrchestrator(projectOptions(store, control, api));
+  await first.start({ principal: BENCH_PRINCIPAL, goal: goalFor(k * 100), taskId: 'resume' });
+  await parked;
+  await first.close();
+  const once = async () => {
+    control.hangFrom = Number.POSITIVE_INFINITY;
+    parked = atRest();
+    const orchestrator = api.createOrchestrator(projectOptions(store, control, api));
+    let cpuUs = 0;
+    let mark = cpuMark();
+    const firstSave = new Promise<number>((resolve) =>
+      orchestrator.onSaved(() => {
+        control.hangFrom = 0;
+        cpuUs = cpuSince(mark).main;
+        resolve(performance.now());
+      }),
+    );
+    mark = cpuMark();
+    const start = performance.now();
+    await orchestrator.resume('resume');
+    const ms = (await firstSave) - start;
+    await parked;
+    await orchestrator.close();
+    return { ms, cpuUs };
+  };
+  for (let i = 0; i < 5; i++) await once();
+  return {
+    async sample(count: number) {
+      const out: { ms: number; cpuUs: number }[] = [];
+      for (let i = 0; i < count; i++) out.push(await once());
+      return out;
+    },
+    close: () => deleteMatching(link.admin, `{${prefix}}:*`),
+  };
+}
+
+async function main(): Promise<void> {
+  const url = process.env.REDIS_URL ?? DEFAULT_REDIS_URL;
+  const admin = createRedisClient(url);
+  const client = createRedisClient(url);
+  const link: RedisLink = { client, admin, sent: new SentCommands(client), ownConnections: 2 };
+  const runId = `focused-${randomBytes(4).toString('hex')}`;
+  let prefixes = 0;
+  const nextPrefix = () => `${runId}-${++prefixes}`;
+  const systems: { name: string; api: ProjectApi }[] = [];
+  if (only !== 'other') systems.push({ name: 'this', api: LOCAL_API });
+  if (compareDir && only !== 'this') systems.push({ name: 'other', api: await loadProjectApi(compareDir) });
+  const figures = new Map<string, Figures>(
+    systems.map((s) => [s.name, { cpuUsPerRound: [], resumeP50Ms: [], resumeAll: [], resumeCpuUs: [] }]),
+  );
+  const load0 = loadavg();
+  try {
+    const parked = new Map(
+      await Promise.all(
+        systems.map(async (s) => [s.name, await parkTask(link, nextPrefix(), resumeK, s.api)] as const),
+      ),
+    );
+    // Warm-up: one small cell each.
+    for (const s of systems) await runProjectOnRedis({ k: 20, tasks: 5, repeat: 1 }, link, nextPrefix(), s.api);
+    for (let pass = 0; pass < passes; pass++) {
+      const order = pass % 2 === 0 ? systems : [...systems].reverse();
+      for (const s of order) {
+        const cell = await runProjectOnRedis({ k, tasks, repeat: 1 }, link, nextPrefix(), s.api);
+        const samples = await parked.get(s.name)!.sample(resumeSamples);
+        const times = samples.map((x) => x.ms);
+        const f = figures.get(s.name)!;
+        f.cpuUsPerRound.push(cell.mainCpuUsPerRound);
+        f.resumeP50Ms.push(quantile(times, 0.5));
+        f.resumeAll.push(...times);
+        f.resumeCpuUs.push(...samples.map((x) => x.cpuUs));
+        progress(
+          `pass ${pass + 1} ${s.name}: ${cell.mainCpuUsPerRound.toFixed(1)} µs main CPU/round, ` +
+            `${cell.roundsPerSecond.toFixed(0)} rounds/s; resume p50 ${quantile(times, 0.5).toFixed(2)} ms, ` +
+            `CPU p50 ${quantile(
+              samples.map((x) => x.cpuUs),
+              0.5,
+            ).toFixed(0)} µs`,
+        );
+      }
+    }
+    for (const p of parked.values()) await p.close();
+  } finally {
+    client.disconnect();
+    admin.disconnect();
+  }
+  const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(' ');
+  process.stdout.write(
+    `K=${k} x ${tasks} tasks on Redis, resume of a ${resumeK}-round task (${resumeSamples} samples per pass), ` +
+      `${passes} passes; load average ${load(load0)} at start, ${load(loadavg())} at end\n`,
+  );
+  for (const [name, f] of figures) {
+    const list = (xs: number[], d: number) => xs.map((x) => x.toFixed(d)).join(' ');
+    process.stdout.write(
+      `${name}: main CPU µs/round median ${median(f.cpuUsPerRound).toFixed(1)}, min ${Math.min(...f.cpuUsPerRound).toFixed(1)} [${list(f.cpuUsPerRound, 1)}]; ` +
+        `resume p50 median ${median(f.resumeP50Ms).toFixed(2)} ms [${list(f.resumeP50Ms, 2)}], ` +
+        `all samples p50 ${quantile(f.resumeAll, 0.5).toFixed(2)} p90 ${quantile(f.resumeAll, 0.9).toFixed(2)} ms; ` +
+        `resume main-thread CPU p50 ${quantile(f.resumeCpuUs, 0.5).toFixed(0)} µs\n`,
+    );
+  }
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.exitCode = 1;
+});
