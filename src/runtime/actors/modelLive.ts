@@ -55,9 +55,15 @@ export function liveText(host: ActorHost, taskId: string, turn: number, attempt:
       ),
     };
   };
+  /**
+   * Set once the attempt is finished or discarded: an adapter that still writes (it ignored the abort of a timed-out
+   * turn) shows nothing more, so nothing of a voided attempt comes after its `discarded`.
+   */
+  let over = false;
   return {
     /** Never throws into the adapter's stream: a view's trouble must not break the turn. */
     push: (delta: string) => {
+      if (over) return;
       try {
         ask();
         relay.push(delta);
@@ -66,6 +72,7 @@ export function liveText(host: ActorHost, taskId: string, turn: number, attempt:
       }
     },
     call: (delta: CallTextDelta) => {
+      if (over) return;
       try {
         ask();
         if (!Number.isSafeInteger(delta?.index) || delta.index < 0 || delta.index > 1_000) return;
@@ -80,6 +87,8 @@ export function liveText(host: ActorHost, taskId: string, turn: number, attempt:
     },
     /** The turn is whole: the rest is shown. */
     finish: () => {
+      if (over) return;
+      over = true;
       try {
         relay.finish();
         for (const entry of calls.values()) entry.relay.finish();
@@ -89,6 +98,8 @@ export function liveText(host: ActorHost, taskId: string, turn: number, attempt:
     },
     /** The attempt failed: whatever was shown of it is void. */
     discard: () => {
+      if (over) return;
+      over = true;
       if (relay.sent || [...calls.values()].some((entry) => entry.relay.sent))
         bus.emit({ kind: 'discarded', taskId, turn, attempt });
     },
