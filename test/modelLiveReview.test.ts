@@ -62,11 +62,36 @@ describe('live text of a turn, adversarial', () => {
     expect(seen.slice(at)).toEqual([]);
   });
 
+  it('withholds the arguments while the tool name may still grow into a sensitive tool (name in pieces)', () => {
+    const { live, seen } = setup();
+    // Chat Completions may write a name in pieces: "pay" is a tool without sensitive fields, "pay_card" has some.
+    live.call({ index: 0, callId: 'c1', name: 'pay', arguments: CARD.slice(0, 40) });
+    live.call({ index: 0, name: 'pay_card', arguments: CARD.slice(40) });
+    live.finish();
+    expect(JSON.stringify(seen)).not.toContain('4000');
+    expect(seen.filter((e) => e.kind === 'call').at(-1)).toMatchObject({ text: LIVE_ARGUMENTS_WITHHELD });
+  });
+
+  it('withholds the arguments of a call to a tool nobody installed (a partial or an invented name)', () => {
+    const { live, seen } = setup();
+    live.call({ index: 0, callId: 'c1', name: 'pay_', arguments: CARD });
+    live.finish();
+    expect(JSON.stringify(seen)).not.toContain('4000');
+  });
+
   it('still shows the arguments of a whole name of a tool without sensitive fields', () => {
     const { live, seen } = setup([tool('pay', false)]);
     live.call({ index: 0, callId: 'c1', name: 'pay', arguments: '{"card_number": "x", "y": 1}' });
     live.finish();
     const shown = seen.filter((e): e is Extract<ModelTextEvent, { kind: 'call' }> => e.kind === 'call');
     expect(shown.map((e) => e.text).join('')).toContain('"y": 1');
+  });
+
+  it('shows the arguments of a plan being proposed (the host tool)', () => {
+    const { live, seen } = setup();
+    live.call({ index: 0, callId: 'c1', name: 'propose_plan', arguments: '{"steps": ["look"], "n": 1}' });
+    live.finish();
+    const shown = seen.filter((e): e is Extract<ModelTextEvent, { kind: 'call' }> => e.kind === 'call');
+    expect(shown.map((e) => e.text).join('')).toBe('{"steps": ["look"], "n": 1}');
   });
 });

@@ -11,6 +11,8 @@ import type { OpenedToken, Privacy, SealFailure, SealScope } from '../privacy/pr
 import type { Tool } from '../tool.js';
 import { sealFailureText } from './sealedParse.js';
 import type { ToolRegistry } from './toolRegistry.js';
+import { PLAN_TOOL } from '../../machines/plans.js';
+import { DECISION_TOOL } from '../../machines/workflows.js';
 
 /** The task whose values a sealing step seals and opens. */
 export function scopeOf(
@@ -81,14 +83,23 @@ export const LIVE_TEXT_WITHHELD = '[the text is withheld while it is written: it
 /**
  * A tool call's arguments as a live view may see them while they are written: as live text (redacted as the stored
  * arguments of a tool without sensitive fields are), and withheld whole when the tool takes sensitive values (the
- * stored ones are sealed at their paths, which text that does not parse yet cannot show) or is not named yet.
+ * stored ones are sealed at their paths, which text that does not parse yet cannot show), is not named yet, names no
+ * installed tool (the host's own, plans and decisions, are shown: their arguments are stored as redacted text), or may still grow into the name of one that takes sensitive values (a name written in pieces:
+ * "pay", then "pay_card").
  */
 export function sealLiveArguments(registry: ToolRegistry, scope: SealScope, tool: string | null, text: string): string {
-  if (tool === null || (registry.get(tool)?.sensitive?.args?.length ?? 0) > 0) return LIVE_ARGUMENTS_WITHHELD;
+  const sensitive = (name: string) => (registry.get(name)?.sensitive?.args?.length ?? 0) > 0;
+  if (
+    tool === null ||
+    (registry.get(tool) === undefined && tool !== PLAN_TOOL && tool !== DECISION_TOOL) ||
+    sensitive(tool) ||
+    registry.names.some((name) => name.startsWith(tool) && sensitive(name))
+  )
+    return LIVE_ARGUMENTS_WITHHELD;
   return sealLiveText(registry, scope, text);
 }
 
-/** What a live view shows instead of the arguments of a call to a tool that takes sensitive values. */
+/** What a live view shows instead of the arguments of a call to a tool that takes sensitive values (or is unknown). */
 export const LIVE_ARGUMENTS_WITHHELD =
   '[the arguments are withheld while they are written: the tool takes sensitive values]';
 
