@@ -203,10 +203,14 @@ export type AuditEntry = {
       }
     | {
         kind: 'model_outage';
-        action: 'waiting' | 'retrying' | 'gave_up';
+        /** `retry_refused`: an operator's early retry the chart did not take (`code` says why). */
+        action: 'waiting' | 'retrying' | 'gave_up' | 'retry_refused';
         attempts: number;
         wakeAt: number | null;
         error: string;
+        /** An operator's early retry (or its refusal): who asked, as `tenant:user`. Absent for the timer's. */
+        by?: string;
+        code?: string;
       }
     | { kind: 'question_expired'; question: string }
     | { kind: 'user_answered'; userId: string }
@@ -327,7 +331,12 @@ export function auditEntry(context: AgentContext, event: MachineEvent, body: Aud
 
 /** Events the host API forwards for a caller (a user, an approver, a reviewer, an administrator). */
 function isHostEvent(event: MachineEvent): boolean {
-  return event.type.startsWith('user.') || event.type.startsWith('review.') || event.type === 'task.cancelled';
+  return (
+    event.type.startsWith('user.') ||
+    event.type.startsWith('review.') ||
+    event.type.startsWith('operator.') ||
+    event.type === 'task.cancelled'
+  );
 }
 
 /** The session a user's event came from, if the host named it. */

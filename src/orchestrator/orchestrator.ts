@@ -262,6 +262,17 @@ export class Orchestrator extends OrchestratorBase {
   }
 
   /**
+   * An operator of the task's tenant (`by` holds `adminScope`) asks the model again now, for a task waiting out a
+   * model outage (`waiting_for_model`), instead of at its wake-up time. It spends one retry of the task's budget and
+   * the turn's token and cost reservation, checked first. Refused with `operator_only`, `wrong_tenant`,
+   * `not_waiting_for_model` or `budget_exhausted`; the audit names who asked, accepted or not. With a dispatch, the
+   * event goes through the task's inbox like every user event.
+   */
+  retryModelNow(taskId: string, by: Principal): Promise<UserEventResult> {
+    return this.events.retryModel(taskId, by, this.now());
+  }
+
+  /**
    * Delivers what is due (also while no process was running): confirmations and questions whose deadline passed,
    * model retries whose wake-up time came. Returns how many tasks it moved.
    */
