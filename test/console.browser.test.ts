@@ -181,4 +181,34 @@ describe.runIf(available)('the operator console in chromium', () => {
     },
     scaled(120_000),
   );
+
+  it(
+    'shows the retry button only while the task waits for the model, and asks the model again when clicked',
+    async () => {
+      desk.modelDown = true;
+      await desk.outage('outage-e17');
+      const o1 = await signedIn('O1');
+      // A task that does not wait for the model offers no retry.
+      const other = await open(o1, '/tasks/booking-e99');
+      await other.getByTestId('operator').waitFor();
+      expect(await other.getByTestId('retry-model').isHidden()).toBe(true);
+
+      const page = await open(o1, '/tasks/outage-e17');
+      await page.getByTestId('retry-model').waitFor();
+      expect(await page.getByTestId('model-wait').textContent()).toContain('503 service unavailable');
+      desk.modelDown = false;
+      await page.getByTestId('retry-model').click();
+      await page.locator('body[data-operated=retry-model]').waitFor();
+      expect(await page.getByTestId('operator-result').textContent()).toContain('retry →');
+      const answered = await until(
+        () => api('O1', '/api/tasks/outage-e17'),
+        (view) => view.status.state === 'answered',
+      );
+      expect(answered.status.state).toBe('answered');
+      const { entries } = await api('O1', '/api/tasks/outage-e17/audit');
+      expect(entries.filter((e) => e.kind === 'model_outage').at(-1)).toMatchObject({ by: 'acme:O1' });
+      expect(errors).toEqual([]);
+    },
+    scaled(120_000),
+  );
 });

@@ -9,8 +9,9 @@
  * action checks CSRF as the decisions do, and is recorded with who took it: a resolution in the task's audit (the
  * chart records the reviewer), an erasure in the tombstone that outlives the task (`by`).
  *
- * There is no route to retry a model wait early: the chart retries a task in `waitingForModel` only once its
- * `outage.wakeAt` has come (`isModelRetryDue`, delivered by the expiry sweep), and takes no event from a person.
+ * A task waiting out a model outage retries by itself at its `outage.wakeAt` (the expiry sweep); an operator may ask
+ * the model again sooner (`orchestrator.retryModelNow`), which the chart charges as one more model turn and records
+ * with who asked.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
@@ -25,6 +26,7 @@ import {
   decisionResultSchema,
   eraseBodySchema,
   historySchema,
+  retryModelBodySchema,
   reviewBodySchema,
   taskParamsSchema,
   tombstoneSchema,
@@ -101,6 +103,36 @@ export function registerOperatorRoutes(app: FastifyInstance, ctx: ServiceContext
           ? { resolution: 'happened', result: body.result ?? null, ...note }
           : { resolution: body.resolution, ...note },
       );
+      if (!result.accepted)
+        throw serviceError(refusalStatus(result.code), result.code ?? 'not_taken', result.message, result.status);
+      return result;
+    },
+    { bodyLimit: ctx.bodyLimit, rateLimit: ctx.rateLimit?.('decision') },
+  );
+
+  route(
+    app,
+    docs,
+    {
+      method: 'POST',
+      operationId: 'retryModelNow',
+      url: '/api/tasks/:taskId/retry-model',
+      summary:
+        'An operator asks the model again now for a task waiting out a model outage, instead of at its wake-up time; charged as one more model turn',
+      params: taskParamsSchema,
+      body: retryModelBodySchema,
+      response: decisionResultSchema,
+      errors: {
+        400: ['invalid_request'],
+        403: ['csrf_token_invalid', 'cross_origin', 'operator_only'],
+        404: ['task_not_found'],
+        409: ['not_waiting_for_model', 'budget_exhausted', 'task_finished'],
+        413: ['body_too_large'],
+      },
+    },
+    async (request) => {
+      const { principal, taskId } = await prepare(request, retryModelBodySchema);
+      const result = await orchestrator.retryModelNow(taskId, principal);
       if (!result.accepted)
         throw serviceError(refusalStatus(result.code), result.code ?? 'not_taken', result.message, result.status);
       return result;
