@@ -394,7 +394,12 @@ export function witness(prev: World, move: Move, next: World, count: (what: stri
     count(`review resolved: ${move.event.resolution}`);
   if (to === 'waitingForModel' && from !== 'waitingForModel')
     count(prev.shadow.outage ? 'model outage waited out again' : 'model outage waited out');
-  if (from === 'waitingForModel' && to === 'thinking') count('model asked again after an outage');
+  if (from === 'waitingForModel' && to === 'thinking')
+    count(
+      move.event?.type === 'operator.retryModel'
+        ? 'model asked again early by an operator'
+        : 'model asked again after an outage',
+    );
   if (from === 'awaitingUser' && move.event?.type === 'timer.answerExpired' && to !== 'awaitingUser')
     count('unanswered question expired');
 }
