@@ -15,6 +15,7 @@ import type {
   Mandate,
   Effect,
   FinalStatus,
+  ForkLink,
   GateName,
   Json,
   ModelReservation,
@@ -98,6 +99,8 @@ export type AuditEntry = {
         warnings?: StartWarning[];
         /** The host-defined flow the task follows, if any. */
         workflow?: string;
+        /** A fork: the task it copies and the step it was copied at. */
+        forkedFrom?: ForkLink;
       }
     /**
      * `offered`: the tools the host's offer rule (and a plan in force) gave this turn, absent when neither narrows them;
