@@ -11,13 +11,15 @@
  *
  * A task waiting out a model outage retries by itself at its `outage.wakeAt` (the expiry sweep); an operator may ask
  * the model again sooner (`orchestrator.retryModelNow`), which the chart charges as one more model turn and records
- * with who asked.
+ * with who asked. An operator may also fork a task from a step into a new one run for them (`orchestrator.fork`),
+ * where a copy cannot authorise a write.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { Principal } from '../../machines/context.js';
 import type { TranscriptEntry } from '../../machines/journal.js';
-import type { TaskStatus } from '../orchestrator/orchestrator.js';
+import { ForkNotAllowedError, type TaskStatus } from '../orchestrator/orchestrator.js';
+import { taskStatusSchema } from '../orchestrator/statusSchema.js';
 import { actingOn } from './acting.js';
 import { type ServiceContext, parse } from './context.js';
 import type { RouteDoc } from './openapi.js';
@@ -25,6 +27,7 @@ import { route } from './routes.js';
 import {
   decisionResultSchema,
   eraseBodySchema,
+  forkBodySchema,
   historySchema,
   retryModelBodySchema,
   reviewBodySchema,
@@ -138,6 +141,41 @@ export function registerOperatorRoutes(app: FastifyInstance, ctx: ServiceContext
       return result;
     },
     { bodyLimit: ctx.bodyLimit, rateLimit: ctx.rateLimit?.('decision') },
+  );
+
+  route(
+    app,
+    docs,
+    {
+      method: 'POST',
+      operationId: 'forkTask',
+      url: '/api/tasks/:taskId/fork',
+      summary:
+        'An operator copies the task from step N (its first N audit entries) into a new task run for them, offered only read tools and marked forkedFrom; refused for a task with a mandate, a sub-task or a workflow',
+      params: taskParamsSchema,
+      body: forkBodySchema,
+      response: z.object({ status: taskStatusSchema }),
+      successStatus: 201,
+      errors: {
+        400: ['invalid_request'],
+        403: ['csrf_token_invalid', 'cross_origin', 'operator_only'],
+        404: ['task_not_found'],
+        409: ['fork_not_allowed'],
+        413: ['body_too_large'],
+      },
+    },
+    async (request, reply) => {
+      const { principal, taskId, body } = await prepare(request, forkBodySchema);
+      try {
+        const status = await orchestrator.fork(taskId, principal, { step: body.step });
+        reply.code(201);
+        return { status };
+      } catch (error) {
+        if (error instanceof ForkNotAllowedError) throw serviceError(409, 'fork_not_allowed', error.message);
+        throw error;
+      }
+    },
+    { bodyLimit: ctx.bodyLimit, rateLimit: ctx.rateLimit?.('start') },
   );
 
   route(

@@ -77,6 +77,17 @@ function renderHistory(history) {
   $('history').hidden = false;
 }
 
+/** A copy says so, to everyone who sees it, with the task and step it was copied from. */
+function renderFork(status) {
+  $('fork-marker').hidden = !status.forkedFrom;
+  if (status.forkedFrom)
+    $('fork-marker').replaceChildren(
+      'A copy (fork) of ',
+      el('a', { href: `${base}/tasks/${encodeURIComponent(status.forkedFrom.taskId)}` }, status.forkedFrom.taskId),
+      ` at step ${status.forkedFrom.step}.`,
+    );
+}
+
 function renderOperator(status) {
   $('operator').hidden = false;
   const review = status.state === 'review_required' ? status.review : null;
@@ -93,6 +104,7 @@ async function refresh() {
   if (erased) return;
   try {
     const view = await get(path);
+    renderFork(view.status);
     if (view.access === 'operator') renderOperator(view.status);
     renderHistory(await get(`${path}/history`));
   } catch {
@@ -133,6 +145,17 @@ for (const button of document.querySelectorAll('[data-resolution]')) {
 $('retry-model').addEventListener('click', () =>
   act('retry-model', {}, (result) => `retry → ${result.message || 'taken'} (now ${result.status.state})`),
 );
+
+$('fork-form').addEventListener('submit', (event) => {
+  event.preventDefault();
+  const step = Number($('fork-step').value);
+  if (!Number.isInteger(step) || step < 1) {
+    $('operator-result').textContent =
+      'type the step to copy at first (the number of audit entries, as time travel counts)';
+    return;
+  }
+  act('fork', { step }, ({ status }) => `forked → ${status.taskId}: ${base}/tasks/${status.taskId}`);
+});
 
 $('erase-form').addEventListener('submit', (event) => {
   event.preventDefault();
