@@ -35,7 +35,7 @@ describe.skipIf(!redis)('events for a dispatched task', () => {
     expect(result).not.toBeInstanceOf(TaskNotFoundError);
   });
 
-  it("an operator's early model retry goes through the inbox: refused to the task user, taken from the operator", async () => {
+  it("an operator's early model retry goes through the inbox, refused to the task user; a fork is queued", async () => {
     const outage = { on: true };
     const step = () => {
       if (outage.on) throw new TransientModelError('503 service unavailable');
@@ -66,6 +66,11 @@ describe.skipIf(!redis)('events for a dispatched task', () => {
       action: 'retrying',
       by: 'acme:ops-1',
     });
+    // A fork is a start like any other: queued, created by a worker, marked as a copy.
+    const copy = await api.orchestrator.fork('d-retry', operator, { step: 1, taskId: 'd-copy' });
+    expect(copy.forkedFrom).toEqual({ taskId: 'd-retry', step: 1 });
+    const copied = await api.orchestrator.settled('d-copy', { timeoutMs: scaled(10_000) });
+    expect(copied).toMatchObject({ state: 'answered', forkedFrom: { taskId: 'd-retry', step: 1 } });
   });
 
   it('skips a malformed inbox entry with a reply; the worker holds neither the task nor its lease afterwards', async () => {
