@@ -44,6 +44,7 @@ export function createAgentMachine(toolkit: Toolkit) {
       'timer.confirmationExpired': { actions: 'replyNothingDue' },
       'timer.answerExpired': { actions: 'replyNothingDue' },
       'timer.modelRetryDue': { actions: 'replyNothingDue' },
+      'operator.retryModel': { actions: 'replyNotWaitingForModel' },
       'timer.awayExpired': { actions: 'replyNothingDue' },
       'subtask.finished': { actions: 'refuseSubtaskOutcome' },
       // The user's presence, said by the host: remembered wherever the task is; the pauses act on it.
@@ -102,12 +103,18 @@ export function createAgentMachine(toolkit: Toolkit) {
       following: followingState,
       waitingForModel: {
         description:
-          'The model is down past its retries: persisted, the task waits for its wake-up time, then asks again.',
+          'The model is down past its retries: persisted, the task waits for its wake-up time, then asks again; an operator of its tenant may ask again sooner, for one retry of the budget.',
         tags: [TAGS.waiting, TAGS.outage],
         on: {
           'timer.modelRetryDue': [
             { guard: 'isModelRetryDue', target: 'thinking', actions: 'resumeModel' },
             { actions: 'replyNothingDue' },
+          ],
+          // An operator of the task's tenant asks again now; it spends a retry, checked before anything is spent.
+          'operator.retryModel': [
+            { guard: not('isFromOperatorOfTenant'), actions: 'refuseModelRetry' },
+            { guard: not('hasBudgetForModelRetry'), actions: 'refuseModelRetry' },
+            { target: 'thinking', actions: 'retryModelNow' },
           ],
         },
       },

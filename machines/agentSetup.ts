@@ -99,7 +99,7 @@ export function agentSetup(toolkit: Toolkit) {
         'isQuestionUnexpired',
         'hasQuestionExpired',
       ]),
-      ...named(model, ['replansOnAnswerExpiry']),
+      ...named(model, ['replansOnAnswerExpiry', 'isFromOperatorOfTenant']),
       // gates (b) schema, mandate, (c) business validation, (d) permission
       ...named(vetting, [
         'isEveryCallVetted',
@@ -118,6 +118,7 @@ export function agentSetup(toolkit: Toolkit) {
       ...named(mandate, ['isWithinMandate', 'isRepeatOfDeniedCall', 'stopsOnRepeatedDenial']),
       // gate (e), budget
       ...named(budget, ['hasBudgetForModelTurn', 'hasBudgetForNextStep', 'hasBudgetForRetry']),
+      ...named(budget, ['hasBudgetForModelRetry']),
       // executing, the re-check before a write, reconciling
       ...named(execution, [
         'isBatchComplete',
@@ -231,6 +232,7 @@ export function agentSetup(toolkit: Toolkit) {
         }),
       ),
       ...steps(waiting, ['pauseForModel', 'resumeModel', 'expireQuestion', 'stopForNoAnswer']),
+      ...steps(waiting, ['retryModelNow', 'refuseModelRetry']),
       ...steps(judging, [
         'takeNextCall',
         'refuseForSchema',
@@ -315,6 +317,7 @@ export function agentSetup(toolkit: Toolkit) {
       ...steps(flow, ['stopForWorkflowRule', 'finishWorkflowDone', 'finishWorkflowAnswered', 'finishWorkflowUnmet']),
       ...steps(delegating, ['refuseSubtask', 'recordSubtaskStarted', 'finishSubtask', 'refuseSubtaskOutcome']),
       ...steps(replies, ['replyNotWaitingForConfirmation', 'replyNotWaitingForAnswer', 'replyNothingDue']),
+      ...steps(replies, ['replyNotWaitingForModel']),
     },
   });
 }

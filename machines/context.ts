@@ -196,6 +196,12 @@ export const provenanceSchema = z.strictObject({
   prompt: z.string().min(1).max(SHORT).nullable(),
 });
 
+/** A fork's marker: the task it is a copy of, and the step (audit entries) it was copied at. */
+export const forkLinkSchema = z.strictObject({
+  taskId: z.string().min(1).max(SHORT),
+  step: z.number().int().nonnegative(),
+});
+
 export const agentContextSchema = z.strictObject({
   taskId: id,
   /** At most `INPUT_LIMITS.goal` characters as the host gives it; sealing the sensitive values in it can make it longer. */
@@ -280,6 +286,8 @@ export const agentContextSchema = z.strictObject({
   parent: parentLinkSchema.nullable().default(null),
   /** The children this task started through sub-task tools, oldest first. Absent in tasks stored before sub-tasks. */
   subtasks: z.array(subtaskLinkSchema).max(MAX_SUBTASKS).default([]),
+  /** The task this one is a copy of (an operator's fork), or null. Absent in tasks stored before forks. */
+  forkedFrom: forkLinkSchema.nullable().default(null),
   outcome: outcomeSchema.nullable(),
 });
 
@@ -301,6 +309,17 @@ export const agentInputSchema = z.strictObject({
   /** A sub-task: the tools it may use (a subset of its parent's) and its parent. */
   tools: z.array(z.string().min(1).max(SHORT)).max(256).optional(),
   parent: parentLinkSchema.optional(),
+  /**
+   * A fork (`orchestrator.fork`): the task it copies and the step, the model turns copied (the copy's next turn follows
+   * them), and the copied transcript entries, recorded after the copy's goal as its first entries.
+   */
+  fork: z
+    .strictObject({
+      from: forkLinkSchema,
+      turns: z.number().int().nonnegative(),
+      transcript: z.array(jsonSchema).max(100_000),
+    })
+    .optional(),
 });
 
 /** Usage reported by a model turn. */
@@ -311,6 +330,7 @@ export const modelUsageSchema = z.strictObject({
 });
 
 export type Principal = z.infer<typeof principalSchema>;
+export type ForkLink = z.infer<typeof forkLinkSchema>;
 export type Mandate = z.infer<typeof mandateSchema>;
 export type Review = z.infer<typeof reviewSchema>;
 export type UnverifiedRead = z.infer<typeof unverifiedReadSchema>;

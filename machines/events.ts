@@ -2,7 +2,7 @@
  * The event vocabulary of the agent machine, declared once as zod schemas; the TS types are inferred.
  *
  * The prefix says who may send an event: `model.*` only comes from the invoked model actor (the host API refuses
- * to forward it), `user.*`, `review.*` and `task.*` only through the host API with the caller's authenticated user
+ * to forward it), `user.*`, `review.*`, `operator.*` and `task.*` only through the host API with the caller's authenticated user
  * and scopes, `timer.*` only from the host's scheduler. Every event carries `at`, the host's clock when it was received, so guards can
  * compare times without reading a clock themselves. The done and error events of invoked actors are in `actors.ts`.
  */
@@ -113,6 +113,18 @@ export const taskCancelledSchema = z.strictObject({
   sessionId,
 });
 
+/**
+ * An operator of the task's tenant asks the model again now, before the outage's wake-up time. `actor` is the caller
+ * the host attaches from the session (never from a request body): the host checks it against the caller again
+ * (`hostRefusal`), and the chart's guard reads it.
+ */
+export const operatorRetryModelSchema = z.strictObject({
+  type: z.literal('operator.retryModel'),
+  at,
+  actor: z.strictObject({ userId, tenantId: userId, operator: z.boolean() }),
+  sessionId,
+});
+
 export const hostEventSchema = z.discriminatedUnion('type', [
   userConfirmedSchema,
   userRejectedSchema,
@@ -134,6 +146,7 @@ export const hostEventSchema = z.discriminatedUnion('type', [
     note: z.string().max(SHORT).nullable(),
     sessionId,
   }),
+  operatorRetryModelSchema,
   z.strictObject({ type: z.literal('timer.confirmationExpired'), at, confirmationId: z.string().min(1).max(SHORT) }),
   z.strictObject({ type: z.literal('timer.answerExpired'), at }),
   z.strictObject({ type: z.literal('timer.modelRetryDue'), at }),

@@ -202,6 +202,12 @@ export const HOST_REPLY_CODES = [
   'permission_denied',
   /** `user.returned` for a task that was not paused or marked away. */
   'not_away',
+  /** An early model retry for a task that is not waiting for the model. */
+  'not_waiting_for_model',
+  /** An action only an operator of the task's tenant may take. */
+  'operator_only',
+  /** An action the task's budgets cannot pay for (an early model retry: one retry and the turn's reservation). */
+  'budget_exhausted',
 ] as const;
 
 /** Codes of the chart's answer to a host event, and of the host's refusals before the event reaches the chart. */

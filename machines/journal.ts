@@ -15,6 +15,7 @@ import type {
   Mandate,
   Effect,
   FinalStatus,
+  ForkLink,
   GateName,
   Json,
   ModelReservation,
@@ -98,6 +99,8 @@ export type AuditEntry = {
         warnings?: StartWarning[];
         /** The host-defined flow the task follows, if any. */
         workflow?: string;
+        /** A fork: the task it copies and the step it was copied at. */
+        forkedFrom?: ForkLink;
       }
     /**
      * `offered`: the tools the host's offer rule (and a plan in force) gave this turn, absent when neither narrows them;
@@ -203,10 +206,14 @@ export type AuditEntry = {
       }
     | {
         kind: 'model_outage';
-        action: 'waiting' | 'retrying' | 'gave_up';
+        /** `retry_refused`: an operator's early retry the chart did not take (`code` says why). */
+        action: 'waiting' | 'retrying' | 'gave_up' | 'retry_refused';
         attempts: number;
         wakeAt: number | null;
         error: string;
+        /** An operator's early retry (or its refusal): who asked, as `tenant:user`. Absent for the timer's. */
+        by?: string;
+        code?: string;
       }
     | { kind: 'question_expired'; question: string }
     | { kind: 'user_answered'; userId: string }
@@ -327,7 +334,12 @@ export function auditEntry(context: AgentContext, event: MachineEvent, body: Aud
 
 /** Events the host API forwards for a caller (a user, an approver, a reviewer, an administrator). */
 function isHostEvent(event: MachineEvent): boolean {
-  return event.type.startsWith('user.') || event.type.startsWith('review.') || event.type === 'task.cancelled';
+  return (
+    event.type.startsWith('user.') ||
+    event.type.startsWith('review.') ||
+    event.type.startsWith('operator.') ||
+    event.type === 'task.cancelled'
+  );
 }
 
 /** The session a user's event came from, if the host named it. */

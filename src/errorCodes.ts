@@ -24,6 +24,8 @@ export const AGENT_ERROR_CODES = {
     'task_not_live',
     'catalog_mismatch',
     'mandate_used',
+    /** `ForkNotAllowedError`: `orchestrator.fork` refused (its `reason`: mandate, subtask, workflow, step...). */
+    'fork_not_allowed',
     'invalid_mandate_kind',
     'machine_error',
     'invalid_tool_definition',
@@ -111,6 +113,7 @@ export const AGENT_ERROR_CODES = {
     'rate_limited',
     /** An operator's route (history of another's task, resolve a review, erase) asked by someone who is none. */
     'operator_only',
+    'fork_not_allowed',
     /** The erase route passes these on from `orchestrator.erase`. */
     'task_running',
     'task_busy',

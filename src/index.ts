@@ -28,6 +28,8 @@ export {
   type FoundTask,
   type TaskSearch,
   type WaitingReason,
+  ForkNotAllowedError,
+  type ForkRefusal,
 } from './orchestrator/orchestrator.js';
 export { SILENT_LOGGER, type Logger, type TaskHooks, type TransitionEvent } from './orchestrator/hooks.js';
 export type { Loosen, Loosened } from './orchestrator/loosen.js';

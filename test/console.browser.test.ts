@@ -181,4 +181,45 @@ describe.runIf(available)('the operator console in chromium', () => {
     },
     scaled(120_000),
   );
+
+  it(
+    'shows the retry button only while the task waits for the model, asks the model again, then forks the task',
+    async () => {
+      desk.modelDown = true;
+      await desk.outage('outage-e17');
+      const o1 = await signedIn('O1');
+      // A task that does not wait for the model offers no retry.
+      const other = await open(o1, '/tasks/booking-e99');
+      await other.getByTestId('operator').waitFor();
+      expect(await other.getByTestId('retry-model').isHidden()).toBe(true);
+
+      const page = await open(o1, '/tasks/outage-e17');
+      await page.getByTestId('retry-model').waitFor();
+      expect(await page.getByTestId('model-wait').textContent()).toContain('503 service unavailable');
+      desk.modelDown = false;
+      await page.getByTestId('retry-model').click();
+      await page.locator('body[data-operated=retry-model]').waitFor();
+      expect(await page.getByTestId('operator-result').textContent()).toContain('retry →');
+      const answered = await until(
+        () => api('O1', '/api/tasks/outage-e17'),
+        (view) => view.status.state === 'answered',
+      );
+      expect(answered.status.state).toBe('answered');
+      const { entries } = await api('O1', '/api/tasks/outage-e17/audit');
+      expect(entries.filter((e) => e.kind === 'model_outage').at(-1)).toMatchObject({ by: 'acme:O1' });
+
+      // Fork it from step 1: the copy's page says it is a copy, and of what.
+      await page.getByTestId('fork-step').fill('1');
+      await page.getByTestId('fork').click();
+      await page.locator('body[data-operated=fork]').waitFor();
+      const forked = (await page.getByTestId('operator-result').textContent()) ?? '';
+      expect(forked).toContain('forked →');
+      const copyId = /forked → (\S+):/.exec(forked)![1]!;
+      const copy = await open(o1, `/tasks/${encodeURIComponent(copyId)}`);
+      await copy.getByTestId('fork-marker').waitFor();
+      expect(await copy.getByTestId('fork-marker').textContent()).toBe('A copy (fork) of outage-e17 at step 1.');
+      expect(errors).toEqual([]);
+    },
+    scaled(120_000),
+  );
 });

@@ -7,6 +7,8 @@
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { EventPendingError, QueueFullError, TaskNotFoundError } from '../src/errors.js';
+import { TransientModelError } from '../src/model/agentModel.js';
+import { reply } from '../src/testing/index.js';
 import { dispatchClusters, queueIdle, refundSuccess as success } from './support/dispatchCluster.js';
 import { SUPPORT, until } from './support/harness.js';
 import { useTestRedis } from './support/redis.js';
@@ -31,6 +33,44 @@ describe.skipIf(!redis)('events for a dispatched task', () => {
     // Applied once a worker created the task; the caller was not told that the task does not exist.
     expect(final.state).toBe('cancelled');
     expect(result).not.toBeInstanceOf(TaskNotFoundError);
+  });
+
+  it("an operator's early model retry goes through the inbox, refused to the task user; a fork is queued", async () => {
+    const outage = { on: true };
+    const step = () => {
+      if (outage.on) throw new TransientModelError('503 service unavailable');
+      return reply.answer('ok');
+    };
+    const { node } = cluster({
+      queue: { replyTimeoutMs: scaled(5_000) },
+      adminScope: 'tasks:admin',
+      // The model fails (every transport retry too) until the outage ends: the task waits it out.
+      script: () => Array.from({ length: 20 }, () => step),
+      policy: { modelOutageMs: 3_600_000, modelWakeMs: { first: 600_000, longest: 600_000 } },
+    });
+    const api = node('api');
+    node('worker').orchestrator.createWorker({ concurrency: 2 });
+    await api.orchestrator.start({ principal: SUPPORT, goal: 'say ok', taskId: 'd-retry' });
+    const waiting = await api.orchestrator.settled('d-retry', { timeoutMs: scaled(10_000) });
+    expect(waiting.state).toBe('waiting_for_model');
+    const refused = await api.orchestrator.retryModelNow('d-retry', SUPPORT);
+    expect(refused).toMatchObject({ accepted: false, code: 'operator_only' });
+    outage.on = false;
+    const operator = { userId: 'ops-1', tenantId: SUPPORT.tenantId, scopes: ['tasks:admin'] };
+    const taken = await api.orchestrator.retryModelNow('d-retry', operator);
+    expect(taken.accepted).toBe(true);
+    const final = await api.orchestrator.settled('d-retry', { timeoutMs: scaled(10_000) });
+    expect(final.state).toBe('answered');
+    const audit = await api.orchestrator.audit('d-retry');
+    expect(audit.filter((e) => e.kind === 'model_outage').at(-1)).toMatchObject({
+      action: 'retrying',
+      by: 'acme:ops-1',
+    });
+    // A fork is a start like any other: queued, created by a worker, marked as a copy.
+    const copy = await api.orchestrator.fork('d-retry', operator, { step: 1, taskId: 'd-copy' });
+    expect(copy.forkedFrom).toEqual({ taskId: 'd-retry', step: 1 });
+    const copied = await api.orchestrator.settled('d-copy', { timeoutMs: scaled(10_000) });
+    expect(copied).toMatchObject({ state: 'answered', forkedFrom: { taskId: 'd-retry', step: 1 } });
   });
 
   it('skips a malformed inbox entry with a reply; the worker holds neither the task nor its lease afterwards', async () => {

@@ -153,6 +153,7 @@ describe('migration of older envelopes', () => {
       tools: _tools,
       parent: _parent,
       subtasks: _subtasks,
+      forkedFrom: _forkedFrom,
       ...rest
     } = migrated;
     const {
@@ -162,6 +163,8 @@ describe('migration of older envelopes', () => {
       ...oldRest
     } = (fixture.envelope as unknown as Raw).snapshot.context as Record<string, any>;
     expect(rest).toEqual(oldRest);
+    // A task stored before forks reads as no copy.
+    expect(_forkedFrom).toBeNull();
     expect(policy).toEqual({ ...DEFAULT_POLICY, ...oldPolicy });
     expect(budget).toEqual({
       ...oldBudget,

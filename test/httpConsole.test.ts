@@ -91,6 +91,64 @@ describe("a task's history", () => {
   });
 });
 
+describe('retrying a model wait over HTTP', () => {
+  it('asks the model again now for the operator, audited as theirs', async () => {
+    await desk.outage('outage-1');
+    desk.modelDown = false;
+    const retried = await call('O1', 'POST', '/api/tasks/outage-1/retry-model', {});
+    expect(retried.statusCode).toBe(200);
+    expect(retried.json()).toMatchObject({ accepted: true });
+    expect((await desk.orchestrator.settled('outage-1')).state).toBe('answered');
+    const audit = await desk.orchestrator.audit('outage-1');
+    expect(audit.filter((e) => e.kind === 'model_outage').at(-1)).toMatchObject({
+      action: 'retrying',
+      by: 'acme:O1',
+    });
+  });
+
+  it('is refused to the task user (403), a colleague and another tenant (404), and when not waiting (409)', async () => {
+    await desk.outage('outage-2');
+    const own = await call('E17', 'POST', '/api/tasks/outage-2/retry-model', {});
+    expect(own.statusCode).toBe(403);
+    expect(own.headers['content-type']).toContain(PROBLEM_MEDIA_TYPE);
+    expect(own.json()).toMatchObject({ code: 'operator_only' });
+    expect((await call('E99', 'POST', '/api/tasks/outage-2/retry-model', {})).statusCode).toBe(404);
+    expect((await call('G1', 'POST', '/api/tasks/outage-2/retry-model', {})).statusCode).toBe(404);
+    expect((await call('O1', 'POST', '/api/tasks/outage-2/retry-model', { by: 'someone' })).statusCode).toBe(400);
+    await desk.refund('refund-9');
+    const notWaiting = await call('O1', 'POST', '/api/tasks/refund-9/retry-model', {});
+    expect(notWaiting.statusCode).toBe(409);
+    expect(notWaiting.json()).toMatchObject({ code: 'not_waiting_for_model' });
+    expect((await desk.orchestrator.status('outage-2')).state).toBe('waiting_for_model');
+  });
+});
+
+describe('forking a task over HTTP', () => {
+  it('copies a task without a mandate for the operator (201, forkedFrom); refuses a mandate (409), the user (403)', async () => {
+    await desk.outage('outage-3');
+    desk.modelDown = false;
+    const forked = await call('O1', 'POST', '/api/tasks/outage-3/fork', { step: 1 });
+    expect(forked.statusCode).toBe(201);
+    const { status } = forked.json();
+    expect(status).toMatchObject({ forkedFrom: { taskId: 'outage-3', step: 1 }, principal: { userId: 'O1' } });
+    expect((await desk.orchestrator.settled(status.taskId)).state).toBe('answered');
+    const view = (await call('O1', 'GET', `/api/tasks/${encodeURIComponent(status.taskId)}`)).json();
+    expect(view.status.forkedFrom).toEqual({ taskId: 'outage-3', step: 1 });
+
+    await desk.refund('refund-8');
+    const mandate = await call('O1', 'POST', '/api/tasks/refund-8/fork', { step: 1 });
+    expect(mandate.statusCode).toBe(409);
+    expect(mandate.headers['content-type']).toContain(PROBLEM_MEDIA_TYPE);
+    expect(mandate.json()).toMatchObject({ code: 'fork_not_allowed' });
+    expect(mandate.json().message).toContain('(mandate)');
+    expect((await call('E17', 'POST', '/api/tasks/outage-3/fork', { step: 1 })).json()).toMatchObject({
+      code: 'operator_only',
+    });
+    expect((await call('G1', 'POST', '/api/tasks/outage-3/fork', { step: 1 })).statusCode).toBe(404);
+    expect((await call('O1', 'POST', '/api/tasks/outage-3/fork', { step: 0 })).statusCode).toBe(400);
+  });
+});
+
 describe('resolving a review over HTTP', () => {
   it('is taken from the operator and audited as theirs; the write then counts as done', async () => {
     await desk.heldBooking('booking-3', 'E99');

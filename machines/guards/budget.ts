@@ -6,6 +6,7 @@ import { amountOf } from '../lib/toolRules.js';
 import { timeOf } from '../journal.js';
 import type { Toolkit } from '../toolkit.js';
 import type { Guard } from './guard.js';
+import { endWait } from '../steps/step.js';
 import { shareNeed, subtaskSpec } from '../lib/subtask.js';
 
 /**
@@ -35,6 +36,16 @@ export const budgetGuards = {
     const need = nextStepNeed(context, toolkit);
     if (context.unwinding !== null) return need === null || Number.isFinite(need.money ?? 0);
     return need === null || shortfall(context.budget, need, timeOf(context, event)) === null;
+  },
+
+  /**
+   * An operator's early model retry fits: it is one more model turn with its token and cost reservation (the model's
+   * own retries have been spent by then), checked before anything is spent, on the budget as the wait leaves it
+   * (waiting does not spend the wall clock).
+   */
+  hasBudgetForModelRetry: (context, event) => {
+    const { budget } = endWait(context, event);
+    return shortfall(budget, modelTurnNeed(context.modelReservation, budget), timeOf(context, event)) === null;
   },
 
   hasBudgetForRetry: (context, event) => shortfall(context.budget, { retries: 1 }, timeOf(context, event)) === null,

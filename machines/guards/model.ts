@@ -24,6 +24,13 @@ export const modelGuards = {
   isModelRetryDue: (context, event) =>
     event.type === 'timer.modelRetryDue' && context.outage !== null && event.at >= context.outage.wakeAt,
 
+  /**
+   * An early model retry comes from an operator of the task's tenant: the caller the host attached to the event (from
+   * its session, checked again at the edge), never anything a request body says.
+   */
+  isFromOperatorOfTenant: (context, event) =>
+    event.type === 'operator.retryModel' && event.actor.operator && event.actor.tenantId === context.principal.tenantId,
+
   /** Every call has a unique id, so each result can be paired with its call. */
   hasPairableCallIds: (context, event) =>
     protocolVerdict(eventOf(event, 'model.toolsProposed').calls, context.catalog, context.policy).kind !== 'unpairable',

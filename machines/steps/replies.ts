@@ -20,3 +20,7 @@ export const replyNotWaitingForAnswer: Step = () => ({
 export const replyNothingDue: Step = () => ({
   reply: { accepted: false, code: 'nothing_due', message: 'nothing of this task is due now' },
 });
+
+export const replyNotWaitingForModel: Step = () => ({
+  reply: { accepted: false, code: 'not_waiting_for_model', message: 'the task is not waiting for the model' },
+});

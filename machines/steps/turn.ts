@@ -41,7 +41,8 @@ export function initialContext(input: AgentInput): AgentContext {
     modelReservation: input.modelReservation,
     success: input.success,
     startedAt: input.startedAt,
-    turn: 0,
+    // A fork's next model turn follows the turns it copied.
+    turn: input.fork?.turns ?? 0,
     batch: null,
     pendingConfirmation: null,
     question: null,
@@ -77,8 +78,18 @@ export function initialContext(input: AgentInput): AgentContext {
     tools: input.tools ?? null,
     parent: input.parent ?? null,
     subtasks: [],
+    forkedFrom: input.fork?.from ?? null,
     outcome: null,
   };
+}
+
+/**
+ * A fork's copied transcript: carried by the start's input (`xstate.init`), recorded once as the copy's first entries
+ * after its goal, and never kept in context.
+ */
+function copiedTranscript(event: unknown): TranscriptEntry[] {
+  const input = (event as { input?: AgentInput } | null)?.input;
+  return (input?.fork?.transcript ?? []) as TranscriptEntry[];
 }
 
 export const recordTaskStarted: Step = (context, event, toolkit) => ({
@@ -95,9 +106,10 @@ export const recordTaskStarted: Step = (context, event, toolkit) => ({
       loosened: context.policy.loosened,
       warnings: startWarnings(context, toolkit),
       ...(context.workflow ? { workflow: context.workflow.name } : {}),
+      ...(context.forkedFrom ? { forkedFrom: context.forkedFrom } : {}),
     }),
   ],
-  transcript: [{ kind: 'goal', at: context.startedAt, text: context.goal }],
+  transcript: [{ kind: 'goal', at: context.startedAt, text: context.goal }, ...copiedTranscript(event)],
 });
 
 /**

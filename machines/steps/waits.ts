@@ -4,7 +4,7 @@
  */
 import { type MachineEvent, outputOf } from '../actors.js';
 import type { Outage } from '../context.js';
-import { debit, releaseTurn, reserveTurnAgain } from '../lib/budget.js';
+import { debit, describeShortfall, modelTurnNeed, releaseTurn, reserveTurnAgain, shortfall } from '../lib/budget.js';
 import { auditEntry, timeOf } from '../journal.js';
 import { type Step, endWait, retriesWithin } from './step.js';
 import { stop } from './stop.js';
@@ -61,6 +61,61 @@ export const resumeModel: Step = (context, event) => {
         error: context.outage?.lastError ?? '',
       }),
     ],
+  };
+};
+
+/**
+ * An operator asks the model again now, before the wake-up time: the same turn is asked again (as at the wake-up), and
+ * it is charged as one more model turn with its reservation (the model's own retries are spent by the time a task
+ * waits), so early retries are bounded by the task's budget. The audit names who asked.
+ */
+export const retryModelNow: Step = (context, event) => {
+  if (event.type !== 'operator.retryModel') return {};
+  const ended = endWait(context, event);
+  const budget = debit(ended.budget, modelTurnNeed(context.modelReservation, ended.budget));
+  const by = `${event.actor.tenantId}:${event.actor.userId}`;
+  return {
+    context: { ...ended, budget },
+    audit: [
+      auditEntry(context, event, {
+        kind: 'model_outage',
+        action: 'retrying',
+        attempts: context.outage?.attempts ?? 0,
+        wakeAt: null,
+        error: context.outage?.lastError ?? '',
+        by,
+      }),
+    ],
+    reply: { accepted: true, code: null, message: `the model is asked again now, at ${by}'s request` },
+  };
+};
+
+/** An early model retry the chart does not take: from someone who is no operator of the tenant, or past the budget. */
+export const refuseModelRetry: Step = (context, event) => {
+  if (event.type !== 'operator.retryModel') return {};
+  const by = `${event.actor.tenantId}:${event.actor.userId}`;
+  const operator = event.actor.operator && event.actor.tenantId === context.principal.tenantId;
+  const { budget } = endWait(context, event);
+  const short = shortfall(budget, modelTurnNeed(context.modelReservation, budget), timeOf(context, event));
+  const [code, message] = !operator
+    ? (['operator_only', "only an operator of the task's tenant may retry the model early"] as const)
+    : ([
+        'budget_exhausted',
+        `an early retry is one more model turn: ${short ? describeShortfall(budget, short) : 'the budget is spent'}`,
+      ] as const);
+  return {
+    audit: [
+      auditEntry(context, event, {
+        kind: 'model_outage',
+        action: 'retry_refused',
+        attempts: context.outage?.attempts ?? 0,
+        wakeAt: context.outage?.wakeAt ?? null,
+        error: message,
+        by,
+        code,
+      }),
+    ],
+    reply: { accepted: false, code, message },
   };
 };
 

@@ -212,7 +212,7 @@ export function apply(task: ReplayedTask, entry: AuditEntry, seq: number, previo
         kind: 'outage',
         name: entry.action,
         decision: entry.action,
-        code: null,
+        code: entry.code ?? null,
         summary: entry.error,
         tool: null,
         callId: null,
@@ -220,6 +220,8 @@ export function apply(task: ReplayedTask, entry: AuditEntry, seq: number, previo
       // Nothing is reserved while the task waits out an outage; the retry reserves the turn again.
       if (entry.action === 'waiting') helpers.holdReservation(false);
       else if (entry.action === 'retrying') helpers.holdReservation(true);
+      // An operator's early retry is charged as one more model turn.
+      if (entry.action === 'retrying' && entry.by !== undefined) used.modelTurns += 1;
       break;
     case 'plan':
       foldPlan(entry, helpers);

@@ -9,14 +9,17 @@
  * action checks CSRF as the decisions do, and is recorded with who took it: a resolution in the task's audit (the
  * chart records the reviewer), an erasure in the tombstone that outlives the task (`by`).
  *
- * There is no route to retry a model wait early: the chart retries a task in `waitingForModel` only once its
- * `outage.wakeAt` has come (`isModelRetryDue`, delivered by the expiry sweep), and takes no event from a person.
+ * A task waiting out a model outage retries by itself at its `outage.wakeAt` (the expiry sweep); an operator may ask
+ * the model again sooner (`orchestrator.retryModelNow`), which the chart charges as one more model turn and records
+ * with who asked. An operator may also fork a task from a step into a new one run for them (`orchestrator.fork`),
+ * where a copy cannot authorise a write.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { Principal } from '../../machines/context.js';
 import type { TranscriptEntry } from '../../machines/journal.js';
-import type { TaskStatus } from '../orchestrator/orchestrator.js';
+import { ForkNotAllowedError, type TaskStatus } from '../orchestrator/orchestrator.js';
+import { taskStatusSchema } from '../orchestrator/statusSchema.js';
 import { actingOn } from './acting.js';
 import { type ServiceContext, parse } from './context.js';
 import type { RouteDoc } from './openapi.js';
@@ -24,7 +27,9 @@ import { route } from './routes.js';
 import {
   decisionResultSchema,
   eraseBodySchema,
+  forkBodySchema,
   historySchema,
+  retryModelBodySchema,
   reviewBodySchema,
   taskParamsSchema,
   tombstoneSchema,
@@ -106,6 +111,71 @@ export function registerOperatorRoutes(app: FastifyInstance, ctx: ServiceContext
       return result;
     },
     { bodyLimit: ctx.bodyLimit, rateLimit: ctx.rateLimit?.('decision') },
+  );
+
+  route(
+    app,
+    docs,
+    {
+      method: 'POST',
+      operationId: 'retryModelNow',
+      url: '/api/tasks/:taskId/retry-model',
+      summary:
+        'An operator asks the model again now for a task waiting out a model outage, instead of at its wake-up time; charged as one more model turn',
+      params: taskParamsSchema,
+      body: retryModelBodySchema,
+      response: decisionResultSchema,
+      errors: {
+        400: ['invalid_request'],
+        403: ['csrf_token_invalid', 'cross_origin', 'operator_only'],
+        404: ['task_not_found'],
+        409: ['not_waiting_for_model', 'budget_exhausted', 'task_finished'],
+        413: ['body_too_large'],
+      },
+    },
+    async (request) => {
+      const { principal, taskId } = await prepare(request, retryModelBodySchema);
+      const result = await orchestrator.retryModelNow(taskId, principal);
+      if (!result.accepted)
+        throw serviceError(refusalStatus(result.code), result.code ?? 'not_taken', result.message, result.status);
+      return result;
+    },
+    { bodyLimit: ctx.bodyLimit, rateLimit: ctx.rateLimit?.('decision') },
+  );
+
+  route(
+    app,
+    docs,
+    {
+      method: 'POST',
+      operationId: 'forkTask',
+      url: '/api/tasks/:taskId/fork',
+      summary:
+        'An operator copies the task from step N (its first N audit entries) into a new task run for them, offered only read tools and marked forkedFrom; refused for a task with a mandate, a sub-task or a workflow',
+      params: taskParamsSchema,
+      body: forkBodySchema,
+      response: z.object({ status: taskStatusSchema }),
+      successStatus: 201,
+      errors: {
+        400: ['invalid_request'],
+        403: ['csrf_token_invalid', 'cross_origin', 'operator_only'],
+        404: ['task_not_found'],
+        409: ['fork_not_allowed'],
+        413: ['body_too_large'],
+      },
+    },
+    async (request, reply) => {
+      const { principal, taskId, body } = await prepare(request, forkBodySchema);
+      try {
+        const status = await orchestrator.fork(taskId, principal, { step: body.step });
+        reply.code(201);
+        return { status };
+      } catch (error) {
+        if (error instanceof ForkNotAllowedError) throw serviceError(409, 'fork_not_allowed', error.message);
+        throw error;
+      }
+    },
+    { bodyLimit: ctx.bodyLimit, rateLimit: ctx.rateLimit?.('start') },
   );
 
   route(

@@ -234,6 +234,12 @@ export const reviewBodySchema = z
   });
 
 /** Why the task is erased, as a short code kept in its tombstone (`gdpr_erasure`): never personal data. */
+/** An early model retry takes nothing from the body: who asks is the session's. */
+export const retryModelBodySchema = z.strictObject({});
+
+/** A fork: the step (number of audit entries, as `/replay?at=N` counts them) to copy the task at. */
+export const forkBodySchema = z.strictObject({ step: z.int().min(1) });
+
 export const eraseBodySchema = z.strictObject({
   reason: z.string().regex(/^[a-z0-9_.:-]{1,64}$/, 'a short code such as gdpr_erasure (a-z, 0-9, _ . : -)'),
   /** Cancel the task first when this process runs it (a write in flight is reconciled); default false: 409. */

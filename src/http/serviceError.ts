@@ -54,6 +54,7 @@ const REFUSAL_STATUS: Partial<Record<ReplyCode, number>> = {
   missing_approver_scope: 403,
   permission_denied: 403,
   not_a_reviewer: 403,
+  operator_only: 403,
   confirmation_expired: 410,
   question_expired: 410,
 };

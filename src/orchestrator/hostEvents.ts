@@ -30,6 +30,12 @@ export function checkedEvent(by: Principal, hostEvent: HostEvent): HostEvent {
       : hostEvent;
   if (!HOST_EVENT_TYPES.includes(event.type))
     throw new HostRequestError('invalid_event', `event ${event.type} is not allowed`);
+  // The actor of an operator's event is the caller, never someone the event names.
+  if (
+    event.type === 'operator.retryModel' &&
+    (event.actor.userId !== by.userId || event.actor.tenantId !== by.tenantId)
+  )
+    throw new HostRequestError('invalid_event', 'operator.retryModel: its actor must be the caller');
   parseOrThrow(hostEventSchema, event, event.type);
   return event;
 }
@@ -94,6 +100,19 @@ export class HostEvents {
       resolution: resolution.resolution,
       result,
       note: resolution.note ?? null,
+    });
+  }
+
+  /**
+   * An operator asks the model again now, before the outage's wake-up time. The actor is the caller's session, and
+   * whether it holds the operator scope is the host's to say (the chart checks the tenant and the budget).
+   */
+  retryModel(taskId: string, by: Principal, at: number): Promise<UserEventResult> {
+    const operator = this.adminScope !== null && by.scopes.includes(this.adminScope);
+    return this.deliver(taskId, by, {
+      type: 'operator.retryModel',
+      at,
+      actor: { userId: by.userId, tenantId: by.tenantId, operator },
     });
   }
 
@@ -189,5 +208,7 @@ export function hostRefusal(
   ) {
     return { code: 'wrong_user', message: 'only the task user or an administrator may cancel it' };
   }
+  if (event.type === 'operator.retryModel' && !(rules.adminScope && by.scopes.includes(rules.adminScope)))
+    return { code: 'operator_only', message: "only an operator of the task's tenant may retry the model early" };
   return null;
 }

@@ -12,7 +12,9 @@
  *   await orchestrator.confirm(status.taskId, session.principal, status.pendingConfirmation);
  * }
  */
-import type { Principal } from '../../machines/context.js';
+import { type Principal, agentInputSchema } from '../../machines/context.js';
+import { TaskNotFoundError } from '../errors.js';
+import { forkPlan } from './fork.js';
 import type { TaskSummary } from '../store/summary.js';
 import { type ListQuery, type TaskChange, type TaskWatch } from '../store/taskStore.js';
 import { OrchestratorBase } from './orchestratorBase.js';
@@ -21,7 +23,7 @@ import type { ReviewResolution } from './hostEvents.js';
 import type { InFlight } from './liveTasks.js';
 import { type May, amountOfCall, mayOf } from './may.js';
 import { type OrchestratorStats, fleetStats } from './fleetStats.js';
-import type { OrchestratorOptions, StartTaskRequest } from './options.js';
+import { type OrchestratorOptions, type StartTaskRequest, parseOrThrow, principalSchema } from './options.js';
 import type { RecoveryReport } from './recovery.js';
 import { taskInput } from './startTask.js';
 import { type TaskStatus, type UserEventResult, statusOfLive } from './status.js';
@@ -44,6 +46,38 @@ export class Orchestrator extends OrchestratorBase {
       provenance: this.provenance,
     });
     return this.mode.start(input);
+  }
+
+  /**
+   * An operator forks task `taskId` from step `step` (its first `step` audit entries, as time travel numbers them)
+   * into a new task: same tenant, run for `by` (the operator's session, never the original user), its transcript the
+   * original's model turns before the one that step was in (that turn is asked again), offered only the original's
+   * read tools, marked `forkedFrom: { taskId, step }`. A task with a mandate, a sub-task and a task following a
+   * workflow are not forked (ForkNotAllowedError, `fork_not_allowed` with its `reason`): a copy must never authorise
+   * a write. The copy gets the orchestrator's default limits and no success criterion.
+   *
+   * @example
+   * const copy = await orchestrator.fork('refund-7', operator, { step: 12 });
+   */
+  async fork(taskId: string, by: Principal, options: { step: number; taskId?: string }): Promise<TaskStatus> {
+    this.assertOpen();
+    parseOrThrow(principalSchema, by, 'principal');
+    const context = this.live.get(taskId)?.context() ?? (await this.store.load(taskId))?.snapshot.context;
+    if (!context) throw new TaskNotFoundError(taskId);
+    const [audit, transcript] = await Promise.all([this.audit(taskId), this.transcript(taskId)]);
+    const plan = forkPlan({ context, audit, transcript }, by, options.step, this.settings.adminScope);
+    const input = taskInput(
+      { principal: by, goal: context.goal, ...(options.taskId !== undefined ? { taskId: options.taskId } : {}) },
+      {
+        settings: this.settings,
+        registry: this.registry,
+        policy: this.policy,
+        reservation: this.reservation,
+        provenance: this.provenance,
+      },
+    );
+    const fork = { from: { taskId, step: options.step }, turns: plan.turns, transcript: plan.transcript };
+    return this.mode.start(parseOrThrow(agentInputSchema, { ...input, tools: plan.tools, fork }, 'fork'));
   }
 
   /** Starts a task and waits until it needs a human or has finished. */
@@ -263,6 +297,17 @@ export class Orchestrator extends OrchestratorBase {
   }
 
   /**
+   * An operator of the task's tenant (`by` holds `adminScope`) asks the model again now, for a task waiting out a
+   * model outage (`waiting_for_model`), instead of at its wake-up time. It spends one retry of the task's budget and
+   * the turn's token and cost reservation, checked first. Refused with `operator_only`, `wrong_tenant`,
+   * `not_waiting_for_model` or `budget_exhausted`; the audit names who asked, accepted or not. With a dispatch, the
+   * event goes through the task's inbox like every user event.
+   */
+  retryModelNow(taskId: string, by: Principal): Promise<UserEventResult> {
+    return this.events.retryModel(taskId, by, this.now());
+  }
+
+  /**
    * Delivers what is due (also while no process was running): confirmations and questions whose deadline passed,
    * model retries whose wake-up time came. Returns how many tasks it moved.
    */
@@ -282,4 +327,5 @@ export type { AuditRecord, TaskStatus, UserEventResult } from './status.js';
 export type { ReviewResolution } from './hostEvents.js';
 export { WAITING_REASONS, type FoundTask, type TaskSearch, type WaitingReason } from './taskSearch.js';
 export type { RecoveryReport } from './recovery.js';
+export { ForkNotAllowedError, type ForkRefusal } from './fork.js';
 export { DEFAULT_LIMITS, DEFAULT_POLICY } from './options.js';

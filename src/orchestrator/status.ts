@@ -1,5 +1,6 @@
 /** The status projection: what a host sees of a task, from its context and its summary. */
 import type {
+  ForkLink,
   AgentContext,
   BudgetCounters,
   BudgetLimits,
@@ -55,6 +56,8 @@ export interface TaskStatus {
   parent: ParentLink | null;
   /** The children this task started through sub-task tools: id, tool, status and (once ended) outcome. */
   children: SubtaskLink[];
+  /** A copy an operator forked from another task: that task and the step; else null. */
+  forkedFrom: ForkLink | null;
   createdAt: number;
   updatedAt: number;
 }
@@ -102,6 +105,7 @@ export function statusFrom(context: AgentContext, summary: TaskSummary): TaskSta
     plan: context.plan?.current ?? null,
     workflow: context.workflow,
     parent: context.parent ?? null,
+    forkedFrom: context.forkedFrom ?? null,
     children: context.subtasks ?? [],
     createdAt: summary.createdAt,
     updatedAt: summary.updatedAt,

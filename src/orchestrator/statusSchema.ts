@@ -5,7 +5,12 @@
  */
 import { z } from 'zod';
 import { observationSchema } from '../../machines/calls.js';
-import { agentContextSchema, budgetCountersSchema, budgetLimitsSchema } from '../../machines/context.js';
+import {
+  agentContextSchema,
+  budgetCountersSchema,
+  budgetLimitsSchema,
+  forkLinkSchema,
+} from '../../machines/context.js';
 import { time } from '../../machines/lib/schemaParts.js';
 import { planSchema } from '../../machines/plans.js';
 import { workflowStateSchema } from '../../machines/workflows.js';
@@ -50,6 +55,9 @@ export const taskStatusSchema = agentContextSchema
     parent: parentLinkSchema
       .nullable()
       .describe('The task that started this one through a sub-task tool (its id and call), or null'),
+    forkedFrom: forkLinkSchema
+      .nullable()
+      .describe('A copy an operator forked from another task: that task and the step it was copied at; else null'),
     children: z
       .array(subtaskLinkSchema)
       .describe('The children this task started through sub-task tools, with their status and outcome'),

@@ -570,6 +570,17 @@ function outageMoves(world: World): Move[] {
   ];
   if (at < wakeAt)
     moves.push({ type: 'timer: model retry early', inert: true, event: { type: 'timer.modelRetryDue', at } });
+  // An operator of the tenant asks again now (one more model turn); anyone else, or another tenant's operator, is refused.
+  const retry = (userId: string, tenantId: string, operator: boolean): MachineEvent => ({
+    type: 'operator.retryModel',
+    at,
+    actor: { userId, tenantId, operator },
+  });
+  moves.push(
+    { type: 'operator: retries the model now', event: retry('ops', 'acme', true) },
+    { type: 'user: retries the model now', inert: true, event: retry(USER, 'acme', false) },
+    { type: "other tenant's operator: retries the model now", inert: true, event: retry('ops', 'globex', true) },
+  );
   return moves;
 }
 

@@ -27,6 +27,8 @@ export interface ClusterOptions {
   script?: () => unknown[];
   refunds?: RefundDesk;
   policy?: HarnessOptions['policy'];
+  /** The orchestrator's adminScope (operators); default none. */
+  adminScope?: string;
 }
 
 export interface NodeOptions {
@@ -64,6 +66,7 @@ export function dispatchClusters(redis: TestRedis) {
         script: (options.script ?? refundScript)() as never,
         expirySweepMs: 0,
         lease: { ttlMs: 1_000 },
+        ...(options.adminScope ? { adminScope: options.adminScope } : {}),
       });
       cleanups.push(async () => {
         await h.orchestrator.close();

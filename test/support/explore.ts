@@ -316,6 +316,8 @@ const REFUSED_INPUT: Record<string, string> = {
   'reviewer: retry': 'reviewer retry of a write not retry-safe refused',
   'timer: model retry early': 'early model retry timer ignored',
   'timer: answer timer early': 'early answer timer ignored',
+  'user: retries the model now': 'early model retry by a non-operator refused',
+  "other tenant's operator: retries the model now": "early model retry by another tenant's operator refused",
 };
 
 /** Situations the exploration must have gone through, or the rules would hold vacuously. */
@@ -394,7 +396,14 @@ export function witness(prev: World, move: Move, next: World, count: (what: stri
     count(`review resolved: ${move.event.resolution}`);
   if (to === 'waitingForModel' && from !== 'waitingForModel')
     count(prev.shadow.outage ? 'model outage waited out again' : 'model outage waited out');
-  if (from === 'waitingForModel' && to === 'thinking') count('model asked again after an outage');
+  if (from === 'waitingForModel' && to === 'waitingForModel' && move.type === 'operator: retries the model now')
+    count("operator's early model retry refused for budget");
+  if (from === 'waitingForModel' && to === 'thinking')
+    count(
+      move.event?.type === 'operator.retryModel'
+        ? 'model asked again early by an operator'
+        : 'model asked again after an outage',
+    );
   if (from === 'awaitingUser' && move.event?.type === 'timer.answerExpired' && to !== 'awaitingUser')
     count('unanswered question expired');
 }
@@ -424,6 +433,10 @@ export const MUST_WITNESS = [
   'review result the tool never returns refused',
   'reviewer retry of a write not retry-safe refused',
   'early model retry timer ignored',
+  'model asked again early by an operator',
+  'early model retry by a non-operator refused',
+  "early model retry by another tenant's operator refused",
+  "operator's early model retry refused for budget",
   'early answer timer ignored',
   'cancel deferred while a write is held for review',
   'deferred cancel applied once the review was resolved',

@@ -10,6 +10,7 @@ import { refundScript } from '../../examples/booking/refundScenario.js';
 import { DEMO_USERS, demoAuthenticate, demoStartRequest } from '../../examples/booking/service.js';
 import { agentService } from '../../src/http/index.js';
 import type { AgentModel, Principal, TaskStore } from '../../src/index.js';
+import { TransientModelError } from '../../src/model/agentModel.js';
 import { reply, scriptedModel } from '../../src/testing/index.js';
 import { BOOKING_TERMS, REFUND_TERMS } from '../../examples/booking/requests.js';
 import { bookingMandate, refundMandate } from '../../tools/mandates.js';
@@ -22,7 +23,11 @@ export const GLOBEX_OPERATOR: Principal = {
   scopes: ['tasks:operate', 'tasks:review'],
 };
 
+/** The goal of a task whose model is down while `desk.modelDown` is true. */
+export const OUTAGE_GOAL = 'Say hello (the model is down)';
+
 export async function operatorDesk(options: { store?: TaskStore } = {}) {
+  const state = { modelDown: true };
   const bookings = new BookingService();
   bookings.findByIdempotencyKey = async () => {
     throw new Error('booking index unavailable');
@@ -31,6 +36,10 @@ export async function operatorDesk(options: { store?: TaskStore } = {}) {
   const model: AgentModel = {
     name: 'scripted-desk',
     decide(request) {
+      if (request.goal === OUTAGE_GOAL) {
+        if (state.modelDown) return Promise.reject(new TransientModelError('503 service unavailable'));
+        return Promise.resolve(reply.answer('Hello.'));
+      }
       let scripted = models.get(request.taskId);
       if (!scripted) {
         scripted = scriptedModel(
@@ -50,6 +59,8 @@ export async function operatorDesk(options: { store?: TaskStore } = {}) {
     adminScope: 'tasks:operate',
     refundOptions: { confirmAboveCents: 10_000 },
     expirySweepMs: 0,
+    // A model outage is waited out (the outage task), with its wake-up far enough for an operator to act first.
+    policy: { modelOutageMs: 3_600_000, modelWakeMs: { first: 600_000, longest: 600_000 } },
   });
   const app = Fastify();
   await app.register(agentService, {
@@ -87,6 +98,16 @@ export async function operatorDesk(options: { store?: TaskStore } = {}) {
         taskId,
       });
       if (status.state !== 'review_required') throw new Error(`booking ${taskId} is ${status.state}`);
+      return status;
+    },
+    /** Whether the outage task's model fails (default true). */
+    set modelDown(down: boolean) {
+      state.modelDown = down;
+    },
+    /** A task of `user`'s waiting out a model outage (`waiting_for_model`). */
+    async outage(taskId: string, user = 'E17') {
+      const status = await orchestrator.run({ principal: DEMO_USERS[user]!, goal: OUTAGE_GOAL, taskId });
+      if (status.state !== 'waiting_for_model') throw new Error(`outage ${taskId} is ${status.state}`);
       return status;
     },
     async close() {

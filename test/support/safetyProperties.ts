@@ -611,16 +611,28 @@ export function checkEdge(prev: World, move: Move, next: World, scope: AnyActorS
   }
   if (from === 'waitingForModel' && to === 'thinking') {
     const made = prev.shadow.outage;
+    // Early only at an operator's request, from an operator of the task's tenant, charged as one more model turn.
+    const early =
+      event?.type === 'operator.retryModel' &&
+      event.actor.operator &&
+      event.actor.tenantId === before.context.principal.tenantId;
     if (
-      event?.type !== 'timer.modelRetryDue' ||
-      made === null ||
-      event.at < expectedWake(input, made.lastFailureAt, made.failures)
+      !early &&
+      (event?.type !== 'timer.modelRetryDue' ||
+        made === null ||
+        event.at < expectedWake(input, made.lastFailureAt, made.failures))
     ) {
       fail('P3 outage', `the model is asked again after ${move.type}, before its wake-up`);
     }
-    if (after.context.turn !== before.context.turn || after.context.budget.used.modelTurns !== used.modelTurns) {
-      fail('P4 budget', 'resuming after an outage started a new model turn');
+    const turns = used.modelTurns + (early ? 1 : 0);
+    if (after.context.turn !== before.context.turn || after.context.budget.used.modelTurns !== turns) {
+      fail(
+        'P4 budget',
+        `resuming after an outage (${move.type}) charged ${after.context.budget.used.modelTurns - used.modelTurns} model turns`,
+      );
     }
+    if (early && after.context.budget.used.modelTurns > after.context.budget.limits.modelTurns)
+      fail('P4 budget', "an operator's early retry overdrew the model turns");
   }
 
   // An unanswered question: it expires only at the policy's time after it was asked, then replans or stops as the

@@ -1,7 +1,7 @@
 // The task page's history and operator panel: the task's model turns (messages, tool outputs, redacted as stored),
 // its calls and where each stands (pending, awaiting confirmation, outcome unknown), from GET .../history, for the
 // task's user or an operator; and, for an operator of the task's tenant, the actions only they take: resolve a held
-// write's review and erase the task. Cancel is the step controls' button, offered to operators too.
+// write's review, ask the model again now for a task waiting out a model outage, and erase the task. Cancel is the step controls' button, offered to operators too.
 import { base, clock, el, get, json, post } from './common.js';
 
 const taskId = decodeURIComponent(location.pathname.split('/').pop() ?? '');
@@ -77,22 +77,34 @@ function renderHistory(history) {
   $('history').hidden = false;
 }
 
+/** A copy says so, to everyone who sees it, with the task and step it was copied from. */
+function renderFork(status) {
+  $('fork-marker').hidden = !status.forkedFrom;
+  if (status.forkedFrom)
+    $('fork-marker').replaceChildren(
+      'A copy (fork) of ',
+      el('a', { href: `${base}/tasks/${encodeURIComponent(status.forkedFrom.taskId)}` }, status.forkedFrom.taskId),
+      ` at step ${status.forkedFrom.step}.`,
+    );
+}
+
 function renderOperator(status) {
   $('operator').hidden = false;
   const review = status.state === 'review_required' ? status.review : null;
   $('review-panel').hidden = review === null;
   if (review) $('review-summary').textContent = `${review.tool}: ${review.summary} (${review.reason})`;
-  // No door to retry early: the chart asks the model again at the outage's wake-up time, and only then.
-  $('model-wait').hidden = status.state !== 'waiting_for_model';
+  // The task retries by itself at the outage's wake-up time; an operator may ask sooner (one more model turn).
+  $('model-wait-panel').hidden = status.state !== 'waiting_for_model';
   if (status.outage)
     $('model-wait').textContent =
-      `The model is down (${status.outage.lastError}); attempt ${status.outage.attempts + 1} is due at ${clock(status.outage.wakeAt)}, when the task retries by itself.`;
+      `The model is down (${status.outage.lastError}); attempt ${status.outage.attempts + 1} is due at ${clock(status.outage.wakeAt)}, when the task retries by itself. Asking now costs one more model turn of its budget.`;
 }
 
 async function refresh() {
   if (erased) return;
   try {
     const view = await get(path);
+    renderFork(view.status);
     if (view.access === 'operator') renderOperator(view.status);
     renderHistory(await get(`${path}/history`));
   } catch {
@@ -129,6 +141,21 @@ for (const button of document.querySelectorAll('[data-resolution]')) {
     act('review', body, (result) => `review → ${result.message || 'taken'} (now ${result.status.state})`);
   });
 }
+
+$('retry-model').addEventListener('click', () =>
+  act('retry-model', {}, (result) => `retry → ${result.message || 'taken'} (now ${result.status.state})`),
+);
+
+$('fork-form').addEventListener('submit', (event) => {
+  event.preventDefault();
+  const step = Number($('fork-step').value);
+  if (!Number.isInteger(step) || step < 1) {
+    $('operator-result').textContent =
+      'type the step to copy at first (the number of audit entries, as time travel counts)';
+    return;
+  }
+  act('fork', { step }, ({ status }) => `forked → ${status.taskId}: ${base}/tasks/${status.taskId}`);
+});
 
 $('erase-form').addEventListener('submit', (event) => {
   event.preventDefault();
