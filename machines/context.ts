@@ -12,6 +12,7 @@ import { MAX_COMPENSABLE, compensableWriteSchema, compensationSchema, unwindingS
 import { FINAL_STATUSES, STOP_CODES } from './failures.js';
 import { planSchema, planningStateSchema } from './plans.js';
 import { workflowStateSchema } from './workflows.js';
+import { NO_COMPACTION, compactionSettingsSchema, compactionStateSchema } from './compactions.js';
 import { policySchema } from './policy.js';
 import { MAX_SUBTASKS, parentLinkSchema, subtaskLinkSchema } from './subtasks.js';
 import { SHORT, budgetCounterShape, count, id, jsonSchema, principalSchema, time } from './lib/schemaParts.js';
@@ -24,6 +25,7 @@ export * from './calls.js';
 export * from './compensations.js';
 export * from './plans.js';
 export * from './workflows.js';
+export * from './compactions.js';
 export * from './subtasks.js';
 export * from './policy.js';
 
@@ -280,6 +282,8 @@ export const agentContextSchema = z.strictObject({
   parent: parentLinkSchema.nullable().default(null),
   /** The children this task started through sub-task tools, oldest first. Absent in tasks stored before sub-tasks. */
   subtasks: z.array(subtaskLinkSchema).max(MAX_SUBTASKS).default([]),
+  /** The conversation's estimated size and the summary of its older turns. Absent in tasks stored before it. */
+  compaction: compactionStateSchema.default(NO_COMPACTION),
   outcome: outcomeSchema.nullable(),
 });
 
@@ -301,6 +305,8 @@ export const agentInputSchema = z.strictObject({
   /** A sub-task: the tools it may use (a subset of its parent's) and its parent. */
   tools: z.array(z.string().min(1).max(SHORT)).max(256).optional(),
   parent: parentLinkSchema.optional(),
+  /** When the chart compacts the conversation, and who summarises it; absent: only after a provider's refusal. */
+  compaction: compactionSettingsSchema.optional(),
 });
 
 /** Usage reported by a model turn. */

@@ -44,6 +44,11 @@ interface CallFact {
  * the calls do not fit one line each, the oldest are folded into one line of counts and the identifiers they named.
  */
 export function compactionNote(entries: readonly TranscriptEntry[], resultOf: ResultOf, maxChars: number): string {
+  return hostNotes.compacted(compactionNoteBody(entries, resultOf, maxChars));
+}
+
+/** The note's text without its host label: the `facts` summary of the chart's `compacting` (summarise.ts). */
+export function compactionNoteBody(entries: readonly TranscriptEntry[], resultOf: ResultOf, maxChars: number): string {
   const calls: CallFact[] = [];
   const answers: string[] = [];
   const refusals: string[] = [];
@@ -105,7 +110,7 @@ export function compactionNote(entries: readonly TranscriptEntry[], resultOf: Re
   if (plan) tail.push(`Plan progress (latest, turn ${plan.turn}):`, cut(plan.text, PLAN_CAP));
   const fixedChars = [...fixed, ...tail].reduce((n, line) => n + line.length + 1, 0);
   const callLines = calls.length ? ['Calls:', ...fittedCalls(calls, Math.max(0, maxChars - fixedChars - 7))] : [];
-  return hostNotes.compacted([...fixed, ...callLines, ...tail].join('\n'));
+  return [...fixed, ...callLines, ...tail].join('\n');
 }
 
 /** One call's facts: the identifiers its arguments named, its outcome and, for a success, what its result named. */
