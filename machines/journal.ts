@@ -279,6 +279,16 @@ export type AuditEntry = {
         charged?: SubtaskShare;
       }
     /**
+     * The chart entered `compacting`: why, who is to summarise, and what a model summariser's call reserved from the
+     * budget (null: no model call). A refusal's turn is charged nothing from here (it reported no usage).
+     */
+    | {
+        kind: 'compaction_started';
+        reason: CompactionReason;
+        summariser: Summariser;
+        reserved: ModelReservation | null;
+      }
+    /**
      * The chart compacted the conversation (`compacting`): why, who wrote the summary (and why the facts note stood in
      * for it, `fallback`), the transcript entries it replaces in what the model is sent (index range, counts, a hash of
      * the entries), the estimate before and after, and the summary's size and hash. The transcript keeps every entry.

@@ -14,12 +14,26 @@ import { stop } from './stop.js';
  * (checked before it is spent): without room for it, the facts note is written instead (said in the audit).
  */
 export const startCompaction: Step = (context, event) => {
-  if (context.compaction.summariser !== 'model') return {};
+  const { compaction } = context;
   const need = modelTurnNeed(context.modelReservation, context.budget);
   const reserve = { tokens: need.tokens ?? 0, costMicros: need.costMicros ?? 0 };
-  if (shortfall(context.budget, reserve, timeOf(context, event)) !== null) return {};
+  const reserved =
+    compaction.summariser === 'model' && shortfall(context.budget, reserve, timeOf(context, event)) === null
+      ? reserve
+      : null;
   return {
-    context: { budget: debit(context.budget, reserve), compaction: { ...context.compaction, reserved: reserve } },
+    context: {
+      ...(reserved ? { budget: debit(context.budget, reserved) } : {}),
+      compaction: { ...compaction, reserved },
+    },
+    audit: [
+      auditEntry(context, event, {
+        kind: 'compaction_started',
+        reason: compaction.requested ? 'context_too_long' : 'near_limit',
+        summariser: compaction.summariser,
+        reserved,
+      }),
+    ],
   };
 };
 
@@ -32,12 +46,13 @@ export const compactForRefusal: Step = (context, event) => {
   if (output.kind !== 'failed') return {};
   const retries = retriesWithin(context, output.retriesUsed);
   const released = releaseTurn(context.budget, context.modelReservation);
-  return {
-    context: {
-      budget: retries > 0 ? debit(released, { retries }) : released,
-      compaction: { ...context.compaction, requested: { message: cap(output.failure.message, 1_000) } },
-    },
+  const refused = {
+    ...context,
+    budget: retries > 0 ? debit(released, { retries }) : released,
+    compaction: { ...context.compaction, requested: { message: cap(output.failure.message, 1_000) } },
   };
+  const started = startCompaction(refused, event, {} as never);
+  return { ...started, context: { budget: refused.budget, compaction: refused.compaction, ...started.context } };
 };
 
 /** Out of `compacting`: the summary recorded (it stands for the entries before `throughIndex`), the call settled. */

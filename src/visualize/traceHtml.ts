@@ -298,6 +298,8 @@ function timelineRow(entry: AuditEntry, seq: number, start: number): string | nu
         entry.status && entry.status !== 'done' ? 'warn' : 'pass',
         `${esc(entry.childTaskId)}: ${esc(entry.summary)}`,
       );
+    case 'compaction_started':
+      return null;
     case 'compaction':
       return row(
         'compact',
