@@ -11,6 +11,7 @@ import { type Booking, reserveRoom } from '../../tools/reserveRoom.js';
 import { bookingMandate } from '../../tools/mandates.js';
 import { type AgentModel, type ModelReply, createOrchestrator, defineTool } from '../../src/index.js';
 import { type ScriptStep, type ScriptView, reply, scriptedModel } from '../../src/testing/index.js';
+import type { ConversationCompaction } from '../../src/model/summariser.js';
 import { buildMessages } from '../../src/model/openai/openaiMessages.js';
 import { BookingService } from './bookingService.js';
 import { BOOKING_GOAL, BOOKING_SUCCESS, BOOKING_TERMS, E17, MEETING } from './requests.js';
@@ -135,7 +136,12 @@ export function windowedModel(script: ScriptStep[], window: number, log: WindowL
   };
 }
 
-export async function runLong(env: ScenarioEnv, rounds = LONG_ROUNDS, log: WindowLog = { peak: 0, prompts: [] }) {
+export async function runLong(
+  env: ScenarioEnv,
+  rounds = LONG_ROUNDS,
+  log: WindowLog = { peak: 0, prompts: [] },
+  compaction?: ConversationCompaction,
+) {
   const service = new BookingService(undefined, env.clock ? () => env.clock!.now() : undefined);
   const script = longScript(rounds);
   const orchestrator = createOrchestrator({
@@ -149,6 +155,7 @@ export async function runLong(env: ScenarioEnv, rounds = LONG_ROUNDS, log: Windo
     store: env.store,
     clock: env.clock,
     inspect: env.inspect,
+    ...(compaction ? { compaction } : {}),
     limits: { modelTurns: rounds + 10, toolCalls: rounds + 10, tokens: (rounds + 10) * 3_000 },
   });
   try {

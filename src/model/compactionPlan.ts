@@ -22,8 +22,8 @@ export const KEEP_TURNS_AT_LEAST = 2;
 const KEEP_SHARE = 4;
 /** ...and the facts note takes at most this share (1 / NOTE_SHARE). */
 const NOTE_SHARE = 4;
-/** Without a threshold (compaction only after a refusal): the facts note's characters. */
-const NOTE_CHARS_WITHOUT_THRESHOLD = 2_000;
+/** Without a threshold, the conversation's estimate counts at least this much. */
+const MIN_THRESHOLD = 400;
 
 export interface CompactionCut {
   /** The entries before the first model output (the goal): always sent. */
@@ -40,7 +40,7 @@ export interface CompactionCut {
 /** The cut for the transcript, or null when no turn is old enough to replace. */
 export function compactionCut(
   transcript: readonly TranscriptEntry[],
-  state: Pick<CompactionState, 'atTokens' | 'resultBytes' | 'summary'>,
+  state: Pick<CompactionState, 'atTokens' | 'resultBytes' | 'summary' | 'tokens'>,
   reason: CompactionReason,
 ): CompactionCut | null {
   const starts: number[] = [];
@@ -48,7 +48,7 @@ export function compactionCut(
   const preambleEnd = starts[0] ?? transcript.length;
   const from = Math.min(transcript.length, Math.max(preambleEnd, state.summary?.throughIndex ?? preambleEnd));
   const keepAtLeast = reason === 'context_too_long' ? 1 : KEEP_TURNS_AT_LEAST;
-  const room = state.atTokens === null ? 0 : Math.floor(state.atTokens / KEEP_SHARE);
+  const room = Math.floor(effectiveThreshold(state) / KEEP_SHARE);
   let through = transcript.length;
   let kept = 0;
   let used = 0;
@@ -79,9 +79,17 @@ export function compactionCut(
   };
 }
 
+/**
+ * The threshold the cut and the note are sized by: the host's, or without one (compaction only after a provider's
+ * refusal) the size of the conversation that was refused, as estimated.
+ */
+function effectiveThreshold(state: Pick<CompactionState, 'atTokens' | 'tokens'>): number {
+  return state.atTokens ?? Math.max(MIN_THRESHOLD, state.tokens);
+}
+
 /** The characters the facts note may take. */
-export function noteChars(atTokens: number | null, maxChars: number): number {
-  return Math.min(maxChars, atTokens === null ? NOTE_CHARS_WITHOUT_THRESHOLD : Math.floor(atTokens / NOTE_SHARE) * 4);
+export function noteChars(state: Pick<CompactionState, 'atTokens' | 'tokens'>, maxChars: number): number {
+  return Math.min(maxChars, Math.floor(effectiveThreshold(state) / NOTE_SHARE) * 4);
 }
 
 /** What the next turn would send, estimated: the goal, the note (if any), and the entries after `through`. */

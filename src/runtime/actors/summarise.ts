@@ -47,7 +47,7 @@ export function summariseActor(host: ActorHost) {
       compactionNoteBody(
         transcript.slice(cut.preambleEnd, cut.through),
         pairedResults(transcript),
-        noteChars(state.atTokens, MAX_SUMMARY_CHARS),
+        noteChars(state, MAX_SUMMARY_CHARS),
       );
     let source: Summariser = state.summariser;
     let fallback: string | null = null;
