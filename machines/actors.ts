@@ -7,6 +7,7 @@
 import type { CallCode, ModelFailureCode } from './failures.js';
 import type { Json, Observation, Principal, Provenance } from './context.js';
 import type { AgentEvent, ModelEvent } from './events.js';
+import type { CompactionReason, Summariser } from './compactions.js';
 
 /** The invoked actors, by invoke id (the key of `snapshot.children`) and by implementation name (`src`). */
 export const ACTORS = {
@@ -17,6 +18,7 @@ export const ACTORS = {
   reads: 'executeReads',
   write: 'executeWrite',
   lookup: 'lookupWrite',
+  summarise: 'summariseConversation',
 } as const;
 
 export interface ModelActorInput {
@@ -54,6 +56,38 @@ export type ModelActorOutput =
       compaction?: ModelCompaction;
     }
   | { kind: 'failed'; at: number; retriesUsed: number; failure: ModelFailure };
+
+/** Input of the summariser of `compacting`: why, and whether it may ask the model (its turn is reserved). */
+export interface SummariseActorInput {
+  taskId: string;
+  turn: number;
+  reason: CompactionReason;
+  /** The model may be asked for the summary: the summariser is `model` and the budget held a turn for it. */
+  mayAskModel: boolean;
+}
+
+/**
+ * What `compacting` recorded: the summary that now stands for the transcript entries before `throughIndex`, what it
+ * replaced (the entry range, counts and a hash of the entries), and the estimate before and after. `summary` null:
+ * there was nothing old enough to replace.
+ */
+export interface SummariseActorOutput {
+  at: number;
+  summary: {
+    text: string;
+    source: Summariser;
+    fallback: string | null;
+    throughIndex: number;
+    throughTurn: number;
+  } | null;
+  replaced: { fromIndex: number; toIndex: number; entries: number; turns: number; hash: string } | null;
+  summaryBytes: number;
+  summaryHash: string | null;
+  tokensBefore: number;
+  tokensAfter: number;
+  /** What a model summariser's turn spent (null: the model was not asked). */
+  usage: { inputTokens: number; outputTokens: number; costMicros: number } | null;
+}
 
 /** A call as the runtime runs it: its validated arguments. */
 export interface CallRef {
@@ -173,6 +207,7 @@ interface ActorOutputs {
   reads: ReadsActorOutput;
   write: WriteActorOutput;
   lookup: LookupActorOutput;
+  summarise: SummariseActorOutput;
 }
 
 export type ActorId = keyof ActorOutputs;

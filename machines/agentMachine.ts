@@ -7,12 +7,13 @@
  * and (f) confirmation (by the user, or by approvers) as guards of `executing.selecting`. Right before a write runs,
  * `executing.rechecking` asks all of them again on the exact arguments. Every stop that did not meet the goal passes
  * through `stopping`, where the writes the task made are undone (compensated) first when the policy says so, by
- * calls that go through the same gates. Nothing here does I/O: the guards and steps are wired by name in
+ * calls that go through the same gates. When the conversation nears the model's window, `compacting` summarises its
+ * older turns before the next turn. Nothing here does I/O: the guards and steps are wired by name in
  * `agentSetup.ts`.
  */
 import { and, not, or } from 'xstate';
 import { agentSetup } from './agentSetup.js';
-import { checkInput, modelInput } from './lib/inputs.js';
+import { checkInput, modelInput, summariseInput } from './lib/inputs.js';
 import { TAGS } from './tags.js';
 import { type Toolkit, emptyToolkit } from './toolkit.js';
 import { initialContext } from './steps/turn.js';
@@ -60,8 +61,27 @@ export function createAgentMachine(toolkit: Toolkit) {
           { guard: 'isFollowingWorkflow', target: 'following' },
           { guard: not('hasBudgetForModelTurn'), target: 'stopping', actions: 'stopForBudget' },
           { guard: 'isUserAway', target: 'paused', actions: 'pauseForAbsence' },
+          { guard: 'isTranscriptNearLimit', target: 'compacting', actions: 'startCompaction' },
           { target: 'thinking', actions: 'startModelTurn' },
         ],
+      },
+      compacting: {
+        description:
+          "The conversation nears the model's window (or the provider refused it as too long): older turns are summarised; the host's facts stay verbatim, the transcript stays whole.",
+        invoke: {
+          id: 'summarise',
+          src: 'summariseConversation',
+          input: summariseInput,
+          onDone: [
+            {
+              guard: and(['wasCompactionRequested', not('didCompactionReplace')]),
+              target: 'stopping',
+              actions: 'stopUncompactable',
+            },
+            { target: 'deciding', actions: 'recordCompaction' },
+          ],
+          onError: { target: 'stopping', actions: 'stopForInternalError' },
+        },
       },
       thinking: {
         description: 'The model proposes; it never executes. Its output arrives as exactly one model.* event.',
@@ -75,6 +95,11 @@ export function createAgentMachine(toolkit: Toolkit) {
               guard: and(['didModelFail', 'isModelOutage', 'canWaitOutModel']),
               target: 'waitingForModel',
               actions: 'pauseForModel',
+            },
+            {
+              guard: and(['didModelFail', 'isContextTooLong', 'canCompactForRefusal']),
+              target: 'compacting',
+              actions: 'compactForRefusal',
             },
             { guard: 'didModelFail', target: 'stopping', actions: 'stopForModelFailure' },
             { actions: 'relayModelOutput' },

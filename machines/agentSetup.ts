@@ -13,6 +13,7 @@ import type { AgentEvent } from './events.js';
 import { budgetGuards as budget } from './guards/budget.js';
 import { compensationGuards as compensation } from './guards/compensation.js';
 import { presenceGuards as presence } from './guards/presence.js';
+import { compactionGuards as compaction } from './guards/compaction.js';
 import { planGuards as plan } from './guards/plan.js';
 import { workflowGuards as workflow } from './guards/workflow.js';
 import { subtaskGuards as subtask } from './guards/subtask.js';
@@ -24,10 +25,13 @@ import { modelGuards as model } from './guards/model.js';
 import { recheckGuards as recheck } from './guards/recheck.js';
 import { reviewGuards as review } from './guards/review.js';
 import { vettingGuards as vetting } from './guards/vetting.js';
-import type { MachineEmitted } from './journal.js';
+import type { MachineEmitted, TranscriptEntry } from './journal.js';
+import type { CompactionState } from './compactions.js';
+import { entriesTokens } from './lib/conversationSize.js';
 import * as asking from './steps/confirmation.js';
 import * as undoing from './steps/compensate.js';
 import * as presenceSteps from './steps/presence.js';
+import * as compacting from './steps/compaction.js';
 import * as planning from './steps/plan.js';
 import * as flow from './steps/workflow.js';
 import * as delegating from './steps/subtask.js';
@@ -44,6 +48,10 @@ import * as judging from './steps/vetting.js';
 import * as waiting from './steps/waits.js';
 import type { Tag } from './tags.js';
 import type { Toolkit } from './toolkit.js';
+
+function withEntries(state: CompactionState, entries: readonly TranscriptEntry[]): CompactionState {
+  return { ...state, tokens: state.tokens + entriesTokens(entries, state.resultBytes) };
+}
 
 function notProvided<TOutput, TInput>(name: string) {
   return fromPromise<TOutput, TInput>(async () => {
@@ -80,6 +88,7 @@ export function agentSetup(toolkit: Toolkit) {
       executeReads: notProvided<A.ReadsActorOutput, A.ReadsActorInput>('executeReads'),
       executeWrite: notProvided<A.WriteActorOutput, A.WriteActorInput>('executeWrite'),
       lookupWrite: notProvided<A.LookupActorOutput, A.LookupActorInput>('lookupWrite'),
+      summariseConversation: notProvided<A.SummariseActorOutput, A.SummariseActorInput>('summariseConversation'),
     },
     guards: {
       // the model's turn, gate (a) protocol, and the waits around the model
@@ -184,6 +193,9 @@ export function agentSetup(toolkit: Toolkit) {
       ...named(review, ['isHeldWriteRetrySafe']),
       // a stop, and the compensation of the task's writes
       ...named(compensation, ['mustCompensate', 'isUnwinding', 'stoppedAsFailed', 'stoppedAsCancelled']),
+      // compaction of the conversation
+      ...named(compaction, ['isTranscriptNearLimit', 'isContextTooLong', 'canCompactForRefusal']),
+      ...named(compaction, ['didCompactionReplace', 'wasCompactionRequested']),
       // the user's presence
       ...named(presence, ['isUserAway', 'isAboutTaskUser', 'hasAbsenceExpired']),
       // the plan gate (plan-and-execute)
@@ -204,9 +216,12 @@ export function agentSetup(toolkit: Toolkit) {
     base.createAction(
       enqueueActions(({ context, event, enqueue }) => {
         const result = step(context, event as A.MachineEvent, toolkit);
-        if (result.context) enqueue.assign(result.context);
+        const entries = result.transcript ?? [];
+        // What the conversation grows by, counted as it is recorded (the guard of `compacting` reads it).
+        const grown = entries.length ? withEntries(result.context?.compaction ?? context.compaction, entries) : null;
+        if (result.context || grown) enqueue.assign({ ...result.context, ...(grown ? { compaction: grown } : {}) });
         for (const entry of result.audit ?? []) enqueue.emit({ type: 'audit', entry });
-        for (const entry of result.transcript ?? []) enqueue.emit({ type: 'transcript', entry });
+        for (const entry of entries) enqueue.emit({ type: 'transcript', entry });
         if (result.reply) enqueue.emit({ type: 'reply', reply: result.reply });
       }),
     );
@@ -309,6 +324,7 @@ export function agentSetup(toolkit: Toolkit) {
       ]),
       ...steps(stopping, ['finishAnswered', 'stopForUnverifiedFacts']),
       ...steps(undoing, ['beginCompensation', 'finishCompensation']),
+      ...steps(compacting, ['startCompaction', 'compactForRefusal', 'recordCompaction', 'stopUncompactable']),
       ...steps(presenceSteps, ['recordUserAway', 'recordUserBack', 'pauseForAbsence', 'resumeForUser']),
       ...steps(presenceSteps, ['stopForAbsence', 'refusePresenceOfOther']),
       ...steps(planning, ['refusePlan', 'stopForPlanLimit', 'adoptPlan', 'requestPlanApproval']),

@@ -12,6 +12,7 @@ import { MAX_COMPENSABLE, compensableWriteSchema, compensationSchema, unwindingS
 import { FINAL_STATUSES, STOP_CODES } from './failures.js';
 import { planSchema, planningStateSchema } from './plans.js';
 import { workflowStateSchema } from './workflows.js';
+import { NO_COMPACTION, compactionSettingsSchema, compactionStateSchema } from './compactions.js';
 import { policySchema } from './policy.js';
 import { MAX_SUBTASKS, parentLinkSchema, subtaskLinkSchema } from './subtasks.js';
 import { SHORT, budgetCounterShape, count, id, jsonSchema, principalSchema, time } from './lib/schemaParts.js';
@@ -24,6 +25,7 @@ export * from './calls.js';
 export * from './compensations.js';
 export * from './plans.js';
 export * from './workflows.js';
+export * from './compactions.js';
 export * from './subtasks.js';
 export * from './policy.js';
 
@@ -288,6 +290,8 @@ export const agentContextSchema = z.strictObject({
   subtasks: z.array(subtaskLinkSchema).max(MAX_SUBTASKS).default([]),
   /** The task this one is a copy of (an operator's fork), or null. Absent in tasks stored before forks. */
   forkedFrom: forkLinkSchema.nullable().default(null),
+  /** The conversation's estimated size and the summary of its older turns. Absent in tasks stored before it. */
+  compaction: compactionStateSchema.default(NO_COMPACTION),
   outcome: outcomeSchema.nullable(),
 });
 
@@ -320,6 +324,8 @@ export const agentInputSchema = z.strictObject({
       transcript: z.array(jsonSchema).max(100_000),
     })
     .optional(),
+  /** When the chart compacts the conversation, and who summarises it; absent: only after a provider's refusal. */
+  compaction: compactionSettingsSchema.optional(),
 });
 
 /** Usage reported by a model turn. */

@@ -30,6 +30,7 @@ import type {
   SubtaskShare,
 } from './context.js';
 import type { ReplyCode } from './failures.js';
+import type { CompactionReason, Summariser } from './compactions.js';
 
 /** A warning recorded when a task starts: `no_success_criterion`, a task that may write but can never end `done`. */
 export type StartWarning = 'no_success_criterion';
@@ -283,6 +284,36 @@ export type AuditEntry = {
         returned?: SubtaskShare;
         /** What the child spent above its share (`finished`): charged to the parent. */
         charged?: SubtaskShare;
+      }
+    /**
+     * The chart entered `compacting`: why, who is to summarise, and what a model summariser's call reserved from the
+     * budget (null: no model call). A refusal's turn is charged nothing from here (it reported no usage).
+     */
+    | {
+        kind: 'compaction_started';
+        reason: CompactionReason;
+        summariser: Summariser;
+        reserved: ModelReservation | null;
+      }
+    /**
+     * The chart compacted the conversation (`compacting`): why, who wrote the summary (and why the facts note stood in
+     * for it, `fallback`), the transcript entries it replaces in what the model is sent (index range, counts, a hash of
+     * the entries), the estimate before and after, and the summary's size and hash. The transcript keeps every entry.
+     */
+    | {
+        kind: 'compaction';
+        reason: CompactionReason;
+        /** The provider's refusal that led here (`context_too_long`), else null. */
+        refusal: string | null;
+        source: Summariser | null;
+        fallback: string | null;
+        replaced: { fromIndex: number; toIndex: number; entries: number; turns: number; hash: string } | null;
+        throughTurn: number | null;
+        tokensBefore: number;
+        tokensAfter: number;
+        summaryBytes: number;
+        summaryHash: string | null;
+        usage: ModelUsage | null;
       }
     /** Every compensation has its result; `task_stopped` follows. */
     | { kind: 'compensation_finished'; compensations: Compensation[] }

@@ -40,6 +40,7 @@ export const SCENARIO_NAMES = [
   'planned',
   'workflow',
   'delegated',
+  'long',
 ] as const;
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
 

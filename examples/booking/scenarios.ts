@@ -11,6 +11,7 @@ import { runSaga } from './sagaScenario.js';
 import { runPlanned } from './planScenario.js';
 import { runWorkflow } from './workflowScenario.js';
 import { runDelegated } from './subtaskScenario.js';
+import { runLong } from './longScenario.js';
 import { BOOKING_GOAL, BOOKING_SUCCESS, BOOKING_TERMS, E17, MEETING } from './requests.js';
 import type { Mandate, ModelReply } from '../../src/index.js';
 import { type ScriptStep, type ScriptView, reply, scriptedModel } from '../../src/testing/index.js';
@@ -122,6 +123,7 @@ export const EXPECTED: Record<ScenarioName, { state: string; code: string; rows:
   planned: { state: 'done', code: 'goal_met', rows: ['TX-9001 O-1001 199.00'] },
   workflow: { state: 'done', code: 'goal_met', rows: ['TX-9001 O-1001 199.00'] },
   delegated: { state: 'done', code: 'goal_met', rows: ['TX-9001 O-1001 199.00'] },
+  long: { state: 'done', code: 'goal_met', rows: ['B204 R7 E17'] },
 };
 
 /** The business rows a scenario left, in the short form EXPECTED uses. */
@@ -310,6 +312,7 @@ export const scenarios: Record<ScenarioName, (env: ScenarioEnv) => Promise<Scena
   planned: runPlanned,
   workflow: runWorkflow,
   delegated: runDelegated,
+  long: (env: ScenarioEnv) => runLong(env),
 };
 
 /** The slot a week later than asked: the wrong date the model proposes in `wrongDate`. */

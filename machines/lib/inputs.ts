@@ -5,6 +5,7 @@ import type {
   ModelActorInput,
   ReadsActorInput,
   RecheckActorInput,
+  SummariseActorInput,
   WriteActorInput,
 } from '../actors.js';
 import type { AgentContext } from '../context.js';
@@ -63,4 +64,11 @@ export const writeInput = ({ context }: Args): WriteActorInput => {
 export const lookupInput = (args: Args): LookupActorInput => ({
   ...writeInput(args),
   attempt: currentCall(args.context.batch)!.lookups,
+});
+
+export const summariseInput = ({ context }: Args): SummariseActorInput => ({
+  taskId: context.taskId,
+  turn: context.turn,
+  reason: context.compaction.requested ? 'context_too_long' : 'near_limit',
+  mayAskModel: context.compaction.reserved !== null,
 });

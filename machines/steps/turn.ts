@@ -13,6 +13,7 @@ import { auditEntry, gateEntry, timeOf } from '../journal.js';
 import { type Step, type StepResult, endWait, retriesWithin } from './step.js';
 import { canProposePlan, planOffer } from '../lib/plan.js';
 import { currentStep } from '../lib/workflow.js';
+import { compactionState } from '../compactions.js';
 
 /** Builds the initial context from the host's task input. */
 export function initialContext(input: AgentInput): AgentContext {
@@ -79,6 +80,7 @@ export function initialContext(input: AgentInput): AgentContext {
     parent: input.parent ?? null,
     subtasks: [],
     forkedFrom: input.fork?.from ?? null,
+    compaction: compactionState(input.compaction),
     outcome: null,
   };
 }

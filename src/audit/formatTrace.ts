@@ -248,6 +248,13 @@ export function formatTrace(entries: readonly AuditEntry[], options: TraceOption
         lines.push(line(paint, indent, entry.turn, 'undo', paint('yellow', what)));
         break;
       }
+      case 'compaction': {
+        const what = entry.replaced
+          ? `turns through ${entry.throughTurn} summarised by ${entry.source}${entry.fallback ? ` (fallback: ${entry.fallback})` : ''}, ~${entry.tokensBefore} → ~${entry.tokensAfter} tokens`
+          : 'nothing old enough to summarise';
+        lines.push(line(paint, indent, entry.turn, 'compact', paint('dim', `${entry.reason}: ${what}`)));
+        break;
+      }
       case 'task_stopped': {
         for (const key of [...gates.keys()]) flushGates(key);
         const style = entry.status === 'done' ? 'green' : entry.status === 'cancelled' ? 'yellow' : 'red';

@@ -223,6 +223,22 @@ export function apply(task: ReplayedTask, entry: AuditEntry, seq: number, previo
       // An operator's early retry is charged as one more model turn.
       if (entry.action === 'retrying' && entry.by !== undefined) used.modelTurns += 1;
       break;
+    case 'compaction_started':
+      // A turn the provider refused as too long reported no usage: it is charged nothing.
+      if (entry.reason === 'context_too_long') helpers.holdReservation(false);
+      task.compactionReserve = entry.reserved;
+      used.tokens += entry.reserved?.tokens ?? 0;
+      used.costMicros += entry.reserved?.costMicros ?? 0;
+      break;
+    case 'compaction': {
+      // A model summariser's call settles to what it reported.
+      const reserved = task.compactionReserve ?? { tokens: 0, costMicros: 0 };
+      const usage = entry.usage ?? { inputTokens: 0, outputTokens: 0, costMicros: 0 };
+      used.tokens += usage.inputTokens + usage.outputTokens - reserved.tokens;
+      used.costMicros += usage.costMicros - reserved.costMicros;
+      task.compactionReserve = null;
+      break;
+    }
     case 'plan':
       foldPlan(entry, helpers);
       break;

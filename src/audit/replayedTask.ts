@@ -126,4 +126,6 @@ export interface ReplayedTask {
   turnReservation: ModelReservation | null;
   /** The turn's reservation is debited now (given back while waiting out an outage, and when the turn fails). */
   reservationHeld?: boolean;
+  /** What a model summariser's call in `compacting` reserved, until its `compaction` entry settles it. */
+  compactionReserve?: ModelReservation | null;
 }

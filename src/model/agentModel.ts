@@ -40,6 +40,11 @@ export interface ModelRequest {
    */
   compaction?: { level: number };
   /**
+   * Set once the chart compacted the conversation (`compacting`): send the transcript entries before `throughIndex`
+   * (the goal aside) as this one host note (`text`: the summary and the host's facts), and the entries after it.
+   */
+  summary?: { throughIndex: number; text: string };
+  /**
    * Set by the runtime when someone may watch the task live: a streaming adapter (`stream: true`) calls it with each
    * piece of the reply's text as it is generated, in order. Text only: a tool call's pieces go to `onCallText`. What
    * it receives is raw model output; the runtime redacts it before anyone sees it, and the reply still carries the
@@ -99,6 +104,12 @@ export interface AgentModel {
   readonly version?: string;
   /** The version of the adapter's prompt (its system instructions), recorded with every audit entry. */
   readonly promptVersion?: string;
+  /**
+   * The estimated tokens the conversation may take (after the system prompt) and the cap of a tool result as sent:
+   * the chart compacts the conversation before it passes this bound (`compacting`). Absent: it does so only after the
+   * provider refused a prompt as too long. The shipped adapters declare theirs.
+   */
+  readonly window?: { maxPromptTokens: number; maxToolResultBytes: number };
   /** What one turn may spend at most; reserved from the budgets before the call starts. */
   readonly reservation?: { tokens: number; costMicros: number };
   decide(request: ModelRequest): Promise<ModelReplyWithVersion>;

@@ -37,6 +37,11 @@ export interface CompactionOptions {
   level?: number;
   /** Newest turns kept whole at level 0 (default KEEP_TURNS); one at higher levels. */
   keepTurns?: number;
+  /**
+   * The chart's summary (`compacting`, src/model/compactionFacts.ts): the entries before `throughIndex` (the goal
+   * aside) are sent as this one host note; what follows is bounded as above, within what the goal and note leave.
+   */
+  summary?: { throughIndex: number; text: string };
 }
 
 /** The conversation as the adapters render it: transcript entries, and at most one host note of compacted facts. */
@@ -62,6 +67,7 @@ export function compactTranscript(
   options: CompactionOptions | undefined,
 ): ModelTranscript {
   if (!options) return transcript;
+  if (options.summary) return summarised(transcript, options, options.summary);
   const level = Math.max(0, Math.min(8, Math.floor(options.level ?? 0)));
   const bound = Math.max(1, Math.floor(options.maxTokens / 2 ** level));
   const resultOf = pairedResults(transcript);
@@ -90,6 +96,24 @@ export function compactTranscript(
     text: compactionNote(compacted, resultOf, noteTokens * CHARS_PER_TOKEN),
   };
   return [...preamble, note, ...turns.slice(turns.length - kept).flat()];
+}
+
+/** The goal, the summary as one host note, then the entries after it, bounded by what the two leave of the bound. */
+function summarised(
+  transcript: readonly TranscriptEntry[],
+  options: CompactionOptions,
+  summary: NonNullable<CompactionOptions['summary']>,
+): ModelTranscript {
+  const { preamble } = turnsOf(transcript);
+  const through = Math.max(preamble.length, Math.min(transcript.length, Math.floor(summary.throughIndex)));
+  const note: HostNote = { kind: 'host_note', text: summary.text };
+  const used = estimateTokens([...preamble, note], options.maxToolResultBytes);
+  const rest = compactTranscript(transcript.slice(through), {
+    ...options,
+    summary: undefined,
+    maxTokens: Math.max(1, options.maxTokens - used),
+  });
+  return [...preamble, note, ...rest];
 }
 
 /** The conversation's estimated tokens as the adapters render it (characters / 4, per-message overhead added). */

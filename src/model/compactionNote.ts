@@ -27,6 +27,8 @@ const TEXT_CAP = 200;
 const ANSWERS_KEPT = 8;
 const REFUSALS_KEPT = 8;
 const PLAN_CAP = 1_500;
+/** Calls that did not succeed, listed each on its own line even when the others are folded. */
+const FAILURES_KEPT = 8;
 
 type ResultOf = (turn: number, call: { callId: string; tool: string }) => Observation;
 
@@ -44,6 +46,11 @@ interface CallFact {
  * the calls do not fit one line each, the oldest are folded into one line of counts and the identifiers they named.
  */
 export function compactionNote(entries: readonly TranscriptEntry[], resultOf: ResultOf, maxChars: number): string {
+  return hostNotes.compacted(compactionNoteBody(entries, resultOf, maxChars));
+}
+
+/** The note's text without its host label: the `facts` summary of the chart's `compacting` (summarise.ts). */
+export function compactionNoteBody(entries: readonly TranscriptEntry[], resultOf: ResultOf, maxChars: number): string {
   const calls: CallFact[] = [];
   const answers: string[] = [];
   const refusals: string[] = [];
@@ -105,7 +112,7 @@ export function compactionNote(entries: readonly TranscriptEntry[], resultOf: Re
   if (plan) tail.push(`Plan progress (latest, turn ${plan.turn}):`, cut(plan.text, PLAN_CAP));
   const fixedChars = [...fixed, ...tail].reduce((n, line) => n + line.length + 1, 0);
   const callLines = calls.length ? ['Calls:', ...fittedCalls(calls, Math.max(0, maxChars - fixedChars - 7))] : [];
-  return hostNotes.compacted([...fixed, ...callLines, ...tail].join('\n'));
+  return [...fixed, ...callLines, ...tail].join('\n');
 }
 
 /** One call's facts: the identifiers its arguments named, its outcome and, for a success, what its result named. */
@@ -158,14 +165,20 @@ function resultFacts(data: Json): { fields: string[]; ids: string[] } {
  * line of counts per tool and outcome with the identifiers they named (all of them when they fit, else the newest).
  */
 function fittedCalls(calls: readonly CallFact[], room: number): string[] {
-  const lengths = calls.map((c) => c.line.length + 1);
-  let whole = lengths.reduce((a, b) => a + b, 0);
+  // A call that did not succeed keeps its own line (the newest FAILURES_KEPT): what failed, or is unknown, stays named.
+  const failed = calls.filter((c) => c.code !== 'ok').slice(-FAILURES_KEPT);
+  const kept = new Set(failed);
+  const foldable = calls.filter((c) => !kept.has(c));
+  const failedChars = failed.reduce((n, c) => n + c.line.length + 1, 0);
+  const ordered = (folded: readonly CallFact[]) => calls.filter((c) => !folded.includes(c)).map((c) => c.line);
+  const lengths = foldable.map((c) => c.line.length + 1);
+  let whole = lengths.reduce((a, b) => a + b, 0) + failedChars;
   if (whole <= room) return calls.map((c) => c.line);
   const counts = new Map<string, number>();
   const ids: string[] = [];
   const seen = new Set<string>();
-  for (let folded = 1; folded <= calls.length; folded += 1) {
-    const call = calls[folded - 1]!;
+  for (let folded = 1; folded <= foldable.length; folded += 1) {
+    const call = foldable[folded - 1]!;
     whole -= lengths[folded - 1]!;
     const key = `${call.tool} ${call.code}`;
     counts.set(key, (counts.get(key) ?? 0) + 1);
@@ -174,13 +187,13 @@ function fittedCalls(calls: readonly CallFact[], room: number): string[] {
       seen.add(id);
       ids.push(id);
     }
-    const summary = foldedLine(calls[0]!.turn, call.turn, folded, counts);
+    const summary = foldedLine(foldable[0]!.turn, call.turn, folded, counts);
     // Every identifier named is worth more than a line per call: fold on until they all fit, or all calls are folded.
-    if (summary.length + 1 + idList(ids, Infinity).length + whole > room && folded < calls.length) continue;
+    if (summary.length + 1 + idList(ids, Infinity).length + whole > room && folded < foldable.length) continue;
     const idRoom = room - whole - summary.length - 1;
-    return [`${summary}${idList(ids, idRoom)}`, ...calls.slice(folded).map((c) => c.line)];
+    return [`${summary}${idList(ids, idRoom)}`, ...ordered(foldable.slice(0, folded))];
   }
-  return [];
+  return failed.map((c) => c.line);
 }
 
 function foldedLine(from: number, to: number, n: number, counts: ReadonlyMap<string, number>): string {

@@ -47,6 +47,7 @@ export function driveHere(deps: DriveHereDeps): LiveTasks {
     rateLimits: new RateLimits(options.rateLimits),
     refreshPrincipal: options.refreshPrincipal,
     modelText: deps.modelText,
+    ...(settings.compaction.summariser ? { summariser: settings.compaction.summariser } : {}),
     task: (taskId) => {
       const task = deps.live().get(taskId);
       if (!task) throw new AgentError('task_not_live', `task ${taskId} is not running in this process`);

@@ -27,6 +27,8 @@ import type { MandateKind } from '../mandate.js';
 import type { RateLimitOptions } from '../runtime/rateLimits.js';
 import { HostRequestError } from '../errors.js';
 import type { AgentModel } from '../model/agentModel.js';
+import type { ConversationCompaction, HostSummariser } from '../model/summariser.js';
+import type { CompactionSettings } from '../../machines/context.js';
 import type { TaskStore } from '../store/taskStore.js';
 import type { Tool } from '../tool.js';
 import type { Logger, TaskHooks } from './hooks.js';
@@ -50,6 +52,12 @@ export interface OrchestratorOptions {
    */
   workflows?: readonly WorkflowDefinition[];
   model: AgentModel;
+  /**
+   * Compaction of long conversations as a state of the chart (`compacting`): past `atTokens` (default 4/5 of the
+   * model's declared window) older turns are summarised before the next model turn, by the host's facts note
+   * (default), the model, or a host function; the host's structured facts stay verbatim. See docs/models.md.
+   */
+  compaction?: ConversationCompaction;
   /** Where tasks persist. Default: an in-memory store (lost with the process). */
   store?: TaskStore;
   /**
@@ -189,6 +197,8 @@ export interface Settings {
   mandates: ReadonlyMap<string, MandateKind<unknown>>;
   newTaskId: () => string;
   lease: { ttlMs: number; renewEveryMs: number; acquireTimeoutMs: number };
+  /** What new tasks start with (`compacting`), and the host's summariser when it is a function. */
+  compaction: { settings: CompactionSettings; summariser?: HostSummariser };
   capacity: {
     maxRunningTasks: number;
     maxRunningPerTenant: number;
@@ -234,6 +244,30 @@ const settingsSchema = z.strictObject({
     .optional(),
 });
 
+/** The chart's compaction settings from the options and the model's declared window; throws for bad values. */
+function compactionOf(options: OrchestratorOptions): Settings['compaction'] {
+  const given = options.compaction ?? {};
+  const window = options.model.window;
+  const atTokens =
+    given.atTokens !== undefined
+      ? given.atTokens
+      : window
+        ? Math.max(1, Math.floor((window.maxPromptTokens * 4) / 5))
+        : null;
+  if (atTokens !== null && !(Number.isInteger(atTokens) && atTokens > 0))
+    throw new HostRequestError('invalid_request', 'options.compaction.atTokens must be a positive integer or null');
+  const summarise = given.summarise ?? 'facts';
+  if (typeof summarise !== 'function' && summarise !== 'facts' && summarise !== 'model')
+    throw new HostRequestError(
+      'invalid_request',
+      "options.compaction.summarise must be 'facts', 'model' or a function (older, context) => summary",
+    );
+  const resultBytes = window?.maxToolResultBytes ?? DEFAULT_POLICY.observationCapBytes;
+  return typeof summarise === 'function'
+    ? { settings: { atTokens, resultBytes, summariser: 'host' }, summariser: summarise }
+    : { settings: { atTokens, resultBytes, summariser: summarise } };
+}
+
 export function resolveSettings(options: OrchestratorOptions, systemClock: Clock, newId: () => string): Settings {
   const checked = parseOrThrow(
     settingsSchema,
@@ -264,6 +298,7 @@ export function resolveSettings(options: OrchestratorOptions, systemClock: Clock
     adminScope: options.adminScope ?? null,
     mandates: mandateKinds(options.mandates ?? []),
     newTaskId: options.newTaskId ?? newId,
+    compaction: compactionOf(options),
     lease: {
       ttlMs,
       renewEveryMs: checked.lease?.renewEveryMs ?? Math.max(1, Math.floor(ttlMs / 3)),

@@ -84,6 +84,7 @@ export function taskInput(request: StartTaskRequest, deps: InputDeps): AgentInpu
       provenance: deps.provenance,
       success: success ?? null,
       startedAt,
+      compaction: settings.compaction.settings,
       ...(flow ? { workflow: { name: flow.name, start: flow.start } } : {}),
     },
     'start',

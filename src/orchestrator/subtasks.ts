@@ -122,6 +122,11 @@ export class Subtasks implements SubtaskStarter {
       startedAt: now,
       tools: link.tools,
       parent: { taskId: parent.taskId, callId, tool: link.tool },
+      compaction: {
+        atTokens: parent.compaction.atTokens,
+        resultBytes: parent.compaction.resultBytes,
+        summariser: parent.compaction.summariser,
+      },
     });
   }
 

@@ -6,6 +6,7 @@ import type { AgentModel } from '../model/agentModel.js';
 import type { ModelTextBus } from './modelText.js';
 import type { RateLimits } from './rateLimits.js';
 import type { Tracing } from './tracing.js';
+import type { HostSummariser } from '../model/summariser.js';
 import type { ToolRegistry } from './toolRegistry.js';
 
 /** The live task an invoked actor belongs to. */
@@ -38,6 +39,8 @@ export interface ActorHost {
   refreshPrincipal?: (principal: Principal) => Promise<Principal | null> | Principal | null;
   /** Spans around model turns, tool calls and lookups (no-op by default). */
   tracing: Tracing;
+  /** The host's summariser of older turns, when `compaction.summarise` is a function (see summarise.ts). */
+  summariser?: HostSummariser;
   /** Where a streaming model's text goes, redacted, for live views (absent: nowhere). */
   modelText?: ModelTextBus;
 }

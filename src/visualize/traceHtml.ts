@@ -298,6 +298,16 @@ function timelineRow(entry: AuditEntry, seq: number, start: number): string | nu
         entry.status && entry.status !== 'done' ? 'warn' : 'pass',
         `${esc(entry.childTaskId)}: ${esc(entry.summary)}`,
       );
+    case 'compaction_started':
+      return null;
+    case 'compaction':
+      return row(
+        'compact',
+        null,
+        entry.replaced ? 'compacted' : 'nothing to compact',
+        entry.fallback ? 'warn' : 'pass',
+        `${esc(entry.reason)}: ${entry.replaced ? `entries ${entry.replaced.fromIndex}-${entry.replaced.toIndex - 1} (${entry.replaced.turns} turns) ` : ''}by ${esc(entry.source ?? 'nobody')}${entry.fallback ? ` (fallback: ${esc(entry.fallback)})` : ''}, ~${entry.tokensBefore} → ~${entry.tokensAfter} tokens`,
+      );
     case 'task_stopped':
       return row(
         'stop',

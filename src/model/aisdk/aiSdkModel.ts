@@ -81,13 +81,19 @@ export function createAiSdkModel(options: AiSdkModelOptions): AgentModel {
     name: options.name ?? `ai-sdk:${languageModel.provider}:${languageModel.modelId}`,
     ...adapterProvenance(options, DEFAULT_SYSTEM_PROMPT),
     reservation,
+    window: { maxPromptTokens, maxToolResultBytes },
     async decide(request: ModelRequest): Promise<ModelReplyWithVersion> {
       const transcript = await request.transcript();
       const args = {
         system: systemPrompt(request.principal, options.systemPrompt),
         messages: buildModelMessages(transcript, {
           maxToolResultBytes,
-          compaction: { maxTokens: maxPromptTokens, maxToolResultBytes, level: request.compaction?.level ?? 0 },
+          compaction: {
+            maxTokens: maxPromptTokens,
+            maxToolResultBytes,
+            level: request.compaction?.level ?? 0,
+            ...(request.summary ? { summary: request.summary } : {}),
+          },
         }),
         ...(request.tools.length > 0
           ? { tools: toolSet(request.tools, options.strictTools ?? true), toolChoice: 'auto' as const }

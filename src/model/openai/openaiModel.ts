@@ -89,6 +89,7 @@ export function createOpenAIModel(options: OpenAIModelOptions = {}): AgentModel 
     name: options.name ?? `openai:${model}`,
     ...adapterProvenance(options, DEFAULT_SYSTEM_PROMPT),
     reservation,
+    window: { maxPromptTokens, maxToolResultBytes },
     async decide(request: ModelRequest): Promise<ModelReplyWithVersion> {
       const transcript = await request.transcript();
       const body: ChatCompletionCreateParamsNonStreaming = {
@@ -96,7 +97,12 @@ export function createOpenAIModel(options: OpenAIModelOptions = {}): AgentModel 
         messages: buildMessages(transcript, request.principal, {
           systemPrompt: options.systemPrompt,
           maxToolResultBytes,
-          compaction: { maxTokens: maxPromptTokens, maxToolResultBytes, level: request.compaction?.level ?? 0 },
+          compaction: {
+            maxTokens: maxPromptTokens,
+            maxToolResultBytes,
+            level: request.compaction?.level ?? 0,
+            ...(request.summary ? { summary: request.summary } : {}),
+          },
         }),
         ...(request.tools.length > 0 ? { tools: toolDefinitions(request.tools, options.strictTools ?? true) } : {}),
         [maxTokensField]: maxTokens,

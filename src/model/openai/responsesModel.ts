@@ -89,6 +89,7 @@ export function createOpenAIResponsesModel(options: OpenAIResponsesModelOptions 
     name: options.name ?? `openai-responses:${model}`,
     ...adapterProvenance(options, DEFAULT_SYSTEM_PROMPT),
     reservation,
+    window: { maxPromptTokens, maxToolResultBytes },
     async decide(request: ModelRequest): Promise<ModelReplyWithVersion> {
       const transcript = await request.transcript();
       const tools = responsesTools(request.tools, options.strictTools ?? true);
@@ -97,7 +98,12 @@ export function createOpenAIResponsesModel(options: OpenAIResponsesModelOptions 
         input: buildInput(transcript, request.principal, {
           systemPrompt: options.systemPrompt,
           maxToolResultBytes,
-          compaction: { maxTokens: maxPromptTokens, maxToolResultBytes, level: request.compaction?.level ?? 0 },
+          compaction: {
+            maxTokens: maxPromptTokens,
+            maxToolResultBytes,
+            level: request.compaction?.level ?? 0,
+            ...(request.summary ? { summary: request.summary } : {}),
+          },
           ...(carry ? { reasoningOf: (turn: number) => carry.of(request.taskId, turn) } : {}),
         }),
         // The host owns the conversation: nothing is kept at the provider, nothing is chained by response id.

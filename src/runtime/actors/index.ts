@@ -10,6 +10,7 @@ import { modelActor } from './model.js';
 import { readsActor } from './reads.js';
 import { recheckActor } from './recheck.js';
 import { writeActor } from './write.js';
+import { summariseActor } from './summarise.js';
 
 export { toModelEvent } from './model.js';
 
@@ -22,6 +23,7 @@ export function createRuntimeActors(host: ActorHost) {
     [ACTORS.reads]: readsActor(host),
     [ACTORS.write]: writeActor(host),
     [ACTORS.lookup]: lookupActor(host),
+    [ACTORS.summarise]: summariseActor(host),
   };
 }
 

@@ -23,6 +23,7 @@ import { canProposePlan } from '../../../machines/lib/plan.js';
 import { PLAN_TOOL } from '../../../machines/plans.js';
 import { PLAN_TOOL_DEFINITION, decisionTools } from '../hostTools.js';
 import { DECISION_TOOL } from '../../../machines/workflows.js';
+import { hostFacts, summaryNote } from '../../model/compactionFacts.js';
 
 export function modelActor(host: ActorHost) {
   const { clock } = host;
@@ -32,6 +33,11 @@ export function modelActor(host: ActorHost) {
     // loop between turns, so a task whose tools and model answer at once cannot starve other work.
     await task.barrier();
     const context = task.context();
+    // The chart compacted the conversation: its summary and the host's facts stand for the older entries.
+    const stored = context.compaction.summary;
+    const summary = stored
+      ? { throughIndex: stored.throughIndex, text: summaryNote(stored, hostFacts(context)) }
+      : undefined;
     let retriesUsed = 0;
     // Set once the provider refused the prompt as too long: the turn is asked once more, compacted harder.
     let compaction: ModelCompaction | undefined;
@@ -60,6 +66,7 @@ export function modelActor(host: ActorHost) {
               transcript: () => task.transcript(),
               signal: s,
               ...(compaction ? { compaction: { level: compaction.level } } : {}),
+              ...(summary ? { summary } : {}),
               ...(live ? { onText: live.push, onCallText: live.call } : {}),
             })
             .then(
