@@ -1,3 +1,4 @@
+import { NO_COMPACTION } from '../machines/compactions.js';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -126,6 +127,8 @@ describe('migration of older envelopes', () => {
     expect(context).toMatchObject({ compensable: [], unwinding: null, away: null, succeeded: [], offered: null });
     // Sub-tasks (schema defaults, no version bump): every tool, no parent, no children.
     expect(context).toMatchObject({ tools: null, parent: null, subtasks: [] });
+    // Compaction as a chart state (schema default): no threshold, no summary; it compacts only after a refusal.
+    expect(context.compaction).toEqual(NO_COMPACTION);
     const {
       writtenKeys: _w,
       mandate: _m,
@@ -154,6 +157,7 @@ describe('migration of older envelopes', () => {
       parent: _parent,
       subtasks: _subtasks,
       forkedFrom: _forkedFrom,
+      compaction: _compaction,
       ...rest
     } = migrated;
     const {
