@@ -127,21 +127,24 @@ describe('inspection stream', () => {
       return { transitions, values };
     }
 
-    it('a schema refusal: in vetting.checkingSchema, by not doArgumentsMatchSchema', async () => {
+    it('a schema refusal: in vetting.judging, by not doArgumentsMatchSchema', async () => {
       const { transitions } = await transitionsOf(
         [reply.call('find_available_rooms', { ...MEETING, attendees: 'three' }), reply.answer('x')],
         E17,
       );
-      expect(transitions).toContain('agent.vetting.checkingSchema [not doArgumentsMatchSchema] / refuseForSchema');
+      expect(transitions).toContain('agent.vetting.judging [not doArgumentsMatchSchema] / refuseForSchema');
     });
 
-    it('a permission refusal for a missing scope: in vetting.checkingPermission, by not hasScopesForTool', async () => {
+    it('a permission refusal for a missing scope: after its asynchronous validation, by not hasScopesForTool', async () => {
       const reader = { userId: 'E18', tenantId: 'acme', scopes: ['rooms:read'] };
       const { transitions } = await transitionsOf(
         [reply.call('reserve_room', reserveArgs()), reply.answer('x')],
         reader,
       );
-      expect(transitions).toContain('agent.vetting.checkingPermission [not hasScopesForTool] / refuseForPermission');
+      // reserve_room's business validation is asynchronous: its answer is judged by the rest of the gates.
+      expect(transitions).toContain(
+        'agent.vetting.validating [not hasScopesForTool] / passBusiness, refuseForPermission',
+      );
     });
 
     it('a permission refusal of the resource: the vetting.authorizing state, by not isAuthorized', async () => {
