@@ -76,7 +76,8 @@ describe('inspection stream', () => {
     );
     // The snapshots walk the conflict path and end in done, with the context's headline.
     const values = task.filter((m) => m.type === '@xstate.snapshot').map((m) => JSON.stringify(m.snapshot!.value));
-    const search = ['"thinking"', '{"vetting":"validating"}', '{"executing":"reading"}'];
+    // The search's hooks answer at once (`hooks: 'sync'`): judged in one step, the task rests next in `reading`.
+    const search = ['"thinking"', '{"executing":"reading"}'];
     // Right before the write, its hooks are asked again (`executing.rechecking.hooks`).
     const reserve = [
       '"thinking"',
@@ -99,7 +100,7 @@ describe('inspection stream', () => {
     const children = messages
       .filter((m) => m.taskId === 'conflict-1' && m.type === '@xstate.actor' && !m.root)
       .map((m) => m.actorId);
-    const searching = ['model', 'validate', 'reads'];
+    const searching = ['model', 'reads'];
     const reserving = ['model', 'validate', 'authorize', 'recheck', 'write'];
     expect(children).toEqual([...searching, ...reserving, ...searching, ...reserving, 'model']);
     // Compact: no message carries a snapshot's actor refs or the machine.
