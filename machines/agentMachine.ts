@@ -3,7 +3,8 @@
  * `model.*` event); the host's rules are the named guards below; tools run as invoked actors the runtime provides.
  *
  * Every gate is visible here by name: (a) protocol as guards on the model's proposal; (b) schema, the user's
- * mandate, (c) business validation and (d) permission as the states of `vetting` (one call at a time); (e) budget
+ * mandate, (c) business validation and (d) permission as one ordered list of guards of `vetting.judging` (one call
+ * at a time, `chart/vetting.ts`; a tool's asynchronous hook in its own invoked state); (e) budget
  * and (f) confirmation (by the user, or by approvers) as guards of `executing.selecting`. Right before a write runs,
  * `executing.rechecking` asks all of them again on the exact arguments. Every stop that did not meet the goal passes
  * through `stopping`, where the writes the task made are undone (compensated) first when the policy says so, by
@@ -13,17 +14,18 @@
  */
 import { and, not, or } from 'xstate';
 import { agentSetup } from './agentSetup.js';
-import { checkInput, modelInput, summariseInput } from './lib/inputs.js';
+import { modelInput, summariseInput } from './lib/inputs.js';
 import { TAGS } from './tags.js';
 import { type Toolkit, emptyToolkit } from './toolkit.js';
 import { initialContext } from './steps/turn.js';
 import { executingState } from './chart/executing.js';
+import { vettingState } from './chart/vetting.js';
 import { pausedState } from './chart/paused.js';
 import { awaitingPlanApproval, planProposed } from './chart/planning.js';
 import { decided, followingState } from './chart/workflow.js';
 
 /** Bumped whenever a change makes old snapshots unsafe to restore; stored in every persisted envelope. */
-export const AGENT_MACHINE_VERSION = 'agent/7';
+export const AGENT_MACHINE_VERSION = 'agent/8';
 
 /**
  * The agent chart for the host's tools: the gates read the tools' current definitions, hashing uses the injected
@@ -154,103 +156,7 @@ export function createAgentMachine(toolkit: Toolkit) {
           { target: 'stopping', actions: 'stopForProtocolError' },
         ],
       },
-      vetting: {
-        description:
-          'Gates (b) schema, mandate, (c) business validation and (d) permission, one call at a time (batch.current).',
-        initial: 'choosing',
-        states: {
-          choosing: {
-            description: 'The next call to vet; once all are judged, a repeat with nothing new observed is a loop.',
-            always: [
-              {
-                guard: and(['isEveryCallVetted', 'isRepeatingWithoutNewObservation']),
-                target: '#agent.stopping',
-                actions: 'stopForLoop',
-              },
-              { guard: 'isEveryCallVetted', target: '#agent.executing', actions: 'finishVetting' },
-              { target: 'checkingSchema', actions: 'takeNextCall' },
-            ],
-          },
-          checkingSchema: {
-            description:
-              "Gate (b): the tool must be offered in this step (the host's offer rule), and its input schema must accept the arguments as they are.",
-            tags: [TAGS.gate],
-            always: [
-              { guard: not('isToolOffered'), target: 'choosing', actions: 'refuseNotOffered' },
-              { guard: not('doArgumentsMatchSchema'), target: 'choosing', actions: 'refuseForSchema' },
-              { guard: 'isSubtaskCall', target: 'checkingSubtask', actions: 'acceptArguments' },
-              { target: 'checkingMandate', actions: 'acceptArguments' },
-            ],
-          },
-          checkingSubtask: {
-            description:
-              "A sub-task tool's call: the child it would start must stay within this task: its tools a subset of this task's, its mandate no wider, its share of the budgets within what is left.",
-            tags: [TAGS.gate],
-            always: [
-              { guard: not('areSubtaskToolsWithinParent'), target: 'choosing', actions: 'refuseSubtask' },
-              { guard: not('isSubtaskMandateNarrower'), target: 'choosing', actions: 'refuseSubtask' },
-              { guard: not('isSubtaskShareWithinBudget'), target: 'choosing', actions: 'refuseSubtask' },
-              { target: 'checkingMandate' },
-            ],
-          },
-          checkingMandate: {
-            description:
-              "The arguments must fit what the user asked for (the task's mandate); a call denied before stops the task.",
-            tags: [TAGS.gate],
-            always: [
-              {
-                guard: and(['isRepeatOfDeniedCall', 'stopsOnRepeatedDenial']),
-                target: '#agent.stopping',
-                actions: 'stopForRepeatedDenial',
-              },
-              { guard: not('isWithinMandate'), target: 'choosing', actions: 'refuseForMandate' },
-              { guard: 'hasBusinessRules', target: 'validating', actions: 'passMandate' },
-              { target: 'checkingPermission', actions: ['passMandate', 'passWithoutBusinessRules'] },
-            ],
-          },
-          validating: {
-            description: "Gate (c): the tool's business validation (time order, capacity, refundable amount...).",
-            tags: [TAGS.gate],
-            entry: 'noteBusinessCheck',
-            invoke: {
-              id: 'validate',
-              src: 'validateCall',
-              input: checkInput,
-              onDone: [
-                { guard: not('isBusinessValid'), target: 'choosing', actions: 'refuseForBusiness' },
-                { target: 'checkingPermission', actions: 'passBusiness' },
-              ],
-              onError: { target: '#agent.stopping', actions: 'stopForInternalError' },
-            },
-          },
-          checkingPermission: {
-            description: 'Gate (d): the trusted principal must hold every scope the tool requires.',
-            tags: [TAGS.gate],
-            always: [
-              { guard: not('hasScopesForTool'), target: 'choosing', actions: 'refuseForPermission' },
-              { guard: 'hasResourcePolicy', target: 'authorizing' },
-              { guard: not('isConfirmationRuleSound'), target: 'choosing', actions: 'refuseForConfirmationRule' },
-              { target: 'choosing', actions: 'admitCall' },
-            ],
-          },
-          authorizing: {
-            description: "Gate (d): the tool's resource-level permission for these arguments (e.g. executive rooms).",
-            tags: [TAGS.gate],
-            entry: 'notePermissionCheck',
-            invoke: {
-              id: 'authorize',
-              src: 'authorizeCall',
-              input: checkInput,
-              onDone: [
-                { guard: not('isAuthorized'), target: 'choosing', actions: 'refuseForPermission' },
-                { guard: not('isConfirmationRuleSound'), target: 'choosing', actions: 'refuseForConfirmationRule' },
-                { target: 'choosing', actions: 'admitCall' },
-              ],
-              onError: { target: '#agent.stopping', actions: 'stopForInternalError' },
-            },
-          },
-        },
-      },
+      vetting: vettingState,
       executing: executingState,
       awaitingPlanApproval,
       awaitingUser: {

@@ -168,7 +168,15 @@ export type ModelEvent = z.infer<typeof modelEventSchema>;
 export type HostEvent = z.infer<typeof hostEventSchema>;
 export type ProposedCall = z.infer<typeof proposedCallSchema>;
 export type SubtaskFinished = z.infer<typeof subtaskFinishedSchema>;
-export type AgentEvent = ModelEvent | HostEvent | SubtaskFinished;
+/**
+ * Sent by the runtime alone, never by a host: a task restored into a state that decides at once (an eventless state,
+ * e.g. `vetting.judging` after a migration) takes its decision on it. No state handles it.
+ */
+export interface TaskRestored {
+  type: 'task.restored';
+  at: number;
+}
+export type AgentEvent = ModelEvent | HostEvent | SubtaskFinished | TaskRestored;
 export type HostEventOf<T extends HostEvent['type']> = Extract<HostEvent, { type: T }>;
 
 /** Event types the host API may forward to a task. Everything else is refused at the API edge. */

@@ -8,7 +8,8 @@
  * called.
  */
 import type { z } from 'zod';
-import type { Effect, Json, Mandate, Principal, RiskClass } from './context.js';
+import type { CallRef, CheckVerdict } from './actors.js';
+import type { AgentContext, Effect, Json, Mandate, Principal, RiskClass } from './context.js';
 import type { WorkflowDefinition } from './workflows.js';
 
 /**
@@ -89,10 +90,18 @@ export interface ToolRules<I = any> {
   parseOutput?: (value: unknown, task: TaskRef) => ParseAnswer;
   /** The permission gate: the task's principal must hold every one. */
   scopes: readonly string[];
-  /** The tool has business validation: its calls go through `vetting.validating`. */
+  /** The tool has business validation: asked by `validateNow` when synchronous, else in `vetting.validating`. */
   validates: boolean;
-  /** The tool has a resource-level permission check: its calls go through `vetting.authorizing`. */
+  /** The tool has a resource-level permission check: `authorizeNow` when synchronous, else `vetting.authorizing`. */
   authorizes: boolean;
+  /**
+   * The tool's business validation, declared synchronous by the host (`hooks: 'sync'`): the gate's guard asks it
+   * itself, in the step that judges the call (no invoked state, no timer). Host code the runtime provides: it never
+   * throws (a hook that throws or answers with a promise is a refusal, `unavailable`). Absent: asynchronous, or none.
+   */
+  validateNow?: SyncCheck;
+  /** The tool's resource-level permission, declared synchronous (`hooks: 'sync'`); as `validateNow`. */
+  authorizeNow?: SyncCheck;
   confirm?: ConfirmationRule<I>;
   confirmation?: ConfirmationPolicy;
   /** The design sources' risk class (`read_only` for reads; `writable` by default for writes). */
@@ -174,6 +183,9 @@ export interface OfferFacts {
  * (`not_offered`). A rule that throws or returns something else offers nothing (the model can only answer).
  */
 export type OfferRule = (facts: Readonly<OfferFacts>) => readonly string[];
+
+/** A synchronous host hook of one call, for the task whose context it is: its verdict, never a throw. */
+export type SyncCheck = (call: CallRef, context: AgentContext) => CheckVerdict;
 
 export interface Toolkit {
   /** The installed tool of that name, or undefined. */

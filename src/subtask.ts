@@ -1,7 +1,7 @@
 /**
  * Sub-tasks: a host-declared tool whose call starts a child task with a narrower mandate, a share of the parent's
  * budgets and a subset of its tools. The model proposes a call of it like any tool, and the call passes the same gates
- * (schema, mandate, permission, budget, confirmation); the chart's `checkingSubtask` state adds three: the child's
+ * (schema, mandate, permission, budget, confirmation); the chart's `vetting.judging` adds three guards: the child's
  * tools within the parent's, its mandate no wider, its share within what is left. The orchestrator starts the child
  * (a real task, same principal, its id derived from the parent's id and the call's key: a start sent again finds it),
  * the parent waits (persisted, `waiting_for_subtask`), and the child's outcome comes back as the call's result.
@@ -134,7 +134,7 @@ export function defineSubtask<I, T = unknown>(definition: SubtaskDefinition<I, T
     ...(definition.version !== undefined ? { version: definition.version } : {}),
     // Starting the same child twice finds the first: the child's id comes from the parent's id and this key.
     sameKeyRetrySafe: true,
-    // The mandate gate: the child's mandate must be no wider than the parent's (the same check as checkingSubtask).
+    // The mandate gate: the child's mandate must be no wider than the parent's (the same check as isSubtaskMandateNarrower).
     mandate: (args, parent) => {
       const verdict = childMandate(definition, args, parent);
       return verdict.ok ? { ok: true } : { ok: false, code: verdict.code, summary: verdict.summary };

@@ -91,6 +91,14 @@ export function defineTool(tool: Tool): Tool {
         fail(`sensitive argument ${JSON.stringify(path)} names no field of the input schema`);
     }
   }
+  if (tool.hooks !== undefined && tool.hooks !== 'sync' && tool.hooks !== 'async')
+    fail(`hooks must be 'sync' or 'async' (the default)`);
+  for (const hook of ['validate', 'authorize'] as const) {
+    const run = tool[hook] as unknown;
+    if (run !== undefined && typeof run !== 'function') fail(`${hook} must be a function (args, ctx) => verdict`);
+    if (tool.hooks === 'sync' && typeof run === 'function' && run.constructor?.name === 'AsyncFunction')
+      fail(`${hook} is an async function but the tool declares hooks: 'sync'; make it synchronous or drop the flag`);
+  }
   if (tool.mandate !== undefined && typeof tool.mandate !== 'function')
     fail('mandate must be a function (args, mandate) => verdict; see defineMandate');
   if (typeof tool.mandate === 'function' && tool.mandate.constructor?.name === 'AsyncFunction')

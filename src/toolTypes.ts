@@ -154,6 +154,14 @@ interface ToolBase<I, O> {
   validate?: (args: I, ctx: ValidationContext) => ValidationResult | Promise<ValidationResult>;
   /** Resource-level permission beyond scopes (e.g. executive rooms). Runs after business validation. */
   authorize?: (args: I, ctx: ValidationContext) => ValidationResult | Promise<ValidationResult>;
+  /**
+   * How `validate` and `authorize` answer. `'sync'`: at once, with no I/O (they must not be `async` functions nor
+   * return a promise): the gate's guard asks them itself, in the step that judges the call, with no invoked state and
+   * no timer (`ctx.signal` never aborts); a hook that throws, or returns a promise after all, refuses the call
+   * (`unavailable`). `'async'` (the default): each runs in its own invoked state (`vetting.validating`,
+   * `vetting.authorizing`) under `timeoutMs`. Either way they are asked again right before a write.
+   */
+  hooks?: 'sync' | 'async';
   /** Arguments as recorded in the audit trail; default: as they are. */
   redact?: (args: I) => Json;
   /**

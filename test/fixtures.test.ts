@@ -102,10 +102,10 @@ function rawFixture(name: string, version: string): Raw {
 }
 
 describe('migration of older envelopes', () => {
-  it('brings an agent/1 envelope to agent/7 on read: the fields each version added, nothing else', async () => {
+  it('brings an agent/1 envelope to agent/8 on read: the fields each version added, nothing else', async () => {
     const { store, taskId, fixture } = storeWith('done-booking');
     const loaded = await store.load(taskId);
-    expect(loaded?.machineVersion).toBe('agent/7');
+    expect(loaded?.machineVersion).toBe('agent/8');
     const context = loaded!.snapshot.context;
     // agent/2 added writtenKeys; agent/4 a mandate, the waits' fields, denials, money and the new policy fields.
     expect(context).toMatchObject({
@@ -286,7 +286,7 @@ describe('migration of agent/5 tasks in flight to agent/6', () => {
     const waiting = await h.orchestrator.status(taskId);
     expect(waiting.pendingConfirmation).toMatchObject({ reasons: ['tool_rule'], risk: 'writable' });
     const loaded = (await store.load(taskId))!;
-    expect(loaded.machineVersion).toBe('agent/7');
+    expect(loaded.machineVersion).toBe('agent/8');
     expect(loaded.snapshot.context.policy).toMatchObject({
       unconfirmedMoneyUpTo: 0,
       ruleOfTwo: 'confirm',
@@ -536,6 +536,37 @@ describe('broken envelopes', () => {
     expect(report.resumed).toEqual([]);
     const listedRunning = (await store.list({ states: ['running'] })).some((s) => s.taskId === taskId);
     expect(report.quarantined).toEqual(listedRunning ? [{ taskId, reason: expect.stringMatching(reason) }] : []);
+  });
+});
+
+describe('an agent/7 task stored mid-vetting, in a state agent/8 removed', () => {
+  // Made from agent/7's own snapshot of the booking in `vetting.checkingPermission` (the reservation had passed the
+  // schema, the mandate and business validation): agent/8 judges a call's synchronous gates in `vetting.judging`.
+  it('is placed in vetting.judging and the call judged again from the first gate; booked once, done', async () => {
+    const { store, taskId, fixture } = storeWith('mid-vetting', 'agent-7');
+    const loaded = (await store.load(taskId))!;
+    expect(loaded.machineVersion).toBe('agent/8');
+    expect(loaded.snapshot.value).toEqual({ vetting: 'judging' });
+    expect(loaded.snapshot.context.batch?.current).toBeNull();
+    const bookings = new BookingService();
+    const h = harness({ store, bookings, script: bookingScript(), clock: new ManualClock(DEMO_NOW) });
+    await h.orchestrator.resume(taskId);
+    const status = await h.orchestrator.settled(taskId);
+    expect(status).toMatchObject({ state: 'done', outcome: { reason: { code: 'goal_met' } } });
+    expect(bookings.bookings).toHaveLength(1);
+    const audit = (await h.orchestrator.audit(taskId)) as AuditEntry[];
+    const gates = audit.flatMap((e) => (e.kind === 'gate' && e.tool === 'reserve_room' ? [e] : []));
+    const after = gates.filter((e) => audit.indexOf(e) >= fixture.audit.length);
+    // Judged again on its validated arguments (the same hash): every gate passes, once more, then it runs once.
+    expect(after.slice(0, 4).map((e) => `${e.gate}:${e.decision}`)).toEqual([
+      'schema:pass',
+      'mandate:pass',
+      'business:pass',
+      'permission:pass',
+    ]);
+    const hashes = new Set(gates.map((e) => e.argsHash));
+    expect(hashes.size).toBe(1);
+    expect(audit.filter((e) => e.kind === 'tool_started' && e.tool === 'reserve_room')).toHaveLength(1);
   });
 });
 

@@ -293,12 +293,34 @@ describe('vetting guards', () => {
     );
   });
 
-  it('asks for business rules and resource permission only when the tool declares them', () => {
+  it('runs business rules and resource permission in their states only when the tool declares them asynchronous', () => {
     const ctx = vetting({ room_id: 'R7', attendees: 3 });
-    expect(guards.hasBusinessRules(ctx, tick, toolkit(rules({ validates: true })))).toBe(true);
-    expect(guards.hasBusinessRules(ctx, tick, toolkit(rules({ validates: false })))).toBe(false);
-    expect(guards.hasResourcePolicy(ctx, tick, toolkit(rules({ authorizes: true })))).toBe(true);
-    expect(guards.hasResourcePolicy(ctx, tick, toolkit(undefined))).toBe(false);
+    const yes = () => ({ ok: true }) as const;
+    expect(guards.hasAsyncBusinessRules(ctx, tick, toolkit(rules({ validates: true })))).toBe(true);
+    expect(guards.hasAsyncBusinessRules(ctx, tick, toolkit(rules({ validates: false })))).toBe(false);
+    expect(guards.hasAsyncBusinessRules(ctx, tick, toolkit(rules({ validates: true, validateNow: yes })))).toBe(false);
+    expect(guards.hasAsyncResourcePolicy(ctx, tick, toolkit(rules({ authorizes: true })))).toBe(true);
+    expect(guards.hasAsyncResourcePolicy(ctx, tick, toolkit(rules({ authorizes: true, authorizeNow: yes })))).toBe(
+      false,
+    );
+    expect(guards.hasAsyncResourcePolicy(ctx, tick, toolkit(undefined))).toBe(false);
+  });
+
+  it.each([
+    ['validateNow', 'isBusinessValid'],
+    ['authorizeNow', 'isAuthorized'],
+  ] as const)('asks a synchronous hook (%s) itself: %s', (hook, name) => {
+    const ctx = vetting({ room_id: 'R7', attendees: 3 });
+    let asked = 0;
+    const no = () => {
+      asked++;
+      return { ok: false, code: 'capacity_exceeded', summary: 'seats 4' } as const;
+    };
+    expect(guards[name](ctx, tick, toolkit(rules({ [hook]: () => ({ ok: true }) })))).toBe(true);
+    expect(guards[name](ctx, tick, toolkit(rules({ [hook]: no })))).toBe(false);
+    // Without a hook the gate passes.
+    expect(guards[name](ctx, tick, toolkit(rules({})))).toBe(true);
+    expect(asked).toBe(1);
   });
 
   it.each([
@@ -308,7 +330,7 @@ describe('vetting guards', () => {
     ['authorize', 'isAuthorized', { ok: false, code: 'permission_denied', summary: 'executive' }, false],
   ] as const)('%s verdict → %s is %s', (id, name, verdict, expected) => {
     const done = { type: `xstate.done.actor.${id}`, output: { at: T0, verdict, durationMs: 1 } } as MachineEvent;
-    expect(guards[name](vetting({}), done)).toBe(expected);
+    expect(guards[name](vetting({}), done, toolkit(undefined))).toBe(expected);
   });
 });
 

@@ -76,7 +76,8 @@ describe('inspection stream', () => {
     );
     // The snapshots walk the conflict path and end in done, with the context's headline.
     const values = task.filter((m) => m.type === '@xstate.snapshot').map((m) => JSON.stringify(m.snapshot!.value));
-    const search = ['"thinking"', '{"vetting":"validating"}', '{"executing":"reading"}'];
+    // The search's hooks answer at once (`hooks: 'sync'`): judged in one step, the task rests next in `reading`.
+    const search = ['"thinking"', '{"executing":"reading"}'];
     // Right before the write, its hooks are asked again (`executing.rechecking.hooks`).
     const reserve = [
       '"thinking"',
@@ -99,7 +100,7 @@ describe('inspection stream', () => {
     const children = messages
       .filter((m) => m.taskId === 'conflict-1' && m.type === '@xstate.actor' && !m.root)
       .map((m) => m.actorId);
-    const searching = ['model', 'validate', 'reads'];
+    const searching = ['model', 'reads'];
     const reserving = ['model', 'validate', 'authorize', 'recheck', 'write'];
     expect(children).toEqual([...searching, ...reserving, ...searching, ...reserving, 'model']);
     // Compact: no message carries a snapshot's actor refs or the machine.
@@ -127,21 +128,24 @@ describe('inspection stream', () => {
       return { transitions, values };
     }
 
-    it('a schema refusal: in vetting.checkingSchema, by not doArgumentsMatchSchema', async () => {
+    it('a schema refusal: in vetting.judging, by not doArgumentsMatchSchema', async () => {
       const { transitions } = await transitionsOf(
         [reply.call('find_available_rooms', { ...MEETING, attendees: 'three' }), reply.answer('x')],
         E17,
       );
-      expect(transitions).toContain('agent.vetting.checkingSchema [not doArgumentsMatchSchema] / refuseForSchema');
+      expect(transitions).toContain('agent.vetting.judging [not doArgumentsMatchSchema] / refuseForSchema');
     });
 
-    it('a permission refusal for a missing scope: in vetting.checkingPermission, by not hasScopesForTool', async () => {
+    it('a permission refusal for a missing scope: after its asynchronous validation, by not hasScopesForTool', async () => {
       const reader = { userId: 'E18', tenantId: 'acme', scopes: ['rooms:read'] };
       const { transitions } = await transitionsOf(
         [reply.call('reserve_room', reserveArgs()), reply.answer('x')],
         reader,
       );
-      expect(transitions).toContain('agent.vetting.checkingPermission [not hasScopesForTool] / refuseForPermission');
+      // reserve_room's business validation is asynchronous: its answer is judged by the rest of the gates.
+      expect(transitions).toContain(
+        'agent.vetting.validating [not hasScopesForTool] / passBusiness, refuseForPermission',
+      );
     });
 
     it('a permission refusal of the resource: the vetting.authorizing state, by not isAuthorized', async () => {

@@ -2,7 +2,7 @@
  * The chart the Stately inspector draws is the definition it receives in the root actor's `@xstate.actor` frame.
  * Every transition that has a guard in the machine's config must keep one there, by name: a composed guard
  * (`not(...)`, `and([...])`, `or([...])`) is a function, and a definition that drops it draws a refusal branch such
- * as `checkingPermission`'s as unconditional.
+ * as `vetting.judging`'s scope refusal as unconditional.
  */
 import { and, not, or } from 'xstate';
 import { describe, expect, it } from 'vitest';
@@ -49,9 +49,9 @@ describe('the definition the Stately inspector receives', () => {
     expect(sites.length).toBeGreaterThanOrEqual(67);
     expect(unnamed).toEqual([]);
 
-    // checkingPermission's refusal reads as the chart spells it.
+    // The scope refusal in vetting's ordered gates reads as the chart spells it.
     const vetting = (definition as { states: Record<string, { states: Record<string, { always?: unknown }> }> }).states
-      .vetting!.states.checkingPermission!;
+      .vetting!.states.judging!;
     expect(JSON.stringify(vetting)).toContain('"guard":"not(hasScopesForTool)"');
   });
 

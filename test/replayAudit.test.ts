@@ -126,30 +126,24 @@ describe('replayAudit', () => {
     ]);
     // get_order declares no business rules, and checks the order's tenant (resource permission); 999.00 is outside
     // the mandate (at most 199.00); refund_order validates the amount.
+    // One state judges a call's synchronous gates; only an asynchronous hook leaves it (and comes back to it).
     const vetting = (...states: string[]) => [
-      'vetting.choosing',
-      'vetting.checkingSchema',
-      'vetting.checkingMandate',
+      'vetting.judging',
       ...states.map((s) => `vetting.${s}`),
-      'vetting.choosing',
+      'vetting.judging',
     ];
     expect(at.visited).toEqual([
       ...[
         'deciding',
         'thinking',
-        ...vetting('checkingPermission', 'authorizing'),
+        ...vetting('authorizing'),
         'executing.selecting',
         'executing.reading',
         'executing.selecting',
       ],
+      // The refusal at the mandate is a transition of vetting.judging to itself.
       ...['deciding', 'thinking', ...vetting(), 'executing.selecting'],
-      ...[
-        'deciding',
-        'thinking',
-        ...vetting('validating', 'checkingPermission'),
-        'executing.selecting',
-        'executing.awaitingConfirmation',
-      ],
+      ...['deciding', 'thinking', ...vetting('validating'), 'executing.selecting', 'executing.awaitingConfirmation'],
     ]);
   });
 

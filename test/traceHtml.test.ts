@@ -16,7 +16,7 @@ describe('renderTraceHtml', () => {
     const html = renderTraceHtml({ status, audit });
     expect(classesOf(html, 'deciding')).toBe('state visited');
     expect(classesOf(html, 'vetting')).toBe('compound visited');
-    for (const gate of ['checkingSchema', 'validating', 'checkingPermission', 'authorizing'])
+    for (const gate of ['judging', 'validating', 'authorizing'])
       expect(classesOf(html, `vetting_${gate}`), gate).toBe('state visited');
     expect(classesOf(html, 'executing')).toBe('compound visited');
     expect(classesOf(html, 'executing_selecting')).toBe('state visited');
@@ -39,9 +39,9 @@ describe('renderTraceHtml', () => {
         'deciding → thinking',
         'thinking → vetting',
         // The executive room: refused in authorizing; six people in a room for four: refused in validating.
-        'vetting.authorizing → vetting.choosing',
-        'vetting.validating → vetting.choosing',
-        'vetting.choosing → executing',
+        'vetting.authorizing → vetting.judging',
+        'vetting.validating → vetting.judging',
+        'vetting.judging → executing',
         'executing.selecting → deciding',
       ]),
     );

@@ -89,25 +89,25 @@ describe('visualizations', () => {
     expect(mermaid).toContain('[needsConfirmation and not isConfirmedForExactArguments]');
   });
 
-  it('shows each gate where it refuses: schema, mandate and scopes as guards, business and resource permission as states', () => {
+  it('shows each gate where it refuses: one ordered list of guards, asynchronous business and resource permission as states', () => {
     const mermaid = generated['agentMachine.mmd']!;
     expect(mermaid).toContain(
-      'vetting_checkingSchema --> vetting_choosing: always [not doArgumentsMatchSchema] / refuseForSchema',
+      'vetting_judging --> vetting_judging: always [not doArgumentsMatchSchema] / refuseForSchema',
     );
     expect(mermaid).toContain(
-      'vetting_checkingMandate --> vetting_choosing: always [not isWithinMandate] / refuseForMandate',
+      'vetting_judging --> vetting_judging: always [not isWithinMandate] / acceptArguments, refuseForMandate',
     );
     expect(mermaid).toContain(
-      'vetting_checkingMandate --> stopping: always [isRepeatOfDeniedCall and stopsOnRepeatedDenial] / stopForRepeatedDenial',
+      'vetting_judging --> stopping: always [isRepeatOfDeniedCall and stopsOnRepeatedDenial] / acceptArguments, stopForRepeatedDenial',
     );
     expect(mermaid).toContain(
-      'vetting_validating --> vetting_choosing: xstate.done.actor.validate [not isBusinessValid] / refuseForBusiness',
+      'vetting_validating --> vetting_judging: xstate.done.actor.validate [not isBusinessValid] / refuseForBusiness',
     );
     expect(mermaid).toContain(
-      'vetting_checkingPermission --> vetting_choosing: always [not hasScopesForTool] / refuseForPermission',
+      'vetting_judging --> vetting_judging: always [not hasScopesForTool] / acceptArguments, passMandate, passBusiness, refuseForPermission',
     );
     expect(mermaid).toContain(
-      'vetting_authorizing --> vetting_choosing: xstate.done.actor.authorize [not isAuthorized] / refuseForPermission',
+      'vetting_authorizing --> vetting_judging: xstate.done.actor.authorize [not isAuthorized] / refuseForPermission',
     );
     expect(mermaid).toContain(
       'executing_awaitingConfirmation --> executing_awaitingConfirmation: user.confirmed [not (isFromConfirmingUser and isNotSelfApproval and holdsApproverScope and isFirstDecisionOfApprover)] / refuseConfirmation (stays)',

@@ -64,6 +64,8 @@ export function findAvailableRooms(
         return { ok: false, code: 'projector_required', summary: 'the user needs a projector' };
       return { ok: true };
     }),
+    // The time order needs no I/O: asked by the gate's guard itself, in the step that judges the call.
+    hooks: 'sync',
     validate: (args) =>
       Date.parse(args.start_at) < Date.parse(args.end_at)
         ? { ok: true }

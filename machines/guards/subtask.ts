@@ -5,19 +5,20 @@
  */
 import { outputOf } from '../actors.js';
 import { currentCall } from '../lib/batch.js';
+import { judgedCall, pendingCall } from '../lib/judged.js';
 import { isSubtaskTool, subtaskProblem } from '../lib/subtask.js';
 import { timeOf } from '../journal.js';
 import { type Guard, eventOf } from './guard.js';
 
 const problemOf: (...args: Parameters<Guard>) => ReturnType<typeof subtaskProblem> = (context, event, toolkit) => {
-  const call = currentCall(context.batch);
+  const call = judgedCall(context, toolkit);
   return call ? subtaskProblem(context, call, toolkit, timeOf(context, event)) : null;
 };
 
 export const subtaskGuards = {
   /** The call being judged or run is a call of a sub-task tool (`defineSubtask`). */
   isSubtaskCall: (context, _event, toolkit) => {
-    const call = currentCall(context.batch);
+    const call = pendingCall(context);
     return call !== undefined && isSubtaskTool(toolkit, call.tool);
   },
 

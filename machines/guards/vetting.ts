@@ -1,12 +1,14 @@
 /**
- * Gates (b)-(d), asked of one call at a time (`batch.current`): schema, business validation, permission of the
- * trusted principal. The schema and scope checks are pure and answered here; business validation and resource
- * permission are the tool's hooks, run by the invoked `validating` and `authorizing` states and judged on their
- * done events.
+ * Gates (b)-(d), asked of one call at a time (the call being judged: `lib/judged.ts`): schema, business validation,
+ * permission of the trusted principal. The schema and scope checks are pure and answered here; business validation
+ * and resource permission are the tool's hooks: a synchronous one (`hooks: 'sync'`) is asked by the guard itself
+ * (`lib/hooks.ts`), an asynchronous one runs in the invoked `validating` or `authorizing` state and is judged on its
+ * done event.
  */
 import { outputOf } from '../actors.js';
-import { checkArguments, taskRef } from '../lib/arguments.js';
-import { callKey, currentCall } from '../lib/batch.js';
+import { isAsyncHook, syncVerdict } from '../lib/hooks.js';
+import { callKey } from '../lib/batch.js';
+import { judge, judgedCall, pendingCall } from '../lib/judged.js';
 import { isConfirmationRuleSound } from '../lib/toolRules.js';
 import type { Guard } from './guard.js';
 
@@ -24,7 +26,7 @@ export const vettingGuards = {
 
   /** The tool is offered this turn (the host's offer rule), or there is no rule; a stop's undo is the host's call. */
   isToolOffered: (context) => {
-    const call = currentCall(context.batch);
+    const call = pendingCall(context);
     // A sub-task may use only the subset of tools its parent gave it (undoing its own writes aside).
     if (
       call !== undefined &&
@@ -41,39 +43,50 @@ export const vettingGuards = {
   },
 
   /** Gate (b): the installed tool's input schema accepts the arguments as they are. */
-  doArgumentsMatchSchema: (context, _event, toolkit) => {
-    const call = currentCall(context.batch);
-    return call !== undefined && checkArguments(call.tool, toolkit.rules(call.tool), call.args, taskRef(context)).ok;
+  doArgumentsMatchSchema: (context, _event, toolkit) => judge(context, toolkit)?.schemaOk ?? false,
+
+  /** The tool's business validation answers asynchronously: gate (c) runs it in `validating`. */
+  hasAsyncBusinessRules: (context, _event, toolkit) => {
+    const call = pendingCall(context);
+    return call !== undefined && isAsyncHook(toolkit, call.tool, 'validate');
   },
 
-  /** The tool declares business validation (gate (c) then runs its hook in `validating`). */
-  hasBusinessRules: (context, _event, toolkit) => {
-    const call = currentCall(context.batch);
-    return call !== undefined && toolkit.rules(call.tool)?.validates === true;
+  /**
+   * Gate (c): the tool's business validation said `{ ok: true }`: its invoked state's answer, or its synchronous hook
+   * asked now; a tool without business rules passes.
+   */
+  isBusinessValid: (context, event, toolkit) => {
+    if (event.type === 'xstate.done.actor.validate') return outputOf(event, 'validate').verdict.ok;
+    const call = judgedCall(context, toolkit);
+    return call !== undefined && (syncVerdict(context, call, toolkit, 'validate')?.ok ?? true);
   },
-
-  /** Gate (c): the tool's business validation said `{ ok: true }`. */
-  isBusinessValid: (_context, event) => outputOf(event, 'validate').verdict.ok,
 
   /** Gate (d), scopes: the task's principal holds every scope the installed tool requires. */
   hasScopesForTool: (context, _event, toolkit) => {
-    const call = currentCall(context.batch);
+    const call = pendingCall(context);
     const rules = call && toolkit.rules(call.tool);
     return rules !== undefined && rules.scopes.every((scope) => context.principal.scopes.includes(scope));
   },
 
-  /** The tool declares a resource-level permission check (gate (d) then runs its hook in `authorizing`). */
-  hasResourcePolicy: (context, _event, toolkit) => {
-    const call = currentCall(context.batch);
-    return call !== undefined && toolkit.rules(call.tool)?.authorizes === true;
+  /** The tool's resource-level permission answers asynchronously: gate (d) runs it in `authorizing`. */
+  hasAsyncResourcePolicy: (context, _event, toolkit) => {
+    const call = pendingCall(context);
+    return call !== undefined && isAsyncHook(toolkit, call.tool, 'authorize');
   },
 
-  /** Gate (d), resource: the tool's authorization said `{ ok: true }` for these arguments and this principal. */
-  isAuthorized: (_context, event) => outputOf(event, 'authorize').verdict.ok,
+  /**
+   * Gate (d), resource: the tool's authorization said `{ ok: true }` for these arguments and this principal: its
+   * invoked state's answer, or its synchronous hook asked now; a tool without a resource policy passes.
+   */
+  isAuthorized: (context, event, toolkit) => {
+    if (event.type === 'xstate.done.actor.authorize') return outputOf(event, 'authorize').verdict.ok;
+    const call = judgedCall(context, toolkit);
+    return call !== undefined && (syncVerdict(context, call, toolkit, 'authorize')?.ok ?? true);
+  },
 
   /** The tool's confirmation rule decides something usable for these arguments (never a throw or a promise). */
   isConfirmationRuleSound: (context, _event, toolkit) => {
-    const call = currentCall(context.batch);
+    const call = judgedCall(context, toolkit);
     return call !== undefined && isConfirmationRuleSound(context, call, toolkit.rules(call.tool));
   },
 } satisfies Record<string, Guard>;

@@ -25,7 +25,7 @@ export const refuseForMandate: Step = (context, event, toolkit) => {
 /** A call the host denied (permission or mandate) was proposed again: the task stops with that denial's code. */
 export const stopForRepeatedDenial: Step = (context, event) => {
   const call = current(context);
-  const denial = earlierDenial(context);
+  const denial = earlierDenial(context, call);
   const code = denial?.code === 'outside_mandate' ? 'outside_mandate' : 'permission_denied';
   const gate = code === 'outside_mandate' ? 'mandate' : 'permission';
   const message = `${call.tool} was proposed again with the same arguments after the host denied it (${denial?.code ?? code}); a denial is final for that call`;

@@ -10,12 +10,12 @@ import { timeOf } from '../journal.js';
 import { eventOf } from '../guards/guard.js';
 import type { Step } from './step.js';
 import { learnedFrom, written } from './execution.js';
-import { refuse } from './vetting.js';
+import { current, refuse } from './vetting.js';
 import { lookupEntry } from './reconcile.js';
 
 /** The child would not stay within the parent (tools, mandate or share): refused at that gate, the model told. */
 export const refuseSubtask: Step = (context, event, toolkit) => {
-  const call = currentCall(context.batch)!;
+  const call = current(context);
   const problem = subtaskProblem(context, call, toolkit, timeOf(context, event)) ?? {
     gate: 'permission' as const,
     code: 'subtask_tools_not_permitted',

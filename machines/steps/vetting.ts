@@ -1,20 +1,23 @@
 /**
- * Vetting, one call at a time (`batch.current`): each gate's decision is audited; a refused call is finished with
- * its observation at once, a call that passes every gate is `ready` to run.
+ * Vetting, one call at a time (the call being judged: the current one, else the next still to vet): each gate's
+ * decision is audited; a refused call is finished with its observation at once, a call that passes every gate is
+ * `ready` to run. The gates of one call are one transition of `vetting.judging`: its steps run in gate order.
  */
 import type { MachineEvent } from '../actors.js';
-import type { AgentContext, CallState, GateName, Json, Principal } from '../context.js';
-import { checkArguments, copyOf, taskRef, toJson } from '../lib/arguments.js';
+import type { AgentContext, CallState, GateName, Principal } from '../context.js';
+import { checkArguments, taskRef } from '../lib/arguments.js';
 import { bounded, type Step, type StepResult } from './step.js';
-import { callKey, currentCall, finishCall, rejection, updateCall } from '../lib/batch.js';
-import { argumentsHash, idempotencyKeyFor } from '../lib/hashing.js';
+import { callKey, finishCall, rejection, updateCall } from '../lib/batch.js';
+import { argumentsHash } from '../lib/hashing.js';
+import { judge, nextToVet, pendingCall } from '../lib/judged.js';
+import { syncVerdict } from '../lib/hooks.js';
 import { confirmationNeed } from '../lib/toolRules.js';
 import { CONTEXT_BOUNDS } from '../context.js';
 import { auditEntry, gateEntry } from '../journal.js';
 import type { ToolRules } from '../toolkit.js';
 
 export function current(context: AgentContext): CallState {
-  const call = currentCall(context.batch);
+  const call = pendingCall(context);
   if (!call) throw new Error('no call is being vetted');
   return call;
 }
@@ -54,9 +57,9 @@ export function pass(
   return gateEntry(context, event, { gate, decision: 'pass', call, code: null, summary });
 }
 
-/** The next call still to vet becomes the current one. */
+/** The call being judged becomes the current one: a hook of an invoked state is asked about it. */
 export const takeNextCall: Step = (context) => {
-  const call = context.batch?.calls.find((c) => c.phase === 'vetting');
+  const call = nextToVet(context);
   return call ? { context: { batch: { ...context.batch!, current: call.callId } } } : {};
 };
 
@@ -86,41 +89,20 @@ export const refuseForSchema: Step = (context, event, toolkit) => {
 
 /**
  * Gate (b) passed: from here on the call holds the validated arguments (what will run), their hash, their redacted
- * form, and for a write its idempotency key, derived from task + tool + arguments hash.
+ * form, and for a write its idempotency key, derived from task + tool + arguments hash. It is stored as the guards of
+ * the transition judged it (`lib/judged.ts`), the very object: the steps after this one see what they saw.
  */
 export const acceptArguments: Step = (context, event, toolkit) => {
-  const call = current(context);
-  const rules = toolkit.rules(call.tool);
-  // The chart asked `doArgumentsMatchSchema` first; this step does not judge again, it takes the validated value.
-  const check = checkArguments(call.tool, rules, call.args, taskRef(context));
-  const args = check.ok ? check.args : call.args;
-  const argsHash = argumentsHash(toolkit.sha256, args);
-  const accepted: Partial<CallState> = {
-    args,
-    argsHash,
-    redactedArgs: rules?.redact && check.ok ? redacted(rules, check.parsed) : args,
-    idempotencyKey:
-      call.effect === 'write' ? idempotencyKeyFor(toolkit.sha256, context.taskId, call.tool, argsHash) : null,
-  };
-  const vetted = { ...call, ...accepted };
+  const before = current(context);
+  // The chart asked `doArgumentsMatchSchema` first; this step does not judge again, it takes the judged value.
+  const judged = judge(context, toolkit);
+  const vetted = judged?.schemaOk && judged.call.callId === before.callId ? judged.call : before;
+  const batch = context.batch!;
   return {
-    context: { batch: updateCall(context.batch!, call.callId, accepted) },
+    context: { batch: { ...batch, calls: batch.calls.map((c) => (c.callId === before.callId ? vetted : c)) } },
     audit: [pass(context, event, 'schema', 'arguments match the input schema', vetted)],
   };
 };
-
-function redacted(rules: ToolRules, parsed: unknown): Json {
-  try {
-    return toJson(rules.redact!(copyOf(parsed)));
-  } catch {
-    return '[redaction failed]';
-  }
-}
-
-/** Gate (c) has nothing to ask: the tool declares no business rules. */
-export const passWithoutBusinessRules: Step = (context, event) => ({
-  audit: [pass(context, event, 'business', 'the tool declares no business rules')],
-});
 
 /** Entering `validating`: the tool's business validation is asked. */
 export const noteBusinessCheck: Step = (context, event) => {
@@ -138,12 +120,19 @@ export const noteBusinessCheck: Step = (context, event) => {
   };
 };
 
-export const passBusiness: Step = (context, event) => ({
-  audit: [pass(context, event, 'business', 'business rules hold')],
-});
+/** Gate (c) passed: its hook said `{ ok: true }`, or the tool declares no business rules. */
+export const passBusiness: Step = (context, event, toolkit) => {
+  const declares = toolkit.rules(current(context).tool)?.validates === true;
+  return {
+    audit: [pass(context, event, 'business', declares ? 'business rules hold' : 'the tool declares no business rules')],
+  };
+};
 
-export const refuseForBusiness: Step = (context, event) => {
-  const verdict = event.type === 'xstate.done.actor.validate' ? event.output.verdict : null;
+export const refuseForBusiness: Step = (context, event, toolkit) => {
+  const verdict =
+    event.type === 'xstate.done.actor.validate'
+      ? event.output.verdict
+      : syncVerdict(context, current(context), toolkit, 'validate');
   if (verdict && !verdict.ok) return refuse(context, event, 'business', verdict.code, verdict.summary);
   return refuse(context, event, 'business', 'unavailable', 'business validation did not answer');
 };
@@ -167,8 +156,16 @@ export const notePermissionCheck: Step = (context, event) => {
 /** Gate (d) refused: the session lacks a scope, or the tool's authorization said no. Retrying cannot help. */
 export const refuseForPermission: Step = (context, event, toolkit) => {
   const call = current(context);
-  if (event.type === 'xstate.done.actor.authorize' && !event.output.verdict.ok) {
-    const { code, summary } = event.output.verdict;
+  const rules = toolkit.rules(call.tool);
+  const hasScopes = rules !== undefined && rules.scopes.every((scope) => context.principal.scopes.includes(scope));
+  const verdict =
+    event.type === 'xstate.done.actor.authorize'
+      ? event.output.verdict
+      : hasScopes
+        ? syncVerdict(context, call, toolkit, 'authorize')
+        : null;
+  if (verdict && !verdict.ok) {
+    const { code, summary } = verdict;
     return refuse(context, event, 'permission', code === 'unavailable' ? 'unavailable' : 'permission_denied', summary);
   }
   return refuse(

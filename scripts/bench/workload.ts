@@ -40,6 +40,8 @@ function noopTool(api: ProjectApi): Tool {
     timeoutMs: 5_000,
     input: z.strictObject({ n: z.number().int() }),
     output: z.strictObject({ n: z.number().int(), text: z.string() }),
+    // Both answer at once: asked by the gates' guards themselves (no invoked state per hook).
+    hooks: 'sync',
     validate: () => ({ ok: true }),
     authorize: () => ({ ok: true }),
     rateLimit: { points: 1_000_000_000, perSeconds: 1 },

@@ -1,7 +1,7 @@
 /**
  * The chart's definition as the Stately inspector receives it: the machine's config as JSON, with every guard kept
  * by name. A plain `JSON.stringify` drops functions, and every composed guard (`not(...)`, `and([...])`,
- * `or([...])`) is one: the inspector would then draw a refusal such as `checkingPermission`'s
+ * `or([...])`) is one: the inspector would then draw a refusal such as `vetting.judging`'s
  * `not('hasScopesForTool')` branch as unconditional. Here a composed guard is written as the chart spells it
  * (`not(hasScopesForTool)`, `and(isNextStepWrite, isUserAway, not(isUnwinding))`); other functions (inline actions,
  * the context factory) are still dropped, as the inspector cannot use them.

@@ -37,6 +37,7 @@ import { envelopeOf, saveWithRetry } from './taskSaves.js';
 import { DurableWaiters } from './durableWaiters.js';
 import { TaskTranscript } from './taskTranscript.js';
 import { MoveRecorder } from './moveRecorder.js';
+import { decidesAtOnce } from './restore.js';
 
 export interface LiveTaskDeps {
   store: TaskStore;
@@ -141,6 +142,10 @@ export class LiveTask implements TaskPort {
     } finally {
       this.restoring = false;
     }
+    // XState does not take eventless transitions on restore: a task restored into a state that decides at once
+    // (only a migration places one there) is given an event no state takes, after which they are taken.
+    if (this.restoringOrigin && decidesAtOnce(this.deps.machine, this.actor.getSnapshot().value))
+      this.actor.send({ type: 'task.restored', at: this.deps.clock.now() });
     // A restored actor reports the snapshot it was restored from: the store already holds it, so it is not saved
     // again (a reload to read a task or to refuse an event leaves the revision alone).
     if (this.restoringOrigin && this.pendingAudit.length === 0 && this.transcriptEntries.pendingCount === 0) {

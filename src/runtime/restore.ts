@@ -34,3 +34,24 @@ function valueExists(node: NodeLike, value: unknown): boolean {
   if (entries.length === 0) return false;
   return entries.every(([key, inner]) => Object.hasOwn(node.states, key) && valueExists(node.states[key]!, inner));
 }
+
+interface DecidingNode {
+  states: Record<string, DecidingNode>;
+  always?: readonly unknown[];
+}
+
+/**
+ * True when a state of `value` decides at once (has eventless transitions): XState takes them on the next event
+ * only, so a task restored there is sent one (`task.restored`). Only a migration stores a task in such a state.
+ */
+export function decidesAtOnce(machine: AgentMachine, value: unknown): boolean {
+  const walk = (node: DecidingNode, inner: unknown): boolean => {
+    if (typeof inner === 'string') return (node.states[inner]?.always?.length ?? 0) > 0;
+    if (!inner || typeof inner !== 'object') return false;
+    return Object.entries(inner).some(([key, next]) => {
+      const child = node.states[key];
+      return child !== undefined && ((child.always?.length ?? 0) > 0 || walk(child, next));
+    });
+  };
+  return walk(machine.root as unknown as DecidingNode, value);
+}

@@ -21,8 +21,15 @@ export function scopeOf(
   return { taskId: context.taskId, tenantId: context.principal.tenantId, startedAt: context.startedAt };
 }
 
+/** What sealing reads of the installed tools (the runtime's `ToolRegistry`). */
+export interface SealingTools {
+  readonly privacy: Privacy;
+  get(name: string): Tool | undefined;
+  sensitiveArgumentNames(): readonly string[];
+}
+
 /** A model event as the task may record it: every text redacted, every call's name, id and arguments sealed. */
-export function sealModelEvent(registry: ToolRegistry, scope: SealScope, event: ModelEvent): ModelEvent {
+export function sealModelEvent(registry: SealingTools, scope: SealScope, event: ModelEvent): ModelEvent {
   const { privacy } = registry;
   switch (event.type) {
     case 'model.toolsProposed':
@@ -60,7 +67,7 @@ export function sealModelEvent(registry: ToolRegistry, scope: SealScope, event: 
  * An unusable output as the audit may keep it. When a tool takes sensitive arguments and the output names one of
  * their fields, the output may hold a value (in call arguments nobody could parse): it is kept whole as one token.
  */
-export function sealReceived(registry: ToolRegistry, scope: SealScope, received: string): string {
+export function sealReceived(registry: SealingTools, scope: SealScope, received: string): string {
   const fields = registry.sensitiveArgumentNames();
   if (fields.some((field) => received.includes(field))) return registry.privacy.withheld(scope, 'received', received);
   return registry.privacy.text(scope, received);
@@ -71,7 +78,7 @@ export function sealReceived(registry: ToolRegistry, scope: SealScope, received:
  * whole, as `sealReceived` would keep it, once it names a field of a tool's sensitive arguments: until the turn ends
  * nobody knows whether it is an answer or an unusable output (a call written as text) that the audit withholds.
  */
-export function sealLiveText(registry: ToolRegistry, scope: SealScope, text: string): string {
+export function sealLiveText(registry: SealingTools, scope: SealScope, text: string): string {
   const fields = registry.sensitiveArgumentNames();
   if (fields.some((field) => text.includes(field))) return LIVE_TEXT_WITHHELD;
   return registry.privacy.text(scope, text);

@@ -6,7 +6,8 @@ import type { Catalog, Principal } from '../../machines/context.js';
 import { PLAN_TOOL } from '../../machines/plans.js';
 import { DECISION_TOOL, type WorkflowDefinition } from '../../machines/workflows.js';
 import { workflowProblem } from '../../machines/lib/workflow.js';
-import type { OfferRule, ToolRules, Toolkit } from '../../machines/toolkit.js';
+import type { OfferRule, SyncCheck, ToolRules, Toolkit } from '../../machines/toolkit.js';
+import { checkNow } from './hookNow.js';
 import { AgentError, type CatalogDifference, ToolDefinitionError } from '../errors.js';
 import { catalogDifferences } from './catalogBinding.js';
 import { sha256Hex } from '../hashing.js';
@@ -220,6 +221,9 @@ export class ToolRegistry {
  * rule after the orchestrator was made has every later call judged by the new ones.
  */
 function rulesOf(tool: Tool, privacy: Privacy): ToolRules {
+  // One function per hook (the gates keep a verdict per call and hook function), reading the tool when asked.
+  const validateNow: SyncCheck = (call, context) => checkNow(privacy, tool, 'validate', call, context);
+  const authorizeNow: SyncCheck = (call, context) => checkNow(privacy, tool, 'authorize', call, context);
   return {
     get name() {
       return tool.name;
@@ -247,6 +251,12 @@ function rulesOf(tool: Tool, privacy: Privacy): ToolRules {
     },
     get authorizes() {
       return typeof tool.authorize === 'function';
+    },
+    get validateNow() {
+      return tool.hooks === 'sync' && typeof tool.validate === 'function' ? validateNow : undefined;
+    },
+    get authorizeNow() {
+      return tool.hooks === 'sync' && typeof tool.authorize === 'function' ? authorizeNow : undefined;
     },
     get confirm() {
       return typeof tool.confirm === 'function' ? tool.confirm.bind(tool) : tool.confirm;

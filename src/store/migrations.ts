@@ -21,26 +21,29 @@
  *   that answered. Tool versions in the catalog, and session ids, stay absent (both are optional).
  * - agent/5 -> agent/6: safe by default; see `migrateToAgent6.ts`.
  * - agent/6 -> agent/7: compensation; see `migrateToAgent7.ts`.
+ * - agent/7 -> agent/8: vetting's synchronous gates are one state; see `migrateToAgent8.ts`.
  */
 import { UnsupportedVersionError } from '../errors.js';
 import { DEFAULT_POLICY } from '../defaults.js';
 import { toAgent6Context } from './migrateToAgent6.js';
 import { toAgent7Context } from './migrateToAgent7.js';
+import { toAgent8 } from './migrateToAgent8.js';
 
-export const MIGRATED_VERSIONS = ['agent/1', 'agent/2', 'agent/3', 'agent/4', 'agent/5', 'agent/6'] as const;
+export const MIGRATED_VERSIONS = ['agent/1', 'agent/2', 'agent/3', 'agent/4', 'agent/5', 'agent/6', 'agent/7'] as const;
 
 type Raw = Record<string, unknown>;
 
 const isObject = (value: unknown): value is Raw => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 export function migrate(taskId: string, version: string, envelope: Raw): Raw {
+  if (version === 'agent/7') return toAgent8(envelope);
   let current = envelope;
   if (version === 'agent/1') current = toAgent2(current);
   if (version === 'agent/1' || version === 'agent/2') current = toAgent3(taskId, current);
   if (version !== 'agent/4' && version !== 'agent/5' && version !== 'agent/6') current = toAgent4(current);
   if (version !== 'agent/5' && version !== 'agent/6') current = toAgent5(current);
   if (version !== 'agent/6') current = withContext(current, toAgent6Context, 'agent/6');
-  return withContext(current, toAgent7Context, 'agent/7');
+  return toAgent8(withContext(current, toAgent7Context, 'agent/7'));
 }
 
 /** The model of an agent/4 task's decisions was not recorded. */

@@ -6,16 +6,14 @@
 import { fromPromise } from 'xstate';
 import type { CheckActorInput, CheckActorOutput, CheckVerdict } from '../../../machines/actors.js';
 import type { Mandate } from '../../../machines/context.js';
-import { cap, errorName } from '../../../machines/lib/text.js';
+import { errorName } from '../../../machines/lib/text.js';
 import { taskFacts } from '../../../machines/lib/toolRules.js';
 import type { Tool, ValidationContext, ValidationResult } from '../../tool.js';
 import type { ActorHost } from '../actorHost.js';
 import { runWithTimeout } from '../timeouts.js';
-import { scopeOf, sealVerdict } from '../sealing.js';
+import { scopeOf } from '../sealing.js';
+import { HOOK_NAMES as WHAT, type Hook, verdictOf } from '../hookNow.js';
 import { parseArguments } from './callAttempt.js';
-
-type Hook = 'validate' | 'authorize';
-const WHAT: Record<Hook, string> = { validate: 'business validation', authorize: 'authorization' };
 
 export function checkActor(host: ActorHost, hook: Hook) {
   return fromPromise<CheckActorOutput, CheckActorInput>(async ({ input, signal }) => {
@@ -55,22 +53,7 @@ export async function runCheck(
   const timed = await runWithTimeout(host.clock, tool.timeoutMs, signal, (s) =>
     run(args.value, { ...ctx, signal: s }),
   ).catch((error: unknown) => ({ kind: 'error' as const, error }));
-  if (timed.kind === 'done') {
-    const result = timed.value as Partial<{ ok: unknown; code: unknown; summary: unknown }> | null | undefined;
-    if (result?.ok === true) return { ok: true };
-    // Sealed before it is cut: a cut must not leave part of a value a whole one would have matched.
-    const verdict = sealVerdict(args.sealing, {
-      ok: false,
-      code:
-        typeof result?.code === 'string'
-          ? result.code
-          : hook === 'authorize'
-            ? 'permission_denied'
-            : 'invalid_arguments',
-      summary: typeof result?.summary === 'string' ? result.summary : `${what} did not return { ok: true }`,
-    });
-    return verdict.ok ? verdict : { ...verdict, summary: cap(verdict.summary) };
-  }
+  if (timed.kind === 'done') return verdictOf(hook, timed.value, args.sealing);
   if (timed.kind === 'timeout')
     return { ok: false, code: 'unavailable', summary: `${what} did not finish within ${tool.timeoutMs} ms` };
   if (timed.kind === 'aborted') return { ok: false, code: 'unavailable', summary: `${what} was aborted` };
