@@ -10,7 +10,6 @@ import type { ModelEvent } from '../../machines/events.js';
 import type { OpenedToken, Privacy, SealFailure, SealScope } from '../privacy/privacy.js';
 import type { Tool } from '../tool.js';
 import { sealFailureText } from './sealedParse.js';
-import type { ToolRegistry } from './toolRegistry.js';
 import { PLAN_TOOL } from '../../machines/plans.js';
 import { DECISION_TOOL } from '../../machines/workflows.js';
 
@@ -91,10 +90,15 @@ export const LIVE_TEXT_WITHHELD = '[the text is withheld while it is written: it
  * A tool call's arguments as a live view may see them while they are written: as live text (redacted as the stored
  * arguments of a tool without sensitive fields are), and withheld whole when the tool takes sensitive values (the
  * stored ones are sealed at their paths, which text that does not parse yet cannot show), is not named yet, names no
- * installed tool (the host's own, plans and decisions, are shown: their arguments are stored as redacted text), or may still grow into the name of one that takes sensitive values (a name written in pieces:
- * "pay", then "pay_card").
+ * installed tool (the host's own, plans and decisions, are shown: their arguments are stored as redacted text), or
+ * may still grow into the name of one that takes sensitive values (a name written in pieces: "pay", then "pay_card").
  */
-export function sealLiveArguments(registry: ToolRegistry, scope: SealScope, tool: string | null, text: string): string {
+export function sealLiveArguments(
+  registry: SealingTools & { readonly names: readonly string[] },
+  scope: SealScope,
+  tool: string | null,
+  text: string,
+): string {
   const sensitive = (name: string) => (registry.get(name)?.sensitive?.args?.length ?? 0) > 0;
   if (
     tool === null ||
