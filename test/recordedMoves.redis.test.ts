@@ -9,6 +9,9 @@ import { RedisStore } from '../src/store/redis/redisStore.js';
 import { scenarios } from '../examples/booking/scenarios.js';
 import { useTestRedis } from './support/redis.js';
 
+/** The long scenario's read rounds in these sweeps, which cost the square of a task's length (default 300). */
+const SHORT_LONG = 40;
+
 const redis = await useTestRedis();
 
 describe.skipIf(!redis)('recorded transitions on Redis', () => {
@@ -18,8 +21,8 @@ describe.skipIf(!redis)('recorded transitions on Redis', () => {
     const prefix = redis!.freshPrefix();
     const store = new RedisStore({ client: redis!.connect(), prefix });
     try {
-      const onRedis = await scenarios[name]({ store });
-      const inMemory = await scenarios[name]({ store: new MemoryStore() });
+      const onRedis = await scenarios[name]({ store, longRounds: SHORT_LONG });
+      const inMemory = await scenarios[name]({ store: new MemoryStore(), longRounds: SHORT_LONG });
       const read = await store.readJournal(onRedis.status.taskId, 'audit', 0, Number.MAX_SAFE_INTEGER);
       expect(read.map((e) => (e as { moves?: string }).moves)).toEqual(inMemory.audit.map((e) => e.moves));
       expect(read.every((e) => typeof (e as { moves?: unknown }).moves === 'string')).toBe(true);

@@ -19,6 +19,9 @@ import { movesFor } from './support/agentMoves.js';
 import { CHART, type Move, applyMove, initialWorld, valueOf, withLimits } from './support/agentWorld.js';
 import { inertScope } from './support/explore.js';
 
+/** The long scenario's read rounds in these sweeps, which cost the square of a task's length (default 300). */
+const SHORT_LONG = 40;
+
 /** What one live actor did, read off its inspection events: the entries it made, and where each macrostep rested. */
 interface ActorLog {
   taskId: string;
@@ -82,7 +85,7 @@ describe('recorded transitions', () => {
     it('replays, after the last entry of every macrostep, the state the live actor rested in', async () => {
       const { actors, inspect } = watchActors();
       const store = new MemoryStore();
-      await scenarios[name]({ store, inspect });
+      await scenarios[name]({ store, inspect, longRounds: SHORT_LONG });
       let checked = 0;
       for (const log of actors.values()) {
         if (log.made.length === 0) continue;
@@ -101,8 +104,8 @@ describe('recorded transitions', () => {
     });
 
     it('records the same moves with and without a host inspection observer', async () => {
-      const watched = await scenarios[name]({ store: new MemoryStore(), inspect: () => {} });
-      const unwatched = await scenarios[name]({ store: new MemoryStore() });
+      const watched = await scenarios[name]({ store: new MemoryStore(), inspect: () => {}, longRounds: SHORT_LONG });
+      const unwatched = await scenarios[name]({ store: new MemoryStore(), longRounds: SHORT_LONG });
       expect(unwatched.audit.map((e) => e.moves)).toEqual(watched.audit.map((e) => e.moves));
       expect(unwatched.audit.every((e) => typeof e.moves === 'string')).toBe(true);
     });

@@ -18,6 +18,9 @@ import { reply, scriptedModel } from '../src/testing/index.js';
 import type { SaveRequest } from '../src/store/taskStore.js';
 import { describeChart } from '../src/visualize/describeChart.js';
 
+/** The long scenario's read rounds in these sweeps, which cost the square of a task's length (default 300). */
+const SHORT_LONG = 40;
+
 /** A memory store that remembers what each save made durable: journal length, state, budgets, pending confirmation. */
 class RecordingStore extends MemoryStore {
   readonly saves: { taskId: string; audit: number; stateValue: string; context: AgentContext }[] = [];
@@ -40,7 +43,7 @@ describe('replayAudit', () => {
   describe.each(SCENARIO_NAMES)('on the %s scenario', (name) => {
     it('matches every persisted snapshot: state, budgets used, pending confirmation', async () => {
       const store = new RecordingStore();
-      const result = await scenarios[name]({ store });
+      const result = await scenarios[name]({ store, longRounds: SHORT_LONG });
       // The scenario's task only (a sub-task's child is a task of its own, with its own journal).
       const saves = store.saves.filter((save) => save.taskId === result.status.taskId);
       expect(saves.length).toBeGreaterThanOrEqual(3);
@@ -58,7 +61,7 @@ describe('replayAudit', () => {
     });
 
     it('visits only states of the chart and takes only transitions the chart has', async () => {
-      const result = await scenarios[name]({ store: new MemoryStore() });
+      const result = await scenarios[name]({ store: new MemoryStore(), longRounds: SHORT_LONG });
       const replayed = replayAudit(result.audit);
       const edges = describeChart(agentMachine).edges;
       for (const state of replayed.visited) expect(chartStates, state).toContain(state);

@@ -138,7 +138,7 @@ export function windowedModel(script: ScriptStep[], window: number, log: WindowL
 
 export async function runLong(
   env: ScenarioEnv,
-  rounds = LONG_ROUNDS,
+  rounds = env.longRounds ?? LONG_ROUNDS,
   log: WindowLog = { peak: 0, prompts: [] },
   compaction?: ConversationCompaction,
 ) {

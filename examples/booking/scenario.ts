@@ -23,6 +23,11 @@ export interface ScenarioEnv {
   inspect?: OrchestratorOptions['inspect'];
   /** Refund: stop at the first confirmation and leave the task waiting (for the step CLI). */
   leaveWaiting?: boolean;
+  /**
+   * Long: how many read rounds (default 300). Sweeps that replay after every step cost the square of the task's
+   * length, so they run it shorter; it still compacts several times.
+   */
+  longRounds?: number;
 }
 
 /** The demo's scenarios, in the order they run. */
