@@ -116,3 +116,39 @@ describe("hooks: 'sync'", () => {
     expect(() => defineTool({ ...probe({}), hooks: 'later' as never })).toThrow(/hooks must be 'sync' or 'async'/);
   });
 });
+
+describe('what a hook is handed is a copy (sync and async alike)', () => {
+  const declared = ['sync', 'async'] as const;
+
+  for (const hooks of declared) {
+    it(`${hooks} hooks: one that changes its arguments changes neither what runs nor the judged call`, async () => {
+      const ran: unknown[] = [];
+      const tool = defineTool({
+        name: 'probe',
+        description: 'reads one number with free-form metadata',
+        effect: 'read',
+        scopes: ['rooms:read'],
+        timeoutMs: 1_000,
+        hooks,
+        input: z.strictObject({ n: z.number().int(), meta: z.unknown() }),
+        output: z.strictObject({ n: z.number().int() }),
+        validate: (args: { meta: unknown }) => {
+          (args.meta as { limit: number }).limit = 999;
+          return { ok: true };
+        },
+        execute: async (args: { n: number; meta: unknown }) => {
+          ran.push(structuredClone(args));
+          return { ok: true, value: { n: args.n } };
+        },
+      });
+      const { orchestrator } = harness({
+        script: [reply.call('probe', { n: 7, meta: { limit: 1 } }), reply.answer('done')],
+        extraTools: [tool],
+      });
+      const status = await orchestrator.run({ principal: E17, goal: 'read a number' });
+      await orchestrator.close();
+      expect(status.state).toBe('answered');
+      expect(ran).toEqual([{ n: 7, meta: { limit: 1 } }]);
+    });
+  }
+});

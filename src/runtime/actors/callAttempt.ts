@@ -4,7 +4,7 @@ import type { Json } from '../../../machines/context.js';
 import type { Privacy, SealScope } from '../../privacy/privacy.js';
 import { type CallSealing, openArguments, sealCallText, sealOutcome } from '../sealing.js';
 import { CALL_CODES, type CallCode } from '../../../machines/failures.js';
-import { toJson } from '../../../machines/lib/arguments.js';
+import { copyOf, toJson } from '../../../machines/lib/arguments.js';
 import { cap, errorName, safeErrorText, zodSummary } from '../../../machines/lib/text.js';
 import type { Clock } from '../../clock.js';
 import { type Tool, type ToolResult, TransientToolError } from '../../tool.js';
@@ -93,7 +93,9 @@ export function parseArguments(
   | { ok: false; code: 'invalid_arguments' | 'sealed_value_unavailable'; summary: string } {
   const opened = openArguments(privacy, scope, tool, args);
   if (!opened.ok) return { ok: false, code: 'sealed_value_unavailable', summary: opened.summary };
-  const parsed = tool.input.safeParse(opened.value);
+  // Parsed from a copy: a schema passes values it does not type (`z.unknown()`, records) through by reference, and a
+  // hook or tool that changed one would change the task's own arguments after they were judged and hashed.
+  const parsed = tool.input.safeParse(copyOf(opened.value));
   if (parsed.success) return { ok: true, value: parsed.data, sealing: { privacy, scope, tool, opened: opened.opened } };
   return {
     ok: false,
