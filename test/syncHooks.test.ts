@@ -152,3 +152,34 @@ describe('what a hook is handed is a copy (sync and async alike)', () => {
     });
   }
 });
+
+describe('the principal a hook is handed is a copy', () => {
+  for (const hooks of ['sync', 'async'] as const) {
+    it(`${hooks} hooks: one that adds a scope to its principal does not pass the scope gate`, async () => {
+      const tool = defineTool({
+        name: 'probe',
+        description: 'reads one number, for administrators',
+        effect: 'read',
+        scopes: ['rooms:read', 'probe:admin'],
+        timeoutMs: 1_000,
+        hooks,
+        input: z.strictObject({ n: z.number().int() }),
+        output: z.strictObject({ n: z.number().int() }),
+        validate: (_args: { n: number }, ctx: { principal: { scopes: string[] } }) => {
+          ctx.principal.scopes.push('probe:admin');
+          return { ok: true };
+        },
+        execute: async ({ n }: { n: number }) => ({ ok: true, value: { n } }),
+      });
+      const { orchestrator } = harness({
+        script: [reply.call('probe', { n: 7 }), reply.answer('done')],
+        extraTools: [tool],
+      });
+      const status = await orchestrator.run({ principal: { ...E17, scopes: [...E17.scopes] }, goal: 'read' });
+      const transcript = await orchestrator.transcript(status.taskId);
+      await orchestrator.close();
+      const observation = transcript.flatMap((e) => (e.kind === 'result' ? [e.observation] : []))[0];
+      expect(observation).toMatchObject({ ok: false, code: 'permission_denied', gate: 'permission' });
+    });
+  }
+});

@@ -1,6 +1,6 @@
 /** One attempt of a tool call: its timeout, thrown errors and output validation turned into a CallOutcome. */
 import type { CallOutcome } from '../../../machines/actors.js';
-import type { Json } from '../../../machines/context.js';
+import type { Json, Principal } from '../../../machines/context.js';
 import type { Privacy, SealScope } from '../../privacy/privacy.js';
 import { type CallSealing, openArguments, sealCallText, sealOutcome } from '../sealing.js';
 import { CALL_CODES, type CallCode } from '../../../machines/failures.js';
@@ -9,6 +9,14 @@ import { cap, errorName, safeErrorText, zodSummary } from '../../../machines/lib
 import type { Clock } from '../../clock.js';
 import { type Tool, type ToolResult, TransientToolError } from '../../tool.js';
 import { runWithTimeout } from '../timeouts.js';
+
+/**
+ * The task's principal as a host function receives it: a copy, so that a hook or tool that changed it (a scope
+ * added) cannot change the trusted principal the chart's gates judge later calls by.
+ */
+export function principalCopy(principal: Principal): Principal {
+  return copyOf(principal);
+}
 
 /** A failure the host itself observed, retryable as the code table says. */
 function failed(code: CallCode, summary: string): CallOutcome {
