@@ -183,3 +183,58 @@ describe('the principal a hook is handed is a copy', () => {
     });
   }
 });
+
+describe('a batch: the invoked hook of one call never answers for the next', () => {
+  const reader = (name: string, hooks: 'sync' | 'async', rules: Hooks) =>
+    defineTool({
+      name,
+      description: `reads one number (${name})`,
+      effect: 'read',
+      scopes: ['rooms:read'],
+      timeoutMs: 1_000,
+      hooks,
+      input: z.strictObject({ n: z.number().int() }),
+      output: z.strictObject({ n: z.number().int() }),
+      ...rules,
+      execute: async ({ n }) => ({ ok: true, value: { n } }),
+    });
+
+  async function batch(first: ReturnType<typeof reader>, second: ReturnType<typeof reader>) {
+    const { orchestrator } = harness({
+      script: [
+        reply.calls({ name: 'first', args: { n: 1 } }, { name: 'second', args: { n: 2 } }),
+        reply.answer('done'),
+      ],
+      extraTools: [first, second],
+    });
+    const status = await orchestrator.run({ principal: E17, goal: 'read two numbers' });
+    const transcript = await orchestrator.transcript(status.taskId);
+    await orchestrator.close();
+    return transcript.flatMap((e) => (e.kind === 'result' ? [e.observation] : []));
+  }
+
+  const no = (code: string): ValidationResult => ({ ok: false, code, summary: `${code} said no` });
+
+  it("asks the next call's synchronous hook after an asynchronous one passed the call before it", async () => {
+    for (const hook of ['validate', 'authorize'] as const) {
+      const [first, second] = await batch(
+        reader('first', 'async', { [hook]: () => ({ ok: true }) }),
+        reader('second', 'sync', { [hook]: () => no('second_no') }),
+      );
+      expect(first).toMatchObject({ ok: true });
+      expect(second).toMatchObject({ ok: false, gate: hook === 'validate' ? 'business' : 'permission' });
+      expect(second).toMatchObject({ summary: 'second_no said no' });
+    }
+  });
+
+  it('does not refuse the next call for the reason the call before it was refused', async () => {
+    for (const hook of ['validate', 'authorize'] as const) {
+      const [first, second] = await batch(
+        reader('first', 'async', { [hook]: () => no('first_no') }),
+        reader('second', 'sync', {}),
+      );
+      expect(first).toMatchObject({ ok: false, summary: 'first_no said no' });
+      expect(second).toMatchObject({ ok: true, data: { n: 2 } });
+    }
+  });
+});
