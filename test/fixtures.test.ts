@@ -568,6 +568,32 @@ describe('an agent/7 task stored mid-vetting, in a state agent/8 removed', () =>
     expect(hashes.size).toBe(1);
     expect(audit.filter((e) => e.kind === 'tool_started' && e.tool === 'reserve_room')).toHaveLength(1);
   });
+
+  // The same snapshot in each state agent/8 removed, under a session that lost the booking scope since: whichever
+  // gate it was stored before, the call is judged again and refused; nothing runs unjudged.
+  it.each(['choosing', 'checkingSchema', 'checkingSubtask', 'checkingMandate', 'checkingPermission'])(
+    'judges a call stored in vetting.%s again: a scope lost since refuses it, nothing is booked',
+    async (state) => {
+      const fixture = JSON.parse(readFileSync(join(ROOT, 'agent-7', 'mid-vetting.json'), 'utf8')) as Fixture;
+      const envelope = structuredClone(fixture.envelope) as unknown as Raw;
+      envelope.snapshot.value = { vetting: state };
+      const context = envelope.snapshot.context as unknown as { principal: { scopes: string[] } };
+      context.principal.scopes = context.principal.scopes.filter((scope) => scope !== 'rooms:book');
+      const { store } = storeHolding(fixture, envelope);
+      const taskId = fixture.envelope.taskId;
+      const bookings = new BookingService();
+      const h = harness({ store, bookings, script: bookingScript(), clock: new ManualClock(DEMO_NOW) });
+      await h.orchestrator.resume(taskId);
+      await h.orchestrator.settled(taskId);
+      expect(bookings.bookings).toHaveLength(0);
+      const audit = (await h.orchestrator.audit(taskId)) as AuditEntry[];
+      const after = audit.slice(fixture.audit.length);
+      expect(after.filter((e) => e.kind === 'tool_started' && e.tool === 'reserve_room')).toHaveLength(0);
+      expect(
+        after.flatMap((e) => (e.kind === 'gate' && e.tool === 'reserve_room' ? [`${e.gate}:${e.decision}`] : [])),
+      ).toContain('permission:reject');
+    },
+  );
 });
 
 describe.each(['agent-7'])('envelopes of %s (from agent/7 on)', (version) => {

@@ -116,3 +116,125 @@ describe("hooks: 'sync'", () => {
     expect(() => defineTool({ ...probe({}), hooks: 'later' as never })).toThrow(/hooks must be 'sync' or 'async'/);
   });
 });
+
+describe('what a hook is handed is a copy (sync and async alike)', () => {
+  const declared = ['sync', 'async'] as const;
+
+  for (const hooks of declared) {
+    it(`${hooks} hooks: one that changes its arguments changes neither what runs nor the judged call`, async () => {
+      const ran: unknown[] = [];
+      const tool = defineTool({
+        name: 'probe',
+        description: 'reads one number with free-form metadata',
+        effect: 'read',
+        scopes: ['rooms:read'],
+        timeoutMs: 1_000,
+        hooks,
+        input: z.strictObject({ n: z.number().int(), meta: z.unknown() }),
+        output: z.strictObject({ n: z.number().int() }),
+        validate: (args: { meta: unknown }) => {
+          (args.meta as { limit: number }).limit = 999;
+          return { ok: true };
+        },
+        execute: async (args: { n: number; meta: unknown }) => {
+          ran.push(structuredClone(args));
+          return { ok: true, value: { n: args.n } };
+        },
+      });
+      const { orchestrator } = harness({
+        script: [reply.call('probe', { n: 7, meta: { limit: 1 } }), reply.answer('done')],
+        extraTools: [tool],
+      });
+      const status = await orchestrator.run({ principal: E17, goal: 'read a number' });
+      await orchestrator.close();
+      expect(status.state).toBe('answered');
+      expect(ran).toEqual([{ n: 7, meta: { limit: 1 } }]);
+    });
+  }
+});
+
+describe('the principal a hook is handed is a copy', () => {
+  for (const hooks of ['sync', 'async'] as const) {
+    it(`${hooks} hooks: one that adds a scope to its principal does not pass the scope gate`, async () => {
+      const tool = defineTool({
+        name: 'probe',
+        description: 'reads one number, for administrators',
+        effect: 'read',
+        scopes: ['rooms:read', 'probe:admin'],
+        timeoutMs: 1_000,
+        hooks,
+        input: z.strictObject({ n: z.number().int() }),
+        output: z.strictObject({ n: z.number().int() }),
+        validate: (_args: { n: number }, ctx: { principal: { scopes: string[] } }) => {
+          ctx.principal.scopes.push('probe:admin');
+          return { ok: true };
+        },
+        execute: async ({ n }: { n: number }) => ({ ok: true, value: { n } }),
+      });
+      const { orchestrator } = harness({
+        script: [reply.call('probe', { n: 7 }), reply.answer('done')],
+        extraTools: [tool],
+      });
+      const status = await orchestrator.run({ principal: { ...E17, scopes: [...E17.scopes] }, goal: 'read' });
+      const transcript = await orchestrator.transcript(status.taskId);
+      await orchestrator.close();
+      const observation = transcript.flatMap((e) => (e.kind === 'result' ? [e.observation] : []))[0];
+      expect(observation).toMatchObject({ ok: false, code: 'permission_denied', gate: 'permission' });
+    });
+  }
+});
+
+describe('a batch: the invoked hook of one call never answers for the next', () => {
+  const reader = (name: string, hooks: 'sync' | 'async', rules: Hooks) =>
+    defineTool({
+      name,
+      description: `reads one number (${name})`,
+      effect: 'read',
+      scopes: ['rooms:read'],
+      timeoutMs: 1_000,
+      hooks,
+      input: z.strictObject({ n: z.number().int() }),
+      output: z.strictObject({ n: z.number().int() }),
+      ...rules,
+      execute: async ({ n }) => ({ ok: true, value: { n } }),
+    });
+
+  async function batch(first: ReturnType<typeof reader>, second: ReturnType<typeof reader>) {
+    const { orchestrator } = harness({
+      script: [
+        reply.calls({ name: 'first', args: { n: 1 } }, { name: 'second', args: { n: 2 } }),
+        reply.answer('done'),
+      ],
+      extraTools: [first, second],
+    });
+    const status = await orchestrator.run({ principal: E17, goal: 'read two numbers' });
+    const transcript = await orchestrator.transcript(status.taskId);
+    await orchestrator.close();
+    return transcript.flatMap((e) => (e.kind === 'result' ? [e.observation] : []));
+  }
+
+  const no = (code: string): ValidationResult => ({ ok: false, code, summary: `${code} said no` });
+
+  it("asks the next call's synchronous hook after an asynchronous one passed the call before it", async () => {
+    for (const hook of ['validate', 'authorize'] as const) {
+      const [first, second] = await batch(
+        reader('first', 'async', { [hook]: () => ({ ok: true }) }),
+        reader('second', 'sync', { [hook]: () => no('second_no') }),
+      );
+      expect(first).toMatchObject({ ok: true });
+      expect(second).toMatchObject({ ok: false, gate: hook === 'validate' ? 'business' : 'permission' });
+      expect(second).toMatchObject({ summary: 'second_no said no' });
+    }
+  });
+
+  it('does not refuse the next call for the reason the call before it was refused', async () => {
+    for (const hook of ['validate', 'authorize'] as const) {
+      const [first, second] = await batch(
+        reader('first', 'async', { [hook]: () => no('first_no') }),
+        reader('second', 'sync', {}),
+      );
+      expect(first).toMatchObject({ ok: false, summary: 'first_no said no' });
+      expect(second).toMatchObject({ ok: true, data: { n: 2 } });
+    }
+  });
+});

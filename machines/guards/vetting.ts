@@ -5,8 +5,7 @@
  * (`lib/hooks.ts`), an asynchronous one runs in the invoked `validating` or `authorizing` state and is judged on its
  * done event.
  */
-import { outputOf } from '../actors.js';
-import { isAsyncHook, syncVerdict } from '../lib/hooks.js';
+import { invokedVerdict, isAsyncHook, syncVerdict } from '../lib/hooks.js';
 import { callKey } from '../lib/batch.js';
 import { judge, judgedCall, pendingCall } from '../lib/judged.js';
 import { isConfirmationRuleSound } from '../lib/toolRules.js';
@@ -56,7 +55,8 @@ export const vettingGuards = {
    * asked now; a tool without business rules passes.
    */
   isBusinessValid: (context, event, toolkit) => {
-    if (event.type === 'xstate.done.actor.validate') return outputOf(event, 'validate').verdict.ok;
+    const answered = invokedVerdict(context, event, 'validate');
+    if (answered) return answered.ok;
     const call = judgedCall(context, toolkit);
     return call !== undefined && (syncVerdict(context, call, toolkit, 'validate')?.ok ?? true);
   },
@@ -79,7 +79,8 @@ export const vettingGuards = {
    * invoked state's answer, or its synchronous hook asked now; a tool without a resource policy passes.
    */
   isAuthorized: (context, event, toolkit) => {
-    if (event.type === 'xstate.done.actor.authorize') return outputOf(event, 'authorize').verdict.ok;
+    const answered = invokedVerdict(context, event, 'authorize');
+    if (answered) return answered.ok;
     const call = judgedCall(context, toolkit);
     return call !== undefined && (syncVerdict(context, call, toolkit, 'authorize')?.ok ?? true);
   },

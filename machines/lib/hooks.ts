@@ -4,8 +4,9 @@
  * like the tool's other rules). The verdict is kept per call object and hook, so the step that refuses the call
  * reads the answer the guard had, and the hook is asked once per call.
  */
-import type { CheckVerdict } from '../actors.js';
+import { type CheckVerdict, type MachineEvent, outputOf } from '../actors.js';
 import type { AgentContext, CallState } from '../context.js';
+import { currentCall } from './batch.js';
 import type { SyncCheck, Toolkit } from '../toolkit.js';
 
 export type HookName = 'validate' | 'authorize';
@@ -43,4 +44,16 @@ export function syncVerdict(
   const kept = verdicts.get(call) ?? new Map<SyncCheck, CheckVerdict>();
   verdicts.set(call, kept.set(ask, verdict));
   return verdict;
+}
+
+/**
+ * The answer of the invoked `validating` or `authorizing` state to judge, or null when `event` carries none for the
+ * call being judged. XState hands eventless transitions the event of their macrostep: once the invoked state's call
+ * is refused or admitted (no current call), the done event that decided it still reaches `vetting.judging`'s guards
+ * for the NEXT call, and must not answer for it (its own synchronous hook, or none, does).
+ */
+export function invokedVerdict(context: AgentContext, event: MachineEvent, hook: HookName): CheckVerdict | null {
+  if (event.type !== `xstate.done.actor.${hook}`) return null;
+  if (currentCall(context.batch) === undefined) return null;
+  return outputOf(event, hook).verdict;
 }

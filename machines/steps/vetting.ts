@@ -10,7 +10,7 @@ import { bounded, type Step, type StepResult } from './step.js';
 import { callKey, finishCall, rejection, updateCall } from '../lib/batch.js';
 import { argumentsHash } from '../lib/hashing.js';
 import { judge, nextToVet, pendingCall } from '../lib/judged.js';
-import { syncVerdict } from '../lib/hooks.js';
+import { invokedVerdict, syncVerdict } from '../lib/hooks.js';
 import { confirmationNeed } from '../lib/toolRules.js';
 import { CONTEXT_BOUNDS } from '../context.js';
 import { auditEntry, gateEntry } from '../journal.js';
@@ -130,9 +130,7 @@ export const passBusiness: Step = (context, event, toolkit) => {
 
 export const refuseForBusiness: Step = (context, event, toolkit) => {
   const verdict =
-    event.type === 'xstate.done.actor.validate'
-      ? event.output.verdict
-      : syncVerdict(context, current(context), toolkit, 'validate');
+    invokedVerdict(context, event, 'validate') ?? syncVerdict(context, current(context), toolkit, 'validate');
   if (verdict && !verdict.ok) return refuse(context, event, 'business', verdict.code, verdict.summary);
   return refuse(context, event, 'business', 'unavailable', 'business validation did not answer');
 };
@@ -159,11 +157,8 @@ export const refuseForPermission: Step = (context, event, toolkit) => {
   const rules = toolkit.rules(call.tool);
   const hasScopes = rules !== undefined && rules.scopes.every((scope) => context.principal.scopes.includes(scope));
   const verdict =
-    event.type === 'xstate.done.actor.authorize'
-      ? event.output.verdict
-      : hasScopes
-        ? syncVerdict(context, call, toolkit, 'authorize')
-        : null;
+    invokedVerdict(context, event, 'authorize') ??
+    (hasScopes ? syncVerdict(context, call, toolkit, 'authorize') : null);
   if (verdict && !verdict.ok) {
     const { code, summary } = verdict;
     return refuse(context, event, 'permission', code === 'unavailable' ? 'unavailable' : 'permission_denied', summary);

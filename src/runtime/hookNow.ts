@@ -9,7 +9,7 @@ import { cap, errorName } from '../../machines/lib/text.js';
 import { taskFacts } from '../../machines/lib/toolRules.js';
 import type { Privacy } from '../privacy/privacy.js';
 import type { Tool, ValidationContext } from '../tool.js';
-import { parseArguments } from './actors/callAttempt.js';
+import { parseArguments, principalCopy } from './actors/callAttempt.js';
 import { type CallSealing, scopeOf, sealVerdict } from './sealing.js';
 
 export type Hook = 'validate' | 'authorize';
@@ -31,7 +31,7 @@ export function checkNow(privacy: Privacy, tool: Tool, hook: Hook, call: CallRef
   if (!args.ok) return { ok: false, code: args.code, summary: args.summary };
   const ctx: ValidationContext = {
     taskId: context.taskId,
-    principal: context.principal,
+    principal: principalCopy(context.principal),
     signal: NEVER_ABORTED,
     mandate: context.mandate === null ? null : (structuredClone(context.mandate) as Mandate),
     task: taskFacts(context),

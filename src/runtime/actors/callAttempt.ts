@@ -1,14 +1,22 @@
 /** One attempt of a tool call: its timeout, thrown errors and output validation turned into a CallOutcome. */
 import type { CallOutcome } from '../../../machines/actors.js';
-import type { Json } from '../../../machines/context.js';
+import type { Json, Principal } from '../../../machines/context.js';
 import type { Privacy, SealScope } from '../../privacy/privacy.js';
 import { type CallSealing, openArguments, sealCallText, sealOutcome } from '../sealing.js';
 import { CALL_CODES, type CallCode } from '../../../machines/failures.js';
-import { toJson } from '../../../machines/lib/arguments.js';
+import { copyOf, toJson } from '../../../machines/lib/arguments.js';
 import { cap, errorName, safeErrorText, zodSummary } from '../../../machines/lib/text.js';
 import type { Clock } from '../../clock.js';
 import { type Tool, type ToolResult, TransientToolError } from '../../tool.js';
 import { runWithTimeout } from '../timeouts.js';
+
+/**
+ * The task's principal as a host function receives it: a copy, so that a hook or tool that changed it (a scope
+ * added) cannot change the trusted principal the chart's gates judge later calls by.
+ */
+export function principalCopy(principal: Principal): Principal {
+  return copyOf(principal);
+}
 
 /** A failure the host itself observed, retryable as the code table says. */
 function failed(code: CallCode, summary: string): CallOutcome {
@@ -93,7 +101,9 @@ export function parseArguments(
   | { ok: false; code: 'invalid_arguments' | 'sealed_value_unavailable'; summary: string } {
   const opened = openArguments(privacy, scope, tool, args);
   if (!opened.ok) return { ok: false, code: 'sealed_value_unavailable', summary: opened.summary };
-  const parsed = tool.input.safeParse(opened.value);
+  // Parsed from a copy: a schema passes values it does not type (`z.unknown()`, records) through by reference, and a
+  // hook or tool that changed one would change the task's own arguments after they were judged and hashed.
+  const parsed = tool.input.safeParse(copyOf(opened.value));
   if (parsed.success) return { ok: true, value: parsed.data, sealing: { privacy, scope, tool, opened: opened.opened } };
   return {
     ok: false,

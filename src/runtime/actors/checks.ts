@@ -13,7 +13,7 @@ import type { ActorHost } from '../actorHost.js';
 import { runWithTimeout } from '../timeouts.js';
 import { scopeOf } from '../sealing.js';
 import { HOOK_NAMES as WHAT, type Hook, verdictOf } from '../hookNow.js';
-import { parseArguments } from './callAttempt.js';
+import { parseArguments, principalCopy } from './callAttempt.js';
 
 export function checkActor(host: ActorHost, hook: Hook) {
   return fromPromise<CheckActorOutput, CheckActorInput>(async ({ input, signal }) => {
@@ -44,7 +44,7 @@ export async function runCheck(
   const mandate = context.mandate === null ? null : (structuredClone(context.mandate) as Mandate);
   const ctx: ValidationContext = {
     taskId: input.taskId,
-    principal: input.principal,
+    principal: principalCopy(input.principal),
     signal,
     mandate,
     task: taskFacts(context),

@@ -7,6 +7,7 @@ import { backoffDelay, sleep } from '../../clock.js';
 import type { ActorHost } from '../actorHost.js';
 import { openArguments, scopeOf, sealCallText } from '../sealing.js';
 import { runWithTimeout } from '../timeouts.js';
+import { principalCopy } from './callAttempt.js';
 
 export function lookupActor(host: ActorHost) {
   const { clock } = host;
@@ -52,7 +53,11 @@ export function lookupActor(host: ActorHost) {
       },
       () =>
         runWithTimeout(clock, tool.timeoutMs, signal, (s) =>
-          tool.lookup(input.idempotencyKey, { taskId: input.taskId, principal: input.principal, signal: s }),
+          tool.lookup(input.idempotencyKey, {
+            taskId: input.taskId,
+            principal: principalCopy(input.principal),
+            signal: s,
+          }),
         ).catch((error: unknown) => ({ kind: 'error' as const, error })),
       (timed) => ({
         attributes: {

@@ -6,7 +6,7 @@ import { backoffDelay, sleep } from '../../clock.js';
 import type { ReadTool } from '../../tool.js';
 import type { ActorHost } from '../actorHost.js';
 import { scopeOf } from '../sealing.js';
-import { attemptTool, describeOutcome, parseArguments, toolSpanAttributes } from './callAttempt.js';
+import { attemptTool, describeOutcome, parseArguments, principalCopy, toolSpanAttributes } from './callAttempt.js';
 
 export function readsActor(host: ActorHost) {
   return fromPromise<ReadsActorOutput, ReadsActorInput>(async ({ input, signal }) => {
@@ -60,7 +60,14 @@ async function runRead(
           host.clock,
           tool,
           signal,
-          (s) => tool.execute(args.value, { taskId, callId: call.callId, principal, signal: s, attempt }),
+          (s) =>
+            tool.execute(args.value, {
+              taskId,
+              callId: call.callId,
+              principal: principalCopy(principal),
+              signal: s,
+              attempt,
+            }),
           args.sealing,
         ),
       describeOutcome,

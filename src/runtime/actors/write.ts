@@ -12,7 +12,7 @@ import type { WriteTool } from '../../tool.js';
 import type { ActorHost } from '../actorHost.js';
 import { argumentsHash } from '../../../machines/lib/hashing.js';
 import { scopeOf } from '../sealing.js';
-import { attemptTool, describeOutcome, parseArguments, toolSpanAttributes } from './callAttempt.js';
+import { attemptTool, describeOutcome, parseArguments, principalCopy, toolSpanAttributes } from './callAttempt.js';
 
 export function writeActor(host: ActorHost) {
   const { clock } = host;
@@ -71,7 +71,7 @@ async function runWrite(host: ActorHost, input: WriteActorInput, signal: AbortSi
           tool.execute(args.value, {
             taskId: input.taskId,
             callId: input.call.callId,
-            principal: input.principal,
+            principal: principalCopy(input.principal),
             signal: s,
             attempt: input.attempt,
             idempotencyKey: input.idempotencyKey,
