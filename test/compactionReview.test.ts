@@ -3,9 +3,33 @@
  * facts, and a model summariser never takes the budget the next model turn needs.
  */
 import { describe, expect, it } from 'vitest';
+import type { AgentContext } from '../machines/context.js';
+import { startCompaction } from '../machines/steps/compaction.js';
+import { initialContext } from '../machines/steps/turn.js';
+import { guards } from '../machines/guards/index.js';
 import { summaryNote } from '../src/model/compactionFacts.js';
+import { DEFAULT_LIMITS, DEFAULT_POLICY } from '../src/orchestrator/orchestrator.js';
 
 const T0 = 1_000_000;
+
+function context(patch: Partial<AgentContext> = {}): AgentContext {
+  return {
+    ...initialContext({
+      taskId: 'task-1',
+      goal: 'g',
+      principal: { userId: 'E17', tenantId: 'acme', scopes: [] },
+      mandate: null,
+      catalog: { find_rooms: { effect: 'read', sameKeyRetrySafe: false } },
+      policy: DEFAULT_POLICY,
+      provenance: { model: { id: 'test-model', version: null }, prompt: null },
+      limits: { ...DEFAULT_LIMITS, tokens: 10_000 },
+      modelReservation: { tokens: 1_000, costMicros: 0 },
+      success: null,
+      startedAt: T0,
+    }),
+    ...patch,
+  };
+}
 
 const FACTS = 'Facts the host holds (its own records, verbatim):\n- refused: refund_payment (not_within_mandate)';
 
@@ -31,5 +55,23 @@ describe('compaction, adversarially', () => {
       // The host's own facts come after the fence, whole.
       expect(note.slice(note.indexOf('</summary>'))).toContain(FACTS);
     }
+  });
+
+  it('writes the facts note instead of asking the model when the summary would take the next turn’s budget', () => {
+    const base = context();
+    const summariser = { ...base.compaction, summariser: 'model' as const };
+    // 1,500 tokens left: one model turn (1,000), not two.
+    const tight = context({
+      compaction: summariser,
+      budget: { ...base.budget, used: { ...base.budget.used, tokens: 8_500 } },
+    });
+    const step = startCompaction(tight, { type: 'xstate.init' } as never, {} as never);
+    expect(step.context?.compaction?.reserved).toBeNull();
+    const after = { ...tight, ...step.context } as AgentContext;
+    expect(guards.hasBudgetForModelTurn(after, { type: 'xstate.init' } as never)).toBe(true);
+    // With room for both, the model is asked (its turn reserved).
+    const roomy = context({ compaction: summariser });
+    const asked = startCompaction(roomy, { type: 'xstate.init' } as never, {} as never);
+    expect(asked.context?.compaction?.reserved).toEqual({ tokens: 1_000, costMicros: 0 });
   });
 });
