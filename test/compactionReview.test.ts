@@ -4,6 +4,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { AgentContext } from '../machines/context.js';
+import type { AuditEntry } from '../machines/journal.js';
+import { LONG_WINDOW, type WindowLog, runLong, windowedModel } from '../examples/booking/longScenario.js';
+import { MemoryStore } from '../src/index.js';
 import { startCompaction } from '../machines/steps/compaction.js';
 import { initialContext } from '../machines/steps/turn.js';
 import { guards } from '../machines/guards/index.js';
@@ -74,4 +77,26 @@ describe('compaction, adversarially', () => {
     const asked = startCompaction(roomy, { type: 'xstate.init' } as never, {} as never);
     expect(asked.context?.compaction?.reserved).toEqual({ tokens: 1_000, costMicros: 0 });
   });
+});
+
+describe('compaction, a failing summariser', () => {
+  it('keeps a secret in the summariser’s error out of the snapshot, the audit and the prompt', async () => {
+    const SECRET = 'sk_live_0123456789abcdefXYZ';
+    const log: WindowLog = { peak: 0, prompts: [] };
+    const store = new MemoryStore();
+    const result = await runLong({ store, model: (script) => windowedModel(script, LONG_WINDOW, log, true) }, 40, log, {
+      summarise: () => {
+        throw new Error(`upstream refused api key ${SECRET}`);
+      },
+    });
+    expect(result.status.state).toBe('done');
+    const done = (result.audit as AuditEntry[]).filter((e) => e.kind === 'compaction');
+    expect(done.length).toBeGreaterThan(0);
+    expect(JSON.stringify(result.audit)).not.toContain(SECRET);
+    expect(JSON.stringify(log.messages)).not.toContain(SECRET);
+    expect(JSON.stringify((await store.load('long-1'))?.snapshot)).not.toContain(SECRET);
+    expect(done[0]).toMatchObject({
+      fallback: expect.stringMatching(/the host summariser failed: .*upstream refused/),
+    });
+  }, 30_000);
 });

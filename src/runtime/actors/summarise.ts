@@ -9,7 +9,7 @@ import { fromPromise } from 'xstate';
 import type { SummariseActorInput, SummariseActorOutput } from '../../../machines/actors.js';
 import { type AgentContext, MAX_SUMMARY_CHARS, type Summariser } from '../../../machines/context.js';
 import type { TranscriptEntry } from '../../../machines/journal.js';
-import { safeErrorText } from '../../../machines/lib/text.js';
+import { cap, safeErrorText } from '../../../machines/lib/text.js';
 import { sha256Hex } from '../../hashing.js';
 import { compactionNoteBody } from '../../model/compactionNote.js';
 import { type CompactionCut, compactionCut, noteChars, sentTokens } from '../../model/compactionPlan.js';
@@ -66,9 +66,11 @@ export function summariseActor(host: ActorHost) {
       spent = attempt.usage;
     }
     if (written === null) source = 'facts';
-    const text =
-      written === null ? factsText() : capped(host.registry.privacy.text(scopeOf(context), written.text.trim()));
-    const summary = { text, source, fallback, throughIndex: cut.through, throughTurn: cut.throughTurn };
+    const scope = scopeOf(context);
+    const text = written === null ? factsText() : capped(host.registry.privacy.text(scope, written.text.trim()));
+    // Why the summariser was not used may quote its error (a key in a failed request): redacted, then cut.
+    const said = fallback === null ? null : cap(host.registry.privacy.text(scope, fallback), 240);
+    const summary = { text, source, fallback: said, throughIndex: cut.through, throughTurn: cut.throughTurn };
     const after = sentTokens(
       transcript,
       cut.preambleEnd,
@@ -134,7 +136,7 @@ async function byHost(
     return { text: timed.value, usage: null };
   } catch (error) {
     if (signal.aborted) throw error;
-    return { failed: `the host summariser failed: ${safeErrorText(error)}`.slice(0, 240), usage: null };
+    return { failed: `the host summariser failed: ${safeErrorText(error)}`, usage: null };
   }
 }
 
@@ -194,6 +196,6 @@ async function byModel(
     return { text: reply.text, usage };
   } catch (error) {
     if (signal.aborted) throw error;
-    return { failed: `the model summariser failed: ${safeErrorText(error)}`.slice(0, 240), usage: whole };
+    return { failed: `the model summariser failed: ${safeErrorText(error)}`, usage: whole };
   }
 }
