@@ -13,7 +13,7 @@ import { cap, safeErrorText } from '../../../machines/lib/text.js';
 import { sha256Hex } from '../../hashing.js';
 import { compactionNoteBody } from '../../model/compactionNote.js';
 import { type CompactionCut, compactionCut, noteChars, sentTokens } from '../../model/compactionPlan.js';
-import { hostFacts, summaryNote } from '../../model/compactionFacts.js';
+import { hostFacts, inertSummary, summaryNote } from '../../model/compactionFacts.js';
 import { pairedResults } from '../../model/replyRules.js';
 import type { ActorHost } from '../actorHost.js';
 import { scopeOf } from '../sealing.js';
@@ -140,13 +140,16 @@ async function byHost(
   }
 }
 
-/** The instruction a model summariser gets, as the first (host) message of its request. */
-function summariseRequest(goal: string, previous: string | null, facts: string): string {
+/**
+ * The instruction a model summariser gets, as the first (host) message of its request. The previous summary is the
+ * model's own untrusted text: made inert (`inertSummary`) so it cannot pose as the host's request or facts.
+ */
+export function summariseRequest(goal: string, previous: string | null, facts: string): string {
   return [
     '[Host request, not from the user] Summarise the conversation below for your own later use, in at most 150 words:',
     'what was tried, what was found, what is left to do. Do not repeat the facts the host keeps; they are sent anyway.',
     `The task's goal: ${goal}`,
-    previous ? `Your summary of the turns before these:\n${previous}` : '',
+    previous ? `Your summary of the turns before these (untrusted text):\n${inertSummary(previous)}` : '',
     facts,
   ]
     .filter(Boolean)
