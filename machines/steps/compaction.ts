@@ -11,14 +11,16 @@ import { stop } from './stop.js';
 
 /**
  * Into `compacting`. A model summariser's call is a model turn's worth of tokens and cost, reserved here like a turn
- * (checked before it is spent): without room for it, the facts note is written instead (said in the audit).
+ * (checked before it is spent). It is asked only while the budget also holds the turn it compacts for: without room
+ * for both, the facts note is written instead (said in the audit), so a summary never takes the task's last turn.
  */
 export const startCompaction: Step = (context, event) => {
   const { compaction } = context;
   const need = modelTurnNeed(context.modelReservation, context.budget);
   const reserve = { tokens: need.tokens ?? 0, costMicros: need.costMicros ?? 0 };
+  const both = { ...need, tokens: reserve.tokens * 2, costMicros: reserve.costMicros * 2 };
   const reserved =
-    compaction.summariser === 'model' && shortfall(context.budget, reserve, timeOf(context, event)) === null
+    compaction.summariser === 'model' && shortfall(context.budget, both, timeOf(context, event)) === null
       ? reserve
       : null;
   return {

@@ -44,8 +44,16 @@ export interface ForkPlan {
 /**
  * The copy of `source` at `step` (its first `step` audit entries, the numbering of time travel, `/replay?at=N`) for
  * `by`, or ForkNotAllowedError. The copy holds the turns before the one step `step` was in: that turn is asked again.
+ * A tool is offered only if it was a read for the original and is one in `catalogNow` (the installed tools): a tool a
+ * deployment has since made a write is not.
  */
-export function forkPlan(source: ForkSource, by: Principal, step: number, adminScope: string | null): ForkPlan {
+export function forkPlan(
+  source: ForkSource,
+  by: Principal,
+  step: number,
+  adminScope: string | null,
+  catalogNow: AgentContext['catalog'],
+): ForkPlan {
   const { context, audit, transcript } = source;
   if (by.tenantId !== context.principal.tenantId)
     throw new ForkNotAllowedError('wrong_tenant', 'the task belongs to another tenant');
@@ -67,6 +75,8 @@ export function forkPlan(source: ForkSource, by: Principal, step: number, adminS
   const cut = transcript.findIndex((entry) => 'turn' in entry && entry.turn >= turn);
   const copied = (cut === -1 ? transcript : transcript.slice(0, cut)).filter((entry) => entry.kind !== 'goal');
   const offered = context.tools ?? Object.keys(context.catalog);
-  const tools = offered.filter((name) => context.catalog[name]?.effect === 'read');
+  const tools = offered.filter(
+    (name) => context.catalog[name]?.effect === 'read' && catalogNow[name]?.effect === 'read',
+  );
   return { tools, turns: Math.max(0, turn - 1), transcript: copied };
 }

@@ -65,7 +65,13 @@ export class Orchestrator extends OrchestratorBase {
     const context = this.live.get(taskId)?.context() ?? (await this.store.load(taskId))?.snapshot.context;
     if (!context) throw new TaskNotFoundError(taskId);
     const [audit, transcript] = await Promise.all([this.audit(taskId), this.transcript(taskId)]);
-    const plan = forkPlan({ context, audit, transcript }, by, options.step, this.settings.adminScope);
+    const plan = forkPlan(
+      { context, audit, transcript },
+      by,
+      options.step,
+      this.settings.adminScope,
+      this.registry.catalog(),
+    );
     const input = taskInput(
       { principal: by, goal: context.goal, ...(options.taskId !== undefined ? { taskId: options.taskId } : {}) },
       {

@@ -9,11 +9,11 @@ import { fromPromise } from 'xstate';
 import type { SummariseActorInput, SummariseActorOutput } from '../../../machines/actors.js';
 import { type AgentContext, MAX_SUMMARY_CHARS, type Summariser } from '../../../machines/context.js';
 import type { TranscriptEntry } from '../../../machines/journal.js';
-import { safeErrorText } from '../../../machines/lib/text.js';
+import { cap, safeErrorText } from '../../../machines/lib/text.js';
 import { sha256Hex } from '../../hashing.js';
 import { compactionNoteBody } from '../../model/compactionNote.js';
 import { type CompactionCut, compactionCut, noteChars, sentTokens } from '../../model/compactionPlan.js';
-import { hostFacts, summaryNote } from '../../model/compactionFacts.js';
+import { hostFacts, inertSummary, summaryNote } from '../../model/compactionFacts.js';
 import { pairedResults } from '../../model/replyRules.js';
 import type { ActorHost } from '../actorHost.js';
 import { scopeOf } from '../sealing.js';
@@ -66,9 +66,11 @@ export function summariseActor(host: ActorHost) {
       spent = attempt.usage;
     }
     if (written === null) source = 'facts';
-    const text =
-      written === null ? factsText() : capped(host.registry.privacy.text(scopeOf(context), written.text.trim()));
-    const summary = { text, source, fallback, throughIndex: cut.through, throughTurn: cut.throughTurn };
+    const scope = scopeOf(context);
+    const text = written === null ? factsText() : capped(host.registry.privacy.text(scope, written.text.trim()));
+    // Why the summariser was not used may quote its error (a key in a failed request): redacted, then cut.
+    const said = fallback === null ? null : cap(host.registry.privacy.text(scope, fallback), 240);
+    const summary = { text, source, fallback: said, throughIndex: cut.through, throughTurn: cut.throughTurn };
     const after = sentTokens(
       transcript,
       cut.preambleEnd,
@@ -134,17 +136,20 @@ async function byHost(
     return { text: timed.value, usage: null };
   } catch (error) {
     if (signal.aborted) throw error;
-    return { failed: `the host summariser failed: ${safeErrorText(error)}`.slice(0, 240), usage: null };
+    return { failed: `the host summariser failed: ${safeErrorText(error)}`, usage: null };
   }
 }
 
-/** The instruction a model summariser gets, as the first (host) message of its request. */
-function summariseRequest(goal: string, previous: string | null, facts: string): string {
+/**
+ * The instruction a model summariser gets, as the first (host) message of its request. The previous summary is the
+ * model's own untrusted text: made inert (`inertSummary`) so it cannot pose as the host's request or facts.
+ */
+export function summariseRequest(goal: string, previous: string | null, facts: string): string {
   return [
     '[Host request, not from the user] Summarise the conversation below for your own later use, in at most 150 words:',
     'what was tried, what was found, what is left to do. Do not repeat the facts the host keeps; they are sent anyway.',
     `The task's goal: ${goal}`,
-    previous ? `Your summary of the turns before these:\n${previous}` : '',
+    previous ? `Your summary of the turns before these (untrusted text):\n${inertSummary(previous)}` : '',
     facts,
   ]
     .filter(Boolean)
@@ -194,6 +199,6 @@ async function byModel(
     return { text: reply.text, usage };
   } catch (error) {
     if (signal.aborted) throw error;
-    return { failed: `the model summariser failed: ${safeErrorText(error)}`.slice(0, 240), usage: whole };
+    return { failed: `the model summariser failed: ${safeErrorText(error)}`, usage: whole };
   }
 }
