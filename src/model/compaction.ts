@@ -48,7 +48,7 @@ export interface CompactionOptions {
 export type ModelTranscript = readonly (TranscriptEntry | HostNote)[];
 
 /** Model outputs: each starts a turn. */
-const TURN_STARTS: ReadonlySet<TranscriptEntry['kind']> = new Set([
+export const TURN_STARTS: ReadonlySet<TranscriptEntry['kind']> = new Set([
   'proposal',
   'answer',
   'question',

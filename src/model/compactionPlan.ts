@@ -6,15 +6,7 @@
 import type { CompactionReason, CompactionState } from '../../machines/context.js';
 import type { TranscriptEntry } from '../../machines/journal.js';
 import { entriesTokens, textTokens } from '../../machines/lib/conversationSize.js';
-
-/** Model outputs: each starts a turn. */
-const TURN_STARTS: ReadonlySet<TranscriptEntry['kind']> = new Set([
-  'proposal',
-  'answer',
-  'question',
-  'refusal',
-  'invalid_output',
-]);
+import { TURN_STARTS } from './compaction.js';
 
 /** Turns kept whole at least (one after the provider refused the prompt as too long). */
 export const KEEP_TURNS_AT_LEAST = 2;
