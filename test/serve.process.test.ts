@@ -4,7 +4,7 @@
  * live page's event stream open (a browser tab never leaves by itself).
  */
 import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { scaled } from './support/timeScale.js';
@@ -67,6 +67,45 @@ describe('npm run serve', () => {
       for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read())
         received += new TextDecoder().decode(chunk.value);
       expect(received).toContain('event: shutdown');
+      // On loopback: the bind address said, and no warning.
+      expect(line).toMatch(/\(listening on 127\.0\.0\.1:\d+, file store /);
+      expect(child.stderr).not.toContain('WARNING');
+    },
+    scaled(60_000),
+  );
+
+  it(
+    'says where it listens with --host 0.0.0.0, and warns loudly that its sign-in by name is on the network',
+    async () => {
+      const child = pool.spawnTs('serve', 'examples/booking/serve.ts', [
+        '--port',
+        '0',
+        '--host',
+        '0.0.0.0',
+        '--empty',
+        '--data-dir',
+        join(dir, 'network'),
+      ]);
+      const line = await child.waitFor('statechart-agent service on ', 30_000);
+      const port = /:(\d+) \(listening on/.exec(line)?.[1];
+      // The real bind address (before, only a 127.0.0.1 URL, as if it listened on loopback alone).
+      expect(line, child.transcript()).toContain(`(listening on 0.0.0.0:${port}, `);
+      // The warning goes to stderr, right after the stdout lines: wait for it (the deadline only reports a hang).
+      for (const deadline = Date.now() + scaled(10_000); !child.stderr.includes('Run it off loopback');) {
+        if (Date.now() > deadline || !child.running) break;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(child.stderr).toContain(`WARNING: listening on 0.0.0.0:${port} (every network interface)`);
+      // And where the network reaches it: each of this machine's own IPv4 addresses (none on a loopback-only box).
+      for (const net of Object.values(networkInterfaces()).flat())
+        if (net && !net.internal && net.family === 'IPv4')
+          expect(child.stderr).toContain(`http://${net.address}:${port}`);
+      expect(child.stderr).toContain('anyone who can reach this port can act as any demo user (E17, M1...) by name');
+      // Still served on this machine (0.0.0.0 includes loopback), and the sign-in by name works there: the danger.
+      const origin = /(http:\/\/127\.0\.0\.1:\d+)/.exec(line)![1]!;
+      expect((await fetch(`${origin}/api/inbox`, { headers: { authorization: 'Bearer M1' } })).status).toBe(200);
+      child.signal('SIGTERM');
+      expect((await child.ended(10_000)).code, child.transcript()).toBe(0);
     },
     scaled(60_000),
   );

@@ -6,6 +6,8 @@
  * `npm run serve -- --help` lists the options.
  */
 import { mkdir } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
+import { networkInterfaces } from 'node:os';
 import { parseArgs } from 'node:util';
 import { FileStore } from '../../src/index.js';
 import { parsePort, startInspection } from './inspection.js';
@@ -84,6 +86,9 @@ const service = await createDemoService({
 });
 const address = await service.app.listen({ port, host: values.host });
 const origin = address.replace('[::1]', 'localhost');
+// Where the socket is bound (0.0.0.0:3000 with --host 0.0.0.0), which `origin` (a URL to click here) does not say.
+const bound = service.app.server.address() as AddressInfo;
+const bind = bound.family === 'IPv6' ? `[${bound.address}]:${bound.port}` : `${bound.address}:${bound.port}`;
 
 if (!values.empty && (await store.list({ limit: 1 })).length === 0) {
   const stamp = Date.now().toString(36);
@@ -98,7 +103,7 @@ if (!values.empty && (await store.list({ limit: 1 })).length === 0) {
   );
 }
 console.log(
-  `statechart-agent service on ${origin} (file store ${values['data-dir']}, ${model ? `model ${model.name}` : 'scripted model'}${values.step ? ', stepped' : ''})`,
+  `statechart-agent service on ${origin} (listening on ${bind}, file store ${values['data-dir']}, ${model ? `model ${model.name}` : 'scripted model'}${values.step ? ', stepped' : ''})`,
 );
 console.log(
   `  sign in:   ${origin}/login?user=E17   (also E99, M1 the approver, Z5@globex; curl: -H 'authorization: Bearer E17')`,
@@ -106,12 +111,22 @@ console.log(
 console.log(`  inbox:     ${origin}/inbox`);
 console.log(`  API:       ${origin}/api/tasks · ${origin}/api/openapi.json`);
 for (const note of inspection?.notes ?? []) console.log(`  ${note}`);
+// The addresses others reach it at: this machine's non-loopback interfaces when bound to every interface.
+const wildcard = values.host === '0.0.0.0' || values.host === '::';
+const reachable = (
+  wildcard
+    ? Object.values(networkInterfaces()).flatMap((nets) =>
+        (nets ?? []).filter((net) => !net.internal && (values.host === '::' || net.family === 'IPv4')),
+      )
+    : [{ address: values.host, family: values.host.includes(':') ? 'IPv6' : 'IPv4' }]
+).map(({ address: ip, family }) => (family === 'IPv6' ? `http://[${ip}]:${bound.port}` : `http://${ip}:${bound.port}`));
 if (!isLoopback(values.host)) {
   // The demo signs anyone in by name (a bearer token that is a user id): fine on a laptop, not on a network.
   console.warn(
     [
       '',
-      `WARNING: listening on ${values.host}${values.host === '0.0.0.0' || values.host === '::' ? ' (every network interface)' : ''}, not only on this machine.`,
+      `WARNING: listening on ${bind}${wildcard ? ' (every network interface)' : ''}, not only on this machine.`,
+      ...(reachable.length > 0 ? [`Reachable from the network at ${reachable.join(', ')}.`] : []),
       'The demo has no real sign-in: anyone who can reach this port can act as any demo user (E17, M1...) by name,',
       'confirm their refunds and read their tasks. Run it off loopback only on a network you trust.',
       '',
