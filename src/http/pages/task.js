@@ -318,7 +318,13 @@ function connect() {
   for (const name of ['gate', 'check', 'confirmation', 'tool', 'lookup', 'review', 'stop', 'entry'])
     source.addEventListener(name, onEntry);
   source.addEventListener('status', scheduleRefresh);
-  source.addEventListener('open', () => ($('live').textContent = 'live: following the task events'));
+  // Set by `shutdown` until the stream is open again, so the error that follows the server's close keeps saying why.
+  let restarting = false;
+  source.addEventListener('open', () => {
+    restarting = false;
+    delete document.body.dataset.live;
+    $('live').textContent = 'live: following the task events';
+  });
   source.addEventListener('end', () => {
     source.close();
     hideWriting();
@@ -327,10 +333,15 @@ function connect() {
     scheduleRefresh();
   });
   // The server is closing (a deploy): the browser reconnects by itself, to this or another instance, and resumes.
-  source.addEventListener('shutdown', () => ($('live').textContent = 'the server is restarting: reconnecting…'));
+  source.addEventListener('shutdown', () => {
+    restarting = true;
+    document.body.dataset.live = 'restarting';
+    $('live').textContent = 'the server is restarting: reconnecting…';
+  });
   source.addEventListener('error', () => {
-    if (source.readyState !== EventSource.CLOSED)
-      $('live').textContent = 'reconnecting (the stream resumes after the last event received)…';
+    if (source.readyState === EventSource.CLOSED || restarting) return;
+    document.body.dataset.live = 'reconnecting';
+    $('live').textContent = 'reconnecting (the stream resumes after the last event received)…';
   });
 }
 
