@@ -12,6 +12,7 @@ import http from 'node:http';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { replayAudit } from '../src/audit/replayAudit.js';
+import { OFFLINE_NOTICE_MS } from '../src/inspect/relayPage.js';
 import { createStatelyInspection } from '../src/inspect/statelyInspector.js';
 import { reply } from '../src/testing/index.js';
 import { CHROMIUM_INSTALL, findChromium } from './support/chromium.js';
@@ -114,6 +115,39 @@ describe.runIf(available)('the Stately relay page in chromium', () => {
         await context.close();
       } finally {
         for (const close of closers.reverse()) await close();
+      }
+    },
+    scaled(90_000),
+  );
+
+  it(
+    'says so when the inspector frame never answers (offline), and stays quiet when it does',
+    async () => {
+      // A port nothing listens on: the frame fails to load, as stately.ai does offline.
+      const closed = http.createServer();
+      closed.listen(0, '127.0.0.1');
+      await once(closed, 'listening');
+      const port = (closed.address() as { port: number }).port;
+      await new Promise((resolve) => closed.close(resolve));
+      const offline = await createStatelyInspection({ port: 0, inspectorUrl: `http://localhost:${port}/inspect` });
+      const online = await createStatelyInspection({ port: 0, inspectorUrl: standInUrl });
+      const context = await browser.newContext();
+      try {
+        context.setDefaultTimeout(scaled(30_000));
+        // The connected frame's page first: by the time the offline page shows its notice, this one has waited as long.
+        const other = await context.newPage();
+        await other.goto(online.url);
+        const page = await context.newPage();
+        await page.goto(offline.url);
+        expect(await page.locator('#offline').isVisible()).toBe(false);
+        await page.locator('#offline').waitFor({ state: 'visible', timeout: OFFLINE_NOTICE_MS + scaled(10_000) });
+        expect(await page.locator('#offline').textContent()).toMatch(/did not answer[\s\S]*\/console/);
+
+        expect(await other.locator('#offline').isVisible()).toBe(false);
+      } finally {
+        await context.close();
+        await offline.stop();
+        await online.stop();
       }
     },
     scaled(90_000),
