@@ -44,6 +44,17 @@ export const pauseForModel: Step = (context, event) => {
   };
 };
 
+/** The audit entry of a model wait ending in another attempt: at its wake-up, or early at an operator's request (`by`). */
+const retryingEntry = (context: Parameters<Step>[0], event: Parameters<Step>[1], by?: string) =>
+  auditEntry(context, event, {
+    kind: 'model_outage',
+    action: 'retrying',
+    attempts: context.outage?.attempts ?? 0,
+    wakeAt: null,
+    error: context.outage?.lastError ?? '',
+    ...(by ? { by } : {}),
+  });
+
 /**
  * The wake-up is due: the same turn asks the model again. Its model turn was debited when it started; its token and
  * cost reservation, given back for the wait, is taken again.
@@ -52,15 +63,7 @@ export const resumeModel: Step = (context, event) => {
   const ended = endWait(context, event);
   return {
     context: { ...ended, budget: reserveTurnAgain(ended.budget, context.modelReservation) },
-    audit: [
-      auditEntry(context, event, {
-        kind: 'model_outage',
-        action: 'retrying',
-        attempts: context.outage?.attempts ?? 0,
-        wakeAt: null,
-        error: context.outage?.lastError ?? '',
-      }),
-    ],
+    audit: [retryingEntry(context, event)],
   };
 };
 
@@ -76,16 +79,7 @@ export const retryModelNow: Step = (context, event) => {
   const by = `${event.actor.tenantId}:${event.actor.userId}`;
   return {
     context: { ...ended, budget },
-    audit: [
-      auditEntry(context, event, {
-        kind: 'model_outage',
-        action: 'retrying',
-        attempts: context.outage?.attempts ?? 0,
-        wakeAt: null,
-        error: context.outage?.lastError ?? '',
-        by,
-      }),
-    ],
+    audit: [retryingEntry(context, event, by)],
     reply: { accepted: true, code: null, message: `the model is asked again now, at ${by}'s request` },
   };
 };

@@ -25,7 +25,7 @@ import {
   rejectBodySchema,
   taskParamsSchema,
 } from './schemas.js';
-import { refusalStatus, serviceError } from './serviceError.js';
+import { answered, serviceError } from './serviceError.js';
 
 const COMMON_ERRORS: Record<number, readonly HttpErrorCode[]> = {
   400: ['invalid_request'],
@@ -60,11 +60,6 @@ export function registerDecisionRoutes(app: FastifyInstance, ctx: ServiceContext
       return answered(result);
     };
     return { principal, taskId: status.taskId, body, answer };
-  };
-  const answered = (result: UserEventResult) => {
-    if (!result.accepted)
-      throw serviceError(refusalStatus(result.code), result.code ?? 'not_taken', result.message, result.status);
-    return result;
   };
   const decision = (
     operationId: string,

@@ -34,7 +34,7 @@ import {
   taskParamsSchema,
   tombstoneSchema,
 } from './schemas.js';
-import { refusalStatus, serviceError } from './serviceError.js';
+import { answered, serviceError } from './serviceError.js';
 
 export function registerOperatorRoutes(app: FastifyInstance, ctx: ServiceContext, docs: RouteDoc[]): void {
   const { orchestrator } = ctx;
@@ -106,9 +106,7 @@ export function registerOperatorRoutes(app: FastifyInstance, ctx: ServiceContext
           ? { resolution: 'happened', result: body.result ?? null, ...note }
           : { resolution: body.resolution, ...note },
       );
-      if (!result.accepted)
-        throw serviceError(refusalStatus(result.code), result.code ?? 'not_taken', result.message, result.status);
-      return result;
+      return answered(result);
     },
     { bodyLimit: ctx.bodyLimit, rateLimit: ctx.rateLimit?.('decision') },
   );
@@ -136,9 +134,7 @@ export function registerOperatorRoutes(app: FastifyInstance, ctx: ServiceContext
     async (request) => {
       const { principal, taskId } = await prepare(request, retryModelBodySchema);
       const result = await orchestrator.retryModelNow(taskId, principal);
-      if (!result.accepted)
-        throw serviceError(refusalStatus(result.code), result.code ?? 'not_taken', result.message, result.status);
-      return result;
+      return answered(result);
     },
     { bodyLimit: ctx.bodyLimit, rateLimit: ctx.rateLimit?.('decision') },
   );

@@ -6,6 +6,7 @@
 import type { ReplyCode } from '../../machines/failures.js';
 import type { HttpErrorCode } from '../errorCodes.js';
 import { AgentError } from '../errors.js';
+import type { UserEventResult } from '../orchestrator/status.js';
 
 /**
  * An HTTP answer other than 2xx: its status, a code and a sentence. The service's own codes are `HttpErrorCode`
@@ -61,4 +62,11 @@ const REFUSAL_STATUS: Partial<Record<ReplyCode, number>> = {
 
 export function refusalStatus(code: string | null): number {
   return (code && REFUSAL_STATUS[code as ReplyCode]) || 409;
+}
+
+/** The chart's answer to a decision as HTTP: the result when taken, else the refusal's status and code. */
+export function answered<R extends UserEventResult>(result: R): R {
+  if (!result.accepted)
+    throw serviceError(refusalStatus(result.code), result.code ?? 'not_taken', result.message, result.status);
+  return result;
 }
