@@ -37,6 +37,8 @@ import {
   valueOf,
 } from './agentWorld.js';
 import { planAlphabet } from './planMoves.js';
+import { syncAlphabet, syncModelMoves } from './syncHookMoves.js';
+import { compactionAlphabet, compactionModelMoves, summariseMoves } from './compactionChecks.js';
 
 const USAGE = { inputTokens: 60, outputTokens: 40, costMicros: 10 };
 
@@ -714,6 +716,9 @@ const OUTAGE_MODEL_MOVES = new Set(['model: valid read', 'model: answer', 'model
 export function movesFor(world: World, options: { lateFromTurn?: number } = {}): Move[] {
   // The plan world has its own alphabet (`planMoves.ts`), narrowed from the common one.
   if (world.shadow.plan) return planAlphabet(world, everyMove(world));
+  // The compaction world has its own narrow alphabet (`compactionChecks.ts`).
+  if (world.shadow.compaction) return compactionAlphabet(world, everyMove(world));
+  if (world.shadow.hooks) return syncAlphabet(world, everyMove(world));
   const outage = world.shadow.outage !== null && valueOf(world.machine) === 'thinking';
   const all = outage
     ? everyMove(world).filter((m) => !m.type.startsWith('model: ') || OUTAGE_MODEL_MOVES.has(m.type))
@@ -737,7 +742,9 @@ function everyMove(world: World): Move[] {
   const value = valueOf(world.machine);
   if (world.machine.status !== 'active') return [];
   const byState: Record<string, (w: World) => Move[]> = {
-    thinking: modelMoves,
+    // The sync-hook and compaction worlds' models propose their own (`syncHookMoves.ts`, `compactionChecks.ts`).
+    thinking: world.shadow.hooks ? syncModelMoves : world.shadow.compaction ? compactionModelMoves : modelMoves,
+    compacting: summariseMoves,
     waitingForModel: outageMoves,
     'vetting.validating': (w) => checkMoves(w, 'business'),
     'vetting.authorizing': (w) => checkMoves(w, 'permission'),

@@ -21,6 +21,8 @@ import type { ToolRules, Toolkit } from '../../machines/toolkit.js';
 import { hashArguments, sha256Hex } from '../../src/hashing.js';
 import { type Written, expectedUndos, succeededOn } from './undoWorld.js';
 import { type PlanShadow, type ProposedPlan, advancePlanShadow, harnessOffer, initialPlanShadow } from './planWorld.js';
+import { type HookAnswers, host, shadowVerdict, syncHook } from './syncHooks.js';
+import { type CompactionShadow, advanceCompactionShadow, initialCompactionShadow } from './compactionWorld.js';
 
 export type AgentSnapshot = SnapshotFrom<AgentMachine>;
 
@@ -154,6 +156,26 @@ export const UNDO_TOOLKIT: Toolkit = { rules: (name) => UNDO_RULES[name], sha256
 /** The chart of the undo world. */
 export const UNDO_CHART: AgentMachine = createAgentMachine(UNDO_TOOLKIT);
 const UNDO_CHARTS = new WeakSet<AgentMachine>([UNDO_CHART]);
+
+/**
+ * The world's rules where the booking's hooks are synchronous (`hooks: 'sync'`): the gates' guards ask them in the
+ * judging step, answering as the harness's move said (`syncHooks.ts`); the payment's validation stays asynchronous.
+ */
+export const SYNC_RULES: Record<string, ToolRules> = {
+  ...RULES,
+  book_room: { ...RULES.book_room!, validateNow: syncHook('validate'), authorizeNow: syncHook('authorize') },
+};
+export const SYNC_TOOLKIT: Toolkit = { rules: (name) => SYNC_RULES[name], sha256: sha256Hex };
+/** The chart of the sync-hook world. */
+export const SYNC_CHART: AgentMachine = createAgentMachine(SYNC_TOOLKIT);
+const SYNC_CHARTS = new WeakSet<AgentMachine>([SYNC_CHART]);
+
+/** The sync-hook world's chart with some guards replaced (a chart broken on purpose). */
+export function syncChartWith(guards: Parameters<AgentMachine['provide']>[0]['guards']): AgentMachine {
+  const chart = SYNC_CHART.provide({ guards }) as AgentMachine;
+  SYNC_CHARTS.add(chart);
+  return chart;
+}
 
 /** The chart of the presence world: the same tools, and the harness also says the user left or came back. */
 export const PRESENCE_CHART: AgentMachine = createAgentMachine(TOOLKIT);
@@ -373,6 +395,10 @@ export interface Shadow {
   away: boolean;
   /** The plan world's reading of plans (`PLAN_CHART`), or null in the other worlds. */
   plan: PlanShadow | null;
+  /** The sync-hook world (`SYNC_CHART`): the host's answers for the bookings of the batch, by call id; else null. */
+  hooks: Record<string, HookAnswers> | null;
+  /** A task started with chart compaction (`input.compaction`): the harness's record of it (`compactionWorld.ts`). */
+  compaction: CompactionShadow | null;
 }
 
 export interface World {
@@ -385,6 +411,8 @@ export interface World {
   shadow: Shadow;
   /** What the machine emitted on the move that reached this world (captured in the plan world only). */
   emitted?: unknown[];
+  /** The questions the synchronous hooks were asked on the move that reached this world (the sync-hook world). */
+  asked?: (typeof host)['asked'];
 }
 
 export type ProtocolExpectation = 'accepted' | 'rejected' | 'unpairable';
@@ -422,6 +450,10 @@ export interface Move {
   narrows?: boolean;
   /** For a plan proposal (the plan world): what the harness knows of the plan. */
   plan?: ProposedPlan;
+  /** For a proposal in the sync-hook world: what the booking's synchronous hooks answer for each call, by call id. */
+  hooks?: Record<string, HookAnswers>;
+  /** The model's turn is refused by the provider as too long (`context_too_long`). */
+  tooLong?: boolean;
 }
 
 // --- reading snapshots ------------------------------------------------------------------------------------
@@ -457,6 +489,7 @@ export const INVOKING_STATES: Record<string, string> = {
   'executing.reading': 'reads',
   'executing.writing': 'write',
   'executing.reconciling': 'lookup',
+  compacting: 'summarise',
 };
 /** The states in which a call's effect runs. */
 export const RUNNING_PHASES = new Set(['reading', 'writing']);
@@ -551,12 +584,22 @@ export function applyMove(world: World, move: Move, scope: AnyActorScope): World
   const used = world.shadow.plan ? capturing(scope, emitted) : scope;
   if (move.restart) next = restore(prev, world.chart);
   if (move.tamper) next = restore(prev, world.chart, tampering(move.tamper.callId, move.tamper.args));
+  // The sync-hook world: the host's answers in force are the proposal's (this move's, or the batch's), asked afresh.
+  const hooks = world.shadow.hooks && (move.hooks ?? world.shadow.hooks);
+  if (hooks) [host.answers, host.asked] = [hooks, []];
   if (move.event) next = world.chart.transition(next, move.event as never, used);
   const shadow = advanceShadow(world.shadow, prev, move, next);
   const plan =
     shadow.plan &&
     advancePlanShadow(shadow.plan, prev, move, next, emitted, USER, (t) => CATALOG[t]?.effect === 'write');
-  return { ...world, machine: next, shadow: { ...shadow, plan }, ...(world.shadow.plan ? { emitted } : {}) };
+  const compaction = shadow.compaction && advanceCompactionShadow(shadow.compaction, prev, move, next);
+  return {
+    ...world,
+    machine: next,
+    shadow: { ...shadow, plan, hooks, compaction },
+    ...(world.shadow.plan ? { emitted } : {}),
+    ...(hooks ? { asked: host.asked } : {}),
+  };
 }
 
 /** A scope that runs only the machine's `emit` actions, into `into` (nothing is started, nothing else runs). */
@@ -685,6 +728,10 @@ function advanceShadow(shadow: Shadow, prev: AgentSnapshot, move: Move, next: Ag
       // The plan world: a tool no ready step of the plan in force names is not offered (the harness's reading).
       const offer = shadow.plan && harnessOffer(shadow.plan, prev.context);
       if (offer) calls = calls.map((c) => ({ ...c, offered: offer.has(c.tool) }));
+      // The sync-hook world: a booking's verdicts are the answers its proposal came with (given in the judging step).
+      const answers = shadow.hooks && move.hooks;
+      if (answers)
+        calls = calls.map((c) => (c.tool === 'book_room' && answers[c.callId] ? syncShadow(c, answers[c.callId]!) : c));
     }
   }
   let away = shadow.away;
@@ -824,7 +871,17 @@ function advanceShadow(shadow: Shadow, prev: AgentSnapshot, move: Move, next: Ag
     presence: shadow.presence,
     away,
     plan: shadow.plan,
+    hooks: shadow.hooks,
+    compaction: shadow.compaction,
   };
+}
+
+/** A booking's shadow with the verdicts of its synchronous hooks; a refusal that could not answer is not a denial. */
+function syncShadow(call: ShadowCall, answers: HookAnswers): ShadowCall {
+  const validate = shadowVerdict(answers.validate);
+  const authorize = shadowVerdict(answers.authorize);
+  const unanswered = validate.verdict === 'reject' ? validate.unanswered : authorize.unanswered;
+  return { ...call, business: validate.verdict, authorize: authorize.verdict, unanswered };
 }
 
 export function initialWorld(scope: AnyActorScope, input: AgentInput = INPUT, chart: AgentMachine = CHART): World {
@@ -850,6 +907,8 @@ export function initialWorld(scope: AnyActorScope, input: AgentInput = INPUT, ch
       presence: PRESENCE_CHARTS.has(chart),
       away: false,
       plan: PLAN_CHARTS.has(chart) ? initialPlanShadow(input.policy.planning) : null,
+      hooks: SYNC_CHARTS.has(chart) ? {} : null,
+      compaction: input.compaction ? initialCompactionShadow() : null,
     },
   };
 }

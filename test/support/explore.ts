@@ -132,7 +132,7 @@ export function explore(input: AgentInput, options: ExploreOptions): Exploration
       }
       transitions += 1;
       byMove[move.type] = (byMove[move.type] ?? 0) + 1;
-      for (const problem of checkEdge(world, move, next, scope, input))
+      for (const problem of checkEdge(world, move, next, scope, input, count))
         violations.push({ problem, path: pathTo(id, move.type) });
       options.witness?.(world, move, next, count);
       if (violations.length >= maxViolations) return summary();

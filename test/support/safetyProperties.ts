@@ -11,6 +11,8 @@
 import type { AnyActorScope } from 'xstate';
 import { UNDOING_STOPS, expectedUndos } from './undoWorld.js';
 import { planEdgeProblems, planStateProblems } from './planProperties.js';
+import { syncEdgeProblems } from './syncHookMoves.js';
+import { compactionEdgeProblems } from './compactionChecks.js';
 import { eventTime } from '../../machines/actors.js';
 import type { AgentInput, BudgetCounters, CallState } from '../../machines/context.js';
 import { hashArguments } from '../../src/hashing.js';
@@ -332,7 +334,14 @@ export function checkState(world: World, input: AgentInput): string[] {
 }
 
 /** Rules about one transition prev --move--> next. */
-export function checkEdge(prev: World, move: Move, next: World, scope: AnyActorScope, input: AgentInput): string[] {
+export function checkEdge(
+  prev: World,
+  move: Move,
+  next: World,
+  scope: AnyActorScope,
+  input: AgentInput,
+  count: (what: string) => void = () => {},
+): string[] {
   const problems: string[] = [];
   const fail = (rule: string, detail: string) => problems.push(`${rule}: ${detail}`);
   const before = prev.machine;
@@ -596,7 +605,13 @@ export function checkEdge(prev: World, move: Move, next: World, scope: AnyActorS
 
   // A model outage: waited out while within the policy's limit (transient failures only), resumed only when due,
   // on the same turn.
-  if (from === 'thinking' && event?.type === 'xstate.done.actor.model' && event.output.kind === 'failed') {
+  // (A prompt refused as too long is not an outage: the compaction rules, C5, say where it leads.)
+  if (
+    from === 'thinking' &&
+    event?.type === 'xstate.done.actor.model' &&
+    event.output.kind === 'failed' &&
+    event.output.failure.code !== 'context_too_long'
+  ) {
     const made = next.shadow.outage;
     const within =
       event.output.failure.transient && made !== null && made.lastFailureAt - made.since < input.policy.modelOutageMs;
@@ -802,6 +817,8 @@ export function checkEdge(prev: World, move: Move, next: World, scope: AnyActorS
   }
 
   problems.push(...planEdgeProblems(prev, move, next));
+  problems.push(...syncEdgeProblems(prev, move, next, count));
+  problems.push(...compactionEdgeProblems(prev, move, next, input, count));
 
   // (4) Hard counters never go back.
   for (const dim of HARD_DIMENSIONS) {
