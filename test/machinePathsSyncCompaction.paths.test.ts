@@ -15,6 +15,7 @@ import type { AgentMachine } from '../machines/agentMachine.js';
 import type { AgentContext } from '../machines/context.js';
 import { invokedVerdict, syncVerdict } from '../machines/lib/hooks.js';
 import { judgedCall } from '../machines/lib/judged.js';
+import { debit } from '../machines/lib/budget.js';
 import { recordCompaction } from '../machines/steps/compaction.js';
 import { CHART, SYNC_CHART, SYNC_TOOLKIT, syncChartWith, withLimits } from './support/agentWorld.js';
 import { COMPACTION_INPUT } from './support/compactionChecks.js';
@@ -56,6 +57,8 @@ const COMPACTION_WITNESS = [
   'refused right after compacting: stopped',
   'refused prompt compacted',
   'facts note instead of the summariser',
+  'summarise: facts note (no model turn reserved)',
+  'model turn after compacting (summarise: facts note (no model turn reserved))',
   'model turn after compacting (summarise: model summary)',
   'model turn after compacting (summarise: model summary, still over the threshold)',
   'restart while compacting',
@@ -149,6 +152,21 @@ describe('agent machine paths with compaction', () => {
       ?.problem;
     console.log(`[machinePathsSyncCompaction] forgets the summary: ${problem}`);
     expect(problem).toMatch(/^C3 compaction: a compaction that replaced nothing changed the summary/);
+  });
+
+  it("catches a chart that reserves the summariser's turn without room for the turn it compacts for", () => {
+    const greedy = CHART.provide({
+      actions: {
+        startCompaction: assign(({ context }) => {
+          const reserved = { tokens: context.modelReservation.tokens, costMicros: context.modelReservation.costMicros };
+          return { budget: debit(context.budget, reserved), compaction: { ...context.compaction, reserved } };
+        }),
+      },
+    }) as AgentMachine;
+    const problem = explore(COMPACTION_INPUT, { maxStates: MAX_STATES, maxViolations: 1, chart: greedy }).violations[0]
+      ?.problem;
+    console.log(`[machinePathsSyncCompaction] reserves without room: ${problem}`);
+    expect(problem).toMatch(/^C7 compaction: a summariser's turn is reserved with \d+ tokens left/);
   });
 
   describe('the checks catch a chart whose compaction is broken', () => {

@@ -23,11 +23,14 @@ import type { ModelEvent } from '../../machines/events.js';
 import { FINAL_STATES, INPUT, type Move, type World, valueOf, variableContext } from './agentWorld.js';
 import { entersCompaction } from './compactionWorld.js';
 
-/** Compaction past 40 estimated tokens (a read and its result are about 30), by a model summariser. */
+/**
+ * Compaction past 40 estimated tokens (a read and its result are about 30), by a model summariser; 500 tokens hold
+ * a summariser's turn beside the next turn's in the first compactions only (then the facts note stands in).
+ */
 export const COMPACTION_INPUT: AgentInput = {
   ...INPUT,
   compaction: { atTokens: 40, resultBytes: 512, summariser: 'model' },
-  limits: { ...INPUT.limits, modelTurns: 4, toolCalls: 4, tokens: 750, costMicros: 10_000 },
+  limits: { ...INPUT.limits, modelTurns: 4, toolCalls: 4, tokens: 500, costMicros: 10_000 },
 };
 
 const USAGE = { inputTokens: 60, outputTokens: 40, costMicros: 10 };
@@ -182,6 +185,7 @@ export function compactionEdgeProblems(
   // C3, C4, C6, C7 on the summariser's answer.
   if (from === 'compacting' && !move.restart && event?.type === 'xstate.done.actor.summarise') {
     const out = event.output;
+    count(move.type);
     const requested = prev.shadow.compaction?.underWay?.requested ?? false;
     const { compaction: _a, budget: _b, turn: _t, offered: _o, ...kept } = variableContext(before);
     const { compaction: _c, budget: _d, turn: _u, offered: _p, ...now } = variableContext(after);
