@@ -5,8 +5,9 @@
  */
 import { z } from 'zod';
 import { AGENT_MACHINE_VERSION } from '../../machines/agentMachine.js';
-import { type AgentContext, agentContextSchema } from '../../machines/context.js';
+import { type AgentContext, agentContextSchema, jsonSchema } from '../../machines/context.js';
 import { CorruptTaskError, UnsupportedVersionError } from '../errors.js';
+import { compiledParse, interpreted, jsonStandIn, stateValueStandIn } from './compiledSchema.js';
 import { MIGRATED_VERSIONS, migrate } from './migrations.js';
 import { type TaskSummary, taskSummarySchema } from './summary.js';
 
@@ -66,6 +67,54 @@ const envelopeSchema = z.strictObject({
     })
     .optional(),
 });
+
+/**
+ * The parts of the context left to the interpreter inside the compiled fast path: large to compile (generated code
+ * of ~60 KB together) and null or empty in most stored tasks.
+ */
+const INTERPRETED = ['outcome', 'plan', 'subtasks', 'workflow', 'unwinding', 'pendingConfirmation'] as const;
+
+type EnvelopeParse = ReturnType<typeof envelopeSchema.safeParse>;
+
+/**
+ * Reads checked by the interpreter before the fast path is built: compiling takes tens of ms and saves a few hundred
+ * µs a read, so a process that reads a few envelopes (a CLI command, most tests) never pays for it.
+ */
+const COMPILE_AFTER_READS = 16;
+let reads = 0;
+
+/** Built when first asked for: undefined until then, null where it cannot be built. */
+let compiledEnvelope: ((value: unknown) => { success: boolean; data?: unknown }) | null | undefined;
+
+/**
+ * The two ways of checking an envelope against `envelopeSchema`, for `parseEnvelope` and the test that holds them to
+ * each other: `fast` is the compiled fast path (`compiledSchema.ts`), which gives the parsed value or null (never an
+ * error: not valid, or a case it leaves to the interpreter); `full` is zod's interpreter, whose errors are reported.
+ * @internal
+ */
+export const envelopeChecks = {
+  fast(value: unknown): TaskEnvelope | null {
+    compiledEnvelope ??= compiledParse(
+      envelopeSchema,
+      new Map<z.core.$ZodType, z.core.$ZodType>([
+        [jsonSchema, jsonStandIn],
+        [stateValueSchema, stateValueStandIn],
+        ...INTERPRETED.map((key): [z.core.$ZodType, z.core.$ZodType] => {
+          // Below a default, which has to stay: an absent field takes it before anything else is asked.
+          const field: z.core.$ZodType = agentContextSchema.shape[key];
+          const def = field._zod.def;
+          const part = def.type === 'default' ? (def as z.core.$ZodDefaultDef).innerType : field;
+          return [part, interpreted(part)];
+        }),
+      ]),
+    );
+    const parsed = compiledEnvelope?.(value);
+    return parsed?.success ? (parsed.data as TaskEnvelope) : null;
+  },
+  full(value: unknown): EnvelopeParse {
+    return envelopeSchema.safeParse(value);
+  },
+};
 
 export interface TaskEnvelope {
   schemaVersion: typeof ENVELOPE_SCHEMA_VERSION;
@@ -133,14 +182,20 @@ export function parseEnvelope(taskId: string, raw: unknown): TaskEnvelope {
   }
   const current =
     machineVersion === AGENT_MACHINE_VERSION ? raw : migrate(taskId, machineVersion, raw as Record<string, unknown>);
-  const parsed = envelopeSchema.safeParse(current);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new CorruptTaskError(taskId, `invalid envelope at ${issue.path.join('.') || '(root)'}: ${issue.message}`);
-  }
-  const envelope = parsed.data as TaskEnvelope;
+  reads += 1;
+  const envelope = (reads > COMPILE_AFTER_READS ? envelopeChecks.fast(current) : null) ?? fullParse(taskId, current);
   if (envelope.taskId !== taskId || envelope.snapshot.context.taskId !== taskId) {
     throw new CorruptTaskError(taskId, `the stored envelope belongs to task ${JSON.stringify(envelope.taskId)}`);
   }
   return envelope;
+}
+
+/** The envelope as zod's interpreter parses it, or CorruptTaskError with the first problem's path. */
+function fullParse(taskId: string, value: unknown): TaskEnvelope {
+  const parsed = envelopeChecks.full(value);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new CorruptTaskError(taskId, `invalid envelope at ${issue.path.join('.') || '(root)'}: ${issue.message}`);
+  }
+  return parsed.data as TaskEnvelope;
 }

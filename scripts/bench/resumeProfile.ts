@@ -1,0 +1,132 @@
+/**
+ * Profiles the resume of a parked K-round task alone: the task is parked as in `focused.ts`, then N resumes run under
+ * the V8 profiler, and only the samples taken between a resume's start and its first acknowledged save are kept.
+ *
+ *   npx tsx scripts/bench/resumeProfile.ts [--resume-k 200] [--samples 200] [--out /tmp/resume.cpuprofile] [--top 40]
+ */
+import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import { DEFAULT_REDIS_URL, createRedisClient } from '../../src/store/redis/redisConnection.js';
+import { deleteMatching, quantile } from './measure.js';
+import { LOCAL_API } from './projectApi.js';
+import { BENCH_PRINCIPAL, type ModelControl, goalFor, projectOptions } from './workload.js';
+
+const args = process.argv.slice(2);
+const text = (name: string) => {
+  const at = args.indexOf(`--${name}`);
+  return at >= 0 ? args[at + 1] : undefined;
+};
+const k = Number(text('resume-k') ?? 200);
+const samples = Number(text('samples') ?? 200);
+const out = text('out') ?? '/tmp/resume.cpuprofile';
+const top = Number(text('top') ?? 40);
+
+interface Node {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+}
+interface Profile {
+  nodes: Node[];
+  startTime: number;
+  samples: number[];
+  timeDeltas: number[];
+}
+
+const nowUs = () => Number(process.hrtime.bigint() / 1000n);
+
+async function main(): Promise<void> {
+  const api = LOCAL_API;
+  const client = createRedisClient(process.env.REDIS_URL ?? DEFAULT_REDIS_URL);
+  const prefix = `rprof-${randomBytes(4).toString('hex')}`;
+  const store = new api.RedisStore({ client, prefix });
+  const control: ModelControl = { hangFrom: k + 1 };
+  const atRest = () => new Promise<void>((resolve) => (control.onHang = resolve));
+  let parked = atRest();
+  const first = api.createOrchestrator(projectOptions(store, control, api));
+  await first.start({ principal: BENCH_PRINCIPAL, goal: goalFor(k * 100), taskId: 'resume' });
+  await parked;
+  await first.close();
+  const windows: [number, number][] = [];
+  const times: number[] = [];
+  const once = async () => {
+    control.hangFrom = Number.POSITIVE_INFINITY;
+    parked = atRest();
+    const orchestrator = api.createOrchestrator(projectOptions(store, control, api));
+    let end = 0;
+    const firstSave = new Promise<void>((resolve) =>
+      orchestrator.onSaved(() => {
+        control.hangFrom = 0;
+        end = nowUs();
+        resolve();
+      }),
+    );
+    const start = nowUs();
+    await orchestrator.resume('resume');
+    await firstSave;
+    windows.push([start, end]);
+    times.push((end - start) / 1000);
+    await parked;
+    await orchestrator.close();
+  };
+  for (let i = 0; i < 10; i++) await once();
+  windows.length = 0;
+  times.length = 0;
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.setSamplingInterval', { interval: 50 });
+  await session.post('Profiler.start');
+  for (let i = 0; i < samples; i++) await once();
+  const { profile } = (await session.post('Profiler.stop')) as unknown as { profile: Profile };
+  session.disconnect();
+  await deleteMatching(client, `{${prefix}}:*`);
+  client.disconnect();
+  writeFileSync(out, JSON.stringify(profile));
+  summarise(profile, windows);
+  process.stdout.write(`resume wall p50 ${quantile(times, 0.5).toFixed(2)} ms over ${samples} samples (profiled)\n`);
+}
+
+function summarise(profile: Profile, windows: [number, number][]): void {
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const label = (n: Node) =>
+    `${n.callFrame.functionName || '(anon)'} ${n.callFrame.url.replace(/.*\/(node_modules\/[^/]+|machines|src|scripts)\//, '$1/')}:${n.callFrame.lineNumber + 1}`;
+  const self = new Map<string, number>();
+  const inclusive = new Map<string, number>();
+  let t = profile.startTime;
+  let w = 0;
+  let total = 0;
+  for (let i = 0; i < profile.samples.length; i++) {
+    t += profile.timeDeltas[i]!;
+    const dt = profile.timeDeltas[i + 1] ?? 0;
+    while (w < windows.length && windows[w]![1] < t) w++;
+    if (w >= windows.length || t < windows[w]![0]) continue;
+    const leaf = byId.get(profile.samples[i]!)!;
+    if (leaf.callFrame.functionName === '(idle)' || leaf.callFrame.functionName === '(program)') continue;
+    total += dt;
+    self.set(label(leaf), (self.get(label(leaf)) ?? 0) + dt);
+    const seen = new Set<string>();
+    for (let id: number | undefined = leaf.id; id !== undefined; id = parent.get(id)) {
+      const l = label(byId.get(id)!);
+      if (seen.has(l)) continue;
+      seen.add(l);
+      inclusive.set(l, (inclusive.get(l) ?? 0) + dt);
+    }
+  }
+  const per = (us: number) =>
+    `${(us / windows.length).toFixed(0).padStart(5)} µs ${((100 * us) / total).toFixed(1).padStart(5)}%`;
+  process.stdout.write(`busy in resume windows: ${(total / windows.length).toFixed(0)} µs per resume\n--- self\n`);
+  for (const [name, us] of [...self].sort((a, b) => b[1] - a[1]).slice(0, top))
+    process.stdout.write(`${per(us)} ${name}\n`);
+  process.stdout.write('--- inclusive\n');
+  for (const [name, us] of [...inclusive].sort((a, b) => b[1] - a[1]).slice(0, top * 2))
+    process.stdout.write(`${per(us)} ${name}\n`);
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.exitCode = 1;
+});
