@@ -251,9 +251,24 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
+/**
+ * Contract hashes by tool, with what they were made from: a new orchestrator checks a restored task's catalog against
+ * its tools, so the hash of an unchanged tool is taken once per process, and again only if the tool was changed.
+ */
+const contractHashes = new WeakMap<Tool, { from: unknown[]; version: string }>();
+
 /** The version recorded for `tool`: its own, or a hash of its declared contract. */
 export function toolVersion(tool: Tool, sha256: (text: string) => string): string {
   if (tool.version !== undefined) return tool.version;
+  const from = [sha256, tool.name, tool.description, tool.effect, JSON.stringify(tool.scopes), tool.input, tool.output];
+  const known = contractHashes.get(tool);
+  if (known && known.from.every((part, i) => part === from[i])) return known.version;
+  const version = contractHash(tool, sha256);
+  contractHashes.set(tool, { from, version });
+  return version;
+}
+
+function contractHash(tool: Tool, sha256: (text: string) => string): string {
   let output: unknown;
   try {
     output = jsonSchemaOf(tool.output, 'output');

@@ -13,9 +13,50 @@ import type { AgentModel } from '../src/model/agentModel.js';
 import { catalogDifferences } from '../src/runtime/catalogBinding.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
 import { reply, scriptedModel } from '../src/testing/scriptedModel.js';
-import { type Tool, defineTool } from '../src/tool.js';
+import { type Tool, defineTool, toolParametersSchema, toolVersion } from '../src/tool.js';
+import { sha256Hex } from '../src/hashing.js';
+import { z } from 'zod';
 import { E17, until } from './support/harness.js';
 import { leaseIsFree, noteWriter, readThenWrite, slowRead } from './support/takeover.js';
+
+describe('toolVersion', () => {
+  const tool = () =>
+    defineTool({
+      name: 'get_thing',
+      description: 'Reads a thing.',
+      effect: 'read',
+      scopes: ['things:read'],
+      timeoutMs: 1000,
+      input: z.strictObject({ id: z.string() }),
+      output: z.object({ name: z.string() }),
+      execute: async () => ({ ok: true, value: { name: 'x' } }),
+    });
+
+  it('hashes the contract once per tool, and again when the tool was changed in place', () => {
+    const thing = tool();
+    const first = toolVersion(thing, sha256Hex);
+    expect(first).toMatch(/^contract:[0-9a-f]{16}$/);
+    expect(toolVersion(thing, sha256Hex)).toBe(first);
+    expect(toolVersion(tool(), sha256Hex)).toBe(first);
+    thing.description = 'Reads a thing, and its owner.';
+    const described = toolVersion(thing, sha256Hex);
+    expect(described).not.toBe(first);
+    (thing as { scopes: string[] }).scopes = ['things:read', 'owners:read'];
+    expect(toolVersion(thing, sha256Hex)).not.toBe(described);
+    (thing as { input: z.ZodType }).input = z.strictObject({ id: z.string(), owner: z.boolean() });
+    expect(toolVersion(thing, sha256Hex)).not.toBe(described);
+  });
+
+  it('gives the JSON Schema made once, frozen so no caller changes what the next one gets', () => {
+    const thing = tool();
+    const parameters = toolParametersSchema(thing);
+    expect(parameters).toMatchObject({ type: 'object', properties: { id: { type: 'string' } } });
+    expect(() => {
+      (parameters.properties as Record<string, unknown>).extra = {};
+    }).toThrow(TypeError);
+    expect(toolParametersSchema(thing)).toStrictEqual(parameters);
+  });
+});
 
 describe('catalogDifferences', () => {
   const recorded: Catalog = {
