@@ -22,18 +22,12 @@ import type { AgentMachine } from '../../machines/agentMachine.js';
 import type { Clock } from '../clock.js';
 import { AgentError, MachineError } from '../errors.js';
 import { safeErrorText } from '../../machines/lib/text.js';
-import {
-  INBOX_REPLIES_KEPT,
-  type InboxCursor,
-  type InboxReply,
-  type PersistedAgentSnapshot,
-  type TaskEnvelope,
-} from '../store/envelope.js';
+import { INBOX_REPLIES_KEPT, type InboxCursor, type InboxReply, type TaskEnvelope } from '../store/envelope.js';
 import { type TaskSummary, summarize } from '../store/summary.js';
 import { taskStateOf } from '../../machines/tags.js';
 import type { TaskStore } from '../store/taskStore.js';
 import type { TaskPort } from './actorHost.js';
-import { envelopeOf, saveWithRetry } from './taskSaves.js';
+import { envelopeOf, persistedSnapshotOf, saveWithRetry } from './taskSaves.js';
 import { DurableWaiters } from './durableWaiters.js';
 import { TaskTranscript } from './taskTranscript.js';
 import { MoveRecorder } from './moveRecorder.js';
@@ -269,7 +263,7 @@ export class LiveTask implements TaskPort {
     try {
       while (this.persisted < this.observed && !this.failure) {
         const version = this.observed;
-        const snapshot = this.actor.getPersistedSnapshot() as unknown as PersistedAgentSnapshot;
+        const snapshot = persistedSnapshotOf(this.deps.machine, this.actor.getSnapshot());
         // A stopped actor's snapshot has lost its in-flight invocations: never persist it.
         if (snapshot.status === 'stopped') break;
         const audit = this.pendingAudit;

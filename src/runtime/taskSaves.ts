@@ -3,6 +3,7 @@
  * backoff while the store is unavailable. A retry after an ambiguous failure may meet the task's own earlier write
  * as a conflict; it then checks whether that write landed, by comparing what is stored with what was sent.
  */
+import type { AnyMachineSnapshot, AnyStateMachine } from 'xstate';
 import { AGENT_MACHINE_VERSION } from '../../machines/agentMachine.js';
 import { canonicalJson } from '../../machines/lib/canonicalJson.js';
 import { type Clock, backoffDelay, sleep } from '../clock.js';
@@ -39,6 +40,35 @@ export function envelopeOf(parts: EnvelopeParts): TaskEnvelope {
     snapshot,
     ...(inbox ? { inbox: { applied: inbox.applied, replies: [...inbox.replies] } } : {}),
   };
+}
+
+/** Parts of live contexts found to hold no actor reference (a context's parts are never changed in place). */
+const withoutRefs = new WeakSet<object>();
+const NO_CONTEXT = {};
+
+/**
+ * `actor.getPersistedSnapshot()`, without its walk of the whole context on every save: XState looks at every object
+ * in the context for actor references (to persist each as its id), which cost ~2% of a busy process's CPU. The
+ * chart keeps none there, and the parts of a context are not changed in place (a step makes new objects for what
+ * it changes), so a part once found without any is not looked at again: a save looks at what changed since the
+ * last. The persisted snapshot is XState's for all but the context, which is then the live one, as XState gives it
+ * when there is no reference in it. A context that holds one is persisted by XState, as before.
+ */
+export function persistedSnapshotOf(machine: AnyStateMachine, snapshot: AnyMachineSnapshot): PersistedAgentSnapshot {
+  const { context } = snapshot;
+  if (holdsRefs(context)) return machine.getPersistedSnapshot(snapshot) as unknown as PersistedAgentSnapshot;
+  const persisted = machine.getPersistedSnapshot({ ...snapshot, context: NO_CONTEXT }) as Record<string, unknown>;
+  persisted.context = context;
+  return persisted as unknown as PersistedAgentSnapshot;
+}
+
+/** Whether `part` holds an actor reference (what XState's `persistContext` replaces), at any depth. */
+function holdsRefs(part: unknown): boolean {
+  if (typeof part !== 'object' || part === null || withoutRefs.has(part)) return false;
+  if ('sessionId' in part && 'send' in part && 'ref' in part) return true;
+  for (const key in part) if (holdsRefs((part as Record<string, unknown>)[key])) return true;
+  withoutRefs.add(part);
+  return false;
 }
 
 export interface SaveDeps {
