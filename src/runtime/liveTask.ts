@@ -27,7 +27,7 @@ import { type TaskSummary, summarize } from '../store/summary.js';
 import { taskStateOf } from '../../machines/tags.js';
 import type { TaskStore } from '../store/taskStore.js';
 import type { TaskPort } from './actorHost.js';
-import { envelopeOf, persistedSnapshotOf, saveWithRetry } from './taskSaves.js';
+import { PersistedSnapshots, envelopeOf, saveWithRetry } from './taskSaves.js';
 import { DurableWaiters } from './durableWaiters.js';
 import { TaskTranscript } from './taskTranscript.js';
 import { MoveRecorder } from './moveRecorder.js';
@@ -66,6 +66,8 @@ export class LiveTask implements TaskPort {
   private readonly createdAt: number;
   private pendingAudit: AuditEntry[] = [];
   private readonly transcriptEntries: TaskTranscript;
+  /** Gives the snapshots to save (`PersistedSnapshots`). */
+  private readonly persistedSnapshots: PersistedSnapshots;
   /** Writes the transitions the actor takes into its audit entries. */
   private readonly moves: MoveRecorder;
   /** The chart's answer to the host event being sent, if it gave one. */
@@ -88,6 +90,7 @@ export class LiveTask implements TaskPort {
     origin: LiveTaskOrigin,
   ) {
     this.moves = new MoveRecorder(deps.machine);
+    this.persistedSnapshots = new PersistedSnapshots(deps.machine);
     const inspect = this.moves.observer(deps.inspect);
     if (origin.kind === 'new') {
       this.taskId = origin.input.taskId;
@@ -263,7 +266,7 @@ export class LiveTask implements TaskPort {
     try {
       while (this.persisted < this.observed && !this.failure) {
         const version = this.observed;
-        const snapshot = persistedSnapshotOf(this.deps.machine, this.actor.getSnapshot());
+        const snapshot = this.persistedSnapshots.of(this.actor.getSnapshot());
         // A stopped actor's snapshot has lost its in-flight invocations: never persist it.
         if (snapshot.status === 'stopped') break;
         const audit = this.pendingAudit;
