@@ -197,8 +197,9 @@ export function packAudit(saved: readonly unknown[]): string {
     }
     const ref = refs[index]!;
     if (ref >= 0) called.push([index, ref]);
-    kept.length = 0;
-    const row: unknown[] = [0];
+    // Sized for every key at once (no growing as values are added), then cut to the values kept.
+    const row = new Array<unknown>(end + 1);
+    let count = 0;
     let whole = true;
     for (let k = 0; k < end; k++) {
       const key = keys[k]!;
@@ -213,10 +214,12 @@ export function packAudit(saved: readonly unknown[]): string {
         whole = false;
         break;
       }
-      kept.push(key);
-      row.push(value);
+      kept[count] = key;
+      count += 1;
+      row[count] = value;
     }
-    if (whole) writer.add(kept, kept.length, row);
+    row.length = count + 1;
+    if (whole) writer.add(kept, count, row);
     else writer.literal(packedEntry(entry, keys, end, stampShared, offset ? since : null, ref >= 0, end < keys.length));
   }
   if (shared.length === 0 && called.length === 0) return plain(saved);
