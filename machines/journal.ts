@@ -4,8 +4,7 @@
  * appends the entries with the snapshot that produced them, so the snapshot stays the same size however long the
  * task runs; the answer goes back to whoever sent the event.
  */
-import type { MachineEvent, ModelCompaction } from './actors.js';
-import { eventTime } from './actors.js';
+import { type MachineEvent, type ModelCompaction, eventTime } from './actors.js';
 import type {
   AgentContext,
   BudgetLimits,
@@ -349,47 +348,53 @@ export function timeOf(context: AgentContext, event: MachineEvent): number {
   return eventTime(event, context.startedAt);
 }
 
-/** An audit entry stamped with the event's time and the current turn. */
+/** An audit entry stamped with the event's time and the current turn (a round makes a dozen: see `copied`). */
 export function auditEntry(context: AgentContext, event: MachineEvent, body: AuditBody): AuditEntry {
-  const stamp: AuditStamp = {
+  const tool = 'tool' in body && typeof body.tool === 'string' ? body.tool : null;
+  return copied(stamped(context, event, tool), body, null);
+}
+
+/** `entry` with the keys of `body` (but `skip`) added in their order, as a spread would, without a copy between. */
+function copied(entry: Record<string, unknown>, body: object, skip: string | null): AuditEntry {
+  for (const key in body) if (key !== skip) entry[key] = (body as Record<string, unknown>)[key];
+  return entry as AuditEntry;
+}
+
+/** A new entry's time, turn and stamp (`AuditStamp`; `toolVersion` for an entry about a `tool` that has a name). */
+function stamped(context: AgentContext, event: MachineEvent, tool: string | null): Record<string, unknown> {
+  const entry: Record<string, unknown> = {
+    at: timeOf(context, event),
+    turn: context.turn,
     model: context.provenance.model,
     prompt: context.provenance.prompt,
     policy: context.policy.version,
-    // A user's event names its caller's session (none, if the caller named none): never the task owner's.
-    session: isHostEvent(event) ? sessionOf(event) : (context.principal.sessionId ?? null),
+    session: sessionOf(context, event),
   };
-  const tool = 'tool' in body && typeof body.tool === 'string' && body.tool ? body.tool : null;
-  if (tool !== null) stamp.toolVersion = context.catalog[tool]?.version ?? null;
-  return { at: timeOf(context, event), turn: context.turn, ...stamp, ...body } as AuditEntry;
+  if (tool) entry.toolVersion = context.catalog[tool]?.version ?? null;
+  return entry;
 }
 
-/** Events the host API forwards for a caller (a user, an approver, a reviewer, an administrator). */
-function isHostEvent(event: MachineEvent): boolean {
-  return (
-    event.type.startsWith('user.') ||
-    event.type.startsWith('review.') ||
-    event.type.startsWith('operator.') ||
-    event.type === 'task.cancelled'
-  );
-}
-
-/** The session a user's event came from, if the host named it. */
-function sessionOf(event: MachineEvent): string | null {
+/**
+ * The session behind an entry: the task's own, except for an event the host API forwards for a caller (a user, an
+ * approver, a reviewer, an administrator), which names its caller's (none, if the caller named none).
+ */
+function sessionOf(context: AgentContext, event: MachineEvent): string | null {
+  const { type } = event;
+  if (!/^(user|review|operator)\./.test(type) && type !== 'task.cancelled') return context.principal.sessionId ?? null;
   return 'sessionId' in event && typeof event.sessionId === 'string' ? event.sessionId : null;
 }
 
-/** A gate decision, about one call or (without `call`) about the task. */
+/** A gate decision, about one call or (without `call`) about the task: `{ kind, callId, tool, argsHash, ...body }`. */
 export function gateEntry(
   context: AgentContext,
   event: MachineEvent,
   body: GateBody & { call?: Pick<CallState, 'callId' | 'tool' | 'argsHash'> },
 ): AuditEntry {
-  const { call, ...rest } = body;
-  return auditEntry(context, event, {
-    kind: 'gate',
-    callId: call?.callId ?? null,
-    tool: call?.tool ?? null,
-    argsHash: call?.argsHash ?? null,
-    ...rest,
-  });
+  const { call } = body;
+  const entry = stamped(context, event, call?.tool ?? null);
+  entry.kind = 'gate';
+  entry.callId = call?.callId ?? null;
+  entry.tool = call?.tool ?? null;
+  entry.argsHash = call?.argsHash ?? null;
+  return copied(entry, body, 'call');
 }

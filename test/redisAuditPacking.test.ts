@@ -339,6 +339,46 @@ describe('the audit of one save in its stream message', () => {
     expect(unpackAudit(forged)).toBeNull();
   });
 
+  it('keeps each key list once however many a message has, and reads them back', () => {
+    // Past sixteen key lists the table finds a row's by name (keys joined by NUL, so a name two lists share is checked).
+    const entries = Array.from({ length: 60 }, (_, i) =>
+      entry('many', { [`k${i % 25}`]: i, ...(i % 2 ? { x: 1 } : {}) }),
+    );
+    entries.push(
+      entry('nul', { 'a\u0000': 1, b: 2 }),
+      entry('nul', { a: 1, '\u0000b': 2 }),
+      entry('nul', { 'a\u0000': 3, b: 4 }),
+    );
+    const message = JSON.parse(packAudit(entries)) as { columns: string[][] };
+    const names = message.columns.map((keys) => JSON.stringify(keys));
+    expect(new Set(names).size).toBe(names.length);
+    expect(names).toHaveLength(52);
+    expect(JSON.stringify(unpackAudit(message))).toBe(JSON.stringify(entries));
+  });
+
+  it('packs a read round as it always did (the stored text is unchanged)', () => {
+    const call = { toolVersion: 'contract:abc', callId: 'c1', tool: 'noop', argsHash: 'sha256:aa' };
+    const entries = [
+      entry('model_output', { output: 'model.toolsProposed', calls: 1, moves: 'cv/1d' }),
+      entry('gate', { callId: null, tool: null, argsHash: null, gate: 'protocol', decision: 'pass', moves: '0q' }),
+      entry('gate', { ...call, gate: 'schema', decision: 'pass', moves: '' }),
+      entry('tool_started', { ...call, args: { n: 1 }, moves: '32' }),
+      entry('tool_finished', { ...call, at: 9, argsHash: undefined, code: 'ok', moves: '1x' }),
+    ];
+    // The text main wrote before packing went straight to rows (an end without its hash keeps its call keys).
+    expect(packAudit(entries)).toBe(
+      '{"stamp":{"model":{"id":"m","version":"v1"},"prompt":"p1","policy":"policy-1","session":"s1"},"share' +
+        'd":[0,1,2,3,4],"since":1,"calls":[{"toolVersion":"contract:abc","callId":"c1","tool":"noop","argsHas' +
+        'h":"sha256:aa"}],"called":[[2,0],[3,0]],"moves":"cv/1d 0q  32 1x","columns":[["at","turn","kind","ou' +
+        'tput","calls"],["at","turn","kind","callId","tool","argsHash","gate","decision"],["at","turn","kind"' +
+        ',"toolVersion","callId","tool","argsHash","gate","decision"],["at","turn","kind","toolVersion","call' +
+        'Id","tool","argsHash","args"]],"table":[[0,0,2,"model_output","model.toolsProposed",1],[1,0,2,"gate"' +
+        ',null,null,null,"protocol","pass"],[2,0,2,"gate",0,0,0,0,"schema","pass"],[3,0,2,"tool_started",0,0,' +
+        '0,0,{"n":1}],[-1,{"at":8,"turn":2,"kind":"tool_finished","toolVersion":"contract:abc","callId":"c1",' +
+        '"tool":"noop","code":"ok"}]]}',
+    );
+  });
+
   it('refuses a message that is neither form', () => {
     expect(unpackAudit({ entries: [] })).toBeNull();
     expect(unpackAudit('text')).toBeNull();

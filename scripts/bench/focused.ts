@@ -1,8 +1,10 @@
 /**
  * A focused comparison of this checkout with another (`--compare DIR`, e.g. a worktree of main) on two figures only:
  * main-thread CPU per round of a read cell on Redis (K rounds x N tasks at once), and the resume time of a parked
- * K-round task (p50 to its first acknowledged save). The two run interleaved, in alternating order, for `--passes`
- * passes, so a noisy minute on a shared machine hits both alike; the report gives every pass and the medians.
+ * K-round task (p50 to its first acknowledged save). The cell's JS heap allocated and bytes sent to Redis per round
+ * are given too (both steady from run to run, unlike CPU on a shared machine). The two run interleaved, in
+ * alternating order, for `--passes` passes, so a noisy minute on a shared machine hits both alike; the report gives
+ * every pass and the medians.
  *
  *   npx tsx scripts/bench/focused.ts --compare ../wt-main [--passes 5] [--k 200] [--tasks 50] [--resume-k 200]
  *     [--resume-samples 30] [--only this|other]
@@ -35,6 +37,10 @@ const progress = (line: string) => process.stderr.write(`focused: ${line}\n`);
 
 interface Figures {
   cpuUsPerRound: number[];
+  /** JS heap bytes allocated per round (the whole process while the cell ran). */
+  allocatedBytesPerRound: number[];
+  /** Bytes sent to Redis per round. */
+  sentBytesPerRound: number[];
   resumeP50Ms: number[];
   resumeAll: number[];
   /** Main-thread CPU of each resume (start to first acknowledged save), less sensitive to the machine's load. */
@@ -99,7 +105,17 @@ async function main(): Promise<void> {
   if (only !== 'other') systems.push({ name: 'this', api: LOCAL_API });
   if (compareDir && only !== 'this') systems.push({ name: 'other', api: await loadProjectApi(compareDir) });
   const figures = new Map<string, Figures>(
-    systems.map((s) => [s.name, { cpuUsPerRound: [], resumeP50Ms: [], resumeAll: [], resumeCpuUs: [] }]),
+    systems.map((s) => [
+      s.name,
+      {
+        cpuUsPerRound: [],
+        allocatedBytesPerRound: [],
+        sentBytesPerRound: [],
+        resumeP50Ms: [],
+        resumeAll: [],
+        resumeCpuUs: [],
+      },
+    ]),
   );
   const load0 = loadavg();
   try {
@@ -118,12 +134,16 @@ async function main(): Promise<void> {
         const times = samples.map((x) => x.ms);
         const f = figures.get(s.name)!;
         f.cpuUsPerRound.push(cell.mainCpuUsPerRound);
+        f.allocatedBytesPerRound.push(cell.allocatedBytesPerRound ?? Number.NaN);
+        f.sentBytesPerRound.push(cell.redis?.sentBytesPerRound ?? Number.NaN);
         f.resumeP50Ms.push(quantile(times, 0.5));
         f.resumeAll.push(...times);
         f.resumeCpuUs.push(...samples.map((x) => x.cpuUs));
         progress(
           `pass ${pass + 1} ${s.name}: ${cell.mainCpuUsPerRound.toFixed(1)} µs main CPU/round, ` +
-            `${cell.roundsPerSecond.toFixed(0)} rounds/s; resume p50 ${quantile(times, 0.5).toFixed(2)} ms, ` +
+            `${cell.roundsPerSecond.toFixed(0)} rounds/s, ` +
+            `${((cell.allocatedBytesPerRound ?? Number.NaN) / 1024).toFixed(1)} KB allocated/round, ` +
+            `${(cell.redis?.sentBytesPerRound ?? Number.NaN).toFixed(0)} B sent/round; resume p50 ${quantile(times, 0.5).toFixed(2)} ms, ` +
             `CPU p50 ${quantile(
               samples.map((x) => x.cpuUs),
               0.5,
@@ -145,6 +165,8 @@ async function main(): Promise<void> {
     const list = (xs: number[], d: number) => xs.map((x) => x.toFixed(d)).join(' ');
     process.stdout.write(
       `${name}: main CPU µs/round median ${median(f.cpuUsPerRound).toFixed(1)}, min ${Math.min(...f.cpuUsPerRound).toFixed(1)} [${list(f.cpuUsPerRound, 1)}]; ` +
+        `JS heap allocated/round median ${(median(f.allocatedBytesPerRound) / 1024).toFixed(1)} KB; ` +
+        `sent to Redis/round median ${median(f.sentBytesPerRound).toFixed(0)} B; ` +
         `resume p50 median ${median(f.resumeP50Ms).toFixed(2)} ms [${list(f.resumeP50Ms, 2)}], ` +
         `all samples p50 ${quantile(f.resumeAll, 0.5).toFixed(2)} p90 ${quantile(f.resumeAll, 0.9).toFixed(2)} ms; ` +
         `resume main-thread CPU p50 ${quantile(f.resumeCpuUs, 0.5).toFixed(0)} µs\n`,

@@ -22,18 +22,12 @@ import type { AgentMachine } from '../../machines/agentMachine.js';
 import type { Clock } from '../clock.js';
 import { AgentError, MachineError } from '../errors.js';
 import { safeErrorText } from '../../machines/lib/text.js';
-import {
-  INBOX_REPLIES_KEPT,
-  type InboxCursor,
-  type InboxReply,
-  type PersistedAgentSnapshot,
-  type TaskEnvelope,
-} from '../store/envelope.js';
+import { INBOX_REPLIES_KEPT, type InboxCursor, type InboxReply, type TaskEnvelope } from '../store/envelope.js';
 import { type TaskSummary, summarize } from '../store/summary.js';
 import { taskStateOf } from '../../machines/tags.js';
 import type { TaskStore } from '../store/taskStore.js';
 import type { TaskPort } from './actorHost.js';
-import { envelopeOf, saveWithRetry } from './taskSaves.js';
+import { PersistedSnapshots, envelopeOf, saveWithRetry } from './taskSaves.js';
 import { DurableWaiters } from './durableWaiters.js';
 import { TaskTranscript } from './taskTranscript.js';
 import { MoveRecorder } from './moveRecorder.js';
@@ -72,6 +66,8 @@ export class LiveTask implements TaskPort {
   private readonly createdAt: number;
   private pendingAudit: AuditEntry[] = [];
   private readonly transcriptEntries: TaskTranscript;
+  /** Gives the snapshots to save (`PersistedSnapshots`). */
+  private readonly persistedSnapshots: PersistedSnapshots;
   /** Writes the transitions the actor takes into its audit entries. */
   private readonly moves: MoveRecorder;
   /** The chart's answer to the host event being sent, if it gave one. */
@@ -94,6 +90,7 @@ export class LiveTask implements TaskPort {
     origin: LiveTaskOrigin,
   ) {
     this.moves = new MoveRecorder(deps.machine);
+    this.persistedSnapshots = new PersistedSnapshots(deps.machine);
     const inspect = this.moves.observer(deps.inspect);
     if (origin.kind === 'new') {
       this.taskId = origin.input.taskId;
@@ -269,7 +266,7 @@ export class LiveTask implements TaskPort {
     try {
       while (this.persisted < this.observed && !this.failure) {
         const version = this.observed;
-        const snapshot = this.actor.getPersistedSnapshot() as unknown as PersistedAgentSnapshot;
+        const snapshot = this.persistedSnapshots.of(this.actor.getSnapshot());
         // A stopped actor's snapshot has lost its in-flight invocations: never persist it.
         if (snapshot.status === 'stopped') break;
         const audit = this.pendingAudit;

@@ -24,7 +24,7 @@
  * "entries" }` (before 0.4.0). Each form names its entries differently, so an earlier version refuses a message it
  * would misread.
  */
-import { fromTable, put, toTable } from './redisAuditTable.js';
+import { TableWriter, fromTable, put, tabulable } from './redisAuditTable.js';
 
 const STAMP_KEYS = ['model', 'prompt', 'policy', 'session'] as const;
 const CALL_KEYS = ['toolVersion', 'callId', 'tool', 'argsHash'] as const;
@@ -58,16 +58,29 @@ function asPackable(entry: unknown): unknown {
   return text === undefined ? null : JSON.parse(text);
 }
 
+/** The entries as packing sees them (`asPackable`): the very list when each already is. */
+function packable(saved: readonly unknown[]): readonly unknown[] {
+  for (const entry of saved) if (isRow(entry) && !isPlainRow(entry)) return saved.map(asPackable);
+  return saved;
+}
+
+/** The keys before the stamp's, then the stamp's, in the order reading puts them back. */
+const IN_PLACE = ['at', 'turn', ...STAMP_KEYS] as const;
+
 /**
  * The stamp keys stand where reading puts them back: after `at` and `turn` (when the entry has them, `at` first),
- * before the entry's other keys, in their order. `keys`: the keys the entry's JSON has.
+ * before the entry's other keys, in their order. `keys`: the entry's own keys, of which the first `end` count (the
+ * runtime's `moves` may follow); only those JSON writes are looked at.
  */
-function stampInPlace(keys: readonly string[]): boolean {
-  let i = 0;
-  for (const key of ['at', 'turn', ...STAMP_KEYS]) {
-    if (!keys.includes(key)) continue;
-    if (keys[i] !== key) return false;
-    i += 1;
+function stampInPlace(entry: Row, keys: readonly string[], end: number): boolean {
+  // `next`: the position among the keys JSON writes that the next key present must hold.
+  let next = 0;
+  for (const key of IN_PLACE) {
+    const at = keys.indexOf(key);
+    if (at < 0 || at >= end || !inJson(entry[key])) continue;
+    while (next < end && !inJson(entry[keys[next]!])) next += 1;
+    if (keys[next] !== key) return false;
+    next += 1;
   }
   return true;
 }
@@ -86,6 +99,12 @@ function indexList(value: unknown, length: number): number[] | null {
 /** Equal as JSON: the same value (most stamps of one save are the same objects), or the same JSON text. */
 const sameJson = (a: unknown, b: unknown) =>
   a === b || (typeof a === 'object' && typeof b === 'object' && JSON.stringify(a) === JSON.stringify(b));
+
+/** Whether `entry` has the stamp of `first` (each stamp value equal as JSON). */
+function sameStamp(entry: Row, first: Row): boolean {
+  for (const key of STAMP_KEYS) if (!sameJson(entry[key], first[key])) return false;
+  return true;
+}
 
 /** The call an entry names, by the call keys it has, when its `callId` is a string and each of them a string or null. */
 function callKeysOf(entry: Row): Row | null {
@@ -111,14 +130,14 @@ function callReferences(entries: readonly unknown[], calls: Row[]): number[] {
     const keys = isPlainRow(entry) ? callKeysOf(entry) : null;
     if (!keys) return -1;
     const id = keys.callId as string;
-    let at = byId.get(id);
+    const at = byId.get(id);
     if (at === undefined) {
-      at = calls.push({ ...keys }) - 1;
-      byId.set(id, at);
-      return at;
+      byId.set(id, calls.length);
+      // The entry's own object: none else holds it.
+      return calls.push(keys) - 1;
     }
     const call = calls[at]!;
-    for (const [name, value] of Object.entries(keys)) if (name in call && call[name] !== value) return -1;
+    for (const name of CALL_KEYS) if (name in keys && name in call && call[name] !== keys[name]) return -1;
     Object.assign(call, keys);
     return at;
   });
@@ -134,33 +153,42 @@ function callReferences(entries: readonly unknown[], calls: Row[]): number[] {
   return refs.map((at) => (at >= 0 ? renumbered[at]! : -1));
 }
 
-/** The stream message text of one save's audit entries. */
+/**
+ * The stream message text of one save's audit entries. It goes from the entries straight to the table's rows (each
+ * entry's values once, into its row; no packed copy of the entry in between) and to the message's JSON.
+ */
 export function packAudit(saved: readonly unknown[]): string {
   if (saved.length < 2) return plain(saved);
-  const entries = saved.map(asPackable);
-  const first = entries[0];
-  const stamped = isPlainRow(first) && STAMP_KEYS.every((key) => key in first);
+  const entries = packable(saved);
+  const first = isPlainRow(entries[0]) ? entries[0] : null;
+  const stamped = first !== null && STAMP_KEYS.every((key) => key in first);
   const calls: Row[] = [];
   const refs = callReferences(entries, calls);
-  const since = isPlainRow(first) && Number.isSafeInteger(first.at) ? (first.at as number) : null;
+  const since = first !== null && Number.isSafeInteger(first.at) ? (first.at as number) : null;
   const shared: number[] = [];
   const called: [number, number][] = [];
   const absolute: number[] = [];
-  const moves: string[] = [];
-  const packed = entries.map((entry, index) => {
+  let moves = '';
+  let moved = false;
+  const writer = new TableWriter();
+  // The keys of the row being written (reused from row to row: the writer copies a new key list).
+  const kept: string[] = [];
+  for (let index = 0; index < entries.length; index++) {
+    const entry = entries[index];
+    if (index > 0) moves += ' ';
     if (!isPlainRow(entry)) {
-      moves.push(NO_MOVES);
-      return entry;
+      moves += NO_MOVES;
+      writer.literal(entry);
+      continue;
     }
-    let keys = Object.keys(entry);
-    const last = keys[keys.length - 1];
-    const moved = last === 'moves' && typeof entry.moves === 'string' && MOVES_TEXT.test(entry.moves);
-    moves.push(moved ? (entry.moves as string) : NO_MOVES);
-    if (moved) keys = keys.slice(0, -1);
-    const stampShared =
-      stamped &&
-      STAMP_KEYS.every((key) => sameJson(entry[key], (first as Row)[key])) &&
-      stampInPlace(keys.filter((key) => inJson(entry[key])));
+    const keys = Object.keys(entry);
+    let end = keys.length;
+    if (keys[end - 1] === 'moves' && typeof entry.moves === 'string' && MOVES_TEXT.test(entry.moves)) {
+      moves += entry.moves;
+      moved = true;
+      end -= 1;
+    } else moves += NO_MOVES;
+    const stampShared = stamped && sameStamp(entry, first) && stampInPlace(entry, keys, end);
     if (stampShared) shared.push(index);
     let offset = false;
     if (since !== null && Object.hasOwn(entry, 'at') && inJson(entry.at)) {
@@ -169,17 +197,31 @@ export function packAudit(saved: readonly unknown[]): string {
     }
     const ref = refs[index]!;
     if (ref >= 0) called.push([index, ref]);
-    if (!stampShared && !offset && ref < 0 && !moved) return entry;
-    // One new object per entry, its keys in their order.
-    const out: Row = {};
-    for (const key of keys) {
+    // Sized for every key at once (no growing as values are added), then cut to the values kept.
+    const row = new Array<unknown>(end + 1);
+    let count = 0;
+    let whole = true;
+    for (let k = 0; k < end; k++) {
+      const key = keys[k]!;
       if (stampShared && STAMP_SET.has(key)) continue;
-      if (key === 'at' && offset) out.at = (entry.at as number) - since!;
-      else if (ref >= 0 && CALL_SET.has(key)) out[key] = PLACEHOLDER;
-      else put(out, key, entry[key]);
+      const value =
+        key === 'at' && offset
+          ? (entry.at as number) - since!
+          : ref >= 0 && CALL_SET.has(key)
+            ? PLACEHOLDER
+            : entry[key];
+      if (!tabulable(key, value)) {
+        whole = false;
+        break;
+      }
+      kept[count] = key;
+      count += 1;
+      row[count] = value;
     }
-    return out;
-  });
+    row.length = count + 1;
+    if (whole) writer.add(kept, count, row);
+    else writer.literal(packedEntry(entry, keys, end, stampShared, offset ? since : null, ref >= 0, end < keys.length));
+  }
   if (shared.length === 0 && called.length === 0) return plain(saved);
   const message: Row = {};
   if (shared.length > 0) message.stamp = Object.fromEntries(STAMP_KEYS.map((key) => [key, (first as Row)[key]]));
@@ -192,11 +234,37 @@ export function packAudit(saved: readonly unknown[]): string {
     message.calls = calls;
     message.called = called;
   }
-  if (moves.some((m) => m !== NO_MOVES)) message.moves = moves.join(' ');
-  const { columns, table } = toTable(packed);
-  message.columns = columns;
-  message.table = table;
+  if (moved) message.moves = moves;
+  message.columns = writer.columns;
+  message.table = writer.table;
   return JSON.stringify(message);
+}
+
+/**
+ * An entry a table row cannot hold (a value JSON writes otherwise in an array), as packed: without the stamp it
+ * shares, its time as an offset from `since`, its call keys as placeholders, without its `moves`; the entry itself
+ * when none of those apply.
+ */
+function packedEntry(
+  entry: Row,
+  keys: readonly string[],
+  end: number,
+  stampShared: boolean,
+  since: number | null,
+  called: boolean,
+  moved: boolean,
+): Row {
+  if (!stampShared && since === null && !called && !moved) return entry;
+  // One new object, its keys in their order.
+  const out: Row = {};
+  for (let k = 0; k < end; k++) {
+    const key = keys[k]!;
+    if (stampShared && STAMP_SET.has(key)) continue;
+    if (key === 'at' && since !== null) out.at = (entry.at as number) - since;
+    else if (called && CALL_SET.has(key)) out[key] = PLACEHOLDER;
+    else put(out, key, entry[key]);
+  }
+  return out;
 }
 
 function plain(entries: readonly unknown[]): string {

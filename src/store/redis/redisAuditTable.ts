@@ -17,6 +17,13 @@ export interface AuditTable {
   table: unknown[][];
 }
 
+/** Whether JSON writes `value`, under `key`, in an array as it does in an object (see `tabulableKeys`). */
+export function tabulable(key: string, value: unknown): boolean {
+  // In an array, JSON writes undefined as null and calls a value's toJSON with the index: such entries stay whole.
+  if (key === 'toJSON' || value === undefined || typeof value === 'function' || typeof value === 'symbol') return false;
+  return typeof value !== 'object' || value === null || typeof (value as { toJSON?: unknown }).toJSON !== 'function';
+}
+
 /**
  * The keys of a plain object whose JSON is its own keys and values (no `toJSON`, no value JSON would leave out or
  * write otherwise in an array); null for anything else.
@@ -26,39 +33,76 @@ function tabulableKeys(entry: unknown): string[] | null {
   const proto = Object.getPrototypeOf(entry);
   if (proto !== Object.prototype && proto !== null) return null;
   const keys = Object.keys(entry);
-  for (const key of keys) {
-    const value = (entry as Row)[key];
-    // In an array, JSON writes undefined as null and calls a value's toJSON with the index: such entries stay whole.
-    if (key === 'toJSON' || value === undefined || typeof value === 'function' || typeof value === 'symbol')
-      return null;
-    if (typeof (value as { toJSON?: unknown } | null)?.toJSON === 'function') return null;
-  }
+  for (const key of keys) if (!tabulable(key, (entry as Row)[key])) return null;
   return keys;
 }
 
-const sameKeys = (a: readonly string[], b: readonly string[]) =>
-  a.length === b.length && a.every((key, i) => key === b[i]);
+/** Whether `list` is the first `count` keys of `keys`. */
+function sameKeys(list: readonly string[], keys: readonly string[], count: number): boolean {
+  if (list.length !== count) return false;
+  for (let i = 0; i < count; i++) if (list[i] !== keys[i]) return false;
+  return true;
+}
+
+/** Up to this many key lists, a row's is found by comparing; beyond, by name. */
+const COMPARED_LISTS = 16;
+
+/**
+ * Builds a table row by row. A save's entries have a handful of key lists, so a row's is found by comparing it with
+ * each (no name is built for it); a message with many key lists names them (joined by NUL; keys may hold any
+ * character, NUL too, so a name is checked by comparing the lists).
+ */
+export class TableWriter implements AuditTable {
+  readonly columns: string[][] = [];
+  readonly table: unknown[][] = [];
+  private byName: Map<string, number> | null = null;
+
+  /** An entry kept whole. */
+  literal(entry: unknown): void {
+    this.table.push([LITERAL, entry]);
+  }
+
+  /**
+   * A row: `row` holds a placeholder, then the values of the first `count` of `keys`, in that order (each one
+   * `tabulable`). `keys` may be reused by the caller: a new key list is copied.
+   */
+  add(keys: readonly string[], count: number, row: unknown[]): void {
+    row[0] = this.listOf(keys, count);
+    this.table.push(row);
+  }
+
+  private listOf(keys: readonly string[], count: number): number {
+    const columns = this.columns;
+    if (this.byName === null) {
+      for (let at = 0; at < columns.length; at++) if (sameKeys(columns[at]!, keys, count)) return at;
+      const at = columns.push(keys.slice(0, count)) - 1;
+      if (columns.length > COMPARED_LISTS) this.byName = new Map(columns.map((list, i) => [list.join('\u0000'), i]));
+      return at;
+    }
+    const name = keys.slice(0, count).join('\u0000');
+    const named = this.byName.get(name);
+    if (named !== undefined && sameKeys(columns[named]!, keys, count)) return named;
+    // Not named yet, or a name two lists share: compared with each.
+    for (let at = 0; at < columns.length; at++) if (sameKeys(columns[at]!, keys, count)) return at;
+    const at = columns.push(keys.slice(0, count)) - 1;
+    if (named === undefined) this.byName.set(name, at);
+    return at;
+  }
+}
 
 export function toTable(entries: readonly unknown[]): AuditTable {
-  const columns: string[][] = [];
-  const byName = new Map<string, number>();
-  const table = entries.map((entry) => {
+  const writer = new TableWriter();
+  for (const entry of entries) {
     const keys = tabulableKeys(entry);
-    if (!keys) return [LITERAL, entry];
-    // Keys may hold any character, NUL too: a name two different lists share is caught by comparing them.
-    const name = keys.join('\u0000');
-    let at = byName.get(name);
-    if (at === undefined) {
-      at = columns.push(keys) - 1;
-      byName.set(name, at);
-    } else if (!sameKeys(columns[at]!, keys)) {
-      at = columns.push(keys) - 1;
+    if (!keys) {
+      writer.literal(entry);
+      continue;
     }
-    const row: unknown[] = [at];
+    const row: unknown[] = [0];
     for (const key of keys) row.push((entry as Row)[key]);
-    return row;
-  });
-  return { columns, table };
+    writer.add(keys, keys.length, row);
+  }
+  return { columns: writer.columns, table: writer.table };
 }
 
 /** Sets an own key, `__proto__` included (JSON.parse makes it an own key; an assignment would set the prototype). */
