@@ -94,20 +94,22 @@ let compiledEnvelope: ((value: unknown) => { success: boolean; data?: unknown })
  */
 export const envelopeChecks = {
   fast(value: unknown): TaskEnvelope | null {
-    compiledEnvelope ??= compiledParse(
-      envelopeSchema,
-      new Map<z.core.$ZodType, z.core.$ZodType>([
-        [jsonSchema, jsonStandIn],
-        [stateValueSchema, stateValueStandIn],
-        ...INTERPRETED.map((key): [z.core.$ZodType, z.core.$ZodType] => {
-          // Below a default, which has to stay: an absent field takes it before anything else is asked.
-          const field: z.core.$ZodType = agentContextSchema.shape[key];
-          const def = field._zod.def;
-          const part = def.type === 'default' ? (def as z.core.$ZodDefaultDef).innerType : field;
-          return [part, interpreted(part)];
-        }),
-      ]),
-    );
+    // `=== undefined`, not `??=`: null (no `z.compile`, a node it refuses) is an answer, kept, not asked again per read.
+    if (compiledEnvelope === undefined)
+      compiledEnvelope = compiledParse(
+        envelopeSchema,
+        new Map<z.core.$ZodType, z.core.$ZodType>([
+          [jsonSchema, jsonStandIn],
+          [stateValueSchema, stateValueStandIn],
+          ...INTERPRETED.map((key): [z.core.$ZodType, z.core.$ZodType] => {
+            // Below a default, which has to stay: an absent field takes it before anything else is asked.
+            const field: z.core.$ZodType = agentContextSchema.shape[key];
+            const def = field._zod.def;
+            const part = def.type === 'default' ? (def as z.core.$ZodDefaultDef).innerType : field;
+            return [part, interpreted(part)];
+          }),
+        ]),
+      );
     const parsed = compiledEnvelope?.(value);
     return parsed?.success ? (parsed.data as TaskEnvelope) : null;
   },
