@@ -1,7 +1,9 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { CorruptTaskError } from '../src/errors.js';
+import { compiledParse, interpreted } from '../src/store/compiledSchema.js';
 import { envelopeChecks, parseEnvelope } from '../src/store/envelope.js';
 import { migrate } from '../src/store/migrations.js';
 import { createRequest } from './support/envelopes.js';
@@ -168,5 +170,22 @@ describe('the compiled envelope check', () => {
     expect(() => parseEnvelope('t-running', JSON.stringify(corrupt))).toThrow(
       new CorruptTaskError('t-running', `invalid envelope at snapshot.context.turn: ${issue.message}`),
     );
+  });
+});
+
+describe('compiledParse', () => {
+  it('refuses without running the rebuilt schema again: the caller runs the interpreter after it anyway', () => {
+    let runs = 0;
+    const name = z.string().refine(() => {
+      runs += 1;
+      return true;
+    });
+    const schema = z.strictObject({ name, count: z.number() });
+    const parse = compiledParse(schema, new Map([[name, interpreted(name)]]))!;
+    expect(parse({ name: 'a', count: 1 })).toStrictEqual({ success: true, data: { name: 'a', count: 1 } });
+    expect(runs).toBe(1);
+    // Refused at `count`, after `name` was checked once; a second run of the stand-in would be the runtime fallback.
+    expect(parse({ name: 'a', count: 'one' }).success).toBe(false);
+    expect(runs).toBe(2);
   });
 });

@@ -16,7 +16,10 @@ async function libraryWithoutCompile() {
     const actual = await importOriginal<typeof import('zod')>();
     const z = {
       ...actual.z,
+      // What zod 4.6 brought for compiling, absent before.
       compile: undefined,
+      INVALID: undefined,
+      core: { ...actual.z.core, compileFn: undefined },
       clone: (...args: Parameters<typeof actual.z.clone>) => {
         attempts.rebuilds += 1;
         return actual.z.clone(...args);
