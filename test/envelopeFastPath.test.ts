@@ -189,3 +189,17 @@ describe('compiledParse', () => {
     expect(runs).toBe(2);
   });
 });
+
+describe('parseEnvelope on stored data nested too deeply to check', () => {
+  it('refuses it as corrupt (quarantined on load), not with the stack overflow of the check', () => {
+    const { raw } = made[0]!;
+    const marked = structuredClone(raw) as { snapshot: { value: unknown } };
+    marked.snapshot.value = 'DEEP';
+    // JSON.parse takes 100,000 levels; zod's interpreter recurses once or more a level. Whichever check runs first
+    // (the compiled one from a process's 17th read), the answer is the same.
+    const text = JSON.stringify(marked).replace('"DEEP"', `${'{"a":'.repeat(100_000)}"x"${'}'.repeat(100_000)}`);
+    for (let i = 0; i < 18; i++) {
+      expect(() => parseEnvelope('t-running', text)).toThrow(CorruptTaskError);
+    }
+  });
+});

@@ -185,7 +185,15 @@ export function parseEnvelope(taskId: string, raw: unknown): TaskEnvelope {
   const current =
     machineVersion === AGENT_MACHINE_VERSION ? raw : migrate(taskId, machineVersion, raw as Record<string, unknown>);
   reads += 1;
-  const envelope = (reads > COMPILE_AFTER_READS ? envelopeChecks.fast(current) : null) ?? fullParse(taskId, current);
+  let envelope: TaskEnvelope;
+  try {
+    envelope = (reads > COMPILE_AFTER_READS ? envelopeChecks.fast(current) : null) ?? fullParse(taskId, current);
+  } catch (error) {
+    // Nested deeper than the stack lets zod check (JSON.parse takes far more): corrupt data, which a load quarantines,
+    // not an error that fails every load and every listing of the store again.
+    if (error instanceof RangeError) throw new CorruptTaskError(taskId, 'invalid envelope: nested too deeply to check');
+    throw error;
+  }
   if (envelope.taskId !== taskId || envelope.snapshot.context.taskId !== taskId) {
     throw new CorruptTaskError(taskId, `the stored envelope belongs to task ${JSON.stringify(envelope.taskId)}`);
   }
