@@ -221,9 +221,11 @@ function checkConfirmationPolicy(confirmation: ConfirmationPolicy | undefined, f
 }
 
 /**
- * JSON Schemas by zod schema and direction, made once: a zod schema is immutable (its methods return new schemas), so
- * its JSON Schema never changes, and making it is the costly part of checking a task's catalog on every restore by a
- * new orchestrator (measured: ~5% of a resume). Held weakly, so a schema no longer used is dropped with it.
+ * JSON Schemas by zod schema and direction, made once: a zod schema's methods return new schemas, so its JSON Schema
+ * stays as it is, and making it is the costly part of checking a task's catalog on every restore by a new orchestrator
+ * (measured: ~5% of a resume). Held weakly, so a schema no longer used is dropped with it. The one change not seen:
+ * metadata registered on an existing schema or one of its parts (`schema.register(z.globalRegistry, …)`, which
+ * returns the same schema) after its JSON Schema was first made; register metadata before tools are installed.
  */
 const jsonSchemas = { input: new WeakMap<object, Record<string, unknown>>(), output: new WeakMap<object, unknown>() };
 

@@ -1,7 +1,9 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { CorruptTaskError } from '../src/errors.js';
+import { compiledParse, interpreted } from '../src/store/compiledSchema.js';
 import { envelopeChecks, parseEnvelope } from '../src/store/envelope.js';
 import { migrate } from '../src/store/migrations.js';
 import { createRequest } from './support/envelopes.js';
@@ -168,5 +170,36 @@ describe('the compiled envelope check', () => {
     expect(() => parseEnvelope('t-running', JSON.stringify(corrupt))).toThrow(
       new CorruptTaskError('t-running', `invalid envelope at snapshot.context.turn: ${issue.message}`),
     );
+  });
+});
+
+describe('compiledParse', () => {
+  it('refuses without running the rebuilt schema again: the caller runs the interpreter after it anyway', () => {
+    let runs = 0;
+    const name = z.string().refine(() => {
+      runs += 1;
+      return true;
+    });
+    const schema = z.strictObject({ name, count: z.number() });
+    const parse = compiledParse(schema, new Map([[name, interpreted(name)]]))!;
+    expect(parse({ name: 'a', count: 1 })).toStrictEqual({ success: true, data: { name: 'a', count: 1 } });
+    expect(runs).toBe(1);
+    // Refused at `count`, after `name` was checked once; a second run of the stand-in would be the runtime fallback.
+    expect(parse({ name: 'a', count: 'one' }).success).toBe(false);
+    expect(runs).toBe(2);
+  });
+});
+
+describe('parseEnvelope on stored data nested too deeply to check', () => {
+  it('refuses it as corrupt (quarantined on load), not with the stack overflow of the check', () => {
+    const { raw } = made[0]!;
+    const marked = structuredClone(raw) as { snapshot: { value: unknown } };
+    marked.snapshot.value = 'DEEP';
+    // JSON.parse takes 100,000 levels; zod's interpreter recurses once or more a level. Whichever check runs first
+    // (the compiled one from a process's 17th read), the answer is the same.
+    const text = JSON.stringify(marked).replace('"DEEP"', `${'{"a":'.repeat(100_000)}"x"${'}'.repeat(100_000)}`);
+    for (let i = 0; i < 18; i++) {
+      expect(() => parseEnvelope('t-running', text)).toThrow(CorruptTaskError);
+    }
   });
 });

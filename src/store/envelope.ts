@@ -94,20 +94,22 @@ let compiledEnvelope: ((value: unknown) => { success: boolean; data?: unknown })
  */
 export const envelopeChecks = {
   fast(value: unknown): TaskEnvelope | null {
-    compiledEnvelope ??= compiledParse(
-      envelopeSchema,
-      new Map<z.core.$ZodType, z.core.$ZodType>([
-        [jsonSchema, jsonStandIn],
-        [stateValueSchema, stateValueStandIn],
-        ...INTERPRETED.map((key): [z.core.$ZodType, z.core.$ZodType] => {
-          // Below a default, which has to stay: an absent field takes it before anything else is asked.
-          const field: z.core.$ZodType = agentContextSchema.shape[key];
-          const def = field._zod.def;
-          const part = def.type === 'default' ? (def as z.core.$ZodDefaultDef).innerType : field;
-          return [part, interpreted(part)];
-        }),
-      ]),
-    );
+    // `=== undefined`, not `??=`: null (no `z.compile`, a node it refuses) is an answer, kept, not asked again per read.
+    if (compiledEnvelope === undefined)
+      compiledEnvelope = compiledParse(
+        envelopeSchema,
+        new Map<z.core.$ZodType, z.core.$ZodType>([
+          [jsonSchema, jsonStandIn],
+          [stateValueSchema, stateValueStandIn],
+          ...INTERPRETED.map((key): [z.core.$ZodType, z.core.$ZodType] => {
+            // Below a default, which has to stay: an absent field takes it before anything else is asked.
+            const field: z.core.$ZodType = agentContextSchema.shape[key];
+            const def = field._zod.def;
+            const part = def.type === 'default' ? (def as z.core.$ZodDefaultDef).innerType : field;
+            return [part, interpreted(part)];
+          }),
+        ]),
+      );
     const parsed = compiledEnvelope?.(value);
     return parsed?.success ? (parsed.data as TaskEnvelope) : null;
   },
@@ -183,7 +185,15 @@ export function parseEnvelope(taskId: string, raw: unknown): TaskEnvelope {
   const current =
     machineVersion === AGENT_MACHINE_VERSION ? raw : migrate(taskId, machineVersion, raw as Record<string, unknown>);
   reads += 1;
-  const envelope = (reads > COMPILE_AFTER_READS ? envelopeChecks.fast(current) : null) ?? fullParse(taskId, current);
+  let envelope: TaskEnvelope;
+  try {
+    envelope = (reads > COMPILE_AFTER_READS ? envelopeChecks.fast(current) : null) ?? fullParse(taskId, current);
+  } catch (error) {
+    // Nested deeper than the stack lets zod check (JSON.parse takes far more): corrupt data, which a load quarantines,
+    // not an error that fails every load and every listing of the store again.
+    if (error instanceof RangeError) throw new CorruptTaskError(taskId, 'invalid envelope: nested too deeply to check');
+    throw error;
+  }
   if (envelope.taskId !== taskId || envelope.snapshot.context.taskId !== taskId) {
     throw new CorruptTaskError(taskId, `the stored envelope belongs to task ${JSON.stringify(envelope.taskId)}`);
   }
