@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 import { scaled } from './test/support/timeScale.js';
 
@@ -10,6 +11,12 @@ import { scaled } from './test/support/timeScale.js';
  *
  * No verdict rests on wall time: a timeout only reports a hang. TEST_TIME_SCALE multiplies every timeout (these two
  * and the tests' own, through test/support/timeScale.ts); a loaded machine raises it.
+ *
+ * Two test files at a time at least, of every tier at once (vitest's default is one worker per core but one: a single
+ * file at a time on a two-core machine, where most files leave a core idle while they wait on a child process, Redis,
+ * Chromium or npm). The files of a run share nothing that another file writes: each uses fresh Redis key prefixes or
+ * its own redis-server on a free port, free ports, its own temporary directories and child processes, and the
+ * package tier's files only read the tarball packed once for the run. `--maxWorkers=1` runs one file at a time.
  */
 const TIERS = ['paths', 'redis', 'process', 'browser', 'package'];
 /** Longer limits where each test is long by nature: an exploration of the chart, `npm install` and `tsc` runs. */
@@ -18,10 +25,18 @@ const SLOW: Record<string, { testTimeout: number; hookTimeout: number }> = {
   package: { testTimeout: scaled(120_000), hookTimeout: scaled(240_000) },
 };
 
+/** `npm pack` once for the package tier's files, started with the run (test/support/packOnce.ts). */
+const SETUP: Record<string, { globalSetup: string[] }> = {
+  package: { globalSetup: ['test/support/packOnce.ts'] },
+};
+
 export default defineConfig({
   test: {
     testTimeout: scaled(20_000),
     hookTimeout: scaled(30_000),
+    maxWorkers: Math.max(2, availableParallelism() - 1),
+    // expect.poll's own default (1 s) is a fixed limit too.
+    expect: { poll: { timeout: scaled(5_000) } },
     projects: [
       {
         extends: true,
@@ -36,7 +51,7 @@ export default defineConfig({
       },
       ...TIERS.map((tier) => ({
         extends: true as const,
-        test: { name: tier, include: [`test/**/*.${tier}.test.ts`], ...SLOW[tier] },
+        test: { name: tier, include: [`test/**/*.${tier}.test.ts`], ...SLOW[tier], ...SETUP[tier] },
       })),
     ],
   },

@@ -17,6 +17,7 @@ import { RefundDesk } from '../examples/booking/refundService.js';
 import { SUPPORT, harness, until } from './support/harness.js';
 import { useTestRedis } from './support/redis.js';
 import { slowRead } from './support/takeover.js';
+import { scaled } from './support/timeScale.js';
 
 const redis = await useTestRedis();
 
@@ -107,7 +108,7 @@ describe.skipIf(!redis)('catalog binding under BullMQ dispatch', () => {
     );
 
     node([read.tool('with')]).orchestrator.createWorker({ concurrency: 2 });
-    const done = await api.orchestrator.settled('cat-1', { timeoutMs: 15_000 });
+    const done = await api.orchestrator.settled('cat-1', { timeoutMs: scaled(15_000) });
     expect(done).toMatchObject({ state: 'answered', outcome: { answer: 'read by with' } });
     expect(read.started).toEqual(['with']);
   });
@@ -124,7 +125,7 @@ describe.skipIf(!redis)('catalog binding under BullMQ dispatch', () => {
     const first = node([read.tool('first')]);
     const w1 = first.orchestrator.createWorker({ concurrency: 2 });
     await api.orchestrator.start({ principal: SUPPORT, goal: 'refund', taskId: 'cat-2' });
-    const waiting = await api.orchestrator.settled('cat-2', { timeoutMs: 10_000 });
+    const waiting = await api.orchestrator.settled('cat-2', { timeoutMs: scaled(10_000) });
     expect(waiting.state).toBe('waiting_for_confirmation');
     await w1.close();
 
@@ -142,7 +143,7 @@ describe.skipIf(!redis)('catalog binding under BullMQ dispatch', () => {
     expect(refunds.refunds).toEqual([]);
 
     node([read.tool('second')]).orchestrator.createWorker({ concurrency: 2 });
-    const done = await api.orchestrator.settled('cat-2', { timeoutMs: 15_000 });
+    const done = await api.orchestrator.settled('cat-2', { timeoutMs: scaled(15_000) });
     expect(done).toMatchObject({ state: 'answered', outcome: { answer: 'refunded' } });
     expect(refunds.refunds).toHaveLength(1);
   });

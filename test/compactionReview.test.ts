@@ -13,6 +13,7 @@ import { guards } from '../machines/guards/index.js';
 import { summaryNote } from '../src/model/compactionFacts.js';
 import { summariseRequest } from '../src/runtime/actors/summarise.js';
 import { DEFAULT_LIMITS, DEFAULT_POLICY } from '../src/orchestrator/orchestrator.js';
+import { scaled } from './support/timeScale.js';
 
 const T0 = 1_000_000;
 
@@ -81,25 +82,34 @@ describe('compaction, adversarially', () => {
 });
 
 describe('compaction, a failing summariser', () => {
-  it('keeps a secret in the summariser’s error out of the snapshot, the audit and the prompt', async () => {
-    const SECRET = 'sk_live_0123456789abcdefXYZ';
-    const log: WindowLog = { peak: 0, prompts: [] };
-    const store = new MemoryStore();
-    const result = await runLong({ store, model: (script) => windowedModel(script, LONG_WINDOW, log, true) }, 40, log, {
-      summarise: () => {
-        throw new Error(`upstream refused api key ${SECRET}`);
-      },
-    });
-    expect(result.status.state).toBe('done');
-    const done = (result.audit as AuditEntry[]).filter((e) => e.kind === 'compaction');
-    expect(done.length).toBeGreaterThan(0);
-    expect(JSON.stringify(result.audit)).not.toContain(SECRET);
-    expect(JSON.stringify(log.messages)).not.toContain(SECRET);
-    expect(JSON.stringify((await store.load('long-1'))?.snapshot)).not.toContain(SECRET);
-    expect(done[0]).toMatchObject({
-      fallback: expect.stringMatching(/the host summariser failed: .*upstream refused/),
-    });
-  }, 30_000);
+  it(
+    'keeps a secret in the summariser’s error out of the snapshot, the audit and the prompt',
+    async () => {
+      const SECRET = 'sk_live_0123456789abcdefXYZ';
+      const log: WindowLog = { peak: 0, prompts: [] };
+      const store = new MemoryStore();
+      const result = await runLong(
+        { store, model: (script) => windowedModel(script, LONG_WINDOW, log, true) },
+        40,
+        log,
+        {
+          summarise: () => {
+            throw new Error(`upstream refused api key ${SECRET}`);
+          },
+        },
+      );
+      expect(result.status.state).toBe('done');
+      const done = (result.audit as AuditEntry[]).filter((e) => e.kind === 'compaction');
+      expect(done.length).toBeGreaterThan(0);
+      expect(JSON.stringify(result.audit)).not.toContain(SECRET);
+      expect(JSON.stringify(log.messages)).not.toContain(SECRET);
+      expect(JSON.stringify((await store.load('long-1'))?.snapshot)).not.toContain(SECRET);
+      expect(done[0]).toMatchObject({
+        fallback: expect.stringMatching(/the host summariser failed: .*upstream refused/),
+      });
+    },
+    scaled(30_000),
+  );
 });
 
 describe('compaction, the model summariser’s request', () => {

@@ -26,7 +26,11 @@ import { scaled } from './support/timeScale.js';
 
 const redis = await useTestRedis();
 const TASK = 'crash-1';
-const LEASE = { ttlMs: 500 };
+/**
+ * Short, so a killed worker's lease expires soon; scaled, because a live worker that cannot renew within it (a process
+ * starved of CPU on a loaded machine) loses its task to a fence: a failure of the machine, not of the code.
+ */
+const LEASE = { ttlMs: scaled(500) };
 
 describe.skipIf(!redis)('crash matrix: a worker process SIGKILLed at each effect boundary', () => {
   const pool = new ChildPool();
@@ -288,7 +292,7 @@ describe.skipIf(!redis)('crash matrix: a worker process SIGKILLed at each effect
       // fence check. With renewals on, A's first renewal would notice the loss and stop it before any save.
       const paused = pool.worker(
         'paused',
-        w.config({ lease: { ttlMs: 500, renewEveryMs: 3_600_000 }, timeouts: { search: 60_000 } }),
+        w.config({ lease: { ttlMs: LEASE.ttlMs, renewEveryMs: 3_600_000 }, timeouts: { search: 60_000 } }),
       );
       await paused.waitFor('AT search');
       paused.signal('SIGSTOP');

@@ -120,7 +120,7 @@ describe.skipIf(!redis)('dispatch on BullMQ', () => {
     expect(await api.store.claimMandate!(other.id!, 'md-4')).toBe('claimed');
     // The worker's create is not refused by the claim the API process made for the same task.
     node('worker').orchestrator.createWorker({ concurrency: 2 });
-    const waiting = await api.orchestrator.settled('md-1', { timeoutMs: 10_000 });
+    const waiting = await api.orchestrator.settled('md-1', { timeoutMs: scaled(10_000) });
     expect(waiting).toMatchObject({ state: 'waiting_for_confirmation', mandate });
   });
 

@@ -1,6 +1,6 @@
 /**
  * Optional peers: an app without one gets `missing_peer` naming the package to install, never Node's bare
- * ERR_MODULE_NOT_FOUND. The packed package checks the real entries (consumer.package.test.ts); this checks the
+ * ERR_MODULE_NOT_FOUND. The packed package checks the real entries (consumer*.package.test.ts); this checks the
  * loader and that no source imports a peer's values statically (which would fail before the loader runs).
  */
 import { readFile, readdir } from 'node:fs/promises';

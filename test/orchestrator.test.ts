@@ -115,7 +115,7 @@ describe('host input', () => {
 });
 
 describe('the public entries', () => {
-  // The entry files themselves (package.json maps each subpath to its build: consumer.package.test.ts checks those).
+  // The entry files themselves (package.json maps each subpath to its build: consumer*.package.test.ts check those).
   it('export the stores a host needs: MemoryStore and FileStore from the main entry, RedisStore from /redis', async () => {
     const main = await import('../src/index.js');
     const redis = await import('../src/redis.js');
