@@ -48,6 +48,7 @@ import * as judging from './steps/vetting.js';
 import * as waiting from './steps/waits.js';
 import type { Tag } from './tags.js';
 import type { Toolkit } from './toolkit.js';
+import { stepAction } from './stepAction.js';
 
 function withEntries(state: CompactionState, entries: readonly TranscriptEntry[]): CompactionState {
   return { ...state, tokens: state.tokens + entriesTokens(entries, state.resultBytes) };
@@ -214,16 +215,18 @@ export function agentSetup(toolkit: Toolkit) {
   /** Wires a pure step as an action: assign its context patch, emit its journal entries and its answer. */
   const action = (step: Step) =>
     base.createAction(
-      enqueueActions(({ context, event, enqueue }) => {
+      stepAction((context, event) => {
         const result = step(context, event as A.MachineEvent, toolkit);
         const entries = result.transcript ?? [];
         // What the conversation grows by, counted as it is recorded (the guard of `compacting` reads it).
         const grown = entries.length ? withEntries(result.context?.compaction ?? context.compaction, entries) : null;
-        if (result.context || grown) enqueue.assign({ ...result.context, ...(grown ? { compaction: grown } : {}) });
-        for (const entry of result.audit ?? []) enqueue.emit({ type: 'audit', entry });
-        for (const entry of entries) enqueue.emit({ type: 'transcript', entry });
-        if (result.reply) enqueue.emit({ type: 'reply', reply: result.reply });
-      }),
+        const patch = grown ? { ...result.context, compaction: grown } : (result.context ?? null);
+        const emitted: MachineEmitted[] = [];
+        for (const entry of result.audit ?? []) emitted.push({ type: 'audit', entry });
+        for (const entry of entries) emitted.push({ type: 'transcript', entry });
+        if (result.reply) emitted.push({ type: 'reply', reply: result.reply });
+        return { patch, emitted };
+      }) as unknown as Parameters<typeof base.createAction>[0],
     );
   /** The named steps of a phase as actions; the names are listed, never read off a module's exports. */
   const steps = <F extends Record<string, unknown>, K extends keyof F & string>(phase: F, names: readonly K[]) =>

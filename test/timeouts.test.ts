@@ -1,7 +1,7 @@
 /** runWithTimeout: a synchronous answer is taken as is (no timer, no listener); an asynchronous one races its deadline. */
 import { describe, expect, it } from 'vitest';
 import type { Clock } from '../src/clock.js';
-import { runWithTimeout } from '../src/runtime/timeouts.js';
+import { Cancel, runWithTimeout } from '../src/runtime/timeouts.js';
 import { ManualClock } from '../src/testing/manualClock.js';
 
 /** A clock that counts the timers set on it. */
@@ -48,14 +48,16 @@ describe('runWithTimeout', () => {
     const manual = new ManualClock();
     const clock = countingClock(manual);
     let seen: AbortSignal | null = null;
-    const running = runWithTimeout(clock, 500, new AbortController().signal, (signal) => {
-      seen = signal;
+    const running = runWithTimeout(clock, 500, new AbortController().signal, (stop) => {
+      seen = stop.signal;
       return new Promise<string>(() => {});
     });
     expect(clock.timers).toBe(1);
+    expect(seen!.aborted).toBe(false);
     await manual.advance(500);
     expect(await running).toEqual({ kind: 'timeout' });
     expect(seen!.aborted).toBe(true);
+    expect(seen!.reason).toMatchObject({ name: 'TimeoutError' });
   });
 
   it('says aborted when the parent aborts first, before or during the work', async () => {
@@ -67,5 +69,46 @@ describe('runWithTimeout', () => {
     const running = runWithTimeout(clock, 500, during.signal, () => new Promise<string>(() => {}));
     during.abort();
     expect(await running).toEqual({ kind: 'aborted' });
+  });
+
+  it('makes no AbortSignal for work that never asks for one, and an aborted one for work that asks late', async () => {
+    const made = { count: 0 };
+    const Native = globalThis.AbortController;
+    globalThis.AbortController = class extends Native {
+      constructor() {
+        super();
+        made.count += 1;
+      }
+    };
+    try {
+      const manual = new ManualClock();
+      const parent = new Cancel();
+      let stop: Cancel | null = null;
+      expect(await runWithTimeout(manual, 500, parent, async () => 'at once')).toEqual({
+        kind: 'done',
+        value: 'at once',
+      });
+      const running = runWithTimeout(manual, 500, parent, (s) => {
+        stop = s;
+        return new Promise<string>(() => {});
+      });
+      parent.abort(new Error('stopped'));
+      expect(await running).toEqual({ kind: 'aborted' });
+      expect(made.count).toBe(0);
+      expect(stop!.signal.aborted).toBe(true);
+      expect(stop!.signal.reason).toMatchObject({ message: 'stopped' });
+      expect(made.count).toBe(1);
+      expect(manual.pending).toBe(0);
+    } finally {
+      globalThis.AbortController = Native;
+    }
+  });
+
+  it('propagates what an asynchronous work rejects with, and clears its timer', async () => {
+    const manual = new ManualClock();
+    await expect(
+      runWithTimeout(manual, 500, new Cancel(), () => Promise.reject(new Error('late boom'))),
+    ).rejects.toThrow('late boom');
+    expect(manual.pending).toBe(0);
   });
 });

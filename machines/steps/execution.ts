@@ -192,19 +192,17 @@ export const startReads: Step = (context, event) => {
 export const finishReads: Step = (context, event, toolkit) => {
   const output = outputOf(event, 'reads');
   const at = timeOf(context, event);
-  let next: AgentContext = context;
+  // One working copy for all the results (this step's own object: each result's fields are set on it in turn).
+  const next: AgentContext = { ...context };
   const audit: AuditEntry[] = [];
   for (const result of output.results) {
     const call = findCall(next.batch, result.callId);
     if (!call || call.phase !== 'reading') continue;
     const observation = observationOf(call, result.outcome, context.policy.observationCapBytes);
-    next = {
-      ...next,
-      batch: finishCall(next.batch!, call.callId, observation),
-      unverified: markRead(next.unverified, call.tool, codeOf(observation), at, argsKeyOf(call)),
-    };
-    if (result.outcome.kind === 'ok') next = { ...next, ...learnedFrom(next, call, result.outcome.value, at, toolkit) };
-    else next = { ...next, exposure: failureExposure(next, call, observation, at, toolkit) };
+    next.batch = finishCall(next.batch!, call.callId, observation);
+    next.unverified = markRead(next.unverified, call.tool, codeOf(observation), at, argsKeyOf(call));
+    if (result.outcome.kind === 'ok') Object.assign(next, learnedFrom(next, call, result.outcome.value, at, toolkit));
+    else next.exposure = failureExposure(next, call, observation, at, toolkit);
     audit.push(finishedEntry(context, event, call, codeOf(observation), result.durationMs, result.attempts));
   }
   let batch = next.batch!;

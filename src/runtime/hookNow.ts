@@ -4,7 +4,8 @@
  * actors' (`actors/checks.ts`): only a plain `{ ok: true }` passes.
  */
 import type { CallRef, CheckVerdict } from '../../machines/actors.js';
-import type { AgentContext, Mandate } from '../../machines/context.js';
+import type { AgentContext } from '../../machines/context.js';
+import { copyOf } from '../../machines/lib/arguments.js';
 import { cap, errorName } from '../../machines/lib/text.js';
 import { taskFacts } from '../../machines/lib/toolRules.js';
 import type { Privacy } from '../privacy/privacy.js';
@@ -33,7 +34,7 @@ export function checkNow(privacy: Privacy, tool: Tool, hook: Hook, call: CallRef
     taskId: context.taskId,
     principal: principalCopy(context.principal),
     signal: NEVER_ABORTED,
-    mandate: context.mandate === null ? null : (structuredClone(context.mandate) as Mandate),
+    mandate: context.mandate === null ? null : copyOf(context.mandate),
     task: taskFacts(context),
   };
   let result: unknown;

@@ -1,4 +1,4 @@
-/** Running a unit of work under a timeout and a parent abort signal, on an injectable clock. */
+/** Running a unit of work under a timeout and a parent stop, on an injectable clock. */
 import type { Clock } from '../clock.js';
 import type { CodedError } from '../errorCodes.js';
 
@@ -13,42 +13,111 @@ export class TimeoutError extends Error implements CodedError<'timed_out'> {
 }
 
 /**
- * Runs `work` with a signal that aborts after `ms` or when `parent` aborts. Returns as soon as either happens,
- * even if `work` ignores its signal. Errors thrown by `work` propagate.
+ * What stops a unit of work (its deadline passed, or what runs it stopped), with its `AbortSignal` made only when
+ * someone asks for it. An `AbortController` costs more than the rest of a no-op tool call together (about 3 µs),
+ * and most hooks and tools that answer at once never look at their signal: a round made four, one per actor and
+ * one per call; now only those that are read are made.
+ */
+export class Cancel {
+  private stopped = false;
+  private why: unknown = undefined;
+  private controller: AbortController | null = null;
+  private listeners: (() => void)[] | null = null;
+
+  get aborted(): boolean {
+    return this.stopped;
+  }
+
+  get reason(): unknown {
+    return this.why;
+  }
+
+  /** The signal to hand to code that takes one: made on first use, already aborted if the stop came first. */
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.stopped) this.controller.abort(this.why);
+    }
+    return this.controller.signal;
+  }
+
+  abort(reason?: unknown): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.why = reason ?? new DOMException('This operation was aborted', 'AbortError');
+    this.controller?.abort(this.why);
+    const listeners = this.listeners;
+    this.listeners = null;
+    for (const listener of listeners ?? []) listener();
+  }
+
+  /** Calls `fn` once when this stops (at once if it has); returns a function that forgets `fn`. */
+  onAbort(fn: () => void): () => void {
+    if (this.stopped) {
+      fn();
+      return () => {};
+    }
+    (this.listeners ??= []).push(fn);
+    return () => {
+      const at = this.listeners?.indexOf(fn) ?? -1;
+      if (at >= 0) this.listeners!.splice(at, 1);
+    };
+  }
+}
+
+/**
+ * Runs `work` with a stop that fires after `ms` or when `parent` stops. Returns as soon as either happens, even if
+ * `work` ignores its stop. Errors thrown by `work` propagate.
  *
  * A `work` that answers synchronously (a hook that returns a value, not a promise) is done there: no timer is set
- * and no listener added, since nothing could have interrupted it. The round's hooks are often such.
+ * and no listener added, since nothing could have interrupted it. The round's hooks are often such. An asynchronous
+ * one costs one timer and one listener, and an `AbortSignal` only if the work asks its stop for one.
  */
-export async function runWithTimeout<T>(
+export function runWithTimeout<T>(
   clock: Clock,
   ms: number,
-  parent: AbortSignal,
-  work: (signal: AbortSignal) => T | Promise<T>,
+  parent: Cancel | AbortSignal,
+  work: (stop: Cancel) => T | Promise<T>,
 ): Promise<Timed<T>> {
-  if (parent.aborted) return { kind: 'aborted' };
-  const controller = new AbortController();
-  const answer = work(controller.signal);
-  if (!isThenable(answer)) return { kind: 'done', value: answer };
-  let settle!: (result: Timed<T>) => void;
-  const stopped = new Promise<Timed<T>>((resolve) => (settle = resolve));
-  const onParentAbort = () => {
-    controller.abort(parent.reason);
-    settle({ kind: 'aborted' });
-  };
-  parent.addEventListener('abort', onParentAbort, { once: true });
-  const cancelTimer = clock.setTimeout(() => {
-    controller.abort(new TimeoutError(ms));
-    settle({ kind: 'timeout' });
-  }, ms);
+  if (parent.aborted) return Promise.resolve({ kind: 'aborted' });
+  const stop = new Cancel();
+  let answer: T | Promise<T>;
   try {
-    const running = Promise.resolve(answer).then((value): Timed<T> => ({ kind: 'done', value }));
-    // A late rejection after the timeout won the race must not become an unhandled rejection.
-    running.catch(() => {});
-    return await Promise.race([running, stopped]);
-  } finally {
-    cancelTimer();
-    parent.removeEventListener('abort', onParentAbort);
+    answer = work(stop);
+  } catch (error) {
+    return Promise.reject(error as Error);
   }
+  if (!isThenable(answer)) return Promise.resolve({ kind: 'done', value: answer });
+  return new Promise<Timed<T>>((resolve, reject) => {
+    let settled = false;
+    const settle = (finish: () => void) => {
+      if (settled) return;
+      settled = true;
+      cancelTimer();
+      forget();
+      finish();
+    };
+    const forget = onAbort(parent, () => {
+      stop.abort(parent.reason);
+      settle(() => resolve({ kind: 'aborted' }));
+    });
+    const cancelTimer = clock.setTimeout(() => {
+      stop.abort(new TimeoutError(ms));
+      settle(() => resolve({ kind: 'timeout' }));
+    }, ms);
+    // A late rejection after the timeout won the race is dropped: it must not become an unhandled rejection.
+    answer.then(
+      (value) => settle(() => resolve({ kind: 'done', value })),
+      (error: unknown) => settle(() => reject(error as Error)),
+    );
+  });
+}
+
+/** Calls `fn` once when `parent` stops; returns a function that forgets it. */
+function onAbort(parent: Cancel | AbortSignal, fn: () => void): () => void {
+  if (parent instanceof Cancel) return parent.onAbort(fn);
+  parent.addEventListener('abort', fn, { once: true });
+  return () => parent.removeEventListener('abort', fn);
 }
 
 function isThenable<T>(value: T | Promise<T>): value is Promise<T> {

@@ -8,7 +8,7 @@ import { copyOf, toJson } from '../../../machines/lib/arguments.js';
 import { cap, errorName, safeErrorText, zodSummary } from '../../../machines/lib/text.js';
 import type { Clock } from '../../clock.js';
 import { type Tool, type ToolResult, TransientToolError } from '../../tool.js';
-import { runWithTimeout } from '../timeouts.js';
+import { type Cancel, runWithTimeout } from '../timeouts.js';
 
 /**
  * The task's principal as a host function receives it: a copy, so that a hook or tool that changed it (a scope
@@ -30,14 +30,14 @@ function failed(code: CallCode, summary: string): CallOutcome {
 export async function attemptTool<O>(
   clock: Clock,
   tool: Tool<unknown, O>,
-  signal: AbortSignal,
-  work: (signal: AbortSignal) => Promise<ToolResult<O>>,
+  stop: Cancel,
+  work: (stop: Cancel) => Promise<ToolResult<O>>,
   sealing: CallSealing,
 ): Promise<CallOutcome> {
   const text = (raw: string) => cap(sealCallText(sealing, raw));
   let timed;
   try {
-    timed = await runWithTimeout(clock, tool.timeoutMs, signal, work);
+    timed = await runWithTimeout(clock, tool.timeoutMs, stop, work);
   } catch (error) {
     if (error instanceof TransientToolError)
       return failed('unavailable', `${tool.name} is unavailable: ${text(error.message)}`);

@@ -1,5 +1,4 @@
 /** The lookup actor: finds a write's effect by its idempotency key, backing off between repeated lookups. */
-import { fromPromise } from 'xstate';
 import type { LookupActorInput, LookupActorOutput, LookupResult } from '../../../machines/actors.js';
 import { toJson } from '../../../machines/lib/arguments.js';
 import { cap, safeErrorText, zodSummary } from '../../../machines/lib/text.js';
@@ -7,11 +6,12 @@ import { backoffDelay, sleep } from '../../clock.js';
 import type { ActorHost } from '../actorHost.js';
 import { openArguments, scopeOf, sealCallText } from '../sealing.js';
 import { runWithTimeout } from '../timeouts.js';
+import { fromTask } from './taskLogic.js';
 import { principalCopy } from './callAttempt.js';
 
 export function lookupActor(host: ActorHost) {
   const { clock } = host;
-  return fromPromise<LookupActorOutput, LookupActorInput>(async ({ input, signal }) => {
+  return fromTask<LookupActorOutput, LookupActorInput>(async ({ input, stop }) => {
     const started = clock.now();
     const tool = host.registry.get(input.call.tool);
     const { privacy } = host.registry;
@@ -41,7 +41,7 @@ export function lookupActor(host: ActorHost) {
     // that takes over see where it is; the lookup itself is a read, safe to ask again).
     await host.task(input.taskId).barrier();
     if (input.attempt > 1) {
-      await sleep(clock, backoffDelay(input.attempt - 2, tool.lookupRetry ?? host.backoff, host.random), signal);
+      await sleep(clock, backoffDelay(input.attempt - 2, tool.lookupRetry ?? host.backoff, host.random), stop.signal);
     }
     const timed = await host.tracing.span(
       input.taskId,
@@ -52,11 +52,11 @@ export function lookupActor(host: ActorHost) {
         'statechart_agent.lookup.attempt': input.attempt,
       },
       () =>
-        runWithTimeout(clock, tool.timeoutMs, signal, (s) =>
+        runWithTimeout(clock, tool.timeoutMs, stop, (s) =>
           tool.lookup(input.idempotencyKey, {
             taskId: input.taskId,
             principal: principalCopy(input.principal),
-            signal: s,
+            signal: s.signal,
           }),
         ).catch((error: unknown) => ({ kind: 'error' as const, error })),
       (timed) => ({

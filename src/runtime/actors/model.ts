@@ -2,7 +2,6 @@
  * The model actor: asks the model for one turn, with a timeout and transport retries against the retry budget,
  * and resolves with exactly one validated `model.*` event, or with the failure as data.
  */
-import { fromPromise } from 'xstate';
 import type { ModelActorInput, ModelActorOutput, ModelCompaction } from '../../../machines/actors.js';
 import type { Provenance } from '../../../machines/context.js';
 import { type ModelEvent, RECEIVED, modelEventSchema } from '../../../machines/events.js';
@@ -19,6 +18,7 @@ import type { ActorHost } from '../actorHost.js';
 import { scopeOf, sealModelEvent, sealReceived } from '../sealing.js';
 import { liveText } from './modelLive.js';
 import { runWithTimeout } from '../timeouts.js';
+import { fromTask } from './taskLogic.js';
 import { canProposePlan } from '../../../machines/lib/plan.js';
 import { PLAN_TOOL } from '../../../machines/plans.js';
 import { PLAN_TOOL_DEFINITION, decisionTools } from '../hostTools.js';
@@ -27,7 +27,7 @@ import { hostFacts, summaryNote } from '../../model/compactionFacts.js';
 
 export function modelActor(host: ActorHost) {
   const { clock } = host;
-  return fromPromise<ModelActorOutput, ModelActorInput>(async ({ input, signal }) => {
+  return fromTask<ModelActorOutput, ModelActorInput>(async ({ input, stop }) => {
     const task = host.task(input.taskId);
     // The turn is paid for only once the state that debits it is durable. Waiting here also yields to the event
     // loop between turns, so a task whose tools and model answer at once cannot starve other work.
@@ -46,7 +46,7 @@ export function modelActor(host: ActorHost) {
       attempt += 1;
       const live = liveText(host, input.taskId, input.turn, attempt, scopeOf(context));
       const ask = () =>
-        runWithTimeout(clock, host.modelTimeoutMs, signal, (s) =>
+        runWithTimeout(clock, host.modelTimeoutMs, stop, (s) =>
           host.model
             .decide({
               taskId: input.taskId,
@@ -64,7 +64,7 @@ export function modelActor(host: ActorHost) {
               ],
               observations: input.observations,
               transcript: () => task.transcript(),
-              signal: s,
+              signal: s.signal,
               ...(compaction ? { compaction: { level: compaction.level } } : {}),
               ...(summary ? { summary } : {}),
               ...(live ? { onText: live.push, onCallText: live.call } : {}),
@@ -163,7 +163,7 @@ export function modelActor(host: ActorHost) {
       }
       const delay = Math.max(failure.retryAfterMs ?? 0, backoffDelay(retriesUsed, host.backoff, host.random));
       retriesUsed += 1;
-      await sleep(clock, delay, signal);
+      await sleep(clock, delay, stop.signal);
     }
   });
 }

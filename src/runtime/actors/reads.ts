@@ -1,18 +1,19 @@
 /** The reads actor: one step's reads run concurrently; transient failures retry within the tool's policy and budget. */
-import { fromPromise } from 'xstate';
 import type { CallOutcome, CallRef, ReadResult, ReadsActorInput, ReadsActorOutput } from '../../../machines/actors.js';
 import type { Principal } from '../../../machines/context.js';
 import { backoffDelay, sleep } from '../../clock.js';
 import type { ReadTool } from '../../tool.js';
 import type { ActorHost } from '../actorHost.js';
+import type { Cancel } from '../timeouts.js';
+import { fromTask } from './taskLogic.js';
 import { scopeOf } from '../sealing.js';
 import { attemptTool, describeOutcome, parseArguments, principalCopy, toolSpanAttributes } from './callAttempt.js';
 
 export function readsActor(host: ActorHost) {
-  return fromPromise<ReadsActorOutput, ReadsActorInput>(async ({ input, signal }) => {
+  return fromTask<ReadsActorOutput, ReadsActorInput>(async ({ input, stop }) => {
     const allowance = { left: input.retryAllowance };
     const results = await Promise.all(
-      input.calls.map((call) => runRead(host, input.taskId, input.principal, call, allowance, signal)),
+      input.calls.map((call) => runRead(host, input.taskId, input.principal, call, allowance, stop)),
     );
     return { at: host.clock.now(), results, retriesUsed: input.retryAllowance - allowance.left };
   });
@@ -24,7 +25,7 @@ async function runRead(
   principal: Principal,
   call: CallRef,
   allowance: { left: number },
-  signal: AbortSignal,
+  stop: Cancel,
 ): Promise<ReadResult> {
   const started = host.clock.now();
   const tool = host.registry.get(call.tool) as ReadTool | undefined;
@@ -59,13 +60,16 @@ async function runRead(
         attemptTool(
           host.clock,
           tool,
-          signal,
+          stop,
           (s) =>
             tool.execute(args.value, {
               taskId,
               callId: call.callId,
               principal: principalCopy(principal),
-              signal: s,
+              // Made only if the tool looks: most reads that answer at once never do.
+              get signal() {
+                return s.signal;
+              },
               attempt,
             }),
           args.sealing,
@@ -74,7 +78,7 @@ async function runRead(
     );
     // A read has no review desk: a tool's `needs_review` is a business failure the model is told of.
     const transient = outcome.kind === 'error' && outcome.retryable;
-    if (!transient || attempt >= maxAttempts || allowance.left <= 0 || signal.aborted) {
+    if (!transient || attempt >= maxAttempts || allowance.left <= 0 || stop.aborted) {
       if (outcome.kind === 'error' && outcome.code === 'timeout') {
         const attempts = `${attempt} attempt${attempt > 1 ? 's' : ''}`;
         return finish(
@@ -89,7 +93,7 @@ async function runRead(
     }
     allowance.left -= 1;
     try {
-      await sleep(host.clock, backoffDelay(attempt - 1, tool.retry!, host.random), signal);
+      await sleep(host.clock, backoffDelay(attempt - 1, tool.retry!, host.random), stop.signal);
     } catch {
       return finish(outcome, attempt);
     }

@@ -3,26 +3,26 @@
  * business validation and resource permission on the exact arguments, then (last, so a refused call spends nothing)
  * one point of the tool's rate limit. Every verdict comes back as data; the chart's guards decide.
  */
-import { fromPromise } from 'xstate';
 import type { CheckVerdict, RecheckActorInput, RecheckActorOutput } from '../../../machines/actors.js';
 import type { Principal } from '../../../machines/context.js';
 import { errorName } from '../../../machines/lib/text.js';
 import type { ActorHost } from '../actorHost.js';
-import { runWithTimeout } from '../timeouts.js';
+import { type Cancel, runWithTimeout } from '../timeouts.js';
+import { fromTask } from './taskLogic.js';
 import { runCheck } from './checks.js';
 
 const PASS: CheckVerdict = { ok: true };
 
 export function recheckActor(host: ActorHost) {
-  return fromPromise<RecheckActorOutput, RecheckActorInput>(async ({ input, signal }) => {
+  return fromTask<RecheckActorOutput, RecheckActorInput>(async ({ input, stop }) => {
     const started = host.clock.now();
     const tool = host.registry.get(input.call.tool);
-    const session = await currentPrincipal(host, input.principal, signal);
+    const session = await currentPrincipal(host, input.principal, stop);
     const principal = session.principal;
     // The hooks judge the principal as the session shows it now, not as it was at the task's start.
     const now = principal ? { ...input, principal } : input;
     const ask = (hook: 'validate' | 'authorize') =>
-      tool?.[hook] ? runCheck(host, hook, now, signal) : Promise.resolve(PASS);
+      tool?.[hook] ? runCheck(host, hook, now, stop) : Promise.resolve(PASS);
     const business = principal && !input.resend ? await ask('validate') : PASS;
     const permission = principal && business.ok ? await ask('authorize') : PASS;
     const rate =
@@ -49,11 +49,11 @@ export function recheckActor(host: ActorHost) {
 async function currentPrincipal(
   host: ActorHost,
   principal: Principal,
-  signal: AbortSignal,
+  stop: Cancel,
 ): Promise<{ principal: Principal | null; error: string | null }> {
   if (!host.refreshPrincipal) return { principal, error: null };
   const refresh = host.refreshPrincipal;
-  const timed = await runWithTimeout(host.clock, 5_000, signal, async () =>
+  const timed = await runWithTimeout(host.clock, 5_000, stop, async () =>
     refresh({ ...principal, scopes: [...principal.scopes] }),
   ).catch((error: unknown) => ({ kind: 'error' as const, error }));
   if (timed.kind === 'timeout')

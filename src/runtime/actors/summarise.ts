@@ -126,7 +126,7 @@ async function byHost(
 ): Promise<Written | Failed> {
   try {
     const timed = await runWithTimeout(host.clock, host.modelTimeoutMs, signal, (s) =>
-      host.summariser!(older, { previous, facts, turns: { from: cut.turns.from, to: cut.turns.to }, signal: s }),
+      host.summariser!(older, { previous, facts, turns: { from: cut.turns.from, to: cut.turns.to }, signal: s.signal }),
     );
     if (timed.kind === 'timeout')
       return { failed: `the host summariser gave no summary within ${host.modelTimeoutMs} ms`, usage: null };
@@ -180,7 +180,7 @@ async function byModel(
         tools: [],
         observations: [],
         transcript: async () => [...request, ...older],
-        signal: s,
+        signal: s.signal,
       }),
     );
     if (timed.kind === 'timeout')

@@ -4,7 +4,6 @@
  * idempotency key instead. A first run waits until its intent is durable and checks for a cancel just before the
  * side effect; any failure that leaves the effect in doubt is reported as unknown, never as "did not happen".
  */
-import { fromPromise } from 'xstate';
 import type { CallOutcome, WriteActorInput, WriteActorOutput } from '../../../machines/actors.js';
 import { WRITE_OUTCOME_UNKNOWN } from '../../../machines/failures.js';
 import type { CallCode } from '../../../machines/failures.js';
@@ -12,11 +11,13 @@ import type { WriteTool } from '../../tool.js';
 import type { ActorHost } from '../actorHost.js';
 import { argumentsHash } from '../../../machines/lib/hashing.js';
 import { scopeOf } from '../sealing.js';
+import type { Cancel } from '../timeouts.js';
+import { fromTask } from './taskLogic.js';
 import { attemptTool, describeOutcome, parseArguments, principalCopy, toolSpanAttributes } from './callAttempt.js';
 
 export function writeActor(host: ActorHost) {
   const { clock } = host;
-  return fromPromise<WriteActorOutput, WriteActorInput>(async ({ input, signal }) => {
+  return fromTask<WriteActorOutput, WriteActorInput>(async ({ input, stop }) => {
     const task = host.task(input.taskId);
     // Captured synchronously: true only when this invocation is XState re-running a restored one.
     if (task.restoring) {
@@ -35,12 +36,12 @@ export function writeActor(host: ActorHost) {
         outcome: { kind: 'error', code: 'cancelled', summary, retryable: false },
       };
     }
-    const outcome = await runWrite(host, input, signal);
+    const outcome = await runWrite(host, input, stop);
     return { at: clock.now(), outcome, durationMs: Math.max(0, clock.now() - started) };
   });
 }
 
-async function runWrite(host: ActorHost, input: WriteActorInput, signal: AbortSignal): Promise<CallOutcome> {
+async function runWrite(host: ActorHost, input: WriteActorInput, stop: Cancel): Promise<CallOutcome> {
   const tool = host.registry.get(input.call.tool) as WriteTool | undefined;
   if (!tool || tool.effect !== 'write') {
     return { kind: 'error', code: 'unknown_tool', summary: `no write tool named ${input.call.tool}`, retryable: false };
@@ -66,13 +67,13 @@ async function runWrite(host: ActorHost, input: WriteActorInput, signal: AbortSi
       attemptTool(
         host.clock,
         tool,
-        signal,
+        stop,
         (s) =>
           tool.execute(args.value, {
             taskId: input.taskId,
             callId: input.call.callId,
             principal: principalCopy(input.principal),
-            signal: s,
+            signal: s.signal,
             attempt: input.attempt,
             idempotencyKey: input.idempotencyKey,
           }),
