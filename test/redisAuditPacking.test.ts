@@ -379,6 +379,17 @@ describe('the audit of one save in its stream message', () => {
     );
   });
 
+  it('reads back the time of an entry kept whole because it has its own toJSON key', () => {
+    const stamp = { model: 'm', prompt: 'p', policy: 'q', session: 's' };
+    const entries = [
+      { at: 1000, turn: 0, ...stamp, kind: 'a' },
+      { at: 1010, turn: 0, ...stamp, kind: 'b' },
+      { at: 5, toJSON: 'x' },
+      { at: 'later', toJSON: 'y' },
+    ];
+    expect(unpackAudit(JSON.parse(packAudit(entries)))).toEqual(entries);
+  });
+
   it('refuses a message that is neither form', () => {
     expect(unpackAudit({ entries: [] })).toBeNull();
     expect(unpackAudit('text')).toBeNull();

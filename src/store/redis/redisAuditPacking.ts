@@ -178,6 +178,8 @@ export function packAudit(saved: readonly unknown[]): string {
     if (index > 0) moves += ' ';
     if (!isPlainRow(entry)) {
       moves += NO_MOVES;
+      // Kept whole, its time too: reading offsets the time of every object not listed as absolute.
+      if (since !== null && isRow(entry) && 'at' in entry) absolute.push(index);
       writer.literal(entry);
       continue;
     }
