@@ -77,6 +77,34 @@ describe('copyOf', () => {
     expect(Object.keys(polluted)).toEqual(['__proto__']);
   });
 
+  it('copies a value met twice once, as structuredClone does: shared stays shared, and a DAG is not walked per path', () => {
+    let reads = 0;
+    const shared = {
+      get n() {
+        reads += 1;
+        return 1;
+      },
+    };
+    // 2^12 paths lead to `shared`: a walk per path reads it 4096 times (at depth 40, ~10^12: never done).
+    let dag: unknown = shared;
+    for (let i = 0; i < 12; i++) dag = { a: dag, b: dag };
+    const copy = copyOf(dag) as { a: unknown; b: unknown };
+    expect(reads).toBe(1);
+    expect(copy.a).toBe(copy.b);
+    expect(copy).toEqual(structuredClone(dag));
+    const date = new Date(0);
+    const pair = copyOf({ from: date, to: date, list: [date] });
+    expect(pair.from).toBe(pair.to);
+    expect(pair.list[0]).toBe(pair.from);
+    const ring: { name: string; self?: unknown; items: unknown[] } = { name: 'ring', items: [] };
+    ring.self = ring;
+    ring.items.push(ring);
+    const copied = copyOf(ring);
+    expect(copied).not.toBe(ring);
+    expect(copied.self).toBe(copied);
+    expect(copied.items[0]).toBe(copied);
+  });
+
   it('copies values deeper than its own walk, and refuses functions as structuredClone does', () => {
     let deep: unknown = { end: true };
     for (let i = 0; i < 200; i++) deep = { next: deep };

@@ -36,34 +36,41 @@ export function checkArguments(tool: string, rules: ToolRules | undefined, args:
  * A private copy of a validated value, for one host function: what `structuredClone` gives, faster for the plain
  * data the chart holds (arrays and plain objects, copied here; anything else, such as a `Date` a schema made, goes
  * to `structuredClone`). Several calls a round copy arguments and the principal, and `structuredClone` serialises.
+ * As with `structuredClone`, a value met twice is copied once: what the original shares the copy shares, a cycle
+ * stays a cycle, and a value reached by many paths (a DAG) costs one visit, not one per path.
  */
 export function copyOf<T>(value: T): T {
-  const copied = copyPlain(value, 0);
+  if (value === null || typeof value !== 'object') return copyPlain(value, 0, null) as T;
+  const copied = copyPlain(value, 0, new Map());
   return (copied === TOO_DEEP ? structuredClone(value) : copied) as T;
 }
 
-/** Past this depth the value is handed to `structuredClone` whole (which also keeps shared references and cycles). */
+/** Past this depth the value is handed to `structuredClone` whole (the walk is recursive: the stack is the limit). */
 const MAX_DEPTH = 64;
 const TOO_DEEP = Symbol('too deep');
 
-function copyPlain(value: unknown, depth: number): unknown {
+/** `seen`: each object met so far and its copy (null only for a value that is not an object). */
+function copyPlain(value: unknown, depth: number, seen: Map<object, unknown> | null): unknown {
   if (value === null || typeof value !== 'object') return typeof value === 'function' ? structuredClone(value) : value;
+  if (seen!.has(value)) return seen!.get(value);
   if (depth > MAX_DEPTH) return TOO_DEEP;
   if (Array.isArray(value)) {
-    if (Object.getPrototypeOf(value) !== Array.prototype) return structuredClone(value);
+    if (Object.getPrototypeOf(value) !== Array.prototype) return cloned(value, seen!);
     const out: unknown[] = new Array(value.length);
+    seen!.set(value, out);
     for (let i = 0; i < value.length; i++) {
-      const item = copyPlain(value[i], depth + 1);
+      const item = copyPlain(value[i], depth + 1, seen);
       if (item === TOO_DEEP) return TOO_DEEP;
       out[i] = item;
     }
     return out;
   }
   const proto = Object.getPrototypeOf(value) as unknown;
-  if (proto !== Object.prototype && proto !== null) return structuredClone(value);
+  if (proto !== Object.prototype && proto !== null) return cloned(value, seen!);
   const out: Record<string, unknown> = {};
+  seen!.set(value, out);
   for (const key of Object.keys(value)) {
-    const item = copyPlain((value as Record<string, unknown>)[key], depth + 1);
+    const item = copyPlain((value as Record<string, unknown>)[key], depth + 1, seen);
     if (item === TOO_DEEP) return TOO_DEEP;
     // An own `__proto__` key (JSON.parse makes them) stays a key, as structuredClone keeps it; never a prototype.
     if (key === '__proto__')
@@ -71,6 +78,13 @@ function copyPlain(value: unknown, depth: number): unknown {
     else out[key] = item;
   }
   return out;
+}
+
+/** `structuredClone`'s copy of a value this walk does not copy itself, remembered so that it is made once. */
+function cloned(value: object, seen: Map<object, unknown>): unknown {
+  const copy = structuredClone(value);
+  seen.set(value, copy);
+  return copy;
 }
 
 function parse(
