@@ -71,6 +71,28 @@ describe('runWithTimeout', () => {
     expect(await running).toEqual({ kind: 'aborted' });
   });
 
+  it('says aborted, and stops the work, when the parent stops while the work is being started', async () => {
+    // A tool whose synchronous part stops what runs it (it cancels its own task, say) before handing back a promise.
+    const manual = new ManualClock();
+    const pending = (p: Promise<unknown>) =>
+      Promise.race([p, new Promise((resolve) => setTimeout(() => resolve('still pending'), 20))]);
+    for (const kind of ['cancel', 'signal'] as const) {
+      const cancel = new Cancel();
+      const controller = new AbortController();
+      let stop: Cancel | null = null;
+      const running = runWithTimeout(manual, 500, kind === 'cancel' ? cancel : controller.signal, (s) => {
+        stop = s;
+        if (kind === 'cancel') cancel.abort(new Error('stopped'));
+        else controller.abort(new Error('stopped'));
+        return new Promise<string>(() => {});
+      });
+      expect(await pending(running)).toEqual({ kind: 'aborted' });
+      expect(stop!.aborted).toBe(true);
+      expect(stop!.signal.reason).toMatchObject({ message: 'stopped' });
+      expect(manual.pending).toBe(0);
+    }
+  });
+
   it('makes no AbortSignal for work that never asks for one, and an aborted one for work that asks late', async () => {
     const made = { count: 0 };
     const Native = globalThis.AbortController;

@@ -88,6 +88,13 @@ export function runWithTimeout<T>(
     return Promise.reject(error as Error);
   }
   if (!isThenable(answer)) return Promise.resolve({ kind: 'done', value: answer });
+  // The work's synchronous part may have stopped the parent (a tool that cancels its own task): a listener added now
+  // would never hear of it (an AbortSignal's) or would be called before the timer exists (a Cancel's).
+  if (parent.aborted) {
+    stop.abort(parent.reason);
+    answer.then(undefined, () => {});
+    return Promise.resolve({ kind: 'aborted' });
+  }
   return new Promise<Timed<T>>((resolve, reject) => {
     let settled = false;
     const settle = (finish: () => void) => {
@@ -97,14 +104,14 @@ export function runWithTimeout<T>(
       forget();
       finish();
     };
-    const forget = onAbort(parent, () => {
-      stop.abort(parent.reason);
-      settle(() => resolve({ kind: 'aborted' }));
-    });
     const cancelTimer = clock.setTimeout(() => {
       stop.abort(new TimeoutError(ms));
       settle(() => resolve({ kind: 'timeout' }));
     }, ms);
+    const forget = onAbort(parent, () => {
+      stop.abort(parent.reason);
+      settle(() => resolve({ kind: 'aborted' }));
+    });
     // A late rejection after the timeout won the race is dropped: it must not become an unhandled rejection.
     answer.then(
       (value) => settle(() => resolve({ kind: 'done', value })),
