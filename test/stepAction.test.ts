@@ -1,0 +1,115 @@
+/**
+ * stepAction (machines/stepAction.ts) relies on XState internals: a built-in action is an object with `resolve`,
+ * called with (scope, snapshot, args) and returning [snapshot, params, actions]; `assign(...).resolve` applies a
+ * patch. These tests run a step both ways, as stepAction and as the `enqueueActions` it replaced, and ask for the same
+ * snapshots, emitted events, inspection events and errors: an XState upgrade that changes those internals fails here
+ * by name, not somewhere in a task's run.
+ */
+import {
+  type AnyActorRef,
+  type InspectionEvent,
+  assign,
+  createActor,
+  emit,
+  enqueueActions,
+  raise,
+  setup,
+} from 'xstate';
+import { describe, expect, it } from 'vitest';
+import { type StepOutcome, stepAction } from '../machines/stepAction.js';
+
+type Ctx = { count: number; seen: number[] };
+type Ev = { type: 'go'; by: number } | { type: 'boom' } | { type: 'next' };
+
+function machineWith(kind: 'step' | 'enqueue') {
+  const run = (context: Ctx, event: Ev): StepOutcome => {
+    if (event.type === 'boom') throw new Error('step failed');
+    const by = event.type === 'go' ? event.by : 0;
+    return {
+      patch: { count: context.count + by } as never,
+      emitted: [{ type: 'audit', entry: { n: context.count } } as never, { type: 'reply', reply: by } as never],
+    };
+  };
+  const step =
+    kind === 'step'
+      ? (stepAction(run as never) as never)
+      : enqueueActions(({ context, event, enqueue }) => {
+          const { patch, emitted } = run(context as Ctx, event as Ev);
+          if (patch) enqueue.assign(patch as never);
+          for (const e of emitted) enqueue.emit(e as never);
+        });
+  return setup({
+    types: { context: {} as Ctx, events: {} as Ev, emitted: {} as { type: string } },
+    actions: {
+      step,
+      // Runs after the step in the same transition: it must see the step's patch.
+      note: assign({ seen: ({ context }) => [...context.seen, context.count] }),
+      after: emit(({ context }) => ({ type: 'after', count: context.count })),
+    },
+  }).createMachine({
+    context: { count: 1, seen: [] },
+    initial: 'idle',
+    states: {
+      idle: {
+        on: {
+          go: { target: 'done', actions: ['step', 'note', raise({ type: 'next' }), 'after'] },
+          boom: { actions: ['step'] },
+        },
+      },
+      done: { on: { next: { actions: ['step', 'note'] } } },
+    },
+  });
+}
+
+function runBoth(events: Ev[]) {
+  const out = (['step', 'enqueue'] as const).map((kind) => {
+    const inspected: string[] = [];
+    const emitted: unknown[] = [];
+    const errors: unknown[] = [];
+    const actor = createActor(machineWith(kind), {
+      inspect: (e: InspectionEvent) => {
+        if (e.type === '@xstate.action') inspected.push(`action ${e.action.type}`);
+        else if (e.type === '@xstate.event') inspected.push(`event ${e.event.type}`);
+        else if (e.type === '@xstate.microstep') inspected.push(`microstep ${JSON.stringify(e.snapshot.value)}`);
+        else inspected.push(e.type);
+      },
+    });
+    actor.on('*', (e) => emitted.push(e));
+    actor.subscribe({ error: (error) => errors.push(error) });
+    actor.start();
+    for (const event of events) (actor as AnyActorRef).send(event);
+    const snapshot = actor.getSnapshot();
+    return { inspected, emitted, errors, status: snapshot.status, value: snapshot.value, context: snapshot.context };
+  });
+  return { step: out[0]!, enqueue: out[1]! };
+}
+
+describe('stepAction', () => {
+  it('patches, emits and orders as enqueueActions did, with the same inspection events', () => {
+    const { step, enqueue } = runBoth([{ type: 'go', by: 2 }]);
+    expect(step).toEqual(enqueue);
+    expect(step.context).toEqual({ count: 3, seen: [3, 3] });
+    expect(step.emitted).toEqual([
+      { type: 'audit', entry: { n: 1 } },
+      { type: 'reply', reply: 2 },
+      { type: 'after', count: 3 },
+      { type: 'audit', entry: { n: 3 } },
+      { type: 'reply', reply: 0 },
+    ]);
+    expect(step.inspected.filter((e) => e.startsWith('action'))).toEqual([
+      'action xstate.emit',
+      'action xstate.emit',
+      'action xstate.raise',
+      'action xstate.emit',
+      'action xstate.emit',
+      'action xstate.emit',
+    ]);
+  });
+
+  it('puts the actor in its error snapshot when a step throws, as enqueueActions did', () => {
+    const { step, enqueue } = runBoth([{ type: 'boom' }]);
+    expect(step).toEqual(enqueue);
+    expect(step.status).toBe('error');
+    expect(step.errors).toEqual([new Error('step failed')]);
+  });
+});
