@@ -30,14 +30,15 @@ function machineWith(kind: 'step' | 'enqueue') {
       emitted: [{ type: 'audit', entry: { n: context.count } } as never, { type: 'reply', reply: by } as never],
     };
   };
-  const step =
+  const step = (
     kind === 'step'
-      ? (stepAction(run as never) as never)
+      ? stepAction(run as never)
       : enqueueActions(({ context, event, enqueue }) => {
           const { patch, emitted } = run(context as Ctx, event as Ev);
           if (patch) enqueue.assign(patch as never);
           for (const e of emitted) enqueue.emit(e as never);
-        });
+        })
+  ) as never;
   return setup({
     types: { context: {} as Ctx, events: {} as Ev, emitted: {} as { type: string } },
     actions: {
@@ -70,7 +71,8 @@ function runBoth(events: Ev[]) {
       inspect: (e: InspectionEvent) => {
         if (e.type === '@xstate.action') inspected.push(`action ${e.action.type}`);
         else if (e.type === '@xstate.event') inspected.push(`event ${e.event.type}`);
-        else if (e.type === '@xstate.microstep') inspected.push(`microstep ${JSON.stringify(e.snapshot.value)}`);
+        else if (e.type === '@xstate.microstep')
+          inspected.push(`microstep ${JSON.stringify((e.snapshot as { value?: unknown }).value)}`);
         else inspected.push(e.type);
       },
     });
