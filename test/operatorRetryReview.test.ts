@@ -15,6 +15,10 @@ describe('retry double click', () => {
   it('spends one model turn for two clicks at once', async () => {
     const clock = new ManualClock();
     let calls = 0;
+    // The retried turn answers only once both clicks were handled: the second click surely finds the task asking the
+    // model (how many microtasks a failing turn takes to come back is not what this test is about).
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
     const h = harness({
       clock,
       store: new MemoryStore(),
@@ -22,6 +26,7 @@ describe('retry double click', () => {
         name: 'down',
         decide: async () => {
           calls += 1;
+          if (calls > 1) await released;
           throw new TransientModelError('503 service unavailable');
         },
       },
@@ -36,6 +41,7 @@ describe('retry double click', () => {
       h.orchestrator.retryModelNow('d1', OPERATOR),
       h.orchestrator.retryModelNow('d1', OPERATOR),
     ]);
+    release();
     const status = await h.orchestrator.settled('d1');
     // The second click finds the task asking the model already: refused, nothing spent for it.
     expect(results.map((r) => [r.accepted, r.code])).toEqual([
