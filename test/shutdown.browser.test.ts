@@ -9,6 +9,7 @@
  * Needs Debian's chromium. Without it the test is skipped, except under CI=true, where it fails.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Browser, chromium } from 'playwright-core';
@@ -64,6 +65,26 @@ async function timedSigterm(child: Child): Promise<{ ms: number; code: number | 
   const { at, code } = await exited;
   clearTimeout(timer);
   return { ms: at - sent, code };
+}
+
+/**
+ * Stands in on `port` for a server that is closing: every request gets 503, as Fastify answers while it closes. Returns
+ * once the page's EventSource has come back and been refused at least once, and the port is free again.
+ */
+async function answerClosing(port: number): Promise<void> {
+  let refused!: () => void;
+  const streamRefused = new Promise<void>((resolve) => (refused = resolve));
+  const server = createServer((request, response) => {
+    response.writeHead(503, { 'content-type': 'application/json', connection: 'close' });
+    response.end('{"code":"closing"}');
+    if (request.url?.includes('/events')) refused();
+  });
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  try {
+    await streamRefused;
+  } finally {
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
 }
 
 async function api<T>(origin: string, path: string, init: RequestInit = {}): Promise<T> {
@@ -128,6 +149,10 @@ describe.runIf(available)('shutdown with a task page open, in chromium', () => {
         await page.locator('body[data-live=restarting]').waitFor();
         expect(await page.getByTestId('live').textContent()).toBe('the server is restarting: reconnecting…');
         const lastId = received.filter((event) => event.eventId !== '').at(-1)!.eventId;
+
+        // A slow close: the old instance still answers (Fastify gives 503 while it closes) when the browser comes
+        // back. The browser gives such a stream up for good; the page must open it again itself.
+        await answerClosing(first.port);
 
         // The next instance: same port (the address the page knows), same store, nothing new started.
         const second = await serve('serve-2', first.port, dataDir, ['--empty']);

@@ -305,27 +305,39 @@ function hideProposing() {
   $('proposing').textContent = '';
 }
 
+/** The id of the last event received: a stream the page opens again resumes after it (`lastEventId`). */
+let lastEventId = '';
+/** Delay before the page opens the stream again itself, after the browser gave it up; grows to 10 s. */
+let reopenMs = 1000;
+
 function connect() {
-  const source = new EventSource(`${base}${path}/events`, { withCredentials: true });
+  const query = lastEventId ? `?lastEventId=${encodeURIComponent(lastEventId)}` : '';
+  const source = new EventSource(`${base}${path}/events${query}`, { withCredentials: true });
+  // A named event of the stream, its id noted first.
+  const on = (name, handler) =>
+    source.addEventListener(name, (event) => {
+      if (event.lastEventId) lastEventId = event.lastEventId;
+      handler(event);
+    });
   const onEntry = (event) => {
     const data = JSON.parse(event.data);
     hideWriting();
     addTimeline(data);
     scheduleRefresh();
   };
-  source.addEventListener('model_text', (event) => showWriting(JSON.parse(event.data)));
-  source.addEventListener('model_call', (event) => showProposing(JSON.parse(event.data)));
-  for (const name of ['gate', 'check', 'confirmation', 'tool', 'lookup', 'review', 'stop', 'entry'])
-    source.addEventListener(name, onEntry);
-  source.addEventListener('status', scheduleRefresh);
+  on('model_text', (event) => showWriting(JSON.parse(event.data)));
+  on('model_call', (event) => showProposing(JSON.parse(event.data)));
+  for (const name of ['gate', 'check', 'confirmation', 'tool', 'lookup', 'review', 'stop', 'entry']) on(name, onEntry);
+  on('status', scheduleRefresh);
   // Set by `shutdown` until the stream is open again, so the error that follows the server's close keeps saying why.
   let restarting = false;
   source.addEventListener('open', () => {
     restarting = false;
+    reopenMs = 1000;
     delete document.body.dataset.live;
     $('live').textContent = 'live: following the task events';
   });
-  source.addEventListener('end', () => {
+  on('end', () => {
     source.close();
     hideWriting();
     $('live').textContent = 'the task has ended: every event received';
@@ -333,13 +345,21 @@ function connect() {
     scheduleRefresh();
   });
   // The server is closing (a deploy): the browser reconnects by itself, to this or another instance, and resumes.
-  source.addEventListener('shutdown', () => {
+  on('shutdown', () => {
     restarting = true;
     document.body.dataset.live = 'restarting';
     $('live').textContent = 'the server is restarting: reconnecting…';
   });
   source.addEventListener('error', () => {
-    if (source.readyState === EventSource.CLOSED || restarting) return;
+    if (source.readyState === EventSource.CLOSED && document.body.dataset.ended !== 'true') {
+      // The browser gave the stream up (an answer that was not a stream: a closing server's 503, a proxy's error
+      // page). A restart or a deploy must not leave the page dead: it opens the stream again itself, resuming
+      // after the last event it received.
+      source.close();
+      setTimeout(connect, reopenMs);
+      reopenMs = Math.min(reopenMs * 2, 10_000);
+    }
+    if (restarting) return;
     document.body.dataset.live = 'reconnecting';
     $('live').textContent = 'reconnecting (the stream resumes after the last event received)…';
   });
