@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { PLAN_CHART, type World, planChartWith, valueOf } from './support/agentWorld.js';
 import { explore, report } from './support/explore.js';
 import { PLAN_INPUT } from './support/planMoves.js';
+import { scaled } from './support/timeScale.js';
 
 /** Plan situations the exploration must have gone through, or P9 would hold vacuously. */
 function witness(prev: World, _move: unknown, next: World, count: (what: string) => void) {
@@ -60,16 +61,20 @@ const MUST_WITNESS = [
 ];
 
 describe('agent machine paths with plans, five model turns', () => {
-  it('keeps every safety rule, P9 included, on every transition', () => {
-    const result = explore(PLAN_INPUT, { maxStates: 40_000, chart: PLAN_CHART, witness });
-    console.log(
-      `[machinePathsPlan] ${result.states} states, ${result.transitions} transitions in ${result.elapsedMs} ms; ${JSON.stringify(result.witnessed)}`,
-    );
-    expect(result.violations, report(result.violations)).toEqual([]);
-    // 10,753 states when written.
-    expect(result.states).toBeGreaterThan(9_000);
-    for (const seen of MUST_WITNESS) expect(result.witnessed[seen] ?? 0, seen).toBeGreaterThan(0);
-  }, 300_000);
+  it(
+    'keeps every safety rule, P9 included, on every transition',
+    () => {
+      const result = explore(PLAN_INPUT, { maxStates: 40_000, chart: PLAN_CHART, witness });
+      console.log(
+        `[machinePathsPlan] ${result.states} states, ${result.transitions} transitions in ${result.elapsedMs} ms; ${JSON.stringify(result.witnessed)}`,
+      );
+      expect(result.violations, report(result.violations)).toEqual([]);
+      // 10,753 states when written.
+      expect(result.states).toBeGreaterThan(9_000);
+      for (const seen of MUST_WITNESS) expect(result.witnessed[seen] ?? 0, seen).toBeGreaterThan(0);
+    },
+    scaled(300_000),
+  );
 
   describe('the checks catch a chart whose plan gate is broken', () => {
     const yes = () => true;
@@ -107,7 +112,7 @@ describe('agent machine paths with plans, five model turns', () => {
       (_name, guards, rule) => {
         expect(broken(guards)).toContainEqual(expect.stringMatching(rule));
       },
-      300_000,
+      scaled(300_000),
     );
   });
 });

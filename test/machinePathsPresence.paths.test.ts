@@ -8,34 +8,40 @@
 import { describe, expect, it } from 'vitest';
 import { PRESENCE_CHART, presenceChartWith, withLimits } from './support/agentWorld.js';
 import { explore, report } from './support/explore.js';
+import { scaled } from './support/timeScale.js';
 
 describe('agent machine paths with the user going away, two model turns', () => {
-  it('keeps every safety rule, P8 included, on every transition', () => {
-    const result = explore(withLimits({ modelTurns: 2 }), {
-      maxStates: 120_000,
-      chart: PRESENCE_CHART,
-      witness: (prev, move, next, count) => {
-        const from = JSON.stringify(prev.machine.value);
-        const to = JSON.stringify(next.machine.value);
-        if (from !== to && (to === '"paused"' || to === '{"executing":"pausedBeforeWrite"}')) count(`paused in ${to}`);
-        if (move.type === 'user: returns' && from !== to) count(`resumed from ${from}`);
-        if (next.machine.context.outcome?.reason.code === 'user_away') count('cancelled: user_away');
-      },
-    });
-    console.log(`[machinePathsPresence] ${result.states} states; ${JSON.stringify(result.witnessed)}`);
-    expect(result.violations, report(result.violations)).toEqual([]);
-    // 82,277 states when written.
-    expect(result.states).toBeGreaterThan(75_000);
-    for (const seen of [
-      'paused in "paused"',
-      'paused in {"executing":"pausedBeforeWrite"}',
-      'resumed from "paused"',
-      'resumed from {"executing":"pausedBeforeWrite"}',
-      'cancelled: user_away',
-    ]) {
-      expect(result.witnessed[seen] ?? 0, seen).toBeGreaterThan(0);
-    }
-  }, 600_000);
+  it(
+    'keeps every safety rule, P8 included, on every transition',
+    () => {
+      const result = explore(withLimits({ modelTurns: 2 }), {
+        maxStates: 120_000,
+        chart: PRESENCE_CHART,
+        witness: (prev, move, next, count) => {
+          const from = JSON.stringify(prev.machine.value);
+          const to = JSON.stringify(next.machine.value);
+          if (from !== to && (to === '"paused"' || to === '{"executing":"pausedBeforeWrite"}'))
+            count(`paused in ${to}`);
+          if (move.type === 'user: returns' && from !== to) count(`resumed from ${from}`);
+          if (next.machine.context.outcome?.reason.code === 'user_away') count('cancelled: user_away');
+        },
+      });
+      console.log(`[machinePathsPresence] ${result.states} states; ${JSON.stringify(result.witnessed)}`);
+      expect(result.violations, report(result.violations)).toEqual([]);
+      // 82,277 states when written.
+      expect(result.states).toBeGreaterThan(75_000);
+      for (const seen of [
+        'paused in "paused"',
+        'paused in {"executing":"pausedBeforeWrite"}',
+        'resumed from "paused"',
+        'resumed from {"executing":"pausedBeforeWrite"}',
+        'cancelled: user_away',
+      ]) {
+        expect(result.witnessed[seen] ?? 0, seen).toBeGreaterThan(0);
+      }
+    },
+    scaled(600_000),
+  );
 
   describe('the checks catch a chart whose pause is broken', () => {
     const yes = () => true;
@@ -56,7 +62,7 @@ describe('agent machine paths with the user going away, two model turns', () => 
       (_name, guards, rule) => {
         expect(firstBroken(guards)).toMatch(rule);
       },
-      600_000,
+      scaled(600_000),
     );
   });
 });

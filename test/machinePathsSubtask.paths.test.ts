@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { report } from './support/explore.js';
 import { SUBTASK_CHART, exploreSubtasks, subtaskChartWith } from './support/subtaskWorld.js';
+import { scaled } from './support/timeScale.js';
 
 const MUST_WITNESS = [
   'child started (first send)',
@@ -27,16 +28,20 @@ const MUST_WITNESS = [
 ];
 
 describe('agent machine paths with a sub-task', () => {
-  it('keeps every P11 rule on every transition', () => {
-    const result = exploreSubtasks(SUBTASK_CHART, { maxStates: 50_000 });
-    console.log(
-      `[machinePathsSubtask] ${result.states} states, ${result.transitions} transitions; ${JSON.stringify(result.byValue)} ${JSON.stringify(result.witnessed)}`,
-    );
-    expect(result.violations, report(result.violations)).toEqual([]);
-    // 158 states when written: small, but every sub-task event is a move in every state that takes it.
-    expect(result.states).toBeGreaterThan(150);
-    for (const seen of MUST_WITNESS) expect(result.witnessed[seen] ?? 0, seen).toBeGreaterThan(0);
-  }, 300_000);
+  it(
+    'keeps every P11 rule on every transition',
+    () => {
+      const result = exploreSubtasks(SUBTASK_CHART, { maxStates: 50_000 });
+      console.log(
+        `[machinePathsSubtask] ${result.states} states, ${result.transitions} transitions; ${JSON.stringify(result.byValue)} ${JSON.stringify(result.witnessed)}`,
+      );
+      expect(result.violations, report(result.violations)).toEqual([]);
+      // 158 states when written: small, but every sub-task event is a move in every state that takes it.
+      expect(result.states).toBeGreaterThan(150);
+      for (const seen of MUST_WITNESS) expect(result.witnessed[seen] ?? 0, seen).toBeGreaterThan(0);
+    },
+    scaled(300_000),
+  );
 
   describe('the checks catch a chart whose sub-task gates are broken', () => {
     const yes = () => true;

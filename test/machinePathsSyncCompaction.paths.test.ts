@@ -20,6 +20,7 @@ import { recordCompaction } from '../machines/steps/compaction.js';
 import { CHART, SYNC_CHART, SYNC_TOOLKIT, syncChartWith, withLimits } from './support/agentWorld.js';
 import { COMPACTION_INPUT } from './support/compactionChecks.js';
 import { explore, report } from './support/explore.js';
+import { scaled } from './support/timeScale.js';
 
 const SYNC_INPUT = withLimits({ modelTurns: 3, writes: 2 });
 const MAX_STATES = 40_000;
@@ -77,15 +78,19 @@ const stopWitness = (
 };
 
 describe('agent machine paths with synchronous hooks', () => {
-  it('keeps every safety rule, S1-S3 included, on every transition', () => {
-    const result = explore(SYNC_INPUT, { maxStates: MAX_STATES, chart: SYNC_CHART, witness: stopWitness });
-    console.log(
-      `[machinePathsSyncCompaction] sync hooks: ${result.states} states, ${result.transitions} transitions, ${result.elapsedMs} ms; ${JSON.stringify(result.witnessed)}`,
-    );
-    expect(result.violations, report(result.violations)).toEqual([]);
-    expect(result.states).toBeGreaterThan(1_000);
-    for (const seen of SYNC_WITNESS) expect(result.witnessed[seen] ?? 0, seen).toBeGreaterThan(0);
-  }, 120_000);
+  it(
+    'keeps every safety rule, S1-S3 included, on every transition',
+    () => {
+      const result = explore(SYNC_INPUT, { maxStates: MAX_STATES, chart: SYNC_CHART, witness: stopWitness });
+      console.log(
+        `[machinePathsSyncCompaction] sync hooks: ${result.states} states, ${result.transitions} transitions, ${result.elapsedMs} ms; ${JSON.stringify(result.witnessed)}`,
+      );
+      expect(result.violations, report(result.violations)).toEqual([]);
+      expect(result.states).toBeGreaterThan(1_000);
+      for (const seen of SYNC_WITNESS) expect(result.witnessed[seen] ?? 0, seen).toBeGreaterThan(0);
+    },
+    scaled(120_000),
+  );
 
   describe('the checks catch a chart whose synchronous hooks are broken', () => {
     const firstBroken = (guards: Guards) =>
@@ -117,21 +122,25 @@ describe('agent machine paths with synchronous hooks', () => {
         console.log(`[machinePathsSyncCompaction] ${name}: ${problem}`);
         expect(problem).toMatch(rule);
       },
-      120_000,
+      scaled(120_000),
     );
   });
 });
 
 describe('agent machine paths with compaction', () => {
-  it('keeps every safety rule, C1-C7 included, on every transition', () => {
-    const result = explore(COMPACTION_INPUT, { maxStates: MAX_STATES, chart: CHART, witness: stopWitness });
-    console.log(
-      `[machinePathsSyncCompaction] compaction: ${result.states} states, ${result.transitions} transitions, ${result.elapsedMs} ms; ${JSON.stringify(result.witnessed)}`,
-    );
-    expect(result.violations, report(result.violations)).toEqual([]);
-    expect(result.states).toBeGreaterThan(100);
-    for (const seen of COMPACTION_WITNESS) expect(result.witnessed[seen] ?? 0, seen).toBeGreaterThan(0);
-  }, 120_000);
+  it(
+    'keeps every safety rule, C1-C7 included, on every transition',
+    () => {
+      const result = explore(COMPACTION_INPUT, { maxStates: MAX_STATES, chart: CHART, witness: stopWitness });
+      console.log(
+        `[machinePathsSyncCompaction] compaction: ${result.states} states, ${result.transitions} transitions, ${result.elapsedMs} ms; ${JSON.stringify(result.witnessed)}`,
+      );
+      expect(result.violations, report(result.violations)).toEqual([]);
+      expect(result.states).toBeGreaterThan(100);
+      for (const seen of COMPACTION_WITNESS) expect(result.witnessed[seen] ?? 0, seen).toBeGreaterThan(0);
+    },
+    scaled(120_000),
+  );
 
   it('catches a chart whose compaction that replaced nothing drops the summary standing for older turns', () => {
     // The step as written, except that a summariser's answer with no summary clears the one in force.
@@ -201,7 +210,7 @@ describe('agent machine paths with compaction', () => {
         console.log(`[machinePathsSyncCompaction] ${name}: ${problem}`);
         expect(problem).toMatch(rule);
       },
-      120_000,
+      scaled(120_000),
     );
   });
 });

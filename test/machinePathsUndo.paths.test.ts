@@ -7,38 +7,43 @@
 import { describe, expect, it } from 'vitest';
 import { UNDO_CHART, undoChartWith, withLimits } from './support/agentWorld.js';
 import { explore, report } from './support/explore.js';
+import { scaled } from './support/timeScale.js';
 
 describe('agent machine paths with compensation, one model turn', () => {
-  it('keeps every safety rule, P7 included, on every transition', () => {
-    const result = explore(withLimits({ modelTurns: 1 }), {
-      maxStates: 60_000,
-      chart: UNDO_CHART,
-      witness: (_prev, _move, next, count) => {
-        const outcome = next.machine.context.outcome;
-        for (const c of outcome?.compensations ?? []) count(`${outcome!.status}: ${c.result}`);
-        const value = JSON.stringify(next.machine.value);
-        if (next.machine.context.unwinding && !next.machine.context.unwinding.finished) count(`undoing in ${value}`);
-      },
-    });
-    console.log(`[machinePathsUndo] ${result.states} states; ${JSON.stringify(result.witnessed)}`);
-    expect(result.violations, report(result.violations)).toEqual([]);
-    // 35,245 states when written (the same world without compensation: about 6,400).
-    expect(result.states).toBeGreaterThan(30_000);
-    // The undo is seen through every stop the policy undoes and every state a write goes through.
-    for (const seen of [
-      'cancelled: compensated',
-      'budget_exhausted: compensated',
-      'cancelled: not_run',
-      'budget_exhausted: failed',
-      // An undo cut short by a host step that failed (its check threw): the task ends failed, the effect standing.
-      'failed: not_run',
-      'undoing in {"executing":"awaitingConfirmation"}',
-      'undoing in {"executing":"reconciling"}',
-      'undoing in "reviewRequired"',
-    ]) {
-      expect(result.witnessed[seen] ?? 0, seen).toBeGreaterThan(0);
-    }
-  }, 300_000);
+  it(
+    'keeps every safety rule, P7 included, on every transition',
+    () => {
+      const result = explore(withLimits({ modelTurns: 1 }), {
+        maxStates: 60_000,
+        chart: UNDO_CHART,
+        witness: (_prev, _move, next, count) => {
+          const outcome = next.machine.context.outcome;
+          for (const c of outcome?.compensations ?? []) count(`${outcome!.status}: ${c.result}`);
+          const value = JSON.stringify(next.machine.value);
+          if (next.machine.context.unwinding && !next.machine.context.unwinding.finished) count(`undoing in ${value}`);
+        },
+      });
+      console.log(`[machinePathsUndo] ${result.states} states; ${JSON.stringify(result.witnessed)}`);
+      expect(result.violations, report(result.violations)).toEqual([]);
+      // 35,245 states when written (the same world without compensation: about 6,400).
+      expect(result.states).toBeGreaterThan(30_000);
+      // The undo is seen through every stop the policy undoes and every state a write goes through.
+      for (const seen of [
+        'cancelled: compensated',
+        'budget_exhausted: compensated',
+        'cancelled: not_run',
+        'budget_exhausted: failed',
+        // An undo cut short by a host step that failed (its check threw): the task ends failed, the effect standing.
+        'failed: not_run',
+        'undoing in {"executing":"awaitingConfirmation"}',
+        'undoing in {"executing":"reconciling"}',
+        'undoing in "reviewRequired"',
+      ]) {
+        expect(result.witnessed[seen] ?? 0, seen).toBeGreaterThan(0);
+      }
+    },
+    scaled(300_000),
+  );
 
   describe('the checks catch a chart whose undo is broken', () => {
     const no = () => false;
@@ -54,7 +59,7 @@ describe('agent machine paths with compensation, one model turn', () => {
       (_name, guards, rule) => {
         expect(firstBroken(guards)).toMatch(rule);
       },
-      300_000,
+      scaled(300_000),
     );
   });
 });

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { report } from './support/explore.js';
 import { exploreFlow } from './support/workflowProperties.js';
 import { WORKFLOW_CHART, WORKFLOW_INPUT, workflowChartWith } from './support/workflowWorld.js';
+import { scaled } from './support/timeScale.js';
 
 const MUST_WITNESS = [
   'pick recorded',
@@ -31,16 +32,20 @@ const MUST_WITNESS = [
 ];
 
 describe('agent machine paths with a workflow', () => {
-  it('keeps every P10 rule on every transition', () => {
-    const result = exploreFlow(WORKFLOW_INPUT, WORKFLOW_CHART, { maxStates: 60_000 });
-    console.log(
-      `[machinePathsWorkflow] ${result.states} states, ${result.transitions} transitions in ${result.elapsedMs} ms; ${JSON.stringify(result.byValue)} ${JSON.stringify(result.witnessed)}`,
-    );
-    expect(result.violations, report(result.violations)).toEqual([]);
-    // 1,361 states when written.
-    expect(result.states).toBeGreaterThan(1_200);
-    for (const seen of MUST_WITNESS) expect(result.witnessed[seen] ?? 0, seen).toBeGreaterThan(0);
-  }, 300_000);
+  it(
+    'keeps every P10 rule on every transition',
+    () => {
+      const result = exploreFlow(WORKFLOW_INPUT, WORKFLOW_CHART, { maxStates: 60_000 });
+      console.log(
+        `[machinePathsWorkflow] ${result.states} states, ${result.transitions} transitions in ${result.elapsedMs} ms; ${JSON.stringify(result.byValue)} ${JSON.stringify(result.witnessed)}`,
+      );
+      expect(result.violations, report(result.violations)).toEqual([]);
+      // 1,361 states when written.
+      expect(result.states).toBeGreaterThan(1_200);
+      for (const seen of MUST_WITNESS) expect(result.witnessed[seen] ?? 0, seen).toBeGreaterThan(0);
+    },
+    scaled(300_000),
+  );
 
   // (`isDecisionValid` forced true is not among them: `recordDecision` checks the decision again and records nothing
   // that does not fit, so that mutation leaves the machine safe and no rule breaks.)
@@ -73,7 +78,7 @@ describe('agent machine paths with a workflow', () => {
       (_name, guards, rule) => {
         expect(broken(guards)).toContainEqual(expect.stringMatching(rule));
       },
-      300_000,
+      scaled(300_000),
     );
   });
 });
