@@ -12,7 +12,7 @@ import { BareLoop } from './bareLoop.js';
 import type { RedisLink } from './cell.js';
 import { deleteMatching, quantile } from './measure.js';
 import { LOCAL_API, type ProjectApi } from './projectApi.js';
-import { BENCH_PRINCIPAL, type ModelControl, goalFor, projectOptions } from './workload.js';
+import { BENCH_PRINCIPAL, parkTask, projectOptions } from './workload.js';
 
 export interface ResumeFigures {
   /** Rounds the parked task had when it was parked. */
@@ -48,32 +48,13 @@ export async function parkProjectTask(
   k: number,
   api: ProjectApi = LOCAL_API,
 ): Promise<Resumable> {
-  const { createOrchestrator } = api;
-  const store = new api.RedisStore({ client: link.client, prefix });
-  const control: ModelControl = { hangFrom: k + 1 };
-  const atRest = () => new Promise<void>((resolve) => (control.onHang = resolve));
-  let parked = atRest();
-  const first = createOrchestrator(projectOptions(store, control, api));
-  await first.start({ principal: BENCH_PRINCIPAL, goal: goalFor(k * 100), taskId: 'resume' });
-  // The model is called only once the state before it is durable: from here on the task rests, in flight.
-  await parked;
-  await first.close();
+  // The model is called only once the state before it is durable: from there on the task rests, in flight.
+  const task = await parkTask(new api.RedisStore({ client: link.client, prefix }), k, api);
   const once = async () => {
-    control.hangFrom = Number.POSITIVE_INFINITY;
-    parked = atRest();
-    const orchestrator = createOrchestrator(projectOptions(store, control, api));
-    const firstSave = new Promise<number>((resolve) =>
-      orchestrator.onSaved(() => {
-        control.hangFrom = 0; // the next model call hangs: the task comes to rest again
-        resolve(performance.now());
-      }),
-    );
-    const start = performance.now();
-    await orchestrator.resume('resume');
-    const ms = (await firstSave) - start;
-    await parked;
-    await orchestrator.close();
-    return ms;
+    let start = 0;
+    let end = 0;
+    await task.resumeOnce({ started: () => (start = performance.now()), saved: () => (end = performance.now()) });
+    return end - start;
   };
   for (let i = 0; i < WARM_UP; i++) await once();
   return {

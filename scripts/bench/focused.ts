@@ -18,7 +18,7 @@ import type { RedisLink } from './cell.js';
 import { SentCommands, cpuMark, cpuSince, deleteMatching, median, quantile } from './measure.js';
 import { runProjectOnRedis } from './project.js';
 import { LOCAL_API, type ProjectApi, loadProjectApi } from './projectApi.js';
-import { BENCH_PRINCIPAL, type ModelControl, goalFor, projectOptions } from './workload.js';
+import { parkTask as parkedTask } from './workload.js';
 
 const args = process.argv.slice(2);
 const text = (name: string) => {
@@ -53,34 +53,23 @@ interface Figures {
  * its next model call (which hangs) and closes the orchestrator.
  */
 async function parkTask(link: RedisLink, prefix: string, k: number, api: ProjectApi) {
-  const store = new api.RedisStore({ client: link.client, prefix });
-  const control: ModelControl = { hangFrom: k + 1 };
-  const atRest = () => new Promise<void>((resolve) => (control.onHang = resolve));
-  let parked = atRest();
-  const first = api.createOrchestrator(projectOptions(store, control, api));
-  await first.start({ principal: BENCH_PRINCIPAL, goal: goalFor(k * 100), taskId: 'resume' });
-  await parked;
-  await first.close();
+  const task = await parkedTask(new api.RedisStore({ client: link.client, prefix }), k, api);
   const once = async () => {
-    control.hangFrom = Number.POSITIVE_INFINITY;
-    parked = atRest();
-    const orchestrator = api.createOrchestrator(projectOptions(store, control, api));
     let cpuUs = 0;
     let mark = cpuMark();
-    const firstSave = new Promise<number>((resolve) =>
-      orchestrator.onSaved(() => {
-        control.hangFrom = 0;
+    let start = 0;
+    let end = 0;
+    await task.resumeOnce({
+      started: () => {
+        mark = cpuMark();
+        start = performance.now();
+      },
+      saved: () => {
         cpuUs = cpuSince(mark).main;
-        resolve(performance.now());
-      }),
-    );
-    mark = cpuMark();
-    const start = performance.now();
-    await orchestrator.resume('resume');
-    const ms = (await firstSave) - start;
-    await parked;
-    await orchestrator.close();
-    return { ms, cpuUs };
+        end = performance.now();
+      },
+    });
+    return { ms: end - start, cpuUs };
   };
   for (let i = 0; i < 5; i++) await once();
   return {

@@ -10,7 +10,7 @@ import { Session } from 'node:inspector/promises';
 import { DEFAULT_REDIS_URL, createRedisClient } from '../../src/store/redis/redisConnection.js';
 import { deleteMatching, quantile } from './measure.js';
 import { LOCAL_API } from './projectApi.js';
-import { BENCH_PRINCIPAL, type ModelControl, goalFor, projectOptions } from './workload.js';
+import { parkTask } from './workload.js';
 
 const args = process.argv.slice(2);
 const text = (name: string) => {
@@ -40,35 +40,15 @@ async function main(): Promise<void> {
   const api = LOCAL_API;
   const client = createRedisClient(process.env.REDIS_URL ?? DEFAULT_REDIS_URL);
   const prefix = `rprof-${randomBytes(4).toString('hex')}`;
-  const store = new api.RedisStore({ client, prefix });
-  const control: ModelControl = { hangFrom: k + 1 };
-  const atRest = () => new Promise<void>((resolve) => (control.onHang = resolve));
-  let parked = atRest();
-  const first = api.createOrchestrator(projectOptions(store, control, api));
-  await first.start({ principal: BENCH_PRINCIPAL, goal: goalFor(k * 100), taskId: 'resume' });
-  await parked;
-  await first.close();
+  const task = await parkTask(new api.RedisStore({ client, prefix }), k, api);
   const windows: [number, number][] = [];
   const times: number[] = [];
   const once = async () => {
-    control.hangFrom = Number.POSITIVE_INFINITY;
-    parked = atRest();
-    const orchestrator = api.createOrchestrator(projectOptions(store, control, api));
+    let start = 0;
     let end = 0;
-    const firstSave = new Promise<void>((resolve) =>
-      orchestrator.onSaved(() => {
-        control.hangFrom = 0;
-        end = nowUs();
-        resolve();
-      }),
-    );
-    const start = nowUs();
-    await orchestrator.resume('resume');
-    await firstSave;
+    await task.resumeOnce({ started: () => (start = nowUs()), saved: () => (end = nowUs()) });
     windows.push([start, end]);
     times.push((end - start) / 1000);
-    await parked;
-    await orchestrator.close();
   };
   for (let i = 0; i < 10; i++) await once();
   windows.length = 0;

@@ -97,3 +97,37 @@ export function projectOptions(
     retentionSweepMs: 0,
   };
 }
+
+/**
+ * A K-round task parked on `store` (its next model call hangs), for timing resumes: `resumeOnce` resumes it in a new
+ * orchestrator, calls `started` right before `resume` and `saved` at its first acknowledged save, then lets it play
+ * on to its next model call (which hangs again) and closes that orchestrator.
+ */
+export async function parkTask(store: TaskStore, k: number, api: ProjectApi = LOCAL_API) {
+  const control: ModelControl = { hangFrom: k + 1 };
+  const atRest = () => new Promise<void>((resolve) => (control.onHang = resolve));
+  let parked = atRest();
+  const first = api.createOrchestrator(projectOptions(store, control, api));
+  await first.start({ principal: BENCH_PRINCIPAL, goal: goalFor(k * 100), taskId: 'resume' });
+  await parked;
+  await first.close();
+  return {
+    async resumeOnce(hooks: { started: () => void; saved: () => void }): Promise<void> {
+      control.hangFrom = Number.POSITIVE_INFINITY;
+      parked = atRest();
+      const orchestrator = api.createOrchestrator(projectOptions(store, control, api));
+      const firstSave = new Promise<void>((resolve) =>
+        orchestrator.onSaved(() => {
+          control.hangFrom = 0;
+          hooks.saved();
+          resolve();
+        }),
+      );
+      hooks.started();
+      await orchestrator.resume('resume');
+      await firstSave;
+      await parked;
+      await orchestrator.close();
+    },
+  };
+}
