@@ -77,6 +77,15 @@ const stopWitness = (
   if (outcome) count(`stop: ${outcome.reason.code}`);
 };
 
+/** A mutant's test: the first violation exploring the broken chart finds must be the rule expected to catch it. */
+function caughtBy(firstBroken: (guards: Guards) => string | undefined) {
+  return (name: string, guards: Guards, rule: RegExp) => {
+    const problem = firstBroken(guards);
+    console.log(`[machinePathsSyncCompaction] ${name}: ${problem}`);
+    expect(problem).toMatch(rule);
+  };
+}
+
 describe('agent machine paths with synchronous hooks', () => {
   it(
     'keeps every safety rule, S1-S3 included, on every transition',
@@ -115,15 +124,7 @@ describe('agent machine paths with synchronous hooks', () => {
         },
         /^(S2 sync hooks: c2 is refused|P1 gates: book_room \(c2\) is admitted)/,
       ],
-    ])(
-      '%s',
-      (name, guards, rule) => {
-        const problem = firstBroken(guards);
-        console.log(`[machinePathsSyncCompaction] ${name}: ${problem}`);
-        expect(problem).toMatch(rule);
-      },
-      scaled(120_000),
-    );
+    ])('%s', caughtBy(firstBroken), scaled(120_000));
   });
 });
 
@@ -203,14 +204,6 @@ describe('agent machine paths with compaction', () => {
         /^C5 compaction/,
       ],
       ['goes on after a refusal with nothing older to replace', { didCompactionReplace: () => true }, /^C4 compaction/],
-    ])(
-      '%s',
-      (name, guards, rule) => {
-        const problem = firstBroken(guards);
-        console.log(`[machinePathsSyncCompaction] ${name}: ${problem}`);
-        expect(problem).toMatch(rule);
-      },
-      scaled(120_000),
-    );
+    ])('%s', caughtBy(firstBroken), scaled(120_000));
   });
 });
