@@ -126,9 +126,9 @@ describe.skipIf(!hasRedisServer && process.env.CI !== 'true')(
       const leasesLeft = async () => (await admin.keys(`{${prefix}}:lease:*`)).length;
       const stop = async (child: Child): Promise<Stats> => {
         child.signal('SIGTERM');
-        const line = await child.waitFor('STATS', 20_000);
+        const line = await child.waitFor('STATS', scaled(20_000));
         // STATS comes before the drain: the worker's last jobs end while it drains, so wait for it to exit.
-        await child.ended(20_000);
+        await child.ended(scaled(20_000));
         return JSON.parse(line.slice('STATS '.length)) as Stats;
       };
       return { spawnWorker, startAll, allDone, business, leasesLeft, stop, done, dispatch };
