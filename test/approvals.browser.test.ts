@@ -6,12 +6,13 @@
  *
  * Needs Debian's chromium. Without it the test is skipped, except under CI=true, where it fails.
  */
-import { type Browser, type BrowserContext, type Page, chromium } from 'playwright-core';
+import { type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { APPROVAL_REFUND_START_BODY, type DemoService, createDemoService } from '../examples/booking/service.js';
 import { MemoryStore } from '../src/index.js';
 import { CHROMIUM_INSTALL, findChromium } from './support/chromium.js';
 import { scaled } from './support/timeScale.js';
+import { launchBrowser } from './support/browser.js';
 
 const executable = findChromium();
 const ci = process.env.CI === 'true';
@@ -43,10 +44,7 @@ async function open(context: BrowserContext, path: string): Promise<Page> {
 describe.runIf(available)('four eyes in chromium', () => {
   beforeAll(async () => {
     if (!executable) expect.fail(missing);
-    browser = await chromium.launch({
-      executablePath: executable,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'],
-    });
+    browser = await launchBrowser(executable);
   }, scaled(60_000));
   afterAll(() => browser?.close());
   // A fresh service per test: its refund desk would otherwise remember the 450.00 already refunded on O-1002.

@@ -7,11 +7,12 @@
  *
  * Needs Debian's chromium. Without it the test is skipped, except under CI=true, where it fails.
  */
-import { type Browser, type BrowserContext, type Page, chromium } from 'playwright-core';
+import { type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { CHROMIUM_INSTALL, findChromium } from './support/chromium.js';
 import { type OperatorDesk, operatorDesk } from './support/operatorDesk.js';
 import { scaled } from './support/timeScale.js';
+import { launchBrowser } from './support/browser.js';
 
 const executable = findChromium();
 const ci = process.env.CI === 'true';
@@ -82,10 +83,7 @@ async function until<T>(read: () => Promise<T>, done: (value: T) => boolean): Pr
 describe.runIf(available)('the operator console in chromium', () => {
   beforeAll(async () => {
     if (!executable) expect.fail(missing);
-    browser = await chromium.launch({
-      executablePath: executable,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'],
-    });
+    browser = await launchBrowser(executable);
   }, scaled(60_000));
   afterAll(() => browser?.close());
   beforeEach(async () => {

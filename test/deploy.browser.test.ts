@@ -6,7 +6,7 @@
  *
  * Needs Debian's chromium. Without it the test is skipped, except under CI=true, where it fails.
  */
-import { type Browser, type BrowserContext, chromium } from 'playwright-core';
+import { type Browser, type BrowserContext } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   REFUND_START_BODY,
@@ -18,6 +18,7 @@ import { MemoryStore } from '../src/index.js';
 import { CHROMIUM_INSTALL, findChromium } from './support/chromium.js';
 import { type ReverseProxy, startReverseProxy } from './support/reverseProxy.js';
 import { scaled } from './support/timeScale.js';
+import { launchBrowser } from './support/browser.js';
 
 const executable = findChromium();
 const ci = process.env.CI === 'true';
@@ -73,10 +74,7 @@ async function approveInInbox(context: BrowserContext, origin: string, taskId: s
 describe.runIf(available)('deployed pages in chromium', () => {
   beforeAll(async () => {
     if (!executable) expect.fail(missing);
-    browser = await chromium.launch({
-      executablePath: executable,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'],
-    });
+    browser = await launchBrowser(executable);
   }, scaled(60_000));
   afterAll(async () => {
     await browser?.close();

@@ -9,7 +9,7 @@
  * Needs Debian's chromium. Without it the test is skipped, except under CI=true, where it fails.
  */
 import { readFileSync } from 'node:fs';
-import { type Browser, chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REFUND_START_BODY, type DemoService, createDemoService } from '../examples/booking/service.js';
 import { MemoryStore } from '../src/index.js';
@@ -17,6 +17,7 @@ import { createOpenAIModel } from '../src/model/openai/openaiModel.js';
 import { CHROMIUM_INSTALL, findChromium } from './support/chromium.js';
 import { type FakeOpenAI, type FakeReply, startFakeOpenAI } from './support/fakeOpenAI.js';
 import { scaled } from './support/timeScale.js';
+import { launchBrowser } from './support/browser.js';
 
 const executable = findChromium();
 const ci = process.env.CI === 'true';
@@ -66,10 +67,7 @@ describe.runIf(available)('the live task page with a streaming model', () => {
     });
     service = await createDemoService({ store: new MemoryStore(), expirySweepMs: 0, model });
     origin = await service.app.listen({ port: 0, host: '127.0.0.1' });
-    browser = await chromium.launch({
-      executablePath: executable,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'],
-    });
+    browser = await launchBrowser(executable);
   }, scaled(60_000));
   afterAll(async () => {
     await browser?.close();
@@ -162,10 +160,7 @@ describe.runIf(available)('the live task page with a streaming model that calls 
     });
     callService = await createDemoService({ store: new MemoryStore(), expirySweepMs: 0, model });
     callOrigin = await callService.app.listen({ port: 0, host: '127.0.0.1' });
-    callBrowser = await chromium.launch({
-      executablePath: executable,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'],
-    });
+    callBrowser = await launchBrowser(executable);
   }, scaled(60_000));
   afterAll(async () => {
     await callBrowser?.close();

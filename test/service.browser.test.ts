@@ -5,13 +5,14 @@
  *
  * Needs Debian's chromium. Without it the test is skipped, except under CI=true, where it fails.
  */
-import { type Browser, type BrowserContext, chromium } from 'playwright-core';
+import { type Browser, type BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_USERS, REFUND_START_BODY, type DemoService, createDemoService } from '../examples/booking/service.js';
 import { callerTaskId } from '../src/http/index.js';
 import { MemoryStore } from '../src/index.js';
 import { CHROMIUM_INSTALL, findChromium } from './support/chromium.js';
 import { scaled } from './support/timeScale.js';
+import { launchBrowser } from './support/browser.js';
 
 const executable = findChromium();
 const ci = process.env.CI === 'true';
@@ -40,10 +41,7 @@ describe.runIf(available)('service pages in chromium', () => {
     if (!executable) expect.fail(missing);
     service = await createDemoService({ store: new MemoryStore(), expirySweepMs: 0 });
     origin = await service.app.listen({ port: 0, host: '127.0.0.1' });
-    browser = await chromium.launch({
-      executablePath: executable,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'],
-    });
+    browser = await launchBrowser(executable);
   }, scaled(60_000));
   afterAll(async () => {
     await browser?.close();

@@ -12,11 +12,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Browser, chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CHROMIUM_INSTALL, findChromium } from './support/chromium.js';
 import { scaled } from './support/timeScale.js';
 import { type Child, ChildPool } from './support/workers.js';
+import { launchBrowser } from './support/browser.js';
 
 const executable = findChromium();
 const ci = process.env.CI === 'true';
@@ -100,10 +101,7 @@ describe.runIf(available)('shutdown with a task page open, in chromium', () => {
   beforeAll(async () => {
     if (!executable) expect.fail(missing);
     dir = await mkdtemp(join(tmpdir(), 'shutdown-'));
-    browser = await chromium.launch({
-      executablePath: executable,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'],
-    });
+    browser = await launchBrowser(executable);
   }, scaled(60_000));
   afterAll(async () => {
     await browser?.close();

@@ -9,7 +9,7 @@
  */
 import { once } from 'node:events';
 import http from 'node:http';
-import { type Browser, chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { replayAudit } from '../src/audit/replayAudit.js';
 import { OFFLINE_NOTICE_MS } from '../src/inspect/relayPage.js';
@@ -18,6 +18,7 @@ import { reply } from '../src/testing/index.js';
 import { CHROMIUM_INSTALL, findChromium } from './support/chromium.js';
 import { CLERK, cashDesk } from './support/domain.js';
 import { scaled } from './support/timeScale.js';
+import { launchBrowser } from './support/browser.js';
 
 const executable = findChromium();
 const ci = process.env.CI === 'true';
@@ -49,10 +50,7 @@ describe.runIf(available)('the Stately relay page in chromium', () => {
     await once(standIn, 'listening');
     // Another origin than the relay's (localhost, not 127.0.0.1), as stately.ai is.
     standInUrl = `http://localhost:${(standIn.address() as { port: number }).port}/inspect`;
-    browser = await chromium.launch({
-      executablePath: executable,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'],
-    });
+    browser = await launchBrowser(executable);
   }, scaled(60_000));
   afterAll(async () => {
     await browser?.close();

@@ -5,13 +5,14 @@
  * Needs Debian's chromium. Without it the test is skipped, except under CI=true, where it fails.
  */
 import Fastify, { type FastifyInstance } from 'fastify';
-import { type Browser, chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { demoAuthenticate } from '../examples/booking/service.js';
 import { agentService } from '../src/http/index.js';
 import { CHROMIUM_INSTALL, findChromium } from './support/chromium.js';
 import { childWaiting, startParent, subtaskSetup } from './support/subtasks.js';
 import { scaled } from './support/timeScale.js';
+import { launchBrowser } from './support/browser.js';
 
 const executable = findChromium();
 const ci = process.env.CI === 'true';
@@ -40,10 +41,7 @@ describe.runIf(available)('sub-task links on the task page', () => {
       rateLimit: false,
     });
     origin = await app.listen({ port: 0, host: '127.0.0.1' });
-    browser = await chromium.launch({
-      executablePath: executable!,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'],
-    });
+    browser = await launchBrowser(executable!);
   }, scaled(60_000));
   afterAll(async () => {
     await browser?.close();
