@@ -309,6 +309,30 @@ function hideProposing() {
 let lastEventId = '';
 /** Delay before the page opens the stream again itself, after the browser gave it up; grows to 10 s. */
 let reopenMs = 1000;
+/** Answers of the task's status URL that refuse for good: not visible to the caller (403), unknown or erased (404), gone. */
+const REFUSED_FOR_GOOD = new Set([403, 404, 410]);
+
+/**
+ * After the browser gave the stream up, asks the task's status URL why before opening the stream again. A refusal for
+ * good (403, 404, 410: the task was erased, is unknown, or is no longer the caller's to see) ends the page's retries
+ * and says why; anything else (a closing server's or a proxy's 5xx, no answer at all, or the task there again) opens
+ * the stream again after `reopenMs`, which doubles up to 10 s.
+ */
+async function reopenUnlessRefused() {
+  try {
+    await get(path);
+  } catch (error) {
+    if (REFUSED_FOR_GOOD.has(error.httpStatus)) {
+      document.body.dataset.live = 'refused';
+      $('live').textContent =
+        `the server refuses this task's events for good (${error.httpStatus} ${error.code}: ${error.message}): ` +
+        'the page no longer follows it; reload to try again';
+      return;
+    }
+  }
+  setTimeout(connect, reopenMs);
+  reopenMs = Math.min(reopenMs * 2, 10_000);
+}
 
 function connect() {
   const query = lastEventId ? `?lastEventId=${encodeURIComponent(lastEventId)}` : '';
@@ -353,11 +377,10 @@ function connect() {
   source.addEventListener('error', () => {
     if (source.readyState === EventSource.CLOSED && document.body.dataset.ended !== 'true') {
       // The browser gave the stream up (an answer that was not a stream: a closing server's 503, a proxy's error
-      // page). A restart or a deploy must not leave the page dead: it opens the stream again itself, resuming
-      // after the last event it received.
+      // page, or a refusal). A restart or a deploy must not leave the page dead: it opens the stream again itself,
+      // resuming after the last event it received, unless the server refuses the task for good.
       source.close();
-      setTimeout(connect, reopenMs);
-      reopenMs = Math.min(reopenMs * 2, 10_000);
+      void reopenUnlessRefused();
     }
     if (restarting) return;
     document.body.dataset.live = 'reconnecting';
