@@ -20,7 +20,20 @@ import {
   withMembers,
 } from './support/takeover.js';
 
-const TTL = 200;
+/**
+ * Long enough never to lapse by itself, however loaded the machine: a test makes a lease lapse by moving the store's
+ * clock past it (`clockedStore`), not by waiting, so no verdict depends on how fast the renewals run.
+ */
+const TTL = 10_000;
+/** A wait in which something that must not happen would have (a take-back runs within a renewal period, 20 ms). */
+const QUIET_MS = 200;
+
+/** A MemoryStore whose lease clock the test moves: `lapse()` takes it past every lease's TTL at once. */
+function clockedStore(): { store: MemoryStore; lapse(): void } {
+  let skew = 0;
+  const store = new MemoryStore(() => Date.now() + skew);
+  return { store, lapse: () => void (skew += TTL + 1) };
+}
 
 function processWith(
   store: TaskStore,
@@ -45,7 +58,7 @@ function processWith(
  * nobody else taking it. `resume()` lets the renewals through again (and A finds the lease lost).
  */
 async function lapsedDriver() {
-  const raw = new MemoryStore();
+  const { store: raw, lapse } = clockedStore();
   const stallable = stallableRenewals(raw);
   const read = slowRead();
   const notes = noteWriter();
@@ -53,7 +66,7 @@ async function lapsedDriver() {
   await a.start({ principal: E17, goal: 'read, then note', taskId: 't' });
   await until(() => read.started.length === 1);
   const resume = stallable.stall();
-  await new Promise((resolve) => setTimeout(resolve, TTL * 2));
+  lapse();
   return { raw, stallable, read, notes, a, resume };
 }
 
@@ -101,7 +114,7 @@ describe('recover()', () => {
 describe('a process that lost its lease', () => {
   describe('when nobody else took it', () => {
     it('takes it back and finishes the task itself, without recover(); the write runs once', async () => {
-      const raw = new MemoryStore();
+      const { store: raw, lapse } = clockedStore();
       const stallable = stallableRenewals(raw);
       const read = slowRead();
       const notes = noteWriter();
@@ -120,7 +133,7 @@ describe('a process that lost its lease', () => {
 
       // Renewals stall past the TTL: the lease lapses with nobody else taking it; when they come back, it is lost.
       const resume = stallable.stall();
-      await new Promise((resolve) => setTimeout(resolve, TTL * 2));
+      lapse();
       resume();
       await until(() => read.started.length === 2); // stopped, taken back, restored: the read runs again
       expect(failures).toEqual(['fenced_out']);
@@ -192,7 +205,7 @@ describe('a process that lost its lease', () => {
 
       resume();
       await until(() => stallable.renewals > 0 && inFlight(a).live === 0 && inFlight(a).leases === 0);
-      await new Promise((resolve) => setTimeout(resolve, TTL));
+      await new Promise((resolve) => setTimeout(resolve, QUIET_MS));
       expect(inFlight(a)).toEqual({ live: 0, leases: 0 });
       expect(read.started).toEqual(['A']);
       expect((await raw.load('t'))!.revision).toBe(revision);
@@ -210,14 +223,18 @@ describe('a process that lost its lease', () => {
 
 describe('races found by review', () => {
   it('close() while a take-back waits on the store: nothing runs on after close, nothing is held', async () => {
-    const raw = new MemoryStore();
+    const { store: raw, lapse } = clockedStore();
     const stallable = stallableRenewals(raw);
     let gate: Promise<void> | null = null;
     let open!: () => void;
+    let waiting = false;
     // The take-back's load waits on this gate (the store's quarantine check comes first in a load for a restore).
     const store = withMembers(stallable.store, {
       async quarantined(taskId) {
-        if (gate) await gate;
+        if (gate) {
+          waiting = true;
+          await gate;
+        }
         return raw.quarantined(taskId);
       },
     });
@@ -228,43 +245,47 @@ describe('races found by review', () => {
     await until(() => read.started.length === 1);
     gate = new Promise((resolve) => (open = resolve));
     const resume = stallable.stall();
-    await new Promise((resolve) => setTimeout(resolve, TTL * 2));
+    lapse();
     resume();
-    await new Promise((resolve) => setTimeout(resolve, 50)); // the loss is seen; the take-back waits on the gate
+    await until(() => waiting); // the loss is seen; the take-back waits on the gate
     const closed = a.close();
     open();
     await closed;
     expect(inFlight(a)).toEqual({ live: 0, leases: 0 });
     read.release();
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await new Promise((resolve) => setTimeout(resolve, QUIET_MS));
     expect(read.started).toEqual(['A']);
     expect(notes.executed).toHaveLength(0);
     expect((await raw.load('t'))!.summary.state).toBe('running'); // left as saved, for recover() elsewhere
   });
 
   it('a lease found lost while a start waited on the store is not driven: the start fails and holds nothing', async () => {
-    const raw = new MemoryStore();
+    const { store: raw, lapse } = clockedStore();
     const stallable = stallableRenewals(raw);
     const read = slowRead();
     const notes = noteWriter();
     // The start's existence check waits on the store while renewals stall past the TTL: the lease is lost meanwhile.
     let gate: Promise<void> | null = null;
     let open!: () => void;
+    let waiting = false;
     const slowLoads = withMembers(stallable.store, {
       async load(taskId) {
         const envelope = await raw.load(taskId);
-        if (gate) await gate;
+        if (gate) {
+          waiting = true;
+          await gate;
+        }
         return envelope;
       },
     });
     const a2 = processWith(slowLoads, { read, label: 'A', notes }, { ttlMs: TTL, renewEveryMs: 20 });
     gate = new Promise((resolve) => (open = resolve));
     const started = a2.start({ principal: E17, goal: 'read, then note', taskId: 't' }).catch((error: unknown) => error);
-    await new Promise((resolve) => setTimeout(resolve, 20)); // the lease is taken; the existence check waits
+    await until(() => waiting); // the lease is taken; the existence check waits
     const resume = stallable.stall();
-    await new Promise((resolve) => setTimeout(resolve, TTL * 2));
+    lapse();
     resume();
-    await new Promise((resolve) => setTimeout(resolve, 60)); // the renewal finds the lease lost
+    await until(() => stallable.refused > 0); // the renewal finds the lease lost
     open();
     const outcome = await started;
     expect(outcome).toBeInstanceOf(Error);

@@ -78,17 +78,21 @@ export function readThenWrite(last: (note: string) => ModelReply = (note) => rep
  * `store` with lease renewals that can be held back: `stall()` holds every renewal issued until the returned
  * function is called, as a paused Redis or a frozen process would; acquisitions, releases and saves go through.
  */
-export function stallableRenewals<S extends TaskStore>(store: S): { store: S; stall(): () => void; renewals: number } {
+export function stallableRenewals<S extends TaskStore>(
+  store: S,
+): { store: S; stall(): () => void; renewals: number; refused: number } {
   const inner = store.leases!;
   let gate: Promise<void> | null = null;
-  const state = { renewals: 0 };
+  const state = { renewals: 0, refused: 0 };
   const leases: LeaseManager = {
     acquire: (taskId, ttlMs) => inner.acquire(taskId, ttlMs),
     release: (lease) => inner.release(lease),
     async renew(lease, ttlMs) {
       state.renewals += 1;
       if (gate) await gate;
-      return inner.renew(lease, ttlMs);
+      const kept = await inner.renew(lease, ttlMs);
+      if (!kept) state.refused += 1;
+      return kept;
     },
   };
   return {
@@ -101,8 +105,13 @@ export function stallableRenewals<S extends TaskStore>(store: S): { store: S; st
         open();
       };
     },
+    /** Renewals issued. */
     get renewals() {
       return state.renewals;
+    },
+    /** Renewals the store refused (the lease had lapsed or was taken): the process has found its lease lost. */
+    get refused() {
+      return state.refused;
     },
   };
 }
