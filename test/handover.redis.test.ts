@@ -8,6 +8,7 @@ import { createOrchestrator } from '../src/orchestrator/orchestrator.js';
 import { RedisStore } from '../src/store/redis/redisStore.js';
 import { E17, until } from './support/harness.js';
 import { useTestRedis } from './support/redis.js';
+import { scaled } from './support/timeScale.js';
 import { ChildPool } from './support/workers.js';
 import { noteWriter, readThenWrite, slowRead } from './support/takeover.js';
 
@@ -108,7 +109,8 @@ describe.skipIf(!redis)('the orphan sweep', () => {
 
   it('resumes the tasks of a killed process with no call to recover()', async () => {
     const prefix = redis!.freshPrefix();
-    const ttlMs = 600;
+    // Scaled: the holder must keep its leases (renewed every ttl/3) until it is killed, also on a loaded machine.
+    const ttlMs = scaled(600);
     const read = slowRead({ ms: 5 });
     const notes = noteWriter();
     const recovered: string[] = [];

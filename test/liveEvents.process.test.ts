@@ -22,7 +22,8 @@ import { type Child, ChildPool } from './support/workers.js';
 const redis: TestRedis | null = await useTestRedis();
 const LIVE_WORKER = new URL('./support/liveWorker.ts', import.meta.url).pathname;
 const STEPS = 4;
-const TTL_MS = 1_000;
+/** Scaled: a worker keeps its lease (renewed every TTL/3) while the test steps it, also on a loaded machine. */
+const TTL_MS = scaled(1_000);
 
 describe.skipIf(!redis)('live events across processes (Redis)', () => {
   const pool = new ChildPool();

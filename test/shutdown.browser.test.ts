@@ -26,10 +26,12 @@ const available = executable !== null || ci;
 if (!available) console.warn(`test/shutdown.browser.test.ts skipped: ${missing}`);
 
 /**
- * The promise of issue 27: from SIGTERM to the process's exit, with a page's stream open. Not scaled with
- * TEST_TIME_SCALE: it is what a deploy waits for, and the shutdown path does no work that grows with load.
+ * The promise of issue 27: from SIGTERM to the process's exit, with a page's stream open (2 s on a quiet machine).
+ * Scaled with TEST_TIME_SCALE like every other limit: on a loaded machine the process's own exit (closing its
+ * server, store and pipes) takes longer, and CI's factor of 3 still leaves the budget far below the hang it guards
+ * against (13-55 s, waiting on the tab's stream).
  */
-const EXIT_BUDGET_MS = 2_000;
+const EXIT_BUDGET_MS = scaled(2_000);
 
 const pool = new ChildPool();
 let browser: Browser;

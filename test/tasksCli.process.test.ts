@@ -40,7 +40,7 @@ describe.skipIf(!redis)('tasks CLI recover on Redis', () => {
         flow: 'booking',
         action: 'run',
         hangModelTurn: 2,
-        lease: { ttlMs: 500 },
+        lease: { ttlMs: scaled(500) },
       });
       await orphaned.waitFor('AT model-call');
       await orphaned.kill();

@@ -116,7 +116,8 @@ describe.skipIf(!redis)('a tenant cap across processes', () => {
 
     it('frees its slots once the lease TTL has run out', async () => {
       const prefix = redis!.freshPrefix();
-      const ttlMs = 1_500;
+      // Scaled: the slots must outlive the holder's renewals on a loaded machine, and the first start after the kill.
+      const ttlMs = scaled(1_500);
       const here = processOn(prefix, 'here');
       const holder = pool.spawnTs('holder', 'test/support/orphanHolder.ts', [
         JSON.stringify({ url: redis!.url, prefix, count: 3, ttlMs, tenantCap: 3 }),
