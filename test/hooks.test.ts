@@ -168,7 +168,7 @@ describe('the logger', () => {
       }
     }
     const { orchestrator } = harness({ store: new Failing(), logger, expirySweepMs: 5 });
-    await new Promise((resolve) => setTimeout(resolve, 40));
+    await expect.poll(() => lines.length).toBeGreaterThan(0);
     await orchestrator.close();
     expect(lines.length).toBeGreaterThan(0);
     expect(lines[0]).toMatchObject({
@@ -191,7 +191,7 @@ describe('the logger', () => {
     await orchestrator
       .run({ principal: SUPPORT, goal: REFUND_GOAL, mandate: REFUND_MANDATE, taskId: 'broken-store' })
       .catch(() => {});
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await expect.poll(() => lines.some((line) => line.message === 'this process stopped driving the task')).toBe(true);
     expect(lines).toContainEqual({
       level: 'error',
       message: 'this process stopped driving the task',

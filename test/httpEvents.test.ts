@@ -235,7 +235,8 @@ describe('task events (SSE)', () => {
       });
       const seen = (await orchestrator.audit(taskId)).length;
       const approver = listen(taskId, { user: 'M1', origin: base });
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      // The history is written at once: waiting for its last event (not a fixed delay) also catches a duplicate.
+      await until(() => approver.events.filter((e) => e.id !== null).length >= seen + 1);
       expect(approver.events.filter((e) => e.id !== null)).toHaveLength(seen + 1); // the entries, and the status change to waiting
       const approved = await fetch(`${base}/api/tasks/${taskId}/confirm`, {
         method: 'POST',
