@@ -41,7 +41,7 @@ describe.skipIf(!redis)('catalog binding under BullMQ dispatch', () => {
       const dispatch: BullmqDispatch = bullmqDispatch({
         connection,
         queueName,
-        lockDurationMs: 2_000,
+        lockDurationMs: scaled(2_000),
         stalledIntervalMs: 1_000,
         retryDelayMs: 100,
         ...queue,
@@ -54,7 +54,7 @@ describe.skipIf(!redis)('catalog binding under BullMQ dispatch', () => {
         logger,
         script: script() as never,
         expirySweepMs: 0,
-        lease: { ttlMs: 1_000 },
+        lease: { ttlMs: scaled(1_000) },
       });
       cleanups.push(async () => {
         await h.orchestrator.close();

@@ -94,7 +94,8 @@ describe.skipIf(!redis)('events for a dispatched task', () => {
   });
 
   it('applies an event whose job reached the process while the driving job ended', async () => {
-    const { node } = cluster({ queue: { replyTimeoutMs: 3_000 } });
+    // A limit on the reply the test expects (scaled): the worker answers once the window below has closed.
+    const { node } = cluster({ queue: { replyTimeoutMs: scaled(3_000) } });
     const api = node('api');
     const worker = node('worker');
     // Widen the window: the worker's inbox read answers 600 ms after Redis did (a slow network / busy event loop).
@@ -180,7 +181,8 @@ describe.skipIf(!redis)('events for a dispatched task', () => {
 
   it('applies a confirmation recorded before its deadline even when it is applied after it', async () => {
     const late = cluster({ queue: { replyTimeoutMs: 200 } });
-    const policy = { confirmationTtlMs: 1_500 };
+    // Scaled: the confirmation must be recorded before its deadline (after a worker's close), also on a loaded machine.
+    const policy = { confirmationTtlMs: scaled(1_500) };
     const api = late.node('api', { policy });
     const first = late.node('worker-1', { policy });
     const w1 = first.orchestrator.createWorker({ concurrency: 2 });

@@ -63,10 +63,10 @@ describe.skipIf(!redis)('live model text across processes (dispatch)', () => {
       const dispatch = bullmqDispatch({
         connection: connectionOf(redis!),
         queueName: `q-${prefix}`,
-        lockDurationMs: 2_000,
+        lockDurationMs: scaled(2_000),
         stalledIntervalMs: 1_000,
       });
-      const h = harness({ store, dispatch, model, expirySweepMs: 0, lease: { ttlMs: 1_000 } });
+      const h = harness({ store, dispatch, model, expirySweepMs: 0, lease: { ttlMs: scaled(1_000) } });
       cleanups.push(async () => {
         await h.orchestrator.close();
         await dispatch.close();
@@ -164,6 +164,8 @@ describe.skipIf(!redis)('live model text across processes (dispatch)', () => {
     await worker.orchestrator.start({ principal: E17, goal: 'write it', taskId: 'x-4' });
     worker.orchestrator.createWorker({ concurrency: 2 });
     const done = await worker.orchestrator.settled('x-4', { timeoutMs: scaled(10_000) });
+    // Every piece published reaches the tap (Redis delivers in order); then a while for an echo to show up here.
+    await expect.poll(() => heard.length >= seen.length && seen.length > 0).toBe(true);
     await new Promise((resolve) => setTimeout(resolve, 100));
     const shown = seen.reduce((all, e) => (e.kind === 'text' ? (e.replace ? e.text : all + e.text) : all), '');
     expect(shown).toBe(done.outcome!.answer);

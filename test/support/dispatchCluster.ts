@@ -11,6 +11,7 @@ import type { Tool } from '../../src/tool.js';
 import { RefundDesk } from '../../examples/booking/refundService.js';
 import { harness, until, type HarnessOptions } from './harness.js';
 import type { TestRedis } from './redis.js';
+import { scaled } from './timeScale.js';
 
 export const REFUND_999 = { order_id: 'O-1001', amount_cents: 99_900, reason: 'per note' };
 /** The refund task's success criterion: a trusted refund result. */
@@ -51,7 +52,8 @@ export function dispatchClusters(redis: TestRedis) {
       const dispatch: BullmqDispatch = bullmqDispatch({
         connection,
         queueName: `q-${prefix}`,
-        lockDurationMs: 2_000,
+        // Scaled, as the lease below: a live worker must keep its job lock and its leases on a loaded machine too.
+        lockDurationMs: scaled(2_000),
         stalledIntervalMs: 1_000,
         retryDelayMs: 100,
         ...options.queue,
@@ -65,7 +67,7 @@ export function dispatchClusters(redis: TestRedis) {
         policy: extra.policy ?? options.policy,
         script: (options.script ?? refundScript)() as never,
         expirySweepMs: 0,
-        lease: { ttlMs: 1_000 },
+        lease: { ttlMs: scaled(1_000) },
         ...(options.adminScope ? { adminScope: options.adminScope } : {}),
       });
       cleanups.push(async () => {
