@@ -170,6 +170,8 @@ describe('Stately relay', () => {
     other.socket.send(JSON.stringify(forged));
     // A late viewer of the first tenant gets that tenant's backlog only.
     const late = await openViewer(inspection.url, { headers: { authorization: 'Bearer clerk-1' } });
+    // The late viewer's backlog arrives (polled, not a fixed delay), then a while for a forged frame to show up.
+    await expect.poll(() => late.frames.length).toBeGreaterThan(0);
     await new Promise((resolve) => setTimeout(resolve, 100));
     await inspection.stop();
     await Promise.all([shop.closed, other.closed, late.closed, operator.closed, colleague.closed]);
@@ -210,6 +212,8 @@ describe('Stately relay', () => {
       taskId: 'refund-four-eyes',
     });
     expect(status.pendingConfirmation?.approverScope).toBe('refunds:approve');
+    // The approver's frames arrive (polled, not a fixed delay), then a while for a frame the others must not get.
+    await expect.poll(() => viewers.M1!.frames.length).toBeGreaterThan(0);
     await new Promise((resolve) => setTimeout(resolve, 100));
     await inspection.stop();
 

@@ -50,6 +50,8 @@ describe('stepping a persisted task in the Stately inspector', () => {
 
     const steps = [3, audit.length, 1];
     for (const n of steps) inspection.showStep({ taskId: 'payout-9', replayed: replayAudit(audit, n), access: status });
+    // The viewer's frames arrive (polled, not a fixed delay), then a while for a frame the outsider must not get.
+    await expect.poll(() => viewer.frames.length).toBe(1 + steps.length);
     await new Promise((resolve) => setTimeout(resolve, 100));
     await inspection.stop();
     await Promise.all([viewer.closed, outsider.closed]);
