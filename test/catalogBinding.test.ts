@@ -17,7 +17,7 @@ import { type Tool, defineTool, toolParametersSchema, toolVersion } from '../src
 import { sha256Hex } from '../src/hashing.js';
 import { z } from 'zod';
 import { E17, until } from './support/harness.js';
-import { leaseIsFree, noteWriter, readThenWrite, slowRead } from './support/takeover.js';
+import { clockedStore, leaseIsFree, noteWriter, readThenWrite, slowRead } from './support/takeover.js';
 
 describe('toolVersion', () => {
   const tool = () =>
@@ -267,13 +267,15 @@ describe('a task is driven only by a process with its tools', () => {
 
   describe('when a process that died left it running', () => {
     it('is reported as catalog_mismatch by recovery here, not resumed, and recovered by a process with its tools', async () => {
-      const store = new MemoryStore();
+      const { store, advance } = clockedStore();
       const dead = slowRead('gate'); // never released: the process running it is gone
       const notes = noteWriter();
-      const a = processWith(store, [dead.tool('A'), notes.tool], { lease: { ttlMs: 100, renewEveryMs: 3_600_000 } });
+      const a = processWith(store, [dead.tool('A'), notes.tool], {
+        lease: { ttlMs: 10_000, renewEveryMs: 3_600_000 },
+      });
       await a.start({ principal: E17, goal: 'read, then note', taskId: 'orphan' });
       await until(() => dead.started.length === 1);
-      await new Promise((resolve) => setTimeout(resolve, 150));
+      advance(10_001); // its lease expires (the store's clock moves past its TTL)
 
       const logger = recordingLogger();
       const quick = slowRead({ ms: 1 });

@@ -6,6 +6,7 @@ import { createOrchestrator } from '../src/orchestrator/orchestrator.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
 import { defineTool } from '../src/tool.js';
 import { E17, until } from './support/harness.js';
+import { clockedStore } from './support/takeover.js';
 
 /** A read that waits until released, counting how often it started, per process label. */
 function gatedRead() {
@@ -64,13 +65,14 @@ describe('leases: one driver per task', () => {
   });
 
   it('fences out a process that lost its lease: its later writes are refused and it stops', async () => {
-    const store = new MemoryStore();
+    const { store, advance } = clockedStore();
     const read = gatedRead();
-    // A never renews: its lease lapses while its read hangs (a long GC pause, a frozen VM).
-    const a = processWith(store, read.tool('A'), { ttlMs: 100, renewEveryMs: 3_600_000 });
+    // A never renews: its lease lapses while its read hangs (a long GC pause, a frozen VM): the store's clock moves
+    // past its TTL, so it lapses exactly here, never earlier by itself.
+    const a = processWith(store, read.tool('A'), { ttlMs: 10_000, renewEveryMs: 3_600_000 });
     await a.start({ principal: E17, goal: 'read', taskId: 't' });
     await until(() => read.started.length === 1);
-    await new Promise((r) => setTimeout(r, 150));
+    advance(10_001);
 
     const b = processWith(store, read.tool('B'), { ttlMs: 10_000 });
     const report = await b.recover();
@@ -91,14 +93,14 @@ describe('leases: one driver per task', () => {
   });
 
   it('recovers a task left running by a process that died (lease expired), and skips finished ones', async () => {
-    const store = new MemoryStore();
+    const { store, advance } = clockedStore();
     const dead = gatedRead(); // never released: the process that runs it is gone
     const alive = gatedRead();
     alive.release();
-    const a = processWith(store, dead.tool('A'), { ttlMs: 100, renewEveryMs: 3_600_000 });
+    const a = processWith(store, dead.tool('A'), { ttlMs: 10_000, renewEveryMs: 3_600_000 });
     await a.start({ principal: E17, goal: 'read', taskId: 'orphan' });
     await until(() => dead.started.length === 1);
-    await new Promise((r) => setTimeout(r, 150));
+    advance(10_001); // its lease expires (the store's clock moves past its TTL)
     const b = processWith(store, alive.tool('B'), { ttlMs: 10_000 });
     const report = await b.recover();
     expect(report).toMatchObject({ resumed: ['orphan'], busy: [], quarantined: [] });

@@ -11,6 +11,7 @@ import { reply } from '../src/testing/scriptedModel.js';
 import type { TaskStore } from '../src/store/taskStore.js';
 import { E17, until } from './support/harness.js';
 import {
+  clockedStore,
   inFlight,
   leaseIsFree,
   noteWriter,
@@ -29,10 +30,9 @@ const TTL = 10_000;
 const QUIET_MS = 200;
 
 /** A MemoryStore whose lease clock the test moves: `lapse()` takes it past every lease's TTL at once. */
-function clockedStore(): { store: MemoryStore; lapse(): void } {
-  let skew = 0;
-  const store = new MemoryStore(() => Date.now() + skew);
-  return { store, lapse: () => void (skew += TTL + 1) };
+function lapsingStore(): { store: MemoryStore; lapse(): void } {
+  const { store, advance } = clockedStore();
+  return { store, lapse: () => advance(TTL + 1) };
 }
 
 function processWith(
@@ -58,7 +58,7 @@ function processWith(
  * nobody else taking it. `resume()` lets the renewals through again (and A finds the lease lost).
  */
 async function lapsedDriver() {
-  const { store: raw, lapse } = clockedStore();
+  const { store: raw, lapse } = lapsingStore();
   const stallable = stallableRenewals(raw);
   const read = slowRead();
   const notes = noteWriter();
@@ -114,7 +114,7 @@ describe('recover()', () => {
 describe('a process that lost its lease', () => {
   describe('when nobody else took it', () => {
     it('takes it back and finishes the task itself, without recover(); the write runs once', async () => {
-      const { store: raw, lapse } = clockedStore();
+      const { store: raw, lapse } = lapsingStore();
       const stallable = stallableRenewals(raw);
       const read = slowRead();
       const notes = noteWriter();
@@ -223,7 +223,7 @@ describe('a process that lost its lease', () => {
 
 describe('races found by review', () => {
   it('close() while a take-back waits on the store: nothing runs on after close, nothing is held', async () => {
-    const { store: raw, lapse } = clockedStore();
+    const { store: raw, lapse } = lapsingStore();
     const stallable = stallableRenewals(raw);
     let gate: Promise<void> | null = null;
     let open!: () => void;
@@ -260,7 +260,7 @@ describe('races found by review', () => {
   });
 
   it('a lease found lost while a start waited on the store is not driven: the start fails and holds nothing', async () => {
-    const { store: raw, lapse } = clockedStore();
+    const { store: raw, lapse } = lapsingStore();
     const stallable = stallableRenewals(raw);
     const read = slowRead();
     const notes = noteWriter();

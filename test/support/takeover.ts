@@ -8,6 +8,7 @@ import type { InFlight } from '../../src/orchestrator/liveTasks.js';
 import type { Orchestrator } from '../../src/orchestrator/orchestrator.js';
 import type { ModelReply } from '../../src/model/agentModel.js';
 import { reply, scriptedModel } from '../../src/testing/scriptedModel.js';
+import { MemoryStore } from '../../src/store/memoryStore.js';
 import type { LeaseManager, TaskStore } from '../../src/store/taskStore.js';
 import { defineTool } from '../../src/tool.js';
 
@@ -137,4 +138,14 @@ export async function leaseIsFree(store: TaskStore, taskId: string): Promise<boo
   const lease = await store.leases!.acquire(taskId, 1_000);
   if (lease) await store.leases!.release(lease);
   return lease !== null;
+}
+
+/**
+ * A MemoryStore whose lease clock the test moves: `advance(ms)` makes every lease `ms` older at once, so a lease
+ * lapses exactly when the test says (never by itself on a loaded machine, and without waiting for it).
+ */
+export function clockedStore(): { store: MemoryStore; advance(ms: number): void } {
+  let skew = 0;
+  const store = new MemoryStore(() => Date.now() + skew);
+  return { store, advance: (ms) => void (skew += ms) };
 }
