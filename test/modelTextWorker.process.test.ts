@@ -41,8 +41,9 @@ describe.skipIf(!redis)('live model text from a worker process', () => {
         prefix,
         queueName: `q-${prefix}`,
         concurrency: 4,
-        leaseTtlMs: 2_000,
-        lockDurationMs: 2_000,
+        // Scaled: a busy worker must keep its leases and job locks on a loaded machine too.
+        leaseTtlMs: scaled(2_000),
+        lockDurationMs: scaled(2_000),
         stalledIntervalMs: 1_000,
         streamAnswer: ANSWER,
         streamGapMs: 15,

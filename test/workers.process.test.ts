@@ -60,8 +60,9 @@ describe.skipIf(!hasRedisServer && process.env.CI !== 'true')(
         prefix,
         queueName: `q-${prefix}`,
         concurrency: 50,
-        leaseTtlMs: 2_000,
-        lockDurationMs: 2_000,
+        // Scaled: a busy worker must keep its leases and job locks on a loaded machine too.
+        leaseTtlMs: scaled(2_000),
+        lockDurationMs: scaled(2_000),
         stalledIntervalMs: 1_000,
       };
       const url = new URL(server.url);
