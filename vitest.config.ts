@@ -1,6 +1,5 @@
 import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
-import { LongFirstSequencer } from './test/support/longFirst.js';
 import { scaled } from './test/support/timeScale.js';
 
 /**
@@ -38,8 +37,6 @@ export default defineConfig({
     maxWorkers: Math.max(2, availableParallelism() - 1),
     // expect.poll's own default (1 s) is a fixed limit too.
     expect: { poll: { timeout: scaled(5_000) } },
-    // The longest files start first, also on a fresh checkout with no cached durations (test/support/longFirst.ts).
-    sequence: { sequencer: LongFirstSequencer },
     projects: [
       {
         extends: true,
