@@ -247,8 +247,9 @@ describe.skipIf(!redis)('crash matrix: a worker process SIGKILLed at each effect
       const orphaned = pool.worker('orphaned', w.config({ hangModelTurn: 1 }));
       await orphaned.waitFor('AT model-call');
       await orphaned.kill();
-      // The winner's search is slow, so the task is still running (and leased) when the loser looks.
-      await w.services.injectFaults({ slowSearches: 1, slowSearchMs: 2_500 });
+      // The winner's search is slow, so the task is still running (and leased) when the loser looks: scaled, since a
+      // loaded machine can start the loser's recover() that much later than the winner's.
+      await w.services.injectFaults({ slowSearches: 1, slowSearchMs: scaled(2_500) });
       await leaseExpired(client, w.prefix, TASK);
 
       const racers = [1, 2].map((n) => pool.worker(`racer-${n}`, w.config({ action: 'recover', waitForGo: true })));
