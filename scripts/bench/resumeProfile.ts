@@ -5,7 +5,11 @@
  * store's `acquireAndRead` called and answered, the envelope parsed (`read.load`), the model asked, the save called
  * and acknowledged.
  *
+ * `--from` and `--to` (phase marks: "lease and read answered", "parsed", "model asked", "save called"...) narrow
+ * the profiled window to the part of a resume between them.
+ *
  *   npx tsx scripts/bench/resumeProfile.ts [--resume-k 200] [--samples 200] [--out /tmp/resume.cpuprofile] [--top 40]
+ *     [--from MARK] [--to MARK]
  */
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
@@ -25,6 +29,8 @@ const k = Number(text('resume-k') ?? 200);
 const samples = Number(text('samples') ?? 200);
 const out = text('out') ?? '/tmp/resume.cpuprofile';
 const top = Number(text('top') ?? 40);
+const from = text('from') ?? 'started';
+const to = text('to') ?? 'save acknowledged';
 
 interface Node {
   id: number;
@@ -53,9 +59,22 @@ async function main(): Promise<void> {
   const windows: [number, number][] = [];
   const times: number[] = [];
   const once = async () => {
-    let start = 0;
-    let end = 0;
-    await task.resumeOnce({ started: () => (start = nowUs()), saved: () => (end = nowUs()) });
+    let recording = false;
+    marks.length = 0;
+    await task.resumeOnce({
+      started: () => {
+        recording = true;
+        mark('started');
+      },
+      decided: () => recording && mark('model asked'),
+      saved: () => {
+        mark('save acknowledged');
+        recording = false;
+      },
+    });
+    const start = marks.find(([name]) => name === from)?.[1];
+    const end = marks.find(([name]) => name === to)?.[1];
+    if (start === undefined || end === undefined) throw new Error(`no mark "${from}" or "${to}" in a resume`);
     windows.push([start, end]);
     times.push((end - start) / 1000);
   };
@@ -74,7 +93,9 @@ async function main(): Promise<void> {
   client.disconnect();
   writeFileSync(out, JSON.stringify(profile));
   summarise(profile, windows);
-  process.stdout.write(`resume wall p50 ${quantile(times, 0.5).toFixed(2)} ms over ${samples} samples (profiled)\n`);
+  process.stdout.write(
+    `resume wall p50 ${quantile(times, 0.5).toFixed(2)} ms (${from} -> ${to}) over ${samples} samples (profiled)\n`,
+  );
 }
 
 type Parked = Awaited<ReturnType<typeof parkTask>>;
