@@ -57,8 +57,8 @@ export interface StoreScripts {
 
 const lua = (name: string) => readFileSync(new URL(`./lua/${name}.lua`, import.meta.url), 'utf8');
 
-/** Number of KEYS of the save script: 10 fixed keys, then one index per state. */
-export const SAVE_KEY_COUNT = 10 + TASK_STATES.length;
+/** Number of KEYS of the save script: 10 fixed keys, then the indexes of the new state and of the one left. */
+export const SAVE_KEY_COUNT = 12;
 /** Number of KEYS of the erase script: 13 fixed keys, then one index per state. */
 export const ERASE_KEY_COUNT = 13 + TASK_STATES.length;
 
