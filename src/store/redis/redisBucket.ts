@@ -33,7 +33,7 @@ import { RedisLeaseManager } from './redisLeases.js';
 import { RedisListing } from './redisListing.js';
 import { envelopeOfHash } from './redisTaskHash.js';
 import { type ScriptReply, type StoreScripts, scriptError } from './redisScripts.js';
-import { SavedTexts, envelopeEdits, envelopeText, wholeText } from './redisEnvelopeText.js';
+import { SavedTexts, envelopeEdits, envelopeText } from './redisEnvelopeText.js';
 import { checkSaveRequest } from '../storeChecks.js';
 import type { JournalStream, ListQuery, SaveRequest } from '../taskStore.js';
 
@@ -143,9 +143,9 @@ export class RedisBucket {
     for (let attempt = 0; ; attempt++) {
       const args = [
         taskId,
-        `${counts} ${left} ${edits ? base!.total : '-'}`,
+        `${counts} ${left} ${edits === null ? '-' : base!.bytes}`,
         fence ?? '',
-        edits ?? wholeText(text),
+        edits ?? text.text,
         this.writer,
         audit,
         transcript,
@@ -157,7 +157,7 @@ export class RedisBucket {
       try {
         reply = await this.call(
           action,
-          () => this.client.taskStoreSave(...fixed, this.keys.state(left as TaskState), ...args),
+          () => this.client.taskStoreSaveEdits(...fixed, this.keys.state(left as TaskState), ...args),
           { taskId, key: fixed[0]! },
         );
       } catch (error) {
@@ -165,7 +165,7 @@ export class RedisBucket {
         throw error;
       }
       const [code, detail, found] = reply;
-      if (code === -14 && edits && attempt < 2) {
+      if (code === -14 && edits !== null && attempt < 2) {
         this.texts.forget(taskId);
         edits = null;
         continue;

@@ -1,215 +1,203 @@
 /**
- * The envelope's JSON as a save sends it: whole, or as edits of the text this process saved last for the task.
+ * The envelope's JSON as a save sends it: whole, or as edits of the text this store saved last for the task.
  *
  * A round changes a few parts of the envelope (revision, times, summary, budget, the batch, the model's input) and
- * leaves the rest as it was (the policy, the catalog, the principal, most of the context): about half of a read
- * round's 4 KB. The text is written in segments (`envelopeText`: one per member of the envelope, its snapshot and the
- * plain objects within, down to `DEPTH`), whose concatenation is `JSON.stringify(envelope)`; a save compares them with
- * those of the last save this process made of the task (`SavedTexts`) and sends only the ones that differ, as edits
- * of the stored text (`envelopeEdits`), which the save script splices into the stored text. What Redis keeps is the
- * same text as before: the stored format is unchanged.
+ * leaves the rest as it was (the policy, the catalog, the principal, most of the context): more than half of a read
+ * round's 4 KB. A save compares its text with the one this store saved last for the task (`SavedTexts`) and sends
+ * only the runs that differ, as edits of the stored text (`envelopeEdits`), which the save script splices into it.
+ * What Redis keeps is the very text a whole save keeps: the stored format is unchanged.
  *
- * The script splices only onto the text it was computed from: the task hash records which save wrote its envelope
- * (the `etag` field: the writing store's id and the revision), and an edit of another text is refused, the save then
- * sending its text whole (see `lua/save.lua`).
+ * The script splices only onto the text the edits were made from: the task hash records which save wrote its
+ * envelope (its `etag`: the writing store's id and the revision) and the text's length, and edits of another text are
+ * refused before anything is written; the save then sends its text whole (`lua/save.lua`).
  */
+import { AgentError } from '../../errors.js';
 
-/** How deep the plain objects of the envelope are taken apart (the envelope is depth 0). */
-const DEPTH = 5;
-/** Unchanged runs shorter than this many bytes between two changed ones are sent again rather than cost an edit. */
-const GAP = 12;
+/** Unchanged runs shorter than this between two changed ones are sent again rather than cost an edit's header. */
+const GAP = 16;
+/** How many characters, from a member's start (`,"`), must agree for the old and new texts to be in step again. */
+const ANCHOR = 24;
+/** Members tried for getting back in step after a difference, before the rest is taken as changed. */
+const TRIES = 64;
 
 export interface EnvelopeText {
-  /** The segments, in order: their concatenation is the envelope's JSON. */
-  segments: string[];
-  /** Each segment's length in UTF-8 bytes. */
-  bytes: number[];
-  /** The whole text's length in bytes. */
-  total: number;
+  /** `JSON.stringify(envelope)`. */
+  text: string;
+  /** Its length in UTF-8 bytes; equal to `text.length` when it is all ASCII. */
+  bytes: number;
   /** Where the summary's JSON starts in the text (bytes), and its length. */
   summaryAt: number;
   summaryBytes: number;
 }
 
-type Row = Record<string, unknown>;
+const utf8 = (text: string) => Buffer.byteLength(text, 'utf8');
 
-/** A plain object whose JSON is written member by member (no `toJSON`, no class). */
-function isPlain(value: unknown): value is Row {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
-  const proto = Object.getPrototypeOf(value);
-  return (proto === Object.prototype || proto === null) && typeof (value as Row).toJSON !== 'function';
-}
-
-/** Bytes of a string in UTF-8: its length when it is all ASCII (the common case, checked cheaply by the encoder). */
-const utf8Bytes = (text: string) => Buffer.byteLength(text, 'utf8');
-
-const keyTexts = new Map<string, string>();
-/** `"key":`, kept for the keys seen (a task's envelope has the same few hundred keys every save). */
-function keyText(key: string): string {
-  let text = keyTexts.get(key);
-  if (text === undefined) {
-    text = `${JSON.stringify(key)}:`;
-    if (keyTexts.size < 4096) keyTexts.set(key, text);
+/** The envelope's JSON, and where its summary is in it (the save script keeps that part as the `summary` field). */
+export function envelopeText(envelope: { taskId: string; summary: object }): EnvelopeText {
+  const text = JSON.stringify(envelope);
+  const summary = JSON.stringify(envelope.summary);
+  const at = text.indexOf(`"summary":${summary}`);
+  if (at < 0) {
+    throw new AgentError('invalid_save', `save of task ${envelope.taskId}: the summary's JSON is not the envelope's`);
   }
-  return text;
+  const bytes = utf8(text);
+  const start = at + '"summary":'.length;
+  return {
+    text,
+    bytes,
+    summaryAt: bytes === text.length ? start : utf8(text.slice(0, start)),
+    summaryBytes: utf8(summary),
+  };
 }
-
-class Writer {
-  readonly segments: string[] = [];
-  readonly bytes: number[] = [];
-  total = 0;
-  summaryAt = -1;
-  summaryBytes = 0;
-
-  push(text: string): number {
-    const size = utf8Bytes(text);
-    this.segments.push(text);
-    this.bytes.push(size);
-    this.total += size;
-    return size;
-  }
-
-  /**
-   * The members of a plain object: each member (`,"key":value`, the first without the comma, after `prefix` and `{`),
-   * then `}`. A member holding a plain object (to `DEPTH`) is taken apart in turn, its `{` after the member's key.
-   */
-  object(row: Row, depth: number, prefix: string): void {
-    let pending = `${prefix}{`;
-    let first = true;
-    for (const key in row) {
-      if (!Object.hasOwn(row, key)) continue;
-      const value = row[key];
-      if (value === undefined || typeof value === 'function' || typeof value === 'symbol') continue;
-      const nested = depth < DEPTH && isPlain(value) && !(depth === 0 && key === 'summary');
-      let json: string | undefined;
-      if (!nested) {
-        // A value with toJSON (called with its key, as JSON does) or any other: JSON's own text of the member.
-        json =
-          typeof value === 'object' && value !== null && typeof (value as Row).toJSON === 'function'
-            ? memberJson(key, value)
-            : JSON.stringify(value);
-        // toJSON gave nothing JSON writes: the member is left out, as JSON leaves it.
-        if (json === undefined) continue;
-      }
-      const head = `${pending}${first ? '' : ','}${keyText(key)}`;
-      pending = '';
-      first = false;
-      if (nested) {
-        this.object(value, depth + 1, head);
-        continue;
-      }
-      const before = this.total;
-      const size = this.push(head + json!);
-      if (depth === 0 && key === 'summary') {
-        this.summaryBytes = utf8Bytes(json!);
-        this.summaryAt = before + size - this.summaryBytes;
-      }
-    }
-    this.push(first ? `${pending}}` : '}');
-  }
-}
-
-/** JSON's text of `value` as the member `key` of an object (its toJSON called with the key), or undefined. */
-function memberJson(key: string, value: unknown): string | undefined {
-  const text = JSON.stringify({ [key]: value });
-  return text === '{}' ? undefined : text.slice(keyText(key).length + 1, -1);
-}
-
-/** The envelope's JSON in segments (their concatenation is `JSON.stringify(envelope)`). */
-export function envelopeText(envelope: object): EnvelopeText {
-  const writer = new Writer();
-  writer.object(envelope as Row, 0, '');
-  const { segments, bytes, total, summaryAt, summaryBytes } = writer;
-  return { segments, bytes, total, summaryAt, summaryBytes };
-}
-
-/** The whole text. */
-export const wholeText = (text: EnvelopeText) => text.segments.join('');
 
 /**
- * The edits that make `before`'s text into `after`'s, as the save script reads them: for each, `<offset>,<removed>,
- * <added>:` (bytes, the offset in the old text) then the added text; null when they would be about as long as the
- * whole text.
+ * How many characters from `a[i]` and `b[j]` on are the same, at most `n`: compared a block at a time (substring
+ * equality is native and many times faster than a loop over characters), the blocks shrinking near the difference.
+ */
+function sameAhead(a: string, i: number, b: string, j: number, n: number): number {
+  let k = 0;
+  let step = 512;
+  while (k < n) {
+    const m = Math.min(step, n - k);
+    if (a.slice(i + k, i + k + m) === b.slice(j + k, j + k + m)) k += m;
+    else if (m === 1) return k;
+    else step = m >> 2 || 1;
+  }
+  return k;
+}
+
+/** How many characters before `a[i]` and `b[j]` are the same, at most `n` (as `sameAhead`, backwards). */
+function sameBehind(a: string, i: number, b: string, j: number, n: number): number {
+  let k = 0;
+  let step = 512;
+  while (k < n) {
+    const m = Math.min(step, n - k);
+    if (a.slice(i - k - m, i - k) === b.slice(j - k - m, j - k)) k += m;
+    else if (m === 1) return k;
+    else step = m >> 2 || 1;
+  }
+  return k;
+}
+
+/** Shifts tried first, from where `a[p]` stands in `b` if the changed run kept its length. */
+const SHIFTS = [0, 1, -1, 2, -2, 3, -3, 4, -4];
+/** How far past that the member is looked for. */
+const WINDOW = 1024;
+
+/**
+ * Where, at or after `b[j]`, the member starting at `a[p]` starts (its first `ANCHOR` characters), or -1: looked for
+ * near `guess` first (most changes keep their length or nearly), then in a window ahead.
+ */
+function inStep(a: string, p: number, b: string, j: number, guess: number, bEnd: number): number {
+  const anchor = a.slice(p, p + ANCHOR);
+  for (const shift of SHIFTS) {
+    const q = guess + shift;
+    if (q >= j && q + ANCHOR <= bEnd && b.slice(q, q + ANCHOR) === anchor) return q;
+  }
+  const at = b.slice(j, Math.min(bEnd, guess + WINDOW)).indexOf(anchor);
+  return at < 0 ? -1 : j + at;
+}
+
+const isHigh = (code: number) => code >= 0xd800 && code <= 0xdbff;
+const isLow = (code: number) => code >= 0xdc00 && code <= 0xdfff;
+
+/**
+ * The edits that make `before`'s text into `after`'s, as the save script reads them: for each, in order,
+ * `<offset>,<removed>,<added>:` (bytes; the offset in the old text) then the added text; null when they would be
+ * about as long as the whole text. Found in one pass: the texts are compared until they differ, then the next
+ * member (`,"...`) of the old text whose first `ANCHOR` characters are found ahead in the new one puts them back in
+ * step. No edit starts or ends inside a surrogate pair.
  */
 export function envelopeEdits(before: EnvelopeText, after: EnvelopeText): string | null {
-  const old = before.segments;
-  const now = after.segments;
+  const a = before.text;
+  const b = after.text;
+  const ascii = before.bytes === a.length && after.bytes === b.length;
+  // The common head and tail bound the part that changed.
+  let i = sameAhead(a, 0, b, 0, Math.min(a.length, b.length));
+  if (i === a.length && i === b.length) return '';
+  const tail = sameBehind(a, a.length, b, b.length, Math.min(a.length, b.length) - i);
+  let aEnd = a.length - tail;
+  let bEnd = b.length - tail;
+  if (aEnd < a.length && isLow(a.charCodeAt(aEnd))) {
+    aEnd += 1;
+    bEnd += 1;
+  }
+  let j = i;
   const parts: string[] = [];
   let sent = 0;
-  // Position `i` of the old and `j` of the new segments are aligned while their counts agree; otherwise the run
-  // between the common head and tail is one edit.
-  let head = 0;
-  const shorter = Math.min(old.length, now.length);
-  while (head < shorter && old[head] === now[head]) head += 1;
-  let tail = 0;
-  while (tail < shorter - head && old[old.length - 1 - tail] === now[now.length - 1 - tail]) tail += 1;
-  let offset = 0;
-  for (let i = 0; i < head; i++) offset += before.bytes[i]!;
-  const edit = (at: number, removed: number, added: string[], addedBytes: number) => {
-    parts.push(`${at},${removed},${addedBytes}:`, ...added);
-    sent += addedBytes + 16;
+  // The pending edit: a[from, to) becomes b[bFrom, bTo); `aBytes`: the byte offset of `from`.
+  let from = -1;
+  let to = 0;
+  let bFrom = 0;
+  let bTo = 0;
+  // Bytes of a[0, counted), for offsets when the texts are not all ASCII.
+  let counted = 0;
+  let countedBytes = 0;
+  const offsetOf = (at: number) => {
+    if (ascii) return at;
+    countedBytes += utf8(a.slice(counted, at));
+    counted = at;
+    return countedBytes;
   };
-  if (old.length !== now.length) {
-    let removed = 0;
-    for (let i = head; i < old.length - tail; i++) removed += before.bytes[i]!;
-    let addedBytes = 0;
-    for (let j = head; j < now.length - tail; j++) addedBytes += after.bytes[j]!;
-    edit(offset, removed, now.slice(head, now.length - tail), addedBytes);
-  } else {
-    const end = old.length - tail;
-    let i = head;
-    while (i < end) {
-      if (old[i] === now[i]) {
-        offset += before.bytes[i]!;
-        i += 1;
-        continue;
-      }
-      // A run of changed segments, taking in short unchanged gaps.
-      const at = offset;
-      let removed = 0;
-      let addedBytes = 0;
-      const added: string[] = [];
-      let last = i;
-      let j = i;
-      let gapOld = 0;
-      let gapNew = 0;
-      const gap: string[] = [];
-      while (j < end) {
-        if (old[j] !== now[j]) {
-          removed += gapOld + before.bytes[j]!;
-          addedBytes += gapNew + after.bytes[j]!;
-          added.push(...gap, now[j]!);
-          gap.length = 0;
-          gapOld = 0;
-          gapNew = 0;
-          last = j;
-        } else {
-          if (gapOld + before.bytes[j]! >= GAP) break;
-          gapOld += before.bytes[j]!;
-          gapNew += after.bytes[j]!;
-          gap.push(now[j]!);
-        }
-        j += 1;
-      }
-      edit(at, removed, added, addedBytes);
-      offset = at + removed;
-      i = last + 1;
+  const flush = () => {
+    const added = b.slice(bFrom, bTo);
+    const offset = offsetOf(from);
+    const removed = ascii ? to - from : utf8(a.slice(from, to));
+    const addedBytes = ascii ? added.length : utf8(added);
+    parts.push(`${offset},${removed},${addedBytes}:`, added);
+    sent += addedBytes + 12;
+  };
+  while (true) {
+    const run = sameAhead(a, i, b, j, Math.min(aEnd - i, bEnd - j));
+    i += run;
+    j += run;
+    if (i === aEnd && j === bEnd) break;
+    if (i > 0 && isHigh(a.charCodeAt(i - 1))) {
+      i -= 1;
+      j -= 1;
     }
+    // Back in step at the first member of the old text found ahead in the new one (else at the common tail).
+    let p = i;
+    let q = bEnd;
+    for (let tries = 0; ; tries++) {
+      p = a.indexOf(',"', p + 1);
+      if (p < 0 || p + ANCHOR > aEnd || tries >= TRIES) {
+        p = aEnd;
+        q = bEnd;
+        break;
+      }
+      q = inStep(a, p, b, j, j + (p - i), bEnd);
+      if (q >= 0 && q + ANCHOR <= bEnd) break;
+    }
+    if (from >= 0 && i - to < GAP) {
+      to = p;
+      bTo = q;
+    } else {
+      if (from >= 0) flush();
+      from = i;
+      to = p;
+      bFrom = j;
+      bTo = q;
+    }
+    // The member's first characters were found the same: looked at again no more.
+    const same = p < aEnd ? ANCHOR : 0;
+    i = p + same;
+    j = q + same;
   }
-  if (sent >= after.total * 0.9) return null;
+  if (from >= 0) flush();
+  if (sent >= after.bytes * 0.9) return null;
   return parts.join('');
 }
 
-/** What a save of a task left stored, as far as this process knows: the revision and the text it wrote. */
+/** What a save of a task left stored, as far as this store knows: the revision and the text it wrote. */
 interface Saved {
   revision: number;
   text: EnvelopeText;
-  state: string;
 }
 
 /**
  * The text of each task's last save by this store (up to `limit` tasks, the least recently saved forgotten first),
- * and the state it left the task in (the save script needs the index key of the state a task leaves).
+ * and the state each task was last seen in here (the save script is given the index key of the state a task leaves).
  */
 export class SavedTexts {
   private readonly saved = new Map<string, Saved>();
@@ -230,9 +218,9 @@ export class SavedTexts {
 
   remember(taskId: string, revision: number, text: EnvelopeText, state: string): void {
     this.saved.delete(taskId);
-    this.saved.set(taskId, { revision, text, state });
-    this.seen(taskId, state);
+    this.saved.set(taskId, { revision, text });
     if (this.saved.size > this.limit) this.saved.delete(this.saved.keys().next().value!);
+    this.seen(taskId, state);
   }
 
   /** A state read from the store (a load), for the next save's guess. */
