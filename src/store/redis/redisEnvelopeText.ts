@@ -158,7 +158,7 @@ export function envelopeEdits(before: EnvelopeText, after: EnvelopeText): string
     }
     // Back in step at the first member of the old text found ahead in the new one (else at the common tail).
     let p = i;
-    let q = bEnd;
+    let q: number;
     for (let tries = 0; ; tries++) {
       p = a.indexOf(',"', p + 1);
       if (p < 0 || p + ANCHOR > aEnd || tries >= TRIES) {

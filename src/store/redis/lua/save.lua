@@ -63,7 +63,6 @@
     {-5, current revision}     a journal's length differs from the one the envelope expects
     {-6, key }                 a task key holds another Redis type
     {-7, key }                 an index key holds another Redis type
-    {-8, state }               unknown state name
     {-9, tombstone }           the task was erased (its tombstone JSON)
     {-10, recorded key }       the task belongs to another owner
     {-11, epoch found|""}      the data set is not the one the writer learned: its marker is gone or differs
