@@ -50,18 +50,36 @@ export function envelopeText(envelope: { taskId: string; summary: object }): Env
   };
 }
 
+/** Characters compared one by one at the start of a run, and at its end once narrowed down to that many. */
+const NEAR = 16;
+
 /**
- * How many characters from `a[i]` and `b[j]` on are the same, at most `n`: compared a block at a time (substring
- * equality is native and many times faster than a loop over characters), the blocks shrinking near the difference.
+ * How many characters from `a[i]` and `b[j]` on are the same, at most `n`: the first few one by one, then blocks
+ * doubling in length (substring equality is native, many times faster than a loop over characters), the block that
+ * differs halved down to a few characters.
  */
 function sameAhead(a: string, i: number, b: string, j: number, n: number): number {
+  const first = Math.min(n, NEAR);
   let k = 0;
-  let step = 512;
+  while (k < first && a.charCodeAt(i + k) === b.charCodeAt(j + k)) k += 1;
+  if (k < first) return k;
+  let step = 4 * NEAR;
   while (k < n) {
-    const m = Math.min(step, n - k);
-    if (a.slice(i + k, i + k + m) === b.slice(j + k, j + k + m)) k += m;
-    else if (m === 1) return k;
-    else step = m >> 2 || 1;
+    let m = Math.min(step, n - k);
+    if (a.slice(i + k, i + k + m) === b.slice(j + k, j + k + m)) {
+      k += m;
+      step *= 2;
+      continue;
+    }
+    while (m > NEAR) {
+      const half = m >> 1;
+      if (a.slice(i + k, i + k + half) === b.slice(j + k, j + k + half)) {
+        k += half;
+        m -= half;
+      } else m = half;
+    }
+    while (a.charCodeAt(i + k) === b.charCodeAt(j + k)) k += 1;
+    return k;
   }
   return k;
 }
@@ -81,6 +99,8 @@ function sameBehind(a: string, i: number, b: string, j: number, n: number): numb
 
 /** Shifts tried first, from where `a[p]` stands in `b` if the changed run kept its length. */
 const SHIFTS = [0, 1, -1, 2, -2, 3, -3, 4, -4];
+const COMMA = 0x2c;
+const QUOTE = 0x22;
 /** How far past that the member is looked for. */
 const WINDOW = 1024;
 
@@ -92,7 +112,9 @@ function inStep(a: string, p: number, b: string, j: number, guess: number, bEnd:
   const anchor = a.slice(p, p + ANCHOR);
   for (const shift of SHIFTS) {
     const q = guess + shift;
-    if (q >= j && q + ANCHOR <= bEnd && b.slice(q, q + ANCHOR) === anchor) return q;
+    // Every member starts with `,"`: looked at before the whole anchor is.
+    if (q < j || q + ANCHOR > bEnd || b.charCodeAt(q) !== COMMA || b.charCodeAt(q + 1) !== QUOTE) continue;
+    if (b.startsWith(anchor, q)) return q;
   }
   const at = b.slice(j, Math.min(bEnd, guess + WINDOW)).indexOf(anchor);
   return at < 0 ? -1 : j + at;
