@@ -4,7 +4,7 @@
  * surrogate pairs included); and the summary's place in the text must be found.
  */
 import { describe, expect, it } from 'vitest';
-import { envelopeEdits, envelopeText } from '../src/store/redis/redisEnvelopeText.js';
+import { SavedTexts, envelopeEdits, envelopeText } from '../src/store/redis/redisEnvelopeText.js';
 import { createRequest, nextRequest } from './support/envelopes.js';
 
 /** What the save script does with the edits: on UTF-8 bytes. */
@@ -119,5 +119,24 @@ describe('envelopeEdits', () => {
       }
       expectEdits(before, after);
     }
+  });
+});
+
+describe('SavedTexts', () => {
+  it('gives the text of a revision this store saved, forgets the least recently saved past its limit', () => {
+    const texts = new SavedTexts(2);
+    const text = textOf({});
+    texts.remember('a', 1, text, 'running');
+    texts.remember('b', 1, text, 'running');
+    texts.remember('a', 2, text, 'waiting_for_user');
+    expect(texts.at('a', 1)).toBeNull();
+    expect(texts.at('a', 2)).toBe(text);
+    texts.remember('c', 1, text, 'running');
+    expect(texts.at('b', 1)).toBeNull();
+    expect(texts.at('a', 2)).toBe(text);
+    expect(texts.state('a')).toBe('waiting_for_user');
+    texts.forget('a');
+    expect(texts.at('a', 2)).toBeNull();
+    expect(texts.state('a')).toBe('waiting_for_user');
   });
 });

@@ -45,7 +45,7 @@ export class RedisBucket {
   /** Mandate claims of this bucket's tasks (a claim itself lives in the bucket its mandate id hashes to). */
   readonly claims: RedisClaims;
   /** The text of each task's last save here, for the next one's edits. */
-  private readonly texts = new SavedTexts();
+  private readonly texts: SavedTexts;
   /** This store's id in the `etag` of the tasks it saves (`lua/save.lua`). */
   private readonly writer = randomBytes(9).toString('base64url');
   private readonly erasure: RedisErasure;
@@ -65,7 +65,10 @@ export class RedisBucket {
     retention: Retention,
     /** The keys of the bucket a mandate id hashes to (where its claim lives). */
     claimKeys: (mandateId: string) => RedisKeys,
+    /** How many tasks' last saved texts this bucket keeps (the store's 1,024 shared by its buckets). */
+    texts = 1024,
   ) {
+    this.texts = new SavedTexts(texts);
     this.epoch = new RedisEpoch(client, keys, prefix, where, clock, call);
     this.leases = new RedisLeaseManager(client, keys, clock, call, this.epoch, (taskId, state) =>
       this.texts.seen(taskId, state),
