@@ -6,7 +6,7 @@
  * action a pure step in `steps/` that returns a context patch, the journal entries to append, and for host events
  * the chart's answer.
  */
-import { enqueueActions, fromPromise, setup } from 'xstate';
+import { type EventObject, fromPromise, setup } from 'xstate';
 import type * as A from './actors.js';
 import type { AgentContext, AgentInput, Outcome } from './context.js';
 import type { AgentEvent } from './events.js';
@@ -241,13 +241,13 @@ export function agentSetup(toolkit: Toolkit) {
       ...steps(turn, ['rejectWholeBatch', 'acceptProposal', 'recordQuestion', 'recordUserAnswer']),
       /** Settles the turn's budget, then hands the model's event to the chart as `model.*`. */
       relayModelOutput: base.createAction(
-        enqueueActions(({ context, event, enqueue }) => {
+        stepAction((context, event) => {
           const result = turn.settleModelTurn(context, event as A.MachineEvent, toolkit);
-          if (result.context) enqueue.assign(result.context);
-          for (const entry of result.audit ?? []) enqueue.emit({ type: 'audit', entry });
+          const emitted: MachineEmitted[] = (result.audit ?? []).map((entry) => ({ type: 'audit', entry }));
           const output = (event as unknown as { output: A.ModelActorOutput }).output;
-          if (output.kind === 'replied') enqueue.raise(output.event);
-        }),
+          const raised = output.kind === 'replied' ? (output.event as EventObject) : undefined;
+          return { patch: result.context ?? null, emitted, raised };
+        }) as unknown as Parameters<typeof base.createAction>[0],
       ),
       ...steps(waiting, ['pauseForModel', 'resumeModel', 'expireQuestion', 'stopForNoAnswer']),
       ...steps(waiting, ['retryModelNow', 'refuseModelRetry']),
