@@ -212,18 +212,21 @@ export function agentSetup(toolkit: Toolkit) {
     },
   });
 
+  const NOTHING_EMITTED = Object.freeze([]) as unknown as MachineEmitted[];
   /** Wires a pure step as an action: assign its context patch, emit its journal entries and its answer. */
   const action = (step: Step) =>
     base.createAction(
       stepAction((context, event) => {
         const result = step(context, event as A.MachineEvent, toolkit);
-        const entries = result.transcript ?? [];
+        const entries = result.transcript;
         // What the conversation grows by, counted as it is recorded (the guard of `compacting` reads it).
-        const grown = entries.length ? withEntries(result.context?.compaction ?? context.compaction, entries) : null;
+        const grown = entries?.length ? withEntries(result.context?.compaction ?? context.compaction, entries) : null;
         const patch = grown ? { ...result.context, compaction: grown } : (result.context ?? null);
+        // Most steps emit nothing: they share one empty list (stepAction only reads it).
+        if (!result.audit?.length && !entries?.length && !result.reply) return { patch, emitted: NOTHING_EMITTED };
         const emitted: MachineEmitted[] = [];
         for (const entry of result.audit ?? []) emitted.push({ type: 'audit', entry });
-        for (const entry of entries) emitted.push({ type: 'transcript', entry });
+        for (const entry of entries ?? []) emitted.push({ type: 'transcript', entry });
         if (result.reply) emitted.push({ type: 'reply', reply: result.reply });
         return { patch, emitted };
       }) as unknown as Parameters<typeof base.createAction>[0],
