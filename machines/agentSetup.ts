@@ -25,7 +25,7 @@ import { modelGuards as model } from './guards/model.js';
 import { recheckGuards as recheck } from './guards/recheck.js';
 import { reviewGuards as review } from './guards/review.js';
 import { vettingGuards as vetting } from './guards/vetting.js';
-import type { MachineEmitted, TranscriptEntry } from './journal.js';
+import type { AuditEntry, MachineEmitted, TranscriptEntry } from './journal.js';
 import type { CompactionState } from './compactions.js';
 import { entriesTokens } from './lib/conversationSize.js';
 import * as asking from './steps/confirmation.js';
@@ -224,10 +224,15 @@ export function agentSetup(toolkit: Toolkit) {
         const patch = grown ? { ...result.context, compaction: grown } : (result.context ?? null);
         // Most steps emit nothing: they share one empty list (stepAction only reads it).
         if (!result.audit?.length && !entries?.length && !result.reply) return { patch, emitted: NOTHING_EMITTED };
-        const emitted: MachineEmitted[] = [];
-        for (const entry of result.audit ?? []) emitted.push({ type: 'audit', entry });
-        for (const entry of entries ?? []) emitted.push({ type: 'transcript', entry });
-        if (result.reply) emitted.push({ type: 'reply', reply: result.reply });
+        // Made at its size (a list grown by push starts with room for sixteen).
+        const audit = result.audit ?? NOTHING_EMITTED;
+        const transcript = entries ?? NOTHING_EMITTED;
+        const emitted = new Array<MachineEmitted>(audit.length + transcript.length + (result.reply ? 1 : 0));
+        let at = 0;
+        for (let i = 0; i < audit.length; i++) emitted[at++] = { type: 'audit', entry: audit[i] as AuditEntry };
+        for (let i = 0; i < transcript.length; i++)
+          emitted[at++] = { type: 'transcript', entry: transcript[i] as TranscriptEntry };
+        if (result.reply) emitted[at] = { type: 'reply', reply: result.reply };
         return { patch, emitted };
       }) as unknown as Parameters<typeof base.createAction>[0],
     );
