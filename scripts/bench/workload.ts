@@ -56,6 +56,8 @@ export interface ModelControl {
   hangFrom: number;
   /** Called when a call starts hanging. */
   onHang?: () => void;
+  /** Called when the model is asked (before it answers or hangs). */
+  onDecide?: () => void;
 }
 
 /** The scripted model: stateless, the step is chosen by the turn number, so a resumed task plays on. */
@@ -67,6 +69,7 @@ export function benchModel(
     name: 'bench',
     reservation: { tokens: 0, costMicros: 0 },
     decide({ goal, turn, signal }) {
+      control.onDecide?.();
       if (turn >= control.hangFrom) {
         control.onHang?.();
         return new Promise((_, reject) =>
@@ -100,8 +103,9 @@ export function projectOptions(
 
 /**
  * A K-round task parked on `store` (its next model call hangs), for timing resumes: `resumeOnce` resumes it in a new
- * orchestrator, calls `started` right before `resume` and `saved` at its first acknowledged save, then lets it play
- * on to its next model call (which hangs again) and closes that orchestrator.
+ * orchestrator, calls `started` right before `resume`, `decided` when the model is asked (the restored task's turn)
+ * and `saved` at its first acknowledged save, then lets it play on to its next model call (which hangs again) and
+ * closes that orchestrator.
  */
 export async function parkTask(store: TaskStore, k: number, api: ProjectApi = LOCAL_API) {
   const control: ModelControl = { hangFrom: k + 1 };
@@ -112,13 +116,15 @@ export async function parkTask(store: TaskStore, k: number, api: ProjectApi = LO
   await parked;
   await first.close();
   return {
-    async resumeOnce(hooks: { started: () => void; saved: () => void }): Promise<void> {
+    async resumeOnce(hooks: { started: () => void; saved: () => void; decided?: () => void }): Promise<void> {
       control.hangFrom = Number.POSITIVE_INFINITY;
+      control.onDecide = hooks.decided;
       parked = atRest();
       const orchestrator = api.createOrchestrator(projectOptions(store, control, api));
       const firstSave = new Promise<void>((resolve) =>
         orchestrator.onSaved(() => {
           control.hangFrom = 0;
+          control.onDecide = undefined;
           hooks.saved();
           resolve();
         }),

@@ -7,10 +7,12 @@
  * `redisEpoch.ts`; leases, `list`, `readJournal`, inboxes: `redisLeases.ts`, `redisListing.ts`, `redisJournal.ts`,
  * `redisInbox.ts`. The store (`redisStore.ts`) routes each task to its bucket.
  */
+import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { packAudit } from './redisAuditPacking.js';
 import type { Clock } from '../../clock.js';
 import type { TaskEnvelope } from '../envelope.js';
+import { CorruptTaskError } from '../../errors.js';
 import {
   type EraseRequest,
   type Retention,
@@ -19,9 +21,9 @@ import {
   type UserErasure,
   erasedError,
 } from '../erasure.js';
-import { TASK_STATES, type TaskSummary } from '../summary.js';
+import { TASK_STATES, type TaskState, type TaskSummary } from '../summary.js';
 import type { RedisCall } from './redisConnection.js';
-import { type RedisKeys, TASK_FIELDS, stateIndexKeys, taskScriptKeys } from './redisKeys.js';
+import { type RedisKeys, TASK_FIELDS, taskScriptKeys } from './redisKeys.js';
 import { RedisClaims } from './redisClaims.js';
 import { RedisEpoch } from './redisEpoch.js';
 import { type OwnerIndexReport, RedisErasure, type RetentionDue } from './redisErasure.js';
@@ -30,19 +32,22 @@ import { RedisJournal } from './redisJournal.js';
 import { RedisLeaseManager } from './redisLeases.js';
 import { RedisListing } from './redisListing.js';
 import { envelopeOfHash } from './redisTaskHash.js';
-import { type StoreScripts, scriptError } from './redisScripts.js';
+import { type ScriptReply, type StoreScripts, scriptError } from './redisScripts.js';
+import { SavedTexts, envelopeEdits, envelopeText } from './redisEnvelopeText.js';
 import { checkSaveRequest } from '../storeChecks.js';
 import type { JournalStream, ListQuery, SaveRequest } from '../taskStore.js';
 
-/** The save script's list of state names, aligned with the state index keys (`stateIndexKeys`). */
-const STATE_NAMES = TASK_STATES.join(',');
+const STATE_SET = new Set<string>(TASK_STATES);
 
 export class RedisBucket {
   readonly leases: RedisLeaseManager;
   readonly inbox: RedisInbox;
   /** Mandate claims of this bucket's tasks (a claim itself lives in the bucket its mandate id hashes to). */
   readonly claims: RedisClaims;
-  private readonly stateKeys: string[];
+  /** The text of each task's last save here, for the next one's edits. */
+  private readonly texts: SavedTexts;
+  /** This store's id in the `etag` of the tasks it saves (`lua/save.lua`). */
+  private readonly writer = randomBytes(9).toString('base64url');
   private readonly erasure: RedisErasure;
   private readonly epoch: RedisEpoch;
   private readonly listing: RedisListing;
@@ -60,10 +65,14 @@ export class RedisBucket {
     retention: Retention,
     /** The keys of the bucket a mandate id hashes to (where its claim lives). */
     claimKeys: (mandateId: string) => RedisKeys,
+    /** How many tasks' last saved texts this bucket keeps (the store's 1,024 shared by its buckets). */
+    texts = 1024,
   ) {
-    this.stateKeys = stateIndexKeys(keys);
+    this.texts = new SavedTexts(texts);
     this.epoch = new RedisEpoch(client, keys, prefix, where, clock, call);
-    this.leases = new RedisLeaseManager(client, keys, clock, call, this.epoch);
+    this.leases = new RedisLeaseManager(client, keys, clock, call, this.epoch, (taskId, state) =>
+      this.texts.seen(taskId, state),
+    );
     this.claims = new RedisClaims(client, keys, claimKeys, call);
     this.erasure = new RedisErasure(client, keys, retention, call, this.claims);
     this.listing = new RedisListing(client, keys, call);
@@ -84,55 +93,100 @@ export class RedisBucket {
       { taskId, key },
     );
     const found = envelopeOfHash(taskId, key, envelope, revision);
-    if (found) return found;
+    if (found) {
+      this.texts.seen(taskId, found.summary.state);
+      return found;
+    }
     // Only a miss pays for the second read.
     const tombstone = await this.erasure.tombstone(taskId);
     if (tombstone) throw erasedError(tombstone);
     return null;
   }
 
-  /** Also StoreDataLostError, when this store had learned an epoch and its data set is gone or replaced. */
+  /**
+   * Also StoreDataLostError, when this store had learned an epoch and its data set is gone or replaced. The envelope
+   * goes as edits of the one this store saved last for the task when it can (`redisEnvelopeText.ts`); a script that
+   * finds another stored, or the task in another state than the one guessed, refuses before writing anything and the
+   * save is sent again with what it found (the whole envelope, that state's index).
+   */
   async save(request: SaveRequest): Promise<void> {
     checkSaveRequest(request);
     const { envelope, expectedRevision, append, fence } = request;
     const { taskId, summary } = envelope;
-    const keys = [
+    const action = `save of task ${taskId}`;
+    if (!STATE_SET.has(summary.state)) throw scriptError(-8, summary.state, { taskId });
+    const text = envelopeText(envelope);
+    const base = this.texts.at(taskId, expectedRevision);
+    let edits = base && envelopeEdits(base, text);
+    let left = this.texts.state(taskId) ?? summary.state;
+    const fixed = [
       ...taskScriptKeys(this.keys, taskId),
       this.keys.tombstone(taskId),
       this.keys.user(summary),
       this.keys.epoch,
-      ...this.stateKeys,
+      this.keys.state(summary.state),
     ];
     const epoch = this.epoch.args();
-    const args = [
-      taskId,
+    const audit = packAudit(append.audit);
+    const transcript = append.transcript.map(entryJson).join('\n');
+    const counts = [
       expectedRevision,
       envelope.revision,
-      fence ?? '',
-      JSON.stringify(envelope),
-      JSON.stringify(summary),
-      summary.state,
       summary.updatedAt,
-      summary.wakeAt ?? '',
+      summary.wakeAt ?? '-',
       envelope.journal.audit - append.audit.length,
       envelope.journal.transcript - append.transcript.length,
       append.audit.length,
       append.transcript.length,
-      packAudit(append.audit),
-      epoch.expected,
-      epoch.candidate,
-      STATE_NAMES,
-      ...append.transcript.map(entryJson),
-      this.keys.live(taskId),
-    ];
-    const action = `save of task ${taskId}`;
-    const [code, detail, found] = await this.call(action, () => this.client.taskStoreSave(...keys, ...args), {
-      taskId,
-      key: keys[0]!,
-    });
-    if (code < 0)
-      throw scriptError(code, detail, { taskId, expectedRevision, fence, epoch: this.epoch.context(epoch, action) });
-    this.epoch.learn(found);
+      text.summaryAt,
+      text.summaryBytes,
+      summary.state,
+    ].join(' ');
+    // At most three sends: the whole envelope after refused edits, another state's index after a wrong guess.
+    for (let attempt = 0; ; attempt++) {
+      const args = [
+        taskId,
+        `${counts} ${left} ${edits === null ? '-' : base!.bytes}`,
+        fence ?? '',
+        edits ?? text.text,
+        this.writer,
+        audit,
+        transcript,
+        epoch.expected,
+        epoch.candidate,
+        this.keys.live(taskId),
+      ];
+      let reply: ScriptReply;
+      try {
+        reply = await this.call(
+          action,
+          () => this.client.taskStoreSaveEdits(...fixed, this.keys.state(left as TaskState), ...args),
+          { taskId, key: fixed[0]! },
+        );
+      } catch (error) {
+        this.texts.forget(taskId);
+        throw error;
+      }
+      const [code, detail, found] = reply;
+      if (code === -14 && edits !== null && attempt < 2) {
+        this.texts.forget(taskId);
+        edits = null;
+        continue;
+      }
+      if (code === -15 && attempt < 2) {
+        if (!STATE_SET.has(detail))
+          throw new CorruptTaskError(taskId, `${fixed[0]} records the unknown state ${JSON.stringify(detail)}`);
+        left = detail;
+        continue;
+      }
+      if (code < 0) {
+        this.texts.forget(taskId);
+        throw scriptError(code, detail, { taskId, expectedRevision, fence, epoch: this.epoch.context(epoch, action) });
+      }
+      this.texts.remember(taskId, envelope.revision, text, summary.state);
+      this.epoch.learn(found);
+      return;
+    }
   }
 
   /** Running tasks of this bucket whose lease nobody holds (`LeaseManager.orphans`). */

@@ -24,6 +24,11 @@ export const TASK_FIELDS = {
   transcriptLength: 'transcriptLength',
   /** The key of the owner's index (`user(owner)`), set with the index entry, so an erasure finds it without JSON. */
   owner: 'owner',
+  /**
+   * Which save wrote the envelope: "<writing store's id>:<revision>". A store sends its next save's envelope as
+   * edits of the one it wrote only while this names its save (`redisEnvelopeText.ts`); absent before 0.4.
+   */
+  etag: 'etag',
 } as const;
 
 export interface RedisKeys {

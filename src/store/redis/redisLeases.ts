@@ -21,6 +21,8 @@ export class RedisLeaseManager implements LeaseManager {
     private readonly clock: Clock,
     private readonly call: RedisCall,
     private readonly epoch: RedisEpoch,
+    /** Told the state of each task read with its lease (the next save's guess of the state it leaves). */
+    private readonly seen: (taskId: string, state: string) => void = () => {},
   ) {}
 
   acquire(taskId: string, ttlMs: number): Promise<Lease | null> {
@@ -70,7 +72,14 @@ export class RedisLeaseManager implements LeaseManager {
     if (!read || wasRead !== 1) return { lease, read: null };
     return {
       lease,
-      read: { quarantined: quarantined ?? null, load: () => envelopeOfHash(taskId, taskKey, envelope, revision) },
+      read: {
+        quarantined: quarantined ?? null,
+        load: () => {
+          const loaded = envelopeOfHash(taskId, taskKey, envelope, revision);
+          if (loaded) this.seen(taskId, loaded.summary.state);
+          return loaded;
+        },
+      },
     };
   }
 

@@ -37,9 +37,13 @@ export type AcquireReply = [
   quarantined?: string | null,
 ];
 
-/** The commands `defineStoreScripts` adds to a client. Prefixed so they cannot clash with an app's own. */
+/**
+ * The commands `defineStoreScripts` adds to a client. Prefixed so they cannot clash with an app's own. A script whose
+ * arguments change takes a new name (`taskStoreSaveEdits`, after `taskStoreSave`), so that stores of two versions
+ * on one client (a benchmark comparing them) do not replace each other's.
+ */
 export interface StoreScripts {
-  taskStoreSave: Command;
+  taskStoreSaveEdits: Command;
   taskStoreAcquireLease: (...args: (string | number)[]) => Promise<AcquireReply>;
   taskStoreRenewLease: Command;
   taskStoreReleaseLease: Command;
@@ -57,13 +61,13 @@ export interface StoreScripts {
 
 const lua = (name: string) => readFileSync(new URL(`./lua/${name}.lua`, import.meta.url), 'utf8');
 
-/** Number of KEYS of the save script: 10 fixed keys, then one index per state. */
-export const SAVE_KEY_COUNT = 10 + TASK_STATES.length;
+/** Number of KEYS of the save script: 10 fixed keys, then the indexes of the new state and of the one left. */
+export const SAVE_KEY_COUNT = 12;
 /** Number of KEYS of the erase script: 13 fixed keys, then one index per state. */
 export const ERASE_KEY_COUNT = 13 + TASK_STATES.length;
 
 const definitions: Record<keyof StoreScripts, { lua: string; numberOfKeys: number }> = {
-  taskStoreSave: { lua: lua('save'), numberOfKeys: SAVE_KEY_COUNT },
+  taskStoreSaveEdits: { lua: lua('save'), numberOfKeys: SAVE_KEY_COUNT },
   taskStoreErase: { lua: lua('erase'), numberOfKeys: ERASE_KEY_COUNT },
   taskStoreForgetTombstone: { lua: lua('forgetTombstone'), numberOfKeys: 2 },
   taskStoreQuarantine: { lua: lua('quarantine'), numberOfKeys: 2 },

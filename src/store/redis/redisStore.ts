@@ -141,8 +141,10 @@ export class RedisStore implements ErasableTaskStore, MandateClaims {
     this.prefix = prefix;
     const keysOf = Array.from({ length: this.buckets }, (_, i) => redisBucketKeys(prefix, i, this.buckets));
     const claimKeys = (mandateId: string) => keysOf[this.buckets === 1 ? 0 : bucketOf(mandateId, this.buckets)]!;
+    // The texts of the last saves, for the next ones' edits (`redisEnvelopeText.ts`): 1,024 tasks (~4 MB) a store.
+    const texts = Math.max(64, Math.ceil(1024 / this.buckets));
     this.parts = keysOf.map(
-      (keys) => new RedisBucket(scripts, keys, prefix, where, this.clock, call, retention, claimKeys),
+      (keys) => new RedisBucket(scripts, keys, prefix, where, this.clock, call, retention, claimKeys, texts),
     );
     this.layout = new RedisLayout(
       client,

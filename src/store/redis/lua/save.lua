@@ -29,24 +29,26 @@
   KEYS[3]   transcript list              KEYS[8]  tombstone string
   KEYS[4]   fence counter (string)       KEYS[9]  index: the owner's tasks by updatedAt (zset)
   KEYS[5]   lease string (token, PX)     KEYS[10] epoch marker (string)
-  KEYS[11..10+S]  index per state (zset), aligned with the state names below
+  KEYS[11]  index of the new state (zset)
+  KEYS[12]  index of the state the writer believes the task is in now (zset; the new state's when it believes so)
 
   ARGV[1]   task id (the member in the indexes)
-  ARGV[2]   expected revision (0 = the task must not exist)
-  ARGV[3]   new revision
-  ARGV[4]   fence presented by the writer, "" for none
-  ARGV[5]   envelope JSON                ARGV[6]  summary JSON
-  ARGV[7]   new state name               ARGV[8]  updatedAt (ms)
-  ARGV[9]   wakeAt (ms), "" for none
-  ARGV[10]  audit length before the append       ARGV[11]  transcript length before the append
-  ARGV[12]  number of audit entries (A)          ARGV[13]  number of transcript entries (T)
-  ARGV[14]  the audit entries as one JSON array
-  ARGV[15]  the epoch the writer learned, "" for none
-  ARGV[16]  a new epoch, created when the writer learned none and there is none ("" otherwise)
-  ARGV[17]  the state names, comma-separated, aligned with KEYS[11..]
-  ARGV[18..17+T]           transcript entries (JSON)
-  ARGV[18+T]  the task's live-event channel (absent or "" for none): once saved, the script publishes
-              "<revision> <audit length> <transcript length>" on it, so no save goes unannounced
+  ARGV[2]   space-separated: expected revision (0 = the task must not exist), new revision, updatedAt (ms), wakeAt
+            (ms, "-" for none), audit length before the append, transcript length before the append, number of
+            audit entries (A), number of transcript entries (T), where the summary's JSON starts in the envelope
+            (bytes from 0) and its length, the new state's name, the name of the state of KEYS[12], and the length in
+            bytes of the stored envelope the edits apply to ("-": ARGV[4] is the whole envelope)
+  ARGV[3]   fence presented by the writer, "" for none
+  ARGV[4]   the envelope JSON; or edits of the stored one, each "<offset>,<removed>,<added>:" (bytes; the offset in
+            the stored text, the edits in order) then the added bytes (`redisEnvelopeText.ts`)
+  ARGV[5]   the writing store's id: the task hash's `etag` becomes "<id>:<new revision>"; edits apply only to an
+            envelope whose `etag` is "<id>:<expected revision>" (written by this store's last save)
+  ARGV[6]   the audit entries as one message (`redisAuditPacking.ts`)
+  ARGV[7]   the transcript entries (JSON, which holds no raw newline), joined by newlines
+  ARGV[8]   the epoch the writer learned, "" for none
+  ARGV[9]   a new epoch, created when the writer learned none and there is none ("" otherwise)
+  ARGV[10]  the task's live-event channel ("" for none): once saved, the script publishes
+            "<revision> <audit length> <transcript length>" on it, so no save goes unannounced
 
   Commands: the epoch marker, fence counter and lease are read with one MGET (a key of another type reads as nil
   there, so only a nil one is looked at again with TYPE); the audit stream's type is left to the XADD, the first
@@ -61,21 +63,25 @@
     {-5, current revision}     a journal's length differs from the one the envelope expects
     {-6, key }                 a task key holds another Redis type
     {-7, key }                 an index key holds another Redis type
-    {-8, state }               unknown state name
     {-9, tombstone }           the task was erased (its tombstone JSON)
     {-10, recorded key }       the task belongs to another owner
     {-11, epoch found|""}      the data set is not the one the writer learned: its marker is gone or differs
     {-12, key }                the epoch marker holds another Redis type
+    {-14, "" }                 edits of an envelope other than the stored one: send it whole
+    {-15, state }              the task is in another state than KEYS[12]'s: send that state's index
 ]]
 local taskKey, auditKey, transcriptKey, fenceKey, leaseKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local updatedKey, wakeKey, tombstoneKey, ownerKey, epochKey = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
-local taskId, expected, revision, fence = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
-local state, updatedAt, wakeAt = ARGV[7], ARGV[8], ARGV[9]
-local auditBefore, transcriptBefore = tonumber(ARGV[10]), tonumber(ARGV[11])
-local auditCount, transcriptCount = tonumber(ARGV[12]), tonumber(ARGV[13])
-local learnedEpoch, newEpoch = ARGV[15], ARGV[16]
-local stateCount = #KEYS - 10
-local firstTranscript = 18
+local stateKey, leftKey = KEYS[11], KEYS[12]
+local taskId, fence, writer = ARGV[1], ARGV[3], ARGV[5]
+local learnedEpoch, newEpoch = ARGV[8], ARGV[9]
+local n = {}
+for word in string.gmatch(ARGV[2], '[^ ]+') do n[#n + 1] = word end
+local expected, revision, updatedAt, wakeAt = tonumber(n[1]), n[2], n[3], n[4]
+local auditBefore, transcriptBefore = tonumber(n[5]), tonumber(n[6])
+local auditCount, transcriptCount = tonumber(n[7]), tonumber(n[8])
+local summaryAt, summaryBytes = tonumber(n[9]), tonumber(n[10])
+local state, leftState, baseBytes = n[11], n[12], n[13]
 
 -- A read that reports a wrong-typed key instead of aborting the script.
 local function read(code, key, ...)
@@ -83,15 +89,6 @@ local function read(code, key, ...)
   if type(reply) == 'table' and reply.err then return nil, {code, key} end
   return reply, nil
 end
-
-local stateKeys = {}
-local i = 0
-for name in string.gmatch(ARGV[17], '[^,]+') do
-  i = i + 1
-  stateKeys[name] = KEYS[10 + i]
-end
-if i ~= stateCount then return {-8, ARGV[17]} end
-if not stateKeys[state] then return {-8, state} end
 
 -- One read for the three strings. MGET gives nil for a key of another type: only a nil one is looked at again.
 local strings = redis.call('MGET', epochKey, fenceKey, leaseKey)
@@ -112,10 +109,11 @@ if failure then return failure end
 if tombstone then return {-9, tombstone} end
 
 local current
-current, failure = read(-6, taskKey, 'HMGET', taskKey, 'revision', 'state', 'auditLength', 'owner', 'transcriptLength')
+current, failure = read(-6, taskKey, 'HMGET', taskKey, 'revision', 'state', 'auditLength', 'owner', 'transcriptLength',
+  'etag')
 if failure then return failure end
 local currentRevision, oldState, auditLength, recordedOwner = current[1], current[2], tonumber(current[3] or '0'), current[4]
-local recordedTranscript = current[5]
+local recordedTranscript, etag = current[5], current[6]
 
 failure = checkString(-6, fenceKey, currentFence) or checkString(-6, leaseKey, holder)
 if failure then return failure end
@@ -145,9 +143,33 @@ if auditLength ~= auditBefore or transcriptLength ~= transcriptBefore then
   return {-5, currentRevision or ''}
 end
 
+-- The state the task leaves must be the one whose index the writer sent.
+if oldState and oldState ~= state and oldState ~= leftState then return {-15, oldState} end
+
+-- The envelope: whole, or the stored one with the edits spliced in (only onto the text they were made from).
+local envelope = ARGV[4]
+if baseBytes ~= '-' then
+  local stored = redis.call('HGET', taskKey, 'envelope')
+  if etag ~= writer .. ':' .. expected or not stored or #stored ~= tonumber(baseBytes) then return {-14, ''} end
+  local parts, count, from, at = {}, 0, 1, 1
+  while at <= #envelope do
+    local _, stop, offset, removed, added = string.find(envelope, '^(%d+),(%d+),(%d+):', at)
+    if not stop then return {-14, ''} end
+    offset, removed, added = tonumber(offset), tonumber(removed), tonumber(added)
+    if offset + 1 < from or offset + removed > #stored or stop + added > #envelope then return {-14, ''} end
+    parts[count + 1] = string.sub(stored, from, offset)
+    parts[count + 2] = string.sub(envelope, stop + 1, stop + added)
+    count = count + 2
+    from = offset + removed + 1
+    at = stop + added + 1
+  end
+  parts[count + 1] = string.sub(stored, from)
+  envelope = table.concat(parts)
+end
+
 -- Index keys: a wrong type would fail a ZADD after the task was written, so look first.
-local indexes = {updatedKey, wakeKey, ownerKey, stateKeys[state]}
-if oldState and stateKeys[oldState] and oldState ~= state then indexes[#indexes + 1] = stateKeys[oldState] end
+local indexes = {updatedKey, wakeKey, ownerKey, stateKey}
+if oldState and oldState ~= state then indexes[#indexes + 1] = leftKey end
 for _, key in ipairs(indexes) do
   _, failure = read(-7, key, 'ZSCORE', key, taskId)
   if failure then return failure end
@@ -156,7 +178,7 @@ end
 -- Writes. The XADD goes first: it is the only one that can still be refused (a message someone else added past
 -- our last entry, or a key of another type), and then nothing else has been written.
 if auditCount > 0 then
-  local added = redis.pcall('XADD', auditKey, (auditBefore + 1) .. '-0', 'entries', ARGV[14], 'count', auditCount)
+  local added = redis.pcall('XADD', auditKey, (auditBefore + 1) .. '-0', 'entries', ARGV[6], 'count', auditCount)
   if type(added) == 'table' and added.err then
     if string.sub(added.err, 1, 9) == 'WRONGTYPE' then return {-6, auditKey} end
     return {-5, currentRevision or ''}
@@ -166,28 +188,40 @@ if not epoch and newEpoch ~= '' then
   redis.call('SET', epochKey, newEpoch, 'NX')
   epoch = newEpoch
 end
--- unpack() is bounded by the Lua stack, so long appends go in chunks.
-local last = firstTranscript + transcriptCount - 1
-for from = firstTranscript, last, 1000 do
-  redis.call('RPUSH', transcriptKey, unpack(ARGV, from, math.min(from + 999, last)))
+-- The transcript entries, split at their newlines, pushed in chunks (unpack() is bounded by the Lua stack).
+if transcriptCount > 0 then
+  local entries, text, at = {}, ARGV[7], 1
+  while true do
+    local stop = string.find(text, '\n', at, true)
+    if not stop then
+      entries[#entries + 1] = string.sub(text, at)
+      break
+    end
+    entries[#entries + 1] = string.sub(text, at, stop - 1)
+    at = stop + 1
+  end
+  for from = 1, #entries, 1000 do
+    redis.call('RPUSH', transcriptKey, unpack(entries, from, math.min(from + 999, #entries)))
+  end
 end
 redis.call('HSET', taskKey,
-  'envelope', ARGV[5], 'summary', ARGV[6], 'revision', revision, 'state', state, 'fence', fence,
-  'auditLength', auditBefore + auditCount, 'transcriptLength', transcriptBefore + transcriptCount, 'owner', ownerKey)
+  'envelope', envelope, 'summary', string.sub(envelope, summaryAt + 1, summaryAt + summaryBytes), 'revision', revision,
+  'state', state, 'fence', fence, 'auditLength', auditBefore + auditCount,
+  'transcriptLength', transcriptBefore + transcriptCount, 'owner', ownerKey, 'etag', writer .. ':' .. revision)
 
 redis.call('ZADD', updatedKey, updatedAt, taskId)
 redis.call('ZADD', ownerKey, updatedAt, taskId)
-if oldState and oldState ~= state and stateKeys[oldState] then
-  redis.call('ZREM', stateKeys[oldState], taskId)
+if oldState and oldState ~= state then
+  redis.call('ZREM', leftKey, taskId)
 end
-redis.call('ZADD', stateKeys[state], updatedAt, taskId)
-if wakeAt ~= '' then
+redis.call('ZADD', stateKey, updatedAt, taskId)
+if wakeAt ~= '-' then
   redis.call('ZADD', wakeKey, wakeAt, taskId)
 else
   redis.call('ZREM', wakeKey, taskId)
 end
-local channel = ARGV[18 + transcriptCount]
-if channel and channel ~= '' then
+local channel = ARGV[10]
+if channel ~= '' then
   redis.call('PUBLISH', channel,
     revision .. ' ' .. (auditBefore + auditCount) .. ' ' .. (transcriptBefore + transcriptCount))
 end
