@@ -6,7 +6,7 @@
  * action a pure step in `steps/` that returns a context patch, the journal entries to append, and for host events
  * the chart's answer.
  */
-import { enqueueActions, fromPromise, setup } from 'xstate';
+import { type EventObject, fromPromise, setup } from 'xstate';
 import type * as A from './actors.js';
 import type { AgentContext, AgentInput, Outcome } from './context.js';
 import type { AgentEvent } from './events.js';
@@ -25,7 +25,7 @@ import { modelGuards as model } from './guards/model.js';
 import { recheckGuards as recheck } from './guards/recheck.js';
 import { reviewGuards as review } from './guards/review.js';
 import { vettingGuards as vetting } from './guards/vetting.js';
-import type { MachineEmitted, TranscriptEntry } from './journal.js';
+import type { AuditEntry, MachineEmitted, TranscriptEntry } from './journal.js';
 import type { CompactionState } from './compactions.js';
 import { entriesTokens } from './lib/conversationSize.js';
 import * as asking from './steps/confirmation.js';
@@ -212,19 +212,27 @@ export function agentSetup(toolkit: Toolkit) {
     },
   });
 
+  const NOTHING_EMITTED = Object.freeze([]) as unknown as MachineEmitted[];
   /** Wires a pure step as an action: assign its context patch, emit its journal entries and its answer. */
   const action = (step: Step) =>
     base.createAction(
       stepAction((context, event) => {
         const result = step(context, event as A.MachineEvent, toolkit);
-        const entries = result.transcript ?? [];
+        const entries = result.transcript;
         // What the conversation grows by, counted as it is recorded (the guard of `compacting` reads it).
-        const grown = entries.length ? withEntries(result.context?.compaction ?? context.compaction, entries) : null;
+        const grown = entries?.length ? withEntries(result.context?.compaction ?? context.compaction, entries) : null;
         const patch = grown ? { ...result.context, compaction: grown } : (result.context ?? null);
-        const emitted: MachineEmitted[] = [];
-        for (const entry of result.audit ?? []) emitted.push({ type: 'audit', entry });
-        for (const entry of entries) emitted.push({ type: 'transcript', entry });
-        if (result.reply) emitted.push({ type: 'reply', reply: result.reply });
+        // Most steps emit nothing: they share one empty list (stepAction only reads it).
+        if (!result.audit?.length && !entries?.length && !result.reply) return { patch, emitted: NOTHING_EMITTED };
+        // Made at its size (a list grown by push starts with room for sixteen).
+        const audit = result.audit ?? NOTHING_EMITTED;
+        const transcript = entries ?? NOTHING_EMITTED;
+        const emitted = new Array<MachineEmitted>(audit.length + transcript.length + (result.reply ? 1 : 0));
+        let at = 0;
+        for (let i = 0; i < audit.length; i++) emitted[at++] = { type: 'audit', entry: audit[i] as AuditEntry };
+        for (let i = 0; i < transcript.length; i++)
+          emitted[at++] = { type: 'transcript', entry: transcript[i] as TranscriptEntry };
+        if (result.reply) emitted[at] = { type: 'reply', reply: result.reply };
         return { patch, emitted };
       }) as unknown as Parameters<typeof base.createAction>[0],
     );
@@ -241,13 +249,13 @@ export function agentSetup(toolkit: Toolkit) {
       ...steps(turn, ['rejectWholeBatch', 'acceptProposal', 'recordQuestion', 'recordUserAnswer']),
       /** Settles the turn's budget, then hands the model's event to the chart as `model.*`. */
       relayModelOutput: base.createAction(
-        enqueueActions(({ context, event, enqueue }) => {
+        stepAction((context, event) => {
           const result = turn.settleModelTurn(context, event as A.MachineEvent, toolkit);
-          if (result.context) enqueue.assign(result.context);
-          for (const entry of result.audit ?? []) enqueue.emit({ type: 'audit', entry });
+          const emitted: MachineEmitted[] = (result.audit ?? []).map((entry) => ({ type: 'audit', entry }));
           const output = (event as unknown as { output: A.ModelActorOutput }).output;
-          if (output.kind === 'replied') enqueue.raise(output.event);
-        }),
+          const raised = output.kind === 'replied' ? (output.event as EventObject) : undefined;
+          return { patch: result.context ?? null, emitted, raised };
+        }) as unknown as Parameters<typeof base.createAction>[0],
       ),
       ...steps(waiting, ['pauseForModel', 'resumeModel', 'expireQuestion', 'stopForNoAnswer']),
       ...steps(waiting, ['retryModelNow', 'refuseModelRetry']),

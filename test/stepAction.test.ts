@@ -1,7 +1,7 @@
 /**
  * stepAction (machines/stepAction.ts) relies on XState internals: a built-in action is an object with `resolve`,
- * called with (scope, snapshot, args) and returning [snapshot, params, actions]; `assign(...).resolve` applies a
- * patch. These tests run a step both ways, as stepAction and as the `enqueueActions` it replaced, and ask for the same
+ * called with (scope, snapshot, args) and returning [snapshot, params, actions], and its copy of the snapshot must equal
+ * the one `assign` makes. These tests run a step both ways, as stepAction and as the `enqueueActions` it replaced, and ask for the same
  * snapshots, emitted events, inspection events and errors: an XState upgrade that changes those internals fails here
  * by name, not somewhere in a task's run.
  */
@@ -19,7 +19,7 @@ import { describe, expect, it } from 'vitest';
 import { type StepOutcome, stepAction } from '../machines/stepAction.js';
 
 type Ctx = { count: number; seen: number[] };
-type Ev = { type: 'go'; by: number } | { type: 'boom' } | { type: 'next' };
+type Ev = { type: 'go'; by: number } | { type: 'boom' } | { type: 'next' } | { type: 'relay' };
 
 function machineWith(kind: 'step' | 'enqueue') {
   const run = (context: Ctx, event: Ev): StepOutcome => {
@@ -28,15 +28,18 @@ function machineWith(kind: 'step' | 'enqueue') {
     return {
       patch: { count: context.count + by } as never,
       emitted: [{ type: 'audit', entry: { n: context.count } } as never, { type: 'reply', reply: by } as never],
+      // As relayModelOutput: the model's event raised after the step's own.
+      ...(event.type === 'relay' ? { raised: { type: 'next' } } : {}),
     };
   };
   const step = (
     kind === 'step'
       ? stepAction(run as never)
       : enqueueActions(({ context, event, enqueue }) => {
-          const { patch, emitted } = run(context as Ctx, event as Ev);
+          const { patch, emitted, raised } = run(context as Ctx, event as Ev);
           if (patch) enqueue.assign(patch as never);
           for (const e of emitted) enqueue.emit(e as never);
+          if (raised) enqueue.raise(raised as never);
         })
   ) as never;
   return setup({
@@ -55,9 +58,10 @@ function machineWith(kind: 'step' | 'enqueue') {
         on: {
           go: { target: 'done', actions: ['step', 'note', raise({ type: 'next' }), 'after'] },
           boom: { actions: ['step'] },
+          relay: { target: 'done', actions: ['step', 'after'] },
         },
       },
-      done: { on: { next: { actions: ['step', 'note'] } } },
+      done: { tags: ['finished'], on: { next: { actions: ['step', 'note'] } } },
     },
   });
 }
@@ -81,7 +85,17 @@ function runBoth(events: Ev[]) {
     actor.start();
     for (const event of events) (actor as AnyActorRef).send(event);
     const snapshot = actor.getSnapshot();
-    return { inspected, emitted, errors, status: snapshot.status, value: snapshot.value, context: snapshot.context };
+    return {
+      inspected,
+      emitted,
+      errors,
+      status: snapshot.status,
+      value: snapshot.value,
+      context: snapshot.context,
+      tags: [...snapshot.tags],
+      keys: Object.keys(snapshot),
+      persisted: JSON.stringify(actor.getPersistedSnapshot()),
+    };
   });
   return { step: out[0]!, enqueue: out[1]! };
 }
@@ -105,6 +119,27 @@ describe('stepAction', () => {
       'action xstate.emit',
       'action xstate.emit',
       'action xstate.emit',
+    ]);
+  });
+
+  it('raises its event after its emitted ones, as enqueue.raise did', () => {
+    const { step, enqueue } = runBoth([{ type: 'relay' }]);
+    expect(step).toEqual(enqueue);
+    expect(step.tags).toEqual(['finished']);
+    expect(step.inspected.filter((e) => e.startsWith('action'))).toEqual([
+      'action xstate.emit',
+      'action xstate.emit',
+      'action xstate.raise',
+      'action xstate.emit',
+      'action xstate.emit',
+      'action xstate.emit',
+    ]);
+    expect(step.emitted.map((e) => (e as { type: string }).type)).toEqual([
+      'audit',
+      'reply',
+      'after',
+      'audit',
+      'reply',
     ]);
   });
 

@@ -62,6 +62,36 @@ describe('canonicalJson', () => {
     },
   );
 
+  it('writes what it always wrote, whether the value is canonical as it stands or not', () => {
+    // The text `write` alone gave before the fast path (JSON.stringify of the value already canonical).
+    const cases: [unknown, string][] = [
+      [{ a: 1, b: [true, null, 'x', -0, 1e21, 0.1] }, '{"a":1,"b":[true,null,"x",0,1e+21,0.1]}'],
+      [{ '10': 1, '9': 2 }, '{"10":1,"9":2}'],
+      [{ é: 'a\u2028\ud800', e: '"' }, '{"e":"\\"","é":"a\u2028\\ud800"}'],
+      [Object.assign(Object.create(null) as object, { b: 1, a: 2 }), '{"a":2,"b":1}'],
+      [[[], {}, [{}]], '[[],{},[{}]]'],
+      [{ toJSON: 'kept as a key' }, '{"toJSON":"kept as a key"}'],
+    ];
+    for (const [value, text] of cases) expect(canonicalJson(value)).toBe(text);
+    // A shared (not cyclic) object is written twice, as before; a hole as nothing, as `join` writes it.
+    const shared = { x: 1 };
+    expect(canonicalJson({ a: shared, b: [shared] })).toBe('{"a":{"x":1},"b":[{"x":1}]}');
+    const holed = [1, 2, 3];
+    delete holed[1];
+    expect(canonicalJson(holed)).toBe('[1,,3]');
+    // A toJSON is never called: an instance is refused, an array's own one ignored.
+    class Money {
+      constructor(readonly amount: number) {}
+      toJSON() {
+        return 'hidden';
+      }
+    }
+    expect(() => canonicalJson({ a: new Money(1) })).toThrow(TypeError);
+    const withToJson = [1] as unknown as { toJSON: () => string };
+    withToJson.toJSON = () => 'x';
+    expect(canonicalJson(withToJson)).toBe('[1]');
+  });
+
   it('refuses cycles', () => {
     const a: Record<string, unknown> = {};
     a.self = a;

@@ -1,4 +1,7 @@
-/** runWithTimeout: a synchronous answer is taken as is (no timer, no listener); an asynchronous one races its deadline. */
+/**
+ * runWithTimeout: a synchronous answer, or a promise already settled, is taken as is (no timer, no listener); an
+ * asynchronous one races its deadline.
+ */
 import { describe, expect, it } from 'vitest';
 import type { Clock } from '../src/clock.js';
 import { Cancel, runWithTimeout } from '../src/runtime/timeouts.js';
@@ -35,6 +38,31 @@ describe('runWithTimeout', () => {
     expect(listeners).toEqual([]);
   });
 
+  it('takes an answer already settled (an async function that never awaited) with no timer and no listener', async () => {
+    const clock = countingClock(new ManualClock());
+    const parent = new Cancel();
+    let listeners = 0;
+    const onAbort = parent.onAbort.bind(parent);
+    parent.onAbort = (fn) => ((listeners += 1), onAbort(fn));
+    const answer = async () => ({ ok: true });
+    expect(await runWithTimeout(clock, 1_000, parent, answer)).toEqual({ kind: 'done', value: { ok: true } });
+    await expect(runWithTimeout(clock, 1_000, parent, () => Promise.reject(new Error('refused')))).rejects.toThrow(
+      'refused',
+    );
+    expect(clock.timers).toBe(0);
+    expect(listeners).toBe(0);
+    // A parent stopped before the still pending answer is timed: aborted, and the work's stop is told.
+    let seen: Cancel | null = null;
+    const running = runWithTimeout(clock, 1_000, parent, (stop) => {
+      seen = stop;
+      return new Promise<string>(() => {});
+    });
+    parent.abort();
+    expect(await running).toEqual({ kind: 'aborted' });
+    expect(seen!.aborted).toBe(true);
+    expect(clock.timers).toBe(0);
+  });
+
   it('propagates what a synchronous work throws', async () => {
     const clock = countingClock(new ManualClock());
     await expect(
@@ -52,6 +80,8 @@ describe('runWithTimeout', () => {
       seen = stop.signal;
       return new Promise<string>(() => {});
     });
+    // Set a microtask later (after an already settled answer would have been taken).
+    await Promise.resolve();
     expect(clock.timers).toBe(1);
     expect(seen!.aborted).toBe(false);
     await manual.advance(500);

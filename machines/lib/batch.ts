@@ -86,14 +86,18 @@ export interface Step {
  */
 export function nextStep(batch: Batch | null): Step | null {
   if (!batch) return null;
-  const start = batch.calls.findIndex((c) => c.phase !== 'finished');
-  if (start < 0) return null;
-  const first = batch.calls[start]!;
+  // Plain loops: the guards ask this several times a round.
+  const calls = batch.calls;
+  let start = 0;
+  while (start < calls.length && calls[start]!.phase === 'finished') start++;
+  if (start === calls.length) return null;
+  const first = calls[start]!;
   if (first.effect === 'write' || first.confirmation !== null) {
     return { kind: first.effect, callIds: [first.callId], needsConfirmation: first.confirmation !== null };
   }
   const callIds: string[] = [];
-  for (const call of batch.calls.slice(start)) {
+  for (let i = start; i < calls.length; i++) {
+    const call = calls[i]!;
     if (call.phase === 'finished') continue;
     if (call.phase !== 'ready' || call.effect !== 'read' || call.confirmation !== null) break;
     callIds.push(call.callId);
@@ -112,7 +116,11 @@ export function isBatchComplete(batch: Batch | null): boolean {
 }
 
 export function findCall(batch: Batch | null, callId: string | null): CallState | undefined {
-  return callId === null ? undefined : batch?.calls.find((c) => c.callId === callId);
+  if (callId === null || !batch) return undefined;
+  // A plain loop: no closure per look-up, and the guards look several times a round.
+  const calls = batch.calls;
+  for (let i = 0; i < calls.length; i++) if (calls[i]!.callId === callId) return calls[i];
+  return undefined;
 }
 
 /** The call the current single-call state works on (`batch.current`). */

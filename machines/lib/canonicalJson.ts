@@ -11,7 +11,47 @@
  * sends often is), and the objects being written kept as a stack (the nesting is shallow) instead of a set.
  */
 export function canonicalJson(value: unknown): string {
-  return write(value, []);
+  // Most values are canonical as they stand (keys in order, nothing JSON cannot say): then `JSON.stringify` writes the
+  // same text, in one flat string, where `write` joins a string per value (the garbage, and their flattening).
+  return isCanonical(value, []) ? JSON.stringify(value) : write(value, []);
+}
+
+/**
+ * Whether `JSON.stringify(value)` is already its canonical text: only null, booleans, strings, finite numbers, arrays
+ * without holes and plain objects with their keys in order, no cycle, no `toJSON` anywhere (not even inherited).
+ * Anything else goes to `write`, which sorts or throws as it always did.
+ */
+function isCanonical(value: unknown, ancestors: object[]): boolean {
+  if (value === null) return true;
+  switch (typeof value) {
+    case 'boolean':
+    case 'string':
+      return true;
+    case 'number':
+      return Number.isFinite(value);
+    case 'object':
+      break;
+    default:
+      return false;
+  }
+  const object = value as object;
+  if ('toJSON' in object || ancestors.includes(object)) return false;
+  ancestors.push(object);
+  let canonical = true;
+  if (Array.isArray(object)) {
+    for (let i = 0; i < object.length && canonical; i++)
+      canonical = i in object && isCanonical(object[i] as unknown, ancestors);
+  } else {
+    const proto = Object.getPrototypeOf(object);
+    const keys = proto === Object.prototype || proto === null ? Object.keys(object) : null;
+    canonical = keys !== null && inOrder(keys);
+    for (let i = 0; keys && i < keys.length && canonical; i++) {
+      const item = (object as Record<string, unknown>)[keys[i]!];
+      canonical = item !== undefined && isCanonical(item, ancestors);
+    }
+  }
+  ancestors.pop();
+  return canonical;
 }
 
 function write(value: unknown, ancestors: object[]): string {

@@ -16,6 +16,7 @@ import {
   updateCall,
 } from '../lib/batch.js';
 import { debit } from '../lib/budget.js';
+import { patchedContext } from '../lib/contextCopy.js';
 import { fingerprint } from '../lib/fingerprint.js';
 import type { AuditEntry, TranscriptEntry } from '../journal.js';
 import { auditEntry, gateEntry, timeOf } from '../journal.js';
@@ -193,7 +194,7 @@ export const finishReads: Step = (context, event, toolkit) => {
   const output = outputOf(event, 'reads');
   const at = timeOf(context, event);
   // One working copy for all the results (this step's own object: each result's fields are set on it in turn).
-  const next: AgentContext = { ...context };
+  const next: AgentContext = patchedContext(context);
   const audit: AuditEntry[] = [];
   for (const result of output.results) {
     const call = findCall(next.batch, result.callId);

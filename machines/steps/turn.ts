@@ -3,6 +3,7 @@ import type { MachineEvent } from '../actors.js';
 import { outputOf } from '../actors.js';
 import type { AgentContext, AgentInput } from '../context.js';
 import { createBatch, rejectedBatch } from '../lib/batch.js';
+import { patchedContext } from '../lib/contextCopy.js';
 import { ZERO_COUNTERS, debit, modelTurnNeed } from '../lib/budget.js';
 import { protocolVerdict } from '../lib/protocol.js';
 import { utf8Length } from '../lib/strictJson.js';
@@ -131,7 +132,7 @@ function startWarnings(context: AgentContext, toolkit: Toolkit): StartWarning[] 
 /** Debits the turn (one model turn, its token and cost reservation) before the model is asked. */
 export const startModelTurn: Step = (context, event, toolkit) => {
   const turn = context.turn + 1;
-  const next = { ...context, turn };
+  const next = patchedContext(context, { turn });
   const need = modelTurnNeed(context.modelReservation, context.budget);
   const hosts = offeredTools(toolkit, {
     turn,

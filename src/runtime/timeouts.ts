@@ -70,8 +70,9 @@ export class Cancel {
  * `work` ignores its stop. Errors thrown by `work` propagate.
  *
  * A `work` that answers synchronously (a hook that returns a value, not a promise) is done there: no timer is set
- * and no listener added, since nothing could have interrupted it. The round's hooks are often such. An asynchronous
- * one costs one timer and one listener, and an `AbortSignal` only if the work asks its stop for one.
+ * and no listener added, since nothing could have interrupted it. The round's hooks are often such. One that returns
+ * a promise already settled (an async function that never awaited) is done a microtask later, with neither either.
+ * Any other costs one timer and one listener, and an `AbortSignal` only if the work asks its stop for one.
  */
 export function runWithTimeout<T>(
   clock: Clock,
@@ -95,8 +96,11 @@ export function runWithTimeout<T>(
     answer.then(undefined, () => {});
     return Promise.resolve({ kind: 'aborted' });
   }
+  const pending = answer;
   return new Promise<Timed<T>>((resolve, reject) => {
     let settled = false;
+    let cancelTimer = NOTHING;
+    let forget = NOTHING;
     const settle = (finish: () => void) => {
       if (settled) return;
       settled = true;
@@ -104,21 +108,34 @@ export function runWithTimeout<T>(
       forget();
       finish();
     };
-    const cancelTimer = clock.setTimeout(() => {
-      stop.abort(new TimeoutError(ms));
-      settle(() => resolve({ kind: 'timeout' }));
-    }, ms);
-    const forget = onAbort(parent, () => {
-      stop.abort(parent.reason);
-      settle(() => resolve({ kind: 'aborted' }));
-    });
     // A late rejection after the timeout won the race is dropped: it must not become an unhandled rejection.
-    answer.then(
+    pending.then(
       (value) => settle(() => resolve({ kind: 'done', value })),
       (error: unknown) => settle(() => reject(error as Error)),
     );
+    // The timer and the parent's listener are set a microtask later: the reaction above to a promise that is already
+    // settled (an async function that never awaited: most reads, most models' replies in tests) runs first, and
+    // needs neither. One that is still pending is timed from then, the same tick.
+    queueMicrotask(() => {
+      if (settled) return;
+      if (parent.aborted) {
+        stop.abort(parent.reason);
+        settle(() => resolve({ kind: 'aborted' }));
+        return;
+      }
+      cancelTimer = clock.setTimeout(() => {
+        stop.abort(new TimeoutError(ms));
+        settle(() => resolve({ kind: 'timeout' }));
+      }, ms);
+      forget = onAbort(parent, () => {
+        stop.abort(parent.reason);
+        settle(() => resolve({ kind: 'aborted' }));
+      });
+    });
   });
 }
+
+const NOTHING = () => {};
 
 /** Calls `fn` once when `parent` stops; returns a function that forgets it. */
 function onAbort(parent: Cancel | AbortSignal, fn: () => void): () => void {

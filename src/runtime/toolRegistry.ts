@@ -205,14 +205,18 @@ export class ToolRegistry {
 
   /** The tools a principal may use (holds every required scope): the only ones offered to the model. */
   offeredTo(principal: Readonly<Principal>): OfferedTool[] {
-    return [...this.tools.values()]
-      .filter((tool) => hasScopes(principal, tool.scopes))
-      .map((tool) => ({
+    // Asked every model turn: one array, not three.
+    const offered: OfferedTool[] = [];
+    for (const tool of this.tools.values()) {
+      if (!hasScopes(principal, tool.scopes)) continue;
+      offered.push({
         name: tool.name,
         description: tool.description,
         parameters: this.schemas.get(tool.name)!,
         effect: tool.effect,
-      }));
+      });
+    }
+    return offered;
   }
 }
 

@@ -3,7 +3,7 @@
  * and resolves with exactly one validated `model.*` event, or with the failure as data.
  */
 import type { ModelActorInput, ModelActorOutput, ModelCompaction } from '../../../machines/actors.js';
-import type { Provenance } from '../../../machines/context.js';
+import type { AgentContext, Provenance } from '../../../machines/context.js';
 import { type ModelEvent, RECEIVED, modelEventSchema } from '../../../machines/events.js';
 import { MODEL_FAILURE_CODES, type ModelFailureCode } from '../../../machines/failures.js';
 import { cap, safeErrorText, zodSummary } from '../../../machines/lib/text.js';
@@ -11,6 +11,7 @@ import { backoffDelay, sleep } from '../../clock.js';
 import {
   type ModelReply,
   type ModelReplyWithVersion,
+  type OfferedTool,
   TransientModelError,
   modelProvenance,
 } from '../../model/agentModel.js';
@@ -18,6 +19,7 @@ import type { ActorHost } from '../actorHost.js';
 import { scopeOf, sealModelEvent, sealReceived } from '../sealing.js';
 import { liveText } from './modelLive.js';
 import { runWithTimeout } from '../timeouts.js';
+import { NO_TRACING } from '../tracing.js';
 import { fromTask } from './taskLogic.js';
 import { canProposePlan } from '../../../machines/lib/plan.js';
 import { PLAN_TOOL } from '../../../machines/plans.js';
@@ -53,18 +55,13 @@ export function modelActor(host: ActorHost) {
               turn: input.turn,
               goal: context.goal,
               principal: { userId: context.principal.userId, tenantId: context.principal.tenantId },
-              tools: [
-                ...host.registry
-                  .offeredTo(context.principal)
-                  .filter((tool) => context.offered === null || context.offered.includes(tool.name))
-                  // A sub-task is offered only the subset of tools its parent gave it.
-                  .filter((tool) => context.tools === null || context.tools.includes(tool.name)),
-                ...(canProposePlan(context) ? [PLAN_TOOL_DEFINITION] : []),
-                ...decisionTools(context, host.registry.toolkit),
-              ],
+              tools: toolsOffered(host, context),
               observations: input.observations,
               transcript: () => task.transcript(),
-              signal: s.signal,
+              // Made only if the model looks (an AbortController costs about 3 µs): one that answers at once never does.
+              get signal() {
+                return s.signal;
+              },
               ...(compaction ? { compaction: { level: compaction.level } } : {}),
               ...(summary ? { summary } : {}),
               ...(live ? { onText: live.push, onCallText: live.call } : {}),
@@ -74,33 +71,36 @@ export function modelActor(host: ActorHost) {
               (error: unknown) => ({ ok: false as const, error }),
             ),
         );
-      // The GenAI semantic conventions' names: operation, model, token usage.
-      const timed = await host.tracing.span(
-        input.taskId,
-        `chat ${host.model.name}`,
-        {
-          'gen_ai.operation.name': 'chat',
-          'gen_ai.request.model': host.model.name,
-          'statechart_agent.turn': input.turn,
-          'statechart_agent.model.retry': retriesUsed,
-        },
-        ask,
-        (timed) => {
-          if (timed.kind !== 'done') return { error: `model call ${timed.kind}` };
-          if (!timed.value.ok) return { error: safeErrorText(timed.value.error) };
-          const usage = timed.value.reply?.usage;
-          const finite = (n: unknown) => (typeof n === 'number' && Number.isFinite(n) ? { value: n } : null);
-          const inputTokens = finite(usage?.inputTokens);
-          const outputTokens = finite(usage?.outputTokens);
-          return {
-            attributes: {
-              'statechart_agent.reply.type': String(timed.value.reply?.type),
-              ...(inputTokens ? { 'gen_ai.usage.input_tokens': inputTokens.value } : {}),
-              ...(outputTokens ? { 'gen_ai.usage.output_tokens': outputTokens.value } : {}),
+      // The GenAI semantic conventions' names: operation, model, token usage. Without tracing (the default), the
+      // span's name and attributes are not even made.
+      const timed = await (host.tracing === NO_TRACING
+        ? ask()
+        : host.tracing.span(
+            input.taskId,
+            `chat ${host.model.name}`,
+            {
+              'gen_ai.operation.name': 'chat',
+              'gen_ai.request.model': host.model.name,
+              'statechart_agent.turn': input.turn,
+              'statechart_agent.model.retry': retriesUsed,
             },
-          };
-        },
-      );
+            ask,
+            (timed) => {
+              if (timed.kind !== 'done') return { error: `model call ${timed.kind}` };
+              if (!timed.value.ok) return { error: safeErrorText(timed.value.error) };
+              const usage = timed.value.reply?.usage;
+              const finite = (n: unknown) => (typeof n === 'number' && Number.isFinite(n) ? { value: n } : null);
+              const inputTokens = finite(usage?.inputTokens);
+              const outputTokens = finite(usage?.outputTokens);
+              return {
+                attributes: {
+                  'statechart_agent.reply.type': String(timed.value.reply?.type),
+                  ...(inputTokens ? { 'gen_ai.usage.input_tokens': inputTokens.value } : {}),
+                  ...(outputTokens ? { 'gen_ai.usage.output_tokens': outputTokens.value } : {}),
+                },
+              };
+            },
+          ));
       const answered = timed.kind === 'done' ? timed.value : null;
       if (answered?.ok) live?.finish();
       else live?.discard();
@@ -166,6 +166,20 @@ export function modelActor(host: ActorHost) {
       await sleep(clock, delay, stop.signal);
     }
   });
+}
+
+/** The tools offered to the model this turn: the host's, narrowed by the offer rule and a sub-task's subset, then the host's own. */
+function toolsOffered(host: ActorHost, context: AgentContext) {
+  const tools: OfferedTool[] = [];
+  for (const tool of host.registry.offeredTo(context.principal)) {
+    if (context.offered !== null && !context.offered.includes(tool.name)) continue;
+    // A sub-task is offered only the subset of tools its parent gave it.
+    if (context.tools !== null && !context.tools.includes(tool.name)) continue;
+    tools.push(tool);
+  }
+  if (canProposePlan(context)) tools.push(PLAN_TOOL_DEFINITION);
+  for (const tool of decisionTools(context, host.registry.toolkit)) tools.push(tool);
+  return tools;
 }
 
 const REFUSAL_CODES: ReadonlySet<string> = new Set(MODEL_FAILURE_CODES.filter((c) => c !== 'model_unavailable'));

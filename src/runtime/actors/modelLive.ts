@@ -24,12 +24,15 @@ export function liveText(host: ActorHost, taskId: string, turn: number, attempt:
     asked = true;
     bus.has(taskId);
   };
-  const relay = textRelay(
-    (text) => sealLiveText(host.registry, scope, text),
-    (text, replace) => bus.emit({ kind: 'text', taskId, turn, attempt, text, replace }),
-    () => bus.has(taskId),
-  );
-  const calls = new Map<number, ReturnType<typeof callRelay>>();
+  // Both made with the first piece of their kind: a model that does not stream makes neither.
+  let prose: ReturnType<typeof textRelay> | null = null;
+  const textRelayOnce = () =>
+    (prose ??= textRelay(
+      (text) => sealLiveText(host.registry, scope, text),
+      (text, replace) => bus.emit({ kind: 'text', taskId, turn, attempt, text, replace }),
+      () => bus.has(taskId),
+    ));
+  let calls: Map<number, ReturnType<typeof callRelay>> | null = null;
   const callRelay = (index: number) => {
     const call = { callId: null as string | null, name: null as string | null };
     const redacted = (text: string | null) => (text === null ? null : host.registry.privacy.text(scope, text));
@@ -66,7 +69,7 @@ export function liveText(host: ActorHost, taskId: string, turn: number, attempt:
       if (over) return;
       try {
         ask();
-        relay.push(delta);
+        textRelayOnce().push(delta);
       } catch {
         // Nothing shown; the reply is unaffected.
       }
@@ -76,6 +79,7 @@ export function liveText(host: ActorHost, taskId: string, turn: number, attempt:
       try {
         ask();
         if (!Number.isSafeInteger(delta?.index) || delta.index < 0 || delta.index > 1_000) return;
+        calls ??= new Map();
         let entry = calls.get(delta.index);
         if (!entry) calls.set(delta.index, (entry = callRelay(delta.index)));
         if (typeof delta.callId === 'string' && delta.callId !== '') entry.call.callId = delta.callId;
@@ -90,8 +94,8 @@ export function liveText(host: ActorHost, taskId: string, turn: number, attempt:
       if (over) return;
       over = true;
       try {
-        relay.finish();
-        for (const entry of calls.values()) entry.relay.finish();
+        prose?.finish();
+        for (const entry of calls?.values() ?? []) entry.relay.finish();
       } catch {
         // Nothing more shown; the reply is unaffected.
       }
@@ -100,7 +104,7 @@ export function liveText(host: ActorHost, taskId: string, turn: number, attempt:
     discard: () => {
       if (over) return;
       over = true;
-      if (relay.sent || [...calls.values()].some((entry) => entry.relay.sent))
+      if (prose?.sent || [...(calls?.values() ?? [])].some((entry) => entry.relay.sent))
         bus.emit({ kind: 'discarded', taskId, turn, attempt });
     },
   };

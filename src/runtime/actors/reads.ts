@@ -6,6 +6,7 @@ import type { ReadTool } from '../../tool.js';
 import type { ActorHost } from '../actorHost.js';
 import type { Cancel } from '../timeouts.js';
 import { fromTask } from './taskLogic.js';
+import { NO_TRACING } from '../tracing.js';
 import { scopeOf } from '../sealing.js';
 import { attemptTool, describeOutcome, parseArguments, principalCopy, toolSpanAttributes } from './callAttempt.js';
 
@@ -52,30 +53,34 @@ async function runRead(
   if (!limit.ok) return finish({ kind: 'error', code: limit.code, summary: limit.summary, retryable: false }, 0);
   const maxAttempts = tool.retry?.maxAttempts ?? 1;
   for (let attempt = 1; ; attempt++) {
-    const outcome = await host.tracing.span(
-      taskId,
-      `execute_tool ${tool.name}`,
-      toolSpanAttributes(tool, call.callId, attempt),
-      () =>
-        attemptTool(
-          host.clock,
-          tool,
-          stop,
-          (s) =>
-            tool.execute(args.value, {
-              taskId,
-              callId: call.callId,
-              principal: principalCopy(principal),
-              // Made only if the tool looks: most reads that answer at once never do.
-              get signal() {
-                return s.signal;
-              },
-              attempt,
-            }),
-          args.sealing,
-        ),
-      describeOutcome,
-    );
+    const run = () =>
+      attemptTool(
+        host.clock,
+        tool,
+        stop,
+        (s) =>
+          tool.execute(args.value, {
+            taskId,
+            callId: call.callId,
+            principal: principalCopy(principal),
+            // Made only if the tool looks: most reads that answer at once never do.
+            get signal() {
+              return s.signal;
+            },
+            attempt,
+          }),
+        args.sealing,
+      );
+    // Without tracing (the default), the span's name and attributes are not even made.
+    const outcome = await (host.tracing === NO_TRACING
+      ? run()
+      : host.tracing.span(
+          taskId,
+          `execute_tool ${tool.name}`,
+          toolSpanAttributes(tool, call.callId, attempt),
+          run,
+          describeOutcome,
+        ));
     // A read has no review desk: a tool's `needs_review` is a business failure the model is told of.
     const transient = outcome.kind === 'error' && outcome.retryable;
     if (!transient || attempt >= maxAttempts || allowance.left <= 0 || stop.aborted) {
