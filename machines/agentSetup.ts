@@ -137,6 +137,7 @@ export function agentSetup(toolkit: Toolkit) {
         'isNextStepWrite',
         'isNextWriteAlreadyDone',
       ]),
+      ...named(execution, ['isNextStepRead', 'areReadsLastStep']),
       ...named(execution, [
         'isWriteOutcomeUnknown',
         'doesWriteNeedReview',
@@ -196,6 +197,7 @@ export function agentSetup(toolkit: Toolkit) {
       ...named(compensation, ['mustCompensate', 'isUnwinding', 'stoppedAsFailed', 'stoppedAsCancelled']),
       // compaction of the conversation
       ...named(compaction, ['isTranscriptNearLimit', 'isContextTooLong', 'canCompactForRefusal']),
+      ...named(compaction, ['hasRoomForResults']),
       ...named(compaction, ['didCompactionReplace', 'wasCompactionRequested']),
       // the user's presence
       ...named(presence, ['isUserAway', 'isAboutTaskUser', 'hasAbsenceExpired']),

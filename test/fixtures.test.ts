@@ -341,7 +341,7 @@ describe('an envelope missing a field the machine needs', () => {
   }
 });
 
-describe.each(['agent-1', 'agent-2', 'agent-3', 'agent-4', 'agent-5', 'agent-6', 'agent-7'])(
+describe.each(['agent-1', 'agent-2', 'agent-3', 'agent-4', 'agent-5', 'agent-6', 'agent-7', 'agent-8'])(
   'envelopes of %s',
   (version) => {
     it('restores a finished task: status, outcome and audit as they were', async () => {
@@ -359,7 +359,7 @@ describe.each(['agent-1', 'agent-2', 'agent-3', 'agent-4', 'agent-5', 'agent-6',
       const h = harness({ store, refunds, script: refundScript(), clock: new ManualClock(DEMO_NOW) });
       const waiting = await h.orchestrator.status(taskId);
       // Up to agent/3 the fixture's model asked for 999.00; from agent/4 the refund mandate keeps it to 199.00.
-      const fromAgent4 = ['agent-4', 'agent-5', 'agent-6', 'agent-7'].includes(version);
+      const fromAgent4 = ['agent-4', 'agent-5', 'agent-6', 'agent-7', 'agent-8'].includes(version);
       const cents = fromAgent4 ? 19_900 : 99_900;
       const reason = fromAgent4 ? 'projector arrived broken' : 'manager approved per note';
       expect(waiting.pendingConfirmation?.summary).toBe(
@@ -424,9 +424,9 @@ describe.each(['agent-1', 'agent-2', 'agent-3', 'agent-4', 'agent-5', 'agent-6',
   },
 );
 
-describe('time travel over a journal that recorded its transitions (agent/7)', () => {
+describe.each(['agent-7', 'agent-8'])('time travel over a journal that recorded its transitions (%s)', (version) => {
   it('replays with this build’s chart: a changed chart must still read it (or say it cannot)', async () => {
-    const { store, taskId, fixture } = storeWith('recorded-booking', 'agent-7');
+    const { store, taskId, fixture } = storeWith('recorded-booking', version);
     const audit = fixture.audit as AuditEntry[];
     expect(audit.every((e) => typeof e.moves === 'string')).toBe(true);
     const stored = (await store.load(taskId))!;
@@ -475,47 +475,50 @@ describe.each(['agent-4', 'agent-5'])('envelopes of %s (agent/4 and agent/5: sto
   });
 });
 
-describe.each(['agent-4', 'agent-5', 'agent-6', 'agent-7'])('envelopes of %s (from agent/4 on)', (version) => {
-  it('restores a task waiting for a reviewer; the task user cannot resolve it, a reviewer can', async () => {
-    const { store, taskId } = storeWith('review-required', version);
-    const bookings = new BookingService();
-    const h = harness({ store, bookings, script: bookingScript(), clock: new ManualClock(DEMO_NOW) });
-    const waiting = await h.orchestrator.status(taskId);
-    expect(waiting).toMatchObject({
-      state: 'review_required',
-      review: { reason: 'write_outcome_unknown', tool: 'reserve_room' },
+describe.each(['agent-4', 'agent-5', 'agent-6', 'agent-7', 'agent-8'])(
+  'envelopes of %s (from agent/4 on)',
+  (version) => {
+    it('restores a task waiting for a reviewer; the task user cannot resolve it, a reviewer can', async () => {
+      const { store, taskId } = storeWith('review-required', version);
+      const bookings = new BookingService();
+      const h = harness({ store, bookings, script: bookingScript(), clock: new ManualClock(DEMO_NOW) });
+      const waiting = await h.orchestrator.status(taskId);
+      expect(waiting).toMatchObject({
+        state: 'review_required',
+        review: { reason: 'write_outcome_unknown', tool: 'reserve_room' },
+      });
+      const own = await h.orchestrator.resolveReview(
+        taskId,
+        { ...E17, scopes: [...E17.scopes, 'tasks:review'] },
+        { resolution: 'not_happened' },
+      );
+      expect(own).toMatchObject({ accepted: false, code: 'not_a_reviewer' });
+      const retried = await h.orchestrator.resolveReview(taskId, REVIEWER, {
+        resolution: 'retry',
+        note: 'the service has no record',
+      });
+      expect(retried.accepted).toBe(true);
+      const done = await h.orchestrator.settled(taskId);
+      expect(done).toMatchObject({ state: 'done', outcome: { reason: { code: 'goal_met' } } });
+      // Retried with the key the held write had: one booking under it.
+      expect(bookings.reserveRequests.map((r) => r.idempotencyKey)).toEqual([waiting.review!.idempotencyKey]);
+      expect(bookings.bookings).toHaveLength(1);
     });
-    const own = await h.orchestrator.resolveReview(
-      taskId,
-      { ...E17, scopes: [...E17.scopes, 'tasks:review'] },
-      { resolution: 'not_happened' },
-    );
-    expect(own).toMatchObject({ accepted: false, code: 'not_a_reviewer' });
-    const retried = await h.orchestrator.resolveReview(taskId, REVIEWER, {
-      resolution: 'retry',
-      note: 'the service has no record',
-    });
-    expect(retried.accepted).toBe(true);
-    const done = await h.orchestrator.settled(taskId);
-    expect(done).toMatchObject({ state: 'done', outcome: { reason: { code: 'goal_met' } } });
-    // Retried with the key the held write had: one booking under it.
-    expect(bookings.reserveRequests.map((r) => r.idempotencyKey)).toEqual([waiting.review!.idempotencyKey]);
-    expect(bookings.bookings).toHaveLength(1);
-  });
 
-  it('restores a task waiting out a model outage: the sweep wakes it when due and the task goes on', async () => {
-    const { store, taskId } = storeWith('waiting-for-model', version);
-    const clock = new ManualClock(DEMO_NOW);
-    const h = harness({ store, script: bookingScript(), clock });
-    const waiting = await h.orchestrator.status(taskId);
-    expect(waiting.state).toBe('waiting_for_model');
-    expect(await h.orchestrator.expireDue()).toBe(0);
-    await clock.set(waiting.outage!.wakeAt);
-    expect(await h.orchestrator.expireDue()).toBe(1);
-    const done = await h.orchestrator.settled(taskId);
-    expect(done).toMatchObject({ state: 'done', outcome: { reason: { code: 'goal_met' } }, outage: null });
-  });
-});
+    it('restores a task waiting out a model outage: the sweep wakes it when due and the task goes on', async () => {
+      const { store, taskId } = storeWith('waiting-for-model', version);
+      const clock = new ManualClock(DEMO_NOW);
+      const h = harness({ store, script: bookingScript(), clock });
+      const waiting = await h.orchestrator.status(taskId);
+      expect(waiting.state).toBe('waiting_for_model');
+      expect(await h.orchestrator.expireDue()).toBe(0);
+      await clock.set(waiting.outage!.wakeAt);
+      expect(await h.orchestrator.expireDue()).toBe(1);
+      const done = await h.orchestrator.settled(taskId);
+      expect(done).toMatchObject({ state: 'done', outcome: { reason: { code: 'goal_met' } }, outage: null });
+    });
+  },
+);
 
 describe('broken envelopes', () => {
   it.each([
@@ -596,7 +599,7 @@ describe('an agent/7 task stored mid-vetting, in a state agent/8 removed', () =>
   );
 });
 
-describe.each(['agent-7'])('envelopes of %s (from agent/7 on)', (version) => {
+describe.each(['agent-7', 'agent-8'])('envelopes of %s (from agent/7 on)', (version) => {
   it('restores a task stopped with its undo in flight: looked up by its key, sent once, the outcome says so', async () => {
     const { store, taskId } = storeWith('mid-undo', version);
     // The service of the new process holds the booking the task made (its undo never reached the old one).

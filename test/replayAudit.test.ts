@@ -136,16 +136,10 @@ describe('replayAudit', () => {
       'vetting.judging',
     ];
     expect(at.visited).toEqual([
-      ...[
-        'deciding',
-        'thinking',
-        ...vetting('authorizing'),
-        'executing.selecting',
-        'executing.reading',
-        'executing.selecting',
-      ],
+      // Reads that may run start from vetting.judging; the last reads' results go straight on to the next turn.
+      ...['deciding', 'thinking', ...vetting('authorizing'), 'executing.reading'],
       // The refusal at the mandate is a transition of vetting.judging to itself.
-      ...['deciding', 'thinking', ...vetting(), 'executing.selecting'],
+      ...['thinking', ...vetting(), 'executing.selecting'],
       ...['deciding', 'thinking', ...vetting('validating'), 'executing.selecting', 'executing.awaitingConfirmation'],
     ]);
   });

@@ -154,7 +154,28 @@ export const executingState = {
         id: 'reads',
         src: 'executeReads',
         input: readsInput,
-        onDone: { target: 'selecting', actions: 'finishReads' },
+        onDone: [
+          // The reads were the batch's last step and nothing stands before the next model turn: straight to it, in
+          // this one step, with the steps `selecting` and `deciding` would take. Each guard is theirs, asked before
+          // the results are recorded, where the results cannot change its answer (`areReadsLastStep`: the batch is
+          // complete after them; `hasRoomForResults`: they cannot bring the conversation to compaction); when one
+          // does not hold, `selecting` and then `deciding` decide as before, on the recorded results.
+          {
+            guard: and([
+              'areReadsLastStep',
+              not('isUnwinding'),
+              not('hasTooManyRejectedTurns'),
+              not('isCancelRequested'),
+              not('isFollowingWorkflow'),
+              'hasBudgetForModelTurn',
+              not('isUserAway'),
+              'hasRoomForResults',
+            ]),
+            target: '#agent.thinking',
+            actions: ['finishReads', 'closeBatch', 'startModelTurn'],
+          },
+          { target: 'selecting', actions: 'finishReads' },
+        ],
         onError: { target: '#agent.stopping', actions: 'stopForInternalError' },
       },
     },

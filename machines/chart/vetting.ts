@@ -30,6 +30,19 @@ export const vettingState = {
           target: '#agent.stopping',
           actions: 'stopForLoop',
         },
+        // The batch starts with reads that may run now: they start in this same step (what `executing.selecting`
+        // would choose: no cancel, no confirmation to ask, budget for them); anything else is chosen there.
+        {
+          guard: and([
+            'isEveryCallVetted',
+            not('isCancelRequested'),
+            'isNextStepRead',
+            not('needsConfirmation'),
+            'hasBudgetForNextStep',
+          ]),
+          target: '#agent.executing.reading',
+          actions: ['finishVetting', 'startReads'],
+        },
         { guard: 'isEveryCallVetted', target: '#agent.executing', actions: 'finishVetting' },
         // Gate (b): offered in this step (the host's offer rule), and the input schema accepts the arguments as they are.
         { guard: not('isToolOffered'), target: 'judging', actions: 'refuseNotOffered' },

@@ -1,5 +1,6 @@
 /** Questions about the conversation's size: is it time to compact it before the next model turn? */
 import { outputOf } from '../actors.js';
+import { textTokens } from '../lib/conversationSize.js';
 import type { Guard } from './guard.js';
 
 export const compactionGuards = {
@@ -12,6 +13,20 @@ export const compactionGuards = {
     const { atTokens, tokens, requested, afterTurn } = context.compaction;
     if (afterTurn !== null && afterTurn >= context.turn) return false;
     return requested !== null || (atTokens !== null && tokens >= atTokens);
+  },
+
+  /**
+   * The batch's results, once in the conversation, cannot bring it to the threshold: `isTranscriptNearLimit` will
+   * not hold after them. Asked before they are recorded, so it counts each call's result at the most a result
+   * counts (`resultBytes`); a task with a plan (whose progress adds entries too) or a compaction asked for does not
+   * hold, and is asked again after the results, in `deciding`.
+   */
+  hasRoomForResults: (context) => {
+    const { atTokens, tokens, requested, afterTurn, resultBytes } = context.compaction;
+    if (afterTurn !== null && afterTurn >= context.turn) return true;
+    if (requested !== null || context.plan !== null) return false;
+    if (atTokens === null) return true;
+    return tokens + (context.batch?.calls.length ?? 0) * textTokens(resultBytes) < atTokens;
   },
 
   /** The provider refused the turn's prompt as too long (also when asked again compacted harder). */

@@ -18,6 +18,15 @@ export const executionGuards = {
 
   isNextStepWrite: (context) => nextStep(context.batch)?.kind === 'write',
 
+  isNextStepRead: (context) => nextStep(context.batch)?.kind === 'read',
+
+  /**
+   * The reads running now are the batch's last step: once their results are in, the batch is complete (what
+   * `isBatchComplete` answers after them). Asked on a read's done event, before its results are recorded.
+   */
+  areReadsLastStep: (context) =>
+    context.batch !== null && context.batch.calls.every((c) => c.phase === 'finished' || c.phase === 'reading'),
+
   /** The next write is a business intent (idempotency key) that already succeeded in this task. */
   isNextWriteAlreadyDone: (context) => {
     const call = nextWrite(context);

@@ -1,0 +1,59 @@
+/**
+ * The read round's shortcuts (`vetting.judging` starting the reads itself; a read's done event going straight to
+ * `thinking`) are the transient states they skip, taken in fewer microsteps: the same worlds are reached. Each world
+ * is explored twice, with the chart and with its shortcuts' guards held false (every round then passes through
+ * `executing.selecting` and `deciding` as before), and the two explorations must match state for state.
+ */
+import { describe, expect, it } from 'vitest';
+import type { AgentMachine } from '../machines/agentMachine.js';
+import { CHART, SYNC_CHART, syncChartWith, withLimits } from './support/agentWorld.js';
+import { COMPACTION_INPUT } from './support/compactionChecks.js';
+import { explore, report } from './support/explore.js';
+import { scaled } from './support/timeScale.js';
+
+type Guards = Parameters<AgentMachine['provide']>[0]['guards'];
+type GuardImpl = (args: unknown, params: unknown) => boolean;
+const no = () => false;
+
+/**
+ * The chart (made by `chartWith`) with the shortcut to `thinking` counted: its last guard, `hasRoomForResults`, is
+ * asked by it alone, so each time it holds the shortcut is taken. `stepwise` holds the shortcuts' own guards false.
+ */
+function counted(base: AgentMachine, chartWith: (guards: Guards) => AgentMachine, stepwise: boolean) {
+  let taken = 0;
+  const asked = (base.implementations.guards as unknown as Record<string, GuardImpl>).hasRoomForResults!;
+  const hasRoomForResults: GuardImpl = (args, params) => {
+    const holds = asked(args, params);
+    if (holds) taken += 1;
+    return holds;
+  };
+  const off = stepwise ? { isNextStepRead: no, areReadsLastStep: no } : {};
+  return { chart: chartWith({ ...off, hasRoomForResults } as Guards), taken: () => taken };
+}
+
+const plain = (guards: Guards) => CHART.provide({ guards }) as AgentMachine;
+
+describe('the lean read round reaches the worlds the stepwise one does', () => {
+  it.each([
+    // [world, input, its chart, how to replace its guards, whether the world lets the shortcut be taken]
+    ['two model turns', withLimits({ modelTurns: 2 }), CHART, plain, true],
+    // Its batches end with the booking's write: vetting's shortcut to the reads only.
+    ['synchronous hooks', withLimits({ modelTurns: 3, writes: 2 }), SYNC_CHART, syncChartWith, false],
+    // A 40-token threshold: results may always bring it there, so every round goes through `deciding`.
+    ['compaction', COMPACTION_INPUT, CHART, plain, false],
+  ] as const)('%s', { timeout: scaled(600_000) }, (name, input, base, chartWith, shortcut) => {
+    const lean = counted(base, chartWith, false);
+    const stepwise = counted(base, chartWith, true);
+    const fast = explore(input, { maxStates: 120_000, chart: lean.chart });
+    const slow = explore(input, { maxStates: 120_000, chart: stepwise.chart });
+    console.log(
+      `[leanRound] ${name}: ${fast.states} states, ${fast.transitions} transitions; ` +
+        `reads straight to thinking ${lean.taken()} times`,
+    );
+    expect(fast.violations, report(fast.violations)).toEqual([]);
+    // Not vacuous: the shortcut is taken where the world allows it, and only with it.
+    if (shortcut) expect(lean.taken()).toBeGreaterThan(0);
+    expect(stepwise.taken()).toBe(0);
+    expect({ ...fast, elapsedMs: 0 }).toEqual({ ...slow, elapsedMs: 0 });
+  });
+});
