@@ -4,15 +4,11 @@
  *
  * Needs Debian's chromium. Without it the test is skipped, except under CI=true, where it fails.
  */
-import Fastify, { type FastifyInstance } from 'fastify';
-import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { demoAuthenticate } from '../examples/booking/service.js';
-import { agentService } from '../src/http/index.js';
 import { CHROMIUM_INSTALL, findChromium } from './support/chromium.js';
 import { childWaiting, startParent, subtaskSetup } from './support/subtasks.js';
 import { scaled } from './support/timeScale.js';
-import { launchBrowser } from './support/browser.js';
+import { closePages, type PageServer, servePages } from './support/pageServer.js';
 
 const executable = findChromium();
 const ci = process.env.CI === 'true';
@@ -20,32 +16,15 @@ const available = executable !== null || ci;
 if (!available) console.warn(`test/subtaskPage.browser.test.ts skipped: chromium is missing (${CHROMIUM_INSTALL})`);
 
 describe.runIf(available)('sub-task links on the task page', () => {
-  let app: FastifyInstance;
-  let origin: string;
-  let browser: Browser;
+  let server: PageServer;
   const s = subtaskSetup();
 
   beforeAll(async () => {
     if (!executable) expect.fail(`chromium is not installed; install it with: ${CHROMIUM_INSTALL}`);
-    app = Fastify({ logger: false });
-    app.get('/login', async (request, reply) => {
-      const { user } = request.query as { user: string };
-      return reply.header('set-cookie', `demo_user=${user}; Path=/; HttpOnly; SameSite=Strict`).send('ok');
-    });
-    await app.register(agentService, {
-      orchestrator: s.orchestrator,
-      authenticate: demoAuthenticate,
-      startRequest: () => {
-        throw new Error('tasks are started by the test');
-      },
-      rateLimit: false,
-    });
-    origin = await app.listen({ port: 0, host: '127.0.0.1' });
-    browser = await launchBrowser(executable!);
+    server = await servePages(s.orchestrator, executable!);
   }, scaled(60_000));
   afterAll(async () => {
-    await browser?.close();
-    await app?.close();
+    await closePages(server);
     await s.orchestrator.close();
   });
 
@@ -54,20 +33,20 @@ describe.runIf(available)('sub-task links on the task page', () => {
     async () => {
       await startParent(s.orchestrator, 'page-parent');
       const child = await childWaiting(s.orchestrator, 'page-parent');
-      const context = await browser.newContext();
+      const context = await server.browser.newContext();
       context.setDefaultTimeout(scaled(30_000));
       const login = await context.newPage();
-      expect((await login.goto(`${origin}/login?user=E17`))?.ok()).toBe(true);
+      expect((await login.goto(`${server.origin}/login?user=E17`))?.ok()).toBe(true);
       const errors: string[] = [];
       const page = await context.newPage();
       page.on('pageerror', (error) => errors.push(error.message));
-      await page.goto(`${origin}/tasks/page-parent`);
+      await page.goto(`${server.origin}/tasks/page-parent`);
       await page.locator('body[data-state=waiting_for_subtask]').waitFor();
       const links = page.getByTestId('links');
       expect(await links.textContent()).toBe(`sub-tasks: ${child.taskId} (delegate_refund: running)`);
       expect(await links.locator('a').getAttribute('href')).toBe(`/tasks/${child.taskId}`);
 
-      await page.goto(`${origin}/tasks/${child.taskId}`);
+      await page.goto(`${server.origin}/tasks/${child.taskId}`);
       await page.locator('body[data-state=waiting_for_confirmation]').waitFor();
       expect(await page.getByTestId('links').textContent()).toBe(
         'sub-task of page-parent (its delegate_refund call call_1_1)',

@@ -7,16 +7,12 @@
  *
  * Needs Debian's chromium. Without it the test is skipped, except under CI=true, where it fails.
  */
-import Fastify, { type FastifyInstance } from 'fastify';
-import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { demoAuthenticate } from '../examples/booking/service.js';
-import { agentService } from '../src/http/index.js';
 import { reply } from '../src/testing/scriptedModel.js';
 import { CHROMIUM_INSTALL, findChromium } from './support/chromium.js';
 import { startParent, subtaskSetup } from './support/subtasks.js';
 import { scaled } from './support/timeScale.js';
-import { launchBrowser } from './support/browser.js';
+import { closePages, type PageServer, servePages } from './support/pageServer.js';
 
 const executable = findChromium();
 const ci = process.env.CI === 'true';
@@ -24,33 +20,16 @@ const available = executable !== null || ci;
 if (!available) console.warn(`test/taskPageRefused.browser.test.ts skipped: chromium is missing (${CHROMIUM_INSTALL})`);
 
 describe.runIf(available)('the task page, when the server refuses its stream for good', () => {
-  let app: FastifyInstance;
-  let origin: string;
-  let browser: Browser;
+  let server: PageServer;
   // The task asks its user a question and waits: at rest, so it can be erased while its page follows it.
   const s = subtaskSetup({ script: [reply.ask('Which order do you mean?')] });
 
   beforeAll(async () => {
     if (!executable) expect.fail(`chromium is not installed; install it with: ${CHROMIUM_INSTALL}`);
-    app = Fastify({ logger: false });
-    app.get('/login', async (request, response) => {
-      const { user } = request.query as { user: string };
-      return response.header('set-cookie', `demo_user=${user}; Path=/; HttpOnly; SameSite=Strict`).send('ok');
-    });
-    await app.register(agentService, {
-      orchestrator: s.orchestrator,
-      authenticate: demoAuthenticate,
-      startRequest: () => {
-        throw new Error('tasks are started by the test');
-      },
-      rateLimit: false,
-    });
-    origin = await app.listen({ port: 0, host: '127.0.0.1' });
-    browser = await launchBrowser(executable!);
+    server = await servePages(s.orchestrator, executable!);
   }, scaled(60_000));
   afterAll(async () => {
-    await browser?.close();
-    await app?.close();
+    await closePages(server);
     await s.orchestrator.close();
   });
 
@@ -59,10 +38,10 @@ describe.runIf(available)('the task page, when the server refuses its stream for
     async () => {
       await startParent(s.orchestrator, 'erased-1');
       expect((await s.orchestrator.settled('erased-1')).state).toBe('waiting_for_user');
-      const context = await browser.newContext();
+      const context = await server.browser.newContext();
       context.setDefaultTimeout(scaled(30_000));
       const login = await context.newPage();
-      expect((await login.goto(`${origin}/login?user=E17`))?.ok()).toBe(true);
+      expect((await login.goto(`${server.origin}/login?user=E17`))?.ok()).toBe(true);
       const errors: string[] = [];
       const page = await context.newPage();
       page.on('pageerror', (error) => errors.push(error.message));
@@ -72,7 +51,7 @@ describe.runIf(available)('the task page, when the server refuses its stream for
       });
       // The page's timers on a clock the test can run forward: its retries, were there any, come at once.
       await page.clock.install();
-      await page.goto(`${origin}/tasks/erased-1`);
+      await page.goto(`${server.origin}/tasks/erased-1`);
       await page.locator('body[data-state=waiting_for_user]').waitFor();
       await expect.poll(() => page.getByTestId('live').textContent()).toBe('live: following the task events');
 
@@ -80,7 +59,7 @@ describe.runIf(available)('the task page, when the server refuses its stream for
       // reconnects by itself (after the stream's `retry`), is refused with 404 (an erased task is not found, as an
       // unknown one) and gives the stream up.
       await s.orchestrator.erase('erased-1', { reason: 'gdpr_erasure', by: 'test' });
-      app.server.closeAllConnections();
+      server.app.server.closeAllConnections();
       await page.locator('body[data-live=refused]').waitFor({ timeout: scaled(15_000) });
       expect(await page.getByTestId('live').textContent()).toMatch(
         /^the server refuses this task's events for good \(404 task_not_found: .+\): the page no longer follows it/,
