@@ -139,4 +139,21 @@ describe('SavedTexts', () => {
     expect(texts.at('a', 2)).toBeNull();
     expect(texts.state('a')).toBe('waiting_for_user');
   });
+
+  it('keeps at most its bytes of text, a larger text not at all', () => {
+    const small = textOf({ goal: 'x'.repeat(100) });
+    const large = textOf({ goal: 'x'.repeat(400) });
+    const texts = new SavedTexts(10, 2 * small.bytes + 10);
+    texts.remember('a', 1, small, 'running');
+    texts.remember('b', 1, small, 'running');
+    texts.remember('c', 1, large, 'running');
+    expect([texts.at('a', 1), texts.at('b', 1), texts.at('c', 1)]).toEqual([small, small, null]);
+    expect(texts.state('c')).toBe('running');
+    texts.remember('a', 2, small, 'running');
+    texts.remember('d', 1, small, 'running');
+    expect([texts.at('a', 2), texts.at('b', 1), texts.at('d', 1)]).toEqual([small, null, small]);
+    texts.forget('a');
+    texts.remember('e', 1, small, 'running');
+    expect([texts.at('d', 1), texts.at('e', 1)]).toEqual([small, small]);
+  });
 });

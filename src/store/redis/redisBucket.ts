@@ -65,10 +65,10 @@ export class RedisBucket {
     retention: Retention,
     /** The keys of the bucket a mandate id hashes to (where its claim lives). */
     claimKeys: (mandateId: string) => RedisKeys,
-    /** How many tasks' last saved texts this bucket keeps (the store's 1,024 shared by its buckets). */
-    texts = 1024,
+    /** The texts of the store's last saves (one for the store, bounded for the whole of it). */
+    texts: SavedTexts = new SavedTexts(),
   ) {
-    this.texts = new SavedTexts(texts);
+    this.texts = texts;
     this.epoch = new RedisEpoch(client, keys, prefix, where, clock, call);
     this.leases = new RedisLeaseManager(client, keys, clock, call, this.epoch, (taskId, state) =>
       this.texts.seen(taskId, state),

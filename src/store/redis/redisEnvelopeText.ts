@@ -217,15 +217,25 @@ interface Saved {
   text: EnvelopeText;
 }
 
+/** The most text bytes a store keeps of its last saves (about 4,000 envelopes of 4 KB; fewer large ones). */
+export const SAVED_TEXT_BYTES = 16 * 2 ** 20;
+
 /**
- * The text of each task's last save by this store (up to `limit` tasks, the least recently saved forgotten first),
- * and the state each task was last seen in here (the save script is given the index key of the state a task leaves).
+ * The text of each task's last save by this store (up to `limit` tasks and `maxBytes` bytes of text, the least
+ * recently saved forgotten first; a text larger than `maxBytes` is not kept, its next save goes whole), and the state
+ * each task was last seen in here (the save script is given the index key of the state a task leaves). One for the
+ * whole store, shared by its buckets (a task is in one bucket).
  */
 export class SavedTexts {
   private readonly saved = new Map<string, Saved>();
   private readonly states = new Map<string, string>();
+  /** The bytes of the texts in `saved`. */
+  private bytes = 0;
 
-  constructor(private readonly limit = 1024) {}
+  constructor(
+    private readonly limit = 1024,
+    private readonly maxBytes = SAVED_TEXT_BYTES,
+  ) {}
 
   /** The text saved at `revision`, when this store saved it. */
   at(taskId: string, revision: number): EnvelopeText | null {
@@ -239,9 +249,14 @@ export class SavedTexts {
   }
 
   remember(taskId: string, revision: number, text: EnvelopeText, state: string): void {
-    this.saved.delete(taskId);
-    this.saved.set(taskId, { revision, text });
-    if (this.saved.size > this.limit) this.saved.delete(this.saved.keys().next().value!);
+    this.forget(taskId);
+    if (text.bytes <= this.maxBytes) {
+      this.saved.set(taskId, { revision, text });
+      this.bytes += text.bytes;
+      while (this.saved.size > this.limit || this.bytes > this.maxBytes) {
+        this.forget(this.saved.keys().next().value!);
+      }
+    }
     this.seen(taskId, state);
   }
 
@@ -254,6 +269,9 @@ export class SavedTexts {
 
   /** After a failed or refused save: what is stored is not known any more. */
   forget(taskId: string): void {
+    const saved = this.saved.get(taskId);
+    if (!saved) return;
     this.saved.delete(taskId);
+    this.bytes -= saved.text.bytes;
   }
 }

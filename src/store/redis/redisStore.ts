@@ -39,6 +39,7 @@ import { defineStoreScripts } from './redisScripts.js';
 import { type LiveMessageTimings, RedisLiveMessages } from './redisLiveMessages.js';
 import { RedisTaskChanges } from './redisTaskChanges.js';
 import { RedisTenantSlots } from './redisTenantSlots.js';
+import { SavedTexts } from './redisEnvelopeText.js';
 import { readsAreOwn } from '../storeChecks.js';
 import type {
   ErasableTaskStore,
@@ -141,8 +142,9 @@ export class RedisStore implements ErasableTaskStore, MandateClaims {
     this.prefix = prefix;
     const keysOf = Array.from({ length: this.buckets }, (_, i) => redisBucketKeys(prefix, i, this.buckets));
     const claimKeys = (mandateId: string) => keysOf[this.buckets === 1 ? 0 : bucketOf(mandateId, this.buckets)]!;
-    // The texts of the last saves, for the next ones' edits (`redisEnvelopeText.ts`): 1,024 tasks (~4 MB) a store.
-    const texts = Math.max(64, Math.ceil(1024 / this.buckets));
+    // The texts of the last saves, for the next ones' edits (`redisEnvelopeText.ts`): one cache for the store, of at
+    // most 1,024 tasks and 16 MiB whatever the number of buckets (a task is in one bucket).
+    const texts = new SavedTexts();
     this.parts = keysOf.map(
       (keys) => new RedisBucket(scripts, keys, prefix, where, this.clock, call, retention, claimKeys, texts),
     );
