@@ -108,6 +108,7 @@ describe('canonicalJson fast path', () => {
       JSON.parse('{"__proto__": {"b": 1, "a": 2}}'),
       JSON.parse('{"a": 1, "__proto__": 2}'),
       { a: -0, b: [-0] },
+      // eslint-disable-next-line no-sparse-arrays -- a hole on purpose
       [1, , 3],
       [undefined],
       { a: undefined },
