@@ -193,4 +193,14 @@ describe('runWithTimeout', () => {
       expect(seen).toEqual({ aborted: true, signal: true });
     }
   });
+  it('rejects, as it did, when the clock cannot set the timer (not an uncaught error in a microtask)', async () => {
+    const broken: Clock = {
+      now: () => 0,
+      setTimeout: () => {
+        throw new Error('no timers here');
+      },
+    };
+    const pending = new Promise<string>(() => {});
+    await expect(runWithTimeout(broken, 500, new Cancel(), () => pending)).rejects.toThrow('no timers here');
+  });
 });

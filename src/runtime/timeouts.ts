@@ -125,10 +125,16 @@ export function runWithTimeout<T>(
     // pending is timed from then, the same tick.
     queueMicrotask(() => {
       if (settled) return;
-      cancelTimer = clock.setTimeout(() => {
-        stop.abort(new TimeoutError(ms));
-        settle(() => resolve({ kind: 'timeout' }));
-      }, ms);
+      try {
+        cancelTimer = clock.setTimeout(() => {
+          stop.abort(new TimeoutError(ms));
+          settle(() => resolve({ kind: 'timeout' }));
+        }, ms);
+      } catch (error) {
+        // A clock that cannot set a timer rejects the run (as when the timer was set synchronously), rather than
+        // throwing in a microtask (an uncaught exception) and leaving the run without a deadline.
+        settle(() => reject(error as Error));
+      }
     });
   });
 }
