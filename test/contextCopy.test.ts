@@ -2,6 +2,7 @@
  * patchedContext (machines/lib/contextCopy.ts) stands for `{ ...context, ...patch }` in the steps and for XState's
  * `assign` in stepAction: the same keys, in the same order, with the same values, whatever the context holds.
  */
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { type AgentContext, agentContextSchema } from '../machines/context.js';
 import { patchedContext } from '../machines/lib/contextCopy.js';
@@ -60,5 +61,38 @@ describe('patchedContext', () => {
     const copy = patchedContext(source, proto);
     expect(Object.getPrototypeOf(copy)).toBe(Object.prototype);
     expect(entries(copy)).toBe(entries({ ...source, ...proto }));
+  });
+  it('equals a spread for any context (keys missing, extra, reordered) and any patch (own __proto__ included)', () => {
+    const schemaKeys = Object.keys(agentContextSchema.shape);
+    const names = fc.constantFrom(...schemaKeys, '__proto__', 'extra', 'constructor', 'toString');
+    const own = (pairs: [string, unknown][]) => {
+      const o: Record<string, unknown> = {};
+      for (const [k, v] of pairs)
+        Object.defineProperty(o, k, { value: v, enumerable: true, writable: true, configurable: true });
+      return o;
+    };
+    const full = context() as unknown as Record<string, unknown>;
+    const contextArb = fc.oneof(
+      fc.constant(schemaKeys.map((k) => [k, full[k]] as [string, unknown])),
+      fc.shuffledSubarray(schemaKeys).map((ks) => ks.map((k) => [k, full[k]] as [string, unknown])),
+      fc
+        .tuple(fc.constant(schemaKeys), fc.array(names, { maxLength: 3 }))
+        .map(([ks, more]) => [...ks, ...more].map((k) => [k, full[k] ?? k] as [string, unknown])),
+    );
+    const patchArb = fc.option(fc.array(fc.tuple(names, fc.jsonValue()), { maxLength: 6 }), { nil: undefined });
+    fc.assert(
+      fc.property(contextArb, patchArb, (cPairs, pPairs) => {
+        const source = own(cPairs) as unknown as AgentContext;
+        const patch = pPairs && (own(pPairs) as Partial<AgentContext>);
+        const before = entries(source);
+        const copy = patchedContext(source, patch);
+        const spread = { ...source, ...patch };
+        expect(entries(copy)).toBe(entries(spread));
+        expect(Object.getPrototypeOf(copy)).toBe(Object.prototype);
+        expect(copy).not.toBe(source);
+        expect(entries(source)).toBe(before);
+      }),
+      { numRuns: 2_000 },
+    );
   });
 });

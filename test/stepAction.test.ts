@@ -14,6 +14,7 @@ import {
   enqueueActions,
   raise,
   setup,
+  stateIn,
 } from 'xstate';
 import { describe, expect, it } from 'vitest';
 import { type StepOutcome, stepAction } from '../machines/stepAction.js';
@@ -148,5 +149,44 @@ describe('stepAction', () => {
     expect(step).toEqual(enqueue);
     expect(step.status).toBe('error');
     expect(step.errors).toEqual([new Error('step failed')]);
+  });
+  it('keeps the state value and tags right when patches run in exit, transition and entry actions, and after a restore', () => {
+    // stepAction copies the snapshot without recomputing value and tags (assign's clone did): XState recomputes them
+    // at the end of a microstep that changes the active states, and a patch alone never changes them.
+    const machine = (withStep: boolean) => {
+      const bump = withStep
+        ? stepAction((c) => ({ patch: { count: (c as unknown as Ctx).count + 1 } as never, emitted: [] }))
+        : assign({ count: ({ context }: { context: Ctx }) => context.count + 1 });
+      const b = bump as never;
+      return setup({ types: {} as { context: Ctx; events: { type: 'go' } | { type: 'stay' } } }).createMachine({
+        context: { count: 0, seen: [] },
+        initial: 'a',
+        states: {
+          a: { tags: ['ta'], entry: b, exit: b, on: { go: { target: 'b', actions: b }, stay: { actions: b } } },
+          b: { tags: ['tb'], entry: b, always: { guard: stateIn('b') as never, target: 'c', actions: b } },
+          c: {
+            tags: ['tc'],
+            type: 'parallel',
+            states: { x: { tags: ['tx'], entry: b }, y: { entry: b } },
+            on: { stay: { actions: b } },
+          },
+        },
+      });
+    };
+    const seen = [true, false].map((withStep) => {
+      const shots: string[] = [];
+      const shot = (s: { value: unknown; tags: Set<string>; context: Ctx }) =>
+        shots.push(JSON.stringify([s.value, [...s.tags], s.context.count]));
+      const actor = createActor(machine(withStep));
+      actor.subscribe(shot);
+      actor.start();
+      for (const type of ['stay', 'go', 'stay'] as const) actor.send({ type });
+      const again = createActor(machine(withStep), { snapshot: actor.getPersistedSnapshot() }).start();
+      again.send({ type: 'stay' });
+      shot(again.getSnapshot());
+      return shots;
+    });
+    expect(seen[0]).toEqual(seen[1]);
+    expect(seen[0]!.at(-1)).toBe(JSON.stringify([{ c: { x: {}, y: {} } }, ['tc', 'tx'], 10]));
   });
 });

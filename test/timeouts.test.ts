@@ -38,12 +38,17 @@ describe('runWithTimeout', () => {
     expect(listeners).toEqual([]);
   });
 
-  it('takes an answer already settled (an async function that never awaited) with no timer and no listener', async () => {
+  it('takes an answer already settled (an async function that never awaited) with no timer, no listener left', async () => {
     const clock = countingClock(new ManualClock());
     const parent = new Cancel();
+    // Listeners left on the parent (one is set while the answer is awaited, and removed once it is taken).
     let listeners = 0;
     const onAbort = parent.onAbort.bind(parent);
-    parent.onAbort = (fn) => ((listeners += 1), onAbort(fn));
+    parent.onAbort = (fn) => {
+      listeners += 1;
+      const forget = onAbort(fn);
+      return () => ((listeners -= 1), forget());
+    };
     const answer = async () => ({ ok: true });
     expect(await runWithTimeout(clock, 1_000, parent, answer)).toEqual({ kind: 'done', value: { ok: true } });
     await expect(runWithTimeout(clock, 1_000, parent, () => Promise.reject(new Error('refused')))).rejects.toThrow(
@@ -162,5 +167,40 @@ describe('runWithTimeout', () => {
       runWithTimeout(manual, 500, new Cancel(), () => Promise.reject(new Error('late boom'))),
     ).rejects.toThrow('late boom');
     expect(manual.pending).toBe(0);
+  });
+  it('stops the work at once when the parent stops right after it started (before its next step runs)', async () => {
+    // The work's own continuation is queued before anything runWithTimeout defers: it must already see the stop,
+    // as it did when the parent's listener was set at once (a write that checks its stop after an await, say).
+    for (const kind of ['cancel', 'signal'] as const) {
+      const cancel = new Cancel();
+      const controller = new AbortController();
+      const seen: { aborted: boolean | null; signal: boolean | null } = { aborted: null, signal: null };
+      const running = runWithTimeout(
+        new ManualClock(),
+        500,
+        kind === 'cancel' ? cancel : controller.signal,
+        async (s) => {
+          const signal = s.signal;
+          await null;
+          seen.aborted = s.aborted;
+          seen.signal = signal.aborted;
+          return 'went on';
+        },
+      );
+      if (kind === 'cancel') cancel.abort(new Error('stopped'));
+      else controller.abort(new Error('stopped'));
+      expect(await running).toEqual({ kind: 'aborted' });
+      expect(seen).toEqual({ aborted: true, signal: true });
+    }
+  });
+  it('rejects, as it did, when the clock cannot set the timer (not an uncaught error in a microtask)', async () => {
+    const broken: Clock = {
+      now: () => 0,
+      setTimeout: () => {
+        throw new Error('no timers here');
+      },
+    };
+    const pending = new Promise<string>(() => {});
+    await expect(runWithTimeout(broken, 500, new Cancel(), () => pending)).rejects.toThrow('no timers here');
   });
 });

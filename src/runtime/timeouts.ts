@@ -71,8 +71,9 @@ export class Cancel {
  *
  * A `work` that answers synchronously (a hook that returns a value, not a promise) is done there: no timer is set
  * and no listener added, since nothing could have interrupted it. The round's hooks are often such. One that returns
- * a promise already settled (an async function that never awaited) is done a microtask later, with neither either.
- * Any other costs one timer and one listener, and an `AbortSignal` only if the work asks its stop for one.
+ * a promise already settled (an async function that never awaited) is done a microtask later, with no timer (its
+ * listener on the parent, set at once so that a stop reaches the work's next step, is removed then). Any other
+ * costs one timer and one listener, and an `AbortSignal` only if the work asks its stop for one.
  */
 export function runWithTimeout<T>(
   clock: Clock,
@@ -113,24 +114,27 @@ export function runWithTimeout<T>(
       (value) => settle(() => resolve({ kind: 'done', value })),
       (error: unknown) => settle(() => reject(error as Error)),
     );
-    // The timer and the parent's listener are set a microtask later: the reaction above to a promise that is already
-    // settled (an async function that never awaited: most reads, most models' replies in tests) runs first, and
-    // needs neither. One that is still pending is timed from then, the same tick.
+    // The parent's listener is set at once: the work's own next step (queued by its first await, before anything
+    // deferred here) must already see a stop that came meanwhile, as an AbortSignal handed to it must.
+    forget = onAbort(parent, () => {
+      stop.abort(parent.reason);
+      settle(() => resolve({ kind: 'aborted' }));
+    });
+    // The timer is set a microtask later: the reaction above to a promise that is already settled (an async function
+    // that never awaited: most reads, most models' replies in tests) runs first, and needs none. One that is still
+    // pending is timed from then, the same tick.
     queueMicrotask(() => {
       if (settled) return;
-      if (parent.aborted) {
-        stop.abort(parent.reason);
-        settle(() => resolve({ kind: 'aborted' }));
-        return;
+      try {
+        cancelTimer = clock.setTimeout(() => {
+          stop.abort(new TimeoutError(ms));
+          settle(() => resolve({ kind: 'timeout' }));
+        }, ms);
+      } catch (error) {
+        // A clock that cannot set a timer rejects the run (as when the timer was set synchronously), rather than
+        // throwing in a microtask (an uncaught exception) and leaving the run without a deadline.
+        settle(() => reject(error as Error));
       }
-      cancelTimer = clock.setTimeout(() => {
-        stop.abort(new TimeoutError(ms));
-        settle(() => resolve({ kind: 'timeout' }));
-      }, ms);
-      forget = onAbort(parent, () => {
-        stop.abort(parent.reason);
-        settle(() => resolve({ kind: 'aborted' }));
-      });
     });
   });
 }
