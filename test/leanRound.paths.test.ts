@@ -9,27 +9,8 @@ import type { AgentMachine } from '../machines/agentMachine.js';
 import { CHART, SYNC_CHART, syncChartWith, withLimits } from './support/agentWorld.js';
 import { COMPACTION_INPUT } from './support/compactionChecks.js';
 import { explore, report } from './support/explore.js';
+import { type Guards, counted } from './support/leanShortcuts.js';
 import { scaled } from './support/timeScale.js';
-
-type Guards = Parameters<AgentMachine['provide']>[0]['guards'];
-type GuardImpl = (args: unknown, params: unknown) => boolean;
-const no = () => false;
-
-/**
- * The chart (made by `chartWith`) with the shortcut to `thinking` counted: its last guard, `hasRoomForResults`, is
- * asked by it alone, so each time it holds the shortcut is taken. `stepwise` holds the shortcuts' own guards false.
- */
-function counted(base: AgentMachine, chartWith: (guards: Guards) => AgentMachine, stepwise: boolean) {
-  let taken = 0;
-  const asked = (base.implementations.guards as unknown as Record<string, GuardImpl>).hasRoomForResults!;
-  const hasRoomForResults: GuardImpl = (args, params) => {
-    const holds = asked(args, params);
-    if (holds) taken += 1;
-    return holds;
-  };
-  const off = stepwise ? { isNextStepRead: no, areReadsLastStep: no } : {};
-  return { chart: chartWith({ ...off, hasRoomForResults } as Guards), taken: () => taken };
-}
 
 const plain = (guards: Guards) => CHART.provide({ guards }) as AgentMachine;
 

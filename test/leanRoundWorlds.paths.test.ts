@@ -25,27 +25,12 @@ import { COMPACTION_INPUT } from './support/compactionChecks.js';
 import { explore, report } from './support/explore.js';
 import { PLAN_INPUT } from './support/planMoves.js';
 import { SUBTASK_CHART, exploreSubtasks, subtaskChartWith } from './support/subtaskWorld.js';
+import { type Guards, STEPWISE, counted } from './support/leanShortcuts.js';
 import { scaled } from './support/timeScale.js';
 import { exploreFlow } from './support/workflowProperties.js';
 import { WORKFLOW_CHART, WORKFLOW_INPUT, workflowChartWith } from './support/workflowWorld.js';
 
-type Guards = Parameters<AgentMachine['provide']>[0]['guards'];
-type GuardImpl = (args: unknown, params: unknown) => boolean;
-const no = () => false;
 const FULL = process.env.PATHS_FULL === '1';
-const STEPWISE = { isNextStepRead: no, areReadsLastStep: no } as unknown as Guards;
-
-/** `base` with the shortcut to `thinking` counted (its last guard, `hasRoomForResults`, is asked by it alone). */
-function counted(base: AgentMachine, chartWith: (guards: Guards) => AgentMachine) {
-  let taken = 0;
-  const asked = (base.implementations.guards as unknown as Record<string, GuardImpl>).hasRoomForResults!;
-  const hasRoomForResults: GuardImpl = (args, params) => {
-    const holds = asked(args, params);
-    if (holds) taken += 1;
-    return holds;
-  };
-  return { chart: chartWith({ hasRoomForResults } as Guards), taken: () => taken };
-}
 
 const plain = (guards: Guards) => CHART.provide({ guards }) as AgentMachine;
 const atThreshold = (atTokens: number, resultBytes: number) => ({
