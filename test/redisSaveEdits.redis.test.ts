@@ -74,8 +74,8 @@ describe.skipIf(!redis)('RedisStore saves as edits', () => {
   afterAll(() => redis?.stop());
   beforeEach(() => {
     prefix = redis!.freshPrefix();
-    store = new RedisStore({ client, prefix, clock: new ManualClock(T0) });
-    other = new RedisStore({ client, prefix, clock: new ManualClock(T0) });
+    store = new RedisStore({ client, prefix, clock: new ManualClock(T0), envelopeEdits: true });
+    other = new RedisStore({ client, prefix, clock: new ManualClock(T0), envelopeEdits: true });
   });
   afterEach(async () => {
     await store.close();

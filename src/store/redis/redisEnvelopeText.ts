@@ -235,6 +235,8 @@ export class SavedTexts {
   constructor(
     private readonly limit = 1024,
     private readonly maxBytes = SAVED_TEXT_BYTES,
+    /** How many tasks' last states are kept (for the save script's index keys). */
+    private readonly statesLimit = 4096,
   ) {}
 
   /** The text saved at `revision`, when this store saved it. */
@@ -264,7 +266,7 @@ export class SavedTexts {
   seen(taskId: string, state: string): void {
     this.states.delete(taskId);
     this.states.set(taskId, state);
-    if (this.states.size > this.limit * 4) this.states.delete(this.states.keys().next().value!);
+    if (this.states.size > this.statesLimit) this.states.delete(this.states.keys().next().value!);
   }
 
   /** After a failed or refused save: what is stored is not known any more. */
