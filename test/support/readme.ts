@@ -100,7 +100,8 @@ export const expectExampleOutput: Record<ExampleName, (stdout: string) => void> 
       'queued 0',
       'waiting_for_user Which room?',
       'answer accepted: true',
-      'answered Booked R7. {"live":0,"leases":0}',
+      'answered Booked R7.',
+      'handed back 0 {"live":0,"leases":0}',
     ]);
   },
   redis(stdout) {
