@@ -4,7 +4,7 @@
  * surrogate pairs included); and the summary's place in the text must be found.
  */
 import { describe, expect, it } from 'vitest';
-import { SavedTexts, envelopeEdits, envelopeText } from '../src/store/redis/redisEnvelopeText.js';
+import { SavedTexts, envelopeEdits, envelopeText, summarySpan } from '../src/store/redis/redisEnvelopeText.js';
 import { createRequest, nextRequest } from './support/envelopes.js';
 
 /** What the save script does with the edits: on UTF-8 bytes. */
@@ -63,6 +63,26 @@ describe('envelopeText', () => {
       );
       request = nextRequest(request.envelope, { state: i % 2 ? 'running' : 'waiting_for_user' });
     }
+  });
+  it('finds the top-level summary past members that hold a summary of their own or its text in strings', () => {
+    const tricky = [
+      { a: '"summary":{"x":1}', summary: { state: 'running' } },
+      { b: { summary: { state: 'no' } }, c: ['"summary":', { summary: 1 }], summary: { state: 'é😀' } },
+      { d: 'ends with a backslash \\', e: '\\"summary":{}', summary: { s: '}{"][' }, after: { summary: 2 } },
+      { n: 1.5e300, t: true, z: null, summary: {} },
+    ];
+    for (const value of tricky) {
+      const text = envelopeText({ taskId: 't', ...value });
+      const bytes = Buffer.from(text.text, 'utf8');
+      expect(bytes.subarray(text.summaryAt, text.summaryAt + text.summaryBytes).toString()).toBe(
+        JSON.stringify(value.summary),
+      );
+    }
+    expect(summarySpan('{"summary":1}')).toBeNull();
+    expect(summarySpan('{"a":{"summary":{}}}')).toBeNull();
+    expect(summarySpan('[{"summary":{}}]')).toBeNull();
+    expect(summarySpan('{"a":"x')).toBeNull();
+    expect(() => envelopeText({ taskId: 't', summary: { toJSON: () => 'flat' } })).toThrow(/no summary object/);
   });
 });
 

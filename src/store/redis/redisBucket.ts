@@ -32,7 +32,7 @@ import { RedisJournal } from './redisJournal.js';
 import { RedisLeaseManager } from './redisLeases.js';
 import { RedisListing } from './redisListing.js';
 import { envelopeOfHash } from './redisTaskHash.js';
-import { type ScriptReply, type StoreScripts, scriptError } from './redisScripts.js';
+import { SAVE_KEY_COUNT, type ScriptReply, type StoreScripts, scriptError } from './redisScripts.js';
 import { SavedTexts, envelopeEdits, envelopeText } from './redisEnvelopeText.js';
 import { checkSaveRequest } from '../storeChecks.js';
 import type { JournalStream, ListQuery, SaveRequest } from '../taskStore.js';
@@ -119,16 +119,7 @@ export class RedisBucket {
     const base = this.texts.at(taskId, expectedRevision);
     let edits = base && envelopeEdits(base, text);
     let left = this.texts.state(taskId) ?? summary.state;
-    const fixed = [
-      ...taskScriptKeys(this.keys, taskId),
-      this.keys.tombstone(taskId),
-      this.keys.user(summary),
-      this.keys.epoch,
-      this.keys.state(summary.state),
-    ];
     const epoch = this.epoch.args();
-    const audit = packAudit(append.audit);
-    const transcript = append.transcript.map(entryJson).join('\n');
     const counts = [
       expectedRevision,
       envelope.revision,
@@ -142,27 +133,32 @@ export class RedisBucket {
       text.summaryBytes,
       summary.state,
     ].join(' ');
+    // The script's keys then arguments (`lua/save.lua`), in one list; an attempt sets the three it changes.
+    const keys = taskScriptKeys(this.keys, taskId);
+    const taskKey = keys[0]!;
+    keys.push(this.keys.tombstone(taskId), this.keys.user(summary), this.keys.epoch, this.keys.state(summary.state));
+    const argv: (string | Buffer)[] = keys;
+    argv.push(
+      '', // KEYS[12], the index of the state left
+      taskId,
+      '', // ARGV[2], the counts
+      fence ?? '',
+      '', // ARGV[4], the envelope or its edits
+      this.writer,
+      bytes(packAudit(append.audit)),
+      bytes(append.transcript.map(entryJson).join('\n')),
+      epoch.expected,
+      epoch.candidate,
+      this.keys.live(taskId),
+    );
     // At most three sends: the whole envelope after refused edits, another state's index after a wrong guess.
     for (let attempt = 0; ; attempt++) {
-      const args = [
-        taskId,
-        `${counts} ${left} ${edits === null ? '-' : base!.bytes}`,
-        fence ?? '',
-        edits ?? text.text,
-        this.writer,
-        audit,
-        transcript,
-        epoch.expected,
-        epoch.candidate,
-        this.keys.live(taskId),
-      ];
+      argv[SAVE_KEY_COUNT - 1] = this.keys.state(left as TaskState);
+      argv[SAVE_KEY_COUNT + 1] = `${counts} ${left} ${edits === null ? '-' : base!.bytes}`;
+      argv[SAVE_KEY_COUNT + 3] = bytes(edits ?? text.text);
       let reply: ScriptReply;
       try {
-        reply = await this.call(
-          action,
-          () => this.client.taskStoreSaveEdits(...fixed, this.keys.state(left as TaskState), ...args),
-          { taskId, key: fixed[0]! },
-        );
+        reply = await this.call(action, () => this.client.taskStoreSaveEdits(...argv), { taskId, key: taskKey });
       } catch (error) {
         this.texts.forget(taskId);
         throw error;
@@ -175,7 +171,7 @@ export class RedisBucket {
       }
       if (code === -15 && attempt < 2) {
         if (!STATE_SET.has(detail))
-          throw new CorruptTaskError(taskId, `${fixed[0]} records the unknown state ${JSON.stringify(detail)}`);
+          throw new CorruptTaskError(taskId, `${taskKey} records the unknown state ${JSON.stringify(detail)}`);
         left = detail;
         continue;
       }
@@ -256,6 +252,15 @@ export class RedisBucket {
   forgetEpoch(): void {
     this.epoch.forget();
   }
+}
+
+/**
+ * A large argument of the save script as bytes: ioredis writes a command with a Buffer argument as one Buffer, each
+ * Buffer argument copied into it as it is, where it would otherwise build the command as a string of many
+ * concatenations that the socket's write then flattens into one more copy of the whole. Short ones stay strings.
+ */
+function bytes(text: string): string | Buffer {
+  return text.length < 64 ? text : Buffer.from(text, 'utf8');
 }
 
 function entryJson(entry: unknown): string {

@@ -32,22 +32,92 @@ export interface EnvelopeText {
 
 const utf8 = (text: string) => Buffer.byteLength(text, 'utf8');
 
-/** The envelope's JSON, and where its summary is in it (the save script keeps that part as the `summary` field). */
+/**
+ * The envelope's JSON, and where its summary is in it (the save script keeps that part as the `summary` field): found
+ * by reading the text's top-level members, not by writing the summary's JSON again and searching the text for it.
+ */
 export function envelopeText(envelope: { taskId: string; summary: object }): EnvelopeText {
   const text = JSON.stringify(envelope);
-  const summary = JSON.stringify(envelope.summary);
-  const at = text.indexOf(`"summary":${summary}`);
-  if (at < 0) {
-    throw new AgentError('invalid_save', `save of task ${envelope.taskId}: the summary's JSON is not the envelope's`);
+  const span = text === undefined ? null : summarySpan(text);
+  if (span === null) {
+    throw new AgentError('invalid_save', `save of task ${envelope.taskId}: the envelope's JSON has no summary object`);
   }
+  const [start, end] = span;
   const bytes = utf8(text);
-  const start = at + '"summary":'.length;
+  const ascii = bytes === text.length;
   return {
     text,
     bytes,
-    summaryAt: bytes === text.length ? start : utf8(text.slice(0, start)),
-    summaryBytes: utf8(summary),
+    summaryAt: ascii ? start : utf8(text.slice(0, start)),
+    summaryBytes: ascii ? end - start : utf8(text.slice(start, end)),
   };
+}
+
+const COMMA = 0x2c;
+const QUOTE = 0x22;
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;
+const COLON = 0x3a;
+const BACKSLASH = 0x5c;
+const SUMMARY_KEY = '"summary":';
+
+/** Where the string starting at `text[at]` (its opening quote) ends: just past its closing quote; -1 if it does not. */
+function stringEnd(text: string, at: number): number {
+  for (let i = at + 1; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code === BACKSLASH) i += 1;
+    else if (code === QUOTE) return i + 1;
+  }
+  return -1;
+}
+
+/** Where the JSON value starting at `text[at]` ends (JSON.stringify's output: no whitespace); -1 if it does not. */
+function valueEnd(text: string, at: number): number {
+  const first = text.charCodeAt(at);
+  if (first === QUOTE) return stringEnd(text, at);
+  if (first !== OPEN_BRACE && first !== OPEN_BRACKET) {
+    let i = at;
+    while (i < text.length) {
+      const code = text.charCodeAt(i);
+      if (code === COMMA || code === CLOSE_BRACE || code === CLOSE_BRACKET) break;
+      i += 1;
+    }
+    return i > at ? i : -1;
+  }
+  let depth = 0;
+  for (let i = at; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code === QUOTE) {
+      i = stringEnd(text, i) - 1;
+      if (i < 0) return -1;
+    } else if (code === OPEN_BRACE || code === OPEN_BRACKET) depth += 1;
+    else if ((code === CLOSE_BRACE || code === CLOSE_BRACKET) && --depth === 0) return i + 1;
+  }
+  return -1;
+}
+
+/**
+ * Where the value of the top-level `summary` member of an object's JSON is (characters: start, end), when it is an
+ * object; null otherwise. The members before it are stepped over, each read to its end (strings with their escapes,
+ * nested objects and arrays to their closing bracket), so no `"summary":` inside another value is taken for it.
+ */
+export function summarySpan(text: string): [number, number] | null {
+  if (text.charCodeAt(0) !== OPEN_BRACE) return null;
+  let at = 1;
+  while (at < text.length && text.charCodeAt(at) === QUOTE) {
+    const keyEnd = stringEnd(text, at);
+    if (keyEnd < 0 || text.charCodeAt(keyEnd) !== COLON) return null;
+    const start = keyEnd + 1;
+    const end = valueEnd(text, start);
+    if (end < 0) return null;
+    if (keyEnd - at === SUMMARY_KEY.length - 1 && text.startsWith(SUMMARY_KEY, at))
+      return text.charCodeAt(start) === OPEN_BRACE ? [start, end] : null;
+    if (text.charCodeAt(end) !== COMMA) return null;
+    at = end + 1;
+  }
+  return null;
 }
 
 /** Characters compared one by one at the start of a run, and at its end once narrowed down to that many. */
@@ -99,8 +169,6 @@ function sameBehind(a: string, i: number, b: string, j: number, n: number): numb
 
 /** Shifts tried first, from where `a[p]` stands in `b` if the changed run kept its length. */
 const SHIFTS = [0, 1, -1, 2, -2, 3, -3, 4, -4];
-const COMMA = 0x2c;
-const QUOTE = 0x22;
 /** How far past that the member is looked for. */
 const WINDOW = 1024;
 

@@ -24,7 +24,7 @@ import { type EpochContext, dataLostError } from './redisEpoch.js';
  */
 export type ScriptReply<T = string> = [code: number, detail: T, epoch?: string | null];
 
-type Command<T = string> = (...args: (string | number)[]) => Promise<ScriptReply<T>>;
+type Command<T = string> = (...args: (string | number | Buffer)[]) => Promise<ScriptReply<T>>;
 
 /** The lease acquisition's reply: ScriptReply, then whether it read (1) and what: envelope, revision, quarantine reason. */
 export type AcquireReply = [
