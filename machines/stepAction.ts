@@ -29,7 +29,53 @@ type AnySnapshot = MachineSnapshot<AgentContext, never, never, never, string, un
  * leaves as they are.
  */
 function withContext(snapshot: AnySnapshot, patch: Partial<AgentContext>): AnySnapshot {
-  return { ...snapshot, context: patchedContext(snapshot.context, patch) };
+  const context = patchedContext(snapshot.context, patch);
+  if (!isMachineSnapshot(snapshot)) return { ...snapshot, context };
+  // Every key of XState's snapshot, in its order (`createMachineSnapshot`'s): one allocation at the final size.
+  const s = snapshot as unknown as Record<(typeof SNAPSHOT_KEYS)[number], unknown>;
+  return {
+    status: s.status,
+    output: s.output,
+    error: s.error,
+    machine: s.machine,
+    context,
+    _nodes: s._nodes,
+    value: s.value,
+    tags: s.tags,
+    children: s.children,
+    historyValue: s.historyValue,
+    matches: s.matches,
+    hasTag: s.hasTag,
+    can: s.can,
+    getMeta: s.getMeta,
+    toJSON: s.toJSON,
+  } as unknown as AnySnapshot;
+}
+
+/** The keys of the snapshots XState makes (`createMachineSnapshot`), in order. */
+const SNAPSHOT_KEYS = [
+  'status',
+  'output',
+  'error',
+  'machine',
+  'context',
+  '_nodes',
+  'value',
+  'tags',
+  'children',
+  'historyValue',
+  'matches',
+  'hasTag',
+  'can',
+  'getMeta',
+  'toJSON',
+] as const;
+
+/** The snapshot's own keys are XState's, in XState's order (else it is copied by a spread, as before). */
+function isMachineSnapshot(snapshot: AnySnapshot): boolean {
+  let at = 0;
+  for (const key in snapshot) if (key !== SNAPSHOT_KEYS[at++]) return false;
+  return at === SNAPSHOT_KEYS.length;
 }
 
 /**
