@@ -29,7 +29,80 @@ type AnySnapshot = MachineSnapshot<AgentContext, never, never, never, string, un
  * leaves as they are.
  */
 function withContext(snapshot: AnySnapshot, patch: Partial<AgentContext>): AnySnapshot {
-  return { ...snapshot, context: patchedContext(snapshot.context, patch) };
+  const context = patchedContext(snapshot.context, patch);
+  if (!isMachineSnapshot(snapshot)) return { ...snapshot, context };
+  // Every key of XState's snapshot, in its order (`createMachineSnapshot`'s): one allocation at the final size.
+  const s = snapshot as unknown as Record<(typeof SNAPSHOT_KEYS)[number], unknown>;
+  return {
+    status: s.status,
+    output: s.output,
+    error: s.error,
+    machine: s.machine,
+    context,
+    _nodes: s._nodes,
+    value: s.value,
+    tags: s.tags,
+    children: s.children,
+    historyValue: s.historyValue,
+    matches: s.matches,
+    hasTag: s.hasTag,
+    can: s.can,
+    getMeta: s.getMeta,
+    toJSON: s.toJSON,
+  } as unknown as AnySnapshot;
+}
+
+/** The keys of the snapshots XState makes (`createMachineSnapshot`), in order. */
+const SNAPSHOT_KEYS = [
+  'status',
+  'output',
+  'error',
+  'machine',
+  'context',
+  '_nodes',
+  'value',
+  'tags',
+  'children',
+  'historyValue',
+  'matches',
+  'hasTag',
+  'can',
+  'getMeta',
+  'toJSON',
+] as const;
+
+/** The snapshot's own keys are XState's, in XState's order (else it is copied by a spread, as before). */
+function isMachineSnapshot(snapshot: AnySnapshot): boolean {
+  let at = 0;
+  for (const key in snapshot) if (key !== SNAPSHOT_KEYS[at++]) return false;
+  return at === SNAPSHOT_KEYS.length;
+}
+
+/**
+ * The events the running step emits, read by the shared `emit` actions below (the one at index `i` reads event `i`).
+ * XState resolves the actions a built-in action returns at once, in order, before it resolves any other action: so
+ * a step's `xstate.emit` actions read its own events, and the next step that emits overwrites them only afterwards.
+ */
+let emitting: readonly MachineEmitted[] = [];
+/** `emit` actions whose event is read when XState resolves them: the `i`-th emits event `i` of `emitting`. */
+const sharedEmits: ReturnType<typeof emit>[] = [];
+/** For each count `n`, the list of the first `n` shared `emit` actions (XState only reads it). */
+const emitLists: unknown[][] = [];
+
+/**
+ * The `xstate.emit` actions for `events`: the same actions XState's `emit(event)` makes (the same inspection events,
+ * the same `params.event`), without a new function and list per step. Each is `emit(() => emitting[i])`: XState
+ * calls the expression when it resolves the action, just after the step's own resolution returns.
+ */
+function emitsOf(events: readonly MachineEmitted[]): unknown[] {
+  emitting = events;
+  const n = events.length;
+  let list = emitLists[n];
+  if (!list) {
+    for (let i = sharedEmits.length; i < n; i++) sharedEmits.push(emit(() => emitting[i]!));
+    list = emitLists[n] = sharedEmits.slice(0, n);
+  }
+  return list;
 }
 
 /** The built-in action that runs `run` on the transition's context and event. */
@@ -43,9 +116,8 @@ export function stepAction(run: (context: AgentContext, event: unknown) => StepO
   ): [AnySnapshot, undefined, unknown[] | undefined] => {
     const { patch, emitted, raised } = run(args.context, args.event);
     const next = patch ? withContext(snapshot, patch) : snapshot;
-    const actions: unknown[] | undefined = emitted.length ? emitted.map((event) => emit(event)) : undefined;
-    if (!raised) return [next, undefined, actions];
-    return [next, undefined, actions ? [...actions, raise(raised)] : [raise(raised)]];
+    if (!raised) return [next, undefined, emitted.length ? emitsOf(emitted) : undefined];
+    return [next, undefined, emitted.length ? [...emitsOf(emitted), raise(raised)] : [raise(raised)]];
   };
   return step;
 }

@@ -43,11 +43,18 @@ function isCanonical(value: unknown, ancestors: object[]): boolean {
       canonical = i in object && isCanonical(object[i] as unknown, ancestors);
   } else {
     const proto = Object.getPrototypeOf(object);
-    const keys = proto === Object.prototype || proto === null ? Object.keys(object) : null;
-    canonical = keys !== null && inOrder(keys);
-    for (let i = 0; keys && i < keys.length && canonical; i++) {
-      const item = (object as Record<string, unknown>)[keys[i]!];
-      canonical = item !== undefined && isCanonical(item, ancestors);
+    canonical = proto === Object.prototype || proto === null;
+    // A for-in walks the own keys in `Object.keys`' order without making the list; an inherited enumerable key (not
+    // written by `JSON.stringify`) sends the value to `write`, which reads `Object.keys` as it always did.
+    let previous: string | null = null;
+    for (const key in object) {
+      if (!canonical) break;
+      if (!Object.hasOwn(object, key) || (previous !== null && previous > key)) canonical = false;
+      else {
+        const item = (object as Record<string, unknown>)[key];
+        canonical = item !== undefined && isCanonical(item, ancestors);
+      }
+      previous = key;
     }
   }
   ancestors.pop();
@@ -87,7 +94,7 @@ function write(value: unknown, ancestors: object[]): string {
       throw new TypeError(`canonicalJson: a ${object.constructor?.name ?? 'non-plain'} object is not plain JSON`);
     }
     const keys = Object.keys(object);
-    if (!inOrder(keys)) keys.sort();
+    if (!inOrder(keys)) sortKeys(keys);
     out = '{';
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i]!;
@@ -100,6 +107,26 @@ function write(value: unknown, ancestors: object[]): string {
   }
   ancestors.pop();
   return out;
+}
+
+/**
+ * Sorts `keys` in place as `Array.prototype.sort` sorts strings (by UTF-16 code units; the keys are distinct, so
+ * stability does not matter). A short list is sorted by insertion: `sort` copies the list into a work array first.
+ */
+function sortKeys(keys: string[]): void {
+  if (keys.length > 24) {
+    keys.sort();
+    return;
+  }
+  for (let i = 1; i < keys.length; i++) {
+    const key = keys[i]!;
+    let j = i - 1;
+    while (j >= 0 && keys[j]! > key) {
+      keys[j + 1] = keys[j]!;
+      j--;
+    }
+    keys[j + 1] = key;
+  }
 }
 
 /** Whether `keys` are sorted as `Array.prototype.sort` sorts strings (by UTF-16 code units). */

@@ -59,9 +59,13 @@ export function protocolVerdict(calls: ProposedCall[], catalog: Catalog, policy:
 }
 
 export function checkProtocol(calls: ProposedCall[], catalog: Catalog, policy: Policy): ProtocolVerdict {
+  // Runs once per proposal (every round): plain loops, the ids seen kept in a list while the batch is short (a set
+  // only for a long one), and the per-call problems' list made only once there is a problem.
   const idProblems: ProtocolProblem[] = [];
-  const seen = new Set<string>();
-  calls.forEach((call, index) => {
+  const ids: string[] = [];
+  const seen = calls.length > 16 ? new Set<string>() : null;
+  for (let index = 0; index < calls.length; index++) {
+    const call = calls[index]!;
     const id = call.callId?.trim() ?? '';
     if (id === '' || id.length > MAX_CALL_ID_LENGTH) {
       idProblems.push({
@@ -70,49 +74,55 @@ export function checkProtocol(calls: ProposedCall[], catalog: Catalog, policy: P
         code: 'missing_call_id',
         summary: `call #${index + 1} (${call.name}) has no usable call id`,
       });
-    } else if (seen.has(id)) {
+    } else if (seen ? seen.has(id) : ids.includes(id)) {
       idProblems.push({
         index,
         callId: id,
         code: 'duplicate_call_id',
         summary: `call id ${JSON.stringify(id)} is used by more than one call`,
       });
-    } else {
+    } else if (seen) {
       seen.add(id);
+    } else {
+      ids.push(id);
     }
-  });
+  }
   if (idProblems.length > 0) return { kind: 'unpairable', problems: idProblems };
 
-  const own: (ProtocolProblem | null)[] = [];
+  let own: (ProtocolProblem | null)[] | null = null;
+  const problem = (index: number, callId: string, code: ProtocolCode, summary: string) => {
+    (own ??= new Array<ProtocolProblem | null>(calls.length).fill(null))[index] = { index, callId, code, summary };
+  };
   const accepted: AcceptedCall[] = [];
-  for (const [index, call] of calls.entries()) {
+  for (let index = 0; index < calls.length; index++) {
+    const call = calls[index]!;
     const callId = call.callId!.trim();
-    const problem = (code: ProtocolCode, summary: string): ProtocolProblem => ({ index, callId, code, summary });
     if (!Object.hasOwn(catalog, call.name)) {
-      own.push(problem('unknown_tool', `there is no tool named ${JSON.stringify(truncate(call.name, 64))}`));
+      problem(index, callId, 'unknown_tool', `there is no tool named ${JSON.stringify(truncate(call.name, 64))}`);
       continue;
     }
     const bytes = utf8Length(call.arguments);
     if (bytes > policy.maxArgumentBytes) {
-      own.push(problem('arguments_too_large', `arguments are ${bytes} bytes; the limit is ${policy.maxArgumentBytes}`));
+      const summary = `arguments are ${bytes} bytes; the limit is ${policy.maxArgumentBytes}`;
+      problem(index, callId, 'arguments_too_large', summary);
       continue;
     }
     const parsed = parseStrictJson(call.arguments);
     if (!parsed.ok) {
       const code = parsed.code === 'duplicate_key' ? 'duplicate_key' : 'malformed_arguments';
-      own.push(problem(code, `arguments are not valid JSON: ${parsed.message}`));
+      problem(index, callId, code, `arguments are not valid JSON: ${parsed.message}`);
       continue;
     }
     if (!isJsonObject(parsed.value)) {
-      own.push(problem('malformed_arguments', 'arguments must be a JSON object'));
+      problem(index, callId, 'malformed_arguments', 'arguments must be a JSON object');
       continue;
     }
-    own.push(null);
     accepted.push({ callId, tool: call.name, args: parsed.value, rawArguments: call.arguments });
   }
 
   const tooMany = calls.length > policy.maxCallsPerBatch;
-  if (!tooMany && own.every((p) => p === null)) return { kind: 'accepted', calls: accepted };
+  const ownProblems = own as (ProtocolProblem | null)[] | null;
+  if (!tooMany && ownProblems === null) return { kind: 'accepted', calls: accepted };
 
   const problems = calls.map((call, index): ProtocolProblem => {
     const callId = call.callId!.trim();
@@ -125,7 +135,7 @@ export function checkProtocol(calls: ProposedCall[], catalog: Catalog, policy: P
       };
     }
     return (
-      own[index] ?? {
+      ownProblems?.[index] ?? {
         index,
         callId,
         code: 'batch_rejected',

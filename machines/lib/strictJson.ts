@@ -94,7 +94,6 @@ class Parser {
   private object(depth: number): JsonObject {
     this.pos++; // {
     const result: JsonObject = {};
-    const seen = new Set<string>();
     this.skipWhitespace();
     if (this.text[this.pos] === '}') {
       this.pos++;
@@ -105,18 +104,22 @@ class Parser {
       if (this.text[this.pos] !== '"') this.fail('expected a string key');
       const keyOffset = this.pos;
       const key = this.string();
-      if (seen.has(key)) {
+      // The keys seen so far are the result's own keys: no set of them is needed.
+      if (Object.hasOwn(result, key)) {
         this.pos = keyOffset;
         this.fail(`duplicate key ${JSON.stringify(key)}`, 'duplicate_key');
       }
-      seen.add(key);
       this.skipWhitespace();
       if (this.text[this.pos] !== ':') this.fail("expected ':' after a key");
       this.pos++;
       this.skipWhitespace();
       const item = this.value(depth + 1);
-      // defineProperty keeps "__proto__" an own data property, as JSON.parse does.
-      Object.defineProperty(result, key, { value: item, enumerable: true, writable: true, configurable: true });
+      // defineProperty keeps "__proto__" an own data property, as JSON.parse does. Any other key is set as an
+      // assignment sets it (an own, enumerable, writable, configurable data property), without a descriptor object
+      // and the runtime call of defineProperty.
+      if (key === '__proto__')
+        Object.defineProperty(result, key, { value: item, enumerable: true, writable: true, configurable: true });
+      else result[key] = item;
       this.skipWhitespace();
       const next = this.text[this.pos];
       if (next === ',') {
@@ -215,14 +218,43 @@ class Parser {
     }
   }
 
+  /**
+   * The longest prefix (within 400 characters) that is a JSON number, `-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?`,
+   * scanned by hand: a regular expression on a slice made two strings and a match list per number.
+   */
   private number(): number {
-    const match = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/.exec(this.text.slice(this.pos, this.pos + 400));
-    if (!match) this.fail('invalid number');
-    const value = Number(match[0]);
+    const text = this.text;
+    const limit = Math.min(text.length, this.pos + 400);
+    let end = this.pos;
+    if (end < limit && text.charCodeAt(end) === 0x2d) end++; // -
+    const first = end < limit ? text.charCodeAt(end) : -1;
+    if (first === 0x30) end++;
+    else if (first >= 0x31 && first <= 0x39) end = digitsEnd(text, end + 1, limit);
+    else this.fail('invalid number');
+    if (end + 1 < limit && text.charCodeAt(end) === 0x2e && isDigit(text.charCodeAt(end + 1)))
+      end = digitsEnd(text, end + 2, limit);
+    const e = end < limit ? text.charCodeAt(end) : -1;
+    if (e === 0x65 || e === 0x45) {
+      let at = end + 1;
+      const sign = at < limit ? text.charCodeAt(at) : -1;
+      if (sign === 0x2b || sign === 0x2d) at++;
+      if (at < limit && isDigit(text.charCodeAt(at))) end = digitsEnd(text, at + 1, limit);
+    }
+    const value = Number(text.slice(this.pos, end));
     if (!Number.isFinite(value)) this.fail('number out of range');
-    this.pos += match[0].length;
+    this.pos = end;
     return value;
   }
+}
+
+function isDigit(c: number): boolean {
+  return c >= 0x30 && c <= 0x39;
+}
+
+/** Where the run of digits from `at` ends (at most at `limit`). */
+function digitsEnd(text: string, at: number, limit: number): number {
+  while (at < limit && isDigit(text.charCodeAt(at))) at++;
+  return at;
 }
 
 /** True for a plain JSON object (not an array, not null). */

@@ -34,7 +34,8 @@ import { workflowCallProgress } from './workflow.js';
 export const closeBatch: Step = (context, event, toolkit) => {
   const batch = context.batch!;
   let { knowledge, lastFailure } = context;
-  const seen = [...context.seenObservations];
+  // Copied only once something new is seen (most rounds of a loop see nothing new; the list is bounded).
+  let seen = context.seenObservations;
   const transcript: TranscriptEntry[] = [];
   for (const call of batch.calls) {
     const observation = call.observation!;
@@ -42,6 +43,7 @@ export const closeBatch: Step = (context, event, toolkit) => {
     const { callId: _ignored, ...content } = observation;
     const print = fingerprint(content);
     if (!seen.includes(print)) {
+      if (seen === context.seenObservations) seen = [...seen];
       seen.push(print);
       knowledge += 1;
     }
@@ -49,24 +51,27 @@ export const closeBatch: Step = (context, event, toolkit) => {
   }
   const planned = planProgress(context, event, batch.calls);
   const flowed = workflowCallProgress(context, event, batch.calls, toolkit);
-  const progress = {
-    context: { ...planned.context, ...flowed.context },
-    audit: [...(planned.audit ?? []), ...(flowed.audit ?? [])],
-    transcript: planned.transcript,
-  };
+  // The plan's and the workflow's entries, joined only when both made some (most rounds follow neither).
+  const audit = planned.audit?.length
+    ? flowed.audit?.length
+      ? [...planned.audit, ...flowed.audit]
+      : planned.audit
+    : (flowed.audit ?? []);
   return {
     context: {
-      ...progress.context,
+      ...planned.context,
+      ...flowed.context,
       batch: { ...batch, closed: true, current: null },
       knowledge,
       // Something new was observed: earlier proposals may be worth making again.
       proposedSinceNew: knowledge === context.knowledge ? context.proposedSinceNew : [],
       lastFailure: batch.calls.some((c) => c.observation?.ok === false) ? lastFailure : null,
-      seenObservations: seen.slice(-CONTEXT_BOUNDS.seenObservations),
+      seenObservations:
+        seen.length > CONTEXT_BOUNDS.seenObservations ? seen.slice(-CONTEXT_BOUNDS.seenObservations) : seen,
       rejectedTurns: context.rejectedTurns + (hasHostRejection(batch) ? 1 : 0),
     },
-    audit: progress.audit,
-    transcript: [...transcript, ...(progress.transcript ?? [])],
+    audit,
+    transcript: planned.transcript?.length ? [...transcript, ...planned.transcript] : transcript,
   };
 };
 

@@ -34,13 +34,12 @@ export async function attemptTool<O>(
   work: (stop: Cancel) => Promise<ToolResult<O>>,
   sealing: CallSealing,
 ): Promise<CallOutcome> {
-  const text = (raw: string) => cap(sealCallText(sealing, raw));
   let timed;
   try {
     timed = await runWithTimeout(clock, tool.timeoutMs, stop, work);
   } catch (error) {
     if (error instanceof TransientToolError)
-      return failed('unavailable', `${tool.name} is unavailable: ${text(error.message)}`);
+      return failed('unavailable', `${tool.name} is unavailable: ${textOf(sealing, error.message)}`);
     return failed('tool_error', `${tool.name} failed unexpectedly (${errorName(error)})`);
   }
   if (timed.kind === 'timeout') return failed('timeout', `${tool.name} timed out`);
@@ -50,7 +49,7 @@ export async function attemptTool<O>(
     return sealOutcome(sealing, {
       kind: 'error',
       code: String(result.code),
-      summary: text(String(result.summary)),
+      summary: textOf(sealing, String(result.summary)),
       retryable: result.retryable ?? false,
     });
   }
@@ -58,13 +57,21 @@ export async function attemptTool<O>(
   if (!parsed.success) {
     // What the schema says about a sensitive output field is not repeated: a message might quote the value.
     const why = tool.sensitive?.output?.length ? 'it fails the output schema' : zodSummary(parsed.error);
-    return failed('invalid_output', `${tool.name} returned output that does not match its schema: ${text(why)}`);
+    return failed(
+      'invalid_output',
+      `${tool.name} returned output that does not match its schema: ${textOf(sealing, why)}`,
+    );
   }
   try {
     return sealOutcome(sealing, { kind: 'ok', value: toJson(parsed.data) });
   } catch (error) {
     return failed('invalid_output', `${tool.name} returned non-JSON output (${safeErrorText(error)})`);
   }
+}
+
+/** A text of the call's, sealed as the task may record it, then cut to its bound. */
+function textOf(sealing: CallSealing, raw: string): string {
+  return cap(sealCallText(sealing, raw));
 }
 
 /** The span attributes of a tool call, and what its outcome adds. */

@@ -11,6 +11,7 @@ import { backoffDelay, sleep } from '../../clock.js';
 import {
   type ModelReply,
   type ModelReplyWithVersion,
+  type ModelRequest,
   type OfferedTool,
   TransientModelError,
   modelProvenance,
@@ -48,29 +49,29 @@ export function modelActor(host: ActorHost) {
       attempt += 1;
       const live = liveText(host, input.taskId, input.turn, attempt, scopeOf(context));
       const ask = () =>
-        runWithTimeout(clock, host.modelTimeoutMs, stop, (s) =>
-          host.model
-            .decide({
-              taskId: input.taskId,
-              turn: input.turn,
-              goal: context.goal,
-              principal: { userId: context.principal.userId, tenantId: context.principal.tenantId },
-              tools: toolsOffered(host, context),
-              observations: input.observations,
-              transcript: () => task.transcript(),
-              // Made only if the model looks (an AbortController costs about 3 µs): one that answers at once never does.
-              get signal() {
-                return s.signal;
-              },
-              ...(compaction ? { compaction: { level: compaction.level } } : {}),
-              ...(summary ? { summary } : {}),
-              ...(live ? { onText: live.push, onCallText: live.call } : {}),
-            })
-            .then(
-              (reply) => ({ ok: true as const, reply }),
-              (error: unknown) => ({ ok: false as const, error }),
-            ),
-        );
+        runWithTimeout(clock, host.modelTimeoutMs, stop, (s) => {
+          const request: ModelRequest = {
+            taskId: input.taskId,
+            turn: input.turn,
+            goal: context.goal,
+            principal: { userId: context.principal.userId, tenantId: context.principal.tenantId },
+            tools: toolsOffered(host, context),
+            observations: input.observations,
+            transcript: () => task.transcript(),
+            // Made only if the model looks (an AbortController costs about 3 µs): one that answers at once never does.
+            get signal() {
+              return s.signal;
+            },
+          };
+          // Set after, in the same order: a literal spreading `{}` for each absent one makes three objects a turn.
+          if (compaction) request.compaction = { level: compaction.level };
+          if (summary) request.summary = summary;
+          if (live) {
+            request.onText = live.push;
+            request.onCallText = live.call;
+          }
+          return host.model.decide(request).then(asAnswered, asRefused);
+        });
       // The GenAI semantic conventions' names: operation, model, token usage. Without tracing (the default), the
       // span's name and attributes are not even made.
       const timed = await (host.tracing === NO_TRACING
@@ -167,6 +168,10 @@ export function modelActor(host: ActorHost) {
     }
   });
 }
+
+/** What the model's `decide` settled with, as data (one function each for every turn). */
+const asAnswered = (reply: ModelReplyWithVersion) => ({ ok: true as const, reply });
+const asRefused = (error: unknown) => ({ ok: false as const, error });
 
 /** The tools offered to the model this turn: the host's, narrowed by the offer rule and a sub-task's subset, then the host's own. */
 function toolsOffered(host: ActorHost, context: AgentContext) {
