@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
+import { LongestFirst } from './test/support/longestFirst.js';
 import { scaled } from './test/support/timeScale.js';
 
 /**
@@ -17,6 +18,9 @@ import { scaled } from './test/support/timeScale.js';
  * Chromium or npm). The files of a run share nothing that another file writes: each uses fresh Redis key prefixes or
  * its own redis-server on a free port, free ports, its own temporary directories and child processes, and the
  * package tier's files only read the tarball packed once for the run. `--maxWorkers=1` runs one file at a time.
+ *
+ * The files start longest first, whatever their tier (test/support/longestFirst.ts, from the seconds in
+ * test/support/fileSeconds.json): a long file started last would leave one core idle at the end of the run.
  */
 const TIERS = ['paths', 'redis', 'process', 'browser', 'package'];
 /** Longer limits where each test is long by nature: an exploration of the chart, `npm install` and `tsc` runs. */
@@ -35,6 +39,7 @@ export default defineConfig({
     testTimeout: scaled(20_000),
     hookTimeout: scaled(30_000),
     maxWorkers: Math.max(2, availableParallelism() - 1),
+    sequence: { sequencer: LongestFirst },
     // expect.poll's own default (1 s) is a fixed limit too.
     expect: { poll: { timeout: scaled(5_000) } },
     projects: [

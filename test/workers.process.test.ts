@@ -1,9 +1,13 @@
 /**
  * Many worker processes on one Redis, dispatched by BullMQ (each test starts its own redis-server on a free port and
- * stops it by pid). 1, 2 and 4 workers drive 2,000 scripted tasks (one read, one idempotent write, an answer) that
- * an API instance in this process started: every task done, business records equal distinct idempotency keys, one
- * per task, no lease left, no settled task held. Then kill -9 of a worker mid-run: its running tasks and the jobs it
- * had taken finish elsewhere, none twice.
+ * stops it by pid). 1, 2 and 4 workers drive scripted tasks (one read, one idempotent write, an answer) that an API
+ * instance in this process started: every task done, business records equal distinct idempotency keys, one per task,
+ * no lease left, no settled task held. Then kill -9 of a worker mid-run: its running tasks and the jobs it had taken
+ * finish elsewhere, none twice.
+ *
+ * `npm test` drives 500 tasks a case: ten batches of the API's starts, each worker's 50 jobs at once taken several
+ * times over, and at the kill the victim holds up to 50 running tasks and the jobs it took (it is killed once 100
+ * are done, with 400 to go). `npm run test:full` drives 2,000 (WORKERS_TEST_TASKS sets any other count).
  */
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -18,7 +22,7 @@ import { type Child, ChildPool } from './support/workers.js';
 import { scaled } from './support/timeScale.js';
 
 const WORKER = fileURLToPath(new URL('./support/dispatchWorker.ts', import.meta.url));
-const TASKS = Number(process.env.WORKERS_TEST_TASKS ?? 2_000);
+const TASKS = Number(process.env.WORKERS_TEST_TASKS ?? 500);
 const hasRedisServer = spawnSync('redis-server', ['--version']).status === 0;
 const principal = { userId: 'u1', tenantId: 't1', scopes: [] };
 
