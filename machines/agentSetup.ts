@@ -289,6 +289,7 @@ export function agentSetup(toolkit: Toolkit) {
         'refuseAtRecheck',
       ]),
       ...steps(rechecking, ['resendWrite', 'refuseAtRecheckNow', 'stopForBudgetAtRecheck', 'startWriteNow']),
+      ...steps(rechecking, ['resendWriteNow', 'holdRefusedResendNow']),
       ...steps(reconciling, [
         'noteUnknownWrite',
         'finishReconciledWrite',

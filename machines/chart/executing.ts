@@ -146,6 +146,26 @@ export const executingState = {
         },
       },
     },
+    recheckingResend: {
+      description:
+        'Before a write is sent again with its key: a tool whose re-check waits for nothing is re-checked here (the session, the resource permission); else in `resending`.',
+      tags: [TAGS.gate],
+      always: [
+        { guard: not('canRecheckNow'), target: 'resending' },
+        {
+          guard: and(['holdsScopesNow', 'isStillAuthorized']),
+          target: 'writing',
+          actions: ['noteRecheck', 'resendWriteNow'],
+        },
+        // Refused: a retry a reviewer asked for goes back to them (the first attempt is still unknown).
+        {
+          guard: 'isResendAfterReview',
+          target: '#agent.reviewRequired',
+          actions: ['noteRecheck', 'holdRefusedResendNow'],
+        },
+        { target: 'selecting', actions: ['noteRecheck', 'refuseAtRecheckNow'] },
+      ],
+    },
     resending: {
       description:
         'Before a write is sent again with its key: the session, the resource permission and the rate limit, again.',
@@ -244,7 +264,7 @@ export const executingState = {
           },
           {
             guard: and(['wasWriteNotFound', 'isSameKeyRetrySafe', 'canRetryWrite', 'hasBudgetForRetry']),
-            target: 'resending',
+            target: 'recheckingResend',
             actions: 'prepareResend',
           },
           {

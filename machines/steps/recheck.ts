@@ -14,6 +14,7 @@ import { confirmationNeed } from '../lib/toolRules.js';
 import { auditEntry } from '../journal.js';
 import type { Toolkit } from '../toolkit.js';
 import { askFor } from './confirmation.js';
+import { holdRefusedResend } from './review.js';
 import type { Step, StepResult } from './step.js';
 import { stopForBudget } from './stop.js';
 import { current, missingScopes, refuse } from './vetting.js';
@@ -129,6 +130,14 @@ export const refuseAtRecheckNow: Step = (context, event, toolkit) =>
 /** Re-checked by the gate itself, and the budget ran out meanwhile: `stopForBudget`, as on the actor's answer. */
 export const stopForBudgetAtRecheck: Step = (context, event, toolkit) =>
   stopForBudget(context, answeredNow(context, event, toolkit), toolkit);
+
+/** A resend re-checked by the gate itself and passed: `resendWrite`, as on the actor's answer. */
+export const resendWriteNow: Step = (context, event, toolkit) =>
+  resendWrite(context, answeredNow(context, event, toolkit), toolkit);
+
+/** A reviewer's retry re-checked by the gate itself and refused: `holdRefusedResend`, as on the actor's answer. */
+export const holdRefusedResendNow: Step = (context, event, toolkit) =>
+  holdRefusedResend(context, answeredNow(context, event, toolkit), toolkit);
 
 /** Re-checked by the gate itself and passed: `startWrite`, as on the actor's answer (run as the principal seen). */
 export const startWriteNow: Step = (context, event, toolkit) =>

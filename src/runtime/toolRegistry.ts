@@ -64,7 +64,10 @@ export class ToolRegistry {
       defineTool(tool as never);
       this.tools.set(tool.name, tool);
       this.schemas.set(tool.name, toolParametersSchema(tool));
-      this.rules.set(tool.name, rulesOf(tool, privacy, () => this.refreshesSession));
+      this.rules.set(
+        tool.name,
+        rulesOf(tool, privacy, () => this.refreshesSession),
+      );
     }
     this.checkDependencies();
     this.checkCompensations();
