@@ -12,7 +12,7 @@ import type { CheckVerdict, MachineEvent, RecheckActorOutput } from '../actors.j
 import { outputOf } from '../actors.js';
 import type { AgentContext } from '../context.js';
 import { currentCall } from '../lib/batch.js';
-import { syncVerdict } from '../lib/hooks.js';
+import { isAsyncHook, syncVerdict } from '../lib/hooks.js';
 import { timeOf } from '../journal.js';
 import { argumentsHash, idempotencyKeyFor } from '../lib/hashing.js';
 import { confirmationRequirement, decisionsSatisfy } from '../lib/toolRules.js';
@@ -37,7 +37,9 @@ const PASS: CheckVerdict = { ok: true };
 /** The current call's tool is re-checked by the gate itself (see `ToolRules.recheckNow`). */
 export function canRecheckNow(context: AgentContext, toolkit: Toolkit): boolean {
   const call = currentCall(context.batch);
-  return call !== undefined && toolkit.rules(call.tool)?.recheckNow === true;
+  if (call === undefined || toolkit.rules(call.tool)?.recheckNow !== true) return false;
+  // A hook the gate could not ask (an asynchronous one) is never taken for a pass, whatever the flag says.
+  return !isAsyncHook(toolkit, call.tool, 'validate') && !isAsyncHook(toolkit, call.tool, 'authorize');
 }
 
 /**
