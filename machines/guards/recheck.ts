@@ -60,8 +60,9 @@ export function recheckNow(context: AgentContext, event: MachineEvent, toolkit: 
 /**
  * The verdicts the guards judge: the invoked actor's, on its done event; the gate's own (`recheckNow`) for a tool it
  * re-checks itself. XState hands eventless transitions the event of their macrostep: a re-check done event of an
- * earlier write may still be the event when the gate re-checks the next one, and must not answer for it. (A resend,
- * `resendAfter` set, is still re-checked in `resending` by the actor, whose answer is the one judged.)
+ * earlier write may still be the event when the gate re-checks the next one, and must not answer for it. In
+ * `resending` (`resendAfter` set; for such a tool only a snapshot stored there before the gate asked resends itself)
+ * the actor's answer is the one judged.
  */
 export function recheckVerdicts(context: AgentContext, event: MachineEvent, toolkit: Toolkit): RecheckActorOutput {
   if (event.type !== 'xstate.done.actor.recheck') return recheckNow(context, event, toolkit);
