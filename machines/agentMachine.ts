@@ -202,7 +202,7 @@ export function createAgentMachine(toolkit: Toolkit) {
                 // No write is sent again while the task's user is away (undoing a stop's writes aside).
                 or([not('isUserAway'), 'isUnwinding']),
               ]),
-              target: '#agent.executing.resending',
+              target: '#agent.executing.recheckingResend',
               actions: 'prepareReviewedResend',
             },
             { actions: 'refuseReview' },

@@ -158,7 +158,7 @@ export function agentSetup(toolkit: Toolkit) {
         'holdsScopesNow',
         'isStillBusinessValid',
       ]),
-      ...named(recheck, ['isStillAuthorized', 'isWithinRateLimit', 'isResendAfterReview']),
+      ...named(recheck, ['isStillAuthorized', 'isWithinRateLimit', 'isResendAfterReview', 'canRecheckNow']),
       // gate (f), confirmation, with approvers
       ...named(confirmation, [
         'needsConfirmation',
@@ -288,7 +288,8 @@ export function agentSetup(toolkit: Toolkit) {
         'askForFreshConfirmation',
         'refuseAtRecheck',
       ]),
-      ...steps(rechecking, ['resendWrite']),
+      ...steps(rechecking, ['resendWrite', 'refuseAtRecheckNow', 'stopForBudgetAtRecheck', 'startWriteNow']),
+      ...steps(rechecking, ['resendWriteNow', 'holdRefusedResendNow']),
       ...steps(reconciling, [
         'noteUnknownWrite',
         'finishReconciledWrite',

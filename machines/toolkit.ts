@@ -102,6 +102,13 @@ export interface ToolRules<I = any> {
   validateNow?: SyncCheck;
   /** The tool's resource-level permission, declared synchronous (`hooks: 'sync'`); as `validateNow`. */
   authorizeNow?: SyncCheck;
+  /**
+   * Everything the re-check before this tool's write asks answers at once: its hooks are synchronous (or it has
+   * none), it has no rate limit, and the host does not refresh the principal's session (no `refreshPrincipal`). The
+   * gate then asks them itself, in the step that reaches the write (no `rechecking.hooks`, no `resending`). Set by
+   * the runtime; absent: the re-check runs in its invoked state.
+   */
+  recheckNow?: boolean;
   confirm?: ConfirmationRule<I>;
   confirmation?: ConfirmationPolicy;
   /** The design sources' risk class (`read_only` for reads; `writable` by default for writes). */

@@ -144,26 +144,43 @@ describe('visualizations', () => {
       'executing_reconciling --> reviewRequired: xstate.done.actor.lookup [else] / holdForReview',
     );
     expect(mermaid).toContain(
-      'reviewRequired --> executing_resending: review.resolved [isResolvedAsRetry and isHeldWriteRetrySafe and hasBudgetForRetry and not isCancelRequested and (not isUserAway or isUnwinding)] / prepareReviewedResend',
+      'reviewRequired --> executing_recheckingResend: review.resolved [isResolvedAsRetry and isHeldWriteRetrySafe and hasBudgetForRetry and not isCancelRequested and (not isUserAway or isUnwinding)] / prepareReviewedResend',
     );
+    // A re-check that waits for nothing is asked by the gate, each refusal its own guarded transition.
+    expect(mermaid).toContain(
+      'executing_rechecking_arguments --> executing_selecting: always [canRecheckNow and not isStillAuthorized] / noteRecheck, refuseAtRecheckNow',
+    );
+    expect(mermaid).toContain('executing_recheckingResend --> executing_resending: always [not canRecheckNow]');
     expect(mermaid).toContain('deciding --> paused: always [isUserAway] / pauseForAbsence');
     expect(mermaid).toContain(
       'executing_selecting --> executing_pausedBeforeWrite: always [isNextStepWrite and isUserAway and not isUnwinding] / pauseForAbsence',
     );
     expect(mermaid).toContain('paused --> deciding: user.returned [isAboutTaskUser] / resumeForUser');
     expect(mermaid).toContain(
-      'executing_reconciling --> executing_resending: xstate.done.actor.lookup [wasWriteNotFound and isSameKeyRetrySafe and canRetryWrite and hasBudgetForRetry] / prepareResend',
+      'executing_reconciling --> executing_recheckingResend: xstate.done.actor.lookup [wasWriteNotFound and isSameKeyRetrySafe and canRetryWrite and hasBudgetForRetry] / prepareResend',
     );
     expect(mermaid).toContain(
       'executing_resending --> executing_writing: xstate.done.actor.recheck [holdsScopesNow and isStillAuthorized and isWithinRateLimit] / resendWrite',
     );
     expect(mermaid).toContain('reviewRequired : tags waiting, review');
     expect(mermaid).toContain('waitingForModel --> thinking: timer.modelRetryDue [isModelRetryDue] / resumeModel');
-    // Nothing but a passing re-check sends a write: the only edges into writing come from rechecking and resending.
+    // Nothing but a passing re-check sends a write: the only edges into writing come from rechecking and resending,
+    // or from the gate's own re-check (`canRecheckNow`), once every refusal before it did not hold.
     const intoWriting = [...mermaid.matchAll(/^\s*(\S+) --> executing_writing:/gm)]
       .map((m) => m[1])
       .filter((source) => source !== 'executing_writing');
-    expect([...new Set(intoWriting)].sort()).toEqual(['executing_rechecking_hooks', 'executing_resending']);
+    expect([...new Set(intoWriting)].sort()).toEqual([
+      'executing_recheckingResend',
+      'executing_rechecking_arguments',
+      'executing_rechecking_hooks',
+      'executing_resending',
+    ]);
+    expect(mermaid).toContain(
+      'executing_rechecking_arguments --> executing_writing: always [canRecheckNow] / noteRecheck, startWriteNow',
+    );
+    expect(mermaid).toContain(
+      'executing_recheckingResend --> executing_writing: always [holdsScopesNow and isStillAuthorized] / noteRecheck, resendWriteNow',
+    );
   });
 
   it('renders a self-contained HTML page with an inline SVG and no external resources', () => {

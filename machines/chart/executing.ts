@@ -61,7 +61,8 @@ export const executingState = {
       initial: 'arguments',
       states: {
         arguments: {
-          description: 'The stored arguments must hash to what was confirmed, still match the schema and the mandate.',
+          description:
+            'The stored arguments must hash to what was confirmed, still match the schema and the mandate; a tool whose re-check waits for nothing is re-checked here (scopes, business validation, resource permission, budget).',
           tags: [TAGS.gate],
           always: [
             {
@@ -85,6 +86,29 @@ export const executingState = {
               target: '#agent.executing.awaitingConfirmation',
               actions: 'askForFreshConfirmation',
             },
+            // Nothing the re-check asks waits (synchronous hooks or none, no rate limit, no session refresh): the
+            // gate asks it itself, in this step, each refusal its own transition as on the actor's answer.
+            {
+              guard: and(['canRecheckNow', not('holdsScopesNow')]),
+              target: '#agent.executing.selecting',
+              actions: ['noteRecheck', 'refuseAtRecheckNow'],
+            },
+            {
+              guard: and(['canRecheckNow', not('isStillBusinessValid')]),
+              target: '#agent.executing.selecting',
+              actions: ['noteRecheck', 'refuseAtRecheckNow'],
+            },
+            {
+              guard: and(['canRecheckNow', not('isStillAuthorized')]),
+              target: '#agent.executing.selecting',
+              actions: ['noteRecheck', 'refuseAtRecheckNow'],
+            },
+            {
+              guard: and(['canRecheckNow', not('hasBudgetForNextStep')]),
+              target: '#agent.stopping',
+              actions: ['noteRecheck', 'stopForBudgetAtRecheck'],
+            },
+            { guard: 'canRecheckNow', target: '#agent.executing.writing', actions: ['noteRecheck', 'startWriteNow'] },
             { target: 'hooks' },
           ],
         },
@@ -121,6 +145,26 @@ export const executingState = {
           },
         },
       },
+    },
+    recheckingResend: {
+      description:
+        'Before a write is sent again with its key: a tool whose re-check waits for nothing is re-checked here (the session, the resource permission); else in `resending`.',
+      tags: [TAGS.gate],
+      always: [
+        { guard: not('canRecheckNow'), target: 'resending' },
+        {
+          guard: and(['holdsScopesNow', 'isStillAuthorized']),
+          target: 'writing',
+          actions: ['noteRecheck', 'resendWriteNow'],
+        },
+        // Refused: a retry a reviewer asked for goes back to them (the first attempt is still unknown).
+        {
+          guard: 'isResendAfterReview',
+          target: '#agent.reviewRequired',
+          actions: ['noteRecheck', 'holdRefusedResendNow'],
+        },
+        { target: 'selecting', actions: ['noteRecheck', 'refuseAtRecheckNow'] },
+      ],
     },
     resending: {
       description:
@@ -220,7 +264,7 @@ export const executingState = {
           },
           {
             guard: and(['wasWriteNotFound', 'isSameKeyRetrySafe', 'canRetryWrite', 'hasBudgetForRetry']),
-            target: 'resending',
+            target: 'recheckingResend',
             actions: 'prepareResend',
           },
           {

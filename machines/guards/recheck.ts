@@ -3,11 +3,17 @@
  * run are hashed again and must be the ones validated, keyed and confirmed; the confirmation must still satisfy the
  * tool's rule; and the hooks' fresh verdicts (the principal's current scopes, business validation, resource
  * permission, the rate limit) must all pass. Schema, mandate and budget are asked again by their own guards.
+ *
+ * A tool whose re-check asks nothing that waits (`recheckNow`: synchronous hooks or none, no rate limit, a session the
+ * host does not refresh) is re-checked by these guards themselves, in the step that reaches the write: the verdicts
+ * are then those the invoked actor would give (`recheckNow` below), with no child actor, timer or AbortController.
  */
-import type { MachineEvent } from '../actors.js';
+import type { CheckVerdict, MachineEvent, RecheckActorOutput } from '../actors.js';
 import { outputOf } from '../actors.js';
 import type { AgentContext } from '../context.js';
 import { currentCall } from '../lib/batch.js';
+import { isAsyncHook, syncVerdict } from '../lib/hooks.js';
+import { timeOf } from '../journal.js';
 import { argumentsHash, idempotencyKeyFor } from '../lib/hashing.js';
 import { confirmationRequirement, decisionsSatisfy } from '../lib/toolRules.js';
 import type { Toolkit } from '../toolkit.js';
@@ -26,7 +32,43 @@ export function argumentsIntact(context: AgentContext, toolkit: Toolkit): boolea
   return call.confirmedBy === null || call.confirmedBy.argsHash === call.argsHash;
 }
 
-const hooks = (event: MachineEvent) => outputOf(event, 'recheck');
+const PASS: CheckVerdict = { ok: true };
+
+/** The current call's tool is re-checked by the gate itself (see `ToolRules.recheckNow`). */
+export function canRecheckNow(context: AgentContext, toolkit: Toolkit): boolean {
+  const call = currentCall(context.batch);
+  if (call === undefined || toolkit.rules(call.tool)?.recheckNow !== true) return false;
+  // A hook the gate could not ask (an asynchronous one) is never taken for a pass, whatever the flag says.
+  return !isAsyncHook(toolkit, call.tool, 'validate') && !isAsyncHook(toolkit, call.tool, 'authorize');
+}
+
+/**
+ * The re-check's verdicts asked now, as the invoked actor (`src/runtime/actors/recheck.ts`) gives them when nothing
+ * it asks waits: the principal as at start (the host refreshes no session), business validation (not on a resend),
+ * then resource permission once it passed, each the tool's synchronous hook or a pass; no rate limit. Stamped with
+ * the time of the step's event. Each hook is asked once per call object (`syncVerdict`).
+ */
+export function recheckNow(context: AgentContext, event: MachineEvent, toolkit: Toolkit): RecheckActorOutput {
+  const call = currentCall(context.batch)!;
+  const resend = call.resendAfter !== null;
+  const business = resend ? PASS : (syncVerdict(context, call, toolkit, 'validate') ?? PASS);
+  const permission = business.ok ? (syncVerdict(context, call, toolkit, 'authorize') ?? PASS) : PASS;
+  const at = timeOf(context, event);
+  return { at, principal: context.principal, sessionError: null, business, permission, rate: PASS, durationMs: 0 };
+}
+
+/**
+ * The verdicts the guards judge: the invoked actor's, on its done event; the gate's own (`recheckNow`) for a tool it
+ * re-checks itself. XState hands eventless transitions the event of their macrostep: a re-check done event of an
+ * earlier write may still be the event when the gate re-checks the next one, and must not answer for it. In
+ * `resending` (`resendAfter` set; for such a tool only a snapshot stored there before the gate asked resends itself)
+ * the actor's answer is the one judged.
+ */
+export function recheckVerdicts(context: AgentContext, event: MachineEvent, toolkit: Toolkit): RecheckActorOutput {
+  if (event.type !== 'xstate.done.actor.recheck') return recheckNow(context, event, toolkit);
+  const resend = currentCall(context.batch)?.resendAfter != null;
+  return resend || !canRecheckNow(context, toolkit) ? outputOf(event, 'recheck') : recheckNow(context, event, toolkit);
+}
 
 export const recheckGuards = {
   areArgumentsIntact: (context, _event, toolkit) => argumentsIntact(context, toolkit),
@@ -42,19 +84,22 @@ export const recheckGuards = {
     );
   },
 
+  /** Everything the re-check asks of the current call answers at once: the gate asks it itself (`recheckNow`). */
+  canRecheckNow: (context, _event, toolkit) => canRecheckNow(context, toolkit),
+
   /** The principal's session, as the host sees it now, still holds every scope the tool requires. */
   holdsScopesNow: (context, event, toolkit) => {
     const call = currentCall(context.batch);
-    const principal = hooks(event).principal;
+    const principal = recheckVerdicts(context, event, toolkit).principal;
     const rules = call && toolkit.rules(call.tool);
     return principal !== null && rules !== undefined && rules.scopes.every((scope) => principal.scopes.includes(scope));
   },
 
-  isStillBusinessValid: (_context, event) => hooks(event).business.ok,
+  isStillBusinessValid: (context, event, toolkit) => recheckVerdicts(context, event, toolkit).business.ok,
 
-  isStillAuthorized: (_context, event) => hooks(event).permission.ok,
+  isStillAuthorized: (context, event, toolkit) => recheckVerdicts(context, event, toolkit).permission.ok,
 
-  isWithinRateLimit: (_context, event) => hooks(event).rate.ok,
+  isWithinRateLimit: (context, event, toolkit) => recheckVerdicts(context, event, toolkit).rate.ok,
 
   /** The write about to be sent again was held for review (a reviewer asked to retry it). */
   isResendAfterReview: (context) => currentCall(context.batch)?.resendAfter === 'review',

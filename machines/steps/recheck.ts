@@ -5,16 +5,18 @@
  * that no longer satisfies the tool's rule is asked for again.
  */
 import type { MachineEvent } from '../actors.js';
-import { outputOf } from '../actors.js';
 import type { AgentContext } from '../context.js';
+import { recheckVerdicts, recheckNow } from '../guards/recheck.js';
 import { nextCall, updateCall } from '../lib/batch.js';
 import { debit } from '../lib/budget.js';
-import { startedEntry } from './execution.js';
+import { startWrite, startedEntry } from './execution.js';
 import { confirmationNeed } from '../lib/toolRules.js';
 import { auditEntry } from '../journal.js';
 import type { Toolkit } from '../toolkit.js';
 import { askFor } from './confirmation.js';
+import { holdRefusedResend } from './review.js';
 import type { Step, StepResult } from './step.js';
+import { stopForBudget } from './stop.js';
 import { current, missingScopes, refuse } from './vetting.js';
 
 /** The write is next: it becomes the current call, and is checked again before anything runs. */
@@ -66,7 +68,7 @@ export const askForFreshConfirmation: Step = (context, event, toolkit) => {
 
 /** The first fresh verdict that refuses the write, in the order the chart asks them. */
 function refusalOf(context: AgentContext, event: MachineEvent, toolkit: Toolkit): StepResult {
-  const output = outputOf(event, 'recheck');
+  const output = recheckVerdicts(context, event, toolkit);
   const call = current(context);
   const rules = toolkit.rules(call.tool);
   if (output.principal === null && output.sessionError !== null) {
@@ -112,6 +114,34 @@ function refusalOf(context: AgentContext, event: MachineEvent, toolkit: Toolkit)
 }
 
 export const refuseAtRecheck: Step = (context, event, toolkit) => refusalOf(context, event, toolkit);
+
+/**
+ * The gate's own re-check (`recheckNow`), as the event the invoked actor's answer would be: the steps after it then
+ * record what they record on the actor's answer (its time, the principal's session, the write's `runAs`).
+ */
+function answeredNow(context: AgentContext, event: MachineEvent, toolkit: Toolkit): MachineEvent {
+  return { type: 'xstate.done.actor.recheck', output: recheckNow(context, event, toolkit) };
+}
+
+/** Re-checked by the gate itself and refused: `refuseAtRecheck` on the verdicts it asked. */
+export const refuseAtRecheckNow: Step = (context, event, toolkit) =>
+  refusalOf(context, answeredNow(context, event, toolkit), toolkit);
+
+/** Re-checked by the gate itself, and the budget ran out meanwhile: `stopForBudget`, as on the actor's answer. */
+export const stopForBudgetAtRecheck: Step = (context, event, toolkit) =>
+  stopForBudget(context, answeredNow(context, event, toolkit), toolkit);
+
+/** A resend re-checked by the gate itself and passed: `resendWrite`, as on the actor's answer. */
+export const resendWriteNow: Step = (context, event, toolkit) =>
+  resendWrite(context, answeredNow(context, event, toolkit), toolkit);
+
+/** A reviewer's retry re-checked by the gate itself and refused: `holdRefusedResend`, as on the actor's answer. */
+export const holdRefusedResendNow: Step = (context, event, toolkit) =>
+  holdRefusedResend(context, answeredNow(context, event, toolkit), toolkit);
+
+/** Re-checked by the gate itself and passed: `startWrite`, as on the actor's answer (run as the principal seen). */
+export const startWriteNow: Step = (context, event, toolkit) =>
+  startWrite(context, answeredNow(context, event, toolkit), toolkit);
 
 /** The write is sent again with the same key: one more attempt, a retry debited, under the session just seen. */
 export const resendWrite: Step = (context, event) => {

@@ -86,6 +86,8 @@ export function assembleOrchestrator(
       'options.offer must be a function (facts) => the tool names offered this turn',
     );
   const registry = new ToolRegistry(options.tools, privacy, options.offer, options.workflows ?? []);
+  // A session the host refreshes before a write is waited for: every re-check then runs in its invoked state.
+  registry.refreshesSession = options.refreshPrincipal !== undefined;
   // A child's outcome is taken to its parent by the process that drives both: not across a dispatch queue (yet).
   if (options.dispatch && registry.hasSubtasks())
     throw new HostRequestError(

@@ -32,6 +32,12 @@ export class ToolRegistry {
   /** The host's workflows by name (`createOrchestrator({ workflows })`). */
   private readonly workflows = new Map<string, WorkflowDefinition>();
 
+  /**
+   * The host refreshes the principal's session before a write (`refreshPrincipal`): the re-check waits for it, so no
+   * tool's re-check is asked by the gate itself (`recheckNow`). Set by the orchestrator that installs the tools.
+   */
+  refreshesSession = false;
+
   /** Starts children and finds them, for sub-task tools (`defineSubtask`); set by the orchestrator that installs them. */
   subtaskStarter: SubtaskStarter | null = null;
 
@@ -58,7 +64,10 @@ export class ToolRegistry {
       defineTool(tool as never);
       this.tools.set(tool.name, tool);
       this.schemas.set(tool.name, toolParametersSchema(tool));
-      this.rules.set(tool.name, rulesOf(tool, privacy));
+      this.rules.set(
+        tool.name,
+        rulesOf(tool, privacy, () => this.refreshesSession),
+      );
     }
     this.checkDependencies();
     this.checkCompensations();
@@ -224,7 +233,7 @@ export class ToolRegistry {
  * The gates' view of a tool, read through to the tool itself: a host that changes a tool's scopes or confirmation
  * rule after the orchestrator was made has every later call judged by the new ones.
  */
-function rulesOf(tool: Tool, privacy: Privacy): ToolRules {
+function rulesOf(tool: Tool, privacy: Privacy, refreshesSession: () => boolean): ToolRules {
   // One function per hook (the gates keep a verdict per call and hook function), reading the tool when asked.
   const validateNow: SyncCheck = (call, context) => checkNow(privacy, tool, 'validate', call, context);
   const authorizeNow: SyncCheck = (call, context) => checkNow(privacy, tool, 'authorize', call, context);
@@ -261,6 +270,10 @@ function rulesOf(tool: Tool, privacy: Privacy): ToolRules {
     },
     get authorizeNow() {
       return tool.hooks === 'sync' && typeof tool.authorize === 'function' ? authorizeNow : undefined;
+    },
+    get recheckNow() {
+      const hooked = typeof tool.validate === 'function' || typeof tool.authorize === 'function';
+      return !refreshesSession() && tool.rateLimit === undefined && (!hooked || tool.hooks === 'sync');
     },
     get confirm() {
       return typeof tool.confirm === 'function' ? tool.confirm.bind(tool) : tool.confirm;

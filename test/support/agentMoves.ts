@@ -738,7 +738,7 @@ export function movesFor(world: World, options: { lateFromTurn?: number } = {}):
   );
 }
 
-function everyMove(world: World): Move[] {
+export function everyMove(world: World): Move[] {
   const value = valueOf(world.machine);
   if (world.machine.status !== 'active') return [];
   const byState: Record<string, (w: World) => Move[]> = {

@@ -177,6 +177,12 @@ export function syncChartWith(guards: Parameters<AgentMachine['provide']>[0]['gu
   return chart;
 }
 
+/** `chart` (made from a toolkit like `SYNC_TOOLKIT`) explored as the sync-hook world's (`recheckNowWorld.ts`). */
+export function asSyncChart(chart: AgentMachine): AgentMachine {
+  SYNC_CHARTS.add(chart);
+  return chart;
+}
+
 /** The chart of the presence world: the same tools, and the harness also says the user left or came back. */
 export const PRESENCE_CHART: AgentMachine = createAgentMachine(TOOLKIT);
 const PRESENCE_CHARTS = new WeakSet<AgentMachine>([PRESENCE_CHART]);

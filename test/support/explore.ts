@@ -72,6 +72,8 @@ export interface ExploreOptions {
   /** Stop after this many broken rules (for charts expected to break them). */
   maxViolations?: number;
   chart?: AgentMachine;
+  /** The moves tried in a world (default: `movesFor`, the world's own alphabet). */
+  moves?: (world: World) => Move[];
   /** Called on every transition, to count situations worth having seen. */
   witness?: (prev: World, move: Move, next: World, count: (what: string) => void) => void;
 }
@@ -122,7 +124,7 @@ export function explore(input: AgentInput, options: ExploreOptions): Exploration
   for (let id = 0; id < worlds.length; id++) {
     const world = worlds[id]!;
     if (world.machine.status !== 'active') continue;
-    for (const move of movesFor(world)) {
+    for (const move of (options.moves ?? movesFor)(world)) {
       let next: World;
       try {
         next = applyMove(world, move, scope);

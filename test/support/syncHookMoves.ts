@@ -95,10 +95,24 @@ export function syncEdgeProblems(prev: World, move: Move, next: World, count: (w
       fail('S1 sync hooks', `${what} is asked, but no such call is in the batch`);
       continue;
     }
-    if (seen.has(`${q.hook} ${q.callId}`)) fail('S1 sync hooks', `${what} is asked twice in one step`);
-    seen.add(`${q.hook} ${q.callId}`);
+    const key = `${q.hook} ${q.callId}${q.recheck ? ' again' : ''}`;
+    if (seen.has(key)) fail('S1 sync hooks', `${what} is asked twice in one step`);
+    seen.add(key);
     if (hashArguments(JSON.parse(q.args)) !== shadow.argsHash)
       fail('S1 sync hooks', `${what} is asked about other arguments than were proposed`);
+    // The re-check right before the write asks them again (a tool whose re-check the gate asks itself).
+    if (q.recheck) {
+      // It ends the re-check: the write runs, or the re-check refuses it
+      const ended =
+        call.phase === 'writing' ||
+        // (a reviewer's retry it refuses goes back to them)
+        call.phase === 'awaitingReview' ||
+        (call.observation?.ok === false && call.observation.summary.includes('checked again before the write'));
+      if (call.tool !== 'book_room' || !ended)
+        fail('S1 sync hooks', `${what} is asked by a re-check that decided nothing`);
+      count(`sync ${q.hook} asked at the re-check`);
+      continue;
+    }
     if (was && was.phase !== 'vetting') fail('S1 sync hooks', `${what} is asked after the call was judged`);
     const earlier = shadow.protocolOk && shadow.offered && shadow.schemaOk && shadow.mandateOk;
     const forAuthorize = shadow.business === 'pass' && shadow.scopeOk;
@@ -116,6 +130,8 @@ export function syncEdgeProblems(prev: World, move: Move, next: World, count: (w
     if (call.tool !== 'book_room' || !observation || observation.ok || was?.observation) continue;
     if (was && was.phase !== 'vetting') continue;
     if (observation.gate !== 'business' && observation.gate !== 'permission') continue;
+    // Refused by the re-check right before the write, which says so (`recheckNowWorld.ts` asks its hooks there).
+    if (observation.summary.includes('checked again before the write')) continue;
     const hook: HookName = observation.gate === 'business' ? 'validate' : 'authorize';
     const answer = answers[call.callId]?.[hook];
     const own = refusalOf(hook, call.callId);

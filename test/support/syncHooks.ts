@@ -20,7 +20,8 @@ export type HookAnswers = Record<HookName, HookAnswer>;
 /** The answers in force (by call id) and the questions asked during the current transition. */
 export const host = {
   answers: {} as Record<string, HookAnswers>,
-  asked: [] as { callId: string; hook: HookName; args: string }[],
+  /** `recheck`: asked by the re-check right before the write (`recheckNowWorld.ts`), not by vetting. */
+  asked: [] as { callId: string; hook: HookName; args: string; recheck?: boolean }[],
 };
 
 /** A refusal names the call it is for, so a verdict read for another call shows. */
