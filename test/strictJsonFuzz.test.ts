@@ -129,4 +129,35 @@ describe('parseStrictJson against the parser before the allocation rewrite', () 
       { numRuns: 5_000 },
     );
   });
+
+  it('agrees on deep nesting and extreme exponents', () => {
+    const texts = [63, 64, 65, 66].flatMap((d) => [
+      '['.repeat(d) + ']'.repeat(d),
+      '{"a":'.repeat(d) + '1' + '}'.repeat(d),
+    ]);
+    texts.push('0e99999999999', '1e99999999999', '-1e-99999999999', '-0e-0', '1E+308', '1.8e308', '5e-324', '2e-324');
+    for (const text of texts) expect(shown(text, parseStrictJson)).toEqual(shown(text, before));
+  });
+
+  it('makes every key an own data property even when Object.prototype has one of that name', () => {
+    // A prototype polluted elsewhere in the process (a setter), or frozen (`--frozen-intrinsics`, a hardened
+    // realm): an assignment would call the setter and drop the model's key, or throw out of "never throws".
+    Object.defineProperty(Object.prototype, 'reviewPollutedSetter', {
+      get: () => 'polluted',
+      set: () => {},
+      configurable: true,
+    });
+    Object.defineProperty(Object.prototype, 'reviewReadOnly', { value: 'frozen', writable: false, configurable: true });
+    try {
+      for (const key of ['reviewPollutedSetter', 'reviewReadOnly']) {
+        const text = `{"${key}":1,"b":2}`;
+        expect(shown(text, parseStrictJson)).toEqual(shown(text, before));
+        const result = parseStrictJson(text);
+        expect(result.ok && Object.hasOwn(result.value as object, key)).toBe(true);
+      }
+    } finally {
+      delete (Object.prototype as Record<string, unknown>).reviewPollutedSetter;
+      delete (Object.prototype as Record<string, unknown>).reviewReadOnly;
+    }
+  });
 });
