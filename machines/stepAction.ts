@@ -80,14 +80,30 @@ function isMachineSnapshot(snapshot: AnySnapshot): boolean {
 
 /**
  * The events the running step emits, read by the shared `emit` actions below (the one at index `i` reads event `i`).
- * XState resolves the actions a built-in action returns at once, in order, before it resolves any other action: so
- * a step's `xstate.emit` actions read its own events, and the next step that emits overwrites them only afterwards.
+ * XState resolves the actions a built-in action returns at once, in order, before it resolves any other action. But
+ * it executes each resolved action (and reports it to the inspection observers) before it resolves the next, so an
+ * observer that sends an event to another actor runs that actor's steps in between: each step's list therefore
+ * saves the events it found (`saved`) and ends with `restoreEmitting`, which puts them back once its own emits are
+ * resolved, so the step that was interrupted reads its own events again.
  */
 let emitting: readonly MachineEmitted[] = [];
+/** The `emitting` of the steps whose emits are being resolved, innermost last. */
+const saved: (readonly MachineEmitted[])[] = [];
 /** `emit` actions whose event is read when XState resolves them: the `i`-th emits event `i` of `emitting`. */
 const sharedEmits: ReturnType<typeof emit>[] = [];
-/** For each count `n`, the list of the first `n` shared `emit` actions (XState only reads it). */
+/** For each count `n`, the first `n` shared `emit` actions, then `restoreEmitting` (XState only reads the list). */
 const emitLists: unknown[][] = [];
+
+/**
+ * A built-in action that puts back the events of the step a nested one interrupted. It has no `execute`, so XState
+ * neither executes nor reports it: the inspection events are those of `emit`s alone, as before.
+ */
+function restoreEmitting() {}
+restoreEmitting.type = 'xstate.stepEmitted';
+restoreEmitting.resolve = (_scope: unknown, snapshot: AnySnapshot): [AnySnapshot, undefined, undefined] => {
+  emitting = saved.pop() ?? [];
+  return [snapshot, undefined, undefined];
+};
 
 /**
  * The `xstate.emit` actions for `events`: the same actions XState's `emit(event)` makes (the same inspection events,
@@ -95,12 +111,15 @@ const emitLists: unknown[][] = [];
  * calls the expression when it resolves the action, just after the step's own resolution returns.
  */
 function emitsOf(events: readonly MachineEmitted[]): unknown[] {
+  // A step that threw while its emits were resolved left its entry: the list stays as deep as the nesting.
+  if (saved.length > 64) saved.length = 0;
+  saved.push(emitting);
   emitting = events;
   const n = events.length;
   let list = emitLists[n];
   if (!list) {
     for (let i = sharedEmits.length; i < n; i++) sharedEmits.push(emit(() => emitting[i]!));
-    list = emitLists[n] = sharedEmits.slice(0, n);
+    list = emitLists[n] = [...sharedEmits.slice(0, n), restoreEmitting];
   }
   return list;
 }

@@ -189,4 +189,34 @@ describe('stepAction', () => {
     expect(seen[0]).toEqual(seen[1]);
     expect(seen[0]!.at(-1)).toBe(JSON.stringify([{ c: { x: {}, y: {} } }, ['tc', 'tx'], 10]));
   });
+
+  it("emits each actor's own events when an inspector runs another actor's step between two emits", () => {
+    const out = (['step', 'enqueue'] as const).map((kind) => {
+      const other = createActor(machineWith(kind)).start();
+      const otherEmitted: unknown[] = [];
+      other.on('*', (e) => otherEmitted.push(e));
+      let nudged = false;
+      const emitted: unknown[] = [];
+      const actor = createActor(machineWith(kind), {
+        // A host's inspector that acts at once on what it sees: XState executes an action (and reports it) between
+        // the resolution of one emit and the next, so the other actor's whole step runs right there.
+        inspect: (e: InspectionEvent) => {
+          if (e.type !== '@xstate.action' || e.action.type !== 'xstate.emit' || nudged || e.actorRef === other) return;
+          nudged = true;
+          other.send({ type: 'go', by: 100 });
+        },
+      });
+      actor.on('*', (e) => emitted.push(e));
+      actor.start();
+      actor.send({ type: 'go', by: 2 });
+      return { emitted, otherEmitted };
+    });
+    expect(out[0]!.emitted.slice(0, 3)).toEqual([
+      { type: 'audit', entry: { n: 1 } },
+      { type: 'reply', reply: 2 },
+      { type: 'after', count: 3 },
+    ]);
+    expect(out[0]!.otherEmitted[1]).toEqual({ type: 'reply', reply: 100 });
+    expect(out[0]).toEqual(out[1]);
+  });
 });

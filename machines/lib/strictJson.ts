@@ -114,10 +114,11 @@ class Parser {
       this.pos++;
       this.skipWhitespace();
       const item = this.value(depth + 1);
-      // defineProperty keeps "__proto__" an own data property, as JSON.parse does. Any other key is set as an
-      // assignment sets it (an own, enumerable, writable, configurable data property), without a descriptor object
-      // and the runtime call of defineProperty.
-      if (key === '__proto__')
+      // defineProperty keeps "__proto__" an own data property, as JSON.parse does, and any other key the object
+      // inherits: an assignment would call a setter on a polluted Object.prototype (the key dropped) or throw on a
+      // frozen one. Any other key is set as an assignment sets it (an own, enumerable, writable, configurable data
+      // property), without a descriptor object and the runtime call of defineProperty.
+      if (key in result)
         Object.defineProperty(result, key, { value: item, enumerable: true, writable: true, configurable: true });
       else result[key] = item;
       this.skipWhitespace();
