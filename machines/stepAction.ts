@@ -78,52 +78,6 @@ function isMachineSnapshot(snapshot: AnySnapshot): boolean {
   return at === SNAPSHOT_KEYS.length;
 }
 
-/**
- * The events the running step emits, read by the shared `emit` actions below (the one at index `i` reads event `i`).
- * XState resolves the actions a built-in action returns at once, in order, before it resolves any other action. But
- * it executes each resolved action (and reports it to the inspection observers) before it resolves the next, so an
- * observer that sends an event to another actor runs that actor's steps in between: each step's list therefore
- * saves the events it found (`saved`) and ends with `restoreEmitting`, which puts them back once its own emits are
- * resolved, so the step that was interrupted reads its own events again.
- */
-let emitting: readonly MachineEmitted[] = [];
-/** The `emitting` of the steps whose emits are being resolved, innermost last. */
-const saved: (readonly MachineEmitted[])[] = [];
-/** `emit` actions whose event is read when XState resolves them: the `i`-th emits event `i` of `emitting`. */
-const sharedEmits: ReturnType<typeof emit>[] = [];
-/** For each count `n`, the first `n` shared `emit` actions, then `restoreEmitting` (XState only reads the list). */
-const emitLists: unknown[][] = [];
-
-/**
- * A built-in action that puts back the events of the step a nested one interrupted. It has no `execute`, so XState
- * neither executes nor reports it: the inspection events are those of `emit`s alone, as before.
- */
-function restoreEmitting() {}
-restoreEmitting.type = 'xstate.stepEmitted';
-restoreEmitting.resolve = (_scope: unknown, snapshot: AnySnapshot): [AnySnapshot, undefined, undefined] => {
-  emitting = saved.pop() ?? [];
-  return [snapshot, undefined, undefined];
-};
-
-/**
- * The `xstate.emit` actions for `events`: the same actions XState's `emit(event)` makes (the same inspection events,
- * the same `params.event`), without a new function and list per step. Each is `emit(() => emitting[i])`: XState
- * calls the expression when it resolves the action, just after the step's own resolution returns.
- */
-function emitsOf(events: readonly MachineEmitted[]): unknown[] {
-  // A step that threw while its emits were resolved left its entry: the list stays as deep as the nesting.
-  if (saved.length > 64) saved.length = 0;
-  saved.push(emitting);
-  emitting = events;
-  const n = events.length;
-  let list = emitLists[n];
-  if (!list) {
-    for (let i = sharedEmits.length; i < n; i++) sharedEmits.push(emit(() => emitting[i]!));
-    list = emitLists[n] = [...sharedEmits.slice(0, n), restoreEmitting];
-  }
-  return list;
-}
-
 /** The built-in action that runs `run` on the transition's context and event. */
 export function stepAction(run: (context: AgentContext, event: unknown) => StepOutcome) {
   function step() {}
@@ -135,8 +89,10 @@ export function stepAction(run: (context: AgentContext, event: unknown) => StepO
   ): [AnySnapshot, undefined, unknown[] | undefined] => {
     const { patch, emitted, raised } = run(args.context, args.event);
     const next = patch ? withContext(snapshot, patch) : snapshot;
-    if (!raised) return [next, undefined, emitted.length ? emitsOf(emitted) : undefined];
-    return [next, undefined, emitted.length ? [...emitsOf(emitted), raise(raised)] : [raise(raised)]];
+    // One `emit` per event, made here: a list shared between steps would be read after observers ran other steps.
+    const actions: unknown[] | undefined = emitted.length ? emitted.map((event) => emit(event)) : undefined;
+    if (!raised) return [next, undefined, actions];
+    return [next, undefined, actions ? [...actions, raise(raised)] : [raise(raised)]];
   };
   return step;
 }
