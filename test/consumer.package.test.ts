@@ -8,8 +8,8 @@
  * - With ioredis added: the same task on RedisStore.
  * - publint and @arethetypeswrong/cli (ESM-only profile) find no problem in the tarball.
  *
- * The TypeScript consumer is in consumerTypes.package.test.ts and consumerReadme.package.test.ts (files of their own, so
- * they run beside this one).
+ * The TypeScript consumer and the README's examples, installed, are in consumerTypes.package.test.ts (a file of its own,
+ * so it runs beside this one).
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

@@ -1,7 +1,7 @@
 /**
  * The documentation's runnable examples, by name (`<!-- example:NAME -->` … `<!-- /example -->`), and what each must
  * print. They live in README.md and docs/*.md; readme.test.ts checks the set, readme.process.test.ts runs them against
- * the sources, consumerReadme.package.test.ts runs them as written, installed.
+ * the sources, consumerTypes.package.test.ts runs them as written, installed.
  */
 import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
