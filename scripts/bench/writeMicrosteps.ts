@@ -10,24 +10,11 @@ import { createOrchestrator, defineTool } from '../../src/index.js';
 import type { Principal } from '../../machines/context.js';
 import { MemoryStore } from '../../src/store/memoryStore.js';
 import { reply, scriptedModel } from '../../src/testing/index.js';
+import { COUNT_KEYS, inspectionCounter } from './liveCounts.js';
 
 const USER: Principal = { userId: 'u1', tenantId: 't1', scopes: ['orders:refund'] };
-const live = { abortControllers: 0, timers: 0 };
-const NativeAbortController = globalThis.AbortController;
-globalThis.AbortController = class extends NativeAbortController {
-  constructor() {
-    super();
-    live.abortControllers++;
-  }
-};
-const nativeSetTimeout = globalThis.setTimeout;
-globalThis.setTimeout = ((...args: Parameters<typeof setTimeout>) => {
-  live.timers++;
-  return nativeSetTimeout(...args);
-}) as typeof setTimeout;
-
 async function count(refresh: boolean) {
-  const counts = { microsteps: 0, actions: 0, actors: 0 };
+  const counter = inspectionCounter();
   const refund = defineTool({
     name: 'refund_order',
     description: 'Refunds an order.',
@@ -48,22 +35,17 @@ async function count(refresh: boolean) {
     tools: [refund],
     model: scriptedModel([reply.call('refund_order', { order: 'O-1', cents: 500 }), reply.answer('refunded')]),
     ...(refresh ? { refreshPrincipal: (p: Principal) => p } : {}),
-    inspect: (event) => {
-      if (event.type === '@xstate.microstep') counts.microsteps++;
-      else if (event.type === '@xstate.action') counts.actions++;
-      else if (event.type === '@xstate.actor') counts.actors++;
-    },
+    inspect: counter.inspect,
   });
   const waiting = await orchestrator.run({ principal: USER, goal: 'refund O-1', taskId: `w${refresh}` });
   if (waiting.state !== 'waiting_for_confirmation') throw new Error(`the task is ${waiting.state}`);
-  const before = { ...counts, ...live };
+  const before = counter.now();
   await orchestrator.confirm(waiting.taskId, USER, waiting.pendingConfirmation!);
   const status = await orchestrator.settled(waiting.taskId);
   if (status.state !== 'answered' && status.state !== 'done') throw new Error(`the task ended ${status.state}`);
-  const after = { ...counts, ...live };
+  const after = counter.now();
   await orchestrator.close();
-  const keys = ['microsteps', 'actions', 'actors', 'abortControllers', 'timers'] as const;
-  return keys.map((key) => `${key} ${after[key] - before[key]}`).join(', ');
+  return COUNT_KEYS.map((key) => `${key} ${after[key] - before[key]}`).join(', ');
 }
 
 console.log(`gate's own re-check:           ${await count(false)}`);
