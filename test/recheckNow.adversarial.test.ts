@@ -178,4 +178,54 @@ describe('the gate re-check, adversarially', () => {
     expect(ran).toEqual([]);
     await second.close();
   });
+
+  it('the invoked re-check of one write does not answer for the next write the gate re-checks', async () => {
+    // A's hooks are asynchronous: its re-check is invoked, and refuses (its second validation). B's are synchronous:
+    // the gate re-checks it in the step of A's answer, and its own hooks pass.
+    let validated = 0;
+    const ran: string[] = [];
+    const write = (name: string, extra: Record<string, unknown>) =>
+      defineTool({
+        name,
+        description: name,
+        effect: 'write',
+        scopes: ['orders:refund'],
+        timeoutMs: 1_000,
+        sameKeyRetrySafe: true,
+        confirm: { never: 'a test write' },
+        input: z.strictObject({ order: z.string() }),
+        output: z.strictObject({ done: z.boolean() }),
+        execute: async () => {
+          ran.push(name);
+          return { ok: true, value: { done: true } };
+        },
+        lookup: async () => ({ found: false as const }),
+        ...extra,
+      } as never);
+    const a = write('hold_order', {
+      validate: async () =>
+        ++validated === 1 ? { ok: true } : { ok: false, code: 'conflict', summary: 'the order moved' },
+    });
+    const b = write('note_order', { hooks: 'sync', authorize: () => ({ ok: true }) });
+    const orchestrator = createOrchestrator({
+      store: new MemoryStore(),
+      clock: new ManualClock(),
+      tools: [a, b],
+      model: scriptedModel([
+        reply.calls(
+          { name: 'hold_order', args: { order: 'O-1' }, callId: 'a1' },
+          { name: 'note_order', args: { order: 'O-1' }, callId: 'b1' },
+        ),
+        reply.answer('done'),
+      ]),
+    });
+    await orchestrator.run({ principal: USER, goal: 'hold and note O-1', taskId: 'r2' });
+    const status = await orchestrator.settled('r2');
+    expect(ran).toEqual(['note_order']);
+    expect(status.observations).toEqual([
+      expect.objectContaining({ callId: 'a1', ok: false, code: 'conflict' }),
+      expect.objectContaining({ callId: 'b1', ok: true }),
+    ]);
+    await orchestrator.close();
+  });
 });
