@@ -129,6 +129,8 @@ export interface RecheckActorInput {
  * gone), and the tool's hooks on the exact arguments. A tool without a hook, or without a rate limit, passes it.
  */
 export interface RecheckActorOutput {
+  /** The call re-checked: a done event that reaches the gate's guards for another call does not answer for it. */
+  callId: string;
   at: number;
   principal: Principal | null;
   /** Why there is no principal when the host could not say (it threw, timed out, answered for someone else). */

@@ -96,6 +96,7 @@ describe('model output fuzzing', () => {
           if (value === 'executing.rechecking.hooks') {
             const ok = { ok: true } as const;
             const output: RecheckActorOutput = {
+              callId: vetted.context.batch!.current!,
               at: INPUT.startedAt,
               principal: INPUT.principal,
               sessionError: null,

@@ -54,20 +54,24 @@ export function recheckNow(context: AgentContext, event: MachineEvent, toolkit: 
   const business = resend ? PASS : (syncVerdict(context, call, toolkit, 'validate') ?? PASS);
   const permission = business.ok ? (syncVerdict(context, call, toolkit, 'authorize') ?? PASS) : PASS;
   const at = timeOf(context, event);
-  return { at, principal: context.principal, sessionError: null, business, permission, rate: PASS, durationMs: 0 };
+  const { principal } = context;
+  return { callId: call.callId, at, principal, sessionError: null, business, permission, rate: PASS, durationMs: 0 };
 }
 
 /**
- * The verdicts the guards judge: the invoked actor's, on its done event; the gate's own (`recheckNow`) for a tool it
- * re-checks itself. XState hands eventless transitions the event of their macrostep: a re-check done event of an
- * earlier write may still be the event when the gate re-checks the next one, and must not answer for it. In
- * `resending` (`resendAfter` set; for such a tool only a snapshot stored there before the gate asked resends itself)
- * the actor's answer is the one judged.
+ * The verdicts the guards judge: the invoked actor's, on its done event for the current call; else the gate's own
+ * (`recheckNow`), for a tool it re-checks itself. XState hands eventless transitions the event of their macrostep: a
+ * re-check done event of an earlier write may still be the event when the gate re-checks the next one, and must not
+ * answer for it. The actor's answer for the current call is always the one judged, even for a tool the gate would
+ * re-check itself (a task saved in `rechecking.hooks` or `resending` and taken up by a host without a session refresh
+ * or a rate limit): a refusal it gave is not asked again until it passes.
  */
 export function recheckVerdicts(context: AgentContext, event: MachineEvent, toolkit: Toolkit): RecheckActorOutput {
-  if (event.type !== 'xstate.done.actor.recheck') return recheckNow(context, event, toolkit);
-  const resend = currentCall(context.batch)?.resendAfter != null;
-  return resend || !canRecheckNow(context, toolkit) ? outputOf(event, 'recheck') : recheckNow(context, event, toolkit);
+  if (event.type === 'xstate.done.actor.recheck') {
+    const output = outputOf(event, 'recheck');
+    if (output.callId === currentCall(context.batch)?.callId || !canRecheckNow(context, toolkit)) return output;
+  }
+  return recheckNow(context, event, toolkit);
 }
 
 export const recheckGuards = {

@@ -338,7 +338,17 @@ function recheckMoves(world: World, resend = false): Move[] {
       : { gate: 'recheck', callId, ok: true },
     event: {
       type: 'xstate.done.actor.recheck',
-      output: { at, principal, sessionError: null, business: ok, permission: ok, rate: ok, durationMs: 3, ...patch },
+      output: {
+        callId,
+        at,
+        principal,
+        sessionError: null,
+        business: ok,
+        permission: ok,
+        rate: ok,
+        durationMs: 3,
+        ...patch,
+      },
     },
   });
   const moves: Move[] = [

@@ -102,6 +102,7 @@ function actorAnswer(snapshot: Snapshot, cause: MachineEvent): MachineEvent | nu
   const business = value === 'executing.resending' ? pass : asked(rules.validateNow, 'validate', call, context);
   const permission = business.ok ? asked(rules.authorizeNow, 'authorize', call, context) : pass;
   const output: RecheckActorOutput = {
+    callId: call.callId,
     at: eventTime(cause, context.startedAt),
     principal: context.principal,
     sessionError: null,

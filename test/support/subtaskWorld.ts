@@ -160,6 +160,7 @@ export function movesOf(world: SubtaskWorld): Move[] {
       event: {
         type: 'xstate.done.actor.recheck',
         output: {
+          callId: context.batch!.current!,
           at: AT,
           principal: context.principal,
           sessionError: null,

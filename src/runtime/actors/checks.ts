@@ -47,7 +47,7 @@ export async function runCheck(
   // Not wrapped in an async function: a hook that answers synchronously is taken as is, with no timer. Its signal is
   // made only if it looks.
   const timed = await runWithTimeout(host.clock, tool.timeoutMs, stop, (s) =>
-    run(args.value, {
+    run.call(tool, args.value, {
       taskId: input.taskId,
       principal,
       get signal() {

@@ -30,6 +30,7 @@ export function recheckActor(host: ActorHost) {
         ? await host.rateLimits.consume(tool, input.principal.tenantId)
         : PASS;
     return {
+      callId: input.call.callId,
       at: host.clock.now(),
       principal,
       sessionError: session.error,
