@@ -465,13 +465,18 @@ export interface Move {
 // --- reading snapshots ------------------------------------------------------------------------------------
 
 export function valueOf(snapshot: AgentSnapshot): string {
-  const flat = (value: unknown): string =>
-    typeof value === 'string'
-      ? value
-      : Object.entries(value as Record<string, unknown>)
-          .map(([key, inner]) => `${key}.${flat(inner)}`)
-          .join(',');
-  return flat(snapshot.value);
+  let value = values.get(snapshot);
+  if (value === undefined) values.set(snapshot, (value = flatValue(snapshot.value)));
+  return value;
+}
+/** Snapshots are never changed, and each is read a dozen times per move: its value is flattened once. */
+const values = new WeakMap<AgentSnapshot, string>();
+function flatValue(value: unknown): string {
+  return typeof value === 'string'
+    ? value
+    : Object.entries(value as Record<string, unknown>)
+        .map(([key, inner]) => `${key}.${flatValue(inner)}`)
+        .join(',');
 }
 
 export const FINAL_STATES = new Set(['done', 'answered', 'failed', 'budgetExhausted', 'cancelled']);
