@@ -465,13 +465,18 @@ export interface Move {
 // --- reading snapshots ------------------------------------------------------------------------------------
 
 export function valueOf(snapshot: AgentSnapshot): string {
-  const flat = (value: unknown): string =>
-    typeof value === 'string'
-      ? value
-      : Object.entries(value as Record<string, unknown>)
-          .map(([key, inner]) => `${key}.${flat(inner)}`)
-          .join(',');
-  return flat(snapshot.value);
+  let value = values.get(snapshot);
+  if (value === undefined) values.set(snapshot, (value = flatValue(snapshot.value)));
+  return value;
+}
+/** Snapshots are never changed, and each is read a dozen times per move: its value is flattened once. */
+const values = new WeakMap<AgentSnapshot, string>();
+function flatValue(value: unknown): string {
+  return typeof value === 'string'
+    ? value
+    : Object.entries(value as Record<string, unknown>)
+        .map(([key, inner]) => `${key}.${flatValue(inner)}`)
+        .join(',');
 }
 
 export const FINAL_STATES = new Set(['done', 'answered', 'failed', 'budgetExhausted', 'cancelled']);
@@ -539,6 +544,37 @@ export function serializeWorld(world: World): string {
 }
 /** Worlds are never changed once built, so each one's identity is computed once. */
 const identities = new WeakMap<World, string>();
+
+/**
+ * Whether two worlds hold the same things: the same chart and machine snapshot (the same objects), a shadow whose
+ * fields are the same values, and the same other fields (arrays of the same items). A move the machine refuses
+ * (refused or premature input, an early timer) leaves such a world: everything read off the world is the same,
+ * its identity first, which `to` then takes from `from` rather than serializing again.
+ */
+export function sameWorld(from: World, to: World): boolean {
+  if (from.machine !== to.machine || from.chart !== to.chart || !sameFields(from.shadow, to.shadow)) return false;
+  const keys = Object.keys(to) as (keyof World)[];
+  if (keys.length !== Object.keys(from).length) return false;
+  for (const key of keys) {
+    const [a, b] = [from[key], to[key]];
+    if (a === b || key === 'shadow') continue;
+    if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length || a.some((item, i) => item !== b[i]))
+      return false;
+  }
+  if (identities.has(from)) identities.set(to, identities.get(from)!);
+  return true;
+}
+
+/** Same keys in the same order (so the same JSON), each with the same value. */
+function sameFields(a: object, b: object): boolean {
+  const [ka, kb] = [Object.keys(a), Object.keys(b)];
+  if (ka.length !== kb.length) return false;
+  for (let i = 0; i < ka.length; i++) {
+    const key = ka[i]!;
+    if (kb[i] !== key || (a as Record<string, unknown>)[key] !== (b as Record<string, unknown>)[key]) return false;
+  }
+  return true;
+}
 
 /**
  * Calls whose execution starts on the edge prev → next: a read run, a first write (from the re-check), or a

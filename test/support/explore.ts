@@ -17,6 +17,7 @@ import {
   type World,
   applyMove,
   initialWorld,
+  sameWorld,
   serializeWorld,
   startedCalls,
   valueOf,
@@ -76,6 +77,8 @@ export interface ExploreOptions {
   moves?: (world: World) => Move[];
   /** Called on every transition, to count situations worth having seen. */
   witness?: (prev: World, move: Move, next: World, count: (what: string) => void) => void;
+  /** Called with the identity of each new state, in the order reached (to compare explorations). */
+  onState?: (key: string) => void;
 }
 
 export function explore(input: AgentInput, options: ExploreOptions): Exploration {
@@ -102,6 +105,8 @@ export function explore(input: AgentInput, options: ExploreOptions): Exploration
   let selfLoops = 0;
   let longestPath = 0;
 
+  /** The state rules' verdict on each world added (a refused move's world, the same, gets the same verdict). */
+  const stateProblems = new WeakMap<World, string[]>();
   const pathTo = (id: number, last?: string): string[] => {
     const moves: string[] = last ? [last] : [];
     for (let at = id; at > 0; at = parent[at]!.from) moves.unshift(parent[at]!.move);
@@ -109,14 +114,18 @@ export function explore(input: AgentInput, options: ExploreOptions): Exploration
   };
   const add = (world: World, from: number, move: string): number => {
     const id = worlds.length;
-    ids.set(serializeWorld(world), id);
+    const key = serializeWorld(world);
+    ids.set(key, id);
+    options.onState?.(key);
     worlds.push(world);
     parent.push({ from, move });
     edges.push([]);
     humanEdges.push([]);
     const value = valueOf(world.machine);
     byValue[value] = (byValue[value] ?? 0) + 1;
-    for (const problem of checkState(world, input)) violations.push({ problem, path: pathTo(id) });
+    const problems = checkState(world, input);
+    stateProblems.set(world, problems);
+    for (const problem of problems) violations.push({ problem, path: pathTo(id) });
     return id;
   };
 
@@ -133,6 +142,8 @@ export function explore(input: AgentInput, options: ExploreOptions): Exploration
         continue;
       }
       transitions += 1;
+      // A refused move leaves the same world (a third of the moves): its identity and state verdict are the same.
+      const same = sameWorld(world, next);
       byMove[move.type] = (byMove[move.type] ?? 0) + 1;
       for (const problem of checkEdge(world, move, next, scope, input, count))
         violations.push({ problem, path: pathTo(id, move.type) });
@@ -152,7 +163,8 @@ export function explore(input: AgentInput, options: ExploreOptions): Exploration
       } else {
         // Same identity, but a closed batch may differ in detail: the state rules still apply to this one.
         revisits += 1;
-        for (const problem of checkState(next, input)) violations.push({ problem, path: pathTo(id, move.type) });
+        const problems = (same && stateProblems.get(world)) || checkState(next, input);
+        for (const problem of problems) violations.push({ problem, path: pathTo(id, move.type) });
       }
       if (to === id) selfLoops += 1;
       else if (/^(user|review|task)\./.test(move.event?.type ?? '')) humanEdges[id]!.push(to);

@@ -153,7 +153,7 @@ export function checkState(world: World, input: AgentInput): string[] {
 
   // (5) Permission state is the host's: principal, mandate, policy, catalog never change.
   for (const field of CONSTANT_FIELDS) {
-    if (JSON.stringify(context[field]) !== JSON.stringify(input[field])) {
+    if (context[field] !== input[field] && JSON.stringify(context[field]) !== JSON.stringify(input[field])) {
       fail('P5 authority', `context.${field} changed`);
     }
   }
