@@ -645,7 +645,7 @@ export function applyMove(world: World, move: Move, scope: AnyActorScope): World
 }
 
 /** A scope that runs only the machine's `emit` actions, into `into` (nothing is started, nothing else runs). */
-function capturing(scope: AnyActorScope, into: unknown[]): AnyActorScope {
+export function capturing(scope: AnyActorScope, into: unknown[]): AnyActorScope {
   return {
     ...scope,
     emit: (event: unknown) => into.push(event),

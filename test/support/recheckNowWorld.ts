@@ -19,7 +19,7 @@ import { type AgentMachine, createAgentMachine } from '../../machines/agentMachi
 import type { AgentContext, CallState } from '../../machines/context.js';
 import type { SyncCheck, ToolRules, Toolkit } from '../../machines/toolkit.js';
 import { sha256Hex } from '../../src/hashing.js';
-import { type Move, SYNC_RULES, type World, asSyncChart, valueOf } from './agentWorld.js';
+import { type Move, SYNC_RULES, type World, asSyncChart, capturing, valueOf } from './agentWorld.js';
 import { everyMove } from './agentMoves.js';
 import { type HookAnswers, type HookName, host } from './syncHooks.js';
 
@@ -62,23 +62,6 @@ export const STEPWISE_TOOLKIT = toolkit(false);
 
 /** The journal entries (audit, transcript, replies) each move emitted, by the snapshot it reached. */
 export const journals = new WeakMap<object, unknown[]>();
-
-/** A scope that runs the machine's `emit` actions only, into `into`. */
-function capturing(scope: AnyActorScope, into: unknown[]): AnyActorScope {
-  return {
-    ...scope,
-    emit: (event: unknown) => into.push(event),
-    defer: (fn: () => void) => fn(),
-    actionExecutor: (action: {
-      type: string;
-      info: unknown;
-      params: unknown;
-      exec?: (i: unknown, p: unknown) => void;
-    }) => {
-      if (action.type === 'xstate.emit') action.exec?.(action.info, action.params);
-    },
-  } as unknown as AnyActorScope;
-}
 
 /** The hook's verdict as the actor's check gives it for a synchronous hook: a throw is `unavailable`. */
 function asked(ask: SyncCheck | undefined, hook: HookName, call: CallState, context: AgentContext): CheckVerdict {
