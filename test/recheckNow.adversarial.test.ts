@@ -3,27 +3,19 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import type { Principal } from '../machines/context.js';
 import { createOrchestrator, defineTool } from '../src/index.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
 import { ManualClock, reply, scriptedModel } from '../src/testing/index.js';
+import { REFUND_BASE, REFUND_USER } from './support/refundTool.js';
 
-const USER: Principal = { userId: 'u1', tenantId: 't1', scopes: ['orders:refund'] };
+const USER = REFUND_USER;
 
 function refundTool(second: () => unknown, extra: Record<string, unknown> = {}) {
   let asked = 0;
   const ran: unknown[] = [];
   const tool = defineTool({
-    name: 'refund_order',
-    description: 'Refunds an order.',
-    effect: 'write',
-    scopes: ['orders:refund'],
-    timeoutMs: 1_000,
-    sameKeyRetrySafe: true,
-    hooks: 'sync',
+    ...REFUND_BASE,
     confirm: 'always',
-    input: z.strictObject({ order: z.string() }),
-    output: z.strictObject({ refunded: z.boolean() }),
     authorize: (args: { order: string }) => {
       asked += 1;
       if (asked === 1) return { ok: true };

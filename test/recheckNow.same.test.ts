@@ -3,14 +3,14 @@
  * context, the same journal and outcome, for a first write and for a resend after a lookup that found nothing.
  */
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import type { AuditEntry } from '../machines/journal.js';
 import type { Principal } from '../machines/context.js';
 import { createOrchestrator, defineTool } from '../src/index.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
 import { ManualClock, reply, scriptedModel } from '../src/testing/index.js';
+import { REFUND_BASE, REFUND_USER } from './support/refundTool.js';
 
-const USER: Principal = { userId: 'u1', tenantId: 't1', scopes: ['orders:refund'] };
+const USER = REFUND_USER;
 type Answer = 'pass' | 'refuse' | 'throws';
 
 const REVIEWER: Principal = { userId: 'r2', tenantId: 't1', scopes: ['tasks:review'] };
@@ -28,16 +28,8 @@ async function run(gate: boolean, at: { validate: Answer[]; authorize: Answer[] 
       return answer === 'pass' ? { ok: true } : { ok: false, code: 'no', summary: `${name} says no` };
     };
   const tool = defineTool({
-    name: 'refund_order',
-    description: 'Refunds an order.',
-    effect: 'write',
-    scopes: ['orders:refund'],
-    timeoutMs: 1_000,
-    sameKeyRetrySafe: true,
-    hooks: 'sync',
+    ...REFUND_BASE,
     confirm: { never: 'a test refund' },
-    input: z.strictObject({ order: z.string() }),
-    output: z.strictObject({ refunded: z.boolean() }),
     validate: hook('validate'),
     authorize: hook('authorize'),
     execute: async () => {

@@ -10,23 +10,16 @@ import { createOrchestrator, defineTool } from '../src/index.js';
 import { ToolRegistry } from '../src/runtime/toolRegistry.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
 import { ManualClock, reply, scriptedModel } from '../src/testing/index.js';
+import { REFUND_BASE, REFUND_USER } from './support/refundTool.js';
 
-const USER: Principal = { userId: 'u1', tenantId: 't1', scopes: ['orders:refund'] };
+const USER = REFUND_USER;
 
 /** A refund whose authorization passes at vetting and refuses at the re-check (its second question). */
 function refundTool(extra: Record<string, unknown> = {}) {
   let asked = 0;
   return defineTool({
-    name: 'refund_order',
-    description: 'Refunds an order.',
-    effect: 'write',
-    scopes: ['orders:refund'],
-    timeoutMs: 1_000,
-    sameKeyRetrySafe: true,
-    hooks: 'sync',
+    ...REFUND_BASE,
     confirm: { never: 'a test refund' },
-    input: z.strictObject({ order: z.string() }),
-    output: z.strictObject({ refunded: z.boolean() }),
     validate: () => ({ ok: true }),
     authorize: () =>
       ++asked === 1 ? { ok: true } : { ok: false, code: 'permission_denied', summary: 'the order was locked' },
