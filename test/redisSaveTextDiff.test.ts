@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { packAudit } from '../src/store/redis/redisAuditPacking.js';
-import { envelopeText } from '../src/store/redis/redisEnvelopeText.js';
+import { encodedEnvelope, envelopeText } from '../src/store/redis/redisEnvelopeText.js';
 import type { SaveRequest, TaskStore } from '../src/store/taskStore.js';
 import { LOCAL_API } from '../scripts/bench/projectApi.js';
 import { BENCH_PRINCIPAL, goalFor, projectOptions } from '../scripts/bench/workload.js';
@@ -23,7 +23,16 @@ function outcome<T>(f: () => T): { value: T } | { error: string } {
 }
 
 function sameEnvelopeText(envelope: unknown): void {
-  expect(outcome(() => envelopeText(envelope as never))).toEqual(outcome(() => envelopeTextBefore(envelope as never)));
+  const before = outcome(() => envelopeTextBefore(envelope as never));
+  expect(outcome(() => envelopeText(envelope as never))).toEqual(before);
+  // As a save sends it whole: the same text, encoded.
+  const encoded = outcome(() => encodedEnvelope(envelope as never, true));
+  if ('error' in before) expect(encoded).toEqual(before);
+  else if ('error' in encoded) expect.fail(`${encoded.error} where the text was ${before.value.text}`);
+  else {
+    expect(encoded.value.text).toEqual(before.value);
+    expect(encoded.value.encoded!.equals(Buffer.from(before.value.text, 'utf8'))).toBe(true);
+  }
 }
 
 /** The save requests of `tasks` bench tasks of `k` read rounds each, on a MemoryStore, as the orchestrator made them. */
