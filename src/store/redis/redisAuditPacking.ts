@@ -30,12 +30,23 @@ const STAMP_KEYS = ['model', 'prompt', 'policy', 'session'] as const;
 const CALL_KEYS = ['toolVersion', 'callId', 'tool', 'argsHash'] as const;
 const STAMP_SET = new Set<string>(STAMP_KEYS);
 const CALL_SET = new Set<string>(CALL_KEYS);
+/** Where `callId` is in `CALL_KEYS`. */
+const CALL_ID = CALL_KEYS.indexOf('callId');
 /** What a packed entry holds in place of a call key's value. */
 const PLACEHOLDER = 0;
 /** In the message's `moves`: the entry has none. */
 const NO_MOVES = '-';
 /** A `moves` value that its message's string can hold: the runtime's alphabet (`src/audit/chartMoves.ts`). */
 const MOVES_TEXT = /^[0-9a-z/]*$/;
+
+/** `MOVES_TEXT.test(text)`, without the regular expression (packing asks it of every entry). */
+function movesText(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (!((code >= 0x30 && code <= 0x39) || (code >= 0x61 && code <= 0x7a) || code === 0x2f)) return false;
+  }
+  return true;
+}
 
 type Row = Record<string, unknown>;
 
@@ -73,6 +84,23 @@ const IN_PLACE = ['at', 'turn', ...STAMP_KEYS] as const;
  * runtime's `moves` may follow); only those JSON writes are looked at.
  */
 function stampInPlace(entry: Row, keys: readonly string[], end: number): boolean {
+  // Most entries: `at`, `turn`, then the stamp, each written (the loop below would find each in its place).
+  if (
+    end >= IN_PLACE.length &&
+    keys[0] === 'at' &&
+    keys[1] === 'turn' &&
+    keys[2] === 'model' &&
+    keys[3] === 'prompt' &&
+    keys[4] === 'policy' &&
+    keys[5] === 'session' &&
+    inJson(entry.at) &&
+    inJson(entry.turn) &&
+    inJson(entry.model) &&
+    inJson(entry.prompt) &&
+    inJson(entry.policy) &&
+    inJson(entry.session)
+  )
+    return true;
   // `next`: the position among the keys JSON writes that the next key present must hold.
   let next = 0;
   for (const key of IN_PLACE) {
@@ -106,18 +134,27 @@ function sameStamp(entry: Row, first: Row): boolean {
   return true;
 }
 
-/** The call an entry names, by the call keys it has, when its `callId` is a string and each of them a string or null. */
-function callKeysOf(entry: Row): Row | null {
-  if (typeof entry.callId !== 'string') return null;
-  const keys: Row = {};
-  for (const name of CALL_KEYS) {
-    if (!(name in entry)) continue;
+/**
+ * The call an entry names, by the call keys it has, when its `callId` is a string and each of them a string or null:
+ * its values of `CALL_KEYS` in that order (undefined for a key it lacks), into `into`; false otherwise.
+ */
+function callValues(entry: Row, into: unknown[]): boolean {
+  if (typeof entry.callId !== 'string') return false;
+  for (let k = 0; k < CALL_KEYS.length; k++) {
+    const name = CALL_KEYS[k]!;
+    if (!(name in entry)) {
+      into[k] = undefined;
+      continue;
+    }
     const value = entry[name];
-    if (value !== null && typeof value !== 'string') return null;
-    keys[name] = value;
+    if (value !== null && typeof value !== 'string') return false;
+    into[k] = value;
   }
-  return keys;
+  return true;
 }
+
+/** An object without keys of its own (a key an entry lacks reads as it does on it). */
+const NO_KEYS: Row = {};
 
 /**
  * For each entry, the index in `calls` of the identity it shares with other entries (or -1): one identity per call id,
@@ -126,19 +163,30 @@ function callKeysOf(entry: Row): Row | null {
  */
 function callReferences(entries: readonly unknown[], calls: Row[]): number[] {
   const byId = new Map<string, number>();
+  // An entry's call key values (`callValues`), reused from entry to entry.
+  const values: unknown[] = [undefined, undefined, undefined, undefined];
   const refs = entries.map((entry) => {
-    const keys = isPlainRow(entry) ? callKeysOf(entry) : null;
-    if (!keys) return -1;
-    const id = keys.callId as string;
+    if (!isPlainRow(entry) || !callValues(entry, values)) return -1;
+    const id = values[CALL_ID] as string;
     const at = byId.get(id);
     if (at === undefined) {
       byId.set(id, calls.length);
-      // The entry's own object: none else holds it.
+      const keys: Row = {};
+      for (let k = 0; k < CALL_KEYS.length; k++) if (values[k] !== undefined) keys[CALL_KEYS[k]!] = values[k];
       return calls.push(keys) - 1;
     }
     const call = calls[at]!;
-    for (const name of CALL_KEYS) if (name in keys && name in call && call[name] !== keys[name]) return -1;
-    Object.assign(call, keys);
+    for (let k = 0; k < CALL_KEYS.length; k++) {
+      const name = CALL_KEYS[k]!;
+      let value = values[k];
+      // A key the entry lacks reads as it would on a new object (through Object's prototype).
+      if (value === undefined) {
+        if (!(name in NO_KEYS)) continue;
+        value = NO_KEYS[name];
+      }
+      if (name in call && call[name] !== value) return -1;
+    }
+    for (let k = 0; k < CALL_KEYS.length; k++) if (values[k] !== undefined) call[CALL_KEYS[k]!] = values[k];
     return at;
   });
   // Only an identity several entries share gains from being kept once; the others are dropped and renumbered.
@@ -185,7 +233,7 @@ export function packAudit(saved: readonly unknown[]): string {
     }
     const keys = Object.keys(entry);
     let end = keys.length;
-    if (keys[end - 1] === 'moves' && typeof entry.moves === 'string' && MOVES_TEXT.test(entry.moves)) {
+    if (keys[end - 1] === 'moves' && typeof entry.moves === 'string' && movesText(entry.moves)) {
       moves += entry.moves;
       moved = true;
       end -= 1;
@@ -199,8 +247,9 @@ export function packAudit(saved: readonly unknown[]): string {
     }
     const ref = refs[index]!;
     if (ref >= 0) called.push([index, ref]);
-    // Sized for every key at once (no growing as values are added), then cut to the values kept.
-    const row = new Array<unknown>(end + 1);
+    // Filled in order from an array literal, so V8 keeps it packed, which JSON.stringify writes on its fast path; an
+    // array made by `new Array(n)` stays holey, written through the slower generic path (~8% of packing).
+    const row: unknown[] = [0];
     let count = 0;
     let whole = true;
     for (let k = 0; k < end; k++) {
@@ -218,9 +267,8 @@ export function packAudit(saved: readonly unknown[]): string {
       }
       kept[count] = key;
       count += 1;
-      row[count] = value;
+      row.push(value);
     }
-    row.length = count + 1;
     if (whole) writer.add(kept, count, row);
     else writer.literal(packedEntry(entry, keys, end, stampShared, offset ? since : null, ref >= 0, end < keys.length));
   }

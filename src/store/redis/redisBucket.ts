@@ -33,7 +33,7 @@ import { RedisLeaseManager } from './redisLeases.js';
 import { RedisListing } from './redisListing.js';
 import { envelopeOfHash } from './redisTaskHash.js';
 import { SAVE_KEY_COUNT, type ScriptReply, type StoreScripts, scriptError } from './redisScripts.js';
-import { SavedTexts, envelopeEdits, envelopeText } from './redisEnvelopeText.js';
+import { SavedTexts, encodedEnvelope, envelopeEdits } from './redisEnvelopeText.js';
 import { checkSaveRequest } from '../storeChecks.js';
 import type { JournalStream, ListQuery, SaveRequest } from '../taskStore.js';
 
@@ -115,8 +115,9 @@ export class RedisBucket {
     const { taskId, summary } = envelope;
     const action = `save of task ${taskId}`;
     if (!STATE_SET.has(summary.state)) throw scriptError(-8, summary.state, { taskId });
-    const text = envelopeText(envelope);
     const base = this.texts.at(taskId, expectedRevision);
+    // Without a text to make edits of, the envelope goes whole: encoded once, its byte length that of the encoding.
+    const { text, encoded } = encodedEnvelope(envelope, base === null);
     let edits = base && envelopeEdits(base, text);
     let left = this.texts.state(taskId) ?? summary.state;
     const epoch = this.epoch.args();
@@ -155,7 +156,7 @@ export class RedisBucket {
     for (let attempt = 0; ; attempt++) {
       argv[SAVE_KEY_COUNT - 1] = this.keys.state(left as TaskState);
       argv[SAVE_KEY_COUNT + 1] = `${counts} ${left} ${edits === null ? '-' : base!.bytes}`;
-      argv[SAVE_KEY_COUNT + 3] = bytes(edits ?? text.text);
+      argv[SAVE_KEY_COUNT + 3] = edits !== null ? bytes(edits) : (encoded ?? bytes(text.text));
       let reply: ScriptReply;
       try {
         reply = await this.call(action, () => this.client.taskStoreSaveEdits(...argv), { taskId, key: taskKey });

@@ -37,19 +37,34 @@ const utf8 = (text: string) => Buffer.byteLength(text, 'utf8');
  * by reading the text's top-level members, not by writing the summary's JSON again and searching the text for it.
  */
 export function envelopeText(envelope: { taskId: string; summary: object }): EnvelopeText {
+  return encodedEnvelope(envelope, false).text;
+}
+
+/**
+ * `envelopeText`, and with `encode` the text's UTF-8 bytes too, as a save sends it whole: encoded once, the Buffer's
+ * length is the text's byte length, not counted apart.
+ */
+export function encodedEnvelope(
+  envelope: { taskId: string; summary: object },
+  encode: boolean,
+): { text: EnvelopeText; encoded: Buffer | null } {
   const text = JSON.stringify(envelope);
   const span = text === undefined ? null : summarySpan(text);
   if (span === null) {
     throw new AgentError('invalid_save', `save of task ${envelope.taskId}: the envelope's JSON has no summary object`);
   }
   const [start, end] = span;
-  const bytes = utf8(text);
+  const encoded = encode ? Buffer.from(text, 'utf8') : null;
+  const bytes = encoded === null ? utf8(text) : encoded.length;
   const ascii = bytes === text.length;
   return {
-    text,
-    bytes,
-    summaryAt: ascii ? start : utf8(text.slice(0, start)),
-    summaryBytes: ascii ? end - start : utf8(text.slice(start, end)),
+    text: {
+      text,
+      bytes,
+      summaryAt: ascii ? start : utf8(text.slice(0, start)),
+      summaryBytes: ascii ? end - start : utf8(text.slice(start, end)),
+    },
+    encoded,
   };
 }
 
