@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { Principal } from '../machines/context.js';
 import { createOrchestrator } from '../src/orchestrator/orchestrator.js';
-import { activeRoute } from '../src/runtime/machineRoute.js';
+import { type MachineRoute, activeRoute, currentRoute, routeClock } from '../src/runtime/machineRoute.js';
 import { MemoryStore } from '../src/store/memoryStore.js';
 import { reply, scriptedModel } from '../src/testing/scriptedModel.js';
 import { defineTool } from '../src/tool.js';
@@ -105,5 +105,17 @@ describe('one agent machine shared by the orchestrators of a process', () => {
 
   it("reads no orchestrator's tools outside the run of a task", () => {
     expect(() => activeRoute()).toThrow(/outside the run of a task/);
+  });
+
+  it("runs XState's delayed events under the route of the task that scheduled them", async () => {
+    const route = { toolkit: { rules: () => undefined, sha256: () => '' }, actors: {} } as MachineRoute;
+    const seen = await new Promise<MachineRoute | undefined>((resolve) => {
+      routeClock(route).setTimeout(() => resolve(currentRoute()), 1);
+    });
+    expect(seen).toBe(route);
+    expect(currentRoute()).toBeUndefined();
+    const cleared = routeClock(route).setTimeout(() => expect.unreachable(), 1);
+    routeClock(route).clearTimeout(cleared);
+    await new Promise((resolve) => setTimeout(resolve, 5));
   });
 });

@@ -32,7 +32,7 @@ import { DurableWaiters } from './durableWaiters.js';
 import { TaskTranscript } from './taskTranscript.js';
 import { MoveRecorder } from './moveRecorder.js';
 import { decidesAtOnce } from './restore.js';
-import { type MachineRoute, withRoute } from './machineRoute.js';
+import { type MachineRoute, routeClock, withRoute } from './machineRoute.js';
 
 export interface LiveTaskDeps {
   store: TaskStore;
@@ -98,13 +98,14 @@ export class LiveTask implements TaskPort {
     this.moves = new MoveRecorder(deps.machine);
     this.persistedSnapshots = new PersistedSnapshots(deps.machine);
     const inspect = this.moves.observer(deps.inspect);
+    const clock = deps.route ? { clock: routeClock(deps.route) } : {};
     if (origin.kind === 'new') {
       this.taskId = origin.input.taskId;
       this.revision = 0;
       this.journal = { audit: 0, transcript: 0 };
       this.createdAt = origin.input.startedAt;
       // A new task's first state is decided while the actor is made (its gates read the route's toolkit).
-      this.actor = withRoute(deps.route, () => createActor(deps.machine, { input: origin.input, inspect }));
+      this.actor = withRoute(deps.route, () => createActor(deps.machine, { input: origin.input, inspect, ...clock }));
     } else {
       const { envelope } = origin;
       this.taskId = envelope.taskId;
@@ -115,7 +116,7 @@ export class LiveTask implements TaskPort {
       this.inbox = envelope.inbox ? { applied: envelope.inbox.applied, replies: [...envelope.inbox.replies] } : null;
       // No input: a restored actor takes its context from the snapshot.
       this.actor = withRoute(deps.route, () =>
-        createActor(deps.machine, { snapshot: envelope.snapshot, inspect } as never),
+        createActor(deps.machine, { snapshot: envelope.snapshot, inspect, ...clock } as never),
       ) as Actor<AgentMachine>;
     }
     // From here the recorder reads the actor's events without XState's copy of each for its observers.
