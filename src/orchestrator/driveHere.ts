@@ -1,14 +1,15 @@
 /**
  * What drives tasks in this process, built from the orchestrator's options: the runtime actors (model, tools,
- * lookups, with their tracing, rate limits and timeouts), the machine they are provided to, and the table of live
- * tasks with its leases, whose saves reach the host's listeners, hooks and logger.
+ * lookups, with their tracing, rate limits and timeouts) and the tools, routed to the process's one agent machine
+ * around every run of a task (`sharedMachine.ts`), and the table of live tasks with its leases, whose saves reach the
+ * host's listeners, hooks and logger.
  */
-import { type AgentMachine, createAgentMachine } from '../../machines/agentMachine.js';
 import { safeErrorText } from '../../machines/lib/text.js';
 import { AgentError, HostRequestError } from '../errors.js';
 import { createRuntimeActors } from '../runtime/actors/index.js';
 import type { ModelTextBus } from '../runtime/modelText.js';
 import { RateLimits } from '../runtime/rateLimits.js';
+import { sharedAgentMachine } from '../runtime/sharedMachine.js';
 import type { ToolRegistry } from '../runtime/toolRegistry.js';
 import type { Tracing } from '../runtime/tracing.js';
 import type { TaskSummary } from '../store/summary.js';
@@ -54,11 +55,12 @@ export function driveHere(deps: DriveHereDeps): LiveTasks {
       return task;
     },
   });
-  const machine = createAgentMachine(registry.toolkit).provide({ actors }) as AgentMachine;
   return new LiveTasks({
     tenantCap: tenantCapOf(deps.store, settings, logger),
     store: deps.store,
-    machine,
+    // One machine per process: this orchestrator's toolkit and actors are routed to it around every run of a task.
+    machine: sharedAgentMachine(),
+    route: { toolkit: registry.toolkit, actors },
     clock,
     random,
     inspect: options.inspect,

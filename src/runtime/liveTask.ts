@@ -32,6 +32,7 @@ import { DurableWaiters } from './durableWaiters.js';
 import { TaskTranscript } from './taskTranscript.js';
 import { MoveRecorder } from './moveRecorder.js';
 import { decidesAtOnce } from './restore.js';
+import { type MachineRoute, routeClock, withRoute } from './machineRoute.js';
 
 export interface LiveTaskDeps {
   store: TaskStore;
@@ -45,6 +46,11 @@ export interface LiveTaskDeps {
   fence?: () => string | undefined;
   /** What a save listener threw (it never stops the task). */
   onListenerError?: (error: unknown) => void;
+  /**
+   * The orchestrator's toolkit and actors, when `machine` is the process's shared one (`sharedMachine.ts`): set around
+   * every run of the actor this task starts.
+   */
+  route?: MachineRoute;
 }
 
 /** What one save made durable: its audit entries, and the summary saved before it. */
@@ -92,12 +98,14 @@ export class LiveTask implements TaskPort {
     this.moves = new MoveRecorder(deps.machine);
     this.persistedSnapshots = new PersistedSnapshots(deps.machine);
     const inspect = this.moves.observer(deps.inspect);
+    const clock = deps.route ? { clock: routeClock(deps.route) } : {};
     if (origin.kind === 'new') {
       this.taskId = origin.input.taskId;
       this.revision = 0;
       this.journal = { audit: 0, transcript: 0 };
       this.createdAt = origin.input.startedAt;
-      this.actor = createActor(deps.machine, { input: origin.input, inspect });
+      // A new task's first state is decided while the actor is made (its gates read the route's toolkit).
+      this.actor = withRoute(deps.route, () => createActor(deps.machine, { input: origin.input, inspect, ...clock }));
     } else {
       const { envelope } = origin;
       this.taskId = envelope.taskId;
@@ -107,7 +115,9 @@ export class LiveTask implements TaskPort {
       this.savedSummary = envelope.summary;
       this.inbox = envelope.inbox ? { applied: envelope.inbox.applied, replies: [...envelope.inbox.replies] } : null;
       // No input: a restored actor takes its context from the snapshot.
-      this.actor = createActor(deps.machine, { snapshot: envelope.snapshot, inspect } as never);
+      this.actor = withRoute(deps.route, () =>
+        createActor(deps.machine, { snapshot: envelope.snapshot, inspect, ...clock } as never),
+      ) as Actor<AgentMachine>;
     }
     // From here the recorder reads the actor's events without XState's copy of each for its observers.
     this.moves.attach(this.actor, deps.inspect !== undefined);
@@ -135,14 +145,14 @@ export class LiveTask implements TaskPort {
   start(): void {
     this.restoring = this.restoringOrigin;
     try {
-      this.actor.start();
+      withRoute(this.deps.route, () => this.actor.start());
     } finally {
       this.restoring = false;
     }
     // XState does not take eventless transitions on restore: a task restored into a state that decides at once
     // (only a migration places one there) is given an event no state takes, after which they are taken.
     if (this.restoringOrigin && decidesAtOnce(this.deps.machine, this.actor.getSnapshot().value))
-      this.actor.send({ type: 'task.restored', at: this.deps.clock.now() });
+      withRoute(this.deps.route, () => this.actor.send({ type: 'task.restored', at: this.deps.clock.now() }));
     // A restored actor reports the snapshot it was restored from: the store already holds it, so it is not saved
     // again (a reload to read a task or to refuse an event leaves the revision alone).
     if (this.restoringOrigin && this.pendingAudit.length === 0 && this.transcriptEntries.pendingCount === 0) {
@@ -179,7 +189,7 @@ export class LiveTask implements TaskPort {
     if (this.failure) throw this.failure;
     this.reply = null;
     try {
-      this.actor.send(event);
+      withRoute(this.deps.route, () => this.actor.send(event));
       return this.reply;
     } finally {
       this.reply = null;
@@ -340,7 +350,7 @@ export class LiveTask implements TaskPort {
     this.failure = error;
     this.waiters.rejectAll(error);
     try {
-      this.actor.stop();
+      withRoute(this.deps.route, () => this.actor.stop());
     } catch {
       // already stopped
     }

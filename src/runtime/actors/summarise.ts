@@ -5,7 +5,6 @@
  * text (capped, redacted, labelled when sent). Any failure of theirs falls back to the facts note, with the reason:
  * the task never stops for it.
  */
-import { fromPromise } from 'xstate';
 import type { SummariseActorInput, SummariseActorOutput } from '../../../machines/actors.js';
 import { type AgentContext, MAX_SUMMARY_CHARS, type Summariser } from '../../../machines/context.js';
 import type { TranscriptEntry } from '../../../machines/journal.js';
@@ -18,13 +17,16 @@ import { pairedResults } from '../../model/replyRules.js';
 import type { ActorHost } from '../actorHost.js';
 import { scopeOf } from '../sealing.js';
 import { runWithTimeout } from '../timeouts.js';
+import { fromTask } from './taskLogic.js';
 
 type Usage = SummariseActorOutput['usage'];
 type Written = { text: string; usage: Usage };
 type Failed = { failed: string; usage: Usage };
 
 export function summariseActor(host: ActorHost) {
-  return fromPromise<SummariseActorOutput, SummariseActorInput>(async ({ input, signal }) => {
+  // As every runtime actor (`fromTask`): settling it runs the parent under its orchestrator's route.
+  return fromTask<SummariseActorOutput, SummariseActorInput>(async ({ input, stop }) => {
+    const signal = stop.signal;
     const task = host.task(input.taskId);
     // A model summariser spends the budget: only once the state that reserved it is durable.
     await task.barrier();

@@ -8,6 +8,7 @@
  */
 import { type ActorSystem, type AnyActorRef, type PromiseActorLogic, type PromiseSnapshot, fromPromise } from 'xstate';
 import { Cancel } from '../timeouts.js';
+import { currentRoute, withRoute } from '../machineRoute.js';
 
 const RESOLVE = 'xstate.promise.resolve';
 const REJECT = 'xstate.promise.reject';
@@ -46,14 +47,14 @@ export function fromTask<TOutput, TInput>(
       if (state.status !== 'active') return;
       const stop = new Cancel();
       stops.set(self, stop);
+      // The parent runs on when this settles, later: under the route of the run that started this (the shared
+      // machine's gates and actors are that orchestrator's; `machineRoute.ts`).
+      const route = currentRoute();
       const settle = (type: typeof RESOLVE | typeof REJECT, data: unknown) => {
         if (self.getSnapshot().status !== 'active') return;
         stops.delete(self);
-        (system as unknown as { _relay: (from: AnyActorRef, to: AnyActorRef, event: unknown) => void })._relay(
-          self,
-          self,
-          { type, data },
-        );
+        const relay = system as unknown as { _relay: (from: AnyActorRef, to: AnyActorRef, event: unknown) => void };
+        withRoute(route, () => relay._relay(self, self, { type, data }));
       };
       let running: Promise<TOutput>;
       try {

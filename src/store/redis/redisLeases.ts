@@ -39,7 +39,7 @@ export class RedisLeaseManager implements LeaseManager {
 
   private async take(taskId: string, ttlMs: number, read: boolean): Promise<TakenTask | null> {
     const ttl = checkTtl(ttlMs);
-    const token = randomBytes(16).toString('hex');
+    const token = leaseToken();
     const key = this.keys.lease(taskId);
     const taskKey = this.keys.task(taskId);
     // Taken before the request, so the expiry we report is never later than the one Redis applies.
@@ -111,6 +111,27 @@ export class RedisLeaseManager implements LeaseManager {
     );
     if (code < 0) throw scriptError(code, detail, { taskId: lease.taskId });
   }
+}
+
+/** Bytes of one lease token (its hex is the holder's token in Redis). */
+const TOKEN_BYTES = 16;
+/** Tokens drawn from the OS at once: `randomBytes` is one system call, 7-20 µs on a VM, whatever its size. */
+const POOLED_TOKENS = 128;
+let pool: Buffer | null = null;
+let drawn = 0;
+
+/**
+ * A fresh random token (32 hex digits), as `randomBytes(16)` gives, from a pool drawn from the same CSPRNG
+ * `POOLED_TOKENS` at a time (as node:crypto's `randomUUID` does); every byte of the pool is handed out once.
+ */
+export function leaseToken(): string {
+  if (pool === null || drawn + TOKEN_BYTES > pool.length) {
+    pool = randomBytes(TOKEN_BYTES * POOLED_TOKENS);
+    drawn = 0;
+  }
+  const token = pool.toString('hex', drawn, drawn + TOKEN_BYTES);
+  drawn += TOKEN_BYTES;
+  return token;
 }
 
 function checkTtl(ttlMs: number): number {
