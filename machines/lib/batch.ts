@@ -129,7 +129,14 @@ export function currentCall(batch: Batch | null): CallState | undefined {
 }
 
 export function updateCall(batch: Batch, callId: string, patch: Partial<CallState>): Batch {
-  return { ...batch, calls: batch.calls.map((c) => (c.callId === callId ? { ...c, ...patch } : c)) };
+  // A plain loop, the list made at its size: several steps a round update a call (a callback is a new closure).
+  const calls = batch.calls;
+  const updated = new Array<CallState>(calls.length);
+  for (let i = 0; i < calls.length; i++) {
+    const c = calls[i]!;
+    updated[i] = c.callId === callId ? { ...c, ...patch } : c;
+  }
+  return { ...batch, calls: updated };
 }
 
 /** Gives the call its observation; it is no longer the current call. */
@@ -216,9 +223,11 @@ export function callKey(tool: string, argsHash: string): string {
  * decision, not a refused proposal, so it does not count towards the rejected-turns limit.
  */
 export function hasHostRejection(batch: Batch | null): boolean {
-  return (
-    batch?.calls.some(
-      (c) => c.observation?.ok === false && c.observation.gate !== undefined && c.observation.gate !== 'confirmation',
-    ) ?? false
-  );
+  if (!batch) return false;
+  const calls = batch.calls;
+  for (let i = 0; i < calls.length; i++) {
+    const o = calls[i]!.observation;
+    if (o?.ok === false && o.gate !== undefined && o.gate !== 'confirmation') return true;
+  }
+  return false;
 }
