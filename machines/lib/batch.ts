@@ -129,12 +129,13 @@ export function currentCall(batch: Batch | null): CallState | undefined {
 }
 
 export function updateCall(batch: Batch, callId: string, patch: Partial<CallState>): Batch {
-  // A plain loop, the list made at its size: several steps a round update a call (a callback is a new closure).
+  // A copy with the call replaced: several steps a round update a call (a callback is a new closure). `slice`, not
+  // `new Array(n)`: the batch's list stays a packed array, as every other list of calls is.
   const calls = batch.calls;
-  const updated = new Array<CallState>(calls.length);
+  const updated = calls.slice();
   for (let i = 0; i < calls.length; i++) {
     const c = calls[i]!;
-    updated[i] = c.callId === callId ? { ...c, ...patch } : c;
+    if (c.callId === callId) updated[i] = { ...c, ...patch };
   }
   return { ...batch, calls: updated };
 }
