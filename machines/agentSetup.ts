@@ -65,11 +65,15 @@ export function agentSetup(toolkit: Toolkit) {
   /** Binds the named guards of a family to the toolkit; the names are listed, never read off a module. */
   const named = <F extends Record<string, Guard>, K extends keyof F & string>(family: F, names: readonly K[]) =>
     Object.fromEntries(
-      names.map((name) => [
-        name,
-        ({ context, event }: { context: AgentContext; event: AgentEvent }) =>
-          family[name]!(context, event as A.MachineEvent, toolkit),
-      ]),
+      names.map((name) => {
+        // Looked up once, here: a guard runs a few dozen times a round.
+        const guard = family[name]!;
+        return [
+          name,
+          (args: { context: AgentContext; event: AgentEvent }) =>
+            guard(args.context, args.event as A.MachineEvent, toolkit),
+        ];
+      }),
     ) as Record<K, (args: { context: AgentContext; event: AgentEvent }) => boolean>;
 
   const base = setup({
@@ -253,7 +257,9 @@ export function agentSetup(toolkit: Toolkit) {
       relayModelOutput: base.createAction(
         stepAction((context, event) => {
           const result = turn.settleModelTurn(context, event as A.MachineEvent, toolkit);
-          const emitted: MachineEmitted[] = (result.audit ?? []).map((entry) => ({ type: 'audit', entry }));
+          const audit = result.audit ?? NOTHING_EMITTED;
+          const emitted = new Array<MachineEmitted>(audit.length);
+          for (let i = 0; i < audit.length; i++) emitted[i] = { type: 'audit', entry: audit[i] as AuditEntry };
           const output = (event as unknown as { output: A.ModelActorOutput }).output;
           const raised = output.kind === 'replied' ? (output.event as EventObject) : undefined;
           return { patch: result.context ?? null, emitted, raised };

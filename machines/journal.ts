@@ -374,13 +374,16 @@ function stamped(context: AgentContext, event: MachineEvent, tool: string | null
   return entry;
 }
 
+/** The event types the host API forwards for a caller (a literal in the function would be a new RegExp per entry). */
+const FORWARDED = /^(user|review|operator)\./;
+
 /**
  * The session behind an entry: the task's own, except for an event the host API forwards for a caller (a user, an
  * approver, a reviewer, an administrator), which names its caller's (none, if the caller named none).
  */
 function sessionOf(context: AgentContext, event: MachineEvent): string | null {
   const { type } = event;
-  if (!/^(user|review|operator)\./.test(type) && type !== 'task.cancelled') return context.principal.sessionId ?? null;
+  if (!FORWARDED.test(type) && type !== 'task.cancelled') return context.principal.sessionId ?? null;
   return 'sessionId' in event && typeof event.sessionId === 'string' ? event.sessionId : null;
 }
 

@@ -90,9 +90,17 @@ export function stepAction(run: (context: AgentContext, event: unknown) => StepO
     const { patch, emitted, raised } = run(args.context, args.event);
     const next = patch ? withContext(snapshot, patch) : snapshot;
     // One `emit` per event, made here: a list shared between steps would be read after observers ran other steps.
-    const actions: unknown[] | undefined = emitted.length ? emitted.map((event) => emit(event)) : undefined;
+    // `emit` itself as the callback (it reads only its first argument): no closure per step, and a packed list.
+    const actions: unknown[] | undefined = emitted.length
+      ? emitted.map(emit as (event: MachineEmitted) => unknown)
+      : undefined;
     if (!raised) return [next, undefined, actions];
-    return [next, undefined, actions ? [...actions, raise(raised)] : [raise(raised)]];
+    // The raise goes after the step's own events (the list is this step's own).
+    if (actions) {
+      actions.push(raise(raised));
+      return [next, undefined, actions];
+    }
+    return [next, undefined, [raise(raised)]];
   };
   return step;
 }

@@ -74,18 +74,23 @@ export const WAITING_TASK_STATES: readonly TaskState[] = [
 
 /** A task's listed state from the tags of the state it is in (and, when final, its outcome). */
 export function taskStateOf(tags: ReadonlySet<string> | readonly string[], outcome: FinalStatus | null): TaskState {
-  const has = (tag: Tag) => (Array.isArray(tags) ? tags.includes(tag) : (tags as ReadonlySet<string>).has(tag));
-  if (has(TAGS.terminal)) {
+  // Asked on every snapshot: plain calls, no closure per ask.
+  if (hasTag(tags, TAGS.terminal)) {
     if (!outcome) throw new Error('a final state without an outcome');
     return outcome;
   }
-  if (has(TAGS.waiting) && has(TAGS.confirmation)) return 'waiting_for_confirmation';
-  if (has(TAGS.waiting) && has(TAGS.question)) return 'waiting_for_user';
-  if (has(TAGS.waiting) && has(TAGS.outage)) return 'waiting_for_model';
-  if (has(TAGS.waiting) && has(TAGS.review)) return 'review_required';
-  if (has(TAGS.waiting) && has(TAGS.away)) return 'paused';
-  if (has(TAGS.waiting) && has(TAGS.subtask)) return 'waiting_for_subtask';
+  if (!hasTag(tags, TAGS.waiting)) return 'running';
+  if (hasTag(tags, TAGS.confirmation)) return 'waiting_for_confirmation';
+  if (hasTag(tags, TAGS.question)) return 'waiting_for_user';
+  if (hasTag(tags, TAGS.outage)) return 'waiting_for_model';
+  if (hasTag(tags, TAGS.review)) return 'review_required';
+  if (hasTag(tags, TAGS.away)) return 'paused';
+  if (hasTag(tags, TAGS.subtask)) return 'waiting_for_subtask';
   return 'running';
+}
+
+function hasTag(tags: ReadonlySet<string> | readonly string[], tag: Tag): boolean {
+  return Array.isArray(tags) ? tags.includes(tag) : (tags as ReadonlySet<string>).has(tag);
 }
 
 interface NodeLike {

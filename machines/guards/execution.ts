@@ -24,8 +24,11 @@ export const executionGuards = {
    * The reads running now are the batch's last step: once their results are in, the batch is complete (what
    * `isBatchComplete` answers after them). Asked on a read's done event, before its results are recorded.
    */
-  areReadsLastStep: (context) =>
-    context.batch !== null && context.batch.calls.every((c) => c.phase === 'finished' || c.phase === 'reading'),
+  areReadsLastStep: (context) => {
+    if (context.batch === null) return false;
+    for (const c of context.batch.calls) if (c.phase !== 'finished' && c.phase !== 'reading') return false;
+    return true;
+  },
 
   /** The next write is a business intent (idempotency key) that already succeeded in this task. */
   isNextWriteAlreadyDone: (context) => {

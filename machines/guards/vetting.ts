@@ -7,12 +7,13 @@
  */
 import { invokedVerdict, isAsyncHook, syncVerdict } from '../lib/hooks.js';
 import { callKey } from '../lib/batch.js';
-import { judge, judgedCall, pendingCall } from '../lib/judged.js';
+import { judge, judgedCall, nextToVet, pendingCall } from '../lib/judged.js';
 import { isConfirmationRuleSound } from '../lib/toolRules.js';
 import type { Guard } from './guard.js';
 
 export const vettingGuards = {
-  isEveryCallVetted: (context) => context.batch?.calls.every((c) => c.phase !== 'vetting') ?? true,
+  // Asked at every microstep of vetting: no callback (a new closure per ask).
+  isEveryCallVetted: (context) => nextToVet(context) === undefined,
 
   /** Some call repeats one proposed since the last new observation (same tool, same arguments hash). */
   isRepeatingWithoutNewObservation: (context) =>

@@ -8,8 +8,11 @@ import { canonicalJson } from './canonicalJson.js';
 import { errorName, safeErrorText, zodSummary } from './text.js';
 
 export type ArgumentCheck =
-  /** `args`: the validated value as plain JSON (what will run); `parsed`: as the tool's schema typed it. */
-  | { ok: true; args: Json; parsed: unknown }
+  /**
+   * `args`: the validated value as plain JSON (what will run); `parsed`: as the tool's schema typed it; `text`: the
+   * canonical JSON of `args` (what its hash is of).
+   */
+  | { ok: true; args: Json; parsed: unknown; text: string }
   | { ok: false; code: 'unknown_tool' | 'invalid_arguments'; summary: string };
 
 const checked = new WeakMap<object, { schema: unknown; result: ArgumentCheck }>();
@@ -19,12 +22,18 @@ const checked = new WeakMap<object, { schema: unknown; result: ArgumentCheck }>(
  * refuses an async refinement in a synchronous parse), refuses the call. `parsed` is shared between callers: hand
  * a host function `copyOf(parsed)`, so that one that changes its argument cannot change what the next one sees.
  */
-export function checkArguments(tool: string, rules: ToolRules | undefined, args: Json, task: TaskRef): ArgumentCheck {
+export function checkArguments(
+  tool: string,
+  rules: ToolRules | undefined,
+  args: Json,
+  task: TaskSource,
+): ArgumentCheck {
   const key = args !== null && typeof args === 'object' ? args : null;
   const schema = rules?.input;
   const cached = key ? checked.get(key) : undefined;
   if (cached && cached.schema === schema) return cached.result;
-  const result = check(tool, rules, args, task);
+  // The task's reference is made only when the schema is asked (most asks of a round find the answer above).
+  const result = check(tool, rules, args, taskRef(task));
   if (key) checked.set(key, { schema, result });
   // The validated value parses to itself: the same answer holds for it (the steps that follow ask with it).
   if (result.ok && result.args !== null && typeof result.args === 'object')
@@ -132,7 +141,7 @@ function check(tool: string, rules: ToolRules | undefined, args: Json, task: Tas
       summary: `the validated arguments of ${tool} do not validate to themselves; the tool's input schema transforms them`,
     };
   }
-  return { ok: true, args: value, parsed: parsed.data };
+  return { ok: true, args: value, parsed: parsed.data, text };
 }
 
 /** Round-trips through canonical JSON: rejects non-JSON values, drops prototypes. */
@@ -140,7 +149,10 @@ export function toJson(value: unknown): Json {
   return JSON.parse(canonicalJson(value)) as Json;
 }
 
+/** What a task's reference is read off: its context. */
+export type TaskSource = { taskId: string; principal: { tenantId: string }; startedAt: number };
+
 /** The task a check is for, from its context. */
-export function taskRef(context: { taskId: string; principal: { tenantId: string }; startedAt: number }): TaskRef {
+export function taskRef(context: TaskSource): TaskRef {
   return { taskId: context.taskId, tenantId: context.principal.tenantId, startedAt: context.startedAt };
 }

@@ -129,7 +129,15 @@ export function currentCall(batch: Batch | null): CallState | undefined {
 }
 
 export function updateCall(batch: Batch, callId: string, patch: Partial<CallState>): Batch {
-  return { ...batch, calls: batch.calls.map((c) => (c.callId === callId ? { ...c, ...patch } : c)) };
+  // A copy with the call replaced: several steps a round update a call (a callback is a new closure). `slice`, not
+  // `new Array(n)`: the batch's list stays a packed array, as every other list of calls is.
+  const calls = batch.calls;
+  const updated = calls.slice();
+  for (let i = 0; i < calls.length; i++) {
+    const c = calls[i]!;
+    if (c.callId === callId) updated[i] = { ...c, ...patch };
+  }
+  return { ...batch, calls: updated };
 }
 
 /** Gives the call its observation; it is no longer the current call. */
@@ -216,9 +224,11 @@ export function callKey(tool: string, argsHash: string): string {
  * decision, not a refused proposal, so it does not count towards the rejected-turns limit.
  */
 export function hasHostRejection(batch: Batch | null): boolean {
-  return (
-    batch?.calls.some(
-      (c) => c.observation?.ok === false && c.observation.gate !== undefined && c.observation.gate !== 'confirmation',
-    ) ?? false
-  );
+  if (!batch) return false;
+  const calls = batch.calls;
+  for (let i = 0; i < calls.length; i++) {
+    const o = calls[i]!.observation;
+    if (o?.ok === false && o.gate !== undefined && o.gate !== 'confirmation') return true;
+  }
+  return false;
 }

@@ -32,11 +32,15 @@ export function remaining(budget: BudgetState): BudgetCounters {
  */
 export function shortfall(budget: BudgetState, need: Partial<BudgetCounters>, now: number): BudgetDimension | null {
   if (now >= budget.deadlineAt) return 'wallClock';
-  const left = remaining(budget);
-  for (const key of Object.keys(need) as (keyof BudgetCounters)[]) {
-    const amount = need[key];
+  // What `remaining` gives, per dimension asked (a guard asks every round: no object, no key list).
+  const { limits, used } = budget;
+  for (const key in need) {
+    if (!Object.hasOwn(need, key)) continue;
+    const dimension = key as keyof BudgetCounters;
+    const amount = need[dimension];
     if (amount === undefined) continue;
-    if (left[key] < 0 || (amount > 0 && amount > left[key])) return key;
+    const left = limits[dimension] - used[dimension];
+    if (left < 0 || (amount > 0 && amount > left)) return dimension;
   }
   return null;
 }
@@ -73,7 +77,9 @@ export function reserveTurnAgain(budget: BudgetState, reservation: ModelReservat
 
 export function debit(budget: BudgetState, amount: Partial<BudgetCounters>): BudgetState {
   const used = { ...budget.used };
-  for (const key of Object.keys(amount) as (keyof BudgetCounters)[]) used[key] += amount[key] ?? 0;
+  // A for-in over the amount's own keys (`Object.keys`' order, without the list).
+  for (const key in amount)
+    if (Object.hasOwn(amount, key)) used[key as keyof BudgetCounters] += amount[key as keyof BudgetCounters] ?? 0;
   return { ...budget, used };
 }
 

@@ -85,7 +85,7 @@ function write(value: unknown, ancestors: object[]): string {
     for (let i = 0; i < object.length; i++) {
       if (i > 0) out += ',';
       // A hole is written as nothing, as `Array.prototype.join` writes it.
-      if (i in object) out += write(object[i], ancestors);
+      if (i in object) out += written(object[i], ancestors);
     }
     out += ']';
   } else {
@@ -101,12 +101,24 @@ function write(value: unknown, ancestors: object[]): string {
       const item = (object as Record<string, unknown>)[key];
       if (item === undefined) throw new TypeError(`canonicalJson: key ${JSON.stringify(key)} is undefined`);
       if (i > 0) out += ',';
-      out += `${JSON.stringify(key)}:${write(item, ancestors)}`;
+      out += `${JSON.stringify(key)}:${written(item, ancestors)}`;
     }
     out += '}';
   }
   ancestors.pop();
   return out;
+}
+
+/**
+ * `write(item)`, for an item inside a value being written: an object or array that is canonical as it stands (with
+ * no cycle back to `ancestors`) is written by `JSON.stringify` in one flat string, as `canonicalJson` does at the top.
+ * A value whose own keys are out of order (an observation without its call id, say) thus writes its canonical parts
+ * without a string per value.
+ */
+function written(item: unknown, ancestors: object[]): string {
+  return item !== null && typeof item === 'object' && isCanonical(item, ancestors)
+    ? JSON.stringify(item)
+    : write(item, ancestors);
 }
 
 /**

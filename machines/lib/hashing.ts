@@ -8,7 +8,12 @@ type Sha256 = (text: string) => string;
 
 /** `sha256:<hex>` of the canonical JSON of a value: the hash that confirmations and audit records carry. */
 export function argumentsHash(sha256: Sha256, value: unknown): string {
-  return `sha256:${sha256(canonicalJson(value))}`;
+  return canonicalHash(sha256, canonicalJson(value));
+}
+
+/** `argumentsHash` of the value whose canonical JSON is `text` (already written: the schema gate writes it). */
+export function canonicalHash(sha256: Sha256, text: string): string {
+  return `sha256:${sha256(text)}`;
 }
 
 /**

@@ -46,6 +46,9 @@ export function syncVerdict(
   return verdict;
 }
 
+const DONE_VALIDATE = 'xstate.done.actor.validate';
+const DONE_AUTHORIZE = 'xstate.done.actor.authorize';
+
 /**
  * The answer of the invoked `validating` or `authorizing` state to judge, or null when `event` carries none for the
  * call being judged. XState hands eventless transitions the event of their macrostep: once the invoked state's call
@@ -53,7 +56,7 @@ export function syncVerdict(
  * for the NEXT call, and must not answer for it (its own synchronous hook, or none, does).
  */
 export function invokedVerdict(context: AgentContext, event: MachineEvent, hook: HookName): CheckVerdict | null {
-  if (event.type !== `xstate.done.actor.${hook}`) return null;
+  if (event.type !== (hook === 'validate' ? DONE_VALIDATE : DONE_AUTHORIZE)) return null;
   if (currentCall(context.batch) === undefined) return null;
   return outputOf(event, hook).verdict;
 }

@@ -8,11 +8,30 @@ import type {
   SummariseActorInput,
   WriteActorInput,
 } from '../actors.js';
-import type { AgentContext } from '../context.js';
+import type { AgentContext, CallState, Observation } from '../context.js';
 import { currentCall } from './batch.js';
-import { remaining } from './budget.js';
 
 type Args = { context: AgentContext };
+
+/** The retries left (`remaining(budget).retries`, never below zero), without the counters' object. */
+function retryAllowance(context: AgentContext): number {
+  return Math.max(0, context.budget.limits.retries - context.budget.used.retries);
+}
+
+/** The batch's observations so far, in call order (a plain loop: every model turn asks). */
+function observationsOf(calls: readonly CallState[] | undefined): Observation[] {
+  const out: Observation[] = [];
+  if (calls) for (const c of calls) if (c.observation) out.push(c.observation);
+  return out;
+}
+
+/** The calls being read, as the reads actor runs them (a plain loop: every read round asks). */
+function readingCalls(calls: readonly CallState[] | undefined): ReadsActorInput['calls'] {
+  const out: ReadsActorInput['calls'] = [];
+  if (calls)
+    for (const c of calls) if (c.phase === 'reading') out.push({ callId: c.callId, tool: c.tool, args: c.args });
+  return out;
+}
 
 /** The call a single-call invoked state works on, as its actor runs it. */
 function callRef(context: AgentContext) {
@@ -24,8 +43,8 @@ function callRef(context: AgentContext) {
 export const modelInput = ({ context }: Args): ModelActorInput => ({
   taskId: context.taskId,
   turn: context.turn,
-  observations: context.batch?.calls.flatMap((c) => (c.observation ? [c.observation] : [])) ?? [],
-  retryAllowance: Math.max(0, remaining(context.budget).retries),
+  observations: observationsOf(context.batch?.calls),
+  retryAllowance: retryAllowance(context),
 });
 
 export const checkInput = ({ context }: Args): CheckActorInput => ({
@@ -41,10 +60,8 @@ export const resendInput = ({ context }: Args): RecheckActorInput => ({ ...check
 export const readsInput = ({ context }: Args): ReadsActorInput => ({
   taskId: context.taskId,
   principal: context.principal,
-  calls: (context.batch?.calls ?? [])
-    .filter((c) => c.phase === 'reading')
-    .map((c) => ({ callId: c.callId, tool: c.tool, args: c.args })),
-  retryAllowance: Math.max(0, remaining(context.budget).retries),
+  calls: readingCalls(context.batch?.calls),
+  retryAllowance: retryAllowance(context),
 });
 
 export const writeInput = ({ context }: Args): WriteActorInput => {

@@ -8,9 +8,9 @@
  */
 import type { AgentContext, CallState, Json } from '../context.js';
 import type { ToolRules, Toolkit } from '../toolkit.js';
-import { checkArguments, copyOf, taskRef, toJson } from './arguments.js';
+import { checkArguments, copyOf, toJson } from './arguments.js';
 import { currentCall } from './batch.js';
-import { argumentsHash, idempotencyKeyFor } from './hashing.js';
+import { canonicalHash, idempotencyKeyFor } from './hashing.js';
 
 export interface Judged {
   /** The call as the gates past the schema see it (as proposed when the schema refuses it). */
@@ -23,7 +23,11 @@ const judged = new WeakMap<CallState, { schema: unknown; result: Judged }>();
 
 /** The next call still to vet, in proposal order, or undefined when every call is judged. */
 export function nextToVet(context: AgentContext): CallState | undefined {
-  return context.batch?.calls.find((c) => c.phase === 'vetting');
+  const calls = context.batch?.calls;
+  if (!calls) return undefined;
+  // A plain loop: the guards and steps ask several times a round, and a callback is a new closure per ask.
+  for (let i = 0; i < calls.length; i++) if (calls[i]!.phase === 'vetting') return calls[i];
+  return undefined;
 }
 
 /** The call being judged as stored (its arguments as proposed until `acceptArguments`): current, else next to vet. */
@@ -39,7 +43,7 @@ export function judgedCall(context: AgentContext, toolkit: Toolkit): CallState |
 export function judge(context: AgentContext, toolkit: Toolkit): Judged | undefined {
   const current = currentCall(context.batch);
   if (current) {
-    const check = checkArguments(current.tool, toolkit.rules(current.tool), current.args, taskRef(context));
+    const check = checkArguments(current.tool, toolkit.rules(current.tool), current.args, context);
     return { call: current, schemaOk: check.ok };
   }
   const next = nextToVet(context);
@@ -55,10 +59,11 @@ export function judge(context: AgentContext, toolkit: Toolkit): Judged | undefin
 }
 
 function accept(context: AgentContext, call: CallState, rules: ToolRules | undefined, toolkit: Toolkit): Judged {
-  const check = checkArguments(call.tool, rules, call.args, taskRef(context));
+  const check = checkArguments(call.tool, rules, call.args, context);
   if (!check.ok) return { call, schemaOk: false };
   const args = check.args;
-  const argsHash = argumentsHash(toolkit.sha256, args);
+  // `check.text` is the canonical JSON of `args`: hashed as is, not written again.
+  const argsHash = canonicalHash(toolkit.sha256, check.text);
   return {
     schemaOk: true,
     call: {

@@ -89,32 +89,37 @@ export function checkProtocol(calls: ProposedCall[], catalog: Catalog, policy: P
   }
   if (idProblems.length > 0) return { kind: 'unpairable', problems: idProblems };
 
+  // Each call's own problem, the list made at the first one (no closure per proposal).
   let own: (ProtocolProblem | null)[] | null = null;
-  const problem = (index: number, callId: string, code: ProtocolCode, summary: string) => {
-    (own ??= new Array<ProtocolProblem | null>(calls.length).fill(null))[index] = { index, callId, code, summary };
-  };
   const accepted: AcceptedCall[] = [];
   for (let index = 0; index < calls.length; index++) {
     const call = calls[index]!;
     const callId = call.callId!.trim();
     if (!Object.hasOwn(catalog, call.name)) {
-      problem(index, callId, 'unknown_tool', `there is no tool named ${JSON.stringify(truncate(call.name, 64))}`);
+      own = withProblem(
+        own,
+        calls.length,
+        index,
+        callId,
+        'unknown_tool',
+        `there is no tool named ${JSON.stringify(truncate(call.name, 64))}`,
+      );
       continue;
     }
     const bytes = utf8Length(call.arguments);
     if (bytes > policy.maxArgumentBytes) {
       const summary = `arguments are ${bytes} bytes; the limit is ${policy.maxArgumentBytes}`;
-      problem(index, callId, 'arguments_too_large', summary);
+      own = withProblem(own, calls.length, index, callId, 'arguments_too_large', summary);
       continue;
     }
     const parsed = parseStrictJson(call.arguments);
     if (!parsed.ok) {
       const code = parsed.code === 'duplicate_key' ? 'duplicate_key' : 'malformed_arguments';
-      problem(index, callId, code, `arguments are not valid JSON: ${parsed.message}`);
+      own = withProblem(own, calls.length, index, callId, code, `arguments are not valid JSON: ${parsed.message}`);
       continue;
     }
     if (!isJsonObject(parsed.value)) {
-      problem(index, callId, 'malformed_arguments', 'arguments must be a JSON object');
+      own = withProblem(own, calls.length, index, callId, 'malformed_arguments', 'arguments must be a JSON object');
       continue;
     }
     accepted.push({ callId, tool: call.name, args: parsed.value, rawArguments: call.arguments });
@@ -144,6 +149,19 @@ export function checkProtocol(calls: ProposedCall[], catalog: Catalog, policy: P
     );
   });
   return { kind: 'rejected', problems };
+}
+
+function withProblem(
+  own: (ProtocolProblem | null)[] | null,
+  length: number,
+  index: number,
+  callId: string,
+  code: ProtocolCode,
+  summary: string,
+): (ProtocolProblem | null)[] {
+  const list = own ?? new Array<ProtocolProblem | null>(length).fill(null);
+  list[index] = { index, callId, code, summary };
+  return list;
 }
 
 function truncate(text: string, max: number): string {

@@ -8,7 +8,7 @@ import type { AgentContext, BudgetCounters, CallState, Json, Mandate, SubtaskLin
 import { MAX_SUBTASKS, childTaskIdOf } from '../subtasks.js';
 import type { GateName } from '../calls.js';
 import type { Toolkit } from '../toolkit.js';
-import { checkArguments, copyOf, taskRef } from './arguments.js';
+import { checkArguments, copyOf } from './arguments.js';
 import { debit, shortfall } from './budget.js';
 import type { MachineEvent } from '../actors.js';
 import { type AuditEntry, auditEntry } from '../journal.js';
@@ -41,7 +41,7 @@ export function subtaskSpec(
   const fail = (check: SubtaskProblem['check'], gate: GateName, code: string, summary: string) =>
     ({ ok: false, check, gate, code, summary }) as const;
   if (!rules || !sub) return fail('tools', 'schema', 'unknown_tool', `${call.tool} is not a sub-task tool`);
-  const parsed = checkArguments(call.tool, rules, call.args, taskRef(context));
+  const parsed = checkArguments(call.tool, rules, call.args, context);
   if (!parsed.ok) return fail('tools', 'schema', 'invalid_arguments', parsed.summary);
   let goal: unknown;
   let budget: unknown;

@@ -15,7 +15,7 @@ import type {
   RiskClass,
 } from '../context.js';
 import type { ApprovalRule, TaskFacts, ToolRules } from '../toolkit.js';
-import { checkArguments, copyOf, taskRef } from './arguments.js';
+import { checkArguments, copyOf } from './arguments.js';
 import { canonicalJson } from './canonicalJson.js';
 import { cap, safeErrorText } from './text.js';
 
@@ -72,7 +72,7 @@ export function confirmationNeed(
   if (requirement === null) return { requirement: null, summary: null };
   if (decided.failed !== null)
     return { requirement, summary: `${call.tool} (confirmation rule failed: ${decided.failed})` };
-  const check = checkArguments(call.tool, rules, call.args, taskRef(context));
+  const check = checkArguments(call.tool, rules, call.args, context);
   let summary: string;
   try {
     summary = cap(
@@ -128,7 +128,7 @@ interface Decided {
  * rule asks (its default); a write whose rule is a bare `'never'` (no reason given) asks too.
  */
 function decide(context: AgentContext, call: CallState, rules: ToolRules | undefined): Decided {
-  const check = checkArguments(call.tool, rules, call.args, taskRef(context));
+  const check = checkArguments(call.tool, rules, call.args, context);
   const write = call.effect === 'write';
   try {
     if (!rules || !check.ok) throw new Error('the arguments no longer validate');
@@ -222,7 +222,7 @@ export function mandateCheck(context: AgentContext, call: CallState, rules: Tool
   // Derived by the host from a trusted result of a write the mandate admitted, never proposed by the model.
   if (context.unwinding !== null)
     return { ok: true, summary: 'a compensation of a write this task made under its mandate' };
-  const check = checkArguments(call.tool, rules, call.args, taskRef(context));
+  const check = checkArguments(call.tool, rules, call.args, context);
   if (!rules || !check.ok)
     return {
       ok: false,
@@ -260,7 +260,7 @@ export function mandateCheck(context: AgentContext, call: CallState, rules: Tool
 /** Money `call` moves (minor units), 0 when its tool declares none, null when the rule failed or is not a count. */
 export function amountOf(context: AgentContext, call: CallState, rules: ToolRules | undefined): number | null {
   if (!rules?.amount) return 0;
-  const check = checkArguments(call.tool, rules, call.args, taskRef(context));
+  const check = checkArguments(call.tool, rules, call.args, context);
   if (!check.ok) return null;
   try {
     const amount: unknown = rules.amount(copyOf(check.parsed));

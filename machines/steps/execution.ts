@@ -37,8 +37,10 @@ export const closeBatch: Step = (context, event, toolkit) => {
   // Copied only once something new is seen (most rounds of a loop see nothing new; the list is bounded).
   let seen = context.seenObservations;
   const transcript: TranscriptEntry[] = [];
+  let failed = false;
   for (const call of batch.calls) {
     const observation = call.observation!;
+    if (observation.ok === false) failed = true;
     transcript.push({ kind: 'result', at: timeOf(context, event), turn: batch.turn, observation });
     const { callId: _ignored, ...content } = observation;
     const print = fingerprint(content);
@@ -65,7 +67,7 @@ export const closeBatch: Step = (context, event, toolkit) => {
       knowledge,
       // Something new was observed: earlier proposals may be worth making again.
       proposedSinceNew: knowledge === context.knowledge ? context.proposedSinceNew : [],
-      lastFailure: batch.calls.some((c) => c.observation?.ok === false) ? lastFailure : null,
+      lastFailure: failed ? lastFailure : null,
       seenObservations:
         seen.length > CONTEXT_BOUNDS.seenObservations ? seen.slice(-CONTEXT_BOUNDS.seenObservations) : seen,
       rejectedTurns: context.rejectedTurns + (hasHostRejection(batch) ? 1 : 0),
@@ -173,6 +175,15 @@ function codeOf(observation: Observation): string {
   return observation.ok ? 'ok' : observation.code;
 }
 
+/** `learned[key]` as the last result's lesson `taught` left it (its own key wins, as `Object.assign` would). */
+function latest<K extends keyof AgentContext>(
+  taught: Partial<AgentContext> | null,
+  learned: AgentContext,
+  key: K,
+): AgentContext[K] {
+  return taught !== null && Object.hasOwn(taught, key) ? (taught[key] as AgentContext[K]) : learned[key];
+}
+
 export const startReads: Step = (context, event) => {
   const step = nextStep(context.batch)!;
   let batch = context.batch!;
@@ -198,29 +209,41 @@ export const startReads: Step = (context, event) => {
 export const finishReads: Step = (context, event, toolkit) => {
   const output = outputOf(event, 'reads');
   const at = timeOf(context, event);
-  // One working copy for all the results (this step's own object: each result's fields are set on it in turn).
-  const next: AgentContext = patchedContext(context);
+  let batch = context.batch!;
+  let unverified = context.unverified;
+  // What the results taught so far, as the context `learnedFrom` reads (it reads neither the batch nor `unverified`):
+  // the context itself until a result teaches something; a working copy (this step's own) once a later result must
+  // read what an earlier one taught. A round's single read makes none.
+  let learned: AgentContext = context;
+  let taught: Partial<AgentContext> | null = null;
   const audit: AuditEntry[] = [];
   for (const result of output.results) {
-    const call = findCall(next.batch, result.callId);
+    const call = findCall(batch, result.callId);
     if (!call || call.phase !== 'reading') continue;
+    if (taught) learned = learned === context ? patchedContext(context, taught) : Object.assign(learned, taught);
     const observation = observationOf(call, result.outcome, context.policy.observationCapBytes);
-    next.batch = finishCall(next.batch!, call.callId, observation);
-    next.unverified = markRead(next.unverified, call.tool, codeOf(observation), at, argsKeyOf(call));
-    if (result.outcome.kind === 'ok') Object.assign(next, learnedFrom(next, call, result.outcome.value, at, toolkit));
-    else next.exposure = failureExposure(next, call, observation, at, toolkit);
+    batch = finishCall(batch, call.callId, observation);
+    unverified = markRead(unverified, call.tool, codeOf(observation), at, argsKeyOf(call));
+    taught =
+      result.outcome.kind === 'ok'
+        ? learnedFrom(learned, call, result.outcome.value, at, toolkit)
+        : { exposure: failureExposure(learned, call, observation, at, toolkit) };
     audit.push(finishedEntry(context, event, call, codeOf(observation), result.durationMs, result.attempts));
   }
-  let batch = next.batch!;
   // A read the executor did not report is still paired with a result.
-  for (const call of batch.calls.filter((c) => c.phase === 'reading')) {
+  const reported = batch;
+  for (const call of reported.calls) {
+    if (call.phase !== 'reading') continue;
     batch = finishCall(
       batch,
       call.callId,
       rejection(call, 'internal_error', 'the host lost this read', undefined, false),
     );
   }
-  const { evidence, observedIds, exposure, unverified, succeeded } = next;
+  const evidence = latest(taught, learned, 'evidence');
+  const observedIds = latest(taught, learned, 'observedIds');
+  const exposure = latest(taught, learned, 'exposure');
+  const succeeded = latest(taught, learned, 'succeeded');
   const budget = debit(context.budget, { retries: retriesWithin(context, output.retriesUsed) });
   return { context: { batch, evidence, observedIds, exposure, unverified, succeeded, budget }, audit };
 };

@@ -3,7 +3,6 @@ import type { MachineEvent } from '../actors.js';
 import { outputOf } from '../actors.js';
 import type { AgentContext, AgentInput } from '../context.js';
 import { createBatch, rejectedBatch } from '../lib/batch.js';
-import { patchedContext } from '../lib/contextCopy.js';
 import { ZERO_COUNTERS, debit, modelTurnNeed } from '../lib/budget.js';
 import { protocolVerdict } from '../lib/protocol.js';
 import { utf8Length } from '../lib/strictJson.js';
@@ -132,7 +131,6 @@ function startWarnings(context: AgentContext, toolkit: Toolkit): StartWarning[] 
 /** Debits the turn (one model turn, its token and cost reservation) before the model is asked. */
 export const startModelTurn: Step = (context, event, toolkit) => {
   const turn = context.turn + 1;
-  const next = patchedContext(context, { turn });
   const need = modelTurnNeed(context.modelReservation, context.budget);
   const hosts = offeredTools(toolkit, {
     turn,
@@ -143,18 +141,22 @@ export const startModelTurn: Step = (context, event, toolkit) => {
   // A workflow's decision turn offers no tool (only the decision); a plan in force narrows the offer to its ready steps.
   const planned = currentStep(context, toolkit)?.step.decide ? [] : planOffer(context);
   const offered = planned === null ? hosts : hosts === null ? planned : planned.filter((t) => hosts.includes(t));
-  return {
-    context: { turn, budget: debit(context.budget, need), offered },
-    audit: [
-      gateEntry(next, event, { gate: 'budget', decision: 'pass', code: null, summary: 'model turn within budget' }),
-      auditEntry(next, event, {
-        kind: 'model_requested',
-        reservation: { tokens: need.tokens ?? 0, costMicros: need.costMicros ?? 0 },
-        ...(offered ? { offered } : {}),
-        ...(canProposePlan(next) ? { planOffered: true } : {}),
-      }),
-    ],
-  };
+  const gate = gateEntry(context, event, {
+    gate: 'budget',
+    decision: 'pass',
+    code: null,
+    summary: 'model turn within budget',
+  });
+  const requested = auditEntry(context, event, {
+    kind: 'model_requested',
+    reservation: { tokens: need.tokens ?? 0, costMicros: need.costMicros ?? 0 },
+    ...(offered ? { offered } : {}),
+    ...(canProposePlan(context) ? { planOffered: true } : {}),
+  });
+  // Stamped with the new turn: set in place (the key keeps its place), rather than a copy of the context to stamp.
+  gate.turn = turn;
+  requested.turn = turn;
+  return { context: { turn, budget: debit(context.budget, need), offered }, audit: [gate, requested] };
 };
 
 /** Settles the turn's reservation to actual usage and debits transport retries, before its event is handled. */
@@ -178,27 +180,20 @@ export const settleModelTurn: Step = (context, event) => {
     output.event.type === 'model.invalidOutput'
       ? { detail: output.event.detail, received: output.event.received ?? null }
       : {};
-  return {
-    // The model answered: an outage the task was waiting out is over.
-    context: {
-      budget: {
-        ...debit(context.budget, { tokens, costMicros, retries: retriesWithin(context, output.retriesUsed) }),
-        largestTurn,
-      },
-      outage: null,
-      provenance,
-    },
-    audit: [
-      auditEntry({ ...context, provenance }, event, {
-        kind: 'model_output',
-        output: output.event.type,
-        usage,
-        calls: output.event.type === 'model.toolsProposed' ? output.event.calls.length : 0,
-        ...invalid,
-        ...(output.compaction ? { compaction: output.compaction } : {}),
-      }),
-    ],
-  };
+  const entry = auditEntry(context, event, {
+    kind: 'model_output',
+    output: output.event.type,
+    usage,
+    calls: output.event.type === 'model.toolsProposed' ? output.event.calls.length : 0,
+    ...invalid,
+    ...(output.compaction ? { compaction: output.compaction } : {}),
+  });
+  // Stamped with the provenance that answered: set in place (the keys keep their places), not a context copy.
+  entry.model = provenance.model;
+  entry.prompt = provenance.prompt;
+  const budget = debit(context.budget, { tokens, costMicros, retries: retriesWithin(context, output.retriesUsed) });
+  // The model answered: an outage the task was waiting out is over.
+  return { context: { budget: { ...budget, largestTurn }, outage: null, provenance }, audit: [entry] };
 };
 
 function invalidOutput(context: AgentContext, event: MachineEvent, detail: string): StepResult {

@@ -5,7 +5,7 @@
  */
 import type { MachineEvent } from '../actors.js';
 import type { AgentContext, CallState, GateName, Principal } from '../context.js';
-import { checkArguments, taskRef } from '../lib/arguments.js';
+import { checkArguments } from '../lib/arguments.js';
 import { bounded, type Step, type StepResult } from './step.js';
 import { callKey, finishCall, rejection, updateCall } from '../lib/batch.js';
 import { argumentsHash } from '../lib/hashing.js';
@@ -79,7 +79,7 @@ export const refuseNotOffered: Step = (context, event) => {
 /** Gate (b) refused the arguments. They are hashed as proposed, so a repeat of them is still seen as a loop. */
 export const refuseForSchema: Step = (context, event, toolkit) => {
   const call = current(context);
-  const check = checkArguments(call.tool, toolkit.rules(call.tool), call.args, taskRef(context));
+  const check = checkArguments(call.tool, toolkit.rules(call.tool), call.args, context);
   const hashed = { ...call, argsHash: argumentsHash(toolkit.sha256, call.args) };
   const code = check.ok ? 'invalid_arguments' : check.code;
   const summary = check.ok ? 'the arguments do not match the input schema' : check.summary;

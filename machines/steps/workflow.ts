@@ -92,6 +92,8 @@ export function workflowCallProgress(
   toolkit: Toolkit,
 ): StepResult {
   const state = context.workflow;
+  // Most tasks follow no workflow: nothing more is looked at (every batch's close asks).
+  if (!state) return {};
   const at = currentStep(context, toolkit);
   const call = calls.find((c) => c.callId.startsWith('wf-'));
   if (!state || !at?.step.call || !call?.observation) return {};

@@ -13,9 +13,12 @@ import { attemptTool, describeOutcome, parseArguments, principalCopy, toolSpanAt
 export function readsActor(host: ActorHost) {
   return fromTask<ReadsActorOutput, ReadsActorInput>(async ({ input, stop }) => {
     const allowance = { left: input.retryAllowance };
-    const results = await Promise.all(
-      input.calls.map((call) => runRead(host, input.taskId, input.principal, call, allowance, stop)),
-    );
+    // A step of one read (the usual one) awaits it alone: `Promise.all` makes a list, a callback and a resolver each.
+    const calls = input.calls;
+    const results =
+      calls.length === 1
+        ? [await runRead(host, input.taskId, input.principal, calls[0]!, allowance, stop)]
+        : await Promise.all(calls.map((call) => runRead(host, input.taskId, input.principal, call, allowance, stop)));
     return { at: host.clock.now(), results, retriesUsed: input.retryAllowance - allowance.left };
   });
 }
