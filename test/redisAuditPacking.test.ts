@@ -1,6 +1,7 @@
 /** The audit entries of one save keep their shared stamp once per Redis stream message, and read back whole. */
 import { describe, expect, it } from 'vitest';
-import { packAudit, unpackAudit } from '../src/store/redis/redisAuditPacking.js';
+import { packAudit } from '../src/store/redis/redisAuditPacking.js';
+import { unpackAudit } from '../src/store/redis/redisAuditUnpacking.js';
 import { fromTable, toTable } from '../src/store/redis/redisAuditTable.js';
 
 const stamp = { model: { id: 'm', version: 'v1' }, prompt: 'p1', policy: 'policy-1', session: 's1' };

@@ -2,7 +2,7 @@
  * RedisStore specifics beyond the shared contract (test/redisContract.redis.test.ts): fencing, concurrency across
  * connections, corruption of keys under the prefix, an unreachable Redis, and the cost of a save.
  */
-import { unpackAudit } from '../src/store/redis/redisAuditPacking.js';
+import { unpackAudit } from '../src/store/redis/redisAuditUnpacking.js';
 import { spawnSync } from 'node:child_process';
 import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';

@@ -19,9 +19,13 @@ export interface MachineRoute {
 
 let current: MachineRoute | undefined;
 
-/** Runs `fn` with `route` as the one the shared machine serves, then restores the previous one (runs nest). */
+/**
+ * Runs `fn` with `route` as the one the shared machine serves, then restores the previous one (runs nest). An
+ * undefined route (a task on a machine of its own) clears the route for the run rather than inheriting the outer
+ * one: nothing run inside it can be judged with another task's orchestrator's tools.
+ */
 export function withRoute<T>(route: MachineRoute | undefined, fn: () => T): T {
-  if (route === undefined || route === current) return fn();
+  if (route === current) return fn();
   const previous = current;
   current = route;
   try {

@@ -4,7 +4,7 @@
  * journal (a stream, one message per save) as whole messages, cut to the range here.
  */
 import { CorruptTaskError } from '../../errors.js';
-import { unpackAudit } from './redisAuditPacking.js';
+import { unpackAudit } from './redisAuditUnpacking.js';
 import type { JournalStream } from '../taskStore.js';
 import type { RedisCall } from './redisConnection.js';
 import { type RedisKeys, TASK_FIELDS } from './redisKeys.js';
