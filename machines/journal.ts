@@ -5,6 +5,7 @@
  * task runs; the answer goes back to whoever sent the event.
  */
 import { type MachineEvent, type ModelCompaction, eventTime } from './actors.js';
+import { sessionOf } from './lib/session.js';
 import type {
   AgentContext,
   BudgetLimits,
@@ -372,19 +373,6 @@ function stamped(context: AgentContext, event: MachineEvent, tool: string | null
   };
   if (tool) entry.toolVersion = context.catalog[tool]?.version ?? null;
   return entry;
-}
-
-/** The event types the host API forwards for a caller (a literal in the function would be a new RegExp per entry). */
-const FORWARDED = /^(user|review|operator)\./;
-
-/**
- * The session behind an entry: the task's own, except for an event the host API forwards for a caller (a user, an
- * approver, a reviewer, an administrator), which names its caller's (none, if the caller named none).
- */
-function sessionOf(context: AgentContext, event: MachineEvent): string | null {
-  const { type } = event;
-  if (!FORWARDED.test(type) && type !== 'task.cancelled') return context.principal.sessionId ?? null;
-  return 'sessionId' in event && typeof event.sessionId === 'string' ? event.sessionId : null;
 }
 
 /** A gate decision, about one call or (without `call`) about the task: `{ kind, callId, tool, argsHash, ...body }`. */
