@@ -12,6 +12,7 @@ import {
   commandsBetween,
   cpuMark,
   cpuSince,
+  fullGc,
   keptBytes,
   serverStats,
 } from './measure.js';
@@ -118,7 +119,12 @@ export async function measureInProcess(
   return { ...cellFigures(system, run, await timeDrive(drive)), storedBytesPerRound: null, redis: null };
 }
 
+/**
+ * Times `drive`, after a full collection: the garbage the previous system's cell left behind (a MemoryStore cell
+ * leaves megabytes) is not charged to the next one. What a run collects of its own garbage still counts.
+ */
 async function timeDrive(drive: () => Promise<Drive>) {
+  fullGc();
   const allocations = allocationMark();
   const cpu = cpuMark();
   const start = performance.now();

@@ -2,15 +2,13 @@
  * The bench's measurements outside the cells: resume of a parked K-round task (this project and the bare loop),
  * memory of tasks waiting for a confirmation, and a bare SET round trip for scale.
  */
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { z } from 'zod';
 import { createOrchestrator, defineTool } from '../../src/index.js';
 import { RedisStore } from '../../src/redis.js';
 import { reply } from '../../src/testing/index.js';
 import { BareLoop } from './bareLoop.js';
 import type { RedisLink } from './cell.js';
-import { deleteMatching, quantile } from './measure.js';
+import { deleteMatching, fullGc, quantile } from './measure.js';
 import { LOCAL_API, type ProjectApi } from './projectApi.js';
 import { BENCH_PRINCIPAL, parkTask, projectOptions } from './workload.js';
 
@@ -185,21 +183,11 @@ async function usedMemory(link: RedisLink): Promise<number> {
   return Number(/used_memory:(\d+)/.exec(await link.admin.info('memory'))![1]);
 }
 
-const gc = exposeGc();
-
 /** Memory after full collections (and a pause for pending callbacks to drop their references). */
 async function settledMemory(): Promise<NodeJS.MemoryUsage> {
   for (let i = 0; i < 4; i++) {
     await new Promise((resolve) => setTimeout(resolve, 50));
-    gc();
+    fullGc();
   }
   return process.memoryUsage();
-}
-
-/** `gc()` without needing `node --expose-gc`. */
-function exposeGc(): () => void {
-  const existing = (globalThis as { gc?: () => void }).gc;
-  if (existing) return existing;
-  setFlagsFromString('--expose-gc');
-  return runInNewContext('gc') as () => void;
 }

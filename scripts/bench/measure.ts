@@ -5,7 +5,8 @@
  */
 import { readFileSync } from 'node:fs';
 import type { EventLoopUtilization } from 'node:perf_hooks';
-import { GCProfiler, getHeapStatistics } from 'node:v8';
+import { GCProfiler, getHeapStatistics, setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import type { Redis } from 'ioredis';
 
 // --- CPU -------------------------------------------------------------------------------------------------------
@@ -67,6 +68,14 @@ export function cpuSince(mark: CpuMark): { main: number; process: number } {
 }
 
 // --- allocations -----------------------------------------------------------------------------------------------
+
+/** A full collection now (`gc()` without needing `node --expose-gc`). */
+export const fullGc: () => void =
+  (globalThis as { gc?: () => void }).gc ??
+  (() => {
+    setFlagsFromString('--expose-gc');
+    return runInNewContext('gc') as () => void;
+  })();
 
 export interface AllocationMark {
   profiler: GCProfiler;

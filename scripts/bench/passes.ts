@@ -1,6 +1,6 @@
 /**
  * The bench's schedule: a warm-up, then passes over every cell (K x concurrent tasks) in which the systems take
- * turns in an order that rotates from pass to pass, with resume samples of parked tasks at the end of each pass,
+ * turns in an order that changes from pass to pass (`schedule.ts`), with resume samples of parked tasks at the end of each pass,
  * so that a noisy minute on a shared machine hits every system alike. Then the one-off measurements.
  */
 import { runBareOnRedis } from './bareLoop.js';
@@ -17,6 +17,7 @@ import type { LangGraphPeer } from './langgraphPeer.js';
 import { runProjectInMemory, runProjectOnRedis } from './project.js';
 import type { ProjectApi } from './projectApi.js';
 import { type BenchResults, fmt } from './report.js';
+import { passOrder, rotate } from './schedule.js';
 
 export interface Plan {
   ks: number[];
@@ -149,8 +150,8 @@ export async function runBench(ctx: BenchContext): Promise<BenchResults> {
         ...(cell.k === bigK ? (['project-memory'] as const) : []),
         ...(peer && pass <= passesOf('langgraph') ? (['langgraph'] as const) : []),
       ];
-      for (const [c, cell] of rotate(cells, pass).entries()) {
-        for (const system of rotate(systemsOf(cell), pass + c)) {
+      for (const cell of rotate(cells, pass)) {
+        for (const system of passOrder(systemsOf(cell), pass, cells.indexOf(cell))) {
           const result = await runCell(system, cell);
           rates.set(`${system} ${cell.k}x${cell.tasks}`, result.roundsPerSecond);
           results.cells.push({ ...result, pass });
@@ -185,10 +186,4 @@ export async function runBench(ctx: BenchContext): Promise<BenchResults> {
   results.waiting = await waitingTasks(projectLink, nextPrefix(), plan.waitingTasks);
   results.bareSetUs = await bareSetRoundTripUs(bareLink, nextPrefix(), 4096, plan.bareSets);
   return results;
-}
-
-/** `items` starting at position `by` (mod length), so each pass runs the systems in another order. */
-function rotate<T>(items: readonly T[], by: number): T[] {
-  const at = by % items.length;
-  return [...items.slice(at), ...items.slice(0, at)];
 }
