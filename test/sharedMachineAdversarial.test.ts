@@ -4,7 +4,8 @@
  * `execute` that each confirm a task of another orchestrator at once (whose gates, and whose re-check actor, must be
  * that orchestrator's), and then let the first task go on (whose later gates must read its own tools again). Then
  * two orchestrators with a tool of the same name under other rules, many tasks each, interleaved, one tool throwing,
- * and a task restored from its snapshot (in a new orchestrator over the same store) while another one runs.
+ * a task restored from its snapshot (in a new orchestrator over the same store) while another one runs, and each
+ * orchestrator's own offer rule, workflows, summariser and sub-tasks.
  *
  * What tells a wrong route apart: orchestrator A's `refund_order` runs without confirmation, B's asks for it; B's
  * `lookup` refuses every call, A's does not. A task judged with the other's tools waits, or is refused, or runs the
@@ -280,6 +281,38 @@ describe('two orchestrators, interleaved, on one machine', () => {
     expect(await finished('a-3')).toEqual(['tool_error', 'ok']);
     for (const n of ids.filter((n) => n !== 3)) expect(await finished(`a-${n}`)).toEqual(['ok', 'ok']);
     expect(currentRoute()).toBeUndefined();
+    await Promise.all([oa.close(), ob.close()]);
+  });
+
+  it("offers the tools of each task's own orchestrator's offer rule (one has none, one offers nothing)", async () => {
+    const a = lookup('A');
+    const b = plainLookup('B');
+    const offeredToB: string[][] = [];
+    // A's rule is absent (every tool); B's offers nothing, so B's call is refused before any of B's hooks.
+    const oa = createOrchestrator({ tools: [a.tool], model: perTask('A'), store: new MemoryStore() });
+    const ob = createOrchestrator({
+      tools: [b.tool],
+      model: perTask('B'),
+      store: new MemoryStore(),
+      offer: () => {
+        offeredToB.push([]);
+        return [];
+      },
+    });
+    const ids = [1, 2, 3];
+    await Promise.all(
+      ids.flatMap((n) => [
+        oa.run({ principal: USER, goal: 'look', taskId: `a-${n}` }),
+        ob.run({ principal: USER, goal: 'look', taskId: `b-${n}` }),
+      ]),
+    );
+    expect(b.runs).toEqual([]);
+    expect(offeredToB.length).toBeGreaterThan(0);
+    expect([...a.runs].sort((x, y) => x - y)).toEqual([1, 2, 3, 101, 102, 103]);
+    for (const n of ids) {
+      expect(await answerOf(oa, `a-${n}`)).toBe(`A saw ${JSON.stringify({ n: n + 100, side: 'A' })}`);
+      expect(await answerOf(ob, `b-${n}`)).not.toContain('side');
+    }
     await Promise.all([oa.close(), ob.close()]);
   });
 
