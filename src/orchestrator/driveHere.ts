@@ -72,6 +72,11 @@ export function driveHere(deps: DriveHereDeps): LiveTasks {
       hooks.saved(summary, saved);
     },
     onListenerError: (error) => logger.warn({ err: safeErrorText(error) }, 'a save listener threw; the task goes on'),
+    onObserverError: (taskId, error) =>
+      logger.warn(
+        { taskId, err: safeErrorText(error) },
+        'an inspection observer threw; the task goes on (its later throws in this task are not reported)',
+      ),
     onTaskFailure: (taskId, error) =>
       logger.error(
         { taskId, code: (error as { code?: unknown }).code ?? null, err: safeErrorText(error) },

@@ -389,8 +389,8 @@ export class LiveTasks {
 
   /** The task presents the fence of the lease it was created under, for good: a lease taken later is another run's. */
   private liveDeps(taskId: string): LiveTaskDeps {
-    const { store, machine, clock, random, inspect, saveRetries, route } = this.deps;
     const fence = this.leases.fence(taskId);
-    return { store, machine, clock, random, inspect, saveRetries, route, fence: () => fence };
+    // Every field a task reads (`LiveTaskDeps`) is one of these deps', by the same name: none is left behind.
+    return { ...this.deps, fence: () => fence };
   }
 }

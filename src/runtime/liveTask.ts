@@ -46,6 +46,8 @@ export interface LiveTaskDeps {
   fence?: () => string | undefined;
   /** What a save listener threw (it never stops the task). */
   onListenerError?: (error: unknown) => void;
+  /** What an inspection observer of the host's threw (it never stops the task either), first throw per task. */
+  onObserverError?: (taskId: string, error: unknown) => void;
   /**
    * The orchestrator's toolkit and actors, when `machine` is the process's shared one (`sharedMachine.ts`): set around
    * every run of the actor this task starts.
@@ -97,7 +99,13 @@ export class LiveTask implements TaskPort {
   ) {
     this.moves = new MoveRecorder(deps.machine);
     this.persistedSnapshots = new PersistedSnapshots(deps.machine);
-    const inspect = this.moves.observer(deps.inspect);
+    let observerThrew = false;
+    const onThrow = (error: unknown) => {
+      if (observerThrew) return;
+      observerThrew = true;
+      deps.onObserverError?.(this.taskId, error);
+    };
+    const inspect = this.moves.observer(deps.inspect, onThrow);
     const clock = deps.route ? { clock: routeClock(deps.route) } : {};
     if (origin.kind === 'new') {
       this.taskId = origin.input.taskId;
@@ -120,7 +128,7 @@ export class LiveTask implements TaskPort {
       ) as Actor<AgentMachine>;
     }
     // From here the recorder reads the actor's events without XState's copy of each for its observers.
-    this.moves.attach(this.actor, deps.inspect !== undefined);
+    this.moves.attach(this.actor, deps.inspect !== undefined, onThrow);
     // Read when a model turn first asks, then kept: a task whose model never reads its history keeps none of it.
     this.transcriptEntries = new TaskTranscript(
       () => this.journal.transcript,

@@ -56,25 +56,28 @@ export class MoveRecorder {
 
   /**
    * The `inspect` option to create the actor with: it records until `attach` takes over, and hands every event to
-   * `user` (the host's own inspection, if any).
+   * `user` (the host's own inspection, if any). What `user` throws goes to `onThrow`, not into XState: XState calls
+   * observers unguarded, in the middle of a transition, and a throw there leaves the task's actor broken.
    */
-  observer(user?: Inspect): Inspect {
-    return user
-      ? (event) => {
-          if (!this.attached) this.inspect(event);
-          user(event);
-        }
-      : (event) => {
-          if (!this.attached) this.inspect(event);
-        };
+  observer(user?: Inspect, onThrow?: (error: unknown) => void): Inspect {
+    if (!user)
+      return (event) => {
+        if (!this.attached) this.inspect(event);
+      };
+    const host = guarded(user, onThrow);
+    return (event) => {
+      if (!this.attached) this.inspect(event);
+      host(event);
+    };
   }
 
   /**
    * Reads `actor`'s events straight from its system from now on (see the top of this file); `inspected`: whether
    * the actor was created with an observer of the host's, which then still receives every event. Returns whether it
-   * took over (false: this XState has no such function, and the observer keeps recording).
+   * took over (false: this XState has no such function, and the observer keeps recording). Observers added to the
+   * system later are guarded as `observer`'s is: what they throw goes to `onThrow`.
    */
-  attach(actor: AnyActorRef, inspected: boolean): boolean {
+  attach(actor: AnyActorRef, inspected: boolean, onThrow?: (error: unknown) => void): boolean {
     const system = actor.system as unknown as Partial<InspectableSystem>;
     const report = system._sendInspectionEvent;
     const subscribe = system.inspect;
@@ -83,7 +86,8 @@ export class MoveRecorder {
     let observed = inspected;
     system.inspect = (observer) => {
       observed = true;
-      return subscribe(observer);
+      const next = typeof observer === 'function' ? observer : observer.next?.bind(observer);
+      return subscribe(next ? guarded(next, onThrow) : observer);
     };
     system._sendInspectionEvent = (event) => {
       this.record(event as InspectionEvent, rootId);
@@ -155,4 +159,19 @@ export class MoveRecorder {
     this.carry = '';
     audit[0]!.moves = `${this.chart.fingerprint}/${audit[0]!.moves ?? ''}`;
   }
+}
+
+/** `observer`, made never to throw: a throw goes to `onThrow` (itself guarded), and the event is not seen again. */
+function guarded(observer: Inspect, onThrow?: (error: unknown) => void): Inspect {
+  return (event) => {
+    try {
+      observer(event);
+    } catch (error) {
+      try {
+        onThrow?.(error);
+      } catch {
+        // A reporter that throws too has nowhere left to report to.
+      }
+    }
+  };
 }
