@@ -15,23 +15,26 @@ import { MemoryStore } from '../src/store/memoryStore.js';
 import { reply, scriptedModel } from '../src/testing/scriptedModel.js';
 import { defineTool } from '../src/tool.js';
 import { REFUND_BASE } from './support/refundTool.js';
-import { type Nested, USER, liveOf, refund, refunding, settledBoth, waitingInB } from './support/sharedMachineSides.js';
+import {
+  type Nested,
+  USER,
+  confirmingOnce,
+  liveOf,
+  refund,
+  refunding,
+  settledBoth,
+  waitingInB,
+} from './support/sharedMachineSides.js';
 
 describe('the shared machine, driven across orchestrators from inside a run', () => {
   it("a synchronous business rule of A confirms B's task: B is judged by B's tools, A's later gates by A's", async () => {
     const nested: Nested = {};
-    let confirmB: (() => void) | undefined;
-    const a = refund('A', () => confirmB?.());
+    const late: { confirmB?: () => void } = {};
+    const a = refund('A', () => late.confirmB?.());
     const bTool = refund('B');
     const b = createOrchestrator({ tools: [bTool.tool], model: refunding('B-1'), store: new MemoryStore() });
     const orchestratorA = createOrchestrator({ tools: [a.tool], model: refunding('A-1'), store: new MemoryStore() });
-    const { task, confirm } = await waitingInB(b, 'b-task');
-    confirmB = () => {
-      confirmB = undefined;
-      nested.before = currentRoute();
-      nested.accepted = task.send(confirm())?.accepted;
-      nested.after = currentRoute();
-    };
+    late.confirmB = confirmingOnce(await waitingInB(b, 'b-task'), nested);
     const endA = await orchestratorA.run({ principal: USER, goal: 'refund', taskId: 'a-task' });
     const endB = await b.settled('b-task');
     expect(nested.accepted).toBe(true);
@@ -48,11 +51,11 @@ describe('the shared machine, driven across orchestrators from inside a run', ()
 
   it("an inspection observer of A confirms B's task while A's actor runs; A goes on under its own route", async () => {
     const nested: Nested = {};
-    let confirmB: (() => void) | undefined;
+    const late: { confirmB?: () => void } = {};
     const inspect = (event: InspectionEvent) => {
       // Inside A's run: the model's answer reaches A's actor (A's gates judge the proposed refund right after).
       if (event.type !== '@xstate.event' || event.event.type !== 'xstate.done.actor.model') return;
-      confirmB?.();
+      late.confirmB?.();
     };
     const a = refund('A');
     const bTool = refund('B');
@@ -63,13 +66,7 @@ describe('the shared machine, driven across orchestrators from inside a run', ()
       store: new MemoryStore(),
       inspect,
     });
-    const { task, confirm } = await waitingInB(b, 'b-task');
-    confirmB = () => {
-      confirmB = undefined;
-      nested.before = currentRoute();
-      nested.accepted = task.send(confirm())?.accepted;
-      nested.after = currentRoute();
-    };
+    late.confirmB = confirmingOnce(await waitingInB(b, 'b-task'), nested);
     const endA = await orchestratorA.run({ principal: USER, goal: 'refund', taskId: 'a-task' });
     const endB = await b.settled('b-task');
     expect(nested.accepted).toBe(true);
@@ -83,14 +80,14 @@ describe('the shared machine, driven across orchestrators from inside a run', ()
 
   it("a tool's execute of A confirms B's task: no route outside the run, and none leaks into A's", async () => {
     const nested: Nested & { inExecute?: MachineRoute | null } = {};
-    let confirmB: (() => void) | undefined;
+    const late: { confirmB?: () => void } = {};
     const ranA: string[] = [];
     const aTool = defineTool({
       ...REFUND_BASE,
       confirm: { never: 'side A refunds without asking (test)' },
       execute: async (args: { order: string }) => {
         nested.inExecute = currentRoute() ?? null;
-        confirmB?.();
+        late.confirmB?.();
         ranA.push(`A:${args.order}`);
         return { ok: true, value: { refunded: true } };
       },
@@ -99,13 +96,7 @@ describe('the shared machine, driven across orchestrators from inside a run', ()
     const bTool = refund('B');
     const b = createOrchestrator({ tools: [bTool.tool], model: refunding('B-1'), store: new MemoryStore() });
     const a = createOrchestrator({ tools: [aTool], model: refunding('A-1'), store: new MemoryStore() });
-    const { task, confirm } = await waitingInB(b, 'b-task');
-    confirmB = () => {
-      confirmB = undefined;
-      nested.before = currentRoute();
-      nested.accepted = task.send(confirm())?.accepted;
-      nested.after = currentRoute();
-    };
+    late.confirmB = confirmingOnce(await waitingInB(b, 'b-task'), nested);
     await a.run({ principal: USER, goal: 'refund', taskId: 'a-task' });
     const { endA, endB } = await settledBoth(a, b, 'a-task', 'b-task');
     expect(nested.inExecute).toBeNull();

@@ -9,7 +9,7 @@ import type { AgentEvent } from '../../machines/events.js';
 import type { LiveTask } from '../../src/runtime/liveTask.js';
 import type { LiveTasks } from '../../src/orchestrator/liveTasks.js';
 import type { Orchestrator } from '../../src/orchestrator/orchestrator.js';
-import type { MachineRoute } from '../../src/runtime/machineRoute.js';
+import { type MachineRoute, currentRoute } from '../../src/runtime/machineRoute.js';
 import { reply, scriptedModel } from '../../src/testing/scriptedModel.js';
 import { defineTool } from '../../src/tool.js';
 import type { AgentModel } from '../../src/model/agentModel.js';
@@ -74,6 +74,21 @@ export interface Nested {
   before?: MachineRoute;
   after?: MachineRoute;
   accepted?: boolean;
+}
+
+/**
+ * A call that confirms B's waiting task (`waitingInB`) the first time it is made, wherever from, and notes in
+ * `nested` the route around the send; later calls do nothing.
+ */
+export function confirmingOnce({ task, confirm }: Awaited<ReturnType<typeof waitingInB>>, nested: Nested): () => void {
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    nested.before = currentRoute();
+    nested.accepted = task.send(confirm())?.accepted;
+    nested.after = currentRoute();
+  };
 }
 
 export async function settledBoth(a: Orchestrator, b: Orchestrator, aId: string, bId: string) {
