@@ -1,7 +1,7 @@
 /**
  * The bench's schedule: a warm-up, then passes over every cell (K x concurrent tasks) in which the systems take
- * turns in an order that changes from pass to pass (`schedule.ts`), with resume samples of parked tasks at the end of each pass,
- * so that a noisy minute on a shared machine hits every system alike. Then the one-off measurements.
+ * turns in an order that changes from pass to pass (`schedule.ts`), with resume samples of parked tasks at the end
+ * of each pass, so that a noisy minute on a shared machine hits every system alike. Then the one-off measurements.
  */
 import { runBareOnRedis } from './bareLoop.js';
 import { type Cell, type CellResult, type CellRun, type RedisLink, SYSTEM_LABELS, type SystemName } from './cell.js';

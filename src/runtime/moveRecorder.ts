@@ -161,7 +161,7 @@ export class MoveRecorder {
   }
 }
 
-/** `observer`, made never to throw: a throw goes to `onThrow` (itself guarded), and the event is not seen again. */
+/** `observer`, made never to throw: what it throws goes to `onThrow` (itself guarded), and XState goes on. */
 function guarded(observer: Inspect, onThrow?: (error: unknown) => void): Inspect {
   return (event) => {
     try {
