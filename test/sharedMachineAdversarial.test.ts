@@ -26,6 +26,13 @@ import {
   waitingInB,
 } from './support/sharedMachineSides.js';
 
+/** B's task took the confirmation sent from inside A's run, and A's route was the same before and after the send. */
+function expectConfirmedInsideRun(nested: Nested): void {
+  expect(nested.accepted).toBe(true);
+  expect(nested.before).toBeDefined();
+  expect(nested.after).toBe(nested.before);
+}
+
 describe('the shared machine, driven across orchestrators from inside a run', () => {
   it("a synchronous business rule of A confirms B's task: B is judged by B's tools, A's later gates by A's", async () => {
     const nested: Nested = {};
@@ -37,9 +44,7 @@ describe('the shared machine, driven across orchestrators from inside a run', ()
     late.confirmB = confirmingOnce(await waitingInB(b, 'b-task'), nested);
     const endA = await orchestratorA.run({ principal: USER, goal: 'refund', taskId: 'a-task' });
     const endB = await b.settled('b-task');
-    expect(nested.accepted).toBe(true);
-    expect(nested.before).toBeDefined();
-    expect(nested.after).toBe(nested.before);
+    expectConfirmedInsideRun(nested);
     // A ran its refund unconfirmed (B's rule would have made it wait); B's ran once confirmed, with B's execute.
     expect(endA.state).toBe('answered');
     expect(endB.state).toBe('answered');
@@ -69,9 +74,7 @@ describe('the shared machine, driven across orchestrators from inside a run', ()
     late.confirmB = confirmingOnce(await waitingInB(b, 'b-task'), nested);
     const endA = await orchestratorA.run({ principal: USER, goal: 'refund', taskId: 'a-task' });
     const endB = await b.settled('b-task');
-    expect(nested.accepted).toBe(true);
-    expect(nested.before).toBeDefined();
-    expect(nested.after).toBe(nested.before);
+    expectConfirmedInsideRun(nested);
     expect([endA.state, endB.state]).toEqual(['answered', 'answered']);
     expect(a.ran).toEqual(['A:A-1']);
     expect(bTool.ran).toEqual(['B:B-1']);
