@@ -7,9 +7,10 @@
  * every pass and the medians.
  *
  *   npx tsx scripts/bench/focused.ts --compare ../wt-main [--passes 5] [--k 200] [--tasks 50] [--resume-k 200]
- *     [--resume-samples 30] [--only this|other]
+ *     [--resume-samples 30] [--only this|other] [--this DIR]
  *
- * `--only` runs one checkout alone (e.g. under `node --cpu-prof`).
+ * `--only` runs one checkout alone (e.g. under `node --cpu-prof`). `--this DIR` puts another checkout in this one's
+ * place, so two older commits can be compared head to head when bisecting a loss.
  */
 import { randomBytes } from 'node:crypto';
 import { loadavg } from 'node:os';
@@ -33,6 +34,7 @@ const resumeK = num('resume-k', 200);
 const resumeSamples = num('resume-samples', 30);
 const only = text('only');
 const compareDir = text('compare');
+const thisDir = text('this');
 const progress = (line: string) => process.stderr.write(`focused: ${line}\n`);
 
 interface Figures {
@@ -94,7 +96,7 @@ async function main(): Promise<void> {
   let prefixes = 0;
   const nextPrefix = () => `${runId}-${++prefixes}`;
   const systems: { name: string; api: ProjectApi }[] = [];
-  if (only !== 'other') systems.push({ name: 'this', api: LOCAL_API });
+  if (only !== 'other') systems.push({ name: 'this', api: thisDir ? await loadProjectApi(thisDir) : LOCAL_API });
   if (compareDir && only !== 'this') systems.push({ name: 'other', api: await loadProjectApi(compareDir) });
   const figures = new Map<string, Figures>(
     systems.map((s) => [
