@@ -4,11 +4,13 @@
  * so it counts every allocation, not only what survives as `node --heap-prof` does), then sums the sampled bytes
  * per allocating function (self) and per source file, and prints the top of each per round.
  *
- *   node --enable-source-maps --import tsx scripts/bench/allocProfile.ts [--k 200] [--tasks 50] [--memory] [--interval 512] [--top 30]
+ *   node --enable-source-maps --import tsx scripts/bench/allocProfile.ts [--k 200] [--tasks 50] [--memory] [--promoted] [--interval 512] [--top 30]
  *     [--out /tmp/alloc.heapprofile] [--stacks 0] [--depth 0]
  *
  * (Under plain `npx tsx` it runs too, but every function of a file is then on its line 1: tsx's output is one line.)
- * `--memory` runs on a MemoryStore instead of Redis. `--stacks N` also prints the N heaviest allocation stacks: the
+ * `--memory` runs on a MemoryStore instead of Redis. `--promoted` (under `node --expose-gc`) keeps in the profile only
+ * what no scavenge collected: what the cell promoted to the old generation (a scavenge's cost is what it copies and
+ * promotes, not the garbage it leaves), and what was still alive at the end. `--stacks N` also prints the N heaviest allocation stacks: the
  * allocating function, its `--depth D` nearest callers (0 by default) and the three nearest frames of this project. `--out` saves the raw profile (open it in Chrome DevTools' Memory tab).
  */
 import { randomBytes } from 'node:crypto';
@@ -33,6 +35,7 @@ const stacks = Number(text('stacks') ?? 0);
 const depth = Number(text('depth') ?? 0);
 const out = text('out');
 const inMemory = args.includes('--memory');
+const promoted = args.includes('--promoted');
 
 interface CallFrame {
   functionName: string;
@@ -119,9 +122,11 @@ async function main(): Promise<void> {
     await session.post('HeapProfiler.startSampling', {
       samplingInterval: interval,
       includeObjectsCollectedByMajorGC: true,
-      includeObjectsCollectedByMinorGC: true,
+      includeObjectsCollectedByMinorGC: !promoted,
     });
     const result = await cell({ k, tasks, repeat: 1 });
+    // What a scavenge would still find alive is what it copies and promotes: the young garbage goes first.
+    if (promoted) (globalThis as { gc?: (options: object) => void }).gc?.({ type: 'minor', execution: 'sync' });
     const { profile } = (await session.post('HeapProfiler.stopSampling')) as unknown as {
       profile: { head: ProfileNode };
     };
