@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { packAudit } from '../src/store/redis/redisAuditPacking.js';
 import { unpackAudit } from '../src/store/redis/redisAuditUnpacking.js';
 import { fromTable, toTable } from '../src/store/redis/redisAuditTable.js';
+import { packAudit as packAuditBefore } from './support/redisAuditPackingBefore.js';
 
 const stamp = { model: { id: 'm', version: 'v1' }, prompt: 'p1', policy: 'policy-1', session: 's1' };
 const entry = (kind: string, extra: Record<string, unknown> = {}) => ({ at: 1, turn: 2, ...stamp, kind, ...extra });
@@ -389,6 +390,27 @@ describe('the audit of one save in its stream message', () => {
       { at: 'later', toJSON: 'y' },
     ];
     expect(unpackAudit(JSON.parse(packAudit(entries)))).toEqual(entries);
+  });
+
+  it('packs as before with an enumerable key on Object.prototype (own keys only, as JSON writes them)', () => {
+    const entries = [entry('a', { callId: 'c1', tool: 't' }), entry('b', { callId: 'c1', tool: 't', moves: '0a' })];
+    const texts: string[] = [];
+    Object.defineProperty(Object.prototype, 'polluted', { value: 1, enumerable: true, configurable: true });
+    try {
+      texts.push(packAudit(entries), packAuditBefore(entries));
+    } finally {
+      delete (Object.prototype as Record<string, unknown>).polluted;
+    }
+    expect(texts[0]).toBe(texts[1]);
+    expect(texts[0]).toBe(packAudit(entries));
+  });
+
+  it('packs an entry whose getter packs other entries (the scratch arrays of one packing are not shared)', () => {
+    const inner = [entry('x', { callId: 'c9', tool: 'u' }), entry('y', { callId: 'c9', tool: 'u', extra: [1] })];
+    const outer = [entry('a', { callId: 'c1', tool: 't' }), entry('b', { callId: 'c1', tool: 't' })];
+    Object.defineProperty(outer[1], 'late', { get: () => packAudit(inner).length, enumerable: true });
+    expect(packAudit(outer)).toBe(packAuditBefore(outer));
+    expect(packAudit(inner)).toBe(packAuditBefore(inner));
   });
 
   it('refuses a message that is neither form', () => {

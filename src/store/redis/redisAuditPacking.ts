@@ -24,6 +24,7 @@
  * "entries" }` (before 0.4.0). Each form names its entries differently, so an earlier version refuses a message it
  * would misread.
  */
+import { Scratch, ownKeys } from './redisAuditScratch.js';
 import { TableWriter, put, tabulable } from './redisAuditTable.js';
 
 const STAMP_KEYS = ['model', 'prompt', 'policy', 'session'] as const;
@@ -157,49 +158,79 @@ function callValues(entry: Row, into: unknown[]): boolean {
 /** An object without keys of its own (a key an entry lacks reads as it does on it). */
 const NO_KEYS: Row = {};
 
+/** Up to this many call ids, a call is found by comparing its id with each; beyond, through a map. */
+const COMPARED_IDS = 8;
+
 /**
- * For each entry, the index in `calls` of the identity it shares with other entries (or -1): one identity per call id,
- * the union of the call keys its entries have (an entry may lack some, e.g. a tool's end has no arguments hash); an
- * entry whose value differs from its call's keeps its own.
+ * For each entry, the index in `calls` of the identity it shares with other entries (or -1), in `scratch.refs`: one
+ * identity per call id, the union of the call keys its entries have (an entry may lack some, e.g. a tool's end has no
+ * arguments hash); an entry whose value differs from its call's keeps its own. A save names a call or two: found by
+ * comparing ids, and numbered again only when one of them turns out to be named by one entry alone.
  */
-function callReferences(entries: readonly unknown[], calls: Row[]): number[] {
-  const byId = new Map<string, number>();
-  // An entry's call key values (`callValues`), reused from entry to entry.
-  const values: unknown[] = [undefined, undefined, undefined, undefined];
-  const refs = entries.map((entry) => {
-    if (!isPlainRow(entry) || !callValues(entry, values)) return -1;
+function callReferences(entries: readonly unknown[], calls: Row[], scratch: Scratch): number[] {
+  // The id of each call in `calls`, and how many entries refer to it.
+  const { ids, uses, refs, call: values } = scratch;
+  let byId: Map<string, number> | null = null;
+  for (let index = 0; index < entries.length; index++) {
+    const entry = entries[index];
+    if (!isPlainRow(entry) || !callValues(entry, values)) {
+      refs[index] = -1;
+      continue;
+    }
     const id = values[CALL_ID] as string;
-    const at = byId.get(id);
-    if (at === undefined) {
-      byId.set(id, calls.length);
+    let at = -1;
+    if (byId !== null) at = byId.get(id) ?? -1;
+    else for (let c = 0; c < calls.length && at < 0; c++) if (ids[c] === id) at = c;
+    if (at < 0) {
+      at = calls.length;
+      ids[at] = id;
+      uses[at] = 1;
+      if (byId !== null) byId.set(id, at);
+      else if (at >= COMPARED_IDS) {
+        byId = new Map();
+        for (let c = 0; c <= at; c++) byId.set(ids[c]!, c);
+      }
       const keys: Row = {};
       for (let k = 0; k < CALL_KEYS.length; k++) if (values[k] !== undefined) keys[CALL_KEYS[k]!] = values[k];
-      return calls.push(keys) - 1;
+      calls.push(keys);
+      refs[index] = at;
+    } else if (sharedCall(calls[at]!, values)) {
+      refs[index] = at;
+      uses[at]! += 1;
+    } else refs[index] = -1;
+  }
+  // Only an identity several entries share gains from being kept once; the others are dropped and renumbered
+  // (`uses` then holds each one's new number).
+  let once = false;
+  for (let at = 0; at < calls.length; at++) if (uses[at]! < 2) once = true;
+  if (!once) return refs;
+  let kept = 0;
+  for (let at = 0; at < calls.length; at++) {
+    if (uses[at]! < 2) uses[at] = -1;
+    else {
+      calls[kept] = calls[at]!;
+      uses[at] = kept++;
     }
-    const call = calls[at]!;
-    for (let k = 0; k < CALL_KEYS.length; k++) {
-      const name = CALL_KEYS[k]!;
-      let value = values[k];
-      // A key the entry lacks reads as it would on a new object (through Object's prototype).
-      if (value === undefined) {
-        if (!(name in NO_KEYS)) continue;
-        value = NO_KEYS[name];
-      }
-      if (name in call && call[name] !== value) return -1;
+  }
+  calls.length = kept;
+  for (let index = 0; index < entries.length; index++) if (refs[index]! >= 0) refs[index] = uses[refs[index]!]!;
+  return refs;
+}
+
+/** Whether an entry's call key `values` agree with its call's (then added to it); false when one differs. */
+function sharedCall(call: Row, values: readonly unknown[]): boolean {
+  for (let k = 0; k < CALL_KEYS.length; k++) {
+    const name = CALL_KEYS[k]!;
+    let value = values[k];
+    // A key the entry lacks reads as it would on a new object (through Object's prototype).
+    if (value === undefined) {
+      if (!(name in NO_KEYS)) continue;
+      value = NO_KEYS[name];
     }
-    for (let k = 0; k < CALL_KEYS.length; k++) if (values[k] !== undefined) call[CALL_KEYS[k]!] = values[k];
-    return at;
-  });
-  // Only an identity several entries share gains from being kept once; the others are dropped and renumbered.
-  const uses = new Array<number>(calls.length).fill(0);
-  for (const at of refs) if (at >= 0) uses[at]! += 1;
-  const renumbered = uses.map(() => -1);
-  const kept: Row[] = [];
-  calls.forEach((call, at) => {
-    if (uses[at]! > 1) renumbered[at] = kept.push(call) - 1;
-  });
-  calls.splice(0, calls.length, ...kept);
-  return refs.map((at) => (at >= 0 ? renumbered[at]! : -1));
+    if (name in call && call[name] !== value) return false;
+  }
+  for (let k = 0; k < CALL_KEYS.length; k++) if (values[k] !== undefined) call[CALL_KEYS[k]!] = values[k];
+  return true;
 }
 
 /**
@@ -208,37 +239,45 @@ function callReferences(entries: readonly unknown[], calls: Row[]): number[] {
  */
 export function packAudit(saved: readonly unknown[]): string {
   if (saved.length < 2) return plain(saved);
+  const scratch = Scratch.take();
+  try {
+    return packed(saved, scratch);
+  } finally {
+    Scratch.give(scratch);
+  }
+}
+
+function packed(saved: readonly unknown[], scratch: Scratch): string {
   const entries = packable(saved);
   const first = isPlainRow(entries[0]) ? entries[0] : null;
   const stamped = first !== null && STAMP_KEYS.every((key) => key in first);
   const calls: Row[] = [];
-  const refs = callReferences(entries, calls);
+  const refs = callReferences(entries, calls, scratch);
   const since = first !== null && Number.isSafeInteger(first.at) ? (first.at as number) : null;
   const shared: number[] = [];
   const called: [number, number][] = [];
   const absolute: number[] = [];
-  let moves = '';
+  // Each entry's `moves` (or NO_MOVES), joined once at the end: no string made per entry.
+  const moves: string[] = [];
   let moved = false;
   const writer = new TableWriter();
-  // The keys of the row being written (reused from row to row: the writer copies a new key list).
-  const kept: string[] = [];
+  const { keys, kept, values } = scratch;
   for (let index = 0; index < entries.length; index++) {
     const entry = entries[index];
-    if (index > 0) moves += ' ';
     if (!isPlainRow(entry)) {
-      moves += NO_MOVES;
+      moves.push(NO_MOVES);
       // Kept whole, its time too: reading offsets the time of every object not listed as absolute.
       if (since !== null && isRow(entry) && 'at' in entry) absolute.push(index);
       writer.literal(entry);
       continue;
     }
-    const keys = Object.keys(entry);
-    let end = keys.length;
+    const length = ownKeys(entry, keys);
+    let end = length;
     if (keys[end - 1] === 'moves' && typeof entry.moves === 'string' && movesText(entry.moves)) {
-      moves += entry.moves;
+      moves.push(entry.moves);
       moved = true;
       end -= 1;
-    } else moves += NO_MOVES;
+    } else moves.push(NO_MOVES);
     const stampShared = stamped && sameStamp(entry, first) && stampInPlace(entry, keys, end);
     if (stampShared) shared.push(index);
     let offset = false;
@@ -248,9 +287,6 @@ export function packAudit(saved: readonly unknown[]): string {
     }
     const ref = refs[index]!;
     if (ref >= 0) called.push([index, ref]);
-    // Filled in order from an array literal, so V8 keeps it packed, which JSON.stringify writes on its fast path; an
-    // array made by `new Array(n)` stays holey, written through the slower generic path (~8% of packing).
-    const row: unknown[] = [0];
     let count = 0;
     let whole = true;
     for (let k = 0; k < end; k++) {
@@ -268,14 +304,20 @@ export function packAudit(saved: readonly unknown[]): string {
       }
       kept[count] = key;
       count += 1;
-      row.push(value);
+      values[count] = value;
     }
-    if (whole) writer.add(kept, count, row);
-    else writer.literal(packedEntry(entry, keys, end, stampShared, offset ? since : null, ref >= 0, end < keys.length));
+    // The row copied out of `values` at its length: one array, no growing, and packed as `values` is (filled in
+    // order from an array literal), which JSON.stringify writes on its fast path; an array made by `new Array(n)`
+    // stays holey, written through the slower generic path (~8% of packing).
+    if (whole) writer.add(kept, count, values.slice(0, count + 1));
+    else writer.literal(packedEntry(entry, keys, end, stampShared, offset ? since : null, ref >= 0, end < length));
   }
   if (shared.length === 0 && called.length === 0) return plain(saved);
   const message: Row = {};
-  if (shared.length > 0) message.stamp = Object.fromEntries(STAMP_KEYS.map((key) => [key, (first as Row)[key]]));
+  if (shared.length > 0) {
+    const { model, prompt, policy, session } = first as Row;
+    message.stamp = { model, prompt, policy, session };
+  }
   message.shared = shared;
   if (since !== null) {
     message.since = since;
@@ -285,7 +327,7 @@ export function packAudit(saved: readonly unknown[]): string {
     message.calls = calls;
     message.called = called;
   }
-  if (moved) message.moves = moves;
+  if (moved) message.moves = moves.join(' ');
   message.columns = writer.columns;
   message.table = writer.table;
   return JSON.stringify(message);

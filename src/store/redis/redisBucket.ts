@@ -23,7 +23,8 @@ import {
 } from '../erasure.js';
 import { TASK_STATES, type TaskState, type TaskSummary } from '../summary.js';
 import type { RedisCall } from './redisConnection.js';
-import { type RedisKeys, TASK_FIELDS, taskScriptKeys } from './redisKeys.js';
+import { type RedisKeys, TASK_FIELDS } from './redisKeys.js';
+import { BucketArgs, SaveArgCache } from './redisSaveArgs.js';
 import { RedisClaims } from './redisClaims.js';
 import { RedisEpoch } from './redisEpoch.js';
 import { type OwnerIndexReport, RedisErasure, type RetentionDue } from './redisErasure.js';
@@ -52,6 +53,8 @@ export class RedisBucket {
   private readonly epoch: RedisEpoch;
   private readonly listing: RedisListing;
   private readonly journal: RedisJournal;
+  /** The keys of this bucket every save names, as bytes. */
+  private readonly shared: BucketArgs;
 
   constructor(
     private readonly client: Redis & StoreScripts,
@@ -67,8 +70,11 @@ export class RedisBucket {
     claimKeys: (mandateId: string) => RedisKeys,
     /** The texts of the store's last saves (one for the store, bounded for the whole of it). */
     texts: SavedTexts = new SavedTexts(),
+    /** The keys of the store's last saved tasks, as bytes (one for the store, as `texts`). */
+    private readonly args: SaveArgCache = new SaveArgCache(),
   ) {
     this.texts = texts;
+    this.shared = new BucketArgs(keys);
     this.epoch = new RedisEpoch(client, keys, prefix, where, clock, call);
     this.leases = new RedisLeaseManager(client, keys, clock, call, this.epoch, (taskId, state) =>
       this.texts.seen(taskId, state),
@@ -121,27 +127,25 @@ export class RedisBucket {
     let edits = base && envelopeEdits(base, text);
     let left = this.texts.state(taskId) ?? summary.state;
     const epoch = this.epoch.args();
-    const counts = [
-      expectedRevision,
-      envelope.revision,
-      summary.updatedAt,
-      summary.wakeAt ?? '-',
-      envelope.journal.audit - append.audit.length,
-      envelope.journal.transcript - append.transcript.length,
-      append.audit.length,
-      append.transcript.length,
-      text.summaryAt,
-      text.summaryBytes,
-      summary.state,
-    ].join(' ');
-    // The script's keys then arguments (`lua/save.lua`), in one list; an attempt sets the three it changes.
-    const keys = taskScriptKeys(this.keys, taskId);
-    const taskKey = keys[0]!;
-    keys.push(this.keys.tombstone(taskId), this.keys.user(summary), this.keys.epoch, this.keys.state(summary.state));
-    const argv: (string | Buffer)[] = keys;
-    argv.push(
+    // The script's keys then arguments (`lua/save.lua`), in one list, the keys as bytes kept from the task's last
+    // save (`redisSaveArgs.ts`); an attempt sets the three it changes.
+    const task = this.args.of(this.keys, taskId, this.keys.user(summary));
+    const shared = this.shared;
+    const taskKey = task.taskKey;
+    const argv: (string | Buffer)[] = [
+      task.task,
+      task.audit,
+      task.transcript,
+      task.fence,
+      task.lease,
+      shared.updated,
+      shared.wake,
+      task.tombstone,
+      task.userBytes,
+      shared.epoch,
+      shared.state(summary.state),
       '', // KEYS[12], the index of the state left
-      taskId,
+      task.id,
       '', // ARGV[2], the counts
       fence ?? '',
       '', // ARGV[4], the envelope or its edits
@@ -150,12 +154,27 @@ export class RedisBucket {
       bytes(append.transcript.map(entryJson).join('\n')),
       epoch.expected,
       epoch.candidate,
-      this.keys.live(taskId),
-    );
+      task.live,
+    ];
     // At most three sends: the whole envelope after refused edits, another state's index after a wrong guess.
     for (let attempt = 0; ; attempt++) {
-      argv[SAVE_KEY_COUNT - 1] = this.keys.state(left as TaskState);
-      argv[SAVE_KEY_COUNT + 1] = `${counts} ${left} ${edits === null ? '-' : base!.bytes}`;
+      argv[SAVE_KEY_COUNT - 1] = shared.state(left as TaskState);
+      // One string, made at once (a template of so many parts would be a chain of concatenations).
+      argv[SAVE_KEY_COUNT + 1] = [
+        expectedRevision,
+        envelope.revision,
+        summary.updatedAt,
+        summary.wakeAt ?? '-',
+        envelope.journal.audit - append.audit.length,
+        envelope.journal.transcript - append.transcript.length,
+        append.audit.length,
+        append.transcript.length,
+        text.summaryAt,
+        text.summaryBytes,
+        summary.state,
+        left,
+        edits === null ? '-' : base!.bytes,
+      ].join(' ');
       argv[SAVE_KEY_COUNT + 3] = edits !== null ? bytes(edits) : (encoded ?? bytes(text.text));
       let reply: ScriptReply;
       try {

@@ -40,6 +40,7 @@ import { type LiveMessageTimings, RedisLiveMessages } from './redisLiveMessages.
 import { RedisTaskChanges } from './redisTaskChanges.js';
 import { RedisTenantSlots } from './redisTenantSlots.js';
 import { SavedTexts } from './redisEnvelopeText.js';
+import { SaveArgCache } from './redisSaveArgs.js';
 import { readsAreOwn } from '../storeChecks.js';
 import type {
   ErasableTaskStore,
@@ -153,8 +154,10 @@ export class RedisStore implements ErasableTaskStore, MandateClaims {
     // most 1,024 tasks and 16 MiB whatever the number of buckets (a task is in one bucket); none without edits (every
     // save whole), which still keeps the state each task was last seen in.
     const texts = options.envelopeEdits === true ? new SavedTexts() : new SavedTexts(0, 0);
+    // The keys of the last saved tasks as bytes, for their next saves (`redisSaveArgs.ts`): one for the store too.
+    const args = new SaveArgCache();
     this.parts = keysOf.map(
-      (keys) => new RedisBucket(scripts, keys, prefix, where, this.clock, call, retention, claimKeys, texts),
+      (keys) => new RedisBucket(scripts, keys, prefix, where, this.clock, call, retention, claimKeys, texts, args),
     );
     this.layout = new RedisLayout(
       client,
