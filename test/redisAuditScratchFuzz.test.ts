@@ -163,11 +163,11 @@ function sameRun(seed: number, saves: number): number {
 }
 
 describe('audit packing with scratch arrays kept from save to save, against the code before them', () => {
-  it('packs 1,500 runs of saves as before: the same text or error, the same getter reads', () => {
+  it('packs 1,000 runs of saves as before: the same text or error, the same getter reads', () => {
     let packedCount = 0;
-    for (let seed = 1; seed <= 1500; seed++) packedCount += sameRun(seed, 6);
+    for (let seed = 1; seed <= 1000; seed++) packedCount += sameRun(seed, 6);
     // A fair share of the saves share something (a packed message, not a plain array): the fuzz reaches the packing.
-    expect(packedCount).toBeGreaterThan(1800);
+    expect(packedCount).toBeGreaterThan(1200);
   });
 
   it('packs as before with Object.prototype polluted between saves', () => {
