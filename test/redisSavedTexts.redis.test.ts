@@ -27,6 +27,20 @@ function held(store: RedisStore): { texts: number; bytes: number } {
   return { texts, bytes };
 }
 
+/** The task ids whose keys the store keeps for their next saves (redisSaveArgs.ts). */
+function keptKeys(store: RedisStore): string[] {
+  const parts = (store as unknown as { parts: { args: { tasks: Map<string, unknown> } }[] }).parts;
+  return [...new Set(parts.map((part) => part.args))].flatMap((cache) => [...cache.tasks.keys()]);
+}
+
+/** The task ids whose last saved text the store keeps. */
+function keptTexts(store: RedisStore): string[] {
+  const parts = (store as unknown as { parts: { texts: { saved: Map<string, unknown> } }[] }).parts;
+  return [...new Set(parts.map((part) => part.texts))].flatMap((cache) => [...cache.saved.keys()]);
+}
+
+const GDPR = { reason: 'gdpr_erasure', at: T0 + 1_000 };
+
 describe.skipIf(!redis)('RedisStore saved texts', () => {
   let client: Redis;
   let prefix: string;
@@ -48,6 +62,21 @@ describe.skipIf(!redis)('RedisStore saved texts', () => {
     store = new RedisStore({ client, prefix, buckets: 64, clock: new ManualClock(T0), envelopeEdits: true });
     await Promise.all(Array.from({ length: 1100 }, (_, i) => store.save(createRequest(`t${i}`))));
     expect(held(store).texts).toBeLessThanOrEqual(1024);
+  });
+
+  it("keeps nothing of an erased task: not its last envelope's text, not its keys", async () => {
+    store = new RedisStore({ client, prefix, buckets: 4, clock: new ManualClock(T0), envelopeEdits: true });
+    for (const id of ['t1', 't2', 't3']) await store.save(createRequest(id));
+    expect(keptTexts(store).sort()).toEqual(['t1', 't2', 't3']);
+    expect(keptKeys(store).sort()).toEqual(['t1', 't2', 't3']);
+    await store.erase('t1', GDPR);
+    expect(keptTexts(store).sort()).toEqual(['t2', 't3']);
+    expect(keptKeys(store).sort()).toEqual(['t2', 't3']);
+    // Erasing a user's tasks (all three are E17's) lets go of the rest.
+    const report = await store.eraseUser({ tenantId: 'acme', userId: 'E17' }, GDPR);
+    expect(report.erased.map((tombstone) => tombstone.taskId).sort()).toEqual(['t2', 't3']);
+    expect(keptTexts(store)).toEqual([]);
+    expect(keptKeys(store)).toEqual([]);
   });
 
   it('keeps at most 16 MiB of texts, and large envelopes still save exactly', async () => {

@@ -232,13 +232,29 @@ export class RedisBucket {
     return this.call(`quarantine lookup of task ${taskId}`, () => this.client.hget(this.keys.quarantine, taskId));
   }
 
-  erase(taskId: string, request: EraseRequest): Promise<Tombstone> {
-    return this.erasure.erase(taskId, request);
+  async erase(taskId: string, request: EraseRequest): Promise<Tombstone> {
+    try {
+      return await this.erasure.erase(taskId, request);
+    } finally {
+      this.forgetTask(taskId);
+    }
   }
 
   /** Finds the user's tasks by the owner index; tasks saved before it existed need `indexOwners()` first. */
-  eraseUser(owner: TaskOwner, request: EraseRequest): Promise<UserErasure> {
-    return this.erasure.eraseUser(owner, request);
+  async eraseUser(owner: TaskOwner, request: EraseRequest): Promise<UserErasure> {
+    const report = await this.erasure.eraseUser(owner, request);
+    for (const tombstone of report.erased) this.forgetTask(tombstone.taskId);
+    return report;
+  }
+
+  /**
+   * What this process kept of an erased task for its next save goes with it: the text of its last save (with
+   * `envelopeEdits`, the whole envelope: the user's data) and its keys. Also after a failed erasure, which may have
+   * erased it: the next save then goes whole.
+   */
+  private forgetTask(taskId: string): void {
+    this.texts.forget(taskId);
+    this.args.forget(taskId);
   }
 
   tombstone(taskId: string): Promise<Tombstone | null> {
@@ -250,8 +266,10 @@ export class RedisBucket {
     return this.erasure.retentionDue(now, limit);
   }
 
-  eraseDue(id: string, now: number, finishedBefore: number): Promise<Tombstone | null> {
-    return this.erasure.eraseDue(id, now, finishedBefore);
+  async eraseDue(id: string, now: number, finishedBefore: number): Promise<Tombstone | null> {
+    const tombstone = await this.erasure.eraseDue(id, now, finishedBefore);
+    if (tombstone) this.forgetTask(tombstone.taskId);
+    return tombstone;
   }
 
   forgetDue(id: string, tombstonesBefore: number): Promise<boolean> {

@@ -54,6 +54,11 @@ export class SaveArgCache {
 
   constructor(private readonly limit = 1024) {}
 
+  /** After the task was erased: nothing of it is kept (its id, its owner's index key). */
+  forget(taskId: string): void {
+    this.tasks.delete(taskId);
+  }
+
   /** The arguments of `taskId`, whose keys are `keys`' (its bucket's), and whose owner index is `user`. */
   of(keys: RedisKeys, taskId: string, user: string): TaskArgs {
     let args = this.tasks.get(taskId);
