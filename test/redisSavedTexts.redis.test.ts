@@ -79,6 +79,23 @@ describe.skipIf(!redis)('RedisStore saved texts', () => {
     expect(keptKeys(store)).toEqual([]);
   });
 
+  it("keeps nothing of any task after a user's erasure failed midway (which were erased is not known)", async () => {
+    store = new RedisStore({ client, prefix, buckets: 2, clock: new ManualClock(T0), envelopeEdits: true });
+    for (const id of ['t1', 't2', 't3', 't4']) await store.save(createRequest(id));
+    expect(keptTexts(store)).toHaveLength(4);
+    // One bucket's erasure fails after it may have erased some of the user's tasks there.
+    type Part = { erasure: { eraseUser: (...args: unknown[]) => Promise<unknown> } };
+    const part = (store as unknown as { parts: Part[] }).parts[0]!;
+    const eraseUser = part.erasure.eraseUser.bind(part.erasure);
+    part.erasure.eraseUser = async (...args) => {
+      await eraseUser(...args);
+      throw new Error('connection lost');
+    };
+    await expect(store.eraseUser({ tenantId: 'acme', userId: 'E17' }, GDPR)).rejects.toThrow('connection lost');
+    expect(keptTexts(store)).toEqual([]);
+    expect(keptKeys(store)).toEqual([]);
+  });
+
   it('keeps at most 16 MiB of texts, and large envelopes still save exactly', async () => {
     store = new RedisStore({ client, prefix, clock: new ManualClock(T0), envelopeEdits: true });
     const big = 'é'.repeat(300_000) + 'x'.repeat(400_000);

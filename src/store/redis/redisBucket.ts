@@ -242,7 +242,15 @@ export class RedisBucket {
 
   /** Finds the user's tasks by the owner index; tasks saved before it existed need `indexOwners()` first. */
   async eraseUser(owner: TaskOwner, request: EraseRequest): Promise<UserErasure> {
-    const report = await this.erasure.eraseUser(owner, request);
+    let report: UserErasure;
+    try {
+      report = await this.erasure.eraseUser(owner, request);
+    } catch (error) {
+      // Some of the user's tasks may be erased already, and which is not known: nothing is kept of any task.
+      this.texts.clear();
+      this.args.clear();
+      throw error;
+    }
     for (const tombstone of report.erased) this.forgetTask(tombstone.taskId);
     return report;
   }
@@ -267,9 +275,11 @@ export class RedisBucket {
   }
 
   async eraseDue(id: string, now: number, finishedBefore: number): Promise<Tombstone | null> {
-    const tombstone = await this.erasure.eraseDue(id, now, finishedBefore);
-    if (tombstone) this.forgetTask(tombstone.taskId);
-    return tombstone;
+    try {
+      return await this.erasure.eraseDue(id, now, finishedBefore);
+    } finally {
+      this.forgetTask(id);
+    }
   }
 
   forgetDue(id: string, tombstonesBefore: number): Promise<boolean> {

@@ -359,4 +359,10 @@ export class SavedTexts {
     this.saved.delete(taskId);
     this.bytes -= saved.text.bytes;
   }
+
+  /** After an erasure that failed midway: which tasks it erased is not known, so no text is kept. */
+  clear(): void {
+    this.saved.clear();
+    this.bytes = 0;
+  }
 }

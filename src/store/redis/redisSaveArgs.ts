@@ -59,6 +59,11 @@ export class SaveArgCache {
     this.tasks.delete(taskId);
   }
 
+  /** After an erasure that failed midway: none is kept (each holds its owner's index key, a user id). */
+  clear(): void {
+    this.tasks.clear();
+  }
+
   /** The arguments of `taskId`, whose keys are `keys`' (its bucket's), and whose owner index is `user`. */
   of(keys: RedisKeys, taskId: string, user: string): TaskArgs {
     let args = this.tasks.get(taskId);
