@@ -164,9 +164,9 @@ describe.runIf(available)('service pages in chromium', () => {
         for (let turn = 1; turn <= 3; turn++) {
           await page.locator('[data-testid=cmd-next]:not([disabled])').click();
           // Its answer, accepted or refused: a refusal fails here with the server's words, not after a long wait.
-          await page.waitForFunction(
-            "/^next (→|refused)/.test(document.querySelector('[data-testid=control-result]').textContent)",
-          );
+          // (Waited for by a locator: `waitForFunction` with a string evaluates it again with `eval` when its first
+          // try finds no answer yet, which the page's Content-Security-Policy refuses.)
+          await result.filter({ hasText: /^next (→|refused)/ }).waitFor();
           expect(await result.textContent()).toMatch(/^next → /);
           // (A string: the tests compile without the DOM's types.)
           await page.evaluate("document.querySelector('[data-testid=control-result]').textContent = ''");
