@@ -1,5 +1,7 @@
 // A copy of src/store/redis/redisAuditPacking.ts as of c7987a3, just before its scratch arrays (0344377): the
 // differential fuzz (test/redisAuditScratchFuzz.test.ts) compares the current code with it. Not used by the library.
+// Not the older copy (redisAuditPackingBefore.ts, d116778): that one writes the same texts but reads an entry's
+// getters in another order, and the fuzz compares the reads too.
 /**
  * How the audit entries of one save are kept in their Redis stream message. The entries of one save repeat a lot:
  * every entry of agent/5 on carries the same stamp (model, prompt, policy, session) as the others of its save,
