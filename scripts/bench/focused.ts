@@ -90,14 +90,24 @@ async function parkTask(link: RedisLink, prefix: string, k: number, api: Project
 async function main(): Promise<void> {
   const url = process.env.REDIS_URL ?? DEFAULT_REDIS_URL;
   const admin = createRedisClient(url);
-  const client = createRedisClient(url);
-  const link: RedisLink = { client, admin, sent: new SentCommands(client), ownConnections: 2 };
+  // A connection per checkout, as `bench:peers` has: a store registers its Lua scripts on its client under fixed
+  // names, so an older checkout's store on the same client would replace this one's scripts (or be replaced).
+  const connections = 1 + (only !== 'other' ? 1 : 0) + (compareDir && only !== 'this' ? 1 : 0);
+  const links: RedisLink[] = [];
+  const linkOf = (): RedisLink => {
+    const client = createRedisClient(url);
+    links.push({ client, admin, sent: new SentCommands(client), ownConnections: connections });
+    return links[links.length - 1]!;
+  };
   const runId = `focused-${randomBytes(4).toString('hex')}`;
   let prefixes = 0;
   const nextPrefix = () => `${runId}-${++prefixes}`;
-  const systems: { name: string; api: ProjectApi }[] = [];
-  if (only !== 'other') systems.push({ name: 'this', api: thisDir ? await loadProjectApi(thisDir) : LOCAL_API });
-  if (compareDir && only !== 'this') systems.push({ name: 'other', api: await loadProjectApi(compareDir) });
+  const systems: { name: string; api: ProjectApi; link: RedisLink }[] = [];
+  if (only !== 'other') {
+    systems.push({ name: 'this', api: thisDir ? await loadProjectApi(thisDir) : LOCAL_API, link: linkOf() });
+  }
+  if (compareDir && only !== 'this')
+    systems.push({ name: 'other', api: await loadProjectApi(compareDir), link: linkOf() });
   const figures = new Map<string, Figures>(
     systems.map((s) => [
       s.name,
@@ -116,15 +126,15 @@ async function main(): Promise<void> {
   try {
     const parked = new Map(
       await Promise.all(
-        systems.map(async (s) => [s.name, await parkTask(link, nextPrefix(), resumeK, s.api)] as const),
+        systems.map(async (s) => [s.name, await parkTask(s.link, nextPrefix(), resumeK, s.api)] as const),
       ),
     );
     // Warm-up: one small cell each.
-    for (const s of systems) await runProjectOnRedis({ k: 20, tasks: 5, repeat: 1 }, link, nextPrefix(), s.api);
+    for (const s of systems) await runProjectOnRedis({ k: 20, tasks: 5, repeat: 1 }, s.link, nextPrefix(), s.api);
     for (let pass = 0; pass < passes; pass++) {
       const order = pass % 2 === 0 ? systems : [...systems].reverse();
       for (const s of order) {
-        const cell = await runProjectOnRedis({ k, tasks, repeat: 1 }, link, nextPrefix(), s.api);
+        const cell = await runProjectOnRedis({ k, tasks, repeat: 1 }, s.link, nextPrefix(), s.api);
         const samples = await parked.get(s.name)!.sample(resumeSamples);
         const times = samples.map((x) => x.ms);
         const f = figures.get(s.name)!;
@@ -154,7 +164,7 @@ async function main(): Promise<void> {
     }
     for (const p of parked.values()) await p.close();
   } finally {
-    client.disconnect();
+    for (const link of links) link.client.disconnect();
     admin.disconnect();
   }
   const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(' ');

@@ -27,20 +27,33 @@ export const LOCAL_API: ProjectApi = {
 
 /**
  * The same entry points of the checkout in `dir` (its src/index.ts, src/redis.ts, src/testing/index.ts, run by tsx).
- * Its imports resolve from `dir`, so it needs a node_modules there or above (a symlink to this one's will do).
+ * Its imports resolve from `dir`, so it needs a node_modules there or above (a symlink to this one's will do). An
+ * older checkout laid its entries out otherwise (before src/redis.ts and src/testing/, e.g. `c2ae86f`, which issue
+ * 25 names: RedisStore in src/store/redisStore.ts, `reply` from src/index.ts): each name is taken from the first
+ * entry that has it.
  */
 export async function loadProjectApi(dir: string): Promise<ProjectApi> {
-  const entry = (path: string) => import(pathToFileURL(join(resolve(dir), path)).href);
-  const [otherCore, otherRedis, otherTesting] = await Promise.all([
-    entry('src/index.ts'),
-    entry('src/redis.ts'),
-    entry('src/testing/index.ts'),
-  ]);
+  const entry = async (path: string): Promise<Record<string, unknown>> => {
+    try {
+      return await import(pathToFileURL(join(resolve(dir), path)).href);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND' && String(error).includes(path)) return {};
+      throw error;
+    }
+  };
+  const entries = await Promise.all(
+    ['src/index.ts', 'src/redis.ts', 'src/testing/index.ts', 'src/store/redisStore.ts'].map(entry),
+  );
+  const named = <K extends keyof ProjectApi>(name: K): ProjectApi[K] => {
+    const found = entries.find((module) => module[name] !== undefined)?.[name];
+    if (found === undefined) throw new Error(`the checkout in ${dir} exports no ${name} from its entries`);
+    return found as ProjectApi[K];
+  };
   return {
-    createOrchestrator: otherCore.createOrchestrator,
-    defineTool: otherCore.defineTool,
-    MemoryStore: otherCore.MemoryStore,
-    RedisStore: otherRedis.RedisStore,
-    reply: otherTesting.reply,
+    createOrchestrator: named('createOrchestrator'),
+    defineTool: named('defineTool'),
+    MemoryStore: named('MemoryStore'),
+    RedisStore: named('RedisStore'),
+    reply: named('reply'),
   };
 }
