@@ -10,6 +10,7 @@ import { ManualClock } from '../src/testing/manualClock.js';
 import type { TaskEnvelope } from '../src/store/envelope.js';
 import { packAudit } from '../src/store/redis/redisAuditPacking.js';
 import { redisKeys } from '../src/store/redis/redisKeys.js';
+import { storeScriptCommand } from '../src/store/redis/redisScripts.js';
 import { RedisStore } from '../src/store/redis/redisStore.js';
 import { TASK_STATES } from '../src/store/summary.js';
 import type { SaveRequest } from '../src/store/taskStore.js';
@@ -105,10 +106,12 @@ describe.skipIf(!redis)('RedisStore saves as edits', () => {
 
   /** The envelope argument of each save script call (whole or edits), from here on. */
   function envelopeArgs(): string[] {
-    type Saving = { taskStoreSaveEdits: (...args: unknown[]) => unknown };
+    type Saving = Record<string, (...args: unknown[]) => unknown>;
     const sent: string[] = [];
-    const original = (client as unknown as Saving).taskStoreSaveEdits;
-    vi.spyOn(client as unknown as Saving, 'taskStoreSaveEdits').mockImplementation((...args: unknown[]) => {
+    // The command the store registered the save script under (its name ends with the script's digest).
+    const command = storeScriptCommand('taskStoreSaveEdits');
+    const original = (client as unknown as Saving)[command]!;
+    vi.spyOn(client as unknown as Saving, command).mockImplementation((...args: unknown[]) => {
       // After the 12 keys: task id, numbers, fence, then the envelope.
       sent.push(String(args[15]));
       return original.apply(client, args);

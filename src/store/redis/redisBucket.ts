@@ -57,7 +57,8 @@ export class RedisBucket {
   private readonly shared: BucketArgs;
 
   constructor(
-    private readonly client: Redis & StoreScripts,
+    private readonly client: Redis,
+    private readonly scripts: StoreScripts,
     /** This bucket's keys (all under one hash tag, so one slot of a cluster). */
     readonly keys: RedisKeys,
     /** The store's prefix, for messages. */
@@ -76,14 +77,14 @@ export class RedisBucket {
     this.texts = texts;
     this.shared = new BucketArgs(keys);
     this.epoch = new RedisEpoch(client, keys, prefix, where, clock, call);
-    this.leases = new RedisLeaseManager(client, keys, clock, call, this.epoch, (taskId, state) =>
+    this.leases = new RedisLeaseManager(scripts, keys, clock, call, this.epoch, (taskId, state) =>
       this.texts.seen(taskId, state),
     );
-    this.claims = new RedisClaims(client, keys, claimKeys, call);
-    this.erasure = new RedisErasure(client, keys, retention, call, this.claims);
+    this.claims = new RedisClaims(client, scripts, keys, claimKeys, call);
+    this.erasure = new RedisErasure(client, scripts, keys, retention, call, this.claims);
     this.listing = new RedisListing(client, keys, call);
-    this.journal = new RedisJournal(client, keys, call);
-    this.inbox = new RedisInbox(client, keys, call, clock, this.epoch);
+    this.journal = new RedisJournal(scripts, keys, call);
+    this.inbox = new RedisInbox(client, scripts, keys, call, clock, this.epoch);
   }
 
   /** Also StoreDataLostError, when this store had learned an epoch and its data set is gone or replaced. */
@@ -178,7 +179,7 @@ export class RedisBucket {
       argv[SAVE_KEY_COUNT + 3] = edits !== null ? bytes(edits) : (encoded ?? bytes(text.text));
       let reply: ScriptReply;
       try {
-        reply = await this.call(action, () => this.client.taskStoreSaveEdits(...argv), { taskId, key: taskKey });
+        reply = await this.call(action, () => this.scripts.taskStoreSaveEdits(...argv), { taskId, key: taskKey });
       } catch (error) {
         this.texts.forget(taskId);
         throw error;
@@ -223,7 +224,7 @@ export class RedisBucket {
 
   async quarantine(taskId: string, reason: string): Promise<void> {
     const [code, detail] = await this.call(`quarantine of task ${taskId}`, () =>
-      this.client.taskStoreQuarantine(this.keys.quarantine, this.keys.tombstone(taskId), taskId, reason),
+      this.scripts.taskStoreQuarantine(this.keys.quarantine, this.keys.tombstone(taskId), taskId, reason),
     );
     if (code < 0) throw scriptError(code, detail, { taskId });
   }

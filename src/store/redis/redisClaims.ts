@@ -15,7 +15,8 @@ import { type StoreScripts, scriptError } from './redisScripts.js';
 
 export class RedisClaims {
   constructor(
-    private readonly client: StoreScripts & Pick<Redis, 'get'>,
+    private readonly client: Pick<Redis, 'get'>,
+    private readonly scripts: StoreScripts,
     /** The task's bucket. */
     private readonly keys: RedisKeys,
     /** The keys of the bucket a mandate id hashes to. */
@@ -57,7 +58,7 @@ export class RedisClaims {
   private async set(key: string, value: string, taskId: string, giveBack: boolean): Promise<number> {
     const [code, detail] = await this.call(
       `${giveBack ? 'release' : 'claim'} of ${key}`,
-      () => this.client.taskStoreMandateClaim(key, value, giveBack ? '1' : ''),
+      () => this.scripts.taskStoreMandateClaim(key, value, giveBack ? '1' : ''),
       { taskId, key },
     );
     if (code < 0) throw scriptError(code, detail, { taskId });

@@ -52,7 +52,8 @@ export class RedisErasure {
   private readonly stateKeys: string[];
 
   constructor(
-    private readonly client: Redis & StoreScripts,
+    private readonly client: Redis,
+    private readonly scripts: StoreScripts,
     private readonly keys: RedisKeys,
     private readonly retention: Retention,
     private readonly call: RedisCall,
@@ -137,7 +138,7 @@ export class RedisErasure {
   /** Removes a tombstone found due (if it still is); true when it went. */
   async forgetDue(id: string, tombstonesBefore: number): Promise<boolean> {
     const [code, detail] = await this.call(`removal of the tombstone of task ${id}`, () =>
-      this.client.taskStoreForgetTombstone(this.keys.tombstone(id), this.keys.erased, id, tombstonesBefore),
+      this.scripts.taskStoreForgetTombstone(this.keys.tombstone(id), this.keys.erased, id, tombstonesBefore),
     );
     if (code < 0) throw scriptError(code, detail, { taskId: id });
     return code === 1;
@@ -160,7 +161,7 @@ export class RedisErasure {
     }
     const ownerKey = this.keys.user(summary);
     const [code, detail] = await this.call(`owner index of task ${taskId}`, () =>
-      this.client.taskStoreIndexOwner(key, ownerKey, taskId, summary.updatedAt),
+      this.scripts.taskStoreIndexOwner(key, ownerKey, taskId, summary.updatedAt),
     );
     if (code < 0) throw scriptError(code, detail, { taskId });
     report.indexed += code;
@@ -187,7 +188,7 @@ export class RedisErasure {
     const condition = cutoff === null ? [''] : [cutoff, ...FINISHED_TASK_STATES];
     const [code, detail] = await this.call(
       `erasure of task ${taskId}`,
-      () => this.client.taskStoreErase(...keys, taskId, head, request.at, this.keys.userPrefix, ...condition),
+      () => this.scripts.taskStoreErase(...keys, taskId, head, request.at, this.keys.userPrefix, ...condition),
       { taskId, key: keys[0]! },
     );
     if (code < 0) throw scriptError(code, detail, { taskId });

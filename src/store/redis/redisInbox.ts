@@ -13,7 +13,8 @@ import { type StoreScripts, scriptError } from './redisScripts.js';
 
 export class RedisInbox implements TaskInbox {
   constructor(
-    private readonly client: StoreScripts & Pick<Redis, 'lrange' | 'zrangebyscore' | 'zrem'>,
+    private readonly client: Pick<Redis, 'lrange' | 'zrangebyscore' | 'zrem'>,
+    private readonly scripts: StoreScripts,
     private readonly keys: RedisKeys,
     private readonly call: RedisCall,
     private readonly clock: Clock,
@@ -26,7 +27,7 @@ export class RedisInbox implements TaskInbox {
     const [code, detail] = await this.call(
       `inbox append for task ${taskId}`,
       () =>
-        this.client.taskStoreInboxAppend(
+        this.scripts.taskStoreInboxAppend(
           key,
           this.keys.inboxSeq(taskId),
           this.keys.tombstone(taskId),
@@ -68,7 +69,7 @@ export class RedisInbox implements TaskInbox {
     const key = this.keys.inbox(taskId);
     await this.call(
       `inbox trim for task ${taskId}`,
-      () => this.client.taskStoreInboxTrim(key, this.keys.inboxes, seq, taskId, this.clock.now()),
+      () => this.scripts.taskStoreInboxTrim(key, this.keys.inboxes, seq, taskId, this.clock.now()),
       { taskId, key },
     );
   }
@@ -81,7 +82,7 @@ export class RedisInbox implements TaskInbox {
     const [code, detail, found] = await this.call(
       action,
       () =>
-        this.client.taskStoreInboxReserve(
+        this.scripts.taskStoreInboxReserve(
           key,
           this.keys.task(taskId),
           this.keys.tombstone(taskId),

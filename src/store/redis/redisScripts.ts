@@ -2,6 +2,7 @@
  * The store's Lua scripts (`./lua/*.lua`, documented in their headers), registered on an ioredis client with
  * `defineCommand`, and the one place where their negative return codes become errors.
  */
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
 import {
@@ -38,9 +39,11 @@ export type AcquireReply = [
 ];
 
 /**
- * The commands `defineStoreScripts` adds to a client. Prefixed so they cannot clash with an app's own. A script whose
- * arguments change takes a new name (`taskStoreSaveEdits`, after `taskStoreSave`), so that stores of two versions
- * on one client (a benchmark comparing them) do not replace each other's.
+ * A store's scripts, each a call of the command `defineStoreScripts` registered for it on the client. The commands'
+ * names are prefixed, so they cannot clash with an app's own, and end with the script's digest
+ * (`scriptCommandName`), so that stores of two versions on one client (two copies of the package in one app, a
+ * benchmark comparing checkouts) never run each other's scripts: `defineCommand` replaces a name's script, and under
+ * one name a store would call the other version's script with its own keys and arguments.
  */
 export interface StoreScripts {
   taskStoreSaveEdits: Command;
@@ -83,10 +86,31 @@ const definitions: Record<keyof StoreScripts, { lua: string; numberOfKeys: numbe
   taskStoreTenantSlot: { lua: lua('tenantSlot'), numberOfKeys: 1 },
 };
 
-/** Registers the scripts on `client` (idempotent: redefining replaces them with the same code). */
-export function defineStoreScripts(client: Redis): Redis & StoreScripts {
-  for (const [name, definition] of Object.entries(definitions)) client.defineCommand(name, definition);
-  return client as Redis & StoreScripts;
+/** The command name a script is registered under: its role and the first 16 hex digits of its SHA-1. */
+export function scriptCommandName(role: keyof StoreScripts, lua: string): string {
+  return `${role}_${createHash('sha1').update(lua).digest('hex').slice(0, 16)}`;
+}
+
+const commandNames = Object.fromEntries(
+  Object.entries(definitions).map(([role, { lua }]) => [role, scriptCommandName(role as keyof StoreScripts, lua)]),
+) as Record<keyof StoreScripts, string>;
+
+/** The name this version registers `role`'s script under (for tests that watch a script's calls). */
+export const storeScriptCommand = (role: keyof StoreScripts): string => commandNames[role];
+
+/**
+ * Registers the scripts on `client` (idempotent: redefining a name gives it the same code) and returns their calls.
+ * Each call looks its command up when it runs, as a call of the client's method would.
+ */
+export function defineStoreScripts(client: Redis): StoreScripts {
+  const commands = client as unknown as Record<string, (...args: unknown[]) => unknown>;
+  const scripts: Record<string, (...args: unknown[]) => unknown> = {};
+  for (const [role, definition] of Object.entries(definitions)) {
+    const name = commandNames[role as keyof StoreScripts];
+    client.defineCommand(name, definition);
+    scripts[role] = (...args: unknown[]) => commands[name]!(...args);
+  }
+  return scripts as unknown as StoreScripts;
 }
 
 /** What a script was doing, for the error it may turn into. */

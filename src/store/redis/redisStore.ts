@@ -157,7 +157,8 @@ export class RedisStore implements ErasableTaskStore, MandateClaims {
     // The keys of the last saved tasks as bytes, for their next saves (`redisSaveArgs.ts`): one for the store too.
     const args = new SaveArgCache();
     this.parts = keysOf.map(
-      (keys) => new RedisBucket(scripts, keys, prefix, where, this.clock, call, retention, claimKeys, texts, args),
+      (keys) =>
+        new RedisBucket(client, scripts, keys, prefix, where, this.clock, call, retention, claimKeys, texts, args),
     );
     this.layout = new RedisLayout(
       client,
