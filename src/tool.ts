@@ -22,8 +22,8 @@ const IDENTITY_FIELDS =
 
 /**
  * Checks a tool definition and returns it unchanged. Throws `ToolDefinitionError` for: a name that is not
- * snake_case, an input schema that is not a strict object, an identity field in the input, retries on a write,
- * a write without lookup, a non-positive timeout.
+ * snake_case, an effect other than 'read' or 'write', an input schema that is not a strict object, an identity
+ * field in the input, retries on a write, a write without lookup, a non-positive timeout.
  *
  * @example
  * const getOrder = defineTool({
@@ -41,6 +41,9 @@ export function defineTool(tool: Tool): Tool {
   if (!NAME.test(tool.name)) fail('the name must be snake_case (a-z, 0-9, _), starting with a letter');
   if (!tool.description.trim()) fail('the description is empty');
   if (!(tool.timeoutMs > 0)) fail('timeoutMs must be positive');
+  // Every gate tells reads from writes by this field: anything else would be neither, and fail at each start.
+  if ((tool.effect as unknown) !== 'read' && (tool.effect as unknown) !== 'write')
+    fail(`effect must be 'read' or 'write', not ${JSON.stringify(tool.effect) ?? 'undefined'}`);
   if (tool.version !== undefined && !(typeof tool.version === 'string' && /^\S.{0,127}$/.test(tool.version))) {
     fail('version must be a non-empty string of at most 128 characters');
   }

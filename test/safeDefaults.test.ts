@@ -169,6 +169,8 @@ describe('writes are confirmed unless the tool waives it in writing', () => {
     ['a read declared high_risk', { effect: 'read', risk: 'high_risk' }, /a read is read_only/],
     ['a write declared read_only', { risk: 'read_only' }, /a write cannot be read_only/],
     ['dependsOn on a read', { effect: 'read', dependsOn: [] }, /only a write depends on reads/],
+    ['a tool without an effect', { effect: undefined }, /effect must be 'read' or 'write', not undefined/],
+    ['an effect of another spelling', { effect: 'Write' }, /effect must be 'read' or 'write', not "Write"/],
   ])('refuses %s at definition', (_label, patch, message) => {
     const { lookup: _l, sameKeyRetrySafe: _s, ...read } = noticeTool();
     const base = (patch as { effect?: string }).effect === 'read' ? read : noticeTool();
