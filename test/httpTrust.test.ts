@@ -239,6 +239,40 @@ describe('registering the service', () => {
   });
 });
 
+describe('a session check that throws', () => {
+  it("answers 401 without the thrown message (it is the host's internals), and logs it", async () => {
+    orchestrator = createOrchestrator({
+      tools: [],
+      model: scriptedModel([]),
+      store: new MemoryStore(),
+      expirySweepMs: 0,
+    });
+    const logged: unknown[] = [];
+    app = Fastify({
+      logger: { level: 'warn', stream: { write: (line: string) => void logged.push(JSON.parse(line)) } },
+    });
+    await app.register(agentService, {
+      orchestrator,
+      authenticate: () => {
+        throw new Error('connect ECONNREFUSED 10.0.0.5:6379 (redis://sessions:s3cret@10.0.0.5/0)');
+      },
+      startRequest: fromTickets,
+      pages: false,
+    });
+    for (const [method, url] of [
+      ['GET', '/api/tasks'],
+      ['POST', '/api/tasks'],
+    ] as const) {
+      const response = await app.inject({ method, url, ...(method === 'POST' ? { payload: body } : {}) });
+      expect([response.statusCode, response.json().code]).toEqual([401, 'unauthenticated']);
+      expect(response.body).not.toMatch(/10\.0\.0\.5|s3cret|ECONNREFUSED/);
+      expect(response.json().message).toMatch(/^not signed in: the session could not be checked/);
+    }
+    expect(JSON.stringify(logged)).toMatch(/ECONNREFUSED 10\.0\.0\.5/);
+    expect(await orchestrator.list()).toEqual([]);
+  });
+});
+
 describe('the start route in the OpenAPI document', () => {
   it("documents the body as goal, taskId and input (the core's goal and task id) and the refusals", async () => {
     await refundService();

@@ -36,7 +36,14 @@ export async function authenticateRequest(request: FastifyRequest, authenticate:
   try {
     principal = await authenticate(request);
   } catch (error) {
-    throw serviceError(401, 'unauthenticated', `not signed in: ${(error as Error).message ?? String(error)}`);
+    // What the host's session check threw is its own internals (a store's address, a token library's words): it
+    // goes to the service's log, not to a caller who is not signed in.
+    request.log.warn({ err: error }, 'authenticate threw; answered 401 unauthenticated');
+    throw serviceError(
+      401,
+      'unauthenticated',
+      "not signed in: the session could not be checked (see the service's log)",
+    );
   }
   if (!principal) throw serviceError(401, 'unauthenticated', 'not signed in');
   const parsed = principalSchema.safeParse(principal);
