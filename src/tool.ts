@@ -16,9 +16,13 @@ import type { ReadTool, Tool, WriteTool } from './toolTypes.js';
 export * from './toolTypes.js';
 
 const NAME = /^[a-z][a-z0-9_]{0,63}$/;
-/** Identity comes from the host session; an argument that names a user would let the model choose one. */
+/**
+ * Identity comes from the host session; an argument that names a user would let the model choose one. Matched
+ * however the field is spelled: `tenant_id`, `tenantId`, `Tenant-Id` and `TENANTID` are one name.
+ */
 const IDENTITY_FIELDS =
-  /^(requester|requester_id|requested_by|user|user_id|userid|principal|principal_id|tenant|tenant_id|on_behalf_of|actor|actor_id|employee_id|caller|caller_id|scopes?|role|roles|permissions?)$/i;
+  /^(requester|requesterid|requestedby|user|userid|principal|principalid|tenant|tenantid|onbehalfof|actor|actorid|employeeid|caller|callerid|scopes?|role|roles|permissions?)$/i;
+const isIdentityField = (field: string): boolean => IDENTITY_FIELDS.test(field.replace(/[\s_-]/g, ''));
 
 /**
  * Checks a tool definition and returns it unchanged. Throws `ToolDefinitionError` for: a name that is not
@@ -76,7 +80,7 @@ export function defineTool(tool: Tool): Tool {
   if (schema.type !== 'object') fail('the input schema must be an object');
   if (schema.additionalProperties !== false) fail('the input schema must reject unknown fields (use z.strictObject)');
   for (const field of Object.keys((schema.properties as Record<string, unknown>) ?? {})) {
-    if (IDENTITY_FIELDS.test(field)) {
+    if (isIdentityField(field)) {
       fail(`the input has an identity field "${field}"; identity comes from the host's principal, not from arguments`);
     }
   }
