@@ -273,6 +273,30 @@ describe('a session check that throws', () => {
   });
 });
 
+describe('a session check that returns more than a principal', () => {
+  it('answers 500 invalid_principal naming the field (never its value), so the host sees what to drop', async () => {
+    orchestrator = createOrchestrator({
+      tools: [],
+      model: scriptedModel([]),
+      store: new MemoryStore(),
+      expirySweepMs: 0,
+    });
+    app = Fastify();
+    await app.register(agentService, {
+      orchestrator,
+      // The host's session user, as its login library keeps it: with the bearer token beside who the caller is.
+      authenticate: () => ({ ...E17, accessToken: 'eyJhbGciOi.secret-token' }) as unknown as Principal,
+      startRequest: fromTickets,
+      pages: false,
+    });
+    const response = await app.inject({ method: 'GET', url: '/api/tasks' });
+    expect([response.statusCode, response.json().code]).toEqual([500, 'invalid_principal']);
+    expect(response.json().message).toMatch(/accessToken/);
+    expect(response.json().message).toMatch(/userId, tenantId, scopes/);
+    expect(response.body).not.toMatch(/secret-token/);
+  });
+});
+
 describe('the start route in the OpenAPI document', () => {
   it("documents the body as goal, taskId and input (the core's goal and task id) and the refusals", async () => {
     await refundService();

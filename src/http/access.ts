@@ -47,8 +47,18 @@ export async function authenticateRequest(request: FastifyRequest, authenticate:
   }
   if (!principal) throw serviceError(401, 'unauthenticated', 'not signed in');
   const parsed = principalSchema.safeParse(principal);
-  if (!parsed.success)
-    throw serviceError(500, 'invalid_principal', 'authenticate returned something that is not a principal');
+  if (!parsed.success) {
+    // Which fields are wrong, never their values (an extra field is often the session's token).
+    const problems = parsed.error.issues
+      .slice(0, 3)
+      .map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`)
+      .join('; ');
+    throw serviceError(
+      500,
+      'invalid_principal',
+      `authenticate returned something that is not a principal { userId, tenantId, scopes, sessionId? }: ${problems}`,
+    );
+  }
   return parsed.data;
 }
 
