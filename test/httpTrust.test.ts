@@ -204,6 +204,21 @@ describe('the principal a task runs as', () => {
   });
 });
 
+describe("a task id that is too long once it is the caller's", () => {
+  it('says how long it may be for this caller (it is stored under their tenant and user), and asks nothing of the host', async () => {
+    const { start, host, store } = await refundService();
+    // 510 characters pass the start request's own limit (512), but not once stored as acme:E17:<id>.
+    const refused = await start({ ...body, taskId: 'r'.repeat(510) });
+    expect([refused.statusCode, refused.json().code]).toEqual([400, 'invalid_request']);
+    expect(refused.json().message).toBe(
+      'body: taskId: at most 503 characters for this caller (the service stores it as acme:E17:<taskId>, at most 512 characters); this one has 510',
+    );
+    expect(host).not.toHaveBeenCalled();
+    expect(await store.list()).toEqual([]);
+    expect((await start({ ...body, taskId: 'r'.repeat(503) })).statusCode).toBe(201);
+  });
+});
+
 describe('registering the service', () => {
   const base = () => ({ orchestrator: orchestrator!, authenticate: () => E17, pages: false });
 
