@@ -16,14 +16,18 @@ import type { ReadTool, Tool, WriteTool } from './toolTypes.js';
 export * from './toolTypes.js';
 
 const NAME = /^[a-z][a-z0-9_]{0,63}$/;
-/** Identity comes from the host session; an argument that names a user would let the model choose one. */
+/**
+ * Identity comes from the host session; an argument that names a user would let the model choose one. Matched
+ * however the field is spelled: `tenant_id`, `tenantId`, `Tenant-Id` and `TENANTID` are one name.
+ */
 const IDENTITY_FIELDS =
-  /^(requester|requester_id|requested_by|user|user_id|userid|principal|principal_id|tenant|tenant_id|on_behalf_of|actor|actor_id|employee_id|caller|caller_id|scopes?|role|roles|permissions?)$/i;
+  /^(requester|requesterid|requestedby|user|userid|principal|principalid|tenant|tenantid|onbehalfof|actor|actorid|employeeid|caller|callerid|scopes?|role|roles|permissions?)$/i;
+const isIdentityField = (field: string): boolean => IDENTITY_FIELDS.test(field.replace(/[\s_-]/g, ''));
 
 /**
  * Checks a tool definition and returns it unchanged. Throws `ToolDefinitionError` for: a name that is not
- * snake_case, an input schema that is not a strict object, an identity field in the input, retries on a write,
- * a write without lookup, a non-positive timeout.
+ * snake_case, an effect other than 'read' or 'write', an input schema that is not a strict object, an identity
+ * field in the input, retries on a write, a write without lookup, a non-positive timeout.
  *
  * @example
  * const getOrder = defineTool({
@@ -41,6 +45,9 @@ export function defineTool(tool: Tool): Tool {
   if (!NAME.test(tool.name)) fail('the name must be snake_case (a-z, 0-9, _), starting with a letter');
   if (!tool.description.trim()) fail('the description is empty');
   if (!(tool.timeoutMs > 0)) fail('timeoutMs must be positive');
+  // Every gate tells reads from writes by this field: anything else would be neither, and fail at each start.
+  if ((tool.effect as unknown) !== 'read' && (tool.effect as unknown) !== 'write')
+    fail(`effect must be 'read' or 'write', not ${JSON.stringify(tool.effect) ?? 'undefined'}`);
   if (tool.version !== undefined && !(typeof tool.version === 'string' && /^\S.{0,127}$/.test(tool.version))) {
     fail('version must be a non-empty string of at most 128 characters');
   }
@@ -73,7 +80,7 @@ export function defineTool(tool: Tool): Tool {
   if (schema.type !== 'object') fail('the input schema must be an object');
   if (schema.additionalProperties !== false) fail('the input schema must reject unknown fields (use z.strictObject)');
   for (const field of Object.keys((schema.properties as Record<string, unknown>) ?? {})) {
-    if (IDENTITY_FIELDS.test(field)) {
+    if (isIdentityField(field)) {
       fail(`the input has an identity field "${field}"; identity comes from the host's principal, not from arguments`);
     }
   }

@@ -219,6 +219,24 @@ describe('gate (d): permission of the trusted principal', () => {
     ).toThrow(/identity field "requester_id"/);
   });
 
+  it.each(['tenantId', 'requesterId', 'onBehalfOf', 'principalId', 'actorId', 'Tenant-Id', 'employeeId'])(
+    'refuses the identity field %s however it is spelled (camelCase, dashes, capitals)',
+    (field) => {
+      expect(() =>
+        defineTool({
+          name: 'book_for',
+          description: 'x',
+          effect: 'read',
+          scopes: [],
+          timeoutMs: 10,
+          input: z.strictObject({ room_id: z.string(), [field]: z.string() }),
+          output: z.unknown(),
+          execute: async () => ({ ok: true, value: null }),
+        }),
+      ).toThrow(`identity field "${field}"`);
+    },
+  );
+
   it('refuses a tool whose input schema accepts unknown fields', () => {
     expect(() =>
       defineTool({

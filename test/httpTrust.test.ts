@@ -204,6 +204,21 @@ describe('the principal a task runs as', () => {
   });
 });
 
+describe("a task id that is too long once it is the caller's", () => {
+  it('says how long it may be for this caller (it is stored under their tenant and user), and asks nothing of the host', async () => {
+    const { start, host, store } = await refundService();
+    // 510 characters pass the start request's own limit (512), but not once stored as acme:E17:<id>.
+    const refused = await start({ ...body, taskId: 'r'.repeat(510) });
+    expect([refused.statusCode, refused.json().code]).toEqual([400, 'invalid_request']);
+    expect(refused.json().message).toBe(
+      'body: taskId: at most 503 characters for this caller (the service stores it as acme:E17:<taskId>, at most 512 characters); this one has 510',
+    );
+    expect(host).not.toHaveBeenCalled();
+    expect(await store.list()).toEqual([]);
+    expect((await start({ ...body, taskId: 'r'.repeat(503) })).statusCode).toBe(201);
+  });
+});
+
 describe('registering the service', () => {
   const base = () => ({ orchestrator: orchestrator!, authenticate: () => E17, pages: false });
 
@@ -236,6 +251,64 @@ describe('registering the service', () => {
       name: 'ServiceOptionsError',
       option: 'authenticate',
     });
+  });
+});
+
+describe('a session check that throws', () => {
+  it("answers 401 without the thrown message (it is the host's internals), and logs it", async () => {
+    orchestrator = createOrchestrator({
+      tools: [],
+      model: scriptedModel([]),
+      store: new MemoryStore(),
+      expirySweepMs: 0,
+    });
+    const logged: unknown[] = [];
+    app = Fastify({
+      logger: { level: 'warn', stream: { write: (line: string) => void logged.push(JSON.parse(line)) } },
+    });
+    await app.register(agentService, {
+      orchestrator,
+      authenticate: () => {
+        throw new Error('connect ECONNREFUSED 10.0.0.5:6379 (redis://sessions:s3cret@10.0.0.5/0)');
+      },
+      startRequest: fromTickets,
+      pages: false,
+    });
+    for (const [method, url] of [
+      ['GET', '/api/tasks'],
+      ['POST', '/api/tasks'],
+    ] as const) {
+      const response = await app.inject({ method, url, ...(method === 'POST' ? { payload: body } : {}) });
+      expect([response.statusCode, response.json().code]).toEqual([401, 'unauthenticated']);
+      expect(response.body).not.toMatch(/10\.0\.0\.5|s3cret|ECONNREFUSED/);
+      expect(response.json().message).toMatch(/^not signed in: the session could not be checked/);
+    }
+    expect(JSON.stringify(logged)).toMatch(/ECONNREFUSED 10\.0\.0\.5/);
+    expect(await orchestrator.list()).toEqual([]);
+  });
+});
+
+describe('a session check that returns more than a principal', () => {
+  it('answers 500 invalid_principal naming the field (never its value), so the host sees what to drop', async () => {
+    orchestrator = createOrchestrator({
+      tools: [],
+      model: scriptedModel([]),
+      store: new MemoryStore(),
+      expirySweepMs: 0,
+    });
+    app = Fastify();
+    await app.register(agentService, {
+      orchestrator,
+      // The host's session user, as its login library keeps it: with the bearer token beside who the caller is.
+      authenticate: () => ({ ...E17, accessToken: 'eyJhbGciOi.secret-token' }) as unknown as Principal,
+      startRequest: fromTickets,
+      pages: false,
+    });
+    const response = await app.inject({ method: 'GET', url: '/api/tasks' });
+    expect([response.statusCode, response.json().code]).toEqual([500, 'invalid_principal']);
+    expect(response.json().message).toMatch(/accessToken/);
+    expect(response.json().message).toMatch(/userId, tenantId, scopes/);
+    expect(response.body).not.toMatch(/secret-token/);
   });
 });
 

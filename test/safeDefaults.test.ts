@@ -11,6 +11,7 @@ import { ToolDefinitionError } from '../src/errors.js';
 import { cardNumbers } from '../src/privacy/redactors.js';
 import { reply, scriptedModel } from '../src/testing/index.js';
 import { type ValidationContext, defineTool } from '../src/tool.js';
+import { refundMandate, withinRefund } from '../tools/mandates.js';
 import { refundDeskAuthority } from '../tools/refundOrder.js';
 import { paymentTool } from './support/paymentTool.js';
 import {
@@ -107,6 +108,50 @@ describe('success needs evidence', () => {
     expect(answered.outcome?.unsupportedIds).toEqual(['B209']);
   });
 
+  it("does not take a read of another order as the goal met: under a mandate, the success read needs the mandate's rule", async () => {
+    const asked: string[] = [];
+    /** A refund's status by order: O-2002 (someone else's) was refunded long ago. */
+    const refundStatus = (rule: boolean) =>
+      defineTool({
+        name: 'get_refund_status',
+        description: "Reads an order's refund status.",
+        effect: 'read',
+        scopes: [],
+        timeoutMs: 200,
+        input: z.strictObject({ order_id: z.string() }),
+        output: z.strictObject({ status: z.string(), refund_id: z.string() }),
+        ...(rule
+          ? { mandate: refundMandate.rule<{ order_id: string }>((args, terms) => withinRefund(args, terms)) }
+          : {}),
+        execute: async (args) => {
+          asked.push(args.order_id);
+          const refunded = args.order_id === 'O-2002';
+          return { ok: true, value: { status: refunded ? 'refunded' : 'open', refund_id: refunded ? 'TX-9' : '-' } };
+        },
+      });
+    const run = (rule: boolean, taskId: string) =>
+      harness({
+        extraTools: [refundStatus(rule)],
+        script: [reply.call('get_refund_status', { order_id: 'O-2002' }), reply.answer('Refunded as TX-9.')],
+      }).orchestrator.run({
+        principal: E17,
+        goal: REFUND_GOAL,
+        taskId,
+        mandate: REFUND_MANDATE,
+        success: { tool: 'get_refund_status', match: { status: 'refunded' }, require: ['refund_id'] },
+      });
+
+    // The tool says nothing about the mandate: its result could not show this request's goal met, so it is refused.
+    const unchecked = await run(false, 'status-unchecked');
+    expect(unchecked.state).not.toBe('done');
+    expect(unchecked.outcome?.evidence).toEqual([]);
+    expect(asked).toEqual([]);
+    // With the mandate's rule, the read of another order is refused as outside the mandate.
+    const ruled = await run(true, 'status-ruled');
+    expect(ruled.state).not.toBe('done');
+    expect(asked).toEqual([]);
+  });
+
   it('warns at start about a task that may write but declares no success criterion', async () => {
     const h = harness({ script: [reply.answer('x'), reply.answer('x')] });
     await h.orchestrator.run({ principal: E17, goal: BOOKING_GOAL, taskId: 'may-write' });
@@ -169,6 +214,8 @@ describe('writes are confirmed unless the tool waives it in writing', () => {
     ['a read declared high_risk', { effect: 'read', risk: 'high_risk' }, /a read is read_only/],
     ['a write declared read_only', { risk: 'read_only' }, /a write cannot be read_only/],
     ['dependsOn on a read', { effect: 'read', dependsOn: [] }, /only a write depends on reads/],
+    ['a tool without an effect', { effect: undefined }, /effect must be 'read' or 'write', not undefined/],
+    ['an effect of another spelling', { effect: 'Write' }, /effect must be 'read' or 'write', not "Write"/],
   ])('refuses %s at definition', (_label, patch, message) => {
     const { lookup: _l, sameKeyRetrySafe: _s, ...read } = noticeTool();
     const base = (patch as { effect?: string }).effect === 'read' ? read : noticeTool();

@@ -128,10 +128,15 @@ export function unpermittedTool(context: AgentContext, steps: readonly PlanStep[
   return null;
 }
 
-/** The first write step whose tool cannot be checked against the task's mandate (it declares no rule). */
+/**
+ * The first write step (or read of the success criterion's tool) whose tool cannot be checked against the task's
+ * mandate (it declares no rule): the mandate gate would refuse its calls.
+ */
 export function uncheckedWrite(context: AgentContext, steps: readonly PlanStep[], toolkit: Toolkit): string | null {
   if (context.mandate === null) return null;
-  const step = steps.find((s) => s.effect === 'write' && !toolkit.rules(s.tool)?.mandate);
+  const step = steps.find(
+    (s) => (s.effect === 'write' || s.tool === context.success?.tool) && !toolkit.rules(s.tool)?.mandate,
+  );
   return step?.tool ?? null;
 }
 

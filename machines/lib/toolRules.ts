@@ -230,6 +230,13 @@ export function mandateCheck(context: AgentContext, call: CallState, rules: Tool
       summary: 'the arguments do not validate, so they cannot be checked against the mandate',
     };
   if (!rules.mandate) {
+    // A read's result claims the goal met when it is the success criterion's tool: it must be about this request.
+    if (rules.effect === 'read' && context.success?.tool === call.tool)
+      return {
+        ok: false,
+        code: 'mandate_unchecked',
+        summary: `${call.tool} is the task's success criterion and declares no rule against the user's mandate (${mandate.kind}), so its result could not show this request's goal met`,
+      };
     if (rules.effect === 'read') return { ok: true, summary: `${call.tool} reads only and declares no mandate rule` };
     return {
       ok: false,

@@ -84,13 +84,21 @@ export const finishSubtask: Step = (context, event, toolkit) => {
         ),
         retryable: false,
       };
-  const learned = ok ? learnedFrom(context, call, value, at, toolkit) : {};
+  const learned: Partial<ReturnType<typeof learnedFrom>> = ok ? learnedFrom(context, call, value, at, toolkit) : {};
+  // The outcome quotes the child's tool results (its evidence fields): untrusted input when one of its tools is.
+  const exposure = learned.exposure ?? context.exposure;
+  const untrusted = toolkit
+    .rules(call.tool)
+    ?.subtask?.tools.some((tool) => toolkit.rules(tool)?.untrustedOutput === true);
   return {
     context: {
       batch: finishCall(context.batch!, call.callId, observation),
       subtasks: context.subtasks.map((l) => (l.callId === call.callId ? finished : l)),
       budget: settleShare(context, link.share, outcome.used),
       ...learned,
+      ...(untrusted && exposure.untrustedInput === null
+        ? { exposure: { ...exposure, untrustedInput: { tool: call.tool, at } } }
+        : {}),
     },
     audit: [
       subtaskEntry(context, event, finished, 'finished', `${childTaskId} ended ${outcome.status} (${outcome.code})`, {

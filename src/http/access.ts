@@ -36,12 +36,29 @@ export async function authenticateRequest(request: FastifyRequest, authenticate:
   try {
     principal = await authenticate(request);
   } catch (error) {
-    throw serviceError(401, 'unauthenticated', `not signed in: ${(error as Error).message ?? String(error)}`);
+    // What the host's session check threw is its own internals (a store's address, a token library's words): it
+    // goes to the service's log, not to a caller who is not signed in.
+    request.log.warn({ err: error }, 'authenticate threw; answered 401 unauthenticated');
+    throw serviceError(
+      401,
+      'unauthenticated',
+      "not signed in: the session could not be checked (see the service's log)",
+    );
   }
   if (!principal) throw serviceError(401, 'unauthenticated', 'not signed in');
   const parsed = principalSchema.safeParse(principal);
-  if (!parsed.success)
-    throw serviceError(500, 'invalid_principal', 'authenticate returned something that is not a principal');
+  if (!parsed.success) {
+    // Which fields are wrong, never their values (an extra field is often the session's token).
+    const problems = parsed.error.issues
+      .slice(0, 3)
+      .map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`)
+      .join('; ');
+    throw serviceError(
+      500,
+      'invalid_principal',
+      `authenticate returned something that is not a principal { userId, tenantId, scopes, sessionId? }: ${problems}`,
+    );
+  }
   return parsed.data;
 }
 

@@ -31,7 +31,7 @@ import {
   taskParamsSchema,
 } from './schemas.js';
 import { streamTaskEvents } from './sse.js';
-import { hostStartRequest, refuseCallerRules } from './start.js';
+import { hostStartRequest, refuseCallerRules, refuseLongTaskId } from './start.js';
 
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 
@@ -130,6 +130,7 @@ export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, do
       ctx.csrf.check(request, principal);
       refuseCallerRules(request.body);
       const body = parse(startBodySchema, request.body, 'body');
+      refuseLongTaskId(principal, body.taskId);
       const status = await orchestrator.start(await hostStartRequest(ctx.startRequest, body, principal, request));
       reply.code(201);
       return view(status, 'owner', principal);

@@ -13,6 +13,7 @@
  */
 import type { FastifyRequest } from 'fastify';
 import type { Principal } from '../../machines/context.js';
+import { INPUT_LIMITS } from '../../machines/limits.js';
 import type { StartTaskRequest } from '../orchestrator/orchestrator.js';
 import { CALLER_FORBIDDEN_FIELDS, type StartBody } from './schemas.js';
 import { serviceError } from './serviceError.js';
@@ -76,6 +77,22 @@ export async function hostStartRequest(
  */
 export function callerTaskId(principal: Pick<Principal, 'tenantId' | 'userId'>, taskId: string): string {
   return `${encodeURIComponent(principal.tenantId)}:${encodeURIComponent(principal.userId)}:${taskId}`;
+}
+
+/**
+ * Refuses (400) a body's `taskId` that is too long once stored under the caller (`callerTaskId`): the start request's
+ * own limit counts the stored id, so the caller is told the limit that holds for them, before the host is asked.
+ */
+export function refuseLongTaskId(principal: Principal, taskId: string | undefined): void {
+  if (taskId === undefined) return;
+  const stored = callerTaskId(principal, taskId);
+  if (stored.length <= INPUT_LIMITS.taskId) return;
+  const prefix = stored.slice(0, stored.length - taskId.length);
+  throw serviceError(
+    400,
+    'invalid_request',
+    `body: taskId: at most ${INPUT_LIMITS.taskId - prefix.length} characters for this caller (the service stores it as ${prefix}<taskId>, at most ${INPUT_LIMITS.taskId} characters); this one has ${taskId.length}`,
+  );
 }
 
 /** The principal `startRequest` gave, if it is the caller's with the same or fewer scopes; otherwise a 500. */
