@@ -35,6 +35,10 @@ export const principalSchema = z.strictObject({
   tenantId: z.string().min(1).max(SHORT),
   /** Scopes granted by the host session (e.g. "rooms:book"). */
   scopes: z.array(z.string().min(1)).max(SHORT),
-  /** The host's session this principal was authenticated in; recorded in the audit of what the session did. */
+  /**
+   * The host's session this principal was authenticated in; recorded in the audit of what the session did, which
+   * approvers and operators read. A label for the session (its id in the host's session table, a device name), never
+   * the session's bearer token or cookie value: anyone who can read the audit could sign in with that.
+   */
   sessionId: z.string().min(1).max(SHORT).optional(),
 });
