@@ -278,9 +278,14 @@ describe('an imported tool, called directly', () => {
     expect(tool.output.safeParse({ order_id: 'O-7' }).success).toBe(false);
   });
 
-  it('turns isError into a failure value with a capped summary', async () => {
+  it('turns isError into a failure value with a capped summary: unknown facts, or an answer if the policy says so', async () => {
+    // tool_error is one of the codes after which a read's facts are unverified (observedFacts.ts).
     const result = await (byName(tools, 'always_fails') as ReadTool).execute({}, ctx());
-    expect(result).toMatchObject({ ok: false, code: 'server_error', retryable: false });
+    expect(result).toMatchObject({ ok: false, code: 'tool_error', retryable: false });
+    const answers = await importMcpTools(mcp, {
+      policy: { always_fails: read('always_fails', { serverErrors: 'final' }) },
+    });
+    expect(await (answers.tools[0] as ReadTool).execute({}, ctx())).toMatchObject({ ok: false, code: 'server_error' });
     expect(result.ok === false && result.summary).toMatch(
       /^always_fails failed, as the MCP server reports: upstream refused: quota exceeded/,
     );
@@ -505,8 +510,34 @@ describe('through the orchestrator', () => {
       script: [reply.call('always_fails', {}), reply.answer('it failed')],
     });
     const status = await h.orchestrator.run({ principal: PAYER, goal: 'try' });
-    expect(status.observations[0]).toMatchObject({ ok: false, code: 'server_error', retryable: false });
+    expect(status.observations[0]).toMatchObject({ ok: false, code: 'tool_error', retryable: false });
     await h.orchestrator.close();
+  });
+
+  it("runs no write on a read the server answered with isError, unless the read's policy says its errors are answers", async () => {
+    const attempt = async (serverErrors: 'final' | undefined) => {
+      const h = harness({
+        extraTools: await importing({
+          always_fails: read('always_fails', serverErrors ? { serverErrors } : {}),
+          create_payment: paymentPolicy({ lookup: findPayment }),
+        }),
+        script: [
+          reply.call('always_fails', {}),
+          reply.call('create_payment', { account: 'A-3', amount_cents: 300 }),
+          reply.answer('tried'),
+        ],
+      });
+      const status = await h.orchestrator.run({ principal: PAYER, goal: 'check, then pay A-3 3.00' });
+      await h.orchestrator.close();
+      return status;
+    };
+    // The read established nothing: the write that depends on it (every read, by default) is not run.
+    const unknown = await attempt(undefined);
+    expect(unknown.observations.map((o) => (o.ok ? 'ok' : o.code))).toEqual(['unverified_facts']);
+    expect(unknown.state).toBe('answered');
+    // Its errors declared answers: the write goes on to its gates (here, the user's confirmation).
+    const answered = await attempt('final');
+    expect(answered.state).toBe('waiting_for_confirmation');
   });
 
   it('keeps a prompt injection in a result as data: the write it asks for still waits for the user', async () => {

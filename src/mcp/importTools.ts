@@ -249,7 +249,12 @@ function buildTool(
           if (ctx.signal.aborted) throw error;
           throw new TransientToolError(`the MCP request failed (${safeErrorText(error)})`);
         }
-        return toToolResult(raw, { ...resultOptions, errorCode: 'server_error' });
+        // An error established nothing about the facts (unverified, as after a timeout) unless the host says the
+        // server's errors are answers.
+        return toToolResult(raw, {
+          ...resultOptions,
+          errorCode: serverErrors === 'final' ? 'server_error' : 'tool_error',
+        });
       },
     };
     return defineTool(tool);

@@ -93,6 +93,14 @@ export interface McpReadPolicy<I = any, O = any> extends McpPolicyBase<I, O> {
   effect: 'read';
   /** Transient failures (transport errors, timeouts) are retried within this policy. */
   retry?: RetryPolicy;
+  /**
+   * What an `isError` answer establishes. `'unknown'` (default): nothing. The server says the read failed, so the
+   * facts it was to read are unverified, as after a timeout: the model is told (`tool_error`), and a write that
+   * depends on the read waits until the same read succeeds. `'final'`: the error is the server's answer (one that
+   * reports "not found" as `isError`), `server_error`, and writes may rest on it. Set it only for a server whose
+   * errors you know to be answers.
+   */
+  serverErrors?: 'final' | 'unknown';
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- so policies of all argument types share one map
@@ -167,15 +175,7 @@ const KNOWN_FIELDS = new Set([
   'untrustedOutput',
   'dependsOn',
 ]);
-const WRITE_ONLY = [
-  'lookup',
-  'sameKeyRetrySafe',
-  'lookupRetry',
-  'amount',
-  'keyArgument',
-  'serverErrors',
-  'dependsOn',
-] as const;
+const WRITE_ONLY = ['lookup', 'sameKeyRetrySafe', 'lookupRetry', 'amount', 'keyArgument', 'dependsOn'] as const;
 
 /** Checks the fields `defineTool` does not know about; a typo in a safety field must not pass silently. */
 export function checkPolicyShape(mcpName: string, policy: McpToolPolicy): void {
@@ -190,6 +190,8 @@ export function checkPolicyShape(mcpName: string, policy: McpToolPolicy): void {
     fail(`effect must be 'read' or 'write', not ${JSON.stringify((policy as { effect?: unknown }).effect)}`);
   if (!Array.isArray(policy.scopes) || !policy.scopes.every((s) => typeof s === 'string'))
     fail('scopes must be a list of strings (may be empty)');
+  if (policy.serverErrors !== undefined && policy.serverErrors !== 'final' && policy.serverErrors !== 'unknown')
+    fail(`serverErrors must be 'final' or 'unknown'`);
   if (policy.effect === 'read') {
     for (const key of WRITE_ONLY) if (key in policy) fail(`${key} applies to a write only`);
   } else {
@@ -197,8 +199,6 @@ export function checkPolicyShape(mcpName: string, policy: McpToolPolicy): void {
       fail('lookup must be a function (idempotencyKey, ctx) => { found, value }');
     if (policy.sameKeyRetrySafe !== undefined && typeof policy.sameKeyRetrySafe !== 'boolean')
       fail('sameKeyRetrySafe must be a boolean');
-    if (policy.serverErrors !== undefined && policy.serverErrors !== 'final' && policy.serverErrors !== 'unknown')
-      fail(`serverErrors must be 'final' or 'unknown'`);
     if (policy.keyArgument !== undefined && !/^[A-Za-z_][A-Za-z0-9_.-]{0,63}$/.test(String(policy.keyArgument)))
       fail('keyArgument must be a field name');
   }
