@@ -292,3 +292,34 @@ describe('a waiver is a waiver alone', () => {
     expect(sent).toEqual([]);
   });
 });
+
+describe("a write's lookup that answers neither found nor not found", () => {
+  it('leaves the outcome unknown: a reviewer decides, nothing is sent again', async () => {
+    const sent: string[] = [];
+    const notice = defineTool({
+      ...noticeTool(),
+      // The first request's answer is lost; the lookup returns what a careless host might: an empty object.
+      execute: async (args) => {
+        sent.push(args.text);
+        throw new Error('connection reset');
+      },
+      lookup: async () => ({}) as never,
+    });
+    const h = harness({
+      extraTools: [notice],
+      script: [reply.call('send_notice', { text: 'your order shipped' }), reply.answer('sent')],
+    });
+    const status = await h.orchestrator.run({ principal: E17, goal: 'tell the customer', taskId: 'lookup-shape' });
+    expect(status.state).toBe('review_required');
+    // Before, `{}` counted as not found, and a retry-safe write was sent again.
+    expect(sent).toEqual(['your order shipped']);
+    const audit = await h.orchestrator.audit(status.taskId);
+    // Asked again within the tool's lookup retries, each time with the same answer.
+    const lookups = byKind(audit, 'write_lookup').map((entry) => entry.result);
+    expect(lookups.length).toBeGreaterThan(0);
+    expect(new Set(lookups)).toEqual(new Set(['inconclusive']));
+    // The reviewer is told why, by the answer's shape (its values may be sensitive).
+    expect(JSON.stringify(byKind(audit, 'review'))).toContain('lookup returned neither');
+    await h.orchestrator.close();
+  });
+});

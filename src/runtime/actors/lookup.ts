@@ -62,14 +62,29 @@ export function lookupActor(host: ActorHost) {
       (timed) => ({
         attributes: {
           'statechart_agent.lookup.result':
-            timed.kind === 'done' ? (timed.value.found ? 'found' : 'not_found') : timed.kind,
+            timed.kind === 'done'
+              ? timed.value?.found === true
+                ? 'found'
+                : timed.value?.found === false
+                  ? 'not_found'
+                  : 'invalid'
+              : timed.kind,
         },
         ...(timed.kind === 'done' ? {} : { error: `lookup ${timed.kind}` }),
       }),
     );
     if (timed.kind === 'done') {
-      if (!timed.value.found) return done({ kind: 'not_found' });
-      const parsed = tool.output.safeParse(timed.value.value);
+      // Only an explicit `found: false` says the write did not happen (it may be sent again): anything else a lookup
+      // returns (a host's `{}`, `undefined`, `{ found: 'no' }`) says nothing, and the write's outcome stays unknown.
+      const found = (timed.value as { found?: unknown } | null | undefined)?.found;
+      if (found === false) return done({ kind: 'not_found' });
+      if (found !== true)
+        return done({
+          kind: 'inconclusive',
+          code: 'invalid_output',
+          summary: `lookup returned neither { found: true, value } nor { found: false }: ${shapeOf(timed.value)}`,
+        });
+      const parsed = tool.output.safeParse((timed.value as { value?: unknown }).value);
       if (parsed.success) return done({ kind: 'found', value: toJson(parsed.data) });
       return done({
         kind: 'inconclusive',
@@ -87,6 +102,13 @@ export function lookupActor(host: ActorHost) {
       return done({ kind: 'inconclusive', code: 'lookup_failed', summary: 'lookup aborted' });
     return done({ kind: 'inconclusive', code: 'lookup_failed', summary: `lookup failed: ${uncut(timed.error)}` });
   });
+}
+
+/** What a lookup returned, by shape only (its values may be sensitive): `undefined`, `null`, `an object with keys a, b`. */
+function shapeOf(value: unknown): string {
+  if (value === null || typeof value !== 'object') return value === null ? 'null' : typeof value;
+  const keys = Object.keys(value).slice(0, 5);
+  return keys.length === 0 ? 'an empty object' : `an object with keys ${keys.join(', ')}`;
 }
 
 /** An error's name and message, whole: sealed before it is cut. */
