@@ -10,10 +10,11 @@ import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { E17 } from '../examples/booking/scenarios.js';
-import { type ModelRequest, TransientModelError } from '../src/model/agentModel.js';
+import { type ModelReply, type ModelRequest, TransientModelError } from '../src/model/agentModel.js';
 import { createAiSdkModel } from '../src/model/aisdk/aiSdkModel.js';
 import { createOpenAIModel } from '../src/model/openai/openaiModel.js';
 import { ModelAbortedError, toModelReply } from '../src/model/openai/openaiReply.js';
+import { readChatStream } from '../src/model/openai/openaiStreams.js';
 import { createOpenAIResponsesModel } from '../src/model/openai/responsesModel.js';
 import { toResponsesReply } from '../src/model/openai/responsesReply.js';
 import { defineTool } from '../src/tool.js';
@@ -160,6 +161,34 @@ describe('Chat Completions streaming', () => {
   it('charges the reservation when a server that ignores include_usage ends its stream without usage', async () => {
     await serve(chatStream(CHAT_CALL, { events: events(CHAT_CALL).slice(0, 8) }));
     expect(await chat().decide(turn().request)).toMatchObject({ type: 'tool_calls', usage: FALLBACK });
+  });
+
+  it('keeps every streamed call whatever index the server numbers it with, in index order', async () => {
+    // A call numbered -1 or 1.5 was silently dropped from the batch; one numbered 2^32 - 2 grew a sparse array the
+    // assembly then walked slot by slot (minutes of blocked event loop). Each is kept, by its index, at once.
+    const part = (index: number, id: string, name: string) => ({ index, id, function: { name, arguments: '{}' } });
+    const chunks = [
+      { id: 'x', choices: [{ index: 0, delta: { tool_calls: [part(0, 'a', 'find'), part(1.5, 'b', 'get')] } }] },
+      {
+        id: 'x',
+        choices: [{ index: 0, delta: { tool_calls: [part(-1, 'c', 'put'), part(2 ** 32 - 2, 'd', 'end')] } }],
+      },
+      { id: 'x', choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }] },
+    ];
+    async function* stream() {
+      yield* chunks;
+    }
+    const started = Date.now();
+    const body = await readChatStream(stream(), {}, new AbortController().signal);
+    expect(Date.now() - started).toBeLessThan(1_000);
+    const reply = toModelReply(body, { fallbackUsage: FALLBACK });
+    expect(reply).toMatchObject({ type: 'tool_calls' });
+    expect((reply as Extract<ModelReply, { type: 'tool_calls' }>).calls.map((c) => c.callId)).toEqual([
+      'c',
+      'a',
+      'b',
+      'd',
+    ]);
   });
 
   it('stops reading when the turn is aborted, with ModelAbortedError', async () => {

@@ -444,6 +444,13 @@ describe('toModelReply', () => {
       { type: 'tool_calls', calls: [{ callId: 'c9', name: 'find', arguments: '{"a":1}' }], text: null, usage: used },
     ],
     [
+      // A server that sends a null (or a bare string) in tool_calls: a clear unusable output, re-asked, not a TypeError
+      // that would fail the task as model_unavailable.
+      'a tool call that is not an object',
+      response({ tool_calls: [fn('c1', 'find', '{}'), null] }, 'tool_calls'),
+      expect.objectContaining({ type: 'invalid', detail: 'tool call #2 is null, not an object' }),
+    ],
+    [
       'a tool call of another type is still refused',
       response({ tool_calls: [{ id: 'x', type: 'custom', custom: { name: 'find', input: '{}' } }] }),
       expect.objectContaining({

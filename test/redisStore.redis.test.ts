@@ -324,6 +324,19 @@ describe.skipIf(!redis)('RedisStore', () => {
       await expectOthersUnaffected();
     });
 
+    it.each(['null', '5', '"t-bad"', '[]', '{"taskId":"t-bad","updatedAt":"soon"}'])(
+      'leaves a task whose stored summary is JSON of the wrong shape (%s) out of listings',
+      async (text) => {
+        await client.hset(redisKeys(prefix).task('t-bad'), 'summary', text);
+        for (const query of [{}, { states: ['running' as const] }, { owner: { tenantId: 'acme', userId: 'E17' } }]) {
+          const listed = await store.list(query);
+          expect(listed.map((s) => s.taskId)).not.toContain('t-bad');
+          expect(listed.every((s) => typeof s?.taskId === 'string')).toBe(true);
+        }
+        await expectOthersUnaffected();
+      },
+    );
+
     it('refuses a field of the wrong type, naming its path', async () => {
       const envelope = JSON.parse((await client.hget(redisKeys(prefix).task('t-bad'), 'envelope'))!);
       envelope.snapshot.context.turn = 'three';

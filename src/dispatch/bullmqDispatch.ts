@@ -24,6 +24,7 @@ import {
   type EnqueueOptions,
   type QueueBacklog,
   type QueueDepth,
+  driveJobProblem,
   jobIdOf,
 } from '../orchestrator/dispatch.js';
 import { INBOX_REPLIES_KEPT } from '../store/envelope.js';
@@ -178,7 +179,7 @@ export class BullmqDispatch implements Dispatch {
 
   async pendingStart(taskId: string): Promise<AgentInput | null> {
     const job = await this.startJob(taskId);
-    if (!job) return null;
+    if (!job || driveJobProblem(job.data) !== null) return null;
     return PENDING_STATES.has(await job.getState()) ? (job.data as Extract<DriveJob, { kind: 'start' }>).input : null;
   }
 
@@ -202,7 +203,9 @@ export class BullmqDispatch implements Dispatch {
     )[];
     return jobs.flatMap((job) => {
       const data = job?.data;
+      // A malformed job (no API process wrote it) names nobody: it must not make every erasure fail.
       return data?.kind === 'start' &&
+        driveJobProblem(data) === null &&
         data.input.principal.tenantId === owner.tenantId &&
         data.input.principal.userId === owner.userId
         ? [data.taskId]
@@ -214,7 +217,7 @@ export class BullmqDispatch implements Dispatch {
     const failed = (await this.queue.getFailed(0, limit - 1)) as (Job<DriveJob> | undefined)[];
     let retried = 0;
     for (const job of failed) {
-      if (job?.data.kind !== 'start') continue;
+      if (job?.data?.kind !== 'start' || driveJobProblem(job.data) !== null) continue;
       await job.retry();
       retried += 1;
     }
@@ -232,6 +235,9 @@ export class BullmqDispatch implements Dispatch {
     const worker = new bullmq.Worker(
       this.name,
       async (job: Job<DriveJob>, token?: string) => {
+        // Failed for good at once, with what is wrong with it: retrying cannot mend a job's data.
+        const problem = driveJobProblem(job.data);
+        if (problem !== null) throw new bullmq.UnrecoverableError(`malformed dispatch job ${job.id}: ${problem}`);
         const outcome = await handle(job.data).catch(async (error: unknown) => {
           if (!(error instanceof AgentError && error.code === 'catalog_mismatch')) throw error;
           // Not for this process (it lacks the task's tools as they were): back in the queue for a worker that has
@@ -259,7 +265,8 @@ export class BullmqDispatch implements Dispatch {
     );
     worker.on('error', (error: Error) => this.options.onError?.(error));
     worker.on('failed', (job: Job<DriveJob> | undefined, error: Error) => {
-      if (job && job.attemptsMade >= (job.opts.attempts ?? 1) && !(error instanceof TaskBusyRetry))
+      if (job && error instanceof bullmq.UnrecoverableError) this.options.onError?.(error);
+      else if (job && job.attemptsMade >= (job.opts.attempts ?? 1) && !(error instanceof TaskBusyRetry))
         this.options.onError?.(error, job.data);
     });
     this.workers.add(worker);

@@ -8,6 +8,7 @@
 import type { Principal } from '../../machines/context.js';
 import type { TranscriptEntry } from '../../machines/journal.js';
 import type { Orchestrator, TaskStatus } from '../orchestrator/orchestrator.js';
+import { CorruptTaskError, TaskNotFoundError, UnsupportedVersionError } from '../errors.js';
 import { decidesPending } from './access.js';
 import type { EarlierProposal, InboxItem } from './schemas.js';
 
@@ -118,4 +119,23 @@ function objectOf(value: unknown): Record<string, unknown> {
 
 function same(a: unknown, b: unknown): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
+}
+
+/**
+ * The status of a task a listing found, or null when it cannot be read: erased since, or its stored data damaged or
+ * of a version this build does not read. A listing leaves such a task out (its own routes name the problem) rather
+ * than failing for every other task.
+ */
+export async function listedStatus(orchestrator: Orchestrator, taskId: string): Promise<TaskStatus | null> {
+  try {
+    return await orchestrator.status(taskId);
+  } catch (error) {
+    if (
+      error instanceof TaskNotFoundError ||
+      error instanceof CorruptTaskError ||
+      error instanceof UnsupportedVersionError
+    )
+      return null;
+    throw error;
+  }
 }

@@ -28,6 +28,7 @@ import {
   AgentError,
   CapacityError,
   CatalogMismatchError,
+  CorruptTaskError,
   EventPendingError,
   HostRequestError,
   MandateUsedError,
@@ -38,6 +39,7 @@ import {
   TaskNotFoundError,
   TaskQuarantinedError,
   TaskRunningError,
+  UnsupportedVersionError,
 } from '../errors.js';
 import type { AgentErrorCode } from '../errorCodes.js';
 import type { Orchestrator } from '../orchestrator/orchestrator.js';
@@ -229,7 +231,13 @@ function libraryErrorResponse(error: FastifyError | Error): { statusCode: number
   if (error instanceof TaskExistsError) return { statusCode: 409, body: { code: error.code, message: error.message } };
   if (error instanceof TaskNotFoundError)
     return { statusCode: 404, body: { code: error.code, message: error.message } };
-  if (error instanceof TaskQuarantinedError)
+  // A task whose stored data cannot be restored (damaged, or of a version this build does not read), as a quarantined
+  // one: named with its problem, not an internal error.
+  if (
+    error instanceof TaskQuarantinedError ||
+    error instanceof CorruptTaskError ||
+    error instanceof UnsupportedVersionError
+  )
     return { statusCode: 409, body: { code: error.code, message: error.message } };
   // Erasing a task this process runs needs cancelRunning (the operator's erase route).
   if (error instanceof TaskRunningError) return { statusCode: 409, body: { code: error.code, message: error.message } };

@@ -14,7 +14,7 @@ import type { TaskSummary } from '../store/summary.js';
 import { type Access, accessOf, decidesPending } from './access.js';
 import { chartLayout } from './chartLayout.js';
 import { type ServiceContext, parse } from './context.js';
-import { inboxItem } from './inbox.js';
+import { inboxItem, listedStatus } from './inbox.js';
 import type { RouteDoc } from './openapi.js';
 import {
   accessSchema,
@@ -181,7 +181,8 @@ export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, do
         // Someone else's task is visible to a non-operator only while it waits for a confirmation they may approve.
         if (!mine && !operator && summary.state !== 'waiting_for_confirmation') continue;
         if ((!mine && !operator) || query.waiting) {
-          const status = await orchestrator.status(summary.taskId);
+          const status = await listedStatus(orchestrator, summary.taskId);
+          if (!status) continue;
           const seen = accessOf(principal, status, orchestrator.adminScope);
           if (!seen || seen === 'decided' || (query.waiting && !waitsFor(principal, status))) continue;
           access = seen;
@@ -333,12 +334,8 @@ export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, do
       const items = [];
       for (const summary of await orchestrator.list({ states: ['waiting_for_confirmation'] })) {
         if (summary.tenantId !== principal.tenantId) continue;
-        const item = await inboxItem(
-          orchestrator,
-          principal,
-          await orchestrator.status(summary.taskId),
-          ctx.clock.now(),
-        );
+        const status = await listedStatus(orchestrator, summary.taskId);
+        const item = status && (await inboxItem(orchestrator, principal, status, ctx.clock.now()));
         if (item) items.push(item);
       }
       items.sort((a, b) => a.expiresAt - b.expiresAt);

@@ -120,3 +120,36 @@ export function jobIdOf(job: DriveJob, suffix = ''): string {
       return `w.${task}.${job.at}${suffix}`;
   }
 }
+
+/**
+ * What is wrong with a job read from the queue, or null when it is a DriveJob. Only the shape the worker routes by
+ * is checked (a start's input is checked whole when the task is created): a job no API process wrote must fail on
+ * its own with this reason, not as a TypeError deep in a worker or a reader of the queue.
+ */
+export function driveJobProblem(data: unknown): string | null {
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) return 'the job is not an object';
+  const job = data as Record<string, unknown>;
+  if (typeof job.taskId !== 'string' || job.taskId === '') return 'the job names no task id';
+  switch (job.kind) {
+    case 'start': {
+      const input = job.input as { taskId?: unknown; principal?: Record<string, unknown> | null } | null | undefined;
+      if (typeof input !== 'object' || input === null || Array.isArray(input))
+        return "the start job's input is not an object";
+      if (input.taskId !== job.taskId)
+        return `the start job's input is for task ${JSON.stringify(input.taskId)}, not ${JSON.stringify(job.taskId)}`;
+      // Read before the input is checked whole (capacity, the tenant's cap, erasures): a tenant and a user.
+      const principal = input.principal;
+      if (typeof principal?.tenantId !== 'string' || typeof principal.userId !== 'string')
+        return "the start job's input has no principal with a tenantId and a userId";
+      return null;
+    }
+    case 'event':
+      return Number.isSafeInteger(job.seq) && (job.seq as number) >= 0
+        ? null
+        : "the event job's seq is not a whole number";
+    case 'wake':
+      return Number.isFinite(job.at) ? null : "the wake job's at is not a time";
+    default:
+      return `the job is of unknown kind ${JSON.stringify(job.kind)}`;
+  }
+}

@@ -77,6 +77,11 @@ function mapCompletion(completion: Partial<ChatCompletion>, usage: ModelUsageRep
   // `type`; some servers send `arguments` as an object. What is read is still only a proposal.
   const content = textOf(message.content);
   if (Array.isArray(toolCalls) && toolCalls.length > 0) {
+    const odd = toolCalls.findIndex((call: unknown) => typeof call !== 'object' || call === null);
+    if (odd >= 0) {
+      const what = toolCalls[odd] === null ? 'null' : typeof toolCalls[odd];
+      return invalid(`tool call #${odd + 1} is ${what}, not an object`);
+    }
     const other = toolCalls.find((call) => call?.type !== undefined && call?.type !== 'function');
     if (other)
       return invalid(

@@ -45,7 +45,9 @@ export async function readChatStream(
   let usage: ChatCompletion['usage'] | undefined;
   // llama.cpp's running count: with `timings_per_token` every chunk carries one, so the last one is the turn's.
   let timed: ChatCompletion['usage'] | undefined;
-  const calls: CallParts[] = [];
+  // By the index the server numbers each call with (any number: one numbered -1 or 1.5 is still a call, and 2^32 - 2
+  // must not make a sparse array walked slot by slot), else by its position in the chunk.
+  const calls = new Map<number, CallParts>();
   const count = await readAll(chunks, signal, secrets, (raw) => {
     if (typeof raw !== 'object' || raw === null) return;
     const chunk = raw as Partial<ChatCompletionChunk>;
@@ -64,8 +66,9 @@ export async function readChatStream(
     if (typeof delta.refusal === 'string') refusal = (refusal ?? '') + delta.refusal;
     (Array.isArray(delta.tool_calls) ? delta.tool_calls : []).forEach((part, position) => {
       if (typeof part !== 'object' || part === null) return;
-      const at = typeof part.index === 'number' ? part.index : position;
-      const call = (calls[at] ??= { arguments: '' });
+      const at = typeof part.index === 'number' && Number.isFinite(part.index) ? part.index : position;
+      let call = calls.get(at);
+      if (call === undefined) calls.set(at, (call = { arguments: '' }));
       if (typeof part.id === 'string' && call.id === undefined) call.id = part.id;
       if (typeof part.type === 'string' && call.type === undefined) call.type = part.type;
       const fn = part.function as { name?: unknown; arguments?: unknown } | undefined;
@@ -87,9 +90,9 @@ export async function readChatStream(
   });
   if (finish === null) throw incomplete(count, 'no finish reason');
   usage ??= timed;
-  const toolCalls = calls
-    .filter((call) => call !== undefined)
-    .map((call) => ({
+  const toolCalls = [...calls]
+    .sort(([a], [b]) => a - b)
+    .map(([, call]) => ({
       ...(call.id === undefined ? {} : { id: call.id }),
       ...(call.type === undefined ? {} : { type: call.type }),
       function: { name: call.name as string, arguments: call.arguments },

@@ -99,26 +99,46 @@ export class RedisListing {
     });
   }
 
-  /** Summaries of `ids`, fetched in one pipeline. A task whose hash is gone or unreadable is left out. */
+  /**
+   * Summaries of `ids`, fetched in one pipeline. A task whose hash is gone or unreadable, or whose summary is not one
+   * of that task (JSON `null`, a number, another task's), is left out: the listing stays usable for every other task,
+   * and loading that task reports the corruption.
+   */
   private async summaries(ids: string[]): Promise<TaskSummary[]> {
     if (ids.length === 0) return [];
     const pipeline = ids.reduce((p, id) => p.hget(this.keys.task(id), TASK_FIELDS.summary), this.client.pipeline());
     const replies = (await pipeline.exec()) ?? [];
     const summaries: TaskSummary[] = [];
-    for (const [error, text] of replies) {
+    replies.forEach(([error, text], i) => {
       if (error) {
-        if (error.message.includes('WRONGTYPE')) continue;
+        if (error.message.includes('WRONGTYPE')) return;
         throw error;
       }
-      if (typeof text !== 'string') continue;
+      if (typeof text !== 'string') return;
+      let summary: unknown;
       try {
-        summaries.push(JSON.parse(text) as TaskSummary);
+        summary = JSON.parse(text);
       } catch {
-        // Listing stays usable; loading that task reports the corruption.
+        return;
       }
-    }
+      if (isSummaryOf(summary, ids[i]!)) summaries.push(summary);
+    });
     return summaries;
   }
+}
+
+/** True when `value` has what listing reads (the id, owner, state and times) of a summary of task `taskId`. */
+function isSummaryOf(value: unknown, taskId: string): value is TaskSummary {
+  if (typeof value !== 'object' || value === null) return false;
+  const s = value as Partial<Record<keyof TaskSummary, unknown>>;
+  return (
+    s.taskId === taskId &&
+    typeof s.state === 'string' &&
+    typeof s.userId === 'string' &&
+    typeof s.tenantId === 'string' &&
+    Number.isFinite(s.updatedAt) &&
+    (s.wakeAt === null || Number.isFinite(s.wakeAt))
+  );
 }
 
 /** The order of every store's `list`: most recently updated first, ties by task id in code-unit order. */
