@@ -11,6 +11,8 @@ describe.skipIf(!redis)('the demo Redis stores', () => {
 
   it('refuses a prefix holding keys it did not make, and empties one it made', async () => {
     const prefix = redis!.freshPrefix();
+    // Restored after: the files of the Redis tier share a worker (vitest.config.ts), so nothing is left set.
+    const redisUrl = process.env.REDIS_URL;
     process.env.REDIS_URL = redis!.url;
     try {
       await client!.set(`{${prefix}:normal}:someone-else`, 'mine');
@@ -25,6 +27,8 @@ describe.skipIf(!redis)('the demo Redis stores', () => {
       expect(await client!.exists(`{${prefix}:refund}:left-by-the-run`)).toBe(0);
       expect(await client!.exists(`{${prefix}:refund}:demo-marker`)).toBe(1);
     } finally {
+      if (redisUrl === undefined) delete process.env.REDIS_URL;
+      else process.env.REDIS_URL = redisUrl;
       await redis!.deleteKeys(`${prefix}:normal`);
       await redis!.deleteKeys(`${prefix}:refund`);
     }
