@@ -8,7 +8,7 @@
 import type { Principal } from '../../machines/context.js';
 import type { TranscriptEntry } from '../../machines/journal.js';
 import type { Orchestrator, TaskStatus } from '../orchestrator/orchestrator.js';
-import { CorruptTaskError, TaskNotFoundError, UnsupportedVersionError } from '../errors.js';
+import { isUnlistableTask } from '../errors.js';
 import { decidesPending } from './access.js';
 import type { EarlierProposal, InboxItem } from './schemas.js';
 
@@ -130,12 +130,7 @@ export async function listedStatus(orchestrator: Orchestrator, taskId: string): 
   try {
     return await orchestrator.status(taskId);
   } catch (error) {
-    if (
-      error instanceof TaskNotFoundError ||
-      error instanceof CorruptTaskError ||
-      error instanceof UnsupportedVersionError
-    )
-      return null;
+    if (isUnlistableTask(error)) return null;
     throw error;
   }
 }

@@ -3,7 +3,7 @@
  * by id and by age, paged. The store narrows by state and owner (its indexes); what a task waits for and on which
  * tool is read off its status, and only for tasks in a waiting state (a running or finished task waits for nothing).
  */
-import { CorruptTaskError, TaskNotFoundError, UnsupportedVersionError } from '../errors.js';
+import { isUnlistableTask } from '../errors.js';
 import { WAITING_TASK_STATES } from '../../machines/tags.js';
 import type { TaskState, TaskSummary } from '../store/summary.js';
 import type { ListQuery } from '../store/taskStore.js';
@@ -135,12 +135,7 @@ async function withWait(reads: SearchReads, summary: TaskSummary): Promise<Found
   try {
     status = await reads.status(summary.taskId);
   } catch (error) {
-    if (
-      error instanceof TaskNotFoundError ||
-      error instanceof CorruptTaskError ||
-      error instanceof UnsupportedVersionError
-    )
-      return null;
+    if (isUnlistableTask(error)) return null;
     throw error;
   }
   // The status is newer than the listing when the task moved meanwhile: its own state decides.
