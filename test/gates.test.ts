@@ -204,7 +204,16 @@ describe('gate (d): permission of the trusted principal', () => {
     expect(h2.bookings.bookings.map((b) => [b.roomId, b.requesterId])).toEqual([['R1', 'M1']]);
   });
 
-  it('refuses to define a tool whose input carries identity', () => {
+  it.each([
+    'requester_id',
+    'tenantId',
+    'requesterId',
+    'onBehalfOf',
+    'principalId',
+    'actorId',
+    'Tenant-Id',
+    'employeeId',
+  ])('refuses to define a tool whose input carries the identity field %s, however it is spelled', (field) => {
     expect(() =>
       defineTool({
         name: 'book_for',
@@ -212,30 +221,12 @@ describe('gate (d): permission of the trusted principal', () => {
         effect: 'read',
         scopes: [],
         timeoutMs: 10,
-        input: z.strictObject({ room_id: z.string(), requester_id: z.string() }),
+        input: z.strictObject({ room_id: z.string(), [field]: z.string() }),
         output: z.unknown(),
         execute: async () => ({ ok: true, value: null }),
       }),
-    ).toThrow(/identity field "requester_id"/);
+    ).toThrow(`identity field "${field}"`);
   });
-
-  it.each(['tenantId', 'requesterId', 'onBehalfOf', 'principalId', 'actorId', 'Tenant-Id', 'employeeId'])(
-    'refuses the identity field %s however it is spelled (camelCase, dashes, capitals)',
-    (field) => {
-      expect(() =>
-        defineTool({
-          name: 'book_for',
-          description: 'x',
-          effect: 'read',
-          scopes: [],
-          timeoutMs: 10,
-          input: z.strictObject({ room_id: z.string(), [field]: z.string() }),
-          output: z.unknown(),
-          execute: async () => ({ ok: true, value: null }),
-        }),
-      ).toThrow(`identity field "${field}"`);
-    },
-  );
 
   it('refuses a tool whose input schema accepts unknown fields', () => {
     expect(() =>

@@ -48,6 +48,10 @@ const fromTickets: StartRequest = (body, principal) => {
 
 let app: FastifyInstance | null = null;
 let orchestrator: Orchestrator | null = null;
+
+/** An orchestrator with no tools and a model that is never asked: for the service's own checks. */
+const toollessOrchestrator = () =>
+  createOrchestrator({ tools: [], model: scriptedModel([]), store: new MemoryStore(), expirySweepMs: 0 });
 afterEach(async () => {
   await app?.close();
   await orchestrator?.close();
@@ -223,12 +227,7 @@ describe('registering the service', () => {
   const base = () => ({ orchestrator: orchestrator!, authenticate: () => E17, pages: false });
 
   it('throws ServiceOptionsError without startRequest, saying what to write', async () => {
-    orchestrator = createOrchestrator({
-      tools: [],
-      model: scriptedModel([]),
-      store: new MemoryStore(),
-      expirySweepMs: 0,
-    });
+    orchestrator = toollessOrchestrator();
     app = Fastify();
     const registering = app.register(agentService, base() as unknown as AgentServiceOptions);
     await expect(registering).rejects.toThrow(ServiceOptionsError);
@@ -239,12 +238,7 @@ describe('registering the service', () => {
   });
 
   it('throws ServiceOptionsError without authenticate', async () => {
-    orchestrator = createOrchestrator({
-      tools: [],
-      model: scriptedModel([]),
-      store: new MemoryStore(),
-      expirySweepMs: 0,
-    });
+    orchestrator = toollessOrchestrator();
     app = Fastify();
     const options = { ...base(), authenticate: undefined, startRequest: fromTickets };
     await expect(app.register(agentService, options as unknown as AgentServiceOptions)).rejects.toMatchObject({
@@ -256,12 +250,7 @@ describe('registering the service', () => {
 
 describe('a session check that throws', () => {
   it("answers 401 without the thrown message (it is the host's internals), and logs it", async () => {
-    orchestrator = createOrchestrator({
-      tools: [],
-      model: scriptedModel([]),
-      store: new MemoryStore(),
-      expirySweepMs: 0,
-    });
+    orchestrator = toollessOrchestrator();
     const logged: unknown[] = [];
     app = Fastify({
       logger: { level: 'warn', stream: { write: (line: string) => void logged.push(JSON.parse(line)) } },
@@ -290,12 +279,7 @@ describe('a session check that throws', () => {
 
 describe('a session check that returns more than a principal', () => {
   it('answers 500 invalid_principal naming the field (never its value), so the host sees what to drop', async () => {
-    orchestrator = createOrchestrator({
-      tools: [],
-      model: scriptedModel([]),
-      store: new MemoryStore(),
-      expirySweepMs: 0,
-    });
+    orchestrator = toollessOrchestrator();
     app = Fastify();
     await app.register(agentService, {
       orchestrator,

@@ -23,26 +23,7 @@ import {
   harness,
   reserveArgs,
 } from './support/harness.js';
-
-/** A write with a written waiver: a notice to the customer. */
-function noticeTool(sent: string[] = []) {
-  return defineTool({
-    name: 'send_notice',
-    description: 'Sends the customer a notice.',
-    effect: 'write',
-    scopes: [],
-    timeoutMs: 200,
-    sameKeyRetrySafe: true,
-    confirm: { never: 'a notice to the requester only' },
-    input: z.strictObject({ text: z.string() }),
-    output: z.strictObject({ notice_id: z.string() }),
-    execute: async (args, ctx) => {
-      sent.push(args.text);
-      return { ok: true, value: { notice_id: `N-${ctx.idempotencyKey.slice(-4)}` } };
-    },
-    lookup: async () => ({ found: false as const }),
-  });
-}
+import { waivedNoticeTool as noticeTool } from './support/noticeTools.js';
 
 describe('unverified facts: a re-read verifies only what it read', () => {
   it('keeps a mark until every unknown read of the tool succeeded; a mark recorded without arguments clears as before', () => {
