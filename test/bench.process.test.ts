@@ -35,6 +35,20 @@ function tableRows(out: string, heading: string): string[][] {
 /** "0.48x" or "21x" as a number; anything else as NaN. */
 const ratioOf = (cell: string) => (/^\d+(\.\d+)?x$/.test(cell) ? Number(cell.slice(0, -1)) : Number.NaN);
 
+/** Keys left under the run's prefix. */
+async function keysLeft(runId: string | undefined): Promise<string[]> {
+  expect(runId).toBeDefined();
+  const client = redis!.connect();
+  const left: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, keys] = await client.scan(cursor, 'MATCH', `{${runId}-*`, 'COUNT', 1_000);
+    cursor = next;
+    left.push(...keys);
+  } while (cursor !== '0');
+  return left;
+}
+
 async function runBench(args: string[]) {
   const { code, out, err } = await pool.run('scripts/bench.ts', ['--tiny', ...args], {
     env: { REDIS_URL: redis!.url },
@@ -58,16 +72,34 @@ describe.skipIf(!redis)('the bench, tiny', () => {
     for (const row of targets) expect(['yes', '**no**', '—']).toContain(row[2]);
     expect(tableRows(out, 'Other measurements').length).toBeGreaterThanOrEqual(3);
 
-    expect(runId).toBeDefined();
-    const client = redis!.connect();
-    const left: string[] = [];
-    let cursor = '0';
-    do {
-      const [next, keys] = await client.scan(cursor, 'MATCH', `{${runId}-*`, 'COUNT', 1_000);
-      cursor = next;
-      left.push(...keys);
-    } while (cursor !== '0');
-    expect(left).toEqual([]);
+    expect(await keysLeft(runId)).toEqual([]);
+  });
+
+  it('profiles a round by part against the bare loop (scripts/bench/roundProfile.ts)', async () => {
+    const { code, out, err } = await pool.run('scripts/bench/roundProfile.ts', ['--k', '3', '--tasks', '2'], {
+      env: { REDIS_URL: redis!.url },
+      timeoutMs: 20_000,
+    });
+    expect(code, err).toBe(0);
+    const rows = out
+      .split('\n')
+      .filter((line) => line.startsWith('|'))
+      .slice(2)
+      .map((line) =>
+        line
+          .split('|')
+          .slice(1, -1)
+          .map((cell) => cell.trim()),
+      );
+    const byPart = new Map(rows.map((row) => [row[0]!, row.slice(1)]));
+    for (const part of ['xstate', 'machines/ (guards, steps)', '**all**']) expect(byPart.has(part), out).toBe(true);
+    // The bare loop runs no guard or step of the chart; every figure is a finite number.
+    expect(byPart.get('machines/ (guards, steps)')![1]).toBe('0');
+    for (const row of rows) {
+      expect(Number.isFinite(Number(row[1])) && Number.isFinite(Number(row[2])), row.join(' | ')).toBe(true);
+      expect(Number.isFinite(ratioOf(row[3]!)), row.join(' | ')).toBe(true);
+    }
+    expect(await keysLeft(/keys under \{(roundprof-[0-9a-f]+)-\*\}/.exec(err)?.[1])).toEqual([]);
   });
 
   it.skipIf(!peerInstalled)('with --peers, adds LangGraph cells and a finite ratio to them', async () => {
