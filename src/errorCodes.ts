@@ -92,6 +92,8 @@ export const AGENT_ERROR_CODES = {
     'invalid_query',
     'invalid_last_event_id',
     'invalid_json',
+    /** A body with a key that could poison a prototype (`__proto__`, `constructor.prototype`): valid JSON, refused. */
+    'forbidden_json_key',
     'body_too_large',
     'unsupported_media_type',
     'unauthenticated',
