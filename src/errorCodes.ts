@@ -107,6 +107,9 @@ export const AGENT_ERROR_CODES = {
     'task_not_found',
     'task_exists',
     'not_found',
+    /** `problemFrameworkErrors`: a path with a malformed percent-escape (400), a path parameter too long (414). */
+    'invalid_url_encoding',
+    'path_param_too_long',
     'unknown_event_id',
     'not_taken',
     'not_stepping',

@@ -9,7 +9,7 @@
  * Fastify is not loaded by this module (it only uses its types): the host brings its own Fastify 5 app.
  *
  * @example
- * const app = Fastify();
+ * const app = Fastify({ frameworkErrors: problemFrameworkErrors }); // the router's own errors as problems too
  * await app.register(agentService, {
  *   orchestrator,
  *   authenticate: (request) => sessions.principalOf(request), // -> { userId, tenantId, scopes } or null
@@ -271,6 +271,7 @@ function libraryErrorResponse(error: FastifyError | Error): { statusCode: number
 }
 
 export { createStepper, type Stepper } from './stepper.js';
+export { problemFrameworkErrors } from './frameworkErrors.js';
 export { accessOf, CsrfGuard, type Access, type Authenticate } from './access.js';
 export { chartLayout, type ChartLayout, type LaidOutEdge, type LaidOutState } from './chartLayout.js';
 export { earlierProposals } from './inbox.js';
