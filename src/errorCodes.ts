@@ -92,6 +92,8 @@ export const AGENT_ERROR_CODES = {
     'invalid_query',
     'invalid_last_event_id',
     'invalid_json',
+    /** A body with a key that could poison a prototype (`__proto__`, `constructor.prototype`): valid JSON, refused. */
+    'forbidden_json_key',
     'body_too_large',
     'unsupported_media_type',
     'unauthenticated',
@@ -105,6 +107,9 @@ export const AGENT_ERROR_CODES = {
     'task_not_found',
     'task_exists',
     'not_found',
+    /** `problemFrameworkErrors`: a path with a malformed percent-escape (400), a path parameter too long (414). */
+    'invalid_url_encoding',
+    'path_param_too_long',
     'unknown_event_id',
     'not_taken',
     'not_stepping',

@@ -4,26 +4,19 @@
  * the model never does.
  *
  * Tools receive the trusted principal and an AbortSignal from the host. No input schema may carry identity:
- * `defineTool` refuses fields such as `requester_id` or `user_id`.
+ * `defineTool` refuses fields such as `requester_id` or `user_id`, also nested (`customer.tenant_id`).
  */
 import { z } from 'zod';
 import { RISK_CLASSES } from '../machines/context.js';
 import type { ApprovalRule, ConfirmationPolicy, ConfirmationWaiver } from '../machines/toolkit.js';
 import { canonicalJson } from '../machines/lib/canonicalJson.js';
+import { identityFieldInSchema } from '../machines/lib/identityFields.js';
 import { ToolDefinitionError } from './errors.js';
 import type { ReadTool, Tool, WriteTool } from './toolTypes.js';
 
 export * from './toolTypes.js';
 
 const NAME = /^[a-z][a-z0-9_]{0,63}$/;
-/**
- * Identity comes from the host session; an argument that names a user would let the model choose one. Matched
- * however the field is spelled: `tenant_id`, `tenantId`, `Tenant-Id` and `TENANTID` are one name.
- */
-const IDENTITY_FIELDS =
-  /^(requester|requesterid|requestedby|user|userid|principal|principalid|tenant|tenantid|onbehalfof|actor|actorid|employeeid|caller|callerid|scopes?|role|roles|permissions?)$/i;
-const isIdentityField = (field: string): boolean => IDENTITY_FIELDS.test(field.replace(/[\s_-]/g, ''));
-
 /**
  * Checks a tool definition and returns it unchanged. Throws `ToolDefinitionError` for: a name that is not
  * snake_case, an effect other than 'read' or 'write', an input schema that is not a strict object, an identity
@@ -79,11 +72,13 @@ export function defineTool(tool: Tool): Tool {
   }
   if (schema.type !== 'object') fail('the input schema must be an object');
   if (schema.additionalProperties !== false) fail('the input schema must reject unknown fields (use z.strictObject)');
-  for (const field of Object.keys((schema.properties as Record<string, unknown>) ?? {})) {
-    if (isIdentityField(field)) {
-      fail(`the input has an identity field "${field}"; identity comes from the host's principal, not from arguments`);
-    }
-  }
+  // At any depth (`customer.tenant_id`): identity comes from ctx.principal, or an MCP policy's serverArguments.
+  const identity = identityFieldInSchema(schema);
+  if (identity?.kind === 'field')
+    fail(
+      `the input has an identity field "${identity.path}"; identity comes from the host's principal, not from arguments`,
+    );
+  if (identity?.kind === 'bound') fail(`${identity.detail}; identity fields are checked only within that bound`);
   checkConfirmation(tool, fail);
   if (tool.sensitive !== undefined) {
     const { args = [], output = [] } = tool.sensitive;

@@ -140,6 +140,116 @@ describe('gate (b): schema', () => {
   });
 });
 
+describe('gate (b): schema, identity fields the model chooses', () => {
+  /** A read whose labels are a record: the model chooses their keys. */
+  const tagRoom = (seen: unknown[]) =>
+    defineTool({
+      name: 'tag_room',
+      description: 'Labels a room.',
+      effect: 'read',
+      scopes: [],
+      timeoutMs: 100,
+      input: z.strictObject({ room_id: z.string(), labels: z.record(z.string(), z.json()) }),
+      output: z.unknown(),
+      execute: async (args) => {
+        seen.push(args);
+        return { ok: true, value: null };
+      },
+    });
+
+  it.each([
+    ['in a record', { note: 'x', tenant_id: 'globex' }, 'labels.tenant_id'],
+    ['in an object in an array, camelCase', { list: [{ a: 1 }, { onBehalfOf: 'M1' }] }, 'labels.list[1].onBehalfOf'],
+  ])('refuses an identity field %s (invalid_arguments naming its path, not its value)', async (_l, labels, path) => {
+    const seen: unknown[] = [];
+    const { orchestrator } = harness({
+      extraTools: [tagRoom(seen)],
+      script: [
+        reply.call('tag_room', { room_id: 'R1', labels }),
+        reply.call('tag_room', { room_id: 'R1', labels: { note: 'x' } }),
+        reply.answer('ok'),
+      ],
+    });
+    const status = await orchestrator.run({ principal: E17, goal });
+    const observations = (await orchestrator.transcript(status.taskId)).flatMap((e) =>
+      e.kind === 'result' ? [e.observation] : [],
+    );
+    const [refused] = observations.filter((o) => !o.ok);
+    expect(refused).toMatchObject({ ok: false, gate: 'schema', code: 'invalid_arguments', retryable: true });
+    const summary = JSON.stringify(refused);
+    expect(summary).toContain(`identity field at ${path}`);
+    expect(summary).not.toMatch(/globex|M1/);
+    expect(seen).toEqual([{ room_id: 'R1', labels: { note: 'x' } }]);
+  });
+
+  it('refuses arguments nested past the bound rather than leave the depth unchecked', async () => {
+    const seen: unknown[] = [];
+    let deep: unknown = 'leaf';
+    for (let i = 0; i < 40; i++) deep = { a: deep };
+    const { orchestrator } = harness({
+      extraTools: [tagRoom(seen)],
+      script: [reply.call('tag_room', { room_id: 'R1', labels: { deep } }), reply.answer('ok')],
+    });
+    const status = await orchestrator.run({ principal: E17, goal });
+    const transcript = await orchestrator.transcript(status.taskId);
+    const refused = transcript.flatMap((e) => (e.kind === 'result' && !e.observation.ok ? [e.observation] : []));
+    expect(refused).toEqual([
+      expect.objectContaining({
+        code: 'invalid_arguments',
+        summary: expect.stringContaining('the arguments nest deeper than 32 levels'),
+      }),
+    ]);
+    expect(seen).toEqual([]);
+  });
+});
+
+describe('defineTool, identity fields nested in the input', () => {
+  const Tree: z.ZodType = z.lazy(() => z.strictObject({ name: z.string(), kids: z.array(Tree), owner: Owner }));
+  const Owner = z.strictObject({ user_id: z.string() }).optional();
+  const define = (input: z.ZodType) =>
+    defineTool({
+      name: 'nested_input',
+      description: 'x',
+      effect: 'read',
+      scopes: [],
+      timeoutMs: 10,
+      input: input as z.ZodObject,
+      output: z.unknown(),
+      execute: async () => ({ ok: true, value: null }),
+    });
+
+  it.each([
+    ['an object', z.strictObject({ customer: z.strictObject({ tenant_id: z.string() }) }), 'customer.tenant_id'],
+    ['array items', z.strictObject({ lines: z.array(z.strictObject({ userId: z.string() })) }), 'lines[].userId'],
+    ['a record', z.strictObject({ meta: z.record(z.string(), z.strictObject({ Actor: z.string() })) }), 'meta.*.Actor'],
+    [
+      'a union',
+      z.strictObject({ to: z.union([z.string(), z.strictObject({ on_behalf_of: z.string() })]) }),
+      'to.on_behalf_of',
+    ],
+    ['a tuple', z.strictObject({ pair: z.tuple([z.strictObject({ roles: z.array(z.string()) })]) }), 'pair[].roles'],
+    ['a recursive type', z.strictObject({ tree: Tree }), 'tree.owner.user_id'],
+  ])('refuses an identity field in %s, naming its path', (_label, input, path) => {
+    expect(() => define(input)).toThrow(`identity field "${path}"`);
+  });
+
+  it('refuses an input nested past the bound rather than leave the depth unchecked', () => {
+    let input: z.ZodType = z.string();
+    for (let i = 0; i < 40; i++) input = z.strictObject({ a: input });
+    expect(() => define(input)).toThrow('the input schema nests deeper than 32 levels');
+  });
+
+  it('defines tools with nested fields that name no identity', () => {
+    expect(() =>
+      define(
+        z.strictObject({
+          order: z.strictObject({ order_id: z.string(), lines: z.array(z.strictObject({ sku: z.string() })) }),
+        }),
+      ),
+    ).not.toThrow();
+  });
+});
+
 describe('gate (c): business validation', () => {
   it.each([
     ['more attendees than seats', reserveArgs({ attendees: 5 }), 'capacity_exceeded'],

@@ -2,9 +2,13 @@
  * The HTTP service answers every error with a code from `AgentErrorCode`: its own refusals, Fastify's parsing
  * failures, the orchestrator's errors passed through, and a refused decision's reply code. The one exception is a
  * host's own `ServiceError` from `startRequest` (the demo's `unknown_request`), which passes through as the host made it.
+ * The router's own errors (a malformed %-escape, a path parameter too long) are answered before any plugin runs: as
+ * problems only through `problemFrameworkErrors`, the server option the demo sets.
  */
+import Fastify from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { REFUND_START_BODY, type DemoService, createDemoService } from '../examples/booking/service.js';
+import { problemFrameworkErrors } from '../src/http/index.js';
 import { MemoryStore, isAgentErrorCode } from '../src/index.js';
 import { ManualClock } from '../src/testing/index.js';
 
@@ -130,5 +134,41 @@ describe('the error bodies of the HTTP service', () => {
     );
     expect(documented.length).toBeGreaterThan(20);
     expect(documented.filter((code) => !isAgentErrorCode(code))).toEqual([]);
+  });
+});
+
+describe("the router's own errors, with problemFrameworkErrors (Fastify's frameworkErrors, as the demo sets it)", () => {
+  it.each([
+    ['a malformed %-escape in a task id', '/api/tasks/ab%ZZ', 400, 'invalid_url_encoding'],
+    ['bytes that are not UTF-8 in a task id', '/api/tasks/%E0%A4%A/audit', 400, 'invalid_url_encoding'],
+    ['a malformed %-escape outside any route', '/api/nothing%ZZ', 400, 'invalid_url_encoding'],
+    ['a task id longer than maxParamLength', `/api/tasks/${'x'.repeat(101)}`, 414, 'path_param_too_long'],
+    ['the same under a route below it', `/api/tasks/${'x'.repeat(101)}/events`, 414, 'path_param_too_long'],
+  ])('answers %s as a problem', async (_what, url, statusCode, code) => {
+    const response = await answer({ method: 'GET', url });
+    expect([response.statusCode, response.code, response.contentType]).toEqual([
+      statusCode,
+      code,
+      'application/problem+json; charset=utf-8',
+    ]);
+    expect(isAgentErrorCode(code)).toBe(true);
+    expect(response.body).toMatchObject({
+      type: `urn:statechart-agent:problem:${code}`,
+      status: statusCode,
+      detail: response.body.message,
+    });
+    // The caller's path is not repeated back.
+    expect(response.body.message).not.toContain('ZZ');
+    expect(response.body.message).not.toContain('xxxx');
+    if (statusCode === 414) expect(response.body.message).toContain('maxParamLength: 100 characters');
+  });
+
+  it("names the app's own maxParamLength", async () => {
+    const app = Fastify({ frameworkErrors: problemFrameworkErrors, routerOptions: { maxParamLength: 20 } });
+    app.get('/tasks/:taskId', async () => ({}));
+    const response = await app.inject({ url: `/tasks/${'x'.repeat(21)}` });
+    expect([response.statusCode, response.json().code]).toEqual([414, 'path_param_too_long']);
+    expect(response.json().message).toContain('(20 characters');
+    await app.close();
   });
 });

@@ -24,6 +24,7 @@ import {
   ServiceError,
   agentService,
   createStepper,
+  problemFrameworkErrors,
   type StartBody,
   type Stepper,
 } from '../../src/http/index.js';
@@ -116,7 +117,8 @@ export async function createDemoService(options: DemoServiceOptions): Promise<De
     ...(stepper ? { modelTimeoutMs: 24 * 3_600_000 } : {}),
   });
   const trustProxy = options.trustProxy ?? false;
-  const app = Fastify({ logger: options.logger ?? false, trustProxy });
+  // The router's own errors (a malformed %-escape, a task id past maxParamLength) as the service's problems.
+  const app = Fastify({ logger: options.logger ?? false, trustProxy, frameworkErrors: problemFrameworkErrors });
   app.get('/', async (_request, reply) => reply.type('text/html; charset=utf-8').send(homePage()));
   app.get('/login', async (request, reply) => {
     const { user, next } = request.query as { user?: string; next?: string };

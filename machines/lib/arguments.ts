@@ -5,6 +5,7 @@
 import type { Json } from '../context.js';
 import type { TaskRef, ToolRules } from '../toolkit.js';
 import { canonicalJson } from './canonicalJson.js';
+import { identityFieldInArguments } from './identityFields.js';
 import { errorName, safeErrorText, zodSummary } from './text.js';
 
 export type ArgumentCheck =
@@ -139,6 +140,18 @@ function check(tool: string, rules: ToolRules | undefined, args: Json, task: Tas
       ok: false,
       code: 'invalid_arguments',
       summary: `the validated arguments of ${tool} do not validate to themselves; the tool's input schema transforms them`,
+    };
+  }
+  // defineTool refused identity fields the schema names; a record or an open object lets the model choose keys.
+  const identity = identityFieldInArguments(value);
+  if (identity) {
+    return {
+      ok: false,
+      code: 'invalid_arguments',
+      summary:
+        identity.kind === 'field'
+          ? `the arguments of ${tool} carry an identity field at ${identity.path}; identity comes from the host's principal, not from arguments`
+          : `${identity.detail}; identity fields are checked only within that bound`,
     };
   }
   return { ok: true, args: value, parsed: parsed.data, text };

@@ -9,7 +9,7 @@
  * Fastify is not loaded by this module (it only uses its types): the host brings its own Fastify 5 app.
  *
  * @example
- * const app = Fastify();
+ * const app = Fastify({ frameworkErrors: problemFrameworkErrors }); // the router's own errors as problems too
  * await app.register(agentService, {
  *   orchestrator,
  *   authenticate: (request) => sessions.principalOf(request), // -> { userId, tenantId, scopes } or null
@@ -49,6 +49,7 @@ import { registerDecisionRoutes } from './decisions.js';
 import { registerOperatorRoutes } from './operatorRoutes.js';
 import { type OpenApiOptions, type RouteDoc, openApiDocument } from './openapi.js';
 import { registerPages } from './pages.js';
+import { registerJsonParser } from './jsonBody.js';
 import { PROBLEM_MEDIA_TYPE, problemOf } from './problem.js';
 import { type RateLimitOptions, rateLimitProblem, registerRateLimit } from './rateLimit.js';
 import { registerReadRoutes } from './routes.js';
@@ -131,6 +132,8 @@ export async function agentService(app: FastifyInstance, options: AgentServiceOp
   const docs: RouteDoc[] = [];
   // JSON only: a cross-site form can post text/plain without a preflight, so nothing but JSON is parsed here.
   app.removeContentTypeParser('text/plain');
+  // Fastify's own refuses a `__proto__` key as if the body were not JSON; this one names the key (jsonBody.ts).
+  registerJsonParser(app);
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const { statusCode, body } = errorResponse(error);
     if (statusCode >= 500) request.log.error({ err: error }, 'agent service error');
@@ -221,12 +224,9 @@ function libraryErrorResponse(error: FastifyError | Error): { statusCode: number
     return { statusCode: 413, body: { code: 'body_too_large', message: error.message } };
   if (code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE')
     return { statusCode: 415, body: { code: 'unsupported_media_type', message: 'send the body as application/json' } };
-  if (code === 'FST_ERR_CTP_EMPTY_JSON_BODY')
-    return { statusCode: 400, body: { code: 'invalid_request', message: 'the JSON body is empty' } };
-  if (code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH')
+  // The body's own faults (empty, not JSON, a prototype key) are the service's JSON parser's ServiceErrors.
+  if (code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH' || (error as FastifyError).statusCode === 400)
     return { statusCode: 400, body: { code: 'invalid_request', message: error.message } };
-  if ((error as FastifyError).statusCode === 400)
-    return { statusCode: 400, body: { code: 'invalid_json', message: `the body is not valid JSON: ${error.message}` } };
   if (error instanceof HostRequestError) return { statusCode: 400, body: { code: error.code, message: error.message } };
   if (error instanceof TaskExistsError) return { statusCode: 409, body: { code: error.code, message: error.message } };
   if (error instanceof TaskNotFoundError)
@@ -271,6 +271,7 @@ function libraryErrorResponse(error: FastifyError | Error): { statusCode: number
 }
 
 export { createStepper, type Stepper } from './stepper.js';
+export { problemFrameworkErrors } from './frameworkErrors.js';
 export { accessOf, CsrfGuard, type Access, type Authenticate } from './access.js';
 export { chartLayout, type ChartLayout, type LaidOutEdge, type LaidOutState } from './chartLayout.js';
 export { earlierProposals } from './inbox.js';

@@ -74,7 +74,7 @@ export function openApiDocument(
               content: { 'application/json': { schema: schemas.of(route.response) } },
             },
     };
-    for (const [status, codes] of Object.entries({ 401: ['unauthenticated'], ...route.errors })) {
+    for (const [status, codes] of Object.entries({ 401: ['unauthenticated'], ...errorsOf(route) })) {
       responses[status] = {
         description: codes.join(', '),
         content: { [PROBLEM_MEDIA_TYPE]: { schema: schemas.named('Problem', problemSchema) } },
@@ -100,6 +100,17 @@ export function openApiDocument(
     paths,
     components: { schemas: schemas.components, securitySchemes },
   };
+}
+
+/** What the service's JSON parser answers a route that takes a body with, besides the route's own refusals. */
+const BODY_ERRORS: Record<number, readonly HttpErrorCode[]> = { 400: ['invalid_json', 'forbidden_json_key'] };
+
+function errorsOf(route: RouteDoc): Record<number, readonly HttpErrorCode[]> {
+  if (!route.body) return route.errors ?? {};
+  const errors = { ...route.errors };
+  for (const [status, codes] of Object.entries(BODY_ERRORS))
+    errors[Number(status)] = [...new Set([...(errors[Number(status)] ?? []), ...codes])];
+  return errors;
 }
 
 /**
