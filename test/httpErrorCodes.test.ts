@@ -160,7 +160,10 @@ describe("the router's own errors, with problemFrameworkErrors (Fastify's framew
     // The caller's path is not repeated back.
     expect(response.body.message).not.toContain('ZZ');
     expect(response.body.message).not.toContain('xxxx');
-    if (statusCode === 414) expect(response.body.message).toContain('maxParamLength: 100 characters');
+    if (statusCode === 414)
+      expect(response.body.message).toContain(
+        "(100 characters as sent, percent-escapes included: Fastify's maxParamLength)",
+      );
   });
 
   it("names the app's own maxParamLength", async () => {

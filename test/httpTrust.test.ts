@@ -3,7 +3,7 @@
  * host's session gives who the task runs as; the host's `startRequest` gives the mandate, the limits and the success
  * criterion. A body that tries to set any of them is refused before the host's code runs, and nothing starts.
  */
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { DEMO_USERS } from '../examples/booking/service.js';
@@ -59,7 +59,7 @@ afterEach(async () => {
 });
 
 /** A refund service whose model proposes refunding 50,000.00 on O-1001. */
-async function refundService(startRequest: StartRequest = fromTickets) {
+async function refundService(startRequest: StartRequest = fromTickets, server: FastifyServerOptions = {}) {
   const desk = new RefundDesk();
   const store = new MemoryStore();
   orchestrator = createOrchestrator({
@@ -73,7 +73,7 @@ async function refundService(startRequest: StartRequest = fromTickets) {
     expirySweepMs: 0,
   });
   const host = vi.fn(startRequest);
-  app = Fastify();
+  app = Fastify(server);
   await app.register(agentService, {
     orchestrator,
     authenticate: (request) => DEMO_USERS[String(request.headers['x-user'])] ?? null,
@@ -210,7 +210,8 @@ describe('the principal a task runs as', () => {
 
 describe("a task id that is too long once it is the caller's", () => {
   it('says how long it may be for this caller (it is stored under their tenant and user), and asks nothing of the host', async () => {
-    const { start, host, store } = await refundService();
+    // URLs long enough for any stored id: the library's own limit is the one that holds.
+    const { start, host, store } = await refundService(fromTickets, { routerOptions: { maxParamLength: 600 } });
     // 510 characters pass the start request's own limit (512), but not once stored as acme:E17:<id>.
     const refused = await start({ ...body, taskId: 'r'.repeat(510) });
     expect([refused.statusCode, refused.json().code]).toEqual([400, 'invalid_request']);
@@ -219,7 +220,34 @@ describe("a task id that is too long once it is the caller's", () => {
     );
     expect(host).not.toHaveBeenCalled();
     expect(await store.list()).toEqual([]);
-    expect((await start({ ...body, taskId: 'r'.repeat(503) })).statusCode).toBe(201);
+    const started = await start({ ...body, taskId: 'r'.repeat(503) });
+    expect(started.statusCode).toBe(201);
+    const url = `/api/tasks/${encodeURIComponent(started.json().status.taskId)}`;
+    expect((await app!.inject({ url, headers: { 'x-user': 'E17' } })).statusCode).toBe(200);
+  });
+
+  it("refuses one that the app's URLs could not carry, so no task is started that nobody can read", async () => {
+    // Fastify's default maxParamLength (100): approvers and pages address a task by its stored id, percent-encoded.
+    const { start, host, store } = await refundService();
+    // acme:E17:<id> is acme%3AE17%3A<id> in a path: 13 + 87 = 100 characters fit, 88 do not.
+    const refused = await start({ ...body, taskId: 'r'.repeat(88) });
+    expect([refused.statusCode, refused.json().code]).toEqual([400, 'invalid_request']);
+    expect(refused.json().message).toBe(
+      "body: taskId: too long for this service's URLs: the task's id acme:E17:<taskId> takes 101 characters percent-encoded in a path, and this app's router takes at most 100 (Fastify's routerOptions.maxParamLength; raise it where the app is created)",
+    );
+    expect(host).not.toHaveBeenCalled();
+    expect(await store.list()).toEqual([]);
+    const started = await start({ ...body, taskId: 'r'.repeat(87) });
+    expect(started.statusCode).toBe(201);
+    const url = `/api/tasks/${encodeURIComponent(started.json().status.taskId)}`;
+    expect(url.length - '/api/tasks/'.length).toBe(100);
+    expect((await app!.inject({ url, headers: { 'x-user': 'E17' } })).statusCode).toBe(200);
+  });
+
+  it('takes the limit from the top-level maxParamLength too (deprecated in Fastify 5, still obeyed)', async () => {
+    const { start } = await refundService(fromTickets, { maxParamLength: 40 } as FastifyServerOptions);
+    expect((await start({ ...body, taskId: 'r'.repeat(28) })).json().message).toContain('router takes at most 40');
+    expect((await start({ ...body, taskId: 'r'.repeat(27) })).statusCode).toBe(201);
   });
 });
 

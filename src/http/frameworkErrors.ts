@@ -9,7 +9,7 @@
  * const app = Fastify({ frameworkErrors: problemFrameworkErrors });
  * await app.register(agentService, { orchestrator, authenticate, startRequest });
  */
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { HttpErrorCode } from '../errorCodes.js';
 import { PROBLEM_MEDIA_TYPE, problemOf } from './problem.js';
 
@@ -36,18 +36,14 @@ function frameworkProblem(
         message:
           "the URL's path is not validly percent-encoded (a % not followed by two hex digits, or escapes that are not UTF-8)",
       };
-    case 'FST_ERR_MAX_PARAM_LENGTH': {
-      const limit = maxParamLengthOf(request);
+    case 'FST_ERR_MAX_PARAM_LENGTH':
       return {
         statusCode: 414,
         code: 'path_param_too_long',
-        message: `a parameter of the URL's path (such as a task id) is longer than this server takes${
-          limit !== null
-            ? ` (${limit} characters, Fastify's maxParamLength)`
-            : " (Fastify's maxParamLength: 100 characters unless the app sets it)"
-        }`,
+        message: `a parameter of the URL's path (such as a task id) is longer than this server takes (${routerParamLimit(
+          request.server,
+        )} characters as sent, percent-escapes included: Fastify's maxParamLength)`,
       };
-    }
     default:
       // An asynchronous route constraint that threw (FST_ERR_ASYNC_CONSTRAINT), or one Fastify adds later.
       return { statusCode: 500, code: 'internal_error', message: 'the service failed; see its log' };
@@ -55,11 +51,14 @@ function frameworkProblem(
 }
 
 /**
- * The app's limit when it sets `routerOptions.maxParamLength`. The top-level `maxParamLength` is not read: Fastify 5
- * warns of its deprecation on each read, and it would be the host's process that warned.
+ * The longest path parameter the app's router takes, as sent (percent-escapes count three characters): the app's
+ * `routerOptions.maxParamLength`, else its top-level `maxParamLength` (deprecated in Fastify 5, still obeyed), else
+ * Fastify's default, 100. Reading either does not warn; only setting the top-level one does.
  */
-function maxParamLengthOf(request: FastifyRequest): number | null {
-  const config = request.server?.initialConfig as { routerOptions?: { maxParamLength?: unknown } } | undefined;
-  const limit = config?.routerOptions?.maxParamLength;
-  return typeof limit === 'number' ? limit : null;
+export function routerParamLimit(server: FastifyInstance | undefined): number {
+  const config = server?.initialConfig as
+    { maxParamLength?: unknown; routerOptions?: { maxParamLength?: unknown } } | undefined;
+  for (const limit of [config?.routerOptions?.maxParamLength, config?.maxParamLength])
+    if (typeof limit === 'number' && Number.isInteger(limit) && limit > 0) return limit;
+  return 100;
 }

@@ -31,6 +31,7 @@ import {
   taskParamsSchema,
 } from './schemas.js';
 import { streamTaskEvents } from './sse.js';
+import { routerParamLimit } from './frameworkErrors.js';
 import { hostStartRequest, refuseCallerRules, refuseLongTaskId } from './start.js';
 
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
@@ -130,7 +131,7 @@ export function registerReadRoutes(app: FastifyInstance, ctx: ServiceContext, do
       ctx.csrf.check(request, principal);
       refuseCallerRules(request.body);
       const body = parse(startBodySchema, request.body, 'body');
-      refuseLongTaskId(principal, body.taskId);
+      refuseLongTaskId(principal, body.taskId, routerParamLimit(request.server));
       const status = await orchestrator.start(await hostStartRequest(ctx.startRequest, body, principal, request));
       reply.code(201);
       return view(status, 'owner', principal);

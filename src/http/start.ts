@@ -80,19 +80,30 @@ export function callerTaskId(principal: Pick<Principal, 'tenantId' | 'userId'>, 
 }
 
 /**
- * Refuses (400) a body's `taskId` that is too long once stored under the caller (`callerTaskId`): the start request's
- * own limit counts the stored id, so the caller is told the limit that holds for them, before the host is asked.
+ * Refuses (400) a body's `taskId` that is too long once stored under the caller (`callerTaskId`), before the host is
+ * asked: longer than the library's limit for a task id, or than a URL of this app can carry. Approvers, operators
+ * and the pages address a task by its stored id (`status.taskId`), percent-encoded in the path, and the app's
+ * router answers a longer parameter 414 (`routerParamLimit`): such a task could be started but never read.
  */
-export function refuseLongTaskId(principal: Principal, taskId: string | undefined): void {
+export function refuseLongTaskId(principal: Principal, taskId: string | undefined, urlLimit: number): void {
   if (taskId === undefined) return;
   const stored = callerTaskId(principal, taskId);
-  if (stored.length <= INPUT_LIMITS.taskId) return;
   const prefix = stored.slice(0, stored.length - taskId.length);
-  throw serviceError(
-    400,
-    'invalid_request',
-    `body: taskId: at most ${INPUT_LIMITS.taskId - prefix.length} characters for this caller (the service stores it as ${prefix}<taskId>, at most ${INPUT_LIMITS.taskId} characters); this one has ${taskId.length}`,
-  );
+  if (stored.length > INPUT_LIMITS.taskId) {
+    throw serviceError(
+      400,
+      'invalid_request',
+      `body: taskId: at most ${INPUT_LIMITS.taskId - prefix.length} characters for this caller (the service stores it as ${prefix}<taskId>, at most ${INPUT_LIMITS.taskId} characters); this one has ${taskId.length}`,
+    );
+  }
+  const inUrl = encodeURIComponent(stored).length;
+  if (inUrl > urlLimit) {
+    throw serviceError(
+      400,
+      'invalid_request',
+      `body: taskId: too long for this service's URLs: the task's id ${prefix}<taskId> takes ${inUrl} characters percent-encoded in a path, and this app's router takes at most ${urlLimit} (Fastify's routerOptions.maxParamLength; raise it where the app is created)`,
+    );
+  }
 }
 
 /** The principal `startRequest` gave, if it is the caller's with the same or fewer scopes; otherwise a 500. */
