@@ -1,9 +1,11 @@
 /**
- * A decision that meets a take-over, on Redis, through the HTTP API of two services on one prefix (no dispatch): M1
- * confirms the four-eyes refund at service A, and while A saves that confirmation, service B takes the task's lease
- * (A's lease lapsed: its key is removed here, as an expiry would) and applies E17's rejection. A's save is then
- * refused by its stale fence. Exactly one decision takes effect (the rejection, which B saved), and M1 hears a clear
- * refusal from the chart, never a 500; no refund is made. The interleaving is pinned by holding A's save on a gate.
+ * A lease that lapses while its holder's save is on the way, on Redis, through the HTTP API of two services on one
+ * prefix (no dispatch). Service A's save is held on a gate; meanwhile A's lease lapses (its key is removed here, as an
+ * expiry would) and service B takes it; then A's save goes on and is refused by its stale fence. Whatever A was
+ * doing is done once more under a new lease, against what B stored, so exactly one request takes effect and the
+ * other gets a clear answer, never a 500:
+ * - a decision: M1 confirms the four-eyes refund at A while E17's rejection is applied at B;
+ * - a start: E17's start of one task id reaches A and B.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { APPROVAL_REFUND_START_BODY, type DemoService, createDemoService } from '../examples/booking/service.js';
@@ -47,17 +49,36 @@ function heldSaves(store: RedisStore) {
   };
 }
 
-describe.skipIf(!redis)('a decision whose save meets a take-over by another service', () => {
+/** Two demo services on one fresh prefix; A's saves can be held. */
+async function twoServices() {
+  const prefix = redis!.freshPrefix();
+  const admin = redis!.connect();
+  const rawA = new RedisStore({ url: redis!.url, prefix });
+  const rawB = new RedisStore({ url: redis!.url, prefix });
+  const held = heldSaves(rawA);
+  const a = await createDemoService({ store: held.store, expirySweepMs: 0, rateLimit: false });
+  const b = await createDemoService({ store: rawB, expirySweepMs: 0, rateLimit: false });
+  return {
+    a,
+    b,
+    held,
+    /** A's lease of the task lapses (B may take it now). */
+    lapse: (taskId: string) => admin.del(redisKeys(prefix).lease(taskId)),
+    async close() {
+      await a.close();
+      await b.close();
+      await rawA.close();
+      await rawB.close();
+      await redis!.deleteKeys(prefix);
+    },
+  };
+}
+
+describe.skipIf(!redis)('a save whose lease lapsed and was taken by another service', () => {
   afterAll(() => redis?.stop());
 
   it('gives the approver the chart’s refusal, not a 500, when the requester’s rejection won at the other service', async () => {
-    const prefix = redis!.freshPrefix();
-    const admin = redis!.connect();
-    const rawA = new RedisStore({ url: redis!.url, prefix });
-    const rawB = new RedisStore({ url: redis!.url, prefix });
-    const held = heldSaves(rawA);
-    const a = await createDemoService({ store: held.store, expirySweepMs: 0, rateLimit: false });
-    const b = await createDemoService({ store: rawB, expirySweepMs: 0, rateLimit: false });
+    const { a, b, held, lapse, close } = await twoServices();
     try {
       const started = await post(a, 'E17', '/api/tasks', APPROVAL_REFUND_START_BODY);
       const taskId = started.json().status.taskId as string;
@@ -72,7 +93,7 @@ describe.skipIf(!redis)('a decision whose save meets a take-over by another serv
       });
       await save.reached;
       // A's lease lapses while its save is on the way (a stall), and B takes the task for E17's rejection.
-      await admin.del(redisKeys(prefix).lease(taskId));
+      await lapse(taskId);
       const rejected = await post(b, 'E17', `/api/tasks/${taskId}/reject`, {
         confirmationId: pending.id,
         reason: 'the customer withdrew',
@@ -95,11 +116,34 @@ describe.skipIf(!redis)('a decision whose save meets a take-over by another serv
       expect(decisions.map((entry) => (entry as { decision?: string }).decision)).not.toContain('confirmed');
       expect(audit.filter((entry) => entry.kind === 'tool_started' && entry.tool === 'refund_order')).toEqual([]);
     } finally {
-      await a.close();
-      await b.close();
-      await rawA.close();
-      await rawB.close();
-      await redis!.deleteKeys(prefix);
+      await close();
+    }
+  });
+
+  it('makes one of two starts of a task id, when the first one’s save was fenced out by the other’s', async () => {
+    const { a, b, held, lapse, close } = await twoServices();
+    try {
+      const body = { ...APPROVAL_REFUND_START_BODY, taskId: 'refund-1' };
+      const taskId = 'acme:E17:refund-1';
+      const save = held.hold();
+      const startingAtA = post(a, 'E17', '/api/tasks', body);
+      await save.reached;
+      await lapse(taskId);
+      // B finds the id claimed by A's start (its mandate pointer), and says so.
+      const atB = await post(b, 'E17', '/api/tasks', body);
+      expect([atB.statusCode, atB.json().code]).toEqual([409, 'task_exists']);
+      save.release();
+      const atA = await startingAtA;
+
+      // A's start is made under a new lease: the task exists, as both answers say, and runs to its confirmation.
+      expect(atA.statusCode, atA.body).toBe(201);
+      expect((await a.orchestrator.settled(taskId)).state).toBe('waiting_for_confirmation');
+      const again = await post(b, 'E17', '/api/tasks', body);
+      expect([again.statusCode, again.json().code]).toEqual([409, 'task_exists']);
+      const audit = await b.orchestrator.audit(taskId);
+      expect(audit.filter((entry) => entry.kind === 'task_started')).toHaveLength(1);
+    } finally {
+      await close();
     }
   });
 });
