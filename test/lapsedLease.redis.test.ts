@@ -5,13 +5,20 @@
  * doing is done once more under a new lease, against what B stored, so exactly one request takes effect and the
  * other gets a clear answer, never a 500:
  * - a decision: M1 confirms the four-eyes refund at A while E17's rejection is applied at B;
- * - a start: E17's start of one task id reaches A and B.
+ * - a start: E17's start of one task id reaches A and B;
+ * - a write: the save of a write's intent is the one held, B resumes the task from what is stored and writes; A,
+ *   fenced out, never runs the write it had prepared.
  */
 import { afterAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { APPROVAL_REFUND_START_BODY, type DemoService, createDemoService } from '../examples/booking/service.js';
 import { redisKeys } from '../src/store/redis/redisKeys.js';
 import { RedisStore } from '../src/store/redis/redisStore.js';
-import type { TaskStore } from '../src/store/taskStore.js';
+import type { SaveRequest, TaskStore } from '../src/store/taskStore.js';
+import { createOrchestrator } from '../src/orchestrator/orchestrator.js';
+import { reply, scriptedModel } from '../src/testing/scriptedModel.js';
+import { defineTool } from '../src/tool.js';
+import { E17, until } from './support/harness.js';
 import { useTestRedis } from './support/redis.js';
 import { withMembers } from './support/takeover.js';
 
@@ -21,14 +28,14 @@ function post(service: DemoService, user: string, url: string, payload: object) 
   return service.app.inject({ method: 'POST', url, headers: { authorization: `Bearer ${user}` }, payload });
 }
 
-/** `store` whose next save, once `hold()` is called, waits until the returned function opens it. */
+/** `store` whose next save (of those `matches` picks), once `hold()` is called, waits until it is released. */
 function heldSaves(store: RedisStore) {
-  let gate: { reached: () => void; open: Promise<void> } | null = null;
+  let gate: { matches: (request: SaveRequest) => boolean; reached: () => void; open: Promise<void> } | null = null;
   const wrapped = withMembers(store, {
     async save(request) {
-      const held = gate;
-      gate = null;
+      const held = gate?.matches(request) ? gate : null;
       if (held) {
+        gate = null;
         held.reached();
         await held.open;
       }
@@ -37,13 +44,13 @@ function heldSaves(store: RedisStore) {
   } satisfies Partial<TaskStore>);
   return {
     store: wrapped,
-    /** Holds the next save: resolves `reached` when it is held; call `release` to let it go to the store. */
-    hold() {
+    /** Holds the next save `matches` picks: `reached` resolves when it is held; `release` lets it go to the store. */
+    hold(matches: (request: SaveRequest) => boolean = () => true) {
       let reached!: () => void;
       let release!: () => void;
       const reachedP = new Promise<void>((resolve) => (reached = resolve));
       const open = new Promise<void>((resolve) => (release = resolve));
-      gate = { reached, open };
+      gate = { matches, reached, open };
       return { reached: reachedP, release };
     },
   };
@@ -144,6 +151,66 @@ describe.skipIf(!redis)('a save whose lease lapsed and was taken by another serv
       expect(audit.filter((entry) => entry.kind === 'task_started')).toHaveLength(1);
     } finally {
       await close();
+    }
+  });
+
+  it('runs no write in the process whose save of the write’s intent was fenced out; the one that took over writes once', async () => {
+    const prefix = redis!.freshPrefix();
+    const admin = redis!.connect();
+    const rawA = new RedisStore({ url: redis!.url, prefix });
+    const rawB = new RedisStore({ url: redis!.url, prefix });
+    const held = heldSaves(rawA);
+    const executed: string[] = [];
+    const noteBy = (process: string) =>
+      defineTool({
+        name: 'record_note',
+        description: 'records a note',
+        effect: 'write',
+        scopes: [],
+        timeoutMs: 5_000,
+        sameKeyRetrySafe: true,
+        confirm: { never: "a note in the task's own log" },
+        input: z.strictObject({ text: z.string() }),
+        output: z.strictObject({ by: z.string() }),
+        async execute() {
+          executed.push(process);
+          return { ok: true, value: { by: process } };
+        },
+        lookup: async () => ({ found: false }),
+      });
+    const orchestrator = (store: TaskStore, process: string) =>
+      createOrchestrator({
+        tools: [noteBy(process)],
+        model: scriptedModel([reply.call('record_note', { text: 'hello' }), reply.answer('noted')]),
+        store,
+        expirySweepMs: 0,
+      });
+    const a = orchestrator(held.store, 'A');
+    const b = orchestrator(rawB, 'B');
+    try {
+      const intent = held.hold((request) =>
+        (request.append.audit as { kind?: string }[]).some((entry) => entry.kind === 'tool_started'),
+      );
+      await a.start({ principal: E17, goal: 'note', taskId: 't' });
+      await intent.reached;
+      await admin.del(redisKeys(prefix).lease('t'));
+      // B drives the task from its last durable state (before the intent) and makes the write itself.
+      await b.resume('t');
+      expect((await b.settled('t')).state).toBe('answered');
+      expect(executed).toEqual(['B']);
+      intent.release();
+      // A's save is refused by the fence: A stops driving the task, and its write never starts.
+      await until(() => a.inFlight().live === 0);
+      expect(executed).toEqual(['B']);
+      const audit = await b.audit('t');
+      expect(audit.filter((entry) => entry.kind === 'tool_started')).toHaveLength(1);
+      expect(await a.status('t')).toMatchObject({ state: 'answered', outcome: { answer: 'noted' } });
+    } finally {
+      await a.close();
+      await b.close();
+      await rawA.close();
+      await rawB.close();
+      await redis!.deleteKeys(prefix);
     }
   });
 });
