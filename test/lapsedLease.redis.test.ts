@@ -7,7 +7,10 @@
  * - a decision: M1 confirms the four-eyes refund at A while E17's rejection is applied at B;
  * - a start: E17's start of one task id reaches A and B;
  * - a write: the save of a write's intent is the one held, B resumes the task from what is stored and writes; A,
- *   fenced out, never runs the write it had prepared.
+ *   fenced out, never runs the write it had prepared;
+ * - an erasure that cancels the task first (`cancelRunning`): the cancel's save is the one held, and B drives the
+ *   task on; the erasure is refused as for any task another process drives (TaskBusyError, 503 `task_busy`), and
+ *   nothing is erased.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -15,6 +18,8 @@ import { APPROVAL_REFUND_START_BODY, type DemoService, createDemoService } from 
 import { redisKeys } from '../src/store/redis/redisKeys.js';
 import { RedisStore } from '../src/store/redis/redisStore.js';
 import type { SaveRequest, TaskStore } from '../src/store/taskStore.js';
+import { TaskBusyError } from '../src/errors.js';
+import type { AgentModel } from '../src/model/agentModel.js';
 import { createOrchestrator } from '../src/orchestrator/orchestrator.js';
 import { reply, scriptedModel } from '../src/testing/scriptedModel.js';
 import { defineTool } from '../src/tool.js';
@@ -205,6 +210,53 @@ describe.skipIf(!redis)('a save whose lease lapsed and was taken by another serv
       const audit = await b.audit('t');
       expect(audit.filter((entry) => entry.kind === 'tool_started')).toHaveLength(1);
       expect(await a.status('t')).toMatchObject({ state: 'answered', outcome: { answer: 'noted' } });
+    } finally {
+      await a.close();
+      await b.close();
+      await rawA.close();
+      await rawB.close();
+      await redis!.deleteKeys(prefix);
+    }
+  });
+
+  it('refuses an erasure whose cancel was fenced out as TaskBusyError, and erases nothing', async () => {
+    const prefix = redis!.freshPrefix();
+    const admin = redis!.connect();
+    const rawA = new RedisStore({ url: redis!.url, prefix });
+    const rawB = new RedisStore({ url: redis!.url, prefix });
+    const held = heldSaves(rawA);
+    let turns = 0;
+    /** A's turn waits until it is aborted (by the cancel); B's answers. */
+    const hanging: AgentModel = {
+      name: 'hanging',
+      decide: (request) => {
+        turns += 1;
+        return new Promise((_, reject) =>
+          request.signal.addEventListener('abort', () => reject(request.signal.reason), { once: true }),
+        );
+      },
+    };
+    const a = createOrchestrator({ tools: [], model: hanging, store: held.store, expirySweepMs: 0 });
+    const b = createOrchestrator({
+      tools: [],
+      model: scriptedModel([reply.answer('still here')]),
+      store: rawB,
+      expirySweepMs: 0,
+    });
+    try {
+      await a.start({ principal: E17, goal: 'wait', taskId: 't' });
+      await until(() => turns === 1);
+      const cancelSave = held.hold();
+      const erasing = a.erase('t', { reason: 'gdpr_erasure', cancelRunning: true }).catch((error: unknown) => error);
+      await cancelSave.reached;
+      await admin.del(redisKeys(prefix).lease('t'));
+      await b.resume('t');
+      cancelSave.release();
+      const error = await erasing;
+      expect(error).toBeInstanceOf(TaskBusyError);
+      expect(error).toMatchObject({ code: 'task_busy' });
+      expect(await b.tombstone('t')).toBeNull();
+      expect((await b.settled('t')).state).toBe('answered');
     } finally {
       await a.close();
       await b.close();
