@@ -181,7 +181,7 @@ describe.skipIf(!redis)('a save whose lease lapsed and was taken by another serv
           executed.push(process);
           return { ok: true, value: { by: process } };
         },
-        lookup: async () => ({ found: false }),
+        lookup: async () => ({ found: false as const }),
       });
     const orchestrator = (store: TaskStore, process: string) =>
       createOrchestrator({
