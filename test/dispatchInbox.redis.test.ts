@@ -129,6 +129,34 @@ describe.skipIf(!redis)('events for a dispatched task', () => {
     expect(later.state).toBe('done');
   });
 
+  it('applies one of an approval and a rejection recorded at once through two API processes; the other is refused', async () => {
+    const { node, refunds } = cluster({ queue: { replyTimeoutMs: scaled(10_000) } });
+    const apiA = node('api-a');
+    const apiB = node('api-b');
+    const first = node('worker-1');
+    first.orchestrator.createWorker({ concurrency: 2 });
+    await apiA.orchestrator.start({ principal: SUPPORT, goal: 'refund', success, taskId: 'both' });
+    const waiting = await apiA.orchestrator.settled('both', { timeoutMs: scaled(10_000) });
+    const pending = waiting.pendingConfirmation!;
+    // No worker takes jobs while both decisions are recorded: each API process checked them against the same stored
+    // state (the task waiting for this confirmation), so both are recorded, in this order.
+    await first.orchestrator.drain({ timeoutMs: scaled(5_000) });
+    const inbox = apiA.store.inbox;
+    const confirming = apiA.orchestrator.confirm('both', SUPPORT, pending);
+    await until(async () => (await inbox.after('both', 0)).length === 1);
+    const rejecting = apiB.orchestrator.reject('both', SUPPORT, { id: pending.id, reason: 'changed my mind' });
+    await until(async () => (await inbox.after('both', 0)).length === 2);
+    node('worker-2').orchestrator.createWorker({ concurrency: 2 });
+
+    const [confirmed, rejected] = await Promise.all([confirming, rejecting]);
+    expect(confirmed).toMatchObject({ accepted: true, code: null });
+    expect(rejected).toMatchObject({ accepted: false, code: 'not_waiting_for_confirmation' });
+    expect((await apiB.orchestrator.settled('both', { timeoutMs: scaled(10_000) })).state).toBe('done');
+    expect(refunds.refunds).toHaveLength(1);
+    const audit = await apiB.orchestrator.audit('both');
+    expect(audit.filter((entry) => entry.kind === 'tool_started' && entry.tool === 'refund_order')).toHaveLength(1);
+  });
+
   it('gives every caller of a burst of events its own reply; beyond the inbox limit events are refused before they are recorded', async () => {
     const { node } = cluster({ queue: { replyTimeoutMs: 20_000 } });
     const api = node('api');

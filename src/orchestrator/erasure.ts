@@ -64,7 +64,11 @@ export class TaskEraser {
           reason: `erasure: ${request.reason}`,
           by: request.by ?? 'erasure',
         });
-        await task.settled();
+        await task.settled().catch((error: unknown) => {
+          // Another process took the task over while the cancel was being saved: it drives the task now, as above.
+          if (error instanceof FencedOutError) throw new TaskBusyError(taskId);
+          throw error;
+        });
       }
       const earlier = await store.tombstone(taskId);
       if (earlier) return earlier;

@@ -7,7 +7,7 @@ import { type AgentContext, type Principal, jsonSchema } from '../../machines/co
 import type { HostReply } from '../../machines/journal.js';
 import { HOST_EVENT_TYPES, type HostEvent, hostEventSchema } from '../../machines/events.js';
 import type { ReplyCode } from '../../machines/failures.js';
-import { HostRequestError } from '../errors.js';
+import { FencedOutError, HostRequestError } from '../errors.js';
 import type { LiveTask } from '../runtime/liveTask.js';
 import { scopeOf } from '../runtime/sealing.js';
 import type { ToolRegistry } from '../runtime/toolRegistry.js';
@@ -120,6 +120,19 @@ export class HostEvents {
   async deliver(taskId: string, by: Principal, hostEvent: HostEvent): Promise<UserEventResult> {
     const event = checkedEvent(by, hostEvent);
     if (this.inbox) return this.inbox.submit(taskId, by, event);
+    try {
+      return await this.deliverHere(taskId, by, event);
+    } catch (error) {
+      // Another process took the task over while this event was being saved (this lease had lapsed): the save was
+      // refused, so nothing of the event is stored and nothing it started runs. It is applied once more, under a new
+      // lease, to what that process stored: the chart's answer then (or TaskBusyError while that process drives it).
+      if (!(error instanceof FencedOutError)) throw error;
+      return this.deliverHere(taskId, by, event);
+    }
+  }
+
+  /** Loads the task here under its lease, sends the event and waits until what it changed is durable. */
+  private deliverHere(taskId: string, by: Principal, event: HostEvent): Promise<UserEventResult> {
     return this.live.exclusive(taskId, async () => {
       const task = await this.live.hydrate(taskId);
       try {

@@ -13,6 +13,7 @@ import {
 import {
   CapacityError,
   CorruptTaskError,
+  FencedOutError,
   HostRequestError,
   TaskExistsError,
   UnsupportedVersionError,
@@ -157,11 +158,30 @@ export function createTask(
     .finally(slot.release);
 }
 
-/** Inside the task's exclusive section, its capacity taken: the lease, the id checked free, the task made live. */
+/**
+ * Inside the task's exclusive section, its capacity taken: the lease, the id checked free, the task made live. A
+ * first save refused because another process took the id's lease meanwhile (this lease had lapsed) stored nothing:
+ * the start is made once more under a new lease, and is told TaskExistsError if that process created the task.
+ */
 async function createHere(
   input: AgentInput,
   deps: { live: LiveTasks; store: TaskStore },
   slot: StartSlot,
+): Promise<TaskStatus> {
+  const claimed = { first: null as 'claimed' | 'held' | null };
+  try {
+    return await createOnce(input, deps, slot, claimed);
+  } catch (error) {
+    if (!(error instanceof FencedOutError)) throw error;
+    return createOnce(input, deps, slot, claimed);
+  }
+}
+
+async function createOnce(
+  input: AgentInput,
+  deps: { live: LiveTasks; store: TaskStore },
+  slot: StartSlot,
+  claimed: { first: 'claimed' | 'held' | null },
 ): Promise<TaskStatus> {
   const { live, store } = deps;
   const { taskId } = input;
@@ -175,7 +195,10 @@ async function createHere(
     });
     // Before the mandate is claimed: a retried start of an existing task is told it exists, not that its mandate is used.
     if (existing) throw new TaskExistsError(taskId);
+    // A second try holds what the first one claimed: it is still this start's to give back.
     claim = await claimMandate(store, input);
+    claimed.first ??= claim;
+    if (claimed.first === 'claimed') claim = 'claimed';
   } catch (error) {
     await live.releaseLease(taskId);
     throw error;
