@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { useTestRedis } from './support/redis.js';
 import { ChildPool, PROJECT_ROOT } from './support/workers.js';
+import { markdownRows, tableRows } from './support/markdownTable.js';
 
 const redis = await useTestRedis();
 const pool = new ChildPool();
@@ -16,21 +17,6 @@ const peerInstalled = existsSync(
 
 afterEach(() => pool.killAll());
 afterAll(() => redis?.stop());
-
-/** The rows of the markdown table under `heading`, as cells. */
-function tableRows(out: string, heading: string): string[][] {
-  const section = (out.split(`### ${heading}\n\n`)[1] ?? '').split('\n\n')[0]!;
-  return section
-    .split('\n')
-    .filter((line) => line.startsWith('|'))
-    .slice(2)
-    .map((line) =>
-      line
-        .split('|')
-        .slice(1, -1)
-        .map((cell) => cell.trim()),
-    );
-}
 
 /** "0.48x" or "21x" as a number; anything else as NaN. */
 const ratioOf = (cell: string) => (/^\d+(\.\d+)?x$/.test(cell) ? Number(cell.slice(0, -1)) : Number.NaN);
@@ -81,16 +67,7 @@ describe.skipIf(!redis)('the bench, tiny', () => {
       timeoutMs: 20_000,
     });
     expect(code, err).toBe(0);
-    const rows = out
-      .split('\n')
-      .filter((line) => line.startsWith('|'))
-      .slice(2)
-      .map((line) =>
-        line
-          .split('|')
-          .slice(1, -1)
-          .map((cell) => cell.trim()),
-      );
+    const rows = markdownRows(out);
     const byPart = new Map(rows.map((row) => [row[0]!, row.slice(1)]));
     for (const part of ['xstate', 'machines/ (guards, steps)', '**all**']) expect(byPart.has(part), out).toBe(true);
     // The bare loop runs no guard or step of the chart; every figure is a finite number.

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { ChildPool } from './support/workers.js';
 import { scaled } from './support/timeScale.js';
+import { tableRows } from './support/markdownTable.js';
 
 const hasRedisServer = spawnSync('redis-server', ['--version']).status === 0;
 const pool = new ChildPool();
@@ -20,21 +21,6 @@ const dir = mkdtempSync(join(tmpdir(), 'bench-workers-'));
 
 afterEach(() => pool.killAll());
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-/** The rows of the markdown table under the `nth` (1, 2, ...) `heading`, as cells. */
-function tableRows(out: string, heading: string, nth = 1): string[][] {
-  const section = (out.split(`### ${heading}\n\n`)[nth] ?? '').split('\n\n')[0]!;
-  return section
-    .split('\n')
-    .filter((line) => line.startsWith('|'))
-    .slice(2)
-    .map((line) =>
-      line
-        .split('|')
-        .slice(1, -1)
-        .map((cell) => cell.trim()),
-    );
-}
 
 const number = (cell: string) => Number(cell.replace(/,/g, ''));
 /** Tasks a pass of the first case; a warm-up of 10 before it keeps the bench's warm-up in the smoke test. */
