@@ -6,6 +6,7 @@ import { MemoryStore } from '../src/store/memoryStore.js';
 import { defineTool } from '../src/tool.js';
 import { BOOKING_GOAL, BOOKING_SUCCESS, E17, MEETING, byKind, harness, reserveArgs } from './support/harness.js';
 import { paymentTool } from './support/paymentTool.js';
+import { identityFieldInArguments } from '../machines/lib/identityFields.js';
 
 const goal = BOOKING_GOAL;
 
@@ -201,6 +202,17 @@ describe('gate (b): schema, identity fields the model chooses', () => {
     ]);
     expect(seen).toEqual([]);
   });
+
+  it('refuses arguments with more parts than the bound (beyond the default 16 KiB arguments, a host may raise it)', () => {
+    expect(identityFieldInArguments({ labels: { many: Array(10_001).fill(0) } })).toEqual({
+      kind: 'bound',
+      detail: 'the arguments have more than 10,000 fields and items',
+    });
+    expect(identityFieldInArguments({ labels: { many: Array(9_000).fill(0), also: { role: 'x' } } })).toEqual({
+      kind: 'field',
+      path: 'labels.also.role',
+    });
+  });
 });
 
 describe('defineTool, identity fields nested in the input', () => {
@@ -237,6 +249,11 @@ describe('defineTool, identity fields nested in the input', () => {
     let input: z.ZodType = z.string();
     for (let i = 0; i < 40; i++) input = z.strictObject({ a: input });
     expect(() => define(input)).toThrow('the input schema nests deeper than 32 levels');
+  });
+
+  it('refuses an input with more subschemas than the bound', () => {
+    const wide = Object.fromEntries(Array.from({ length: 10_001 }, (_, i) => [`f${i}`, z.string()]));
+    expect(() => define(z.strictObject(wide))).toThrow('the input schema has more than 10,000 subschemas');
   });
 
   it('defines tools with nested fields that name no identity', () => {

@@ -111,7 +111,7 @@ function tooDeep(what: string): IdentityFinding {
 }
 
 function tooMany(what: string, parts: string): IdentityFinding {
-  return { kind: 'bound', detail: `${what} have more than ${IDENTITY_CHECK_MAX_PARTS.toLocaleString('en')} ${parts}` };
+  return { kind: 'bound', detail: `${what} more than ${IDENTITY_CHECK_MAX_PARTS.toLocaleString('en')} ${parts}` };
 }
 
 function fieldStep(key: string): string {
