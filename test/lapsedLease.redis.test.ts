@@ -61,29 +61,33 @@ function heldSaves(store: RedisStore) {
   };
 }
 
-/** Two demo services on one fresh prefix; A's saves can be held. */
-async function twoServices() {
+/** Two stores on one fresh prefix, A's saves can be held; `close` closes what ran on them first. */
+function twoStores() {
   const prefix = redis!.freshPrefix();
   const admin = redis!.connect();
   const rawA = new RedisStore({ url: redis!.url, prefix });
   const rawB = new RedisStore({ url: redis!.url, prefix });
   const held = heldSaves(rawA);
-  const a = await createDemoService({ store: held.store, expirySweepMs: 0, rateLimit: false });
-  const b = await createDemoService({ store: rawB, expirySweepMs: 0, rateLimit: false });
   return {
-    a,
-    b,
     held,
+    storeB: rawB,
     /** A's lease of the task lapses (B may take it now). */
     lapse: (taskId: string) => admin.del(redisKeys(prefix).lease(taskId)),
-    async close() {
-      await a.close();
-      await b.close();
+    async close(...users: { close(): Promise<void> }[]) {
+      for (const user of users) await user.close();
       await rawA.close();
       await rawB.close();
       await redis!.deleteKeys(prefix);
     },
   };
+}
+
+/** Two demo services on one fresh prefix; A's saves can be held. */
+async function twoServices() {
+  const stores = twoStores();
+  const a = await createDemoService({ store: stores.held.store, expirySweepMs: 0, rateLimit: false });
+  const b = await createDemoService({ store: stores.storeB, expirySweepMs: 0, rateLimit: false });
+  return { a, b, held: stores.held, lapse: stores.lapse, close: () => stores.close(a, b) };
 }
 
 describe.skipIf(!redis)('a save whose lease lapsed and was taken by another service', () => {
@@ -160,11 +164,7 @@ describe.skipIf(!redis)('a save whose lease lapsed and was taken by another serv
   });
 
   it('runs no write in the process whose save of the write’s intent was fenced out; the one that took over writes once', async () => {
-    const prefix = redis!.freshPrefix();
-    const admin = redis!.connect();
-    const rawA = new RedisStore({ url: redis!.url, prefix });
-    const rawB = new RedisStore({ url: redis!.url, prefix });
-    const held = heldSaves(rawA);
+    const { held, storeB: rawB, lapse, close } = twoStores();
     const executed: string[] = [];
     const noteBy = (process: string) =>
       defineTool({
@@ -198,7 +198,7 @@ describe.skipIf(!redis)('a save whose lease lapsed and was taken by another serv
       );
       await a.start({ principal: E17, goal: 'note', taskId: 't' });
       await intent.reached;
-      await admin.del(redisKeys(prefix).lease('t'));
+      await lapse('t');
       // B drives the task from its last durable state (before the intent) and makes the write itself.
       await b.resume('t');
       expect((await b.settled('t')).state).toBe('answered');
@@ -211,20 +211,12 @@ describe.skipIf(!redis)('a save whose lease lapsed and was taken by another serv
       expect(audit.filter((entry) => entry.kind === 'tool_started')).toHaveLength(1);
       expect(await a.status('t')).toMatchObject({ state: 'answered', outcome: { answer: 'noted' } });
     } finally {
-      await a.close();
-      await b.close();
-      await rawA.close();
-      await rawB.close();
-      await redis!.deleteKeys(prefix);
+      await close(a, b);
     }
   });
 
   it('refuses an erasure whose cancel was fenced out as TaskBusyError, and erases nothing', async () => {
-    const prefix = redis!.freshPrefix();
-    const admin = redis!.connect();
-    const rawA = new RedisStore({ url: redis!.url, prefix });
-    const rawB = new RedisStore({ url: redis!.url, prefix });
-    const held = heldSaves(rawA);
+    const { held, storeB: rawB, lapse, close } = twoStores();
     let turns = 0;
     /** A's turn waits until it is aborted (by the cancel); B's answers. */
     const hanging: AgentModel = {
@@ -249,7 +241,7 @@ describe.skipIf(!redis)('a save whose lease lapsed and was taken by another serv
       const cancelSave = held.hold();
       const erasing = a.erase('t', { reason: 'gdpr_erasure', cancelRunning: true }).catch((error: unknown) => error);
       await cancelSave.reached;
-      await admin.del(redisKeys(prefix).lease('t'));
+      await lapse('t');
       await b.resume('t');
       cancelSave.release();
       const error = await erasing;
@@ -258,11 +250,7 @@ describe.skipIf(!redis)('a save whose lease lapsed and was taken by another serv
       expect(await b.tombstone('t')).toBeNull();
       expect((await b.settled('t')).state).toBe('answered');
     } finally {
-      await a.close();
-      await b.close();
-      await rawA.close();
-      await rawB.close();
-      await redis!.deleteKeys(prefix);
+      await close(a, b);
     }
   });
 });
