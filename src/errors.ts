@@ -378,14 +378,3 @@ export class EventPendingError extends AgentError<'event_pending'> {
     );
   }
 }
-
-/**
- * True for what reading a task a listing found may throw when the task cannot be shown: erased since, or its stored
- * data damaged or of a version this build does not read. A listing leaves such a task out (its own reads name the
- * problem) rather than failing for every other task.
- */
-export function isUnlistableTask(error: unknown): boolean {
-  return (
-    error instanceof TaskNotFoundError || error instanceof CorruptTaskError || error instanceof UnsupportedVersionError
-  );
-}

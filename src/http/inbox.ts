@@ -8,7 +8,6 @@
 import type { Principal } from '../../machines/context.js';
 import type { TranscriptEntry } from '../../machines/journal.js';
 import type { Orchestrator, TaskStatus } from '../orchestrator/orchestrator.js';
-import { isUnlistableTask } from '../errors.js';
 import { decidesPending } from './access.js';
 import type { EarlierProposal, InboxItem } from './schemas.js';
 
@@ -119,18 +118,4 @@ function objectOf(value: unknown): Record<string, unknown> {
 
 function same(a: unknown, b: unknown): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
-}
-
-/**
- * The status of a task a listing found, or null when it cannot be read: erased since, or its stored data damaged or
- * of a version this build does not read. A listing leaves such a task out (its own routes name the problem) rather
- * than failing for every other task.
- */
-export async function listedStatus(orchestrator: Orchestrator, taskId: string): Promise<TaskStatus | null> {
-  try {
-    return await orchestrator.status(taskId);
-  } catch (error) {
-    if (isUnlistableTask(error)) return null;
-    throw error;
-  }
 }

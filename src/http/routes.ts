@@ -11,10 +11,11 @@ import { allowedCommands } from '../cli/stepView.js';
 import type { TaskStatus } from '../orchestrator/orchestrator.js';
 import { taskStatusSchema } from '../orchestrator/statusSchema.js';
 import type { TaskSummary } from '../store/summary.js';
+import { listedStatus } from '../orchestrator/taskSearch.js';
 import { type Access, accessOf, decidesPending } from './access.js';
 import { chartLayout } from './chartLayout.js';
 import { type ServiceContext, parse } from './context.js';
-import { inboxItem, listedStatus } from './inbox.js';
+import { inboxItem } from './inbox.js';
 import type { RouteDoc } from './openapi.js';
 import {
   accessSchema,

@@ -3,7 +3,7 @@
  * by id and by age, paged. The store narrows by state and owner (its indexes); what a task waits for and on which
  * tool is read off its status, and only for tasks in a waiting state (a running or finished task waits for nothing).
  */
-import { isUnlistableTask } from '../errors.js';
+import { CorruptTaskError, TaskNotFoundError, UnsupportedVersionError } from '../errors.js';
 import { WAITING_TASK_STATES } from '../../machines/tags.js';
 import type { TaskState, TaskSummary } from '../store/summary.js';
 import type { ListQuery } from '../store/taskStore.js';
@@ -125,19 +125,32 @@ export async function searchTasks(reads: SearchReads, search: TaskSearch): Promi
 }
 
 /**
- * The summary with what it waits for; null when the task went (erased) between the listing and this read, or when its
- * stored data cannot be restored: left out, as the file store's listing leaves it out, so that one damaged task never
- * fails the search of every other (loading it reports the damage).
+ * The summary with what it waits for; null when the task cannot be listed (`listedStatus`): left out, as the file
+ * store's listing leaves it out, so that one damaged task never fails the search of every other.
  */
 async function withWait(reads: SearchReads, summary: TaskSummary): Promise<FoundTask | null> {
   if (!WAITING_TASK_STATES.includes(summary.state)) return { ...summary, waitingFor: null, tool: null };
-  let status: TaskStatus;
-  try {
-    status = await reads.status(summary.taskId);
-  } catch (error) {
-    if (isUnlistableTask(error)) return null;
-    throw error;
-  }
+  const status = await listedStatus(reads, summary.taskId);
+  if (!status) return null;
   // The status is newer than the listing when the task moved meanwhile: its own state decides.
   return { ...summary, state: status.state, waitingFor: waitingReasonOf(status), tool: waitingToolOf(status) };
+}
+
+/**
+ * The status of a task a listing found, or null when it cannot be shown: erased since, or its stored data damaged or
+ * of a version this build does not read. A listing (the search, the HTTP task list and inbox) leaves such a task out
+ * rather than failing for every other task; its own reads name the problem.
+ */
+export async function listedStatus(reads: Pick<SearchReads, 'status'>, taskId: string): Promise<TaskStatus | null> {
+  try {
+    return await reads.status(taskId);
+  } catch (error) {
+    if (
+      error instanceof TaskNotFoundError ||
+      error instanceof CorruptTaskError ||
+      error instanceof UnsupportedVersionError
+    )
+      return null;
+    throw error;
+  }
 }
