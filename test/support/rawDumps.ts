@@ -67,7 +67,8 @@ export function redisRaw(nodes: Redis | Redis[], prefix: string, buckets = 1): R
           for (const key of found) entries.push({ location: key, text: JSON.stringify(await valueOf(client, key)) });
         } while (cursor !== '0');
       }
-      return entries;
+      // SCAN's order is the server's hash table's, which a write elsewhere may reshuffle: dumps compare by key.
+      return entries.sort((a, b) => (a.location < b.location ? -1 : a.location > b.location ? 1 : 0));
     },
     tombstoneLocations: (taskId) => [keysOf(taskId).tombstone(taskId), keysOf(taskId).erased],
   };
